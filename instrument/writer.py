@@ -1,0 +1,370 @@
+"""The dump writer: appends msgpack records to one run's stream files.
+
+This module knows the file layout of docs/format.md and nothing of TensorFlow, so
+tests and tools can write dumps without it. Ids are allocated here; deciding what is
+new (interning frames, stacks, graphs) is the caller's job.
+
+Crash semantics: records are buffered in memory and written with ``os.write`` at
+every `flush()` (the writer flushes itself every `FLUSH_INTERVAL_S` seconds from a
+daemon thread). A process killed at any moment loses at most the records appended
+since the last flush; a record cut short by the kill is at the very end of its file,
+where the reader treats it as not yet written.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import msgpack
+import numpy as np
+
+from reader import format as fmt
+
+# How often buffered records reach the file. It bounds what a SIGKILL can lose and how
+# stale a live view of the dump can be (the TUI aims to show new records within ~2 s).
+FLUSH_INTERVAL_S = 0.5
+# A buffer this large is written at once rather than at the next interval.
+FLUSH_BYTES = 1 << 20
+
+
+def new_run_id(now: float | None = None) -> str:
+    """A run id that sorts by start time and is unique across hosts and processes."""
+    now = time.time() if now is None else now
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now))
+    host = "".join(c if c.isalnum() or c in "-_" else "_" for c in socket.gethostname())[:40]
+    return f"{stamp}-{host or 'host'}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+class RecordFile:
+    """One append-only segment file of msgpack records, buffered in memory."""
+
+    def __init__(self, path: str, header: dict[str, Any]) -> None:
+        self.path = path
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        self._packer = msgpack.Packer(use_bin_type=True)
+        self._buf = bytearray()
+        self.append(header)
+
+    def append(self, record: dict[str, Any]) -> None:
+        self._buf += self._packer.pack(record)
+
+    @property
+    def pending_bytes(self) -> int:
+        return len(self._buf)
+
+    def flush(self) -> None:
+        if not self._buf:
+            return
+        data = memoryview(bytes(self._buf))
+        self._buf.clear()
+        while data:
+            data = data[os.write(self._fd, data):]
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            self.flush()
+            os.close(self._fd)
+            self._fd = -1
+
+
+class DumpWriter:
+    """Writes one run (one instrumented process) into ``logdir/<run_id>/``.
+
+    Thread-safe: every method takes the writer's lock.
+
+    Args:
+        logdir: Directory holding runs; created if missing.
+        run_info: The run record's fields (see docs/format.md, record ``run``);
+            ``run``, ``format_version``, ``host``, ``pid`` and ``start_time`` are
+            filled in when absent.
+        circular_buffer_size: N > 0 keeps at least the latest N executions and N
+            graph traces on disk (segments rotate, older ones are deleted); N <= 0
+            keeps everything.
+        flush_interval_s: Period of the background flush; None disables the thread
+            (the caller then flushes).
+    """
+
+    def __init__(
+        self,
+        logdir: str | os.PathLike[str],
+        run_info: dict[str, Any],
+        *,
+        circular_buffer_size: int = 0,
+        flush_interval_s: float | None = FLUSH_INTERVAL_S,
+    ) -> None:
+        self._lock = threading.RLock()
+        self.run_id = run_info.get("run") or new_run_id()
+        self.path = os.path.join(os.fspath(logdir), self.run_id)
+        os.makedirs(self.path, exist_ok=False)
+        self.circular_buffer_size = int(circular_buffer_size)
+        self._files: dict[str, RecordFile] = {}
+        self._segments: dict[str, int] = {}
+        self._in_segment: dict[str, int] = {}  # executions or traces in the open segment
+        for stream in fmt.STREAMS:
+            self._open_segment(stream, 0)
+        self._next_id = {kind: 0 for kind in (fmt.KIND_DEVICE, fmt.KIND_FILE, fmt.KIND_FRAME,
+                                               fmt.KIND_STACK, fmt.KIND_GRAPH, fmt.KIND_OP)}
+        self.num_executions = 0
+        self.num_traces = 0
+        self._closed = False
+        record = {
+            "k": fmt.KIND_RUN,
+            "run": self.run_id,
+            "format_version": list(fmt.FORMAT_VERSION),
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "start_time": time.time(),
+            "circular_buffer_size": self.circular_buffer_size,
+        }
+        record.update({k: v for k, v in run_info.items() if k != "k"})
+        record["run"] = self.run_id
+        self._files[fmt.STREAM_METADATA].append(record)
+        self.flush()
+        self._stop = threading.Event()
+        self._flusher: threading.Thread | None = None
+        if flush_interval_s is not None:
+            self._flusher = threading.Thread(
+                target=self._flush_periodically, args=(flush_interval_s,),
+                name="tfdbg-tui-dump-flush", daemon=True)
+            self._flusher.start()
+
+    # -- files -------------------------------------------------------------------------
+
+    def _open_segment(self, stream: str, segment: int) -> None:
+        header = {
+            "k": fmt.KIND_HEADER,
+            "format": fmt.FORMAT_NAME,
+            "version": list(fmt.FORMAT_VERSION),
+            "stream": stream,
+            "run": self.run_id,
+            "segment": segment,
+        }
+        path = os.path.join(self.path, fmt.segment_filename(stream, segment))
+        self._files[stream] = RecordFile(path, header)
+        self._segments[stream] = segment
+        self._in_segment[stream] = 0
+
+    def _count_and_rotate(self, stream: str, count: int) -> None:
+        """Count events into the open segment; start a new one once it holds N."""
+        self._in_segment[stream] += count
+        if self.circular_buffer_size <= 0 or self._in_segment[stream] < self.circular_buffer_size:
+            return
+        # Everything before the current segment flushes first, so the new segment's
+        # records never reach disk ahead of the definitions they refer to.
+        self.flush()
+        self._files[stream].close()
+        segment = self._segments[stream] + 1
+        self._open_segment(stream, segment)
+        self._files[stream].flush()
+        # Keep the segment just filled (at least N records) and the new one.
+        stale = os.path.join(self.path, fmt.segment_filename(stream, segment - 2))
+        if segment >= 2 and os.path.exists(stale):
+            os.remove(stale)
+
+    def _append(self, stream: str, record: dict[str, Any]) -> None:
+        if self._closed:
+            raise RuntimeError(f"dump writer for run {self.run_id} is closed")
+        file = self._files[stream]
+        file.append(record)
+        if file.pending_bytes >= FLUSH_BYTES:
+            self.flush()
+
+    def _allocate(self, kind: str) -> int:
+        ident = self._next_id[kind]
+        self._next_id[kind] = ident + 1
+        return ident
+
+    def flush(self) -> None:
+        """Write every buffered record, definition streams first."""
+        with self._lock:
+            for stream in fmt.STREAMS:
+                self._files[stream].flush()
+
+    def _flush_periodically(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            with self._lock:
+                if self._closed:
+                    return
+                self.flush()
+
+    def close(self, *, clean: bool = True) -> None:
+        """Flush and close every file; ``clean`` writes the ``end`` record first."""
+        with self._lock:
+            if self._closed:
+                return
+            if clean:
+                self._files[fmt.STREAM_METADATA].append({
+                    "k": fmt.KIND_END,
+                    "time": time.time(),
+                    "num_executions": self.num_executions,
+                    "num_traces": self.num_traces,
+                })
+            for stream in fmt.STREAMS:
+                self._files[stream].close()
+            self._closed = True
+        self._stop.set()
+
+    # -- definitions -------------------------------------------------------------------
+
+    def add_device(self, name: str) -> int:
+        with self._lock:
+            ident = self._allocate(fmt.KIND_DEVICE)
+            self._append(fmt.STREAM_METADATA, {"k": fmt.KIND_DEVICE, "id": ident, "name": name})
+            return ident
+
+    def add_source_file(self, path: str, lines: Sequence[str] | None, *, library: bool,
+                        omitted: str | None = None) -> int:
+        """Define a source file; ``lines`` is its snapshot, None when ``omitted`` says why."""
+        with self._lock:
+            ident = self._allocate(fmt.KIND_FILE)
+            self._append(fmt.STREAM_SOURCE_FILES, {
+                "k": fmt.KIND_FILE, "id": ident, "path": path, "host": socket.gethostname(),
+                "lines": list(lines) if lines is not None else None,
+                "library": bool(library), "omitted": omitted,
+            })
+            return ident
+
+    def add_frame(self, file_id: int, line: int, function: str) -> int:
+        with self._lock:
+            ident = self._allocate(fmt.KIND_FRAME)
+            self._append(fmt.STREAM_STACKS, {
+                "k": fmt.KIND_FRAME, "id": ident, "file": file_id, "line": int(line),
+                "func": function})
+            return ident
+
+    def add_stack(self, frame_ids: Sequence[int]) -> int:
+        """Define a stack: frame ids from the outermost call to the innermost."""
+        with self._lock:
+            ident = self._allocate(fmt.KIND_STACK)
+            self._append(fmt.STREAM_STACKS, {
+                "k": fmt.KIND_STACK, "id": ident, "frames": list(frame_ids)})
+            return ident
+
+    def add_graph(self, name: str | None, outer_graph_id: int | None, *,
+                  function_name: str | None = None) -> int:
+        """Define a graph; ``function_name`` is the name eager calls of it carry."""
+        with self._lock:
+            ident = self._allocate(fmt.KIND_GRAPH)
+            self._append(fmt.STREAM_GRAPHS, {
+                "k": fmt.KIND_GRAPH, "id": ident, "name": name, "outer": outer_graph_id,
+                "function": function_name})
+            return ident
+
+    def set_graph_function_name(self, graph_id: int, function_name: str) -> None:
+        """Record (again) a graph, now with the function name its eager calls carry."""
+        with self._lock:
+            self._append(fmt.STREAM_GRAPHS, {
+                "k": fmt.KIND_GRAPH, "id": graph_id, "function": function_name,
+                "update": True})
+
+    def add_op(self, *, graph_id: int, op_type: str, op_name: str, inputs: Sequence[str],
+               num_outputs: int, output_dtypes: Sequence[int], device_id: int | None,
+               stack_id: int | None, trace_points: Sequence[int | None]) -> int:
+        """Define an op created in a graph.
+
+        Args:
+            inputs: Input tensor names, ``"op_name:slot"``, in the op's graph.
+            output_dtypes: TF DataType enum value of each output.
+            trace_points: Per output slot, the trace point id its graph execution
+                traces carry, or None when that output is not traced.
+        """
+        with self._lock:
+            ident = self._allocate(fmt.KIND_OP)
+            self._append(fmt.STREAM_GRAPHS, {
+                "k": fmt.KIND_OP, "id": ident, "graph": graph_id, "type": op_type,
+                "name": op_name, "inputs": list(inputs), "num_outputs": int(num_outputs),
+                "dtypes": list(output_dtypes), "device": device_id, "stack": stack_id,
+                "tps": list(trace_points)})
+            return ident
+
+    # -- events --------------------------------------------------------------------------
+
+    def add_execution(self, *, op_type: str, graph_id: int | None, input_ids: Sequence[int],
+                      output_ids: Sequence[int], device_ids: Sequence[int],
+                      output_dtypes: Sequence[int], stack_id: int | None,
+                      summaries: Sequence[Sequence[float] | None] | None = None,
+                      values: Sequence[dict[str, Any] | None] | None = None,
+                      time_s: float | None = None) -> int:
+        """Record one eager execution (an op or a function call); returns its index."""
+        with self._lock:
+            index = self.num_executions
+            record: dict[str, Any] = {
+                "k": fmt.KIND_EXECUTION, "i": index, "op": op_type, "graph": graph_id,
+                "in": list(input_ids), "out": list(output_ids), "dev": list(device_ids),
+                "dtypes": list(output_dtypes), "stack": stack_id,
+                "t": time.time() if time_s is None else time_s,
+            }
+            if summaries is not None:
+                record["s"] = [None if s is None else [float(x) for x in s] for s in summaries]
+            if values is not None:
+                record["v"] = list(values)
+            self._append(fmt.STREAM_EXECUTIONS, record)
+            self.num_executions = index + 1
+            self._count_and_rotate(fmt.STREAM_EXECUTIONS, 1)
+            return index
+
+    def add_traces(self, trace_points: np.ndarray, *, summaries: np.ndarray | None = None,
+                   values: Sequence[dict[str, Any]] | None = None,
+                   step: int | None = None) -> int:
+        """Record a chunk of graph execution traces, in execution order.
+
+        Args:
+            trace_points: int32 array, the trace point id of each trace.
+            summaries: float64 array of shape (n, len(SUMMARY_COLUMNS[mode])), or None.
+            values: FULL_TENSOR values, one `tensor_value_record` per trace.
+            step: Index of the eager execution (top-level function call) the traces ran
+                in; defaults to the number of executions recorded so far.
+
+        Returns:
+            The index of the chunk's first trace.
+        """
+        tps = np.ascontiguousarray(trace_points, dtype="<i4")
+        n = int(tps.shape[0])
+        with self._lock:
+            first = self.num_traces
+            record: dict[str, Any] = {
+                "k": fmt.KIND_TRACES, "i": first, "n": n,
+                "x": self.num_executions if step is None else int(step),
+                "tp": tps.tobytes(),
+            }
+            if summaries is not None:
+                cols = np.ascontiguousarray(summaries, dtype="<f8")
+                if cols.ndim != 2 or cols.shape[0] != n:
+                    raise ValueError(f"summaries must have shape ({n}, K), got {cols.shape}")
+                record["s"] = cols.tobytes()
+                record["sc"] = int(cols.shape[1])
+            if values is not None:
+                if len(values) != n:
+                    raise ValueError(f"expected {n} values, got {len(values)}")
+                record["v"] = list(values)
+            self._append(fmt.STREAM_GRAPH_TRACES, record)
+            self.num_traces = first + n
+            self._count_and_rotate(fmt.STREAM_GRAPH_TRACES, n)
+            return first
+
+
+def tensor_value_record(array: np.ndarray) -> dict[str, Any]:
+    """A FULL_TENSOR value as stored: numpy dtype string, shape and little-endian bytes.
+
+    bfloat16 (which numpy cannot name portably) is stored as float32; strings and other
+    non-numeric values as ``repr``, a list of at most `MAX_REPR_ELEMENTS` strings.
+    """
+    arr = np.asarray(array)
+    if arr.dtype.name == "bfloat16":
+        arr = arr.astype(np.float32)
+    if arr.dtype.kind not in "biufc":
+        flat = arr.reshape(-1)[:MAX_REPR_ELEMENTS]
+        return {"dtype": None, "shape": list(arr.shape), "data": None,
+                "repr": [x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x)
+                         for x in flat.tolist()]}
+    arr = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<"))
+    return {"dtype": arr.dtype.str, "shape": list(arr.shape), "data": arr.tobytes()}
+
+
+MAX_REPR_ELEMENTS = 10_000

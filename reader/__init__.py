@@ -1,0 +1,1 @@
+"""Read tfdbg-tui dumps without TensorFlow."""

@@ -1,0 +1,19 @@
+"""The reader's exceptions: every failure to read a dump is a `DumpError`."""
+
+from __future__ import annotations
+
+
+class DumpError(Exception):
+    """A logdir or dump that cannot be read; the message is one line for the user."""
+
+
+class NoRunsError(DumpError):
+    """The path is missing, is not a directory, or holds no tfdbg-tui run."""
+
+
+class FormatVersionError(DumpError):
+    """The dump was written in a newer major format version than this reader knows."""
+
+
+class DamagedDumpError(DumpError):
+    """A file is corrupt beyond its readable prefix (see `DumpReader.damage`)."""

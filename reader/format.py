@@ -1,0 +1,115 @@
+"""Constants of the dump format: the one place the writer and the reader agree on.
+
+The normative description is docs/format.md; this module is its machine-readable
+half. It imports nothing but the standard library, so both `instrument` (inside a
+training job) and `reader` (where TensorFlow is absent) can use it.
+"""
+
+from __future__ import annotations
+
+FORMAT_NAME = "tfdbg-tui-dump"
+# (major, minor). A reader refuses a newer major version; a newer minor version only
+# adds fields or record kinds that an older reader may ignore.
+FORMAT_VERSION = (1, 0)
+
+FILE_SUFFIX = ".tfdbg"
+
+# Streams, in the order the writer flushes them: definitions before the records that
+# refer to them.
+STREAM_METADATA = "metadata"
+STREAM_SOURCE_FILES = "source_files"
+STREAM_STACKS = "stacks"
+STREAM_GRAPHS = "graphs"
+STREAM_EXECUTIONS = "executions"
+STREAM_GRAPH_TRACES = "graph_traces"
+STREAMS = (
+    STREAM_METADATA,
+    STREAM_SOURCE_FILES,
+    STREAM_STACKS,
+    STREAM_GRAPHS,
+    STREAM_EXECUTIONS,
+    STREAM_GRAPH_TRACES,
+)
+# Streams that rotate to a new segment file (and delete old ones) under a circular
+# buffer. Definition streams never rotate.
+ROTATING_STREAMS = (STREAM_EXECUTIONS, STREAM_GRAPH_TRACES)
+
+
+def segment_filename(stream: str, segment: int) -> str:
+    """File name of one segment of a stream, e.g. ``graph_traces.000003.tfdbg``."""
+    return f"{stream}.{segment:06d}{FILE_SUFFIX}"
+
+
+def parse_segment_filename(name: str) -> tuple[str, int] | None:
+    """Inverse of `segment_filename`; None for a name that is not a segment file."""
+    if not name.endswith(FILE_SUFFIX):
+        return None
+    stem = name[: -len(FILE_SUFFIX)]
+    stream, _, number = stem.rpartition(".")
+    if stream not in STREAMS or len(number) != 6 or not number.isdigit():
+        return None
+    return stream, int(number)
+
+
+# Record kinds: the value of every record's "k" key.
+KIND_HEADER = "header"  # first record of every file
+KIND_RUN = "run"  # metadata: the run's description
+KIND_DEVICE = "device"  # metadata: a device name, with an id
+KIND_END = "end"  # metadata: the run closed cleanly
+KIND_FILE = "file"  # source_files: a source file and its snapshot
+KIND_FRAME = "frame"  # stacks: one stack frame
+KIND_STACK = "stack"  # stacks: a list of frame ids
+KIND_GRAPH = "graph"  # graphs: a graph (FuncGraph, while/cond body, TF1 graph)
+KIND_OP = "op"  # graphs: an op created in a graph
+KIND_EXECUTION = "exec"  # executions: one eager op or function call
+KIND_TRACES = "traces"  # graph_traces: a chunk of graph execution traces
+
+# Tensor debug modes and the summary columns each one records per tensor. Columns are
+# those of TensorFlow's DebugNumericSummaryV2 without its tensor-id column (and, for
+# FULL_HEALTH, without the device-type column): dtypes are TF DataType enum values.
+NO_TENSOR = "NO_TENSOR"
+CURT_HEALTH = "CURT_HEALTH"
+CONCISE_HEALTH = "CONCISE_HEALTH"
+FULL_HEALTH = "FULL_HEALTH"
+SHAPE = "SHAPE"
+FULL_TENSOR = "FULL_TENSOR"
+TENSOR_DEBUG_MODES = (NO_TENSOR, CURT_HEALTH, CONCISE_HEALTH, FULL_HEALTH, SHAPE, FULL_TENSOR)
+HEALTH_MODES = (CURT_HEALTH, CONCISE_HEALTH, FULL_HEALTH)
+
+MAX_SHAPE_RANK = 6  # SHAPE mode keeps the first six dimensions, like TensorFlow's.
+SUMMARY_COLUMNS: dict[str, tuple[str, ...]] = {
+    NO_TENSOR: (),
+    CURT_HEALTH: ("has_inf_or_nan",),
+    CONCISE_HEALTH: ("size", "neg_inf", "pos_inf", "nan"),
+    FULL_HEALTH: ("dtype", "rank", "size", "neg_inf", "pos_inf", "nan", "neg", "zero", "pos"),
+    SHAPE: ("dtype", "rank", "size") + tuple(f"shape{i}" for i in range(MAX_SHAPE_RANK)),
+    FULL_TENSOR: (),
+}
+
+# TensorFlow DataType enum values (tensorflow/core/framework/types.proto) to names, so
+# the reader can name a dtype without importing TensorFlow.
+DTYPE_NAMES: dict[int, str] = {
+    1: "float32",
+    2: "float64",
+    3: "int32",
+    4: "uint8",
+    5: "int16",
+    6: "int8",
+    7: "string",
+    8: "complex64",
+    9: "int64",
+    10: "bool",
+    11: "qint8",
+    12: "quint8",
+    13: "qint32",
+    14: "bfloat16",
+    15: "qint16",
+    16: "quint16",
+    17: "uint16",
+    18: "complex128",
+    19: "float16",
+    20: "resource",
+    21: "variant",
+    22: "uint32",
+    23: "uint64",
+}

@@ -1,0 +1,1 @@
+"""tfdbg-tui: a terminal debugger for TensorFlow 2 programs."""

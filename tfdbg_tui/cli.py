@@ -1,0 +1,44 @@
+"""The `tfdbg-tui` command: open a logdir in the TUI, print a report, or run the demo.
+
+    tfdbg-tui LOGDIR [--run ID] [--no-mouse]
+    tfdbg-tui report LOGDIR [--run ID] [--json]
+    tfdbg-tui demo [--logdir DIR] [...]
+
+Errors a user can cause (a bad path, a foreign or damaged directory, a newer dump
+format) print one line on stderr and exit with a documented non-zero status; they
+never print a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+# Exit statuses, documented in docs/keys.md and `tfdbg-tui --help`.
+EXIT_OK = 0
+EXIT_USAGE = 2  # bad command line (argparse's own status)
+EXIT_NO_DUMP = 3  # missing, empty, unreadable or foreign directory
+EXIT_NEWER_FORMAT = 4  # a dump written by a newer major format version
+EXIT_DAMAGED = 5  # nothing readable in the dump
+EXIT_DEMO_FAILED = 6  # the demo's example program failed
+
+SUBCOMMANDS = ("report", "demo")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "report":
+        from tfdbg_tui.report import main as report_main
+
+        return report_main(argv[1:])
+    if argv and argv[0] == "demo":
+        from tfdbg_tui.demo import main as demo_main
+
+        return demo_main(argv[1:])
+    from tfdbg_tui.app_main import main as app_main
+
+    return app_main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
