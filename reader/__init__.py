@@ -1,1 +1,50 @@
-"""Read tfdbg-tui dumps without TensorFlow."""
+"""Read tfdbg-tui dumps without TensorFlow.
+
+    import reader
+
+    for run in reader.list_runs("/tmp/logdir"):
+        print(run.run_id, run.tensor_debug_mode)
+    dump = reader.open_run("/tmp/logdir")        # the newest run
+    print(dump.num_executions, dump.num_traces)
+    cause = dump.root_cause()                     # the op and line of the first NaN
+    dump.update()                                 # follow a live run
+
+See docs/reader.md. This package imports neither TensorFlow, Textual nor Rich.
+"""
+
+from __future__ import annotations
+
+import os
+
+from reader.dump_reader import DumpReader
+from reader.errors import (
+    DamagedDumpError, DumpError, FormatVersionError, NoRunsError, UnknownIdError,
+)
+from reader.model import (
+    ALERT_TYPES, Alert, AlertSummary, Execution, Frame, Graph, Op, RootCause, RunInfo,
+    RunMetadata, SourceFile, Summary, TensorRef, Trace, UpdateReport,
+)
+from reader.run_dir import is_run_dir, list_runs, resolve_run_path
+
+
+def open_run(logdir: str | os.PathLike[str], run_id: str | None = None) -> DumpReader:
+    """Open one run of a logdir, indexed and ready to query.
+
+    Args:
+        logdir: A logdir, or a run directory itself.
+        run_id: A run id (or a unique prefix of one); None opens the newest run.
+
+    Raises:
+        NoRunsError: No run in ``logdir``, or no run matches ``run_id``.
+        FormatVersionError: The run was written by a newer major format version.
+        DamagedDumpError: Not even the run's metadata is readable.
+    """
+    return DumpReader(resolve_run_path(logdir, run_id))
+
+
+__all__ = [
+    "ALERT_TYPES", "Alert", "AlertSummary", "DamagedDumpError", "DumpError", "DumpReader",
+    "Execution", "FormatVersionError", "Frame", "Graph", "NoRunsError", "Op", "RootCause",
+    "RunInfo", "RunMetadata", "SourceFile", "Summary", "TensorRef", "Trace", "UnknownIdError",
+    "UpdateReport", "is_run_dir", "list_runs", "open_run", "resolve_run_path",
+]

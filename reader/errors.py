@@ -17,3 +17,11 @@ class FormatVersionError(DumpError):
 
 class DamagedDumpError(DumpError):
     """A file is corrupt beyond its readable prefix (see `DumpReader.damage`)."""
+
+
+class UnknownIdError(DumpError, LookupError):
+    """An id (op, graph, stack, source file) that the dump does not define, or not yet.
+
+    A record may refer to a definition that a live writer has not flushed yet; ask
+    again after `DumpReader.update()`. It is also a `LookupError`.
+    """

@@ -18,10 +18,13 @@ class RunInfo:
     start_time: float | None
     tensor_debug_mode: str | None
     finished: bool  # an `end` record was read: the process exited cleanly
+    format_version: tuple[int, int] | None = None  # from the metadata header; None if unreadable
 
 
 @dataclass(frozen=True, slots=True)
 class RunMetadata:
+    """The run's description (the metadata stream's `run` record)."""
+
     run_id: str
     format_version: tuple[int, int]
     tensor_debug_mode: str
@@ -34,6 +37,10 @@ class RunMetadata:
     argv: tuple[str, ...]
     eager_mode: bool
     finished: bool
+    devices: tuple[str, ...] = ()  # device names by device id, as read so far
+    op_regex: str | None = None
+    tensor_dtypes: tuple[str, ...] | None = None
+    end_time: float | None = None  # from the `end` record of a cleanly closed run
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +87,8 @@ class Summary:
 
 @dataclass(frozen=True, slots=True)
 class SourceFile:
+    """A source file and, unless `omitted` says why not, its text as one tuple of lines."""
+
     id: int
     path: str
     host: str | None
@@ -90,6 +99,8 @@ class SourceFile:
 
 @dataclass(frozen=True, slots=True)
 class Frame:
+    """One stack frame. A frame whose definition is not read yet has `file_id` -1."""
+
     id: int
     file_id: int
     path: str
@@ -100,6 +111,8 @@ class Frame:
 
 @dataclass(frozen=True, slots=True)
 class Graph:
+    """A graph: a FuncGraph (tf.function, while/cond body) or a TF1 graph."""
+
     id: int
     name: str | None
     outer_id: int | None
@@ -110,13 +123,16 @@ class Graph:
 class TensorRef:
     """An op's input: the tensor name and, once resolved, the producing op."""
 
-    name: str  # "op_name:slot"
+    name: str  # "op_name:slot" for a graph tensor; "<op type>:<slot>" for an eager one
     op_id: int | None
     slot: int
+    execution_index: int | None = None  # eager input: the execution that produced it
 
 
 @dataclass(frozen=True, slots=True)
 class Op:
+    """An op created in a graph; `trace_points[slot]` is None for an untraced output."""
+
     id: int
     graph_id: int
     op_type: str
@@ -146,10 +162,12 @@ class Execution:
 
     @property
     def is_function(self) -> bool:
+        """True for a call of a tf.function, False for an eager op."""
         return self.graph_id is not None or self.op_type.startswith("__inference_")
 
     @property
     def is_alert(self) -> bool:
+        """True when an output held a NaN or an infinity."""
         return any(s is not None and s.is_alert for s in self.summaries or ())
 
 
@@ -176,19 +194,30 @@ class Alert:
     slot: int
     graph_name: str | None
     device: str | None
-    nan: int
+    nan: int  # element counts; -1 when the mode records none (CURT_HEALTH)
     neg_inf: int
     pos_inf: int
-    step: int
+    step: int  # the execution index of the top-level call (graph) or the execution itself
 
     @property
     def alert_type(self) -> str:
-        """The alert's type for counting: the most specific non-finite kind present."""
-        if self.nan:
-            return "NaN"
-        if self.neg_inf and self.pos_inf:
-            return "±inf"
-        return "-inf" if self.neg_inf else "+inf" if self.pos_inf else "inf/NaN"
+        """The alert's type for counting: the most specific non-finite kind present.
+
+        One of `ALERT_TYPES`; "inf/NaN" when the mode records no counts (CURT_HEALTH).
+        """
+        return alert_type_of(self.nan, self.neg_inf, self.pos_inf)
+
+
+ALERT_TYPES = ("NaN", "±inf", "-inf", "+inf", "inf/NaN")
+
+
+def alert_type_of(nan: int, neg_inf: int, pos_inf: int) -> str:
+    """The alert type for counts of NaN, -inf and +inf elements (-1: unknown)."""
+    if nan > 0:
+        return "NaN"
+    if neg_inf > 0 and pos_inf > 0:
+        return "±inf"
+    return "-inf" if neg_inf > 0 else "+inf" if pos_inf > 0 else "inf/NaN"
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,9 +229,65 @@ class UpdateReport:
     new_alerts: int = 0
     new_graphs: int = 0
     new_ops: int = 0
-    damage: tuple[str, ...] = field(default_factory=tuple)
+    damage: tuple[str, ...] = field(default_factory=tuple)  # notices new in this call
+    dropped_executions: int = 0  # left the disk (circular buffer): first_execution moved
+    dropped_traces: int = 0  # likewise for graph traces
+    new_definitions: int = 0  # source files, frames, stacks, devices
+    finished: bool = False  # the run's `end` record arrived in this call
 
     @property
     def changed(self) -> bool:
+        """True when anything visible changed."""
         return bool(self.new_executions or self.new_traces or self.new_alerts
-                    or self.new_graphs or self.new_ops or self.damage)
+                    or self.new_graphs or self.new_ops or self.damage
+                    or self.dropped_executions or self.dropped_traces
+                    or self.new_definitions or self.finished)
+
+
+@dataclass(frozen=True, slots=True)
+class AlertSummary:
+    """All alerts of a run: exact totals, and the first alerts of each type in order.
+
+    Attributes:
+        total: Number of alerts (non-finite tensors), uncapped.
+        counts: Alerts per `Alert.alert_type`, uncapped.
+        alerts: The first `limit_per_type` alerts of each type, merged in true
+            execution order (graph traces of step x just before execution x).
+    """
+
+    total: int
+    counts: dict[str, int]
+    alerts: list[Alert]
+
+
+@dataclass(frozen=True, slots=True)
+class RootCause:
+    """The op that made the first non-finite tensor, found by walking back its inputs.
+
+    Attributes:
+        alert: The root-cause tensor's own alert (the op whose inputs were all finite
+            and whose output was not).
+        first_alert: The first alert in execution order, where the walk started; the
+            same as `alert` unless a non-finite input led further back.
+        op: The graph op (graph alerts), or None for an eager execution.
+        execution: The eager execution (eager alerts), or the top-level call
+            (step) a graph alert ran in, when still on disk.
+        trace: The graph trace of the root-cause tensor (graph alerts).
+        inputs: Each input tensor with its summary (None when unknown: not traced,
+            not summarised, or produced outside the dump).
+        input_indices: Per input, the trace index (graph) or execution index (eager)
+            whose summary is shown, or None.
+        frame: The innermost user frame of the op's creation stack (graph) or the
+            execution's call stack (eager), or None when no user frame is known.
+        line_text: That frame's source line from the snapshot, or None.
+    """
+
+    alert: Alert
+    op: Op | None
+    execution: Execution | None
+    trace: Trace | None
+    inputs: list[tuple[TensorRef, Summary | None]]
+    frame: Frame | None
+    line_text: str | None
+    first_alert: Alert | None = None
+    input_indices: list[int | None] = field(default_factory=list)

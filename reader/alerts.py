@@ -1,0 +1,133 @@
+"""Alerts: every tensor that held NaN or infinity, in true execution order.
+
+Eager alerts come from the execution index's alert rows, graph alerts from the trace
+index's alert column. Both are merged by one sort key: a graph trace of step ``x``
+ran inside the call recorded as execution ``x``, before that execution was recorded,
+so it sorts just before execution ``x``. Only the alerts listed (a per-type cap) become
+objects; counting works on the columns.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from reader.errors import DumpError
+from reader.index import alert_counts
+from reader.model import ALERT_TYPES, Alert, AlertSummary
+
+if TYPE_CHECKING:
+    from reader.dump_reader import DumpReader
+
+
+def _type_codes(counts: np.ndarray) -> np.ndarray:
+    """Per (nan, neg_inf, pos_inf) row, the position of its type in `ALERT_TYPES`."""
+    nan, neg, pos = counts[:, 0] > 0, counts[:, 1] > 0, counts[:, 2] > 0
+    codes = np.full(counts.shape[0], ALERT_TYPES.index("inf/NaN"), dtype=np.int64)
+    codes[pos] = ALERT_TYPES.index("+inf")
+    codes[neg] = ALERT_TYPES.index("-inf")
+    codes[neg & pos] = ALERT_TYPES.index("±inf")
+    codes[nan] = ALERT_TYPES.index("NaN")
+    return codes
+
+
+def collect_alerts(reader: DumpReader, limit_per_type: int) -> AlertSummary:
+    """Count every alert and list the first ``limit_per_type`` of each type in order."""
+    execs, traces = reader._execs, reader._traces
+    eager_index = execs.alert_index.view
+    eager_counts = execs.alert_counts.view
+    graph_rows = np.flatnonzero(traces.alert.view)
+    graph_index = graph_rows + traces.first
+    if traces.summaries is not None:
+        graph_counts = alert_counts(traces.mode, traces.summaries.view[graph_rows])
+    else:
+        graph_counts = np.full((graph_rows.size, 3), -1, dtype=np.int64)
+    chunks = np.searchsorted(traces.chunk_first.view, graph_index, side="right") - 1
+    graph_step = traces.chunk_step.view[chunks] if graph_rows.size else graph_index
+
+    # One table of all alerts: eager rows first, then graph rows.
+    n_eager = eager_index.size
+    primary = np.concatenate([eager_index, graph_step]).astype(np.int64)
+    secondary = np.concatenate([np.ones(n_eager, np.int64), np.zeros(graph_rows.size, np.int64)])
+    tertiary = np.concatenate([execs.alert_slot.view.astype(np.int64), graph_index])
+    counts = np.concatenate([eager_counts, graph_counts]).reshape(-1, 3)
+    codes = _type_codes(counts)
+    order = np.lexsort((tertiary, secondary, primary))
+
+    totals = np.bincount(codes, minlength=len(ALERT_TYPES))
+    by_type = {ALERT_TYPES[c]: int(totals[c]) for c in range(len(ALERT_TYPES)) if totals[c]}
+    chosen = []
+    sorted_codes = codes[order]
+    for code in range(len(ALERT_TYPES)):
+        chosen.append(order[sorted_codes == code][:max(limit_per_type, 0)])
+    selected = np.sort(np.concatenate(chosen)) if chosen else np.empty(0, np.int64)
+    # Back to execution order: positions of the selected rows within `order`.
+    rank = np.empty(order.size, dtype=np.int64)
+    rank[order] = np.arange(order.size)
+    selected = selected[np.argsort(rank[selected], kind="stable")]
+
+    builder = _AlertBuilder(reader)
+    alerts = []
+    for row in selected.tolist():
+        nan, neg, pos = (int(c) for c in counts[row])
+        if row < n_eager:
+            alerts.append(builder.eager(int(eager_index[row]), int(execs.alert_slot.view[row]),
+                                        nan, neg, pos))
+        else:
+            g = row - n_eager
+            alerts.append(builder.graph(int(graph_index[g]), int(graph_step[g]), nan, neg, pos))
+    return AlertSummary(total=int(codes.size), counts=by_type, alerts=alerts)
+
+
+class _AlertBuilder:
+    """Turns alert rows into `Alert` objects, decoding only what each one needs."""
+
+    def __init__(self, reader: DumpReader) -> None:
+        self._reader = reader
+        self._step_devices: dict[int, str | None] = {}
+
+    def eager(self, index: int, slot: int, nan: int, neg: int, pos: int) -> Alert:
+        reader = self._reader
+        device = graph_name = None
+        op_type = reader.execution_op_types(index, index + 1)[0]
+        try:
+            execution = reader.execution(index)
+            if 0 <= slot < len(execution.devices):
+                device = execution.devices[slot]
+            if execution.graph_id is not None:
+                graph_name = reader.graph(execution.graph_id).name
+        except DumpError:
+            pass  # the record left the disk or its graph is not read yet: leave them unknown
+        return Alert(kind="eager", index=index, op_type=op_type, op_name=None, slot=slot,
+                     graph_name=graph_name, device=device, nan=nan, neg_inf=neg, pos_inf=pos,
+                     step=index)
+
+    def graph(self, index: int, step: int, nan: int, neg: int, pos: int) -> Alert:
+        reader = self._reader
+        trace = reader.trace(index)
+        op_type, op_name, graph_name, device = "?", None, None, None
+        if trace.op_id is not None:
+            op = reader.op(trace.op_id)
+            op_type, op_name, device = op.op_type, op.name, op.device
+            try:
+                graph_name = reader.graph(op.graph_id).name
+            except DumpError:
+                graph_name = None  # the op's graph record is not read yet
+        if device is None:
+            device = self._step_device(step)
+        return Alert(kind="graph", index=index, op_type=op_type, op_name=op_name,
+                     slot=trace.slot, graph_name=graph_name, device=device, nan=nan,
+                     neg_inf=neg, pos_inf=pos, step=step)
+
+    def _step_device(self, step: int) -> str | None:
+        """Ops placed at run time carry no device: take the device of their call."""
+        if step not in self._step_devices:
+            device = None
+            try:
+                devices = self._reader.execution(step).devices
+                device = next((d for d in devices if d), None)
+            except DumpError:
+                pass  # the call is not recorded yet (still running) or left the disk
+            self._step_devices[step] = device
+        return self._step_devices[step]

@@ -1,0 +1,603 @@
+"""`DumpReader`: one run of a dump, indexed, queried, and followed as it grows."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from reader import format as fmt
+from reader import values
+from reader.definitions import Definitions
+from reader.errors import DamagedDumpError, NoRunsError, UnknownIdError
+from reader.index import ExecutionIndex, MalformedRecordError, TraceIndex
+from reader.model import (
+    AlertSummary, Execution, Frame, Graph, Op, RootCause, RunMetadata, SourceFile, Summary,
+    Trace, UpdateReport,
+)
+from reader.segment_reader import SegmentReader, list_segments
+
+# Decoded records kept for repeated fetches (a screenful of executions, a trace chunk
+# whose FULL_TENSOR values are being browsed).
+RECORD_CACHE_SIZE = 256
+
+
+class DumpReader:
+    """Reads one run directory: indexes everything present, then follows its growth.
+
+    All methods are thread-safe (one lock); `update()` holds the lock while it reads.
+    Indices are absolute: under a circular buffer the oldest ones leave the disk and
+    `first_execution` / `first_trace` move forward.
+
+    Args:
+        run_path: A run directory (``LOGDIR/<run id>``).
+
+    Raises:
+        NoRunsError: ``run_path`` holds no metadata segment.
+        FormatVersionError: A file was written by a newer major format version.
+        DamagedDumpError: Not even the run's metadata record is readable.
+    """
+
+    def __init__(self, run_path: str | os.PathLike[str]) -> None:
+        self.path = os.path.abspath(os.fspath(run_path))
+        self.run_id = os.path.basename(self.path)
+        self._lock = threading.RLock()
+        self._segments: dict[str, dict[int, SegmentReader]] = {s: {} for s in fmt.STREAMS}
+        self._defs = Definitions()
+        self._run: dict[str, Any] | None = None
+        self._end: dict[str, Any] | None = None
+        self._damage: list[str] = []
+        self._cache: OrderedDict[tuple[str, int, int], dict[str, Any]] = OrderedDict()
+        self._alerts_cache: tuple[tuple, AlertSummary] | None = None
+        listing = list_segments(self.path)
+        if listing is None or not listing[fmt.STREAM_METADATA]:
+            raise NoRunsError(f"{self.path}: not a tfdbg-tui run (no metadata file)")
+        self._read_metadata()
+        if self._run is None:
+            detail = f": {self._damage[0]}" if self._damage else ""
+            raise DamagedDumpError(f"{self.path}: the run's metadata is unreadable{detail}")
+        mode = self._run.get("tensor_debug_mode")
+        self.mode = mode if mode in fmt.TENSOR_DEBUG_MODES else fmt.NO_TENSOR
+        if mode not in fmt.TENSOR_DEBUG_MODES:
+            self._damage.append(f"unknown tensor_debug_mode {mode!r}; summaries are ignored")
+        self._execs = ExecutionIndex(self.mode)
+        self._traces = TraceIndex(self.mode)
+        self.update()
+
+    # -- reading ---------------------------------------------------------------------
+
+    def update(self) -> UpdateReport:
+        """Read what was appended since the last call (the constructor's is the first).
+
+        Returns:
+            What is new: counts of executions, traces, alerts, graphs and ops, new
+            damage notices, and what left the disk under a circular buffer.
+
+        Raises:
+            FormatVersionError: A new file was written by a newer major version.
+        """
+        with self._lock:
+            before = (self._execs.end, self._traces.end, self._execs.alert_index.size,
+                      int(np.count_nonzero(self._traces.alert.view)),
+                      self._defs.num_graphs, self._defs.num_ops, len(self._damage),
+                      self._execs.first, self._traces.first, self._end is not None,
+                      len(self._defs.files) + len(self._defs.frames) + len(self._defs.stacks)
+                      + len(self._defs.devices))
+            listing = list_segments(self.path)
+            if listing is None:
+                self._notice(f"{self.path}: the run directory vanished")
+                listing = {s: [] for s in fmt.STREAMS}
+            for stream in fmt.STREAMS:
+                self._read_stream(stream, listing[stream])
+            first_e, first_t = self._execs.first, self._traces.first
+            return UpdateReport(
+                new_executions=max(self._execs.end - max(before[0], first_e), 0),
+                new_traces=max(self._traces.end - max(before[1], first_t), 0),
+                new_alerts=max(self._execs.alert_index.size - before[2]
+                               + int(np.count_nonzero(self._traces.alert.view)) - before[3], 0),
+                new_graphs=self._defs.num_graphs - before[4],
+                new_ops=self._defs.num_ops - before[5],
+                damage=tuple(self._damage[before[6]:]),
+                dropped_executions=max(min(first_e, before[0]) - before[7], 0),
+                dropped_traces=max(min(first_t, before[1]) - before[8], 0),
+                new_definitions=len(self._defs.files) + len(self._defs.frames)
+                + len(self._defs.stacks) + len(self._defs.devices) - before[10],
+                finished=self._end is not None and not before[9],
+            )
+
+    def _read_metadata(self) -> None:
+        self._read_stream(fmt.STREAM_METADATA, list_segments(self.path)[fmt.STREAM_METADATA])
+
+    def _read_stream(self, stream: str, present: list[int]) -> None:
+        known = self._segments[stream]
+        if stream in fmt.ROTATING_STREAMS:
+            self._drop_vanished(stream, present)
+        for number in present:
+            if number not in known:
+                path = os.path.join(self.path, fmt.segment_filename(stream, number))
+                known[number] = SegmentReader(path, stream, number)
+        for number in sorted(known):
+            segment = known[number]
+            if segment.damage is not None or segment.vanished:
+                continue
+            if stream == fmt.STREAM_GRAPH_TRACES:
+                self._traces.reserve_for_bytes(max(segment.size() - segment.offset, 0))
+            for start, end, record in segment.read_new():
+                try:
+                    self._take(stream, number, start, end, record)
+                except MalformedRecordError as error:
+                    if stream in fmt.ROTATING_STREAMS:
+                        # Later records of the segment would leave a hole in the
+                        # numbering; stop at the damage, keep everything before it.
+                        segment.damage = f"{segment.name}: {error} at byte {start}"
+                        break
+                    self._notice(f"{segment.name}: {error} at byte {start}; record skipped")
+            if segment.damage is not None:
+                self._notice(segment.damage)
+            if segment.vanished and stream in fmt.ROTATING_STREAMS:
+                self._drop_vanished(stream, [n for n in known if not known[n].vanished])
+
+    def _take(self, stream: str, segment: int, start: int, end: int,
+              record: dict[str, Any]) -> None:
+        kind = record["k"]
+        if stream == fmt.STREAM_GRAPH_TRACES:
+            if kind == fmt.KIND_TRACES:
+                self._traces.add_chunk(record, segment, start, end)
+        elif stream == fmt.STREAM_EXECUTIONS:
+            if kind == fmt.KIND_EXECUTION:
+                self._execs.add(record, segment, start, end)
+        elif kind == fmt.KIND_RUN and stream == fmt.STREAM_METADATA:
+            if self._run is None:
+                self._run = record
+        elif kind == fmt.KIND_END and stream == fmt.STREAM_METADATA:
+            self._end = record
+        else:
+            self._defs.add(record)
+
+    def _drop_vanished(self, stream: str, present: list[int]) -> None:
+        known = self._segments[stream]
+        gone = [n for n in known if n not in present or known[n].vanished]
+        if not gone:
+            return
+        # Segments leave in order; everything below the oldest remaining one is gone.
+        remaining = [n for n in known if n not in gone]
+        floor = min(remaining) if remaining else max(gone) + 1
+        index = self._execs if stream == fmt.STREAM_EXECUTIONS else self._traces
+        index.drop_segments_before(floor)
+        for number in gone:
+            if number < floor:
+                known.pop(number).close()
+        self._cache.clear()
+
+    def _notice(self, text: str) -> None:
+        if text not in self._damage:
+            self._damage.append(text)
+
+    def _fetch(self, stream: str, segment: int, offset: int, length: int) -> dict[str, Any]:
+        key = (stream, segment, offset)
+        record = self._cache.get(key)
+        if record is not None:
+            self._cache.move_to_end(key)
+            return record
+        reader = self._segments[stream].get(segment)
+        record = reader.fetch(offset, length) if reader is not None else None
+        if record is None:
+            raise DamagedDumpError(
+                f"{fmt.segment_filename(stream, segment)}: record at byte {offset} is no "
+                "longer readable")
+        self._cache[key] = record
+        if len(self._cache) > RECORD_CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return record
+
+    # -- run ---------------------------------------------------------------------------
+
+    @property
+    def metadata(self) -> RunMetadata:
+        """The run's description, with the devices read so far."""
+        with self._lock:
+            run = self._run or {}
+            version = run.get("format_version")
+            argv = run.get("argv")
+            dtypes = run.get("tensor_dtypes")
+            end_time = self._end.get("time") if self._end else None
+            devices = self._defs.devices
+            return RunMetadata(
+                run_id=str(run.get("run") or self.run_id),
+                format_version=(tuple(version[:2]) if isinstance(version, list)
+                                and len(version) >= 2 else fmt.FORMAT_VERSION),
+                tensor_debug_mode=self.mode,
+                circular_buffer_size=_int_or(run.get("circular_buffer_size"), 0),
+                host=_str_or_none(run.get("host")),
+                pid=run.get("pid") if isinstance(run.get("pid"), int) else None,
+                start_time=_float_or_none(run.get("start_time")),
+                tf_version=_str_or_none(run.get("tf_version")),
+                python_version=_str_or_none(run.get("python_version")),
+                argv=tuple(str(a) for a in argv) if isinstance(argv, list) else (),
+                eager_mode=bool(run.get("eager_mode", True)),
+                finished=self._end is not None,
+                devices=tuple(devices.get(i, "?") for i in range(max(devices, default=-1) + 1)),
+                op_regex=_str_or_none(run.get("op_regex")),
+                tensor_dtypes=(tuple(str(d) for d in dtypes) if isinstance(dtypes, list)
+                               else None),
+                end_time=_float_or_none(end_time),
+            )
+
+    @property
+    def damage(self) -> tuple[str, ...]:
+        """One-line notices of everything the reader had to skip, oldest first."""
+        with self._lock:
+            return tuple(self._damage)
+
+    @property
+    def finished(self) -> bool:
+        """True once the run's `end` record is read: the process exited cleanly."""
+        return self._end is not None
+
+    def device(self, device_id: int) -> str | None:
+        """A device's name, or None when not defined (yet)."""
+        return self._defs.device_name(device_id)
+
+    # -- executions --------------------------------------------------------------------
+
+    @property
+    def num_executions(self) -> int:
+        """One past the last execution index read (count since the program started)."""
+        return self._execs.end
+
+    @property
+    def first_execution(self) -> int:
+        """The first execution index still on disk; > 0 under a circular buffer."""
+        return self._execs.first
+
+    def _exec_row(self, index: int) -> int:
+        row = index - self._execs.first
+        if not 0 <= row < len(self._execs):
+            raise UnknownIdError(
+                f"execution {index} is not on disk (have {self._execs.first}..{self._execs.end - 1})")
+        return row
+
+    def execution_record(self, index: int) -> dict[str, Any]:
+        """The raw decoded ``exec`` record (for tools; prefer `execution`)."""
+        with self._lock:
+            row = self._exec_row(index)
+            e = self._execs
+            return self._fetch(fmt.STREAM_EXECUTIONS, int(e.segment.view[row]),
+                               int(e.offset.view[row]), int(e.length.view[row]))
+
+    def execution(self, index: int) -> Execution:
+        """The full execution record ``index`` (decoded on demand, cached).
+
+        Raises:
+            UnknownIdError: ``index`` is not on disk.
+            DamagedDumpError: Its bytes can no longer be read.
+        """
+        with self._lock:
+            record = self.execution_record(index)
+            return self._build_execution(index, record)
+
+    def _build_execution(self, index: int, record: dict[str, Any]) -> Execution:
+        summaries: tuple[Summary | None, ...] | None = None
+        if self.mode == fmt.FULL_TENSOR and isinstance(record.get("v"), list):
+            summaries = tuple(_value_summary(v) for v in record["v"])
+        elif isinstance(record.get("s"), list):
+            summaries = tuple(_row_summary(self.mode, s) for s in record["s"])
+        return Execution(
+            index=index, op_type=record["op"], graph_id=_int_or(record.get("graph"), None),
+            input_ids=_ints(record.get("in")), output_ids=_ints(record.get("out")),
+            devices=tuple(self._defs.device_name(d) for d in _list(record.get("dev"))),
+            output_dtypes=tuple(fmt.DTYPE_NAMES.get(d, f"dtype{d}")
+                                for d in _ints(record.get("dtypes"))),
+            stack_id=_int_or(record.get("stack"), None),
+            time=_float_or_none(record.get("t")), summaries=summaries)
+
+    def executions(self, begin: int, end: int) -> list[Execution]:
+        """Executions ``begin..end-1``, clipped to what is on disk."""
+        with self._lock:
+            begin, end = max(begin, self._execs.first), min(end, self._execs.end)
+            return [self.execution(i) for i in range(begin, end)]
+
+    def _exec_slice(self, begin: int, end: int) -> slice:
+        first = self._execs.first
+        b = min(max(begin - first, 0), len(self._execs))
+        return slice(b, min(max(end - first, b), len(self._execs)))
+
+    def execution_op_types(self, begin: int, end: int) -> list[str]:
+        """Op type (or function name) of executions ``begin..end-1``, without decoding."""
+        with self._lock:
+            codes = self._execs.op_code.view[self._exec_slice(begin, end)]
+            types = self._execs.op_types
+            return [types[c] for c in codes.tolist()]
+
+    def execution_alert_flags(self, begin: int, end: int) -> np.ndarray:
+        """Bool per execution ``begin..end-1``: an output held NaN or infinity."""
+        with self._lock:
+            return self._execs.is_alert.view[self._exec_slice(begin, end)].copy()
+
+    def execution_function_flags(self, begin: int, end: int) -> np.ndarray:
+        """Bool per execution ``begin..end-1``: a tf.function call (not an eager op)."""
+        with self._lock:
+            return self._execs.is_function.view[self._exec_slice(begin, end)].copy()
+
+    def execution_value(self, index: int, slot: int) -> np.ndarray | None:
+        """FULL_TENSOR: the value of output ``slot`` of execution ``index``, else None."""
+        with self._lock:
+            stored = self.execution_record(index).get("v")
+            if not isinstance(stored, list) or not 0 <= slot < len(stored):
+                return None
+            return values.decode_value(stored[slot])
+
+    # -- graph traces -----------------------------------------------------------------
+
+    @property
+    def num_traces(self) -> int:
+        """One past the last graph trace index read."""
+        return self._traces.end
+
+    @property
+    def first_trace(self) -> int:
+        """The first trace index still on disk; > 0 under a circular buffer."""
+        return self._traces.first
+
+    def _trace_row(self, index: int) -> int:
+        row = index - self._traces.first
+        if not 0 <= row < len(self._traces):
+            raise UnknownIdError(
+                f"trace {index} is not on disk (have {self._traces.first}..{self._traces.end - 1})")
+        return row
+
+    def trace(self, index: int) -> Trace:
+        """Graph trace ``index``, from the index columns alone (no decoding).
+
+        Raises:
+            UnknownIdError: ``index`` is not on disk.
+        """
+        with self._lock:
+            t = self._traces
+            row = self._trace_row(index)
+            tp = int(t.tp.view[row])
+            op_id, slot = self._defs.trace_point(tp)
+            chunk = t.chunk_of(index)
+            summary = None
+            if t.summaries is not None:
+                summary = _row_summary(self.mode, t.summaries.view[row])
+            return Trace(index=index, trace_point=tp, op_id=op_id, slot=slot,
+                         step=int(t.chunk_step.view[chunk]), summary=summary)
+
+    def traces(self, begin: int, end: int) -> list[Trace]:
+        """Traces ``begin..end-1``, clipped to what is on disk (for painting rows)."""
+        with self._lock:
+            begin, end = max(begin, self._traces.first), min(end, self._traces.end)
+            return [self.trace(i) for i in range(begin, end)]
+
+    def trace_value(self, index: int) -> np.ndarray | None:
+        """FULL_TENSOR: the value of trace ``index``; None in other modes."""
+        with self._lock:
+            t = self._traces
+            self._trace_row(index)
+            chunk = t.chunk_of(index)
+            record = self._fetch(fmt.STREAM_GRAPH_TRACES, int(t.chunk_segment.view[chunk]),
+                                 int(t.chunk_offset.view[chunk]), int(t.chunk_length.view[chunk]))
+            stored = record.get("v")
+            position = index - int(t.chunk_first.view[chunk])
+            if not isinstance(stored, list) or position >= len(stored):
+                return None
+            return values.decode_value(stored[position])
+
+    def trace_alert_indices(self) -> np.ndarray:
+        """Ascending int64 indices of the traces that held NaN or infinity."""
+        with self._lock:
+            return np.flatnonzero(self._traces.alert.view).astype(np.int64) + self._traces.first
+
+    def trace_steps(self, begin: int, end: int) -> np.ndarray:
+        """int64 step (top-level execution index) of traces ``begin..end-1``."""
+        with self._lock:
+            begin, end = max(begin, self._traces.first), min(end, self._traces.end)
+            return self._traces.steps(begin, max(begin, end))
+
+    def trace_point(self, tp: int) -> tuple[int | None, int]:
+        """(op id, slot) of trace point ``tp``; (None, -1) while its op is not read."""
+        with self._lock:
+            return self._defs.trace_point(tp)
+
+    def traces_of(self, op_id: int, slot: int) -> np.ndarray:
+        """Ascending int64 indices of the traces of tensor ``(op_id, slot)``."""
+        with self._lock:
+            tps = self._defs.op(op_id).trace_points
+            if not 0 <= slot < len(tps) or tps[slot] is None:
+                return np.empty(0, dtype=np.int64)
+            return (np.flatnonzero(self._traces.tp.view == tps[slot]).astype(np.int64)
+                    + self._traces.first)
+
+    def nearest_trace_of(self, op_id: int, slot: int, near_index: int) -> int | None:
+        """The trace of ``(op_id, slot)`` at or before ``near_index``, else the first after.
+
+        Returns:
+            A trace index, or None when that tensor has no trace on disk.
+        """
+        with self._lock:
+            found = self.traces_of(op_id, slot)
+            if found.size == 0:
+                return None
+            position = int(np.searchsorted(found, near_index, side="right"))
+            return int(found[position - 1] if position > 0 else found[0])
+
+    def find_trace(self, pattern: str, start: int, forward: bool = True) -> int | None:
+        """The next trace (from ``start`` inclusive) whose op name or type matches.
+
+        Args:
+            pattern: A regular expression, searched (not anchored) in op names and types.
+            start: The trace index to start from.
+            forward: Search towards higher indices; False searches backwards.
+
+        Returns:
+            The trace index, or None. An invalid regex is matched as a literal string.
+        """
+        try:
+            regex = re.compile(pattern)
+        except re.error:
+            regex = re.compile(re.escape(pattern))
+        with self._lock:
+            tp_op = self._defs.tp_op.view
+            matching_ops = {op_id for op_id in set(tp_op.tolist()) if op_id >= 0
+                            and (regex.search(self._defs.op(op_id).name)
+                                 or regex.search(self._defs.op(op_id).op_type))}
+            tps = np.flatnonzero(np.isin(tp_op, list(matching_ops)))
+            t = self._traces
+            if not tps.size or not len(t):
+                return None
+            row = min(max(start - t.first, 0), len(t) - 1) if forward else min(start - t.first, len(t) - 1)
+            if row < 0:
+                return None
+            column = t.tp.view
+            hits = (np.flatnonzero(np.isin(column[row:], tps)) if forward
+                    else np.flatnonzero(np.isin(column[: row + 1], tps)))
+            if not hits.size:
+                return None
+            return int((hits[0] + row) if forward else hits[-1]) + t.first
+
+    # -- definitions ------------------------------------------------------------------
+
+    def graphs(self) -> list[Graph]:
+        """Every graph read, by id."""
+        with self._lock:
+            return [self._defs.graph(g) for g in self._defs.graph_ids()]
+
+    def graph(self, graph_id: int) -> Graph:
+        """A graph by id; `UnknownIdError` while not defined."""
+        with self._lock:
+            return self._defs.graph(graph_id)
+
+    def graph_ops(self, graph_id: int) -> list[Op]:
+        """The ops of one graph, in creation order."""
+        with self._lock:
+            return [op for op in (self._defs.op(i) for i in self._defs.op_ids())
+                    if op.graph_id == graph_id]
+
+    def op(self, op_id: int) -> Op:
+        """An op by id; `UnknownIdError` while not defined."""
+        with self._lock:
+            return self._defs.op(op_id)
+
+    def op_by_name(self, graph_id: int, name: str) -> Op | None:
+        """An op by graph and name, or None."""
+        with self._lock:
+            op_id = self._defs.op_id_by_name(graph_id, name)
+            return None if op_id is None else self._defs.op(op_id)
+
+    def consumers(self, op_id: int) -> list[tuple[Op, int]]:
+        """(consumer op, input index) for each op reading any output of ``op_id``."""
+        with self._lock:
+            return self._defs.consumers(op_id)
+
+    def stack(self, stack_id: int) -> list[Frame]:
+        """A stack's frames, outermost first; frames not read yet are placeholders."""
+        with self._lock:
+            return self._defs.stack(stack_id)
+
+    def source_file(self, file_id: int) -> SourceFile:
+        """A source file and its snapshot; `UnknownIdError` while not defined."""
+        with self._lock:
+            return self._defs.source_file(file_id)
+
+    def source_line(self, frame: Frame) -> str | None:
+        """The text of a frame's line from the snapshot, or None when not recorded."""
+        with self._lock:
+            return self._defs.line_text(frame)
+
+    def innermost_user_frame(self, stack_id: int | None) -> Frame | None:
+        """The innermost frame of user code in a stack, or None."""
+        if stack_id is None:
+            return None
+        with self._lock:
+            try:
+                frames = self._defs.stack(stack_id)
+            except UnknownIdError:
+                return None
+            return next((f for f in reversed(frames) if f.is_user), None)
+
+    # -- analyses ---------------------------------------------------------------------
+
+    def alerts(self, limit_per_type: int = 1000) -> AlertSummary:
+        """Every NaN/inf alert, counted per type, listed in true execution order.
+
+        Args:
+            limit_per_type: How many alerts of each type to list; totals stay exact.
+        """
+        from reader.alerts import collect_alerts
+
+        with self._lock:
+            key = (self._execs.first, self._execs.end, self._traces.first, self._traces.end,
+                   self._defs.num_ops, len(self._defs.devices), limit_per_type)
+            if self._alerts_cache is None or self._alerts_cache[0] != key:
+                self._alerts_cache = (key, collect_alerts(self, limit_per_type))
+            return self._alerts_cache[1]
+
+    def root_cause(self) -> RootCause | None:
+        """The op that made the first non-finite tensor; None without alerts."""
+        from reader.root_cause import find_root_cause
+
+        with self._lock:
+            return find_root_cause(self)
+
+    def close(self) -> None:
+        """Close every open file."""
+        with self._lock:
+            for segments in self._segments.values():
+                for segment in segments.values():
+                    segment.close()
+
+    def __enter__(self) -> DumpReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _row_summary(mode: str, row: Any) -> Summary | None:
+    """A summary from a stored row; FULL_TENSOR rows are computed in FULL_HEALTH layout."""
+    if row is None or mode == fmt.NO_TENSOR:
+        return None
+    try:
+        if mode == fmt.FULL_TENSOR:
+            return dataclasses.replace(Summary.from_row(fmt.FULL_HEALTH, row), mode=mode)
+        return Summary.from_row(mode, row)
+    except (TypeError, ValueError, KeyError, OverflowError):
+        return None  # a row of the wrong length or non-numbers: no summary to show
+
+
+def _value_summary(stored: Any) -> Summary | None:
+    if not isinstance(stored, dict):
+        return None
+    row = values.summary_row(stored)
+    summary = Summary.from_row(fmt.FULL_HEALTH, row)
+    shape = stored.get("shape")
+    return Summary(mode=fmt.FULL_TENSOR, dtype=summary.dtype, rank=summary.rank,
+                   size=summary.size, neg_inf=summary.neg_inf, pos_inf=summary.pos_inf,
+                   nan=summary.nan, neg=summary.neg, zero=summary.zero, pos=summary.pos,
+                   shape=tuple(shape) if isinstance(shape, list) else None)
+
+
+def _list(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _ints(value: Any) -> tuple[int, ...]:
+    return tuple(v for v in _list(value) if isinstance(v, int) and not isinstance(v, bool))
+
+
+def _int_or(value: Any, default: Any) -> Any:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _float_or_none(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None

@@ -1,0 +1,342 @@
+"""Columnar indexes of the two big streams: eager executions and graph traces.
+
+No Python object per record: each index keeps numpy columns that grow by doubling,
+holding byte locators and the few small facts the lists and alerts need. Full records
+are decoded on demand from their locators.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from reader import format as fmt
+from reader import values
+
+
+class MalformedRecordError(ValueError):
+    """A record whose fields have the wrong type or size (internal; becomes a notice)."""
+
+
+class Column:
+    """A growable 1-D or 2-D numpy column; rows are appended at the end."""
+
+    def __init__(self, dtype: Any, width: int | None = None, capacity: int = 1024) -> None:
+        self._shape_tail = () if width is None else (width,)
+        self._data = np.empty((capacity,) + self._shape_tail, dtype=dtype)
+        self.size = 0
+
+    def reserve(self, capacity: int) -> None:
+        """Make room for ``capacity`` rows in total (pages are touched only when used)."""
+        if capacity > self._data.shape[0]:
+            grown = np.empty((capacity,) + self._shape_tail, dtype=self._data.dtype)
+            grown[: self.size] = self._data[: self.size]
+            self._data = grown
+
+    def extend(self, rows: np.ndarray) -> None:
+        """Append rows (a scalar row appends one)."""
+        rows = np.asarray(rows)
+        n = 1 if rows.ndim == len(self._shape_tail) else rows.shape[0]
+        end = self.size + n
+        if end > self._data.shape[0]:
+            self.reserve(max(end, 2 * self._data.shape[0]))
+        self._data[self.size:end] = rows
+        self.size = end
+
+    def append(self, value: Any) -> None:
+        """Append one row."""
+        if self.size == self._data.shape[0]:
+            self.reserve(2 * self._data.shape[0])
+        self._data[self.size] = value
+        self.size += 1
+
+    @property
+    def view(self) -> np.ndarray:
+        """The filled rows (a view: do not keep it across appends)."""
+        return self._data[: self.size]
+
+    def drop_front(self, count: int) -> None:
+        """Forget the first ``count`` rows."""
+        kept = self._data[count: self.size].copy()
+        self._data = np.empty((max(kept.shape[0], 1024),) + self._shape_tail, dtype=self._data.dtype)
+        self._data[: kept.shape[0]] = kept
+        self.size = kept.shape[0]
+
+
+# Column positions of the non-finite counts in each mode's summary row, from
+# `SUMMARY_COLUMNS`; FULL_TENSOR rows are computed from values in FULL_HEALTH layout.
+def _count_columns(mode: str) -> tuple[int, int, int] | None:
+    columns = fmt.SUMMARY_COLUMNS[fmt.FULL_HEALTH if mode == fmt.FULL_TENSOR else mode]
+    if "nan" not in columns:
+        return None
+    return columns.index("nan"), columns.index("neg_inf"), columns.index("pos_inf")
+
+
+def summary_width(mode: str) -> int:
+    """Summary columns per tensor as the index stores them for ``mode``."""
+    return len(fmt.SUMMARY_COLUMNS[fmt.FULL_HEALTH if mode == fmt.FULL_TENSOR else mode])
+
+
+def alert_flags(mode: str, rows: np.ndarray) -> np.ndarray:
+    """Per summary row: True when the tensor held a NaN or an infinity."""
+    if mode == fmt.CURT_HEALTH:
+        return rows[:, 0] != 0
+    cols = _count_columns(mode)
+    if cols is None or rows.shape[0] == 0:
+        return np.zeros(rows.shape[0], dtype=bool)
+    return (rows[:, cols[0]] != 0) | (rows[:, cols[1]] != 0) | (rows[:, cols[2]] != 0)
+
+
+def alert_counts(mode: str, rows: np.ndarray) -> np.ndarray:
+    """(n, 3) int64 counts (nan, neg_inf, pos_inf) of summary rows; -1 when unknown."""
+    cols = _count_columns(mode)
+    if cols is None:
+        return np.full((rows.shape[0], 3), -1, dtype=np.int64)
+    return rows[:, list(cols)].astype(np.int64)
+
+
+class TraceIndex:
+    """Graph execution traces: per-trace columns plus a per-chunk locator table.
+
+    Trace ``i`` sits at row ``i - first`` of the per-trace columns; its chunk is found
+    by binary search in the chunks' first indices.
+    """
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.width = summary_width(mode)
+        self.first = 0
+        self.tp = Column(np.int32)
+        self.summaries = Column(np.float64, self.width) if self.width else None
+        self.alert = Column(np.bool_)
+        self.chunk_first = Column(np.int64)
+        self.chunk_step = Column(np.int64)
+        self.chunk_offset = Column(np.int64)
+        self.chunk_length = Column(np.int64)
+        self.chunk_segment = Column(np.int32)
+
+    @property
+    def end(self) -> int:
+        """One past the last trace index read."""
+        return self.first + self.tp.size
+
+    def __len__(self) -> int:
+        return self.tp.size
+
+    def reserve_for_bytes(self, new_bytes: int) -> None:
+        """Pre-size the columns for a segment tail of ``new_bytes``, avoiding copies.
+
+        Each trace takes at least 4 + 8*width bytes on disk, so this bounds the count;
+        untouched reserved pages cost no memory. FULL_TENSOR rows are mostly values,
+        where the bound would be far too loose, so those grow by doubling instead.
+        """
+        if self.mode == fmt.FULL_TENSOR:
+            return
+        bound = self.tp.size + new_bytes // (4 + 8 * self.width)
+        self.tp.reserve(bound)
+        self.alert.reserve(bound)
+        if self.summaries is not None:
+            self.summaries.reserve(bound)
+
+    def add_chunk(self, record: dict[str, Any], segment: int, start: int, end: int) -> int:
+        """Index one ``traces`` record; returns how many traces were new.
+
+        Raises:
+            MalformedRecordError: A field has the wrong type or size.
+        """
+        first, n, step = record.get("i"), record.get("n"), record.get("x")
+        tp_bytes = record.get("tp")
+        if not (_is_int(first) and _is_int(n) and _is_int(step) and n >= 0 and first >= 0
+                and isinstance(tp_bytes, bytes) and len(tp_bytes) == 4 * n):
+            raise MalformedRecordError("a traces chunk with bad i, n, x or tp")
+        tps = np.frombuffer(tp_bytes, dtype="<i4")
+        rows = self._summary_rows(record, n)
+        if len(self) == 0:
+            self.first = first
+        elif first != self.end:
+            # Never-repeating, consecutive indices: a gap means segments were deleted
+            # before they were read (circular buffer); an overlap is damage.
+            if first < self.end:
+                raise MalformedRecordError(f"traces chunk {first} repeats indices before {self.end}")
+            self.drop_front(len(self))
+            self.first = first
+        self.tp.extend(tps)
+        if self.summaries is not None:
+            self.summaries.extend(rows)
+            self.alert.extend(alert_flags(self.mode, rows))
+        else:
+            self.alert.extend(np.zeros(n, dtype=bool))
+        self.chunk_first.append(first)
+        self.chunk_step.append(step)
+        self.chunk_offset.append(start)
+        self.chunk_length.append(end - start)
+        self.chunk_segment.append(segment)
+        return n
+
+    def _summary_rows(self, record: dict[str, Any], n: int) -> np.ndarray:
+        if self.mode == fmt.FULL_TENSOR:
+            vals = record.get("v")
+            if not isinstance(vals, list) or len(vals) != n:
+                raise MalformedRecordError("a FULL_TENSOR traces chunk without n values")
+            return values.summary_rows(vals)
+        if self.width == 0:
+            return np.empty((n, 0))
+        data, sc = record.get("s"), record.get("sc")
+        if sc != self.width or not isinstance(data, bytes) or len(data) != 8 * n * self.width:
+            raise MalformedRecordError(
+                f"a traces chunk whose summaries are not {n} rows of {self.width} columns")
+        return np.frombuffer(data, dtype="<f8").reshape(n, self.width)
+
+    def chunk_of(self, index: int) -> int:
+        """Row in the chunk table of the chunk holding trace ``index``."""
+        return int(np.searchsorted(self.chunk_first.view, index, side="right")) - 1
+
+    def steps(self, begin: int, end: int) -> np.ndarray:
+        """The step (execution index) of traces ``begin..end-1``."""
+        chunks = np.searchsorted(self.chunk_first.view, np.arange(begin, end), side="right") - 1
+        return self.chunk_step.view[chunks]
+
+    def drop_segments_before(self, segment: int) -> int:
+        """Forget traces of segments numbered below ``segment``; returns how many."""
+        chunks = int(np.searchsorted(self.chunk_segment.view, segment, side="left"))
+        if chunks == 0:
+            return 0
+        count = (int(self.chunk_first.view[chunks]) - self.first
+                 if chunks < self.chunk_first.size else len(self))
+        self.drop_front(count, chunks)
+        return count
+
+    def drop_front(self, count: int, chunks: int | None = None) -> None:
+        """Forget the first ``count`` traces (and the chunks holding only those)."""
+        if chunks is None:
+            chunks = int(np.searchsorted(self.chunk_first.view, self.first + count, side="right"))
+        for column in (self.tp, self.alert, self.summaries):
+            if column is not None:
+                column.drop_front(count)
+        for column in (self.chunk_first, self.chunk_step, self.chunk_offset,
+                       self.chunk_length, self.chunk_segment):
+            column.drop_front(chunks)
+        self.first += count
+
+
+class ExecutionIndex:
+    """Eager executions: byte locators, op-type codes and flags, one row each.
+
+    Alerting outputs are kept apart, one row per (execution, output slot), since only
+    a few executions have them.
+    """
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.width = summary_width(mode)
+        self.first = 0
+        self.offset = Column(np.int64)
+        self.length = Column(np.int64)
+        self.segment = Column(np.int32)
+        self.op_code = Column(np.int32)
+        self.is_function = Column(np.bool_)
+        self.is_alert = Column(np.bool_)
+        self.out_first = Column(np.int64)  # first output tensor id, -1 for none
+        self.out_count = Column(np.int32)
+        self.op_types: list[str] = []
+        self._op_codes: dict[str, int] = {}
+        self.alert_index = Column(np.int64)
+        self.alert_slot = Column(np.int32)
+        self.alert_counts = Column(np.int64, 3)  # nan, neg_inf, pos_inf; -1 unknown
+
+    @property
+    def end(self) -> int:
+        """One past the last execution index read."""
+        return self.first + self.offset.size
+
+    def __len__(self) -> int:
+        return self.offset.size
+
+    def add(self, record: dict[str, Any], segment: int, start: int, end: int) -> int:
+        """Index one ``exec`` record; returns 1 if new, else raises.
+
+        Raises:
+            MalformedRecordError: A field has the wrong type.
+        """
+        index, op_type, outputs = record.get("i"), record.get("op"), record.get("out")
+        graph = record.get("graph")
+        if not (_is_int(index) and index >= 0 and isinstance(op_type, str)
+                and isinstance(outputs, list) and (graph is None or _is_int(graph))):
+            raise MalformedRecordError("an exec record with bad i, op, out or graph")
+        if len(self) == 0:
+            self.first = index
+        elif index != self.end:
+            if index < self.end:
+                raise MalformedRecordError(f"exec {index} repeats an index before {self.end}")
+            self.drop_front(len(self))
+            self.first = index
+        rows = self._summary_rows(record)
+        alert_slots = []
+        if rows is not None:
+            flags = alert_flags(self.mode, rows[1])
+            if flags.any():
+                counts = alert_counts(self.mode, rows[1])
+                for j in np.flatnonzero(flags):
+                    alert_slots.append((int(rows[0][j]), counts[j]))
+        code = self._op_codes.get(op_type)
+        if code is None:
+            code = self._op_codes[op_type] = len(self.op_types)
+            self.op_types.append(op_type)
+        self.offset.append(start)
+        self.length.append(end - start)
+        self.segment.append(segment)
+        self.op_code.append(code)
+        self.is_function.append(graph is not None or op_type.startswith("__inference_"))
+        self.is_alert.append(bool(alert_slots))
+        first_out = outputs[0] if outputs and _is_int(outputs[0]) else -1
+        self.out_first.append(first_out)
+        self.out_count.append(len(outputs))
+        for slot, counts in alert_slots:
+            self.alert_index.append(index)
+            self.alert_slot.append(slot)
+            self.alert_counts.append(counts)
+        return 1
+
+    def _summary_rows(self, record: dict[str, Any]) -> tuple[list[int], np.ndarray] | None:
+        """(slots, rows) of the outputs that carry a summary, or None."""
+        if self.mode == fmt.FULL_TENSOR:
+            vals = record.get("v")
+            if not isinstance(vals, list):
+                return None
+            slots = [j for j, v in enumerate(vals) if isinstance(v, dict)]
+            return slots, values.summary_rows([vals[j] for j in slots])
+        summaries = record.get("s")
+        if self.width == 0 or not isinstance(summaries, list):
+            return None
+        slots = [j for j, s in enumerate(summaries) if s is not None]
+        try:
+            rows = np.array([summaries[j] for j in slots], dtype=np.float64).reshape(
+                len(slots), -1)
+        except (TypeError, ValueError):
+            raise MalformedRecordError("an exec record with malformed summaries") from None
+        if rows.shape[1] != self.width:
+            raise MalformedRecordError(
+                f"an exec record whose summaries do not have {self.width} columns")
+        return slots, rows
+
+    def drop_segments_before(self, segment: int) -> int:
+        """Forget executions of segments numbered below ``segment``; returns how many."""
+        count = int(np.searchsorted(self.segment.view, segment, side="left"))
+        if count:
+            self.drop_front(count)
+        return count
+
+    def drop_front(self, count: int) -> None:
+        """Forget the first ``count`` executions."""
+        for column in (self.offset, self.length, self.segment, self.op_code,
+                       self.is_function, self.is_alert, self.out_first, self.out_count):
+            column.drop_front(count)
+        self.first += count
+        alerts = int(np.searchsorted(self.alert_index.view, self.first, side="left"))
+        for column in (self.alert_index, self.alert_slot, self.alert_counts):
+            column.drop_front(alerts)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -1,0 +1,153 @@
+"""Root cause: the op whose inputs were all finite but whose output was not.
+
+The walk starts at the first alert in execution order and moves back through the
+inputs of the op that produced it, as long as one of them was itself non-finite:
+
+- a graph op's input is the tensor ``"<op>:<slot>"`` of its graph; its value is the
+  latest trace of that tensor before the current one;
+- an eager op's input is an eager tensor id; its value is the output of the latest
+  earlier execution that produced that id.
+
+An input without a known value (not traced, not summarised, created outside any op
+callback) counts as finite: the walk cannot see past it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from reader.alerts import _AlertBuilder
+from reader.errors import DumpError
+from reader.model import Alert, Execution, RootCause, Summary, TensorRef
+
+if TYPE_CHECKING:
+    from reader.dump_reader import DumpReader
+
+# Bounds the walk on a malformed graph with a cycle through non-finite tensors.
+MAX_WALK_STEPS = 10_000
+
+
+def find_root_cause(reader: DumpReader) -> RootCause | None:
+    """The root cause of the run's first alert; None when there is no alert."""
+    first_alerts = reader.alerts(limit_per_type=1).alerts
+    if not first_alerts:
+        return None
+    first = first_alerts[0]
+    if first.kind == "graph":
+        return _graph_root_cause(reader, first)
+    return _eager_root_cause(reader, first)
+
+
+def _counts(summary: Summary | None) -> tuple[int, int, int]:
+    if summary is None:
+        return -1, -1, -1
+    return tuple(-1 if c is None else c for c in (summary.nan, summary.neg_inf, summary.pos_inf))
+
+
+def _last_trace_before(reader: DumpReader, op_id: int, slot: int, before: int) -> int | None:
+    found = reader.traces_of(op_id, slot)
+    position = int(np.searchsorted(found, before, side="left"))
+    return int(found[position - 1]) if position > 0 else None
+
+
+def _graph_root_cause(reader: DumpReader, first: Alert) -> RootCause:
+    index = first.index
+    visited = {index}
+    inputs: list[tuple[TensorRef, Summary | None]] = []
+    indices: list[int | None] = []
+    op = None
+    for _ in range(MAX_WALK_STEPS):
+        trace = reader.trace(index)
+        if trace.op_id is None:
+            inputs, indices, op = [], [], None
+            break
+        op = reader.op(trace.op_id)
+        inputs, indices = [], []
+        culprit = None
+        for ref in op.inputs:
+            found = (None if ref.op_id is None
+                     else _last_trace_before(reader, ref.op_id, ref.slot, index))
+            summary = reader.trace(found).summary if found is not None else None
+            inputs.append((ref, summary))
+            indices.append(found)
+            if culprit is None and summary is not None and summary.is_alert and found not in visited:
+                culprit = found
+        if culprit is None:
+            break
+        visited.add(culprit)
+        index = culprit
+    trace = reader.trace(index)
+    alert = first
+    if index != first.index:
+        alert = _AlertBuilder(reader).graph(index, trace.step, *_counts(trace.summary))
+    execution = _execution_or_none(reader, trace.step)
+    frame = reader.innermost_user_frame(op.stack_id) if op is not None else None
+    return RootCause(alert=alert, op=op, execution=execution, trace=trace, inputs=inputs,
+                     frame=frame, line_text=reader.source_line(frame) if frame else None,
+                     first_alert=first, input_indices=indices)
+
+
+def _execution_or_none(reader: DumpReader, index: int) -> Execution | None:
+    try:
+        return reader.execution(index)
+    except DumpError:
+        return None  # the call is not recorded yet (still running) or left the disk
+
+
+def _producer(reader: DumpReader, tensor_id: int, before: int) -> tuple[int, int] | None:
+    """(execution index, output slot) of the latest execution before ``before`` that
+    output eager tensor ``tensor_id``."""
+    execs = reader._execs
+    end = min(before, execs.end) - execs.first
+    if end <= 0:
+        return None
+    out_first = execs.out_first.view[:end]
+    out_count = execs.out_count.view[:end]
+    candidates = np.flatnonzero((out_first <= tensor_id) & (tensor_id < out_first + out_count))
+    for row in candidates[::-1].tolist():
+        outputs = reader.execution(row + execs.first).output_ids
+        if tensor_id in outputs:
+            return row + execs.first, outputs.index(tensor_id)
+    return None
+
+
+def _eager_root_cause(reader: DumpReader, first: Alert) -> RootCause:
+    index, slot = first.index, first.slot
+    visited = {index}
+    for _ in range(MAX_WALK_STEPS):
+        execution = reader.execution(index)
+        inputs: list[tuple[TensorRef, Summary | None]] = []
+        indices: list[int | None] = []
+        culprit = None
+        for tensor_id in execution.input_ids:
+            produced = _producer(reader, tensor_id, index)
+            if produced is None:
+                inputs.append((TensorRef(name=f"tensor {tensor_id}", op_id=None, slot=0), None))
+                indices.append(None)
+                continue
+            producer_index, producer_slot = produced
+            producer = reader.execution(producer_index)
+            summaries = producer.summaries or ()
+            summary = summaries[producer_slot] if producer_slot < len(summaries) else None
+            inputs.append((TensorRef(name=f"{producer.op_type}:{producer_slot}", op_id=None,
+                                     slot=producer_slot, execution_index=producer_index),
+                           summary))
+            indices.append(producer_index)
+            if (culprit is None and summary is not None and summary.is_alert
+                    and producer_index not in visited):
+                culprit = (producer_index, producer_slot)
+        if culprit is None:
+            break
+        index, slot = culprit
+        visited.add(index)
+    alert = first
+    if index != first.index:
+        summaries = execution.summaries or ()
+        summary = summaries[slot] if slot < len(summaries) else None
+        alert = _AlertBuilder(reader).eager(index, slot, *_counts(summary))
+    frame = reader.innermost_user_frame(execution.stack_id)
+    return RootCause(alert=alert, op=None, execution=execution, trace=None, inputs=inputs,
+                     frame=frame, line_text=reader.source_line(frame) if frame else None,
+                     first_alert=first, input_indices=indices)

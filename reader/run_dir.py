@@ -1,0 +1,130 @@
+"""Find the runs in a logdir: one run is one directory of stream segment files."""
+
+from __future__ import annotations
+
+import os
+
+import msgpack
+
+from reader import format as fmt
+from reader.errors import NoRunsError
+from reader.model import RunInfo
+
+# A metadata segment holds a header, the run record, devices and the end record: a few
+# kilobytes. The cap only guards against a foreign file that borrowed the name.
+_METADATA_MAX_BYTES = 4 << 20
+
+
+def is_run_dir(path: str) -> bool:
+    """True when ``path`` is a directory holding a ``metadata.*.tfdbg`` segment."""
+    try:
+        with os.scandir(path) as entries:
+            return any(_is_metadata_name(e.name) for e in entries)
+    except OSError:
+        return False
+
+
+def _is_metadata_name(name: str) -> bool:
+    parsed = fmt.parse_segment_filename(name)
+    return parsed is not None and parsed[0] == fmt.STREAM_METADATA
+
+
+def list_runs(logdir: str | os.PathLike[str]) -> list[RunInfo]:
+    """List the runs in a logdir, oldest first.
+
+    A run directory itself is accepted too and lists as its one run. Runs whose
+    metadata cannot be read are still listed, with None for what is unknown.
+
+    Args:
+        logdir: A directory holding run directories (or one run directory).
+
+    Returns:
+        One `RunInfo` per run, sorted by run id (which starts with the UTC start time).
+
+    Raises:
+        NoRunsError: ``logdir`` is missing, not a directory, unreadable, or holds no run.
+    """
+    path = os.fspath(logdir)
+    if not os.path.isdir(path):
+        raise NoRunsError(f"{path}: no such directory")
+    if is_run_dir(path):
+        return [_run_info(os.path.abspath(path))]
+    try:
+        with os.scandir(path) as entries:
+            candidates = sorted(e.path for e in entries if e.is_dir(follow_symlinks=True))
+    except OSError as error:
+        raise NoRunsError(f"{path}: cannot list directory ({error.strerror})") from None
+    runs = [_run_info(c) for c in candidates if is_run_dir(c)]
+    if not runs:
+        raise NoRunsError(f"{path}: no tfdbg-tui dump in this directory")
+    return runs
+
+
+def resolve_run_path(logdir: str | os.PathLike[str], run_id: str | None = None) -> str:
+    """The directory of one run: the newest by default, else ``run_id``.
+
+    ``run_id`` matches a run id exactly, or else a unique prefix of one.
+
+    Raises:
+        NoRunsError: No run in ``logdir``, or none (or several) match ``run_id``.
+    """
+    runs = list_runs(logdir)
+    if run_id is None:
+        return runs[-1].path
+    exact = [r for r in runs if r.run_id == run_id]
+    if exact:
+        return exact[0].path
+    prefixed = [r for r in runs if r.run_id.startswith(run_id)]
+    if len(prefixed) == 1:
+        return prefixed[0].path
+    if prefixed:
+        raise NoRunsError(f"run {run_id!r} is ambiguous: {len(prefixed)} runs start with it")
+    known = ", ".join(r.run_id for r in runs[-3:])
+    raise NoRunsError(f"no run {run_id!r} in {os.fspath(logdir)} (newest: {known})")
+
+
+def _run_info(run_path: str) -> RunInfo:
+    """Peek at a run's metadata segment 0: its header and `run` and `end` records."""
+    run_id = os.path.basename(os.path.normpath(run_path))
+    header: dict = {}
+    run: dict = {}
+    finished = False
+    try:
+        with open(os.path.join(run_path, fmt.segment_filename(fmt.STREAM_METADATA, 0)), "rb") as f:
+            data = f.read(_METADATA_MAX_BYTES)
+    except OSError:
+        data = b""
+    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
+    unpacker.feed(data)
+    try:
+        for record in unpacker:
+            if not isinstance(record, dict):
+                break
+            kind = record.get("k")
+            if kind == fmt.KIND_HEADER and not header:
+                header = record
+            elif kind == fmt.KIND_RUN:
+                run = record
+            elif kind == fmt.KIND_END:
+                finished = True
+    except (ValueError, TypeError, msgpack.UnpackException):
+        pass  # a damaged metadata file: report what was read before the damage
+    version = header.get("version")
+    format_version = (tuple(version[:2]) if isinstance(version, list) and len(version) >= 2
+                      and all(isinstance(v, int) for v in version[:2]) else None)
+    return RunInfo(
+        run_id=run_id,
+        path=run_path,
+        host=_typed(run.get("host"), str),
+        pid=_typed(run.get("pid"), int),
+        start_time=_typed(run.get("start_time"), float),
+        tensor_debug_mode=_typed(run.get("tensor_debug_mode"), str),
+        finished=finished,
+        format_version=format_version,
+    )
+
+
+def _typed(value, kind):
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value if isinstance(value, kind) and not isinstance(value, bool) else None

@@ -1,0 +1,184 @@
+"""Incremental reading of one segment file: the records appended since the last read.
+
+msgpack's `Unpacker` cannot follow a growing file (built on a file object it stops
+for good at its first EOF) and, after a truncated record, its `tell()` counts the
+partial bytes. So this module reads with `os.pread`, feeds the bytes to an
+`Unpacker`, and moves its consumed offset only past records that unpacked whole. A
+truncated tail is left unconsumed and read again, completed, by the next call.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import msgpack
+
+from reader import format as fmt
+from reader.errors import FormatVersionError
+
+# Bytes read per `pread`. Large enough that syscalls cost nothing next to decoding,
+# small enough that indexing a 100 MB segment never holds it all in memory at once.
+READ_BLOCK_BYTES = 8 << 20
+
+# Everything msgpack can raise on bad input: its own errors, ValueError (invalid UTF-8,
+# bad format bytes), TypeError (an unhashable map key), RecursionError-like StackError.
+DECODE_ERRORS = (ValueError, TypeError, msgpack.UnpackException)
+
+
+def _new_unpacker() -> msgpack.Unpacker:
+    # max_buffer_size=0 lifts the 100 MiB default: a FULL_TENSOR record may be larger.
+    return msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=0)
+
+
+def list_segments(run_path: str) -> dict[str, list[int]] | None:
+    """Segment numbers present per stream, ascending; None when the run dir is gone."""
+    found: dict[str, list[int]] = {stream: [] for stream in fmt.STREAMS}
+    try:
+        with os.scandir(run_path) as entries:
+            for entry in entries:
+                parsed = fmt.parse_segment_filename(entry.name)
+                if parsed is not None:
+                    found[parsed[0]].append(parsed[1])
+    except OSError:
+        return None
+    for numbers in found.values():
+        numbers.sort()
+    return found
+
+
+class SegmentReader:
+    """Reads the records of one segment file as it grows.
+
+    The file stays open once opened, so records of a segment that a circular buffer
+    deleted can still be fetched by offset until `close()`.
+
+    Attributes:
+        path: The file's path.
+        stream: The stream name (``graph_traces``, ...).
+        segment: The segment number.
+        offset: End of the last complete record read: where the next read starts.
+        header: The segment's header record, once read.
+        damage: A one-line notice once the file proved undecodable; reading stops there.
+        vanished: True when the file was gone when it was to be opened.
+    """
+
+    def __init__(self, path: str, stream: str, segment: int) -> None:
+        self.path = path
+        self.stream = stream
+        self.segment = segment
+        self.offset = 0
+        self.header: dict[str, Any] | None = None
+        self.damage: str | None = None
+        self.vanished = False
+        self._fd: int | None = None
+
+    @property
+    def name(self) -> str:
+        """The file name, for notices."""
+        return os.path.basename(self.path)
+
+    def _open(self) -> int | None:
+        if self._fd is None and not self.vanished:
+            try:
+                self._fd = os.open(self.path, os.O_RDONLY)
+            except FileNotFoundError:
+                self.vanished = True
+            except OSError as error:
+                self.damage = f"{self.name}: cannot open ({error.strerror})"
+        return self._fd
+
+    def close(self) -> None:
+        """Close the file; records can no longer be fetched by offset."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def size(self) -> int:
+        """The file's current size in bytes (0 when it cannot be opened)."""
+        fd = self._open()
+        return os.fstat(fd).st_size if fd is not None else 0
+
+    def read_new(self) -> Iterator[tuple[int, int, dict[str, Any]]]:
+        """Yield ``(start, end, record)`` for each complete record past `offset`.
+
+        `offset` advances past each record as it is yielded, so a consumer that stops
+        early resumes at the right place. The header is checked and kept, not yielded.
+
+        Raises:
+            FormatVersionError: The header names a newer major format version.
+        """
+        if self.damage is not None:
+            return
+        fd = self._open()
+        if fd is None:
+            return
+        size = os.fstat(fd).st_size
+        unpacker = _new_unpacker()
+        base = self.offset  # file offset of the unpacker's position 0
+        pos = self.offset  # next file byte to read
+        while pos < size:
+            data = os.pread(fd, min(READ_BLOCK_BYTES, size - pos), pos)
+            if not data:
+                break
+            pos += len(data)
+            unpacker.feed(data)
+            while True:
+                start = self.offset
+                try:
+                    record = unpacker.unpack()
+                except msgpack.OutOfData:
+                    break  # an incomplete record: read on, or wait for the writer
+                except DECODE_ERRORS as error:
+                    self._damaged(start, size, f"undecodable record ({_short(error)})")
+                    return
+                self.offset = base + unpacker.tell()
+                if not isinstance(record, dict) or not isinstance(record.get("k"), str):
+                    self._damaged(start, size, "a record that is not a map with a kind")
+                    return
+                if self.header is None:
+                    if not self._check_header(record, start, size):
+                        return
+                    continue
+                yield start, self.offset, record
+
+    def _check_header(self, record: dict[str, Any], start: int, size: int) -> bool:
+        if record.get("k") != fmt.KIND_HEADER or record.get("format") != fmt.FORMAT_NAME:
+            self._damaged(start, size, "not a tfdbg-tui dump file (no header)")
+            return False
+        version = record.get("version")
+        if (not isinstance(version, list) or len(version) < 2
+                or not all(isinstance(v, int) for v in version[:2])):
+            self._damaged(start, size, "header without a valid format version")
+            return False
+        if version[0] > fmt.FORMAT_VERSION[0]:
+            raise FormatVersionError(
+                f"{self.name}: dump format version {version[0]}.{version[1]} is newer than "
+                f"this reader's {fmt.FORMAT_VERSION[0]}.{fmt.FORMAT_VERSION[1]}; "
+                "upgrade tfdbg-tui to read it")
+        self.header = record
+        return True
+
+    def _damaged(self, start: int, size: int, what: str) -> None:
+        self.damage = (f"{self.name}: {what} at byte {start}; "
+                       f"the {size - start} bytes from there on are ignored")
+
+    def fetch(self, offset: int, length: int) -> dict[str, Any] | None:
+        """Decode the one record at ``offset``; None when it cannot be read now."""
+        fd = self._open()
+        if fd is None:
+            return None
+        data = os.pread(fd, length, offset)
+        if len(data) != length:
+            return None
+        try:
+            record = msgpack.unpackb(data, raw=False, strict_map_key=False)
+        except DECODE_ERRORS:
+            return None
+        return record if isinstance(record, dict) else None
+
+
+def _short(error: BaseException) -> str:
+    text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    return text[:80]
