@@ -1,0 +1,56 @@
+"""`tfdbg-tui LOGDIR [--run ID] [--no-mouse]`: check the logdir, then run the app.
+
+A path that cannot be opened prints one line on stderr and returns a documented exit
+status (`tfdbg_tui.cli`); it never prints a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tfdbg_tui import cli
+
+DESCRIPTION = "Find the op and source line that made the first NaN or inf, in the terminal."
+EPILOG = f"""exit status: {cli.EXIT_OK} ok, {cli.EXIT_USAGE} bad command line,
+{cli.EXIT_NO_DUMP} no readable dump at LOGDIR, {cli.EXIT_NEWER_FORMAT} dump written by a newer
+format, {cli.EXIT_DAMAGED} dump damaged beyond reading. Keys: press ? in the app."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tfdbg-tui", description=DESCRIPTION, epilog=EPILOG,
+        usage="tfdbg-tui LOGDIR [--run ID] [--no-mouse] | tfdbg-tui report ... | "
+              "tfdbg-tui demo ...")
+    parser.add_argument("logdir", metavar="LOGDIR", help="directory the instrumented "
+                        "program dumped into (instrument.enable_dump_debug_info)")
+    parser.add_argument("--run", metavar="ID", default=None,
+                        help="run id to open (default: the newest run in LOGDIR)")
+    parser.add_argument("--no-mouse", action="store_true",
+                        help="do not capture the mouse, so the terminal can select text")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse `argv`, open the logdir and run the app; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    import reader
+    from reader.errors import DumpError
+
+    from tfdbg_tui.app import DebuggerApp, exit_code_for
+
+    try:
+        runs = reader.list_runs(args.logdir)
+    except DumpError as error:
+        print(f"tfdbg-tui: {error}", file=sys.stderr)
+        return exit_code_for(error)
+    if args.run is not None and args.run not in {run.run_id for run in runs}:
+        print(f"tfdbg-tui: no run {args.run!r} in {args.logdir} "
+              f"(runs: {', '.join(run.run_id for run in runs)})", file=sys.stderr)
+        return cli.EXIT_NO_DUMP
+    app = DebuggerApp(args.logdir, runs, args.run)
+    app.run(mouse=not args.no_mouse)
+    if app.error_message is not None:
+        print(f"tfdbg-tui: {app.error_message}", file=sys.stderr)
+        return app.return_code or cli.EXIT_NO_DUMP
+    return cli.EXIT_OK

@@ -1,0 +1,1 @@
+"""One module per pane of the debugger screen (DESIGN.md §2)."""

@@ -1,0 +1,395 @@
+"""The Graph Execution pane: every traced tensor computed inside graphs, in order.
+
+A virtual list (Line API): rows are fetched from the reader a page at a time and
+rendered only when on screen, so a dump of millions of traces scrolls and jumps as
+fast as a small one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from rich.text import Text
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.containers import Vertical
+from textual.message import Message
+
+from reader.model import Op, Trace
+from tfdbg_tui.literal import literal
+from tfdbg_tui.summary_format import count
+from tfdbg_tui.widgets.line_list import LineList
+
+# Traces are fetched in pages: one reader call per page keeps rendering a screenful to
+# a handful of calls, and 256 pages (64k traces) cover far more than any scrolling
+# back and forth.
+TRACE_PAGE_SIZE = 256
+TRACE_PAGE_CACHE = 256
+OP_CACHE_SIZE = 8192
+
+
+class TraceRows:
+    """Maps list rows to trace indices, all traces or alerts only, and fetches them.
+
+    Args:
+        reader: A `reader.DumpReader`.
+    """
+
+    def __init__(self, reader) -> None:
+        self._reader = reader
+        self.first_trace = 0
+        self.num_traces = 0
+        self.alerts_only = False
+        self._alert_indices = np.zeros(0, dtype=np.int64)
+        self._pages: LRUCache[int, list[Trace]] = LRUCache(TRACE_PAGE_CACHE)
+        self._ops: LRUCache[int, Op] = LRUCache(OP_CACHE_SIZE)
+
+    def refresh(self, alert_indices: np.ndarray | None = None) -> None:
+        """Re-read the counts (after `reader.update()`); forget pages that may grow."""
+        self.first_trace = self._reader.first_trace
+        self.num_traces = self._reader.num_traces
+        if alert_indices is not None:
+            self._alert_indices = alert_indices
+        elif self.alerts_only:
+            self._alert_indices = self._reader.trace_alert_indices()
+        self._pages.clear()
+
+    def set_alert_indices(self, alert_indices: np.ndarray) -> None:
+        self._alert_indices = alert_indices
+
+    @property
+    def alert_indices(self) -> np.ndarray:
+        """Trace indices of the alerts, ascending (as of the last refresh)."""
+        return self._alert_indices
+
+    @property
+    def row_count(self) -> int:
+        if self.alerts_only:
+            return int(self._alert_indices.shape[0])
+        return max(0, self.num_traces - self.first_trace)
+
+    def trace_index(self, row: int) -> int:
+        if self.alerts_only:
+            return int(self._alert_indices[row])
+        return self.first_trace + row
+
+    def row_of(self, trace_index: int) -> int | None:
+        """The row showing `trace_index`, or (alerts only) the row of the next alert."""
+        if self.alerts_only:
+            if not self._alert_indices.shape[0]:
+                return None
+            row = int(np.searchsorted(self._alert_indices, trace_index))
+            return min(row, self._alert_indices.shape[0] - 1)
+        if not self.first_trace <= trace_index < self.num_traces:
+            return None
+        return trace_index - self.first_trace
+
+    def trace(self, trace_index: int) -> Trace | None:
+        page = trace_index // TRACE_PAGE_SIZE
+        traces = self._pages.get(page)
+        if traces is None:
+            begin = max(page * TRACE_PAGE_SIZE, self.first_trace)
+            end = min((page + 1) * TRACE_PAGE_SIZE, self.num_traces)
+            traces = self._reader.traces(begin, end) if begin < end else []
+            if begin > page * TRACE_PAGE_SIZE:
+                traces = [None] * (begin - page * TRACE_PAGE_SIZE) + list(traces)
+            self._pages[page] = traces
+        offset = trace_index - page * TRACE_PAGE_SIZE
+        return traces[offset] if offset < len(traces) else None
+
+    def op(self, op_id: int | None) -> Op | None:
+        if op_id is None:
+            return None
+        op = self._ops.get(op_id)
+        if op is None:
+            op = self._reader.op(op_id)
+            self._ops[op_id] = op
+        return op
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    title: str
+    width: int
+    priority: int  # lower is kept first when the pane is narrow
+
+
+_COUNT_WIDTH = 6
+_COLUMNS_BY_MODE: dict[str, tuple[Column, ...]] = {
+    "FULL_HEALTH": (
+        Column("type", "op type", 14, 3), Column("dtype", "dtype", 8, 10),
+        Column("rank", "rk", 3, 11), Column("size", "size", _COUNT_WIDTH, 4),
+        Column("neg", "-", _COUNT_WIDTH, 6), Column("zero", "0", _COUNT_WIDTH, 5),
+        Column("pos", "+", _COUNT_WIDTH, 7), Column("neg_inf", "-inf", _COUNT_WIDTH, 1),
+        Column("pos_inf", "+inf", _COUNT_WIDTH, 2), Column("nan", "NaN", _COUNT_WIDTH, 0)),
+    "CONCISE_HEALTH": (
+        Column("type", "op type", 14, 3), Column("size", "size", _COUNT_WIDTH, 4),
+        Column("neg_inf", "-inf", _COUNT_WIDTH, 1), Column("pos_inf", "+inf", _COUNT_WIDTH, 2),
+        Column("nan", "NaN", _COUNT_WIDTH, 0)),
+    "CURT_HEALTH": (Column("type", "op type", 14, 1), Column("bad", "inf/NaN", 7, 0)),
+    "SHAPE": (
+        Column("type", "op type", 14, 1), Column("dtype", "dtype", 8, 2),
+        Column("size", "size", _COUNT_WIDTH, 3), Column("shape", "shape", 16, 0)),
+}
+_COLUMNS_BY_MODE["FULL_TENSOR"] = _COLUMNS_BY_MODE["FULL_HEALTH"]
+_DEFAULT_COLUMNS = (Column("type", "op type", 14, 0), Column("dtype", "dtype", 8, 1))
+_INDEX_MIN_WIDTH = 5
+_NAME_MIN_WIDTH = 14
+
+
+def fit_columns(mode: str, width: int, index_width: int) -> tuple[list[Column], int]:
+    """The summary columns that fit beside the index and the tensor name, in order."""
+    columns = _COLUMNS_BY_MODE.get(mode, _DEFAULT_COLUMNS)
+    room = width - index_width - 1 - _NAME_MIN_WIDTH
+    kept: set[str] = set()
+    for column in sorted(columns, key=lambda c: c.priority):
+        if column.width + 1 <= room:
+            kept.add(column.key)
+            room -= column.width + 1
+    chosen = [c for c in columns if c.key in kept]
+    name_width = width - index_width - 1 - sum(c.width + 1 for c in chosen)
+    return chosen, name_width
+
+
+class GraphExecutionList(LineList):
+    """The traces, one row each: index, tensor `op:slot`, op type and the summary.
+
+    Rows of alerts are coloured with their bad counts salient; rows listed in
+    `input_traces` (the inputs of the selected op) are highlighted.
+    """
+
+    BINDINGS = [
+        Binding("f", "first_alert", "First alert"),
+        Binding("full_stop", "next_alert", "Next alert"),
+        Binding("comma", "previous_alert", "Prev alert"),
+        Binding("a", "toggle_alerts_only", "Alerts only"),
+        Binding("g", "go_to_index", "Go to #"),
+        Binding("slash", "search", "Search"),
+        Binding("n", "search_next", "Next match"),
+        Binding("N", "search_previous", "Prev match", key_display="N"),
+        Binding("i", "first_input", "Input"),
+        Binding("v", "show_value", "Value", show=False),
+    ]
+
+    COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
+        "graph-execution--alert", "graph-execution--bad-count", "graph-execution--input",
+        "graph-execution--index", "graph-execution--type", "graph-execution--zero-count",
+    }
+
+    DEFAULT_CSS = """
+    GraphExecutionList {
+        & > .graph-execution--alert { color: $error; }
+        & > .graph-execution--bad-count { color: $text; background: $error 70%; text-style: bold; }
+        & > .graph-execution--input { background: $success 35%; }
+        & > .graph-execution--index { color: $text-muted; }
+        & > .graph-execution--type { color: $secondary; }
+        & > .graph-execution--zero-count { color: $text-disabled; }
+    }
+    """
+
+    header_height = 1
+
+    class TraceSelected(Message):
+        """The cursor is on a trace."""
+
+        def __init__(self, trace_index: int) -> None:
+            super().__init__()
+            self.trace_index = trace_index
+
+    class ActionRequested(Message):
+        """A key asked the screen to do something that needs the reader in a worker.
+
+        `action` is one of "search", "search_next", "search_previous", "go_to_index",
+        "first_input", "show_value", "alert_jump" (with `argument` "first", "next" or
+        "previous").
+        """
+
+        def __init__(self, action: str, argument: str = "") -> None:
+            super().__init__()
+            self.action = action
+            self.argument = argument
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.rows: TraceRows | None = None
+        self.mode = "NO_TENSOR"
+        self._input_traces: frozenset[int] = frozenset()
+
+    def attach(self, rows: TraceRows, mode: str) -> None:
+        """Show `rows`; called once the reader is open."""
+        self.rows = rows
+        self.mode = mode
+        self.data_changed()
+
+    def data_changed(self) -> None:
+        """The rows' data grew or the filter changed: recount and repaint."""
+        if self.rows is None:
+            return
+        self.invalidate()
+        self.set_row_count(self.rows.row_count)
+
+    @property
+    def input_traces(self) -> frozenset[int]:
+        return self._input_traces
+
+    @input_traces.setter
+    def input_traces(self, traces: frozenset[int]) -> None:
+        if traces != self._input_traces:
+            self._input_traces = traces
+            self.invalidate()
+
+    @property
+    def selected_trace(self) -> int | None:
+        if self.rows is None or not self.row_count:
+            return None
+        return self.rows.trace_index(self.cursor)
+
+    def select_trace(self, trace_index: int, *, center: bool = True) -> bool:
+        """Move the cursor to `trace_index`; False when it is not in the list."""
+        if self.rows is None:
+            return False
+        if self.rows.row_of(trace_index) is None or (
+                self.rows.alerts_only and self.rows.trace_index(
+                    self.rows.row_of(trace_index)) != trace_index):
+            if not self.rows.alerts_only:
+                return False
+            self.rows.alerts_only = False
+            self.data_changed()
+        self.move_cursor(self.rows.row_of(trace_index), center=center)
+        return True
+
+    def cursor_changed(self, row: int) -> None:
+        if self.rows is not None and row < self.row_count:
+            self.post_message(self.TraceSelected(self.rows.trace_index(row)))
+
+    # -- rendering ------------------------------------------------------------------------
+
+    def _index_width(self) -> int:
+        last = self.rows.num_traces if self.rows else 0
+        return max(_INDEX_MIN_WIDTH, len(str(last)))
+
+    def render_header(self, y: int, width: int) -> Text:
+        columns, name_width = fit_columns(self.mode, width, self._index_width())
+        text = Text("#".rjust(self._index_width()) + " " + "tensor".ljust(name_width))
+        for column in columns:
+            title = column.title.ljust(column.width) if column.key in ("type", "dtype", "shape") \
+                else column.title.rjust(column.width)
+            text.append(" " + title)
+        return text
+
+    def render_row(self, row: int, width: int) -> Text:
+        assert self.rows is not None
+        index = self.rows.trace_index(row)
+        index_width = self._index_width()
+        text = Text(str(index).rjust(index_width) + " ",
+                    style=self.component_style("graph-execution--index"))
+        trace = self.rows.trace(index)
+        if trace is None:
+            text.append("(not on disk)")
+            return text
+        op = self.rows.op(trace.op_id)
+        summary = trace.summary
+        is_alert = summary is not None and summary.is_alert
+        columns, name_width = fit_columns(self.mode, width, index_width)
+        name = f"{op.name}:{trace.slot}" if op else f"<trace point {trace.trace_point}>"
+        name = literal(name)
+        if len(name) > name_width:
+            name = "…" + name[len(name) - name_width + 1:]
+        row_style = self.component_style("graph-execution--alert") if is_alert else None
+        text.append(name.ljust(name_width), row_style)
+        bad = self.component_style("graph-execution--bad-count")
+        faint = self.component_style("graph-execution--zero-count")
+        for column in columns:
+            text.append(" ")
+            key = column.key
+            if key == "type":
+                value = literal(op.op_type) if op else "?"
+                text.append(value[:column.width].ljust(column.width),
+                            row_style or self.component_style("graph-execution--type"))
+                continue
+            if key == "dtype":
+                dtype = summary.dtype if summary and summary.dtype else (
+                    op.output_dtypes[trace.slot] if op and trace.slot < len(op.output_dtypes)
+                    else "")
+                text.append(dtype[:column.width].ljust(column.width))
+                continue
+            if key == "shape":
+                shape = "" if summary is None or summary.shape is None else \
+                    "[" + ",".join(map(str, summary.shape)) + "]"
+                text.append(shape[:column.width].ljust(column.width))
+                continue
+            if key == "bad":
+                flag = bool(summary and summary.has_inf_or_nan)
+                text.append(("yes" if flag else "no").rjust(column.width), bad if flag else faint)
+                continue
+            value = getattr(summary, key, None) if summary else None
+            cell = count(value).rjust(column.width)
+            if key in ("neg_inf", "pos_inf", "nan") and value:
+                text.append(cell, bad)
+            else:
+                text.append(cell, faint if not value else None)
+        if index in self._input_traces:
+            text.stylize(self.component_style("graph-execution--input"))
+        return text
+
+    # -- actions --------------------------------------------------------------------------
+
+    def action_first_alert(self) -> None:
+        self.post_message(self.ActionRequested("alert_jump", "first"))
+
+    def action_next_alert(self) -> None:
+        self.post_message(self.ActionRequested("alert_jump", "next"))
+
+    def action_previous_alert(self) -> None:
+        self.post_message(self.ActionRequested("alert_jump", "previous"))
+
+    def action_toggle_alerts_only(self) -> None:
+        if self.rows is None:
+            return
+        current = self.selected_trace
+        self.rows.alerts_only = not self.rows.alerts_only
+        self.rows.refresh()
+        self.data_changed()
+        self.border_title_changed()
+        if current is not None:
+            row = self.rows.row_of(current)
+            if row is not None:
+                self.move_cursor(row, center=True)
+
+    def border_title_changed(self) -> None:
+        if self.parent is not None and self.rows is not None:
+            suffix = " (alerts only)" if self.rows.alerts_only else ""
+            self.parent.border_title = "3 Graph Execution" + suffix
+
+    def action_go_to_index(self) -> None:
+        self.post_message(self.ActionRequested("go_to_index"))
+
+    def action_search(self) -> None:
+        self.post_message(self.ActionRequested("search"))
+
+    def action_search_next(self) -> None:
+        self.post_message(self.ActionRequested("search_next"))
+
+    def action_search_previous(self) -> None:
+        self.post_message(self.ActionRequested("search_previous"))
+
+    def action_first_input(self) -> None:
+        self.post_message(self.ActionRequested("first_input"))
+
+    def action_show_value(self) -> None:
+        self.post_message(self.ActionRequested("show_value"))
+
+
+class GraphExecutionPane(Vertical):
+    """Container of the Graph Execution list: border, title, zoomable."""
+
+    ALLOW_MAXIMIZE = True
+
+    def __init__(self) -> None:
+        super().__init__(id="graph-execution-pane", classes="pane")
+        self.border_title = "3 Graph Execution"
+
+    def compose(self):
+        yield GraphExecutionList(id="graph-execution")

@@ -1,0 +1,152 @@
+"""The Source Code pane: the dump's snapshot of a source file, one line marked.
+
+The text is the snapshot the instrumentation stored in the dump (the file may have
+changed on disk since, or live on another host). Highlighting is done by
+`highlight_source` in a worker; the pane only draws the lines it is given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pygments.lexers import PythonLexer, get_lexer_for_filename
+from pygments.token import Comment, Keyword, Name, Number, Operator, String, Token
+from pygments.util import ClassNotFound
+from rich.style import Style
+from rich.text import Text
+from textual.containers import Vertical
+
+from tfdbg_tui.literal import literal, literal_text
+from tfdbg_tui.widgets.line_list import LineList
+
+# Token styles in the 16 ANSI colours, so the code stays readable in any terminal.
+_TOKEN_STYLES: tuple[tuple[object, Style], ...] = (
+    (Comment, Style(color="bright_black", italic=True)),
+    (String, Style(color="green")),
+    (Number, Style(color="cyan")),
+    (Keyword, Style(color="magenta", bold=True)),
+    (Name.Builtin, Style(color="cyan")),
+    (Name.Function, Style(color="blue", bold=True)),
+    (Name.Class, Style(color="blue", bold=True)),
+    (Name.Decorator, Style(color="yellow")),
+    (Operator.Word, Style(color="magenta")),
+)
+
+
+def _token_style(token_type) -> Style | None:
+    while token_type is not Token:
+        for parent, style in _TOKEN_STYLES:
+            if token_type is parent:
+                return style
+        token_type = token_type.parent
+    return None
+
+
+def highlight_source(lines: tuple[str, ...], path: str) -> list[Text]:
+    """The lines as `Text`, Pygments-highlighted, control characters escaped.
+
+    Slow for big files: call it in a worker.
+    """
+    clean = [literal(line.expandtabs(8)) for line in lines]
+    try:
+        lexer = get_lexer_for_filename(path, stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        lexer = PythonLexer(stripnl=False, ensurenl=False)
+    texts: list[Text] = []
+    current = Text(no_wrap=True, end="")
+    for token_type, value in lexer.get_tokens("\n".join(clean)):
+        style = _token_style(token_type)
+        parts = value.split("\n")
+        for number, part in enumerate(parts):
+            if number:
+                texts.append(current)
+                current = Text(no_wrap=True, end="")
+            if part:
+                current.append(part, style)
+    texts.append(current)
+    return texts[:len(clean)] if clean else []
+
+
+@dataclass(frozen=True)
+class SourceView:
+    """What the Source Code pane shows: a file's highlighted lines and a marked line.
+
+    `lines` is None when the dump holds no snapshot; `note` says why.
+    """
+
+    path: str
+    line: int
+    lines: list[Text] | None
+    note: str = ""
+
+
+class SourceCodeView(LineList):
+    """The lines of one source file with line numbers; the marked line stands out."""
+
+    COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
+        "source-code--marked", "source-code--gutter", "source-code--note"}
+
+    DEFAULT_CSS = """
+    SourceCodeView {
+        & > .source-code--marked { background: $warning 35%; text-style: bold; }
+        & > .source-code--gutter { color: $text-muted; }
+        & > .source-code--note { color: $warning; }
+    }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.view: SourceView | None = None
+
+    def show(self, view: SourceView) -> None:
+        """Show `view` with its marked line centred."""
+        self.view = view
+        self.invalidate()
+        rows = len(view.lines) if view.lines is not None else 1
+        self.set_row_count(rows)
+        if view.lines is not None:
+            self.call_after_refresh(self.move_cursor, view.line - 1, center=True)
+            self.move_cursor(view.line - 1, center=True)
+        else:
+            self.move_cursor(0)
+
+    def render_row(self, row: int, width: int) -> Text:
+        view = self.view
+        if view is None:
+            return Text()
+        if view.lines is None:
+            note = view.note or "no snapshot of this file in the dump"
+            return literal_text(f"{note}: {view.path}:{view.line}",
+                                style=self.component_style("source-code--note"))
+        gutter_width = len(str(len(view.lines)))
+        number = row + 1
+        marked = number == view.line
+        gutter = Text(("▶" if marked else " ") + str(number).rjust(gutter_width) + " ",
+                      style=self.component_style("source-code--gutter"))
+        text = gutter + view.lines[row].copy()
+        if marked:
+            text.pad_right(width)
+            text.stylize(self.component_style("source-code--marked"))
+        return text
+
+
+class SourceCodePane(Vertical):
+    """Container of the Source Code view: border, title (the file), zoomable."""
+
+    ALLOW_MAXIMIZE = True
+
+    def __init__(self) -> None:
+        super().__init__(id="source-code-pane", classes="pane")
+        self.border_title = "5 Source Code"
+
+    def compose(self):
+        yield SourceCodeView(id="source-code")
+
+    def show(self, view: SourceView) -> None:
+        """Show `view`; the title names the file and says the text is a snapshot."""
+        title = Text("5 Source Code ")
+        title.append(literal(view.path.rsplit("/", 1)[-1]) + f":{view.line}", "bold")
+        if view.lines is not None:
+            title.append(" (snapshot)")
+        self.border_title = title
+        self.query_one(SourceCodeView).show(view)

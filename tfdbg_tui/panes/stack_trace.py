@@ -1,0 +1,127 @@
+"""The Stack Trace pane: the creation stack of a graph op or the call stack of an
+eager execution, outermost call first, the user's own frames standing out."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+
+from reader.model import Frame
+from tfdbg_tui.literal import literal
+from tfdbg_tui.widgets.line_list import LineList
+
+
+def innermost_user_frame(frames: list[Frame]) -> int | None:
+    """Position of the innermost user frame in `frames` (outermost first), if any."""
+    for position in range(len(frames) - 1, -1, -1):
+        if frames[position].is_user:
+            return position
+    return None
+
+
+class StackTraceList(LineList):
+    """Frames, one row each: `file:line  function`; library frames dimmed or hidden."""
+
+    BINDINGS = [
+        Binding("l", "toggle_library", "Library frames"),
+        Binding("enter", "choose", "Show source", show=False),
+    ]
+
+    COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
+        "stack-trace--user", "stack-trace--library", "stack-trace--function",
+        "stack-trace--note"}
+
+    DEFAULT_CSS = """
+    StackTraceList {
+        & > .stack-trace--user { color: $text; text-style: bold; }
+        & > .stack-trace--library { color: $text-disabled; }
+        & > .stack-trace--function { color: $secondary; }
+        & > .stack-trace--note { color: $text-muted; }
+    }
+    """
+
+    class FrameSelected(Message):
+        """The cursor is on a frame: Source Code should show its file and line."""
+
+        def __init__(self, frame: Frame) -> None:
+            super().__init__()
+            self.frame = frame
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.frames: list[Frame] = []
+        self.hide_library = False
+        self.note = "nothing selected"
+        self._shown: list[Frame] = []
+
+    def show_frames(self, frames: list[Frame], selected: Frame | None, note: str = "") -> None:
+        """Show `frames` (outermost first) with the cursor on `selected`."""
+        self.frames = list(frames)
+        self.note = note or "no stack recorded"
+        self._relist(selected)
+
+    def _relist(self, selected: Frame | None) -> None:
+        self._shown = [f for f in self.frames if f.is_user or not self.hide_library]
+        if not self._shown and self.frames:
+            self._shown = list(self.frames)
+        self.invalidate()
+        self.set_row_count(max(1, len(self._shown)))
+        if selected is not None and selected in self._shown:
+            self.move_cursor(self._shown.index(selected), center=True)
+            self.call_after_refresh(self.move_cursor, self._shown.index(selected),
+                                    center=True)
+        elif self._shown:
+            self.move_cursor(len(self._shown) - 1, center=True)
+
+    @property
+    def selected_frame(self) -> Frame | None:
+        if 0 <= self.cursor < len(self._shown):
+            return self._shown[self.cursor]
+        return None
+
+    def cursor_changed(self, row: int) -> None:
+        frame = self.selected_frame
+        if frame is not None:
+            self.post_message(self.FrameSelected(frame))
+
+    def render_row(self, row: int, width: int) -> Text:
+        if not self._shown:
+            return Text(self.note, style=self.component_style("stack-trace--note"))
+        frame = self._shown[row]
+        style = self.component_style(
+            "stack-trace--user" if frame.is_user else "stack-trace--library")
+        marker = "▸ " if frame.is_user else "  "
+        path = literal(frame.path)
+        text = Text(marker, style=style)
+        location = f"{path.rsplit('/', 1)[-1]}:{frame.line}"
+        text.append(location, style)
+        text.append("  ")
+        text.append(literal(frame.function), self.component_style("stack-trace--function")
+                    if frame.is_user else style)
+        text.append("  " + path, self.component_style("stack-trace--library"))
+        return text
+
+    def action_toggle_library(self) -> None:
+        self.hide_library = not self.hide_library
+        self._relist(self.selected_frame)
+        if self.parent is not None:
+            self.parent.border_title = "6 Stack Trace" + (
+                " (user frames)" if self.hide_library else "")
+
+    def action_choose(self) -> None:
+        self.cursor_changed(self.cursor)
+
+
+class StackTracePane(Vertical):
+    """Container of the stack frame list: border, title, zoomable."""
+
+    ALLOW_MAXIMIZE = True
+
+    def __init__(self) -> None:
+        super().__init__(id="stack-trace-pane", classes="pane")
+        self.border_title = "6 Stack Trace"
+
+    def compose(self):
+        yield StackTraceList(id="stack-trace")

@@ -1,0 +1,276 @@
+"""The Python Execution Timeline pane: one cell per eager execution, wrapped in rows.
+
+Each cell is the first letter of the op type or function name; function calls are
+drawn reversed, alert cells red. A Line API widget: only visible rows are read,
+a row at a time, so millions of executions cost nothing until shown.
+"""
+
+from __future__ import annotations
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.containers import Vertical
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widgets import Static
+
+from tfdbg_tui.context_loader import ExecutionContext
+from tfdbg_tui.literal import literal, literal_text
+from tfdbg_tui.summary_format import summary_text
+
+FUNCTION_PREFIXES = ("__inference_", "__forward_", "__backward_")
+ROW_CACHE_SIZE = 512
+
+
+def execution_letter(op_type: str) -> str:
+    """The cell's letter: the first letter of the op or function name."""
+    for prefix in FUNCTION_PREFIXES:
+        if op_type.startswith(prefix):
+            op_type = op_type[len(prefix):]
+            break
+    for char in op_type:
+        if char.isalnum():
+            return char
+    return "?"
+
+
+class TimelineCells(ScrollView, can_focus=True):
+    """The cells: execution `first + r * width + c` is drawn at row r, column c."""
+
+    BINDINGS = [
+        Binding("left", "move(-1)", "Prev", show=False),
+        Binding("right", "move(1)", "Next", show=False),
+        Binding("up", "move_rows(-1)", "Row up", show=False),
+        Binding("down", "move_rows(1)", "Row down", show=False),
+        Binding("pageup", "move_pages(-1)", "Page up", show=False),
+        Binding("pagedown", "move_pages(1)", "Page down", show=False),
+        Binding("home", "to_end(0)", "First", show=False),
+        Binding("end", "to_end(1)", "Last", show=False),
+    ]
+
+    COMPONENT_CLASSES = {"timeline--function", "timeline--alert", "timeline--cursor",
+                         "timeline--cursor-blurred", "timeline--op"}
+
+    DEFAULT_CSS = """
+    TimelineCells {
+        overflow-x: hidden;
+        scrollbar-size-vertical: 1;
+        background: $surface;
+        & > .timeline--op { color: $text-muted; }
+        & > .timeline--function { color: $primary; text-style: reverse bold; }
+        & > .timeline--alert { color: $text; background: $error; text-style: bold; }
+        & > .timeline--cursor { color: $text; background: $accent; text-style: bold underline; }
+        & > .timeline--cursor-blurred { background: $accent 40%; text-style: underline; }
+    }
+    """
+
+    cursor: reactive[int] = reactive(0, always_update=True, repaint=False, init=False)
+
+    class ExecutionSelected(Message):
+        """The cursor is on an execution."""
+
+        def __init__(self, execution_index: int) -> None:
+            super().__init__()
+            self.execution_index = execution_index
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.reader = None
+        self.first_execution = 0
+        self.num_executions = 0
+        self._generation = 0
+        self._rows: LRUCache[tuple[int, int, int], tuple[list[str], object, object]] = \
+            LRUCache(ROW_CACHE_SIZE)
+
+    def attach(self, reader) -> None:
+        """Show the executions of `reader` (a `reader.DumpReader`)."""
+        self.reader = reader
+        self.data_changed()
+
+    def data_changed(self) -> None:
+        """Executions were appended: recount and repaint."""
+        if self.reader is None:
+            return
+        self.first_execution = self.reader.first_execution
+        self.num_executions = self.reader.num_executions
+        self._generation += 1
+        self._rows.clear()
+        self._resize_virtual()
+        self.refresh()
+
+    @property
+    def count(self) -> int:
+        return max(0, self.num_executions - self.first_execution)
+
+    @property
+    def _width(self) -> int:
+        return max(1, self.scrollable_content_region.width)
+
+    def _resize_virtual(self) -> None:
+        rows = (self.count + self._width - 1) // self._width
+        self.virtual_size = Size(self._width, rows)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._rows.clear()
+        self._resize_virtual()
+        self._keep_cursor_visible()
+
+    def _row_data(self, row: int, width: int):
+        key = (row, width, self._generation)
+        data = self._rows.get(key)
+        if data is None:
+            begin = self.first_execution + row * width
+            end = min(begin + width, self.num_executions)
+            data = (self.reader.execution_op_types(begin, end),
+                    self.reader.execution_alert_flags(begin, end),
+                    self.reader.execution_function_flags(begin, end))
+            self._rows[key] = data
+        return data
+
+    def render_line(self, y: int) -> Strip:
+        width = self._width
+        row = self.scroll_offset.y + y
+        base = self.rich_style
+        if self.reader is None or row * width >= self.count:
+            return Strip.blank(self.size.width, base)
+        op_types, alerts, functions = self._row_data(row, width)
+        op_style = base + self.get_component_rich_style("timeline--op")
+        function_style = base + self.get_component_rich_style("timeline--function")
+        alert_style = base + self.get_component_rich_style("timeline--alert")
+        cursor_style = base + self.get_component_rich_style(
+            "timeline--cursor" if self.has_focus else "timeline--cursor-blurred")
+        cursor_column = self.cursor - row * width
+        segments = []
+        for column, op_type in enumerate(op_types):
+            style = alert_style if alerts[column] else (
+                function_style if functions[column] else op_style)
+            if column == cursor_column:
+                style = style + cursor_style
+            segments.append(Segment(literal(execution_letter(op_type)), style))
+        return Strip(segments).crop_extend(0, self.size.width, base)
+
+    # -- cursor ---------------------------------------------------------------------------
+
+    def select_execution(self, index: int) -> None:
+        """Move the cursor to execution `index` (clamped to what is on disk)."""
+        self.move_to(index - self.first_execution)
+
+    @property
+    def selected_execution(self) -> int | None:
+        return self.first_execution + self.cursor if self.count else None
+
+    def sync_to_execution(self, index: int) -> None:
+        """Show execution `index` under the cursor without announcing a selection
+        (another pane's selection ran in it)."""
+        if not self.count:
+            return
+        position = max(0, min(index - self.first_execution, self.count - 1))
+        old = self.cursor
+        self.set_reactive(TimelineCells.cursor, position)
+        width = self._width
+        self.refresh_line(old // width)
+        self.refresh_line(position // width)
+        self._keep_cursor_visible()
+
+    def move_to(self, position: int) -> None:
+        if not self.count:
+            return
+        self.cursor = max(0, min(position, self.count - 1))
+
+    def watch_cursor(self, old: int, new: int) -> None:
+        width = self._width
+        self.refresh_line(old // width)
+        self.refresh_line(new // width)
+        self._keep_cursor_visible()
+        if self.count:
+            self.post_message(self.ExecutionSelected(self.first_execution + new))
+
+    def _keep_cursor_visible(self) -> None:
+        height = self.scrollable_content_region.height
+        if height <= 0:
+            return
+        row = self.cursor // self._width
+        top = round(self.scroll_y)
+        if row < top:
+            self.scroll_to(y=row, animate=False, immediate=True)
+        elif row >= top + height:
+            self.scroll_to(y=row - height + 1, animate=False, immediate=True)
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()
+
+    def action_move(self, offset: int) -> None:
+        self.move_to(self.cursor + offset)
+
+    def action_move_rows(self, rows: int) -> None:
+        self.move_to(self.cursor + rows * self._width)
+
+    def action_move_pages(self, pages: int) -> None:
+        height = max(1, self.scrollable_content_region.height)
+        self.move_to(self.cursor + pages * height * self._width)
+
+    def action_to_end(self, last: int) -> None:
+        self.move_to(self.count - 1 if last else 0)
+
+    def on_click(self, event: events.Click) -> None:
+        position = (self.scroll_offset.y + event.y) * self._width + event.x
+        if 0 <= position < self.count:
+            self.move_to(position)
+
+
+def execution_detail(context: ExecutionContext | None, note: str = "") -> Text:
+    """The selected execution: op or function, inputs, and each output's summary."""
+    if context is None:
+        return Text(note or "no eager executions", style="dim")
+    execution = context.execution
+    text = Text(f"#{execution.index} ", style="bold")
+    text.append_text(literal_text(execution.op_type, "bold"))
+    if execution.is_function:
+        text.append("  function call")
+        if context.graph_name:
+            text.append_text(literal_text(f" of graph {context.graph_name}"))
+    text.append(f"  inputs {len(execution.input_ids)}")
+    if execution.input_ids:
+        text.append(" (tensor " + ", ".join(map(str, execution.input_ids[:8]))
+                    + (" …" if len(execution.input_ids) > 8 else "") + ")")
+    summaries = execution.summaries or ()
+    for slot, dtype in enumerate(execution.output_dtypes):
+        text.append(f"\n out {slot}: ")
+        summary = summaries[slot] if slot < len(summaries) else None
+        if summary is None:
+            text.append(dtype)
+        else:
+            text.append_text(summary_text(summary))
+    return text
+
+
+class TimelinePane(Vertical):
+    """The cells above a detail of the selected execution; zoomable."""
+
+    ALLOW_MAXIMIZE = True
+
+    DEFAULT_CSS = """
+    TimelinePane > #timeline-detail { height: auto; max-height: 50%; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__(id="timeline-pane", classes="pane")
+        self.border_title = "2 Python Execution Timeline"
+
+    def compose(self):
+        yield TimelineCells(id="timeline")
+        yield Static(Text("no eager executions", style="dim"), id="timeline-detail")
+
+    def show_detail(self, context: ExecutionContext | None, note: str = "") -> None:
+        """Show the detail of the selected execution."""
+        self.query_one("#timeline-detail", Static).update(execution_detail(context, note))

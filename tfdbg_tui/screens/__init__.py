@@ -1,0 +1,1 @@
+"""The app's screens: the debugger, and the small modal ones it opens."""

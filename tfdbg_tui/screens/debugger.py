@@ -1,0 +1,487 @@
+"""The debugger screen: lays out the six panes and coordinates them.
+
+Panes post messages up (a tensor, frame or alert was selected); this screen reads
+what they need in thread workers and sets it on them (attributes down). Panes never
+reach into each other.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import numpy as np
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+import reader as dump_reader_module
+from reader.errors import DumpError
+from reader.model import AlertSummary, RootCause
+from tfdbg_tui.context_loader import (ExecutionContext, TraceContext, load_execution_context,
+                                      load_source, load_trace_context)
+from tfdbg_tui.dump_watcher import POLL_INTERVAL_S, DumpChanged, DumpWatcher, DumpWatchFailed
+from tfdbg_tui.literal import literal
+from tfdbg_tui.panes.alerts import AlertList, AlertsPane
+from tfdbg_tui.panes.graph_execution import GraphExecutionList, GraphExecutionPane, TraceRows
+from tfdbg_tui.panes.graph_structure import GraphStructureList, GraphStructurePane
+from tfdbg_tui.panes.source_code import SourceCodePane, SourceView
+from tfdbg_tui.panes.stack_trace import StackTraceList, StackTracePane
+from tfdbg_tui.panes.timeline import TimelineCells, TimelinePane
+from tfdbg_tui.screens.prompt import PromptScreen
+
+ALERT_LIMIT_PER_TYPE = 1000
+
+PANE_KEYS = (
+    ("1", "alerts", "Alerts"),
+    ("2", "timeline", "Timeline"),
+    ("3", "graph-execution", "Graph Execution"),
+    ("4", "graph-structure", "Graph Structure"),
+    ("5", "source-code", "Source Code"),
+    ("6", "stack-trace", "Stack Trace"),
+)
+
+
+class DebuggerScreen(Screen):
+    """The six panes of one run, a status line and the footer.
+
+    Args:
+        logdir: The logdir holding the run.
+        run_id: The run to open; None opens the newest.
+        run_count: How many runs the logdir holds (the status line says so).
+        poll_interval_s: Seconds between live-update polls.
+    """
+
+    BINDINGS = [
+        *(Binding(key, f"focus_pane('{widget_id}')", title, show=False)
+          for key, widget_id, title in PANE_KEYS),
+        Binding("z", "toggle_zoom", "Zoom"),
+        Binding("escape", "unzoom", "Unzoom", show=False),
+        Binding("right_square_bracket", "alert_step(1)", "Next alert", key_display="]"),
+        Binding("left_square_bracket", "alert_step(-1)", "Prev alert", key_display="["),
+    ]
+
+    class ReaderOpened(Message):
+        def __init__(self, reader) -> None:
+            super().__init__()
+            self.reader = reader
+
+    class OpenFailed(Message):
+        def __init__(self, error: DumpError) -> None:
+            super().__init__()
+            self.error = error
+
+    class HuntLoaded(Message):
+        def __init__(self, alerts: AlertSummary, root_cause: RootCause | None,
+                     alert_traces: np.ndarray, select: bool) -> None:
+            super().__init__()
+            self.alerts = alerts
+            self.root_cause = root_cause
+            self.alert_traces = alert_traces
+            self.select = select
+
+    class ContextLoaded(Message):
+        def __init__(self, context: TraceContext | ExecutionContext,
+                     detail_only: bool = False) -> None:
+            super().__init__()
+            self.context = context
+            self.detail_only = detail_only
+
+    class SourceLoaded(Message):
+        def __init__(self, view: SourceView) -> None:
+            super().__init__()
+            self.view = view
+
+    class JumpToTrace(Message):
+        def __init__(self, trace_index: int | None, note: str) -> None:
+            super().__init__()
+            self.trace_index = trace_index
+            self.note = note
+
+    class ValueLoaded(Message):
+        def __init__(self, title: str, value) -> None:
+            super().__init__()
+            self.title = title
+            self.value = value
+
+    def __init__(self, logdir: str, run_id: str | None = None, *, run_count: int = 1,
+                 poll_interval_s: float = POLL_INTERVAL_S) -> None:
+        super().__init__()
+        self.logdir = logdir
+        self.run_id = run_id
+        self.run_count = run_count
+        self.poll_interval_s = poll_interval_s
+        self.reader = None  # a reader.DumpReader (thread-safe) once opened
+        self.trace_rows: TraceRows | None = None
+        self.watcher: DumpWatcher | None = None
+        self.alert_summary: AlertSummary | None = None
+        self.root_cause: RootCause | None = None
+        self.trace_context: TraceContext | None = None
+        self.last_search: str | None = None
+        self.live = False
+        self.hunt_done = False
+        self._source_lines: dict[int, SourceView] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("opening…"), id="status")
+        with Horizontal(id="columns"):
+            with Vertical(id="left-column"):
+                yield AlertsPane()
+                yield TimelinePane()
+                yield GraphExecutionPane()
+            with Vertical(id="right-column"):
+                yield GraphStructurePane()
+                yield StackTracePane()
+                yield SourceCodePane()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#graph-execution").focus()
+        self.open_reader()
+
+    def on_unmount(self) -> None:
+        if self.watcher is not None:
+            self.watcher.stop()
+
+    # -- opening and the hunt -------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="open")
+    def open_reader(self) -> None:
+        try:
+            opened = dump_reader_module.open_run(self.logdir, self.run_id)
+        except DumpError as error:
+            self.post_message(self.OpenFailed(error))
+            return
+        self.post_message(self.ReaderOpened(opened))
+
+    @on(OpenFailed)
+    def _open_failed(self, message: OpenFailed) -> None:
+        self.app.fail(message.error)
+
+    @on(ReaderOpened)
+    def _reader_opened(self, message: ReaderOpened) -> None:
+        self.reader = message.reader
+        metadata = self.reader.metadata
+        self.run_id = metadata.run_id
+        self.trace_rows = TraceRows(self.reader)
+        self.trace_rows.refresh()
+        graph_list = self.query_one(GraphExecutionList)
+        graph_list.attach(self.trace_rows, metadata.tensor_debug_mode)
+        self.query_one(TimelineCells).attach(self.reader)
+        self.live = not self.reader.finished
+        self.update_status()
+        damage = self.reader.damage
+        if damage:
+            self.notify(literal(f"{len(damage)} damaged part(s): {damage[0]}"),
+                        title="Damaged dump: showing what is readable", severity="warning",
+                        markup=False, timeout=10)
+        self.load_hunt(select=True)
+        if self.live:
+            self.watcher = DumpWatcher(self.reader, self, self.poll_interval_s)
+            self.run_worker(self.watcher.run, thread=True, exclusive=True, group="watch",
+                            name="dump watcher")
+
+    @work(thread=True, exclusive=True, group="hunt")
+    def load_hunt(self, select: bool) -> None:
+        reader = self.reader
+        alerts = reader.alerts(limit_per_type=ALERT_LIMIT_PER_TYPE)
+        root_cause = reader.root_cause() if alerts.total else None
+        self.post_message(self.HuntLoaded(alerts, root_cause, reader.trace_alert_indices(),
+                                          select))
+
+    @on(HuntLoaded)
+    def _hunt_loaded(self, message: HuntLoaded) -> None:
+        self.alert_summary = message.alerts
+        self.root_cause = message.root_cause
+        assert self.trace_rows is not None
+        self.trace_rows.set_alert_indices(message.alert_traces)
+        alert_list = self.query_one(AlertList)
+        alert_list.show_alerts(message.alerts)
+        self.update_status()
+        if not message.select:
+            return
+        self.hunt_done = message.root_cause is not None
+        graph_list = self.query_one(GraphExecutionList)
+        timeline = self.query_one(TimelineCells)
+        root = message.root_cause
+        if root is not None:
+            position = alert_list.position_of(root.alert)
+            if position is not None:
+                alert_list.set_reactive(AlertList.cursor, position)
+                alert_list.refresh()
+            if root.trace is not None:
+                graph_list.select_trace(root.trace.index)
+                graph_list.focus()
+            else:
+                timeline.select_execution(root.alert.index)
+                timeline.focus()
+        else:
+            if graph_list.row_count:
+                graph_list.move_cursor(0)
+            if timeline.count:
+                timeline.move_to(0)
+
+    # -- selections -----------------------------------------------------------------------
+
+    @on(GraphExecutionList.TraceSelected)
+    def _trace_selected(self, message: GraphExecutionList.TraceSelected) -> None:
+        self.load_trace(message.trace_index)
+
+    @work(thread=True, exclusive=True, group="selection")
+    def load_trace(self, trace_index: int) -> None:
+        self.post_message(self.ContextLoaded(load_trace_context(self.reader, trace_index)))
+
+    @on(TimelineCells.ExecutionSelected)
+    def _execution_selected(self, message: TimelineCells.ExecutionSelected) -> None:
+        self.load_execution(message.execution_index)
+
+    @work(thread=True, exclusive=True, group="selection")
+    def load_execution(self, execution_index: int) -> None:
+        self.post_message(self.ContextLoaded(
+            load_execution_context(self.reader, execution_index)))
+
+    @work(thread=True, exclusive=True, group="execution-detail")
+    def load_execution_detail(self, execution_index: int) -> None:
+        """The timeline's detail only (a graph trace is selected: its stack stays)."""
+        self.post_message(self.ContextLoaded(
+            load_execution_context(self.reader, execution_index), detail_only=True))
+
+    @on(ContextLoaded)
+    def _context_loaded(self, message: ContextLoaded) -> None:
+        context = message.context
+        stack = self.query_one(StackTraceList)
+        if isinstance(context, TraceContext):
+            self.trace_context = context
+            self.query_one(GraphExecutionList).input_traces = frozenset(
+                n.trace_index for n in context.inputs if n.trace_index is not None)
+            self.query_one(GraphStructureList).show_context(
+                context, "" if context.op else "this trace's op is not in the dump yet")
+            stack.show_frames(list(context.frames), context.selected_frame,
+                              "no creation stack recorded for this op")
+            timeline = self.query_one(TimelineCells)
+            if timeline.count and timeline.selected_execution != context.trace.step:
+                timeline.sync_to_execution(context.trace.step)
+                self.load_execution_detail(context.trace.step)
+        else:
+            self.query_one(TimelinePane).show_detail(context.execution and context)
+            if message.detail_only:
+                return
+            stack.show_frames(list(context.frames), context.selected_frame,
+                              "no call stack recorded for this execution")
+
+    @on(StackTraceList.FrameSelected)
+    def _frame_selected(self, message: StackTraceList.FrameSelected) -> None:
+        self.load_frame_source(message.frame)
+
+    @work(thread=True, exclusive=True, group="source")
+    def load_frame_source(self, frame) -> None:
+        cached = self._source_lines.get(frame.file_id)
+        if cached is None:
+            cached = load_source(self.reader, frame)
+            self._source_lines[frame.file_id] = cached
+        self.post_message(self.SourceLoaded(
+            SourceView(frame.path, frame.line, cached.lines, cached.note)))
+
+    @on(SourceLoaded)
+    def _source_loaded(self, message: SourceLoaded) -> None:
+        self.query_one(SourceCodePane).show(message.view)
+
+    @on(AlertList.AlertSelected)
+    def _alert_selected(self, message: AlertList.AlertSelected) -> None:
+        alert = message.alert
+        if alert.kind == "graph":
+            if not self.query_one(GraphExecutionList).select_trace(alert.index):
+                self.notify(f"trace #{alert.index} is no longer on disk", severity="warning")
+        else:
+            self.query_one(TimelineCells).select_execution(alert.index)
+
+    @on(GraphStructureList.OpChosen)
+    def _op_chosen(self, message: GraphStructureList.OpChosen) -> None:
+        neighbour = message.neighbour
+        if neighbour.trace_index is None:
+            self.notify("that op's output is not traced in this dump", severity="warning")
+            return
+        graph_list = self.query_one(GraphExecutionList)
+        graph_list.select_trace(neighbour.trace_index)
+        graph_list.focus()
+
+    # -- graph execution actions ----------------------------------------------------------
+
+    @on(GraphExecutionList.ActionRequested)
+    def _graph_action(self, message: GraphExecutionList.ActionRequested) -> None:
+        graph_list = self.query_one(GraphExecutionList)
+        current = graph_list.selected_trace
+        action = message.action
+        if action == "alert_jump":
+            self.jump_to_alert_trace(message.argument, current)
+        elif action == "go_to_index":
+            self.app.push_screen(PromptScreen("Go to trace #", "a trace index"),
+                                 self._go_to_index)
+        elif action == "search":
+            self.app.push_screen(
+                PromptScreen("Search op name or type (regex)", "e.g. Log|softmax"),
+                self._search_entered)
+        elif action in ("search_next", "search_previous"):
+            if self.last_search is None:
+                self.notify("no search yet: press / first")
+            else:
+                start = (current or 0) + (1 if action == "search_next" else -1)
+                self.search(self.last_search, start, action == "search_next")
+        elif action == "first_input":
+            context = self.trace_context
+            target = next((n for n in (context.inputs if context else ())
+                           if n.trace_index is not None), None)
+            if target is None:
+                self.notify("the selected op has no traced input")
+            else:
+                graph_list.select_trace(target.trace_index)
+        elif action == "show_value":
+            if current is not None:
+                self.load_value(current)
+
+    def jump_to_alert_trace(self, which: str, current: int | None) -> None:
+        indices = self.trace_rows.alert_indices if self.trace_rows else np.zeros(0)
+        if not len(indices):
+            self.notify("no alert in the graph traces")
+            return
+        if which == "first" or current is None:
+            target = int(indices[0])
+        elif which == "next":
+            position = int(np.searchsorted(indices, current, side="right"))
+            target = int(indices[min(position, len(indices) - 1)])
+        else:
+            position = int(np.searchsorted(indices, current, side="left")) - 1
+            target = int(indices[max(position, 0)])
+        self.query_one(GraphExecutionList).select_trace(target)
+
+    def _go_to_index(self, value: str | None) -> None:
+        if not value:
+            return
+        try:
+            index = int(value.strip().lstrip("#"))
+        except ValueError:
+            self.notify(f"not a trace index: {value!r}", severity="error", markup=False)
+            return
+        if not self.query_one(GraphExecutionList).select_trace(index):
+            self.notify(f"trace #{index} is not in the dump", severity="warning")
+
+    def _search_entered(self, value: str | None) -> None:
+        if not value:
+            return
+        try:
+            re.compile(value)
+        except re.error as error:
+            self.notify(f"bad regex: {error}", severity="error", markup=False)
+            return
+        self.last_search = value
+        current = self.query_one(GraphExecutionList).selected_trace
+        self.search(value, (current or 0) + 1, True)
+
+    @work(thread=True, exclusive=True, group="search")
+    def search(self, pattern: str, start: int, forward: bool) -> None:
+        found = self.reader.find_trace(pattern, max(0, start), forward=forward)
+        note = "" if found is not None else f"no {'later' if forward else 'earlier'} match"
+        self.post_message(self.JumpToTrace(found, note))
+
+    @on(JumpToTrace)
+    def _jump_to_trace(self, message: JumpToTrace) -> None:
+        if message.trace_index is None:
+            self.notify(message.note)
+        else:
+            self.query_one(GraphExecutionList).select_trace(message.trace_index)
+
+    @work(thread=True, exclusive=True, group="value")
+    def load_value(self, trace_index: int) -> None:
+        value = self.reader.trace_value(trace_index)
+        context = self.trace_context
+        name = f"#{trace_index}"
+        if context is not None and context.op is not None and context.trace.index == trace_index:
+            name += f" {context.op.name}:{context.trace.slot}"
+        self.post_message(self.ValueLoaded(name, value))
+
+    @on(ValueLoaded)
+    def _value_loaded(self, message: ValueLoaded) -> None:
+        if message.value is None:
+            self.notify("no value stored: the dump's mode is not FULL_TENSOR")
+            return
+        from tfdbg_tui.screens.tensor_value import TensorValueScreen
+
+        self.app.push_screen(TensorValueScreen(message.title, message.value))
+
+    # -- live updates ---------------------------------------------------------------------
+
+    @on(DumpChanged)
+    def _dump_changed(self, message: DumpChanged) -> None:
+        report = message.report
+        self.live = not message.finished
+        assert self.trace_rows is not None
+        with self.app.batch_update():
+            if report.new_traces or report.new_ops or report.damage:
+                self.trace_rows.refresh(self.trace_rows.alert_indices)
+                self.query_one(GraphExecutionList).data_changed()
+            if report.new_executions:
+                self.query_one(TimelineCells).data_changed()
+            self.update_status()
+        if report.new_alerts or report.new_traces or report.new_executions:
+            self.load_hunt(select=not self.hunt_done)
+        if report.damage:
+            self.notify(literal(report.damage[0]), title="Damaged dump", severity="warning",
+                        markup=False)
+
+    @on(DumpWatchFailed)
+    def _watch_failed(self, message: DumpWatchFailed) -> None:
+        self.live = False
+        self.notify(literal(str(message.error)), title="Stopped following the dump",
+                    severity="error", markup=False)
+        self.update_status()
+
+    def update_status(self) -> None:
+        """Rewrite the status line: live or finished, the run, the counts."""
+        if self.reader is None:
+            return
+        metadata = self.reader.metadata
+        text = Text()
+        text.append(" ● LIVE " if self.live else " finished ",
+                    "bold black on green" if self.live else "bold reverse")
+        text.append(" run ")
+        text.append(literal(metadata.run_id), "bold")
+        if self.run_count > 1:
+            text.append(f" ({self.run_count} runs: r)")
+        text.append(f"  {metadata.tensor_debug_mode}")
+        executions = self.reader.num_executions
+        traces = self.reader.num_traces
+        text.append(f"  executions {executions:,}  traces {traces:,}")
+        if self.alert_summary is not None:
+            total = self.alert_summary.total
+            text.append(f"  alerts {total:,}", "bold red" if total else "green")
+        self.query_one("#status", Static).update(text)
+        self._status_time = time.monotonic()
+
+    # -- keys -----------------------------------------------------------------------------
+
+    def action_focus_pane(self, widget_id: str) -> None:
+        if self.maximized is not None:
+            self.minimize()
+        self.query_one(f"#{widget_id}").focus()
+
+    def action_toggle_zoom(self) -> None:
+        if self.maximized is not None:
+            self.minimize()
+        elif self.focused is not None:
+            self.maximize(self.focused)
+
+    def action_unzoom(self) -> None:
+        if self.maximized is not None:
+            self.minimize()
+
+    def action_alert_step(self, offset: int) -> None:
+        alert_list = self.query_one(AlertList)
+        if not alert_list.row_count:
+            self.notify("no alerts")
+            return
+        alert_list.step(offset)

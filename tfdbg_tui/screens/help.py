@@ -1,0 +1,79 @@
+"""The `?` screen: every key binding, by where it works, built from the bindings
+themselves so it cannot drift from them."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+
+def _key_name(binding: Binding) -> str:
+    if binding.key_display:
+        return binding.key_display
+    names = {"right_square_bracket": "]", "left_square_bracket": "[", "full_stop": ".",
+             "comma": ",", "slash": "/", "question_mark": "?", "pageup": "PgUp",
+             "pagedown": "PgDn", "escape": "Esc", "enter": "Enter", "ctrl+p": "Ctrl+P"}
+    return ", ".join(names.get(k, k) for k in binding.key.split(","))
+
+
+def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
+    """(section, [(key, what it does)]) for the app, the screen and every pane."""
+    from tfdbg_tui.app import DebuggerApp
+    from tfdbg_tui.panes.alerts import AlertList
+    from tfdbg_tui.panes.graph_execution import GraphExecutionList
+    from tfdbg_tui.panes.graph_structure import GraphStructureList
+    from tfdbg_tui.panes.stack_trace import StackTraceList
+    from tfdbg_tui.panes.timeline import TimelineCells
+    from tfdbg_tui.screens.debugger import DebuggerScreen
+    from tfdbg_tui.widgets.line_list import LineList
+
+    def rows(bindings) -> list[tuple[str, str]]:
+        return [(_key_name(b), b.description) for b in bindings if isinstance(b, Binding)]
+
+    return [
+        ("Anywhere", rows(DebuggerApp.BINDINGS) + rows(DebuggerScreen.BINDINGS)),
+        ("Every list (Alerts, Graph Execution, Graph Structure, Source, Stack)",
+         rows(LineList.BINDINGS)),
+        ("1 Alerts", rows(AlertList.BINDINGS)),
+        ("2 Python Execution Timeline", rows(TimelineCells.BINDINGS)),
+        ("3 Graph Execution", rows(GraphExecutionList.BINDINGS)),
+        ("4 Graph Structure", rows(GraphStructureList.BINDINGS)),
+        ("6 Stack Trace", rows(StackTraceList.BINDINGS)),
+    ]
+
+
+def help_text() -> Text:
+    text = Text()
+    for section, keys in key_sections():
+        text.append(section + "\n", "bold underline")
+        for key, description in keys:
+            text.append(f"  {key:<12}", "bold")
+            text.append(description + "\n")
+        text.append("\n")
+    text.append("Esc or q closes this list.", "italic")
+    return text
+
+
+class HelpScreen(ModalScreen[None]):
+    """Lists every key binding; Esc, q or ? closes it."""
+
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
+
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll {
+        width: 76; max-width: 100%; height: 90%;
+        border: round $accent; background: $panel; padding: 0 1;
+    }
+    """
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(help_text(), id="help-text")
+
+    def action_dismiss(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,74 @@
+"""The run picker: choose one of the runs in a logdir (newest first)."""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Label, OptionList
+from textual.widgets.option_list import Option
+
+from reader.model import RunInfo
+from tfdbg_tui.literal import literal
+
+
+def run_label(run: RunInfo) -> Text:
+    """One line about a run: start time, host, pid, mode, finished or not."""
+    started = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.start_time))
+               if run.start_time else "start unknown")
+    text = Text(f"{started}  ")
+    text.append(literal(run.run_id), "bold")
+    text.append(literal(f"  {run.host or '?'} pid {run.pid if run.pid is not None else '?'}"))
+    text.append(f"  {run.tensor_debug_mode or '?'}  ")
+    text.append("finished" if run.finished else "live or killed",
+                "green" if run.finished else "yellow")
+    return text
+
+
+class RunPickerScreen(ModalScreen[str | None]):
+    """Lists the runs, newest first; Enter returns the chosen run id.
+
+    Args:
+        runs: The runs, oldest first (as `reader.list_runs` returns them).
+        current: The run shown now (highlighted).
+    """
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    DEFAULT_CSS = """
+    RunPickerScreen { align: center middle; }
+    RunPickerScreen > Vertical {
+        width: 100; max-width: 100%; height: auto; max-height: 90%;
+        border: round $accent; background: $panel;
+    }
+    RunPickerScreen OptionList { height: auto; max-height: 20; }
+    """
+
+    def __init__(self, runs: list[RunInfo], current: str | None) -> None:
+        super().__init__()
+        self.runs = list(reversed(runs))
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(f"{len(self.runs)} runs in this logdir, newest first:")
+            yield OptionList(*(Option(run_label(run), id=str(i))
+                               for i, run in enumerate(self.runs)), id="runs")
+
+    def on_mount(self) -> None:
+        options = self.query_one(OptionList)
+        ids = [run.run_id for run in self.runs]
+        options.highlighted = ids.index(self.current) if self.current in ids else 0
+        options.focus()
+
+    @on(OptionList.OptionSelected)
+    def _chosen(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(self.runs[int(event.option.id)].run_id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,212 @@
+"""A virtual list with a cursor, built on Textual's Line API.
+
+Only the rows on screen are rendered, each from its index, so a list of ten million
+rows costs what a list of ten costs. Rendered rows are cached in an LRU keyed by the
+row, the width and a generation counter that `invalidate()` bumps when the data
+changes.
+"""
+
+from __future__ import annotations
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+# A screenful is at most a few hundred rows; 2048 cached strips cover several pages of
+# scrolling back and forth at any terminal size without re-rendering.
+STRIP_CACHE_SIZE = 2048
+
+
+class LineList(ScrollView, can_focus=True):
+    """A scrollable list of `row_count` rows with a cursor; subclasses render rows.
+
+    Subclasses implement `render_row` and usually `cursor_changed`; they call
+    `set_row_count` and `invalidate` when their data changes.
+    """
+
+    BINDINGS = [
+        Binding("up", "cursor_up", "Up", show=False),
+        Binding("down", "cursor_down", "Down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("home", "first", "First", show=False),
+        Binding("end", "last", "Last", show=False),
+    ]
+
+    COMPONENT_CLASSES = {"line-list--cursor", "line-list--cursor-blurred", "line-list--header"}
+
+    DEFAULT_CSS = """
+    LineList {
+        overflow-x: hidden;
+        scrollbar-size-vertical: 1;
+        background: $surface;
+        & > .line-list--cursor { background: $accent 60%; text-style: bold; }
+        & > .line-list--cursor-blurred { background: $accent 25%; }
+        & > .line-list--header { text-style: bold; color: $text-muted; }
+    }
+    """
+
+    cursor: reactive[int] = reactive(0, always_update=True, repaint=False, init=False)
+
+    header_height = 0
+    """Rows at the top that stay in place when the list scrolls (see `render_header`)."""
+
+    def __init__(self, *, name: str | None = None, id: str | None = None,
+                 classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.row_count = 0
+        self._generation = 0
+        self._strip_cache: LRUCache[tuple[int, int, int, int], Strip] = LRUCache(
+            STRIP_CACHE_SIZE)
+
+    # -- data -----------------------------------------------------------------------------
+
+    def render_row(self, row: int, width: int) -> Text:
+        """The text of one row, at most `width` cells wide is enough."""
+        raise NotImplementedError
+
+    def render_header(self, y: int, width: int) -> Text:
+        """The text of header line `y` (only when `header_height` > 0)."""
+        return Text()
+
+    def cursor_changed(self, row: int) -> None:
+        """Called after the cursor moved to `row` (post a message here)."""
+
+    def set_row_count(self, count: int) -> None:
+        """Set the number of rows; the cursor stays on its row when it still exists."""
+        if count == self.row_count:
+            return
+        self.row_count = count
+        self.virtual_size = Size(self.size.width, count + self.header_height)
+        if self.cursor >= count:
+            self.set_reactive(LineList.cursor, max(0, count - 1))
+        self.refresh()
+
+    def invalidate(self) -> None:
+        """Forget every rendered row (the data behind them changed) and repaint."""
+        self._generation += 1
+        self._strip_cache.clear()
+        self.refresh()
+
+    # -- rendering ------------------------------------------------------------------------
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        if y < self.header_height:
+            key = (-1 - y, width, self._generation, 0)
+            strip = self._strip_cache.get(key)
+            if strip is None:
+                strip = self._text_strip(self.render_header(y, width), width,
+                                         self.component_style("line-list--header"))
+                self._strip_cache[key] = strip
+            return strip
+        row = self.scroll_offset.y + y - self.header_height
+        if row >= self.row_count or row < 0 or width <= 0:
+            return Strip.blank(width, self.rich_style)
+        state = 0 if row != self.cursor else (2 if self.has_focus else 1)
+        key = (row, width, self._generation, state)
+        strip = self._strip_cache.get(key)
+        if strip is None:
+            strip = self._render_row_strip(row, width, state)
+            self._strip_cache[key] = strip
+        return strip.apply_offsets(0, row)
+
+    def _render_row_strip(self, row: int, width: int, state: int) -> Strip:
+        base = Style()
+        if state:
+            base = self.get_component_rich_style(
+                "line-list--cursor" if state == 2 else "line-list--cursor-blurred")
+        return self._text_strip(self.render_row(row, width), width, base)
+
+    def _text_strip(self, text: Text, width: int, style: Style) -> Strip:
+        text.no_wrap = True
+        text.end = ""
+        text.truncate(width, overflow="ellipsis", pad=True)
+        base = self.rich_style + style
+        segments = [Segment(seg.text, base + seg.style if seg.style else base)
+                    for seg in text.render(self.app.console) if seg.text]
+        return Strip(segments, width).crop_extend(0, width, base)
+
+    def component_style(self, name: str) -> Style:
+        """The rich style of one of this widget's component classes."""
+        return self.get_component_rich_style(name, partial=True)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self.invalidate()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.virtual_size = Size(event.size.width, self.row_count + self.header_height)
+        self.keep_cursor_visible()
+
+    def refresh_row(self, row: int) -> None:
+        """Repaint one row (cached strips of other states stay valid)."""
+        self.refresh_line(row + self.header_height)
+
+    def on_focus(self) -> None:
+        self.refresh_row(self.cursor)
+
+    def on_blur(self) -> None:
+        self.refresh_row(self.cursor)
+
+    # -- cursor ---------------------------------------------------------------------------
+
+    def watch_cursor(self, old: int, new: int) -> None:
+        self.refresh_row(old)
+        self.refresh_row(new)
+        self.keep_cursor_visible()
+        self.cursor_changed(new)
+
+    def move_cursor(self, row: int, *, center: bool = False) -> None:
+        """Put the cursor on `row` (clamped); `center` scrolls it to the middle."""
+        row = max(0, min(row, self.row_count - 1)) if self.row_count else 0
+        if center:
+            visible = self.scrollable_content_region.height - self.header_height
+            self.scroll_to(y=max(0, row - visible // 2),
+                           animate=False, immediate=True)
+        self.cursor = row
+
+    def keep_cursor_visible(self) -> None:
+        """Scroll just enough that the cursor row is on screen."""
+        height = self.scrollable_content_region.height - self.header_height
+        if height <= 0:
+            return
+        top = round(self.scroll_y)
+        if self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=False, immediate=True)
+        elif self.cursor >= top + height:
+            self.scroll_to(y=self.cursor - height + 1, animate=False, immediate=True)
+
+    @property
+    def page_rows(self) -> int:
+        return max(1, self.scrollable_content_region.height - self.header_height - 1)
+
+    def action_cursor_up(self) -> None:
+        self.move_cursor(self.cursor - 1)
+
+    def action_cursor_down(self) -> None:
+        self.move_cursor(self.cursor + 1)
+
+    def action_page_up(self) -> None:
+        self.move_cursor(self.cursor - self.page_rows)
+
+    def action_page_down(self) -> None:
+        self.move_cursor(self.cursor + self.page_rows)
+
+    def action_first(self) -> None:
+        self.move_cursor(0)
+
+    def action_last(self) -> None:
+        self.move_cursor(self.row_count - 1)
+
+    def on_click(self, event: events.Click) -> None:
+        row = self.scroll_offset.y + event.y - self.header_height
+        if 0 <= row < self.row_count:
+            self.move_cursor(row)
