@@ -1,0 +1,191 @@
+"""`tfdbg-tui report LOGDIR [--run ID] [--json]`: a headless summary of one run.
+
+Prints the run, its mode and counts, the alerts by type, and the root cause of the
+first NaN/inf (its op, its inputs' summaries, and the user's source line). Human
+output uses Rich; every piece of dump text is escaped, never read as markup.
+``--json`` prints exactly one JSON object for scripts and CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import reader
+from reader import DamagedDumpError, DumpError, FormatVersionError, NoRunsError
+from reader.model import Alert, RootCause, Summary
+from tfdbg_tui.cli import EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, EXIT_OK
+
+# Alerts listed in the human report; the totals always count every one.
+ALERTS_SHOWN = 10
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tfdbg-tui report",
+        description="Summarise one run of a tfdbg-tui dump: counts, NaN/inf alerts by "
+                    "type, and the op and source line that produced the first one.",
+        epilog=f"exit status: {EXIT_OK} ran (alerts or not); {EXIT_NO_DUMP} missing, empty, "
+               f"unreadable or foreign directory; {EXIT_NEWER_FORMAT} dump written by a newer "
+               f"format version; {EXIT_DAMAGED} nothing readable in the dump.")
+    parser.add_argument("logdir", metavar="LOGDIR",
+                        help="directory holding runs (or one run directory)")
+    parser.add_argument("--run", metavar="ID", default=None,
+                        help="run id or unique prefix (default: the newest run)")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object instead of the human report")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    """Run the report; returns the exit status (see `build_parser`'s epilog)."""
+    args = build_parser().parse_args(argv)
+    try:
+        dump = reader.open_run(args.logdir, args.run)
+        with dump:
+            summary = dump.alerts(limit_per_type=ALERTS_SHOWN)
+            cause = dump.root_cause()
+            report = report_dict(dump, summary, cause)
+            if args.json:
+                print(json.dumps(report))
+            else:
+                _print_human(dump, summary, cause)
+    except NoRunsError as error:
+        return _fail(error, EXIT_NO_DUMP)
+    except FormatVersionError as error:
+        return _fail(error, EXIT_NEWER_FORMAT)
+    except DamagedDumpError as error:
+        return _fail(error, EXIT_DAMAGED)
+    except DumpError as error:
+        return _fail(error, EXIT_DAMAGED)
+    return EXIT_OK
+
+
+def _fail(error: Exception, status: int) -> int:
+    text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    print(f"tfdbg-tui report: {text}", file=sys.stderr)
+    return status
+
+
+def _counts(alert: Alert) -> dict[str, int]:
+    return {"nan": alert.nan, "neg_inf": alert.neg_inf, "pos_inf": alert.pos_inf}
+
+
+def _summary_dict(summary: Summary | None) -> dict[str, Any] | None:
+    if summary is None:
+        return None
+    return {key: getattr(summary, key) for key in
+            ("dtype", "rank", "size", "neg_inf", "pos_inf", "nan", "neg", "zero", "pos")
+            if getattr(summary, key) is not None} | (
+        {"shape": list(summary.shape)} if summary.shape is not None else {})
+
+
+def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
+                cause: RootCause | None) -> dict[str, Any]:
+    """The JSON report: the keys of issue 3, plus the root cause's inputs and damage."""
+    meta = dump.metadata
+    first_alert = None
+    if cause is not None:
+        alert = cause.alert
+        source = None
+        if cause.frame is not None:
+            source = {"file": cause.frame.path, "line": cause.frame.line,
+                      "function": cause.frame.function, "text": cause.line_text}
+        first_alert = {
+            "kind": alert.kind, "index": alert.index, "op_type": alert.op_type,
+            "op_name": alert.op_name, "graph_name": alert.graph_name, "device": alert.device,
+            "slot": alert.slot, "step": alert.step, "counts": _counts(alert),
+            "source": source,
+            "inputs": [{"name": ref.name, "summary": _summary_dict(s)}
+                       for ref, s in cause.inputs],
+        }
+    return {
+        "run": meta.run_id,
+        "tensor_debug_mode": meta.tensor_debug_mode,
+        "num_executions": dump.num_executions,
+        "num_graph_traces": dump.num_traces,
+        "first_execution": dump.first_execution,
+        "first_graph_trace": dump.first_trace,
+        "finished": dump.finished,
+        "num_alerts": summary.total,
+        "alerts_by_type": summary.counts,
+        "first_alert": first_alert,
+        "damage": list(dump.damage),
+    }
+
+
+def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
+                 cause: RootCause | None) -> None:
+    # Rich is imported here, not at module level: `--json` and errors never pay for it.
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console(highlight=False, soft_wrap=True)
+    meta = dump.metadata
+    state = "finished" if dump.finished else "running or killed (no end record)"
+    console.print(f"[bold]Run[/] {escape(meta.run_id)}  ({escape(state)})")
+    console.print(f"  mode {escape(meta.tensor_debug_mode)}, host {escape(str(meta.host))}, "
+                  f"pid {meta.pid}, TensorFlow {escape(str(meta.tf_version))}")
+    console.print(f"  {dump.num_executions:,} eager executions, {dump.num_traces:,} graph "
+                  "execution traces"
+                  + (f" (from #{dump.first_execution:,} / #{dump.first_trace:,} on disk)"
+                     if dump.first_execution or dump.first_trace else ""))
+    for notice in dump.damage:
+        console.print(f"  [yellow]damage:[/] {escape(notice)}")
+    if not summary.total:
+        console.print("\n[green]No NaN or infinity in this run.[/]")
+        return
+    by_type = ", ".join(f"{escape(k)}: {v:,}" for k, v in summary.counts.items())
+    console.print(f"\n[bold red]{summary.total:,} alerts[/] ({by_type})")
+    table = Table(show_edge=False, pad_edge=False)
+    for column in ("kind", "index", "step", "op", "graph", "nan", "-inf", "+inf"):
+        table.add_column(column)
+    for alert in sorted(summary.alerts, key=_order_key)[:ALERTS_SHOWN]:
+        name = alert.op_type + (f" {alert.op_name}:{alert.slot}" if alert.op_name else "")
+        table.add_row(alert.kind, str(alert.index), str(alert.step), escape(name),
+                      escape(alert.graph_name or ""), *(_count_text(c) for c in
+                                                        (alert.nan, alert.neg_inf, alert.pos_inf)))
+    console.print(table)
+    if cause is None:
+        return
+    alert = cause.alert
+    what = (f"{alert.op_type} '{alert.op_name}:{alert.slot}'" if alert.op_name
+            else f"{alert.op_type} (eager execution #{alert.index}, output {alert.slot})")
+    where = f" in graph '{alert.graph_name}'" if alert.graph_name else ""
+    console.print(f"\n[bold]Root cause:[/] {escape(what)}{escape(where)} at step {alert.step}")
+    for ref, s in cause.inputs:
+        console.print(f"  input {escape(ref.name)}: {escape(_summary_text(s))}")
+    if cause.frame is not None:
+        console.print(f"  [bold]{escape(cause.frame.path)}:{cause.frame.line}[/] in "
+                      f"{escape(cause.frame.function)}")
+        if cause.line_text is not None:
+            console.print(f"  > {escape(cause.line_text.strip())}")
+    else:
+        console.print("  (no user source frame recorded)")
+
+
+def _order_key(alert: Alert) -> tuple[int, int, int]:
+    return (alert.step, 0 if alert.kind == "graph" else 1, alert.index)
+
+
+def _count_text(count: int) -> str:
+    return "?" if count < 0 else f"{count:,}"
+
+
+def _summary_text(summary: Summary | None) -> str:
+    if summary is None:
+        return "no summary recorded"
+    parts = [summary.dtype or "", f"size {summary.size}" if summary.size is not None else ""]
+    for label, value in (("nan", summary.nan), ("-inf", summary.neg_inf),
+                         ("+inf", summary.pos_inf), ("-", summary.neg), ("0", summary.zero),
+                         ("+", summary.pos)):
+        if value is not None:
+            parts.append(f"{label} {value}")
+    if summary.has_inf_or_nan is not None:
+        parts.append("has inf/nan" if summary.has_inf_or_nan else "finite")
+    if summary.shape is not None:
+        parts.append(f"shape {list(summary.shape)}")
+    return ", ".join(p for p in parts if p)
