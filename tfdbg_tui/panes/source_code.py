@@ -102,7 +102,7 @@ class SourceCodeView(LineList):
         """Show `view` with its marked line centred."""
         self.view = view
         self.invalidate()
-        rows = len(view.lines) if view.lines is not None else 1
+        rows = len(view.lines) if view.lines is not None else len(self._note_rows(view))
         self.set_row_count(rows)
         if view.lines is not None:
             self.call_after_refresh(self.move_cursor, view.line - 1, center=True)
@@ -110,13 +110,19 @@ class SourceCodeView(LineList):
         else:
             self.move_cursor(0)
 
+    @staticmethod
+    def _note_rows(view: SourceView) -> list[str]:
+        return ["No source text in the dump for this frame:",
+                view.note or "the dump holds no snapshot of this file",
+                f"{view.path}", f"line {view.line}"]
+
     def render_row(self, row: int, width: int) -> Text:
         view = self.view
         if view is None:
             return Text()
         if view.lines is None:
-            note = view.note or "no snapshot of this file in the dump"
-            return literal_text(f"{note}: {view.path}:{view.line}",
+            note_rows = self._note_rows(view)
+            return literal_text(note_rows[row] if row < len(note_rows) else "",
                                 style=self.component_style("source-code--note"))
         gutter_width = len(str(len(view.lines)))
         number = row + 1

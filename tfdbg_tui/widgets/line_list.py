@@ -98,7 +98,7 @@ class LineList(ScrollView, can_focus=True):
     # -- rendering ------------------------------------------------------------------------
 
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
+        width = self.scrollable_content_region.width
         if y < self.header_height:
             key = (-1 - y, width, self._generation, 0)
             strip = self._strip_cache.get(key)
@@ -109,7 +109,7 @@ class LineList(ScrollView, can_focus=True):
             return strip
         row = self.scroll_offset.y + y - self.header_height
         if row >= self.row_count or row < 0 or width <= 0:
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(max(0, width), self.rich_style)
         state = 0 if row != self.cursor else (2 if self.has_focus else 1)
         key = (row, width, self._generation, state)
         strip = self._strip_cache.get(key)

@@ -1,0 +1,39 @@
+"""Helpers for Pilot tests: read the screen, wait for conditions (never sleep)."""
+
+from __future__ import annotations
+
+import time
+
+import reader
+from tfdbg_tui.app import DebuggerApp
+
+# How long a condition may take to come true: generous, as the box is shared.
+WAIT_TIMEOUT_S = 30.0
+
+
+def screen_text(app) -> str:
+    """What the terminal shows now, as plain text, one line per row."""
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+async def wait_for(pilot, condition, timeout: float = WAIT_TIMEOUT_S, what: str = "") -> None:
+    """Let the app run until `condition()` is true; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or condition}:\n"
+                                 f"{screen_text(pilot.app)}")
+        await pilot.pause(0.02)
+
+
+async def wait_for_hunt(pilot) -> None:
+    """Wait until the app has opened the dump and the hunt has filled the panes."""
+    await wait_for(pilot, lambda: getattr(pilot.app.screen, "root_cause", None) is not None
+                   and pilot.app.screen.query_one("#source-code").view is not None,
+                   what="the hunt on open")
+
+
+def make_app(logdir, **kwargs) -> DebuggerApp:
+    return DebuggerApp(str(logdir), reader.list_runs(logdir), **kwargs)
+
+
