@@ -137,6 +137,8 @@ class DumpReader:
                         segment.damage = f"{segment.name}: {error} at byte {start}"
                         break
                     self._notice(f"{segment.name}: {error} at byte {start}; record skipped")
+            if stream == fmt.STREAM_GRAPH_TRACES:
+                self._traces.commit()
             if segment.damage is not None:
                 self._notice(segment.damage)
             if segment.vanished and stream in fmt.ROTATING_STREAMS:

@@ -70,6 +70,8 @@ class Summary:
     @classmethod
     def from_row(cls, mode: str, row) -> Summary:
         """Build from one row of summary columns (`reader.format.SUMMARY_COLUMNS`)."""
+        if hasattr(row, "tolist"):
+            row = row.tolist()  # numpy scalars convert one by one far more slowly
         cols = dict(zip(fmt.SUMMARY_COLUMNS[mode], (float(x) for x in row)))
         kw: dict = {"mode": mode}
         if "dtype" in cols:

@@ -1,100 +1,10 @@
-"""Fixtures for reader tests: synthetic dumps written with `instrument.writer.DumpWriter`.
-
-The real-TensorFlow dumps (session-scoped, generated in subprocesses) live in
-`tests/reader/tf_dumps.py`; this module only builds dumps without TensorFlow.
-"""
+"""Fixtures for reader tests; the synthetic dump builders live in `synthetic.py`."""
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
-
-import numpy as np
 import pytest
 
-from instrument.writer import DumpWriter
-from reader import format as fmt
-
-FINITE = [1, 1, 4, 0, 0, 0, 1, 1, 2]  # FULL_HEALTH: float32, rank 1, 4 finite elements
-NEG_INF = [1, 1, 4, 1, 0, 0, 0, 1, 2]  # one -inf
-NAN = [1, 1, 4, 0, 0, 2, 0, 1, 1]  # two NaN
-
-
-@dataclass
-class SyntheticRun:
-    """A small FULL_HEALTH run: user file, library file, a graph x -> Log -> Neg."""
-
-    writer: DumpWriter
-    user_file: int = 0
-    lib_file: int = 0
-    user_stack: int = 0
-    lib_stack: int = 0
-    graph: int = 0
-    ops: dict[str, int] = field(default_factory=dict)
-    device: int = 0
-
-    @property
-    def path(self) -> str:
-        return self.writer.path
-
-
-def segment_path(run_path: str, stream: str, segment: int = 0) -> str:
-    return os.path.join(run_path, fmt.segment_filename(stream, segment))
-
-
-def make_run(logdir, *, mode: str = fmt.FULL_HEALTH, circular_buffer_size: int = 0,
-             run_id: str | None = None, start_time: float | None = None) -> SyntheticRun:
-    """A run with definitions (files, frames, stacks, one graph of three ops), no events."""
-    info = {"tensor_debug_mode": mode, "argv": ["train.py"], "tf_version": "2.21.0"}
-    if run_id:
-        info["run"] = run_id
-    if start_time is not None:
-        info["start_time"] = start_time
-    w = DumpWriter(logdir, info, circular_buffer_size=circular_buffer_size,
-                   flush_interval_s=None)
-    run = SyntheticRun(writer=w)
-    run.device = w.add_device("/job:localhost/replica:0/task:0/device:CPU:0")
-    run.user_file = w.add_source_file(
-        "/home/me/project/train.py",
-        ["import tensorflow as tf", "", "def step(x):", "    y = tf.math.log(x)",
-         "    return -y"], library=False)
-    run.lib_file = w.add_source_file(
-        "/usr/lib/python3/dist-packages/tensorflow/python/ops/math_ops.py", None,
-        library=True, omitted="library")
-    user_main = w.add_frame(run.user_file, 5, "<module>")
-    user_log = w.add_frame(run.user_file, 4, "step")
-    user_neg = w.add_frame(run.user_file, 5, "step")
-    lib = w.add_frame(run.lib_file, 321, "log")
-    run.user_stack = w.add_stack([user_main, user_log, lib])
-    neg_stack = w.add_stack([user_main, user_neg, lib])
-    run.lib_stack = w.add_stack([lib])
-    run.graph = w.add_graph("step", None, function_name="__inference_step_7")
-    run.ops["x"] = w.add_op(graph_id=run.graph, op_type="Placeholder", op_name="x",
-                            inputs=[], num_outputs=1, output_dtypes=[1], device_id=None,
-                            stack_id=run.user_stack, trace_points=[0])
-    run.ops["Log"] = w.add_op(graph_id=run.graph, op_type="Log", op_name="Log",
-                              inputs=["x:0"], num_outputs=1, output_dtypes=[1],
-                              device_id=None, stack_id=run.user_stack, trace_points=[1])
-    run.ops["Neg"] = w.add_op(graph_id=run.graph, op_type="Neg", op_name="Neg",
-                              inputs=["Log:0"], num_outputs=1, output_dtypes=[1],
-                              device_id=run.device, stack_id=neg_stack, trace_points=[2])
-    w.flush()
-    return run
-
-
-def add_step(run: SyntheticRun, rows: list[list[float]], *, call: bool = True,
-             out_row: list[float] | None = None) -> int:
-    """One call of the graph: a chunk of traces for tps 0..len(rows)-1, then the call."""
-    w = run.writer
-    w.add_traces(np.arange(len(rows), dtype=np.int32) % 3,
-                 summaries=np.array(rows, dtype=np.float64))
-    if not call:
-        return -1
-    base = 1000 + 2 * w.num_executions
-    return w.add_execution(op_type="__inference_step_7", graph_id=run.graph,
-                           input_ids=[base], output_ids=[base + 1], device_ids=[run.device],
-                           output_dtypes=[1], stack_id=run.user_stack,
-                           summaries=[out_row or rows[-1]])
+from tests.reader.synthetic import make_run
 
 
 @pytest.fixture

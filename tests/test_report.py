@@ -1,0 +1,113 @@
+"""`tfdbg-tui report`: human and JSON output, exit statuses, no tracebacks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import msgpack
+import pytest
+
+from reader import format as fmt
+from tests.reader.synthetic import FINITE, NAN, NEG_INF, add_step, make_run, segment_path
+from tfdbg_tui.cli import EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, EXIT_OK
+from tfdbg_tui.report import main
+
+
+@pytest.fixture
+def logdir(tmp_path):
+    return str(tmp_path / "logdir")
+
+
+def _nan_run(logdir, op_name="Log"):
+    run = make_run(logdir)
+    add_step(run, [FINITE, FINITE, FINITE])
+    add_step(run, [FINITE, NEG_INF, NAN])
+    run.writer.close()
+    return run
+
+
+def test_json_report_has_the_issue_keys(logdir, capsys):
+    run = _nan_run(logdir)
+    assert main([logdir, "--json"]) == EXIT_OK
+    out = capsys.readouterr().out
+    report = json.loads(out)  # exactly one JSON object, nothing else
+    assert report["run"] == run.writer.run_id
+    assert report["tensor_debug_mode"] == "FULL_HEALTH"
+    assert (report["num_executions"], report["num_graph_traces"], report["num_alerts"]) == (2, 6, 3)
+    first = report["first_alert"]
+    assert {k: first[k] for k in ("kind", "index", "op_type", "op_name", "graph_name")} == {
+        "kind": "graph", "index": 4, "op_type": "Log", "op_name": "Log", "graph_name": "step"}
+    assert first["device"].endswith("CPU:0")
+    assert first["counts"] == {"nan": 0, "neg_inf": 1, "pos_inf": 0}
+    assert {k: first["source"][k] for k in ("file", "line", "function")} == {
+        "file": "/home/me/project/train.py", "line": 4, "function": "step"}
+
+
+def test_json_report_without_alerts_has_null_first_alert(logdir, capsys):
+    run = make_run(logdir)
+    add_step(run, [FINITE, FINITE, FINITE])
+    run.writer.close()
+    assert main([logdir, "--json", "--run", run.writer.run_id]) == EXIT_OK
+    report = json.loads(capsys.readouterr().out)
+    assert report["num_alerts"] == 0 and report["first_alert"] is None
+
+
+def test_human_report_names_op_line_and_escapes_markup(logdir, capsys):
+    run = make_run(logdir)
+    w = run.writer
+    evil = w.add_source_file("/home/me/[red]evil[/red].py", ["x = [bold]boom[/bold](y)"],
+                             library=False)
+    frame = w.add_frame(evil, 1, "[link=http://x]f[/link]")
+    stack = w.add_stack([frame])
+    op = w.add_op(graph_id=run.graph, op_type="Log", op_name="scope/[b]log[/b]",
+                  inputs=["x:0"], num_outputs=1, output_dtypes=[1], device_id=None,
+                  stack_id=stack, trace_points=[7])
+    import numpy as np
+
+    w.add_traces(np.array([0, 7], np.int32), summaries=np.array([FINITE, NEG_INF], float))
+    w.close()
+    assert main([logdir]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "Root cause" in out and "scope/[b]log[/b]" in out
+    assert "/home/me/[red]evil[/red].py:1" in out and "[link=http://x]f[/link]" in out
+    assert "x = [bold]boom[/bold](y)" in out
+    assert op == 3
+
+
+@pytest.mark.parametrize("layout,status", [
+    ("missing", EXIT_NO_DUMP), ("empty", EXIT_NO_DUMP), ("foreign", EXIT_NO_DUMP),
+    ("newer", EXIT_NEWER_FORMAT), ("damaged", EXIT_DAMAGED),
+])
+def test_error_exits_are_one_line_without_traceback(tmp_path, layout, status):
+    logdir = str(tmp_path / "logdir")
+    if layout == "empty":
+        os.makedirs(logdir)
+    elif layout == "foreign":
+        os.makedirs(os.path.join(logdir, "x"))
+        open(os.path.join(logdir, "x", "notes.txt"), "w").write("hi")
+    elif layout in ("newer", "damaged"):
+        run = _nan_run(logdir)
+        with open(segment_path(run.path, fmt.STREAM_METADATA), "wb") as f:
+            if layout == "newer":
+                f.write(msgpack.packb({"k": "header", "format": fmt.FORMAT_NAME,
+                                       "version": [9, 0], "stream": "metadata"}))
+            else:
+                f.write(b"\x00\xc1\xc1")
+    result = subprocess.run([sys.executable, "-m", "tfdbg_tui.cli", "report", logdir],
+                            capture_output=True, text=True)
+    assert result.returncode == status, result.stderr
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tfdbg-tui report: "), result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_help_documents_exit_statuses(capsys):
+    with pytest.raises(SystemExit) as caught:
+        main(["--help"])
+    assert caught.value.code == 0
+    out = capsys.readouterr().out
+    assert "--json" in out and "--run" in out and f"{EXIT_NEWER_FORMAT}" in out
