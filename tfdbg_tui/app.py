@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
+
 from textual.app import App
 from textual.binding import Binding
 
@@ -31,6 +33,7 @@ class DebuggerApp(App[int]):
         runs: Its runs, oldest first (from `reader.list_runs`).
         run_id: The run to show first; None shows the newest.
         poll_interval_s: Seconds between live-update polls of a growing dump.
+        opening: A future of `reader.open_run(logdir, run_id)` already under way.
     """
 
     CSS_PATH = "app.tcss"
@@ -44,8 +47,10 @@ class DebuggerApp(App[int]):
     ]
 
     def __init__(self, logdir: str, runs: list[RunInfo], run_id: str | None = None, *,
-                 poll_interval_s: float = POLL_INTERVAL_S) -> None:
+                 poll_interval_s: float = POLL_INTERVAL_S,
+                 opening: Future | None = None) -> None:
         super().__init__()
+        self.opening = opening
         self.logdir = logdir
         self.runs = list(runs)
         self.initial_run_id = run_id
@@ -58,11 +63,12 @@ class DebuggerApp(App[int]):
         self.exit(return_code=exit_code_for(error))
 
     def on_mount(self) -> None:
-        self.push_screen(self._debugger_screen(self.initial_run_id))
+        self.push_screen(self._debugger_screen(self.initial_run_id, self.opening))
 
-    def _debugger_screen(self, run_id: str | None) -> DebuggerScreen:
+    def _debugger_screen(self, run_id: str | None,
+                         opening: Future | None = None) -> DebuggerScreen:
         return DebuggerScreen(self.logdir, run_id, run_count=len(self.runs),
-                              poll_interval_s=self.poll_interval_s)
+                              poll_interval_s=self.poll_interval_s, opening=opening)
 
     def action_show_keys(self) -> None:
         from tfdbg_tui.screens.help import HelpScreen

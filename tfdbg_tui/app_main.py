@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from concurrent.futures import ThreadPoolExecutor, TimeoutError
 
 from tfdbg_tui import cli
 
@@ -15,6 +16,10 @@ DESCRIPTION = "Find the op and source line that made the first NaN or inf, in th
 EPILOG = f"""exit status: {cli.EXIT_OK} ok, {cli.EXIT_USAGE} bad command line,
 {cli.EXIT_NO_DUMP} no readable dump at LOGDIR, {cli.EXIT_NEWER_FORMAT} dump written by a newer
 format, {cli.EXIT_DAMAGED} dump damaged beyond reading. Keys: press ? in the app."""
+
+
+# How long to wait for the run to open before the app starts (and shows "opening…").
+OPEN_WAIT_S = 0.25
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,11 +49,21 @@ def main(argv: list[str] | None = None) -> int:
     except DumpError as error:
         print(f"tfdbg-tui: {error}", file=sys.stderr)
         return exit_code_for(error)
-    if args.run is not None and args.run not in {run.run_id for run in runs}:
-        print(f"tfdbg-tui: no run {args.run!r} in {args.logdir} "
-              f"(runs: {', '.join(run.run_id for run in runs)})", file=sys.stderr)
-        return cli.EXIT_NO_DUMP
-    app = DebuggerApp(args.logdir, runs, args.run)
+    # Open the run in a thread while the terminal is still ours: a dump that fails at
+    # once (newer format, no such run, damaged metadata) gets its one-line error here;
+    # a big one keeps indexing while the app paints its first frame.
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tfdbg-tui-open")
+    opening = executor.submit(reader.open_run, args.logdir, args.run)
+    try:
+        opening.result(timeout=OPEN_WAIT_S)
+    except TimeoutError:
+        pass
+    except DumpError as error:
+        print(f"tfdbg-tui: {error}", file=sys.stderr)
+        return exit_code_for(error)
+    finally:
+        executor.shutdown(wait=False)
+    app = DebuggerApp(args.logdir, runs, args.run, opening=opening)
     app.run(mouse=not args.no_mouse)
     if app.error_message is not None:
         print(f"tfdbg-tui: {app.error_message}", file=sys.stderr)

@@ -152,9 +152,9 @@ def write_big_dump(logdir, num_traces: int, *, alert_every: int = 0,
         if alert_every:
             bad = (np.arange(written, written + n) % alert_every) == alert_every - 1
             rows[bad, 5] = 1
+        writer.add_traces(tps, summaries=rows)
         writer.add_execution(op_type="__inference_big_step_1", graph_id=graph, input_ids=[],
                              output_ids=[], device_ids=[], output_dtypes=[], stack_id=stack)
-        writer.add_traces(tps, summaries=rows)
         written += n
     writer.close()
     return writer.run_id

@@ -55,6 +55,7 @@ class DebuggerScreen(Screen):
         run_id: The run to open; None opens the newest.
         run_count: How many runs the logdir holds (the status line says so).
         poll_interval_s: Seconds between live-update polls.
+        opening: A future of the opened reader, when opening has begun already.
     """
 
     BINDINGS = [
@@ -110,8 +111,9 @@ class DebuggerScreen(Screen):
             self.value = value
 
     def __init__(self, logdir: str, run_id: str | None = None, *, run_count: int = 1,
-                 poll_interval_s: float = POLL_INTERVAL_S) -> None:
+                 poll_interval_s: float = POLL_INTERVAL_S, opening=None) -> None:
         super().__init__()
+        self.opening = opening
         self.logdir = logdir
         self.run_id = run_id
         self.run_count = run_count
@@ -153,7 +155,10 @@ class DebuggerScreen(Screen):
     @work(thread=True, exclusive=True, group="open")
     def open_reader(self) -> None:
         try:
-            opened = dump_reader_module.open_run(self.logdir, self.run_id)
+            if self.opening is not None:
+                opened = self.opening.result()
+            else:
+                opened = dump_reader_module.open_run(self.logdir, self.run_id)
         except DumpError as error:
             self.post_message(self.OpenFailed(error))
             return
@@ -232,9 +237,26 @@ class DebuggerScreen(Screen):
     def _trace_selected(self, message: GraphExecutionList.TraceSelected) -> None:
         self.load_trace(message.trace_index)
 
+    class ReadFailed(Message):
+        """A worker's read raised a `DumpError` (e.g. a record that left the disk)."""
+
+        def __init__(self, error: DumpError) -> None:
+            super().__init__()
+            self.error = error
+
+    @on(ReadFailed)
+    def _read_failed(self, message: ReadFailed) -> None:
+        self.notify(literal(str(message.error)), title="Could not read", severity="warning",
+                    markup=False)
+
     @work(thread=True, exclusive=True, group="selection")
     def load_trace(self, trace_index: int) -> None:
-        self.post_message(self.ContextLoaded(load_trace_context(self.reader, trace_index)))
+        try:
+            context = load_trace_context(self.reader, trace_index)
+        except DumpError as error:
+            self.post_message(self.ReadFailed(error))
+            return
+        self.post_message(self.ContextLoaded(context))
 
     @on(TimelineCells.ExecutionSelected)
     def _execution_selected(self, message: TimelineCells.ExecutionSelected) -> None:
@@ -242,14 +264,21 @@ class DebuggerScreen(Screen):
 
     @work(thread=True, exclusive=True, group="selection")
     def load_execution(self, execution_index: int) -> None:
-        self.post_message(self.ContextLoaded(
-            load_execution_context(self.reader, execution_index)))
+        try:
+            context = load_execution_context(self.reader, execution_index)
+        except DumpError as error:
+            self.post_message(self.ReadFailed(error))
+            return
+        self.post_message(self.ContextLoaded(context))
 
     @work(thread=True, exclusive=True, group="execution-detail")
     def load_execution_detail(self, execution_index: int) -> None:
         """The timeline's detail only (a graph trace is selected: its stack stays)."""
-        self.post_message(self.ContextLoaded(
-            load_execution_context(self.reader, execution_index), detail_only=True))
+        try:
+            context = load_execution_context(self.reader, execution_index)
+        except DumpError:
+            return  # the step's call is not on disk (yet, or any more): no detail to show
+        self.post_message(self.ContextLoaded(context, detail_only=True))
 
     @on(ContextLoaded)
     def _context_loaded(self, message: ContextLoaded) -> None:
@@ -264,7 +293,8 @@ class DebuggerScreen(Screen):
             stack.show_frames(list(context.frames), context.selected_frame,
                               "no creation stack recorded for this op")
             timeline = self.query_one(TimelineCells)
-            if timeline.count and timeline.selected_execution != context.trace.step:
+            if timeline.count and timeline.selected_execution != context.trace.step \
+                    and timeline.first_execution <= context.trace.step < timeline.num_executions:
                 timeline.sync_to_execution(context.trace.step)
                 self.load_execution_detail(context.trace.step)
         else:
@@ -280,6 +310,7 @@ class DebuggerScreen(Screen):
 
     @work(thread=True, exclusive=True, group="source")
     def load_frame_source(self, frame) -> None:
+        """Highlight the frame's file (once per file) and show its line."""
         cached = self._source_lines.get(frame.file_id)
         if cached is None:
             cached = load_source(self.reader, frame)
@@ -384,7 +415,7 @@ class DebuggerScreen(Screen):
 
     @work(thread=True, exclusive=True, group="search")
     def search(self, pattern: str, start: int, forward: bool) -> None:
-        found = self.reader.find_trace(pattern, max(0, start), forward=forward)
+        found = self.reader.find_trace(pattern, start, forward=forward) if start >= 0 else None
         note = "" if found is not None else f"no {'later' if forward else 'earlier'} match"
         self.post_message(self.JumpToTrace(found, note))
 
@@ -397,7 +428,11 @@ class DebuggerScreen(Screen):
 
     @work(thread=True, exclusive=True, group="value")
     def load_value(self, trace_index: int) -> None:
-        value = self.reader.trace_value(trace_index)
+        try:
+            value = self.reader.trace_value(trace_index)
+        except DumpError as error:
+            self.post_message(self.ReadFailed(error))
+            return
         context = self.trace_context
         name = f"#{trace_index}"
         if context is not None and context.op is not None and context.trace.index == trace_index:

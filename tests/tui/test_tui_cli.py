@@ -1,0 +1,58 @@
+"""`tfdbg-tui LOGDIR` on paths it cannot open: one line on stderr, a documented status."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from synthetic_dumps import write_nan_dump
+
+from reader import format as fmt
+from tfdbg_tui import cli
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["tfdbg-tui", *args], capture_output=True, text=True, timeout=60)
+
+
+def assert_one_line_error(completed: subprocess.CompletedProcess, status: int) -> None:
+    assert completed.returncode == status, completed.stderr
+    assert completed.stdout == ""
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tfdbg-tui: "), completed.stderr
+    assert "Traceback" not in completed.stderr
+
+
+def test_missing_path(tmp_path):
+    assert_one_line_error(run_cli(str(tmp_path / "nope")), cli.EXIT_NO_DUMP)
+
+
+def test_empty_and_foreign_directories(tmp_path):
+    assert_one_line_error(run_cli(str(tmp_path)), cli.EXIT_NO_DUMP)
+    (tmp_path / "notes.txt").write_text("not a dump")
+    (tmp_path / "some_dir").mkdir()
+    assert_one_line_error(run_cli(str(tmp_path)), cli.EXIT_NO_DUMP)
+
+
+def test_unknown_run_id(tmp_path):
+    write_nan_dump(tmp_path)
+    assert_one_line_error(run_cli(str(tmp_path), "--run", "no-such-run"), cli.EXIT_NO_DUMP)
+
+
+def test_newer_major_format(tmp_path, monkeypatch):
+    monkeypatch.setattr(fmt, "FORMAT_VERSION", (fmt.FORMAT_VERSION[0] + 1, 0))
+    write_nan_dump(tmp_path)
+    assert_one_line_error(run_cli(str(tmp_path)), cli.EXIT_NEWER_FORMAT)
+
+
+@pytest.mark.parametrize("args", [["--no-such-option"], []])
+def test_bad_command_line(args):
+    completed = run_cli(*args)
+    assert completed.returncode == cli.EXIT_USAGE
+    assert "Traceback" not in completed.stderr
+
+
+def test_help_names_exit_statuses():
+    completed = run_cli("--help")
+    assert completed.returncode == 0
+    assert "exit status" in completed.stdout and "--no-mouse" in completed.stdout

@@ -1,0 +1,76 @@
+"""The live-update path, a dump of a million traces, and dump text shown literally."""
+
+from __future__ import annotations
+
+from synthetic_dumps import NanModelDump, write_nan_dump
+from tui_helpers import make_app, screen_text, wait_for, wait_for_hunt
+
+from tfdbg_tui.panes.alerts import AlertList
+from tfdbg_tui.panes.graph_execution import GraphExecutionList
+from tfdbg_tui.panes.source_code import highlight_source
+from tfdbg_tui.panes.timeline import TimelineCells
+
+
+async def test_live_dump_updates_counts_alerts_and_lists(tmp_path):
+    dump = NanModelDump(tmp_path)
+    dump.add_step(0)
+    dump.flush()
+    app = make_app(tmp_path, poll_interval_s=0.05)
+    async with app.run_test(size=(100, 30)) as pilot:
+        graph_list = app.screen.query_one(GraphExecutionList)
+        await wait_for(pilot, lambda: graph_list.row_count == 6, what="first step")
+        await wait_for(pilot, lambda: "alerts 0" in screen_text(app), what="no alerts yet")
+        assert "LIVE" in screen_text(app)
+        dump.add_step(1)
+        dump.flush()
+        await wait_for(pilot, lambda: "executions 4  traces 12  alerts 4" in screen_text(app),
+                       what="counts of step 1")
+        assert graph_list.row_count == 12
+        assert app.screen.query_one(TimelineCells).count == 4
+        assert len(app.screen.query_one(AlertList).alerts) == 4
+        # The first alert arrived while the app ran: the hunt selects its root cause.
+        await wait_for(pilot, lambda: graph_list.selected_trace == 9, what="root cause")
+        dump.close()
+        await wait_for(pilot, lambda: "finished" in screen_text(app), what="finished")
+        assert "LIVE" not in screen_text(app)
+
+
+async def test_million_traces_open_scroll_and_jump(big_logdir):
+    app = make_app(big_logdir)
+    async with app.run_test(size=(100, 30)) as pilot:
+        graph_list = app.screen.query_one(GraphExecutionList)
+        await wait_for(pilot, lambda: graph_list.row_count == 1_000_000, what="1M rows")
+        # One NaN every 100,000 traces: the first is trace 99,999.
+        await wait_for(pilot, lambda: graph_list.selected_trace == 99_999, what="first NaN")
+        await pilot.press("3", "end")
+        assert graph_list.selected_trace == 999_999
+        await wait_for(pilot, lambda: "999999 layer_99/op:0" in screen_text(app), what="last")
+        await pilot.press("g", *"500000", "enter")
+        await wait_for(pilot, lambda: graph_list.selected_trace == 500_000, what="#500000")
+        await pilot.press("comma")
+        assert graph_list.selected_trace == 499_999
+        await pilot.press("a")
+        assert graph_list.row_count == 10
+        await pilot.press("pageup", "pagedown")
+        await wait_for(pilot, lambda: "499999 layer_99/op:0" in screen_text(app), what="row")
+
+
+INJECTED = "[red]Log[/red]\x1b[31m\x07"
+
+
+async def test_markup_and_escapes_in_op_names_are_shown_literally(tmp_path):
+    write_nan_dump(tmp_path, op_names={"log": INJECTED, "probs": "[bold]soft[/]"})
+    app = make_app(tmp_path)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_for_hunt(pilot)
+        literal_name = "[red]Log[/red]\\x1b[31m\\x07:0"
+        await wait_for(pilot, lambda: literal_name in screen_text(app), what="literal name")
+        text = screen_text(app)
+        assert "[bold]soft[/]:0" in text
+        assert "\x1b" not in text and "\x07" not in text
+
+
+def test_source_text_is_escaped_and_never_markup():
+    lines = highlight_source(("x = '[red]hi[/red]'  # \x1b[2J", "\tindented"), "a.py")
+    assert lines[0].plain == "x = '[red]hi[/red]'  # \\x1b[2J"
+    assert lines[1].plain == "        indented"
