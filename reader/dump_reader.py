@@ -362,14 +362,15 @@ class DumpReader:
         with self._lock:
             t = self._traces
             row = self._trace_row(index)
-            tp = int(t.tp.view[row])
+            # Scalar reads from the columns' buffers: rows below `size` are filled.
+            tp = int(t.tp.buffer[row])
             op_id, slot = self._defs.trace_point(tp)
-            chunk = t.chunk_of(index)
+            chunk = int(t.chunk_first.view.searchsorted(index, side="right")) - 1
             summary = None
             if t.summaries is not None:
-                summary = _row_summary(self.mode, t.summaries.view[row])
+                summary = _row_summary(self.mode, t.summaries.buffer[row])
             return Trace(index=index, trace_point=tp, op_id=op_id, slot=slot,
-                         step=int(t.chunk_step.view[chunk]), summary=summary)
+                         step=int(t.chunk_step.buffer[chunk]), summary=summary)
 
     def traces(self, begin: int, end: int) -> list[Trace]:
         """Traces ``begin..end-1``, clipped to what is on disk (for painting rows)."""

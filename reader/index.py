@@ -58,6 +58,11 @@ class Column:
         self.size += 1
 
     @property
+    def buffer(self) -> np.ndarray:
+        """The whole buffer, filled or not: for fast scalar reads below `size`."""
+        return self._data
+
+    @property
     def view(self) -> np.ndarray:
         """The filled rows (a view: do not keep it across appends)."""
         return self._data[: self.size]

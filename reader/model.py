@@ -69,22 +69,33 @@ class Summary:
 
     @classmethod
     def from_row(cls, mode: str, row) -> Summary:
-        """Build from one row of summary columns (`reader.format.SUMMARY_COLUMNS`)."""
-        if hasattr(row, "tolist"):
-            row = row.tolist()  # numpy scalars convert one by one far more slowly
-        cols = dict(zip(fmt.SUMMARY_COLUMNS[mode], (float(x) for x in row)))
-        kw: dict = {"mode": mode}
-        if "dtype" in cols:
-            kw["dtype"] = fmt.DTYPE_NAMES.get(int(cols["dtype"]), f"dtype{int(cols['dtype'])}")
-        for name in ("rank", "size", "neg_inf", "pos_inf", "nan", "neg", "zero", "pos"):
-            if name in cols:
-                kw[name] = int(cols[name])
-        if "has_inf_or_nan" in cols:
-            kw["has_inf_or_nan"] = bool(cols["has_inf_or_nan"])
-        if "shape0" in cols:
-            rank = min(int(cols["rank"]), fmt.MAX_SHAPE_RANK)
-            kw["shape"] = tuple(int(cols[f"shape{i}"]) for i in range(rank))
-        return cls(**kw)
+        """Build from one row of summary columns (`reader.format.SUMMARY_COLUMNS`).
+
+        Raises:
+            ValueError: The row's length does not fit the mode, or a count is not finite.
+        """
+        values = row.tolist() if hasattr(row, "tolist") else list(row)
+        if len(values) != len(fmt.SUMMARY_COLUMNS[mode]):
+            raise ValueError(f"a {mode} summary has {len(fmt.SUMMARY_COLUMNS[mode])} columns, "
+                             f"not {len(values)}")
+        # Positional per mode: painting a screen of rows builds many of these.
+        v = values
+        if mode == fmt.FULL_HEALTH:
+            return cls(mode, _dtype_name(v[0]), int(v[1]), int(v[2]), int(v[3]), int(v[4]),
+                       int(v[5]), int(v[6]), int(v[7]), int(v[8]))
+        if mode == fmt.CONCISE_HEALTH:
+            return cls(mode, None, None, int(v[0]), int(v[1]), int(v[2]), int(v[3]))
+        if mode == fmt.CURT_HEALTH:
+            return cls(mode, has_inf_or_nan=bool(v[0]))
+        if mode == fmt.SHAPE:
+            rank = int(v[1])
+            return cls(mode, _dtype_name(v[0]), rank, int(v[2]),
+                       shape=tuple(int(d) for d in v[3:3 + min(rank, fmt.MAX_SHAPE_RANK)]))
+        return cls(mode)
+
+
+def _dtype_name(code: float) -> str:
+    return fmt.DTYPE_NAMES.get(int(code)) or f"dtype{int(code)}"
 
 
 @dataclass(frozen=True, slots=True)
