@@ -349,6 +349,8 @@ class ExecutionIndex:
         if self.width == 0 or not isinstance(summaries, list):
             return None
         slots = [j for j, s in enumerate(summaries) if s is not None]
+        if not slots:
+            return None
         try:
             rows = np.array([summaries[j] for j in slots], dtype=np.float64).reshape(
                 len(slots), -1)

@@ -177,3 +177,18 @@ def test_traces_of_and_nearest_trace(run):
     assert reader.traces_of(log, 3).size == 0
     assert [t.step for t in reader.traces(2, 5)] == [0, 1, 1]
     assert reader.trace_steps(0, 9).tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+
+
+def test_execution_with_only_unsummarised_outputs(run):
+    """A resource handle's output has no summary (None); an op without outputs has []."""
+    w = run.writer
+    w.add_execution(op_type="VarHandleOp", graph_id=None, input_ids=[], output_ids=[6],
+                    device_ids=[run.device], output_dtypes=[20], stack_id=None,
+                    summaries=[None])
+    w.add_execution(op_type="AssignVariableOp", graph_id=None, input_ids=[6, 5],
+                    output_ids=[], device_ids=[], output_dtypes=[], stack_id=None,
+                    summaries=[])
+    w.flush()
+    reader = DumpReader(run.path)
+    assert reader.num_executions == 2 and reader.damage == ()
+    assert reader.execution(0).summaries == (None,) and not reader.execution(0).is_alert
