@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+
 import pytest
 
 from tests.reader.synthetic import make_run
@@ -17,3 +22,52 @@ def run(logdir):
     r = make_run(logdir)
     yield r
     r.writer.close()
+
+
+# -- real TensorFlow dumps --------------------------------------------------------------
+
+TF_PROGRAMS = os.path.join(os.path.dirname(__file__), "tf_programs")
+# (program, the root cause's op type, its kind): each program marks its bug line "# BUG".
+TF_BUGS = {
+    "eager_log": ("Log", "eager"),
+    "function_log": ("Log", "graph"),
+    "while_sqrt": ("Sqrt", "graph"),
+    "gradient_sqrt": ("SqrtGrad", "graph"),
+    "nested_log": ("Log", "graph"),
+}
+
+
+@dataclass
+class TfDump:
+    """One real dump: the program that made it, its logdir, and its marked bug line."""
+
+    name: str
+    program: str
+    logdir: str
+    bug_line: int
+    returncode: int
+    stderr: str
+
+
+@pytest.fixture(scope="session")
+def tf_dumps(tmp_path_factory) -> dict[str, TfDump]:
+    """Run every program of tests/reader/tf_programs once per session, in parallel."""
+    pytest.importorskip("tensorflow")
+    root = tmp_path_factory.mktemp("tf_dumps")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = repo + os.pathsep + env.get("PYTHONPATH", "")
+    started = {}
+    for name in TF_BUGS:
+        program = os.path.join(TF_PROGRAMS, f"{name}.py")
+        logdir = str(root / name)
+        started[name] = (program, logdir, subprocess.Popen(
+            [sys.executable, program, logdir], env=env, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, text=True))
+    dumps = {}
+    for name, (program, logdir, process) in started.items():
+        _, stderr = process.communicate(timeout=600)
+        with open(program, encoding="utf-8") as f:
+            bug_line = next(n for n, line in enumerate(f, 1) if line.rstrip().endswith("# BUG"))
+        dumps[name] = TfDump(name, program, logdir, bug_line, process.returncode, stderr)
+    return dumps
