@@ -6,26 +6,18 @@ import dataclasses
 import os
 import re
 import threading
-from collections import OrderedDict
 from typing import Any
 
 import numpy as np
 
 from reader import format as fmt
 from reader import values
-from reader.definitions import Definitions
-from reader.errors import DamagedDumpError, NoRunsError, UnknownIdError
-from reader.index import ExecutionIndex, MalformedRecordError, TraceIndex
+from reader.errors import UnknownIdError
 from reader.model import (
     AlertSummary, Execution, Frame, Graph, Op, RootCause, RunMetadata, SourceFile, Summary,
     Trace, UpdateReport,
 )
-from reader.segment_reader import SegmentReader, list_segments
-
-# Decoded records kept for repeated fetches (a screenful of executions, a trace chunk
-# whose FULL_TENSOR values are being browsed).
-RECORD_CACHE_SIZE = 256
-
+from reader.run_loader import RunLoader
 
 class DumpReader:
     """Reads one run directory: indexes everything present, then follows its growth.
@@ -47,29 +39,14 @@ class DumpReader:
         self.path = os.path.abspath(os.fspath(run_path))
         self.run_id = os.path.basename(self.path)
         self._lock = threading.RLock()
-        self._segments: dict[str, dict[int, SegmentReader]] = {s: {} for s in fmt.STREAMS}
-        self._defs = Definitions()
-        self._run: dict[str, Any] | None = None
-        self._end: dict[str, Any] | None = None
-        self._damage: list[str] = []
-        self._cache: OrderedDict[tuple[str, int, int], dict[str, Any]] = OrderedDict()
+        self._loader = RunLoader(self.path)
+        self.mode = self._loader.mode
+        # The loader fills these in place; queries read them under the lock.
+        self._defs = self._loader.defs
+        self._execs = self._loader.execs
+        self._traces = self._loader.traces
         self._alerts_cache: tuple[tuple, AlertSummary] | None = None
-        listing = list_segments(self.path)
-        if listing is None or not listing[fmt.STREAM_METADATA]:
-            raise NoRunsError(f"{self.path}: not a tfdbg-tui run (no metadata file)")
-        self._read_metadata()
-        if self._run is None:
-            detail = f": {self._damage[0]}" if self._damage else ""
-            raise DamagedDumpError(f"{self.path}: the run's metadata is unreadable{detail}")
-        mode = self._run.get("tensor_debug_mode")
-        self.mode = mode if mode in fmt.TENSOR_DEBUG_MODES else fmt.NO_TENSOR
-        if mode not in fmt.TENSOR_DEBUG_MODES:
-            self._damage.append(f"unknown tensor_debug_mode {mode!r}; summaries are ignored")
-        self._execs = ExecutionIndex(self.mode)
-        self._traces = TraceIndex(self.mode)
         self.update()
-
-    # -- reading ---------------------------------------------------------------------
 
     def update(self) -> UpdateReport:
         """Read what was appended since the last call (the constructor's is the first).
@@ -82,120 +59,10 @@ class DumpReader:
             FormatVersionError: A new file was written by a newer major version.
         """
         with self._lock:
-            before = (self._execs.end, self._traces.end, self._execs.alert_index.size,
-                      int(np.count_nonzero(self._traces.alert.view)),
-                      self._defs.num_graphs, self._defs.num_ops, len(self._damage),
-                      self._execs.first, self._traces.first, self._end is not None,
-                      len(self._defs.files) + len(self._defs.frames) + len(self._defs.stacks)
-                      + len(self._defs.devices))
-            listing = list_segments(self.path)
-            if listing is None:
-                self._notice(f"{self.path}: the run directory vanished")
-                listing = {s: [] for s in fmt.STREAMS}
-            for stream in fmt.STREAMS:
-                self._read_stream(stream, listing[stream])
-            first_e, first_t = self._execs.first, self._traces.first
-            return UpdateReport(
-                new_executions=max(self._execs.end - max(before[0], first_e), 0),
-                new_traces=max(self._traces.end - max(before[1], first_t), 0),
-                new_alerts=max(self._execs.alert_index.size - before[2]
-                               + int(np.count_nonzero(self._traces.alert.view)) - before[3], 0),
-                new_graphs=self._defs.num_graphs - before[4],
-                new_ops=self._defs.num_ops - before[5],
-                damage=tuple(self._damage[before[6]:]),
-                dropped_executions=max(min(first_e, before[0]) - before[7], 0),
-                dropped_traces=max(min(first_t, before[1]) - before[8], 0),
-                new_definitions=len(self._defs.files) + len(self._defs.frames)
-                + len(self._defs.stacks) + len(self._defs.devices) - before[10],
-                finished=self._end is not None and not before[9],
-            )
-
-    def _read_metadata(self) -> None:
-        self._read_stream(fmt.STREAM_METADATA, list_segments(self.path)[fmt.STREAM_METADATA])
-
-    def _read_stream(self, stream: str, present: list[int]) -> None:
-        known = self._segments[stream]
-        if stream in fmt.ROTATING_STREAMS:
-            self._drop_vanished(stream, present)
-        for number in present:
-            if number not in known:
-                path = os.path.join(self.path, fmt.segment_filename(stream, number))
-                known[number] = SegmentReader(path, stream, number)
-        for number in sorted(known):
-            segment = known[number]
-            if segment.damage is not None or segment.vanished:
-                continue
-            if stream == fmt.STREAM_GRAPH_TRACES:
-                self._traces.reserve_for_bytes(max(segment.size() - segment.offset, 0))
-            for start, end, record in segment.read_new():
-                try:
-                    self._take(stream, number, start, end, record)
-                except MalformedRecordError as error:
-                    if stream in fmt.ROTATING_STREAMS:
-                        # Later records of the segment would leave a hole in the
-                        # numbering; stop at the damage, keep everything before it.
-                        segment.damage = f"{segment.name}: {error} at byte {start}"
-                        break
-                    self._notice(f"{segment.name}: {error} at byte {start}; record skipped")
-            if stream == fmt.STREAM_GRAPH_TRACES:
-                self._traces.commit()
-            if segment.damage is not None:
-                self._notice(segment.damage)
-            if segment.vanished and stream in fmt.ROTATING_STREAMS:
-                self._drop_vanished(stream, [n for n in known if not known[n].vanished])
-
-    def _take(self, stream: str, segment: int, start: int, end: int,
-              record: dict[str, Any]) -> None:
-        kind = record["k"]
-        if stream == fmt.STREAM_GRAPH_TRACES:
-            if kind == fmt.KIND_TRACES:
-                self._traces.add_chunk(record, segment, start, end)
-        elif stream == fmt.STREAM_EXECUTIONS:
-            if kind == fmt.KIND_EXECUTION:
-                self._execs.add(record, segment, start, end)
-        elif kind == fmt.KIND_RUN and stream == fmt.STREAM_METADATA:
-            if self._run is None:
-                self._run = record
-        elif kind == fmt.KIND_END and stream == fmt.STREAM_METADATA:
-            self._end = record
-        else:
-            self._defs.add(record)
-
-    def _drop_vanished(self, stream: str, present: list[int]) -> None:
-        known = self._segments[stream]
-        gone = [n for n in known if n not in present or known[n].vanished]
-        if not gone:
-            return
-        # Segments leave in order; everything below the oldest remaining one is gone.
-        remaining = [n for n in known if n not in gone]
-        floor = min(remaining) if remaining else max(gone) + 1
-        index = self._execs if stream == fmt.STREAM_EXECUTIONS else self._traces
-        index.drop_segments_before(floor)
-        for number in gone:
-            if number < floor:
-                known.pop(number).close()
-        self._cache.clear()
-
-    def _notice(self, text: str) -> None:
-        if text not in self._damage:
-            self._damage.append(text)
+            return self._loader.update()
 
     def _fetch(self, stream: str, segment: int, offset: int, length: int) -> dict[str, Any]:
-        key = (stream, segment, offset)
-        record = self._cache.get(key)
-        if record is not None:
-            self._cache.move_to_end(key)
-            return record
-        reader = self._segments[stream].get(segment)
-        record = reader.fetch(offset, length) if reader is not None else None
-        if record is None:
-            raise DamagedDumpError(
-                f"{fmt.segment_filename(stream, segment)}: record at byte {offset} is no "
-                "longer readable")
-        self._cache[key] = record
-        if len(self._cache) > RECORD_CACHE_SIZE:
-            self._cache.popitem(last=False)
-        return record
+        return self._loader.fetch(stream, segment, offset, length)
 
     # -- run ---------------------------------------------------------------------------
 
@@ -203,11 +70,11 @@ class DumpReader:
     def metadata(self) -> RunMetadata:
         """The run's description, with the devices read so far."""
         with self._lock:
-            run = self._run or {}
+            run = self._loader.run or {}
             version = run.get("format_version")
             argv = run.get("argv")
             dtypes = run.get("tensor_dtypes")
-            end_time = self._end.get("time") if self._end else None
+            end_time = self._loader.end.get("time") if self._loader.end else None
             devices = self._defs.devices
             return RunMetadata(
                 run_id=str(run.get("run") or self.run_id),
@@ -222,7 +89,7 @@ class DumpReader:
                 python_version=_str_or_none(run.get("python_version")),
                 argv=tuple(str(a) for a in argv) if isinstance(argv, list) else (),
                 eager_mode=bool(run.get("eager_mode", True)),
-                finished=self._end is not None,
+                finished=self._loader.end is not None,
                 devices=tuple(devices.get(i, "?") for i in range(max(devices, default=-1) + 1)),
                 op_regex=_str_or_none(run.get("op_regex")),
                 tensor_dtypes=(tuple(str(d) for d in dtypes) if isinstance(dtypes, list)
@@ -234,12 +101,12 @@ class DumpReader:
     def damage(self) -> tuple[str, ...]:
         """One-line notices of everything the reader had to skip, oldest first."""
         with self._lock:
-            return tuple(self._damage)
+            return tuple(self._loader.damage)
 
     @property
     def finished(self) -> bool:
         """True once the run's `end` record is read: the process exited cleanly."""
-        return self._end is not None
+        return self._loader.end is not None
 
     def device(self, device_id: int) -> str | None:
         """A device's name, or None when not defined (yet)."""
@@ -551,9 +418,7 @@ class DumpReader:
     def close(self) -> None:
         """Close every open file."""
         with self._lock:
-            for segments in self._segments.values():
-                for segment in segments.values():
-                    segment.close()
+            self._loader.close()
 
     def __enter__(self) -> DumpReader:
         return self

@@ -9,7 +9,7 @@ import pytest
 
 from reader import DumpReader, UnknownIdError
 from reader import format as fmt
-from reader import dump_reader as dump_reader_module
+from reader import run_loader as run_loader_module
 from tests.reader.synthetic import FINITE, NAN, NEG_INF, add_step, make_run, segment_path
 
 
@@ -161,14 +161,14 @@ def test_reader_that_missed_whole_segments_restarts_at_the_oldest_on_disk(logdir
 def test_segment_vanishing_between_listing_and_reading(run, monkeypatch):
     add_step(run, [FINITE])
     run.writer.flush()
-    real = dump_reader_module.list_segments
+    real = run_loader_module.list_segments
 
     def listing_with_a_ghost(path):
         found = real(path)
         found[fmt.STREAM_EXECUTIONS] = sorted(found[fmt.STREAM_EXECUTIONS] + [7])
         return found
 
-    monkeypatch.setattr(dump_reader_module, "list_segments", listing_with_a_ghost)
+    monkeypatch.setattr(run_loader_module, "list_segments", listing_with_a_ghost)
     reader = DumpReader(run.path)
     assert reader.num_executions == 1 and reader.damage == ()
     add_step(run, [FINITE])

@@ -1,0 +1,178 @@
+"""Reading one run's files into the indexes: the machinery behind `DumpReader.update`."""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from reader import format as fmt
+from reader.definitions import Definitions
+from reader.errors import DamagedDumpError, NoRunsError
+from reader.index import ExecutionIndex, MalformedRecordError, TraceIndex
+from reader.model import UpdateReport
+from reader.segment_reader import SegmentReader, list_segments
+
+# Decoded records kept for repeated fetches (a screenful of executions, a trace chunk
+# whose FULL_TENSOR values are being browsed).
+RECORD_CACHE_SIZE = 256
+
+
+class RunLoader:
+    """Owns a run's segment readers, definitions and indexes, and fills them.
+
+    Not thread-safe by itself: `DumpReader` calls it under its lock.
+
+    Raises:
+        NoRunsError: ``path`` holds no metadata segment.
+        FormatVersionError: A file was written by a newer major format version.
+        DamagedDumpError: Not even the run's metadata record is readable.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.segments: dict[str, dict[int, SegmentReader]] = {s: {} for s in fmt.STREAMS}
+        self.defs = Definitions()
+        self.run: dict[str, Any] | None = None
+        self.end: dict[str, Any] | None = None
+        self.damage: list[str] = []
+        self.cache: OrderedDict[tuple[str, int, int], dict[str, Any]] = OrderedDict()
+        listing = list_segments(self.path)
+        if listing is None or not listing[fmt.STREAM_METADATA]:
+            raise NoRunsError(f"{self.path}: not a tfdbg-tui run (no metadata file)")
+        self._read_metadata()
+        if self.run is None:
+            detail = f": {self.damage[0]}" if self.damage else ""
+            raise DamagedDumpError(f"{self.path}: the run's metadata is unreadable{detail}")
+        mode = self.run.get("tensor_debug_mode")
+        self.mode = mode if mode in fmt.TENSOR_DEBUG_MODES else fmt.NO_TENSOR
+        if mode not in fmt.TENSOR_DEBUG_MODES:
+            self.damage.append(f"unknown tensor_debug_mode {mode!r}; summaries are ignored")
+        self.execs = ExecutionIndex(self.mode)
+        self.traces = TraceIndex(self.mode)
+
+    def update(self) -> UpdateReport:
+        """Read what was appended since the last call; see `DumpReader.update`."""
+        # Counters before reading, to report the differences.
+        before = (self.execs.end, self.traces.end, self.execs.alert_index.size,
+                  int(np.count_nonzero(self.traces.alert.view)),
+                  self.defs.num_graphs, self.defs.num_ops, len(self.damage),
+                  self.execs.first, self.traces.first, self.end is not None,
+                  len(self.defs.files) + len(self.defs.frames) + len(self.defs.stacks)
+                  + len(self.defs.devices))
+        listing = list_segments(self.path)
+        if listing is None:
+            self.notice(f"{self.path}: the run directory vanished")
+            listing = {s: [] for s in fmt.STREAMS}
+        for stream in fmt.STREAMS:
+            self._read_stream(stream, listing[stream])
+        first_e, first_t = self.execs.first, self.traces.first
+        return UpdateReport(
+            new_executions=max(self.execs.end - max(before[0], first_e), 0),
+            new_traces=max(self.traces.end - max(before[1], first_t), 0),
+            new_alerts=max(self.execs.alert_index.size - before[2]
+                           + int(np.count_nonzero(self.traces.alert.view)) - before[3], 0),
+            new_graphs=self.defs.num_graphs - before[4],
+            new_ops=self.defs.num_ops - before[5],
+            damage=tuple(self.damage[before[6]:]),
+            dropped_executions=max(min(first_e, before[0]) - before[7], 0),
+            dropped_traces=max(min(first_t, before[1]) - before[8], 0),
+            new_definitions=len(self.defs.files) + len(self.defs.frames)
+            + len(self.defs.stacks) + len(self.defs.devices) - before[10],
+            finished=self.end is not None and not before[9],
+        )
+
+    def _read_metadata(self) -> None:
+        self._read_stream(fmt.STREAM_METADATA, list_segments(self.path)[fmt.STREAM_METADATA])
+
+    def _read_stream(self, stream: str, present: list[int]) -> None:
+        known = self.segments[stream]
+        if stream in fmt.ROTATING_STREAMS:
+            self._drop_vanished(stream, present)
+        for number in present:
+            if number not in known:
+                path = os.path.join(self.path, fmt.segment_filename(stream, number))
+                known[number] = SegmentReader(path, stream, number)
+        for number in sorted(known):
+            segment = known[number]
+            if segment.damage is not None or segment.vanished:
+                continue
+            if stream == fmt.STREAM_GRAPH_TRACES:
+                self.traces.reserve_for_bytes(max(segment.size() - segment.offset, 0))
+            for start, end, record in segment.read_new():
+                try:
+                    self._take(stream, number, start, end, record)
+                except MalformedRecordError as error:
+                    if stream in fmt.ROTATING_STREAMS:
+                        # Later records of the segment would leave a hole in the
+                        # numbering; stop at the damage, keep everything before it.
+                        segment.damage = f"{segment.name}: {error} at byte {start}"
+                        break
+                    self.notice(f"{segment.name}: {error} at byte {start}; record skipped")
+            if stream == fmt.STREAM_GRAPH_TRACES:
+                self.traces.commit()
+            if segment.damage is not None:
+                self.notice(segment.damage)
+            if segment.vanished and stream in fmt.ROTATING_STREAMS:
+                self._drop_vanished(stream, [n for n in known if not known[n].vanished])
+
+    def _take(self, stream: str, segment: int, start: int, end: int,
+              record: dict[str, Any]) -> None:
+        kind = record["k"]
+        if stream == fmt.STREAM_GRAPH_TRACES:
+            if kind == fmt.KIND_TRACES:
+                self.traces.add_chunk(record, segment, start, end)
+        elif stream == fmt.STREAM_EXECUTIONS:
+            if kind == fmt.KIND_EXECUTION:
+                self.execs.add(record, segment, start, end)
+        elif kind == fmt.KIND_RUN and stream == fmt.STREAM_METADATA:
+            if self.run is None:
+                self.run = record
+        elif kind == fmt.KIND_END and stream == fmt.STREAM_METADATA:
+            self.end = record
+        else:
+            self.defs.add(record)
+
+    def _drop_vanished(self, stream: str, present: list[int]) -> None:
+        known = self.segments[stream]
+        gone = [n for n in known if n not in present or known[n].vanished]
+        if not gone:
+            return
+        # Segments leave in order; everything below the oldest remaining one is gone.
+        remaining = [n for n in known if n not in gone]
+        floor = min(remaining) if remaining else max(gone) + 1
+        index = self.execs if stream == fmt.STREAM_EXECUTIONS else self.traces
+        index.drop_segments_before(floor)
+        for number in gone:
+            if number < floor:
+                known.pop(number).close()
+        self.cache.clear()
+
+    def notice(self, text: str) -> None:
+        if text not in self.damage:
+            self.damage.append(text)
+
+    def fetch(self, stream: str, segment: int, offset: int, length: int) -> dict[str, Any]:
+        key = (stream, segment, offset)
+        record = self.cache.get(key)
+        if record is not None:
+            self.cache.move_to_end(key)
+            return record
+        reader = self.segments[stream].get(segment)
+        record = reader.fetch(offset, length) if reader is not None else None
+        if record is None:
+            raise DamagedDumpError(
+                f"{fmt.segment_filename(stream, segment)}: record at byte {offset} is no "
+                "longer readable")
+        self.cache[key] = record
+        if len(self.cache) > RECORD_CACHE_SIZE:
+            self.cache.popitem(last=False)
+        return record
+
+    def close(self) -> None:
+        """Close every open segment file."""
+        for segments in self.segments.values():
+            for segment in segments.values():
+                segment.close()
