@@ -1,1 +1,14 @@
-"""Instrument a TensorFlow 2 program so that it writes a tfdbg-tui dump."""
+"""Instrument a TensorFlow 2 program so that it writes a tfdbg-tui dump.
+
+Usage, near the top of a training script::
+
+    import instrument
+    instrument.enable_dump_debug_info("/tmp/logdir", tensor_debug_mode="FULL_HEALTH",
+                                      circular_buffer_size=-1)
+
+Importing this package does not import TensorFlow; enabling does.
+"""
+
+from instrument.api import disable_dump_debug_info, enable_dump_debug_info
+
+__all__ = ["enable_dump_debug_info", "disable_dump_debug_info"]

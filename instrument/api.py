@@ -1,0 +1,189 @@
+"""``enable_dump_debug_info`` and ``disable_dump_debug_info``: the public switch.
+
+This module imports TensorFlow only when instrumentation is enabled, so that
+``import instrument`` stays cheap and works where TensorFlow is absent.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import platform
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from reader import format as fmt
+
+_lock = threading.Lock()
+_active: _Enabled | None = None
+_atexit_registered = False
+
+
+class _Enabled:
+    """What one enable call set up, and the arguments it was made with."""
+
+    def __init__(self, arguments: tuple[Any, ...], callback: Any, thread: threading.Thread) -> None:
+        self.arguments = arguments
+        self.callback = callback
+        self.thread = thread
+
+
+def enable_dump_debug_info(
+    logdir: str | os.PathLike[str],
+    tensor_debug_mode: str = fmt.NO_TENSOR,
+    circular_buffer_size: int = 1000,
+    op_regex: str | None = None,
+    tensor_dtypes: Sequence[Any] | Callable[[Any], bool] | None = None,
+    *,
+    snapshot_library_sources: bool = False,
+) -> str:
+    """Start writing a tfdbg-tui dump of this process into ``logdir``.
+
+    Every eager op and ``tf.function`` call, every op created while a graph is built,
+    and every traced tensor computed inside a graph is recorded, with the Python stacks
+    and source files that made them. Each process writes its own run directory inside
+    ``logdir``, so re-runs and several workers can share one logdir.
+
+    Like ``tf.debugging.experimental.enable_dump_debug_info``, the callback is
+    registered for the calling thread (and the replica threads TensorFlow's
+    distribution strategies start from it). Calling this again with the same
+    arguments does nothing; the run is closed at exit or by `disable_dump_debug_info`.
+
+    Args:
+        logdir: Directory that holds runs; created if missing.
+        tensor_debug_mode: What is recorded of each tensor: ``NO_TENSOR`` (only that
+            it was computed), ``CURT_HEALTH``, ``CONCISE_HEALTH``, ``FULL_HEALTH``,
+            ``SHAPE`` (numeric summaries) or ``FULL_TENSOR`` (the values).
+        circular_buffer_size: N > 0 keeps (at least) the latest N executions and the
+            latest N graph traces on disk; N <= 0 keeps everything. Either way records
+            reach the disk within half a second.
+        op_regex: Trace only tensors of ops whose type matches (``re.match``), e.g.
+            ``"^(MatMul|Relu)$"``.
+        tensor_dtypes: Trace only tensors of these dtypes (``tf.DType`` or names), or
+            those for which this callable, given a ``tf.DType``, returns True.
+        snapshot_library_sources: Also store the text of library source files
+            (TensorFlow, Keras, the standard library). Off by default: they are most
+            of a dump's bytes and rarely where a bug is.
+
+    Returns:
+        The path of this process's run directory.
+
+    Raises:
+        ValueError: For an unknown ``tensor_debug_mode``, a malformed filter, or when
+            instrumentation is already enabled with different arguments.
+        OSError: When ``logdir`` cannot be created or written.
+    """
+    global _active, _atexit_registered
+    if tensor_debug_mode not in fmt.TENSOR_DEBUG_MODES:
+        raise ValueError(
+            f"unknown tensor_debug_mode {tensor_debug_mode!r}; expected one of "
+            f"{', '.join(fmt.TENSOR_DEBUG_MODES)}")
+    if tensor_dtypes is not None and not callable(tensor_dtypes) \
+            and not isinstance(tensor_dtypes, (list, tuple)):
+        raise ValueError("tensor_dtypes must be a list or tuple of dtypes, or a callable "
+                         f"taking a tf.DType; got {tensor_dtypes!r}")
+    if op_regex is not None:
+        import re
+        try:
+            re.compile(op_regex)
+        except re.error as error:
+            raise ValueError(f"op_regex {op_regex!r} is not a valid regular expression: "
+                             f"{error}") from error
+    logdir_path = os.path.abspath(os.fspath(logdir))
+    arguments = (logdir_path, tensor_debug_mode, int(circular_buffer_size), op_regex,
+                 _dtypes_key(tensor_dtypes), bool(snapshot_library_sources))
+    with _lock:
+        if _active is not None:
+            if _active.arguments == arguments:
+                return _active.callback.writer.path
+            raise ValueError(
+                "tfdbg-tui instrumentation is already enabled with different arguments "
+                f"({_describe(_active.arguments)}); call disable_dump_debug_info() first "
+                f"to start a run with ({_describe(arguments)})")
+        _check_writable(logdir_path)
+        _active = _start(arguments, tensor_dtypes)
+        if not _atexit_registered:
+            atexit.register(disable_dump_debug_info)
+            _atexit_registered = True
+        return _active.callback.writer.path
+
+
+def disable_dump_debug_info() -> None:
+    """Stop recording and close the run: pending traces are written, then the ``end``.
+
+    Does nothing when instrumentation is not enabled. Functions traced while it was
+    enabled keep their (now discarded) trace ops until they are retraced.
+    """
+    global _active
+    with _lock:
+        if _active is None:
+            return
+        enabled, _active = _active, None
+    from tensorflow.python.eager.polymorphic_function import transform
+    from tensorflow.python.framework import op_callbacks
+
+    callback = enabled.callback
+    # Op callbacks are per thread: from another thread the enabling thread's
+    # registration cannot be removed; a closed callback ignores what it is called with.
+    if threading.current_thread() is enabled.thread:
+        op_callbacks.remove_op_callback(callback)
+    if callback.on_concrete_function in transform.CONCRETE_FUNCTION_CALLBACKS:
+        transform.CONCRETE_FUNCTION_CALLBACKS.remove(callback.on_concrete_function)
+    if callback.on_func_graph_traced in transform.FUNC_GRAPH_TRANSFORMS:
+        transform.FUNC_GRAPH_TRANSFORMS.remove(callback.on_func_graph_traced)
+    callback.close()
+
+
+def _start(arguments: tuple[Any, ...], tensor_dtypes: Any) -> _Enabled:
+    logdir, mode, buffer_size, op_regex, _, snapshot_library = arguments
+    import tensorflow as tf
+    from tensorflow.python.eager.polymorphic_function import transform
+    from tensorflow.python.framework import op_callbacks, ops
+
+    from instrument.callbacks import DumpingCallback
+    from instrument.summaries import TensorFilter
+    from instrument.writer import DumpWriter
+
+    tensor_filter = TensorFilter(mode, op_regex, tensor_dtypes)
+    writer = DumpWriter(logdir, {
+        "tensor_debug_mode": mode,
+        "tf_version": tf.__version__,
+        "python_version": platform.python_version(),
+        "argv": list(sys.argv),
+        "op_regex": op_regex,
+        "tensor_dtypes": None if tensor_dtypes is None else (
+            [str(getattr(d, "name", d)) for d in tensor_dtypes]
+            if isinstance(tensor_dtypes, (list, tuple)) else [repr(tensor_dtypes)]),
+        "eager_mode": ops.executing_eagerly_outside_functions(),
+    }, circular_buffer_size=buffer_size)
+    callback = DumpingCallback(writer, mode, tensor_filter,
+                               snapshot_library_sources=snapshot_library)
+    op_callbacks.add_op_callback(callback)
+    transform.CONCRETE_FUNCTION_CALLBACKS.append(callback.on_concrete_function)
+    transform.FUNC_GRAPH_TRANSFORMS.append(callback.on_func_graph_traced)
+    return _Enabled(arguments, callback, threading.current_thread())
+
+
+def _check_writable(logdir: str) -> None:
+    try:
+        os.makedirs(logdir, exist_ok=True)
+    except OSError as error:
+        raise OSError(error.errno, f"cannot create the dump logdir {logdir!r}: "
+                                   f"{error.strerror}") from error
+    if not os.access(logdir, os.W_OK | os.X_OK):
+        raise PermissionError(f"the dump logdir {logdir!r} is not writable")
+
+
+def _dtypes_key(tensor_dtypes: Any) -> Any:
+    if tensor_dtypes is None or callable(tensor_dtypes):
+        return tensor_dtypes
+    return tuple(str(getattr(d, "name", d)) for d in tensor_dtypes)
+
+
+def _describe(arguments: tuple[Any, ...]) -> str:
+    logdir, mode, buffer_size, op_regex, dtypes, snapshot = arguments
+    return (f"logdir={logdir!r}, tensor_debug_mode={mode!r}, "
+            f"circular_buffer_size={buffer_size}, op_regex={op_regex!r}, "
+            f"tensor_dtypes={dtypes!r}, snapshot_library_sources={snapshot}")

@@ -1,0 +1,330 @@
+"""The op callback: records eager executions, graph op creations and their trace points.
+
+TensorFlow calls `DumpingCallback.__call__` (registered with
+``op_callbacks.add_op_callback``) after every eager op or function call, with concrete
+outputs, and after every op created while a graph is built, with symbolic outputs.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any
+
+from tensorflow.python.framework import ops
+from tensorflow.python.ops import array_ops, control_flow_util
+
+from instrument import summaries
+from instrument.graph_batches import GraphBatch, is_traced_by_tf_function
+from instrument.stacks import StackRecorder
+from instrument.trace_queue import DRAINER, HostTraceBuffer, TraceQueue
+from instrument.writer import DumpWriter, tensor_value_record
+from reader import format as fmt
+
+# Name prefixes of the runtime functions an eager call of a tf.function executes.
+FUNCTION_PREFIXES = ("__inference_", "__forward_", "__backward_")
+
+# Ops whose outputs are not traced (their creation is still recorded):
+# - control flow and calls: their outputs are the outputs of ops inside their bodies,
+#   which are traced where they are computed;
+# - Identity: TensorFlow creates the Identity ops that return a function's outputs
+#   with a control dependency on every stateful op of the function, the trace
+#   enqueues included; tracing them would close a cycle;
+# - TF1 control-flow primitives, which must stay in their frames.
+UNTRACED_OPS = frozenset({
+    "Identity", "IdentityN", "NoOp",
+    "If", "StatelessIf", "While", "StatelessWhile", "Case", "StatelessCase",
+    "PartitionedCall", "StatefulPartitionedCall", "RemoteCall",
+    "Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond", "RefEnter",
+    "RefExit", "RefMerge", "RefSwitch", "RefNextIteration",
+    "DestroyResourceOp",
+})
+# Ops whose eager executions are not recorded: the queue and summary ops this package
+# runs itself (already excluded by the reentrancy guard; listed for other threads).
+UNRECORDED_EAGER_OPS = frozenset({
+    "DebugNumericSummaryV2", "QueueSizeV2", "QueueDequeueManyV2", "DestroyResourceOp",
+})
+_PLACEHOLDER_OPS = ("Placeholder", "PlaceholderWithDefault")
+
+
+class DumpingCallback:
+    """Writes one run: the op callback, the concrete-function hook and the trace route.
+
+    Args:
+        writer: The run's dump writer.
+        mode: The tensor debug mode.
+        tensor_filter: Which tensors are traced and summarised.
+        snapshot_library_sources: Passed on to `StackRecorder`.
+    """
+
+    def __init__(self, writer: DumpWriter, mode: str, tensor_filter: summaries.TensorFilter,
+                 *, snapshot_library_sources: bool = False) -> None:
+        self.writer = writer
+        self.mode = mode
+        self._filter = tensor_filter
+        self._stacks = StackRecorder(writer, snapshot_library_sources=snapshot_library_sources)
+        self._guard = threading.local()  # .busy: this thread runs our own TF ops
+        self._lock = threading.RLock()
+        self._graph_ids: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+        self._function_graph_ids: dict[str, int] = {}
+        self._device_ids: dict[str, int] = {}
+        self._next_trace_point = 0
+        # Function-input placeholders of graphs being built, traced at the graph's next
+        # op: TensorFlow creates them before it starts collecting the graph's stateful
+        # ops, so an enqueue built right away would be pruned.
+        self._pending_inputs: weakref.WeakKeyDictionary[Any, list[tuple[Any, int]]] = \
+            weakref.WeakKeyDictionary()
+        # tf.function graphs whose traces are enqueued in batches (None: per tensor).
+        self._batches: weakref.WeakKeyDictionary[Any, GraphBatch | None] = \
+            weakref.WeakKeyDictionary()
+        # TF1 graphs: debugger identity tensor name -> the original tensor's name.
+        self._tensor_aliases: dict[str, str] = {}
+        self._tf1_placeholder_traces: dict[str, Any] = {}
+        self.closed = False
+        self.trace_queue: TraceQueue | None = None
+        if ops.executing_eagerly_outside_functions():
+            self.trace_queue = TraceQueue(mode, self._write_traces)
+            DRAINER.register(self.trace_queue, keep_alive=True)
+        self.host_traces = HostTraceBuffer(mode, self._write_traces)
+        DRAINER.register(self.host_traces, keep_alive=True)
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Drain every pending trace, close the run, and let old graphs run on harmlessly."""
+        self.closed = True
+        with self._busy():
+            for source in (self.trace_queue, self.host_traces):
+                if source is not None:
+                    with source.lock:
+                        source.drain()
+                        source.retire()
+        self.writer.close()
+
+    def _busy(self) -> _Busy:
+        return _Busy(self._guard)
+
+    def _write_traces(self, trace_points: Any, rows: Any, values: Any) -> None:
+        self.writer.add_traces(trace_points, summaries=rows, values=values)
+
+    # -- ids ----------------------------------------------------------------------------
+
+    def _device_id(self, name: str) -> int:
+        device_id = self._device_ids.get(name)
+        if device_id is None:
+            with self._lock:
+                device_id = self._device_ids.get(name)
+                if device_id is None:
+                    device_id = self.writer.add_device(name)
+                    self._device_ids[name] = device_id
+        return device_id
+
+    def graph_id(self, graph: Any) -> int:
+        """The id of a graph, defining it (and its outer graphs) on first sight."""
+        graph_id = self._graph_ids.get(graph)
+        if graph_id is not None:
+            return graph_id
+        outer = getattr(graph, "outer_graph", None)
+        outer_id = self.graph_id(outer) if outer is not None and _is_recorded_graph(outer) \
+            else None
+        with self._lock:
+            graph_id = self._graph_ids.get(graph)
+            if graph_id is None:
+                graph_id = self.writer.add_graph(getattr(graph, "name", None), outer_id)
+                self._graph_ids[graph] = graph_id
+        return graph_id
+
+    def on_concrete_function(self, function: Any) -> None:
+        """Learn the runtime name eager calls of a new ConcreteFunction will carry."""
+        name = function.name.decode() if isinstance(function.name, bytes) else function.name
+        self._learn_function_name(name, function.graph)
+
+    def on_func_graph_traced(self, graph: Any) -> None:
+        """TensorFlow's hook after a tf.function graph is traced: enqueue its last segment."""
+        batch = self._batches.get(graph)
+        if batch is not None and not self.closed:
+            with self._busy():
+                batch.finish()
+
+    def _graph_batch(self, graph: Any) -> GraphBatch | None:
+        if graph in self._batches:
+            return self._batches[graph]
+        batch = None
+        if self.trace_queue.batches_supported and is_traced_by_tf_function(graph):
+            batch = GraphBatch(graph, self.trace_queue)
+        self._batches[graph] = batch
+        return batch
+
+    def _learn_function_name(self, name: str, graph: Any) -> int:
+        graph_id = self.graph_id(graph)
+        with self._lock:
+            if self._function_graph_ids.get(name) != graph_id:
+                self._function_graph_ids[name] = graph_id
+                self.writer.set_graph_function_name(graph_id, name)
+        return graph_id
+
+    def _function_graph_id(self, op_type: str) -> int | None:
+        return self._function_graph_ids.get(op_type)
+
+    # -- the op callback ------------------------------------------------------------------
+
+    def __call__(self, op_type: str, inputs: Any, attrs: Any, outputs: Any,
+                 op_name: str | None = None, graph: Any = None) -> Any:
+        if self.closed or getattr(self._guard, "busy", False):
+            return None
+        if graph is None:
+            self._on_eager_execution(op_type, inputs, outputs)
+            return None
+        return self._on_graph_op(op_type, inputs, outputs, op_name, graph)
+
+    def _on_eager_execution(self, op_type: str, inputs: Any, outputs: Any) -> None:
+        if op_type in UNRECORDED_EAGER_OPS:
+            return
+        outputs = outputs or ()
+        is_call = op_type.startswith(FUNCTION_PREFIXES)
+        graph_id = self._function_graph_id(op_type) if is_call else None
+        stack_id = self._stacks.capture()
+        with self._busy():
+            summary_rows = values = None
+            if self.mode in summaries.SUMMARY_MODES:
+                summary_rows = [self._eager_summary(op_type, t) for t in outputs]
+            elif self.mode == fmt.FULL_TENSOR:
+                values = [tensor_value_record(t.numpy()) if self._traced(op_type, t.dtype)
+                          else None for t in outputs]
+            device_ids = [self._device_id(t.device) for t in outputs]
+            record = dict(
+                op_type=op_type, graph_id=graph_id,
+                input_ids=[t._id for t in inputs],  # pylint: disable=protected-access
+                output_ids=[t._id for t in outputs],  # pylint: disable=protected-access
+                device_ids=device_ids,
+                output_dtypes=[t.dtype.as_datatype_enum for t in outputs],
+                stack_id=stack_id, summaries=summary_rows, values=values)
+            if is_call and self.trace_queue is not None:
+                # The call's graph traces are all queued now: write them before the
+                # call's own record, so the chunk's step is this call's index.
+                with self.trace_queue.lock:
+                    self.trace_queue.drain()
+                    self.writer.add_execution(**record)
+            else:
+                self.writer.add_execution(**record)
+
+    def _traced(self, op_type: str, dtype: Any) -> bool:
+        return self._filter.op_matches(op_type) and self._filter.dtype_traced(dtype)
+
+    def _eager_summary(self, op_type: str, tensor: Any) -> list[float] | None:
+        if not self._traced(op_type, tensor.dtype):
+            return None
+        return summaries.eager_summary(self.mode, tensor)
+
+    # -- graph construction -------------------------------------------------------------
+
+    def _on_graph_op(self, op_type: str, inputs: Any, outputs: Any, op_name: str | None,
+                     graph: Any) -> Any:
+        outputs = tuple(outputs or ())
+        if op_type in ("Const",) + _PLACEHOLDER_OPS and outputs:
+            # Their op_name can be None or repeat (e.g. "resource"); the tensor name
+            # is unique.
+            op_name = outputs[0].name.rsplit(":", 1)[0]
+        graph_id = self.graph_id(graph)
+        eager_rooted = ops.executing_eagerly_outside_functions()
+        if eager_rooted and op_type not in _PLACEHOLDER_OPS:
+            # Never inside a Placeholder's callback: it may be a capture being made,
+            # and our enqueue's own capture of the queue must not nest in it.
+            self._trace_pending_inputs(graph)
+        in_xla = control_flow_util.GraphOrParentsInXlaContext(graph)
+        traced_slots = []
+        if not in_xla and op_type not in UNTRACED_OPS and self._filter.op_matches(op_type):
+            traced_slots = [slot for slot, t in enumerate(outputs)
+                            if self._filter.dtype_traced(t.dtype)]
+        trace_points: list[int | None] = [None] * len(outputs)
+        with self._lock:
+            for slot in traced_slots:
+                trace_points[slot] = self._next_trace_point
+                self._next_trace_point += 1
+        op = outputs[0].op if outputs else _find_op(graph, op_name)
+        device = op.device if op is not None else ""
+        self.writer.add_op(
+            graph_id=graph_id, op_type=op_type, op_name=op_name or "",
+            inputs=[self._tensor_aliases.get(t.name, t.name) for t in inputs],
+            num_outputs=len(outputs),
+            output_dtypes=[t.dtype.as_datatype_enum for t in outputs],
+            device_id=self._device_id(device) if device else None,
+            stack_id=self._stacks.capture(), trace_points=trace_points)
+        batch = self._graph_batch(graph) if eager_rooted and not in_xla else None
+        if batch is not None and op is not None:
+            batch.before_op(op)
+        if not traced_slots:
+            return None
+        if batch is not None:
+            for slot in traced_slots:
+                batch.add(outputs[slot], trace_points[slot])
+            return None
+        if eager_rooted:
+            if op_type in _PLACEHOLDER_OPS:
+                pending = self._pending_inputs.setdefault(graph, [])
+                pending.extend((outputs[s], trace_points[s]) for s in traced_slots)
+                return None
+            for slot in traced_slots:
+                self.trace_queue.add_trace(outputs[slot], trace_points[slot])
+            return None
+        return self._instrument_tf1(op_type, inputs, outputs, traced_slots, trace_points)
+
+    def _trace_pending_inputs(self, graph: Any) -> None:
+        pending = self._pending_inputs.pop(graph, None)
+        if pending:
+            for tensor, trace_point in pending:
+                self.trace_queue.add_trace(tensor, trace_point)
+
+    def _instrument_tf1(self, op_type: str, inputs: Any, outputs: tuple[Any, ...],
+                        traced_slots: list[int], trace_points: list[int | None]) -> Any:
+        """TF1 graphs run only what a fetch needs: make the outputs depend on the traces."""
+        for tensor in inputs:
+            # A Placeholder's output cannot be replaced (it must stay feedable), so its
+            # consumers wait for its trace instead.
+            trace_op = self._tf1_placeholder_traces.get(tensor.name)
+            if trace_op is not None and outputs:
+                outputs[0].op._add_control_input(trace_op)  # pylint: disable=protected-access
+        replaced = list(outputs)
+        for slot in traced_slots:
+            tensor = outputs[slot]
+            trace_op = self.host_traces.add_trace(tensor, trace_points[slot])
+            if op_type in _PLACEHOLDER_OPS:
+                self._tf1_placeholder_traces[tensor.name] = trace_op
+                continue
+            with ops.control_dependencies([trace_op]):
+                identity = array_ops.identity(tensor, name="tfdbg_tui_identity")
+            self._tensor_aliases[identity.name] = tensor.name
+            replaced[slot] = identity
+        return replaced
+
+
+class _Busy:
+    """Marks this thread as running the debugger's own TensorFlow ops."""
+
+    def __init__(self, guard: threading.local) -> None:
+        self._guard = guard
+        self._was_busy = False
+
+    def __enter__(self) -> None:
+        self._was_busy = getattr(self._guard, "busy", False)
+        self._guard.busy = True
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._guard.busy = self._was_busy
+
+
+def _is_recorded_graph(graph: Any) -> bool:
+    """Whether a graph holds ops of the program: FuncGraphs, or a TF1 graph."""
+    if hasattr(graph, "outer_graph"):  # a FuncGraph
+        return True
+    return not ops.executing_eagerly_outside_functions()
+
+
+def _find_op(graph: Any, op_name: str | None) -> Any:
+    if not op_name:
+        return None
+    try:
+        return graph.get_operation_by_name(op_name)
+    except (KeyError, ValueError):
+        # Ops created under a name TensorFlow later uniquified are not found by it.
+        return None

@@ -1,0 +1,127 @@
+"""Batched trace enqueues for ``tf.function`` graphs: one enqueue per graph segment.
+
+One ``QueueEnqueueV2`` per traced tensor costs as much as the rest of a small model's
+step, so in the graph of a ``tf.function`` the traces are collected while it is built
+and enqueued together: the summary rows are stacked (or, in NO_TENSOR, the trace point
+ids are one constant that waits for the traced ops) and enqueued with one
+``QueueEnqueueManyV2``.
+
+Order is kept by cutting the graph into **segments** at its nested calls and control
+flow (While, If, Case, function calls), whose own traces are enqueued while they run:
+the traces of the ops created before such an op are enqueued before it starts (it
+gets a control input on their enqueue), and the next segment's enqueue waits for it.
+Within a segment, traces are in the order their ops were created, which is an order in
+which they may have run (creation order respects data dependencies). The graph's last
+segment is enqueued from a hook TensorFlow calls once the graph is fully traced
+(``FUNC_GRAPH_TRANSFORMS``), and made a control output of the function.
+
+Graphs that are not traced by ``tf.function``'s tracing (while and cond bodies,
+gradient graphs of eager tapes, tf.data functions) get no such hook; their traces use
+one enqueue per tensor (`TraceQueue.add_trace`), which TensorFlow's automatic control
+dependencies keep in creation order.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from instrument.trace_queue import TraceQueue
+
+# Ops that run other graphs (bodies, branches, functions) which may enqueue traces.
+NESTED_GRAPH_OPS = frozenset({
+    "While", "StatelessWhile", "If", "StatelessIf", "Case", "StatelessCase",
+    "PartitionedCall", "StatefulPartitionedCall",
+})
+_TRACING_FILE = "tracing_compilation.py"
+_TRACING_FUNCTION = "_create_concrete_function"
+
+
+def is_traced_by_tf_function(graph: Any) -> bool:
+    """Whether ``graph`` is being traced by tf.function, which ends with the transform hook.
+
+    TensorFlow's tracing keeps the graph in a local variable of the function that
+    traces it and applies the hook; the innermost such frame on the stack decides.
+    """
+    frame = sys._getframe(1)  # pylint: disable=protected-access
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == _TRACING_FUNCTION and code.co_filename.endswith(_TRACING_FILE):
+            return frame.f_locals.get("func_graph") is graph
+        frame = frame.f_back
+    return False
+
+
+class GraphBatch:
+    """The traces of one tf.function graph being built, enqueued segment by segment.
+
+    Args:
+        graph: The FuncGraph.
+        queue: The run's trace queue.
+    """
+
+    def __init__(self, graph: Any, queue: TraceQueue) -> None:
+        self.graph = graph
+        self._queue = queue
+        self._rows: list[Any] = []
+        # The last nested op: the next segment's enqueue runs after it.
+        self._barrier: Any = None
+        self._last_seen_op_id = 0
+        self.finished = False
+
+    def before_op(self, op: Any) -> None:
+        """Called for each op created in the graph with a callback, before its traces.
+
+        Nested call ops are created without an op callback; they are found among the
+        ops created since the previous callback.
+        """
+        op_id = op._id  # pylint: disable=protected-access
+        nodes = self.graph._nodes_by_id  # pylint: disable=protected-access
+        for skipped_id in range(self._last_seen_op_id + 1, op_id):
+            if skipped_id in nodes:
+                skipped = nodes[skipped_id]
+                if skipped.type in NESTED_GRAPH_OPS:
+                    self._cut_before(skipped)
+        self._last_seen_op_id = max(self._last_seen_op_id, op_id)
+        if op.type in NESTED_GRAPH_OPS:
+            self._cut_before(op)
+
+    def add(self, tensor: Any, trace_point: int) -> None:
+        """Trace ``tensor`` in the current segment."""
+        self._rows.append(self._queue.batch_row(tensor, trace_point))
+
+    def _cut_before(self, nested_op: Any) -> None:
+        if self._rows:
+            enqueue = self._queue.enqueue_batch(self._rows, self._barrier)
+            self._rows = []
+            nested_op._add_control_input(enqueue)  # pylint: disable=protected-access
+        elif self._barrier is not None:
+            nested_op._add_control_input(self._barrier)  # pylint: disable=protected-access
+        self._barrier = nested_op
+
+    def finish(self) -> None:
+        """Enqueue the last segment; called once the graph is fully traced."""
+        from tensorflow.python.framework import ops
+
+        if self.finished:
+            return
+        self.finished = True
+        operations = self.graph.get_operations()
+        if operations:
+            with self.graph.as_default(), ops.control_dependencies(None):
+                # Find nested ops created after the last callback (e.g. a function
+                # call whose result is returned directly).
+                self.before_op(_Sentinel(operations[-1]._id + 1))  # pylint: disable=protected-access
+                if self._rows:
+                    enqueue = self._queue.enqueue_batch(self._rows, self._barrier)
+                    self._rows = []
+                    self.graph.control_outputs.append(enqueue)
+
+
+class _Sentinel:
+    """Stands for an op created after every op of the graph."""
+
+    type = ""
+
+    def __init__(self, op_id: int) -> None:
+        self._id = op_id

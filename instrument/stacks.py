@@ -1,0 +1,203 @@
+"""Python stack capture with interning: each source file, frame and stack is written once.
+
+Stacks are taken with ``sys._getframe`` and a walk along ``f_back``: no ``traceback``
+or ``inspect`` (they read source lines and allocate per frame). A frame is keyed by its
+code object and line number, so the common case (a stack seen before) costs one dict
+lookup per frame and one for the whole stack.
+
+Two rewrites make the stacks say what the user wrote:
+
+- AutoGraph runs a converted copy of each ``tf.function`` body from a generated file;
+  TensorFlow keeps a per-thread map from generated lines back to the user's lines, and
+  frames are remapped through it.
+- Under ``tf.distribute.MirroredStrategy`` ops are created in replica threads whose
+  own stacks start inside TensorFlow. The frames of the thread that called
+  ``strategy.run`` (blocked in TensorFlow's replica dispatch while the replica runs)
+  are put in front.
+
+This module imports TensorFlow only to read AutoGraph's source map, and only when that
+map exists (TensorFlow is then already imported).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+import threading
+from collections.abc import Iterable
+from types import FrameType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from instrument.writer import DumpWriter
+
+# Source files larger than this are recorded without their text (`omitted: too_large`).
+MAX_SNAPSHOT_BYTES = 4 << 20
+
+_INSTRUMENT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_EXAMPLES_DIR = os.path.join(_INSTRUMENT_DIR, "examples") + os.sep
+# TensorFlow's replica dispatch: the spawning thread waits inside this function while a
+# MirroredStrategy replica thread runs the user's function.
+_REPLICA_DISPATCH_FILE = os.path.join("distribute", "mirrored_run.py")
+_REPLICA_DISPATCH_FUNCTION = "_call_for_each_replica"
+_REPLICA_THREAD_CLASS = "_MirroredReplicaThread"
+
+
+def _library_prefixes() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    prefixes = {os.path.abspath(paths[key]) + os.sep
+                for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
+    return tuple(sorted(prefixes))
+
+
+_LIBRARY_PREFIXES = _library_prefixes()
+
+
+def is_library_file(path: str) -> bool:
+    """True for files of Python itself, installed packages and this instrumentation.
+
+    The example programs shipped in ``instrument/examples`` count as user code: they
+    stand for the user's training script.
+    """
+    if path.startswith(_EXAMPLES_DIR):
+        return False
+    if path.startswith(_INSTRUMENT_DIR) or path.startswith(_LIBRARY_PREFIXES):
+        return True
+    parts = path.split(os.sep)
+    return "site-packages" in parts or "dist-packages" in parts
+
+
+def _read_source_lines(path: str) -> tuple[list[str] | None, str | None]:
+    """A file's lines, or None and the reason they are missing."""
+    try:
+        if os.path.getsize(path) > MAX_SNAPSHOT_BYTES:
+            return None, "too_large"
+        with open(path, encoding="utf-8", errors="replace") as source:
+            return source.read().splitlines(), None
+    except OSError:
+        # Frozen modules ("<frozen ...>"), "<string>" and deleted files have no text.
+        return None, "unreadable"
+
+
+def _autograph_source_map() -> dict[tuple[str, int], tuple[str, int, str]] | None:
+    """AutoGraph's map (generated file, line) -> (user file, line, function), if active."""
+    tf_stack = sys.modules.get("tensorflow.python.util.tf_stack")
+    if tf_stack is None:
+        return None
+    mappers = tf_stack._source_mapper_stacks.get(threading.get_ident())  # pylint: disable=protected-access
+    if not mappers or len(mappers) < 2:  # only TensorFlow's empty sentinel
+        return None
+    return mappers[-1].get_effective_source_map()
+
+
+class StackRecorder:
+    """Captures the current Python stack and returns its interned stack id.
+
+    Thread-safe. Frames of this package at the innermost end of a stack (the
+    instrumentation's own callback) are left out; every other frame is kept.
+
+    Args:
+        writer: Receives the file, frame and stack definitions.
+        snapshot_library_sources: Record the text of library files too (TensorFlow,
+            Keras, the standard library); by default only the user's files are
+            snapshotted.
+    """
+
+    def __init__(self, writer: DumpWriter, *, snapshot_library_sources: bool = False) -> None:
+        self._writer = writer
+        self._snapshot_library_sources = snapshot_library_sources
+        self._lock = threading.Lock()
+        self._file_ids: dict[str, int] = {}
+        # (code object, line) -> frame id for plain frames; AutoGraph-remapped frames
+        # are keyed by what they were remapped to.
+        self._code_frame_ids: dict[tuple[object, int], int] = {}
+        self._location_frame_ids: dict[tuple[str, int, str], int] = {}
+        self._stack_ids: dict[tuple[int, ...], int] = {}
+
+    def capture(self) -> int:
+        """Intern the calling thread's stack (outermost frame first); return its id."""
+        frame: FrameType | None = sys._getframe(1)  # pylint: disable=protected-access
+        while frame is not None and frame.f_code.co_filename.startswith(_INSTRUMENT_DIR) \
+                and not frame.f_code.co_filename.startswith(_EXAMPLES_DIR):
+            frame = frame.f_back
+        frames = self._frame_chain(frame)
+        if type(threading.current_thread()).__name__ == _REPLICA_THREAD_CLASS:
+            frames = self._spawning_thread_frames() + frames
+        return self._intern(frames)
+
+    def _frame_chain(self, frame: FrameType | None) -> list[FrameType]:
+        chain = []
+        while frame is not None:
+            chain.append(frame)
+            frame = frame.f_back
+        chain.reverse()
+        return chain
+
+    def _spawning_thread_frames(self) -> list[FrameType]:
+        """Frames of the thread blocked in MirroredStrategy's replica dispatch."""
+        me = threading.get_ident()
+        for ident, top in sys._current_frames().items():  # pylint: disable=protected-access
+            if ident == me:
+                continue
+            chain = self._frame_chain(top)
+            for depth, frame in enumerate(chain):
+                code = frame.f_code
+                if (code.co_name == _REPLICA_DISPATCH_FUNCTION
+                        and code.co_filename.endswith(_REPLICA_DISPATCH_FILE)):
+                    return chain[: depth + 1]
+        return []
+
+    def _intern(self, frames: Iterable[FrameType]) -> int:
+        source_map = None
+        source_map_read = False
+        frame_ids = []
+        with self._lock:
+            for frame in frames:
+                code = frame.f_code
+                line = frame.f_lineno or code.co_firstlineno
+                frame_id = self._code_frame_ids.get((code, line))
+                if frame_id is None:
+                    if not source_map_read:
+                        source_map = _autograph_source_map()
+                        source_map_read = True
+                    frame_id = self._new_frame(code.co_filename, line, code.co_name, source_map)
+                    # Remapped frames depend on the AutoGraph map in force; only cache
+                    # by code object the frames that were not remapped.
+                    if source_map is None or (code.co_filename, line) not in source_map:
+                        self._code_frame_ids[(code, line)] = frame_id
+                frame_ids.append(frame_id)
+            key = tuple(frame_ids)
+            stack_id = self._stack_ids.get(key)
+            if stack_id is None:
+                stack_id = self._writer.add_stack(key)
+                self._stack_ids[key] = stack_id
+            return stack_id
+
+    def _new_frame(self, filename: str, line: int, function: str,
+                   source_map: dict[tuple[str, int], tuple[str, int, str]] | None) -> int:
+        if source_map is not None:
+            origin = source_map.get((filename, line))
+            if origin is not None:
+                filename, line, function = origin
+        location = (os.path.abspath(filename) if not filename.startswith("<") else filename,
+                    int(line), function)
+        frame_id = self._location_frame_ids.get(location)
+        if frame_id is None:
+            file_id = self._file_id(location[0])
+            frame_id = self._writer.add_frame(file_id, location[1], function)
+            self._location_frame_ids[location] = frame_id
+        return frame_id
+
+    def _file_id(self, path: str) -> int:
+        file_id = self._file_ids.get(path)
+        if file_id is not None:
+            return file_id
+        library = is_library_file(path)
+        if library and not self._snapshot_library_sources:
+            lines, omitted = None, "library"
+        else:
+            lines, omitted = _read_source_lines(path)
+        file_id = self._writer.add_source_file(path, lines, library=library, omitted=omitted)
+        self._file_ids[path] = file_id
+        return file_id

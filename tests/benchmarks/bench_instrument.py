@@ -1,0 +1,170 @@
+"""Instrumentation overhead and dump size: plain vs TensorFlow's dumper vs ours.
+
+One training program (a 4-layer MLP, custom training loop in ``tf.function``) runs
+plain, under ``tf.debugging.experimental.enable_dump_debug_info``, and under
+``instrument.enable_dump_debug_info``, for each tensor debug mode, each run in its own
+subprocess, all in one invocation. For each run the median step time (after warm-up
+steps that include tracing) and the bytes of the dump are reported, side by side.
+
+Run it alone on the machine (other heavy processes skew step times)::
+
+    python tests/benchmarks/bench_instrument.py            # every mode
+    python tests/benchmarks/bench_instrument.py --steps 100 --modes NO_TENSOR FULL_HEALTH
+
+or through pytest: ``pytest -m benchmark tests/benchmarks/bench_instrument.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+MODES = ("NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH", "SHAPE", "FULL_TENSOR")
+# FULL_TENSOR writes every tensor of every step (~1 MB a step here): fewer steps keep
+# its dumps small; the per-step numbers stay comparable.
+FULL_TENSOR_STEPS = 40
+WARMUP_STEPS = 5
+BATCH, FEATURES, HIDDEN, CLASSES = 128, 128, 128, 10
+
+
+def run_training(config: str, logdir: str, steps: int) -> dict[str, float]:
+    """The measured program; ``config`` is ``plain``, ``tf:<MODE>`` or ``ours:<MODE>``."""
+    import numpy as np
+    import tensorflow as tf
+
+    if config != "plain":
+        tool, mode = config.split(":")
+        if tool == "tf":
+            tf.debugging.experimental.enable_dump_debug_info(
+                logdir, tensor_debug_mode=mode, circular_buffer_size=-1)
+        else:
+            import instrument
+            instrument.enable_dump_debug_info(logdir, tensor_debug_mode=mode,
+                                              circular_buffer_size=-1)
+
+    rng = np.random.default_rng(0)
+    x = tf.constant(rng.normal(size=(BATCH, FEATURES)).astype(np.float32))
+    y = tf.constant(rng.integers(0, CLASSES, size=BATCH).astype(np.int64))
+    sizes = [FEATURES, HIDDEN, HIDDEN, HIDDEN, CLASSES]
+    weights = [tf.Variable(tf.random.normal([a, b], stddev=0.05, seed=i))
+               for i, (a, b) in enumerate(zip(sizes, sizes[1:]))]
+    biases = [tf.Variable(tf.zeros([b])) for b in sizes[1:]]
+    variables = weights + biases
+
+    @tf.function
+    def train_step(x, y):
+        with tf.GradientTape() as tape:
+            h = x
+            for i, (w, b) in enumerate(zip(weights, biases)):
+                h = tf.matmul(h, w) + b
+                if i < len(weights) - 1:
+                    h = tf.nn.relu(h)
+            loss = tf.reduce_mean(
+                tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=h))
+        grads = tape.gradient(loss, variables)
+        for v, g in zip(variables, grads):
+            v.assign_sub(0.01 * g)
+        return loss
+
+    times = []
+    for step in range(steps + WARMUP_STEPS):
+        start = time.perf_counter()
+        train_step(x, y).numpy()
+        if step >= WARMUP_STEPS:
+            times.append(time.perf_counter() - start)
+    return {"median_step_s": statistics.median(times), "steps": steps}
+
+
+def dir_bytes(path: str) -> int:
+    total = 0
+    for root, _, files in os.walk(path):
+        total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
+    return total
+
+
+def measure(config: str, steps: int, workdir: str) -> dict[str, float]:
+    """Run one config in a fresh interpreter; return its step time and dump bytes."""
+    logdir = os.path.join(workdir, config.replace(":", "_"))
+    os.makedirs(logdir)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
+    out = subprocess.run(
+        [sys.executable, __file__, "--worker", config, "--logdir", logdir, "--steps", str(steps)],
+        check=True, capture_output=True, text=True, env=env)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result["dump_bytes"] = dir_bytes(logdir)
+    return result
+
+
+def benchmark(modes: tuple[str, ...], steps: int) -> list[dict[str, object]]:
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-instrument-") as workdir:
+        plain = {}
+        for mode in modes:
+            mode_steps = min(steps, FULL_TENSOR_STEPS) if mode == "FULL_TENSOR" else steps
+            if mode_steps not in plain:
+                plain[mode_steps] = measure("plain", mode_steps, workdir + f"/plain{mode_steps}")
+            base = plain[mode_steps]["median_step_s"]
+            tf_run = measure(f"tf:{mode}", mode_steps, workdir)
+            ours = measure(f"ours:{mode}", mode_steps, workdir)
+            rows.append({
+                "mode": mode, "steps": mode_steps, "plain_ms": base * 1e3,
+                "tf_ms": tf_run["median_step_s"] * 1e3, "ours_ms": ours["median_step_s"] * 1e3,
+                "tf_overhead_pct": 100 * (tf_run["median_step_s"] / base - 1),
+                "ours_overhead_pct": 100 * (ours["median_step_s"] / base - 1),
+                "tf_bytes": tf_run["dump_bytes"], "ours_bytes": ours["dump_bytes"],
+            })
+            print(format_row(rows[-1]), flush=True)
+    return rows
+
+
+HEADER = ("| mode | steps | plain ms/step | TF dumper ms/step (overhead) | ours ms/step "
+          "(overhead) | TF dump bytes | our dump bytes (ratio) |\n"
+          "| --- | --- | --- | --- | --- | --- | --- |")
+
+
+def format_row(row: dict[str, object]) -> str:
+    return (f"| {row['mode']} | {row['steps']} | {row['plain_ms']:.2f} | "
+            f"{row['tf_ms']:.2f} ({row['tf_overhead_pct']:+.0f}%) | "
+            f"{row['ours_ms']:.2f} ({row['ours_overhead_pct']:+.0f}%) | "
+            f"{row['tf_bytes']:,} | {row['ours_bytes']:,} "
+            f"({row['ours_bytes'] / max(row['tf_bytes'], 1):.2f}) |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--logdir", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        print(json.dumps(run_training(args.worker, args.logdir, args.steps)))
+        return 0
+    print(f"# {platform.node()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+          f"{time.strftime('%Y-%m-%d')}, {args.steps} measured steps after {WARMUP_STEPS} "
+          "warm-up steps")
+    print(HEADER, flush=True)
+    benchmark(tuple(args.modes), args.steps)
+    return 0
+
+
+@pytest.mark.benchmark
+def test_overhead_and_size_against_tf_dumper() -> None:
+    """Our overhead and dump size are at most TF's in NO_TENSOR and FULL_HEALTH."""
+    rows = benchmark(("NO_TENSOR", "FULL_HEALTH"), 100)
+    for row in rows:
+        assert row["ours_overhead_pct"] <= max(row["tf_overhead_pct"], 5.0), row
+        assert row["ours_bytes"] <= row["tf_bytes"] / 2, row
+
+
+if __name__ == "__main__":
+    sys.exit(main())
