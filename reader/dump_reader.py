@@ -46,6 +46,7 @@ class DumpReader:
         self._execs = self._loader.execs
         self._traces = self._loader.traces
         self._alerts_cache: tuple[tuple, AlertSummary] | None = None
+        self._find_cache: tuple[tuple, np.ndarray] | None = None
         self.update()
 
     def update(self) -> UpdateReport:
@@ -313,11 +314,7 @@ class DumpReader:
         except re.error:
             regex = re.compile(re.escape(pattern))
         with self._lock:
-            tp_op = self._defs.tp_op.view
-            matching_ops = {op_id for op_id in set(tp_op.tolist()) if op_id >= 0
-                            and (regex.search(self._defs.op(op_id).name)
-                                 or regex.search(self._defs.op(op_id).op_type))}
-            tps = np.flatnonzero(np.isin(tp_op, list(matching_ops)))
+            tps = self._matching_trace_points(regex)
             t = self._traces
             if not tps.size or not len(t):
                 return None
@@ -330,6 +327,19 @@ class DumpReader:
             if not hits.size:
                 return None
             return int((hits[0] + row) if forward else hits[-1]) + t.first
+
+    def _matching_trace_points(self, regex: re.Pattern) -> np.ndarray:
+        """Trace points whose op name or type matches; cached until new ops arrive."""
+        key = (regex.pattern, self._defs.num_ops)
+        if self._find_cache is not None and self._find_cache[0] == key:
+            return self._find_cache[1]
+        tp_op = self._defs.tp_op.view
+        matching = [op_id for op_id in np.unique(tp_op).tolist() if op_id >= 0
+                    and (regex.search(self._defs.op(op_id).name)
+                         or regex.search(self._defs.op(op_id).op_type))]
+        tps = np.flatnonzero(np.isin(tp_op, matching))
+        self._find_cache = (key, tps)
+        return tps
 
     # -- definitions ------------------------------------------------------------------
 
