@@ -184,3 +184,35 @@ def test_deleted_segment_of_a_definition_stream_keeps_what_was_read(run):
     os.remove(segment_path(run.path, fmt.STREAM_GRAPHS))
     reader.update()
     assert reader.op(run.ops["Log"]).name == "Log"
+
+
+def test_following_a_writer_thread_sees_monotonic_consistent_growth(logdir):
+    """A writer flushing from another thread while the reader updates in a loop."""
+    import threading
+
+    run = make_run(logdir, circular_buffer_size=0)
+    done = threading.Event()
+
+    def write():
+        for k in range(400):
+            add_step(run, [FINITE, NEG_INF if k == 300 else FINITE, FINITE])
+            if k % 7 == 0:
+                run.writer.flush()
+        run.writer.close()
+        done.set()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    reader = DumpReader(run.path)
+    seen = []
+    while not done.is_set():
+        reader.update()
+        seen.append((reader.num_executions, reader.num_traces))
+        assert reader.damage == ()  # a tail cut mid-flush is waited for, not damage
+    writer.join()
+    reader.update()
+    executions, traces = zip(*seen)
+    assert list(executions) == sorted(executions) and list(traces) == sorted(traces)
+    assert (reader.num_executions, reader.num_traces) == (400, 1200)
+    assert reader.finished and reader.damage == ()
+    assert reader.root_cause().trace.index == 901
