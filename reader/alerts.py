@@ -67,7 +67,7 @@ def collect_alerts(reader: DumpReader, limit_per_type: int) -> AlertSummary:
     rank[order] = np.arange(order.size)
     selected = selected[np.argsort(rank[selected], kind="stable")]
 
-    builder = _AlertBuilder(reader)
+    builder = AlertBuilder(reader)
     alerts = []
     for row in selected.tolist():
         nan, neg, pos = (int(c) for c in counts[row])
@@ -80,7 +80,7 @@ def collect_alerts(reader: DumpReader, limit_per_type: int) -> AlertSummary:
     return AlertSummary(total=int(codes.size), counts=by_type, alerts=alerts)
 
 
-class _AlertBuilder:
+class AlertBuilder:
     """Turns alert rows into `Alert` objects, decoding only what each one needs."""
 
     def __init__(self, reader: DumpReader) -> None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reader.alerts import _AlertBuilder
+from reader.alerts import AlertBuilder
 from reader.errors import DumpError
 from reader.model import Alert, Execution, RootCause, Summary, TensorRef
 
@@ -81,7 +81,7 @@ def _graph_root_cause(reader: DumpReader, first: Alert) -> RootCause:
     trace = reader.trace(index)
     alert = first
     if index != first.index:
-        alert = _AlertBuilder(reader).graph(index, trace.step, *_counts(trace.summary))
+        alert = AlertBuilder(reader).graph(index, trace.step, *_counts(trace.summary))
     execution = _execution_or_none(reader, trace.step)
     frame = reader.innermost_user_frame(op.stack_id) if op is not None else None
     return RootCause(alert=alert, op=op, execution=execution, trace=trace, inputs=inputs,
@@ -146,7 +146,7 @@ def _eager_root_cause(reader: DumpReader, first: Alert) -> RootCause:
     if index != first.index:
         summaries = execution.summaries or ()
         summary = summaries[slot] if slot < len(summaries) else None
-        alert = _AlertBuilder(reader).eager(index, slot, *_counts(summary))
+        alert = AlertBuilder(reader).eager(index, slot, *_counts(summary))
     frame = reader.innermost_user_frame(execution.stack_id)
     return RootCause(alert=alert, op=None, execution=execution, trace=None, inputs=inputs,
                      frame=frame, line_text=reader.source_line(frame) if frame else None,
