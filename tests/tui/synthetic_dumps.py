@@ -47,12 +47,13 @@ class NanModelDump:
     """
 
     def __init__(self, logdir, *, op_names: dict[str, str] | None = None,
-                 flush_interval_s: float | None = None) -> None:
+                 flush_interval_s: float | None = None, run_id: str | None = None) -> None:
         names = {"x": "x", "logits": "logits", "probs": "Softmax", "log": "Log",
                  "mul": "mul", "loss": "Neg"}
         names.update(op_names or {})
         self.names = names
-        writer = DumpWriter(logdir, {"tensor_debug_mode": fmt.FULL_HEALTH, "eager_mode": True,
+        writer = DumpWriter(logdir, {"run": run_id, "start_time": 1_700_000_000.0,
+                                     "tensor_debug_mode": fmt.FULL_HEALTH, "eager_mode": True,
                                      "argv": ["train_model.py"], "tf_version": "2.21.0",
                                      "python_version": "3.11.7"},
                             circular_buffer_size=-1, flush_interval_s=flush_interval_s)
@@ -115,9 +116,10 @@ class NanModelDump:
 
 
 def write_nan_dump(logdir, *, steps: int = 3, finished: bool = True,
-                   op_names: dict[str, str] | None = None) -> NanModelDump:
+                   op_names: dict[str, str] | None = None,
+                   run_id: str | None = None) -> NanModelDump:
     """Write the NaN model's run into `logdir`; returns it (closed when `finished`)."""
-    dump = NanModelDump(logdir, op_names=op_names)
+    dump = NanModelDump(logdir, op_names=op_names, run_id=run_id)
     for step in range(steps):
         dump.add_step(step)
     dump.flush()

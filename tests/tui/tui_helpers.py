@@ -37,3 +37,15 @@ def make_app(logdir, **kwargs) -> DebuggerApp:
     return DebuggerApp(str(logdir), reader.list_runs(logdir), **kwargs)
 
 
+
+
+async def wait_for_workers(pilot) -> None:
+    """Wait until no worker is pending or running (cancelled ones count as done)."""
+    from textual.worker import WorkerState
+
+    def idle() -> bool:
+        return not any(worker.state in (WorkerState.PENDING, WorkerState.RUNNING)
+                       for worker in pilot.app.workers)
+
+    await wait_for(pilot, idle, what="the workers to finish")
+    await pilot.pause()

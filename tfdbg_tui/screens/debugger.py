@@ -177,7 +177,10 @@ class DebuggerScreen(Screen):
         self.trace_rows.refresh()
         graph_list = self.query_one(GraphExecutionList)
         graph_list.attach(self.trace_rows, metadata.tensor_debug_mode)
-        self.query_one(TimelineCells).attach(self.reader)
+        timeline = self.query_one(TimelineCells)
+        timeline.attach(self.reader)
+        if timeline.count:
+            self.load_execution_detail(timeline.first_execution)
         self.live = not self.reader.finished
         self.update_status()
         damage = self.reader.damage
