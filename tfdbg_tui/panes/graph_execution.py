@@ -236,9 +236,19 @@ class GraphExecutionList(LineList):
 
     @input_traces.setter
     def input_traces(self, traces: frozenset[int]) -> None:
-        if traces != self._input_traces:
-            self._input_traces = traces
-            self.invalidate()
+        if traces == self._input_traces:
+            return
+        changed = traces ^ self._input_traces
+        self._input_traces = traces
+        if self.rows is None:
+            return
+        for trace_index in changed:
+            row = self.rows.row_of(trace_index)
+            if row is not None:
+                self.refresh_row(row)
+
+    def row_variant(self, row: int) -> object:
+        return self.rows is not None and self.rows.trace_index(row) in self._input_traces
 
     @property
     def selected_trace(self) -> int | None:

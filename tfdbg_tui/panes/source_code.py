@@ -100,8 +100,13 @@ class SourceCodeView(LineList):
 
     def show(self, view: SourceView) -> None:
         """Show `view` with its marked line centred."""
+        previous = self.view
         self.view = view
-        self.invalidate()
+        if previous is None or previous.lines is not view.lines or previous.path != view.path:
+            self.invalidate()
+        elif previous.line != view.line:
+            self.refresh_row(previous.line - 1)
+            self.refresh_row(view.line - 1)
         rows = len(view.lines) if view.lines is not None else len(self._note_rows(view))
         self.set_row_count(rows)
         if view.lines is not None:
@@ -115,6 +120,9 @@ class SourceCodeView(LineList):
         return ["No source text in the dump for this frame:",
                 view.note or "the dump holds no snapshot of this file",
                 f"{view.path}", f"line {view.line}"]
+
+    def row_variant(self, row: int) -> object:
+        return self.view is not None and row + 1 == self.view.line
 
     def render_row(self, row: int, width: int) -> Text:
         view = self.view

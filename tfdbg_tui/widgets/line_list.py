@@ -63,8 +63,8 @@ class LineList(ScrollView, can_focus=True):
         super().__init__(name=name, id=id, classes=classes)
         self.row_count = 0
         self._generation = 0
-        self._strip_cache: LRUCache[tuple[int, int, int, int], Strip] = LRUCache(
-            STRIP_CACHE_SIZE)
+        self._strip_cache: LRUCache[tuple, Strip] = LRUCache(STRIP_CACHE_SIZE)
+        self._styles: dict[str, Style] = {}
 
     # -- data -----------------------------------------------------------------------------
 
@@ -78,6 +78,14 @@ class LineList(ScrollView, can_focus=True):
 
     def cursor_changed(self, row: int) -> None:
         """Called after the cursor moved to `row` (post a message here)."""
+
+    def row_variant(self, row: int) -> object:
+        """Anything else a row's look depends on (part of its cache key).
+
+        A subclass that marks rows (e.g. highlighted inputs) returns the mark here and
+        repaints just the rows whose mark changed, instead of invalidating everything.
+        """
+        return None
 
     def set_row_count(self, count: int) -> None:
         """Set the number of rows; the cursor stays on its row when it still exists."""
@@ -111,7 +119,7 @@ class LineList(ScrollView, can_focus=True):
         if row >= self.row_count or row < 0 or width <= 0:
             return Strip.blank(max(0, width), self.rich_style)
         state = 0 if row != self.cursor else (2 if self.has_focus else 1)
-        key = (row, width, self._generation, state)
+        key = (row, width, self._generation, state, self.row_variant(row))
         strip = self._strip_cache.get(key)
         if strip is None:
             strip = self._render_row_strip(row, width, state)
@@ -121,7 +129,7 @@ class LineList(ScrollView, can_focus=True):
     def _render_row_strip(self, row: int, width: int, state: int) -> Strip:
         base = Style()
         if state:
-            base = self.get_component_rich_style(
+            base = self.component_style(
                 "line-list--cursor" if state == 2 else "line-list--cursor-blurred")
         return self._text_strip(self.render_row(row, width), width, base)
 
@@ -135,11 +143,15 @@ class LineList(ScrollView, can_focus=True):
         return Strip(segments, width).crop_extend(0, width, base)
 
     def component_style(self, name: str) -> Style:
-        """The rich style of one of this widget's component classes."""
-        return self.get_component_rich_style(name, partial=True)
+        """The rich style of one of this widget's component classes (cached)."""
+        style = self._styles.get(name)
+        if style is None:
+            style = self._styles[name] = self.get_component_rich_style(name, partial=True)
+        return style
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
+        self._styles.clear()
         self.invalidate()
 
     def on_resize(self, event: events.Resize) -> None:
