@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.screen import Screen
 
 from reader.errors import DamagedDumpError, DumpError, FormatVersionError, NoRunsError
 from reader.model import RunInfo
@@ -69,6 +70,35 @@ class DebuggerApp(App[int]):
                          opening: Future | None = None) -> DebuggerScreen:
         return DebuggerScreen(self.logdir, run_id, run_count=len(self.runs),
                               poll_interval_s=self.poll_interval_s, opening=opening)
+
+    def get_system_commands(self, screen: Screen):
+        """Textual's commands, plus every debugger action, for the command palette."""
+        yield from super().get_system_commands(screen)
+        if not isinstance(screen, DebuggerScreen):
+            return
+        from tfdbg_tui.screens.debugger import PANE_KEYS
+
+        for key, widget_id, title in PANE_KEYS:
+            yield SystemCommand(f"Focus {title}", f"Key {key}",
+                                lambda w=widget_id: screen.action_focus_pane(w))
+        widget_actions = (
+            ("graph-execution", "first_alert", "First alert trace", "Graph Execution: f"),
+            ("graph-execution", "toggle_alerts_only", "Toggle alerts-only filter",
+             "Graph Execution: a"),
+            ("graph-execution", "go_to_index", "Go to trace index", "Graph Execution: g"),
+            ("graph-execution", "search", "Search op name or type", "Graph Execution: /"),
+            ("graph-execution", "show_value", "Show tensor value (FULL_TENSOR)",
+             "Graph Execution: v"),
+            ("stack-trace", "toggle_library", "Hide/show library frames", "Stack Trace: l"),
+        )
+        for widget_id, action, title, help_text in widget_actions:
+            yield SystemCommand(title, help_text, lambda w=widget_id, a=action: getattr(
+                screen.query_one(f"#{w}"), f"action_{a}")())
+        yield SystemCommand("Zoom or unzoom the focused pane", "Key z", screen.action_toggle_zoom)
+        yield SystemCommand("Next alert", "Key ]", lambda: screen.action_alert_step(1))
+        yield SystemCommand("Previous alert", "Key [", lambda: screen.action_alert_step(-1))
+        yield SystemCommand("Choose a run", "Key r", self.action_pick_run)
+        yield SystemCommand("Show every key", "Key ?", self.action_show_keys)
 
     def action_show_keys(self) -> None:
         from tfdbg_tui.screens.help import HelpScreen

@@ -208,3 +208,15 @@ async def test_q_quits(nan_logdir):
         await pilot.press("q")
         await wait_for(pilot, lambda: not app.is_running, what="exit")
     assert app.return_code == 0
+
+
+async def test_command_palette_runs_debugger_actions(nan_logdir):
+    app = make_app(nan_logdir)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for_hunt(pilot)
+        await pilot.press("ctrl+p")
+        await pilot.press(*"Focus Stack")
+        await wait_for(pilot, lambda: "Focus Stack Trace" in screen_text(app), what="command")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.focused is not None
+                       and app.focused.id == "stack-trace", what="stack focused")
