@@ -30,28 +30,29 @@ def shape_text(shape: tuple[int, ...] | None) -> str:
 
 
 def summary_text(summary: Summary | None) -> Text:
-    """One line: dtype, rank/shape, size and the breakdown, bad counts in red."""
+    """One line, most telling first: non-finite counts (red), the -, 0, + breakdown,
+    then size, dtype and rank or shape, so a narrow pane still shows what matters."""
     text = Text(no_wrap=True, end="")
     if summary is None:
         text.append("no summary", DIM_STYLE)
         return text
+    for label, value in (("NaN", summary.nan), ("-inf", summary.neg_inf),
+                         ("+inf", summary.pos_inf)):
+        if value:
+            text.append(f"{label}:{value} ", ALERT_STYLE)
+    if summary.has_inf_or_nan is not None:
+        text.append("inf/NaN " if summary.has_inf_or_nan else "finite ",
+                    ALERT_STYLE if summary.has_inf_or_nan else "")
+    for label, value in (("-", summary.neg), ("0", summary.zero), ("+", summary.pos)):
+        if value is not None:
+            text.append(f"{label}:{value} ")
+    if summary.size is not None:
+        text.append(f"size {summary.size} ")
     if summary.dtype is not None:
         text.append(summary.dtype + " ")
     if summary.shape is not None:
         text.append(f"shape {shape_text(summary.shape)} ")
     elif summary.rank is not None:
         text.append(f"rank {summary.rank} ")
-    if summary.size is not None:
-        text.append(f"size {summary.size} ")
-    for label, value in (("-", summary.neg), ("0", summary.zero), ("+", summary.pos)):
-        if value is not None:
-            text.append(f"{label}:{value} ")
-    for label, value in (("-inf", summary.neg_inf), ("+inf", summary.pos_inf),
-                         ("NaN", summary.nan)):
-        if value is not None:
-            text.append(f"{label}:{value} ", ALERT_STYLE if value else "")
-    if summary.has_inf_or_nan is not None:
-        text.append("inf/NaN" if summary.has_inf_or_nan else "finite",
-                    ALERT_STYLE if summary.has_inf_or_nan else "")
     text.rstrip()
     return text

@@ -25,7 +25,7 @@ async def test_several_runs_open_the_newest_and_the_picker_switches(tmp_path):
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_for_hunt(pilot)
         assert app.screen.run_id == NEW_RUN
-        assert "(2 runs: r)" in screen_text(app) and "traces 18" in screen_text(app)
+        assert "2 runs (r)" in screen_text(app) and "traces 18" in screen_text(app)
         await pilot.press("r")
         await wait_for(pilot, lambda: isinstance(app.screen, RunPickerScreen), what="picker")
         await wait_for(pilot, lambda: OLD_RUN in screen_text(app), what="the old run listed")

@@ -161,16 +161,16 @@ class GraphExecutionList(LineList):
     """
 
     BINDINGS = [
-        Binding("f", "first_alert", "First alert"),
-        Binding("full_stop", "next_alert", "Next alert"),
-        Binding("comma", "previous_alert", "Prev alert"),
+        Binding("f", "first_alert", "First alert trace"),
+        Binding("full_stop", "next_alert", "Next alert trace"),
+        Binding("comma", "previous_alert", "Prev alert trace"),
         Binding("a", "toggle_alerts_only", "Alerts only"),
         Binding("g", "go_to_index", "Go to #"),
         Binding("slash", "search", "Search"),
         Binding("n", "search_next", "Next match"),
         Binding("N", "search_previous", "Prev match", key_display="N"),
-        Binding("i", "first_input", "Input"),
-        Binding("v", "show_value", "Value", show=False),
+        Binding("i", "first_input", "Go to input"),
+        Binding("v", "show_value", "Tensor value", show=False),
     ]
 
     COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {

@@ -8,7 +8,6 @@ reach into each other.
 from __future__ import annotations
 
 import re
-import time
 
 import numpy as np
 from rich.text import Text
@@ -144,7 +143,9 @@ class DebuggerScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one("#graph-execution").focus()
-        self.open_reader()
+        # Index after the first frame is on screen: indexing a big dump holds the GIL
+        # for a while, and the user should see the layout ("opening…") meanwhile.
+        self.call_after_refresh(self.open_reader)
 
     def on_unmount(self) -> None:
         if self.watcher is not None:
@@ -479,26 +480,27 @@ class DebuggerScreen(Screen):
         self.update_status()
 
     def update_status(self) -> None:
-        """Rewrite the status line: live or finished, the run, the counts."""
+        """Rewrite the status line: live or finished, the counts, the mode, the run.
+
+        The run id goes last: at 80 columns it is the part that may be cut.
+        """
         if self.reader is None:
             return
         metadata = self.reader.metadata
         text = Text()
         text.append(" ● LIVE " if self.live else " finished ",
                     "bold black on green" if self.live else "bold reverse")
-        text.append(" run ")
-        text.append(literal(metadata.run_id), "bold")
-        if self.run_count > 1:
-            text.append(f" ({self.run_count} runs: r)")
-        text.append(f"  {metadata.tensor_debug_mode}")
-        executions = self.reader.num_executions
-        traces = self.reader.num_traces
-        text.append(f"  executions {executions:,}  traces {traces:,}")
+        text.append(f" executions {self.reader.num_executions:,}"
+                    f"  traces {self.reader.num_traces:,}")
         if self.alert_summary is not None:
             total = self.alert_summary.total
             text.append(f"  alerts {total:,}", "bold red" if total else "green")
+        text.append(f"  {metadata.tensor_debug_mode}")
+        if self.run_count > 1:
+            text.append(f"  {self.run_count} runs (r)")
+        text.append("  run ")
+        text.append(literal(metadata.run_id), "bold")
         self.query_one("#status", Static).update(text)
-        self._status_time = time.monotonic()
 
     # -- keys -----------------------------------------------------------------------------
 
