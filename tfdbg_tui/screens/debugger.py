@@ -229,11 +229,10 @@ class DebuggerScreen(Screen):
             else:
                 timeline.select_execution(root.alert.index)
                 timeline.focus()
-        else:
-            if graph_list.row_count:
-                graph_list.move_cursor(0)
-            if timeline.count:
-                timeline.move_to(0)
+        elif graph_list.row_count:
+            graph_list.move_cursor(0)
+        elif timeline.count:
+            timeline.move_to(0)
 
     # -- selections -----------------------------------------------------------------------
 
