@@ -56,3 +56,24 @@ def test_help_names_exit_statuses():
     completed = run_cli("--help")
     assert completed.returncode == 0
     assert "exit status" in completed.stdout and "--no-mouse" in completed.stdout
+
+
+def test_demo_runs_the_example_and_writes_a_dump(tmp_path):
+    pytest.importorskip("instrument.examples.debug_mnist")
+    logdir = tmp_path / "demo"
+    completed = run_cli("demo", "--logdir", str(logdir), "--max_steps", "2", "--no-tui")
+    assert completed.returncode == cli.EXIT_OK, completed.stderr[-2000:]
+    assert "Accuracy at step 1" in completed.stderr  # the example's progress, shown
+    assert completed.stdout.strip() == str(logdir)
+    import reader
+
+    dump = reader.open_run(logdir)
+    assert dump.num_traces > 0 and dump.metadata.tensor_debug_mode == "FULL_HEALTH"
+
+
+def test_demo_failure_is_one_line_and_status_6(tmp_path, monkeypatch, capsys):
+    from tfdbg_tui import demo
+
+    monkeypatch.setattr(demo, "EXAMPLE_MODULE", "no_such_module_for_the_demo")
+    assert demo.main(["--logdir", str(tmp_path), "--no-tui"]) == cli.EXIT_DEMO_FAILED
+    assert "tfdbg-tui: the example program failed" in capsys.readouterr().err

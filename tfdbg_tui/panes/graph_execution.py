@@ -63,6 +63,19 @@ class TraceRows:
         """Trace indices of the alerts, ascending (as of the last refresh)."""
         return self._alert_indices
 
+    def alert_trace(self, which: str, current: int | None) -> int | None:
+        """The "first" alert trace, or the "next" / "previous" one from `current`."""
+        indices = self._alert_indices
+        if not indices.shape[0]:
+            return None
+        if which == "first" or current is None:
+            return int(indices[0])
+        if which == "next":
+            position = int(np.searchsorted(indices, current, side="right"))
+            return int(indices[min(position, indices.shape[0] - 1)])
+        position = int(np.searchsorted(indices, current, side="left")) - 1
+        return int(indices[max(position, 0)])
+
     @property
     def row_count(self) -> int:
         if self.alerts_only:

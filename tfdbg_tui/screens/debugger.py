@@ -17,7 +17,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Footer
 
 import reader as dump_reader_module
 from reader.errors import DumpError
@@ -33,6 +33,7 @@ from tfdbg_tui.panes.source_code import SourceCodePane, SourceView
 from tfdbg_tui.panes.stack_trace import StackTraceList, StackTracePane
 from tfdbg_tui.panes.timeline import TimelineCells, TimelinePane
 from tfdbg_tui.screens.prompt import PromptScreen
+from tfdbg_tui.widgets.status_line import StatusLine
 
 ALERT_LIMIT_PER_TYPE = 1000
 
@@ -129,7 +130,7 @@ class DebuggerScreen(Screen):
         self._source_lines: dict[int, SourceView] = {}
 
     def compose(self) -> ComposeResult:
-        yield Static(Text("opening…"), id="status")
+        yield StatusLine(Text(" opening…"), id="status")
         with Horizontal(id="columns"):
             with Vertical(id="left-column"):
                 yield AlertsPane()
@@ -379,19 +380,11 @@ class DebuggerScreen(Screen):
                 self.load_value(current)
 
     def jump_to_alert_trace(self, which: str, current: int | None) -> None:
-        indices = self.trace_rows.alert_indices if self.trace_rows else np.zeros(0)
-        if not len(indices):
+        target = self.trace_rows.alert_trace(which, current) if self.trace_rows else None
+        if target is None:
             self.notify("no alert in the graph traces")
-            return
-        if which == "first" or current is None:
-            target = int(indices[0])
-        elif which == "next":
-            position = int(np.searchsorted(indices, current, side="right"))
-            target = int(indices[min(position, len(indices) - 1)])
         else:
-            position = int(np.searchsorted(indices, current, side="left")) - 1
-            target = int(indices[max(position, 0)])
-        self.query_one(GraphExecutionList).select_trace(target)
+            self.query_one(GraphExecutionList).select_trace(target)
 
     def _go_to_index(self, value: str | None) -> None:
         if not value:
@@ -479,27 +472,14 @@ class DebuggerScreen(Screen):
         self.update_status()
 
     def update_status(self) -> None:
-        """Rewrite the status line: live or finished, the counts, the mode, the run.
-
-        The run id goes last: at 80 columns it is the part that may be cut.
-        """
+        """Rewrite the status line from the reader and the alert summary."""
         if self.reader is None:
             return
-        metadata = self.reader.metadata
-        text = Text()
-        text.append(" ● LIVE " if self.live else " finished ",
-                    "bold black on green" if self.live else "bold reverse")
-        text.append(f" executions {self.reader.num_executions:,}"
-                    f"  traces {self.reader.num_traces:,}")
-        if self.alert_summary is not None:
-            total = self.alert_summary.total
-            text.append(f"  alerts {total:,}", "bold red" if total else "green")
-        text.append(f"  {metadata.tensor_debug_mode}")
-        if self.run_count > 1:
-            text.append(f"  {self.run_count} runs (r)")
-        text.append("  run ")
-        text.append(literal(metadata.run_id), "bold")
-        self.query_one("#status", Static).update(text)
+        self.query_one(StatusLine).show(
+            self.reader.metadata, live=self.live, num_executions=self.reader.num_executions,
+            num_traces=self.reader.num_traces,
+            alerts=self.alert_summary.total if self.alert_summary is not None else None,
+            run_count=self.run_count)
 
     # -- keys -----------------------------------------------------------------------------
 
