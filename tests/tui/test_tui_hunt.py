@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
-from synthetic_dumps import LOG_LINE, USER_FILE
+from synthetic_dumps import FLOAT32, LOG_LINE, USER_FILE, USER_SOURCE, health_row
 from tui_helpers import make_app, screen_text, wait_for, wait_for_hunt
 
+from instrument.writer import DumpWriter
+from reader import format as fmt
 from tfdbg_tui.panes.alerts import AlertList
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 from tfdbg_tui.panes.graph_structure import GraphStructureList
@@ -220,3 +223,26 @@ async def test_command_palette_runs_debugger_actions(nan_logdir):
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.focused is not None
                        and app.focused.id == "stack-trace", what="stack focused")
+
+
+async def test_eager_root_cause_selects_the_timeline_cell(tmp_path):
+    writer = DumpWriter(tmp_path, {"tensor_debug_mode": fmt.FULL_HEALTH, "eager_mode": True},
+                        flush_interval_s=None)
+    user = writer.add_source_file(USER_FILE, USER_SOURCE, library=False)
+    stack = writer.add_stack([writer.add_frame(user, LOG_LINE, "<module>")])
+    values = np.array([0.0, 1.0, 2.0])
+    writer.add_execution(op_type="Const", graph_id=None, input_ids=[], output_ids=[1],
+                         device_ids=[], output_dtypes=[FLOAT32], stack_id=stack,
+                         summaries=[health_row(values)])
+    writer.add_execution(op_type="Log", graph_id=None, input_ids=[1], output_ids=[2],
+                         device_ids=[], output_dtypes=[FLOAT32], stack_id=stack,
+                         summaries=[health_row(np.log(values[1:]).tolist() + [-np.inf])])
+    writer.close()
+    app = make_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_hunt(pilot)
+        timeline = app.screen.query_one(TimelineCells)
+        await wait_for(pilot, lambda: timeline.selected_execution == 1, what="the Log cell")
+        assert app.focused is timeline
+        await wait_for(pilot, lambda: "#1 Log" in screen_text(app), what="its detail")
+        await wait_for(pilot, lambda: _source_shows(app, USER_FILE, LOG_LINE), what="line")
