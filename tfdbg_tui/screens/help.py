@@ -16,7 +16,8 @@ def _key_name(binding: Binding) -> str:
         return binding.key_display
     names = {"right_square_bracket": "]", "left_square_bracket": "[", "full_stop": ".",
              "comma": ",", "slash": "/", "question_mark": "?", "pageup": "PgUp",
-             "pagedown": "PgDn", "escape": "Esc", "enter": "Enter", "ctrl+p": "Ctrl+P"}
+             "pagedown": "PgDn", "escape": "Esc", "home": "Home", "end": "End",
+             "up": "↑", "down": "↓", "left": "←", "right": "→", "enter": "Enter", "ctrl+p": "Ctrl+P"}
     return ", ".join(names.get(k, k) for k in binding.key.split(","))
 
 
@@ -29,6 +30,9 @@ def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
     from tfdbg_tui.panes.stack_trace import StackTraceList
     from tfdbg_tui.panes.timeline import TimelineCells
     from tfdbg_tui.screens.debugger import DebuggerScreen
+    from tfdbg_tui.screens.prompt import PromptScreen
+    from tfdbg_tui.screens.run_picker import RunPickerScreen
+    from tfdbg_tui.screens.tensor_value import TensorValueScreen
     from tfdbg_tui.widgets.line_list import LineList
 
     def rows(bindings) -> list[tuple[str, str]]:
@@ -43,6 +47,10 @@ def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
         ("3 Graph Execution", rows(GraphExecutionList.BINDINGS)),
         ("4 Graph Structure", rows(GraphStructureList.BINDINGS)),
         ("6 Stack Trace", rows(StackTraceList.BINDINGS)),
+        ("Tensor value view (v)", rows(TensorValueScreen.BINDINGS)),
+        ("Go-to and search prompts", [("Enter", "Accept")] + rows(PromptScreen.BINDINGS)),
+        ("Run picker (r)", [("Enter", "Open the run")] + rows(RunPickerScreen.BINDINGS)),
+        ("This list", rows(HelpScreen.BINDINGS)),
     ]
 
 
