@@ -45,6 +45,10 @@ UNRECORDED_EAGER_OPS = frozenset({
     "DebugNumericSummaryV2", "QueueSizeV2", "QueueDequeueManyV2", "DestroyResourceOp",
 })
 _PLACEHOLDER_OPS = ("Placeholder", "PlaceholderWithDefault")
+# Eager ops after which the trace queue is drained too: a tf.data iterator step runs
+# the pipeline's map functions, whose traces then come right before the step's record.
+DRAINING_EAGER_OPS = frozenset({"IteratorGetNext", "IteratorGetNextSync",
+                                "IteratorGetNextAsOptional"})
 
 
 class DumpingCallback:
@@ -199,7 +203,7 @@ class DumpingCallback:
                 device_ids=device_ids,
                 output_dtypes=[t.dtype.as_datatype_enum for t in outputs],
                 stack_id=stack_id, summaries=summary_rows, values=values)
-            if is_call and self.trace_queue is not None:
+            if (is_call or op_type in DRAINING_EAGER_OPS) and self.trace_queue is not None:
                 # The call's graph traces are all queued now: write them before the
                 # call's own record, so the chunk's step is this call's index.
                 with self.trace_queue.lock:

@@ -55,6 +55,11 @@ def is_traced_by_tf_function(graph: Any) -> bool:
 class GraphBatch:
     """The traces of one tf.function graph being built, enqueued segment by segment.
 
+    While the graph is built, summary rows are collected and the graph is cut into
+    segments at its nested ops; the enqueues are built in `finish`, after TensorFlow's
+    automatic control dependencies are done with the graph (they would chain the
+    enqueues after the nested ops that also use the queue, closing cycles).
+
     Args:
         graph: The FuncGraph.
         queue: The run's trace queue.
@@ -64,8 +69,8 @@ class GraphBatch:
         self.graph = graph
         self._queue = queue
         self._rows: list[Any] = []
-        # The last nested op: the next segment's enqueue runs after it.
-        self._barrier: Any = None
+        # (rows, nested op) per finished segment: the rows' traces precede the op.
+        self._segments: list[tuple[list[Any], Any]] = []
         self._last_seen_op_id = 0
         self.finished = False
 
@@ -91,31 +96,34 @@ class GraphBatch:
         self._rows.append(self._queue.batch_row(tensor, trace_point))
 
     def _cut_before(self, nested_op: Any) -> None:
-        if self._rows:
-            enqueue = self._queue.enqueue_batch(self._rows, self._barrier)
-            self._rows = []
-            nested_op._add_control_input(enqueue)  # pylint: disable=protected-access
-        elif self._barrier is not None:
-            nested_op._add_control_input(self._barrier)  # pylint: disable=protected-access
-        self._barrier = nested_op
+        self._segments.append((self._rows, nested_op))
+        self._rows = []
 
     def finish(self) -> None:
-        """Enqueue the last segment; called once the graph is fully traced."""
+        """Build the segments' enqueues; called once the graph is fully traced."""
         from tensorflow.python.framework import ops
 
         if self.finished:
             return
         self.finished = True
         operations = self.graph.get_operations()
-        if operations:
-            with self.graph.as_default(), ops.control_dependencies(None):
-                # Find nested ops created after the last callback (e.g. a function
-                # call whose result is returned directly).
-                self.before_op(_Sentinel(operations[-1]._id + 1))  # pylint: disable=protected-access
-                if self._rows:
-                    enqueue = self._queue.enqueue_batch(self._rows, self._barrier)
-                    self._rows = []
-                    self.graph.control_outputs.append(enqueue)
+        if not operations:
+            return
+        with self.graph.as_default(), ops.control_dependencies(None):
+            # Nested ops created after the last callback (e.g. a function call whose
+            # result is returned directly) still cut.
+            self.before_op(_Sentinel(operations[-1]._id + 1))  # pylint: disable=protected-access
+            segments = self._segments + [(self._rows, None)]
+            self._segments, self._rows = [], []
+            barrier = last_enqueue = None
+            for rows, nested_op in segments:
+                if rows:
+                    last_enqueue = self._queue.enqueue_batch(rows, barrier)
+                    self.graph.control_outputs.append(last_enqueue)
+                if nested_op is not None:
+                    if last_enqueue is not None:
+                        nested_op._add_control_input(last_enqueue)  # pylint: disable=protected-access
+                    barrier = nested_op
 
 
 class _Sentinel:

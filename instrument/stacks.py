@@ -80,12 +80,23 @@ def _read_source_lines(path: str) -> tuple[list[str] | None, str | None]:
         return None, "unreadable"
 
 
-def _autograph_source_map() -> dict[tuple[str, int], tuple[str, int, str]] | None:
-    """AutoGraph's map (generated file, line) -> (user file, line, function), if active."""
+def _frame_chain(frame: FrameType | None) -> list[FrameType]:
+    """The frames from the outermost call down to ``frame``."""
+    chain = []
+    while frame is not None:
+        chain.append(frame)
+        frame = frame.f_back
+    chain.reverse()
+    return chain
+
+
+def _autograph_source_map(
+        thread_ident: int) -> dict[tuple[str, int], tuple[str, int, str]] | None:
+    """A thread's AutoGraph map (generated file, line) -> (user file, line, function)."""
     tf_stack = sys.modules.get("tensorflow.python.util.tf_stack")
     if tf_stack is None:
         return None
-    mappers = tf_stack._source_mapper_stacks.get(threading.get_ident())  # pylint: disable=protected-access
+    mappers = tf_stack._source_mapper_stacks.get(thread_ident)  # pylint: disable=protected-access
     if not mappers or len(mappers) < 2:  # only TensorFlow's empty sentinel
         return None
     return mappers[-1].get_effective_source_map()
@@ -121,58 +132,54 @@ class StackRecorder:
         while frame is not None and frame.f_code.co_filename.startswith(_INSTRUMENT_DIR) \
                 and not frame.f_code.co_filename.startswith(_EXAMPLES_DIR):
             frame = frame.f_back
-        frames = self._frame_chain(frame)
-        if type(threading.current_thread()).__name__ == _REPLICA_THREAD_CLASS:
-            frames = self._spawning_thread_frames() + frames
-        return self._intern(frames)
-
-    def _frame_chain(self, frame: FrameType | None) -> list[FrameType]:
-        chain = []
-        while frame is not None:
-            chain.append(frame)
-            frame = frame.f_back
-        chain.reverse()
-        return chain
-
-    def _spawning_thread_frames(self) -> list[FrameType]:
-        """Frames of the thread blocked in MirroredStrategy's replica dispatch."""
         me = threading.get_ident()
-        for ident, top in sys._current_frames().items():  # pylint: disable=protected-access
-            if ident == me:
-                continue
-            chain = self._frame_chain(top)
-            for depth, frame in enumerate(chain):
-                code = frame.f_code
-                if (code.co_name == _REPLICA_DISPATCH_FUNCTION
-                        and code.co_filename.endswith(_REPLICA_DISPATCH_FILE)):
-                    return chain[: depth + 1]
-        return []
-
-    def _intern(self, frames: Iterable[FrameType]) -> int:
-        source_map = None
-        source_map_read = False
-        frame_ids = []
         with self._lock:
-            for frame in frames:
-                code = frame.f_code
-                line = frame.f_lineno or code.co_firstlineno
-                frame_id = self._code_frame_ids.get((code, line))
-                if frame_id is None:
-                    if not source_map_read:
-                        source_map = _autograph_source_map()
-                        source_map_read = True
-                    frame_id = self._new_frame(code.co_filename, line, code.co_name, source_map)
-                    # Remapped frames depend on the AutoGraph map in force; only cache
-                    # by code object the frames that were not remapped.
-                    if source_map is None or (code.co_filename, line) not in source_map:
-                        self._code_frame_ids[(code, line)] = frame_id
-                frame_ids.append(frame_id)
+            frame_ids = []
+            if type(threading.current_thread()).__name__ == _REPLICA_THREAD_CLASS:
+                spawner, frames = self._spawning_thread_frames(me)
+                frame_ids = self._frame_ids(frames, spawner)
+            frame_ids += self._frame_ids(_frame_chain(frame), me)
             key = tuple(frame_ids)
             stack_id = self._stack_ids.get(key)
             if stack_id is None:
                 stack_id = self._writer.add_stack(key)
                 self._stack_ids[key] = stack_id
             return stack_id
+
+    @staticmethod
+    def _spawning_thread_frames(me: int) -> tuple[int, list[FrameType]]:
+        """The thread blocked in MirroredStrategy's replica dispatch, and its frames."""
+        for ident, top in sys._current_frames().items():  # pylint: disable=protected-access
+            if ident == me:
+                continue
+            chain = _frame_chain(top)
+            for depth, frame in enumerate(chain):
+                code = frame.f_code
+                if (code.co_name == _REPLICA_DISPATCH_FUNCTION
+                        and code.co_filename.endswith(_REPLICA_DISPATCH_FILE)):
+                    return ident, chain[: depth + 1]
+        return me, []
+
+    def _frame_ids(self, frames: Iterable[FrameType], thread_ident: int) -> list[int]:
+        """Frame ids, remapped through the AutoGraph map of the thread running them."""
+        source_map = None
+        source_map_read = False
+        frame_ids = []
+        for frame in frames:
+            code = frame.f_code
+            line = frame.f_lineno or code.co_firstlineno
+            frame_id = self._code_frame_ids.get((code, line))
+            if frame_id is None:
+                if not source_map_read:
+                    source_map = _autograph_source_map(thread_ident)
+                    source_map_read = True
+                frame_id = self._new_frame(code.co_filename, line, code.co_name, source_map)
+                # Remapped frames depend on the AutoGraph map in force; only frames
+                # that were not remapped are cached by code object.
+                if source_map is None or (code.co_filename, line) not in source_map:
+                    self._code_frame_ids[(code, line)] = frame_id
+            frame_ids.append(frame_id)
+        return frame_ids
 
     def _new_frame(self, filename: str, line: int, function: str,
                    source_map: dict[tuple[str, int], tuple[str, int, str]] | None) -> int:

@@ -73,10 +73,6 @@ class TraceQueue:
         with tf.init_scope():
             self._queue = tf.queue.FIFOQueue(
                 QUEUE_CAPACITY, component_dtypes, shapes=shapes, name="tfdbg_tui_traces")
-            # A second handle to the same queue, for batched enqueues (`GraphBatch`):
-            # automatic control dependencies chain the ops that use one handle in
-            # creation order, and batches are ordered by hand instead.
-            self._batch_handle = tf.identity(self._queue.queue_ref)
 
     @property
     def batches_supported(self) -> bool:
@@ -121,14 +117,15 @@ class TraceQueue:
 
     def batch_row(self, tensor: Any, trace_point: int) -> Any:
         """What a `GraphBatch` collects for one traced tensor."""
-        from tensorflow.python.framework import dtypes
+        from tensorflow.python.framework import dtypes, ops
         from tensorflow.python.ops import gen_debug_ops
 
         if self.mode in summaries.SUMMARY_MODES:
-            return gen_debug_ops.debug_numeric_summary_v2(
-                tensor, output_dtype=dtypes.float64,
-                tensor_debug_mode=summaries.TENSOR_DEBUG_MODE_ENUM[self.mode],
-                tensor_id=trace_point, name="tfdbg_tui_summary")
+            with ops.control_dependencies(None):
+                return gen_debug_ops.debug_numeric_summary_v2(
+                    tensor, output_dtype=dtypes.float64,
+                    tensor_debug_mode=summaries.TENSOR_DEBUG_MODE_ENUM[self.mode],
+                    tensor_id=trace_point, name="tfdbg_tui_summary")
         return (tensor.op, trace_point)
 
     def enqueue_batch(self, rows: list[Any], after: Any) -> Any:
@@ -137,16 +134,19 @@ class TraceQueue:
         from tensorflow.python.ops import array_ops_stack, gen_data_flow_ops
 
         deps = [after] if after is not None else []
+        # control_dependencies(None) first: the batch may be built while TensorFlow
+        # holds a control-dependency scope on an op that must run after it.
         if self.mode in summaries.SUMMARY_MODES:
-            with ops.control_dependencies(deps):
+            with ops.control_dependencies(None), ops.control_dependencies(deps):
                 batch = array_ops_stack.stack(rows, name="tfdbg_tui_rows")
                 return gen_data_flow_ops.queue_enqueue_many_v2(
-                    self._batch_handle, [batch], name="tfdbg_tui_traces")
-        with ops.control_dependencies(deps + [op for op, _ in rows]):
+                    self._queue.queue_ref, [batch], name="tfdbg_tui_traces")
+        with ops.control_dependencies(None), \
+                ops.control_dependencies(deps + [op for op, _ in rows]):
             tps = constant_op.constant([tp for _, tp in rows], dtype=dtypes.int32,
                                        name="tfdbg_tui_tps")
             return gen_data_flow_ops.queue_enqueue_many_v2(
-                self._batch_handle, [tps], name="tfdbg_tui_traces")
+                self._queue.queue_ref, [tps], name="tfdbg_tui_traces")
 
     def drain(self) -> int:
         """Dequeue everything queued now, as one batch, into the sink.

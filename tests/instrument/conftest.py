@@ -1,0 +1,70 @@
+"""Shared fixtures: real TensorFlow programs run once per session, their dumps decoded.
+
+Each program runs in a subprocess: TensorFlow's op callbacks, eager mode and device
+configuration are process-global, and a fresh process is what a user runs.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("tensorflow")
+
+from tests.instrument.dump_loader import Dump, load_run, run_dirs  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PROGRAMS = pathlib.Path(__file__).resolve().parent / "programs"
+ALL_MODES = ("NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH", "SHAPE",
+             "FULL_TENSOR")
+PROGRAM_TIMEOUT_S = 240
+
+
+def program_env() -> dict[str, str]:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+def run_program(args: list[str]) -> str:
+    """Run a Python program to completion; return its stdout, fail with its stderr."""
+    result = subprocess.run([sys.executable, *args], cwd=ROOT, env=program_env(),
+                            capture_output=True, text=True, timeout=PROGRAM_TIMEOUT_S)
+    assert result.returncode == 0, f"{args} failed:\n{result.stderr[-4000:]}"
+    return result.stdout
+
+
+def line_of(path: pathlib.Path | str, marker: str) -> int:
+    """1-based number of the line of ``path`` that contains ``marker``."""
+    for number, text in enumerate(pathlib.Path(path).read_text().splitlines(), 1):
+        if marker in text:
+            return number
+    raise AssertionError(f"{marker!r} not in {path}")
+
+
+@pytest.fixture(scope="session")
+def constructs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """programs/constructs.py run in every mode: {mode: Dump, "api": ..., "logdir": ...}."""
+    logdir = tmp_path_factory.mktemp("constructs")
+    stdout = run_program([str(PROGRAMS / "constructs.py"), str(logdir), *ALL_MODES])
+    import json
+
+    dumps: dict[str, object] = {"api": json.loads(stdout.strip().splitlines()[-1]),
+                                "logdir": logdir}
+    for mode in ALL_MODES:
+        dumps[mode] = load_run(run_dirs(str(logdir / mode))[0])
+    dumps["filtered"] = load_run(run_dirs(str(logdir / "filtered"))[0])
+    return dumps
+
+
+@pytest.fixture(scope="session")
+def mnist_dump(tmp_path_factory: pytest.TempPathFactory) -> tuple[Dump, str]:
+    """The example program, FULL_HEALTH, 4 steps: its dump and its stdout."""
+    logdir = tmp_path_factory.mktemp("mnist")
+    stdout = run_program(["-m", "instrument.examples.debug_mnist", "--max_steps", "4",
+                          "--dump_dir", str(logdir)])
+    return load_run(run_dirs(str(logdir))[0]), stdout
