@@ -110,8 +110,8 @@ class SourceCodeView(LineList):
         rows = len(view.lines) if view.lines is not None else len(self._note_rows(view))
         self.set_row_count(rows)
         if view.lines is not None:
-            self.call_after_refresh(self.move_cursor, view.line - 1, center=True)
             self.move_cursor(view.line - 1, center=True)
+            self.call_after_refresh(self.center_cursor)
         else:
             self.move_cursor(0)
 

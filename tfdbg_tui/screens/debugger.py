@@ -87,16 +87,18 @@ class DebuggerScreen(Screen):
             self.select = select
 
     class ContextLoaded(Message):
-        def __init__(self, context: TraceContext | ExecutionContext,
+        def __init__(self, context: TraceContext | ExecutionContext, token: int,
                      detail_only: bool = False) -> None:
             super().__init__()
             self.context = context
+            self.token = token
             self.detail_only = detail_only
 
     class SourceLoaded(Message):
-        def __init__(self, view: SourceView) -> None:
+        def __init__(self, view: SourceView, token: int) -> None:
             super().__init__()
             self.view = view
+            self.token = token
 
     class JumpToTrace(Message):
         def __init__(self, trace_index: int | None, note: str) -> None:
@@ -128,6 +130,14 @@ class DebuggerScreen(Screen):
         self.live = False
         self.hunt_done = False
         self._source_lines: dict[int, SourceView] = {}
+        # Thread workers cannot be stopped: a cancelled one still posts its result.
+        # Each request takes a new token; a result whose token is not the latest of
+        # its kind is stale and dropped.
+        self._tokens = {"selection": 0, "detail": 0, "source": 0}
+
+    def _next_token(self, kind: str) -> int:
+        self._tokens[kind] += 1
+        return self._tokens[kind]
 
     def compose(self) -> ComposeResult:
         yield StatusLine(Text(" opening…"), id="status")
@@ -182,7 +192,7 @@ class DebuggerScreen(Screen):
         timeline = self.query_one(TimelineCells)
         timeline.attach(self.reader)
         if timeline.count:
-            self.load_execution_detail(timeline.first_execution)
+            self.load_execution_detail(timeline.first_execution, self._next_token("detail"))
         self.live = not self.reader.finished
         self.update_status()
         damage = self.reader.damage
@@ -239,7 +249,7 @@ class DebuggerScreen(Screen):
 
     @on(GraphExecutionList.TraceSelected)
     def _trace_selected(self, message: GraphExecutionList.TraceSelected) -> None:
-        self.load_trace(message.trace_index)
+        self.load_trace(message.trace_index, self._next_token("selection"))
 
     class ReadFailed(Message):
         """A worker's read raised a `DumpError` (e.g. a record that left the disk)."""
@@ -254,38 +264,41 @@ class DebuggerScreen(Screen):
                     markup=False)
 
     @work(thread=True, exclusive=True, group="selection")
-    def load_trace(self, trace_index: int) -> None:
+    def load_trace(self, trace_index: int, token: int) -> None:
         try:
             context = load_trace_context(self.reader, trace_index)
         except DumpError as error:
             self.post_message(self.ReadFailed(error))
             return
-        self.post_message(self.ContextLoaded(context))
+        self.post_message(self.ContextLoaded(context, token))
 
     @on(TimelineCells.ExecutionSelected)
     def _execution_selected(self, message: TimelineCells.ExecutionSelected) -> None:
-        self.load_execution(message.execution_index)
+        self.load_execution(message.execution_index, self._next_token("selection"))
 
     @work(thread=True, exclusive=True, group="selection")
-    def load_execution(self, execution_index: int) -> None:
+    def load_execution(self, execution_index: int, token: int) -> None:
         try:
             context = load_execution_context(self.reader, execution_index)
         except DumpError as error:
             self.post_message(self.ReadFailed(error))
             return
-        self.post_message(self.ContextLoaded(context))
+        self.post_message(self.ContextLoaded(context, token))
 
     @work(thread=True, exclusive=True, group="execution-detail")
-    def load_execution_detail(self, execution_index: int) -> None:
+    def load_execution_detail(self, execution_index: int, token: int) -> None:
         """The timeline's detail only (a graph trace is selected: its stack stays)."""
         try:
             context = load_execution_context(self.reader, execution_index)
         except DumpError:
             return  # the step's call is not on disk (yet, or any more): no detail to show
-        self.post_message(self.ContextLoaded(context, detail_only=True))
+        self.post_message(self.ContextLoaded(context, token, detail_only=True))
 
     @on(ContextLoaded)
     def _context_loaded(self, message: ContextLoaded) -> None:
+        kind = "detail" if message.detail_only else "selection"
+        if message.token != self._tokens[kind]:
+            return
         context = message.context
         stack = self.query_one(StackTraceList)
         if isinstance(context, TraceContext):
@@ -300,7 +313,7 @@ class DebuggerScreen(Screen):
             if timeline.count and timeline.selected_execution != context.trace.step \
                     and timeline.first_execution <= context.trace.step < timeline.num_executions:
                 timeline.sync_to_execution(context.trace.step)
-                self.load_execution_detail(context.trace.step)
+                self.load_execution_detail(context.trace.step, self._next_token("detail"))
         else:
             self.query_one(TimelinePane).show_detail(context.execution and context)
             if message.detail_only:
@@ -310,21 +323,22 @@ class DebuggerScreen(Screen):
 
     @on(StackTraceList.FrameSelected)
     def _frame_selected(self, message: StackTraceList.FrameSelected) -> None:
-        self.load_frame_source(message.frame)
+        self.load_frame_source(message.frame, self._next_token("source"))
 
     @work(thread=True, exclusive=True, group="source")
-    def load_frame_source(self, frame) -> None:
+    def load_frame_source(self, frame, token: int) -> None:
         """Highlight the frame's file (once per file) and show its line."""
         cached = self._source_lines.get(frame.file_id)
         if cached is None:
             cached = load_source(self.reader, frame)
             self._source_lines[frame.file_id] = cached
         self.post_message(self.SourceLoaded(
-            SourceView(frame.path, frame.line, cached.lines, cached.note)))
+            SourceView(frame.path, frame.line, cached.lines, cached.note), token))
 
     @on(SourceLoaded)
     def _source_loaded(self, message: SourceLoaded) -> None:
-        self.query_one(SourceCodePane).show(message.view)
+        if message.token == self._tokens["source"]:
+            self.query_one(SourceCodePane).show(message.view)
 
     @on(AlertList.AlertSelected)
     def _alert_selected(self, message: AlertList.AlertSelected) -> None:

@@ -185,6 +185,11 @@ class LineList(ScrollView, can_focus=True):
                            animate=False, immediate=True)
         self.cursor = row
 
+    def center_cursor(self) -> None:
+        """Scroll the cursor row to the middle (the cursor itself stays)."""
+        visible = self.scrollable_content_region.height - self.header_height
+        self.scroll_to(y=max(0, self.cursor - visible // 2), animate=False, immediate=True)
+
     def keep_cursor_visible(self) -> None:
         """Scroll just enough that the cursor row is on screen."""
         height = self.scrollable_content_region.height - self.header_height
