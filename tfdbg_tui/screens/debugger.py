@@ -7,8 +7,6 @@ reach into each other.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 from rich.text import Text
 from textual import on, work
@@ -16,7 +14,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Footer
 
 import reader as dump_reader_module
@@ -32,7 +29,7 @@ from tfdbg_tui.panes.graph_structure import GraphStructureList, GraphStructurePa
 from tfdbg_tui.panes.source_code import SourceCodePane, SourceView
 from tfdbg_tui.panes.stack_trace import StackTraceList, StackTracePane
 from tfdbg_tui.panes.timeline import TimelineCells, TimelinePane
-from tfdbg_tui.screens.prompt import PromptScreen
+from tfdbg_tui.screens.trace_navigation import TraceNavigation
 from tfdbg_tui.widgets.status_line import StatusLine
 
 ALERT_LIMIT_PER_TYPE = 1000
@@ -47,7 +44,7 @@ PANE_KEYS = (
 )
 
 
-class DebuggerScreen(Screen):
+class DebuggerScreen(TraceNavigation):
     """The six panes of one run, a status line and the footer.
 
     Args:
@@ -68,16 +65,22 @@ class DebuggerScreen(Screen):
     ]
 
     class ReaderOpened(Message):
+        """The run is open and indexed (`reader` is a `reader.DumpReader`)."""
+
         def __init__(self, reader) -> None:
             super().__init__()
             self.reader = reader
 
     class OpenFailed(Message):
+        """The run could not be opened; the app exits with the error's status."""
+
         def __init__(self, error: DumpError) -> None:
             super().__init__()
             self.error = error
 
     class HuntLoaded(Message):
+        """Alerts, the root cause and the alert trace indices; `select` moves the panes."""
+
         def __init__(self, alerts: AlertSummary, root_cause: RootCause | None,
                      alert_traces: np.ndarray, select: bool) -> None:
             super().__init__()
@@ -87,6 +90,8 @@ class DebuggerScreen(Screen):
             self.select = select
 
     class ContextLoaded(Message):
+        """What the panes show about a selected trace or execution."""
+
         def __init__(self, context: TraceContext | ExecutionContext, token: int,
                      detail_only: bool = False) -> None:
             super().__init__()
@@ -95,22 +100,12 @@ class DebuggerScreen(Screen):
             self.detail_only = detail_only
 
     class SourceLoaded(Message):
+        """A frame's highlighted source file, for Source Code."""
+
         def __init__(self, view: SourceView, token: int) -> None:
             super().__init__()
             self.view = view
             self.token = token
-
-    class JumpToTrace(Message):
-        def __init__(self, trace_index: int | None, note: str) -> None:
-            super().__init__()
-            self.trace_index = trace_index
-            self.note = note
-
-    class ValueLoaded(Message):
-        def __init__(self, title: str, value) -> None:
-            super().__init__()
-            self.title = title
-            self.value = value
 
     def __init__(self, logdir: str, run_id: str | None = None, *, run_count: int = 1,
                  poll_interval_s: float = POLL_INTERVAL_S, opening=None) -> None:
@@ -126,7 +121,6 @@ class DebuggerScreen(Screen):
         self.alert_summary: AlertSummary | None = None
         self.root_cause: RootCause | None = None
         self.trace_context: TraceContext | None = None
-        self.last_search: str | None = None
         self.live = False
         self.hunt_done = False
         self._source_lines: dict[int, SourceView] = {}
@@ -251,18 +245,6 @@ class DebuggerScreen(Screen):
     def _trace_selected(self, message: GraphExecutionList.TraceSelected) -> None:
         self.load_trace(message.trace_index, self._next_token("selection"))
 
-    class ReadFailed(Message):
-        """A worker's read raised a `DumpError` (e.g. a record that left the disk)."""
-
-        def __init__(self, error: DumpError) -> None:
-            super().__init__()
-            self.error = error
-
-    @on(ReadFailed)
-    def _read_failed(self, message: ReadFailed) -> None:
-        self.notify(literal(str(message.error)), title="Could not read", severity="warning",
-                    markup=False)
-
     @work(thread=True, exclusive=True, group="selection")
     def load_trace(self, trace_index: int, token: int) -> None:
         try:
@@ -358,105 +340,6 @@ class DebuggerScreen(Screen):
         graph_list = self.query_one(GraphExecutionList)
         graph_list.select_trace(neighbour.trace_index)
         graph_list.focus()
-
-    # -- graph execution actions ----------------------------------------------------------
-
-    @on(GraphExecutionList.ActionRequested)
-    def _graph_action(self, message: GraphExecutionList.ActionRequested) -> None:
-        graph_list = self.query_one(GraphExecutionList)
-        current = graph_list.selected_trace
-        action = message.action
-        if action == "alert_jump":
-            self.jump_to_alert_trace(message.argument, current)
-        elif action == "go_to_index":
-            self.app.push_screen(PromptScreen("Go to trace #", "a trace index"),
-                                 self._go_to_index)
-        elif action == "search":
-            self.app.push_screen(
-                PromptScreen("Search op name or type (regex)", "e.g. Log|softmax"),
-                self._search_entered)
-        elif action in ("search_next", "search_previous"):
-            if self.last_search is None:
-                self.notify("no search yet: press / first")
-            else:
-                start = (current or 0) + (1 if action == "search_next" else -1)
-                self.search(self.last_search, start, action == "search_next")
-        elif action == "first_input":
-            context = self.trace_context
-            target = next((n for n in (context.inputs if context else ())
-                           if n.trace_index is not None), None)
-            if target is None:
-                self.notify("the selected op has no traced input")
-            else:
-                graph_list.select_trace(target.trace_index)
-        elif action == "show_value":
-            if current is not None:
-                self.load_value(current)
-
-    def jump_to_alert_trace(self, which: str, current: int | None) -> None:
-        target = self.trace_rows.alert_trace(which, current) if self.trace_rows else None
-        if target is None:
-            self.notify("no alert in the graph traces")
-        else:
-            self.query_one(GraphExecutionList).select_trace(target)
-
-    def _go_to_index(self, value: str | None) -> None:
-        if not value:
-            return
-        try:
-            index = int(value.strip().lstrip("#"))
-        except ValueError:
-            self.notify(f"not a trace index: {value!r}", severity="error", markup=False)
-            return
-        if not self.query_one(GraphExecutionList).select_trace(index):
-            self.notify(f"trace #{index} is not in the dump", severity="warning")
-
-    def _search_entered(self, value: str | None) -> None:
-        if not value:
-            return
-        try:
-            re.compile(value)
-        except re.error as error:
-            self.notify(f"bad regex: {error}", severity="error", markup=False)
-            return
-        self.last_search = value
-        current = self.query_one(GraphExecutionList).selected_trace
-        self.search(value, (current or 0) + 1, True)
-
-    @work(thread=True, exclusive=True, group="search")
-    def search(self, pattern: str, start: int, forward: bool) -> None:
-        found = self.reader.find_trace(pattern, start, forward=forward) if start >= 0 else None
-        note = "" if found is not None else f"no {'later' if forward else 'earlier'} match"
-        self.post_message(self.JumpToTrace(found, note))
-
-    @on(JumpToTrace)
-    def _jump_to_trace(self, message: JumpToTrace) -> None:
-        if message.trace_index is None:
-            self.notify(message.note)
-        else:
-            self.query_one(GraphExecutionList).select_trace(message.trace_index)
-
-    @work(thread=True, exclusive=True, group="value")
-    def load_value(self, trace_index: int) -> None:
-        try:
-            value = self.reader.trace_value(trace_index)
-        except DumpError as error:
-            self.post_message(self.ReadFailed(error))
-            return
-        context = self.trace_context
-        name = f"#{trace_index}"
-        if context is not None and context.op is not None and context.trace.index == trace_index:
-            name += f" {context.op.name}:{context.trace.slot}"
-        self.post_message(self.ValueLoaded(name, value))
-
-    @on(ValueLoaded)
-    def _value_loaded(self, message: ValueLoaded) -> None:
-        if message.value is None:
-            self.notify("no value stored: the dump's mode is not FULL_TENSOR")
-            return
-        from tfdbg_tui.screens.tensor_value import TensorValueScreen
-
-        self.app.push_screen(TensorValueScreen(message.title, message.value))
 
     # -- live updates ---------------------------------------------------------------------
 
