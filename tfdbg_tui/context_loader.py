@@ -6,7 +6,7 @@ Pure functions of a reader: no widgets here. The screen calls them inside
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -44,6 +44,17 @@ class TraceContext:
 
 
 @dataclass(frozen=True)
+class EagerInput:
+    """An input tensor of an eager execution and, when found, what produced it."""
+
+    tensor_id: int
+    producer_index: int | None
+    producer_op_type: str | None
+    slot: int
+    summary: Summary | None
+
+
+@dataclass(frozen=True)
 class ExecutionContext:
     """Everything about one selected eager execution."""
 
@@ -51,7 +62,12 @@ class ExecutionContext:
     graph_name: str | None
     frames: tuple[Frame, ...]
     selected_frame: Frame | None
-    input_producers: dict[int, int] = field(default_factory=dict)
+    inputs: tuple[EagerInput, ...] = ()
+
+
+# How far back to look for the execution that produced an eager input: the producer
+# is nearly always among the last few; the bound keeps a click cheap on huge runs.
+PRODUCER_SEARCH_WINDOW = 256
 
 
 def _op(reader, op_id: int | None) -> Op | None:
@@ -138,7 +154,26 @@ def load_execution_context(reader, execution_index: int) -> ExecutionContext:
     graph = _graph(reader, execution.graph_id)
     graph_name = graph.name if graph else None
     frames, selected = _stack(reader, execution.stack_id)
-    return ExecutionContext(execution, graph_name, frames, selected)
+    return ExecutionContext(execution, graph_name, frames, selected,
+                            _eager_inputs(reader, execution))
+
+
+def _eager_inputs(reader, execution: Execution) -> tuple[EagerInput, ...]:
+    """Each input tensor with the latest earlier execution that output it (if near)."""
+    wanted = set(execution.input_ids)
+    found: dict[int, EagerInput] = {}
+    begin = max(reader.first_execution, execution.index - PRODUCER_SEARCH_WINDOW)
+    for earlier in reversed(reader.executions(begin, execution.index)):
+        for slot, tensor_id in enumerate(earlier.output_ids):
+            if tensor_id in wanted and tensor_id not in found:
+                summaries = earlier.summaries or ()
+                found[tensor_id] = EagerInput(
+                    tensor_id, earlier.index, earlier.op_type, slot,
+                    summaries[slot] if slot < len(summaries) else None)
+        if len(found) == len(wanted):
+            break
+    return tuple(found.get(tensor_id, EagerInput(tensor_id, None, None, 0, None))
+                 for tensor_id in execution.input_ids)
 
 
 def load_source(reader, frame: Frame) -> SourceView:

@@ -229,7 +229,8 @@ class TimelineCells(ScrollView, can_focus=True):
 
 
 def execution_detail(context: ExecutionContext | None, note: str = "") -> Text:
-    """The selected execution: op or function, inputs, and each output's summary."""
+    """The selected execution: op or function, each output's summary, then each input
+    with the execution that produced it (outputs first: a short pane shows them)."""
     if context is None:
         return Text(note or "no eager executions", style="dim")
     execution = context.execution
@@ -239,10 +240,6 @@ def execution_detail(context: ExecutionContext | None, note: str = "") -> Text:
         text.append("  function call")
         if context.graph_name:
             text.append_text(literal_text(f" of graph {context.graph_name}"))
-    text.append(f"  inputs {len(execution.input_ids)}")
-    if execution.input_ids:
-        text.append(" (tensor " + ", ".join(map(str, execution.input_ids[:8]))
-                    + (" …" if len(execution.input_ids) > 8 else "") + ")")
     summaries = execution.summaries or ()
     for slot, dtype in enumerate(execution.output_dtypes):
         text.append(f"\n out {slot}: ")
@@ -251,6 +248,13 @@ def execution_detail(context: ExecutionContext | None, note: str = "") -> Text:
             text.append(dtype)
         else:
             text.append_text(summary_text(summary))
+    for position, eager_input in enumerate(context.inputs):
+        text.append(f"\n in {position}: tensor {eager_input.tensor_id}")
+        if eager_input.producer_index is not None:
+            text.append(f" from #{eager_input.producer_index} ")
+            text.append_text(literal_text(f"{eager_input.producer_op_type}:{eager_input.slot}"))
+            text.append(" ")
+            text.append_text(summary_text(eager_input.summary))
     return text
 
 
