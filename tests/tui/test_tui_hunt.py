@@ -250,3 +250,16 @@ async def test_eager_root_cause_selects_the_timeline_cell(tmp_path):
         assert app.focused is timeline
         await wait_for(pilot, lambda: "#1 Log" in screen_text(app), what="its detail")
         await wait_for(pilot, lambda: _source_shows(app, USER_FILE, LOG_LINE), what="line")
+
+
+async def test_selecting_a_hidden_trace_turns_the_alert_filter_off(nan_logdir):
+    app = make_app(nan_logdir)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for_hunt(pilot)
+        graph_list = app.screen.query_one(GraphExecutionList)
+        await pilot.press("3", "a")
+        assert graph_list.row_count == 6 and "(alerts only)" in screen_text(app)
+        await pilot.press("i")  # Log's input, Softmax:0, is not an alert
+        await wait_for(pilot, lambda: graph_list.selected_trace == 8, what="the input")
+        assert graph_list.row_count == 18 and "(alerts only)" not in screen_text(app)
+        assert not graph_list.select_trace(10_000)

@@ -270,17 +270,21 @@ class GraphExecutionList(LineList):
         return self.rows.trace_index(self.cursor)
 
     def select_trace(self, trace_index: int, *, center: bool = True) -> bool:
-        """Move the cursor to `trace_index`; False when it is not in the list."""
+        """Move the cursor to `trace_index`; False when it is not on disk.
+
+        A trace the alerts-only filter hides turns the filter off.
+        """
         if self.rows is None:
             return False
-        if self.rows.row_of(trace_index) is None or (
-                self.rows.alerts_only and self.rows.trace_index(
-                    self.rows.row_of(trace_index)) != trace_index):
-            if not self.rows.alerts_only:
-                return False
+        row = self.rows.row_of(trace_index)
+        if self.rows.alerts_only and (row is None or self.rows.trace_index(row) != trace_index):
             self.rows.alerts_only = False
             self.data_changed()
-        self.move_cursor(self.rows.row_of(trace_index), center=center)
+            self.border_title_changed()
+            row = self.rows.row_of(trace_index)
+        if row is None:
+            return False
+        self.move_cursor(row, center=center)
         return True
 
     def cursor_changed(self, row: int) -> None:
