@@ -84,3 +84,17 @@ async def test_full_tensor_value_view_highlights_nan_and_inf(tmp_path):
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, TensorValueScreen),
                        what="back")
+
+
+async def test_an_empty_run_opens_and_every_key_is_harmless(tmp_path):
+    DumpWriter(tmp_path, {"tensor_debug_mode": fmt.NO_TENSOR, "eager_mode": True},
+               flush_interval_s=None).close()
+    app = make_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: "no NaN or inf so far" in screen_text(app),
+                       what="the empty alert list")
+        for key in ("3", "f", "full_stop", "comma", "a", "a", "i", "v", "n", "end", "2",
+                    "right", "end", "1", "enter", "4", "enter", "6", "l", "5", "pagedown",
+                    "right_square_bracket", "z", "z"):
+            await pilot.press(key)
+        assert app.is_running and "executions 0  traces 0" in screen_text(app)
