@@ -263,3 +263,15 @@ async def test_selecting_a_hidden_trace_turns_the_alert_filter_off(nan_logdir):
         await wait_for(pilot, lambda: graph_list.selected_trace == 8, what="the input")
         assert graph_list.row_count == 18 and "(alerts only)" not in screen_text(app)
         assert not graph_list.select_trace(10_000)
+
+
+async def test_source_code_scrolls_sideways(nan_logdir):
+    app = make_app(nan_logdir)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_hunt(pilot)
+        await wait_for(pilot, lambda: _source_shows(app, USER_FILE, LOG_LINE), what="line")
+        await pilot.press("5", "right")
+        await wait_for(pilot, lambda: "▶ 8 probs = tf.math.log(probs)" in
+                       screen_text(app), what="the line scrolled by 8 columns")
+        await pilot.press("left")
+        await wait_for(pilot, lambda: "▶ 8     log_probs" in screen_text(app), what="back")

@@ -27,6 +27,7 @@ def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
     from tfdbg_tui.panes.alerts import AlertList
     from tfdbg_tui.panes.graph_execution import GraphExecutionList
     from tfdbg_tui.panes.graph_structure import GraphStructureList
+    from tfdbg_tui.panes.source_code import SourceCodeView
     from tfdbg_tui.panes.stack_trace import StackTraceList
     from tfdbg_tui.panes.timeline import TimelineCells
     from tfdbg_tui.screens.debugger import DebuggerScreen
@@ -46,6 +47,7 @@ def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
         ("2 Python Execution Timeline", rows(TimelineCells.BINDINGS)),
         ("3 Graph Execution", rows(GraphExecutionList.BINDINGS)),
         ("4 Graph Structure", rows(GraphStructureList.BINDINGS)),
+        ("5 Source Code", rows(SourceCodeView.BINDINGS)),
         ("6 Stack Trace", rows(StackTraceList.BINDINGS)),
         ("Tensor value view (v)", rows(TensorValueScreen.BINDINGS)),
         ("Go-to and search prompts", [("Enter", "Accept")] + rows(PromptScreen.BINDINGS)),
