@@ -11,6 +11,8 @@ import threading
 import weakref
 from typing import Any
 
+import numpy as np
+
 from tensorflow.python.framework import ops
 from tensorflow.python.ops import array_ops, control_flow_util
 
@@ -45,10 +47,7 @@ UNRECORDED_EAGER_OPS = frozenset({
     "DebugNumericSummaryV2", "QueueSizeV2", "QueueDequeueManyV2", "DestroyResourceOp",
 })
 _PLACEHOLDER_OPS = ("Placeholder", "PlaceholderWithDefault")
-# Eager ops after which the trace queue is drained too: a tf.data iterator step runs
-# the pipeline's map functions, whose traces then come right before the step's record.
-DRAINING_EAGER_OPS = frozenset({"IteratorGetNext", "IteratorGetNextSync",
-                                "IteratorGetNextAsOptional"})
+
 
 
 class DumpingCallback:
@@ -85,12 +84,14 @@ class DumpingCallback:
         self._tensor_aliases: dict[str, str] = {}
         self._tf1_placeholder_traces: dict[str, Any] = {}
         self.closed = False
+        # Execution index of each eager function call, by call ordinal.
+        self._call_executions: list[int] = []
         self.trace_queue: TraceQueue | None = None
         if ops.executing_eagerly_outside_functions():
             self.trace_queue = TraceQueue(mode, self._write_traces)
-            DRAINER.register(self.trace_queue, keep_alive=True)
+            DRAINER.register(self.trace_queue)
         self.host_traces = HostTraceBuffer(mode, self._write_traces)
-        DRAINER.register(self.host_traces, keep_alive=True)
+        DRAINER.register(self.host_traces)
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -108,8 +109,25 @@ class DumpingCallback:
     def _busy(self) -> _Busy:
         return _Busy(self._guard)
 
-    def _write_traces(self, trace_points: Any, rows: Any, values: Any) -> None:
-        self.writer.add_traces(trace_points, summaries=rows, values=values)
+    def _write_traces(self, trace_points: np.ndarray, rows: np.ndarray | None,
+                      values: list[Any] | None, ordinals: np.ndarray | None) -> None:
+        """Write a drained batch as one chunk per call it ran in."""
+        if ordinals is None:
+            self.writer.add_traces(trace_points, summaries=rows, values=values)
+            return
+        # Runs of equal call ordinals: [start, end) index ranges.
+        cuts = np.flatnonzero(np.diff(ordinals)) + 1
+        bounds = np.concatenate(([0], cuts, [len(ordinals)]))
+        for start, end in zip(bounds[:-1], bounds[1:]):
+            ordinal = int(ordinals[start])
+            # A call still running (or not yet made, for traces computed outside
+            # calls) gets the next execution index.
+            step = (self._call_executions[ordinal] if ordinal < len(self._call_executions)
+                    else self.writer.num_executions)
+            self.writer.add_traces(
+                trace_points[start:end], step=step,
+                summaries=None if rows is None else rows[start:end],
+                values=None if values is None else values[start:end])
 
     # -- ids ----------------------------------------------------------------------------
 
@@ -152,7 +170,9 @@ class DumpingCallback:
 
     def _graph_batch(self, graph: Any) -> GraphBatch | None:
         if graph in self._batches:
-            return self._batches[graph]
+            batch = self._batches[graph]
+            # Ops added to a graph after its trace was finished are traced one by one.
+            return batch if batch is not None and not batch.finished else None
         batch = None
         if self.trace_queue.batches_supported and is_traced_by_tf_function(graph):
             batch = GraphBatch(graph, self.trace_queue)
@@ -203,12 +223,13 @@ class DumpingCallback:
                 device_ids=device_ids,
                 output_dtypes=[t.dtype.as_datatype_enum for t in outputs],
                 stack_id=stack_id, summaries=summary_rows, values=values)
-            if (is_call or op_type in DRAINING_EAGER_OPS) and self.trace_queue is not None:
-                # The call's graph traces are all queued now: write them before the
-                # call's own record, so the chunk's step is this call's index.
+            if is_call and self.trace_queue is not None:
+                # The call's traces carry its ordinal; map it to the call's index. The
+                # queue's lock keeps a concurrent drain from seeing one without the other.
                 with self.trace_queue.lock:
-                    self.trace_queue.drain()
-                    self.writer.add_execution(**record)
+                    index = self.writer.add_execution(**record)
+                    self._call_executions.append(index)
+                    self.trace_queue.call_finished()
             else:
                 self.writer.add_execution(**record)
 
@@ -257,6 +278,8 @@ class DumpingCallback:
         batch = self._graph_batch(graph) if eager_rooted and not in_xla else None
         if batch is not None and op is not None:
             batch.before_op(op)
+        if not eager_rooted:
+            self._wait_for_tf1_placeholder_traces(graph, inputs, op)
         if not traced_slots:
             return None
         if batch is not None:
@@ -279,21 +302,25 @@ class DumpingCallback:
             for tensor, trace_point in pending:
                 self.trace_queue.add_trace(tensor, trace_point)
 
+    def _wait_for_tf1_placeholder_traces(self, graph: Any, inputs: Any, op: Any) -> None:
+        """A Placeholder's output cannot be replaced (it must stay feedable): its
+        consumers wait for its trace instead."""
+        if op is None or not self._tf1_placeholder_traces:
+            return
+        for tensor in inputs:
+            trace_op = self._tf1_placeholder_traces.get((id(graph), tensor.name))
+            if trace_op is not None:
+                op._add_control_input(trace_op)  # pylint: disable=protected-access
+
     def _instrument_tf1(self, op_type: str, inputs: Any, outputs: tuple[Any, ...],
                         traced_slots: list[int], trace_points: list[int | None]) -> Any:
         """TF1 graphs run only what a fetch needs: make the outputs depend on the traces."""
-        for tensor in inputs:
-            # A Placeholder's output cannot be replaced (it must stay feedable), so its
-            # consumers wait for its trace instead.
-            trace_op = self._tf1_placeholder_traces.get(tensor.name)
-            if trace_op is not None and outputs:
-                outputs[0].op._add_control_input(trace_op)  # pylint: disable=protected-access
         replaced = list(outputs)
         for slot in traced_slots:
             tensor = outputs[slot]
             trace_op = self.host_traces.add_trace(tensor, trace_points[slot])
             if op_type in _PLACEHOLDER_OPS:
-                self._tf1_placeholder_traces[tensor.name] = trace_op
+                self._tf1_placeholder_traces[(id(tensor.graph), tensor.name)] = trace_op
                 continue
             with ops.control_dependencies([trace_op]):
                 identity = array_ops.identity(tensor, name="tfdbg_tui_identity")

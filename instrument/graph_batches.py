@@ -124,6 +124,8 @@ class GraphBatch:
                     if last_enqueue is not None:
                         nested_op._add_control_input(last_enqueue)  # pylint: disable=protected-access
                     barrier = nested_op
+        # The graph is done; let it be collected (it is a weak key of the callback).
+        self.graph = None
 
 
 class _Sentinel:

@@ -1,15 +1,15 @@
 """Graph execution traces: from inside TensorFlow graphs to the dump, in batches.
 
-The route (docs/instrument.md, "How graph traces reach the dump"): for each traced
-tensor, the graph gets a ``DebugNumericSummaryV2`` on the tensor's device and a
-``QueueEnqueueV2`` into one ``FIFOQueue`` that was created eagerly and is captured by
-every function graph. The enqueue is stateful, so TensorFlow's automatic control
-dependencies keep it, and, since every enqueue uses the same queue resource, they run
-in the order they were created; no Python runs per tensor. The host drains the queue
-in batches (``QueueSizeV2`` then ``QueueDequeueManyV2``): synchronously after every
-eager function call, and every `DRAIN_INTERVAL_S` from a background thread for traces
-computed outside calls (tf.data pipelines). Each drained batch becomes one ``traces``
-chunk.
+The route (docs/instrument.md, "How graph traces reach the dump"): each traced tensor
+gets a ``DebugNumericSummaryV2`` on its own device, and its row goes into one
+``FIFOQueue`` that was created eagerly and is captured by every function graph; no
+Python runs per tensor. `TraceQueue.add_trace` builds one enqueue per tensor (while and
+cond bodies, tf.data functions); `TraceQueue.batch_row` and `enqueue_batch` serve the
+per-segment batches of tf.function graphs (instrument/graph_batches.py). The host
+drains the queue in batches (``QueueSizeV2`` then ``QueueDequeueManyV2``):
+synchronously after every eager function call, and every `DRAIN_INTERVAL_S` from a
+background thread for traces computed outside calls (tf.data pipelines). Each drained
+batch becomes one ``traces`` chunk.
 
 TF1 graphs (``tf.compat.v1.Session``) cannot capture an eager queue: there a
 ``py_func`` per traced tensor appends to a host-side buffer instead
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -40,20 +39,27 @@ DRAIN_INTERVAL_S = 0.5
 QUEUE_CAPACITY = 1 << 20
 
 # A sink receives one drained batch: trace point ids (int32), summary rows with the
-# format's columns (float64) or None, FULL_TENSOR values or None.
-TraceSink = Callable[[np.ndarray, "np.ndarray | None", "list[dict[str, Any]] | None"], None]
+# format's columns (float64) or None, FULL_TENSOR values or None, and the call ordinal
+# of each trace (int64; None from the TF1 host buffer, which has no calls).
+TraceSink = Callable[[np.ndarray, "np.ndarray | None", "list[dict[str, Any]] | None",
+                      "np.ndarray | None"], None]
 
 
 class TraceQueue:
     """The eager ``FIFOQueue`` that graphs enqueue their traces into.
+
+    Every trace also carries the **call ordinal**: how many eager function calls had
+    completed when it was computed, read in the graph from a counter variable that
+    `call_finished` advances after each call. The sink maps ordinals to execution
+    indices, so drains need not follow each call: the queue's dequeue is an
+    asynchronous kernel whose eager dispatch costs more than a small model's step.
 
     Args:
         mode: The tensor debug mode; fixes the queue's components.
         sink: Receives each drained batch.
 
     Attributes:
-        lock: Held while a batch is dequeued and handed to the sink. Holding it while
-            writing an execution record keeps traces and executions in order.
+        lock: Held while a batch is dequeued and handed to the sink.
     """
 
     def __init__(self, mode: str, sink: TraceSink) -> None:
@@ -72,12 +78,19 @@ class TraceQueue:
             component_dtypes, shapes = [tf.int32], [[]]
         with tf.init_scope():
             self._queue = tf.queue.FIFOQueue(
-                QUEUE_CAPACITY, component_dtypes, shapes=shapes, name="tfdbg_tui_traces")
+                QUEUE_CAPACITY, component_dtypes + [tf.int64], shapes=shapes + [[]],
+                name="tfdbg_tui_traces")
+            self._calls = tf.Variable(0, dtype=tf.int64, trainable=False,
+                                      name="tfdbg_tui_calls")
 
     @property
     def batches_supported(self) -> bool:
         """Whether traces of this mode can be batched per graph segment."""
         return self.mode != fmt.FULL_TENSOR
+
+    def call_finished(self) -> None:
+        """Advance the call ordinal; run eagerly after each eager function call."""
+        self._calls.assign_add(1)
 
     def retire(self) -> None:
         """From now on drained traces are discarded (their run is closed).
@@ -87,6 +100,12 @@ class TraceQueue:
         """
         with self.lock:
             self._sink = _discard
+
+    def _ordinal(self) -> Any:
+        from tensorflow.python.framework import ops
+
+        with ops.control_dependencies(None):
+            return self._calls.read_value()
 
     def add_trace(self, tensor: Any, trace_point: int) -> Any:
         """Build, in the graph being constructed, the ops that trace ``tensor``.
@@ -98,22 +117,25 @@ class TraceQueue:
         from tensorflow.python.ops import gen_data_flow_ops, gen_debug_ops, gen_parsing_ops
 
         handle = self._queue.queue_ref
+        ordinal = self._ordinal()
         if self.mode in summaries.SUMMARY_MODES:
             row = gen_debug_ops.debug_numeric_summary_v2(
                 tensor, output_dtype=dtypes.float64,
                 tensor_debug_mode=summaries.TENSOR_DEBUG_MODE_ENUM[self.mode],
                 tensor_id=trace_point, name="tfdbg_tui_summary")
-            return gen_data_flow_ops.queue_enqueue_v2(handle, [row], name="tfdbg_tui_trace")
+            return gen_data_flow_ops.queue_enqueue_v2(handle, [row, ordinal],
+                                                      name="tfdbg_tui_trace")
         if self.mode == fmt.FULL_TENSOR:
             serialized = gen_parsing_ops.serialize_tensor(tensor, name="tfdbg_tui_value")
             tp = constant_op.constant(trace_point, dtype=dtypes.int32, name="tfdbg_tui_tp")
             return gen_data_flow_ops.queue_enqueue_v2(
-                handle, [tp, serialized], name="tfdbg_tui_trace")
+                handle, [tp, serialized, ordinal], name="tfdbg_tui_trace")
         # NO_TENSOR: only the fact that the tensor was computed, so the enqueue waits
         # for the tensor's op without reading its value.
         with ops.control_dependencies([tensor.op]):
             tp = constant_op.constant(trace_point, dtype=dtypes.int32, name="tfdbg_tui_tp")
-            return gen_data_flow_ops.queue_enqueue_v2(handle, [tp], name="tfdbg_tui_trace")
+            return gen_data_flow_ops.queue_enqueue_v2(handle, [tp, ordinal],
+                                                      name="tfdbg_tui_trace")
 
     def batch_row(self, tensor: Any, trace_point: int) -> Any:
         """What a `GraphBatch` collects for one traced tensor."""
@@ -131,7 +153,7 @@ class TraceQueue:
     def enqueue_batch(self, rows: list[Any], after: Any) -> Any:
         """Build one enqueue of a batch of `batch_row` results, run after op ``after``."""
         from tensorflow.python.framework import constant_op, dtypes, ops
-        from tensorflow.python.ops import array_ops_stack, gen_data_flow_ops
+        from tensorflow.python.ops import array_ops, array_ops_stack, gen_data_flow_ops
 
         deps = [after] if after is not None else []
         # control_dependencies(None) first: the batch may be built while TensorFlow
@@ -139,14 +161,16 @@ class TraceQueue:
         if self.mode in summaries.SUMMARY_MODES:
             with ops.control_dependencies(None), ops.control_dependencies(deps):
                 batch = array_ops_stack.stack(rows, name="tfdbg_tui_rows")
+                ordinals = array_ops.fill([len(rows)], self._ordinal())
                 return gen_data_flow_ops.queue_enqueue_many_v2(
-                    self._queue.queue_ref, [batch], name="tfdbg_tui_traces")
+                    self._queue.queue_ref, [batch, ordinals], name="tfdbg_tui_traces")
         with ops.control_dependencies(None), \
                 ops.control_dependencies(deps + [op for op, _ in rows]):
             tps = constant_op.constant([tp for _, tp in rows], dtype=dtypes.int32,
                                        name="tfdbg_tui_tps")
+            ordinals = array_ops.fill([len(rows)], self._ordinal())
             return gen_data_flow_ops.queue_enqueue_many_v2(
-                self._queue.queue_ref, [tps], name="tfdbg_tui_traces")
+                self._queue.queue_ref, [tps, ordinals], name="tfdbg_tui_traces")
 
     def drain(self) -> int:
         """Dequeue everything queued now, as one batch, into the sink.
@@ -160,23 +184,24 @@ class TraceQueue:
             count = int(self._queue.size().numpy())
             if count == 0:
                 return 0
-            batch = self._queue.dequeue_many(count)
+            *batch, ordinals = self._queue.dequeue_many(count)
+            ordinals = ordinals.numpy()
             if self.mode in summaries.SUMMARY_MODES:
-                raw = batch.numpy()
+                raw = batch[0].numpy()
                 self._sink(summaries.trace_points_of(raw),
-                           summaries.keep_columns(self.mode, raw), None)
+                           summaries.keep_columns(self.mode, raw), None, ordinals)
             elif self.mode == fmt.FULL_TENSOR:
                 tps, serialized = batch
                 self._sink(tps.numpy().astype(np.int32), None,
-                           [_parse_serialized_tensor(s) for s in serialized.numpy()])
+                           [_parse_serialized_tensor(s) for s in serialized.numpy()], ordinals)
             else:
-                self._sink(batch.numpy().astype(np.int32), None, None)
+                self._sink(batch[0].numpy().astype(np.int32), None, None, ordinals)
             return count
 
 
 def _discard(trace_points: np.ndarray, rows: np.ndarray | None,
-             values: list[dict[str, Any]] | None) -> None:
-    del trace_points, rows, values
+             values: list[dict[str, Any]] | None, ordinals: np.ndarray | None) -> None:
+    del trace_points, rows, values, ordinals
 
 
 def _parse_serialized_tensor(serialized: bytes) -> dict[str, Any]:
@@ -254,51 +279,45 @@ class HostTraceBuffer:
             elif self.mode == fmt.FULL_TENSOR:
                 values = self._values
             self._trace_points, self._rows, self._values = [], [], []
-            self._sink(tps, rows, values)
+            self._sink(tps, rows, values, None)
             return count
 
 
 class TraceDrainer:
     """A daemon thread that drains trace queues and buffers every `DRAIN_INTERVAL_S`.
 
-    Retired queues stay registered (their sink discards) for as long as something
-    refers to them: functions traced under an old run still enqueue into them.
+    Sources stay registered after their run is closed (their sink then discards):
+    functions traced under an old run still enqueue into its queue, which must never
+    fill up.
     """
 
     def __init__(self, interval_s: float = DRAIN_INTERVAL_S) -> None:
         self._interval_s = interval_s
-        self._sources: weakref.WeakSet[TraceQueue | HostTraceBuffer] = weakref.WeakSet()
+        self._sources: list[TraceQueue | HostTraceBuffer] = []
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._wake = threading.Event()
 
-    def register(self, source: TraceQueue | HostTraceBuffer, *, keep_alive: bool) -> None:
-        """Drain ``source`` periodically; ``keep_alive`` holds a strong reference."""
+    def register(self, source: TraceQueue | HostTraceBuffer) -> None:
+        """Drain ``source`` periodically from now on."""
         with self._lock:
-            self._sources.add(source)
-            if keep_alive:
-                _KEPT_ALIVE.append(source)
+            self._sources.append(source)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="tfdbg-tui-trace-drain",
                                                 daemon=True)
                 self._thread.start()
 
     def _run(self) -> None:
-        while True:
-            self._wake.wait(self._interval_s)
-            self._wake.clear()
+        stop = threading.Event()  # never set: the thread lives as long as the process
+        while not stop.wait(self._interval_s):
             with self._lock:
                 sources = list(self._sources)
             for source in sources:
                 try:
                     source.drain()
                 except Exception:  # noqa: BLE001 - the thread must survive to keep draining
-                    # A failed drain (e.g. the process is shutting TensorFlow down) is
-                    # reported; the traces stay queued for the next attempt.
+                    # A failed drain (e.g. while the interpreter shuts TensorFlow down)
+                    # is reported; the traces stay queued for the next attempt.
                     logger.exception("tfdbg-tui: draining graph traces failed")
 
-
-# Retired queues that old function graphs still enqueue into.
-_KEPT_ALIVE: list[TraceQueue | HostTraceBuffer] = []
 
 DRAINER = TraceDrainer()
