@@ -74,3 +74,17 @@ def test_source_text_is_escaped_and_never_markup():
     lines = highlight_source(("x = '[red]hi[/red]'  # \x1b[2J", "\tindented"), "a.py")
     assert lines[0].plain == "x = '[red]hi[/red]'  # \\x1b[2J"
     assert lines[1].plain == "        indented"
+
+
+async def test_a_live_run_that_stopped_writing_is_flagged_as_maybe_killed(tmp_path):
+    dump = NanModelDump(tmp_path)
+    dump.add_step(0)
+    dump.flush()  # never closed: like a process killed with SIGKILL
+    app = make_app(tmp_path, poll_interval_s=0.05)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: "● LIVE" in screen_text(app), what="live")
+        app.screen.last_growth -= 60  # as if nothing had been written for a minute
+        app.screen.update_status()
+        await wait_for(pilot, lambda: "s (running, or killed)" in
+                       screen_text(app) and "LIVE? idle 6" in screen_text(app),
+                       what="the idle warning")

@@ -7,6 +7,8 @@ reach into each other.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from rich.text import Text
 from textual import on, work
@@ -33,6 +35,9 @@ from tfdbg_tui.screens.trace_navigation import TraceNavigation
 from tfdbg_tui.widgets.status_line import StatusLine
 
 ALERT_LIMIT_PER_TYPE = 1000
+# How often the status line rechecks a live run that stopped growing (killed runs
+# never write their `end` record; see `StatusLine`).
+IDLE_CHECK_S = 5.0
 
 PANE_KEYS = (
     ("1", "alerts", "Alerts"),
@@ -122,6 +127,7 @@ class DebuggerScreen(TraceNavigation):
         self.root_cause: RootCause | None = None
         self.trace_context: TraceContext | None = None
         self.live = False
+        self.last_growth = time.monotonic()
         self.hunt_done = False
         self._source_lines: dict[int, SourceView] = {}
         # Thread workers cannot be stopped: a cancelled one still posts its result.
@@ -199,6 +205,7 @@ class DebuggerScreen(TraceNavigation):
             self.watcher = DumpWatcher(self.reader, self, self.poll_interval_s)
             self.run_worker(self.watcher.run, thread=True, exclusive=True, group="watch",
                             name="dump watcher")
+            self.set_interval(IDLE_CHECK_S, self.update_status)
 
     @work(thread=True, exclusive=True, group="hunt")
     def load_hunt(self, select: bool) -> None:
@@ -347,6 +354,7 @@ class DebuggerScreen(TraceNavigation):
     def _dump_changed(self, message: DumpChanged) -> None:
         report = message.report
         self.live = not message.finished
+        self.last_growth = time.monotonic()
         assert self.trace_rows is not None
         with self.app.batch_update():
             if report.new_traces or report.new_ops or report.damage:
@@ -375,6 +383,7 @@ class DebuggerScreen(TraceNavigation):
         self.query_one(StatusLine).show(
             self.reader.metadata, live=self.live, num_executions=self.reader.num_executions,
             num_traces=self.reader.num_traces,
+            idle_s=time.monotonic() - self.last_growth if self.live else 0.0,
             alerts=self.alert_summary.total if self.alert_summary is not None else None,
             run_count=self.run_count)
 

@@ -8,6 +8,10 @@ from textual.widgets import Static
 from reader.model import RunMetadata
 from tfdbg_tui.literal import literal
 
+# A live run that wrote nothing for this long may have been killed (a killed run
+# never writes its `end` record).
+IDLE_AFTER_S = 10.0
+
 
 class StatusLine(Static):
     """One line at the top of the debugger screen."""
@@ -17,11 +21,19 @@ class StatusLine(Static):
     """
 
     def show(self, metadata: RunMetadata, *, live: bool, num_executions: int,
-             num_traces: int, alerts: int | None, run_count: int) -> None:
-        """Rewrite the line; the run id goes last, as at 80 columns it may be cut."""
+             num_traces: int, alerts: int | None, run_count: int,
+             idle_s: float = 0.0) -> None:
+        """Rewrite the line; the run id goes last, as at 80 columns it may be cut.
+
+        A live run idle for `IDLE_AFTER_S` or more may have been killed: it says so.
+        """
         text = Text()
-        text.append(" ● LIVE " if live else " finished ",
-                    "bold black on green" if live else "bold reverse")
+        if not live:
+            text.append(" finished ", "bold reverse")
+        elif idle_s >= IDLE_AFTER_S:
+            text.append(f" LIVE? idle {idle_s:.0f}s (running, or killed) ", "bold black on yellow")
+        else:
+            text.append(" ● LIVE ", "bold black on green")
         text.append(f" executions {num_executions:,}  traces {num_traces:,}")
         if alerts is not None:
             text.append(f"  alerts {alerts:,}", "bold red" if alerts else "green")
