@@ -5,11 +5,11 @@ gets a ``DebugNumericSummaryV2`` on its own device, and its row goes into one
 ``FIFOQueue`` that was created eagerly and is captured by every function graph; no
 Python runs per tensor. `TraceQueue.add_trace` builds one enqueue per tensor (while and
 cond bodies, tf.data functions); `TraceQueue.batch_row` and `enqueue_batch` serve the
-per-segment batches of tf.function graphs (instrument/graph_batches.py). The host
-drains the queue in batches (``QueueSizeV2`` then ``QueueDequeueManyV2``):
-synchronously after every eager function call, and every `DRAIN_INTERVAL_S` from a
-background thread for traces computed outside calls (tf.data pipelines). Each drained
-batch becomes one ``traces`` chunk.
+per-segment batches of tf.function graphs (instrument/graph_batches.py). Every row
+also carries the ordinal of the eager function call it ran in. A background thread
+drains the queue in batches (``QueueSizeV2`` then ``QueueDequeueManyV2``) every
+`DRAIN_INTERVAL_S` and at exit; each run of rows with one call ordinal becomes one
+``traces`` chunk.
 
 TF1 graphs (``tf.compat.v1.Session``) cannot capture an eager queue: there a
 ``py_func`` per traced tensor appends to a host-side buffer instead
