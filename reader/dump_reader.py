@@ -194,6 +194,21 @@ class DumpReader:
         with self._lock:
             return self._execs.is_function.view[self._exec_slice(begin, end)].copy()
 
+    def producer_of(self, tensor_id: int, *, before: int | None = None) -> tuple[int, int] | None:
+        """The eager execution that output tensor ``tensor_id``, from the index.
+
+        Args:
+            tensor_id: An eager tensor id (an `Execution`'s ``input_ids`` or ``output_ids``).
+            before: Only executions below this index count (a consumer's own index).
+
+        Returns:
+            (execution index, output slot) of the latest such execution on disk, or
+            None: the tensor was made outside any op callback, or its producer left
+            the disk under a circular buffer.
+        """
+        with self._lock:
+            return self._execs.producer_of(tensor_id, before)
+
     def execution_value(self, index: int, slot: int) -> np.ndarray | None:
         """FULL_TENSOR: the value of output ``slot`` of execution ``index``, else None."""
         with self._lock:

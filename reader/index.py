@@ -263,7 +263,9 @@ class ExecutionIndex:
     """Eager executions: byte locators, op-type codes and flags, one row each.
 
     Alerting outputs are kept apart, one row per (execution, output slot), since only
-    a few executions have them.
+    a few executions have them. Output tensor ids sit in one flat column, in execution
+    order, for `producer_of`: 8 bytes per output plus 8 per execution, no Python
+    object per tensor.
     """
 
     def __init__(self, mode: str) -> None:
@@ -276,8 +278,12 @@ class ExecutionIndex:
         self.op_code = Column(np.int32)
         self.is_function = Column(np.bool_)
         self.is_alert = Column(np.bool_)
-        self.out_first = Column(np.int64)  # first output tensor id, -1 for none
-        self.out_count = Column(np.int32)
+        self.out_start = Column(np.int64)  # row in `out_ids` of the execution's slot 0
+        self.out_ids = Column(np.int64)  # every output tensor id; -1 for a malformed one
+        # TF's eager tensor ids come from one global counter, so the column is sorted
+        # in practice and a lookup is a binary search; otherwise it is a linear scan.
+        self.out_sorted = True
+        self._last_out_id = -1
         self.op_types: list[str] = []
         self._op_codes: dict[str, int] = {}
         self.alert_index = Column(np.int64)
@@ -328,9 +334,16 @@ class ExecutionIndex:
         self.op_code.append(code)
         self.is_function.append(graph is not None or op_type.startswith("__inference_"))
         self.is_alert.append(bool(alert_slots))
-        first_out = outputs[0] if outputs and _is_int(outputs[0]) else -1
-        self.out_first.append(first_out)
-        self.out_count.append(len(outputs))
+        self.out_start.append(self.out_ids.size)
+        previous = self._last_out_id
+        for tensor_id in outputs:
+            if not (_is_int(tensor_id) and 0 <= tensor_id < 1 << 63):
+                tensor_id = -1
+            if tensor_id < previous:
+                self.out_sorted = False
+            self.out_ids.append(tensor_id)
+            previous = tensor_id
+        self._last_out_id = previous
         for slot, counts in alert_slots:
             self.alert_index.append(index)
             self.alert_slot.append(slot)
@@ -361,6 +374,31 @@ class ExecutionIndex:
                 f"an exec record whose summaries do not have {self.width} columns")
         return slots, rows
 
+    def producer_of(self, tensor_id: int, before: int | None = None) -> tuple[int, int] | None:
+        """(execution index, output slot) of the latest execution that output
+        ``tensor_id``, among those below ``before`` (all when None); None if none."""
+        if tensor_id < 0 or not self.out_ids.size:
+            return None
+        rows = self.out_ids.size
+        if before is not None:
+            end = before - self.first
+            if end <= 0:
+                return None
+            if end < len(self):
+                rows = int(self.out_start.buffer[end])
+        ids = self.out_ids.view[:rows]
+        if self.out_sorted:
+            row = int(np.searchsorted(ids, tensor_id, side="right")) - 1
+            if row < 0 or ids[row] != tensor_id:
+                return None
+        else:
+            hits = np.flatnonzero(ids == tensor_id)
+            if not hits.size:
+                return None
+            row = int(hits[-1])
+        execution = int(np.searchsorted(self.out_start.view, row, side="right")) - 1
+        return self.first + execution, row - int(self.out_start.buffer[execution])
+
     def drop_segments_before(self, segment: int) -> int:
         """Forget executions of segments numbered below ``segment``; returns how many."""
         count = int(np.searchsorted(self.segment.view, segment, side="left"))
@@ -370,9 +408,15 @@ class ExecutionIndex:
 
     def drop_front(self, count: int) -> None:
         """Forget the first ``count`` executions."""
+        outputs = int(self.out_start.buffer[count]) if count < len(self) else self.out_ids.size
         for column in (self.offset, self.length, self.segment, self.op_code,
-                       self.is_function, self.is_alert, self.out_first, self.out_count):
+                       self.is_function, self.is_alert, self.out_start):
             column.drop_front(count)
+        self.out_ids.drop_front(outputs)
+        self.out_start.view[:] -= outputs
+        ids = self.out_ids.view
+        self.out_sorted = bool(np.all(ids[1:] >= ids[:-1]))
+        self._last_out_id = int(ids[-1]) if ids.size else -1
         self.first += count
         alerts = int(np.searchsorted(self.alert_index.view, self.first, side="left"))
         for column in (self.alert_index, self.alert_slot, self.alert_counts):

@@ -96,23 +96,6 @@ def _execution_or_none(reader: DumpReader, index: int) -> Execution | None:
         return None  # the call is not recorded yet (still running) or left the disk
 
 
-def _producer(reader: DumpReader, tensor_id: int, before: int) -> tuple[int, int] | None:
-    """(execution index, output slot) of the latest execution before ``before`` that
-    output eager tensor ``tensor_id``."""
-    execs = reader._execs
-    end = min(before, execs.end) - execs.first
-    if end <= 0:
-        return None
-    out_first = execs.out_first.view[:end]
-    out_count = execs.out_count.view[:end]
-    candidates = np.flatnonzero((out_first <= tensor_id) & (tensor_id < out_first + out_count))
-    for row in candidates[::-1].tolist():
-        outputs = reader.execution(row + execs.first).output_ids
-        if tensor_id in outputs:
-            return row + execs.first, outputs.index(tensor_id)
-    return None
-
-
 def _eager_root_cause(reader: DumpReader, first: Alert) -> RootCause:
     index, slot = first.index, first.slot
     visited = {index}
@@ -122,7 +105,7 @@ def _eager_root_cause(reader: DumpReader, first: Alert) -> RootCause:
         indices: list[int | None] = []
         culprit = None
         for tensor_id in execution.input_ids:
-            produced = _producer(reader, tensor_id, index)
+            produced = reader.producer_of(tensor_id, before=index)
             if produced is None:
                 inputs.append((TensorRef(name=f"tensor {tensor_id}", op_id=None, slot=0), None))
                 indices.append(None)

@@ -65,11 +65,6 @@ class ExecutionContext:
     inputs: tuple[EagerInput, ...] = ()
 
 
-# How far back to look for the execution that produced an eager input: the producer
-# is nearly always among the last few; the bound keeps a click cheap on huge runs.
-PRODUCER_SEARCH_WINDOW = 256
-
-
 def _op(reader, op_id: int | None) -> Op | None:
     """An op, or None while its definition has not been read."""
     if op_id is None:
@@ -159,21 +154,19 @@ def load_execution_context(reader, execution_index: int) -> ExecutionContext:
 
 
 def _eager_inputs(reader, execution: Execution) -> tuple[EagerInput, ...]:
-    """Each input tensor with the latest earlier execution that output it (if near)."""
-    wanted = set(execution.input_ids)
-    found: dict[int, EagerInput] = {}
-    begin = max(reader.first_execution, execution.index - PRODUCER_SEARCH_WINDOW)
-    for earlier in reversed(reader.executions(begin, execution.index)):
-        for slot, tensor_id in enumerate(earlier.output_ids):
-            if tensor_id in wanted and tensor_id not in found:
-                summaries = earlier.summaries or ()
-                found[tensor_id] = EagerInput(
-                    tensor_id, earlier.index, earlier.op_type, slot,
-                    summaries[slot] if slot < len(summaries) else None)
-        if len(found) == len(wanted):
-            break
-    return tuple(found.get(tensor_id, EagerInput(tensor_id, None, None, 0, None))
-                 for tensor_id in execution.input_ids)
+    """Each input tensor with the earlier execution that output it, when on disk."""
+    inputs = []
+    for tensor_id in execution.input_ids:
+        produced = reader.producer_of(tensor_id, before=execution.index)
+        if produced is None:
+            inputs.append(EagerInput(tensor_id, None, None, 0, None))
+            continue
+        producer_index, slot = produced
+        producer = reader.execution(producer_index)
+        summaries = producer.summaries or ()
+        inputs.append(EagerInput(tensor_id, producer_index, producer.op_type, slot,
+                                 summaries[slot] if slot < len(summaries) else None))
+    return tuple(inputs)
 
 
 def load_source(reader, frame: Frame) -> SourceView:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from synthetic_dumps import NanModelDump, write_nan_dump
+from synthetic_dumps import FLOAT32, NanModelDump, health_row, write_nan_dump
 from tui_helpers import make_app, screen_text, wait_for, wait_for_hunt
 
+import reader
+from instrument.writer import DumpWriter
+from reader import format as fmt
+from tfdbg_tui.context_loader import load_execution_context
 from tfdbg_tui.panes.alerts import AlertList
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 from tfdbg_tui.panes.source_code import highlight_source
@@ -88,3 +92,25 @@ async def test_a_live_run_that_stopped_writing_is_flagged_as_maybe_killed(tmp_pa
         await wait_for(pilot, lambda: "s (running, or killed)" in
                        screen_text(app) and "LIVE? idle 6" in screen_text(app),
                        what="the idle warning")
+
+
+def test_execution_detail_finds_an_input_produced_long_before(tmp_path):
+    """The timeline's detail names an input's producer however far back it ran."""
+    writer = DumpWriter(tmp_path, {"tensor_debug_mode": fmt.FULL_HEALTH},
+                        flush_interval_s=None)
+    row = health_row([1.0, 2.0])
+
+    def execute(op_type, inputs, outputs):
+        return writer.add_execution(op_type=op_type, graph_id=None, input_ids=inputs,
+                                    output_ids=outputs, device_ids=[],
+                                    output_dtypes=[FLOAT32] * len(outputs), stack_id=None,
+                                    summaries=[row] * len(outputs))
+
+    execute("ReadVariableOp", [], [7])
+    for i in range(2000):
+        execute("AddV2", [], [100 + i])
+    consumer = execute("MatMul", [7, 2099, 5], [9999])
+    writer.close()
+    context = load_execution_context(reader.open_run(tmp_path), consumer)
+    assert [(i.tensor_id, i.producer_index, i.producer_op_type) for i in context.inputs] == [
+        (7, 0, "ReadVariableOp"), (2099, 2000, "AddV2"), (5, None, None)]
