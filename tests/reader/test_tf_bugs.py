@@ -16,18 +16,9 @@ import reader
 from tests.reader.conftest import TF_BUGS
 
 
-# A known failure of the program itself, not of the reader: under `instrument`, a
-# tf.function calling another one fails to run ("N nodes in a cycle") while TF's own
-# dumper runs it. Any other failure, and any wrong answer on a dump, still fails.
-INSTRUMENT_NESTED_FUNCTION_BUG = "nodes in a cycle"
-
-
 @pytest.mark.parametrize("name", sorted(TF_BUGS))
 def test_root_cause_names_the_buggy_op_and_line(tf_dumps, name):
     dump = tf_dumps[name]
-    if dump.returncode != 0 and INSTRUMENT_NESTED_FUNCTION_BUG in dump.stderr:
-        pytest.xfail("instrument cannot run nested tf.functions yet: "
-                     + dump.stderr.strip().splitlines()[-1][:200])
     assert dump.returncode == 0, dump.stderr[-2000:]
     op_type, kind = TF_BUGS[name]
     opened = reader.open_run(dump.logdir)
