@@ -13,6 +13,7 @@ from textual.message_pump import MessagePump
 
 from reader.errors import DumpError
 from reader.model import UpdateReport
+from tfdbg_tui.messages import DumpFailed
 
 # New records reach the screen within one poll interval plus the writer's flush
 # interval (0.5 s): about 1.5 s, inside the 2 s the design allows.
@@ -28,12 +29,8 @@ class DumpChanged(Message):
         self.finished = finished
 
 
-class DumpWatchFailed(Message):
+class DumpWatchFailed(DumpFailed):
     """`update()` raised a `DumpError`; the watcher stopped."""
-
-    def __init__(self, error: DumpError) -> None:
-        super().__init__()
-        self.error = error
 
 
 class DumpWatcher:

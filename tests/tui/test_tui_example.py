@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tui_helpers import make_app, screen_text, wait_for, wait_for_hunt
+from tui_helpers import hunted_app, screen_text, wait_for
 
 from tfdbg_tui.panes.alerts import AlertList
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
@@ -12,9 +12,7 @@ from tfdbg_tui.panes.stack_trace import StackTraceList
 
 
 async def test_hunt_on_the_example_alert_log_op_input_stack_and_source(example_logdir):
-    app = make_app(example_logdir)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for_hunt(pilot)
+    async with hunted_app(example_logdir, (80, 24)) as (app, pilot):
         root = app.screen.root_cause
         assert root.op is not None and root.op.op_type == "Log"
         graph_list = app.screen.query_one(GraphExecutionList)

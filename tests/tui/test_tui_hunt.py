@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from synthetic_dumps import FLOAT32, LOG_LINE, USER_FILE, USER_SOURCE, health_row
-from tui_helpers import make_app, screen_text, wait_for, wait_for_hunt
+from tui_helpers import hunted_app, screen_text, wait_for
 
 from instrument.writer import DumpWriter
 from reader import format as fmt
@@ -24,9 +24,7 @@ def _source_shows(app, path_end: str, line: int) -> bool:
 
 
 async def test_open_selects_root_cause_its_stack_and_source_line(nan_logdir):
-    app = make_app(nan_logdir)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for_hunt(pilot)
+    async with hunted_app(nan_logdir, (80, 24)) as (app, pilot):
         graph_list = app.screen.query_one(GraphExecutionList)
         # The first -inf is trace 9 (step 1's Log:0); the graph list holds it, focused.
         await wait_for(pilot, lambda: graph_list.selected_trace == 9, what="trace 9")
@@ -46,9 +44,7 @@ async def test_open_selects_root_cause_its_stack_and_source_line(nan_logdir):
 
 
 async def test_inputs_are_one_keystroke_away_and_enter_jumps_to_their_trace(nan_logdir):
-    app = make_app(nan_logdir)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for_hunt(pilot)
+    async with hunted_app(nan_logdir, (80, 24)) as (app, pilot):
         structure = app.screen.query_one(GraphStructureList)
         await wait_for(pilot, lambda: structure.context is not None, what="structure")
         # The input rows are highlighted in the list already...
@@ -67,9 +63,7 @@ async def test_inputs_are_one_keystroke_away_and_enter_jumps_to_their_trace(nan_
 
 
 async def test_i_key_goes_to_the_input_trace(nan_logdir):
-    app = make_app(nan_logdir)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for_hunt(pilot)
+    async with hunted_app(nan_logdir, (80, 24)) as (app, pilot):
         structure = app.screen.query_one(GraphStructureList)
         await wait_for(pilot, lambda: structure.context is not None, what="structure")
         await pilot.press("i")
@@ -78,9 +72,7 @@ async def test_i_key_goes_to_the_input_trace(nan_logdir):
 
 
 async def test_next_and_previous_alert_keys_move_every_pane(nan_logdir):
-    app = make_app(nan_logdir)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await wait_for_hunt(pilot)
+    async with hunted_app(nan_logdir, (100, 30)) as (app, pilot):
         alerts = app.screen.query_one(AlertList)
         graph_list = app.screen.query_one(GraphExecutionList)
         await wait_for(pilot, lambda: graph_list.selected_trace == 9, what="root cause")
@@ -100,9 +92,7 @@ async def test_next_and_previous_alert_keys_move_every_pane(nan_logdir):
 
 
 async def test_graph_execution_alert_jumps_filter_and_go_to_index(nan_logdir):
-    app = make_app(nan_logdir)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await wait_for_hunt(pilot)
+    async with hunted_app(nan_logdir, (100, 30)) as (app, pilot):
         graph_list = app.screen.query_one(GraphExecutionList)
         await pilot.press("3", "home")
         assert graph_list.selected_trace == 0
@@ -123,9 +113,7 @@ async def test_graph_execution_alert_jumps_filter_and_go_to_index(nan_logdir):
 
 
 async def test_search_by_op_type_regex(nan_logdir):
-    app = make_app(nan_logdir)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await wait_for_hunt(pilot)
+    async with hunted_app(nan_logdir, (100, 30)) as (app, pilot):
         graph_list = app.screen.query_one(GraphExecutionList)
         await pilot.press("3", "home", "slash")
         await pilot.press(*"Soft", "enter")
@@ -137,9 +125,7 @@ async def test_search_by_op_type_regex(nan_logdir):
 
 
 async def test_stack_frames_choose_source_and_library_frames_hide(nan_logdir):
-    app = make_app(nan_logdir)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await wait_for_hunt(pilot)
+    async with hunted_app(nan_logdir, (100, 30)) as (app, pilot):
         stack = app.screen.query_one(StackTraceList)
         await wait_for(pilot, lambda: len(stack.frames) == 3, what="stack")
         await pilot.press("6")
@@ -160,9 +146,7 @@ async def test_stack_frames_choose_source_and_library_frames_hide(nan_logdir):
     ("1", "alerts"), ("2", "timeline"), ("3", "graph-execution"),
     ("4", "graph-structure"), ("5", "source-code"), ("6", "stack-trace")])
 async def test_number_keys_focus_panes_and_z_zooms(nan_logdir, key, widget_id):
-    app = make_app(nan_logdir)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for_hunt(pilot)
+    async with hunted_app(nan_logdir, (80, 24)) as (app, pilot):
         await pilot.press(key)
         assert app.focused.id == widget_id
         await pilot.press("z")
@@ -173,9 +157,7 @@ async def test_number_keys_focus_panes_and_z_zooms(nan_logdir, key, widget_id):
 
 
 async def test_timeline_moves_and_shows_the_execution(nan_logdir):
-    app = make_app(nan_logdir)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await wait_for_hunt(pilot)
+    async with hunted_app(nan_logdir, (100, 30)) as (app, pilot):
         timeline = app.screen.query_one(TimelineCells)
         await pilot.press("2", "home")
         assert timeline.selected_execution == 0
@@ -194,9 +176,7 @@ async def test_timeline_moves_and_shows_the_execution(nan_logdir):
 
 
 async def test_question_mark_lists_every_key(nan_logdir):
-    app = make_app(nan_logdir)
-    async with app.run_test(size=(100, 50)) as pilot:
-        await wait_for_hunt(pilot)
+    async with hunted_app(nan_logdir, (100, 50)) as (app, pilot):
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: "Anywhere" in screen_text(app), what="help")
         assert isinstance(app.screen, HelpScreen)
@@ -209,18 +189,14 @@ async def test_question_mark_lists_every_key(nan_logdir):
 
 
 async def test_q_quits(nan_logdir):
-    app = make_app(nan_logdir)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for_hunt(pilot)
+    async with hunted_app(nan_logdir, (80, 24)) as (app, pilot):
         await pilot.press("q")
         await wait_for(pilot, lambda: not app.is_running, what="exit")
     assert app.return_code == 0
 
 
 async def test_command_palette_runs_debugger_actions(nan_logdir):
-    app = make_app(nan_logdir)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await wait_for_hunt(pilot)
+    async with hunted_app(nan_logdir, (100, 30)) as (app, pilot):
         await pilot.press("ctrl+p")
         await pilot.press(*"Focus Stack")
         await wait_for(pilot, lambda: "Focus Stack Trace" in screen_text(app), what="command")
@@ -242,9 +218,7 @@ async def test_eager_root_cause_selects_the_timeline_cell(tmp_path):
                          device_ids=[], output_dtypes=[FLOAT32], stack_id=stack,
                          summaries=[health_row(np.log(values[1:]).tolist() + [-np.inf])])
     writer.close()
-    app = make_app(tmp_path)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for_hunt(pilot)
+    async with hunted_app(tmp_path, (80, 24)) as (app, pilot):
         timeline = app.screen.query_one(TimelineCells)
         await wait_for(pilot, lambda: timeline.selected_execution == 1, what="the Log cell")
         assert app.focused is timeline
@@ -253,9 +227,7 @@ async def test_eager_root_cause_selects_the_timeline_cell(tmp_path):
 
 
 async def test_selecting_a_hidden_trace_turns_the_alert_filter_off(nan_logdir):
-    app = make_app(nan_logdir)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await wait_for_hunt(pilot)
+    async with hunted_app(nan_logdir, (100, 30)) as (app, pilot):
         graph_list = app.screen.query_one(GraphExecutionList)
         await pilot.press("3", "a")
         assert graph_list.row_count == 6 and "(alerts only)" in screen_text(app)
@@ -266,9 +238,7 @@ async def test_selecting_a_hidden_trace_turns_the_alert_filter_off(nan_logdir):
 
 
 async def test_source_code_scrolls_sideways(nan_logdir):
-    app = make_app(nan_logdir)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for_hunt(pilot)
+    async with hunted_app(nan_logdir, (80, 24)) as (app, pilot):
         await wait_for(pilot, lambda: _source_shows(app, USER_FILE, LOG_LINE), what="line")
         await pilot.press("5", "right")
         await wait_for(pilot, lambda: "▶ 8 probs = tf.math.log(probs)" in

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from synthetic_dumps import FLOAT32, NanModelDump, health_row, write_nan_dump
-from tui_helpers import make_app, screen_text, wait_for, wait_for_hunt
+from tui_helpers import hunted_app, make_app, screen_text, wait_for
 
 import reader
 from instrument.writer import DumpWriter
@@ -64,9 +64,7 @@ INJECTED = "[red]Log[/red]\x1b[31m\x07"
 
 async def test_markup_and_escapes_in_op_names_are_shown_literally(tmp_path):
     write_nan_dump(tmp_path, op_names={"log": INJECTED, "probs": "[bold]soft[/]"})
-    app = make_app(tmp_path)
-    async with app.run_test(size=(160, 40)) as pilot:
-        await wait_for_hunt(pilot)
+    async with hunted_app(tmp_path, (160, 40)) as (app, pilot):
         literal_name = "[red]Log[/red]\\x1b[31m\\x07:0"
         await wait_for(pilot, lambda: literal_name in screen_text(app), what="literal name")
         text = screen_text(app)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import msgpack
 from synthetic_dumps import FLOAT32, USER_FILE, USER_SOURCE, write_nan_dump
-from tui_helpers import make_app, screen_text, wait_for, wait_for_hunt
+from tui_helpers import hunted_app, make_app, screen_text, wait_for, wait_for_hunt
 
 from instrument.writer import DumpWriter, tensor_value_record
 from reader import format as fmt
@@ -21,9 +21,7 @@ NEW_RUN = "20240101T000000-host-2-bbbbbb"
 async def test_several_runs_open_the_newest_and_the_picker_switches(tmp_path):
     write_nan_dump(tmp_path, run_id=OLD_RUN, steps=2)
     write_nan_dump(tmp_path, run_id=NEW_RUN, steps=3)
-    app = make_app(tmp_path)
-    async with app.run_test(size=(120, 30)) as pilot:
-        await wait_for_hunt(pilot)
+    async with hunted_app(tmp_path, (120, 30)) as (app, pilot):
         assert app.screen.run_id == NEW_RUN
         assert "2 runs (r)" in screen_text(app) and "traces 18" in screen_text(app)
         await pilot.press("r")
@@ -67,9 +65,7 @@ def write_full_tensor_dump(logdir) -> None:
 
 async def test_full_tensor_value_view_highlights_nan_and_inf(tmp_path):
     write_full_tensor_dump(tmp_path)
-    app = make_app(tmp_path)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await wait_for_hunt(pilot)
+    async with hunted_app(tmp_path, (100, 30)) as (app, pilot):
         await pilot.press("3", "v")
         await wait_for(pilot, lambda: isinstance(app.screen, TensorValueScreen), what="view")
         await wait_for(pilot, lambda: "NaN 1  inf 1" in screen_text(app), what="counts")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from contextlib import asynccontextmanager
 
 import reader
 from tfdbg_tui.app import DebuggerApp
@@ -37,6 +38,14 @@ def make_app(logdir, **kwargs) -> DebuggerApp:
     return DebuggerApp(str(logdir), reader.list_runs(logdir), **kwargs)
 
 
+@asynccontextmanager
+async def hunted_app(logdir, size: tuple[int, int] = (80, 24), **kwargs):
+    """Run the app on `logdir` at `size` until the hunt filled the panes; yields
+    (app, pilot)."""
+    app = make_app(logdir, **kwargs)
+    async with app.run_test(size=size) as pilot:
+        await wait_for_hunt(pilot)
+        yield app, pilot
 
 
 async def wait_for_workers(pilot) -> None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.binding import Binding
-from textual.containers import Vertical
 from textual.message import Message
 
 from reader.model import Alert, AlertSummary
 from tfdbg_tui.literal import literal
 from tfdbg_tui.widgets.line_list import LineList
+from tfdbg_tui.widgets.pane import Pane
 
 
 class AlertList(LineList):
@@ -102,14 +102,9 @@ class AlertList(LineList):
             self.move_cursor(self.cursor + offset)
 
 
-class AlertsPane(Vertical):
+class AlertsPane(Pane):
     """Container of the alert list: border, title, zoomable."""
 
-    ALLOW_MAXIMIZE = True
-
-    def __init__(self) -> None:
-        super().__init__(id="alerts-pane", classes="pane")
-        self.border_title = "1 Alerts"
-
-    def compose(self):
-        yield AlertList(id="alerts")
+    TITLE = "1 Alerts"
+    CONTENT = AlertList
+    CONTENT_ID = "alerts"

@@ -13,13 +13,13 @@ import numpy as np
 from rich.text import Text
 from textual.binding import Binding
 from textual.cache import LRUCache
-from textual.containers import Vertical
 from textual.message import Message
 
 from reader.model import Op, Trace
 from tfdbg_tui.literal import literal
 from tfdbg_tui.summary_format import count
 from tfdbg_tui.widgets.line_list import LineList
+from tfdbg_tui.widgets.pane import Pane
 
 # Traces are fetched in pages: one reader call per page keeps rendering a screenful to
 # a handful of calls, and 256 pages (64k traces) cover far more than any scrolling
@@ -386,9 +386,8 @@ class GraphExecutionList(LineList):
                 self.move_cursor(row, center=True)
 
     def border_title_changed(self) -> None:
-        if self.parent is not None and self.rows is not None:
-            suffix = " (alerts only)" if self.rows.alerts_only else ""
-            self.parent.border_title = "3 Graph Execution" + suffix
+        if isinstance(self.parent, Pane) and self.rows is not None:
+            self.parent.set_title_suffix(" (alerts only)" if self.rows.alerts_only else "")
 
     def action_go_to_index(self) -> None:
         self.post_message(self.ActionRequested("go_to_index"))
@@ -409,14 +408,9 @@ class GraphExecutionList(LineList):
         self.post_message(self.ActionRequested("show_value"))
 
 
-class GraphExecutionPane(Vertical):
+class GraphExecutionPane(Pane):
     """Container of the Graph Execution list: border, title, zoomable."""
 
-    ALLOW_MAXIMIZE = True
-
-    def __init__(self) -> None:
-        super().__init__(id="graph-execution-pane", classes="pane")
-        self.border_title = "3 Graph Execution"
-
-    def compose(self):
-        yield GraphExecutionList(id="graph-execution")
+    TITLE = "3 Graph Execution"
+    CONTENT = GraphExecutionList
+    CONTENT_ID = "graph-execution"

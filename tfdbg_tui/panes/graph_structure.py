@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.binding import Binding
-from textual.containers import Vertical
 from textual.message import Message
 
 from tfdbg_tui.context_loader import Neighbour, TraceContext
 from tfdbg_tui.literal import literal
 from tfdbg_tui.summary_format import summary_text
 from tfdbg_tui.widgets.line_list import LineList
+from tfdbg_tui.widgets.pane import Pane
 
 
 class GraphStructureList(LineList):
@@ -125,14 +125,9 @@ class GraphStructureList(LineList):
             self.post_message(self.OpChosen(neighbour))
 
 
-class GraphStructurePane(Vertical):
+class GraphStructurePane(Pane):
     """Container of the graph structure list: border, title, zoomable."""
 
-    ALLOW_MAXIMIZE = True
-
-    def __init__(self) -> None:
-        super().__init__(id="graph-structure-pane", classes="pane")
-        self.border_title = "4 Graph Structure"
-
-    def compose(self):
-        yield GraphStructureList(id="graph-structure")
+    TITLE = "4 Graph Structure"
+    CONTENT = GraphStructureList
+    CONTENT_ID = "graph-structure"

@@ -15,10 +15,10 @@ from pygments.util import ClassNotFound
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
-from textual.containers import Vertical
 
 from tfdbg_tui.literal import literal, literal_text
 from tfdbg_tui.widgets.line_list import LineList
+from tfdbg_tui.widgets.pane import Pane
 
 # Token styles in the 16 ANSI colours, so the code stays readable in any terminal.
 _TOKEN_STYLES: tuple[tuple[object, Style], ...] = (
@@ -167,23 +167,18 @@ class SourceCodeView(LineList):
         return text
 
 
-class SourceCodePane(Vertical):
+class SourceCodePane(Pane):
     """Container of the Source Code view: border, title (the file), zoomable."""
 
-    ALLOW_MAXIMIZE = True
-
-    def __init__(self) -> None:
-        super().__init__(id="source-code-pane", classes="pane")
-        self.border_title = "5 Source Code"
-
-    def compose(self):
-        yield SourceCodeView(id="source-code")
+    TITLE = "5 Source Code"
+    CONTENT = SourceCodeView
+    CONTENT_ID = "source-code"
 
     def show(self, view: SourceView) -> None:
         """Show `view`; the title names the file and says the text is a snapshot."""
-        title = Text("5 Source Code ")
-        title.append(literal(view.path.rsplit("/", 1)[-1]) + f":{view.line}", "bold")
+        suffix = Text(" ")
+        suffix.append(literal(view.path.rsplit("/", 1)[-1]) + f":{view.line}", "bold")
         if view.lines is not None:
-            title.append(" (snapshot)")
-        self.border_title = title
+            suffix.append(" (snapshot)")
+        self.set_title_suffix(suffix)
         self.query_one(SourceCodeView).show(view)

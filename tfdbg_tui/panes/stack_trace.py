@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.binding import Binding
-from textual.containers import Vertical
 from textual.message import Message
 
 from reader.model import Frame
 from tfdbg_tui.literal import literal
 from tfdbg_tui.widgets.line_list import LineList
+from tfdbg_tui.widgets.pane import Pane
 
 
 def innermost_user_frame(frames: list[Frame]) -> int | None:
@@ -107,22 +107,16 @@ class StackTraceList(LineList):
     def action_toggle_library(self) -> None:
         self.hide_library = not self.hide_library
         self._relist(self.selected_frame)
-        if self.parent is not None:
-            self.parent.border_title = "6 Stack Trace" + (
-                " (user frames)" if self.hide_library else "")
+        if isinstance(self.parent, Pane):
+            self.parent.set_title_suffix(" (user frames)" if self.hide_library else "")
 
     def action_choose(self) -> None:
         self.cursor_changed(self.cursor)
 
 
-class StackTracePane(Vertical):
+class StackTracePane(Pane):
     """Container of the stack frame list: border, title, zoomable."""
 
-    ALLOW_MAXIMIZE = True
-
-    def __init__(self) -> None:
-        super().__init__(id="stack-trace-pane", classes="pane")
-        self.border_title = "6 Stack Trace"
-
-    def compose(self):
-        yield StackTraceList(id="stack-trace")
+    TITLE = "6 Stack Trace"
+    CONTENT = StackTraceList
+    CONTENT_ID = "stack-trace"

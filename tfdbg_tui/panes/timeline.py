@@ -8,12 +8,10 @@ a row at a time, so millions of executions cost nothing until shown.
 from __future__ import annotations
 
 from rich.segment import Segment
-from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.cache import LRUCache
-from textual.containers import Vertical
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
@@ -24,6 +22,7 @@ from textual.widgets import Static
 from tfdbg_tui.context_loader import ExecutionContext
 from tfdbg_tui.literal import literal, literal_text
 from tfdbg_tui.summary_format import summary_text
+from tfdbg_tui.widgets.pane import Pane
 
 FUNCTION_PREFIXES = ("__inference_", "__forward_", "__backward_")
 ROW_CACHE_SIZE = 512
@@ -258,21 +257,19 @@ def execution_detail(context: ExecutionContext | None, note: str = "") -> Text:
     return text
 
 
-class TimelinePane(Vertical):
+class TimelinePane(Pane):
     """The cells above a detail of the selected execution; zoomable."""
 
-    ALLOW_MAXIMIZE = True
+    TITLE = "2 Python Execution Timeline"
+    CONTENT = TimelineCells
+    CONTENT_ID = "timeline"
 
     DEFAULT_CSS = """
     TimelinePane > #timeline-detail { height: auto; max-height: 50%; }
     """
 
-    def __init__(self) -> None:
-        super().__init__(id="timeline-pane", classes="pane")
-        self.border_title = "2 Python Execution Timeline"
-
     def compose(self):
-        yield TimelineCells(id="timeline")
+        yield from super().compose()
         yield Static(Text("no eager executions", style="dim"), id="timeline-detail")
 
     def show_detail(self, context: ExecutionContext | None, note: str = "") -> None:

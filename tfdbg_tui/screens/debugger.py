@@ -25,6 +25,7 @@ from tfdbg_tui.context_loader import (ExecutionContext, TraceContext, load_execu
                                       load_source, load_trace_context)
 from tfdbg_tui.dump_watcher import POLL_INTERVAL_S, DumpChanged, DumpWatcher, DumpWatchFailed
 from tfdbg_tui.literal import literal
+from tfdbg_tui.messages import DumpFailed
 from tfdbg_tui.panes.alerts import AlertList, AlertsPane
 from tfdbg_tui.panes.graph_execution import GraphExecutionList, GraphExecutionPane, TraceRows
 from tfdbg_tui.panes.graph_structure import GraphStructureList, GraphStructurePane
@@ -76,12 +77,8 @@ class DebuggerScreen(TraceNavigation):
             super().__init__()
             self.reader = reader
 
-    class OpenFailed(Message):
+    class OpenFailed(DumpFailed):
         """The run could not be opened; the app exits with the error's status."""
-
-        def __init__(self, error: DumpError) -> None:
-            super().__init__()
-            self.error = error
 
     class HuntLoaded(Message):
         """Alerts, the root cause and the alert trace indices; `select` moves the panes."""
@@ -250,25 +247,19 @@ class DebuggerScreen(TraceNavigation):
 
     @on(GraphExecutionList.TraceSelected)
     def _trace_selected(self, message: GraphExecutionList.TraceSelected) -> None:
-        self.load_trace(message.trace_index, self._next_token("selection"))
-
-    @work(thread=True, exclusive=True, group="selection")
-    def load_trace(self, trace_index: int, token: int) -> None:
-        try:
-            context = load_trace_context(self.reader, trace_index)
-        except DumpError as error:
-            self.post_message(self.ReadFailed(error))
-            return
-        self.post_message(self.ContextLoaded(context, token))
+        self.load_selection(load_trace_context, message.trace_index,
+                            self._next_token("selection"))
 
     @on(TimelineCells.ExecutionSelected)
     def _execution_selected(self, message: TimelineCells.ExecutionSelected) -> None:
-        self.load_execution(message.execution_index, self._next_token("selection"))
+        self.load_selection(load_execution_context, message.execution_index,
+                            self._next_token("selection"))
 
     @work(thread=True, exclusive=True, group="selection")
-    def load_execution(self, execution_index: int, token: int) -> None:
+    def load_selection(self, load, index: int, token: int) -> None:
+        """What the panes show about a selected trace or execution: `load(reader, index)`."""
         try:
-            context = load_execution_context(self.reader, execution_index)
+            context = load(self.reader, index)
         except DumpError as error:
             self.post_message(self.ReadFailed(error))
             return

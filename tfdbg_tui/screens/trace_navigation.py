@@ -13,6 +13,7 @@ from textual.screen import Screen
 
 from reader.errors import DumpError
 from tfdbg_tui.literal import literal
+from tfdbg_tui.messages import DumpFailed
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 from tfdbg_tui.screens.prompt import PromptScreen
 
@@ -28,12 +29,8 @@ class TraceNavigation(Screen):
     trace_context = None
     last_search: str | None = None
 
-    class ReadFailed(Message):
+    class ReadFailed(DumpFailed):
         """A worker's read raised a `DumpError` (e.g. a record that left the disk)."""
-
-        def __init__(self, error: DumpError) -> None:
-            super().__init__()
-            self.error = error
 
     @on(ReadFailed)
     def _read_failed(self, message: ReadFailed) -> None:

@@ -1,0 +1,19 @@
+"""Messages shared by more than one part of the app."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from reader.errors import DumpError
+
+
+class DumpFailed(Message):
+    """A read of the dump raised `error`; subclasses say which read, and so who handles it.
+
+    Textual dispatches `@on` handlers by the message's exact class, so a handler of one
+    subclass never sees another's.
+    """
+
+    def __init__(self, error: DumpError) -> None:
+        super().__init__()
+        self.error = error
