@@ -245,3 +245,17 @@ async def test_source_code_scrolls_sideways(nan_logdir):
                        screen_text(app), what="the line scrolled by 8 columns")
         await pilot.press("left")
         await wait_for(pilot, lambda: "▶ 8     log_probs" in screen_text(app), what="back")
+
+
+async def test_graph_structure_scrolls_sideways(nan_logdir):
+    async with hunted_app(nan_logdir, (80, 24)) as (app, pilot):
+        structure = app.screen.query_one(GraphStructureList)
+        await wait_for(pilot, lambda: structure.context is not None, what="structure")
+        assert "▏  ← Softmax Softmax:0  #8 -:0 0:1 …" in screen_text(app)
+        await pilot.press("4", "right")
+        await wait_for(pilot, lambda: "▏max Softmax:0  #8 -:0 0:1 +:999 si…" in
+                       screen_text(app), what="the rows scrolled by 8 columns")
+        await pilot.press("left")
+        await wait_for(pilot, lambda: "▏  ← Softmax Softmax:0  #8 -:0 0:1 …" in
+                       screen_text(app), what="back")
+

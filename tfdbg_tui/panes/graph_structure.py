@@ -22,6 +22,7 @@ class GraphStructureList(LineList):
 
     BINDINGS = [
         Binding("enter", "choose", "Go to op's trace"),
+        *LineList.SIDEWAYS_BINDINGS,
     ]
 
     COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
@@ -62,6 +63,7 @@ class GraphStructureList(LineList):
             rows.append((f"consumers ({len(context.consumers)})", None))
             rows.extend(("consumer", n) for n in context.consumers)
         self._rows = rows
+        self.sideways_offset = 0
         self.invalidate()
         self.set_row_count(max(1, len(rows)))
         first_input = 1 if context is not None and context.inputs else None
@@ -76,6 +78,9 @@ class GraphStructureList(LineList):
         return None
 
     def render_row(self, row: int, width: int) -> Text:
+        return self.shift_sideways(self._row_text(row))
+
+    def _row_text(self, row: int) -> Text:
         if not self._rows or self.context is None or self.context.op is None:
             return Text(self.note, style=self.component_style("graph-structure--note"))
         kind, neighbour = self._rows[row]

@@ -14,7 +14,6 @@ from pygments.token import Comment, Keyword, Name, Number, Operator, String, Tok
 from pygments.util import ClassNotFound
 from rich.style import Style
 from rich.text import Text
-from textual.binding import Binding
 
 from tfdbg_tui.literal import literal, literal_text
 from tfdbg_tui.widgets.line_list import LineList
@@ -81,10 +80,6 @@ class SourceView:
     note: str = ""
 
 
-# Columns one Left/Right key scrolls the code sideways.
-HORIZONTAL_STEP = 8
-
-
 class SourceCodeView(LineList):
     """The lines of one source file with line numbers; the marked line stands out.
 
@@ -92,10 +87,7 @@ class SourceCodeView(LineList):
     in a narrow pane.
     """
 
-    BINDINGS = [
-        Binding("left", "scroll_code(-1)", "Scroll left", show=False),
-        Binding("right", "scroll_code(1)", "Scroll right", show=False),
-    ]
+    BINDINGS = [*LineList.SIDEWAYS_BINDINGS]
 
     COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
         "source-code--marked", "source-code--gutter", "source-code--note"}
@@ -111,14 +103,13 @@ class SourceCodeView(LineList):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.view: SourceView | None = None
-        self.code_offset = 0
 
     def show(self, view: SourceView) -> None:
         """Show `view` with its marked line centred."""
         previous = self.view
         self.view = view
         if previous is None or previous.lines is not view.lines or previous.path != view.path:
-            self.code_offset = 0
+            self.sideways_offset = 0
             self.invalidate()
         elif previous.line != view.line:
             self.refresh_row(previous.line - 1)
@@ -138,14 +129,7 @@ class SourceCodeView(LineList):
                 f"{view.path}", f"line {view.line}"]
 
     def row_variant(self, row: int) -> object:
-        return (self.view is not None and row + 1 == self.view.line, self.code_offset)
-
-    def action_scroll_code(self, direction: int) -> None:
-        """Scroll the code `direction` steps right (+) or left (-)."""
-        offset = max(0, self.code_offset + direction * HORIZONTAL_STEP)
-        if offset != self.code_offset:
-            self.code_offset = offset
-            self.refresh()
+        return self.view is not None and row + 1 == self.view.line
 
     def render_row(self, row: int, width: int) -> Text:
         view = self.view
@@ -160,7 +144,7 @@ class SourceCodeView(LineList):
         marked = number == view.line
         gutter = Text(("▶" if marked else " ") + str(number).rjust(gutter_width) + " ",
                       style=self.component_style("source-code--gutter"))
-        text = gutter + view.lines[row][self.code_offset:]
+        text = gutter + self.shift_sideways(view.lines[row])
         if marked:
             text.pad_right(width)
             text.stylize(self.component_style("source-code--marked"))

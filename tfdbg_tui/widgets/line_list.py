@@ -22,13 +22,17 @@ from textual.strip import Strip
 # A screenful is at most a few hundred rows; 2048 cached strips cover several pages of
 # scrolling back and forth at any terminal size without re-rendering.
 STRIP_CACHE_SIZE = 2048
+# Columns one Left/Right key scrolls a list's rows sideways (`SIDEWAYS_BINDINGS`).
+SIDEWAYS_STEP = 8
 
 
 class LineList(ScrollView, can_focus=True):
     """A scrollable list of `row_count` rows with a cursor; subclasses render rows.
 
     Subclasses implement `render_row` and usually `cursor_changed`; they call
-    `set_row_count` and `invalidate` when their data changes.
+    `set_row_count` and `invalidate` when their data changes. A subclass whose rows
+    can be longer than the pane adds `SIDEWAYS_BINDINGS` to its own and passes the
+    part of a row that scrolls through `shift_sideways`.
     """
 
     BINDINGS = [
@@ -38,6 +42,11 @@ class LineList(ScrollView, can_focus=True):
         Binding("pagedown", "page_down", "Page down", show=False),
         Binding("home", "first", "First", show=False),
         Binding("end", "last", "Last", show=False),
+    ]
+
+    SIDEWAYS_BINDINGS = [
+        Binding("left", "scroll_sideways(-1)", "Scroll left", show=False),
+        Binding("right", "scroll_sideways(1)", "Scroll right", show=False),
     ]
 
     COMPONENT_CLASSES = {"line-list--cursor", "line-list--cursor-blurred", "line-list--header"}
@@ -62,6 +71,7 @@ class LineList(ScrollView, can_focus=True):
                  classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.row_count = 0
+        self.sideways_offset = 0
         self._generation = 0
         self._strip_cache: LRUCache[tuple, Strip] = LRUCache(STRIP_CACHE_SIZE)
         self._styles: dict[str, Style] = {}
@@ -119,7 +129,8 @@ class LineList(ScrollView, can_focus=True):
         if row >= self.row_count or row < 0 or width <= 0:
             return Strip.blank(max(0, width), self.rich_style)
         state = 0 if row != self.cursor else (2 if self.has_focus else 1)
-        key = (row, width, self._generation, state, self.row_variant(row))
+        key = (row, width, self._generation, state, self.sideways_offset,
+               self.row_variant(row))
         strip = self._strip_cache.get(key)
         if strip is None:
             strip = self._render_row_strip(row, width, state)
@@ -141,6 +152,17 @@ class LineList(ScrollView, can_focus=True):
         segments = [Segment(seg.text, base + seg.style if seg.style else base)
                     for seg in text.render(self.app.console) if seg.text]
         return Strip(segments, width).crop_extend(0, width, base)
+
+    def shift_sideways(self, text: Text) -> Text:
+        """`text` without its first `sideways_offset` cells (the Left/Right scroll)."""
+        return text[self.sideways_offset:] if self.sideways_offset else text
+
+    def action_scroll_sideways(self, direction: int) -> None:
+        """Scroll the rows `direction` steps right (+) or left (-)."""
+        offset = max(0, self.sideways_offset + direction * SIDEWAYS_STEP)
+        if offset != self.sideways_offset:
+            self.sideways_offset = offset
+            self.refresh()
 
     def component_style(self, name: str) -> Style:
         """The rich style of one of this widget's component classes (cached)."""
