@@ -259,3 +259,10 @@ async def test_graph_structure_scrolls_sideways(nan_logdir):
         await wait_for(pilot, lambda: "▏  ← Softmax Softmax:0  #8 -:0 0:1 …" in
                        screen_text(app), what="back")
 
+
+async def test_marked_source_line_ends_without_an_ellipsis_when_it_fits(nan_logdir):
+    async with hunted_app(nan_logdir, (200, 48)) as (app, pilot):
+        await wait_for(pilot, lambda: _source_shows(app, USER_FILE, LOG_LINE), what="line")
+        marked = next(line for line in screen_text(app).splitlines() if "▶ 8 " in line)
+        code = marked[marked.index("▶ 8 "):]
+        assert "exactly 0" in code and "…" not in code

@@ -146,7 +146,8 @@ class SourceCodeView(LineList):
                       style=self.component_style("source-code--gutter"))
         text = gutter + self.shift_sideways(view.lines[row])
         if marked:
-            text.pad_right(width)
+            # The mark spans the pane; a longer line keeps its "…" at the edge.
+            text.pad_right(max(0, width - text.cell_len))
             text.stylize(self.component_style("source-code--marked"))
         return text
 
