@@ -56,8 +56,8 @@ class LineList(ScrollView, can_focus=True):
         overflow-x: hidden;
         scrollbar-size-vertical: 1;
         background: $surface;
-        & > .line-list--cursor { background: $accent 60%; text-style: bold; }
-        & > .line-list--cursor-blurred { background: $accent 25%; }
+        & > .line-list--cursor { background: $accent 60%; color: $text; text-style: bold; }
+        & > .line-list--cursor-blurred { background: $accent 25%; color: $text; }
         & > .line-list--header { text-style: bold; color: $text-muted; }
     }
     """
@@ -138,19 +138,30 @@ class LineList(ScrollView, can_focus=True):
         return strip.apply_offsets(0, row)
 
     def _render_row_strip(self, row: int, width: int, state: int) -> Strip:
-        base = Style()
-        if state:
-            base = self.component_style(
-                "line-list--cursor" if state == 2 else "line-list--cursor-blurred")
-        return self._text_strip(self.render_row(row, width), width, base)
+        if not state:
+            return self._text_strip(self.render_row(row, width), width, Style())
+        cursor = self.component_style(
+            "line-list--cursor" if state == 2 else "line-list--cursor-blurred")
+        # On the cursor row the cursor's text colour wins over the row's own colours
+        # (cell backgrounds stay): in 16 colours the cursor and the alert colour are
+        # both red, and red text on it would vanish.
+        return self._text_strip(self.render_row(row, width), width, cursor,
+                                foreground=Style(color=cursor.color))
 
-    def _text_strip(self, text: Text, width: int, style: Style) -> Strip:
+    def _text_strip(self, text: Text, width: int, style: Style,
+                    foreground: Style | None = None) -> Strip:
         text.no_wrap = True
         text.end = ""
         text.truncate(width, overflow="ellipsis", pad=True)
         base = self.rich_style + style
-        segments = [Segment(seg.text, base + seg.style if seg.style else base)
-                    for seg in text.render(self.app.console) if seg.text]
+        segments = []
+        for seg in text.render(self.app.console):
+            if not seg.text:
+                continue
+            seg_style = base + seg.style if seg.style else base
+            if foreground is not None and foreground.color is not None:
+                seg_style += foreground
+            segments.append(Segment(seg.text, seg_style))
         return Strip(segments, width).crop_extend(0, width, base)
 
     def shift_sideways(self, text: Text) -> Text:
