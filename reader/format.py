@@ -76,6 +76,12 @@ FULL_TENSOR = "FULL_TENSOR"
 TENSOR_DEBUG_MODES = (NO_TENSOR, CURT_HEALTH, CONCISE_HEALTH, FULL_HEALTH, SHAPE, FULL_TENSOR)
 HEALTH_MODES = (CURT_HEALTH, CONCISE_HEALTH, FULL_HEALTH)
 
+# FULL_TENSOR value codecs (docs/format.md section 6): the value of a value map's
+# "codec" key. Absent (or nil) means `data` holds the raw elements.
+CODEC_ZLIB = "zlib"  # data is a zlib stream of the raw elements
+CODEC_SHUFFLE_ZLIB = "shuffle-zlib"  # a zlib stream of the raw elements, byte-shuffled
+VALUE_CODECS = (CODEC_ZLIB, CODEC_SHUFFLE_ZLIB)
+
 MAX_SHAPE_RANK = 6  # SHAPE mode keeps the first six dimensions, like TensorFlow's.
 SUMMARY_COLUMNS: dict[str, tuple[str, ...]] = {
     NO_TENSOR: (),

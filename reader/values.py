@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 import numpy as np
 
 from reader import format as fmt
+from reader.errors import DamagedDumpError
 
 # numpy dtype name -> TF DataType enum, the inverse of `fmt.DTYPE_NAMES` where numpy
 # has the type (bfloat16 is stored as float32 and reads back as float32).
@@ -18,9 +20,14 @@ _WIDTH = len(fmt.SUMMARY_COLUMNS[fmt.FULL_HEALTH])
 def decode_value(value: Any) -> np.ndarray | None:
     """A stored value (docs/format.md section 6) as a numpy array.
 
-    Numeric values come back with their dtype and shape (read-only, sharing the
-    record's bytes). Non-numeric ones come back as a 1-D object array of at most
-    10,000 element strings. None when the value is absent or malformed.
+    Numeric values come back with their dtype and shape, read-only (sharing the
+    record's bytes when stored raw). Non-numeric ones come back as a 1-D object array
+    of at most 10,000 element strings. None when the value is absent or malformed.
+
+    Raises:
+        DamagedDumpError: The value names a codec (its ``data`` is compressed) and
+            cannot be decoded with it: corrupt or truncated compressed data, a size
+            other than the shape's, or a codec this reader does not know.
     """
     if not isinstance(value, dict):
         return None
@@ -33,25 +40,64 @@ def decode_value(value: Any) -> np.ndarray | None:
         if not isinstance(elements, list):
             return None
         return np.array([str(e) for e in elements], dtype=object)
+    codec = value.get("codec")
+    if codec is not None and codec not in fmt.VALUE_CODECS:
+        raise DamagedDumpError(f"a tensor value stored with codec {codec!r}, which this "
+                               f"reader does not know (it knows {', '.join(fmt.VALUE_CODECS)})")
     if not isinstance(dtype, str) or not isinstance(data, bytes):
+        if codec is not None:
+            raise DamagedDumpError(f"a {codec}-compressed tensor value without dtype or data")
         return None
     try:
         np_dtype = np.dtype(dtype)
         count = int(np.prod(shape, dtype=np.int64))
-        if count * np_dtype.itemsize != len(data):
-            return None
+    except (TypeError, ValueError):
+        if codec is not None:
+            raise DamagedDumpError(
+                f"a {codec}-compressed tensor value of unknown dtype {dtype!r}") from None
+        return None
+    size = count * np_dtype.itemsize
+    if codec is not None:
+        data = _decompress(codec, data, size, np_dtype.itemsize)
+    if size != len(data):
+        return None
+    try:
         return np.frombuffer(data, dtype=np_dtype).reshape(shape)
     except (TypeError, ValueError):
         return None
 
 
+def _decompress(codec: str, data: bytes, size: int, itemsize: int) -> bytes:
+    """The raw elements of a compressed value, exactly ``size`` bytes."""
+    decompressor = zlib.decompressobj()
+    try:
+        # At most one byte more than expected: enough to tell a value that is too long,
+        # never a decompression bomb.
+        raw = decompressor.decompress(data, size + 1)
+    except zlib.error as error:
+        raise DamagedDumpError(f"a {codec}-compressed tensor value is corrupt ({error})") from None
+    if not decompressor.eof or decompressor.unused_data or len(raw) != size:
+        raise DamagedDumpError(
+            f"a {codec}-compressed tensor value does not hold the {size} bytes its dtype and "
+            "shape call for" + ("" if decompressor.eof else " (its data is cut short)"))
+    if codec == fmt.CODEC_SHUFFLE_ZLIB and itemsize > 1:
+        # Byte j of element i was stored at j * count + i.
+        raw = np.frombuffer(raw, dtype=np.uint8).reshape(itemsize, -1).T.tobytes()
+    return raw
+
+
 def summary_row(value: Any) -> np.ndarray:
     """One FULL_HEALTH-layout row for a stored value; all zeros when undecodable.
 
-    Columns: dtype, rank, size, neg_inf, pos_inf, nan, neg, zero, pos.
+    Columns: dtype, rank, size, neg_inf, pos_inf, nan, neg, zero, pos. Never raises:
+    the index computes these rows while reading, and a damaged value must not stop it
+    (asking for the value itself raises).
     """
     row = np.zeros(_WIDTH)
-    array = decode_value(value)
+    try:
+        array = decode_value(value)
+    except DamagedDumpError:
+        return row
     if array is None:
         return row
     shape = value.get("shape")

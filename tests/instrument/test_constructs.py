@@ -10,6 +10,7 @@ import pytest
 
 import instrument
 from reader import format as fmt
+from reader.values import decode_value
 from tests.instrument.conftest import ALL_MODES, PROGRAMS, line_of
 from tests.instrument.dump_loader import Dump
 
@@ -66,7 +67,7 @@ def test_eager_op_is_recorded_with_ids_devices_and_summary(constructs, mode):
         assert "s" not in first
     if mode == fmt.FULL_TENSOR:
         value = first["v"][0]
-        data = np.frombuffer(value["data"], dtype=value["dtype"]).reshape(value["shape"])
+        data = decode_value(value)
         assert data.tolist() == [0.0, -1.0, 2.0]
 
 
@@ -172,7 +173,7 @@ def test_tf_data_map_function_is_traced(constructs, mode):
     (graph,) = [g for g in dump.graphs.values() if "map" in (g["name"] or "").lower()]
     assert dump.graphs[points[sqrt[0].trace_point][0]["graph"]] is graph
     if mode == fmt.FULL_TENSOR:
-        values = sorted(float(np.frombuffer(t.value["data"], t.value["dtype"])[0]) for t in sqrt)
+        values = sorted(float(decode_value(t.value)[0]) for t in sqrt)
         assert values == pytest.approx([math.sqrt(v) for v in range(4)])
 
 

@@ -1,0 +1,116 @@
+"""FULL_TENSOR value codecs (docs/format.md section 6): round trips and damage."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+from instrument.writer import MIN_COMPRESSED_BYTES, encode_value, tensor_value_record
+from reader import DumpError, DumpReader
+from reader import format as fmt
+from reader.values import decode_value, summary_row
+from tests.reader.synthetic import make_run
+
+RNG = np.random.default_rng(7)
+RELU = np.maximum(RNG.normal(size=(64, 32)), 0).astype(np.float32)  # about half zeros
+
+
+@pytest.mark.parametrize("array,codec", [
+    (RELU, fmt.CODEC_SHUFFLE_ZLIB),
+    (RNG.normal(size=(20, 30)).astype(np.float64) * 0 + 1.5, fmt.CODEC_SHUFFLE_ZLIB),
+    (np.arange(600, dtype=np.int64).reshape(3, 200) % 7, fmt.CODEC_SHUFFLE_ZLIB),
+    (np.zeros(1000, np.bool_), fmt.CODEC_ZLIB),
+    (np.zeros(500, np.uint8), fmt.CODEC_ZLIB),
+    ((np.arange(100) * (1 + 1j)).astype(np.complex64), fmt.CODEC_SHUFFLE_ZLIB),
+    (np.float16(np.arange(300)).reshape(10, 30), fmt.CODEC_SHUFFLE_ZLIB),
+    # Stored raw: too small, or random bytes that do not shrink.
+    (np.array([1.0, -2.0, np.inf], np.float32), None),
+    (RNG.integers(0, 256, size=4096, dtype=np.uint8), None),
+    (np.zeros((0, 7), np.float32), None),
+])
+def test_round_trip(array, codec):
+    stored = tensor_value_record(array, compress=True)
+    assert stored.get("codec") == codec
+    if codec is not None:
+        assert len(stored["data"]) < array.nbytes
+    decoded = decode_value(stored)
+    assert decoded.dtype == array.dtype and decoded.shape == array.shape
+    np.testing.assert_array_equal(decoded, array)
+    # Raw storage decodes to the same array, and encoding is idempotent.
+    np.testing.assert_array_equal(decode_value(tensor_value_record(array)), array)
+    assert encode_value(stored) is stored
+
+
+def test_shuffle_layout_is_the_documented_one():
+    """shuffle-zlib: byte j of element i at j * count + i, then one zlib stream."""
+    array = np.arange(200, dtype="<u2") * 257 + 1
+    planes = b"".join(array.tobytes()[j::2] for j in range(2))
+    stored = {"dtype": "<u2", "shape": [200], "codec": fmt.CODEC_SHUFFLE_ZLIB,
+              "data": zlib.compress(planes, 9)}
+    np.testing.assert_array_equal(decode_value(stored), array)
+    plain = {"dtype": "<u2", "shape": [200], "codec": fmt.CODEC_ZLIB,
+             "data": zlib.compress(array.tobytes())}
+    np.testing.assert_array_equal(decode_value(plain), array)
+
+
+def _compressed(array=RELU):
+    stored = tensor_value_record(array, compress=True)
+    assert stored.get("codec") == fmt.CODEC_SHUFFLE_ZLIB
+    return stored
+
+
+@pytest.mark.parametrize("damage", [
+    lambda v: {**v, "data": v["data"][:len(v["data"]) // 2]},  # cut short
+    lambda v: {**v, "data": v["data"][:10] + bytes(20) + v["data"][30:]},  # garbled
+    lambda v: {**v, "data": b"not zlib at all"},
+    lambda v: {**v, "data": v["data"] + b"trailing"},
+    lambda v: {**v, "shape": [64, 31]},  # decompresses to more than the shape holds
+    lambda v: {**v, "shape": [64, 33]},  # to less
+    lambda v: {**v, "codec": "zstd"},  # a codec this reader does not know
+    lambda v: {**v, "data": None},
+])
+def test_corrupt_compressed_value_raises_dump_error(damage):
+    stored = damage(_compressed())
+    with pytest.raises(DumpError) as raised:
+        decode_value(stored)
+    assert not isinstance(raised.value, zlib.error)
+    # Summaries (computed while indexing) never raise: an undecodable value is zeros.
+    assert not summary_row(stored).any()
+
+
+def test_decompression_is_bounded_by_the_shape():
+    bomb = {"dtype": "<f4", "shape": [4], "codec": fmt.CODEC_ZLIB,
+            "data": zlib.compress(bytes(100 << 20))}
+    with pytest.raises(DumpError):
+        decode_value(bomb)
+
+
+def test_dump_round_trip_and_corrupt_value(tmp_path):
+    """Through the writer (which compresses execution values at flush) and the reader."""
+    run = make_run(str(tmp_path / "logdir"), mode=fmt.FULL_TENSOR)
+    w = run.writer
+    small = np.array([1.0, 0.0, -3.0], np.float32)
+    broken = dict(_compressed(), data=b"\x78\x01garbage")
+    w.add_traces(np.array([0, 1, 2], np.int32),
+                 values=[encode_value(tensor_value_record(RELU)), tensor_value_record(small),
+                         broken])
+    w.add_execution(op_type="Relu", graph_id=None, input_ids=[], output_ids=[3],
+                    device_ids=[run.device], output_dtypes=[1], stack_id=None,
+                    values=[tensor_value_record(RELU), tensor_value_record(small)])
+    w.close()
+    reader = DumpReader(run.path)
+    np.testing.assert_array_equal(reader.trace_value(0), RELU)
+    np.testing.assert_array_equal(reader.trace_value(1), small)
+    np.testing.assert_array_equal(reader.execution_value(0, 0), RELU)
+    np.testing.assert_array_equal(reader.execution_value(0, 1), small)
+    assert reader.execution_record(0)["v"][0]["codec"] == fmt.CODEC_SHUFFLE_ZLIB
+    assert "codec" not in reader.execution_record(0)["v"][1]
+    summary = reader.trace(0).summary
+    assert summary.size == RELU.size and summary.zero == np.count_nonzero(RELU == 0)
+    assert reader.execution(0).summaries[1].neg == 1
+    with pytest.raises(DumpError):
+        reader.trace_value(2)
+    assert reader.trace(2).summary.size == 0  # indexed, with an all-zero summary
+    assert MIN_COMPRESSED_BYTES > small.nbytes
