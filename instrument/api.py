@@ -124,6 +124,8 @@ def disable_dump_debug_info() -> None:
     from tensorflow.python.eager.polymorphic_function import transform
     from tensorflow.python.framework import op_callbacks
 
+    from instrument import tf_internals
+
     callback = enabled.callback
     # Op callbacks are per thread: from another thread the enabling thread's
     # registration cannot be removed; a closed callback ignores what it is called with.
@@ -133,6 +135,7 @@ def disable_dump_debug_info() -> None:
         transform.CONCRETE_FUNCTION_CALLBACKS.remove(callback.on_concrete_function)
     if callback.on_func_graph_traced in transform.FUNC_GRAPH_TRANSFORMS:
         transform.FUNC_GRAPH_TRANSFORMS.remove(callback.on_func_graph_traced)
+    tf_internals.remove_function_hook(callback.on_function_made)
     callback.close()
 
 
@@ -142,6 +145,7 @@ def _start(arguments: tuple[Any, ...], tensor_dtypes: Any) -> _Enabled:
     from tensorflow.python.eager.polymorphic_function import transform
     from tensorflow.python.framework import op_callbacks, ops
 
+    from instrument import tf_internals
     from instrument.callbacks import DumpingCallback
     from instrument.summaries import TensorFilter
     from instrument.writer import DumpWriter
@@ -163,6 +167,7 @@ def _start(arguments: tuple[Any, ...], tensor_dtypes: Any) -> _Enabled:
     op_callbacks.add_op_callback(callback)
     transform.CONCRETE_FUNCTION_CALLBACKS.append(callback.on_concrete_function)
     transform.FUNC_GRAPH_TRANSFORMS.append(callback.on_func_graph_traced)
+    tf_internals.install_function_hook(callback.on_function_made)
     return _Enabled(arguments, callback, threading.current_thread())
 
 

@@ -15,6 +15,10 @@ which they may have run (creation order respects data dependencies). The graph's
 segment is enqueued from a hook TensorFlow calls once the graph is fully traced
 (``FUNC_GRAPH_TRANSFORMS``), and made a control output of the function.
 
+Recognising a graph traced by ``tf.function`` and cutting it into segments use
+TensorFlow internals (instrument/tf_internals.py); without them every graph takes the
+per-tensor route below.
+
 Graphs that are not traced by ``tf.function``'s tracing (while and cond bodies,
 gradient graphs of eager tapes, tf.data functions) get no such hook; their traces use
 one enqueue per tensor (`TraceQueue.add_trace`), which TensorFlow's automatic control
@@ -23,33 +27,18 @@ dependencies keep in creation order.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
+from instrument.tf_internals import is_traced_by_tf_function
 from instrument.trace_queue import TraceQueue
+
+__all__ = ["NESTED_GRAPH_OPS", "GraphBatch", "is_traced_by_tf_function"]
 
 # Ops that run other graphs (bodies, branches, functions) which may enqueue traces.
 NESTED_GRAPH_OPS = frozenset({
     "While", "StatelessWhile", "If", "StatelessIf", "Case", "StatelessCase",
     "PartitionedCall", "StatefulPartitionedCall",
 })
-_TRACING_FILE = "tracing_compilation.py"
-_TRACING_FUNCTION = "_create_concrete_function"
-
-
-def is_traced_by_tf_function(graph: Any) -> bool:
-    """Whether ``graph`` is being traced by tf.function, which ends with the transform hook.
-
-    TensorFlow's tracing keeps the graph in a local variable of the function that
-    traces it and applies the hook; the innermost such frame on the stack decides.
-    """
-    frame = sys._getframe(1)  # pylint: disable=protected-access
-    while frame is not None:
-        code = frame.f_code
-        if code.co_name == _TRACING_FUNCTION and code.co_filename.endswith(_TRACING_FILE):
-            return frame.f_locals.get("func_graph") is graph
-        frame = frame.f_back
-    return False
 
 
 class GraphBatch:

@@ -29,6 +29,8 @@ from collections.abc import Iterable
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from instrument import tf_internals
+
 if TYPE_CHECKING:
     from instrument.writer import DumpWriter
 
@@ -93,13 +95,15 @@ def _frame_chain(frame: FrameType | None) -> list[FrameType]:
 def _autograph_source_map(
         thread_ident: int) -> dict[tuple[str, int], tuple[str, int, str]] | None:
     """A thread's AutoGraph map (generated file, line) -> (user file, line, function)."""
-    tf_stack = sys.modules.get("tensorflow.python.util.tf_stack")
-    if tf_stack is None:
-        return None
-    mappers = tf_stack._source_mapper_stacks.get(thread_ident)  # pylint: disable=protected-access
+    mappers = tf_internals.autograph_source_mappers(thread_ident)
     if not mappers or len(mappers) < 2:  # only TensorFlow's empty sentinel
         return None
-    return mappers[-1].get_effective_source_map()
+    try:
+        return mappers[-1].get_effective_source_map()
+    except Exception:  # noqa: BLE001 - an unmapped frame beats a broken program
+        tf_internals.debug_once("source_map", "tfdbg-tui: AutoGraph's source map is "
+                                "unreadable; frames stay in the generated code")
+        return None
 
 
 class StackRecorder:
@@ -158,6 +162,9 @@ class StackRecorder:
                 if (code.co_name == _REPLICA_DISPATCH_FUNCTION
                         and code.co_filename.endswith(_REPLICA_DISPATCH_FILE)):
                     return ident, chain[: depth + 1]
+        tf_internals.debug_once("replica_dispatch", "tfdbg-tui: no thread in %s (%s); "
+                                "replica stacks lack the frames of strategy.run's caller",
+                                _REPLICA_DISPATCH_FUNCTION, _REPLICA_DISPATCH_FILE)
         return me, []
 
     def _frame_ids(self, frames: Iterable[FrameType], thread_ident: int) -> list[int]:

@@ -1,0 +1,188 @@
+"""The TensorFlow internals `instrument` relies on beyond public APIs, each fail-safe.
+
+Every dependency on a private name (a module function, a private attribute, a stack
+frame's function name) is checked before use. When TensorFlow no longer has it, the
+instrumentation falls back to a slower or less precise route that still records
+correct traces, and says so once in a debug-level log message (logger
+``instrument.tf_internals``); it never breaks the user's program and never silently
+drops traces.
+
+| internal | used for | when missing |
+| --- | --- | --- |
+| frame ``_create_concrete_function`` in ``tracing_compilation.py`` (its ``func_graph`` local, its call of ``apply_func_graph_transforms``) | knowing a graph is traced by ``tf.function``, whose end the transform hook reports: per-segment batched enqueues | one enqueue per traced tensor |
+| ``Graph._nodes_by_id``, ``Operation._id``, ``Operation._add_control_input`` | cutting a graph into segments at nested ops | one enqueue per traced tensor |
+| ``atomic_function.from_func_graph`` | the graphs of ``__forward_*``/``__backward_*`` functions (eager calls under a ``GradientTape``) | those executions' ``graph`` is nil |
+| ``tf_stack._source_mapper_stacks`` | mapping AutoGraph-generated frames to the user's lines | frames stay in the generated code |
+| ``EagerTensor._id`` | eager tensor ids (``in``, ``out``) | ids are -1 |
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+_logged: set[str] = set()
+_logged_lock = threading.Lock()
+
+
+def debug_once(key: str, message: str, *args: Any) -> None:
+    """Log ``message`` at debug level the first time ``key`` is seen in this process."""
+    with _logged_lock:
+        if key in _logged:
+            return
+        _logged.add(key)
+    logger.debug(message, *args)
+
+
+# -- tf.function tracing: the frame that traces a graph and applies the transforms ----
+
+TRACING_MODULE = "tensorflow.python.eager.polymorphic_function.tracing_compilation"
+TRACING_FILE = "tracing_compilation.py"
+TRACING_FUNCTION = "_create_concrete_function"
+TRACING_GRAPH_LOCAL = "func_graph"
+TRANSFORMS_CALL = "apply_func_graph_transforms"
+
+_batching_checked: bool | None = None
+
+
+def graph_batching_supported() -> bool:
+    """Whether the internals that per-segment batching needs are all where expected.
+
+    Checked once per process (the tests reset `_batching_checked`). False means every
+    traced tensor gets its own enqueue.
+    """
+    global _batching_checked
+    if _batching_checked is None:
+        missing = _missing_batching_internals()
+        if missing:
+            debug_once("batching", "tfdbg-tui: %s not found in this TensorFlow; graph "
+                       "traces use one enqueue per tensor (slower, same traces)", missing)
+        _batching_checked = not missing
+    return _batching_checked
+
+
+def _missing_batching_internals() -> str | None:
+    from tensorflow.python.framework import ops
+
+    try:
+        module = __import__(TRACING_MODULE, fromlist=["_"])
+    except ImportError:
+        return TRACING_MODULE
+    function = getattr(module, TRACING_FUNCTION, None)
+    code = getattr(function, "__code__", None)
+    if code is None or not module.__file__.endswith(TRACING_FILE):
+        return f"{TRACING_MODULE}.{TRACING_FUNCTION}"
+    if TRACING_GRAPH_LOCAL not in code.co_varnames or TRANSFORMS_CALL not in code.co_names:
+        return f"{TRACING_FUNCTION}'s {TRACING_GRAPH_LOCAL} and its {TRANSFORMS_CALL} call"
+    if not hasattr(ops.Graph(), "_nodes_by_id"):
+        return "Graph._nodes_by_id"
+    for name in ("_id", "_add_control_input"):
+        if not hasattr(ops.Operation, name):
+            return f"Operation.{name}"
+    return None
+
+
+def is_traced_by_tf_function(graph: Any) -> bool:
+    """Whether ``graph`` is being traced by tf.function, which ends with the transform hook.
+
+    TensorFlow's tracing keeps the graph in a local variable of the function that
+    traces it and then applies the hook; the innermost such frame on the stack decides.
+    False (one enqueue per tensor) when that frame is not found.
+    """
+    if not graph_batching_supported():
+        return False
+    frame = sys._getframe(1)  # pylint: disable=protected-access
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == TRACING_FUNCTION and code.co_filename.endswith(TRACING_FILE):
+            return frame.f_locals.get(TRACING_GRAPH_LOCAL) is graph
+        frame = frame.f_back
+    return False
+
+
+# -- function names: __forward_* / __backward_* functions and their graphs ------------
+
+_hook_lock = threading.Lock()
+_original_from_func_graph: Callable[..., Any] | None = None
+_wrapper: Callable[..., Any] | None = None
+_function_listener: Callable[[str, Any], None] | None = None
+
+
+def install_function_hook(listener: Callable[[str, Any], None]) -> bool:
+    """Call ``listener(name, graph)`` for every function TensorFlow makes of a FuncGraph.
+
+    Wraps ``atomic_function.from_func_graph``, through which every runtime function
+    (``__inference_*``, ``__forward_*``, ``__backward_*``) is made. False when it is not
+    there (the listener is then never called).
+    """
+    global _original_from_func_graph, _wrapper, _function_listener
+    with _hook_lock:
+        try:
+            from tensorflow.python.eager.polymorphic_function import atomic_function
+        except ImportError:
+            atomic_function = None
+        original = getattr(atomic_function, "from_func_graph", None)
+        if original is None:
+            debug_once("from_func_graph", "tfdbg-tui: atomic_function.from_func_graph not "
+                       "found; calls of __forward_/__backward_ functions get no graph id")
+            return False
+        if _original_from_func_graph is None:
+            _original_from_func_graph = original
+
+            def from_func_graph(name: Any, graph: Any, *args: Any, **kwargs: Any) -> Any:
+                listener = _function_listener
+                if listener is not None:
+                    try:
+                        listener(name.decode() if isinstance(name, bytes) else str(name),
+                                 graph)
+                    except Exception:  # noqa: BLE001 - never break TensorFlow's tracing
+                        logger.debug("tfdbg-tui: function hook failed", exc_info=True)
+                return original(name, graph, *args, **kwargs)
+
+            atomic_function.from_func_graph = _wrapper = from_func_graph
+        _function_listener = listener
+        return True
+
+
+def remove_function_hook(listener: Callable[[str, Any], None]) -> None:
+    """Stop calling ``listener``; restore TensorFlow's function when it is ours."""
+    global _original_from_func_graph, _wrapper, _function_listener
+    with _hook_lock:
+        if _function_listener == listener:
+            _function_listener = None
+        if _original_from_func_graph is None or _function_listener is not None:
+            return
+        from tensorflow.python.eager.polymorphic_function import atomic_function
+
+        if atomic_function.from_func_graph is _wrapper:  # else someone wrapped ours
+            atomic_function.from_func_graph = _original_from_func_graph
+            _original_from_func_graph = _wrapper = None
+
+
+# -- small private attributes ---------------------------------------------------------
+
+def tensor_id(tensor: Any) -> int:
+    """An eager tensor's id (``EagerTensor._id``), -1 when TensorFlow has none."""
+    ident = getattr(tensor, "_id", None)
+    if ident is None:
+        debug_once("tensor_id", "tfdbg-tui: EagerTensor._id not found; tensor ids are -1")
+        return -1
+    return ident
+
+
+def autograph_source_mappers(thread_ident: int) -> Any:
+    """TensorFlow's AutoGraph source-mapper stack of a thread, or None."""
+    tf_stack = sys.modules.get("tensorflow.python.util.tf_stack")
+    if tf_stack is None:
+        return None
+    stacks = getattr(tf_stack, "_source_mapper_stacks", None)
+    if stacks is None:
+        debug_once("source_mapper", "tfdbg-tui: tf_stack._source_mapper_stacks not found; "
+                   "AutoGraph frames are not mapped back to the user's lines")
+        return None
+    return stacks.get(thread_ident)
