@@ -7,12 +7,15 @@ are decoded on demand from their locators.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from reader import format as fmt
 from reader import values
+
+if TYPE_CHECKING:
+    from reader.exec_scan import ExecScan
 
 
 class MalformedRecordError(ValueError):
@@ -286,6 +289,7 @@ class ExecutionIndex:
         self._last_out_id = -1
         self.op_types: list[str] = []
         self._op_codes: dict[str, int] = {}
+        self._code_is_function = np.zeros(0, dtype=bool)  # per op code: "__inference_..."
         self.alert_index = Column(np.int64)
         self.alert_slot = Column(np.int32)
         self.alert_counts = Column(np.int64, 3)  # nan, neg_inf, pos_inf; -1 unknown
@@ -349,6 +353,74 @@ class ExecutionIndex:
             self.alert_slot.append(slot)
             self.alert_counts.append(counts)
         return 1
+
+    def reserve_for_bytes(self, new_bytes: int) -> None:
+        """Pre-size the per-execution columns for a segment tail of ``new_bytes``.
+
+        A record of the writer's takes well over 64 bytes (its keys alone are 40), so
+        this rarely over-counts by much, and untouched reserved pages cost no memory;
+        the columns still grow by doubling past it.
+        """
+        bound = len(self) + new_bytes // 64
+        for column in (self.offset, self.length, self.segment, self.op_code,
+                       self.is_function, self.is_alert, self.out_start):
+            column.reserve(bound)
+
+    def intern_op(self, op_type: bytes) -> int | None:
+        """The code of an op type given as UTF-8 bytes; None when not valid UTF-8."""
+        try:
+            text = op_type.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        code = self._op_codes.get(text)
+        if code is None:
+            code = self._op_codes[text] = len(self.op_types)
+            self.op_types.append(text)
+        return code
+
+    def add_scanned(self, scan: ExecScan, a: int, b: int, segment: int, base: int,
+                    starts: np.ndarray, ends: np.ndarray) -> int:
+        """Index records ``a..b-1`` of a scanned block (`exec_scan`), all ``ok`` and
+        numbered consecutively; the same rows as `add` of each would make.
+
+        Raises:
+            MalformedRecordError: Record ``a`` repeats an index already read.
+        """
+        index = int(scan.index[a])
+        if len(self) == 0:
+            self.first = index
+        elif index != self.end:
+            if index < self.end:
+                raise MalformedRecordError(f"exec {index} repeats an index before {self.end}")
+            self.drop_front(len(self))
+            self.first = index
+        n = b - a
+        self.offset.extend(base + starts[a:b])
+        self.length.extend(ends[a:b] - starts[a:b])
+        self.segment.extend(np.full(n, segment, dtype=np.int32))
+        codes = scan.op_code[a:b]
+        self.op_code.extend(codes)
+        if len(self._code_is_function) < len(self.op_types):
+            self._code_is_function = np.array(
+                [t.startswith("__inference_") for t in self.op_types], dtype=bool)
+        self.is_function.extend(scan.has_graph[a:b] | self._code_is_function[codes])
+        lo, hi = np.searchsorted(scan.alert_record, [a, b])
+        alerting = np.zeros(n, dtype=bool)
+        alerting[scan.alert_record[lo:hi] - a] = True
+        self.is_alert.extend(alerting)
+        o0, o1 = int(scan.out_start[a]), int(scan.out_start[b])
+        self.out_start.extend(scan.out_start[a:b] - o0 + self.out_ids.size)
+        ids = scan.out_ids[o0:o1]
+        if ids.size:
+            if self.out_sorted and (ids[0] < self._last_out_id or bool((ids[1:] < ids[:-1]).any())):
+                self.out_sorted = False
+            self.out_ids.extend(ids)
+            self._last_out_id = int(ids[-1])
+        if hi > lo:
+            self.alert_index.extend(scan.index[scan.alert_record[lo:hi]])
+            self.alert_slot.extend(scan.alert_slot[lo:hi].astype(np.int32))
+            self.alert_counts.extend(scan.alert_counts[lo:hi])
+        return n
 
     def _summary_rows(self, record: dict[str, Any]) -> tuple[list[int], np.ndarray] | None:
         """(slots, rows) of the outputs that carry a summary, or None."""

@@ -6,6 +6,7 @@ import os
 from collections import OrderedDict
 from typing import Any
 
+import msgpack
 import numpy as np
 
 from reader import format as fmt
@@ -13,7 +14,9 @@ from reader.definitions import Definitions
 from reader.errors import DamagedDumpError, NoRunsError
 from reader.index import ExecutionIndex, MalformedRecordError, TraceIndex
 from reader.model import UpdateReport
-from reader.segment_reader import SegmentReader, list_segments
+from reader.exec_scan import PAD as EXEC_SCAN_PAD
+from reader.exec_scan import scan_exec_frames
+from reader.segment_reader import DECODE_ERRORS, SegmentReader, list_segments, short_error
 
 # Decoded records kept for repeated fetches (a screenful of executions, a trace chunk
 # whose FULL_TENSOR values are being browsed).
@@ -101,7 +104,15 @@ class RunLoader:
                 continue
             if stream == fmt.STREAM_GRAPH_TRACES:
                 self.traces.reserve_for_bytes(max(segment.size() - segment.offset, 0))
-            for start, end, record in segment.read_new():
+            if stream == fmt.STREAM_EXECUTIONS and self.mode != fmt.FULL_TENSOR:
+                self.execs.reserve_for_bytes(max(segment.size() - segment.offset, 0))
+                for data, base, starts, ends in segment.read_new_frames(pad=EXEC_SCAN_PAD):
+                    if not self._take_exec_frames(segment, number, data, base, starts, ends):
+                        break
+                records = iter(())
+            else:
+                records = segment.read_new()
+            for start, end, record in records:
                 try:
                     self._take(stream, number, start, end, record)
                 except MalformedRecordError as error:
@@ -117,6 +128,48 @@ class RunLoader:
                 self.notice(segment.damage)
             if segment.vanished and stream in fmt.ROTATING_STREAMS:
                 self._drop_vanished(stream, [n for n in known if not known[n].vanished])
+
+    def _take_exec_frames(self, segment: SegmentReader, number: int, data: bytearray, base: int,
+                          starts: np.ndarray, ends: np.ndarray) -> bool:
+        """Index a block of framed ``exec`` records; False once the segment is damaged.
+
+        Records that fit the block's template are indexed from the vectorised scan, in
+        runs of consecutive indices; any other record is decoded whole and taken one at
+        a time, exactly as `read_new` records are.
+        """
+        scan = scan_exec_frames(data, starts, ends, self.mode, self.execs.intern_op)
+        n = starts.size
+        # A run starts at every record that is not ok, follows one that is not, or
+        # does not continue its predecessor's index.
+        breaks = ~scan.ok
+        breaks[1:] |= ~scan.ok[:-1]
+        breaks[1:] |= scan.index[1:] != scan.index[:-1] + 1
+        breaks[0] = True
+        run_starts = np.flatnonzero(breaks).tolist() + [n]
+        for a, b in zip(run_starts[:-1], run_starts[1:]):
+            start = base + int(starts[a])
+            if scan.ok[a]:
+                try:
+                    self.execs.add_scanned(scan, a, b, number, base, starts, ends)
+                except MalformedRecordError as error:
+                    segment.damage = f"{segment.name}: {error} at byte {start}"
+                    return False
+                continue
+            try:
+                record = msgpack.unpackb(data[starts[a]:ends[a]], raw=False,
+                                         strict_map_key=False)
+            except DECODE_ERRORS as error:
+                segment.mark_damaged(start, f"undecodable record ({short_error(error)})")
+                return False
+            if not isinstance(record, dict) or not isinstance(record.get("k"), str):
+                segment.mark_damaged(start, "a record that is not a map with a kind")
+                return False
+            try:
+                self._take(fmt.STREAM_EXECUTIONS, number, start, base + int(ends[a]), record)
+            except MalformedRecordError as error:
+                segment.damage = f"{segment.name}: {error} at byte {start}"
+                return False
+        return True
 
     def _take(self, stream: str, segment: int, start: int, end: int,
               record: dict[str, Any]) -> None:

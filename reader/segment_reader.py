@@ -10,10 +10,12 @@ truncated tail is left unconsumed and read again, completed, by the next call.
 from __future__ import annotations
 
 import os
+from array import array
 from collections.abc import Iterator
 from typing import Any
 
 import msgpack
+import numpy as np
 
 from reader import format as fmt
 from reader.errors import FormatVersionError
@@ -131,7 +133,7 @@ class SegmentReader:
                 except msgpack.OutOfData:
                     break  # an incomplete record: read on, or wait for the writer
                 except DECODE_ERRORS as error:
-                    self._damaged(start, size, f"undecodable record ({_short(error)})")
+                    self._damaged(start, size, f"undecodable record ({short_error(error)})")
                     return
                 self.offset = base + unpacker.tell()
                 if not isinstance(record, dict) or not isinstance(record.get("k"), str):
@@ -142,6 +144,114 @@ class SegmentReader:
                         return
                     continue
                 yield start, self.offset, record
+
+    def read_new_frames(self, pad: int = 0
+                        ) -> Iterator[tuple[bytearray, int, np.ndarray, np.ndarray]]:
+        """Yield ``(data, base, starts, ends)``: blocks of complete records past `offset`,
+        framed but not decoded.
+
+        Record ``r`` is ``data[starts[r]:ends[r]]`` and starts at file byte
+        ``base + starts[r]``; ``data`` holds at least ``pad`` bytes past the last record. Framing uses msgpack's ``skip()``, which checks the
+        structure but decodes nothing: the caller decodes what it needs, and reports a
+        record it cannot use with `mark_damaged`. `offset` moves past each block as it
+        is yielded. The header is read and checked first, as by `read_new`.
+
+        Raises:
+            FormatVersionError: The header names a newer major format version.
+        """
+        if self.damage is not None:
+            return
+        fd = self._open()
+        if fd is None:
+            return
+        size = os.fstat(fd).st_size
+        if self.header is None and not self._read_header(fd, size):
+            return
+        pos = self.offset  # next file byte to read
+        leftover = b""
+        while pos < size:
+            # One buffer per block: the unread tail of the last one, the new bytes, and
+            # `pad` zero bytes (room for the caller's fixed-size reads past a record).
+            want = min(READ_BLOCK_BYTES, size - pos)
+            data = bytearray(len(leftover) + want + pad)
+            data[:len(leftover)] = leftover
+            got = os.preadv(fd, [memoryview(data)[len(leftover):len(leftover) + want]], pos)
+            if got <= 0:
+                break
+            pos += got
+            valid = len(leftover) + got
+            if got < want:
+                data[valid:] = bytes(pad)
+            base = self.offset
+            unpacker = _new_unpacker()
+            unpacker.feed(memoryview(data)[:valid])
+            skip, tell = unpacker.skip, unpacker.tell
+            ends = array("q")
+            append = ends.append
+            error = None
+            try:
+                while True:
+                    skip()
+                    append(tell())
+            except msgpack.OutOfData:
+                pass  # an incomplete record: read on, or wait for the writer
+            except DECODE_ERRORS as caught:
+                error = caught
+            del unpacker, skip, tell  # its copy of the block
+            consumed = ends[-1] if ends else 0
+            if error is not None or (pos >= size and consumed < valid):
+                # Decoding (as `read_new` does) can fail where framing did not (invalid
+                # UTF-8, or a bad length that makes a record look cut short): the
+                # record's notice comes from decoding it.
+                error = _decode_error(memoryview(data)[consumed:valid]) or error
+            if ends:
+                end_array = np.frombuffer(ends, dtype=np.int64)
+                start_array = np.empty_like(end_array)
+                start_array[0] = 0
+                start_array[1:] = end_array[:-1]
+                self.offset = base + consumed
+                yield data, base, start_array, end_array
+                if self.damage is not None:
+                    return  # the caller found a record it cannot use
+            if error is not None:
+                self._damaged(base + consumed, size, f"undecodable record ({short_error(error)})")
+                return
+            leftover = bytes(memoryview(data)[consumed:valid])
+            del data
+
+    def _read_header(self, fd: int, size: int) -> bool:
+        """Read and check the header record; False while it is incomplete or bad."""
+        unpacker = _new_unpacker()
+        unpacker.feed(os.pread(fd, min(size, 1 << 16), 0))
+        try:
+            record = unpacker.unpack()
+        except msgpack.OutOfData:
+            if size <= 1 << 16:
+                return False  # not written whole yet
+            unpacker.feed(os.pread(fd, size - (1 << 16), 1 << 16))
+            try:
+                record = unpacker.unpack()
+            except msgpack.OutOfData:
+                return False
+            except DECODE_ERRORS as error:
+                self._damaged(0, size, f"undecodable record ({short_error(error)})")
+                return False
+        except DECODE_ERRORS as error:
+            self._damaged(0, size, f"undecodable record ({short_error(error)})")
+            return False
+        if not isinstance(record, dict) or not isinstance(record.get("k"), str):
+            self._damaged(0, size, "a record that is not a map with a kind")
+            return False
+        if not self._check_header(record, 0, size):
+            return False
+        self.offset = unpacker.tell()
+        return True
+
+    def mark_damaged(self, start: int, what: str) -> None:
+        """Record that the record at file byte ``start`` is unusable: reading stops there."""
+        fd = self._open()
+        size = os.fstat(fd).st_size if fd is not None else start
+        self._damaged(start, size, what)
 
     def _check_header(self, record: dict[str, Any], start: int, size: int) -> bool:
         if record.get("k") != fmt.KIND_HEADER or record.get("format") != fmt.FORMAT_NAME:
@@ -179,6 +289,19 @@ class SegmentReader:
         return record if isinstance(record, dict) else None
 
 
-def _short(error: BaseException) -> str:
+def _decode_error(data: memoryview) -> BaseException | None:
+    """The error that unpacking the record at the start of ``data`` raises, if any."""
+    unpacker = _new_unpacker()
+    unpacker.feed(data)
+    try:
+        unpacker.unpack()
+    except msgpack.OutOfData:
+        return None
+    except DECODE_ERRORS as error:
+        return error
+    return None
+
+
+def short_error(error: BaseException) -> str:
     text = str(error).splitlines()[0] if str(error) else type(error).__name__
     return text[:80]

@@ -1,0 +1,153 @@
+"""The vectorised execution index (`reader.exec_scan`) against decoding every record.
+
+`RunLoader` indexes ``exec`` records from their raw bytes, in blocks, and decodes whole
+only the records that do not fit a block's template. Whatever the mix, the index must
+be exactly the one `ExecutionIndex.add` builds from each decoded record.
+"""
+
+from __future__ import annotations
+
+import os
+
+import msgpack
+import numpy as np
+import pytest
+
+from reader import DumpReader
+from reader import exec_scan
+from reader import format as fmt
+from reader import segment_reader
+from reader.index import ExecutionIndex, MalformedRecordError
+from reader.segment_reader import SegmentReader, list_segments
+from tests.reader.synthetic import FINITE, NAN, NEG_INF, make_run, segment_path
+
+_COLUMNS = ("offset", "length", "segment", "is_function", "is_alert", "out_start",
+            "out_ids", "alert_index", "alert_slot", "alert_counts")
+
+
+def _reference(path: str, mode: str) -> ExecutionIndex:
+    """The index `ExecutionIndex.add` builds from every decoded record."""
+    index = ExecutionIndex(mode)
+    for number in list_segments(path)[fmt.STREAM_EXECUTIONS]:
+        segment = SegmentReader(os.path.join(path, fmt.segment_filename(
+            fmt.STREAM_EXECUTIONS, number)), fmt.STREAM_EXECUTIONS, number)
+        for start, end, record in segment.read_new():
+            if record["k"] != fmt.KIND_EXECUTION:
+                continue
+            try:
+                index.add(record, number, start, end)
+            except MalformedRecordError:
+                break
+        segment.close()
+    return index
+
+
+def _assert_same(reader: DumpReader, expected: ExecutionIndex) -> None:
+    got = reader._loader.execs
+    assert (got.first, got.end, got.out_sorted) == (expected.first, expected.end,
+                                                    expected.out_sorted)
+    for name in _COLUMNS:
+        assert np.array_equal(getattr(got, name).view, getattr(expected, name).view), name
+    assert ([got.op_types[c] for c in got.op_code.view.tolist()]
+            == [expected.op_types[c] for c in expected.op_code.view.tolist()])
+
+
+def _eager(run, op_type, outputs, rows, graph=None, inputs=(1, 2)):
+    return run.writer.add_execution(
+        op_type=op_type, graph_id=graph, input_ids=list(inputs), output_ids=list(outputs),
+        device_ids=[run.device] * len(outputs), output_dtypes=[1] * len(outputs),
+        stack_id=run.user_stack, summaries=rows)
+
+
+def _mixed_run(logdir, mode=fmt.FULL_HEALTH):
+    run = make_run(logdir, mode=mode)
+    width = len(fmt.SUMMARY_COLUMNS[mode])
+    rows = {"finite": FINITE[:width], "nan": NAN[:width], "inf": NEG_INF[:width]}
+    if mode == fmt.CURT_HEALTH:
+        rows = {"finite": [0.0], "nan": [1.0], "inf": [1.0]}
+    tensor = 0
+    for k in range(300):
+        outputs = [tensor + j for j in range(k % 4)]
+        tensor += len(outputs) + (1 << 33 if k == 150 else 0)  # wide ids too
+        kind = "nan" if k % 37 == 5 else "inf" if k % 53 == 7 else "finite"
+        summaries = [rows[kind] if j % 2 == 0 else None for j in range(len(outputs))]
+        op_type = ("__inference_step_7" if k % 10 == 0 else "x" * (20 + k % 50)
+                   if k % 7 == 0 else ["MatMul", "AddV2", "Ünïcödé", ""][k % 4])
+        _eager(run, op_type, outputs, summaries if mode != fmt.NO_TENSOR else None,
+               graph=run.graph if k % 10 == 0 else None, inputs=range(k % 5))
+    return run, rows
+
+
+@pytest.mark.parametrize("mode", [fmt.FULL_HEALTH, fmt.CONCISE_HEALTH, fmt.CURT_HEALTH,
+                                  fmt.SHAPE, fmt.NO_TENSOR])
+def test_scanned_index_equals_decoding_every_record(logdir, mode):
+    run, rows = _mixed_run(logdir, mode)
+    i = run.writer.num_executions
+    run.writer.close()
+    path = segment_path(run.path, fmt.STREAM_EXECUTIONS)
+    base = {"k": "exec", "i": i, "op": "Odd", "graph": None, "in": [], "out": [7],
+            "dev": [], "dtypes": [], "stack": None, "t": 1.0, "s": [rows["nan"]]}
+    odd = [
+        dict(reversed(list(base.items()))),  # another key order: another template
+        {**base, "s": [[int(x) for x in rows["nan"]]]},  # ints in a summary row
+        {**base, "note": "a newer minor version's key"},
+        {**base, "graph": -1, "out": [-5, 1 << 63, 3]},  # ids the reader maps to -1
+        {"k": "hologram", "x": 1},  # an unknown kind
+        {**base, "op": "é" * 200},  # a str16 op type
+    ]
+    with open(path, "ab") as f:
+        for record in odd:
+            if record["k"] == "exec":
+                record["i"] = i
+                i += 1
+            f.write(msgpack.packb(record))
+    reader = DumpReader(run.path)
+    assert reader.damage == () and reader.num_executions == i
+    _assert_same(reader, _reference(run.path, reader.mode))
+
+
+def test_blocks_smaller_than_records_and_a_growing_file(logdir, monkeypatch):
+    run, _ = _mixed_run(logdir)
+    monkeypatch.setattr(segment_reader, "READ_BLOCK_BYTES", 97)  # records span blocks
+    run.writer.flush()
+    reader = DumpReader(run.path)
+    _eager(run, "Log", [10_000], [NAN])
+    run.writer.close()
+    assert reader.update().new_executions == 1
+    _assert_same(reader, _reference(run.path, reader.mode))
+
+
+def test_op_type_hash_collisions_cost_time_not_correctness(logdir, monkeypatch):
+    monkeypatch.setattr(exec_scan, "HASH_MULTIPLIERS", (0, 0))  # every op type collides
+    run, _ = _mixed_run(logdir)
+    run.writer.close()
+    reader = DumpReader(run.path)
+    _assert_same(reader, _reference(run.path, reader.mode))
+    assert set(reader.execution_op_types(0, 300)) >= {"MatMul", "AddV2", "Ünïcödé", ""}
+
+
+@pytest.mark.parametrize("damage", ["utf8", "repeat", "missing_out", "garbage"])
+def test_damaged_records_stop_the_segment_with_the_same_notice(logdir, damage):
+    run, _ = _mixed_run(logdir)
+    i = run.writer.num_executions
+    run.writer.close()
+    path = segment_path(run.path, fmt.STREAM_EXECUTIONS)
+    size = os.path.getsize(path)
+    record = {"k": "exec", "i": i, "op": "Odd", "graph": None, "in": [], "out": [7]}
+    if damage == "repeat":
+        record["i"] = i - 1
+    elif damage == "missing_out":
+        del record["out"]
+    data = msgpack.packb(record)
+    if damage == "utf8":
+        data = data.replace(b"Odd", b"\xff\xfe\xfd")
+    elif damage == "garbage":
+        data = b"\xc1"
+    with open(path, "ab") as f:
+        f.write(data)
+        f.write(msgpack.packb({**record, "i": i + 1, "out": [8]}))  # not trusted
+    reader = DumpReader(run.path)
+    assert reader.num_executions == i
+    [notice] = reader.damage
+    assert notice.startswith(f"executions.000000.tfdbg: ") and f"at byte {size}" in notice
+    _assert_same(reader, _reference(run.path, reader.mode))
