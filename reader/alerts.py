@@ -1,7 +1,8 @@
 """Alerts: every tensor that held NaN or infinity, in true execution order.
 
 Eager alerts come from the execution index's alert rows, graph alerts from the trace
-index's alert column. Both are merged by one sort key: a graph trace of step ``x``
+index's alert column (both through `alert_rows()`; `DumpReader.alerts` passes the
+indexes in). Both are merged by one sort key: a graph trace of step ``x``
 ran inside the call recorded as execution ``x``, before that execution was recorded,
 so it sorts just before execution ``x``. Only the alerts listed (a per-type cap) become
 objects; counting works on the columns.
@@ -14,11 +15,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from reader.errors import DumpError
-from reader.index import alert_counts
 from reader.model import ALERT_TYPES, Alert, AlertSummary
 
 if TYPE_CHECKING:
     from reader.dump_reader import DumpReader
+    from reader.index import ExecutionIndex, TraceIndex
 
 
 def _type_codes(counts: np.ndarray) -> np.ndarray:
@@ -32,25 +33,23 @@ def _type_codes(counts: np.ndarray) -> np.ndarray:
     return codes
 
 
-def collect_alerts(reader: DumpReader, limit_per_type: int) -> AlertSummary:
-    """Count every alert and list the first ``limit_per_type`` of each type in order."""
-    execs, traces = reader._execs, reader._traces
-    eager_index = execs.alert_index.view
-    eager_counts = execs.alert_counts.view
-    graph_rows = np.flatnonzero(traces.alert.view)
-    graph_index = graph_rows + traces.first
-    if traces.summaries is not None:
-        graph_counts = alert_counts(traces.mode, traces.summaries.view[graph_rows])
-    else:
-        graph_counts = np.full((graph_rows.size, 3), -1, dtype=np.int64)
-    chunks = np.searchsorted(traces.chunk_first.view, graph_index, side="right") - 1
-    graph_step = traces.chunk_step.view[chunks] if graph_rows.size else graph_index
+def collect_alerts(execs: ExecutionIndex, traces: TraceIndex, builder: AlertBuilder,
+                   limit_per_type: int) -> AlertSummary:
+    """Count every alert and list the first ``limit_per_type`` of each type in order.
+
+    Args:
+        execs, traces: The run's indexes (their `alert_rows`); read, never changed.
+        builder: Makes the listed `Alert` objects (it decodes what each one needs).
+        limit_per_type: How many alerts of each type to list; totals stay exact.
+    """
+    eager_index, eager_slot, eager_counts = execs.alert_rows()
+    graph_index, graph_step, graph_counts = traces.alert_rows()
 
     # One table of all alerts: eager rows first, then graph rows.
     n_eager = eager_index.size
     primary = np.concatenate([eager_index, graph_step]).astype(np.int64)
-    secondary = np.concatenate([np.ones(n_eager, np.int64), np.zeros(graph_rows.size, np.int64)])
-    tertiary = np.concatenate([execs.alert_slot.view.astype(np.int64), graph_index])
+    secondary = np.concatenate([np.ones(n_eager, np.int64), np.zeros(graph_index.size, np.int64)])
+    tertiary = np.concatenate([eager_slot, graph_index])
     counts = np.concatenate([eager_counts, graph_counts]).reshape(-1, 3)
     codes = _type_codes(counts)
     order = np.lexsort((tertiary, secondary, primary))
@@ -67,12 +66,11 @@ def collect_alerts(reader: DumpReader, limit_per_type: int) -> AlertSummary:
     rank[order] = np.arange(order.size)
     selected = selected[np.argsort(rank[selected], kind="stable")]
 
-    builder = AlertBuilder(reader)
     alerts = []
     for row in selected.tolist():
         nan, neg, pos = (int(c) for c in counts[row])
         if row < n_eager:
-            alerts.append(builder.eager(int(eager_index[row]), int(execs.alert_slot.view[row]),
+            alerts.append(builder.eager(int(eager_index[row]), int(eager_slot[row]),
                                         nan, neg, pos))
         else:
             g = row - n_eager
@@ -81,7 +79,11 @@ def collect_alerts(reader: DumpReader, limit_per_type: int) -> AlertSummary:
 
 
 class AlertBuilder:
-    """Turns alert rows into `Alert` objects, decoding only what each one needs."""
+    """Turns alert rows into `Alert` objects, decoding only what each one needs.
+
+    It asks the reader through its public methods only (`execution`, `trace`, `op`,
+    `graph`, `execution_op_types`).
+    """
 
     def __init__(self, reader: DumpReader) -> None:
         self._reader = reader

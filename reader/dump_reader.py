@@ -424,13 +424,14 @@ class DumpReader:
         Args:
             limit_per_type: How many alerts of each type to list; totals stay exact.
         """
-        from reader.alerts import collect_alerts
+        from reader.alerts import AlertBuilder, collect_alerts
 
         with self._lock:
             key = (self._execs.first, self._execs.end, self._traces.first, self._traces.end,
                    self._defs.num_ops, len(self._defs.devices), limit_per_type)
             if self._alerts_cache is None or self._alerts_cache[0] != key:
-                self._alerts_cache = (key, collect_alerts(self, limit_per_type))
+                self._alerts_cache = (key, collect_alerts(
+                    self._execs, self._traces, AlertBuilder(self), limit_per_type))
             return self._alerts_cache[1]
 
     def root_cause(self) -> RootCause | None:

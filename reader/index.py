@@ -239,6 +239,20 @@ class TraceIndex:
         chunks = np.searchsorted(self.chunk_first.view, np.arange(begin, end), side="right") - 1
         return self.chunk_step.view[chunks]
 
+    def alert_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every trace that held NaN or infinity, ascending: (trace index, step,
+        (n, 3) counts of nan, neg_inf, pos_inf, -1 where the mode has none)."""
+        rows = np.flatnonzero(self.alert.view)
+        index = rows.astype(np.int64) + self.first
+        if self.summaries is not None:
+            counts = alert_counts(self.mode, self.summaries.view[rows])
+        else:
+            counts = np.full((rows.size, 3), -1, dtype=np.int64)
+        chunks = np.searchsorted(self.chunk_first.view, index, side="right") - 1
+        step = (self.chunk_step.view[chunks] if rows.size
+                else np.empty(0, dtype=np.int64))
+        return index, step.astype(np.int64), counts
+
     def drop_segments_before(self, segment: int) -> int:
         """Forget traces of segments numbered below ``segment``; returns how many."""
         chunks = int(np.searchsorted(self.chunk_segment.view, segment, side="left"))
@@ -445,6 +459,12 @@ class ExecutionIndex:
             raise MalformedRecordError(
                 f"an exec record whose summaries do not have {self.width} columns")
         return slots, rows
+
+    def alert_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every alerting output, in execution then slot order: (execution index,
+        slot, (n, 3) counts of nan, neg_inf, pos_inf, -1 where the mode has none)."""
+        return (self.alert_index.view.astype(np.int64), self.alert_slot.view.astype(np.int64),
+                self.alert_counts.view.reshape(-1, 3))
 
     def producer_of(self, tensor_id: int, before: int | None = None) -> tuple[int, int] | None:
         """(execution index, output slot) of the latest execution that output
