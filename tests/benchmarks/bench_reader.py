@@ -1,6 +1,7 @@
 """Reader benchmark: index time, memory and record fetch, ours against TensorFlow's.
 
-    python tests/benchmarks/bench_reader.py [--traces 1000000] [--tf-traces 1000000]
+    python tests/benchmarks/bench_reader.py [--traces 1000000] [--executions 1000000]
+                                            [--tf-traces 1000000]
     pytest -m benchmark tests/benchmarks/bench_reader.py   # a smaller run, with asserts
 
 Every measurement runs in a fresh subprocess, so peak RSS covers one reader only:
@@ -8,6 +9,10 @@ Every measurement runs in a fresh subprocess, so peak RSS covers one reader only
 
 - ours/synthetic: a FULL_HEALTH dump of N graph traces written with `DumpWriter`
   (chunks of `--chunk` traces, 200 ops), indexed by `reader.DumpReader`.
+- ours/executions: a FULL_HEALTH dump of N eager executions written with `DumpWriter`
+  (15 op types and a tf.function call every 50th, 1-2 outputs with one summary each,
+  a NaN every 20,000th), opened by `reader.DumpReader`; then `execution(i)`, a
+  screenful of the timeline columns, `producer_of` and `alerts()`.
 - tf: TensorFlow's own dumper (`enable_dump_debug_info`, FULL_HEALTH, no circular
   buffer) on a tf.function running a `tf.while_loop` of 6 ops (12 traces per
   iteration), read by `DebugDataReader.update()`, the digests its UI lists. Fetch is
@@ -61,6 +66,68 @@ _WRITE_SYNTHETIC = _PRELUDE + textwrap.dedent("""
                      summaries=rows, step=k)
     w.close()
     print(json.dumps({"path": w.path}))
+""")
+
+_WRITE_EXECUTIONS = _PRELUDE + textwrap.dedent("""
+    import random
+    from instrument.writer import DumpWriter
+    logdir, n = sys.argv[1], int(sys.argv[2])
+    w = DumpWriter(logdir, {"tensor_debug_mode": "FULL_HEALTH"}, flush_interval_s=None)
+    dev = w.add_device("/job:localhost/replica:0/task:0/device:CPU:0")
+    g = w.add_graph("train_step", None, function_name="__inference_train_step_123")
+    frame = w.add_frame(w.add_source_file("/home/me/train.py", ["x"] * 10, library=False),
+                        3, "step")
+    stack = w.add_stack([frame])
+    ops = ["MatMul", "AddV2", "Relu", "Mul", "ReadVariableOp", "Cast", "Sub", "Sum", "Mean",
+           "BiasAdd", "Softmax", "Log", "AssignAddVariableOp", "Identity", "Reshape"]
+    rng = random.Random(0)
+    finite = [1, 2, 4096, 0, 0, 0, 1000, 96, 3000]
+    nan = [1, 2, 4096, 0, 0, 3, 1000, 93, 3000]
+    tensor = 1
+    for i in range(n):
+        call = i % 50 == 0  # a tf.function call among eager ops
+        outputs = 1 if rng.random() < 0.9 else 2
+        ids = list(range(tensor, tensor + outputs))
+        tensor += outputs
+        w.add_execution(op_type="__inference_train_step_123" if call else rng.choice(ops),
+                        graph_id=g if call else None,
+                        input_ids=[max(tensor - 5 - k, 0) for k in range(rng.randint(0, 2))],
+                        output_ids=ids, device_ids=[dev] * outputs, output_dtypes=[1] * outputs,
+                        stack_id=stack,
+                        summaries=[nan if i % 20000 == 7777 else finite] + [None] * (outputs - 1))
+    w.close()
+    print(json.dumps({"path": w.path}))
+""")
+
+_MEASURE_EXECUTIONS = _PRELUDE + textwrap.dedent("""
+    import random
+    import reader
+    path = sys.argv[1]
+    base = rss_mb()
+    t = time.perf_counter()
+    r = reader.DumpReader(path)
+    out = {"n": r.num_executions, "index_s": time.perf_counter() - t,
+           "rss_mb": peak_mb() - base}
+    picks = [random.randrange(r.num_executions) for _ in range(2000)]
+    t = time.perf_counter()
+    for i in picks:
+        r.execution(i)
+    out["fetch_us"] = (time.perf_counter() - t) / len(picks) * 1e6
+    t = time.perf_counter()
+    middle = r.num_executions // 2
+    r.execution_op_types(middle, middle + 50)
+    r.execution_alert_flags(middle, middle + 50)
+    r.execution_function_flags(middle, middle + 50)
+    out["screenful_ms"] = (time.perf_counter() - t) * 1e3
+    tensors = [r.execution(i).output_ids[0] for i in picks[:200]]
+    t = time.perf_counter()
+    for tensor in tensors:
+        r.producer_of(tensor)
+    out["producer_of_us"] = (time.perf_counter() - t) / len(tensors) * 1e6
+    t = time.perf_counter()
+    out["num_alerts"] = r.alerts().total
+    out["alerts_ms"] = (time.perf_counter() - t) * 1e3
+    print(json.dumps(out))
 """)
 
 _MEASURE_OURS = _PRELUDE + textwrap.dedent("""
@@ -167,6 +234,15 @@ def bench_synthetic(workdir: str, traces: int, chunk: int) -> dict:
     return result
 
 
+def bench_executions(workdir: str, executions: int) -> dict:
+    """Write and index an N-execution synthetic dump (eager ops); returns the measurements."""
+    run_path = _run(_WRITE_EXECUTIONS, os.path.join(workdir, "executions"),
+                    str(executions))["path"]
+    result = _run(_MEASURE_EXECUTIONS, run_path)
+    result["dump_mb"] = _dir_mb(run_path)
+    return result
+
+
 def bench_tensorflow(workdir: str, traces: int) -> dict:
     """Dump the while-loop program with TF's dumper (and ours, if present) and read both."""
     iters = max(traces // 12, 1)
@@ -192,16 +268,21 @@ def bench_tensorflow(workdir: str, traces: int) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", type=int, default=1_000_000,
-                        help="graph traces in the synthetic dump")
+                        help="graph traces in the synthetic dump (0: skip)")
     parser.add_argument("--chunk", type=int, default=256, help="traces per synthetic chunk")
+    parser.add_argument("--executions", type=int, default=1_000_000,
+                        help="eager executions in the synthetic executions dump (0: skip)")
     parser.add_argument("--tf-traces", type=int, default=1_000_000,
                         help="graph traces in the TensorFlow dumps (0: skip)")
     parser.add_argument("--workdir", default=None, help="keep the dumps here")
     args = parser.parse_args(argv)
     workdir = args.workdir or tempfile.mkdtemp(prefix="bench_reader_")
     report = {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, "
-              f"{os.cpu_count()} cores, Python {platform.python_version()}",
-              "synthetic": bench_synthetic(workdir, args.traces, args.chunk)}
+              f"{os.cpu_count()} cores, Python {platform.python_version()}"}
+    if args.traces:
+        report["synthetic"] = bench_synthetic(workdir, args.traces, args.chunk)
+    if args.executions:
+        report["executions"] = bench_executions(workdir, args.executions)
     print(json.dumps(report, indent=1), flush=True)
     if args.tf_traces:
         report["tensorflow"] = bench_tensorflow(workdir, args.tf_traces)
@@ -217,6 +298,17 @@ def test_synthetic_index_targets(tmp_path):
     assert result["index_s"] < 0.4
     assert result["rss_mb"] < 100
     assert result["fetch_us"] < 100
+
+
+@pytest.mark.benchmark
+def test_executions_index_targets(tmp_path):
+    """200k eager executions: open well under a second within 100 MB; fetch under 1 ms."""
+    result = bench_executions(str(tmp_path), 200_000)
+    assert result["n"] == 200_000 and result["num_alerts"] == 10
+    assert result["index_s"] < 1.0
+    assert result["rss_mb"] < 100
+    assert result["fetch_us"] < 1000
+    assert result["producer_of_us"] < 1000
 
 
 @pytest.mark.benchmark
