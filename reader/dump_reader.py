@@ -262,7 +262,11 @@ class DumpReader:
             return [self.trace(i) for i in range(begin, end)]
 
     def trace_value(self, index: int) -> np.ndarray | None:
-        """FULL_TENSOR: the value of trace ``index``; None in other modes."""
+        """FULL_TENSOR: the value of trace ``index``; None in other modes.
+
+        Raises:
+            DamagedDumpError: The stored value cannot be decoded.
+        """
         with self._lock:
             t = self._traces
             self._trace_row(index)
