@@ -2,8 +2,9 @@
 
 The route (docs/instrument.md, "How graph traces reach the dump"): each traced tensor
 gets a ``DebugNumericSummaryV2`` on its own device, and its row goes into one
-``FIFOQueue`` that was created eagerly and is captured by every function graph; no
-Python runs per tensor. `TraceQueue.add_trace` builds one enqueue per tensor (while and
+``FIFOQueue`` that was created eagerly under a run-unique shared name: top-level
+function graphs capture its handle, gradient graphs of control flow look it up by
+that name (`TraceQueue.handles_for`); no Python runs per tensor. `TraceQueue.add_trace` builds one enqueue per tensor (while and
 cond bodies, tf.data functions); `TraceQueue.batch_row` and `enqueue_batch` serve the
 per-segment batches of tf.function graphs (instrument/graph_batches.py). Every row
 also carries the ordinal of the eager function call it ran in. A background thread
@@ -19,7 +20,10 @@ TF1 graphs (``tf.compat.v1.Session``) cannot capture an eager queue: there a
 from __future__ import annotations
 
 import logging
+import os
 import threading
+import uuid
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -79,12 +83,32 @@ class TraceQueue:
             component_dtypes, shapes = [tf.int32, tf.string], [[], []]
         else:
             component_dtypes, shapes = [tf.int32], [[]]
+        from tensorflow.python.ops import gen_data_flow_ops, gen_resource_variable_ops
+
+        # The queue and the call counter are created under shared names unique to this
+        # run, so that graphs nested in functions (control-flow bodies and their
+        # gradients) can look them up by name instead of capturing their handles
+        # (`handles_for`). `tf.queue.FIFOQueue` and `tf.Variable` would make them
+        # anonymous in eager mode.
+        unique = f"{os.getpid()}_{uuid.uuid4().hex}"
+        self._queue_attrs = dict(component_types=component_dtypes + [tf.int64],
+                                 shapes=shapes + [[]], capacity=QUEUE_CAPACITY,
+                                 container="", shared_name=f"tfdbg_tui_traces_{unique}")
+        self._calls_attrs = dict(dtype=tf.int64, shape=[], container="",
+                                 shared_name=f"tfdbg_tui_calls_{unique}")
         with tf.init_scope():
-            self._queue = tf.queue.FIFOQueue(
-                QUEUE_CAPACITY, component_dtypes + [tf.int64], shapes=shapes + [[]],
-                name="tfdbg_tui_traces")
-            self._calls = tf.Variable(0, dtype=tf.int64, trainable=False,
-                                      name="tfdbg_tui_calls")
+            queue_ref = gen_data_flow_ops.fifo_queue_v2(**self._queue_attrs,
+                                                        name="tfdbg_tui_traces")
+            self._queue = tf.queue.QueueBase(component_dtypes + [tf.int64],
+                                             shapes + [[]], None, queue_ref)
+            self._calls_handle = gen_resource_variable_ops.var_handle_op(
+                **self._calls_attrs, name="tfdbg_tui_calls")
+            gen_resource_variable_ops.assign_variable_op(
+                self._calls_handle, tf.constant(0, dtype=tf.int64))
+        self._device = queue_ref.device
+        # Per nested graph: the in-graph lookups of the queue and the counter.
+        self._lookups: weakref.WeakKeyDictionary[Any, tuple[Any, Any]] = \
+            weakref.WeakKeyDictionary()
 
     @property
     def batches_supported(self) -> bool:
@@ -93,7 +117,11 @@ class TraceQueue:
 
     def call_finished(self) -> None:
         """Advance the call ordinal; run eagerly after each eager function call."""
-        self._calls.assign_add(1)
+        from tensorflow.python.framework import constant_op, dtypes
+        from tensorflow.python.ops import gen_resource_variable_ops
+
+        gen_resource_variable_ops.assign_add_variable_op(
+            self._calls_handle, constant_op.constant(1, dtype=dtypes.int64))
 
     def retire(self) -> None:
         """From now on drained traces are discarded (their run is closed).
@@ -104,11 +132,43 @@ class TraceQueue:
         with self._drain_lock, self.lock:
             self._sink = _discard
 
-    def _ordinal(self) -> Any:
-        from tensorflow.python.framework import ops
+    def handles_for(self, graph: Any) -> tuple[Any, Any]:
+        """The queue's and the counter's handles to use in ``graph`` (being built).
+
+        The gradient graph of a ``tf.while_loop`` body or a ``tf.cond`` branch (and
+        graphs nested in one) gets its own ``FIFOQueueV2`` and ``VarHandleOp`` that
+        look the run's queue and counter up by shared name on their device: the
+        kernels find the same resources, and the graph captures nothing. There a
+        capture of an eager handle breaks TensorFlow's gradient construction
+        (while_v2 cannot route it, cond_v2 reads its ``.graph``). Other graphs
+        capture the eager handles: the control-flow and call ops then take the queue
+        as an input, and automatic control dependencies keep the enqueues of the
+        enclosing graph in order around them.
+        """
+        if not _in_control_flow_gradient(graph):
+            return self._queue.queue_ref, self._calls_handle
+        lookups = self._lookups.get(graph)
+        if lookups is None:
+            from tensorflow.python.framework import ops
+            from tensorflow.python.ops import gen_data_flow_ops, gen_resource_variable_ops
+
+            with graph.as_default(), ops.control_dependencies(None), \
+                    ops.device(self._device):
+                lookups = (
+                    gen_data_flow_ops.fifo_queue_v2(**self._queue_attrs,
+                                                    name="tfdbg_tui_traces"),
+                    gen_resource_variable_ops.var_handle_op(**self._calls_attrs,
+                                                            name="tfdbg_tui_calls"))
+            self._lookups[graph] = lookups
+        return lookups
+
+    def _ordinal(self, calls_handle: Any) -> Any:
+        from tensorflow.python.framework import dtypes, ops
+        from tensorflow.python.ops import gen_resource_variable_ops
 
         with ops.control_dependencies(None):
-            return self._calls.read_value()
+            return gen_resource_variable_ops.read_variable_op(
+                calls_handle, dtypes.int64, name="tfdbg_tui_call_ordinal")
 
     def add_trace(self, tensor: Any, trace_point: int) -> Any:
         """Build, in the graph being constructed, the ops that trace ``tensor``.
@@ -119,8 +179,8 @@ class TraceQueue:
         from tensorflow.python.framework import constant_op, dtypes, ops
         from tensorflow.python.ops import gen_data_flow_ops, gen_debug_ops, gen_parsing_ops
 
-        handle = self._queue.queue_ref
-        ordinal = self._ordinal()
+        handle, calls_handle = self.handles_for(tensor.graph)
+        ordinal = self._ordinal(calls_handle)
         if self.mode in summaries.SUMMARY_MODES:
             row = gen_debug_ops.debug_numeric_summary_v2(
                 tensor, output_dtype=dtypes.float64,
@@ -159,21 +219,23 @@ class TraceQueue:
         from tensorflow.python.ops import array_ops, array_ops_stack, gen_data_flow_ops
 
         deps = [after] if after is not None else []
+        graph = ops.get_default_graph()
+        handle, calls_handle = self.handles_for(graph)
         # control_dependencies(None) first: the batch may be built while TensorFlow
         # holds a control-dependency scope on an op that must run after it.
         if self.mode in summaries.SUMMARY_MODES:
             with ops.control_dependencies(None), ops.control_dependencies(deps):
                 batch = array_ops_stack.stack(rows, name="tfdbg_tui_rows")
-                ordinals = array_ops.fill([len(rows)], self._ordinal())
+                ordinals = array_ops.fill([len(rows)], self._ordinal(calls_handle))
                 return gen_data_flow_ops.queue_enqueue_many_v2(
-                    self._queue.queue_ref, [batch, ordinals], name="tfdbg_tui_traces")
+                    handle, [batch, ordinals], name="tfdbg_tui_traces")
         with ops.control_dependencies(None), \
                 ops.control_dependencies(deps + [op for op, _ in rows]):
             tps = constant_op.constant([tp for _, tp in rows], dtype=dtypes.int32,
                                        name="tfdbg_tui_tps")
-            ordinals = array_ops.fill([len(rows)], self._ordinal())
+            ordinals = array_ops.fill([len(rows)], self._ordinal(calls_handle))
             return gen_data_flow_ops.queue_enqueue_many_v2(
-                self._queue.queue_ref, [tps, ordinals], name="tfdbg_tui_traces")
+                handle, [tps, ordinals], name="tfdbg_tui_traces")
 
     def drain(self) -> int:
         """Dequeue everything queued now, as one batch, into the sink.
@@ -205,6 +267,31 @@ class TraceQueue:
                 else:
                     self._sink(batch[0].astype(np.int32), None, values, ordinals)
             return count
+
+
+# TensorFlow's FuncGraph classes of the gradients of while bodies and cond branches
+# (while_v2.py, cond_v2.py). Their capture logic only knows tensors of the forward
+# graph: an eager tensor captured there raises.
+CONTROL_FLOW_GRAD_GRAPHS = frozenset({"_WhileBodyGradFuncGraph", "_CondGradFuncGraph"})
+
+
+def _in_control_flow_gradient(graph: Any) -> bool:
+    """Whether ``graph`` is (or is nested in) a control-flow gradient graph.
+
+    Besides the gradient body and branch classes, the condition of a gradient while
+    loop (a plain ``WhileCondFuncGraph`` named ``..._rewritten_grad_N``) counts: a
+    capture there changes the loop's inputs ("cond_graph takes 10 inputs"). Any
+    control-flow graph with ``_grad`` in its name is taken as one; a user's loop so
+    named only loses the ordering described in docs/instrument.md.
+    """
+    while graph is not None:
+        names = {cls.__name__ for cls in type(graph).__mro__}
+        if names & CONTROL_FLOW_GRAD_GRAPHS:
+            return True
+        if "ControlFlowFuncGraph" in names and "_grad" in (getattr(graph, "name", "") or ""):
+            return True
+        graph = getattr(graph, "outer_graph", None)
+    return False
 
 
 def _discard(trace_points: np.ndarray, rows: np.ndarray | None,

@@ -52,8 +52,7 @@ def nested(x):
 
 @tf.function
 def f(x):
-    # Under a GradientTape, functions with control flow fail under instrumentation
-    # (their gradient graphs cannot route our captures; a known limitation).
+    # Under a GradientTape (tape_control_flow.py covers one with control flow).
     return tf.reduce_sum(tf.sqrt(tf.math.log(x) * v + 1.0) * 2.0)
 
 
