@@ -316,6 +316,20 @@ class ExecutionIndex:
     def __len__(self) -> int:
         return self.offset.size
 
+
+    def _continue_at(self, index: int) -> None:
+        """Make ``index`` the next execution: a gap (rotated-away segments) restarts the index.
+
+        Raises:
+            MalformedRecordError: ``index`` repeats an index already read.
+        """
+        if len(self) == 0:
+            self.first = index
+        elif index != self.end:
+            if index < self.end:
+                raise MalformedRecordError(f"exec {index} repeats an index before {self.end}")
+            self.drop_front(len(self))
+            self.first = index
     def add(self, record: dict[str, Any], segment: int, start: int, end: int) -> int:
         """Index one ``exec`` record; returns 1 if new, else raises.
 
@@ -327,13 +341,7 @@ class ExecutionIndex:
         if not (_is_int(index) and index >= 0 and isinstance(op_type, str)
                 and isinstance(outputs, list) and (graph is None or _is_int(graph))):
             raise MalformedRecordError("an exec record with bad i, op, out or graph")
-        if len(self) == 0:
-            self.first = index
-        elif index != self.end:
-            if index < self.end:
-                raise MalformedRecordError(f"exec {index} repeats an index before {self.end}")
-            self.drop_front(len(self))
-            self.first = index
+        self._continue_at(index)
         rows = self._summary_rows(record)
         alert_slots = []
         if rows is not None:
@@ -401,13 +409,7 @@ class ExecutionIndex:
             MalformedRecordError: Record ``a`` repeats an index already read.
         """
         index = int(scan.index[a])
-        if len(self) == 0:
-            self.first = index
-        elif index != self.end:
-            if index < self.end:
-                raise MalformedRecordError(f"exec {index} repeats an index before {self.end}")
-            self.drop_front(len(self))
-            self.first = index
+        self._continue_at(index)
         n = b - a
         self.offset.extend(base + starts[a:b])
         self.length.extend(ends[a:b] - starts[a:b])
