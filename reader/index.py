@@ -316,7 +316,6 @@ class ExecutionIndex:
     def __len__(self) -> int:
         return self.offset.size
 
-
     def _continue_at(self, index: int) -> None:
         """Make ``index`` the next execution: a gap (rotated-away segments) restarts the index.
 
@@ -330,6 +329,7 @@ class ExecutionIndex:
                 raise MalformedRecordError(f"exec {index} repeats an index before {self.end}")
             self.drop_front(len(self))
             self.first = index
+
     def add(self, record: dict[str, Any], segment: int, start: int, end: int) -> int:
         """Index one ``exec`` record; returns 1 if new, else raises.
 
