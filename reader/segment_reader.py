@@ -91,6 +91,15 @@ class SegmentReader:
                 self.damage = f"{self.name}: cannot open ({error.strerror})"
         return self._fd
 
+    def _open_undamaged(self) -> tuple[int, int] | None:
+        """``(fd, size)`` of a file still worth reading; None once damaged or gone."""
+        if self.damage is not None:
+            return None
+        fd = self._open()
+        if fd is None:
+            return None
+        return fd, os.fstat(fd).st_size
+
     def close(self) -> None:
         """Close the file; records can no longer be fetched by offset."""
         if self._fd is not None:
@@ -111,12 +120,10 @@ class SegmentReader:
         Raises:
             FormatVersionError: The header names a newer major format version.
         """
-        if self.damage is not None:
+        opened = self._open_undamaged()
+        if opened is None:
             return
-        fd = self._open()
-        if fd is None:
-            return
-        size = os.fstat(fd).st_size
+        fd, size = opened
         unpacker = _new_unpacker()
         base = self.offset  # file offset of the unpacker's position 0
         pos = self.offset  # next file byte to read
@@ -159,12 +166,10 @@ class SegmentReader:
         Raises:
             FormatVersionError: The header names a newer major format version.
         """
-        if self.damage is not None:
+        opened = self._open_undamaged()
+        if opened is None:
             return
-        fd = self._open()
-        if fd is None:
-            return
-        size = os.fstat(fd).st_size
+        fd, size = opened
         if self.header is None and not self._read_header(fd, size):
             return
         pos = self.offset  # next file byte to read
