@@ -21,7 +21,8 @@ from instrument import tf_internals
 from instrument.graph_batches import GraphBatch, is_traced_by_tf_function
 from instrument.stacks import StackRecorder
 from instrument.trace_queue import DRAINER, HostTraceBuffer, TraceQueue
-from instrument.writer import DumpWriter, tensor_value_record
+from instrument.value_encoding import tensor_value_record
+from instrument.writer import DumpWriter
 from reader import format as fmt
 
 # Name prefixes of the runtime functions an eager call of a tf.function executes.
@@ -196,7 +197,7 @@ class DumpingCallback:
             # Ops added to a graph after its trace was finished are traced one by one.
             return batch if batch is not None and not batch.finished else None
         batch = None
-        if self.trace_queue.batches_supported and is_traced_by_tf_function(graph):
+        if is_traced_by_tf_function(graph):
             batch = GraphBatch(graph, self.trace_queue)
         self._batches[graph] = batch
         return batch

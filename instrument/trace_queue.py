@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from instrument import summaries
-from instrument.writer import encode_value, tensor_value_record
+from instrument import summaries, value_batches
+from instrument.value_encoding import COMPRESSION, tensor_value_record
 from reader import format as fmt
 
 logger = logging.getLogger(__name__)
@@ -41,6 +41,17 @@ DRAIN_INTERVAL_S = 0.5
 # Queue capacity in traces. A graph that fills it waits in its enqueue until the next
 # background drain; this bounds the memory held inside TensorFlow.
 QUEUE_CAPACITY = 1 << 20
+# FULL_TENSOR traces are whole tensors, queued in batches (one per graph segment, or
+# one per tensor on the per-tensor route), and a training loop can produce them faster
+# than they are written. A small queue makes it wait for the drain instead of piling
+# values up in memory: at most this many batches, plus the one being written, are
+# held between the graph and the dump. The drain polls every `ACTIVE_POLL_S` while
+# they keep coming.
+FULL_TENSOR_QUEUE_CAPACITY = 64
+ACTIVE_POLL_S = 0.01
+# TF1 graphs hand FULL_TENSOR values to a host buffer; past this many bytes the thread
+# that hands one over drains the buffer itself.
+HOST_BUFFER_MAX_BYTES = 64 << 20
 
 # A sink receives one drained batch: trace point ids (int32), summary rows with the
 # format's columns (float64) or None, FULL_TENSOR values or None, and the call ordinal
@@ -80,7 +91,9 @@ class TraceQueue:
             # column) followed by the summary.
             component_dtypes, shapes = [tf.float64], [[summaries.RAW_WIDTH[mode]]]
         elif mode == fmt.FULL_TENSOR:
-            component_dtypes, shapes = [tf.int32, tf.string], [[], []]
+            # One element per batch of values (instrument/value_batches.py): the
+            # components' shapes vary, so elements are dequeued one at a time.
+            component_dtypes, shapes = value_batches.component_dtypes(), None
         else:
             component_dtypes, shapes = [tf.int32], [[]]
         from tensorflow.python.ops import gen_data_flow_ops, gen_resource_variable_ops
@@ -91,8 +104,11 @@ class TraceQueue:
         # (`handles_for`). `tf.queue.FIFOQueue` and `tf.Variable` would make them
         # anonymous in eager mode.
         unique = f"{os.getpid()}_{uuid.uuid4().hex}"
-        self._queue_attrs = dict(component_types=component_dtypes + [tf.int64],
-                                 shapes=shapes + [[]], capacity=QUEUE_CAPACITY,
+        full_tensor = mode == fmt.FULL_TENSOR
+        self._queue_attrs = dict(
+            component_types=component_dtypes + [tf.int64],
+            shapes=[] if shapes is None else shapes + [[]],
+            capacity=FULL_TENSOR_QUEUE_CAPACITY if full_tensor else QUEUE_CAPACITY,
                                  container="", shared_name=f"tfdbg_tui_traces_{unique}")
         self._calls_attrs = dict(dtype=tf.int64, shape=[], container="",
                                  shared_name=f"tfdbg_tui_calls_{unique}")
@@ -100,20 +116,17 @@ class TraceQueue:
             queue_ref = gen_data_flow_ops.fifo_queue_v2(**self._queue_attrs,
                                                         name="tfdbg_tui_traces")
             self._queue = tf.queue.QueueBase(component_dtypes + [tf.int64],
-                                             shapes + [[]], None, queue_ref)
+                                             None if shapes is None else shapes + [[]],
+                                             None, queue_ref)
             self._calls_handle = gen_resource_variable_ops.var_handle_op(
                 **self._calls_attrs, name="tfdbg_tui_calls")
             gen_resource_variable_ops.assign_variable_op(
                 self._calls_handle, tf.constant(0, dtype=tf.int64))
         self._device = queue_ref.device
+        self.polls_while_active = full_tensor
         # Per nested graph: the in-graph lookups of the queue and the counter.
         self._lookups: weakref.WeakKeyDictionary[Any, tuple[Any, Any]] = \
             weakref.WeakKeyDictionary()
-
-    @property
-    def batches_supported(self) -> bool:
-        """Whether traces of this mode can be batched per graph segment."""
-        return self.mode != fmt.FULL_TENSOR
 
     def call_finished(self) -> None:
         """Advance the call ordinal; run eagerly after each eager function call."""
@@ -177,7 +190,7 @@ class TraceQueue:
             The enqueue op.
         """
         from tensorflow.python.framework import constant_op, dtypes, ops
-        from tensorflow.python.ops import gen_data_flow_ops, gen_debug_ops, gen_parsing_ops
+        from tensorflow.python.ops import gen_data_flow_ops, gen_debug_ops
 
         handle, calls_handle = self.handles_for(tensor.graph)
         ordinal = self._ordinal(calls_handle)
@@ -189,10 +202,9 @@ class TraceQueue:
             return gen_data_flow_ops.queue_enqueue_v2(handle, [row, ordinal],
                                                       name="tfdbg_tui_trace")
         if self.mode == fmt.FULL_TENSOR:
-            serialized = gen_parsing_ops.serialize_tensor(tensor, name="tfdbg_tui_value")
-            tp = constant_op.constant(trace_point, dtype=dtypes.int32, name="tfdbg_tui_tp")
             return gen_data_flow_ops.queue_enqueue_v2(
-                handle, [tp, serialized, ordinal], name="tfdbg_tui_trace")
+                handle, value_batches.pack([tensor], [trace_point]) + [ordinal],
+                name="tfdbg_tui_trace")
         # NO_TENSOR: only the fact that the tensor was computed, so the enqueue waits
         # for the tensor's op without reading its value.
         with ops.control_dependencies([tensor.op]):
@@ -211,7 +223,8 @@ class TraceQueue:
                     tensor, output_dtype=dtypes.float64,
                     tensor_debug_mode=summaries.TENSOR_DEBUG_MODE_ENUM[self.mode],
                     tensor_id=trace_point, name="tfdbg_tui_summary")
-        return (tensor.op, trace_point)
+        # FULL_TENSOR: the tensor itself, packed with the others in `enqueue_batch`.
+        return (tensor if self.mode == fmt.FULL_TENSOR else tensor.op, trace_point)
 
     def enqueue_batch(self, rows: list[Any], after: Any) -> Any:
         """Build one enqueue of a batch of `batch_row` results, run after op ``after``."""
@@ -223,22 +236,28 @@ class TraceQueue:
         handle, calls_handle = self.handles_for(graph)
         # control_dependencies(None) first: the batch may be built while TensorFlow
         # holds a control-dependency scope on an op that must run after it.
-        if self.mode in summaries.SUMMARY_MODES:
-            with ops.control_dependencies(None), ops.control_dependencies(deps):
-                batch = array_ops_stack.stack(rows, name="tfdbg_tui_rows")
+        with ops.control_dependencies(None):
+            if self.mode == fmt.FULL_TENSOR:
+                components = value_batches.pack([t for t, _ in rows], [tp for _, tp in rows])
+                with ops.control_dependencies(deps):
+                    return gen_data_flow_ops.queue_enqueue_v2(
+                        handle, components + [self._ordinal(calls_handle)],
+                        name="tfdbg_tui_traces")
+            if self.mode in summaries.SUMMARY_MODES:
+                components = [array_ops_stack.stack(rows, name="tfdbg_tui_rows")]
+            else:
+                components = [constant_op.constant([tp for _, tp in rows], dtype=dtypes.int32,
+                                                   name="tfdbg_tui_tps")]
+                # NO_TENSOR: only the fact that the tensors were computed, so the
+                # enqueue waits for their ops without reading their values.
+                deps = deps + [op for op, _ in rows]
+            with ops.control_dependencies(deps):
                 ordinals = array_ops.fill([len(rows)], self._ordinal(calls_handle))
                 return gen_data_flow_ops.queue_enqueue_many_v2(
-                    handle, [batch, ordinals], name="tfdbg_tui_traces")
-        with ops.control_dependencies(None), \
-                ops.control_dependencies(deps + [op for op, _ in rows]):
-            tps = constant_op.constant([tp for _, tp in rows], dtype=dtypes.int32,
-                                       name="tfdbg_tui_tps")
-            ordinals = array_ops.fill([len(rows)], self._ordinal(calls_handle))
-            return gen_data_flow_ops.queue_enqueue_many_v2(
-                handle, [tps, ordinals], name="tfdbg_tui_traces")
+                    handle, components + [ordinals], name="tfdbg_tui_traces")
 
     def drain(self) -> int:
-        """Dequeue everything queued now, as one batch, into the sink.
+        """Dequeue everything queued now into the sink.
 
         Runs eager ops: a caller with op callbacks must keep them from recording these.
         Must not be called with `lock` held (a concurrent drain would wait for it).
@@ -249,24 +268,40 @@ class TraceQueue:
         with self._drain_lock:
             with self.lock:
                 count = int(self._queue.size().numpy())
-                if count == 0:
-                    return 0
+            if self.mode == fmt.FULL_TENSOR:
+                # Values are compressed only while the drain keeps up (it found a single
+                # batch waiting) and a core is spare: compressing costs far more than
+                # the graph's packing.
+                return sum(self._drain_values(compress=count == 1) for _ in range(count))
+            if count == 0:
+                return 0
+            with self.lock:
                 *batch, ordinals = self._queue.dequeue_many(count)
                 ordinals = ordinals.numpy()
                 batch = [component.numpy() for component in batch]
-            values = None
-            if self.mode == fmt.FULL_TENSOR:
-                # The slow part (parsing and compressing every value) holds no lock the
-                # training thread takes: it only competes with it for CPU.
-                values = [_parse_serialized_tensor(s) for s in batch[1]]
-            with self.lock:
                 if self.mode in summaries.SUMMARY_MODES:
                     raw = batch[0]
                     self._sink(summaries.trace_points_of(raw),
                                summaries.keep_columns(self.mode, raw), None, ordinals)
                 else:
-                    self._sink(batch[0].astype(np.int32), None, values, ordinals)
+                    self._sink(batch[0].astype(np.int32), None, None, ordinals)
             return count
+
+    def _drain_values(self, *, compress: bool) -> int:
+        """Dequeue one FULL_TENSOR batch into the sink; return how many traces."""
+        with self.lock:
+            *components, ordinal = self._queue.dequeue()
+            components = [component.numpy() for component in components]
+            ordinal = int(ordinal.numpy())
+        # The slow part (cutting and compressing the values) holds no lock the
+        # training thread takes: it only competes with it for CPU.
+        trace_points, values = value_batches.unpack(components)
+        if compress:
+            values = COMPRESSION.encode_all(values)
+        with self.lock:
+            self._sink(trace_points, None, values,
+                       np.full(len(trace_points), ordinal, dtype=np.int64))
+        return len(trace_points)
 
 
 # TensorFlow's FuncGraph classes of the gradients of while bodies and cond branches
@@ -299,14 +334,6 @@ def _discard(trace_points: np.ndarray, rows: np.ndarray | None,
     del trace_points, rows, values, ordinals
 
 
-def _parse_serialized_tensor(serialized: bytes) -> dict[str, Any]:
-    from tensorflow.core.framework import tensor_pb2
-    from tensorflow.python.framework import tensor_util
-
-    proto = tensor_pb2.TensorProto.FromString(serialized)
-    return tensor_value_record(tensor_util.MakeNdarray(proto), compress=True)
-
-
 class HostTraceBuffer:
     """Traces handed over by ``py_func`` (TF1 graphs), buffered until the next drain.
 
@@ -323,6 +350,8 @@ class HostTraceBuffer:
         self._trace_points: list[int] = []
         self._rows: list[np.ndarray] = []
         self._values: list[dict[str, Any]] = []
+        self._value_bytes = 0
+        self.polls_while_active = False
 
     def retire(self) -> None:
         """Discard what arrives from now on (the run is closed)."""
@@ -362,6 +391,11 @@ class HostTraceBuffer:
             elif self.mode == fmt.FULL_TENSOR:
                 # Raw here (the graph waits for this call); compressed by the drain.
                 self._values.append(tensor_value_record(value))
+                self._value_bytes += len(self._values[-1].get("data") or b"")
+            overfull = self._value_bytes > HOST_BUFFER_MAX_BYTES
+        if overfull:
+            # The graph outruns the background drain: this thread waits and helps.
+            self.drain()
 
     def drain(self) -> int:
         """Hand everything buffered to the sink as one batch; return how many traces."""
@@ -377,8 +411,9 @@ class HostTraceBuffer:
                 elif self.mode == fmt.FULL_TENSOR:
                     values = self._values
                 self._trace_points, self._rows, self._values = [], [], []
+                self._value_bytes = 0
             if values is not None:
-                values = [encode_value(v) for v in values]
+                values = COMPRESSION.encode_all(values)
             with self.lock:
                 self._sink(tps, rows, values, None)
             return count
@@ -386,6 +421,10 @@ class HostTraceBuffer:
 
 class TraceDrainer:
     """A daemon thread that drains trace queues and buffers every `DRAIN_INTERVAL_S`.
+
+    A source whose ``polls_while_active`` is set (FULL_TENSOR queues) is drained
+    continuously while it yields traces, then polled every `ACTIVE_POLL_S` and less
+    often as it stays empty.
 
     Sources stay registered after their run is closed (their sink then discards):
     functions traced under an old run still enqueue into its queue, which must never
@@ -409,16 +448,22 @@ class TraceDrainer:
 
     def _run(self) -> None:
         stop = threading.Event()  # never set: the thread lives as long as the process
-        while not stop.wait(self._interval_s):
+        wait = self._interval_s
+        while not stop.wait(wait):
             with self._lock:
                 sources = list(self._sources)
+            active = False
             for source in sources:
                 try:
-                    source.drain()
+                    if source.drain() and source.polls_while_active:
+                        active = True
                 except Exception:  # noqa: BLE001 - the thread must survive to keep draining
                     # A failed drain (e.g. while the interpreter shuts TensorFlow down)
                     # is reported; the traces stay queued for the next attempt.
                     logger.exception("tfdbg-tui: draining graph traces failed")
+            # While FULL_TENSOR traces keep coming, drain again at once; once they stop,
+            # poll at `ACTIVE_POLL_S`, backing off to the interval.
+            wait = 0.0 if active else min(max(2 * wait, ACTIVE_POLL_S), self._interval_s)
 
 
 DRAINER = TraceDrainer()

@@ -19,13 +19,13 @@ import socket
 import threading
 import time
 import uuid
-import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgpack
 import numpy as np
 
+from instrument.value_encoding import COMPRESSION
 from reader import format as fmt
 
 logger = logging.getLogger(__name__)
@@ -45,6 +45,10 @@ def new_run_id(now: float | None = None) -> str:
     return f"{stamp}-{host or 'host'}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
 
+# Buffers per writev call: IOV_MAX on Linux and macOS.
+_IOV_MAX = 1024
+
+
 class RecordFile:
     """One append-only segment file of msgpack records, buffered in memory."""
 
@@ -52,7 +56,10 @@ class RecordFile:
         self.path = path
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
         self._packer = msgpack.Packer(use_bin_type=True)
-        self._buf = bytearray()
+        # Packed records not yet written; written with one writev, never joined (a
+        # FULL_TENSOR chunk is megabytes, and every copy of it costs the training).
+        self._buf: list[bytes] = []
+        self._buf_bytes = 0
         # Records whose encoding waits for the flush, in order after `_buf`.
         self._deferred: list[tuple[dict[str, Any], Callable[[dict[str, Any]], None]]] = []
         self._deferred_bytes = 0
@@ -66,14 +73,18 @@ class RecordFile:
         ``size_hint`` estimates the deferred record's bytes, for `pending_bytes`.
         """
         if encode is None and not self._deferred:
-            self._buf += self._packer.pack(record)
+            self._add(self._packer.pack(record))
         else:
             self._deferred.append((record, encode or _keep))
             self._deferred_bytes += size_hint
 
+    def _add(self, packed: bytes) -> None:
+        self._buf.append(packed)
+        self._buf_bytes += len(packed)
+
     @property
     def pending_bytes(self) -> int:
-        return len(self._buf) + self._deferred_bytes
+        return self._buf_bytes + self._deferred_bytes
 
     def flush(self) -> None:
         if self._deferred:
@@ -82,15 +93,19 @@ class RecordFile:
                     encode(record)
                 except Exception:  # noqa: BLE001 - a record stored unencoded beats none
                     logger.exception("tfdbg-tui: encoding a record failed; stored as is")
-                self._buf += self._packer.pack(record)
+                self._add(self._packer.pack(record))
             self._deferred.clear()
             self._deferred_bytes = 0
-        if not self._buf:
-            return
-        data = memoryview(bytes(self._buf))
-        self._buf.clear()
-        while data:
-            data = data[os.write(self._fd, data):]
+        views = [memoryview(b) for b in self._buf]
+        self._buf, self._buf_bytes = [], 0
+        start = 0
+        while start < len(views):
+            written = os.writev(self._fd, views[start:start + _IOV_MAX])
+            while written and written >= len(views[start]):
+                written -= len(views[start])
+                start += 1
+            if written:
+                views[start] = views[start][written:]
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -321,9 +336,9 @@ class DumpWriter:
                       time_s: float | None = None) -> int:
         """Record one eager execution (an op or a function call); returns its index.
 
-        ``values`` (FULL_TENSOR, `tensor_value_record` results) are compressed with
-        `encode_value` when the record is flushed, normally by the background flush
-        rather than the caller's (training) thread.
+        ``values`` (FULL_TENSOR, `tensor_value_record` results) are compressed when
+        the record is flushed, normally by the background flush rather than the
+        caller's (training) thread, if a core is spare (`COMPRESSION`).
         """
         with self._lock:
             index = self.num_executions
@@ -356,7 +371,7 @@ class DumpWriter:
             trace_points: int32 array, the trace point id of each trace.
             summaries: float64 array of shape (n, len(SUMMARY_COLUMNS[mode])), or None.
             values: FULL_TENSOR values, one `tensor_value_record` per trace, stored as
-                given: compress them with `encode_value` first (off the lock).
+                given: compress them (`encode_value`) first, off the lock.
             step: Index of the eager execution (top-level function call) the traces ran
                 in; defaults to the number of executions recorded so far.
 
@@ -393,72 +408,4 @@ def _keep(record: dict[str, Any]) -> None:
 
 
 def _encode_execution_values(record: dict[str, Any]) -> None:
-    record["v"] = [encode_value(v) for v in record["v"]]
-
-
-def tensor_value_record(array: np.ndarray, *, compress: bool = False) -> dict[str, Any]:
-    """A FULL_TENSOR value as stored: numpy dtype string, shape and little-endian bytes.
-
-    bfloat16 (which numpy cannot name portably) is stored as float32; strings and other
-    non-numeric values as ``repr``, a list of at most `MAX_REPR_ELEMENTS` strings.
-    With ``compress``, the result of `encode_value`; otherwise ``data`` is raw.
-    """
-    arr = np.asarray(array)
-    if arr.dtype.name == "bfloat16":
-        arr = arr.astype(np.float32)
-    if arr.dtype.kind not in "biufc":
-        flat = arr.reshape(-1)[:MAX_REPR_ELEMENTS]
-        return {"dtype": None, "shape": list(arr.shape), "data": None,
-                "repr": [x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x)
-                         for x in flat.tolist()]}
-    arr = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<"))
-    record = {"dtype": arr.dtype.str, "shape": list(arr.shape), "data": arr.tobytes()}
-    return encode_value(record) if compress else record
-
-
-MAX_REPR_ELEMENTS = 10_000
-
-# Values smaller than this are stored raw: compression would save a few bytes at most.
-MIN_COMPRESSED_BYTES = 256
-# A compressed value is kept only if it saves at least this fraction of the raw bytes;
-# otherwise the reader's decompression would buy (almost) nothing.
-MIN_SAVING = 1 / 32
-
-
-def encode_value(record: Any) -> Any:
-    """A value record with its ``data`` compressed (docs/format.md section 6), or itself.
-
-    The elements are byte-shuffled (``shuffle-zlib``: byte j of every element, for j
-    = 0 .. itemsize-1; plain ``zlib`` for one-byte dtypes) and deflated with
-    Huffman coding only, one deflate block per byte plane. Measured on a training
-    program's activations and gradients (float32) this stores 77% of the raw bytes at
-    about 75 MB/s, against 85% at 21 MB/s for zlib level 1 on the raw bytes: the
-    sign-and-exponent bytes and the zeros of ReLU outputs are what compresses, and LZ
-    matching finds little in float mantissas. Records that are not raw numeric values,
-    small ones, ones that would not shrink by `MIN_SAVING` (and None) come back unchanged.
-    Releases the GIL while compressing.
-    """
-    if not isinstance(record, dict):
-        return record
-    data = record.get("data")
-    if (record.get("codec") is not None or not isinstance(data, bytes)
-            or len(data) < MIN_COMPRESSED_BYTES):
-        return record
-    itemsize = np.dtype(record["dtype"]).itemsize
-    compressor = zlib.compressobj(1, zlib.DEFLATED, zlib.MAX_WBITS, 9, zlib.Z_HUFFMAN_ONLY)
-    parts = []
-    if itemsize > 1 and len(data) % itemsize == 0:
-        codec = fmt.CODEC_SHUFFLE_ZLIB
-        planes = np.frombuffer(data, dtype=np.uint8).reshape(-1, itemsize).T.copy()
-        for plane in planes:
-            parts.append(compressor.compress(plane))
-            # Each byte plane gets its own block, hence its own Huffman code.
-            parts.append(compressor.flush(zlib.Z_BLOCK))
-    else:
-        codec = fmt.CODEC_ZLIB
-        parts.append(compressor.compress(data))
-    parts.append(compressor.flush())
-    packed = b"".join(parts)
-    if len(packed) > len(data) - len(data) * MIN_SAVING:
-        return record
-    return {**record, "codec": codec, "data": packed}
+    record["v"] = COMPRESSION.encode_all(record["v"])

@@ -91,8 +91,9 @@ def test_stack_with_frame_defined_later_shows_placeholder_then_frame(logdir):
     stack = w.add_stack([frame])
     # Hand-written order: the stack record reaches disk before its frame does.
     stacks_file = w._files[fmt.STREAM_STACKS]
-    pending = bytes(stacks_file._buf)
+    pending = b"".join(stacks_file._buf)
     stacks_file._buf.clear()
+    stacks_file._buf_bytes = 0
     import msgpack
 
     unpacker = msgpack.Unpacker(raw=False)

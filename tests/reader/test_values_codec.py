@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import time
 import zlib
 
 import numpy as np
 import pytest
 
-from instrument.writer import MIN_COMPRESSED_BYTES, encode_value, tensor_value_record
+from instrument.value_encoding import MIN_COMPRESSED_BYTES, encode_value, tensor_value_record
 from reader import DumpError, DumpReader
 from reader import format as fmt
 from reader.values import decode_value, summary_row
@@ -114,3 +115,37 @@ def test_dump_round_trip_and_corrupt_value(tmp_path):
         reader.trace_value(2)
     assert reader.trace(2).summary.size == 0  # indexed, with an all-zero summary
     assert MIN_COMPRESSED_BYTES > small.nbytes
+
+
+def test_dense_floats_code_only_the_planes_that_compress():
+    """Mantissa planes of dense floats go as stored blocks; the stream is plain zlib."""
+    array = RNG.normal(size=20_000).astype(np.float32)
+    stored = encode_value(tensor_value_record(array))
+    assert stored["codec"] == fmt.CODEC_SHUFFLE_ZLIB
+    planes = b"".join(array.tobytes()[j::4] for j in range(4))
+    assert zlib.decompress(stored["data"]) == planes  # any zlib reader decodes it
+    # Three stored planes (their bytes plus 5-byte block headers) and the exponent
+    # plane Huffman-coded to well under its size.
+    assert 3 * array.size < len(stored["data"]) < 3.5 * array.size
+    np.testing.assert_array_equal(decode_value(stored), array)
+
+
+def test_a_view_of_the_elements_is_compressed_like_bytes():
+    view = tensor_value_record(RELU, copy=False)
+    assert isinstance(view["data"], memoryview)
+    assert encode_value(view)["data"] == encode_value(tensor_value_record(RELU))["data"]
+
+
+def test_values_are_compressed_only_while_a_core_is_spare():
+    from instrument.value_encoding import SpareCoreCompression
+
+    raw = [tensor_value_record(RELU)]
+    assert SpareCoreCompression(cores=1).encode_all(raw) == raw  # not measured yet
+    many = SpareCoreCompression(interval_s=0.0, cores=64)
+    assert many.encode_all(raw)[0]["codec"] == fmt.CODEC_SHUFFLE_ZLIB
+    one = SpareCoreCompression(interval_s=0.1, cores=1)
+    deadline = time.monotonic() + 0.3
+    while time.monotonic() < deadline:  # this thread keeps the only core busy
+        pass
+    assert not one.core_is_spare()
+    assert one.encode_all(raw) == raw

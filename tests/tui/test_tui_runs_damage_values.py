@@ -7,7 +7,8 @@ import msgpack
 from synthetic_dumps import FLOAT32, USER_FILE, USER_SOURCE, write_nan_dump
 from tui_helpers import hunted_app, make_app, screen_text, wait_for, wait_for_hunt
 
-from instrument.writer import DumpWriter, tensor_value_record
+from instrument.value_encoding import tensor_value_record
+from instrument.writer import DumpWriter
 from reader import format as fmt
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 from tfdbg_tui.panes.tensor_value import TensorValueList
