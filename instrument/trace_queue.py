@@ -10,7 +10,8 @@ per-segment batches of tf.function graphs (instrument/graph_batches.py). Every r
 also carries the ordinal of the eager function call it ran in. A background thread
 drains the queue in batches (``QueueSizeV2`` then ``QueueDequeueManyV2``) every
 `DRAIN_INTERVAL_S` and at exit; each run of rows with one call ordinal becomes one
-``traces`` chunk.
+``traces`` chunk. FULL_TENSOR values travel as packed batches, one queue element each
+(instrument/value_batches.py), through a small queue drained while they keep coming.
 
 TF1 graphs (``tf.compat.v1.Session``) cannot capture an eager queue: there a
 ``py_func`` per traced tensor appends to a host-side buffer instead
@@ -109,7 +110,7 @@ class TraceQueue:
             component_types=component_dtypes + [tf.int64],
             shapes=[] if shapes is None else shapes + [[]],
             capacity=FULL_TENSOR_QUEUE_CAPACITY if full_tensor else QUEUE_CAPACITY,
-                                 container="", shared_name=f"tfdbg_tui_traces_{unique}")
+            container="", shared_name=f"tfdbg_tui_traces_{unique}")
         self._calls_attrs = dict(dtype=tf.int64, shape=[], container="",
                                  shared_name=f"tfdbg_tui_calls_{unique}")
         with tf.init_scope():
