@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import zlib
 from typing import Any
 
@@ -13,6 +14,9 @@ from reader.errors import DamagedDumpError
 # numpy dtype name -> TF DataType enum, the inverse of `fmt.DTYPE_NAMES` where numpy
 # has the type (bfloat16 is stored as float32 and reads back as float32).
 _TF_DTYPE_OF_NUMPY = {name: enum for enum, name in fmt.DTYPE_NAMES.items()}
+# The same by numpy dtype (a dict lookup by dtype is much cheaper than `dtype.name`).
+_TF_DTYPE_OF_DTYPE = {np.dtype(name): enum for name, enum in _TF_DTYPE_OF_NUMPY.items()
+                      if name in np.sctypeDict and name != "string"}
 _TF_STRING = 7
 _WIDTH = len(fmt.SUMMARY_COLUMNS[fmt.FULL_HEALTH])
 
@@ -50,7 +54,7 @@ def decode_value(value: Any) -> np.ndarray | None:
         return None
     try:
         np_dtype = np.dtype(dtype)
-        count = int(np.prod(shape, dtype=np.int64))
+        count = math.prod(shape)
     except (TypeError, ValueError):
         if codec is not None:
             raise DamagedDumpError(
@@ -102,24 +106,21 @@ def summary_row(value: Any) -> np.ndarray:
         return row
     shape = value.get("shape")
     row[1] = len(shape)
-    row[2] = float(np.prod(shape, dtype=np.int64))
+    row[2] = size = math.prod(shape)
     if array.dtype == object:
         row[0] = _TF_STRING
-        row[3:] = 0
         return row
-    row[0] = _TF_DTYPE_OF_NUMPY.get(array.dtype.name, 0)
+    row[0] = _TF_DTYPE_OF_DTYPE.get(array.dtype.newbyteorder("="), 0)
     if array.dtype.kind == "c":
         array = np.abs(array)
+    finite = array
     if array.dtype.kind == "f":
-        nan = np.isnan(array)
-        inf = np.isinf(array)
-        row[3] = np.count_nonzero(inf & (array < 0))
-        row[4] = np.count_nonzero(inf) - row[3]
-        row[5] = np.count_nonzero(nan)
-        finite = array[~(nan | inf)]
-    else:
-        row[3:6] = 0
-        finite = array
+        finite_mask = np.isfinite(array)
+        if np.count_nonzero(finite_mask) < size:  # rare: count what is not finite
+            row[3] = np.count_nonzero(array == -np.inf)
+            row[4] = np.count_nonzero(array == np.inf)
+            row[5] = size - np.count_nonzero(finite_mask) - row[3] - row[4]
+            finite = array[finite_mask]
     row[6] = np.count_nonzero(finite < 0)
     row[7] = np.count_nonzero(finite == 0)
     row[8] = finite.size - row[6] - row[7]
