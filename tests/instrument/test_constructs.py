@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 
 import numpy as np
 import pytest
@@ -136,6 +137,25 @@ def test_health_summaries_count_the_nonfinite(constructs, mode):
         assert (row["size"], row["neg_inf"], row["pos_inf"], row["nan"]) == (3, 1, 0, 0)
     if mode == fmt.FULL_HEALTH:
         assert (row["dtype"], row["rank"], row["neg"], row["zero"], row["pos"]) == (1, 1, 0, 0, 2)
+
+
+def test_concise_rows_agree_with_full_health_for_every_trace(constructs):
+    """CONCISE_HEALTH counts equal FULL_HEALTH's for the same traces of the same
+    program, batched and per-tensor routes alike."""
+    def rows(mode, columns):
+        dump = constructs[mode]
+        out = []
+        for trace in dump.traces:
+            op = dump.trace_op(trace)
+            row = dict(zip(fmt.SUMMARY_COLUMNS[mode], trace.summary))
+            graph = re.sub(r"_\d+$", "", dump.graphs[op["graph"]]["name"] or "")  # cond_true_503
+            out.append((graph, op["name"], tuple(row[c] for c in columns)))
+        return sorted(out)
+
+    columns = ("size", "neg_inf", "pos_inf", "nan")
+    concise = rows(fmt.CONCISE_HEALTH, columns)
+    assert concise == rows(fmt.FULL_HEALTH, columns)
+    assert any(r[2][1:] != (0, 0, 0) for r in concise)  # the -inf of Log is there
 
 
 @pytest.mark.parametrize("mode", ALL_MODES)
