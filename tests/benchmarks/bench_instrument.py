@@ -5,8 +5,9 @@ plain, under ``tf.debugging.experimental.enable_dump_debug_info``, and under
 ``instrument.enable_dump_debug_info``, for each tensor debug mode, each run in its own
 subprocess, all in one invocation. For each run the time per step (after warm-up steps
 that include tracing; the measured steps' total time, up to the dumper's
-``disable_dump_debug_info`` returning, over their number) and the bytes of the dump are
-reported, side by side.
+``disable_dump_debug_info`` returning, over their number), the process's CPU time per
+step over the same span (all threads; steadier than wall time on a machine with steal
+time or other load), and the bytes of the dump are reported, side by side.
 
 Run it alone on the machine (other heavy processes skew step times)::
 
@@ -22,7 +23,6 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -81,7 +81,7 @@ def run_training(config: str, logdir: str, steps: int) -> dict[str, float]:
         train_step(x, y).numpy()
     # The measured time runs until the dump is complete: work a dumper defers (a
     # background drain that falls behind) counts, as its memory would.
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     for _ in range(steps):
         train_step(x, y).numpy()
     if config != "plain":
@@ -89,7 +89,8 @@ def run_training(config: str, logdir: str, steps: int) -> dict[str, float]:
             tf.debugging.experimental.disable_dump_debug_info()
         else:
             instrument.disable_dump_debug_info()
-    return {"step_s": (time.perf_counter() - start) / steps, "steps": steps}
+    return {"step_s": (time.perf_counter() - start) / steps,
+            "cpu_step_s": (time.process_time() - cpu_start) / steps, "steps": steps}
 
 
 def dir_bytes(path: str) -> int:
@@ -131,11 +132,14 @@ def benchmark(modes: tuple[str, ...], steps: int, rounds: int = 3) -> list[dict[
                     os.makedirs(run_dir, exist_ok=True)
                     results[tool].append(measure(config, mode_steps, run_dir))
             best = {tool: min(r["step_s"] for r in runs) for tool, runs in results.items()}
+            cpu = {tool: min(r["cpu_step_s"] for r in runs) for tool, runs in results.items()}
             rows.append({
                 "mode": mode, "steps": mode_steps, "plain_ms": best["plain"] * 1e3,
                 "tf_ms": best["tf"] * 1e3, "ours_ms": best["ours"] * 1e3,
                 "tf_overhead_pct": 100 * (best["tf"] / best["plain"] - 1),
                 "ours_overhead_pct": 100 * (best["ours"] / best["plain"] - 1),
+                "plain_cpu_ms": cpu["plain"] * 1e3, "tf_cpu_ms": cpu["tf"] * 1e3,
+                "ours_cpu_ms": cpu["ours"] * 1e3,
                 "tf_bytes": results["tf"][0]["dump_bytes"],
                 "ours_bytes": results["ours"][0]["dump_bytes"],
             })
@@ -144,14 +148,15 @@ def benchmark(modes: tuple[str, ...], steps: int, rounds: int = 3) -> list[dict[
 
 
 HEADER = ("| mode | steps | plain ms/step | TF dumper ms/step (overhead) | ours ms/step "
-          "(overhead) | TF dump bytes | our dump bytes (ratio) |\n"
-          "| --- | --- | --- | --- | --- | --- | --- |")
+          "(overhead) | CPU ms/step plain / TF / ours | TF dump bytes | our dump bytes (ratio) |\n"
+          "| --- | --- | --- | --- | --- | --- | --- | --- |")
 
 
 def format_row(row: dict[str, object]) -> str:
     return (f"| {row['mode']} | {row['steps']} | {row['plain_ms']:.2f} | "
             f"{row['tf_ms']:.2f} ({row['tf_overhead_pct']:+.0f}%) | "
             f"{row['ours_ms']:.2f} ({row['ours_overhead_pct']:+.0f}%) | "
+            f"{row['plain_cpu_ms']:.2f} / {row['tf_cpu_ms']:.2f} / {row['ours_cpu_ms']:.2f} | "
             f"{row['tf_bytes']:,} | {row['ours_bytes']:,} "
             f"({row['ours_bytes'] / max(row['tf_bytes'], 1):.2f}) |")
 
