@@ -21,16 +21,12 @@ from typing import Any
 import numpy as np
 
 from instrument.value_encoding import tensor_value_record
+from reader.values import NUMPY_DTYPES
 
-# TF DataType enum -> numpy dtype of the raw bytes, for every dtype `pack` bitcasts.
-# bool travels as uint8 (same bytes); bfloat16 as its 16 bits, widened on the host.
-_NUMPY_DTYPES = {
-    1: np.dtype(np.float32), 2: np.dtype(np.float64), 3: np.dtype(np.int32),
-    4: np.dtype(np.uint8), 5: np.dtype(np.int16), 6: np.dtype(np.int8),
-    8: np.dtype(np.complex64), 9: np.dtype(np.int64), 10: np.dtype(np.bool_),
-    14: np.dtype(np.uint16), 17: np.dtype(np.uint16), 18: np.dtype(np.complex128),
-    19: np.dtype(np.float16), 22: np.dtype(np.uint32), 23: np.dtype(np.uint64),
-}
+# TF DataType enum -> numpy dtype of the raw bytes, for every dtype `pack` bitcasts:
+# those numpy has, and bfloat16 as its 16 bits (widened on the host). bool travels as
+# uint8 (the same bytes).
+_NUMPY_DTYPES = {**NUMPY_DTYPES, 14: np.dtype(np.uint16)}
 _BFLOAT16 = 14
 _BOOL = 10
 _LITTLE_ENDIAN = sys.byteorder == "little"

@@ -11,12 +11,12 @@ import numpy as np
 from reader import format as fmt
 from reader.errors import DamagedDumpError
 
-# numpy dtype name -> TF DataType enum, the inverse of `fmt.DTYPE_NAMES` where numpy
-# has the type (bfloat16 is stored as float32 and reads back as float32).
-_TF_DTYPE_OF_NUMPY = {name: enum for enum, name in fmt.DTYPE_NAMES.items()}
-# The same by numpy dtype (a dict lookup by dtype is much cheaper than `dtype.name`).
-_TF_DTYPE_OF_DTYPE = {np.dtype(name): enum for name, enum in _TF_DTYPE_OF_NUMPY.items()
-                      if name in np.sctypeDict and name != "string"}
+# TF DataType enum -> numpy dtype, for the `fmt.DTYPE_NAMES` numpy has (not bfloat16,
+# which is stored as float32 and reads back as float32, nor strings or quantized types).
+NUMPY_DTYPES = {enum: np.dtype(name) for enum, name in fmt.DTYPE_NAMES.items()
+                if name in np.sctypeDict and name != "string"}
+# Its inverse (a dict lookup by dtype is much cheaper than by `dtype.name`).
+_TF_DTYPE_OF_DTYPE = {dtype: enum for enum, dtype in NUMPY_DTYPES.items()}
 _TF_STRING = 7
 _WIDTH = len(fmt.SUMMARY_COLUMNS[fmt.FULL_HEALTH])
 
