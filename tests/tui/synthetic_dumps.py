@@ -47,7 +47,8 @@ class NanModelDump:
     """
 
     def __init__(self, logdir, *, op_names: dict[str, str] | None = None,
-                 flush_interval_s: float | None = None, run_id: str | None = None) -> None:
+                 flush_interval_s: float | None = None, run_id: str | None = None,
+                 source_offset: int = 0) -> None:
         names = {"x": "x", "logits": "logits", "probs": "Softmax", "log": "Log",
                  "mul": "mul", "loss": "Neg"}
         names.update(op_names or {})
@@ -58,10 +59,14 @@ class NanModelDump:
                                      "python_version": "3.11.7"},
                             circular_buffer_size=-1, flush_interval_s=flush_interval_s)
         self.writer = writer
-        user = writer.add_source_file(USER_FILE, USER_SOURCE, library=False)
+        # `source_offset` comment lines above the code push every line that far down
+        # (a file longer than the pane, so showing a line means scrolling to it).
+        padding = [f"# line {number + 1} of the file's header" for number in range(source_offset)]
+        user = writer.add_source_file(USER_FILE, padding + USER_SOURCE, library=False)
         library = writer.add_source_file(LIBRARY_FILE, None, library=True, omitted="library")
-        outer = writer.add_frame(user, 14, "<module>")
-        frames = {line: writer.add_frame(user, line, "train_step") for line in (6, 7, 8, 9)}
+        outer = writer.add_frame(user, 14 + source_offset, "<module>")
+        frames = {line: writer.add_frame(user, line + source_offset, "train_step")
+                  for line in (6, 7, 8, 9)}
         lib_frame = writer.add_frame(library, 120, "log")
         stacks = {line: writer.add_stack([outer, frames[line], lib_frame])
                   for line in (6, 7, 8, 9)}
@@ -117,9 +122,12 @@ class NanModelDump:
 
 def write_nan_dump(logdir, *, steps: int = 3, finished: bool = True,
                    op_names: dict[str, str] | None = None,
-                   run_id: str | None = None) -> NanModelDump:
-    """Write the NaN model's run into `logdir`; returns it (closed when `finished`)."""
-    dump = NanModelDump(logdir, op_names=op_names, run_id=run_id)
+                   run_id: str | None = None, source_offset: int = 0) -> NanModelDump:
+    """Write the NaN model's run into `logdir`; returns it (closed when `finished`).
+
+    `source_offset` moves the user's code that many lines down its file.
+    """
+    dump = NanModelDump(logdir, op_names=op_names, run_id=run_id, source_offset=source_offset)
     for step in range(steps):
         dump.add_step(step)
     dump.flush()

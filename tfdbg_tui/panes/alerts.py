@@ -96,6 +96,13 @@ class AlertList(LineList):
     def action_choose(self) -> None:
         self.cursor_changed(self.cursor)
 
+    def show_cursor_at(self, row: int) -> None:
+        """Put the cursor on `row` and scroll to it without announcing a selection
+        (the other panes are moving to that alert already)."""
+        self.set_reactive(AlertList.cursor, row)
+        self.keep_cursor_visible()
+        self.refresh()
+
     def step(self, offset: int) -> None:
         """Move to the next (+1) or previous (-1) alert."""
         if self.row_count:

@@ -118,7 +118,6 @@ class SourceCodeView(LineList):
         self.set_row_count(rows)
         if view.lines is not None:
             self.move_cursor(view.line - 1, center=True)
-            self.call_after_refresh(self.center_cursor)
         else:
             self.move_cursor(0)
 

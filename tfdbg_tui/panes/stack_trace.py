@@ -70,9 +70,6 @@ class StackTraceList(LineList):
         self.set_row_count(max(1, len(self._shown)))
         if selected is not None and selected in self._shown:
             self.move_cursor(self._shown.index(selected), center=True)
-            # Once the new row count is laid out, centre again (scrolling only: a
-            # later selection may have moved the cursor by then).
-            self.call_after_refresh(self.center_cursor)
         elif self._shown:
             self.move_cursor(len(self._shown) - 1, center=True)
 

@@ -22,6 +22,7 @@ from textual.widgets import Static
 from tfdbg_tui.context_loader import ExecutionContext
 from tfdbg_tui.literal import literal, literal_text
 from tfdbg_tui.summary_format import summary_text
+from tfdbg_tui.widgets.line_list import scroll_rows_to
 from tfdbg_tui.widgets.pane import Pane
 
 FUNCTION_PREFIXES = ("__inference_", "__forward_", "__backward_")
@@ -198,9 +199,9 @@ class TimelineCells(ScrollView, can_focus=True):
         row = self.cursor // self._width
         top = round(self.scroll_y)
         if row < top:
-            self.scroll_to(y=row, animate=False, immediate=True)
+            scroll_rows_to(self, row)
         elif row >= top + height:
-            self.scroll_to(y=row - height + 1, animate=False, immediate=True)
+            scroll_rows_to(self, row - height + 1)
 
     def on_focus(self) -> None:
         self.refresh()

@@ -230,8 +230,7 @@ class DebuggerScreen(TraceNavigation):
         if root is not None:
             position = alert_list.position_of(root.alert)
             if position is not None:
-                alert_list.set_reactive(AlertList.cursor, position)
-                alert_list.refresh()
+                alert_list.show_cursor_at(position)
             if root.trace is not None:
                 graph_list.select_trace(root.trace.index)
                 graph_list.focus()

@@ -26,6 +26,16 @@ STRIP_CACHE_SIZE = 2048
 SIDEWAYS_STEP = 8
 
 
+def scroll_rows_to(view: ScrollView, top: int) -> None:
+    """Scroll `view` so row `top` is its first visible row, now and without animation.
+
+    Forced: rows added in this same tick have no scroll bar yet (it appears at the
+    next layout), and Textual drops an unforced scroll then; a selection made in the
+    tick that filled a list would stay off screen until the next key.
+    """
+    view.scroll_to(y=top, animate=False, immediate=True, force=True)
+
+
 class LineList(ScrollView, can_focus=True):
     """A scrollable list of `row_count` rows with a cursor; subclasses render rows.
 
@@ -72,6 +82,7 @@ class LineList(ScrollView, can_focus=True):
         super().__init__(name=name, id=id, classes=classes)
         self.row_count = 0
         self.sideways_offset = 0
+        self._center_pending = False
         self._generation = 0
         self._strip_cache: LRUCache[tuple, Strip] = LRUCache(STRIP_CACHE_SIZE)
         self._styles: dict[str, Style] = {}
@@ -189,7 +200,10 @@ class LineList(ScrollView, can_focus=True):
 
     def on_resize(self, event: events.Resize) -> None:
         self.virtual_size = Size(event.size.width, self.row_count + self.header_height)
-        self.keep_cursor_visible()
+        if self._center_pending:
+            self._scroll_cursor_to_middle()
+        else:
+            self.keep_cursor_visible()
 
     def refresh_row(self, row: int) -> None:
         """Repaint one row (cached strips of other states stay valid)."""
@@ -210,18 +224,28 @@ class LineList(ScrollView, can_focus=True):
         self.cursor_changed(new)
 
     def move_cursor(self, row: int, *, center: bool = False) -> None:
-        """Put the cursor on `row` (clamped); `center` scrolls it to the middle."""
+        """Put the cursor on `row` (clamped); `center` scrolls it to the middle.
+
+        A centred row stays centred through layout changes (the first layout, a
+        resize) until the cursor moves without `center`.
+        """
         row = max(0, min(row, self.row_count - 1)) if self.row_count else 0
+        self._center_pending = center
         if center:
-            visible = self.scrollable_content_region.height - self.header_height
-            self.scroll_to(y=max(0, row - visible // 2),
-                           animate=False, immediate=True)
+            self._scroll_cursor_to_middle(row)
         self.cursor = row
 
     def center_cursor(self) -> None:
         """Scroll the cursor row to the middle (the cursor itself stays)."""
+        self._center_pending = True
+        self._scroll_cursor_to_middle()
+
+    def _scroll_cursor_to_middle(self, row: int | None = None) -> None:
         visible = self.scrollable_content_region.height - self.header_height
-        self.scroll_to(y=max(0, self.cursor - visible // 2), animate=False, immediate=True)
+        if visible <= 0:
+            return  # not laid out yet: `on_resize` centres it
+        row = self.cursor if row is None else row
+        scroll_rows_to(self, max(0, row - visible // 2))
 
     def keep_cursor_visible(self) -> None:
         """Scroll just enough that the cursor row is on screen."""
@@ -230,9 +254,9 @@ class LineList(ScrollView, can_focus=True):
             return
         top = round(self.scroll_y)
         if self.cursor < top:
-            self.scroll_to(y=self.cursor, animate=False, immediate=True)
+            scroll_rows_to(self, self.cursor)
         elif self.cursor >= top + height:
-            self.scroll_to(y=self.cursor - height + 1, animate=False, immediate=True)
+            scroll_rows_to(self, self.cursor - height + 1)
 
     @property
     def page_rows(self) -> int:
