@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import decimal
+import math
+import re
+import sys
+
+import numpy as np
 from rich.text import Text
 
 from reader.model import Summary
@@ -56,3 +62,57 @@ def summary_text(summary: Summary | None) -> Text:
         text.append(f"rank {summary.rank} ")
     text.rstrip()
     return text
+
+
+_EXPONENT = re.compile(r"e([+-])0*(\d)")
+
+
+def _compact_exponent(text: str) -> str:
+    """'1.5e+20' -> '1.5e20', '-4.84e-05' -> '-4.84e-5' (more room for digits)."""
+    return _EXPONENT.sub(lambda m: "e" + ("-" if m.group(1) == "-" else "") + m.group(2), text)
+
+
+def fit_number(value, width: int, max_digits: int = 9) -> str:
+    """`value` (a Python or numpy number) in at most `width` characters, never cut
+    into another number.
+
+    The shortest text that reads back as the same value in its own dtype when it fits
+    (a float32 0.1 is '0.1'); otherwise fewer significant digits, never a truncated
+    mantissa or exponent: -4.8400143e-05 in 8 characters is '-4.84e-5', never
+    '-4.84001'. Integers that do not fit go to exponent notation (rounded, but of the
+    right magnitude). A width too small for one significant digit gives '#' * width.
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        text = str(int(value))
+        if len(text) <= width:
+            return text
+    is_numpy_float = isinstance(value, np.floating)
+    # The largest finite value of the dtype: rounding must not step past it to inf.
+    largest = float(np.finfo(value.dtype).max) if is_numpy_float else sys.float_info.max
+    shortest = str(value) if is_numpy_float else repr(float(value))
+    value = float(value)
+    if math.isnan(value):
+        return "nan" if width >= 3 else "#" * width
+    if math.isinf(value):
+        text = "inf" if value > 0 else "-inf"
+        return text if len(text) <= width else "#" * width
+    text = _compact_exponent(shortest)
+    if len(text) <= width:
+        return text
+    for digits in range(max_digits, 0, -1):
+        text = _compact_exponent(f"{value:.{digits}g}")
+        if abs(float(text)) > largest:
+            # Rounded past the dtype's largest value (-1.797e308 to -1.8e308): round down.
+            text = _compact_exponent(format(_round_toward_zero(value, digits), "g"))
+        if len(text) <= width:
+            return text
+    return "#" * width
+
+
+def _round_toward_zero(value: float, digits: int) -> decimal.Decimal:
+    with decimal.localcontext() as context:
+        context.prec = digits
+        context.rounding = decimal.ROUND_DOWN
+        return +decimal.Decimal(value)

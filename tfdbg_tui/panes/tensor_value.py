@@ -6,21 +6,43 @@ starts with the index of its first element, so any shape scrolls as one list.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from rich.text import Text
 
 from tfdbg_tui.literal import literal
+from tfdbg_tui.summary_format import fit_number
 from tfdbg_tui.widgets.line_list import LineList
 
+# Characters per element, its separating space included: a float in 11 keeps 5 to 9
+# significant digits (float32 -4.8400143e-05 shows as -4.84001e-5); a
+# complex number shows both parts in two such widths.
 CELL_WIDTH = 12
+COMPLEX_CELL_WIDTH = 2 * CELL_WIDTH
 
 
-def format_element(value) -> str:
-    if isinstance(value, (float, np.floating)):
-        return f"{float(value):.6g}"
+def cell_width(dtype: np.dtype) -> int:
+    """Characters one element of `dtype` takes in a row, its separating space included."""
+    return COMPLEX_CELL_WIDTH if dtype.kind == "c" else CELL_WIDTH
+
+
+def format_element(value, width: int) -> str:
+    """One element in at most `width` characters: numbers keep their magnitude (fewer
+    digits, never a cut exponent); text that does not fit ends in an ellipsis."""
     if isinstance(value, (complex, np.complexfloating)):
-        return f"{complex(value):.3g}"
-    return literal(value)
+        part_width = (width - 2) // 2
+        imag = fit_number(abs(value.imag), part_width)
+        sign = "-" if math.copysign(1.0, float(value.imag)) < 0 else "+"
+        return f"{fit_number(value.real, part_width)}{sign}{imag}j"
+    if isinstance(value, (float, np.floating)):
+        return fit_number(value, width)
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return fit_number(int(value), width)
+    text = literal(value.decode("utf-8", "replace") if isinstance(value, bytes) else value)
+    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 class TensorValueList(LineList):
@@ -43,11 +65,13 @@ class TensorValueList(LineList):
         super().__init__(id=id)
         self.value = np.asarray(value)
         self.flat = self.value.reshape(-1)
+        self._cell_width = cell_width(self.value.dtype)
         self._per_row = 1
 
     def _layout(self, width: int) -> tuple[int, int]:
-        index_width = len(str(max(0, self.flat.shape[0] - 1))) + 2
-        per_row = max(1, (width - index_width) // CELL_WIDTH)
+        """(width of the "[index] " label, elements per row) at `width` columns."""
+        index_width = len(str(max(0, self.flat.shape[0] - 1))) + 3
+        per_row = max(1, (width - index_width) // self._cell_width)
         return index_width, per_row
 
     def on_resize(self, event) -> None:
@@ -77,7 +101,7 @@ class TensorValueList(LineList):
             text.append("(empty)")
             return text
         for element in chunk:
-            cell = format_element(element)[:CELL_WIDTH - 1].rjust(CELL_WIDTH - 1) + " "
+            cell = format_element(element, self._cell_width - 1).rjust(self._cell_width - 1) + " "
             style = None
             if self.value.dtype.kind in "fc":
                 if np.isnan(element):
