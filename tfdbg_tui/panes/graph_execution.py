@@ -194,7 +194,7 @@ class GraphExecutionList(LineList):
     DEFAULT_CSS = """
     GraphExecutionList {
         & > .graph-execution--alert { color: $error; }
-        & > .graph-execution--bad-count { color: $text; background: $error 70%; text-style: bold; }
+        & > .graph-execution--bad-count { color: $text; background: $error; text-style: bold; }
         & > .graph-execution--input { background: $success 35%; }
         & > .graph-execution--index { color: $text-muted; }
         & > .graph-execution--type { color: $secondary; }

@@ -94,7 +94,7 @@ class SourceCodeView(LineList):
 
     DEFAULT_CSS = """
     SourceCodeView {
-        & > .source-code--marked { background: $warning 35%; text-style: bold; }
+        & > .source-code--marked { background: $warning 50%; text-style: bold; }
         & > .source-code--gutter { color: $text-muted; }
         & > .source-code--note { color: $warning; }
     }

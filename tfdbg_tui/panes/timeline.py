@@ -64,10 +64,10 @@ class TimelineCells(ScrollView, can_focus=True):
         scrollbar-size-vertical: 1;
         background: $surface;
         & > .timeline--op { color: $text-muted; }
-        & > .timeline--function { color: $primary; text-style: reverse bold; }
+        & > .timeline--function { color: $background; background: $primary; text-style: bold; }
         & > .timeline--alert { color: $text; background: $error; text-style: bold; }
-        & > .timeline--cursor { color: $text; background: $accent; text-style: bold underline; }
-        & > .timeline--cursor-blurred { background: $accent 40%; text-style: underline; }
+        & > .timeline--cursor { color: $background; background: $foreground; text-style: bold underline; }
+        & > .timeline--cursor-blurred { color: $background; background: $foreground 50%; text-style: underline; }
     }
     """
 

@@ -66,8 +66,8 @@ class LineList(ScrollView, can_focus=True):
         overflow-x: hidden;
         scrollbar-size-vertical: 1;
         background: $surface;
-        & > .line-list--cursor { background: $accent 60%; color: $text; text-style: bold; }
-        & > .line-list--cursor-blurred { background: $accent 25%; color: $text; }
+        & > .line-list--cursor { background: $primary; color: $text; text-style: bold; }
+        & > .line-list--cursor-blurred { background: $primary 40%; color: $text; }
         & > .line-list--header { text-style: bold; color: $text-muted; }
     }
     """
@@ -154,8 +154,7 @@ class LineList(ScrollView, can_focus=True):
         cursor = self.component_style(
             "line-list--cursor" if state == 2 else "line-list--cursor-blurred")
         # On the cursor row the cursor's text colour wins over the row's own colours
-        # (cell backgrounds stay): in 16 colours the cursor and the alert colour are
-        # both red, and red text on it would vanish.
+        # (cell backgrounds stay), so red alert text never sits on a dark cursor.
         return self._text_strip(self.render_row(row, width), width, cursor,
                                 foreground=Style(color=cursor.color))
 
@@ -190,7 +189,12 @@ class LineList(ScrollView, can_focus=True):
         """The rich style of one of this widget's component classes (cached)."""
         style = self._styles.get(name)
         if style is None:
-            style = self._styles[name] = self.get_component_rich_style(name, partial=True)
+            style = self.get_component_rich_style(name, partial=True)
+            if style.bgcolor is not None:
+                # The partial style drops a background's alpha ("$primary 40%" would be
+                # full $primary); the full style's background is blended over ours.
+                style += Style(bgcolor=self.get_component_rich_style(name).bgcolor)
+            self._styles[name] = style
         return style
 
     def notify_style_update(self) -> None:
