@@ -245,6 +245,10 @@ async def test_source_code_scrolls_sideways(nan_logdir):
                        screen_text(app), what="the line scrolled by 8 columns")
         await pilot.press("left")
         await wait_for(pilot, lambda: "▶ 8     log_probs" in screen_text(app), what="back")
+        await pilot.press("right", "z")
+        await wait_for(pilot, lambda: "▶ 8     log_probs" in screen_text(app),
+                       what="zoom showing the line from its first column")
+        assert app.screen.maximized is not None
 
 
 async def test_graph_structure_scrolls_sideways(nan_logdir):
@@ -258,6 +262,9 @@ async def test_graph_structure_scrolls_sideways(nan_logdir):
         await pilot.press("left")
         await wait_for(pilot, lambda: "▏  ← Softmax Softmax:0  #8 -:0 0:1 …" in
                        screen_text(app), what="back")
+        await pilot.press("right", "z")
+        await wait_for(pilot, lambda: "← Softmax Softmax:0  #8 -:0 0:1 +:999" in
+                       screen_text(app), what="zoom showing the rows from their first column")
 
 
 async def test_marked_source_line_ends_without_an_ellipsis_when_it_fits(nan_logdir):

@@ -33,6 +33,7 @@ from tfdbg_tui.panes.source_code import SourceCodePane, SourceView
 from tfdbg_tui.panes.stack_trace import StackTraceList, StackTracePane
 from tfdbg_tui.panes.timeline import TimelineCells, TimelinePane
 from tfdbg_tui.screens.trace_navigation import TraceNavigation
+from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.status_line import StatusLine
 
 ALERT_LIMIT_PER_TYPE = 1000
@@ -388,7 +389,10 @@ class DebuggerScreen(TraceNavigation):
         if self.maximized is not None:
             self.minimize()
         elif self.focused is not None:
-            self.maximize(self.focused)
+            focused = self.focused
+            self.maximize(focused)
+            if isinstance(focused, LineList):
+                focused.reset_sideways_scroll()
 
     def action_unzoom(self) -> None:
         if self.maximized is not None:

@@ -185,6 +185,12 @@ class LineList(ScrollView, can_focus=True):
             self.sideways_offset = offset
             self.refresh()
 
+    def reset_sideways_scroll(self) -> None:
+        """Show the rows from their first column (zooming is for reading whole lines)."""
+        if self.sideways_offset:
+            self.sideways_offset = 0
+            self.refresh()
+
     def component_style(self, name: str) -> Style:
         """The rich style of one of this widget's component classes (cached)."""
         style = self._styles.get(name)
