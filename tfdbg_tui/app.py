@@ -41,8 +41,9 @@ class DebuggerApp(App[int]):
     TITLE = "tfdbg-tui"
 
     BINDINGS = [
+        Binding("question_mark", "show_keys", "Keys", key_display="?",
+                tooltip="List every key"),
         Binding("q", "quit", "Quit"),
-        Binding("question_mark", "show_keys", "Keys", key_display="?"),
         Binding("r", "pick_run", "Runs"),
         Binding("ctrl+p", "command_palette", "Commands", show=False),
     ]

@@ -181,7 +181,7 @@ async def test_question_mark_lists_every_key(nan_logdir):
         await wait_for(pilot, lambda: "Anywhere" in screen_text(app), what="help")
         assert isinstance(app.screen, HelpScreen)
         listed = help_text().plain
-        for expected in ("Zoom", "Next alert", "Alerts only", "Search", "Go to #",
+        for expected in ("Zoom", "Next alert", "Alerts only", "Search", "Go to a trace by its index",
                          "Go to op's trace", "Library frames", "Quit", "Runs"):
             assert expected in listed
         await pilot.press("escape")

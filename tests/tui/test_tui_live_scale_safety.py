@@ -83,13 +83,17 @@ async def test_a_live_run_that_stopped_writing_is_flagged_as_maybe_killed(tmp_pa
     dump.add_step(0)
     dump.flush()  # never closed: like a process killed with SIGKILL
     app = make_app(tmp_path, poll_interval_s=0.05)
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with app.run_test(size=(160, 30)) as pilot:
         await wait_for(pilot, lambda: "● LIVE" in screen_text(app), what="live")
         app.screen.last_growth -= 60  # as if nothing had been written for a minute
         app.screen.update_status()
         await wait_for(pilot, lambda: "s (running, or killed)" in
                        screen_text(app) and "LIVE? idle 6" in screen_text(app),
                        what="the idle warning")
+        await pilot.resize_terminal(80, 24)
+        await wait_for(pilot, lambda: "LIVE? idle 6" in screen_text(app)
+                       and "s, killed?  exec 2" in screen_text(app),
+                       what="the idle warning at 80 columns")
 
 
 def test_execution_detail_finds_an_input_produced_long_before(tmp_path):

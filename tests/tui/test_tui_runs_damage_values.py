@@ -100,7 +100,7 @@ async def test_an_empty_run_opens_and_every_key_is_harmless(tmp_path):
                     "right", "end", "1", "enter", "4", "enter", "6", "l", "5", "pagedown",
                     "right_square_bracket", "z", "z"):
             await pilot.press(key)
-        assert app.is_running and "executions 0  traces 0" in screen_text(app)
+        assert app.is_running and "exec 0 trace 0" in screen_text(app)
 
 
 def tiny_and_huge_value() -> np.ndarray:

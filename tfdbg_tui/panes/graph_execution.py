@@ -18,6 +18,7 @@ from textual.message import Message
 from reader.model import Op, Trace
 from tfdbg_tui.literal import literal
 from tfdbg_tui.summary_format import count
+from tfdbg_tui.text_fit import cut_start
 from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.pane import Pane
 
@@ -173,17 +174,20 @@ class GraphExecutionList(LineList):
     `input_traces` (the inputs of the selected op) are highlighted.
     """
 
+    # The footer shows these in order, before the keys that work anywhere; at 80
+    # columns about four fit, so the rest are `show=False` (listed by `?`).
+    MATCH_KEYS = Binding.Group("Match", compact=True)
     BINDINGS = [
-        Binding("f", "first_alert", "First alert trace"),
-        Binding("full_stop", "next_alert", "Next alert trace"),
-        Binding("comma", "previous_alert", "Prev alert trace"),
-        Binding("a", "toggle_alerts_only", "Alerts only"),
-        Binding("g", "go_to_index", "Go to #"),
-        Binding("slash", "search", "Search"),
-        Binding("n", "search_next", "Next match"),
-        Binding("N", "search_previous", "Prev match", key_display="N"),
-        Binding("i", "first_input", "Go to input"),
-        Binding("v", "show_value", "Tensor value", show=False),
+        Binding("i", "first_input", "Input", tooltip="Go to the selected op's first input"),
+        Binding("v", "show_value", "Value", tooltip="Show the tensor's value (FULL_TENSOR)"),
+        Binding("slash", "search", "Search", tooltip="Search op types and names (regex)"),
+        Binding("n", "search_next", "Next match", group=MATCH_KEYS),
+        Binding("N", "search_previous", "Prev match", key_display="N", group=MATCH_KEYS),
+        Binding("g", "go_to_index", "Go to #", tooltip="Go to a trace by its index"),
+        Binding("a", "toggle_alerts_only", "Alerts only", show=False),
+        Binding("f", "first_alert", "First alert trace", show=False),
+        Binding("full_stop", "next_alert", "Next alert trace", show=False),
+        Binding("comma", "previous_alert", "Prev alert trace", show=False),
     ]
 
     COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
@@ -321,9 +325,7 @@ class GraphExecutionList(LineList):
         is_alert = summary is not None and summary.is_alert
         columns, name_width = fit_columns(self.mode, width, index_width)
         name = f"{op.name}:{trace.slot}" if op else f"<trace point {trace.trace_point}>"
-        name = literal(name)
-        if len(name) > name_width:
-            name = "…" + name[len(name) - name_width + 1:]
+        name = cut_start(literal(name), name_width)
         row_style = self.component_style("graph-execution--alert") if is_alert else None
         text.append(name.ljust(name_width), row_style)
         bad = self.component_style("graph-execution--bad-count")

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from tfdbg_tui.literal import literal
 from tfdbg_tui.summary_format import fit_number
+from tfdbg_tui.text_fit import cut_end
 from tfdbg_tui.widgets.line_list import LineList
 
 # Characters per element, its separating space included: a float in 11 keeps 5 to 9
@@ -42,7 +43,7 @@ def format_element(value, width: int) -> str:
     if isinstance(value, (int, np.integer)):
         return fit_number(int(value), width)
     text = literal(value.decode("utf-8", "replace") if isinstance(value, bytes) else value)
-    return text if len(text) <= width else text[:width - 1] + "…"
+    return cut_end(text, width)
 
 
 class TensorValueList(LineList):

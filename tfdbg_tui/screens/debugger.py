@@ -51,6 +51,10 @@ PANE_KEYS = (
 )
 
 
+# The narrowest screen whose footer shows the command palette's key.
+COMMANDS_IN_FOOTER_WIDTH = 100
+
+
 class DebuggerScreen(TraceNavigation):
     """The six panes of one run, a status line and the footer.
 
@@ -62,13 +66,16 @@ class DebuggerScreen(TraceNavigation):
         opening: A future of the opened reader, when opening has begun already.
     """
 
+    ALERT_KEYS = Binding.Group("Alert", compact=True)
     BINDINGS = [
         *(Binding(key, f"focus_pane('{widget_id}')", title, show=False)
           for key, widget_id, title in PANE_KEYS),
         Binding("z", "toggle_zoom", "Zoom"),
         Binding("escape", "unzoom", "Unzoom", show=False),
-        Binding("right_square_bracket", "alert_step(1)", "Next alert", key_display="]"),
-        Binding("left_square_bracket", "alert_step(-1)", "Prev alert", key_display="["),
+        Binding("left_square_bracket", "alert_step(-1)", "Prev alert", key_display="[",
+                group=ALERT_KEYS),
+        Binding("right_square_bracket", "alert_step(1)", "Next alert", key_display="]",
+                group=ALERT_KEYS),
     ]
 
     class ReaderOpened(Message):
@@ -138,7 +145,7 @@ class DebuggerScreen(TraceNavigation):
         return self._tokens[kind]
 
     def compose(self) -> ComposeResult:
-        yield StatusLine(Text(" opening…"), id="status")
+        yield StatusLine(id="status")
         with Horizontal(id="columns"):
             with Vertical(id="left-column"):
                 yield AlertsPane()
@@ -148,7 +155,7 @@ class DebuggerScreen(TraceNavigation):
                 yield GraphStructurePane()
                 yield StackTracePane()
                 yield SourceCodePane()
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#graph-execution").focus()
@@ -377,6 +384,11 @@ class DebuggerScreen(TraceNavigation):
             idle_s=time.monotonic() - self.last_growth if self.live else 0.0,
             alerts=self.alert_summary.total if self.alert_summary is not None else None,
             run_count=self.run_count)
+
+    def on_resize(self, event) -> None:
+        # The footer's "^p Commands" takes 12 columns the pane keys need at 80
+        # (Ctrl+P still works; `?` lists it).
+        self.query_one(Footer).show_command_palette = event.size.width >= COMMANDS_IN_FOOTER_WIDTH
 
     # -- keys -----------------------------------------------------------------------------
 

@@ -37,7 +37,8 @@ def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
     from tfdbg_tui.widgets.line_list import LineList
 
     def rows(bindings) -> list[tuple[str, str]]:
-        return [(_key_name(b), b.description) for b in bindings if isinstance(b, Binding)]
+        return [(_key_name(b), b.tooltip or b.description)
+                for b in bindings if isinstance(b, Binding)]
 
     return [
         ("Anywhere", rows(DebuggerApp.BINDINGS) + rows(DebuggerScreen.BINDINGS)),

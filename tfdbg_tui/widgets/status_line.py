@@ -2,44 +2,92 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.text import Text
-from textual.widgets import Static
+from textual.widget import Widget
 
 from reader.model import RunMetadata
 from tfdbg_tui.literal import literal
+from tfdbg_tui.text_fit import cut_middle
 
 # A live run that wrote nothing for this long may have been killed (a killed run
 # never writes its `end` record).
 IDLE_AFTER_S = 10.0
 
+# The fewest cells of the run id the line keeps (its start and end) before it drops
+# words elsewhere to make room.
+RUN_ID_MIN_CELLS = 15
 
-class StatusLine(Static):
-    """One line at the top of the debugger screen."""
+
+@dataclass(frozen=True)
+class RunStatus:
+    """What the status line says about the run."""
+
+    metadata: RunMetadata
+    live: bool
+    num_executions: int
+    num_traces: int
+    alerts: int | None
+    run_count: int
+    idle_s: float = 0.0
+
+
+class StatusLine(Widget):
+    """One line at the top of the debugger screen, laid out for its width: at 80
+    columns the labels shorten and the run id loses its middle, never all of it."""
 
     DEFAULT_CSS = """
     StatusLine { dock: top; height: 1; background: $panel; }
     """
 
+    def __init__(self, placeholder: str = " opening…", *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.placeholder = placeholder
+        self.status: RunStatus | None = None
+
     def show(self, metadata: RunMetadata, *, live: bool, num_executions: int,
              num_traces: int, alerts: int | None, run_count: int,
              idle_s: float = 0.0) -> None:
-        """Rewrite the line; the run id goes last, as at 80 columns it may be cut.
+        """Rewrite the line. A live run idle for `IDLE_AFTER_S` or more may have been
+        killed: it says so."""
+        self.status = RunStatus(metadata, live, num_executions, num_traces, alerts,
+                                run_count, idle_s)
+        self.refresh()
 
-        A live run idle for `IDLE_AFTER_S` or more may have been killed: it says so.
-        """
-        text = Text()
-        if not live:
+    def render(self) -> Text:
+        if self.status is None:
+            return Text(self.placeholder)
+        run_id = literal(self.status.metadata.run_id)
+        for compact in (False, True):
+            text = self._words(self.status, compact)
+            room = self.size.width - text.cell_len
+            if room >= len(run_id):
+                break
+        text.append(cut_middle(run_id, max(room, RUN_ID_MIN_CELLS)), "bold")
+        return text
+
+    @staticmethod
+    def _words(status: RunStatus, compact: bool) -> Text:
+        """Everything before the run id; when `compact`, short labels and single
+        spaces (the keys are in the footer and `?`)."""
+        text = Text(no_wrap=True, end="")
+        if not status.live:
             text.append(" finished ", "bold reverse")
-        elif idle_s >= IDLE_AFTER_S:
-            text.append(f" LIVE? idle {idle_s:.0f}s (running, or killed) ", "bold black on yellow")
+        elif status.idle_s >= IDLE_AFTER_S:
+            doubt = ", killed?" if compact else " (running, or killed)"
+            text.append(f" LIVE? idle {status.idle_s:.0f}s{doubt} ", "bold black on yellow")
         else:
             text.append(" ● LIVE ", "bold black on green")
-        text.append(f" executions {num_executions:,}  traces {num_traces:,}")
-        if alerts is not None:
-            text.append(f"  alerts {alerts:,}", "bold red" if alerts else "green")
-        text.append(f"  {metadata.tensor_debug_mode}")
-        if run_count > 1:
-            text.append(f"  {run_count} runs (r)")
-        text.append("  run ")
-        text.append(literal(metadata.run_id), "bold")
-        self.update(text)
+        executions, traces = ("exec", "trace") if compact else ("executions", "traces")
+        gap = " " if compact else "  "
+        text.append(f"{gap}{executions} {status.num_executions:,}{gap}"
+                    f"{traces} {status.num_traces:,}")
+        if status.alerts is not None:
+            text.append(f"{gap}alerts {status.alerts:,}",
+                        "bold red" if status.alerts else "green")
+        text.append(f"{gap}{status.metadata.tensor_debug_mode}")
+        if status.run_count > 1:
+            text.append(f"{gap}{status.run_count} runs" + ("" if compact else " (r)"))
+        text.append(" " if compact else "  run ")
+        return text
