@@ -63,6 +63,9 @@ class ExecutionContext:
     frames: tuple[Frame, ...]
     selected_frame: Frame | None
     inputs: tuple[EagerInput, ...] = ()
+    # Executions before the first one on disk were dropped (a circular buffer): an
+    # input with no producer may have been made by one of them.
+    earlier_dropped: bool = False
 
 
 def _op(reader, op_id: int | None) -> Op | None:
@@ -150,7 +153,8 @@ def load_execution_context(reader, execution_index: int) -> ExecutionContext:
     graph_name = graph.name if graph else None
     frames, selected = _stack(reader, execution.stack_id)
     return ExecutionContext(execution, graph_name, frames, selected,
-                            _eager_inputs(reader, execution))
+                            _eager_inputs(reader, execution),
+                            earlier_dropped=reader.first_execution > 0)
 
 
 def _eager_inputs(reader, execution: Execution) -> tuple[EagerInput, ...]:

@@ -9,6 +9,7 @@ from tfdbg_tui.panes.graph_execution import GraphExecutionList
 from tfdbg_tui.panes.graph_structure import GraphStructureList
 from tfdbg_tui.panes.source_code import SourceCodeView
 from tfdbg_tui.panes.stack_trace import StackTraceList
+from tfdbg_tui.panes.timeline import TimelineCells
 
 
 async def test_hunt_on_the_example_alert_log_op_input_stack_and_source(example_logdir):
@@ -51,3 +52,21 @@ async def test_hunt_on_the_example_alert_log_op_input_stack_and_source(example_l
                        and stack.selected_frame.line != frame.line, what="softmax's stack")
         assert "tf.nn.softmax" in source.view.lines[stack.selected_frame.line - 1].plain or \
             "softmax" in (app.screen.reader.source_line(stack.selected_frame) or "")
+
+
+async def test_timeline_detail_names_where_each_input_of_a_function_call_came_from(
+        example_logdir):
+    async with hunted_app(example_logdir, (80, 24)) as (app, pilot):
+        reader = app.screen.reader
+        call = next(i for i in range(reader.first_execution, reader.num_executions)
+                    if reader.execution(i).is_function)
+        timeline = app.screen.query_one(TimelineCells)
+        await pilot.press("2")
+        timeline.move_to(call)
+        await pilot.press("z")
+        # x and labels come from numpy: no recorded op made them. The variables' handles
+        # come from earlier executions, named with their index.
+        await wait_for(pilot, lambda: "in 0: input data or a constant (no recorded op made"
+                       in screen_text(app), what="the data input named")
+        assert "in 2: from #" in screen_text(app) and "VarHandleOp:0" in screen_text(app)
+        assert "tensor " not in screen_text(app)

@@ -56,7 +56,7 @@ def test_timeline_pane(snap_compare, snapshot_logdir, size):
     """Timeline: six cells "RtRtRt", the function calls (t) reversed, the call of
     step 1 (#3, red: its output holds +inf) under the cursor, because the selected
     trace ran in it; below, its detail: "#3 __inference_train_step_42 function call
-    of graph train_step", "out 0: +inf:1 ...", "in 0: tensor 101 from #2 RandomUniform:0"."""
+    of graph train_step", "out 0: +inf:1 ...", "in 0: from #2 RandomUniform:0"."""
     assert snap_compare(make_app(snapshot_logdir), terminal_size=size,
                         run_before=settle_then(*keys_for("2", size)))
 

@@ -249,12 +249,17 @@ def execution_detail(context: ExecutionContext | None, note: str = "") -> Text:
         else:
             text.append_text(summary_text(summary))
     for position, eager_input in enumerate(context.inputs):
-        text.append(f"\n in {position}: tensor {eager_input.tensor_id}")
+        text.append(f"\n in {position}: ")
         if eager_input.producer_index is not None:
-            text.append(f" from #{eager_input.producer_index} ")
+            text.append(f"from #{eager_input.producer_index} ")
             text.append_text(literal_text(f"{eager_input.producer_op_type}:{eager_input.slot}"))
             text.append(" ")
             text.append_text(summary_text(eager_input.summary))
+        elif context.earlier_dropped:
+            text.append("input data, a constant, or the output of an execution no longer "
+                        "kept", style="italic")
+        else:
+            text.append("input data or a constant (no recorded op made it)", style="italic")
     return text
 
 

@@ -5,28 +5,41 @@ from __future__ import annotations
 import time
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
 
+import reader as dump_reader_module
+from reader.errors import DumpError
 from reader.model import RunInfo
 from tfdbg_tui.literal import literal
 
 
-def run_label(run: RunInfo) -> Text:
-    """One line about a run: start time, host, pid, mode, finished or not."""
+# What a run's alert count shows while it is being counted, or when it cannot be.
+COUNTING, UNCOUNTABLE = "counting", "unreadable"
+
+
+def run_label(run: RunInfo, alerts: int | str = COUNTING) -> Text:
+    """One line about a run: start time, id, alert count (`COUNTING` until known,
+    `UNCOUNTABLE` if the run cannot be read), mode, finished or not, host and pid."""
     started = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.start_time))
                if run.start_time else "start unknown")
     text = Text(f"{started}  ")
     text.append(literal(run.run_id), "bold")
-    text.append(literal(f"  {run.host or '?'} pid {run.pid if run.pid is not None else '?'}"))
+    if isinstance(alerts, int):
+        text.append(f"  alerts {alerts:,}" if alerts else "  no alerts",
+                    "bold red" if alerts else "green")
+    else:
+        text.append(f"  alerts {alerts}", "dim")
     text.append(f"  {run.tensor_debug_mode or '?'}  ")
     text.append("finished" if run.finished else "live or killed",
                 "green" if run.finished else "yellow")
+    text.append(literal(f"  {run.host or '?'} pid {run.pid if run.pid is not None else '?'}"))
     return text
 
 
@@ -65,6 +78,25 @@ class RunPickerScreen(ModalScreen[str | None]):
         ids = [run.run_id for run in self.runs]
         options.highlighted = ids.index(self.current) if self.current in ids else 0
         options.focus()
+        self._count_alerts()
+
+    @work(thread=True, exclusive=True)
+    def _count_alerts(self) -> None:
+        """Open each run (newest first) and show its alert count as it is known."""
+        worker = get_current_worker()
+        for position, run in enumerate(self.runs):
+            if worker.is_cancelled:
+                return
+            try:
+                with dump_reader_module.open_run(run.path) as dump:
+                    alerts: int | str = dump.alerts(limit_per_type=0).total
+            except (DumpError, OSError):
+                alerts = UNCOUNTABLE
+            self.app.call_from_thread(self._show_count, position, alerts)
+
+    def _show_count(self, position: int, alerts: int | str) -> None:
+        self.query_one(OptionList).replace_option_prompt(
+            str(position), run_label(self.runs[position], alerts))
 
     @on(OptionList.OptionSelected)
     def _chosen(self, event: OptionList.OptionSelected) -> None:
