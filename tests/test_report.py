@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import msgpack
 import pytest
@@ -111,3 +113,24 @@ def test_help_documents_exit_statuses(capsys):
     assert caught.value.code == 0
     out = capsys.readouterr().out
     assert "--json" in out and "--run" in out and f"{EXIT_NEWER_FORMAT}" in out
+
+
+def documented_json_keys() -> list[str]:
+    """The keys docs/keys.md lists for `report --json`, in order."""
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "keys.md").read_text()
+    section = docs.split("## `report --json`", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\| `(\w+)` \|", section, flags=re.MULTILINE)
+
+
+def test_json_keys_are_the_documented_ones_and_first_alert_is_the_root_cause(logdir, capsys):
+    _nan_run(logdir)
+    assert main([logdir, "--json"]) == EXIT_OK
+    report = json.loads(capsys.readouterr().out)
+    assert list(report) == documented_json_keys()
+    # first_alert is the root cause: the op whose inputs were finite (the -inf maker,
+    # not the NaN after it), as the human report's "Root cause" names it.
+    assert main([logdir]) == EXIT_OK
+    human = capsys.readouterr().out
+    cause = report["first_alert"]
+    assert "Root cause" in human and cause["op_name"] in human
+    assert cause["counts"]["neg_inf"] > 0 and cause["counts"]["nan"] == 0

@@ -25,7 +25,7 @@ OPEN_WAIT_S = 0.25
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tfdbg-tui", description=DESCRIPTION, epilog=EPILOG,
-        usage="tfdbg-tui LOGDIR [--run ID] [--no-mouse] | tfdbg-tui report ... | "
+        usage="tfdbg-tui LOGDIR [--run ID] [--no-mouse] | tfdbg-tui --version | tfdbg-tui report ... | "
               "tfdbg-tui demo ...")
     parser.add_argument("logdir", metavar="LOGDIR", help="directory the instrumented "
                         "program dumped into (instrument.enable_dump_debug_info)")
@@ -33,7 +33,23 @@ def build_parser() -> argparse.ArgumentParser:
                         help="run id to open (default: the newest run in LOGDIR)")
     parser.add_argument("--no-mouse", action="store_true",
                         help="do not capture the mouse, so the terminal can select text")
+    parser.add_argument("--version", action="version", version=version_line(),
+                        help="print the version and the dump format it reads, and exit")
     return parser
+
+
+def version_line() -> str:
+    """"tfdbg-tui 0.1.0 (dump format 1.0)": the installed package and the newest dump
+    format its reader opens."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from reader.format import FORMAT_VERSION
+
+    try:
+        installed = version("tfdbg-tui")
+    except PackageNotFoundError:
+        installed = "(not installed)"
+    return f"tfdbg-tui {installed} (dump format {FORMAT_VERSION[0]}.{FORMAT_VERSION[1]})"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -52,6 +52,16 @@ def test_bad_command_line(args):
     assert "Traceback" not in completed.stderr
 
 
+def test_version_names_the_package_and_the_dump_format_it_reads():
+    from importlib.metadata import version
+
+    completed = run_cli("--version")
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == (
+        f"tfdbg-tui {version('tfdbg-tui')} "
+        f"(dump format {fmt.FORMAT_VERSION[0]}.{fmt.FORMAT_VERSION[1]})")
+
+
 def test_help_names_exit_statuses():
     completed = run_cli("--help")
     assert completed.returncode == 0
