@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import msgpack
 
@@ -13,6 +14,11 @@ from reader.model import RunInfo
 # A metadata segment holds a header, the run record, devices and the end record: a few
 # kilobytes. The cap only guards against a foreign file that borrowed the name.
 _METADATA_MAX_BYTES = 4 << 20
+
+
+# TensorFlow's own dumper (tf.debugging.experimental.enable_dump_debug_info) names its
+# files tfdbg_events.<time>.<host>.<stream>; its metadata file says a directory is one.
+_TF_DUMP_METADATA = re.compile(r"^tfdbg_events\..+\.metadata$")
 
 
 def is_run_dir(path: str) -> bool:
@@ -46,7 +52,8 @@ def list_runs(logdir: str | os.PathLike[str]) -> list[RunInfo]:
     """
     path = os.fspath(logdir)
     if not os.path.isdir(path):
-        raise NoRunsError(f"{path}: no such directory")
+        what = "not a directory" if os.path.exists(path) else "no such directory"
+        raise NoRunsError(f"{path}: {what}")
     if is_run_dir(path):
         return [_run_info(os.path.abspath(path))]
     try:
@@ -56,8 +63,22 @@ def list_runs(logdir: str | os.PathLike[str]) -> list[RunInfo]:
         raise NoRunsError(f"{path}: cannot list directory ({error.strerror})") from None
     runs = [_run_info(c) for c in candidates if is_run_dir(c)]
     if not runs:
+        if any(_holds_tensorflow_dump(d) for d in (path, *candidates)):
+            raise NoRunsError(
+                f"{path}: a dump written by TensorFlow's own tf.debugging.experimental."
+                "enable_dump_debug_info, which tfdbg-tui does not read; instrument the "
+                "program with instrument.enable_dump_debug_info (same arguments) instead")
         raise NoRunsError(f"{path}: no tfdbg-tui dump in this directory")
     return runs
+
+
+def _holds_tensorflow_dump(path: str) -> bool:
+    """True when ``path`` holds the files of TensorFlow's own dumper."""
+    try:
+        with os.scandir(path) as entries:
+            return any(_TF_DUMP_METADATA.match(e.name) for e in entries)
+    except OSError:
+        return False
 
 
 def resolve_run_path(logdir: str | os.PathLike[str], run_id: str | None = None) -> str:

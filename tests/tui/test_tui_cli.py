@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 
 import pytest
 from synthetic_dumps import write_nan_dump
@@ -25,6 +27,45 @@ def assert_one_line_error(completed: subprocess.CompletedProcess, status: int) -
 
 def test_missing_path(tmp_path):
     assert_one_line_error(run_cli(str(tmp_path / "nope")), cli.EXIT_NO_DUMP)
+
+
+@pytest.mark.parametrize("command", [[], ["report"]], ids=["tui", "report"])
+def test_a_regular_file_is_not_a_directory(tmp_path, command):
+    path = tmp_path / "file.txt"
+    path.write_text("not a logdir")
+    completed = run_cli(*command, str(path))
+    assert completed.returncode == cli.EXIT_NO_DUMP and "Traceback" not in completed.stderr
+    assert completed.stderr.strip().splitlines() == [
+        f"tfdbg-tui{' report' if command else ''}: {path}: not a directory"]
+
+
+@pytest.fixture(scope="module")
+def tensorflow_dump(tmp_path_factory):
+    """A logdir written by TensorFlow's own dumper (a real one, on a log of zero)."""
+    logdir = tmp_path_factory.mktemp("tf_dump") / "logdir"
+    program = ("import tensorflow as tf\n"
+               f"tf.debugging.experimental.enable_dump_debug_info({str(logdir)!r}, "
+               "tensor_debug_mode='FULL_HEALTH')\n"
+               "tf.math.log(tf.constant([0.0]))\n"
+               "tf.debugging.experimental.disable_dump_debug_info()\n")
+    completed = subprocess.run([sys.executable, "-c", program], capture_output=True,
+                               text=True, timeout=300,
+                               env=dict(os.environ, CUDA_VISIBLE_DEVICES="",
+                                        TF_CPP_MIN_LOG_LEVEL="3"))
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert any(logdir.glob("tfdbg_events.*.metadata"))
+    return logdir
+
+
+@pytest.mark.parametrize("command", [[], ["report"]], ids=["tui", "report"])
+def test_a_tensorflow_dump_is_named_with_what_to_do(tensorflow_dump, command):
+    for path in (tensorflow_dump, tensorflow_dump.parent):
+        completed = run_cli(*command, str(path))
+        assert completed.returncode == cli.EXIT_NO_DUMP
+        lines = completed.stderr.strip().splitlines()
+        assert len(lines) == 1 and "Traceback" not in completed.stderr
+        assert "written by TensorFlow's own" in lines[0]
+        assert "instrument.enable_dump_debug_info" in lines[0]
 
 
 def test_empty_and_foreign_directories(tmp_path):
