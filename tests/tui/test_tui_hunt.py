@@ -156,6 +156,15 @@ async def test_number_keys_focus_panes_and_z_zooms(nan_logdir, key, widget_id):
         assert app.screen.maximized is None
 
 
+async def test_a_pane_key_and_z_typed_in_one_burst_zoom_that_pane(nan_logdir):
+    async with hunted_app(nan_logdir, (80, 24)) as (app, pilot):
+        app.simulate_key("4")  # both keys queued before either is handled,
+        app.simulate_key("z")  # as when they arrive in one read over SSH
+        await wait_for(pilot, lambda: app.screen.maximized is not None, what="a zoom")
+        assert app.focused.id == "graph-structure"
+        assert app.screen.maximized.query_one("#graph-structure") is app.focused
+
+
 async def test_timeline_moves_and_shows_the_execution(nan_logdir):
     async with hunted_app(nan_logdir, (100, 30)) as (app, pilot):
         timeline = app.screen.query_one(TimelineCells)

@@ -241,10 +241,10 @@ class DebuggerScreen(TraceNavigation):
                 alert_list.show_cursor_at(position)
             if root.trace is not None:
                 graph_list.select_trace(root.trace.index)
-                graph_list.focus()
+                self.set_focus(graph_list)
             else:
                 timeline.select_execution(root.alert.index)
-                timeline.focus()
+                self.set_focus(timeline)
         elif graph_list.row_count:
             graph_list.move_cursor(0)
         elif timeline.count:
@@ -344,7 +344,7 @@ class DebuggerScreen(TraceNavigation):
             return
         graph_list = self.query_one(GraphExecutionList)
         graph_list.select_trace(neighbour.trace_index)
-        graph_list.focus()
+        self.set_focus(graph_list)
 
     # -- live updates ---------------------------------------------------------------------
 
@@ -395,7 +395,8 @@ class DebuggerScreen(TraceNavigation):
     def action_focus_pane(self, widget_id: str) -> None:
         if self.maximized is not None:
             self.minimize()
-        self.query_one(f"#{widget_id}").focus()
+        # Focused now, not after the queued keys: "4z" typed in one burst zooms pane 4.
+        self.set_focus(self.query_one(f"#{widget_id}"))
 
     def action_toggle_zoom(self) -> None:
         if self.maximized is not None:
