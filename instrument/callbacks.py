@@ -89,6 +89,8 @@ class DumpingCallback:
         self.closed = False
         # Execution index of each eager function call, by call ordinal.
         self._call_executions: list[int] = []
+        # Calls made so far of each function (`fmt.step_function_name`).
+        self._calls_of: dict[str, int] = {}
         self.trace_queue: TraceQueue | None = None
         if ops.executing_eagerly_outside_functions():
             self.trace_queue = TraceQueue(mode, self._write_traces)
@@ -114,10 +116,11 @@ class DumpingCallback:
         return _Busy(self._guard)
 
     def _write_traces(self, trace_points: np.ndarray, rows: np.ndarray | None,
-                      values: list[Any] | None, ordinals: np.ndarray | None) -> None:
+                      values: list[Any] | None, ordinals: np.ndarray | None,
+                      alert: bool | None = None) -> None:
         """Write a drained batch as one chunk per call it ran in."""
         if ordinals is None:
-            self.writer.add_traces(trace_points, summaries=rows, values=values)
+            self.writer.add_traces(trace_points, summaries=rows, values=values, alert=alert)
             return
         # Runs of equal call ordinals: [start, end) index ranges.
         cuts = np.flatnonzero(np.diff(ordinals)) + 1
@@ -131,7 +134,7 @@ class DumpingCallback:
             self.writer.add_traces(
                 trace_points[start:end], step=step,
                 summaries=None if rows is None else rows[start:end],
-                values=None if values is None else values[start:end])
+                values=None if values is None else values[start:end], alert=alert)
 
     # -- ids ----------------------------------------------------------------------------
 
@@ -233,6 +236,11 @@ class DumpingCallback:
         outputs = outputs or ()
         is_call = op_type.startswith(FUNCTION_PREFIXES)
         graph_id = self._function_graph_id(op_type) if is_call else None
+        call_ordinal = None
+        function_name = fmt.step_function_name(op_type) if is_call else None
+        if function_name is not None:
+            call_ordinal = self._calls_of.get(function_name, 0)
+            self._calls_of[function_name] = call_ordinal + 1
         stack_id = self._stacks.capture()
         with self._busy():
             summary_rows = values = None
@@ -248,7 +256,8 @@ class DumpingCallback:
                 output_ids=[tf_internals.tensor_id(t) for t in outputs],
                 device_ids=device_ids,
                 output_dtypes=[t.dtype.as_datatype_enum for t in outputs],
-                stack_id=stack_id, summaries=summary_rows, values=values)
+                stack_id=stack_id, summaries=summary_rows, values=values,
+                call_ordinal=call_ordinal)
             if is_call and self.trace_queue is not None:
                 # The call's traces carry its ordinal; map it to the call's index. The
                 # queue's lock keeps a concurrent drain from seeing one without the other.

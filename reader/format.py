@@ -7,10 +7,14 @@ training job) and `reader` (where TensorFlow is absent) can use it.
 
 from __future__ import annotations
 
+import re
+
 FORMAT_NAME = "tfdbg-tui-dump"
 # (major, minor). A reader refuses a newer major version; a newer minor version only
 # adds fields or record kinds that an older reader may ignore.
-FORMAT_VERSION = (1, 0)
+# 1.1: `exec` records of function calls carry `c` (the call's ordinal among calls of
+# the same function); under a circular buffer the first alert's window is pinned.
+FORMAT_VERSION = (1, 1)
 
 FILE_SUFFIX = ".tfdbg"
 
@@ -49,6 +53,22 @@ def parse_segment_filename(name: str) -> tuple[str, int] | None:
     if stream not in STREAMS or len(number) != 6 or not number.isdigit():
         return None
     return stream, int(number)
+
+
+# The runtime names of an eager call of a tf.function: `__inference_<name>_<n>`, or
+# `__forward_<name>_<n>` when a GradientTape records the call (its `__backward_`
+# partner runs the gradient, in the same step).
+_STEP_FUNCTION_NAME = re.compile(r"^__(?:inference|forward)_(.+?)_\d+$")
+
+
+def step_function_name(op_type: str) -> str | None:
+    """The Python function an eager call runs (``train_step``), or None.
+
+    None for eager ops and ``__backward_`` calls. The writer numbers the calls of each
+    such function (an `exec` record's `c`); the reader finds steps from them.
+    """
+    match = _STEP_FUNCTION_NAME.match(op_type)
+    return match.group(1) if match else None
 
 
 # Record kinds: the value of every record's "k" key.
