@@ -11,6 +11,7 @@ import pytest
 
 import reader
 from reader import NoRunsError
+from reader import format as fmt
 from tests.reader.synthetic import FINITE, NEG_INF, add_step, make_run
 
 
