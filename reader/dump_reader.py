@@ -18,6 +18,7 @@ from reader.model import (
     Trace, UpdateReport,
 )
 from reader.run_loader import RunLoader
+from reader.steps import Steps
 
 class DumpReader:
     """Reads one run directory: indexes everything present, then follows its growth.
@@ -46,6 +47,7 @@ class DumpReader:
         self._execs = self._loader.execs
         self._traces = self._loader.traces
         self._alerts_cache: tuple[tuple, AlertSummary] | None = None
+        self._steps_cache: tuple[tuple, Steps] | None = None
         self._find_cache: tuple[tuple, np.ndarray] | None = None
         self.update()
 
@@ -450,13 +452,31 @@ class DumpReader:
         from reader.alerts import AlertBuilder, collect_alerts
 
         with self._lock:
-            key = (self._execs.first, self._execs.end, len(self._execs), self._traces.first,
-                   self._traces.end, len(self._traces),
-                   self._defs.num_ops, len(self._defs.devices), limit_per_type)
+            key = self._state_key() + (limit_per_type,)
             if self._alerts_cache is None or self._alerts_cache[0] != key:
                 self._alerts_cache = (key, collect_alerts(
                     self._execs, self._traces, AlertBuilder(self), limit_per_type))
             return self._alerts_cache[1]
+
+    def _state_key(self) -> tuple:
+        """Changes whenever records arrive or leave (for caches of analyses)."""
+        return (self._execs.first, self._execs.end, len(self._execs), self._traces.first,
+                self._traces.end, len(self._traces), self._defs.num_ops,
+                len(self._defs.devices))
+
+    def alert_positions(self) -> tuple[np.ndarray, np.ndarray]:
+        """Where each alerting tensor ran, as int64 execution indices: (the eager
+        executions' own indices, the graph traces' ``x``), one entry per tensor."""
+        with self._lock:
+            return self._execs.alert_rows()[0], self._traces.alert_rows()[1]
+
+    def steps(self) -> Steps:
+        """The run's steps, alerts per step and gaps (`reader.steps`); cached."""
+        with self._lock:
+            key = self._state_key()
+            if self._steps_cache is None or self._steps_cache[0] != key:
+                self._steps_cache = (key, Steps(self))
+            return self._steps_cache[1]
 
     def root_cause(self) -> RootCause | None:
         """The op that made the first non-finite tensor; None without alerts."""
