@@ -7,14 +7,17 @@ module decides, per rotating stream, which segments the first alert **pins** (ne
 deleted) and when the pinned window closes (docs/format.md section 7):
 
 - When the first alert is seen (an eager output or a graph trace holding NaN or
-  infinity), the segments of each rotating stream still on disk are pinned: the open
-  one and the one before it, which together hold at least the N records that
-  preceded the alert.
+  infinity), the segments of its own stream still on disk are pinned: the open one
+  and the one before it, which together hold at least the N records that preceded
+  the alert. The executions stream is pinned then too. The graph traces of the
+  alert's step may reach the writer long after its executions (they are drained from
+  TensorFlow every half second, later under load): after an eager alert the traces
+  stream is pinned when the first chunk of the alert's step (or a later one) arrives,
+  so its window holds that step's traces and the N before them, whatever the delay.
 - The open (pinned) segment keeps growing while the alert's step goes on: until an
   execution with an index at or past the step's is written (executions), or until a
-  chunk of a later step arrives (graph traces, which reach the writer up to about a
-  second after the executions). It then rotates, and rotation resumes as before on
-  the segments after it.
+  chunk of a later step arrives (graph traces). It then rotates, and rotation resumes
+  as before on the segments after it.
 - A pinned segment never grows past `PINNED_SEGMENT_LIMIT` times N records, so the
   window stays bounded whatever the step's size.
 
@@ -73,6 +76,8 @@ class FlightRecorder:
         self.pinned: dict[str, set[int]] = {s: set() for s in fmt.ROTATING_STREAMS}
         # Streams whose open segment is pinned and still taking the alert step's records.
         self._pinning: set[str] = set()
+        # Streams to pin when the first record of the alert's step reaches them.
+        self._waiting: set[str] = set()
 
     def alert(self, stream: str, index: int, step: int,
               open_segments: dict[str, int]) -> FirstAlert | None:
@@ -82,18 +87,34 @@ class FlightRecorder:
         self.first_alert = FirstAlert(stream, index, step)
         if self.buffer_size > 0:
             for name, segment in open_segments.items():
-                self.pinned[name].update(s for s in (segment - 1, segment) if s >= 0)
-                self._pinning.add(name)
+                if name in (stream, fmt.STREAM_EXECUTIONS):
+                    self._pin(name, segment)
+                else:
+                    self._waiting.add(name)
         return self.first_alert
+
+    def _pin(self, stream: str, segment: int) -> None:
+        self.pinned[stream].update(s for s in (segment - 1, segment) if s >= 0)
+        self._pinning.add(stream)
 
     def is_pinning(self, stream: str) -> bool:
         """The stream's open segment is pinned and takes the alert step's records."""
         return stream in self._pinning
 
-    def ends_before(self, stream: str, step: int) -> bool:
-        """A record of ``step`` is about to be written: does the pinned window close first?"""
+    def before_write(self, stream: str, step: int, open_segment: int) -> bool:
+        """A record of ``step`` is about to be written into ``open_segment``.
+
+        Pins the stream's window if it starts here. Returns whether the open segment
+        must rotate first (the pinned window ends before this record).
+        """
+        first = self.first_alert
+        if first is None:
+            return False
+        if stream in self._waiting and step >= first.step:
+            self._waiting.discard(stream)
+            self._pin(stream, open_segment)
         return (stream == fmt.STREAM_GRAPH_TRACES and stream in self._pinning
-                and self.first_alert is not None and step > self.first_alert.step)
+                and step > first.step)
 
     def ends_after(self, stream: str, step: int, in_segment: int) -> bool:
         """A record of ``step`` was written: does the pinned window close now?"""

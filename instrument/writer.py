@@ -440,13 +440,14 @@ class DumpWriter:
         with self._lock:
             first = self.num_traces
             step = self.num_executions if step is None else int(step)
-            if self._recorder.ends_before(fmt.STREAM_GRAPH_TRACES, step):
-                self._rotate(fmt.STREAM_GRAPH_TRACES)
             if alert is None and self._recorder.first_alert is None:
                 alert = (summaries_alert(self.mode, summaries) if values is None
                          else values_alert(values))
             if alert:
                 self._note_alert(fmt.STREAM_GRAPH_TRACES, first, step)
+            if self._recorder.before_write(fmt.STREAM_GRAPH_TRACES, step,
+                                           self._segments[fmt.STREAM_GRAPH_TRACES]):
+                self._rotate(fmt.STREAM_GRAPH_TRACES)
             record: dict[str, Any] = {
                 "k": fmt.KIND_TRACES, "i": first, "n": n, "x": step,
                 "tp": tps.tobytes(),

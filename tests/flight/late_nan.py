@@ -7,8 +7,8 @@ At step S (0-based) the batch is scaled so that the softmax underflows to an exa
 and ``tf.math.log`` returns -inf; the loss, the gradients and then the weights turn
 NaN, so every later step is full of alerts. Prints one line per step run
 ("step 12"), then "DONE", or "STOPPED <error>" when `NonFiniteError` stops it.
-``--forever`` keeps training after the last step and prints READY once the first
-alert's window is pinned on disk (for the SIGKILL test).
+``--forever`` keeps training after the last step and prints READY once the tail
+has rotated past the first alert's pinned window (for the SIGKILL test).
 """
 
 import argparse
@@ -101,8 +101,10 @@ try:
         if step < args.steps:
             print(f"step {step}", flush=True)
         step += 1
-        if args.forever and not announced and step > args.nan_step + 50:
-            if len(glob.glob(os.path.join(run, "graph_traces.*"))) > 2:
+        if args.forever and not announced and step > args.nan_step:
+            # Ready once the tail has rotated past the pinned window: two pinned
+            # segments and two of the tail.
+            if len(glob.glob(os.path.join(run, "graph_traces.*"))) >= 4:
                 print("READY", flush=True)
                 announced = True
 except getattr(instrument, "NonFiniteError", ()) as error:
