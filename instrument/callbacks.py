@@ -19,6 +19,7 @@ from tensorflow.python.ops import array_ops, control_flow_util
 from instrument import summaries
 from instrument import tf_internals
 from instrument.graph_batches import GraphBatch, is_traced_by_tf_function
+from instrument.non_finite import first_alert_error
 from instrument.stacks import StackRecorder
 from instrument.trace_queue import DRAINER, HostTraceBuffer, TraceQueue
 from instrument.value_encoding import tensor_value_record
@@ -60,12 +61,16 @@ class DumpingCallback:
         mode: The tensor debug mode.
         tensor_filter: Which tensors are traced and summarised.
         snapshot_library_sources: Passed on to `StackRecorder`.
+        stop_on_alert: Raise `NonFiniteError` from the first eager execution or
+            function call that ends after the first NaN or infinity was recorded.
     """
 
     def __init__(self, writer: DumpWriter, mode: str, tensor_filter: summaries.TensorFilter,
-                 *, snapshot_library_sources: bool = False) -> None:
+                 *, snapshot_library_sources: bool = False, stop_on_alert: bool = False) -> None:
         self.writer = writer
         self.mode = mode
+        # Cleared once the error is raised: a program that catches it runs on, recorded.
+        self._stop_on_alert = stop_on_alert
         self._filter = tensor_filter
         self._stacks = StackRecorder(writer, snapshot_library_sources=snapshot_library_sources)
         self._guard = threading.local()  # .busy: this thread runs our own TF ops
@@ -267,6 +272,23 @@ class DumpingCallback:
                     self.trace_queue.call_finished()
             else:
                 self.writer.add_execution(**record)
+            if self._stop_on_alert:
+                self._stop_if_alerted(is_call)
+
+    def _stop_if_alerted(self, is_call: bool) -> None:
+        """Raise `NonFiniteError` once a NaN or infinity is recorded (``stop_on_alert``).
+
+        After a function call its traces are drained at once (not in the background,
+        half a second later), so the step that made the first non-finite value is
+        the last one run.
+        """
+        if is_call and self.trace_queue is not None:
+            self.trace_queue.drain()
+        if self.writer.first_alert is None:
+            return
+        self._stop_on_alert = False
+        self.writer.flush(sync=True)
+        raise first_alert_error(self.writer.path)
 
     def _traced(self, op_type: str, dtype: Any) -> bool:
         return self._filter.op_matches(op_type) and self._filter.dtype_traced(dtype)

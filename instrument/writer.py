@@ -89,7 +89,7 @@ class RecordFile:
     def pending_bytes(self) -> int:
         return self._buf_bytes + self._deferred_bytes
 
-    def flush(self) -> None:
+    def flush(self, *, sync: bool = False) -> None:
         if self._deferred:
             for record, encode in self._deferred:
                 try:
@@ -109,6 +109,8 @@ class RecordFile:
                 start += 1
             if written:
                 views[start] = views[start][written:]
+        if sync:
+            os.fsync(self._fd)
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -135,8 +137,6 @@ class DumpWriter:
 
     Attributes:
         first_alert: The first record seen holding NaN or infinity, or None.
-        on_first_alert: Called (under the writer's lock, after the record is
-            buffered) with the `FirstAlert` when the first one is seen.
     """
 
     def __init__(
@@ -154,7 +154,6 @@ class DumpWriter:
         self.circular_buffer_size = int(circular_buffer_size)
         self.mode = run_info.get("tensor_debug_mode")
         self._recorder = FlightRecorder(self.circular_buffer_size)
-        self.on_first_alert: Callable[[FirstAlert], None] | None = None
         self._files: dict[str, RecordFile] = {}
         self._segments: dict[str, int] = {}
         self._in_segment: dict[str, int] = {}  # executions or traces in the open segment
@@ -165,7 +164,6 @@ class DumpWriter:
         self.num_executions = 0
         self.num_traces = 0
         self._closed = False
-        self._pending_first_alert: FirstAlert | None = None
         record = {
             "k": fmt.KIND_RUN,
             "run": self.run_id,
@@ -211,9 +209,7 @@ class DumpWriter:
     def _note_alert(self, stream: str, index: int, step: int) -> None:
         """A record about to be written holds NaN or infinity: pin the first one's window."""
         segments = {s: self._segments[s] for s in fmt.ROTATING_STREAMS}
-        first = self._recorder.alert(stream, index, step, segments)
-        if first is not None and self.on_first_alert is not None:
-            self._pending_first_alert = first
+        self._recorder.alert(stream, index, step, segments)
 
     def _count_and_rotate(self, stream: str, count: int, step: int) -> None:
         """Count events into the open segment; start a new one once it holds N.
@@ -248,11 +244,6 @@ class DumpWriter:
                 and os.path.exists(stale):
             os.remove(stale)
 
-    def _announce_first_alert(self) -> None:
-        first, self._pending_first_alert = self._pending_first_alert, None
-        if first is not None and self.on_first_alert is not None:
-            self.on_first_alert(first)
-
     def _append(self, stream: str, record: dict[str, Any], *,
                 encode: Callable[[dict[str, Any]], None] | None = None,
                 size_hint: int = 0) -> None:
@@ -268,11 +259,12 @@ class DumpWriter:
         self._next_id[kind] = ident + 1
         return ident
 
-    def flush(self) -> None:
-        """Write every buffered record, definition streams first."""
+    def flush(self, *, sync: bool = False) -> None:
+        """Write every buffered record, definition streams first; ``sync`` also
+        waits until the files are on the storage device (``fsync``)."""
         with self._lock:
             for stream in fmt.STREAMS:
-                self._files[stream].flush()
+                self._files[stream].flush(sync=sync)
 
     def _flush_periodically(self, interval: float) -> None:
         while not self._stop.wait(interval):
@@ -414,7 +406,6 @@ class DumpWriter:
                          size_hint=size_hint or 0)
             self.num_executions = index + 1
             self._count_and_rotate(fmt.STREAM_EXECUTIONS, 1, index)
-            self._announce_first_alert()
             return index
 
     def add_traces(self, trace_points: np.ndarray, *, summaries: np.ndarray | None = None,
@@ -465,7 +456,6 @@ class DumpWriter:
             self._append(fmt.STREAM_GRAPH_TRACES, record)
             self.num_traces = first + n
             self._count_and_rotate(fmt.STREAM_GRAPH_TRACES, n, step)
-            self._announce_first_alert()
             return first
 
 

@@ -95,6 +95,8 @@ SHAPE = "SHAPE"
 FULL_TENSOR = "FULL_TENSOR"
 TENSOR_DEBUG_MODES = (NO_TENSOR, CURT_HEALTH, CONCISE_HEALTH, FULL_HEALTH, SHAPE, FULL_TENSOR)
 HEALTH_MODES = (CURT_HEALTH, CONCISE_HEALTH, FULL_HEALTH)
+# The modes that record whether a tensor held NaN or infinity.
+ALERT_MODES = HEALTH_MODES + (FULL_TENSOR,)
 
 # FULL_TENSOR value codecs (docs/format.md section 6): the value of a value map's
 # "codec" key. Absent (or nil) means `data` holds the raw elements.

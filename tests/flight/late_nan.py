@@ -6,13 +6,15 @@ Usage: python late_nan.py LOGDIR [--steps N] [--nan-step S] [--mode MODE]
 At step S (0-based) the batch is scaled so that the softmax underflows to an exact 0
 and ``tf.math.log`` returns -inf; the loss, the gradients and then the weights turn
 NaN, so every later step is full of alerts. Prints one line per step run
-("step 12"), then "DONE", or "STOPPED <error>" when `NonFiniteError` stops it.
+("step 12"), then "DONE", or, when `NonFiniteError` stops it, "STOPPED" and a JSON
+object of the error's message and attributes (and then exits without closing the run).
 ``--forever`` keeps training after the last step and prints READY once the tail
 has rotated past the first alert's pinned window (for the SIGKILL test).
 """
 
 import argparse
 import glob
+import json
 import os
 import sys
 
@@ -55,6 +57,16 @@ def finish(status):
     sys.exit(0)
 
 
+def stopped(error):
+    """Print the error and die at once, without closing the dump: what it holds was
+    on disk before the error was raised."""
+    attributes = ("run_path", "op_type", "tensor_name", "graph_name", "step", "file", "line")
+    print("STOPPED " + json.dumps({"message": str(error), "is_floating_point_error":
+                                   isinstance(error, FloatingPointError),
+                                   **{a: getattr(error, a) for a in attributes}}), flush=True)
+    os._exit(0)
+
+
 if args.keras:
     class HandWrittenLoss(tf.keras.losses.Loss):
         def call(self, y_true, y_pred):
@@ -74,7 +86,7 @@ if args.keras:
         model.fit(xs, ys, batch_size=16, epochs=1, shuffle=False, verbose=0,
                   callbacks=[Progress()])
     except instrument.NonFiniteError as error:
-        finish(f"STOPPED {error}")
+        stopped(error)
     finish("DONE")
 
 w1 = tf.Variable(tf.random.normal([8, 16], stddev=0.3))
@@ -107,6 +119,6 @@ try:
             if len(glob.glob(os.path.join(run, "graph_traces.*"))) >= 4:
                 print("READY", flush=True)
                 announced = True
-except getattr(instrument, "NonFiniteError", ()) as error:
-    finish(f"STOPPED {error}")
+except instrument.NonFiniteError as error:
+    stopped(error)
 finish("DONE")

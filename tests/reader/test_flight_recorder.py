@@ -15,6 +15,7 @@ import pytest
 
 import reader
 from instrument.flight_recorder import PINNED_SEGMENT_LIMIT
+from instrument.non_finite import NonFiniteError, first_alert_error
 from reader import format as fmt
 from tests.reader.synthetic import FINITE, NAN, NEG_INF, make_run, segment_path
 
@@ -210,3 +211,22 @@ def test_a_dump_without_call_ordinals_counts_steps_from_the_first_call(logdir):
         assert dump.steps().first_alert_step == 3
         assert fmt.step_function_name("__inference_step_7") == "step"
     assert segment_path(run.path, fmt.STREAM_EXECUTIONS)
+
+
+def test_the_stop_on_alert_error_names_the_root_cause_from_the_dump(logdir):
+    run = _long_run(logdir)
+    error = first_alert_error(run.path)
+    assert isinstance(error, NonFiniteError) and isinstance(error, FloatingPointError)
+    assert (error.op_type, error.tensor_name, error.graph_name, error.step) == \
+        ("Log", "Log:0", "step", ALERT_STEP)
+    assert (error.file, error.line) == ("/home/me/project/train.py", 4)
+    message = str(error)
+    assert f"Log 'Log:0' in graph 'step' at step {ALERT_STEP} (-inf 1)" in message
+    assert "/home/me/project/train.py:4 in step" in message and "tf.math.log(x)" in message
+    assert run.path in message
+
+
+def test_the_stop_on_alert_error_survives_an_unreadable_dump(tmp_path):
+    error = first_alert_error(str(tmp_path / "gone"))
+    assert isinstance(error, NonFiniteError) and error.op_type is None
+    assert "NaN or infinity" in str(error) and "gone" in str(error)
