@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from reader import format as fmt
-from reader import values
+from reader import liveness, values
 from reader.errors import UnknownIdError
 from reader.model import (
     AlertSummary, Execution, Frame, Graph, Op, RootCause, RunMetadata, SourceFile, Summary,
@@ -110,6 +110,25 @@ class DumpReader:
     def finished(self) -> bool:
         """True once the run's `end` record is read: the process exited cleanly."""
         return self._loader.end is not None
+
+    def process_gone(self) -> bool | None:
+        """Whether the process writing this run is gone (`liveness.process_gone`)."""
+        metadata = self.metadata
+        return liveness.process_gone(metadata.host, metadata.pid, metadata.start_time)
+
+    def writer_state(self) -> str:
+        """`reader.liveness` state of the run: finished, running, killed or unknown.
+
+        When the writing process is gone, reads what it appended first (`update`), so
+        a clean exit is never taken for a kill. A caller that follows the run looks
+        with `process_gone` before its own `update` instead.
+        """
+        if self.finished:
+            return liveness.FINISHED
+        gone = self.process_gone()
+        if gone:
+            self.update()
+        return liveness.state_of(self.finished, gone)
 
     def device(self, device_id: int) -> str | None:
         """A device's name, or None when not defined (yet)."""

@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 import reader
-from reader import DamagedDumpError, DumpError, FormatVersionError, NoRunsError
+from reader import DamagedDumpError, DumpError, FormatVersionError, NoRunsError, liveness
 from reader.model import Alert, RootCause, Summary
 from reader.steps import Steps
 from tfdbg_tui.cli import EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, EXIT_OK
@@ -26,6 +26,13 @@ from tfdbg_tui.step_sparkline import sparkline, step_range
 ALERTS_SHOWN = 10
 # Cells of the human report's alerts-per-step line.
 SPARKLINE_WIDTH = 60
+# How the run's `reader.liveness` state is said.
+_STATE_TEXT = {
+    liveness.FINISHED: "finished",
+    liveness.RUNNING: "running",
+    liveness.KILLED: "killed: its process is gone and it has no end record",
+    liveness.UNKNOWN: "running or killed (no end record)",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,6 +124,7 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
         "first_execution": dump.first_execution,
         "first_graph_trace": dump.first_trace,
         "finished": dump.finished,
+        "state": dump.writer_state(),
         "num_alerts": summary.total,
         "alerts_by_type": summary.counts,
         "first_alert": first_alert,
@@ -154,7 +162,7 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
 
     console = Console(highlight=False, soft_wrap=True)
     meta = dump.metadata
-    state = "finished" if dump.finished else "running or killed (no end record)"
+    state = _STATE_TEXT[dump.writer_state()]
     console.print(f"[bold]Run[/] {escape(meta.run_id)}  ({escape(state)})")
     console.print(f"  mode {escape(meta.tensor_debug_mode)}, host {escape(str(meta.host))}, "
                   f"pid {meta.pid}, TensorFlow {escape(str(meta.tf_version))}")

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import reader
+from reader import liveness
 from tests.flight.conftest import (
     LOG_LINE, NAN_STEP, PROGRAM, ROOT, STEPS, TIMEOUT_S, report_json,
 )
@@ -55,7 +56,7 @@ def test_sigkill_while_a_window_is_pinned_leaves_a_dump_that_opens(tmp_path):
             process.kill()
             process.wait(timeout=TIMEOUT_S)
     with reader.open_run(tmp_path) as dump:
-        assert not dump.finished
+        assert not dump.finished and dump.writer_state() == liveness.KILLED
         cause = dump.root_cause()
         assert cause.alert.op_type == "Log" and cause.frame.line == LOG_LINE
         assert dump.steps().first_alert_step == NAN_STEP

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -89,3 +91,25 @@ def add_step(run: SyntheticRun, rows: list[list[float]], *, call: bool = True,
                            input_ids=[base], output_ids=[base + 1], device_ids=[run.device],
                            output_dtypes=[1], stack_id=run.user_stack,
                            summaries=[out_row or rows[-1]])
+
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# A process that starts a run, writes it to disk and waits to be killed or told to close.
+_WRITER = """
+import sys
+from instrument.writer import DumpWriter
+writer = DumpWriter(sys.argv[1], {"tensor_debug_mode": "FULL_HEALTH"}, flush_interval_s=None)
+writer.flush()
+print(writer.path, flush=True)
+if sys.stdin.readline().strip() == "close":
+    writer.close()
+"""
+
+
+def start_writer(logdir) -> tuple[subprocess.Popen, str]:
+    """A child process with an open run in ``logdir``; returns it and the run's path."""
+    path = os.pathsep.join(filter(None, [_ROOT, os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, PYTHONPATH=path)
+    child = subprocess.Popen([sys.executable, "-c", _WRITER, str(logdir)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, env=env)
+    return child, child.stdout.readline().strip()

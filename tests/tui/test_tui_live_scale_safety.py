@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 from synthetic_dumps import FLOAT32, NanModelDump, health_row, write_nan_dump
 from tui_helpers import hunted_app, make_app, screen_text, wait_for
 
@@ -13,6 +15,7 @@ from tfdbg_tui.panes.alerts import AlertList
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 from tfdbg_tui.panes.source_code import highlight_source
 from tfdbg_tui.panes.timeline import TimelineCells
+from tests.reader.synthetic import start_writer
 
 
 async def test_live_dump_updates_counts_alerts_and_lists(tmp_path):
@@ -116,3 +119,25 @@ def test_execution_detail_finds_an_input_produced_long_before(tmp_path):
     context = load_execution_context(reader.open_run(tmp_path), consumer)
     assert [(i.tensor_id, i.producer_index, i.producer_op_type) for i in context.inputs] == [
         (7, 0, "ReadVariableOp"), (2099, 2000, "AddV2"), (5, None, None)]
+
+
+async def test_a_run_whose_process_is_killed_is_said_to_be_killed(tmp_path):
+    """A run written on this host: once its process is gone without an `end`, the
+    status line says it was killed (not "running, or killed")."""
+    child, path = start_writer(tmp_path)
+    try:
+        app = make_app(tmp_path, poll_interval_s=0.05)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_for(pilot, lambda: "● LIVE" in screen_text(app), what="live")
+            child.send_signal(signal.SIGKILL)
+            await wait_for(pilot, lambda: f"KILLED (pid {child.pid} gone" in screen_text(app),
+                           what="the killed run")
+            assert "LIVE" not in screen_text(app)
+        # Opened after the kill, it says so at once.
+        app = make_app(tmp_path)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_for(pilot, lambda: "executions 0" in screen_text(app), what="opened")
+            assert f"KILLED (pid {child.pid} gone" in screen_text(app)
+    finally:
+        child.kill()
+        child.wait()

@@ -19,11 +19,13 @@ from textual.message import Message
 from textual.widgets import Footer
 
 import reader as dump_reader_module
+from reader import liveness
 from reader.errors import DumpError
 from reader.model import AlertSummary, RootCause
 from tfdbg_tui.context_loader import (ExecutionContext, TraceContext, load_execution_context,
                                       load_source, load_trace_context)
-from tfdbg_tui.dump_watcher import POLL_INTERVAL_S, DumpChanged, DumpWatcher, DumpWatchFailed
+from tfdbg_tui.dump_watcher import (ENDED, POLL_INTERVAL_S, DumpChanged, DumpWatcher,
+                                    DumpWatchFailed)
 from tfdbg_tui.literal import literal
 from tfdbg_tui.messages import DumpFailed
 from tfdbg_tui.panes.alerts import AlertList, AlertsPane
@@ -79,11 +81,13 @@ class DebuggerScreen(TraceNavigation):
     ]
 
     class ReaderOpened(Message):
-        """The run is open and indexed (`reader` is a `reader.DumpReader`)."""
+        """The run is open and indexed (`reader` is a `reader.DumpReader`); `state` is
+        its `reader.liveness` state."""
 
-        def __init__(self, reader) -> None:
+        def __init__(self, reader, state: str) -> None:
             super().__init__()
             self.reader = reader
+            self.state = state
 
     class OpenFailed(DumpFailed):
         """The run could not be opened; the app exits with the error's status."""
@@ -131,9 +135,10 @@ class DebuggerScreen(TraceNavigation):
         self.alert_summary: AlertSummary | None = None
         self.root_cause: RootCause | None = None
         self.trace_context: TraceContext | None = None
-        self.live = False
+        self.run_state = liveness.UNKNOWN
         self.last_growth = time.monotonic()
         self.hunt_done = False
+        self.watching_failed = False
         self._source_lines: dict[int, SourceView] = {}
         # Thread workers cannot be stopped: a cancelled one still posts its result.
         # Each request takes a new token; a result whose token is not the latest of
@@ -176,10 +181,11 @@ class DebuggerScreen(TraceNavigation):
                 opened = self.opening.result()
             else:
                 opened = dump_reader_module.open_run(self.logdir, self.run_id)
+            state = opened.writer_state()
         except DumpError as error:
             self.post_message(self.OpenFailed(error))
             return
-        self.post_message(self.ReaderOpened(opened))
+        self.post_message(self.ReaderOpened(opened, state))
 
     @on(OpenFailed)
     def _open_failed(self, message: OpenFailed) -> None:
@@ -198,7 +204,7 @@ class DebuggerScreen(TraceNavigation):
         timeline.attach(self.reader)
         if timeline.count:
             self.load_execution_detail(timeline.first_execution, self._next_token("detail"))
-        self.live = not self.reader.finished
+        self.run_state = message.state
         self.update_status()
         damage = self.reader.damage
         if damage:
@@ -351,8 +357,9 @@ class DebuggerScreen(TraceNavigation):
     @on(DumpChanged)
     def _dump_changed(self, message: DumpChanged) -> None:
         report = message.report
-        self.live = not message.finished
-        self.last_growth = time.monotonic()
+        self.run_state = message.state
+        if report.changed:
+            self.last_growth = time.monotonic()
         assert self.trace_rows is not None
         with self.app.batch_update():
             if report.new_traces or report.new_ops or report.damage:
@@ -369,17 +376,24 @@ class DebuggerScreen(TraceNavigation):
 
     @on(DumpWatchFailed)
     def _watch_failed(self, message: DumpWatchFailed) -> None:
-        self.live = False
+        self.run_state = liveness.UNKNOWN
+        self.watching_failed = True
         self.notify(literal(str(message.error)), title="Stopped following the dump",
                     severity="error", markup=False)
         self.update_status()
+
+    @property
+    def live(self) -> bool:
+        """Whether the run may still grow (it is followed while it does)."""
+        return self.run_state not in ENDED and not self.watching_failed
 
     def update_status(self) -> None:
         """Rewrite the status line from the reader and the alert summary."""
         if self.reader is None:
             return
         self.query_one(StatusLine).show(
-            self.reader.metadata, live=self.live, num_executions=self.reader.num_executions,
+            self.reader.metadata, state=self.run_state, followed=self.live,
+            num_executions=self.reader.num_executions,
             num_traces=self.reader.num_traces,
             idle_s=time.monotonic() - self.last_growth if self.live else 0.0,
             alerts=self.alert_summary.total if self.alert_summary is not None else None,
