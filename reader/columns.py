@@ -86,6 +86,14 @@ class Spans:
         self.size = 0
         self._empty_at = 0  # `first` and `end` while no row is held
 
+    @classmethod
+    def from_runs(cls, runs: list[tuple[int, int]]) -> Spans:
+        """Spans holding the ``(begin, end)`` index ranges ``runs`` (ascending)."""
+        spans = cls()
+        for begin, end in runs:
+            spans.append(begin, end - begin)
+        return spans
+
     @property
     def first(self) -> int:
         """The lowest index held (while empty: where the next is expected)."""

@@ -48,11 +48,30 @@ class Gap:
         traces: ``(begin, end)`` graph trace indices not kept, or None.
         steps: ``(first, last)`` step numbers of which no execution was kept, or None
             (no steps, or every step partly kept).
+        after_execution: Where the gap falls in the run's history: records that ran
+            at or before this execution index (a trace: in the call with this index)
+            come before it, later ones after it.
     """
 
     executions: tuple[int, int] | None
     traces: tuple[int, int] | None
     steps: tuple[int, int] | None
+    after_execution: int
+
+    def describe(self) -> str:
+        """One line: "steps 251-431 not kept" (or in executions or traces)."""
+        if self.steps is not None:
+            first, last = self.steps
+            what = "step" if first == last else "steps"
+            span = f"{first}" if first == last else f"{first}-{last}"
+            if self.executions is None:
+                return f"graph traces of {what} {span} not kept"
+            return f"{what} {span} not kept"
+        if self.executions is not None:
+            b, e = self.executions
+            return f"executions {b}-{e - 1} not kept"
+        b, e = self.traces or (0, 0)
+        return f"graph traces {b}-{e - 1} not kept"
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,8 +190,25 @@ class Steps:
             steps = None
             if before is not None and after is not None and after - 1 >= before + 1:
                 steps = (before + 1, after - 1)
-            gaps.append(Gap(executions=executions, traces=traces, steps=steps))
+            gaps.append(Gap(executions=executions, traces=traces, steps=steps,
+                            after_execution=around[0]))
         return gaps
+
+    def gap_between(self, stream: str, begin: int, end: int) -> Gap:
+        """The gap in which records ``begin..end-1`` of ``stream`` (executions or
+        graph traces) are not kept; `unknown_gap` when these steps predate it."""
+        for gap in self.gaps:
+            if (gap.executions if stream == fmt.STREAM_EXECUTIONS else gap.traces) \
+                    == (begin, end):
+                return gap
+        return unknown_gap(stream, begin, end)
+
+    def gap_positions(self, executions: np.ndarray) -> list[int]:
+        """Where each gap falls among records that ran at ``executions`` (ascending
+        execution indices, as `Gap.after_execution`): how many come before it."""
+        executions = np.asarray(executions, dtype=np.int64)
+        return [int(np.searchsorted(executions, gap.after_execution, side="right"))
+                for gap in self.gaps]
 
     def place(self, execution_index: int) -> str:
         """How to name where execution ``execution_index`` is: "step 250", or
@@ -180,20 +216,12 @@ class Steps:
         step = self.of_execution(execution_index)
         return f"step {step}" if step is not None else f"execution {execution_index}"
 
-    def describe_gap(self, gap: Gap) -> str:
-        """One line: "steps 251-431 not kept" (or in executions or traces)."""
-        if gap.steps is not None:
-            first, last = gap.steps
-            what = "step" if first == last else "steps"
-            span = f"{first}" if first == last else f"{first}-{last}"
-            if gap.executions is None:
-                return f"graph traces of {what} {span} not kept"
-            return f"{what} {span} not kept"
-        if gap.executions is not None:
-            b, e = gap.executions
-            return f"executions {b}-{e - 1} not kept"
-        b, e = gap.traces or (0, 0)
-        return f"graph traces {b}-{e - 1} not kept"
+
+def unknown_gap(stream: str, begin: int, end: int) -> Gap:
+    """A gap of records ``begin..end-1`` of ``stream`` not (yet) named in steps."""
+    if stream == fmt.STREAM_EXECUTIONS:
+        return Gap(executions=(begin, end), traces=None, steps=None, after_execution=begin - 1)
+    return Gap(executions=None, traces=(begin, end), steps=None, after_execution=-1)
 
 
 def _between(runs: list[tuple[int, int]]) -> list[tuple[int, int]]:

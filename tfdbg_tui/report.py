@@ -18,7 +18,7 @@ from typing import Any
 import reader
 from reader import DamagedDumpError, DumpError, FormatVersionError, NoRunsError, liveness
 from reader.model import Alert, RootCause, Summary
-from reader.steps import Steps
+from reader.steps import Gap, Steps
 from tfdbg_tui.cli import EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, EXIT_OK
 from tfdbg_tui.step_sparkline import sparkline, step_range
 
@@ -129,7 +129,7 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
         "alerts_by_type": summary.counts,
         "first_alert": first_alert,
         "steps": _steps_dict(steps),
-        "gaps": [_gap_dict(steps, gap) for gap in steps.gaps],
+        "gaps": [_gap_dict(gap) for gap in steps.gaps],
         "damage": list(dump.damage),
     }
 
@@ -144,12 +144,12 @@ def _steps_dict(steps: Steps) -> dict[str, Any]:
     }
 
 
-def _gap_dict(steps: Steps, gap) -> dict[str, Any]:
+def _gap_dict(gap: Gap) -> dict[str, Any]:
     return {
         "executions": list(gap.executions) if gap.executions else None,
         "graph_traces": list(gap.traces) if gap.traces else None,
         "steps": list(gap.steps) if gap.steps else None,
-        "text": steps.describe_gap(gap),
+        "text": gap.describe(),
     }
 
 
@@ -175,7 +175,7 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
         kept = ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in steps.kept_steps())
         console.print(f"  steps: calls of {escape(steps.function or '')}; kept: steps {kept}")
     for gap in steps.gaps:
-        console.print(f"  [yellow]gap:[/] {escape(steps.describe_gap(gap))}")
+        console.print(f"  [yellow]gap:[/] {escape(gap.describe())}")
     for notice in dump.damage:
         console.print(f"  [yellow]damage:[/] {escape(notice)}")
     if not summary.total:

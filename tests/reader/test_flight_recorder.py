@@ -1,6 +1,6 @@
 """The first alert's window survives a circular buffer; steps and gaps (no TensorFlow).
 
-Synthetic runs of the graph x -> Log -> Neg (`synthetic.make_run`): one call per
+Synthetic runs of the graph x -> Log -> Neg (`synthetic.flight_step`): one call per
 step, three traces per call. A Log of 0 at step ALERT_STEP makes -inf, and from then on
 every step is NaN, as when weights have turned NaN.
 """
@@ -17,37 +17,18 @@ import reader
 from instrument.flight_recorder import PINNED_SEGMENT_LIMIT
 from instrument.non_finite import NonFiniteError, first_alert_error
 from reader import format as fmt
-from tests.reader.synthetic import FINITE, NAN, NEG_INF, make_run, segment_path
+from tests.reader.synthetic import (
+    FINITE, FLIGHT_ALERT_STEP, FLIGHT_BUFFER, FLIGHT_STEPS, NAN, NEG_INF, flight_step,
+    make_run, segment_path, write_long_run,
+)
 
-N = 10
-ALERT_STEP = 40
-STEPS = 100
-
-
-def _step(run, step: int, *, traces: int = 3) -> int:
-    """Step ``step``: its traces, then its call (with its call ordinal)."""
-    w = run.writer
-    rows = ([FINITE] * traces if step < ALERT_STEP
-            else [FINITE, NEG_INF] + [NAN] * (traces - 2) if step == ALERT_STEP
-            else [NAN] * traces)
-    w.add_traces(np.arange(traces, dtype=np.int32) % 3, summaries=np.array(rows, np.float64))
-    base = 1000 + 2 * w.num_executions
-    return w.add_execution(op_type="__inference_step_7", graph_id=run.graph,
-                           input_ids=[base], output_ids=[base + 1], device_ids=[run.device],
-                           output_dtypes=[1], stack_id=run.user_stack,
-                           summaries=[rows[-1]], call_ordinal=step)
-
-
-def _long_run(logdir, buffer_size: int = N, steps: int = STEPS):
-    run = make_run(logdir, circular_buffer_size=buffer_size)
-    for step in range(steps):
-        _step(run, step)
-    run.writer.close()
-    return run
+N = FLIGHT_BUFFER
+ALERT_STEP = FLIGHT_ALERT_STEP
+STEPS = FLIGHT_STEPS
 
 
 def test_the_first_alert_survives_and_the_dump_ends_with_the_latest(logdir):
-    run = _long_run(logdir)
+    run = write_long_run(logdir)
     with reader.open_run(run.path) as dump:
         cause = dump.root_cause()
         assert cause.alert.op_type == "Log" and cause.alert.neg_inf == 1
@@ -67,7 +48,8 @@ def test_the_first_alert_survives_and_the_dump_ends_with_the_latest(logdir):
         assert gap.traces == (pinned_t[1], tail_t[0])
         first_lost, last_lost = gap.steps
         assert first_lost > ALERT_STEP and last_lost < tail[0]
-        assert steps.describe_gap(gap) == f"steps {first_lost}-{last_lost} not kept"
+        assert gap.describe() == f"steps {first_lost}-{last_lost} not kept"
+        assert gap.after_execution == pinned[1] - 1
         # Indices in the gap are not on disk; ranges skip them.
         assert [e.index for e in dump.executions(pinned[1] - 1, tail[0] + 1)] == \
             [pinned[1] - 1, tail[0]]
@@ -77,7 +59,7 @@ def test_the_first_alert_survives_and_the_dump_ends_with_the_latest(logdir):
 
 
 def test_alerts_per_step_count_every_alerting_tensor(logdir):
-    run = _long_run(logdir)
+    run = write_long_run(logdir)
     with reader.open_run(run.path) as dump:
         steps = dump.steps()
         counts = dict(zip(steps.alert_steps.tolist(), steps.alert_counts.tolist()))
@@ -90,7 +72,7 @@ def test_alerts_per_step_count_every_alerting_tensor(logdir):
 
 
 def test_disk_use_is_bounded_and_old_segments_leave(logdir):
-    run = _long_run(logdir, steps=400)
+    run = write_long_run(logdir, steps=400)
     traces = sorted(glob.glob(os.path.join(run.path, "graph_traces.*")))
     executions = sorted(glob.glob(os.path.join(run.path, "executions.*")))
     assert len(traces) <= 4 and len(executions) <= 4
@@ -103,15 +85,15 @@ def test_disk_use_is_bounded_and_old_segments_leave(logdir):
 def test_a_long_alert_step_is_pinned_up_to_the_limit(logdir):
     run = make_run(logdir, circular_buffer_size=N)
     for step in range(ALERT_STEP):
-        _step(run, step)
+        flight_step(run, step)
     # The alert step's call (all NaN), then a flood of its traces arriving late.
-    _step(run, ALERT_STEP)
+    flight_step(run, ALERT_STEP)
     w = run.writer
     for _ in range(30):
         w.add_traces(np.zeros(3, np.int32), summaries=np.array([NAN] * 3, np.float64),
                      step=w.num_executions - 1)
     for step in range(ALERT_STEP + 1, STEPS):
-        _step(run, step)
+        flight_step(run, step)
     w.close()
     with reader.open_run(run.path) as dump:
         pinned = dump.kept_traces()[0]
@@ -151,7 +133,7 @@ def test_traces_that_arrive_after_their_call_are_pinned_with_it(logdir, lag):
 
 
 def test_without_a_circular_buffer_nothing_is_pinned(logdir):
-    run = _long_run(logdir, buffer_size=0, steps=60)
+    run = write_long_run(logdir, buffer_size=0, steps=60)
     assert os.listdir(run.path) and not glob.glob(os.path.join(run.path, "*.000001.tfdbg"))
     with reader.open_run(run.path) as dump:
         assert dump.kept_executions() == [(0, 60)] and dump.kept_traces() == [(0, 180)]
@@ -163,7 +145,7 @@ def test_a_live_reader_follows_the_pinning(logdir):
     dump = reader.open_run(run.path)
     dropped = 0
     for step in range(STEPS):
-        _step(run, step)
+        flight_step(run, step)
         run.writer.flush()
         if step % 7 == 0:
             dropped += dump.update().dropped_executions
@@ -184,7 +166,7 @@ def test_killed_while_the_window_is_pinned_the_dump_opens(logdir):
     """A SIGKILL leaves the open pinned segment cut short: everything before it reads."""
     run = make_run(logdir, circular_buffer_size=N)
     for step in range(ALERT_STEP + 1):
-        _step(run, step)
+        flight_step(run, step)
     # More traces of the alert's step: the pinned segment is still open.
     run.writer.add_traces(np.zeros(3, np.int32), summaries=np.array([NAN] * 3, np.float64),
                           step=run.writer.num_executions - 1)
@@ -214,7 +196,7 @@ def test_a_dump_without_call_ordinals_counts_steps_from_the_first_call(logdir):
 
 
 def test_the_stop_on_alert_error_names_the_root_cause_from_the_dump(logdir):
-    run = _long_run(logdir)
+    run = write_long_run(logdir)
     error = first_alert_error(run.path)
     assert isinstance(error, NonFiniteError) and isinstance(error, FloatingPointError)
     assert (error.op_type, error.tensor_name, error.graph_name, error.step) == \

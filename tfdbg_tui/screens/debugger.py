@@ -19,9 +19,11 @@ from textual.message import Message
 from textual.widgets import Footer
 
 import reader as dump_reader_module
+from reader import format as fmt
 from reader import liveness
 from reader.errors import DumpError
 from reader.model import AlertSummary, RootCause
+from reader.steps import Steps, unknown_gap
 from tfdbg_tui.context_loader import (ExecutionContext, TraceContext, load_execution_context,
                                       load_source, load_trace_context)
 from tfdbg_tui.dump_watcher import (ENDED, POLL_INTERVAL_S, DumpChanged, DumpWatcher,
@@ -93,14 +95,16 @@ class DebuggerScreen(TraceNavigation):
         """The run could not be opened; the app exits with the error's status."""
 
     class HuntLoaded(Message):
-        """Alerts, the root cause and the alert trace indices; `select` moves the panes."""
+        """Alerts, the root cause, the alert trace indices and the steps (which name
+        places and gaps); `select` moves the panes."""
 
         def __init__(self, alerts: AlertSummary, root_cause: RootCause | None,
-                     alert_traces: np.ndarray, select: bool) -> None:
+                     alert_traces: np.ndarray, steps: Steps, select: bool) -> None:
             super().__init__()
             self.alerts = alerts
             self.root_cause = root_cause
             self.alert_traces = alert_traces
+            self.steps = steps
             self.select = select
 
     class ContextLoaded(Message):
@@ -134,6 +138,7 @@ class DebuggerScreen(TraceNavigation):
         self.watcher: DumpWatcher | None = None
         self.alert_summary: AlertSummary | None = None
         self.root_cause: RootCause | None = None
+        self.steps: Steps | None = None
         self.trace_context: TraceContext | None = None
         self.run_state = liveness.UNKNOWN
         self.last_growth = time.monotonic()
@@ -224,21 +229,24 @@ class DebuggerScreen(TraceNavigation):
         alerts = reader.alerts(limit_per_type=ALERT_LIMIT_PER_TYPE)
         root_cause = reader.root_cause() if alerts.total else None
         self.post_message(self.HuntLoaded(alerts, root_cause, reader.trace_alert_indices(),
-                                          select))
+                                          reader.steps(), select))
 
     @on(HuntLoaded)
     def _hunt_loaded(self, message: HuntLoaded) -> None:
         self.alert_summary = message.alerts
         self.root_cause = message.root_cause
+        self.steps = message.steps
         assert self.trace_rows is not None
         self.trace_rows.set_alert_indices(message.alert_traces)
+        graph_list = self.query_one(GraphExecutionList)
+        graph_list.data_changed()
+        graph_list.steps = message.steps
         alert_list = self.query_one(AlertList)
-        alert_list.show_alerts(message.alerts)
+        alert_list.show_alerts(message.alerts, message.steps)
         self.update_status()
         if not message.select:
             return
         self.hunt_done = message.root_cause is not None
-        graph_list = self.query_one(GraphExecutionList)
         timeline = self.query_one(TimelineCells)
         root = message.root_cause
         if root is not None:
@@ -303,8 +311,8 @@ class DebuggerScreen(TraceNavigation):
             stack.show_frames(list(context.frames), context.selected_frame,
                               "no creation stack recorded for this op")
             timeline = self.query_one(TimelineCells)
-            if timeline.count and timeline.selected_execution != context.trace.step \
-                    and timeline.first_execution <= context.trace.step < timeline.num_executions:
+            if timeline.selected_execution != context.trace.step \
+                    and timeline.holds(context.trace.step):
                 timeline.sync_to_execution(context.trace.step)
                 self.load_execution_detail(context.trace.step, self._next_token("detail"))
         else:
@@ -313,6 +321,15 @@ class DebuggerScreen(TraceNavigation):
                 return
             stack.show_frames(list(context.frames), context.selected_frame,
                               "no call stack recorded for this execution")
+
+    @on(TimelineCells.GapSelected)
+    def _timeline_gap_selected(self, message: TimelineCells.GapSelected) -> None:
+        gap = (self.steps.gap_between(fmt.STREAM_EXECUTIONS, message.begin, message.end)
+               if self.steps is not None
+               else unknown_gap(fmt.STREAM_EXECUTIONS, message.begin, message.end))
+        self.query_one(TimelinePane).show_detail(
+            None, f"{gap.describe()}: executions #{message.begin}-#{message.end - 1} "
+                  "left the disk (circular buffer)")
 
     @on(StackTraceList.FrameSelected)
     def _frame_selected(self, message: StackTraceList.FrameSelected) -> None:
