@@ -122,7 +122,7 @@ class DumpingCallback:
 
     def _write_traces(self, trace_points: np.ndarray, rows: np.ndarray | None,
                       values: list[Any] | None, ordinals: np.ndarray | None,
-                      alert: bool | None = None) -> None:
+                      alert: bool | None) -> None:
         """Write a drained batch as one chunk per call it ran in."""
         if ordinals is None:
             self.writer.add_traces(trace_points, summaries=rows, values=values, alert=alert)

@@ -58,9 +58,10 @@ HOST_BUFFER_MAX_BYTES = 64 << 20
 # A sink receives one drained batch: trace point ids (int32), summary rows with the
 # format's columns (float64) or None, FULL_TENSOR values or None, the call ordinal
 # of each trace (int64; None from the TF1 host buffer, which has no calls), and
-# optionally whether a value held NaN or infinity (None: not inspected; values that
-# are compressed before they reach the sink are inspected before).
-TraceSink = Callable[..., None]
+# whether a value held NaN or infinity (None: not inspected here; values compressed
+# before they reach the sink are inspected before, as the writer cannot look inside).
+TraceSink = Callable[[np.ndarray, "np.ndarray | None", "list[dict[str, Any]] | None",
+                      "np.ndarray | None", "bool | None"], None]
 
 
 class TraceQueue:
@@ -285,9 +286,9 @@ class TraceQueue:
                 if self.mode in summaries.SUMMARY_MODES:
                     raw = batch[0]
                     self._sink(summaries.trace_points_of(raw),
-                               summaries.keep_columns(self.mode, raw), None, ordinals)
+                               summaries.keep_columns(self.mode, raw), None, ordinals, None)
                 else:
-                    self._sink(batch[0].astype(np.int32), None, None, ordinals)
+                    self._sink(batch[0].astype(np.int32), None, None, ordinals, None)
             return count
 
     def _drain_values(self, *, compress: bool) -> int:
@@ -337,7 +338,7 @@ def _in_control_flow_gradient(graph: Any) -> bool:
 
 def _discard(trace_points: np.ndarray, rows: np.ndarray | None,
              values: list[dict[str, Any]] | None, ordinals: np.ndarray | None,
-             alert: bool | None = None) -> None:
+             alert: bool | None) -> None:
     del trace_points, rows, values, ordinals, alert
 
 
