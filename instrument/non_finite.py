@@ -44,6 +44,10 @@ class NonFiniteError(FloatingPointError):
         self.line = line
 
 
+# Shown and pickled as `instrument.NonFiniteError`, where users import it from.
+NonFiniteError.__module__ = "instrument"
+
+
 def first_alert_error(run_path: str) -> NonFiniteError:
     """The error describing the root cause of the first alert in the dump at ``run_path``."""
     import reader
