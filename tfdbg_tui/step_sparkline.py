@@ -1,6 +1,6 @@
 """Alerts per step as one line of text: when trouble started, at a glance.
 
-Used by `tfdbg-tui report` and the TUI's Alerts pane (`widgets/step_alerts.py`). The
+Used by `tfdbg-tui report` and the TUI's Alerts pane (`panes/alerts.py`). The
 steps, their alert counts and what is kept come from `reader.steps.Steps`; this
 module only draws them.
 """
