@@ -67,7 +67,8 @@ class Column:
         if begin >= end:
             return
         kept = np.concatenate([self._data[:begin], self._data[end: self.size]])
-        self._data = np.empty((max(kept.shape[0], 1024),) + self._shape_tail, dtype=self._data.dtype)
+        self._data = np.empty((max(kept.shape[0], 1024),) + self._shape_tail,
+                              dtype=self._data.dtype)
         self._data[: kept.shape[0]] = kept
         self.size = kept.shape[0]
 

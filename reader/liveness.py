@@ -36,7 +36,7 @@ def process_gone(host: str | None, pid: int | None, start_time: float | None) ->
         return True
     except PermissionError:
         pass  # alive, and another user's
-    except OSError:
+    except (OSError, OverflowError):  # a pid no process can have
         return None
     stat = _proc_stat(pid)
     if stat is None:
