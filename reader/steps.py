@@ -194,15 +194,6 @@ class Steps:
                             after_execution=around[0]))
         return gaps
 
-    def gap_between(self, stream: str, begin: int, end: int) -> Gap:
-        """The gap in which records ``begin..end-1`` of ``stream`` (executions or
-        graph traces) are not kept; `unknown_gap` when these steps predate it."""
-        for gap in self.gaps:
-            if (gap.executions if stream == fmt.STREAM_EXECUTIONS else gap.traces) \
-                    == (begin, end):
-                return gap
-        return unknown_gap(stream, begin, end)
-
     def gap_positions(self, executions: np.ndarray) -> list[int]:
         """Where each gap falls among records that ran at ``executions`` (ascending
         execution indices, as `Gap.after_execution`): how many come before it."""
@@ -217,8 +208,13 @@ class Steps:
         return f"step {step}" if step is not None else f"execution {execution_index}"
 
 
-def unknown_gap(stream: str, begin: int, end: int) -> Gap:
-    """A gap of records ``begin..end-1`` of ``stream`` not (yet) named in steps."""
+def gap_between(steps: Steps | None, stream: str, begin: int, end: int) -> Gap:
+    """The gap in which records ``begin..end-1`` of ``stream`` (executions or graph
+    traces) are not kept. Without ``steps``, or when they predate that gap (a live
+    run's list can be newer than its last analysis), a gap named by indices only."""
+    for gap in steps.gaps if steps is not None else ():
+        if (gap.executions if stream == fmt.STREAM_EXECUTIONS else gap.traces) == (begin, end):
+            return gap
     if stream == fmt.STREAM_EXECUTIONS:
         return Gap(executions=(begin, end), traces=None, steps=None, after_execution=begin - 1)
     return Gap(executions=None, traces=(begin, end), steps=None, after_execution=-1)

@@ -10,12 +10,13 @@ from tui_helpers import hunted_app, make_app, screen_text, wait_for
 import reader
 from instrument.writer import DumpWriter
 from reader import format as fmt
+from reader import liveness
+from tests.reader.synthetic import start_writer
 from tfdbg_tui.context_loader import load_execution_context
 from tfdbg_tui.panes.alerts import AlertList
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 from tfdbg_tui.panes.source_code import highlight_source
 from tfdbg_tui.panes.timeline import TimelineCells
-from tests.reader.synthetic import start_writer
 
 
 async def test_live_dump_updates_counts_alerts_and_lists(tmp_path):
@@ -136,8 +137,11 @@ async def test_a_run_whose_process_is_killed_is_said_to_be_killed(tmp_path):
         # Opened after the kill, it says so at once.
         app = make_app(tmp_path)
         async with app.run_test(size=(100, 30)) as pilot:
-            await wait_for(pilot, lambda: "executions 0" in screen_text(app), what="opened")
-            assert f"KILLED (pid {child.pid} gone" in screen_text(app)
+            await wait_for(pilot, lambda: app.screen.reader is not None, what="opened")
+            # Known when the run opened: never shown as live.
+            assert app.screen.run_state == liveness.KILLED and not app.screen.live
+            await wait_for(pilot, lambda: f"KILLED (pid {child.pid} gone" in screen_text(app),
+                           what="the killed run")
     finally:
         child.kill()
         child.wait()

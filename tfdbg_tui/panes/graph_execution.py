@@ -17,7 +17,7 @@ from textual.message import Message
 
 from reader import format as fmt
 from reader.model import Op, Trace
-from reader.steps import Steps, unknown_gap
+from reader.steps import Steps, gap_between
 from tfdbg_tui.kept_rows import GappedRows, KeptRows
 from tfdbg_tui.literal import literal
 from tfdbg_tui.summary_format import count
@@ -424,8 +424,7 @@ class GraphExecutionList(LineList):
 
     def _render_gap(self, row: int) -> Text:
         begin, end = self.rows.gap_at(row) or (0, 0)
-        gap = (self._steps.gap_between(fmt.STREAM_GRAPH_TRACES, begin, end) if self._steps
-               else unknown_gap(fmt.STREAM_GRAPH_TRACES, begin, end))
+        gap = gap_between(self._steps, fmt.STREAM_GRAPH_TRACES, begin, end)
         what = gap.describe()
         if gap.steps is not None:
             what += f" (#{begin}-#{end - 1})"

@@ -23,7 +23,7 @@ from reader import format as fmt
 from reader import liveness
 from reader.errors import DumpError
 from reader.model import AlertSummary, RootCause
-from reader.steps import Steps, unknown_gap
+from reader.steps import Steps, gap_between
 from tfdbg_tui.context_loader import (ExecutionContext, TraceContext, load_execution_context,
                                       load_source, load_trace_context)
 from tfdbg_tui.dump_watcher import (ENDED, POLL_INTERVAL_S, DumpChanged, DumpWatcher,
@@ -324,9 +324,7 @@ class DebuggerScreen(TraceNavigation):
 
     @on(TimelineCells.GapSelected)
     def _timeline_gap_selected(self, message: TimelineCells.GapSelected) -> None:
-        gap = (self.steps.gap_between(fmt.STREAM_EXECUTIONS, message.begin, message.end)
-               if self.steps is not None
-               else unknown_gap(fmt.STREAM_EXECUTIONS, message.begin, message.end))
+        gap = gap_between(self.steps, fmt.STREAM_EXECUTIONS, message.begin, message.end)
         self.query_one(TimelinePane).show_detail(
             None, f"{gap.describe()}: executions #{message.begin}-#{message.end - 1} "
                   "left the disk (circular buffer)")
