@@ -10,5 +10,6 @@ Importing this package does not import TensorFlow; enabling does.
 """
 
 from instrument.api import disable_dump_debug_info, enable_dump_debug_info
+from instrument.non_finite import NonFiniteError
 
-__all__ = ["enable_dump_debug_info", "disable_dump_debug_info"]
+__all__ = ["enable_dump_debug_info", "disable_dump_debug_info", "NonFiniteError"]

@@ -38,6 +38,7 @@ def enable_dump_debug_info(
     tensor_dtypes: Sequence[Any] | Callable[[Any], bool] | None = None,
     *,
     snapshot_library_sources: bool = False,
+    stop_on_alert: bool = False,
 ) -> str:
     """Start writing a tfdbg-tui dump of this process into ``logdir``.
 
@@ -66,13 +67,22 @@ def enable_dump_debug_info(
         snapshot_library_sources: Also store the text of library source files
             (TensorFlow, Keras, the standard library). Off by default: they are most
             of a dump's bytes and rarely where a bug is.
+        stop_on_alert: Stop the program at the first NaN or infinity: the first call
+            into TensorFlow after the step (the tf.function call, or the eager op)
+            that made it raises `NonFiniteError`, naming the op, its tensor, graph,
+            step and the user's line, once the dump holding it is on disk. Needs a
+            health mode or ``FULL_TENSOR``, and eager execution (TensorFlow 2). It
+            costs one drain of the trace queue per tf.function call. Raised once: a
+            program that catches it runs on, still recorded.
 
     Returns:
         The path of this process's run directory.
 
     Raises:
-        ValueError: For an unknown ``tensor_debug_mode``, a malformed filter, or when
-            instrumentation is already enabled with different arguments.
+        ValueError: For an unknown ``tensor_debug_mode``, a malformed filter,
+            ``stop_on_alert`` with ``NO_TENSOR`` or ``SHAPE`` (they record no values)
+            or without eager execution, or when instrumentation is already enabled
+            with different arguments.
         OSError: When ``logdir`` cannot be created or written.
     """
     global _active, _atexit_registered
@@ -84,6 +94,11 @@ def enable_dump_debug_info(
             and not isinstance(tensor_dtypes, (list, tuple)):
         raise ValueError("tensor_dtypes must be a list or tuple of dtypes, or a callable "
                          f"taking a tf.DType; got {tensor_dtypes!r}")
+    if stop_on_alert and tensor_debug_mode not in fmt.ALERT_MODES:
+        raise ValueError(
+            f"stop_on_alert needs a mode that records NaN and infinity "
+            f"({', '.join(fmt.ALERT_MODES)}); tensor_debug_mode {tensor_debug_mode!r} "
+            "records none")
     if op_regex is not None:
         import re
         try:
@@ -93,7 +108,7 @@ def enable_dump_debug_info(
                              f"{error}") from error
     logdir_path = os.path.abspath(os.fspath(logdir))
     arguments = (logdir_path, tensor_debug_mode, int(circular_buffer_size), op_regex,
-                 _dtypes_key(tensor_dtypes), bool(snapshot_library_sources))
+                 _dtypes_key(tensor_dtypes), bool(snapshot_library_sources), bool(stop_on_alert))
     with _lock:
         if _active is not None:
             if _active.arguments == arguments:
@@ -140,7 +155,7 @@ def disable_dump_debug_info() -> None:
 
 
 def _start(arguments: tuple[Any, ...], tensor_dtypes: Any) -> _Enabled:
-    logdir, mode, buffer_size, op_regex, _, snapshot_library = arguments
+    logdir, mode, buffer_size, op_regex, _, snapshot_library, stop_on_alert = arguments
     import tensorflow as tf
     from tensorflow.python.eager.polymorphic_function import transform
     from tensorflow.python.framework import op_callbacks, ops
@@ -150,6 +165,9 @@ def _start(arguments: tuple[Any, ...], tensor_dtypes: Any) -> _Enabled:
     from instrument.summaries import TensorFilter
     from instrument.writer import DumpWriter
 
+    if stop_on_alert and not ops.executing_eagerly_outside_functions():
+        raise ValueError("stop_on_alert needs eager execution (TensorFlow 2 behaviour); "
+                         "in a tf.compat.v1 graph use tf.debugging.check_numerics")
     tensor_filter = TensorFilter(mode, op_regex, tensor_dtypes)
     writer = DumpWriter(logdir, {
         "tensor_debug_mode": mode,
@@ -163,7 +181,8 @@ def _start(arguments: tuple[Any, ...], tensor_dtypes: Any) -> _Enabled:
         "eager_mode": ops.executing_eagerly_outside_functions(),
     }, circular_buffer_size=buffer_size)
     callback = DumpingCallback(writer, mode, tensor_filter,
-                               snapshot_library_sources=snapshot_library)
+                               snapshot_library_sources=snapshot_library,
+                               stop_on_alert=stop_on_alert)
     op_callbacks.add_op_callback(callback)
     transform.CONCRETE_FUNCTION_CALLBACKS.append(callback.on_concrete_function)
     transform.FUNC_GRAPH_TRANSFORMS.append(callback.on_func_graph_traced)
@@ -188,7 +207,8 @@ def _dtypes_key(tensor_dtypes: Any) -> Any:
 
 
 def _describe(arguments: tuple[Any, ...]) -> str:
-    logdir, mode, buffer_size, op_regex, dtypes, snapshot = arguments
+    logdir, mode, buffer_size, op_regex, dtypes, snapshot, stop = arguments
     return (f"logdir={logdir!r}, tensor_debug_mode={mode!r}, "
             f"circular_buffer_size={buffer_size}, op_regex={op_regex!r}, "
-            f"tensor_dtypes={dtypes!r}, snapshot_library_sources={snapshot}")
+            f"tensor_dtypes={dtypes!r}, snapshot_library_sources={snapshot}, "
+            f"stop_on_alert={stop}")

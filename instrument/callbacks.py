@@ -19,6 +19,7 @@ from tensorflow.python.ops import array_ops, control_flow_util
 from instrument import summaries
 from instrument import tf_internals
 from instrument.graph_batches import GraphBatch, is_traced_by_tf_function
+from instrument.non_finite import first_alert_error
 from instrument.stacks import StackRecorder
 from instrument.trace_queue import DRAINER, HostTraceBuffer, TraceQueue
 from instrument.value_encoding import tensor_value_record
@@ -60,12 +61,16 @@ class DumpingCallback:
         mode: The tensor debug mode.
         tensor_filter: Which tensors are traced and summarised.
         snapshot_library_sources: Passed on to `StackRecorder`.
+        stop_on_alert: Raise `NonFiniteError` from the first eager execution or
+            function call that ends after the first NaN or infinity was recorded.
     """
 
     def __init__(self, writer: DumpWriter, mode: str, tensor_filter: summaries.TensorFilter,
-                 *, snapshot_library_sources: bool = False) -> None:
+                 *, snapshot_library_sources: bool = False, stop_on_alert: bool = False) -> None:
         self.writer = writer
         self.mode = mode
+        # Cleared once the error is raised: a program that catches it runs on, recorded.
+        self._stop_on_alert = stop_on_alert
         self._filter = tensor_filter
         self._stacks = StackRecorder(writer, snapshot_library_sources=snapshot_library_sources)
         self._guard = threading.local()  # .busy: this thread runs our own TF ops
@@ -89,6 +94,8 @@ class DumpingCallback:
         self.closed = False
         # Execution index of each eager function call, by call ordinal.
         self._call_executions: list[int] = []
+        # Calls made so far of each function (`fmt.step_function_name`).
+        self._calls_of: dict[str, int] = {}
         self.trace_queue: TraceQueue | None = None
         if ops.executing_eagerly_outside_functions():
             self.trace_queue = TraceQueue(mode, self._write_traces)
@@ -114,10 +121,11 @@ class DumpingCallback:
         return _Busy(self._guard)
 
     def _write_traces(self, trace_points: np.ndarray, rows: np.ndarray | None,
-                      values: list[Any] | None, ordinals: np.ndarray | None) -> None:
+                      values: list[Any] | None, ordinals: np.ndarray | None,
+                      alert: bool | None) -> None:
         """Write a drained batch as one chunk per call it ran in."""
         if ordinals is None:
-            self.writer.add_traces(trace_points, summaries=rows, values=values)
+            self.writer.add_traces(trace_points, summaries=rows, values=values, alert=alert)
             return
         # Runs of equal call ordinals: [start, end) index ranges.
         cuts = np.flatnonzero(np.diff(ordinals)) + 1
@@ -131,7 +139,7 @@ class DumpingCallback:
             self.writer.add_traces(
                 trace_points[start:end], step=step,
                 summaries=None if rows is None else rows[start:end],
-                values=None if values is None else values[start:end])
+                values=None if values is None else values[start:end], alert=alert)
 
     # -- ids ----------------------------------------------------------------------------
 
@@ -233,6 +241,11 @@ class DumpingCallback:
         outputs = outputs or ()
         is_call = op_type.startswith(FUNCTION_PREFIXES)
         graph_id = self._function_graph_id(op_type) if is_call else None
+        call_ordinal = None
+        function_name = fmt.step_function_name(op_type) if is_call else None
+        if function_name is not None:
+            call_ordinal = self._calls_of.get(function_name, 0)
+            self._calls_of[function_name] = call_ordinal + 1
         stack_id = self._stacks.capture()
         with self._busy():
             summary_rows = values = None
@@ -248,7 +261,8 @@ class DumpingCallback:
                 output_ids=[tf_internals.tensor_id(t) for t in outputs],
                 device_ids=device_ids,
                 output_dtypes=[t.dtype.as_datatype_enum for t in outputs],
-                stack_id=stack_id, summaries=summary_rows, values=values)
+                stack_id=stack_id, summaries=summary_rows, values=values,
+                call_ordinal=call_ordinal)
             if is_call and self.trace_queue is not None:
                 # The call's traces carry its ordinal; map it to the call's index. The
                 # queue's lock keeps a concurrent drain from seeing one without the other.
@@ -258,6 +272,23 @@ class DumpingCallback:
                     self.trace_queue.call_finished()
             else:
                 self.writer.add_execution(**record)
+            if self._stop_on_alert:
+                self._stop_if_alerted(is_call)
+
+    def _stop_if_alerted(self, is_call: bool) -> None:
+        """Raise `NonFiniteError` once a NaN or infinity is recorded (``stop_on_alert``).
+
+        After a function call its traces are drained at once (not in the background,
+        half a second later), so the step that made the first non-finite value is
+        the last one run.
+        """
+        if is_call and self.trace_queue is not None:
+            self.trace_queue.drain()
+        if self.writer.first_alert is None:
+            return
+        self._stop_on_alert = False
+        self.writer.flush(sync=True)
+        raise first_alert_error(self.writer.path)
 
     def _traced(self, op_type: str, dtype: Any) -> bool:
         return self._filter.op_matches(op_type) and self._filter.dtype_traced(dtype)

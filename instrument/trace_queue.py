@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from instrument import summaries, value_batches
+from instrument.flight_recorder import values_alert
 from instrument.value_encoding import COMPRESSION, tensor_value_record
 from reader import format as fmt
 
@@ -55,10 +56,12 @@ ACTIVE_POLL_S = 0.01
 HOST_BUFFER_MAX_BYTES = 64 << 20
 
 # A sink receives one drained batch: trace point ids (int32), summary rows with the
-# format's columns (float64) or None, FULL_TENSOR values or None, and the call ordinal
-# of each trace (int64; None from the TF1 host buffer, which has no calls).
+# format's columns (float64) or None, FULL_TENSOR values or None, the call ordinal
+# of each trace (int64; None from the TF1 host buffer, which has no calls), and
+# whether a value held NaN or infinity (None: not inspected here; values compressed
+# before they reach the sink are inspected before, as the writer cannot look inside).
 TraceSink = Callable[[np.ndarray, "np.ndarray | None", "list[dict[str, Any]] | None",
-                      "np.ndarray | None"], None]
+                      "np.ndarray | None", "bool | None"], None]
 
 
 class TraceQueue:
@@ -283,9 +286,9 @@ class TraceQueue:
                 if self.mode in summaries.SUMMARY_MODES:
                     raw = batch[0]
                     self._sink(summaries.trace_points_of(raw),
-                               summaries.keep_columns(self.mode, raw), None, ordinals)
+                               summaries.keep_columns(self.mode, raw), None, ordinals, None)
                 else:
-                    self._sink(batch[0].astype(np.int32), None, None, ordinals)
+                    self._sink(batch[0].astype(np.int32), None, None, ordinals, None)
             return count
 
     def _drain_values(self, *, compress: bool) -> int:
@@ -297,11 +300,14 @@ class TraceQueue:
         # The slow part (cutting and compressing the values) holds no lock the
         # training thread takes: it only competes with it for CPU.
         trace_points, values = value_batches.unpack(components)
+        alert = None
         if compress:
+            # Compressed values cannot be inspected cheaply: look before.
+            alert = values_alert(values)
             values = COMPRESSION.encode_all(values)
         with self.lock:
             self._sink(trace_points, None, values,
-                       np.full(len(trace_points), ordinal, dtype=np.int64))
+                       np.full(len(trace_points), ordinal, dtype=np.int64), alert)
         return len(trace_points)
 
 
@@ -331,8 +337,9 @@ def _in_control_flow_gradient(graph: Any) -> bool:
 
 
 def _discard(trace_points: np.ndarray, rows: np.ndarray | None,
-             values: list[dict[str, Any]] | None, ordinals: np.ndarray | None) -> None:
-    del trace_points, rows, values, ordinals
+             values: list[dict[str, Any]] | None, ordinals: np.ndarray | None,
+             alert: bool | None) -> None:
+    del trace_points, rows, values, ordinals, alert
 
 
 class HostTraceBuffer:
@@ -413,10 +420,12 @@ class HostTraceBuffer:
                     values = self._values
                 self._trace_points, self._rows, self._values = [], [], []
                 self._value_bytes = 0
+            alert = None
             if values is not None:
+                alert = values_alert(values)
                 values = COMPRESSION.encode_all(values)
             with self.lock:
-                self._sink(tps, rows, values, None)
+                self._sink(tps, rows, values, None, alert)
             return count
 
 

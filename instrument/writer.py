@@ -25,6 +25,9 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from instrument.flight_recorder import (
+    FirstAlert, FlightRecorder, summaries_alert, values_alert,
+)
 from instrument.value_encoding import COMPRESSION
 from reader import format as fmt
 
@@ -86,7 +89,7 @@ class RecordFile:
     def pending_bytes(self) -> int:
         return self._buf_bytes + self._deferred_bytes
 
-    def flush(self) -> None:
+    def flush(self, *, sync: bool = False) -> None:
         if self._deferred:
             for record, encode in self._deferred:
                 try:
@@ -106,6 +109,8 @@ class RecordFile:
                 start += 1
             if written:
                 views[start] = views[start][written:]
+        if sync:
+            os.fsync(self._fd)
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -125,10 +130,13 @@ class DumpWriter:
             ``run``, ``format_version``, ``host``, ``pid`` and ``start_time`` are
             filled in when absent.
         circular_buffer_size: N > 0 keeps at least the latest N executions and N
-            graph traces on disk (segments rotate, older ones are deleted); N <= 0
-            keeps everything.
+            graph traces on disk (segments rotate, older ones are deleted), and the
+            first alert's window (`FlightRecorder`); N <= 0 keeps everything.
         flush_interval_s: Period of the background flush; None disables the thread
             (the caller then flushes).
+
+    Attributes:
+        first_alert: The first record seen holding NaN or infinity, or None.
     """
 
     def __init__(
@@ -144,6 +152,8 @@ class DumpWriter:
         self.path = os.path.join(os.fspath(logdir), self.run_id)
         os.makedirs(self.path, exist_ok=False)
         self.circular_buffer_size = int(circular_buffer_size)
+        self.mode = run_info.get("tensor_debug_mode")
+        self._recorder = FlightRecorder(self.circular_buffer_size)
         self._files: dict[str, RecordFile] = {}
         self._segments: dict[str, int] = {}
         self._in_segment: dict[str, int] = {}  # executions or traces in the open segment
@@ -191,11 +201,36 @@ class DumpWriter:
         self._segments[stream] = segment
         self._in_segment[stream] = 0
 
-    def _count_and_rotate(self, stream: str, count: int) -> None:
-        """Count events into the open segment; start a new one once it holds N."""
+    @property
+    def first_alert(self) -> FirstAlert | None:
+        """The first record written that held NaN or infinity, or None."""
+        return self._recorder.first_alert
+
+    def _note_alert(self, stream: str, index: int, step: int) -> None:
+        """A record about to be written holds NaN or infinity: pin the first one's window."""
+        segments = {s: self._segments[s] for s in fmt.ROTATING_STREAMS}
+        self._recorder.alert(stream, index, step, segments)
+
+    def _count_and_rotate(self, stream: str, count: int, step: int) -> None:
+        """Count events into the open segment; start a new one once it holds N.
+
+        While the first alert's window is pinned, the open segment grows until the
+        alert's step is over (`FlightRecorder`).
+        """
         self._in_segment[stream] += count
-        if self.circular_buffer_size <= 0 or self._in_segment[stream] < self.circular_buffer_size:
+        if self.circular_buffer_size <= 0:
             return
+        recorder = self._recorder
+        if recorder.is_pinning(stream):
+            if recorder.ends_after(stream, step, self._in_segment[stream]):
+                self._rotate(stream)
+            return
+        if self._in_segment[stream] >= self.circular_buffer_size:
+            self._rotate(stream)
+
+    def _rotate(self, stream: str) -> None:
+        """Close the open segment, open the next, delete the one before the closed one."""
+        self._recorder.close_window(stream)
         # Everything before the current segment flushes first, so the new segment's
         # records never reach disk ahead of the definitions they refer to.
         self.flush()
@@ -205,7 +240,8 @@ class DumpWriter:
         self._files[stream].flush()
         # Keep the segment just filled (at least N records) and the new one.
         stale = os.path.join(self.path, fmt.segment_filename(stream, segment - 2))
-        if segment >= 2 and os.path.exists(stale):
+        if segment >= 2 and self._recorder.may_delete(stream, segment - 2) \
+                and os.path.exists(stale):
             os.remove(stale)
 
     def _append(self, stream: str, record: dict[str, Any], *,
@@ -223,11 +259,12 @@ class DumpWriter:
         self._next_id[kind] = ident + 1
         return ident
 
-    def flush(self) -> None:
-        """Write every buffered record, definition streams first."""
+    def flush(self, *, sync: bool = False) -> None:
+        """Write every buffered record, definition streams first; ``sync`` also
+        waits until the files are on the storage device (``fsync``)."""
         with self._lock:
             for stream in fmt.STREAMS:
-                self._files[stream].flush()
+                self._files[stream].flush(sync=sync)
 
     def _flush_periodically(self, interval: float) -> None:
         while not self._stop.wait(interval):
@@ -333,12 +370,14 @@ class DumpWriter:
                       output_dtypes: Sequence[int], stack_id: int | None,
                       summaries: Sequence[Sequence[float] | None] | None = None,
                       values: Sequence[dict[str, Any] | None] | None = None,
-                      time_s: float | None = None) -> int:
+                      time_s: float | None = None, call_ordinal: int | None = None) -> int:
         """Record one eager execution (an op or a function call); returns its index.
 
         ``values`` (FULL_TENSOR, `tensor_value_record` results) are compressed when
         the record is flushed, normally by the background flush rather than the
         caller's (training) thread, if a core is spare (`COMPRESSION`).
+        ``call_ordinal`` (a function call) is how many calls of the same function
+        (`reader.format.step_function_name`) came before it.
         """
         with self._lock:
             index = self.num_executions
@@ -348,6 +387,13 @@ class DumpWriter:
                 "dtypes": list(output_dtypes), "stack": stack_id,
                 "t": time.time() if time_s is None else time_s,
             }
+            if call_ordinal is not None:
+                record["c"] = int(call_ordinal)
+            # Only the first alert matters: later records are not inspected.
+            if self._recorder.first_alert is None and (
+                    summaries_alert(self.mode, summaries) if values is None
+                    else values_alert(values)):
+                self._note_alert(fmt.STREAM_EXECUTIONS, index, index)
             if summaries is not None:
                 record["s"] = [None if s is None else [float(x) for x in s] for s in summaries]
             encode = size_hint = None
@@ -359,12 +405,12 @@ class DumpWriter:
             self._append(fmt.STREAM_EXECUTIONS, record, encode=encode,
                          size_hint=size_hint or 0)
             self.num_executions = index + 1
-            self._count_and_rotate(fmt.STREAM_EXECUTIONS, 1)
+            self._count_and_rotate(fmt.STREAM_EXECUTIONS, 1, index)
             return index
 
     def add_traces(self, trace_points: np.ndarray, *, summaries: np.ndarray | None = None,
                    values: Sequence[dict[str, Any]] | None = None,
-                   step: int | None = None) -> int:
+                   step: int | None = None, alert: bool | None = None) -> int:
         """Record a chunk of graph execution traces, in execution order.
 
         Args:
@@ -374,6 +420,8 @@ class DumpWriter:
                 given: compress them (`encode_value`) first, off the lock.
             step: Index of the eager execution (top-level function call) the traces ran
                 in; defaults to the number of executions recorded so far.
+            alert: Whether a trace holds NaN or infinity; None: found from
+                ``summaries`` (or from ``values``, if stored raw).
 
         Returns:
             The index of the chunk's first trace.
@@ -382,9 +430,17 @@ class DumpWriter:
         n = int(tps.shape[0])
         with self._lock:
             first = self.num_traces
+            step = self.num_executions if step is None else int(step)
+            if alert is None and self._recorder.first_alert is None:
+                alert = (summaries_alert(self.mode, summaries) if values is None
+                         else values_alert(values))
+            if alert:
+                self._note_alert(fmt.STREAM_GRAPH_TRACES, first, step)
+            if self._recorder.before_write(fmt.STREAM_GRAPH_TRACES, step,
+                                           self._segments[fmt.STREAM_GRAPH_TRACES]):
+                self._rotate(fmt.STREAM_GRAPH_TRACES)
             record: dict[str, Any] = {
-                "k": fmt.KIND_TRACES, "i": first, "n": n,
-                "x": self.num_executions if step is None else int(step),
+                "k": fmt.KIND_TRACES, "i": first, "n": n, "x": step,
                 "tp": tps.tobytes(),
             }
             if summaries is not None:
@@ -399,7 +455,7 @@ class DumpWriter:
                 record["v"] = list(values)
             self._append(fmt.STREAM_GRAPH_TRACES, record)
             self.num_traces = first + n
-            self._count_and_rotate(fmt.STREAM_GRAPH_TRACES, n)
+            self._count_and_rotate(fmt.STREAM_GRAPH_TRACES, n, step)
             return first
 
 

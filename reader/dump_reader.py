@@ -11,13 +11,14 @@ from typing import Any
 import numpy as np
 
 from reader import format as fmt
-from reader import values
+from reader import liveness, values
 from reader.errors import UnknownIdError
 from reader.model import (
     AlertSummary, Execution, Frame, Graph, Op, RootCause, RunMetadata, SourceFile, Summary,
     Trace, UpdateReport,
 )
 from reader.run_loader import RunLoader
+from reader.steps import Steps
 
 class DumpReader:
     """Reads one run directory: indexes everything present, then follows its growth.
@@ -46,6 +47,7 @@ class DumpReader:
         self._execs = self._loader.execs
         self._traces = self._loader.traces
         self._alerts_cache: tuple[tuple, AlertSummary] | None = None
+        self._steps_cache: tuple[tuple, Steps] | None = None
         self._find_cache: tuple[tuple, np.ndarray] | None = None
         self.update()
 
@@ -109,6 +111,25 @@ class DumpReader:
         """True once the run's `end` record is read: the process exited cleanly."""
         return self._loader.end is not None
 
+    def process_gone(self) -> bool | None:
+        """Whether the process writing this run is gone (`liveness.process_gone`)."""
+        metadata = self.metadata
+        return liveness.process_gone(metadata.host, metadata.pid, metadata.start_time)
+
+    def writer_state(self) -> str:
+        """`reader.liveness` state of the run: finished, running, killed or unknown.
+
+        When the writing process is gone, reads what it appended first (`update`), so
+        a clean exit is never taken for a kill. A caller that follows the run looks
+        with `process_gone` before its own `update` instead.
+        """
+        if self.finished:
+            return liveness.FINISHED
+        gone = self.process_gone()
+        if gone:
+            self.update()
+        return liveness.state_of(self.finished, gone)
+
     def device(self, device_id: int) -> str | None:
         """A device's name, or None when not defined (yet)."""
         return self._defs.device_name(device_id)
@@ -126,11 +147,22 @@ class DumpReader:
         return self._execs.first
 
     def _exec_row(self, index: int) -> int:
-        row = index - self._execs.first
-        if not 0 <= row < len(self._execs):
-            raise UnknownIdError(
-                f"execution {index} is not on disk (have {self._execs.first}..{self._execs.end - 1})")
+        row = self._execs.spans.row_of(index)
+        if row is None:
+            raise UnknownIdError(f"execution {index} is not on disk (have "
+                                 f"{_describe_runs(self._execs.spans.runs())})")
         return row
+
+    def kept_executions(self) -> list[tuple[int, int]]:
+        """The ``(begin, end)`` execution index ranges on disk, ascending: one, or more
+        when records between them left the disk (a circular buffer's pinned window)."""
+        with self._lock:
+            return self._execs.spans.runs()
+
+    def kept_traces(self) -> list[tuple[int, int]]:
+        """The ``(begin, end)`` trace index ranges on disk, ascending."""
+        with self._lock:
+            return self._traces.spans.runs()
 
     def execution_record(self, index: int) -> dict[str, Any]:
         """The raw decoded ``exec`` record (for tools; prefer `execution`)."""
@@ -169,13 +201,15 @@ class DumpReader:
     def executions(self, begin: int, end: int) -> list[Execution]:
         """Executions ``begin..end-1``, clipped to what is on disk."""
         with self._lock:
-            begin, end = max(begin, self._execs.first), min(end, self._execs.end)
-            return [self.execution(i) for i in range(begin, end)]
+            return [self.execution(i) for b, e in _clip_runs(self._execs.spans.runs(), begin, end)
+                    for i in range(b, e)]
 
     def _exec_slice(self, begin: int, end: int) -> slice:
-        first = self._execs.first
-        b = min(max(begin - first, 0), len(self._execs))
-        return slice(b, min(max(end - first, b), len(self._execs)))
+        """Rows of the executions on disk among ``begin..end-1`` (a range's rows are
+        consecutive: indices not on disk have none)."""
+        spans = self._execs.spans
+        b = spans.rows_below(begin)
+        return slice(b, max(spans.rows_below(end), b))
 
     def execution_op_types(self, begin: int, end: int) -> list[str]:
         """Op type (or function name) of executions ``begin..end-1``, without decoding."""
@@ -230,10 +264,10 @@ class DumpReader:
         return self._traces.first
 
     def _trace_row(self, index: int) -> int:
-        row = index - self._traces.first
-        if not 0 <= row < len(self._traces):
-            raise UnknownIdError(
-                f"trace {index} is not on disk (have {self._traces.first}..{self._traces.end - 1})")
+        row = self._traces.spans.row_of(index)
+        if row is None:
+            raise UnknownIdError(f"trace {index} is not on disk (have "
+                                 f"{_describe_runs(self._traces.spans.runs())})")
         return row
 
     def trace(self, index: int) -> Trace:
@@ -258,8 +292,8 @@ class DumpReader:
     def traces(self, begin: int, end: int) -> list[Trace]:
         """Traces ``begin..end-1``, clipped to what is on disk (for painting rows)."""
         with self._lock:
-            begin, end = max(begin, self._traces.first), min(end, self._traces.end)
-            return [self.trace(i) for i in range(begin, end)]
+            return [self.trace(i) for b, e in _clip_runs(self._traces.spans.runs(), begin, end)
+                    for i in range(b, e)]
 
     def trace_value(self, index: int) -> np.ndarray | None:
         """FULL_TENSOR: the value of trace ``index``; None in other modes.
@@ -282,13 +316,17 @@ class DumpReader:
     def trace_alert_indices(self) -> np.ndarray:
         """Ascending int64 indices of the traces that held NaN or infinity."""
         with self._lock:
-            return np.flatnonzero(self._traces.alert.view).astype(np.int64) + self._traces.first
+            return self._traces.spans.indices_of(np.flatnonzero(self._traces.alert.view))
 
     def trace_steps(self, begin: int, end: int) -> np.ndarray:
         """int64 step (top-level execution index) of traces ``begin..end-1``."""
         with self._lock:
-            begin, end = max(begin, self._traces.first), min(end, self._traces.end)
-            return self._traces.steps(begin, max(begin, end))
+            indices = [np.arange(b, e, dtype=np.int64)
+                       for b, e in _clip_runs(self._traces.spans.runs(), begin, end)]
+            if not indices:
+                return np.empty(0, dtype=np.int64)
+            return self._traces.chunk_step.view[self._traces.chunk_first.view.searchsorted(
+                np.concatenate(indices), side="right") - 1]
 
     def trace_point(self, tp: int) -> tuple[int | None, int]:
         """(op id, slot) of trace point ``tp``; (None, -1) while its op is not read."""
@@ -301,8 +339,8 @@ class DumpReader:
             tps = self._defs.op(op_id).trace_points
             if not 0 <= slot < len(tps) or tps[slot] is None:
                 return np.empty(0, dtype=np.int64)
-            return (np.flatnonzero(self._traces.tp.view == tps[slot]).astype(np.int64)
-                    + self._traces.first)
+            return self._traces.spans.indices_of(
+                np.flatnonzero(self._traces.tp.view == tps[slot]))
 
     def nearest_trace_of(self, op_id: int, slot: int, near_index: int) -> int | None:
         """The trace of ``(op_id, slot)`` at or before ``near_index``, else the first after.
@@ -337,7 +375,9 @@ class DumpReader:
             t = self._traces
             if not tps.size or not len(t):
                 return None
-            row = min(max(start - t.first, 0), len(t) - 1) if forward else min(start - t.first, len(t) - 1)
+            # The first row at or after `start`, or the last at or before it.
+            row = (min(t.spans.rows_below(start), len(t) - 1) if forward
+                   else t.spans.rows_below(start + 1) - 1)
             if row < 0:
                 return None
             column = t.tp.view
@@ -345,7 +385,7 @@ class DumpReader:
                     else np.flatnonzero(np.isin(column[: row + 1], tps)))
             if not hits.size:
                 return None
-            return int((hits[0] + row) if forward else hits[-1]) + t.first
+            return t.spans.index_of(int((hits[0] + row) if forward else hits[-1]))
 
     def _matching_trace_points(self, regex: re.Pattern) -> np.ndarray:
         """Trace points whose op name or type matches; cached until new ops arrive."""
@@ -431,12 +471,31 @@ class DumpReader:
         from reader.alerts import AlertBuilder, collect_alerts
 
         with self._lock:
-            key = (self._execs.first, self._execs.end, self._traces.first, self._traces.end,
-                   self._defs.num_ops, len(self._defs.devices), limit_per_type)
+            key = self._state_key() + (limit_per_type,)
             if self._alerts_cache is None or self._alerts_cache[0] != key:
                 self._alerts_cache = (key, collect_alerts(
                     self._execs, self._traces, AlertBuilder(self), limit_per_type))
             return self._alerts_cache[1]
+
+    def _state_key(self) -> tuple:
+        """Changes whenever records arrive or leave (for caches of analyses)."""
+        return (self._execs.first, self._execs.end, len(self._execs), self._traces.first,
+                self._traces.end, len(self._traces), self._defs.num_ops,
+                len(self._defs.devices))
+
+    def alert_positions(self) -> tuple[np.ndarray, np.ndarray]:
+        """Where each alerting tensor ran, as int64 execution indices: (the eager
+        executions' own indices, the graph traces' ``x``), one entry per tensor."""
+        with self._lock:
+            return self._execs.alert_rows()[0], self._traces.alert_rows()[1]
+
+    def steps(self) -> Steps:
+        """The run's steps, alerts per step and gaps (`reader.steps`); cached."""
+        with self._lock:
+            key = self._state_key()
+            if self._steps_cache is None or self._steps_cache[0] != key:
+                self._steps_cache = (key, Steps(self))
+            return self._steps_cache[1]
 
     def root_cause(self) -> RootCause | None:
         """The op that made the first non-finite tensor; None without alerts."""
@@ -455,6 +514,15 @@ class DumpReader:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _clip_runs(runs: list[tuple[int, int]], begin: int, end: int) -> list[tuple[int, int]]:
+    """The parts of ``begin..end-1`` inside the index runs on disk."""
+    return [(max(b, begin), min(e, end)) for b, e in runs if max(b, begin) < min(e, end)]
+
+
+def _describe_runs(runs: list[tuple[int, int]]) -> str:
+    return ", ".join(f"{b}..{e - 1}" for b, e in runs) or "none"
 
 
 def _row_summary(mode: str, row: Any) -> Summary | None:

@@ -7,10 +7,14 @@ training job) and `reader` (where TensorFlow is absent) can use it.
 
 from __future__ import annotations
 
+import re
+
 FORMAT_NAME = "tfdbg-tui-dump"
 # (major, minor). A reader refuses a newer major version; a newer minor version only
 # adds fields or record kinds that an older reader may ignore.
-FORMAT_VERSION = (1, 0)
+# 1.1: `exec` records of function calls carry `c` (the call's ordinal among calls of
+# the same function); under a circular buffer the first alert's window is pinned.
+FORMAT_VERSION = (1, 1)
 
 FILE_SUFFIX = ".tfdbg"
 
@@ -51,6 +55,22 @@ def parse_segment_filename(name: str) -> tuple[str, int] | None:
     return stream, int(number)
 
 
+# The runtime names of an eager call of a tf.function: `__inference_<name>_<n>`, or
+# `__forward_<name>_<n>` when a GradientTape records the call (its `__backward_`
+# partner runs the gradient, in the same step).
+_STEP_FUNCTION_NAME = re.compile(r"^__(?:inference|forward)_(.+?)_\d+$")
+
+
+def step_function_name(op_type: str) -> str | None:
+    """The Python function an eager call runs (``train_step``), or None.
+
+    None for eager ops and ``__backward_`` calls. The writer numbers the calls of each
+    such function (an `exec` record's `c`); the reader finds steps from them.
+    """
+    match = _STEP_FUNCTION_NAME.match(op_type)
+    return match.group(1) if match else None
+
+
 # Record kinds: the value of every record's "k" key.
 KIND_HEADER = "header"  # first record of every file
 KIND_RUN = "run"  # metadata: the run's description
@@ -75,6 +95,8 @@ SHAPE = "SHAPE"
 FULL_TENSOR = "FULL_TENSOR"
 TENSOR_DEBUG_MODES = (NO_TENSOR, CURT_HEALTH, CONCISE_HEALTH, FULL_HEALTH, SHAPE, FULL_TENSOR)
 HEALTH_MODES = (CURT_HEALTH, CONCISE_HEALTH, FULL_HEALTH)
+# The modes that record whether a tensor held NaN or infinity.
+ALERT_MODES = HEALTH_MODES + (FULL_TENSOR,)
 
 # FULL_TENSOR value codecs (docs/format.md section 6): the value of a value map's
 # "codec" key. Absent (or nil) means `data` holds the raw elements.

@@ -13,6 +13,7 @@ import numpy as np
 
 from reader import format as fmt
 from reader import values
+from reader.columns import Column, Spans
 
 if TYPE_CHECKING:
     from reader.exec_scan import ExecScan
@@ -26,56 +27,6 @@ class MalformedRecordError(ValueError):
 # per-call overhead over many small chunks while bounding the buffered bytes.
 COMMIT_CHUNKS = 4096
 COMMIT_TRACES = 1 << 16
-
-
-class Column:
-    """A growable 1-D or 2-D numpy column; rows are appended at the end."""
-
-    def __init__(self, dtype: Any, width: int | None = None, capacity: int = 1024) -> None:
-        self._shape_tail = () if width is None else (width,)
-        self._data = np.empty((capacity,) + self._shape_tail, dtype=dtype)
-        self.size = 0
-
-    def reserve(self, capacity: int) -> None:
-        """Make room for ``capacity`` rows in total (pages are touched only when used)."""
-        if capacity > self._data.shape[0]:
-            grown = np.empty((capacity,) + self._shape_tail, dtype=self._data.dtype)
-            grown[: self.size] = self._data[: self.size]
-            self._data = grown
-
-    def extend(self, rows: np.ndarray) -> None:
-        """Append rows (a scalar row appends one)."""
-        rows = np.asarray(rows)
-        n = 1 if rows.ndim == len(self._shape_tail) else rows.shape[0]
-        end = self.size + n
-        if end > self._data.shape[0]:
-            self.reserve(max(end, 2 * self._data.shape[0]))
-        self._data[self.size:end] = rows
-        self.size = end
-
-    def append(self, value: Any) -> None:
-        """Append one row."""
-        if self.size == self._data.shape[0]:
-            self.reserve(2 * self._data.shape[0])
-        self._data[self.size] = value
-        self.size += 1
-
-    @property
-    def buffer(self) -> np.ndarray:
-        """The whole buffer, filled or not: for fast scalar reads below `size`."""
-        return self._data
-
-    @property
-    def view(self) -> np.ndarray:
-        """The filled rows (a view: do not keep it across appends)."""
-        return self._data[: self.size]
-
-    def drop_front(self, count: int) -> None:
-        """Forget the first ``count`` rows."""
-        kept = self._data[count: self.size].copy()
-        self._data = np.empty((max(kept.shape[0], 1024),) + self._shape_tail, dtype=self._data.dtype)
-        self._data[: kept.shape[0]] = kept
-        self.size = kept.shape[0]
 
 
 # Column positions of the non-finite counts in each mode's summary row, from
@@ -113,14 +64,15 @@ def alert_counts(mode: str, rows: np.ndarray) -> np.ndarray:
 class TraceIndex:
     """Graph execution traces: per-trace columns plus a per-chunk locator table.
 
-    Trace ``i`` sits at row ``i - first`` of the per-trace columns; its chunk is found
-    by binary search in the chunks' first indices.
+    Traces on disk sit in consecutive rows of the per-trace columns (`spans` maps a
+    trace index to its row); a trace's chunk is found by binary search in the chunks'
+    first indices.
     """
 
     def __init__(self, mode: str) -> None:
         self.mode = mode
         self.width = summary_width(mode)
-        self.first = 0
+        self.spans = Spans()
         self.tp = Column(np.int32)
         self.summaries = Column(np.float64, self.width) if self.width else None
         self.alert = Column(np.bool_)
@@ -135,9 +87,14 @@ class TraceIndex:
         self._pending_end = 0
 
     @property
+    def first(self) -> int:
+        """The first trace index in the columns."""
+        return self.spans.first
+
+    @property
     def end(self) -> int:
         """One past the last trace index in the columns (after `commit`)."""
-        return self.first + self.tp.size
+        return self.spans.end
 
     def __len__(self) -> int:
         return self.tp.size
@@ -173,16 +130,10 @@ class TraceIndex:
             raise MalformedRecordError("a traces chunk with bad i, n, x or tp")
         rows = self._summary_bytes(record, n)
         expected = self._pending_end if self._pending else self.end
-        if first != expected and (self._pending or len(self)):
-            # Never-repeating, consecutive indices: a gap means segments were deleted
-            # before they were read (circular buffer); an overlap is damage.
-            if first < expected:
-                raise MalformedRecordError(f"traces chunk {first} repeats indices before {expected}")
-            self.commit()
-            self.drop_front(len(self))
-            self.first = first
-        elif not self._pending and not len(self):
-            self.first = first
+        # Never-repeating indices: a jump forward means records not on disk (a pinned
+        # window, or segments deleted before they were read); an overlap is damage.
+        if first < expected and (self._pending or len(self)):
+            raise MalformedRecordError(f"traces chunk {first} repeats indices before {expected}")
         self._pending.append((first, step, start, end - start, segment, tp_bytes, rows))
         self._pending_end = first + n
         if (len(self._pending) >= COMMIT_CHUNKS
@@ -208,6 +159,8 @@ class TraceIndex:
             self.alert.extend(alert_flags(self.mode, rows))
         else:
             self.alert.extend(np.zeros(n, dtype=bool))
+        for p in pending:
+            self.spans.append(p[0], len(p[5]) // 4)
         table = np.array([p[:5] for p in pending], dtype=np.int64)
         self.chunk_first.extend(table[:, 0])
         self.chunk_step.extend(table[:, 1])
@@ -243,7 +196,7 @@ class TraceIndex:
         """Every trace that held NaN or infinity, ascending: (trace index, step,
         (n, 3) counts of nan, neg_inf, pos_inf, -1 where the mode has none)."""
         rows = np.flatnonzero(self.alert.view)
-        index = rows.astype(np.int64) + self.first
+        index = self.spans.indices_of(rows)
         if self.summaries is not None:
             counts = alert_counts(self.mode, self.summaries.view[rows])
         else:
@@ -253,27 +206,23 @@ class TraceIndex:
                 else np.empty(0, dtype=np.int64))
         return index, step.astype(np.int64), counts
 
-    def drop_segments_before(self, segment: int) -> int:
-        """Forget traces of segments numbered below ``segment``; returns how many."""
-        chunks = int(np.searchsorted(self.chunk_segment.view, segment, side="left"))
-        if chunks == 0:
+    def drop_segment(self, segment: int) -> int:
+        """Forget the traces of one segment (it left the disk); returns how many."""
+        self.commit()
+        c0, c1 = (int(c) for c in np.searchsorted(self.chunk_segment.view, [segment, segment + 1]))
+        if c0 == c1:
             return 0
-        count = (int(self.chunk_first.view[chunks]) - self.first
-                 if chunks < self.chunk_first.size else len(self))
-        self.drop_front(count, chunks)
-        return count
-
-    def drop_front(self, count: int, chunks: int | None = None) -> None:
-        """Forget the first ``count`` traces (and the chunks holding only those)."""
-        if chunks is None:
-            chunks = int(np.searchsorted(self.chunk_first.view, self.first + count, side="right"))
+        r0 = self.spans.row_of(int(self.chunk_first.view[c0]))
+        r1 = (self.spans.row_of(int(self.chunk_first.view[c1])) if c1 < self.chunk_first.size
+              else len(self))
         for column in (self.tp, self.alert, self.summaries):
             if column is not None:
-                column.drop_front(count)
+                column.delete(r0, r1)
         for column in (self.chunk_first, self.chunk_step, self.chunk_offset,
                        self.chunk_length, self.chunk_segment):
-            column.drop_front(chunks)
-        self.first += count
+            column.delete(c0, c1)
+        self.spans.delete_rows(r0, r1)
+        return r1 - r0
 
 
 class ExecutionIndex:
@@ -288,7 +237,7 @@ class ExecutionIndex:
     def __init__(self, mode: str) -> None:
         self.mode = mode
         self.width = summary_width(mode)
-        self.first = 0
+        self.spans = Spans()  # execution index -> row
         self.offset = Column(np.int64)
         self.length = Column(np.int64)
         self.segment = Column(np.int32)
@@ -309,26 +258,29 @@ class ExecutionIndex:
         self.alert_counts = Column(np.int64, 3)  # nan, neg_inf, pos_inf; -1 unknown
 
     @property
+    def first(self) -> int:
+        """The first execution index read."""
+        return self.spans.first
+
+    @property
     def end(self) -> int:
         """One past the last execution index read."""
-        return self.first + self.offset.size
+        return self.spans.end
 
     def __len__(self) -> int:
         return self.offset.size
 
-    def _continue_at(self, index: int) -> None:
-        """Make ``index`` the next execution: a gap (rotated-away segments) restarts the index.
+    def _continue_at(self, index: int, count: int) -> None:
+        """Take ``count`` executions from ``index`` on: a jump forward (records not on
+        disk) starts a new run of `spans`.
 
         Raises:
             MalformedRecordError: ``index`` repeats an index already read.
         """
-        if len(self) == 0:
-            self.first = index
-        elif index != self.end:
-            if index < self.end:
-                raise MalformedRecordError(f"exec {index} repeats an index before {self.end}")
-            self.drop_front(len(self))
-            self.first = index
+        try:
+            self.spans.append(index, count)
+        except ValueError as error:
+            raise MalformedRecordError(f"exec {error}") from None
 
     def add(self, record: dict[str, Any], segment: int, start: int, end: int) -> int:
         """Index one ``exec`` record; returns 1 if new, else raises.
@@ -341,7 +293,8 @@ class ExecutionIndex:
         if not (_is_int(index) and index >= 0 and isinstance(op_type, str)
                 and isinstance(outputs, list) and (graph is None or _is_int(graph))):
             raise MalformedRecordError("an exec record with bad i, op, out or graph")
-        self._continue_at(index)
+        if len(self) and index < self.end:
+            raise MalformedRecordError(f"exec {index} repeats an index before {self.end}")
         rows = self._summary_rows(record)
         alert_slots = []
         if rows is not None:
@@ -374,6 +327,7 @@ class ExecutionIndex:
             self.alert_index.append(index)
             self.alert_slot.append(slot)
             self.alert_counts.append(counts)
+        self._continue_at(index, 1)
         return 1
 
     def reserve_for_bytes(self, new_bytes: int) -> None:
@@ -409,8 +363,8 @@ class ExecutionIndex:
             MalformedRecordError: Record ``a`` repeats an index already read.
         """
         index = int(scan.index[a])
-        self._continue_at(index)
         n = b - a
+        self._continue_at(index, n)
         self.offset.extend(base + starts[a:b])
         self.length.extend(ends[a:b] - starts[a:b])
         self.segment.extend(np.full(n, segment, dtype=np.int32))
@@ -475,7 +429,7 @@ class ExecutionIndex:
             return None
         rows = self.out_ids.size
         if before is not None:
-            end = before - self.first
+            end = self.spans.rows_below(before)
             if end <= 0:
                 return None
             if end < len(self):
@@ -491,30 +445,29 @@ class ExecutionIndex:
                 return None
             row = int(hits[-1])
         execution = int(np.searchsorted(self.out_start.view, row, side="right")) - 1
-        return self.first + execution, row - int(self.out_start.buffer[execution])
+        return self.spans.index_of(execution), row - int(self.out_start.buffer[execution])
 
-    def drop_segments_before(self, segment: int) -> int:
-        """Forget executions of segments numbered below ``segment``; returns how many."""
-        count = int(np.searchsorted(self.segment.view, segment, side="left"))
-        if count:
-            self.drop_front(count)
-        return count
-
-    def drop_front(self, count: int) -> None:
-        """Forget the first ``count`` executions."""
-        outputs = int(self.out_start.buffer[count]) if count < len(self) else self.out_ids.size
+    def drop_segment(self, segment: int) -> int:
+        """Forget the executions of one segment (it left the disk); returns how many."""
+        r0, r1 = (int(r) for r in np.searchsorted(self.segment.view, [segment, segment + 1]))
+        if r0 == r1:
+            return 0
+        first, last = self.spans.index_of(r0), self.spans.index_of(r1 - 1)
+        o0 = int(self.out_start.buffer[r0])
+        o1 = int(self.out_start.buffer[r1]) if r1 < len(self) else self.out_ids.size
         for column in (self.offset, self.length, self.segment, self.op_code,
                        self.is_function, self.is_alert, self.out_start):
-            column.drop_front(count)
-        self.out_ids.drop_front(outputs)
-        self.out_start.view[:] -= outputs
+            column.delete(r0, r1)
+        self.out_ids.delete(o0, o1)
+        self.out_start.view[r0:] -= o1 - o0
         ids = self.out_ids.view
         self.out_sorted = bool(np.all(ids[1:] >= ids[:-1]))
         self._last_out_id = int(ids[-1]) if ids.size else -1
-        self.first += count
-        alerts = int(np.searchsorted(self.alert_index.view, self.first, side="left"))
+        self.spans.delete_rows(r0, r1)
+        a0, a1 = (int(a) for a in np.searchsorted(self.alert_index.view, [first, last + 1]))
         for column in (self.alert_index, self.alert_slot, self.alert_counts):
-            column.drop_front(alerts)
+            column.delete(a0, a1)
+        return r1 - r0
 
 
 def _is_int(value: Any) -> bool:

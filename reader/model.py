@@ -213,6 +213,11 @@ class Alert:
     step: int  # the execution index of the top-level call (graph) or the execution itself
 
     @property
+    def tensor_name(self) -> str:
+        """``"op_name:slot"`` of a graph tensor; ``"<op type>:<slot>"`` of an eager one."""
+        return f"{self.op_name if self.op_name is not None else self.op_type}:{self.slot}"
+
+    @property
     def alert_type(self) -> str:
         """The alert's type for counting: the most specific non-finite kind present.
 

@@ -62,7 +62,7 @@ class RunLoader:
         before = (self.execs.end, self.traces.end, self.execs.alert_index.size,
                   int(np.count_nonzero(self.traces.alert.view)),
                   self.defs.num_graphs, self.defs.num_ops, len(self.damage),
-                  self.execs.first, self.traces.first, self.end is not None,
+                  len(self.execs), len(self.traces), self.end is not None,
                   len(self.defs.files) + len(self.defs.frames) + len(self.defs.stacks)
                   + len(self.defs.devices))
         listing = list_segments(self.path)
@@ -71,17 +71,20 @@ class RunLoader:
             listing = {s: [] for s in fmt.STREAMS}
         for stream in fmt.STREAMS:
             self._read_stream(stream, listing[stream])
-        first_e, first_t = self.execs.first, self.traces.first
+        # Rows held now at indices past the old end are new; the other rows held
+        # before and missing now left the disk (from the front, or after a pinned window).
+        new_e = len(self.execs) - self.execs.spans.rows_below(before[0])
+        new_t = len(self.traces) - self.traces.spans.rows_below(before[1])
         return UpdateReport(
-            new_executions=max(self.execs.end - max(before[0], first_e), 0),
-            new_traces=max(self.traces.end - max(before[1], first_t), 0),
+            new_executions=new_e,
+            new_traces=new_t,
             new_alerts=max(self.execs.alert_index.size - before[2]
                            + int(np.count_nonzero(self.traces.alert.view)) - before[3], 0),
             new_graphs=self.defs.num_graphs - before[4],
             new_ops=self.defs.num_ops - before[5],
             damage=tuple(self.damage[before[6]:]),
-            dropped_executions=max(min(first_e, before[0]) - before[7], 0),
-            dropped_traces=max(min(first_t, before[1]) - before[8], 0),
+            dropped_executions=max(before[7] - (len(self.execs) - new_e), 0),
+            dropped_traces=max(before[8] - (len(self.traces) - new_t), 0),
             new_definitions=len(self.defs.files) + len(self.defs.frames)
             + len(self.defs.stacks) + len(self.defs.devices) - before[10],
             finished=self.end is not None and not before[9],
@@ -99,8 +102,8 @@ class RunLoader:
                 path = os.path.join(self.path, fmt.segment_filename(stream, number))
                 known[number] = SegmentReader(path, stream, number)
         for number in sorted(known):
-            segment = known[number]
-            if segment.damage is not None or segment.vanished:
+            segment = known.get(number)
+            if segment is None or segment.damage is not None or segment.vanished:
                 continue
             if stream == fmt.STREAM_GRAPH_TRACES:
                 self.traces.reserve_for_bytes(max(segment.size() - segment.offset, 0))
@@ -193,14 +196,12 @@ class RunLoader:
         gone = [n for n in known if n not in present or known[n].vanished]
         if not gone:
             return
-        # Segments leave in order; everything below the oldest remaining one is gone.
-        remaining = [n for n in known if n not in gone]
-        floor = min(remaining) if remaining else max(gone) + 1
+        # Usually the oldest segments leave, but the first alert's pinned window stays
+        # while the segments after it leave: forget exactly the ones gone.
         index = self.execs if stream == fmt.STREAM_EXECUTIONS else self.traces
-        index.drop_segments_before(floor)
         for number in gone:
-            if number < floor:
-                known.pop(number).close()
+            index.drop_segment(number)
+            known.pop(number).close()
         self.cache.clear()
 
     def notice(self, text: str) -> None:

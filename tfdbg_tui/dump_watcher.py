@@ -1,7 +1,8 @@
 """Follows a live dump: calls `reader.update()` about once a second in a thread worker.
 
 The watcher never touches a widget: it posts `DumpChanged` to the screen that started
-it, whose handler updates the panes.
+it, whose handler updates the panes. It stops when the run finishes or its process is
+found gone (killed: nothing more will be written).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import threading
 from textual.message import Message
 from textual.message_pump import MessagePump
 
+from reader import liveness
 from reader.errors import DumpError
 from reader.model import UpdateReport
 from tfdbg_tui.messages import DumpFailed
@@ -18,15 +20,24 @@ from tfdbg_tui.messages import DumpFailed
 # New records reach the screen within one poll interval plus the writer's flush
 # interval (0.5 s): about 1.5 s, inside the 2 s the design allows.
 POLL_INTERVAL_S = 1.0
+# Run states after which nothing more is written.
+ENDED = (liveness.FINISHED, liveness.KILLED)
 
 
 class DumpChanged(Message):
-    """The dump grew (or was found damaged) since the last poll."""
+    """The dump grew (or was found damaged, or its run ended) since the last poll.
 
-    def __init__(self, report: UpdateReport, finished: bool) -> None:
+    `state` is the run's `reader.liveness` state.
+    """
+
+    def __init__(self, report: UpdateReport, state: str) -> None:
         super().__init__()
         self.report = report
-        self.finished = finished
+        self.state = state
+
+    @property
+    def finished(self) -> bool:
+        return self.state == liveness.FINISHED
 
 
 class DumpWatchFailed(DumpFailed):
@@ -47,17 +58,20 @@ class DumpWatcher:
         self._target = target
         self._interval_s = interval_s
         self._stop = threading.Event()
+        self.state = liveness.UNKNOWN
 
     def stop(self) -> None:
         """Ask the loop to end at its next wake-up (does not wait)."""
         self._stop.set()
 
     def poll_once(self) -> UpdateReport:
-        """One `update()`; posts `DumpChanged` when something changed."""
+        """One `update()`; posts `DumpChanged` when something changed or the run ended."""
+        # Looked at before reading: whatever a process found gone wrote is read below.
+        gone = self._reader.process_gone()
         report = self._reader.update()
-        finished = bool(self._reader.finished)
-        if report.changed or finished:
-            self._target.post_message(DumpChanged(report, finished))
+        self.state = liveness.state_of(self._reader.finished, gone)
+        if report.changed or self.state in ENDED:
+            self._target.post_message(DumpChanged(report, self.state))
         return report
 
     def run(self) -> None:
@@ -68,5 +82,5 @@ class DumpWatcher:
             except DumpError as error:
                 self._target.post_message(DumpWatchFailed(error))
                 return
-            if self._reader.finished:
+            if self.state in ENDED:
                 return

@@ -1,7 +1,9 @@
 """`tfdbg-tui report LOGDIR [--run ID] [--json]`: a headless summary of one run.
 
-Prints the run, its mode and counts, the alerts by type, and the root cause of the
-first NaN/inf (its op, its inputs' summaries, and the user's source line). Human
+Prints the run, its mode and counts, what of it is kept on disk (the gaps a circular
+buffer leaves around the first alert's window), the alerts by type and per step,
+and the root cause of the first NaN/inf (its op, its step, its inputs' summaries,
+and the user's source line). Human
 output uses Rich; every piece of dump text is escaped, never read as markup.
 ``--json`` prints exactly one JSON object for scripts and CI.
 """
@@ -14,12 +16,23 @@ import sys
 from typing import Any
 
 import reader
-from reader import DamagedDumpError, DumpError, FormatVersionError, NoRunsError
+from reader import DamagedDumpError, DumpError, FormatVersionError, NoRunsError, liveness
 from reader.model import Alert, RootCause, Summary
+from reader.steps import Gap, Steps
 from tfdbg_tui.cli import EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, EXIT_OK
+from tfdbg_tui.step_sparkline import sparkline, step_range
 
 # Alerts listed in the human report; the totals always count every one.
 ALERTS_SHOWN = 10
+# Cells of the human report's alerts-per-step line.
+SPARKLINE_WIDTH = 60
+# How the run's `reader.liveness` state is said.
+_STATE_TEXT = {
+    liveness.FINISHED: "finished",
+    liveness.RUNNING: "running",
+    liveness.KILLED: "killed: its process is gone and it has no end record",
+    liveness.UNKNOWN: "running or killed (no end record)",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -86,6 +99,7 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
                 cause: RootCause | None) -> dict[str, Any]:
     """The JSON report: the keys of issue 3, plus the root cause's inputs and damage."""
     meta = dump.metadata
+    steps = dump.steps()
     first_alert = None
     if cause is not None:
         alert = cause.alert
@@ -96,7 +110,8 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
         first_alert = {
             "kind": alert.kind, "index": alert.index, "op_type": alert.op_type,
             "op_name": alert.op_name, "graph_name": alert.graph_name, "device": alert.device,
-            "slot": alert.slot, "step": alert.step, "counts": _counts(alert),
+            "slot": alert.slot, "step": alert.step,
+            "step_number": steps.of_execution(alert.step), "counts": _counts(alert),
             "source": source,
             "inputs": [{"name": ref.name, "summary": _summary_dict(s)}
                        for ref, s in cause.inputs],
@@ -109,10 +124,32 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
         "first_execution": dump.first_execution,
         "first_graph_trace": dump.first_trace,
         "finished": dump.finished,
+        "state": dump.writer_state(),
         "num_alerts": summary.total,
         "alerts_by_type": summary.counts,
         "first_alert": first_alert,
+        "steps": _steps_dict(steps),
+        "gaps": [_gap_dict(gap) for gap in steps.gaps],
         "damage": list(dump.damage),
+    }
+
+
+def _steps_dict(steps: Steps) -> dict[str, Any]:
+    return {
+        "function": steps.function,
+        "first_non_finite_step": steps.first_alert_step,
+        "kept": [list(r) for r in steps.kept_steps()],
+        "alerts_per_step": [[int(s), int(c)]
+                            for s, c in zip(steps.alert_steps, steps.alert_counts)],
+    }
+
+
+def _gap_dict(gap: Gap) -> dict[str, Any]:
+    return {
+        "executions": list(gap.executions) if gap.executions else None,
+        "graph_traces": list(gap.traces) if gap.traces else None,
+        "steps": list(gap.steps) if gap.steps else None,
+        "text": gap.describe(),
     }
 
 
@@ -125,7 +162,7 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
 
     console = Console(highlight=False, soft_wrap=True)
     meta = dump.metadata
-    state = "finished" if dump.finished else "running or killed (no end record)"
+    state = _STATE_TEXT[dump.writer_state()]
     console.print(f"[bold]Run[/] {escape(meta.run_id)}  ({escape(state)})")
     console.print(f"  mode {escape(meta.tensor_debug_mode)}, host {escape(str(meta.host))}, "
                   f"pid {meta.pid}, TensorFlow {escape(str(meta.tf_version))}")
@@ -133,6 +170,12 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
                   "execution traces"
                   + (f" (from #{dump.first_execution:,} / #{dump.first_trace:,} on disk)"
                      if dump.first_execution or dump.first_trace else ""))
+    steps = dump.steps()
+    if steps.has_steps:
+        kept = ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in steps.kept_steps())
+        console.print(f"  steps: calls of {escape(steps.function or '')}; kept: steps {kept}")
+    for gap in steps.gaps:
+        console.print(f"  [yellow]gap:[/] {escape(gap.describe())}")
     for notice in dump.damage:
         console.print(f"  [yellow]damage:[/] {escape(notice)}")
     if not summary.total:
@@ -140,12 +183,20 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
         return
     by_type = ", ".join(f"{escape(k)}: {v:,}" for k, v in summary.counts.items())
     console.print(f"\n[bold red]{summary.total:,} alerts[/] ({by_type})")
+    if steps.first_alert_position is not None:
+        console.print(f"  first non-finite value at {steps.place(steps.first_alert_position)}")
+    span = step_range(steps)
+    if span is not None:
+        console.print(f"  alerts per step {span[0]}..{span[1]}: "
+                      f"{escape(sparkline(steps, SPARKLINE_WIDTH))}")
     table = Table(show_edge=False, pad_edge=False)
     for column in ("kind", "index", "step", "op", "graph", "nan", "-inf", "+inf"):
         table.add_column(column)
     for alert in sorted(summary.alerts, key=_order_key)[:ALERTS_SHOWN]:
         name = alert.op_type + (f" {alert.op_name}:{alert.slot}" if alert.op_name else "")
-        table.add_row(alert.kind, str(alert.index), str(alert.step), escape(name),
+        step = steps.of_execution(alert.step) if steps.has_steps else alert.step
+        table.add_row(alert.kind, str(alert.index), "-" if step is None else str(step),
+                      escape(name),
                       escape(alert.graph_name or ""), *(_count_text(c) for c in
                                                         (alert.nan, alert.neg_inf, alert.pos_inf)))
     console.print(table)
@@ -155,7 +206,8 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
     what = (f"{alert.op_type} '{alert.op_name}:{alert.slot}'" if alert.op_name
             else f"{alert.op_type} (eager execution #{alert.index}, output {alert.slot})")
     where = f" in graph '{alert.graph_name}'" if alert.graph_name else ""
-    console.print(f"\n[bold]Root cause:[/] {escape(what)}{escape(where)} at step {alert.step}")
+    console.print(f"\n[bold]Root cause:[/] {escape(what)}{escape(where)} at "
+                  f"{escape(steps.place(alert.step))}")
     for ref, s in cause.inputs:
         console.print(f"  input {escape(ref.name)}: {escape(_summary_text(s))}")
     if cause.frame is not None:

@@ -9,6 +9,9 @@ raw pixel values (0..16) and the initial weights, some logits are so far apart t
 probability underflows to exactly 0, its log is -inf, the loss and gradients become
 NaN after the first step, and accuracy drops to chance (about 0.1) for good.
 ``--fix`` clips the probabilities away from 0 before the log, and the model trains.
+With small initial weights (``--init_stddev 0.01``) it trains without the fix too,
+until ``--bad_batch_step S`` feeds one corrupt batch at step S: the same log(0), late
+in a long run (docs/tutorial.md, "A NaN after hours").
 
 Run it::
 
@@ -26,6 +29,8 @@ import numpy as np
 NUM_CLASSES = 10
 NUM_PIXELS = 64  # 8x8 images
 TEST_SIZE = 360
+# `--bad_batch_step`: how much too bright the corrupt batch's pixels are.
+BAD_BATCH_SCALE = 1000.0
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -41,13 +46,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--fix", action="store_true",
                         help="clip the probabilities before the log: the model then trains")
+    parser.add_argument("--bad_batch_step", type=int, default=-1,
+                        help="at this step, train on one corrupt batch (pixels 1000 times "
+                             "too bright), as a data glitch would (default: never)")
     parser.add_argument("--dump_dir", default="",
                         help="write a tfdbg-tui dump into this logdir (off when empty)")
     parser.add_argument("--dump_tensor_debug_mode", default="FULL_HEALTH",
                         help="NO_TENSOR, CURT_HEALTH, CONCISE_HEALTH, FULL_HEALTH, SHAPE "
                              "or FULL_TENSOR")
     parser.add_argument("--dump_circular_buffer_size", type=int, default=-1,
-                        help="keep only the latest N executions and traces (N <= 0: all)")
+                        help="keep only the latest N executions and traces (N <= 0: all), "
+                             "and the first NaN's window")
+    parser.add_argument("--dump_stop_on_alert", action="store_true",
+                        help="stop at the first NaN or infinity (instrument.NonFiniteError)")
     return parser.parse_args(argv)
 
 
@@ -74,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
 
         instrument.enable_dump_debug_info(
             args.dump_dir, tensor_debug_mode=args.dump_tensor_debug_mode,
-            circular_buffer_size=args.dump_circular_buffer_size)
+            circular_buffer_size=args.dump_circular_buffer_size,
+            stop_on_alert=args.dump_stop_on_alert)
 
     tf.random.set_seed(args.seed)
 
@@ -127,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     for step in range(args.max_steps):
         start = (step % batches) * args.train_batch_size
         end = start + args.train_batch_size
-        train_step(tf.constant(train_x[start:end]), tf.constant(train_y[start:end]))
+        batch = train_x[start:end] * (BAD_BATCH_SCALE if step == args.bad_batch_step else 1)
+        train_step(tf.constant(batch), tf.constant(train_y[start:end]))
         print(f"Accuracy at step {step}: {float(accuracy(test_x_t, test_y_t)):.4f}", flush=True)
 
     if args.dump_dir:

@@ -13,6 +13,9 @@ Run it alone on the machine (other heavy processes skew step times)::
 
     python tests/benchmarks/bench_instrument.py            # every mode
     python tests/benchmarks/bench_instrument.py --steps 100 --modes NO_TENSOR FULL_HEALTH
+    # the rotating steady state (circular buffer), ours only, with stop_on_alert:
+    python tests/benchmarks/bench_instrument.py --circular-buffer-size 1000 \
+        --tools plain ours --stop-on-alert
 
 or through pytest: ``pytest -m benchmark tests/benchmarks/bench_instrument.py``.
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import subprocess
@@ -35,10 +39,12 @@ MODES = ("NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH", "SHAPE", "
 # its dumps small; the per-step numbers stay comparable.
 FULL_TENSOR_STEPS = 100
 WARMUP_STEPS = 5
+TOOLS = ("plain", "tf", "ours")
 BATCH, FEATURES, HIDDEN, CLASSES = 128, 128, 128, 10
 
 
-def run_training(config: str, logdir: str, steps: int) -> dict[str, float]:
+def run_training(config: str, logdir: str, steps: int, buffer_size: int = -1,
+                 stop_on_alert: bool = False) -> dict[str, float]:
     """The measured program; ``config`` is ``plain``, ``tf:<MODE>`` or ``ours:<MODE>``."""
     import numpy as np
     import tensorflow as tf
@@ -47,11 +53,13 @@ def run_training(config: str, logdir: str, steps: int) -> dict[str, float]:
         tool, mode = config.split(":")
         if tool == "tf":
             tf.debugging.experimental.enable_dump_debug_info(
-                logdir, tensor_debug_mode=mode, circular_buffer_size=-1)
+                logdir, tensor_debug_mode=mode, circular_buffer_size=buffer_size)
         else:
             import instrument
+            # Only when asked: a checkout from before the argument existed runs too.
+            kwargs = {"stop_on_alert": True} if stop_on_alert else {}
             instrument.enable_dump_debug_info(logdir, tensor_debug_mode=mode,
-                                              circular_buffer_size=-1)
+                                              circular_buffer_size=buffer_size, **kwargs)
 
     rng = np.random.default_rng(0)
     x = tf.constant(rng.normal(size=(BATCH, FEATURES)).astype(np.float32))
@@ -100,37 +108,45 @@ def dir_bytes(path: str) -> int:
     return total
 
 
-def measure(config: str, steps: int, workdir: str) -> dict[str, float]:
+def measure(config: str, steps: int, workdir: str, buffer_size: int = -1,
+            stop_on_alert: bool = False) -> dict[str, float]:
     """Run one config in a fresh interpreter; return its step time and dump bytes."""
     logdir = os.path.join(workdir, config.replace(":", "_"))
     os.makedirs(logdir)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
     out = subprocess.run(
-        [sys.executable, __file__, "--worker", config, "--logdir", logdir, "--steps", str(steps)],
+        [sys.executable, __file__, "--worker", config, "--logdir", logdir, "--steps", str(steps),
+         "--circular-buffer-size", str(buffer_size)]
+        + (["--stop-on-alert"] if stop_on_alert else []),
         check=True, capture_output=True, text=True, env=env)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     result["dump_bytes"] = dir_bytes(logdir)
     return result
 
 
-def benchmark(modes: tuple[str, ...], steps: int, rounds: int = 3) -> list[dict[str, object]]:
+def benchmark(modes: tuple[str, ...], steps: int, rounds: int = 3, *,
+              tools: tuple[str, ...] = TOOLS, buffer_size: int = -1,
+              stop_on_alert: bool = False) -> list[dict[str, object]]:
     """Measure every mode; each config runs ``rounds`` times, interleaved.
 
     The machine may be shared: load only ever adds time, so each config's step time is
     the best of its rounds, and plain, TF's and ours alternate within a round so that
-    they see the same conditions.
+    they see the same conditions. A tool left out of ``tools`` shows as nan.
     """
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-instrument-") as workdir:
         for mode in modes:
             mode_steps = min(steps, FULL_TENSOR_STEPS) if mode == "FULL_TENSOR" else steps
-            results: dict[str, list[dict[str, float]]] = {"plain": [], "tf": [], "ours": []}
+            results: dict[str, list[dict[str, float]]] = {t: [] for t in TOOLS}
             for round_index in range(rounds):
-                for tool in results:
+                for tool in tools:
                     config = "plain" if tool == "plain" else f"{tool}:{mode}"
                     run_dir = os.path.join(workdir, f"{mode}-{round_index}")
                     os.makedirs(run_dir, exist_ok=True)
-                    results[tool].append(measure(config, mode_steps, run_dir))
+                    results[tool].append(measure(config, mode_steps, run_dir, buffer_size,
+                                                 stop_on_alert))
+            missing = [{"step_s": math.nan, "cpu_step_s": math.nan, "dump_bytes": 0}]
+            results = {tool: runs or missing for tool, runs in results.items()}
             best = {tool: min(r["step_s"] for r in runs) for tool, runs in results.items()}
             cpu = {tool: min(r["cpu_step_s"] for r in runs) for tool, runs in results.items()}
             rows.append({
@@ -167,18 +183,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3,
                         help="runs per config; the best counts")
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    parser.add_argument("--tools", nargs="+", default=list(TOOLS), choices=TOOLS,
+                        help="which runs to make (default: all three)")
+    parser.add_argument("--circular-buffer-size", type=int, default=-1,
+                        help="for both dumpers (default -1: keep everything)")
+    parser.add_argument("--stop-on-alert", action="store_true",
+                        help="ours with stop_on_alert=True (drains after every call)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--logdir", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        print(json.dumps(run_training(args.worker, args.logdir, args.steps)))
+        print(json.dumps(run_training(args.worker, args.logdir, args.steps,
+                                      args.circular_buffer_size, args.stop_on_alert)))
         return 0
     print(f"# {platform.node()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
           f"{time.strftime('%Y-%m-%d')}: best of {args.rounds} interleaved runs, each "
           f"{args.steps} steps after {WARMUP_STEPS} warm-up steps, timed until the dump "
-          "is complete")
+          f"is complete; circular_buffer_size={args.circular_buffer_size}"
+          + (", ours with stop_on_alert" if args.stop_on_alert else ""))
     print(HEADER, flush=True)
-    benchmark(tuple(args.modes), args.steps, args.rounds)
+    benchmark(tuple(args.modes), args.steps, args.rounds, tools=tuple(args.tools),
+              buffer_size=args.circular_buffer_size, stop_on_alert=args.stop_on_alert)
     return 0
 
 

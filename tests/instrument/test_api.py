@@ -47,3 +47,9 @@ def test_library_files():
     assert not is_library_file(os.path.join(os.path.dirname(instrument.__file__),
                                             "examples", "debug_mnist.py"))
     assert not is_library_file("/home/user/train.py")
+
+
+@pytest.mark.parametrize("mode", ["NO_TENSOR", "SHAPE"])
+def test_stop_on_alert_without_values_is_a_value_error(tmp_path, mode):
+    with pytest.raises(ValueError, match=f"stop_on_alert needs .*{mode}"):
+        instrument.enable_dump_debug_info(tmp_path, tensor_debug_mode=mode, stop_on_alert=True)

@@ -94,6 +94,8 @@ def test_mirrored_strategy_stacks_keep_the_users_frames(tmp_path):
 def test_tf1_session_graph(tmp_path):
     stdout = run_program([str(PROGRAMS / "tf1_session.py"), str(tmp_path), "FULL_HEALTH"])
     assert stdout.count("RESULT -inf") == 2
+    # stop_on_alert needs eager execution: refused with a clear error.
+    assert "STOP_ON_ALERT_REFUSED True" in stdout
     dump = load_single_run(str(tmp_path))
     assert dump.run["eager_mode"] is False and dump.executions == []
     (graph,) = dump.graphs.values()

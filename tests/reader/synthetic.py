@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -89,3 +91,59 @@ def add_step(run: SyntheticRun, rows: list[list[float]], *, call: bool = True,
                            input_ids=[base], output_ids=[base + 1], device_ids=[run.device],
                            output_dtypes=[1], stack_id=run.user_stack,
                            summaries=[out_row or rows[-1]])
+
+
+# `write_long_run`: a circular buffer of FLIGHT_BUFFER; the first -inf at step
+# FLIGHT_ALERT_STEP of FLIGHT_STEPS.
+FLIGHT_BUFFER = 10
+FLIGHT_ALERT_STEP = 40
+FLIGHT_STEPS = 100
+
+
+def flight_step(run: SyntheticRun, step: int, *, traces: int = 3,
+                alert_step: int = FLIGHT_ALERT_STEP) -> int:
+    """Step ``step``: its traces, then its call (with its call ordinal). Finite before
+    ``alert_step``, a Log of 0 (-inf, then NaN) at it, NaN everywhere after."""
+    w = run.writer
+    rows = ([FINITE] * traces if step < alert_step
+            else [FINITE, NEG_INF] + [NAN] * (traces - 2) if step == alert_step
+            else [NAN] * traces)
+    w.add_traces(np.arange(traces, dtype=np.int32) % 3, summaries=np.array(rows, np.float64))
+    base = 1000 + 2 * w.num_executions
+    return w.add_execution(op_type="__inference_step_7", graph_id=run.graph,
+                           input_ids=[base], output_ids=[base + 1], device_ids=[run.device],
+                           output_dtypes=[1], stack_id=run.user_stack,
+                           summaries=[rows[-1]], call_ordinal=step)
+
+
+def write_long_run(logdir, buffer_size: int = FLIGHT_BUFFER,
+                   steps: int = FLIGHT_STEPS) -> SyntheticRun:
+    """A finished run of ``steps`` `flight_step` steps under a circular buffer: its
+    dump keeps the first alert's window and the latest steps, with a gap between."""
+    run = make_run(logdir, circular_buffer_size=buffer_size)
+    for step in range(steps):
+        flight_step(run, step)
+    run.writer.close()
+    return run
+
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# A process that starts a run, writes it to disk and waits to be killed or told to close.
+_WRITER = """
+import sys
+from instrument.writer import DumpWriter
+writer = DumpWriter(sys.argv[1], {"tensor_debug_mode": "FULL_HEALTH"}, flush_interval_s=None)
+writer.flush()
+print(writer.path, flush=True)
+if sys.stdin.readline().strip() == "close":
+    writer.close()
+"""
+
+
+def start_writer(logdir) -> tuple[subprocess.Popen, str]:
+    """A child process with an open run in ``logdir``; returns it and the run's path."""
+    path = os.pathsep.join(filter(None, [_ROOT, os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, PYTHONPATH=path)
+    child = subprocess.Popen([sys.executable, "-c", _WRITER, str(logdir)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, env=env)
+    return child, child.stdout.readline().strip()

@@ -53,7 +53,10 @@ class NanModelDump:
                  "mul": "mul", "loss": "Neg"}
         names.update(op_names or {})
         self.names = names
+        # Written "on another host": the app cannot check the process, as for a dump
+        # copied from a training box (tests of a local process start a real one).
         writer = DumpWriter(logdir, {"run": run_id, "start_time": 1_700_000_000.0,
+                                     "host": "gpu",
                                      "tensor_debug_mode": fmt.FULL_HEALTH, "eager_mode": True,
                                      "argv": ["train_model.py"], "tf_version": "2.21.0",
                                      "python_version": "3.11.7"},

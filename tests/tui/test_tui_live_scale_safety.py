@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import signal
+
 from synthetic_dumps import FLOAT32, NanModelDump, health_row, write_nan_dump
 from tui_helpers import hunted_app, make_app, screen_text, wait_for
 
 import reader
 from instrument.writer import DumpWriter
 from reader import format as fmt
+from reader import liveness
+from tests.reader.synthetic import start_writer
 from tfdbg_tui.context_loader import load_execution_context
 from tfdbg_tui.panes.alerts import AlertList
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
@@ -116,3 +120,28 @@ def test_execution_detail_finds_an_input_produced_long_before(tmp_path):
     context = load_execution_context(reader.open_run(tmp_path), consumer)
     assert [(i.tensor_id, i.producer_index, i.producer_op_type) for i in context.inputs] == [
         (7, 0, "ReadVariableOp"), (2099, 2000, "AddV2"), (5, None, None)]
+
+
+async def test_a_run_whose_process_is_killed_is_said_to_be_killed(tmp_path):
+    """A run written on this host: once its process is gone without an `end`, the
+    status line says it was killed (not "running, or killed")."""
+    child, path = start_writer(tmp_path)
+    try:
+        app = make_app(tmp_path, poll_interval_s=0.05)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_for(pilot, lambda: "● LIVE" in screen_text(app), what="live")
+            child.send_signal(signal.SIGKILL)
+            await wait_for(pilot, lambda: f"KILLED (pid {child.pid} gone" in screen_text(app),
+                           what="the killed run")
+            assert "LIVE" not in screen_text(app)
+        # Opened after the kill, it says so at once.
+        app = make_app(tmp_path)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_for(pilot, lambda: app.screen.reader is not None, what="opened")
+            # Known when the run opened: never shown as live.
+            assert app.screen.run_state == liveness.KILLED and not app.screen.live
+            await wait_for(pilot, lambda: f"KILLED (pid {child.pid} gone" in screen_text(app),
+                           what="the killed run")
+    finally:
+        child.kill()
+        child.wait()

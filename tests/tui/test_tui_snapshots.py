@@ -45,8 +45,10 @@ def keys_for(pane_key: str, size: tuple[int, int]) -> tuple[str, ...]:
 
 @SIZES
 def test_alerts_pane(snap_compare, snapshot_logdir, size):
-    """Alerts: the heading "8 alerts: -inf 4  +inf 4", then the alerts in execution
-    order starting with "-inf graph #9 Log Log:0 step 3 -inf 1"; the cursor on it."""
+    """Alerts: the heading "8 alerts: -inf 4  +inf 4", then "first non-finite value
+    at step 1  steps 0-2 ·██" (alerts per step: none in step 0, as many in steps 1 and
+    2), then the alerts in execution order starting with "-inf graph #9 Log Log:0
+    step 1 -inf 1" (steps are calls of train_step, counted from 0); the cursor on it."""
     assert snap_compare(make_app(snapshot_logdir), terminal_size=size,
                         run_before=settle_then(*keys_for("1", size)))
 

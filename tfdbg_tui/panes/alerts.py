@@ -1,30 +1,47 @@
-"""The Alerts pane: NaN/inf alerts counted by type and listed in execution order."""
+"""The Alerts pane: NaN/inf alerts counted by type and per step, listed in execution order."""
 
 from __future__ import annotations
 
+import numpy as np
 from rich.text import Text
 from textual.binding import Binding
+from textual.geometry import Size
 from textual.message import Message
 
 from reader.model import Alert, AlertSummary
+from reader.steps import Steps
+from tfdbg_tui.kept_rows import GappedRows
 from tfdbg_tui.literal import literal
+from tfdbg_tui.step_sparkline import sparkline, step_range
 from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.pane import Pane
 
+# The alerts-per-step line is drawn when at least this many cells fit.
+SPARKLINE_MIN_CELLS = 8
+
 
 class AlertList(LineList):
-    """A heading with the counts by type, then one row per alert, oldest first."""
+    """Headings, then one row per alert, oldest first, and a row for each gap.
+
+    The first heading counts the alerts by type; once the run's steps are known, the
+    second says at which step the first non-finite value appeared and draws the
+    alerts per step (`step_sparkline`). Rows name each alert's step; where a circular
+    buffer did not keep records, a gap row says which steps are missing, so the list
+    never reads as one continuous stretch.
+    """
 
     BINDINGS = [Binding("enter", "choose", "Go to alert", show=False)]
 
     COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
-        "alerts--type", "alerts--kind", "alerts--none"}
+        "alerts--type", "alerts--kind", "alerts--none", "alerts--gap", "alerts--sparkline"}
 
     DEFAULT_CSS = """
     AlertList {
         & > .alerts--type { color: $error; text-style: bold; }
         & > .alerts--kind { color: $text-muted; }
         & > .alerts--none { color: $success; }
+        & > .alerts--gap { color: $warning; text-style: italic; }
+        & > .alerts--sparkline { color: $error; }
     }
     """
 
@@ -40,29 +57,50 @@ class AlertList(LineList):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.summary: AlertSummary | None = None
+        self.steps: Steps | None = None
+        self._rows = GappedRows()
 
-    def show_alerts(self, summary: AlertSummary) -> None:
-        """Show `summary`; the cursor stays on its alert when alerts are appended."""
+    def show_alerts(self, summary: AlertSummary, steps: Steps | None = None) -> None:
+        """Show `summary` (and `steps`: step numbers, gaps, alerts per step); the
+        cursor stays on its alert when alerts are appended."""
         self.summary = summary
+        self.steps = steps
+        positions = np.fromiter((a.step for a in summary.alerts), dtype=np.int64,
+                                count=len(summary.alerts))
+        self._rows = GappedRows(len(summary.alerts),
+                                steps.gap_positions(positions) if steps is not None else ())
+        height = 2 if steps is not None and steps.first_alert_position is not None else 1
+        if height != self.header_height:
+            self.header_height = height
+            self.virtual_size = Size(self.size.width, self.row_count + height)
         self.invalidate()
-        self.set_row_count(len(summary.alerts))
+        self.set_row_count(self._rows.count)
 
     @property
     def alerts(self) -> list[Alert]:
         return list(self.summary.alerts) if self.summary else []
 
+    def _alert_at(self, row: int) -> Alert | None:
+        """The alert shown at `row`; None for a gap row or past the last row."""
+        if self.summary is None:
+            return None
+        data_row = self._rows.data_row(row)
+        return None if data_row is None else self.summary.alerts[data_row]
+
     def position_of(self, alert: Alert) -> int | None:
         """Row of an alert of the same kind and index, if listed."""
         if self.summary is None:
             return None
-        for row, listed in enumerate(self.summary.alerts):
+        for data_row, listed in enumerate(self.summary.alerts):
             if listed.kind == alert.kind and listed.index == alert.index:
-                return row
+                return self._rows.row_of_data(data_row)
         return None
 
     def render_header(self, y: int, width: int) -> Text:
         if self.summary is None:
             return Text("reading…")
+        if y == 1:
+            return self._render_steps_heading(width)
         if not self.summary.total:
             return Text("no NaN or inf so far", style=self.component_style("alerts--none"))
         text = Text(f"{self.summary.total} alerts: ")
@@ -73,25 +111,54 @@ class AlertList(LineList):
             text.append(f"(first {len(self.summary.alerts)} listed)")
         return text
 
+    def _render_steps_heading(self, width: int) -> Text:
+        """"first non-finite value at step 250", then the alerts per step."""
+        steps = self.steps
+        if steps is None or steps.first_alert_position is None:
+            return Text()
+        text = Text(f"first non-finite value at {steps.place(steps.first_alert_position)}",
+                    style="bold")
+        span = step_range(steps)
+        if span is None:
+            return text
+        # The steps' label goes first when space is short: the rows name steps too.
+        label = f"  steps {span[0]}-{span[1]} "
+        if width - len(text) - len(label) < SPARKLINE_MIN_CELLS:
+            label = "  "
+        room = width - len(text) - len(label)
+        if room >= SPARKLINE_MIN_CELLS:
+            text.append(label, self.component_style("alerts--kind"))
+            text.append(sparkline(steps, room), self.component_style("alerts--sparkline"))
+        return text
+
     def render_row(self, row: int, width: int) -> Text:
-        alert = self.summary.alerts[row]
+        alert = self._alert_at(row)
+        if alert is None:
+            return self._render_gap(row)
         text = Text(alert.alert_type.ljust(5), style=self.component_style("alerts--type"))
         where = "graph" if alert.kind == "graph" else "eager"
         text.append(f" {where} #{alert.index} ", self.component_style("alerts--kind"))
-        if alert.op_name is not None:
-            text.append(literal(f"{alert.op_type} {alert.op_name}:{alert.slot}"))
-        else:
-            text.append(literal(f"{alert.op_type}:{alert.slot}"))
-        text.append(f"  step {alert.step}", self.component_style("alerts--kind"))
+        text.append(literal(f"{alert.op_type} {alert.tensor_name}" if alert.op_name is not None
+                            else alert.tensor_name))
+        step = self.steps.of_execution(alert.step) if self.steps is not None else None
+        if step is not None:
+            text.append(f"  step {step}", self.component_style("alerts--kind"))
         parts = [f"{label} {value}" for label, value in (
             ("NaN", alert.nan), ("-inf", alert.neg_inf), ("+inf", alert.pos_inf)) if value]
         if parts:
             text.append("  " + ", ".join(parts))
         return text
 
+    def _render_gap(self, row: int) -> Text:
+        gap = self._rows.gap_at(row)
+        assert self.steps is not None and gap is not None
+        return Text(f"┄┄ {self.steps.gaps[gap].describe()} ┄┄",
+                    style=self.component_style("alerts--gap"))
+
     def cursor_changed(self, row: int) -> None:
-        if self.summary is not None and row < len(self.summary.alerts):
-            self.post_message(self.AlertSelected(self.summary.alerts[row]))
+        alert = self._alert_at(row)
+        if alert is not None:
+            self.post_message(self.AlertSelected(alert))
 
     def action_choose(self) -> None:
         self.cursor_changed(self.cursor)
@@ -104,9 +171,14 @@ class AlertList(LineList):
         self.refresh()
 
     def step(self, offset: int) -> None:
-        """Move to the next (+1) or previous (-1) alert."""
-        if self.row_count:
-            self.move_cursor(self.cursor + offset)
+        """Move to the next (+1) or previous (-1) alert, over gap rows."""
+        if not self.row_count:
+            return
+        row = self.cursor + offset
+        while 0 <= row < self.row_count and self._alert_at(row) is None:
+            row += offset
+        if 0 <= row < self.row_count:
+            self.move_cursor(row)
 
 
 class AlertsPane(Pane):

@@ -15,7 +15,10 @@ from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.message import Message
 
+from reader import format as fmt
 from reader.model import Op, Trace
+from reader.steps import Steps, gap_between
+from tfdbg_tui.kept_rows import GappedRows, KeptRows
 from tfdbg_tui.literal import literal
 from tfdbg_tui.summary_format import count
 from tfdbg_tui.text_fit import cut_start
@@ -33,31 +36,48 @@ OP_CACHE_SIZE = 8192
 class TraceRows:
     """Maps list rows to trace indices, all traces or alerts only, and fetches them.
 
+    Rows follow the traces on disk; where a circular buffer left some out (between
+    the first alert's pinned window and the latest traces) a gap row stands instead
+    (`tfdbg_tui.kept_rows`), in both views.
+
     Args:
         reader: A `reader.DumpReader`.
     """
 
     def __init__(self, reader) -> None:
         self._reader = reader
-        self.first_trace = 0
         self.num_traces = 0
         self.alerts_only = False
         self._alert_indices = np.zeros(0, dtype=np.int64)
-        self._pages: LRUCache[int, list[Trace]] = LRUCache(TRACE_PAGE_CACHE)
+        self._kept = KeptRows([])
+        self._alert_rows = GappedRows()
+        self._pages: LRUCache[int, list[Trace | None]] = LRUCache(TRACE_PAGE_CACHE)
         self._ops: LRUCache[int, Op] = LRUCache(OP_CACHE_SIZE)
 
     def refresh(self, alert_indices: np.ndarray | None = None) -> None:
         """Re-read the counts (after `reader.update()`); forget pages that may grow."""
-        self.first_trace = self._reader.first_trace
         self.num_traces = self._reader.num_traces
+        self._kept = KeptRows(self._reader.kept_traces())
         if alert_indices is not None:
             self._alert_indices = alert_indices
         elif self.alerts_only:
             self._alert_indices = self._reader.trace_alert_indices()
+        self._place_alert_gaps()
         self._pages.clear()
 
     def set_alert_indices(self, alert_indices: np.ndarray) -> None:
         self._alert_indices = alert_indices
+        self._place_alert_gaps()
+
+    def _place_alert_gaps(self) -> None:
+        """In the alerts-only view, a gap row stands before the first alert after it."""
+        self._alert_rows = GappedRows(
+            int(self._alert_indices.shape[0]),
+            [int(np.searchsorted(self._alert_indices, begin)) for begin, _ in self._kept.runs[1:]])
+
+    @property
+    def _rows(self) -> GappedRows:
+        return self._alert_rows if self.alerts_only else self._kept
 
     @property
     def alert_indices(self) -> np.ndarray:
@@ -79,38 +99,51 @@ class TraceRows:
 
     @property
     def row_count(self) -> int:
-        if self.alerts_only:
-            return int(self._alert_indices.shape[0])
-        return max(0, self.num_traces - self.first_trace)
+        return self._rows.count
 
-    def trace_index(self, row: int) -> int:
+    def trace_index(self, row: int) -> int | None:
+        """The trace shown at `row`; None for a gap row."""
         if self.alerts_only:
-            return int(self._alert_indices[row])
-        return self.first_trace + row
+            data_row = self._alert_rows.data_row(row)
+            return None if data_row is None else int(self._alert_indices[data_row])
+        return self._kept.index_at(row)
+
+    def gap_at(self, row: int) -> tuple[int, int] | None:
+        """The ``(begin, end)`` traces not kept where `row` is a gap row, else None."""
+        gap = self._rows.gap_at(row)
+        return None if gap is None else self._kept.missing(gap)
+
+    def position(self, row: int) -> int:
+        """Where `row` is in trace order, for moving on from it: its trace, or the
+        first trace a gap row stands for."""
+        index = self.trace_index(row)
+        if index is not None:
+            return index
+        gap = self.gap_at(row)
+        return gap[0] if gap is not None else 0
 
     def row_of(self, trace_index: int) -> int | None:
-        """The row showing `trace_index`, or (alerts only) the row of the next alert."""
+        """The row showing `trace_index` (a trace not kept: its gap's row), or (alerts
+        only) the row of the next alert."""
         if self.alerts_only:
             if not self._alert_indices.shape[0]:
                 return None
-            row = int(np.searchsorted(self._alert_indices, trace_index))
-            return min(row, self._alert_indices.shape[0] - 1)
-        if not self.first_trace <= trace_index < self.num_traces:
-            return None
-        return trace_index - self.first_trace
+            data_row = int(np.searchsorted(self._alert_indices, trace_index))
+            return self._alert_rows.row_of_data(min(data_row, self._alert_indices.shape[0] - 1))
+        return self._kept.row_of(trace_index)
 
     def trace(self, trace_index: int) -> Trace | None:
         page = trace_index // TRACE_PAGE_SIZE
         traces = self._pages.get(page)
         if traces is None:
-            begin = max(page * TRACE_PAGE_SIZE, self.first_trace)
-            end = min((page + 1) * TRACE_PAGE_SIZE, self.num_traces)
-            traces = self._reader.traces(begin, end) if begin < end else []
-            if begin > page * TRACE_PAGE_SIZE:
-                traces = [None] * (begin - page * TRACE_PAGE_SIZE) + list(traces)
+            begin = page * TRACE_PAGE_SIZE
+            traces = [None] * TRACE_PAGE_SIZE
+            # Placed by index: a page may straddle a gap, whose traces are not read.
+            for trace in self._reader.traces(begin, min(begin + TRACE_PAGE_SIZE,
+                                                        self.num_traces)):
+                traces[trace.index - begin] = trace
             self._pages[page] = traces
-        offset = trace_index - page * TRACE_PAGE_SIZE
-        return traces[offset] if offset < len(traces) else None
+        return traces[trace_index - page * TRACE_PAGE_SIZE]
 
     def op(self, op_id: int | None) -> Op | None:
         if op_id is None:
@@ -171,7 +204,8 @@ class GraphExecutionList(LineList):
     """The traces, one row each: index, tensor `op:slot`, op type and the summary.
 
     Rows of alerts are coloured with their bad counts salient; rows listed in
-    `input_traces` (the inputs of the selected op) are highlighted.
+    `input_traces` (the inputs of the selected op) are highlighted. Where traces were
+    not kept, one gap row says which (in steps once `steps` is set).
     """
 
     # The footer shows these in order, before the keys that work anywhere; at 80
@@ -193,6 +227,7 @@ class GraphExecutionList(LineList):
     COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
         "graph-execution--alert", "graph-execution--bad-count", "graph-execution--input",
         "graph-execution--index", "graph-execution--type", "graph-execution--zero-count",
+        "graph-execution--gap",
     }
 
     DEFAULT_CSS = """
@@ -203,6 +238,7 @@ class GraphExecutionList(LineList):
         & > .graph-execution--index { color: $text-muted; }
         & > .graph-execution--type { color: $secondary; }
         & > .graph-execution--zero-count { color: $text-disabled; }
+        & > .graph-execution--gap { color: $warning; text-style: italic; }
     }
     """
 
@@ -233,6 +269,17 @@ class GraphExecutionList(LineList):
         self.rows: TraceRows | None = None
         self.mode = "NO_TENSOR"
         self._input_traces: frozenset[int] = frozenset()
+        self._steps: Steps | None = None
+
+    @property
+    def steps(self) -> Steps | None:
+        """The run's steps, which name the gaps; None until known."""
+        return self._steps
+
+    @steps.setter
+    def steps(self, steps: Steps | None) -> None:
+        self._steps = steps
+        self.invalidate()
 
     def attach(self, rows: TraceRows, mode: str) -> None:
         """Show `rows`; called once the reader is open."""
@@ -269,9 +316,17 @@ class GraphExecutionList(LineList):
 
     @property
     def selected_trace(self) -> int | None:
+        """The trace under the cursor; None on a gap row."""
         if self.rows is None or not self.row_count:
             return None
         return self.rows.trace_index(self.cursor)
+
+    @property
+    def position(self) -> int | None:
+        """The cursor's place in trace order, for moving on from it (`TraceRows.position`)."""
+        if self.rows is None or not self.row_count:
+            return None
+        return self.rows.position(self.cursor)
 
     def select_trace(self, trace_index: int, *, center: bool = True) -> bool:
         """Move the cursor to `trace_index`; False when it is not on disk.
@@ -293,7 +348,9 @@ class GraphExecutionList(LineList):
 
     def cursor_changed(self, row: int) -> None:
         if self.rows is not None and row < self.row_count:
-            self.post_message(self.TraceSelected(self.rows.trace_index(row)))
+            trace_index = self.rows.trace_index(row)
+            if trace_index is not None:
+                self.post_message(self.TraceSelected(trace_index))
 
     # -- rendering ------------------------------------------------------------------------
 
@@ -313,6 +370,8 @@ class GraphExecutionList(LineList):
     def render_row(self, row: int, width: int) -> Text:
         assert self.rows is not None
         index = self.rows.trace_index(row)
+        if index is None:
+            return self._render_gap(row)
         index_width = self._index_width()
         text = Text(str(index).rjust(index_width) + " ",
                     style=self.component_style("graph-execution--index"))
@@ -362,6 +421,14 @@ class GraphExecutionList(LineList):
         if index in self._input_traces:
             text.stylize(self.component_style("graph-execution--input"))
         return text
+
+    def _render_gap(self, row: int) -> Text:
+        begin, end = self.rows.gap_at(row) or (0, 0)
+        gap = gap_between(self._steps, fmt.STREAM_GRAPH_TRACES, begin, end)
+        what = gap.describe()
+        if gap.steps is not None:
+            what += f" (#{begin}-#{end - 1})"
+        return Text(f"┄┄ {what} ┄┄", style=self.component_style("graph-execution--gap"))
 
     # -- actions --------------------------------------------------------------------------
 

@@ -1,8 +1,10 @@
 """The Python Execution Timeline pane: one cell per eager execution, wrapped in rows.
 
 Each cell is the first letter of the op type or function name; function calls are
-drawn reversed, alert cells red. A Line API widget: only visible rows are read,
-a row at a time, so millions of executions cost nothing until shown.
+drawn reversed, alert cells red. Where a circular buffer did not keep executions,
+one gap cell ("…") stands for them (`tfdbg_tui.kept_rows`). A Line API widget: only
+visible rows are read, a row at a time, so millions of executions cost nothing until
+shown.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from textual.strip import Strip
 from textual.widgets import Static
 
 from tfdbg_tui.context_loader import ExecutionContext
+from tfdbg_tui.kept_rows import KeptRows
 from tfdbg_tui.literal import literal, literal_text
 from tfdbg_tui.summary_format import summary_text
 from tfdbg_tui.widgets.line_list import scroll_rows_to
@@ -27,6 +30,8 @@ from tfdbg_tui.widgets.pane import Pane
 
 FUNCTION_PREFIXES = ("__inference_", "__forward_", "__backward_")
 ROW_CACHE_SIZE = 512
+# The cell that stands for executions not kept.
+GAP_CELL = "…"
 
 
 def execution_letter(op_type: str) -> str:
@@ -42,7 +47,7 @@ def execution_letter(op_type: str) -> str:
 
 
 class TimelineCells(ScrollView, can_focus=True):
-    """The cells: execution `first + r * width + c` is drawn at row r, column c."""
+    """The cells: cell `r * width + c` (`KeptRows` row) is drawn at row r, column c."""
 
     BINDINGS = [
         Binding("left", "move(-1)", "Prev", show=False),
@@ -56,7 +61,7 @@ class TimelineCells(ScrollView, can_focus=True):
     ]
 
     COMPONENT_CLASSES = {"timeline--function", "timeline--alert", "timeline--cursor",
-                         "timeline--cursor-blurred", "timeline--op"}
+                         "timeline--cursor-blurred", "timeline--op", "timeline--gap"}
 
     DEFAULT_CSS = """
     TimelineCells {
@@ -64,6 +69,7 @@ class TimelineCells(ScrollView, can_focus=True):
         scrollbar-size-vertical: 1;
         background: $surface;
         & > .timeline--op { color: $text-muted; }
+        & > .timeline--gap { color: $warning; text-style: bold; }
         & > .timeline--function { color: $background; background: $primary; text-style: bold; }
         & > .timeline--alert { color: $text; background: $error; text-style: bold; }
         & > .timeline--cursor { color: $background; background: $foreground; text-style: bold underline; }
@@ -80,11 +86,18 @@ class TimelineCells(ScrollView, can_focus=True):
             super().__init__()
             self.execution_index = execution_index
 
+    class GapSelected(Message):
+        """The cursor is on a gap: executions ``begin..end-1`` are not kept."""
+
+        def __init__(self, begin: int, end: int) -> None:
+            super().__init__()
+            self.begin = begin
+            self.end = end
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.reader = None
-        self.first_execution = 0
-        self.num_executions = 0
+        self.cells = KeptRows([])
         self._generation = 0
         self._rows: LRUCache[tuple[int, int, int], tuple[list[str], object, object]] = \
             LRUCache(ROW_CACHE_SIZE)
@@ -98,8 +111,7 @@ class TimelineCells(ScrollView, can_focus=True):
         """Executions were appended: recount and repaint."""
         if self.reader is None:
             return
-        self.first_execution = self.reader.first_execution
-        self.num_executions = self.reader.num_executions
+        self.cells = KeptRows(self.reader.kept_executions())
         self._generation += 1
         self._rows.clear()
         self._resize_virtual()
@@ -107,7 +119,18 @@ class TimelineCells(ScrollView, can_focus=True):
 
     @property
     def count(self) -> int:
-        return max(0, self.num_executions - self.first_execution)
+        """Cells: kept executions and gaps."""
+        return self.cells.count
+
+    @property
+    def first_execution(self) -> int | None:
+        """The first execution on disk, or None."""
+        return self.cells.index_at(0) if self.count else None
+
+    def holds(self, index: int) -> bool:
+        """Whether execution `index` is on disk (has a cell of its own)."""
+        row = self.cells.row_of(index)
+        return row is not None and self.cells.index_at(row) == index
 
     @property
     def _width(self) -> int:
@@ -126,11 +149,20 @@ class TimelineCells(ScrollView, can_focus=True):
         key = (row, width, self._generation)
         data = self._rows.get(key)
         if data is None:
-            begin = self.first_execution + row * width
-            end = min(begin + width, self.num_executions)
-            data = (self.reader.execution_op_types(begin, end),
-                    self.reader.execution_alert_flags(begin, end),
-                    self.reader.execution_function_flags(begin, end))
+            op_types: list[str | None] = []  # None: a gap cell
+            alerts: list[bool] = []
+            functions: list[bool] = []
+            for part in self.cells.index_ranges(row * width, min((row + 1) * width, self.count)):
+                if isinstance(part, int):
+                    op_types.append(None)
+                    alerts.append(False)
+                    functions.append(False)
+                    continue
+                begin, end = part
+                op_types.extend(self.reader.execution_op_types(begin, end))
+                alerts.extend(self.reader.execution_alert_flags(begin, end))
+                functions.extend(self.reader.execution_function_flags(begin, end))
+            data = (op_types, alerts, functions)
             self._rows[key] = data
         return data
 
@@ -144,34 +176,46 @@ class TimelineCells(ScrollView, can_focus=True):
         op_style = base + self.get_component_rich_style("timeline--op")
         function_style = base + self.get_component_rich_style("timeline--function")
         alert_style = base + self.get_component_rich_style("timeline--alert")
+        gap_style = base + self.get_component_rich_style("timeline--gap")
         cursor_style = base + self.get_component_rich_style(
             "timeline--cursor" if self.has_focus else "timeline--cursor-blurred")
         cursor_column = self.cursor - row * width
         segments = []
         for column, op_type in enumerate(op_types):
-            style = alert_style if alerts[column] else (
-                function_style if functions[column] else op_style)
+            if op_type is None:
+                style, letter = gap_style, GAP_CELL
+            else:
+                style = alert_style if alerts[column] else (
+                    function_style if functions[column] else op_style)
+                letter = literal(execution_letter(op_type))
             if column == cursor_column:
                 style = style + cursor_style
-            segments.append(Segment(literal(execution_letter(op_type)), style))
+            segments.append(Segment(letter, style))
         return Strip(segments).crop_extend(0, self.size.width, base)
 
     # -- cursor ---------------------------------------------------------------------------
 
     def select_execution(self, index: int) -> None:
-        """Move the cursor to execution `index` (clamped to what is on disk)."""
-        self.move_to(index - self.first_execution)
+        """Move the cursor to execution `index` (one not kept: its gap's cell)."""
+        self.move_to(self._cell_of(index))
+
+    def _cell_of(self, index: int) -> int:
+        cell = self.cells.row_of(index)
+        if cell is None:  # before or after everything on disk
+            cell = 0 if self.count and index < (self.first_execution or 0) else self.count - 1
+        return cell
 
     @property
     def selected_execution(self) -> int | None:
-        return self.first_execution + self.cursor if self.count else None
+        """The execution under the cursor; None on a gap cell."""
+        return self.cells.index_at(self.cursor) if self.count else None
 
     def sync_to_execution(self, index: int) -> None:
         """Show execution `index` under the cursor without announcing a selection
         (another pane's selection ran in it)."""
         if not self.count:
             return
-        position = max(0, min(index - self.first_execution, self.count - 1))
+        position = self._cell_of(index)
         old = self.cursor
         self.set_reactive(TimelineCells.cursor, position)
         width = self._width
@@ -189,8 +233,15 @@ class TimelineCells(ScrollView, can_focus=True):
         self.refresh_line(old // width)
         self.refresh_line(new // width)
         self._keep_cursor_visible()
-        if self.count:
-            self.post_message(self.ExecutionSelected(self.first_execution + new))
+        if not self.count:
+            return
+        index = self.cells.index_at(new)
+        if index is not None:
+            self.post_message(self.ExecutionSelected(index))
+        else:
+            gap = self.cells.gap_at(new)
+            if gap is not None:
+                self.post_message(self.GapSelected(*self.cells.missing(gap)))
 
     def _keep_cursor_visible(self) -> None:
         height = self.scrollable_content_region.height

@@ -19,11 +19,15 @@ from textual.message import Message
 from textual.widgets import Footer
 
 import reader as dump_reader_module
+from reader import format as fmt
+from reader import liveness
 from reader.errors import DumpError
 from reader.model import AlertSummary, RootCause
+from reader.steps import Steps, gap_between
 from tfdbg_tui.context_loader import (ExecutionContext, TraceContext, load_execution_context,
                                       load_source, load_trace_context)
-from tfdbg_tui.dump_watcher import POLL_INTERVAL_S, DumpChanged, DumpWatcher, DumpWatchFailed
+from tfdbg_tui.dump_watcher import (ENDED, POLL_INTERVAL_S, DumpChanged, DumpWatcher,
+                                    DumpWatchFailed)
 from tfdbg_tui.literal import literal
 from tfdbg_tui.messages import DumpFailed
 from tfdbg_tui.panes.alerts import AlertList, AlertsPane
@@ -79,24 +83,28 @@ class DebuggerScreen(TraceNavigation):
     ]
 
     class ReaderOpened(Message):
-        """The run is open and indexed (`reader` is a `reader.DumpReader`)."""
+        """The run is open and indexed (`reader` is a `reader.DumpReader`); `state` is
+        its `reader.liveness` state."""
 
-        def __init__(self, reader) -> None:
+        def __init__(self, reader, state: str) -> None:
             super().__init__()
             self.reader = reader
+            self.state = state
 
     class OpenFailed(DumpFailed):
         """The run could not be opened; the app exits with the error's status."""
 
     class HuntLoaded(Message):
-        """Alerts, the root cause and the alert trace indices; `select` moves the panes."""
+        """Alerts, the root cause, the alert trace indices and the steps (which name
+        places and gaps); `select` moves the panes."""
 
         def __init__(self, alerts: AlertSummary, root_cause: RootCause | None,
-                     alert_traces: np.ndarray, select: bool) -> None:
+                     alert_traces: np.ndarray, steps: Steps, select: bool) -> None:
             super().__init__()
             self.alerts = alerts
             self.root_cause = root_cause
             self.alert_traces = alert_traces
+            self.steps = steps
             self.select = select
 
     class ContextLoaded(Message):
@@ -130,10 +138,12 @@ class DebuggerScreen(TraceNavigation):
         self.watcher: DumpWatcher | None = None
         self.alert_summary: AlertSummary | None = None
         self.root_cause: RootCause | None = None
+        self.steps: Steps | None = None
         self.trace_context: TraceContext | None = None
-        self.live = False
+        self.run_state = liveness.UNKNOWN
         self.last_growth = time.monotonic()
         self.hunt_done = False
+        self.watching_failed = False
         self._source_lines: dict[int, SourceView] = {}
         # Thread workers cannot be stopped: a cancelled one still posts its result.
         # Each request takes a new token; a result whose token is not the latest of
@@ -176,10 +186,11 @@ class DebuggerScreen(TraceNavigation):
                 opened = self.opening.result()
             else:
                 opened = dump_reader_module.open_run(self.logdir, self.run_id)
+            state = opened.writer_state()
         except DumpError as error:
             self.post_message(self.OpenFailed(error))
             return
-        self.post_message(self.ReaderOpened(opened))
+        self.post_message(self.ReaderOpened(opened, state))
 
     @on(OpenFailed)
     def _open_failed(self, message: OpenFailed) -> None:
@@ -198,7 +209,7 @@ class DebuggerScreen(TraceNavigation):
         timeline.attach(self.reader)
         if timeline.count:
             self.load_execution_detail(timeline.first_execution, self._next_token("detail"))
-        self.live = not self.reader.finished
+        self.run_state = message.state
         self.update_status()
         damage = self.reader.damage
         if damage:
@@ -218,21 +229,24 @@ class DebuggerScreen(TraceNavigation):
         alerts = reader.alerts(limit_per_type=ALERT_LIMIT_PER_TYPE)
         root_cause = reader.root_cause() if alerts.total else None
         self.post_message(self.HuntLoaded(alerts, root_cause, reader.trace_alert_indices(),
-                                          select))
+                                          reader.steps(), select))
 
     @on(HuntLoaded)
     def _hunt_loaded(self, message: HuntLoaded) -> None:
         self.alert_summary = message.alerts
         self.root_cause = message.root_cause
+        self.steps = message.steps
         assert self.trace_rows is not None
         self.trace_rows.set_alert_indices(message.alert_traces)
+        graph_list = self.query_one(GraphExecutionList)
+        graph_list.data_changed()
+        graph_list.steps = message.steps
         alert_list = self.query_one(AlertList)
-        alert_list.show_alerts(message.alerts)
+        alert_list.show_alerts(message.alerts, message.steps)
         self.update_status()
         if not message.select:
             return
         self.hunt_done = message.root_cause is not None
-        graph_list = self.query_one(GraphExecutionList)
         timeline = self.query_one(TimelineCells)
         root = message.root_cause
         if root is not None:
@@ -297,8 +311,8 @@ class DebuggerScreen(TraceNavigation):
             stack.show_frames(list(context.frames), context.selected_frame,
                               "no creation stack recorded for this op")
             timeline = self.query_one(TimelineCells)
-            if timeline.count and timeline.selected_execution != context.trace.step \
-                    and timeline.first_execution <= context.trace.step < timeline.num_executions:
+            if timeline.selected_execution != context.trace.step \
+                    and timeline.holds(context.trace.step):
                 timeline.sync_to_execution(context.trace.step)
                 self.load_execution_detail(context.trace.step, self._next_token("detail"))
         else:
@@ -307,6 +321,13 @@ class DebuggerScreen(TraceNavigation):
                 return
             stack.show_frames(list(context.frames), context.selected_frame,
                               "no call stack recorded for this execution")
+
+    @on(TimelineCells.GapSelected)
+    def _timeline_gap_selected(self, message: TimelineCells.GapSelected) -> None:
+        gap = gap_between(self.steps, fmt.STREAM_EXECUTIONS, message.begin, message.end)
+        self.query_one(TimelinePane).show_detail(
+            None, f"{gap.describe()}: executions #{message.begin}-#{message.end - 1} "
+                  "left the disk (circular buffer)")
 
     @on(StackTraceList.FrameSelected)
     def _frame_selected(self, message: StackTraceList.FrameSelected) -> None:
@@ -351,8 +372,9 @@ class DebuggerScreen(TraceNavigation):
     @on(DumpChanged)
     def _dump_changed(self, message: DumpChanged) -> None:
         report = message.report
-        self.live = not message.finished
-        self.last_growth = time.monotonic()
+        self.run_state = message.state
+        if report.changed:
+            self.last_growth = time.monotonic()
         assert self.trace_rows is not None
         with self.app.batch_update():
             if report.new_traces or report.new_ops or report.damage:
@@ -369,17 +391,24 @@ class DebuggerScreen(TraceNavigation):
 
     @on(DumpWatchFailed)
     def _watch_failed(self, message: DumpWatchFailed) -> None:
-        self.live = False
+        self.run_state = liveness.UNKNOWN
+        self.watching_failed = True
         self.notify(literal(str(message.error)), title="Stopped following the dump",
                     severity="error", markup=False)
         self.update_status()
+
+    @property
+    def live(self) -> bool:
+        """Whether the run may still grow (it is followed while it does)."""
+        return self.run_state not in ENDED and not self.watching_failed
 
     def update_status(self) -> None:
         """Rewrite the status line from the reader and the alert summary."""
         if self.reader is None:
             return
         self.query_one(StatusLine).show(
-            self.reader.metadata, live=self.live, num_executions=self.reader.num_executions,
+            self.reader.metadata, state=self.run_state, followed=self.live,
+            num_executions=self.reader.num_executions,
             num_traces=self.reader.num_traces,
             idle_s=time.monotonic() - self.last_growth if self.live else 0.0,
             alerts=self.alert_summary.total if self.alert_summary is not None else None,

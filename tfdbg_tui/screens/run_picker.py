@@ -15,6 +15,7 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 import reader as dump_reader_module
+from reader import liveness
 from reader.errors import DumpError
 from reader.model import RunInfo
 from tfdbg_tui.literal import literal
@@ -37,10 +38,20 @@ def run_label(run: RunInfo, alerts: int | str = COUNTING) -> Text:
     else:
         text.append(f"  alerts {alerts}", "dim")
     text.append(f"  {run.tensor_debug_mode or '?'}  ")
-    text.append("finished" if run.finished else "live or killed",
-                "green" if run.finished else "yellow")
+    state = liveness.state_of(run.finished,
+                              liveness.process_gone(run.host, run.pid, run.start_time))
+    text.append(*_STATE_LABELS[state])
     text.append(literal(f"  {run.host or '?'} pid {run.pid if run.pid is not None else '?'}"))
     return text
+
+
+# How a run's `reader.liveness` state is shown: text and style.
+_STATE_LABELS = {
+    liveness.FINISHED: ("finished", "green"),
+    liveness.RUNNING: ("live", "green"),
+    liveness.KILLED: ("killed", "bold red"),
+    liveness.UNKNOWN: ("live or killed", "yellow"),
+}
 
 
 class RunPickerScreen(ModalScreen[str | None]):

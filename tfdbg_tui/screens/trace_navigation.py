@@ -57,9 +57,10 @@ class TraceNavigation(Screen):
     def _graph_action(self, message: GraphExecutionList.ActionRequested) -> None:
         graph_list = self.query_one(GraphExecutionList)
         current = graph_list.selected_trace
+        position = graph_list.position  # on a gap row too
         action = message.action
         if action == "alert_jump":
-            self.jump_to_alert_trace(message.argument, current)
+            self.jump_to_alert_trace(message.argument, position)
         elif action == "go_to_index":
             self.app.push_screen(PromptScreen("Go to trace #", "a trace index"),
                                  self._go_to_index)
@@ -71,7 +72,7 @@ class TraceNavigation(Screen):
             if self.last_search is None:
                 self.notify("no search yet: press / first")
             else:
-                start = (current or 0) + (1 if action == "search_next" else -1)
+                start = (position or 0) + (1 if action == "search_next" else -1)
                 self.search(self.last_search, start, action == "search_next")
         elif action == "first_input":
             context = self.trace_context
@@ -112,8 +113,8 @@ class TraceNavigation(Screen):
             self.notify(f"bad regex: {error}", severity="error", markup=False)
             return
         self.last_search = value
-        current = self.query_one(GraphExecutionList).selected_trace
-        self.search(value, (current or 0) + 1, True)
+        position = self.query_one(GraphExecutionList).position
+        self.search(value, (position or 0) + 1, True)
 
     @work(thread=True, exclusive=True, group="search")
     def search(self, pattern: str, start: int, forward: bool) -> None:

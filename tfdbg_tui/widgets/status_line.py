@@ -7,12 +7,14 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.widget import Widget
 
+from reader import liveness
 from reader.model import RunMetadata
 from tfdbg_tui.literal import literal
 from tfdbg_tui.text_fit import cut_middle
 
-# A live run that wrote nothing for this long may have been killed (a killed run
-# never writes its `end` record).
+# A live run that wrote nothing for this long is said to be idle; when its process
+# cannot be checked (another host) it may have been killed (a killed run never
+# writes its `end` record).
 IDLE_AFTER_S = 10.0
 
 # The fewest cells of the run id the line keeps (its start and end) before it drops
@@ -22,10 +24,17 @@ RUN_ID_MIN_CELLS = 15
 
 @dataclass(frozen=True)
 class RunStatus:
-    """What the status line says about the run."""
+    """What the status line says about the run.
+
+    `state` is the run's `reader.liveness` state: finished, running (its process is
+    alive on this host), killed (its process is gone and it has no `end`), or unknown
+    (written on another host: running, or killed). `followed`: new records are still
+    looked for.
+    """
 
     metadata: RunMetadata
-    live: bool
+    state: str
+    followed: bool
     num_executions: int
     num_traces: int
     alerts: int | None
@@ -46,13 +55,14 @@ class StatusLine(Widget):
         self.placeholder = placeholder
         self.status: RunStatus | None = None
 
-    def show(self, metadata: RunMetadata, *, live: bool, num_executions: int,
+    def show(self, metadata: RunMetadata, *, state: str, followed: bool, num_executions: int,
              num_traces: int, alerts: int | None, run_count: int,
              idle_s: float = 0.0) -> None:
-        """Rewrite the line. A live run idle for `IDLE_AFTER_S` or more may have been
-        killed: it says so."""
-        self.status = RunStatus(metadata, live, num_executions, num_traces, alerts,
-                                run_count, idle_s)
+        """Rewrite the line (`RunStatus` says what each argument means). A killed run
+        says so; a live one idle for `IDLE_AFTER_S` or more, whose process cannot be
+        checked, may have been killed: it says that."""
+        self.status = RunStatus(metadata, state, followed, num_executions, num_traces,
+                                alerts, run_count, idle_s)
         self.refresh()
 
     def render(self) -> Text:
@@ -72,13 +82,20 @@ class StatusLine(Widget):
         """Everything before the run id; when `compact`, short labels and single
         spaces (the keys are in the footer and `?`)."""
         text = Text(no_wrap=True, end="")
-        if not status.live:
+        if status.state == liveness.FINISHED:
             text.append(" finished ", "bold reverse")
-        elif status.idle_s >= IDLE_AFTER_S:
+        elif status.state == liveness.KILLED:
+            why = "" if compact else ", no end record"
+            text.append(f" KILLED (pid {status.metadata.pid} gone{why}) ", "bold white on red")
+        elif not status.followed:
+            text.append(" not followed ", "bold black on yellow")
+        elif status.idle_s < IDLE_AFTER_S:
+            text.append(" ● LIVE ", "bold black on green")
+        elif status.state == liveness.RUNNING:
+            text.append(f" ● LIVE, idle {status.idle_s:.0f}s ", "bold black on green")
+        else:
             doubt = ", killed?" if compact else " (running, or killed)"
             text.append(f" LIVE? idle {status.idle_s:.0f}s{doubt} ", "bold black on yellow")
-        else:
-            text.append(" ● LIVE ", "bold black on green")
         executions, traces = ("exec", "trace") if compact else ("executions", "traces")
         gap = " " if compact else "  "
         text.append(f"{gap}{executions} {status.num_executions:,}{gap}"

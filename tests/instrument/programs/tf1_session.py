@@ -18,3 +18,8 @@ with tf.compat.v1.Session() as session:
     for _ in range(2):
         print("RESULT", session.run(z, feed_dict={x: np.array([0.0, 1.0, 2.0], "float32")}))
 instrument.disable_dump_debug_info()
+try:
+    instrument.enable_dump_debug_info(sys.argv[1], tensor_debug_mode=sys.argv[2],
+                                      stop_on_alert=True)
+except ValueError as error:
+    print("STOP_ON_ALERT_REFUSED", "eager execution" in str(error))

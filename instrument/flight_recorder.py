@@ -1,0 +1,162 @@
+"""The flight recorder: the first alert's window survives the circular buffer.
+
+Under a circular buffer of N the writer keeps the latest N executions and N traces
+and deletes older segments. Once weights turn NaN every later step alerts, so the
+records of the step where the first non-finite value appeared would rotate out. This
+module decides, per rotating stream, which segments the first alert **pins** (never
+deleted) and when the pinned window closes (docs/format.md section 7):
+
+- When the first alert is seen (an eager output or a graph trace holding NaN or
+  infinity), the segments of its own stream still on disk are pinned: the open one
+  and the one before it, which together hold at least the N records that preceded
+  the alert. The executions stream is pinned then too. The graph traces of the
+  alert's step may reach the writer long after its executions (they are drained from
+  TensorFlow every half second, later under load): after an eager alert the traces
+  stream is pinned when the first chunk of the alert's step (or a later one) arrives,
+  so its window holds that step's traces and the N before them, whatever the delay.
+- The open (pinned) segment keeps growing while the alert's step goes on: until an
+  execution with an index at or past the step's is written (executions), or until a
+  chunk of a later step arrives (graph traces). It then rotates, and rotation resumes
+  as before on the segments after it.
+- A pinned segment never grows past `PINNED_SEGMENT_LIMIT` times N records, so the
+  window stays bounded whatever the step's size.
+
+The step of a record is the execution index of the top-level call it belongs to (an
+execution's own index; a trace chunk's ``x``). This module knows nothing of
+TensorFlow; the writer calls it under its lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from reader import format as fmt
+from reader.index import alert_flags
+
+# Per health mode, the summary columns that count (or flag) non-finite elements.
+_COUNT_COLUMNS = {
+    mode: tuple(fmt.SUMMARY_COLUMNS[mode].index(c) for c in fmt.SUMMARY_COLUMNS[mode]
+                if c in ("has_inf_or_nan", "nan", "neg_inf", "pos_inf"))
+    for mode in fmt.HEALTH_MODES
+}
+# A pinned segment holds at most this many times N records (the alert step's records
+# past the limit rotate as usual): a step's traces can be many times N.
+PINNED_SEGMENT_LIMIT = 4
+
+
+@dataclass(frozen=True)
+class FirstAlert:
+    """Where the first non-finite value was seen by the writer.
+
+    Attributes:
+        stream: ``"executions"`` (an eager output) or ``"graph_traces"``.
+        index: The execution index, or the index of the chunk's first trace.
+        step: The execution index of the top-level call it belongs to.
+    """
+
+    stream: str
+    index: int
+    step: int
+
+
+class FlightRecorder:
+    """Pinning state of one run's rotating streams.
+
+    Args:
+        buffer_size: The run's circular buffer size N; N <= 0 pins nothing.
+    """
+
+    def __init__(self, buffer_size: int) -> None:
+        self.buffer_size = buffer_size
+        self.first_alert: FirstAlert | None = None
+        self.pinned: dict[str, set[int]] = {s: set() for s in fmt.ROTATING_STREAMS}
+        # Streams whose open segment is pinned and still taking the alert step's records.
+        self._pinning: set[str] = set()
+        # Streams to pin when the first record of the alert's step reaches them.
+        self._waiting: set[str] = set()
+
+    def alert(self, stream: str, index: int, step: int,
+              open_segments: dict[str, int]) -> FirstAlert | None:
+        """Note an alert; return it if it is the run's first (its window is pinned)."""
+        if self.first_alert is not None:
+            return None
+        self.first_alert = FirstAlert(stream, index, step)
+        if self.buffer_size > 0:
+            for name, segment in open_segments.items():
+                if name in (stream, fmt.STREAM_EXECUTIONS):
+                    self._pin(name, segment)
+                else:
+                    self._waiting.add(name)
+        return self.first_alert
+
+    def _pin(self, stream: str, segment: int) -> None:
+        self.pinned[stream].update(s for s in (segment - 1, segment) if s >= 0)
+        self._pinning.add(stream)
+
+    def is_pinning(self, stream: str) -> bool:
+        """The stream's open segment is pinned and takes the alert step's records."""
+        return stream in self._pinning
+
+    def before_write(self, stream: str, step: int, open_segment: int) -> bool:
+        """A record of ``step`` is about to be written into ``open_segment``.
+
+        Pins the stream's window if it starts here. Returns whether the open segment
+        must rotate first (the pinned window ends before this record).
+        """
+        first = self.first_alert
+        if first is None:
+            return False
+        if stream in self._waiting and step >= first.step:
+            self._waiting.discard(stream)
+            self._pin(stream, open_segment)
+        return (stream == fmt.STREAM_GRAPH_TRACES and stream in self._pinning
+                and step > first.step)
+
+    def ends_after(self, stream: str, step: int, in_segment: int) -> bool:
+        """A record of ``step`` was written: does the pinned window close now?"""
+        if stream not in self._pinning or self.first_alert is None:
+            return False
+        if in_segment >= PINNED_SEGMENT_LIMIT * self.buffer_size:
+            return True
+        return stream == fmt.STREAM_EXECUTIONS and step >= self.first_alert.step
+
+    def close_window(self, stream: str) -> None:
+        """The stream's pinned segment is closed: rotation resumes after it."""
+        self._pinning.discard(stream)
+
+    def may_delete(self, stream: str, segment: int) -> bool:
+        """Whether rotation may delete ``segment`` of ``stream``."""
+        return segment not in self.pinned[stream]
+
+
+def summaries_alert(mode: str, rows: Sequence[Sequence[float] | None] | np.ndarray | None) -> bool:
+    """Whether summary rows (one per tensor, None for unsummarised) hold NaN or infinity."""
+    if rows is None or mode not in fmt.HEALTH_MODES:
+        return False
+    if isinstance(rows, np.ndarray):
+        return bool(rows.size and alert_flags(mode, rows.reshape(rows.shape[0], -1)).any())
+    # An eager execution's few rows: plain Python is cheaper than building an array.
+    columns = _COUNT_COLUMNS[mode]
+    return any(row[c] for row in rows if row is not None for c in columns)
+
+
+def values_alert(values: Sequence[Any] | None) -> bool:
+    """Whether raw FULL_TENSOR value records (before compression) hold NaN or infinity."""
+    if not values:
+        return False
+    for value in values:
+        if not isinstance(value, dict) or value.get("codec") is not None:
+            continue
+        dtype, data = value.get("dtype"), value.get("data")
+        if not isinstance(dtype, str) or not data:
+            continue
+        array_dtype = np.dtype(dtype)
+        if array_dtype.kind not in "fc":
+            continue
+        if not np.isfinite(np.frombuffer(data, dtype=array_dtype)).all():
+            return True
+    return False

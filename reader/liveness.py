@@ -1,0 +1,82 @@
+"""Is the process that writes a run still running? Finished, running, killed, unknown.
+
+A run that exited cleanly has its `end` record. Without one, the process is either
+still running or died without closing the run (SIGKILL, the OOM killer, a crash of
+the interpreter). When the run was written on this host, the process table tells
+which: the run's pid is gone (or is a zombie, or belongs to a process that started
+after the run did: pids are reused). On another host nothing can be told.
+
+Decided here once; the status line, the run picker and `report` only say it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+FINISHED = "finished"  # the `end` record was read
+RUNNING = "running"  # no `end` yet; the process is alive on this host
+KILLED = "killed"  # no `end`, and the process is gone from this host
+UNKNOWN = "unknown"  # no `end`; written on another host (running, or killed)
+
+# /proc gives a process's start time to the clock tick, the boot time only to the
+# second: a process that started this much after the run's start is another one.
+_PID_REUSE_SLACK_S = 2.0
+
+
+def process_gone(host: str | None, pid: int | None, start_time: float | None) -> bool | None:
+    """Whether the process ``pid`` of ``host`` that started a run at ``start_time`` is
+    gone; None when that cannot be told (another host, no pid, not a POSIX system)."""
+    if os.name != "posix" or not host or not pid or pid <= 0 \
+            or host != socket.gethostname():
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass  # alive, and another user's
+    except (OSError, OverflowError):  # a pid no process can have
+        return None
+    stat = _proc_stat(pid)
+    if stat is None:
+        return False
+    state, started = stat
+    if state in ("Z", "X"):
+        return True  # killed, and not yet reaped by its parent
+    return start_time is not None and started is not None \
+        and started > start_time + _PID_REUSE_SLACK_S
+
+
+def state_of(finished: bool, gone: bool | None) -> str:
+    """The run state (`FINISHED`, `RUNNING`, `KILLED` or `UNKNOWN`) from whether its
+    `end` was read and `process_gone`.
+
+    A caller that saw ``gone`` must have read the run again after it looked: a
+    process that exits cleanly writes its `end` just before it goes.
+    """
+    if finished:
+        return FINISHED
+    return {True: KILLED, False: RUNNING}.get(gone, UNKNOWN)
+
+
+def _proc_stat(pid: int) -> tuple[str, float | None] | None:
+    """(state letter, start time in seconds since the epoch) from Linux's /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode("ascii", "replace")
+        with open("/proc/stat", "rb") as f:
+            boot = next((line.split()[1] for line in f.read().decode("ascii", "replace")
+                         .splitlines() if line.startswith("btime ")), None)
+    except OSError:
+        return None
+    # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+    fields = stat[stat.rfind(")") + 2:].split()
+    if not fields:
+        return None
+    try:
+        started = int(boot) + int(fields[19]) / os.sysconf("SC_CLK_TCK") \
+            if boot is not None else None
+    except (IndexError, ValueError, OSError):
+        started = None
+    return fields[0], started
