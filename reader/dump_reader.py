@@ -14,8 +14,8 @@ from reader import format as fmt
 from reader import values
 from reader.errors import UnknownIdError
 from reader.model import (
-    AlertSummary, Execution, Frame, Graph, Op, RootCause, RunMetadata, SourceFile, Summary,
-    Trace, UpdateReport,
+    Alert, AlertSummary, Execution, Frame, Graph, Op, RootCause, RunMetadata, SourceFile,
+    Summary, Trace, UpdateReport,
 )
 from reader.run_loader import RunLoader
 
@@ -438,12 +438,12 @@ class DumpReader:
                     self._execs, self._traces, AlertBuilder(self), limit_per_type))
             return self._alerts_cache[1]
 
-    def root_cause(self) -> RootCause | None:
-        """The op that made the first non-finite tensor; None without alerts."""
+    def root_cause(self, alert: Alert | None = None) -> RootCause | None:
+        """The op that made the first non-finite tensor (or ``alert``'s); None without alerts."""
         from reader.root_cause import find_root_cause
 
         with self._lock:
-            return find_root_cause(self)
+            return find_root_cause(self, alert)
 
     def close(self) -> None:
         """Close every open file."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 FORMAT_NAME = "tfdbg-tui-dump"
 # (major, minor). A reader refuses a newer major version; a newer minor version only
 # adds fields or record kinds that an older reader may ignore.
-FORMAT_VERSION = (1, 0)
+FORMAT_VERSION = (1, 1)
 
 FILE_SUFFIX = ".tfdbg"
 

@@ -11,6 +11,7 @@ import pytest
 
 import reader
 from reader import NoRunsError
+from reader import format as fmt
 from tests.reader.synthetic import FINITE, NEG_INF, add_step, make_run
 
 
@@ -34,7 +35,7 @@ def test_several_runs_listed_oldest_first_and_newest_opened(logdir):
     listed = reader.list_runs(logdir)
     assert [r.run_id for r in listed] == [r.writer.run_id for r in runs]
     assert [r.finished for r in listed] == [True, False, True]
-    assert listed[0].tensor_debug_mode == "FULL_HEALTH" and listed[0].format_version == (1, 0)
+    assert listed[0].tensor_debug_mode == "FULL_HEALTH" and listed[0].format_version == fmt.FORMAT_VERSION
     newest = reader.open_run(logdir)
     assert newest.run_id == runs[2].writer.run_id and newest.num_traces == 3
     assert reader.open_run(logdir, runs[0].writer.run_id).num_traces == 1
