@@ -1,9 +1,11 @@
 """`tfdbg-tui report LOGDIR [--run ID] [--json]`: a headless summary of one run.
 
-Prints the run, its mode and counts, the alerts by type, and the root cause of the
-first NaN/inf (its op, its inputs' summaries, and the user's source line). Human
-output uses Rich; every piece of dump text is escaped, never read as markup.
-``--json`` prints exactly one JSON object for scripts and CI.
+Prints the run, its mode and counts, the alerts by type, the root cause of the first
+NaN/inf (its op, its inputs' summaries, the user's source line with the expression
+marked by carets, as in a Python traceback) and its diagnosis (`reader.diagnosis`:
+the pattern, why, the usual fix). Human output uses Rich; every piece of dump text is
+escaped, never read as markup. ``--json`` prints exactly one JSON object for scripts
+and CI.
 """
 
 from __future__ import annotations
@@ -15,8 +17,11 @@ from typing import Any
 
 import reader
 from reader import DamagedDumpError, DumpError, FormatVersionError, NoRunsError
+from reader.diagnosis import Diagnosis, diagnose_cause
+from reader.expressions import expression_text, line_span
 from reader.model import Alert, RootCause, Summary
 from tfdbg_tui.cli import EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, EXIT_OK
+from tfdbg_tui.literal import literal
 
 # Alerts listed in the human report; the totals always count every one.
 ALERTS_SHOWN = 10
@@ -47,11 +52,11 @@ def main(argv: list[str]) -> int:
         with dump:
             summary = dump.alerts(limit_per_type=ALERTS_SHOWN)
             cause = dump.root_cause()
-            report = report_dict(dump, summary, cause)
+            diagnosis = diagnose_cause(dump, cause) if cause is not None else None
             if args.json:
-                print(json.dumps(report))
+                print(json.dumps(report_dict(dump, summary, cause, diagnosis)))
             else:
-                _print_human(dump, summary, cause)
+                _print_human(dump, summary, cause, diagnosis)
     except NoRunsError as error:
         return _fail(error, EXIT_NO_DUMP)
     except FormatVersionError as error:
@@ -83,16 +88,21 @@ def _summary_dict(summary: Summary | None) -> dict[str, Any] | None:
 
 
 def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
-                cause: RootCause | None) -> dict[str, Any]:
-    """The JSON report: the keys of issue 3, plus the root cause's inputs and damage."""
+                cause: RootCause | None, diagnosis: Diagnosis | None = None) -> dict[str, Any]:
+    """The JSON report: the keys of issue 3, the root cause's inputs, the exact
+    expression (issue 10), the diagnosis and damage."""
     meta = dump.metadata
     first_alert = None
     if cause is not None:
         alert = cause.alert
         source = None
         if cause.frame is not None:
+            span = line_span(cause.frame, cause.line_text)
             source = {"file": cause.frame.path, "line": cause.frame.line,
-                      "function": cause.frame.function, "text": cause.line_text}
+                      "function": cause.frame.function, "text": cause.line_text,
+                      "column": span[0] if span else None,
+                      "end_column": span[1] if span else None,
+                      "expression": _expression(dump, cause)}
         first_alert = {
             "kind": alert.kind, "index": alert.index, "op_type": alert.op_type,
             "op_name": alert.op_name, "graph_name": alert.graph_name, "device": alert.device,
@@ -112,12 +122,24 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
         "num_alerts": summary.total,
         "alerts_by_type": summary.counts,
         "first_alert": first_alert,
+        "diagnosis": None if diagnosis is None else {
+            "pattern": diagnosis.pattern, "explanation": diagnosis.explanation,
+            "suggestion": diagnosis.suggestion, "evidence": list(diagnosis.evidence)},
         "damage": list(dump.damage),
     }
 
 
+def _expression(dump: reader.DumpReader, cause: RootCause) -> str | None:
+    if cause.frame is None:
+        return None
+    try:
+        return expression_text(cause.frame, dump.source_file(cause.frame.file_id).lines)
+    except DumpError:
+        return None  # the frame's file is not read yet
+
+
 def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
-                 cause: RootCause | None) -> None:
+                 cause: RootCause | None, diagnosis: Diagnosis | None) -> None:
     # Rich is imported here, not at module level: `--json` and errors never pay for it.
     from rich.console import Console
     from rich.markup import escape
@@ -159,12 +181,37 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
     for ref, s in cause.inputs:
         console.print(f"  input {escape(ref.name)}: {escape(_summary_text(s))}")
     if cause.frame is not None:
-        console.print(f"  [bold]{escape(cause.frame.path)}:{cause.frame.line}[/] in "
-                      f"{escape(cause.frame.function)}")
+        console.print(f"  [bold]{escape(literal(cause.frame.path))}:{cause.frame.line}[/] in "
+                      f"{escape(literal(cause.frame.function))}")
         if cause.line_text is not None:
-            console.print(f"  > {escape(cause.line_text.strip())}")
+            shown, carets = caret_lines(cause.line_text, line_span(cause.frame, cause.line_text))
+            console.print(f"    {escape(shown)}")
+            if carets:
+                console.print(f"    [bold red]{carets}[/]")
     else:
         console.print("  (no user source frame recorded)")
+    if diagnosis is not None:
+        console.print(f"\n[bold]Diagnosis:[/] {escape(diagnosis.pattern)}")
+        console.print(f"  {escape(literal(diagnosis.explanation))}")
+        console.print(f"  [bold]Fix:[/] {escape(literal(diagnosis.suggestion))}")
+        for line in diagnosis.evidence:
+            console.print(f"  - {escape(literal(line))}")
+
+
+def caret_lines(line_text: str, span: tuple[int, int] | None) -> tuple[str, str]:
+    """The source line as shown (indentation removed, tabs expanded, escaped) and a
+    line of carets under the span, as Python tracebacks print them ("" without one)."""
+    from rich.cells import cell_len
+
+    expanded = line_text.expandtabs(8)
+    indent = len(expanded) - len(expanded.lstrip())
+    shown = literal(expanded[indent:].rstrip())
+    if span is None:
+        return shown, ""
+    # Columns of the original line -> of the shown one (tabs expanded, escapes widened).
+    before = literal(line_text[:span[0]].expandtabs(8))[indent:]
+    inside = literal(line_text[:span[1]].expandtabs(8))[indent + len(before):]
+    return shown, " " * cell_len(before) + "^" * max(1, cell_len(inside))
 
 
 def _order_key(alert: Alert) -> tuple[int, int, int]:

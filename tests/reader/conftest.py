@@ -71,3 +71,39 @@ def tf_dumps(tmp_path_factory) -> dict[str, TfDump]:
             bug_line = next(n for n, line in enumerate(f, 1) if line.rstrip().endswith("# BUG"))
         dumps[name] = TfDump(name, program, logdir, bug_line, process.returncode, stderr)
     return dumps
+
+
+# (case of tf_programs/patterns.py) -> (op of the diagnosed alert, pattern, expression).
+# Every case diagnoses its root cause, but "inf_minus_inf", which diagnoses the alert of
+# the `Sub` downstream of exp_overflow's root cause (the user selected it).
+PATTERN_CASES = {
+    "log_zero": ("Log", "log_of_nonpositive", "tf.math.log(probs)"),
+    "div_zero": ("RealDiv", "division_by_zero", "total / count"),
+    "zero_by_zero": ("RealDiv", "division_by_zero", "hits / count"),
+    "eager_div": ("RealDiv", "division_by_zero", "total / count"),
+    "sqrt_negative": ("Sqrt", "sqrt_domain", "tf.sqrt(variance)"),
+    "pow_half": ("Pow", "sqrt_domain", "tf.pow(x, 0.5)"),
+    "exp_overflow": ("Exp", "overflow", "tf.exp(logits * 1.0)"),
+    "cast_half": ("Cast", "overflow", "tf.cast(x, tf.float16)"),
+    "sqrt_grad": ("SqrtGrad", "singular_gradient", "tape.gradient(norm, weights)"),
+    "inf_minus_inf": ("Sub", "inf_arithmetic", "big - big"),
+    "nan_variable": ("ReadVariableOp", "nonfinite_input", "x * weights"),
+    "atanh_one": ("Atanh", "unknown", "tf.math.atanh(x)"),
+}
+# Cases diagnosed on another case's run.
+PATTERN_RUNS = {"inf_minus_inf": "exp_overflow"}
+
+
+@pytest.fixture(scope="session")
+def pattern_dumps(tmp_path_factory) -> str:
+    """One process runs every case of tf_programs/patterns.py, a run per case; returns
+    the directory holding a logdir per case."""
+    pytest.importorskip("tensorflow")
+    root = str(tmp_path_factory.mktemp("patterns"))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = repo + os.pathsep + env.get("PYTHONPATH", "")
+    completed = subprocess.run([sys.executable, os.path.join(TF_PROGRAMS, "patterns.py"), root],
+                               env=env, capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return root
