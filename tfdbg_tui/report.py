@@ -18,10 +18,10 @@ from typing import Any
 import reader
 from reader import DamagedDumpError, DumpError, FormatVersionError, NoRunsError
 from reader.diagnosis import Diagnosis, diagnose_cause
-from reader.expressions import expression_text, line_span
+from reader.expressions import expression_of, line_span
 from reader.model import Alert, RootCause, Summary
 from tfdbg_tui.cli import EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, EXIT_OK
-from tfdbg_tui.literal import literal
+from tfdbg_tui.literal import literal, literal_columns
 
 # Alerts listed in the human report; the totals always count every one.
 ALERTS_SHOWN = 10
@@ -102,7 +102,7 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
                       "function": cause.frame.function, "text": cause.line_text,
                       "column": span[0] if span else None,
                       "end_column": span[1] if span else None,
-                      "expression": _expression(dump, cause)}
+                      "expression": expression_of(dump, cause.frame)}
         first_alert = {
             "kind": alert.kind, "index": alert.index, "op_type": alert.op_type,
             "op_name": alert.op_name, "graph_name": alert.graph_name, "device": alert.device,
@@ -127,15 +127,6 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
             "suggestion": diagnosis.suggestion, "evidence": list(diagnosis.evidence)},
         "damage": list(dump.damage),
     }
-
-
-def _expression(dump: reader.DumpReader, cause: RootCause) -> str | None:
-    if cause.frame is None:
-        return None
-    try:
-        return expression_text(cause.frame, dump.source_file(cause.frame.file_id).lines)
-    except DumpError:
-        return None  # the frame's file is not read yet
 
 
 def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
@@ -203,15 +194,13 @@ def caret_lines(line_text: str, span: tuple[int, int] | None) -> tuple[str, str]
     line of carets under the span, as Python tracebacks print them ("" without one)."""
     from rich.cells import cell_len
 
-    expanded = line_text.expandtabs(8)
-    indent = len(expanded) - len(expanded.lstrip())
-    shown = literal(expanded[indent:].rstrip())
+    full = literal(line_text.expandtabs(8))
+    indent = len(full) - len(full.lstrip())
+    shown = full[indent:].rstrip()
     if span is None:
         return shown, ""
-    # Columns of the original line -> of the shown one (tabs expanded, escapes widened).
-    before = literal(line_text[:span[0]].expandtabs(8))[indent:]
-    inside = literal(line_text[:span[1]].expandtabs(8))[indent + len(before):]
-    return shown, " " * cell_len(before) + "^" * max(1, cell_len(inside))
+    start, end = literal_columns(line_text, *span)
+    return shown, " " * cell_len(full[indent:start]) + "^" * max(1, cell_len(full[start:end]))
 
 
 def _order_key(alert: Alert) -> tuple[int, int, int]:
