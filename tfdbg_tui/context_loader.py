@@ -11,7 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from reader.errors import UnknownIdError
+from reader.expressions import expression_of, line_span
 from reader.model import Execution, Frame, Graph, Op, Summary, Trace
+from tfdbg_tui.literal import literal_columns
 from tfdbg_tui.panes.source_code import SourceView, highlight_source
 from tfdbg_tui.panes.stack_trace import innermost_user_frame
 
@@ -41,6 +43,7 @@ class TraceContext:
     frames: tuple[Frame, ...]
     selected_frame: Frame | None
     has_value: bool = False
+    expressions: tuple[str | None, ...] = ()  # per frame: its exact expression, if known
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,7 @@ class ExecutionContext:
     # Executions before the first one on disk were dropped (a circular buffer): an
     # input with no producer may have been made by one of them.
     earlier_dropped: bool = False
+    expressions: tuple[str | None, ...] = ()  # per frame: its exact expression, if known
 
 
 def _op(reader, op_id: int | None) -> Op | None:
@@ -143,7 +147,8 @@ def load_trace_context(reader, trace_index: int) -> TraceContext:
     frames, selected = _stack(reader, op.stack_id)
     has_value = reader.metadata.tensor_debug_mode == "FULL_TENSOR"
     return TraceContext(trace, op, graph.name if graph else None, tuple(inputs),
-                        tuple(consumers), frames, selected, has_value)
+                        tuple(consumers), frames, selected, has_value,
+                        frame_expressions(reader, frames))
 
 
 def load_execution_context(reader, execution_index: int) -> ExecutionContext:
@@ -154,7 +159,20 @@ def load_execution_context(reader, execution_index: int) -> ExecutionContext:
     frames, selected = _stack(reader, execution.stack_id)
     return ExecutionContext(execution, graph_name, frames, selected,
                             _eager_inputs(reader, execution),
-                            earlier_dropped=reader.first_execution > 0)
+                            earlier_dropped=reader.first_execution > 0,
+                            expressions=frame_expressions(reader, frames))
+
+
+def frame_expressions(reader, frames: tuple[Frame, ...]) -> tuple[str | None, ...]:
+    """Each user frame's exact expression (None for library frames and old dumps)."""
+    return tuple(expression_of(reader, frame) if frame.is_user else None for frame in frames)
+
+
+def source_span(reader, frame: Frame) -> tuple[int, int] | None:
+    """The frame's expression as columns of its line shown in Source Code, if known."""
+    text = reader.source_line(frame)
+    span = line_span(frame, text)
+    return literal_columns(text, *span) if span is not None and text is not None else None
 
 
 def _eager_inputs(reader, execution: Execution) -> tuple[EagerInput, ...]:

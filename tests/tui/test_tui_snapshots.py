@@ -39,6 +39,16 @@ def settle_then(*keys: str):
     return run_before
 
 
+def test_landing_at_80x24(snap_compare, snapshot_logdir):
+    """The screen on opening, no key pressed, at 80x24: under the status line the
+    diagnosis " log of ≤0 " and "`tf.math.log(probs)` got 1 exact zero among 1,000
+    values…", ending in "e: more"; Graph Execution on row 9 Log:0; Stack Trace on
+    train_model.py:8; Source Code's line 8 marked and shifted 5 columns so that the
+    culprit expression `tf.math.log(probs)` is whole, on a red band."""
+    assert snap_compare(make_app(snapshot_logdir), terminal_size=(80, 24),
+                        run_before=settle_then())
+
+
 def keys_for(pane_key: str, size: tuple[int, int]) -> tuple[str, ...]:
     return (pane_key, "z") if size == (80, 24) else (pane_key,)
 
@@ -81,8 +91,9 @@ def test_graph_structure_pane(snap_compare, snapshot_logdir, size):
 @SIZES
 def test_source_code_pane(snap_compare, snapshot_logdir, size):
     """Source Code: train_model.py highlighted with line numbers, line 8
-    (log_probs = tf.math.log(probs)) marked with ▶ and a band; the title says
-    "train_model.py:8 (snapshot)" (cut short at 80 columns unzoomed)."""
+    (log_probs = tf.math.log(probs)) marked with ▶ and a band, the expression
+    `tf.math.log(probs)` on it in red and underlined; zoomed at 80x24 the lines show
+    from their first column. The title says "train_model.py:8 (snapshot)"."""
     assert snap_compare(make_app(snapshot_logdir), terminal_size=size,
                         run_before=settle_then(*keys_for("5", size)))
 
@@ -90,7 +101,8 @@ def test_source_code_pane(snap_compare, snapshot_logdir, size):
 @SIZES
 def test_stack_trace_pane(snap_compare, snapshot_logdir, size):
     """Stack Trace: three frames, outermost first; the two user frames (▸, bright)
-    stand out from the dim library frame math_ops.py:120; the cursor on
-    train_model.py:8 train_step."""
+    stand out from the dim library frame math_ops.py:120 and show their expressions
+    before their functions (`train_step(x, labels)`, `tf.math.log(probs)`); the cursor
+    on train_model.py:8 train_step."""
     assert snap_compare(make_app(snapshot_logdir), terminal_size=size,
                         run_before=settle_then(*keys_for("6", size)))
