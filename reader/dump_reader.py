@@ -290,6 +290,12 @@ class DumpReader:
             begin, end = max(begin, self._traces.first), min(end, self._traces.end)
             return self._traces.steps(begin, max(begin, end))
 
+    def trace_steps_at(self, indices: np.ndarray) -> np.ndarray:
+        """int64 step (top-level execution index) of each trace in ``indices``, which
+        must be on disk (as `traces_of` gives them)."""
+        with self._lock:
+            return self._traces.steps_at(np.asarray(indices, dtype=np.int64)).astype(np.int64)
+
     def trace_point(self, tp: int) -> tuple[int | None, int]:
         """(op id, slot) of trace point ``tp``; (None, -1) while its op is not read."""
         with self._lock:

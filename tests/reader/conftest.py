@@ -89,21 +89,7 @@ PATTERN_CASES = {
     "inf_minus_inf": ("Sub", "inf_arithmetic", "big - big"),
     "nan_variable": ("ReadVariableOp", "nonfinite_input", "x * weights"),
     "atanh_one": ("Atanh", "unknown", "tf.math.atanh(x)"),
+    "late_log": ("Log", "log_of_nonpositive", "tf.math.log(probs)"),
 }
 # Cases diagnosed on another case's run.
 PATTERN_RUNS = {"inf_minus_inf": "exp_overflow"}
-
-
-@pytest.fixture(scope="session")
-def pattern_dumps(tmp_path_factory) -> str:
-    """One process runs every case of tf_programs/patterns.py, a run per case; returns
-    the directory holding a logdir per case."""
-    pytest.importorskip("tensorflow")
-    root = str(tmp_path_factory.mktemp("patterns"))
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env["PYTHONPATH"] = repo + os.pathsep + env.get("PYTHONPATH", "")
-    completed = subprocess.run([sys.executable, os.path.join(TF_PROGRAMS, "patterns.py"), root],
-                               env=env, capture_output=True, text=True, timeout=600)
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    return root

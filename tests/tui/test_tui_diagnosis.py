@@ -1,10 +1,14 @@
-"""The diagnosis line, the whole diagnosis (`e`), and the exact expression in Stack
-Trace, on the synthetic NaN model (its frames record their expressions' spans)."""
+"""The diagnosis line, the whole diagnosis (`e`), the exact expression in Stack Trace
+(on the synthetic NaN model, whose frames record their expressions' spans), and the
+culprit's history in Graph Structure (on a real TensorFlow run)."""
 
 from __future__ import annotations
 
+import os
+
 from tui_helpers import hunted_app, screen_text, wait_for
 
+from tfdbg_tui.panes.graph_structure import GraphStructureList
 from tfdbg_tui.panes.stack_trace import StackTraceList
 from tfdbg_tui.screens.diagnosis import DiagnosisScreen
 from tfdbg_tui.widgets.diagnosis_line import DiagnosisLine
@@ -74,3 +78,24 @@ async def test_stack_trace_shows_each_user_frames_expression(nan_logdir):
         assert "train_model.py:8  tf.math.log(probs)  train_step  /home/user/" in text
         assert "train_model.py:14  train_step(x, labels)  <module>  /home/user/" in text
         assert "math_ops.py:120  log  /usr/lib/" in text  # a library frame: no expression
+
+
+async def test_graph_structure_shows_the_culprits_history(pattern_dumps):
+    """A real TensorFlow run whose log(0) begins at step 250 of 300."""
+    async with hunted_app(os.path.join(pattern_dumps, "late_log"), (80, 24)) as (app, pilot):
+        structure = app.screen.query_one(GraphStructureList)
+        await wait_for(pilot, lambda: structure.context is not None
+                       and structure.context.history is not None, what="the history")
+        # On opening, at 80x24: the output's sparkline, finite then broken for good.
+        await wait_for(pilot, lambda: "▏  ··········██ Log:0 finite for s" in screen_text(app),
+                       what="the history row")
+        await pilot.press("4", "z")  # zoomed: the phrase up to where it broke
+        await wait_for(pilot, lambda: "  ··········██ Log:0 finite for steps 0-249, first "
+                       "non-finite at step 250 (#1" in screen_text(app), what="zoomed")
+        # Its input, on the same axis: finite all along.
+        assert "  ············ mul:0 finite in all 300 traces (steps 0-299)" in screen_text(app)
+        # History rows are not cursor stops.
+        await pilot.press("down")
+        assert structure.selected_neighbour is None  # the selected op's row
+        await pilot.press("down")
+        assert structure.selected_neighbour.role == "consumer"

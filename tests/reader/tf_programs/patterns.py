@@ -1,4 +1,5 @@
-"""One small bug per NaN/inf pattern, each dumped as its own run in one process.
+"""One small bug per NaN/inf pattern, each dumped as its own run in one process;
+``late_log`` repeats one after 250 good steps (the culprit's history).
 
 ``python patterns.py LOGDIR [CASE ...]`` writes ``LOGDIR/<case>`` for each case (all by
 default). Each case marks the line of its culprit with ``# BUG <case>``; the expression
@@ -115,9 +116,23 @@ def atanh_one():
     squash(tf.constant([0.5, 1.0]))
 
 
+def late_log():
+    """log_zero's bug after 250 good steps: the culprit's history shows when it broke."""
+    @tf.function
+    def loss(probs):
+        probs = probs * 1.0
+        return -tf.reduce_sum(tf.math.log(probs))  # BUG late_log
+
+    good, bad = tf.constant([0.5, 0.25, 0.25]), tf.constant([0.5, 0.0, 0.5])
+    for step in range(LATE_STEPS):
+        loss(bad if step >= LATE_FIRST_BAD_STEP else good)
+
+
+LATE_STEPS, LATE_FIRST_BAD_STEP = 300, 250
+
 CASES = {f.__name__: f for f in (log_zero, div_zero, zero_by_zero, eager_div, sqrt_negative,
                                  pow_half, exp_overflow, cast_half, sqrt_grad, nan_variable,
-                                 atanh_one)}
+                                 atanh_one, late_log)}
 
 if __name__ == "__main__":
     logdir = sys.argv[1]

@@ -1,0 +1,106 @@
+"""The culprit's history: one graph tensor's health across every trace of it.
+
+Did the tensor break suddenly or drift, and when? A `TensorHistory` holds every trace
+of one ``op:slot`` on disk, in order, with the step each ran in and whether it held
+NaN or infinity. Only the index's columns are read (no record is decoded), so a
+history over a million traces costs a few array operations.
+
+A step here is what the alerts call a step: the top-level execution (a function
+call) the trace ran in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from reader import format as fmt
+
+if TYPE_CHECKING:
+    from reader.dump_reader import DumpReader
+
+
+@dataclass(frozen=True, eq=False)
+class TensorHistory:
+    """Every trace of one graph tensor on disk, ascending, and its health.
+
+    Attributes:
+        op_id: The op.
+        slot: Its output slot.
+        traces: int64 trace indices.
+        steps: int64 step of each trace.
+        nonfinite: bool, per trace: it held NaN or infinity.
+    """
+
+    op_id: int
+    slot: int
+    traces: np.ndarray
+    steps: np.ndarray
+    nonfinite: np.ndarray
+
+    @property
+    def count(self) -> int:
+        return int(self.traces.size)
+
+    @property
+    def first_nonfinite(self) -> int | None:
+        """Position (in `traces`) of the first non-finite trace; None if none."""
+        found = np.flatnonzero(self.nonfinite)
+        return int(found[0]) if found.size else None
+
+    def describe(self) -> str:
+        """The history in a phrase: "finite for steps 0-249, first non-finite at step
+        250 (#1503), and in all 49 traces after" (#: the trace index)."""
+        if not self.count:
+            return "no trace on disk"
+        first = self.first_nonfinite
+        if first is None:
+            return f"finite in all {_traces(self.count)} ({_steps(self.steps[0], self.steps[-1])})"
+        where = f"step {self.steps[first]} (#{self.traces[first]})"
+        if first == 0:
+            text = f"non-finite from its first trace, at {where}"
+        else:
+            text = (f"finite for {_steps(self.steps[0], self.steps[first - 1])}, "
+                    f"first non-finite at {where}")
+        since = self.count - first - 1
+        if since:
+            bad = int(self.nonfinite[first + 1:].sum())
+            if bad == since:
+                text += f", and in {'all' if since > 1 else 'the'} {_traces(since)} after"
+            else:
+                text += f", and in {bad:,} of the {_traces(since)} after"
+        return text
+
+    def nonfinite_share(self, first_step: int, last_step: int, cells: int) -> np.ndarray:
+        """Steps ``first_step..last_step`` cut into ``cells`` equal cells: per cell, the
+        share of its traces that were non-finite (0..1), NaN where it has no trace."""
+        cells = max(1, cells)
+        span = max(1, last_step - first_step + 1)
+        inside = (self.steps >= first_step) & (self.steps <= last_step)
+        cell = (self.steps[inside] - first_step) * cells // span
+        totals = np.bincount(cell, minlength=cells)[:cells].astype(np.float64)
+        bad = np.bincount(cell, weights=self.nonfinite[inside], minlength=cells)[:cells]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(totals > 0, bad / totals, np.nan)
+
+
+def tensor_history(reader: DumpReader, op_id: int, slot: int) -> TensorHistory | None:
+    """The history of graph tensor ``(op_id, slot)`` from the traces on disk now; None
+    when the run's mode records no health (NO_TENSOR, SHAPE)."""
+    if reader.metadata.tensor_debug_mode not in fmt.HEALTH_MODES + (fmt.FULL_TENSOR,):
+        return None
+    traces = reader.traces_of(op_id, slot)
+    alerts = reader.trace_alert_indices()
+    nonfinite = np.isin(traces, alerts, assume_unique=True)
+    steps = reader.trace_steps_at(traces) if traces.size else np.empty(0, dtype=np.int64)
+    return TensorHistory(op_id, slot, traces, steps, nonfinite)
+
+
+def _traces(n: int) -> str:
+    return f"{n:,} trace" + ("" if n == 1 else "s")
+
+
+def _steps(first: int, last: int) -> str:
+    return f"step {first}" if first == last else f"steps {first}-{last}"
