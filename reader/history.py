@@ -73,17 +73,27 @@ class TensorHistory:
                 text += f", and in {bad:,} of the {_traces(since)} after"
         return text
 
-    def nonfinite_share(self, first_step: int, last_step: int, cells: int) -> np.ndarray:
-        """Steps ``first_step..last_step`` cut into ``cells`` equal cells: per cell, the
-        share of its traces that were non-finite (0..1), NaN where it has no trace."""
-        cells = max(1, cells)
-        span = max(1, last_step - first_step + 1)
-        inside = (self.steps >= first_step) & (self.steps <= last_step)
-        cell = (self.steps[inside] - first_step) * cells // span
-        totals = np.bincount(cell, minlength=cells)[:cells].astype(np.float64)
-        bad = np.bincount(cell, weights=self.nonfinite[inside], minlength=cells)[:cells]
+    def nonfinite_share(self, axis: np.ndarray, cells: int) -> np.ndarray:
+        """The steps of ``axis`` (ascending, unique: `step_axis`) cut into ``cells``
+        equal runs: per cell, the share of this tensor's traces in those steps that
+        were non-finite (0..1), NaN where it has none. Traces in steps not on the
+        axis are left out."""
+        cells = max(1, min(cells, axis.size))
+        position = np.searchsorted(axis, self.steps)
+        inside = position < axis.size
+        inside[inside] = axis[position[inside]] == self.steps[inside]
+        cell = position[inside] * cells // max(1, axis.size)
+        totals = np.bincount(cell, minlength=cells).astype(np.float64)
+        bad = np.bincount(cell, weights=self.nonfinite[inside], minlength=cells)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(totals > 0, bad / totals, np.nan)
+
+
+def step_axis(histories: list[TensorHistory]) -> np.ndarray:
+    """The steps in which any of the histories has a trace, ascending: a shared axis,
+    so that where each tensor broke lines up (steps where none ran take no room)."""
+    steps = [h.steps for h in histories if h.count]
+    return np.unique(np.concatenate(steps)) if steps else np.empty(0, dtype=np.int64)
 
 
 def tensor_history(reader: DumpReader, op_id: int, slot: int) -> TensorHistory | None:

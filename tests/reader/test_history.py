@@ -10,7 +10,7 @@ import pytest
 
 import reader
 from reader import format as fmt
-from reader.history import TensorHistory, tensor_history
+from reader.history import TensorHistory, step_axis, tensor_history
 from tests.reader.synthetic import FINITE, NAN, NEG_INF, add_step, make_run
 
 # tf_programs/patterns.py, case late_log: 300 steps, log(0) from step 250 on.
@@ -33,7 +33,9 @@ def test_history_of_a_culprit_that_broke_at_step_250(pattern_dumps):
         (ref,) = cause.op.inputs
         assert tensor_history(dump, ref.op_id, ref.slot).describe() == \
             "finite in all 300 traces (steps 0-299)"
-        share = history.nonfinite_share(0, LATE_STEPS - 1, 30)
+        axis = step_axis([history, tensor_history(dump, ref.op_id, ref.slot)])
+        assert axis.tolist() == list(range(LATE_STEPS))
+        share = history.nonfinite_share(axis, 30)
         assert share.tolist() == [0.0] * 25 + [1.0] * 5
 
 
@@ -66,13 +68,19 @@ def test_describe(steps, nonfinite, text):
     assert _history(steps, nonfinite).describe() == text
 
 
-def test_nonfinite_share_marks_cells_without_traces():
-    history = _history([0, 1, 8, 9], [False, True, True, True])
-    share = history.nonfinite_share(0, 9, 5)
-    assert share[0] == 0.5 and share[4] == 1.0
-    assert np.isnan(share[1:4]).all()
-    # Steps outside the range are left out; one cell spans them all.
-    assert history.nonfinite_share(1, 8, 1).tolist() == [1.0]
+def test_the_shared_axis_holds_the_steps_any_tensor_ran_in():
+    output = _history([2, 4, 6, 8], [False, True, True, False])
+    early_input = _history([0, 2, 4], [False, False, True])
+    axis = step_axis([output, early_input, _history([], [])])
+    assert axis.tolist() == [0, 2, 4, 6, 8]
+    assert output.nonfinite_share(axis, 5).tolist()[1:] == [0.0, 1.0, 1.0, 0.0]
+    assert np.isnan(output.nonfinite_share(axis, 5)[0])  # it did not run in step 0
+    # Fewer cells than steps: each cell holds the share of its traces.
+    share = early_input.nonfinite_share(axis, 2)  # cells: steps 0-4, steps 6-8
+    assert share[0] == pytest.approx(1 / 3) and np.isnan(share[1])
+    assert output.nonfinite_share(axis, 1).tolist() == [0.5]
+    # Cells never outnumber the steps; steps off the axis are left out.
+    assert output.nonfinite_share(np.array([4, 8]), 12).tolist() == [1.0, 0.0]
 
 
 def test_history_through_the_index_of_a_synthetic_run(logdir):

@@ -43,7 +43,7 @@ def test_landing_at_80x24(snap_compare, snapshot_logdir):
     """The screen on opening, no key pressed, at 80x24: under the status line the
     diagnosis " log of ≤0 " and "`tf.math.log(probs)` got 1 exact zero among 1,000
     values…", ending in "e: more"; Graph Execution on row 9 Log:0; Graph Structure
-    ending with Log:0's history row "· █ █ Log:0 finite for…"; Stack Trace on
+    ending with Log:0's history row "·██ Log:0 finite for…"; Stack Trace on
     train_model.py:8; Source Code's line 8 marked and shifted 5 columns so that the
     culprit expression `tf.math.log(probs)` is whole, on a red band."""
     assert snap_compare(make_app(snapshot_logdir), terminal_size=(80, 24),
@@ -84,9 +84,9 @@ def test_graph_execution_pane(snap_compare, snapshot_logdir, size):
 @SIZES
 def test_graph_structure_pane(snap_compare, snapshot_logdir, size):
     """Graph Structure: "inputs (1)", "← Softmax Softmax:0 #8 ..." under the cursor,
-    "● Log Log:0 in train_step" in bold; the history rows "· █ █ Log:0 finite for
+    "● Log Log:0 in train_step" in bold; the history rows "·██ Log:0 finite for
     step 1, first non-finite at step 3 (#9), and in the 1 trace after" (the █ red) and
-    "· · · Softmax:0 finite in all 3 traces (steps 1-5)"; "consumers (1)", "→ Mul mul
+    "··· Softmax:0 finite in all 3 traces (steps 1-5)"; "consumers (1)", "→ Mul mul
     (input 1) #10"."""
     assert snap_compare(make_app(snapshot_logdir), terminal_size=size,
                         run_before=settle_then(*keys_for("4", size)))

@@ -3,8 +3,8 @@
 Each input and consumer row shows the summary of its trace nearest the selected one;
 choosing a row (Enter) asks the screen to jump to that trace. Under the selected op,
 the history of its output and of each input over the run (`reader.history`): a
-sparkline over one shared axis of steps, so that where each broke lines up, and the
-output's history in words.
+sparkline over one shared axis of steps (`reader.history.step_axis`), so that where
+each broke lines up, and each one's history in words.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 
-from reader.history import TensorHistory
+from reader.history import TensorHistory, step_axis
 from tfdbg_tui.context_loader import Neighbour, TraceContext
 from tfdbg_tui.literal import literal
 from tfdbg_tui.summary_format import summary_text
@@ -32,20 +32,11 @@ FINITE = "·"
 NONFINITE_LEVELS = "▁▂▃▄▅▆▇█"
 
 
-def history_axis(histories: list[TensorHistory]) -> tuple[int, int] | None:
-    """The first and last step of any of the histories (the sparklines' shared axis)."""
-    spans = [(int(h.steps[0]), int(h.steps[-1])) for h in histories if h.count]
-    if not spans:
-        return None
-    return min(first for first, _ in spans), max(last for _, last in spans)
-
-
-def history_cells(history: TensorHistory, axis: tuple[int, int]) -> str:
+def history_cells(history: TensorHistory, axis: np.ndarray) -> str:
     """Glyphs over the steps of ``axis``, `HISTORY_CELLS` at most (one per step when
     fewer): where the tensor was finite or not."""
     cells = []
-    count = min(HISTORY_CELLS, axis[1] - axis[0] + 1)
-    for share in history.nonfinite_share(axis[0], axis[1], count):
+    for share in history.nonfinite_share(axis, HISTORY_CELLS):
         if np.isnan(share):
             cells.append(NO_TRACE)
         elif share == 0:
@@ -94,7 +85,7 @@ class GraphStructureList(LineList):
         self._rows: list[tuple[str, Neighbour | None]] = []
         # History rows: row -> (the tensor's name, its history); `_axis` their steps.
         self._histories: dict[int, tuple[str, TensorHistory]] = {}
-        self._axis: tuple[int, int] | None = None
+        self._axis = np.empty(0, dtype=np.int64)
 
     def show_context(self, context: TraceContext | None, note: str = "") -> None:
         """Show the neighbourhood of `context`'s op (None: show `note`)."""
@@ -116,7 +107,7 @@ class GraphStructureList(LineList):
             rows.extend(("consumer", n) for n in context.consumers)
         self._rows = rows
         self._histories = histories
-        self._axis = history_axis([history for _, history in histories.values()])
+        self._axis = step_axis([history for _, history in histories.values()])
         self.sideways_offset = 0
         self.invalidate()
         self.set_row_count(max(1, len(rows)))
@@ -171,7 +162,7 @@ class GraphStructureList(LineList):
     def _history_text(self, name: str, history: TensorHistory) -> Text:
         """"  ·········▆█ Log:0 finite for steps 0-249, first non-finite at …"."""
         text = Text("  ")
-        if self._axis is not None:
+        if self._axis.size:
             for glyph in history_cells(history, self._axis):
                 text.append(glyph, self.component_style(
                     "graph-structure--finite" if glyph in (FINITE, NO_TRACE)
