@@ -32,19 +32,29 @@ class _Unconvert(ast.NodeTransformer):
         name = _autograph_function(node.func)
         if name == "converted_call" and len(node.args) >= 2 \
                 and isinstance(node.args[1], ast.Tuple):
-            keywords = []
-            if len(node.args) >= 3 and isinstance(node.args[2], ast.Dict):
-                for key, value in zip(node.args[2].keys, node.args[2].values):
-                    if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                        keywords.append(ast.keyword(arg=key.value, value=value))
-                    elif key is None:
-                        keywords.append(ast.keyword(arg=None, value=value))
+            keywords = _keywords(node.args[2]) if len(node.args) >= 3 else []
             return ast.Call(func=node.args[0], args=list(node.args[1].elts), keywords=keywords)
         if name == "ld" and len(node.args) == 1:
             return node.args[0]
         if name == "ldu" and len(node.args) == 2 and isinstance(node.args[0], ast.Lambda):
             return node.args[0].body
         return node
+
+
+def _keywords(node: ast.AST) -> list[ast.keyword]:
+    """The keyword arguments AutoGraph passes to `converted_call`: ``dict(axis=1)`` (what
+    it writes), or a ``{"axis": 1}`` literal; None (``None``) has none."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+            and node.func.id == "dict" and not node.args:
+        return list(node.keywords)
+    keywords = []
+    if isinstance(node, ast.Dict):
+        for key, value in zip(node.keys, node.values):
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                keywords.append(ast.keyword(arg=key.value, value=value))
+            elif key is None:
+                keywords.append(ast.keyword(arg=None, value=value))
+    return keywords
 
 
 def _autograph_function(func: ast.AST) -> str | None:

@@ -84,7 +84,7 @@ PATTERN_CASES = {
     "sqrt_negative": ("Sqrt", "sqrt_domain", "tf.sqrt(variance)"),
     "pow_half": ("Pow", "sqrt_domain", "tf.pow(x, 0.5)"),
     "exp_overflow": ("Exp", "overflow", "tf.exp(logits * 1.0)"),
-    "cast_half": ("Cast", "overflow", "tf.cast(x, tf.float16)"),
+    "cast_half": ("Cast", "overflow", "tf.cast(x, dtype=tf.float16)"),  # a keyword argument
     "sqrt_grad": ("SqrtGrad", "singular_gradient", "tape.gradient(norm, weights)"),
     "inf_minus_inf": ("Sub", "inf_arithmetic", "big - big"),
     "nan_variable": ("ReadVariableOp", "nonfinite_input", "x * weights"),

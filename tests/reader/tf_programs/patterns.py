@@ -80,7 +80,7 @@ def cast_half():
     @tf.function
     def to_half(x):
         x = x * 2.0
-        return tf.cast(x, tf.float16)  # BUG cast_half
+        return tf.cast(x, dtype=tf.float16)  # BUG cast_half
 
     to_half(tf.constant([1.0, 40000.0]))
 
