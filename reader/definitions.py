@@ -8,7 +8,7 @@ reference to something not read yet resolves by itself once its definition arriv
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -34,7 +34,7 @@ def is_library_path(path: str) -> bool:
     return bool(_LIBRARY_PATH.search(path) or _INSTRUMENT_PATH.search(path))
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

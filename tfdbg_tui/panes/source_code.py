@@ -117,7 +117,9 @@ class SourceCodeView(LineList):
     DEFAULT_CSS = """
     SourceCodeView {
         & > .source-code--marked { background: $warning 50%; text-style: bold; }
-        & > .source-code--expression { background: $error; color: $text; text-style: bold underline; }
+        & > .source-code--expression {
+            background: $error; color: $text; text-style: bold underline;
+        }
         & > .source-code--gutter { color: $text-muted; }
         & > .source-code--note { color: $warning; }
     }
