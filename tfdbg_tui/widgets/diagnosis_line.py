@@ -35,13 +35,13 @@ MORE_HINT = " e: more "
 
 def diagnosis_text(diagnosis: Diagnosis, *, full: bool = False) -> Text:
     """The diagnosis as one line (label, explanation, "Fix:" suggestion); with `full`,
-    the evidence follows on lines of its own."""
+    the fix and the evidence follow in paragraphs of their own."""
     text = Text(no_wrap=not full, overflow="ellipsis", end="")
     label = PATTERN_LABELS.get(diagnosis.pattern, diagnosis.pattern)
     text.append(f" {label} ", "bold reverse")
     text.append(" ")
     text.append(literal(diagnosis.explanation))
-    text.append("  Fix: ", "bold")
+    text.append("\n\nFix: " if full else "  Fix: ", "bold")
     text.append(literal(diagnosis.suggestion))
     if full:
         text.append("\n\nEvidence:", "bold")
