@@ -2,8 +2,11 @@
 
 Stacks are taken with ``sys._getframe`` and a walk along ``f_back``: no ``traceback``
 or ``inspect`` (they read source lines and allocate per frame). A frame is keyed by its
-code object and line number, so the common case (a stack seen before) costs one dict
-lookup per frame and one for the whole stack.
+code object and instruction offset (``f_lasti``), so the common case (a stack seen
+before) costs one dict lookup per frame and one for the whole stack. A new frame also
+records the column span of its instruction (Python 3.11+ ``co_positions``): the exact
+expression that made the op, converted from UTF-8 byte offsets to character columns
+of the snapshot's line (only frames of files whose text is read get a span).
 
 Two rewrites make the stacks say what the user wrote:
 
@@ -21,6 +24,7 @@ map exists (TensorFlow is then already imported).
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import sysconfig
@@ -30,6 +34,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from instrument import tf_internals
+from instrument.autograph_spans import AutoGraphSpans
 
 if TYPE_CHECKING:
     from instrument.writer import DumpWriter
@@ -124,11 +129,13 @@ class StackRecorder:
         self._snapshot_library_sources = snapshot_library_sources
         self._lock = threading.Lock()
         self._file_ids: dict[str, int] = {}
-        # (code object, line) -> frame id for plain frames; AutoGraph-remapped frames
-        # are keyed by what they were remapped to.
+        self._file_lines: dict[str, list[str] | None] = {}  # the text read, for spans
+        # (code object, instruction offset) -> frame id for plain frames;
+        # AutoGraph-remapped frames are keyed by what they were remapped to.
         self._code_frame_ids: dict[tuple[object, int], int] = {}
-        self._location_frame_ids: dict[tuple[str, int, str], int] = {}
+        self._location_frame_ids: dict[tuple[str, int, str, Span | None], int] = {}
         self._stack_ids: dict[tuple[int, ...], int] = {}
+        self._autograph_spans = AutoGraphSpans()
 
     def capture(self) -> int:
         """Intern the calling thread's stack (outermost frame first); return its id."""
@@ -174,32 +181,43 @@ class StackRecorder:
         frame_ids = []
         for frame in frames:
             code = frame.f_code
-            line = frame.f_lineno or code.co_firstlineno
-            frame_id = self._code_frame_ids.get((code, line))
+            key = (code, frame.f_lasti)
+            frame_id = self._code_frame_ids.get(key)
             if frame_id is None:
                 if not source_map_read:
                     source_map = _autograph_source_map(thread_ident)
                     source_map_read = True
-                frame_id = self._new_frame(code.co_filename, line, code.co_name, source_map)
+                line = frame.f_lineno or code.co_firstlineno
+                frame_id = self._new_frame(code.co_filename, line, code.co_name, source_map,
+                                           _code_position(code, frame.f_lasti, line))
                 # Remapped frames depend on the AutoGraph map in force; only frames
                 # that were not remapped are cached by code object.
                 if source_map is None or (code.co_filename, line) not in source_map:
-                    self._code_frame_ids[(code, line)] = frame_id
+                    self._code_frame_ids[key] = frame_id
             frame_ids.append(frame_id)
         return frame_ids
 
     def _new_frame(self, filename: str, line: int, function: str,
-                   source_map: dict[tuple[str, int], tuple[str, int, str]] | None) -> int:
-        if source_map is not None:
-            origin = source_map.get((filename, line))
-            if origin is not None:
-                filename, line, function = origin
-        location = (os.path.abspath(filename) if not filename.startswith("<") else filename,
-                    int(line), function)
+                   source_map: dict[tuple[str, int], tuple[str, int, str]] | None,
+                   position: Span | None) -> int:
+        origin = source_map.get((filename, line)) if source_map is not None else None
+        generated = (filename, line)
+        if origin is not None:
+            filename, line, function = origin
+        path = os.path.abspath(filename) if not filename.startswith("<") else filename
+        file_id = self._file_id(path)
+        if origin is not None and position is not None:
+            # The columns are those of AutoGraph's generated code: find the user's.
+            position = self._autograph_spans.user_span(
+                generated[0], (generated[1], position[1], position[0], position[2]), path,
+                self._file_lines.get(path), int(line))
+        elif origin is not None:
+            position = None
+        span = _character_span(int(line), position, self._file_lines.get(path))
+        location = (path, int(line), function, span)
         frame_id = self._location_frame_ids.get(location)
         if frame_id is None:
-            file_id = self._file_id(location[0])
-            frame_id = self._writer.add_frame(file_id, location[1], function)
+            frame_id = self._writer.add_frame(file_id, location[1], function, span)
             self._location_frame_ids[location] = frame_id
         return frame_id
 
@@ -214,4 +232,43 @@ class StackRecorder:
             lines, omitted = _read_source_lines(path)
         file_id = self._writer.add_source_file(path, lines, library=library, omitted=omitted)
         self._file_ids[path] = file_id
+        self._file_lines[path] = lines
         return file_id
+
+
+# (column, end line, end column): 0-based, end exclusive (docs/format.md, `frame`).
+Span = tuple[int, int, int]
+
+
+def _code_position(code, lasti: int, line: int) -> Span | None:
+    """The byte-offset span of the instruction at ``lasti`` (Python 3.11+), if on ``line``.
+
+    ``co_positions`` yields one entry per 2-byte code unit; ``f_lasti`` is a byte offset.
+    """
+    positions = getattr(code, "co_positions", None)
+    if positions is None or lasti < 0:
+        return None
+    found = next(itertools.islice(positions(), lasti // 2, None), None)
+    if found is None:
+        return None
+    start_line, end_line, column, end_column = found
+    if start_line != line or end_line is None or column is None or end_column is None:
+        return None
+    return column, end_line, end_column
+
+
+def _character_span(line: int, position: Span | None, lines: list[str] | None) -> Span | None:
+    """A byte-offset span as character columns of the file's text; None without text."""
+    if position is None or not lines:
+        return None
+    column, end_line, end_column = position
+    if not 1 <= line <= end_line <= len(lines):
+        return None
+    return (_character_column(lines[line - 1], column), end_line,
+            _character_column(lines[end_line - 1], end_column))
+
+
+def _character_column(text: str, byte_offset: int) -> int:
+    if text.isascii():
+        return min(byte_offset, len(text))
+    return len(text.encode("utf-8")[:byte_offset].decode("utf-8", errors="ignore"))

@@ -310,13 +310,16 @@ class DumpWriter:
             })
             return ident
 
-    def add_frame(self, file_id: int, line: int, function: str) -> int:
+    def add_frame(self, file_id: int, line: int, function: str,
+                  span: tuple[int, int, int] | None = None) -> int:
+        """Define a frame; ``span`` is its expression's (column, end line, end column)."""
+        record = {"k": fmt.KIND_FRAME, "file": file_id, "line": int(line), "func": function}
+        if span is not None:
+            record.update(col=span[0], end_line=span[1], end_col=span[2])
         with self._lock:
-            ident = self._allocate(fmt.KIND_FRAME)
-            self._append(fmt.STREAM_STACKS, {
-                "k": fmt.KIND_FRAME, "id": ident, "file": file_id, "line": int(line),
-                "func": function})
-            return ident
+            record["id"] = self._allocate(fmt.KIND_FRAME)
+            self._append(fmt.STREAM_STACKS, record)
+            return record["id"]
 
     def add_stack(self, frame_ids: Sequence[int]) -> int:
         """Define a stack: frame ids from the outermost call to the innermost."""

@@ -8,7 +8,7 @@ reference to something not read yet resolves by itself once its definition arriv
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -34,7 +34,7 @@ def is_library_path(path: str) -> bool:
     return bool(_LIBRARY_PATH.search(path) or _INSTRUMENT_PATH.search(path))
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -44,6 +44,16 @@ def _opt_int(value: Any) -> bool:
 
 def _opt_str(value: Any) -> bool:
     return value is None or isinstance(value, str)
+
+
+def _span(record: dict[str, Any], line: int) -> tuple[int | None, int | None, int | None]:
+    """A frame's expression span (format 1.1); (None, None, None) when absent or unusable."""
+    column, end_line, end_column = record.get("col"), record.get("end_line", line), \
+        record.get("end_col")
+    if (_is_int(column) and _is_int(end_line) and _is_int(end_column) and column >= 0
+            and (end_line > line or (end_line == line and end_column > column))):
+        return column, end_line, end_column
+    return None, None, None
 
 
 def parse_tensor_name(name: str) -> tuple[str, int]:
@@ -60,7 +70,8 @@ class Definitions:
     def __init__(self) -> None:
         self.devices: dict[int, str] = {}
         self.files: dict[int, SourceFile] = {}
-        self.frames: dict[int, tuple[int, int, str]] = {}  # id -> (file id, line, function)
+        # id -> (file id, line, function, column, end line, end column)
+        self.frames: dict[int, tuple[int, int, str, int | None, int | None, int | None]] = {}
         self.stacks: dict[int, tuple[int, ...]] = {}
         self._graphs: dict[int, dict[str, Any]] = {}
         self._ops: dict[int, dict[str, Any]] = {}
@@ -95,7 +106,7 @@ class Definitions:
             file_id, line, func = record.get("file"), record.get("line"), record.get("func")
             if not (_is_int(file_id) and _is_int(line) and isinstance(func, str)):
                 raise MalformedRecordError(f"frame {ident} with a bad file, line or func")
-            self.frames[ident] = (file_id, line, func)
+            self.frames[ident] = (file_id, line, func, *_span(record, line))
         elif kind == fmt.KIND_STACK:
             frames = record.get("frames")
             if not isinstance(frames, list) or not all(_is_int(f) for f in frames):
@@ -248,13 +259,14 @@ class Definitions:
         if known is None:
             return Frame(id=frame_id, file_id=-1, path=f"<frame {frame_id} not read yet>",
                          line=0, function="?", is_user=False)
-        file_id, line, function = known
+        file_id, line, function, column, end_line, end_column = known
         source = self.files.get(file_id)
         if source is None:
             return Frame(id=frame_id, file_id=file_id, path=f"<file {file_id} not read yet>",
                          line=line, function=function, is_user=False)
         return Frame(id=frame_id, file_id=file_id, path=source.path, line=line,
-                     function=function, is_user=not source.is_library)
+                     function=function, is_user=not source.is_library, column=column,
+                     end_line=end_line, end_column=end_column)
 
     def stack(self, stack_id: int) -> list[Frame]:
         """A stack's frames, outermost first."""

@@ -14,8 +14,8 @@ from reader import format as fmt
 from reader import liveness, values
 from reader.errors import UnknownIdError
 from reader.model import (
-    AlertSummary, Execution, Frame, Graph, Op, RootCause, RunMetadata, SourceFile, Summary,
-    Trace, UpdateReport,
+    Alert, AlertSummary, Execution, Frame, Graph, Op, RootCause, RunMetadata, SourceFile,
+    Summary, Trace, UpdateReport,
 )
 from reader.run_loader import RunLoader
 from reader.steps import Steps
@@ -328,6 +328,12 @@ class DumpReader:
             return self._traces.chunk_step.view[self._traces.chunk_first.view.searchsorted(
                 np.concatenate(indices), side="right") - 1]
 
+    def trace_steps_at(self, indices: np.ndarray) -> np.ndarray:
+        """int64 step (top-level execution index) of each trace in ``indices``, which
+        must be on disk (as `traces_of` gives them)."""
+        with self._lock:
+            return self._traces.steps_at(np.asarray(indices, dtype=np.int64)).astype(np.int64)
+
     def trace_point(self, tp: int) -> tuple[int | None, int]:
         """(op id, slot) of trace point ``tp``; (None, -1) while its op is not read."""
         with self._lock:
@@ -497,12 +503,12 @@ class DumpReader:
                 self._steps_cache = (key, Steps(self))
             return self._steps_cache[1]
 
-    def root_cause(self) -> RootCause | None:
-        """The op that made the first non-finite tensor; None without alerts."""
+    def root_cause(self, alert: Alert | None = None) -> RootCause | None:
+        """The op that made the first non-finite tensor (or ``alert``'s); None without alerts."""
         from reader.root_cause import find_root_cause
 
         with self._lock:
-            return find_root_cause(self)
+            return find_root_cause(self, alert)
 
     def close(self) -> None:
         """Close every open file."""

@@ -13,7 +13,8 @@ FORMAT_NAME = "tfdbg-tui-dump"
 # (major, minor). A reader refuses a newer major version; a newer minor version only
 # adds fields or record kinds that an older reader may ignore.
 # 1.1: `exec` records of function calls carry `c` (the call's ordinal among calls of
-# the same function); under a circular buffer the first alert's window is pinned.
+# the same function); under a circular buffer the first alert's window is pinned;
+# stack frames carry the column span of their expression (`col`, `end_line`, `end_col`).
 FORMAT_VERSION = (1, 1)
 
 FILE_SUFFIX = ".tfdbg"

@@ -189,7 +189,11 @@ class TraceIndex:
 
     def steps(self, begin: int, end: int) -> np.ndarray:
         """The step (execution index) of traces ``begin..end-1``."""
-        chunks = np.searchsorted(self.chunk_first.view, np.arange(begin, end), side="right") - 1
+        return self.steps_at(np.arange(begin, end))
+
+    def steps_at(self, indices: np.ndarray) -> np.ndarray:
+        """The step (execution index) of each trace in ``indices`` (traces indexed)."""
+        chunks = np.searchsorted(self.chunk_first.view, indices, side="right") - 1
         return self.chunk_step.view[chunks]
 
     def alert_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -120,6 +120,12 @@ class Frame:
     line: int
     function: str
     is_user: bool  # not Python, site-packages, TensorFlow, Keras or the instrumentation
+    # The span of the frame's current instruction (the exact expression), when the
+    # dump records it: 0-based character columns, `end_column` exclusive and on
+    # `end_line` (which is `line` unless the expression spans lines).
+    column: int | None = None
+    end_line: int | None = None
+    end_column: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,15 +29,26 @@ if TYPE_CHECKING:
 MAX_WALK_STEPS = 10_000
 
 
-def find_root_cause(reader: DumpReader) -> RootCause | None:
-    """The root cause of the run's first alert; None when there is no alert."""
-    first_alerts = reader.alerts(limit_per_type=1).alerts
-    if not first_alerts:
-        return None
-    first = first_alerts[0]
+def find_root_cause(reader: DumpReader, start: Alert | None = None, *,
+                    walk: bool = True) -> RootCause | None:
+    """The root cause of an alert; None when there is no alert.
+
+    Args:
+        reader: The dump.
+        start: The alert to start from; None starts at the run's first alert.
+        walk: False describes ``start``'s own op (its inputs and line) without walking
+            back through non-finite inputs.
+    """
+    first = start
+    if first is None:
+        first_alerts = reader.alerts(limit_per_type=1).alerts
+        if not first_alerts:
+            return None
+        first = first_alerts[0]
+    steps = MAX_WALK_STEPS if walk else 1
     if first.kind == "graph":
-        return _graph_root_cause(reader, first)
-    return _eager_root_cause(reader, first)
+        return _graph_root_cause(reader, first, steps)
+    return _eager_root_cause(reader, first, steps)
 
 
 def _counts(summary: Summary | None) -> tuple[int, int, int]:
@@ -52,13 +63,13 @@ def _last_trace_before(reader: DumpReader, op_id: int, slot: int, before: int) -
     return int(found[position - 1]) if position > 0 else None
 
 
-def _graph_root_cause(reader: DumpReader, first: Alert) -> RootCause:
+def _graph_root_cause(reader: DumpReader, first: Alert, steps: int) -> RootCause:
     index = first.index
     visited = {index}
     inputs: list[tuple[TensorRef, Summary | None]] = []
     indices: list[int | None] = []
     op = None
-    for _ in range(MAX_WALK_STEPS):
+    for step in range(steps):
         trace = reader.trace(index)
         if trace.op_id is None:
             inputs, indices, op = [], [], None
@@ -74,7 +85,7 @@ def _graph_root_cause(reader: DumpReader, first: Alert) -> RootCause:
             indices.append(found)
             if culprit is None and summary is not None and summary.is_alert and found not in visited:
                 culprit = found
-        if culprit is None:
+        if culprit is None or step == steps - 1:
             break
         visited.add(culprit)
         index = culprit
@@ -96,10 +107,10 @@ def _execution_or_none(reader: DumpReader, index: int) -> Execution | None:
         return None  # the call is not recorded yet (still running) or left the disk
 
 
-def _eager_root_cause(reader: DumpReader, first: Alert) -> RootCause:
+def _eager_root_cause(reader: DumpReader, first: Alert, steps: int) -> RootCause:
     index, slot = first.index, first.slot
     visited = {index}
-    for _ in range(MAX_WALK_STEPS):
+    for step in range(steps):
         execution = reader.execution(index)
         inputs: list[tuple[TensorRef, Summary | None]] = []
         indices: list[int | None] = []
@@ -121,7 +132,7 @@ def _eager_root_cause(reader: DumpReader, first: Alert) -> RootCause:
             if (culprit is None and summary is not None and summary.is_alert
                     and producer_index not in visited):
                 culprit = (producer_index, producer_slot)
-        if culprit is None:
+        if culprit is None or step == steps - 1:
             break
         index, slot = culprit
         visited.add(index)

@@ -46,6 +46,10 @@ def test_json_report_has_the_issue_keys(logdir, capsys):
     assert first["counts"] == {"nan": 0, "neg_inf": 1, "pos_inf": 0}
     assert {k: first["source"][k] for k in ("file", "line", "function")} == {
         "file": "/home/me/project/train.py", "line": 4, "function": "step"}
+    # This synthetic dump records no expression spans (as format 1.0 dumps): null fields.
+    assert (first["source"]["column"], first["source"]["end_column"],
+            first["source"]["expression"]) == (None, None, None)
+    assert report["diagnosis"]["pattern"] in ("log_of_nonpositive", "unknown")
 
 
 def test_json_report_without_alerts_has_null_first_alert(logdir, capsys):

@@ -11,7 +11,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from reader.errors import UnknownIdError
+from reader.expressions import expression_of, line_span
+from reader.history import TensorHistory, tensor_history
 from reader.model import Execution, Frame, Graph, Op, Summary, Trace
+from tfdbg_tui.literal import literal_columns
 from tfdbg_tui.panes.source_code import SourceView, highlight_source
 from tfdbg_tui.panes.stack_trace import innermost_user_frame
 
@@ -27,6 +30,7 @@ class Neighbour:
     input_index: int  # which input of the consumer (consumers) / of the op (inputs)
     trace_index: int | None
     summary: Summary | None
+    history: TensorHistory | None = None  # inputs: the tensor's health over the run
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,8 @@ class TraceContext:
     frames: tuple[Frame, ...]
     selected_frame: Frame | None
     has_value: bool = False
+    expressions: tuple[str | None, ...] = ()  # per frame: its exact expression, if known
+    history: TensorHistory | None = None  # the selected tensor's health over the run
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,7 @@ class ExecutionContext:
     # Executions before the first one on disk were dropped (a circular buffer): an
     # input with no producer may have been made by one of them.
     earlier_dropped: bool = False
+    expressions: tuple[str | None, ...] = ()  # per frame: its exact expression, if known
 
 
 def _op(reader, op_id: int | None) -> Op | None:
@@ -120,8 +127,9 @@ def _trace_summary(reader, trace_index: int | None) -> Summary | None:
 
 
 def load_trace_context(reader, trace_index: int) -> TraceContext:
-    """The op of a trace, its inputs and consumers (with their nearest traces), and
-    its creation stack with the innermost user frame selected."""
+    """The op of a trace, its inputs and consumers (with their nearest traces), its
+    creation stack with the innermost user frame selected, and the health over the run
+    of its output and inputs."""
     trace = reader.trace(trace_index)
     op = _op(reader, trace.op_id)
     if op is None:
@@ -132,8 +140,9 @@ def load_trace_context(reader, trace_index: int) -> TraceContext:
         producer = _op(reader, ref.op_id)
         near = (_trace_at_or_before(reader, ref.op_id, ref.slot, trace_index)
                 if ref.op_id is not None else None)
-        inputs.append(Neighbour("input", ref.name, producer, ref.slot, position, near,
-                                _trace_summary(reader, near)))
+        inputs.append(Neighbour(
+            "input", ref.name, producer, ref.slot, position, near, _trace_summary(reader, near),
+            tensor_history(reader, ref.op_id, ref.slot) if producer is not None else None))
     consumers = []
     for consumer, input_index in reader.consumers(op.id):
         slot = 0
@@ -143,7 +152,9 @@ def load_trace_context(reader, trace_index: int) -> TraceContext:
     frames, selected = _stack(reader, op.stack_id)
     has_value = reader.metadata.tensor_debug_mode == "FULL_TENSOR"
     return TraceContext(trace, op, graph.name if graph else None, tuple(inputs),
-                        tuple(consumers), frames, selected, has_value)
+                        tuple(consumers), frames, selected, has_value,
+                        frame_expressions(reader, frames),
+                        tensor_history(reader, op.id, trace.slot))
 
 
 def load_execution_context(reader, execution_index: int) -> ExecutionContext:
@@ -154,7 +165,20 @@ def load_execution_context(reader, execution_index: int) -> ExecutionContext:
     frames, selected = _stack(reader, execution.stack_id)
     return ExecutionContext(execution, graph_name, frames, selected,
                             _eager_inputs(reader, execution),
-                            earlier_dropped=reader.first_execution > 0)
+                            earlier_dropped=reader.first_execution > 0,
+                            expressions=frame_expressions(reader, frames))
+
+
+def frame_expressions(reader, frames: tuple[Frame, ...]) -> tuple[str | None, ...]:
+    """Each user frame's exact expression (None for library frames and old dumps)."""
+    return tuple(expression_of(reader, frame) if frame.is_user else None for frame in frames)
+
+
+def source_span(reader, frame: Frame) -> tuple[int, int] | None:
+    """The frame's expression as columns of its line shown in Source Code, if known."""
+    text = reader.source_line(frame)
+    span = line_span(frame, text)
+    return literal_columns(text, *span) if span is not None and text is not None else None
 
 
 def _eager_inputs(reader, execution: Execution) -> tuple[EagerInput, ...]:

@@ -29,3 +29,10 @@ def literal(value: object) -> str:
 def literal_text(value: object, style: str = "") -> Text:
     """A `Text` holding `value` literally (no markup, no control characters)."""
     return Text(literal(value), style=style, no_wrap=True, end="")
+
+
+def literal_columns(line: str, start: int, end: int, tab_size: int = 8) -> tuple[int, int]:
+    """Columns ``start:end`` of a source line as columns of the line shown, that is of
+    ``literal(line.expandtabs(tab_size))`` (tabs expanded, control characters escaped)."""
+    return (len(literal(line[:start].expandtabs(tab_size))),
+            len(literal(line[:end].expandtabs(tab_size))))

@@ -1,11 +1,12 @@
 """`tfdbg-tui report LOGDIR [--run ID] [--json]`: a headless summary of one run.
 
 Prints the run, its mode and counts, what of it is kept on disk (the gaps a circular
-buffer leaves around the first alert's window), the alerts by type and per step,
-and the root cause of the first NaN/inf (its op, its step, its inputs' summaries,
-and the user's source line). Human
-output uses Rich; every piece of dump text is escaped, never read as markup.
-``--json`` prints exactly one JSON object for scripts and CI.
+buffer leaves around the first alert's window), the alerts by type and per step, the
+root cause of the first NaN/inf (its op, its step, its inputs' summaries, the user's
+source line with the expression marked by carets, as in a Python traceback) and its
+diagnosis (`reader.diagnosis`: the pattern, why, the usual fix). Human output uses
+Rich; every piece of dump text is escaped, never read as markup. ``--json`` prints
+exactly one JSON object for scripts and CI.
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ from typing import Any
 
 import reader
 from reader import DamagedDumpError, DumpError, FormatVersionError, NoRunsError, liveness
+from reader.diagnosis import Diagnosis, diagnose_cause
+from reader.expressions import expression_of, line_span
 from reader.model import Alert, RootCause, Summary
 from reader.steps import Gap, Steps
 from tfdbg_tui.cli import EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, EXIT_OK
+from tfdbg_tui.literal import literal, literal_columns
 from tfdbg_tui.step_sparkline import sparkline, step_range
 
 # Alerts listed in the human report; the totals always count every one.
@@ -60,11 +64,11 @@ def main(argv: list[str]) -> int:
         with dump:
             summary = dump.alerts(limit_per_type=ALERTS_SHOWN)
             cause = dump.root_cause()
-            report = report_dict(dump, summary, cause)
+            diagnosis = diagnose_cause(dump, cause) if cause is not None else None
             if args.json:
-                print(json.dumps(report))
+                print(json.dumps(report_dict(dump, summary, cause, diagnosis)))
             else:
-                _print_human(dump, summary, cause)
+                _print_human(dump, summary, cause, diagnosis)
     except NoRunsError as error:
         return _fail(error, EXIT_NO_DUMP)
     except FormatVersionError as error:
@@ -96,8 +100,9 @@ def _summary_dict(summary: Summary | None) -> dict[str, Any] | None:
 
 
 def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
-                cause: RootCause | None) -> dict[str, Any]:
-    """The JSON report: the keys of issue 3, plus the root cause's inputs and damage."""
+                cause: RootCause | None, diagnosis: Diagnosis | None = None) -> dict[str, Any]:
+    """The JSON report: the keys of issue 3, the root cause's inputs, the exact
+    expression (issue 10), the diagnosis and damage."""
     meta = dump.metadata
     steps = dump.steps()
     first_alert = None
@@ -105,8 +110,12 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
         alert = cause.alert
         source = None
         if cause.frame is not None:
+            span = line_span(cause.frame, cause.line_text)
             source = {"file": cause.frame.path, "line": cause.frame.line,
-                      "function": cause.frame.function, "text": cause.line_text}
+                      "function": cause.frame.function, "text": cause.line_text,
+                      "column": span[0] if span else None,
+                      "end_column": span[1] if span else None,
+                      "expression": expression_of(dump, cause.frame)}
         first_alert = {
             "kind": alert.kind, "index": alert.index, "op_type": alert.op_type,
             "op_name": alert.op_name, "graph_name": alert.graph_name, "device": alert.device,
@@ -130,6 +139,9 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
         "first_alert": first_alert,
         "steps": _steps_dict(steps),
         "gaps": [_gap_dict(gap) for gap in steps.gaps],
+        "diagnosis": None if diagnosis is None else {
+            "pattern": diagnosis.pattern, "explanation": diagnosis.explanation,
+            "suggestion": diagnosis.suggestion, "evidence": list(diagnosis.evidence)},
         "damage": list(dump.damage),
     }
 
@@ -154,7 +166,7 @@ def _gap_dict(gap: Gap) -> dict[str, Any]:
 
 
 def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
-                 cause: RootCause | None) -> None:
+                 cause: RootCause | None, diagnosis: Diagnosis | None) -> None:
     # Rich is imported here, not at module level: `--json` and errors never pay for it.
     from rich.console import Console
     from rich.markup import escape
@@ -211,12 +223,35 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
     for ref, s in cause.inputs:
         console.print(f"  input {escape(ref.name)}: {escape(_summary_text(s))}")
     if cause.frame is not None:
-        console.print(f"  [bold]{escape(cause.frame.path)}:{cause.frame.line}[/] in "
-                      f"{escape(cause.frame.function)}")
+        console.print(f"  [bold]{escape(literal(cause.frame.path))}:{cause.frame.line}[/] in "
+                      f"{escape(literal(cause.frame.function))}")
         if cause.line_text is not None:
-            console.print(f"  > {escape(cause.line_text.strip())}")
+            shown, carets = caret_lines(cause.line_text, line_span(cause.frame, cause.line_text))
+            console.print(f"    {escape(shown)}")
+            if carets:
+                console.print(f"    [bold red]{carets}[/]")
     else:
         console.print("  (no user source frame recorded)")
+    if diagnosis is not None:
+        console.print(f"\n[bold]Diagnosis:[/] {escape(diagnosis.pattern)}")
+        console.print(f"  {escape(literal(diagnosis.explanation))}")
+        console.print(f"  [bold]Fix:[/] {escape(literal(diagnosis.suggestion))}")
+        for line in diagnosis.evidence:
+            console.print(f"  - {escape(literal(line))}")
+
+
+def caret_lines(line_text: str, span: tuple[int, int] | None) -> tuple[str, str]:
+    """The source line as shown (indentation removed, tabs expanded, escaped) and a
+    line of carets under the span, as Python tracebacks print them ("" without one)."""
+    from rich.cells import cell_len
+
+    full = literal(line_text.expandtabs(8))
+    indent = len(full) - len(full.lstrip())
+    shown = full[indent:].rstrip()
+    if span is None:
+        return shown, ""
+    start, end = literal_columns(line_text, *span)
+    return shown, " " * cell_len(full[indent:start]) + "^" * max(1, cell_len(full[start:end]))
 
 
 def _order_key(alert: Alert) -> tuple[int, int, int]:

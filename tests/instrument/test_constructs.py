@@ -208,7 +208,10 @@ def test_op_regex_and_dtype_filters(constructs):
 @pytest.mark.parametrize("mode", [fmt.FULL_HEALTH])
 def test_definitions_are_written_once(constructs, mode):
     dump = constructs[mode]
-    locations = [(f["file"], f["line"], f["func"]) for f in dump.frames.values()]
+    # A frame is a place and the expression running there: two ops made on one line
+    # by different calls are two frames.
+    locations = [(f["file"], f["line"], f["func"], f.get("col"), f.get("end_line"),
+                  f.get("end_col")) for f in dump.frames.values()]
     assert len(locations) == len(set(locations))
     stacks = [tuple(s) for s in dump.stacks.values()]
     assert len(stacks) == len(set(stacks))

@@ -71,3 +71,25 @@ def tf_dumps(tmp_path_factory) -> dict[str, TfDump]:
             bug_line = next(n for n, line in enumerate(f, 1) if line.rstrip().endswith("# BUG"))
         dumps[name] = TfDump(name, program, logdir, bug_line, process.returncode, stderr)
     return dumps
+
+
+# (case of tf_programs/patterns.py) -> (op of the diagnosed alert, pattern, expression).
+# Every case diagnoses its root cause, but "inf_minus_inf", which diagnoses the alert of
+# the `Sub` downstream of exp_overflow's root cause (the user selected it).
+PATTERN_CASES = {
+    "log_zero": ("Log", "log_of_nonpositive", "tf.math.log(probs)"),
+    "div_zero": ("RealDiv", "division_by_zero", "total / count"),
+    "zero_by_zero": ("RealDiv", "division_by_zero", "hits / count"),
+    "eager_div": ("RealDiv", "division_by_zero", "total / count"),
+    "sqrt_negative": ("Sqrt", "sqrt_domain", "tf.sqrt(variance)"),
+    "pow_half": ("Pow", "sqrt_domain", "tf.pow(x, 0.5)"),
+    "exp_overflow": ("Exp", "overflow", "tf.exp(logits * 1.0)"),
+    "cast_half": ("Cast", "overflow", "tf.cast(x, dtype=tf.float16)"),  # a keyword argument
+    "sqrt_grad": ("SqrtGrad", "singular_gradient", "tape.gradient(norm, weights)"),
+    "inf_minus_inf": ("Sub", "inf_arithmetic", "big - big"),
+    "nan_variable": ("ReadVariableOp", "nonfinite_input", "x * weights"),
+    "atanh_one": ("Atanh", "unknown", "tf.math.atanh(x)"),
+    "late_log": ("Log", "log_of_nonpositive", "tf.math.log(probs)"),
+}
+# Cases diagnosed on another case's run.
+PATTERN_RUNS = {"inf_minus_inf": "exp_overflow"}

@@ -27,6 +27,9 @@ USER_SOURCE = [
     "    train_step(x, labels)",
 ]
 LOG_LINE = 8
+# The expression each frame's line runs (its span is written with the frame).
+EXPRESSIONS = {6: "model(x)", 7: "tf.nn.softmax(logits)", 8: "tf.math.log(probs)",
+               9: "labels * log_probs", 14: "train_step(x, labels)"}
 LIBRARY_FILE = "/usr/lib/python3/site-packages/tensorflow/python/ops/math_ops.py"
 
 
@@ -67,8 +70,12 @@ class NanModelDump:
         padding = [f"# line {number + 1} of the file's header" for number in range(source_offset)]
         user = writer.add_source_file(USER_FILE, padding + USER_SOURCE, library=False)
         library = writer.add_source_file(LIBRARY_FILE, None, library=True, omitted="library")
-        outer = writer.add_frame(user, 14 + source_offset, "<module>")
-        frames = {line: writer.add_frame(user, line + source_offset, "train_step")
+        def span(line: int) -> tuple[int, int, int]:
+            column = USER_SOURCE[line - 1].index(EXPRESSIONS[line])
+            return column, line + source_offset, column + len(EXPRESSIONS[line])
+
+        outer = writer.add_frame(user, 14 + source_offset, "<module>", span(14))
+        frames = {line: writer.add_frame(user, line + source_offset, "train_step", span(line))
                   for line in (6, 7, 8, 9)}
         lib_frame = writer.add_frame(library, 120, "log")
         stacks = {line: writer.add_stack([outer, frames[line], lib_frame])

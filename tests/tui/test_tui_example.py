@@ -35,9 +35,18 @@ async def test_hunt_on_the_example_alert_log_op_input_stack_and_source(example_l
                        and source.view.path == frame.path, what="the source line")
         assert "tf.math.log(probs)" in source.view.lines[frame.line - 1].plain
         number = str(frame.line).rjust(len(str(len(source.view.lines))))
-        await wait_for(pilot, lambda: f"▶{number} " in screen_text(app)
-                       and "log_probs = tf.math." in screen_text(app),
-                       what="the line centred on screen")
+        # The marked line, scrolled sideways so the culprit expression is whole at 80x24.
+        assert source.view.span is not None
+        await wait_for(pilot, lambda: any(
+            row.startswith(f"▶{number} ") and "tf.math.log(probs)" in row
+            for row in (line.split("▏")[-1] for line in screen_text(app).splitlines())),
+            what="the line centred on screen, its expression in view")
+        # The diagnosis line names the pattern and the expression without a keystroke.
+        assert "`tf.math.log(probs)` got" in screen_text(app).splitlines()[1]
+        # Graph Structure: Log:0's history, finite in the first training step only.
+        history = structure.context.history
+        assert history.nonfinite[0] == False and history.nonfinite[1:].all()  # noqa: E712
+        assert f"Log:0 {history.describe()[:10]}" in screen_text(app)
         # One keystroke: the inputs, with the producer's summary (an exact 0 in it).
         await pilot.press("4")
         softmax = structure.selected_neighbour

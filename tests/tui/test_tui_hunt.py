@@ -39,7 +39,7 @@ async def test_open_selects_root_cause_its_stack_and_source_line(nan_logdir):
         await wait_for(pilot, lambda: _source_shows(app, USER_FILE, LOG_LINE),
                        what="source line of Log")
         text = screen_text(app)
-        assert "▶ 8     log_probs = tf.math.log(p" in text
+        assert "▶ 8 og_probs = tf.math.log(probs)" in text  # shifted: the expression whole
         assert "Log:0" in text and "Source Code train_model.py:8" in text
 
 
@@ -249,27 +249,34 @@ async def test_selecting_a_hidden_trace_turns_the_alert_filter_off(nan_logdir):
 async def test_source_code_scrolls_sideways(nan_logdir):
     async with hunted_app(nan_logdir, (80, 24)) as (app, pilot):
         await wait_for(pilot, lambda: _source_shows(app, USER_FILE, LOG_LINE), what="line")
+        # Shifted 5 columns, so that `tf.math.log(probs)` is whole in the narrow pane.
+        await wait_for(pilot, lambda: "▶ 8 og_probs = tf.math.log(probs)" in screen_text(app),
+                       what="the expression in view")
         await pilot.press("5", "right")
-        await wait_for(pilot, lambda: "▶ 8 probs = tf.math.log(probs)" in
-                       screen_text(app), what="the line scrolled by 8 columns")
+        await wait_for(pilot, lambda: "▶ 8  = tf.math.log(probs)  # -inf" in
+                       screen_text(app), what="the line scrolled by 8 more columns")
         await pilot.press("left")
-        await wait_for(pilot, lambda: "▶ 8     log_probs" in screen_text(app), what="back")
+        await wait_for(pilot, lambda: "▶ 8 og_probs" in screen_text(app), what="back")
         await pilot.press("right", "z")
-        await wait_for(pilot, lambda: "▶ 8     log_probs" in screen_text(app),
-                       what="zoom showing the line from its first column")
+        await wait_for(pilot, lambda: "▶ 8     log_probs = tf.math.log(probs)" in
+                       screen_text(app), what="zoom showing the line from its first column")
         assert app.screen.maximized is not None
+        await pilot.press("right", "z")
+        await wait_for(pilot, lambda: "▶ 8 og_probs = tf.math.log(probs)" in screen_text(app),
+                       what="unzoomed: the expression in view again")
 
 
 async def test_graph_structure_scrolls_sideways(nan_logdir):
     async with hunted_app(nan_logdir, (80, 24)) as (app, pilot):
         structure = app.screen.query_one(GraphStructureList)
         await wait_for(pilot, lambda: structure.context is not None, what="structure")
-        assert "▏  ← Softmax Softmax:0  #8 -:0 0:1 …" in screen_text(app)
+        # (cut where the pane ends: one column earlier while its scrollbar shows)
+        assert "▏  ← Softmax Softmax:0  #8 -:0 0:1" in screen_text(app)
         await pilot.press("4", "right")
-        await wait_for(pilot, lambda: "▏max Softmax:0  #8 -:0 0:1 +:999 si…" in
+        await wait_for(pilot, lambda: "▏max Softmax:0  #8 -:0 0:1 +:999 s" in
                        screen_text(app), what="the rows scrolled by 8 columns")
         await pilot.press("left")
-        await wait_for(pilot, lambda: "▏  ← Softmax Softmax:0  #8 -:0 0:1 …" in
+        await wait_for(pilot, lambda: "▏  ← Softmax Softmax:0  #8 -:0 0:1" in
                        screen_text(app), what="back")
         await pilot.press("right", "z")
         await wait_for(pilot, lambda: "← Softmax Softmax:0  #8 -:0 0:1 +:999" in

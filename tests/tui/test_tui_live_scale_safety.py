@@ -74,6 +74,12 @@ async def test_markup_and_escapes_in_op_names_are_shown_literally(tmp_path):
         text = screen_text(app)
         assert "[bold]soft[/]:0" in text
         assert "\x1b" not in text and "\x07" not in text
+        await pilot.press("e")  # the whole diagnosis quotes the names too
+        await wait_for(pilot, lambda: "Evidence:" in screen_text(app), what="diagnosis")
+        text = screen_text(app)
+        assert "input `[bold]soft[/]:0`" in text
+        assert "Log [red]Log[/red]\\x1b[31m\\x07:0, graph #9" in text
+        assert "\x1b" not in text and "\x07" not in text
 
 
 def test_source_text_is_escaped_and_never_markup():

@@ -39,6 +39,17 @@ def settle_then(*keys: str):
     return run_before
 
 
+def test_landing_at_80x24(snap_compare, snapshot_logdir):
+    """The screen on opening, no key pressed, at 80x24: under the status line the
+    diagnosis " log of ≤0 " and "`tf.math.log(probs)` got 1 exact zero among 1,000
+    values…", ending in "e: more"; Graph Execution on row 9 Log:0; Graph Structure
+    ending with Log:0's history row "·██ Log:0 finite for…"; Stack Trace on
+    train_model.py:8; Source Code's line 8 marked and shifted 5 columns so that the
+    culprit expression `tf.math.log(probs)` is whole, on a red band."""
+    assert snap_compare(make_app(snapshot_logdir), terminal_size=(80, 24),
+                        run_before=settle_then())
+
+
 def keys_for(pane_key: str, size: tuple[int, int]) -> tuple[str, ...]:
     return (pane_key, "z") if size == (80, 24) else (pane_key,)
 
@@ -75,7 +86,10 @@ def test_graph_execution_pane(snap_compare, snapshot_logdir, size):
 @SIZES
 def test_graph_structure_pane(snap_compare, snapshot_logdir, size):
     """Graph Structure: "inputs (1)", "← Softmax Softmax:0 #8 ..." under the cursor,
-    "● Log Log:0 in train_step" in bold, "consumers (1)", "→ Mul mul (input 1) #10"."""
+    "● Log Log:0 in train_step" in bold; the history rows "·██ Log:0 finite for
+    step 1, first non-finite at step 3 (#9), and in the 1 trace after" (the █ red) and
+    "··· Softmax:0 finite in all 3 traces (steps 1-5)"; "consumers (1)", "→ Mul mul
+    (input 1) #10"."""
     assert snap_compare(make_app(snapshot_logdir), terminal_size=size,
                         run_before=settle_then(*keys_for("4", size)))
 
@@ -83,8 +97,9 @@ def test_graph_structure_pane(snap_compare, snapshot_logdir, size):
 @SIZES
 def test_source_code_pane(snap_compare, snapshot_logdir, size):
     """Source Code: train_model.py highlighted with line numbers, line 8
-    (log_probs = tf.math.log(probs)) marked with ▶ and a band; the title says
-    "train_model.py:8 (snapshot)" (cut short at 80 columns unzoomed)."""
+    (log_probs = tf.math.log(probs)) marked with ▶ and a band, the expression
+    `tf.math.log(probs)` on it in red and underlined; zoomed at 80x24 the lines show
+    from their first column. The title says "train_model.py:8 (snapshot)"."""
     assert snap_compare(make_app(snapshot_logdir), terminal_size=size,
                         run_before=settle_then(*keys_for("5", size)))
 
@@ -92,7 +107,8 @@ def test_source_code_pane(snap_compare, snapshot_logdir, size):
 @SIZES
 def test_stack_trace_pane(snap_compare, snapshot_logdir, size):
     """Stack Trace: three frames, outermost first; the two user frames (▸, bright)
-    stand out from the dim library frame math_ops.py:120; the cursor on
-    train_model.py:8 train_step."""
+    stand out from the dim library frame math_ops.py:120 and show their expressions
+    before their functions (`train_step(x, labels)`, `tf.math.log(probs)`); the cursor
+    on train_model.py:8 train_step."""
     assert snap_compare(make_app(snapshot_logdir), terminal_size=size,
                         run_before=settle_then(*keys_for("6", size)))

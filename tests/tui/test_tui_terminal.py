@@ -62,7 +62,7 @@ def test_tfdbg_tui_in_tmux_shows_the_hunt_and_quits_on_q(tmp_path):
         "hunt", f"tfdbg-tui {tmp_path / 'logdir'} --no-mouse; echo $? > {status_file}; "
         f"tmux -L tfdbg-tui-test-{os.getpid()}-hunt wait-for -S done; sleep 60")
     try:
-        screen = terminal.wait_for_text("▶ 8     log_probs = tf.math.log(p")
+        screen = terminal.wait_for_text("▶ 8 og_probs = tf.math.log(probs)")
         assert "1 Alerts" in screen and "3 Graph Execution" in screen
         assert "Log:0" in screen and "-inf 1" in screen
         assert screen.splitlines()[0].lstrip().startswith("finished")
@@ -70,7 +70,7 @@ def test_tfdbg_tui_in_tmux_shows_the_hunt_and_quits_on_q(tmp_path):
         terminal.wait_for_text("Go to op's trace")
         terminal.send_keys("Enter")
         # Softmax:0 is now selected: the source shows its line (7).
-        terminal.wait_for_text("▶ 7     probs = tf.nn.softmax(")
+        terminal.wait_for_text("▶ 7 probs = tf.nn.softmax(logits)")
         terminal.send_keys("z")
         screen = terminal.wait_for_text("   op type")
         assert "Softmax:0" in screen

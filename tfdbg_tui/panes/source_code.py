@@ -14,6 +14,7 @@ from pygments.token import Comment, Keyword, Name, Number, Operator, String, Tok
 from pygments.util import ClassNotFound
 from rich.style import Style
 from rich.text import Text
+from textual import events
 
 from tfdbg_tui.literal import literal, literal_text
 from tfdbg_tui.widgets.line_list import LineList
@@ -71,13 +72,33 @@ def highlight_source(lines: tuple[str, ...], path: str) -> list[Text]:
 class SourceView:
     """What the Source Code pane shows: a file's highlighted lines and a marked line.
 
-    `lines` is None when the dump holds no snapshot; `note` says why.
+    `lines` is None when the dump holds no snapshot; `note` says why. `span` is the
+    exact expression on the marked line, as (start, end) columns of the line shown
+    (`tfdbg_tui.literal.literal_columns`), when the dump records it.
     """
 
     path: str
     line: int
     lines: list[Text] | None
     note: str = ""
+    span: tuple[int, int] | None = None
+
+
+# Columns of code kept in view left of the expression when the line must scroll to it.
+SPAN_CONTEXT_COLUMNS = 4
+
+
+def expression_offset(span: tuple[int, int], code_width: int) -> int:
+    """The sideways offset that shows columns ``span`` in ``code_width`` cells of code.
+
+    The smallest shift that shows the whole expression with `SPAN_CONTEXT_COLUMNS` of
+    code before it (0 when the line shows it unshifted); an expression wider than the
+    pane starts one column in, so its start is in view.
+    """
+    start, end = span
+    if end - start + SPAN_CONTEXT_COLUMNS <= code_width:
+        return max(0, min(start - SPAN_CONTEXT_COLUMNS, end - code_width))
+    return max(0, start - 1)
 
 
 class SourceCodeView(LineList):
@@ -90,11 +111,15 @@ class SourceCodeView(LineList):
     BINDINGS = [*LineList.SIDEWAYS_BINDINGS]
 
     COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
-        "source-code--marked", "source-code--gutter", "source-code--note"}
+        "source-code--marked", "source-code--gutter", "source-code--note",
+        "source-code--expression"}
 
     DEFAULT_CSS = """
     SourceCodeView {
         & > .source-code--marked { background: $warning 50%; text-style: bold; }
+        & > .source-code--expression {
+            background: $error; color: $text; text-style: bold underline;
+        }
         & > .source-code--gutter { color: $text-muted; }
         & > .source-code--note { color: $warning; }
     }
@@ -105,21 +130,71 @@ class SourceCodeView(LineList):
         self.view: SourceView | None = None
 
     def show(self, view: SourceView) -> None:
-        """Show `view` with its marked line centred."""
+        """Show `view` with its marked line centred and its expression in view."""
         previous = self.view
         self.view = view
         if previous is None or previous.lines is not view.lines or previous.path != view.path:
             self.sideways_offset = 0
             self.invalidate()
-        elif previous.line != view.line:
-            self.refresh_row(previous.line - 1)
-            self.refresh_row(view.line - 1)
+        elif previous.line != view.line or previous.span != view.span:
+            # A new marked line starts unshifted; `show_expression` shifts it if need be.
+            self.sideways_offset = 0
+            self.refresh()
         rows = len(view.lines) if view.lines is not None else len(self._note_rows(view))
         self.set_row_count(rows)
         if view.lines is not None:
             self.move_cursor(view.line - 1, center=True)
+            self.show_expression()
         else:
             self.move_cursor(0)
+
+    def show_expression(self) -> None:
+        """Scroll sideways so the marked line's expression is in view, no further than
+        it needs (`expression_offset`). Called on every show and resize (a zoom, a
+        terminal resize): the new width decides afresh. Without an expression the
+        offset is only cut back so that the longest line's end stays in view.
+        """
+        view = self.view
+        if view is None or view.lines is None:
+            return
+        code_width = self._code_width(view)
+        if code_width <= 0:
+            return  # not laid out yet: `on_resize` comes back here
+        if view.span is not None:
+            offset = expression_offset(view.span, code_width)
+        elif not self.sideways_offset:
+            return
+        else:
+            longest = max((line.cell_len for line in view.lines), default=0)
+            offset = min(self.sideways_offset, max(0, longest - code_width))
+        if offset != self.sideways_offset:
+            self.sideways_offset = offset
+            self.refresh()
+
+    def reset_sideways_scroll(self) -> None:
+        """Show the lines from their first column, unless the marked expression needs a
+        shift to be in view (zooming: the new width decides, in `on_resize`)."""
+        self.sideways_offset = 0
+        self.refresh()
+        self.show_expression()
+
+    def on_resize(self, event: events.Resize) -> None:
+        super().on_resize(event)
+        self.show_expression()
+
+    def _code_width(self, view: SourceView) -> int:
+        """Cells of code a row shows: the pane less the gutter, the scroll bar and the
+        cut line's "…". The scroll bar counts as soon as the rows overflow: it appears
+        only at the next layout, which sends no resize."""
+        width = self.size.width
+        if self.row_count > self.size.height:
+            width -= self.styles.scrollbar_size_vertical
+        return width - self._gutter_width(view) - 1
+
+    @staticmethod
+    def _gutter_width(view: SourceView) -> int:
+        """Cells of the "▶123 " gutter before the code."""
+        return len(str(len(view.lines or ()))) + 2
 
     @staticmethod
     def _note_rows(view: SourceView) -> list[str]:
@@ -128,7 +203,9 @@ class SourceCodeView(LineList):
                 f"{view.path}", f"line {view.line}"]
 
     def row_variant(self, row: int) -> object:
-        return self.view is not None and row + 1 == self.view.line
+        if self.view is None or row + 1 != self.view.line:
+            return False
+        return self.view.span or True
 
     def render_row(self, row: int, width: int) -> Text:
         view = self.view
@@ -138,16 +215,20 @@ class SourceCodeView(LineList):
             note_rows = self._note_rows(view)
             return literal_text(note_rows[row] if row < len(note_rows) else "",
                                 style=self.component_style("source-code--note"))
-        gutter_width = len(str(len(view.lines)))
         number = row + 1
         marked = number == view.line
-        gutter = Text(("▶" if marked else " ") + str(number).rjust(gutter_width) + " ",
+        gutter = Text(("▶" if marked else " ") + str(number).rjust(self._gutter_width(view) - 2)
+                      + " ",
                       style=self.component_style("source-code--gutter"))
-        text = gutter + self.shift_sideways(view.lines[row])
+        code = view.lines[row]
+        if marked and view.span is not None:
+            code = code.copy()
+            code.stylize(self.component_style("source-code--expression"), *view.span)
+        text = gutter + self.shift_sideways(code)
         if marked:
             # The mark spans the pane; a longer line keeps its "…" at the edge.
             text.pad_right(max(0, width - text.cell_len))
-            text.stylize(self.component_style("source-code--marked"))
+            text.stylize_before(self.component_style("source-code--marked"))
         return text
 
 

@@ -22,7 +22,8 @@ def innermost_user_frame(frames: list[Frame]) -> int | None:
 
 
 class StackTraceList(LineList):
-    """Frames, one row each: `file:line  function`; library frames dimmed or hidden."""
+    """Frames, one row each: `file:line  expression  function  path`; library frames
+    dimmed or hidden. The expression (a user frame's exact call) shows when known."""
 
     BINDINGS = [
         Binding("l", "toggle_library", "Library frames"),
@@ -31,7 +32,7 @@ class StackTraceList(LineList):
 
     COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
         "stack-trace--user", "stack-trace--library", "stack-trace--function",
-        "stack-trace--note"}
+        "stack-trace--note", "stack-trace--expression"}
 
     DEFAULT_CSS = """
     StackTraceList {
@@ -39,6 +40,7 @@ class StackTraceList(LineList):
         & > .stack-trace--library { color: $text-disabled; }
         & > .stack-trace--function { color: $secondary; }
         & > .stack-trace--note { color: $text-muted; }
+        & > .stack-trace--expression { color: $warning; }
     }
     """
 
@@ -55,10 +57,15 @@ class StackTraceList(LineList):
         self.hide_library = False
         self.note = "nothing selected"
         self._shown: list[Frame] = []
+        self.expressions: dict[int, str] = {}  # frame id -> its exact expression
 
-    def show_frames(self, frames: list[Frame], selected: Frame | None, note: str = "") -> None:
-        """Show `frames` (outermost first) with the cursor on `selected`."""
+    def show_frames(self, frames: list[Frame], selected: Frame | None, note: str = "",
+                    expressions: tuple[str | None, ...] = ()) -> None:
+        """Show `frames` (outermost first) with the cursor on `selected`; `expressions`
+        gives, per frame, its exact expression when known."""
         self.frames = list(frames)
+        self.expressions = {frame.id: text for frame, text in zip(frames, expressions)
+                            if text is not None}
         self.note = note or "no stack recorded"
         self._relist(selected)
 
@@ -95,6 +102,11 @@ class StackTraceList(LineList):
         text = Text(marker, style=style)
         location = f"{path.rsplit('/', 1)[-1]}:{frame.line}"
         text.append(location, style)
+        expression = self.expressions.get(frame.id)
+        if expression is not None:
+            # Before the function: the exact call is what a narrow pane should keep.
+            text.append("  ")
+            text.append(literal(expression), self.component_style("stack-trace--expression"))
         text.append("  ")
         text.append(literal(frame.function), self.component_style("stack-trace--function")
                     if frame.is_user else style)

@@ -21,11 +21,12 @@ from textual.widgets import Footer
 import reader as dump_reader_module
 from reader import format as fmt
 from reader import liveness
+from reader.diagnosis import Diagnosis, diagnose_alert, diagnose_cause
 from reader.errors import DumpError
-from reader.model import AlertSummary, RootCause
+from reader.model import Alert, AlertSummary, RootCause
 from reader.steps import Steps, gap_between
 from tfdbg_tui.context_loader import (ExecutionContext, TraceContext, load_execution_context,
-                                      load_source, load_trace_context)
+                                      load_source, load_trace_context, source_span)
 from tfdbg_tui.dump_watcher import (ENDED, POLL_INTERVAL_S, DumpChanged, DumpWatcher,
                                     DumpWatchFailed)
 from tfdbg_tui.literal import literal
@@ -37,6 +38,7 @@ from tfdbg_tui.panes.source_code import SourceCodePane, SourceView
 from tfdbg_tui.panes.stack_trace import StackTraceList, StackTracePane
 from tfdbg_tui.panes.timeline import TimelineCells, TimelinePane
 from tfdbg_tui.screens.trace_navigation import TraceNavigation
+from tfdbg_tui.widgets.diagnosis_line import DiagnosisLine
 from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.status_line import StatusLine
 
@@ -80,6 +82,9 @@ class DebuggerScreen(TraceNavigation):
                 group=ALERT_KEYS),
         Binding("right_square_bracket", "alert_step(1)", "Next alert", key_display="]",
                 group=ALERT_KEYS),
+        Binding("e", "explain", "Explain",
+                tooltip="The whole diagnosis of the selected alert: why, the fix, the evidence",
+                show=False),
     ]
 
     class ReaderOpened(Message):
@@ -99,13 +104,23 @@ class DebuggerScreen(TraceNavigation):
         places and gaps); `select` moves the panes."""
 
         def __init__(self, alerts: AlertSummary, root_cause: RootCause | None,
-                     alert_traces: np.ndarray, steps: Steps, select: bool) -> None:
+                     alert_traces: np.ndarray, steps: Steps, select: bool,
+                     diagnosis: Diagnosis | None = None) -> None:
             super().__init__()
             self.alerts = alerts
             self.root_cause = root_cause
             self.alert_traces = alert_traces
             self.steps = steps
             self.select = select
+            self.diagnosis = diagnosis
+
+    class DiagnosisLoaded(Message):
+        """The diagnosis of an alert the user selected."""
+
+        def __init__(self, diagnosis: Diagnosis, token: int) -> None:
+            super().__init__()
+            self.diagnosis = diagnosis
+            self.token = token
 
     class ContextLoaded(Message):
         """What the panes show about a selected trace or execution."""
@@ -148,7 +163,8 @@ class DebuggerScreen(TraceNavigation):
         # Thread workers cannot be stopped: a cancelled one still posts its result.
         # Each request takes a new token; a result whose token is not the latest of
         # its kind is stale and dropped.
-        self._tokens = {"selection": 0, "detail": 0, "source": 0}
+        self._tokens = {"selection": 0, "detail": 0, "source": 0, "diagnosis": 0}
+        self.alert_chosen = False  # the user selected an alert: keep its diagnosis
 
     def _next_token(self, kind: str) -> int:
         self._tokens[kind] += 1
@@ -156,6 +172,7 @@ class DebuggerScreen(TraceNavigation):
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="status")
+        yield DiagnosisLine(id="diagnosis")
         with Horizontal(id="columns"):
             with Vertical(id="left-column"):
                 yield AlertsPane()
@@ -228,8 +245,9 @@ class DebuggerScreen(TraceNavigation):
         reader = self.reader
         alerts = reader.alerts(limit_per_type=ALERT_LIMIT_PER_TYPE)
         root_cause = reader.root_cause() if alerts.total else None
+        diagnosis = diagnose_cause(reader, root_cause) if root_cause is not None else None
         self.post_message(self.HuntLoaded(alerts, root_cause, reader.trace_alert_indices(),
-                                          reader.steps(), select))
+                                          reader.steps(), select, diagnosis))
 
     @on(HuntLoaded)
     def _hunt_loaded(self, message: HuntLoaded) -> None:
@@ -244,6 +262,10 @@ class DebuggerScreen(TraceNavigation):
         alert_list = self.query_one(AlertList)
         alert_list.show_alerts(message.alerts, message.steps)
         self.update_status()
+        if not self.alert_chosen:
+            self.query_one(DiagnosisLine).show(
+                message.diagnosis, "no NaN or infinity in this run" + (
+                    " so far" if self.live else ""))
         if not message.select:
             return
         self.hunt_done = message.root_cause is not None
@@ -309,7 +331,7 @@ class DebuggerScreen(TraceNavigation):
             self.query_one(GraphStructureList).show_context(
                 context, "" if context.op else "this trace's op is not in the dump yet")
             stack.show_frames(list(context.frames), context.selected_frame,
-                              "no creation stack recorded for this op")
+                              "no creation stack recorded for this op", context.expressions)
             timeline = self.query_one(TimelineCells)
             if timeline.selected_execution != context.trace.step \
                     and timeline.holds(context.trace.step):
@@ -320,7 +342,7 @@ class DebuggerScreen(TraceNavigation):
             if message.detail_only:
                 return
             stack.show_frames(list(context.frames), context.selected_frame,
-                              "no call stack recorded for this execution")
+                              "no call stack recorded for this execution", context.expressions)
 
     @on(TimelineCells.GapSelected)
     def _timeline_gap_selected(self, message: TimelineCells.GapSelected) -> None:
@@ -341,7 +363,9 @@ class DebuggerScreen(TraceNavigation):
             cached = load_source(self.reader, frame)
             self._source_lines[frame.file_id] = cached
         self.post_message(self.SourceLoaded(
-            SourceView(frame.path, frame.line, cached.lines, cached.note), token))
+            SourceView(frame.path, frame.line, cached.lines, cached.note,
+                       source_span(self.reader, frame) if cached.lines is not None else None),
+            token))
 
     @on(SourceLoaded)
     def _source_loaded(self, message: SourceLoaded) -> None:
@@ -351,11 +375,27 @@ class DebuggerScreen(TraceNavigation):
     @on(AlertList.AlertSelected)
     def _alert_selected(self, message: AlertList.AlertSelected) -> None:
         alert = message.alert
+        self.alert_chosen = True
+        self.load_diagnosis(alert, self._next_token("diagnosis"))
         if alert.kind == "graph":
             if not self.query_one(GraphExecutionList).select_trace(alert.index):
                 self.notify(f"trace #{alert.index} is no longer on disk", severity="warning")
         else:
             self.query_one(TimelineCells).select_execution(alert.index)
+
+    @work(thread=True, exclusive=True, group="diagnosis")
+    def load_diagnosis(self, alert: Alert, token: int) -> None:
+        """The diagnosis of a selected alert (`reader.diagnosis.diagnose_alert`)."""
+        try:
+            diagnosis = diagnose_alert(self.reader, alert)
+        except DumpError:
+            return  # its records left the disk or are not read yet: the line stays
+        self.post_message(self.DiagnosisLoaded(diagnosis, token))
+
+    @on(DiagnosisLoaded)
+    def _diagnosis_loaded(self, message: DiagnosisLoaded) -> None:
+        if message.token == self._tokens["diagnosis"]:
+            self.query_one(DiagnosisLine).show(message.diagnosis)
 
     @on(GraphStructureList.OpChosen)
     def _op_chosen(self, message: GraphStructureList.OpChosen) -> None:
@@ -439,6 +479,20 @@ class DebuggerScreen(TraceNavigation):
     def action_unzoom(self) -> None:
         if self.maximized is not None:
             self.minimize()
+
+    @on(DiagnosisLine.Chosen)
+    def _diagnosis_chosen(self) -> None:
+        self.action_explain()
+
+    def action_explain(self) -> None:
+        """Show the whole diagnosis of the selected alert, with its evidence."""
+        diagnosis = self.query_one(DiagnosisLine).diagnosis
+        if diagnosis is None:
+            self.notify("no diagnosis: no NaN or infinity yet")
+            return
+        from tfdbg_tui.screens.diagnosis import DiagnosisScreen
+
+        self.app.push_screen(DiagnosisScreen(diagnosis))
 
     def action_alert_step(self, offset: int) -> None:
         alert_list = self.query_one(AlertList)

@@ -31,6 +31,7 @@ def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
     from tfdbg_tui.panes.stack_trace import StackTraceList
     from tfdbg_tui.panes.timeline import TimelineCells
     from tfdbg_tui.screens.debugger import DebuggerScreen
+    from tfdbg_tui.screens.diagnosis import DiagnosisScreen
     from tfdbg_tui.screens.prompt import PromptScreen
     from tfdbg_tui.screens.run_picker import RunPickerScreen
     from tfdbg_tui.screens.tensor_value import TensorValueScreen
@@ -51,6 +52,7 @@ def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
         ("5 Source Code", rows(SourceCodeView.BINDINGS)),
         ("6 Stack Trace", rows(StackTraceList.BINDINGS)),
         ("Tensor value view (v)", rows(TensorValueScreen.BINDINGS)),
+        ("Diagnosis (e)", rows(DiagnosisScreen.BINDINGS)),
         ("Go-to and search prompts", [("Enter", "Accept")] + rows(PromptScreen.BINDINGS)),
         ("Run picker (r)", [("Enter", "Open the run")] + rows(RunPickerScreen.BINDINGS)),
         ("This list", rows(HelpScreen.BINDINGS)),

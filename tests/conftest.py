@@ -1,0 +1,28 @@
+"""Fixtures shared by the reader, report and TUI tests: real TensorFlow dumps made
+once per session."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PATTERNS_PROGRAM = os.path.join(REPO, "tests", "reader", "tf_programs", "patterns.py")
+
+
+@pytest.fixture(scope="session")
+def pattern_dumps(tmp_path_factory) -> str:
+    """One process runs every case of tests/reader/tf_programs/patterns.py (one bug per
+    NaN pattern, and `late_log`, which breaks after 250 good steps), a run per case;
+    returns the directory holding a logdir per case."""
+    pytest.importorskip("tensorflow")
+    root = str(tmp_path_factory.mktemp("patterns"))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    completed = subprocess.run([sys.executable, PATTERNS_PROGRAM, root], env=env,
+                               capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return root

@@ -1,0 +1,82 @@
+"""The diagnosis and the exact expression on real TensorFlow dumps: one per pattern.
+
+Each case of tests/reader/tf_programs/patterns.py makes one kind of NaN/inf; its
+culprit line ends with ``# BUG <case>``. The diagnosis must name the pattern, the op
+and the expression, through the reader and through ``report --json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+import reader
+from reader.diagnosis import PATTERNS, SUGGESTIONS, diagnose_alert, diagnose_cause
+from tests.reader.conftest import PATTERN_CASES, PATTERN_RUNS, TF_PROGRAMS
+from tfdbg_tui.report import main as report_main
+
+PROGRAM = os.path.join(TF_PROGRAMS, "patterns.py")
+
+
+def _bug_line(case: str) -> int:
+    with open(PROGRAM, encoding="utf-8") as f:
+        return next(n for n, line in enumerate(f, 1) if line.rstrip().endswith(f"# BUG {case}"))
+
+
+def _diagnosed_alert(dump: reader.DumpReader, case: str, op_type: str):
+    if case not in PATTERN_RUNS:
+        return dump.root_cause().alert
+    return next(a for a in dump.alerts().alerts if a.op_type == op_type)
+
+
+def test_every_pattern_has_a_case():
+    assert {pattern for _, pattern, _ in PATTERN_CASES.values()} == set(PATTERNS)
+
+
+@pytest.mark.parametrize("case", sorted(PATTERN_CASES))
+def test_diagnosis_names_pattern_op_and_expression(pattern_dumps, case):
+    op_type, pattern, expression = PATTERN_CASES[case]
+    with reader.open_run(os.path.join(pattern_dumps, PATTERN_RUNS.get(case, case))) as dump:
+        alert = _diagnosed_alert(dump, case, op_type)
+        diagnosis = diagnose_alert(dump, alert)
+        local = dump.root_cause(alert) if case in PATTERN_RUNS else dump.root_cause()
+        assert (diagnosis.pattern, diagnosis.alert.op_type) == (pattern, op_type)
+        assert f"`{expression}`" in diagnosis.explanation
+        assert diagnosis.suggestion == SUGGESTIONS[pattern]
+        assert diagnosis.evidence and all(isinstance(e, str) for e in diagnosis.evidence)
+        if case not in PATTERN_RUNS:
+            assert diagnose_cause(dump, local) == diagnosis
+            assert (local.frame.path, local.frame.line) == (PROGRAM, _bug_line(case))
+
+
+@pytest.mark.parametrize("case", sorted(set(PATTERN_CASES) - set(PATTERN_RUNS)))
+def test_report_json_carries_diagnosis_and_expression(pattern_dumps, case, capsys):
+    op_type, pattern, expression = PATTERN_CASES[case]
+    assert report_main([os.path.join(pattern_dumps, case), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["first_alert"]["op_type"] == op_type
+    source = report["first_alert"]["source"]
+    assert source["expression"] == expression
+    assert source["text"][source["column"]:source["end_column"]] == expression
+    assert report["diagnosis"]["pattern"] == pattern
+    assert set(report["diagnosis"]) == {"pattern", "explanation", "suggestion", "evidence"}
+
+
+def test_counts_are_cited(pattern_dumps):
+    with reader.open_run(os.path.join(pattern_dumps, "log_zero")) as dump:
+        diagnosis = diagnose_alert(dump, dump.root_cause().alert)
+    assert "1 exact zero among 4 values" in diagnosis.explanation
+    assert "log(0) = -inf" in diagnosis.explanation
+    assert any("1 zero" in line for line in diagnosis.evidence)
+
+
+def test_human_report_puts_carets_under_the_expression(pattern_dumps, capsys):
+    assert report_main([os.path.join(pattern_dumps, "log_zero")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    code = next(n for n, line in enumerate(lines) if "# BUG log_zero" in line)
+    carets = lines[code + 1]
+    start = carets.index("^")
+    assert lines[code][start:len(carets)] == "tf.math.log(probs)"
+    assert "Diagnosis: log_of_nonpositive" in "\n".join(lines)

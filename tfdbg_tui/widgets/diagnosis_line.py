@@ -1,0 +1,95 @@
+"""The diagnosis line: why the selected alert's tensor went non-finite, and the fix.
+
+One line above the panes (DESIGN.md section 2). On opening it diagnoses the root
+cause; selecting an alert diagnoses that alert. The text comes from
+`reader.diagnosis`; this widget only formats it. A line too long for the screen is
+cut and ends in a "more" hint: `e` (or a click) shows the whole diagnosis with its
+evidence (`tfdbg_tui.screens.diagnosis`).
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import events
+from textual.message import Message
+from textual.widget import Widget
+
+from reader.diagnosis import Diagnosis
+from tfdbg_tui.literal import literal
+
+# Short names of the patterns for the line's label.
+PATTERN_LABELS = {
+    "log_of_nonpositive": "log of ≤0",
+    "division_by_zero": "division by 0",
+    "sqrt_domain": "sqrt of <0",
+    "overflow": "overflow",
+    "singular_gradient": "singular gradient",
+    "inf_arithmetic": "inf arithmetic",
+    "nonfinite_input": "non-finite input",
+    "unknown": "unexplained",
+}
+
+# Ends a line cut at the screen's edge: the key that shows all of it.
+MORE_HINT = " e: more "
+
+
+def diagnosis_text(diagnosis: Diagnosis, *, full: bool = False) -> Text:
+    """The diagnosis as one line (label, explanation, "Fix:" suggestion); with `full`,
+    the fix and the evidence follow in paragraphs of their own."""
+    text = Text(no_wrap=not full, overflow="ellipsis", end="")
+    label = PATTERN_LABELS.get(diagnosis.pattern, diagnosis.pattern)
+    text.append(f" {label} ", "bold reverse")
+    text.append(" ")
+    text.append(literal(diagnosis.explanation))
+    text.append("\n\nFix: " if full else "  Fix: ", "bold")
+    text.append(literal(diagnosis.suggestion))
+    if full:
+        text.append("\n\nEvidence:", "bold")
+        for line in diagnosis.evidence:
+            text.append("\n  " + literal(line))
+        text.append(f"\n\npattern: {literal(diagnosis.pattern)}", "italic")
+    return text
+
+
+class DiagnosisLine(Widget):
+    """One line above the panes, under the status line: the selected alert's diagnosis."""
+
+    DEFAULT_CSS = """
+    DiagnosisLine {
+        height: 1; background: $error 15%;
+    }
+    DiagnosisLine.-clear { background: $success 10%; }
+    """
+
+    class Chosen(Message):
+        """The line was clicked: show the whole diagnosis."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.diagnosis: Diagnosis | None = None
+        self._text = Text(" diagnosis: looking for the first NaN or infinity…")
+
+    def show(self, diagnosis: Diagnosis | None, note: str = "") -> None:
+        """Show `diagnosis`; None shows `note` (e.g. no NaN or infinity in the run)."""
+        self.diagnosis = diagnosis
+        self.set_class(diagnosis is None, "-clear")
+        self._text = diagnosis_text(diagnosis) if diagnosis is not None else Text(f" {note}")
+        self.refresh()
+
+    @property
+    def is_cut(self) -> bool:
+        """Whether the line is longer than the widget (it then ends in `MORE_HINT`)."""
+        return self._text.cell_len > self.size.width
+
+    def render(self) -> Text:
+        text = self._text.copy()
+        text.no_wrap, text.end = True, ""
+        if self.diagnosis is None or not self.is_cut:
+            return text
+        text.truncate(max(0, self.size.width - len(MORE_HINT)), overflow="ellipsis")
+        text.append(MORE_HINT, "bold reverse")
+        return text
+
+    def on_click(self, event: events.Click) -> None:
+        if self.diagnosis is not None:
+            self.post_message(self.Chosen())
