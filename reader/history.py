@@ -5,8 +5,9 @@ of one ``op:slot`` on disk, in order, with the step each ran in and whether it h
 NaN or infinity. Only the index's columns are read (no record is decoded), so a
 history over a million traces costs a few array operations.
 
-A step here is what the alerts call a step: the top-level execution (a function
-call) the trace ran in.
+A step is what the alerts call a step (`reader.steps`): one call of the run's step
+function, so "first non-finite at step 250" here and in the Alerts pane agree. A run
+without steps places each trace by the execution it ran in instead (`unit`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from reader import format as fmt
+from reader.steps import NO_STEP
 
 if TYPE_CHECKING:
     from reader.dump_reader import DumpReader
@@ -30,8 +32,10 @@ class TensorHistory:
         op_id: The op.
         slot: Its output slot.
         traces: int64 trace indices.
-        steps: int64 step of each trace.
+        steps: int64 step of each trace (`reader.steps.NO_STEP`: before the first
+            step); the execution index instead when ``unit`` is "execution".
         nonfinite: bool, per trace: it held NaN or infinity.
+        unit: What ``steps`` counts: "step" or "execution".
     """
 
     op_id: int
@@ -39,6 +43,7 @@ class TensorHistory:
     traces: np.ndarray
     steps: np.ndarray
     nonfinite: np.ndarray
+    unit: str = "step"
 
     @property
     def count(self) -> int:
@@ -57,12 +62,13 @@ class TensorHistory:
             return "no trace on disk"
         first = self.first_nonfinite
         if first is None:
-            return f"finite in all {_traces(self.count)} ({_steps(self.steps[0], self.steps[-1])})"
-        where = f"step {self.steps[first]} (#{self.traces[first]})"
+            return (f"finite in all {_traces(self.count)} "
+                    f"({self._span(self.steps[0], self.steps[-1])})")
+        where = f"{self._span(self.steps[first], self.steps[first])} (#{self.traces[first]})"
         if first == 0:
             text = f"non-finite from its first trace, at {where}"
         else:
-            text = (f"finite for {_steps(self.steps[0], self.steps[first - 1])}, "
+            text = (f"finite for {self._span(self.steps[0], self.steps[first - 1])}, "
                     f"first non-finite at {where}")
         since = self.count - first - 1
         if since:
@@ -72,6 +78,16 @@ class TensorHistory:
             else:
                 text += f", and in {bad:,} of the {_traces(since)} after"
         return text
+
+    def _span(self, first: int, last: int) -> str:
+        """"step 4", "steps 0-249", "execution 12"; traces before the first step
+        (a function called once to set up) are "the setup before step 0"."""
+        if self.unit == "step" and first == NO_STEP:
+            setup = "the setup before step 0"
+            return setup if last == NO_STEP else f"{setup} and {self._span(0, last)}"
+        plural = "s" if first != last else ""
+        span = f"{first}" if first == last else f"{first}-{last}"
+        return f"{self.unit}{plural} {span}"
 
     def nonfinite_share(self, axis: np.ndarray, cells: int) -> np.ndarray:
         """The steps of ``axis`` (ascending, unique: `step_axis`) cut into ``cells``
@@ -104,13 +120,12 @@ def tensor_history(reader: DumpReader, op_id: int, slot: int) -> TensorHistory |
     traces = reader.traces_of(op_id, slot)
     alerts = reader.trace_alert_indices()
     nonfinite = np.isin(traces, alerts, assume_unique=True)
-    steps = reader.trace_steps_at(traces) if traces.size else np.empty(0, dtype=np.int64)
-    return TensorHistory(op_id, slot, traces, steps, nonfinite)
+    positions = reader.trace_steps_at(traces) if traces.size else np.empty(0, dtype=np.int64)
+    run_steps = reader.steps()
+    if not run_steps.has_steps:
+        return TensorHistory(op_id, slot, traces, positions, nonfinite, unit="execution")
+    return TensorHistory(op_id, slot, traces, run_steps.of_executions(positions), nonfinite)
 
 
 def _traces(n: int) -> str:
     return f"{n:,} trace" + ("" if n == 1 else "s")
-
-
-def _steps(first: int, last: int) -> str:
-    return f"step {first}" if first == last else f"steps {first}-{last}"

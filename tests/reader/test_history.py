@@ -62,8 +62,13 @@ def _history(steps, nonfinite) -> TensorHistory:
     ([0, 1, 2, 3, 4, 5], [False, True, False, True, True, False],
      "finite for step 0, first non-finite at step 1 (#10), and in 2 of the 4 traces "
      "after"),
+    ([-1, 0, 1], [False, False, True],
+     "finite for the setup before step 0 and step 0, first non-finite at step 1 (#20)"),
+    ([-1, 2], [True, False],
+     "non-finite from its first trace, at the setup before step 0 (#0), and in 0 of the "
+     "1 trace after"),
 ], ids=["empty", "finite", "from-the-start", "once", "within-a-step", "sudden",
-        "intermittent"])
+        "intermittent", "setup", "setup-bad"])
 def test_describe(steps, nonfinite, text):
     assert _history(steps, nonfinite).describe() == text
 
@@ -105,3 +110,44 @@ def test_no_history_without_health(logdir):
     w.close()
     with reader.open_run(run.path) as dump:
         assert tensor_history(dump, run.ops["Log"], 0) is None
+
+
+def _eager_op(run) -> None:
+    """An eager op between steps (an optimizer's update): it shifts execution indices
+    away from step numbers."""
+    base = 5000 + 2 * run.writer.num_executions
+    run.writer.add_execution(op_type="AssignVariableOp", graph_id=None, input_ids=[base],
+                             output_ids=[], device_ids=[], output_dtypes=[],
+                             stack_id=run.user_stack)
+
+
+def test_history_steps_are_the_alerts_steps_not_execution_indices(logdir):
+    """Eager ops run between the calls: the history names steps as the Alerts pane does."""
+    run = make_run(logdir)
+    _eager_op(run)  # before the first step
+    for rows in ([FINITE] * 3, [FINITE] * 3, [FINITE, NEG_INF, NAN]):
+        add_step(run, rows)
+        _eager_op(run)
+        _eager_op(run)
+    run.writer.close()
+    with reader.open_run(run.path) as dump:
+        log = tensor_history(dump, run.ops["Log"], 0)
+        assert dump.trace_steps_at(log.traces).tolist() == [1, 4, 7]  # execution indices
+        assert log.steps.tolist() == [0, 1, 2]
+        assert dump.steps().first_alert_step == 2
+        assert log.describe() == "finite for steps 0-1, first non-finite at step 2 (#7)"
+
+
+def test_a_run_without_steps_names_executions(logdir):
+    run = make_run(logdir)
+    _eager_op(run)
+    add_step(run, [FINITE] * 3, call=False)
+    _eager_op(run)
+    add_step(run, [FINITE, NEG_INF, NAN], call=False)
+    run.writer.close()
+    with reader.open_run(run.path) as dump:
+        log = tensor_history(dump, run.ops["Log"], 0)
+        assert log.unit == "execution"
+        assert log.describe() == \
+            f"finite for execution {log.steps[0]}, first non-finite at execution " \
+            f"{log.steps[1]} (#4)"

@@ -87,8 +87,8 @@ def test_graph_execution_pane(snap_compare, snapshot_logdir, size):
 def test_graph_structure_pane(snap_compare, snapshot_logdir, size):
     """Graph Structure: "inputs (1)", "← Softmax Softmax:0 #8 ..." under the cursor,
     "● Log Log:0 in train_step" in bold; the history rows "·██ Log:0 finite for
-    step 1, first non-finite at step 3 (#9), and in the 1 trace after" (the █ red) and
-    "··· Softmax:0 finite in all 3 traces (steps 1-5)"; "consumers (1)", "→ Mul mul
+    step 0, first non-finite at step 1 (#9), and in the 1 trace after" (the █ red) and
+    "··· Softmax:0 finite in all 3 traces (steps 0-2)"; "consumers (1)", "→ Mul mul
     (input 1) #10"."""
     assert snap_compare(make_app(snapshot_logdir), terminal_size=size,
                         run_before=settle_then(*keys_for("4", size)))
