@@ -230,6 +230,10 @@ class DumpingCallback:
                  op_name: str | None = None, graph: Any = None) -> Any:
         if self.closed or getattr(self._guard, "busy", False):
             return None
+        if isinstance(op_type, bytes):
+            # Ops run through `execute.execute` with a bytes name (Keras' orthogonal
+            # initializer's Qr, for one) reach the callback so.
+            op_type = op_type.decode("utf-8", errors="replace")
         if graph is None:
             self._on_eager_execution(op_type, inputs, outputs)
             return None
@@ -314,8 +318,13 @@ class DumpingCallback:
             # and our enqueue's own capture of the queue must not nest in it.
             self._trace_pending_inputs(graph)
         in_xla = control_flow_util.GraphOrParentsInXlaContext(graph)
+        # An op TensorFlow adds to a graph other than the one being built (while_v2's
+        # gradient hoists Shape ops into the finished forward loop body) is recorded
+        # but not traced: trace ops there would capture into the wrong graph.
+        elsewhere = bool(outputs) and outputs[0].graph is not ops.get_default_graph()
         traced_slots = []
-        if not in_xla and op_type not in UNTRACED_OPS and self._filter.op_matches(op_type):
+        if not in_xla and not elsewhere and op_type not in UNTRACED_OPS \
+                and self._filter.op_matches(op_type):
             traced_slots = [slot for slot, t in enumerate(outputs)
                             if self._filter.dtype_traced(t.dtype)]
         trace_points: list[int | None] = [None] * len(outputs)
