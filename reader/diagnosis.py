@@ -233,7 +233,8 @@ class _Site:
     def diagnosis(self, pattern: str, explanation: str, *extra: str,
                   suggestion: str | None = None) -> Diagnosis:
         evidence = [_evidence_line(f"input {name}", s) for name, s in self.inputs]
-        evidence.append(_evidence_line(f"output {self.op_type}:{self.alert.slot}", self.output))
+        tensor = f"{self.op_name or self.op_type}:{self.alert.slot}"
+        evidence.append(_evidence_line(f"output `{tensor}`", self.output))
         evidence.extend(extra)
         return Diagnosis(pattern=pattern, explanation=explanation + ".",
                          suggestion=suggestion or SUGGESTIONS[pattern],

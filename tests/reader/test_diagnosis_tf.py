@@ -46,6 +46,9 @@ def test_diagnosis_names_pattern_op_and_expression(pattern_dumps, case):
         assert f"`{expression}`" in diagnosis.explanation
         assert diagnosis.suggestion == SUGGESTIONS[pattern]
         assert diagnosis.evidence and all(isinstance(e, str) for e in diagnosis.evidence)
+        # The output is named as the tensor it is ("scope/Log_1:0"), as inputs are.
+        tensor = f"{alert.op_name or alert.op_type}:{alert.slot}"
+        assert any(line.startswith(f"output `{tensor}` ") for line in diagnosis.evidence)
         if case not in PATTERN_RUNS:
             assert diagnose_cause(dump, local) == diagnosis
             assert (local.frame.path, local.frame.line) == (PROGRAM, _bug_line(case))
