@@ -2,6 +2,7 @@
 
     tfdbg-tui LOGDIR [--run ID] [--no-mouse]
     tfdbg-tui report LOGDIR [--run ID] [--json]
+    tfdbg-tui diff A B [--json] [--rtol R] [--atol A]
     tfdbg-tui demo [--logdir DIR] [...]
 
 Errors a user can cause (a bad path, a foreign or damaged directory, a newer dump
@@ -21,7 +22,7 @@ EXIT_NEWER_FORMAT = 4  # a dump written by a newer major format version
 EXIT_DAMAGED = 5  # nothing readable in the dump
 EXIT_DEMO_FAILED = 6  # the demo's example program failed
 
-SUBCOMMANDS = ("report", "demo")
+SUBCOMMANDS = ("report", "diff", "demo")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,6 +32,10 @@ def main(argv: list[str] | None = None) -> int:
         from tfdbg_tui.report import main as report_main
 
         return report_main(argv[1:])
+    if argv and argv[0] == "diff":
+        from tfdbg_tui.diff_report import main as diff_main
+
+        return diff_main(argv[1:])
     if argv and argv[0] == "demo":
         from tfdbg_tui.demo import main as demo_main
 

@@ -1,0 +1,291 @@
+"""Where two runs part: align run A (good) and run B (bad), find their first divergence.
+
+"It works in float32 and not in mixed precision", "with XLA and not without", "at last
+week's commit and not today's": the question is the first place the two runs differ,
+not the first NaN of one of them.
+
+**Alignment.** A graph tensor is known by its step (`reader.steps`; the whole run when
+there are no steps), its graph's name (without TensorFlow's numeric suffix), its op's
+name, its output slot and its occurrence: the k-th trace of that tensor in the step,
+so loop iterations align one by one. An eager output is known by its step, its op
+type (a function call's name without its suffix), its occurrence among that step's
+executions of that type, and its slot. What has no counterpart (the Cast ops a
+mixed-precision policy inserts, ops only one version has) is counted by op type and
+skipped.
+
+**Divergence**, in B's execution order (a call's graph traces before the call): first
+the first aligned tensor finite on one side and not on the other; when there is none,
+the first whose values differ beyond the tolerance: the element counts (size, -inf,
++inf, NaN, negative, zero, positive) when both sides have them, the values when both
+runs are FULL_TENSOR. Modes that differ are compared on what both record.
+
+Decided here once; ``tfdbg-tui diff`` only formats it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from reader import format as fmt
+from reader.model import Frame, Summary
+
+if TYPE_CHECKING:
+    from reader.dump_reader import DumpReader
+
+DEFAULT_RTOL = 1e-3
+DEFAULT_ATOL = 1e-6
+# Traces decoded per call while walking a run.
+_CHUNK = 4096
+# Summary fields compared as counts, when both sides have them.
+_COUNTS = ("size", "neg_inf", "pos_inf", "nan", "neg", "zero", "pos")
+GRAPH, EAGER = "graph", "eager"
+# Kinds of divergence.
+FINITENESS = "finiteness"  # finite on one side, NaN or infinity on the other
+COUNTS = "counts"  # element counts differ beyond the tolerance
+VALUES = "values"  # FULL_TENSOR values differ beyond the tolerance
+
+
+@dataclass(frozen=True, slots=True)
+class Side:
+    """One run's record of an aligned tensor."""
+
+    index: int  # trace index (graph) or execution index (eager)
+    position: int  # the execution it ran at: the call (graph) or itself (eager)
+    summary: Summary | None
+    op_id: int | None = None  # graph tensors
+    stack_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Divergence:
+    """The first aligned tensor whose two records disagree."""
+
+    kind: str  # GRAPH or EAGER
+    reason: str  # FINITENESS, COUNTS or VALUES
+    op_type: str
+    op_name: str | None
+    graph_name: str | None
+    slot: int
+    step: int | None
+    occurrence: int
+    a: Side
+    b: Side
+    detail: str  # what differs, in words
+    frame: Frame | None  # innermost user frame of B's op (or eager call)
+    max_abs_error: float | None = None  # VALUES
+    max_rel_error: float | None = None
+
+
+@dataclass(frozen=True)
+class RunDiff:
+    """The comparison of two runs."""
+
+    aligned_graph: int
+    aligned_eager: int
+    unmatched_a: Counter = field(default_factory=Counter)  # op type -> count
+    unmatched_b: Counter = field(default_factory=Counter)
+    first_divergence: Divergence | None = None
+    compared: str = ""  # what was compared: "finiteness and counts", "values", ...
+    rtol: float = DEFAULT_RTOL
+    atol: float = DEFAULT_ATOL
+
+    @property
+    def aligned(self) -> int:
+        return self.aligned_graph + self.aligned_eager
+
+
+def compare_runs(a: DumpReader, b: DumpReader, *, rtol: float = DEFAULT_RTOL,
+                 atol: float = DEFAULT_ATOL) -> RunDiff:
+    """Align ``a`` and ``b`` and find their first divergence (None: none found)."""
+    values = a.metadata.tensor_debug_mode == fmt.FULL_TENSOR == b.metadata.tensor_debug_mode
+    side_a, side_b = _Walk(a), _Walk(b)
+    records_a = side_a.records()
+    unmatched_b: Counter = Counter()
+    aligned = {GRAPH: 0, EAGER: 0}
+    first: tuple[int, Divergence] | None = None  # (priority, divergence)
+    for key, record_b in side_b.ordered_records():
+        record_a = records_a.pop(key, None)
+        if record_a is None:
+            unmatched_b[key.op_type] += 1
+            continue
+        aligned[key.kind] += 1
+        if first is not None and first[0] == 0:
+            continue
+        found = _compare(key, record_a, record_b, values, a, b, rtol, atol)
+        if found is not None:
+            priority = 0 if found[0] == FINITENESS else 1
+            if first is None or priority < first[0]:
+                first = (priority, side_b.divergence(key, record_a, record_b, *found))
+    unmatched_a = Counter(key.op_type for key in records_a)
+    modes = {a.metadata.tensor_debug_mode, b.metadata.tensor_debug_mode}
+    if values:
+        compared = "finiteness, then values"
+    elif fmt.NO_TENSOR in modes:
+        compared = "nothing: a NO_TENSOR run records no values, only the alignment"
+    else:
+        compared = "finiteness, then element counts"
+    return RunDiff(aligned_graph=aligned[GRAPH], aligned_eager=aligned[EAGER],
+                   unmatched_a=unmatched_a, unmatched_b=unmatched_b,
+                   first_divergence=first[1] if first else None, compared=compared,
+                   rtol=rtol, atol=atol)
+
+
+@dataclass(frozen=True, slots=True)
+class _Key:
+    kind: str
+    step: int
+    graph: str | None
+    name: str  # op name (graph) or op type (eager)
+    slot: int
+    occurrence: int
+    op_type: str
+
+
+def _compare(key: _Key, a: Side, b: Side, values: bool, run_a: DumpReader,
+             run_b: DumpReader, rtol: float, atol: float
+             ) -> tuple[str, str, float | None, float | None] | None:
+    """(reason, detail, max abs error, max rel error) when ``a`` and ``b`` differ."""
+    sa, sb = a.summary, b.summary
+    if sa is not None and sb is not None and sa.is_alert != sb.is_alert:
+        bad, good = ("B", "A") if sb.is_alert else ("A", "B")
+        return FINITENESS, f"non-finite in {bad}, finite in {good}", None, None
+    if values:
+        va, vb = _value(run_a, key.kind, a, key.slot), _value(run_b, key.kind, b, key.slot)
+        if va is None or vb is None:
+            return None
+        if va.shape != vb.shape:
+            return VALUES, f"shape {va.shape} in A, {vb.shape} in B", None, None
+        if va.size == 0 or not (np.issubdtype(va.dtype, np.number)
+                                and np.issubdtype(vb.dtype, np.number)):
+            return None if np.array_equal(va, vb) else \
+                (VALUES, "values differ", None, None)
+        x, y = va.astype(np.float64), vb.astype(np.float64)
+        both_finite = np.isfinite(x) & np.isfinite(y)
+        with np.errstate(invalid="ignore"):
+            error = np.where(both_finite, np.abs(x - y), 0.0)
+            relative = error / np.maximum(np.abs(x), np.finfo(np.float64).tiny)
+        same_nonfinite = np.where(both_finite, True, (x == y) | (np.isnan(x) & np.isnan(y)))
+        beyond = (error > atol + rtol * np.abs(x)) | ~same_nonfinite
+        if beyond.any():
+            abs_error, rel_error = float(error.max()), float(relative.max())
+            return (VALUES, f"max absolute error {abs_error:.3g}, max relative error "
+                    f"{rel_error:.3g} ({int(beyond.sum()):,} of {x.size:,} values)",
+                    abs_error, rel_error)
+        return None
+    if sa is None or sb is None:
+        return None
+    differing = []
+    for name in _COUNTS:
+        x, y = getattr(sa, name), getattr(sb, name)
+        if x is None or y is None:
+            continue
+        if abs(x - y) > atol + rtol * max(abs(x), abs(y)):
+            differing.append(f"{_COUNT_WORDS[name]} {x:,} in A, {y:,} in B")
+    if differing:
+        return COUNTS, "; ".join(differing), None, None
+    return None
+
+
+_COUNT_WORDS = {"size": "size", "neg_inf": "-inf", "pos_inf": "+inf", "nan": "NaN",
+                "neg": "negative", "zero": "zero", "pos": "positive"}
+
+
+def _value(run: DumpReader, kind: str, side: Side, slot: int) -> np.ndarray | None:
+    if kind == GRAPH:
+        return run.trace_value(side.index)
+    return run.execution_value(side.index, slot)
+
+
+def _suffixless(name: str | None) -> str | None:
+    """A graph or function name without the numeric suffix TensorFlow adds."""
+    return re.sub(r"_\d+$", "", name) if name else name
+
+
+class _Walk:
+    """One run's aligned records, keyed for alignment."""
+
+    def __init__(self, run: DumpReader) -> None:
+        self.run = run
+        self.steps = run.steps()
+        self._ops: dict[int, tuple[str | None, str, str, int | None]] = {}
+
+    def _op(self, op_id: int) -> tuple[str | None, str, str, int | None]:
+        """(graph name, op name, op type, stack id) of an op, cached."""
+        found = self._ops.get(op_id)
+        if found is None:
+            op = self.run.op(op_id)
+            graph = self.run.graph(op.graph_id)
+            found = (_suffixless(graph.name), op.name, op.op_type, op.stack_id)
+            self._ops[op_id] = found
+        return found
+
+    def _step(self, position: int) -> int:
+        step = self.steps.of_execution(position)
+        return -1 if step is None else step
+
+    def _graph_records(self):
+        """(position, key, side) of every graph trace on disk, in trace order."""
+        seen: Counter = Counter()
+        for begin, end in self.run.kept_traces():
+            for start in range(begin, end, _CHUNK):
+                for trace in self.run.traces(start, min(end, start + _CHUNK)):
+                    if trace.op_id is None:
+                        continue
+                    graph, name, op_type, stack_id = self._op(trace.op_id)
+                    step = self._step(trace.step)
+                    base = (step, graph, name, trace.slot)
+                    key = _Key(GRAPH, step, graph, name, trace.slot, seen[base], op_type)
+                    seen[base] += 1
+                    yield trace.step, key, Side(trace.index, trace.step, trace.summary,
+                                                trace.op_id, stack_id)
+
+    def _eager_records(self):
+        """(position, key, side) of every eager execution output on disk."""
+        seen: Counter = Counter()
+        for begin, end in self.run.kept_executions():
+            for start in range(begin, end, _CHUNK):
+                for execution in self.run.executions(start, min(end, start + _CHUNK)):
+                    op_type = _suffixless(execution.op_type) or ""
+                    step = self._step(execution.index)
+                    base = (step, op_type)
+                    occurrence = seen[base]
+                    seen[base] += 1
+                    summaries = execution.summaries or (None,) * len(execution.output_ids)
+                    for slot, summary in enumerate(summaries):
+                        key = _Key(EAGER, step, None, op_type, slot, occurrence, op_type)
+                        yield execution.index, key, Side(execution.index, execution.index,
+                                                         summary, None, execution.stack_id)
+
+    def records(self) -> dict[_Key, Side]:
+        records = {key: side for _, key, side in self._graph_records()}
+        records.update((key, side) for _, key, side in self._eager_records())
+        return records
+
+    def ordered_records(self):
+        """Records in execution order: a call's graph traces, then the call."""
+        graph = self._graph_records()
+        eager = self._eager_records()
+        next_graph, next_eager = next(graph, None), next(eager, None)
+        while next_graph is not None or next_eager is not None:
+            if next_eager is None or (next_graph is not None
+                                      and next_graph[0] <= next_eager[0]):
+                yield next_graph[1], next_graph[2]
+                next_graph = next(graph, None)
+            else:
+                yield next_eager[1], next_eager[2]
+                next_eager = next(eager, None)
+
+    def divergence(self, key: _Key, a: Side, b: Side, reason: str, detail: str,
+                   abs_error: float | None, rel_error: float | None) -> Divergence:
+        frame = self.run.innermost_user_frame(b.stack_id)
+        return Divergence(
+            kind=key.kind, reason=reason, op_type=key.op_type,
+            op_name=key.name if key.kind == GRAPH else None, graph_name=key.graph,
+            slot=key.slot, step=key.step if key.step >= 0 else None,
+            occurrence=key.occurrence, a=a, b=b, detail=detail, frame=frame,
+            max_abs_error=abs_error, max_rel_error=rel_error)
