@@ -12,6 +12,8 @@ never print a traceback.
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 
 # Exit statuses, documented in docs/keys.md and `tfdbg-tui --help`.
@@ -21,13 +23,29 @@ EXIT_NO_DUMP = 3  # missing, empty, unreadable or foreign directory
 EXIT_NEWER_FORMAT = 4  # a dump written by a newer major format version
 EXIT_DAMAGED = 5  # nothing readable in the dump
 EXIT_DEMO_FAILED = 6  # the demo's example program failed
+# Our output's reader went away (`tfdbg-tui report LOGDIR | head`): the status a shell
+# gives a command killed by SIGPIPE, 128 + 13.
+EXIT_PIPE_CLOSED = 128 + signal.SIGPIPE
 
 SUBCOMMANDS = ("report", "diff", "demo")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        status = _run(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()  # here, not at exit, so that a closed pipe is caught
+        return status
+    except BrokenPipeError:
+        # End quietly, as shell tools do; what is still buffered goes nowhere rather
+        # than raising again when Python flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_PIPE_CLOSED
+
+
+def _run(argv: list[str]) -> int:
     if argv and argv[0] == "report":
         from tfdbg_tui.report import main as report_main
 

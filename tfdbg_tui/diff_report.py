@@ -113,10 +113,10 @@ def _divergence_dict(b: reader.DumpReader, d: Divergence | None) -> dict[str, An
 
 def _print_human(a: reader.DumpReader, b: reader.DumpReader, diff: RunDiff) -> None:
     # Rich is imported here: `--json` and errors never pay for it.
-    from rich.console import Console
+    from tfdbg_tui.console_output import output_console
     from rich.text import Text
 
-    console = Console(highlight=False, soft_wrap=True)
+    console = output_console()
 
     def line(*parts: str | tuple[str, str]) -> None:
         text = Text()

@@ -168,11 +168,11 @@ def _gap_dict(gap: Gap) -> dict[str, Any]:
 def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
                  cause: RootCause | None, diagnosis: Diagnosis | None) -> None:
     # Rich is imported here, not at module level: `--json` and errors never pay for it.
-    from rich.console import Console
+    from tfdbg_tui.console_output import output_console
     from rich.markup import escape
     from rich.table import Table
 
-    console = Console(highlight=False, soft_wrap=True)
+    console = output_console()
     meta = dump.metadata
     state = _STATE_TEXT[dump.writer_state()]
     console.print(f"[bold]Run[/] {escape(meta.run_id)}  ({escape(state)})")

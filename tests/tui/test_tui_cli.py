@@ -128,3 +128,28 @@ def test_demo_failure_is_one_line_and_status_6(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(demo, "EXAMPLE_MODULE", "no_such_module_for_the_demo")
     assert demo.main(["--logdir", str(tmp_path), "--no-tui"]) == cli.EXIT_DEMO_FAILED
     assert "tfdbg-tui: the example program failed" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args", [
+    ["report", "{logdir}"], ["report", "{logdir}", "--json"],
+    ["diff", "{logdir}", "{logdir}"], ["diff", "{logdir}", "{logdir}", "--json"],
+    ["--help"], ["report", "--help"], ["diff", "--help"], ["--version"],
+], ids=["report", "report-json", "diff", "diff-json", "help", "report-help", "diff-help",
+        "version"])
+def test_a_closed_output_pipe_ends_quietly(tmp_path, args):
+    """`tfdbg-tui report LOGDIR | head`: when the reader has gone, every output path
+    ends without a word, with the status a shell gives a command SIGPIPE stopped
+    (help and version text end with 0, as argparse has it)."""
+    write_nan_dump(tmp_path)
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before anything is written
+    try:
+        completed = subprocess.run(["tfdbg-tui", *(a.format(logdir=tmp_path) for a in args)],
+                                   stdout=write_end, stderr=subprocess.PIPE, text=True,
+                                   timeout=60)
+    finally:
+        os.close(write_end)
+    informational = args[-1] in ("--help", "--version")
+    assert completed.returncode == (cli.EXIT_OK if informational else cli.EXIT_PIPE_CLOSED)
+    assert cli.EXIT_PIPE_CLOSED == 141
+    assert completed.stderr == ""
