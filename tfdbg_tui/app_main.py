@@ -59,11 +59,12 @@ def main(argv: list[str] | None = None) -> int:
     from reader.errors import DumpError
 
     from tfdbg_tui.app import DebuggerApp, exit_code_for
+    from tfdbg_tui.literal import literal
 
     try:
         runs = reader.list_runs(args.logdir)
     except DumpError as error:
-        print(f"tfdbg-tui: {error}", file=sys.stderr)
+        print(f"tfdbg-tui: {literal(str(error))}", file=sys.stderr)
         return exit_code_for(error)
     # Open the run in a thread while the terminal is still ours: a dump that fails at
     # once (newer format, no such run, damaged metadata) gets its one-line error here;
@@ -75,13 +76,13 @@ def main(argv: list[str] | None = None) -> int:
     except TimeoutError:
         pass
     except DumpError as error:
-        print(f"tfdbg-tui: {error}", file=sys.stderr)
+        print(f"tfdbg-tui: {literal(str(error))}", file=sys.stderr)
         return exit_code_for(error)
     finally:
         executor.shutdown(wait=False)
     app = DebuggerApp(args.logdir, runs, args.run, opening=opening)
     app.run(mouse=not args.no_mouse)
     if app.error_message is not None:
-        print(f"tfdbg-tui: {app.error_message}", file=sys.stderr)
+        print(f"tfdbg-tui: {literal(app.error_message)}", file=sys.stderr)
         return app.return_code or cli.EXIT_NO_DUMP
     return cli.EXIT_OK

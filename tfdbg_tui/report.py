@@ -82,7 +82,7 @@ def main(argv: list[str]) -> int:
 
 def _fail(error: Exception, status: int) -> int:
     text = str(error).splitlines()[0] if str(error) else type(error).__name__
-    print(f"tfdbg-tui report: {text}", file=sys.stderr)
+    print(f"tfdbg-tui report: {literal(text)}", file=sys.stderr)
     return status
 
 
@@ -169,48 +169,54 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
                  cause: RootCause | None, diagnosis: Diagnosis | None) -> None:
     # Rich is imported here, not at module level: `--json` and errors never pay for it.
     from rich.console import Console
-    from rich.markup import escape
     from rich.table import Table
 
     console = Console(highlight=False, soft_wrap=True)
+
+    def say(*parts: str | tuple[str, str]) -> None:
+        """Print one line of parts, plain or ``(text, style)``; every part is shown
+        literally (`tfdbg_tui.literal`), never read as markup."""
+        console.print(_line(*parts))
+
     meta = dump.metadata
     state = _STATE_TEXT[dump.writer_state()]
-    console.print(f"[bold]Run[/] {escape(meta.run_id)}  ({escape(state)})")
-    console.print(f"  mode {escape(meta.tensor_debug_mode)}, host {escape(str(meta.host))}, "
-                  f"pid {meta.pid}, TensorFlow {escape(str(meta.tf_version))}")
-    console.print(f"  {dump.num_executions:,} eager executions, {dump.num_traces:,} graph "
-                  "execution traces"
-                  + (f" (from #{dump.first_execution:,} / #{dump.first_trace:,} on disk)"
-                     if dump.first_execution or dump.first_trace else ""))
+    say(("Run", "bold"), f" {meta.run_id}  ({state})")
+    say(f"  mode {meta.tensor_debug_mode}, host {meta.host}, pid {meta.pid}, "
+        f"TensorFlow {meta.tf_version}")
+    say(f"  {dump.num_executions:,} eager executions, {dump.num_traces:,} graph "
+        "execution traces"
+        + (f" (from #{dump.first_execution:,} / #{dump.first_trace:,} on disk)"
+           if dump.first_execution or dump.first_trace else ""))
     steps = dump.steps()
     if steps.has_steps:
         kept = ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in steps.kept_steps())
-        console.print(f"  steps: calls of {escape(steps.function or '')}; kept: steps {kept}")
+        say(f"  steps: calls of {steps.function or ''}; kept: steps {kept}")
     for gap in steps.gaps:
-        console.print(f"  [yellow]gap:[/] {escape(gap.describe())}")
+        say("  ", ("gap:", "yellow"), f" {gap.describe()}")
     for notice in dump.damage:
-        console.print(f"  [yellow]damage:[/] {escape(notice)}")
+        say("  ", ("damage:", "yellow"), f" {notice}")
     if not summary.total:
-        console.print("\n[green]No NaN or infinity in this run.[/]")
+        say("")
+        say(("No NaN or infinity in this run.", "green"))
         return
-    by_type = ", ".join(f"{escape(k)}: {v:,}" for k, v in summary.counts.items())
-    console.print(f"\n[bold red]{summary.total:,} alerts[/] ({by_type})")
+    by_type = ", ".join(f"{k}: {v:,}" for k, v in summary.counts.items())
+    say("")
+    say((f"{summary.total:,} alerts", "bold red"), f" ({by_type})")
     if steps.first_alert_position is not None:
-        console.print(f"  first non-finite value at {steps.place(steps.first_alert_position)}")
+        say(f"  first non-finite value at {steps.place(steps.first_alert_position)}")
     span = step_range(steps)
     if span is not None:
-        console.print(f"  alerts per step {span[0]}..{span[1]}: "
-                      f"{escape(sparkline(steps, SPARKLINE_WIDTH))}")
+        say(f"  alerts per step {span[0]}..{span[1]}: {sparkline(steps, SPARKLINE_WIDTH)}")
     table = Table(show_edge=False, pad_edge=False)
     for column in ("kind", "index", "step", "op", "graph", "nan", "-inf", "+inf"):
         table.add_column(column)
     for alert in sorted(summary.alerts, key=_order_key)[:ALERTS_SHOWN]:
         name = alert.op_type + (f" {alert.op_name}:{alert.slot}" if alert.op_name else "")
         step = steps.of_execution(alert.step) if steps.has_steps else alert.step
-        table.add_row(alert.kind, str(alert.index), "-" if step is None else str(step),
-                      escape(name),
-                      escape(alert.graph_name or ""), *(_count_text(c) for c in
-                                                        (alert.nan, alert.neg_inf, alert.pos_inf)))
+        table.add_row(*(_line(cell) for cell in (
+            alert.kind, str(alert.index), "-" if step is None else str(step), name,
+            alert.graph_name or "", *(_count_text(c) for c in
+                                      (alert.nan, alert.neg_inf, alert.pos_inf)))))
     console.print(table)
     if cause is None:
         return
@@ -218,26 +224,38 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
     what = (f"{alert.op_type} '{alert.op_name}:{alert.slot}'" if alert.op_name
             else f"{alert.op_type} (eager execution #{alert.index}, output {alert.slot})")
     where = f" in graph '{alert.graph_name}'" if alert.graph_name else ""
-    console.print(f"\n[bold]Root cause:[/] {escape(what)}{escape(where)} at "
-                  f"{escape(steps.place(alert.step))}")
+    say("")
+    say(("Root cause:", "bold"), f" {what}{where} at {steps.place(alert.step)}")
     for ref, s in cause.inputs:
-        console.print(f"  input {escape(ref.name)}: {escape(_summary_text(s))}")
+        say(f"  input {ref.name}: {_summary_text(s)}")
     if cause.frame is not None:
-        console.print(f"  [bold]{escape(literal(cause.frame.path))}:{cause.frame.line}[/] in "
-                      f"{escape(literal(cause.frame.function))}")
+        say("  ", (f"{cause.frame.path}:{cause.frame.line}", "bold"),
+            f" in {cause.frame.function}")
         if cause.line_text is not None:
             shown, carets = caret_lines(cause.line_text, line_span(cause.frame, cause.line_text))
-            console.print(f"    {escape(shown)}")
+            say(f"    {shown}")
             if carets:
-                console.print(f"    [bold red]{carets}[/]")
+                say("    ", (carets, "bold red"))
     else:
-        console.print("  (no user source frame recorded)")
+        say("  (no user source frame recorded)")
     if diagnosis is not None:
-        console.print(f"\n[bold]Diagnosis:[/] {escape(diagnosis.pattern)}")
-        console.print(f"  {escape(literal(diagnosis.explanation))}")
-        console.print(f"  [bold]Fix:[/] {escape(literal(diagnosis.suggestion))}")
+        say("")
+        say(("Diagnosis:", "bold"), f" {diagnosis.pattern}")
+        say(f"  {diagnosis.explanation}")
+        say("  ", ("Fix:", "bold"), f" {diagnosis.suggestion}")
         for line in diagnosis.evidence:
-            console.print(f"  - {escape(literal(line))}")
+            say(f"  - {line}")
+
+
+def _line(*parts: str | tuple[str, str]):
+    """A `rich.text.Text` of parts, plain or ``(text, style)``, each shown literally."""
+    from rich.text import Text
+
+    line = Text(end="")
+    for part in parts:
+        text, style = part if isinstance(part, tuple) else (part, "")
+        line.append(literal(text), style)
+    return line
 
 
 def caret_lines(line_text: str, span: tuple[int, int] | None) -> tuple[str, str]:
