@@ -27,7 +27,7 @@ from instrument.writer import DumpWriter
 from reader import format as fmt
 
 # Name prefixes of the runtime functions an eager call of a tf.function executes.
-FUNCTION_PREFIXES = ("__inference_", "__forward_", "__backward_")
+FUNCTION_PREFIXES = fmt.FUNCTION_PREFIXES
 
 # Ops whose outputs are not traced (their creation is still recorded):
 # - control flow and calls: their outputs are the outputs of ops inside their bodies,

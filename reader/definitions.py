@@ -17,8 +17,10 @@ from reader.errors import UnknownIdError
 from reader.index import Column, MalformedRecordError
 from reader.model import Frame, Graph, Op, SourceFile, TensorRef
 
-# Paths of code the user did not write. The writer's `library` flag is authoritative
-# where set; these patterns also catch files whose flag is missing or wrong.
+# Paths of code the user did not write, for a file record without the writer's
+# `library` flag. The flag, where recorded, wins: the writer knows its own install
+# prefixes, and a user's checkout may well sit under a path holding `/keras/` or
+# `/instrument/`.
 _LIBRARY_PATH = re.compile(
     r"[\\/](site-packages|dist-packages)[\\/]"
     r"|[\\/]lib[\\/]python\d+(\.\d+)?[\\/]"
@@ -32,6 +34,13 @@ _INSTRUMENT_PATH = re.compile(r"[\\/]instrument[\\/](?!examples[\\/])")
 def is_library_path(path: str) -> bool:
     """True for Python's own files, site-packages, TensorFlow, Keras and `instrument`."""
     return bool(_LIBRARY_PATH.search(path) or _INSTRUMENT_PATH.search(path))
+
+
+def is_library_file(record: dict[str, Any], path: str) -> bool:
+    """Whether a ``file`` record is library code: its ``library`` flag when recorded,
+    else `is_library_path`."""
+    flag = record.get("library")
+    return flag if isinstance(flag, bool) else is_library_path(path)
 
 
 def _is_int(value: Any) -> TypeGuard[int]:
@@ -129,7 +138,7 @@ class Definitions:
         self.files[ident] = SourceFile(
             id=ident, path=path, host=host if isinstance(host, str) else None,
             lines=tuple(lines) if lines is not None else None,
-            is_library=bool(record.get("library")) or is_library_path(path),
+            is_library=is_library_file(record, path),
             omitted=omitted if isinstance(omitted, str) else None)
 
     def _add_graph(self, ident: int, record: dict[str, Any]) -> None:

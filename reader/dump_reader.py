@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import threading
 from typing import Any
 
@@ -15,10 +14,11 @@ from reader import liveness, values
 from reader.errors import UnknownIdError
 from reader.model import (
     Alert, AlertSummary, Execution, Frame, Graph, Op, RootCause, RunMetadata, SourceFile,
-    Summary, Trace, UpdateReport,
+    Summary, Trace, UpdateReport, innermost_user_position,
 )
 from reader.run_loader import RunLoader
 from reader.steps import Steps
+from reader.trace_search import TraceSearch, compile_search
 
 class DumpReader:
     """Reads one run directory: indexes everything present, then follows its growth.
@@ -48,7 +48,7 @@ class DumpReader:
         self._traces = self._loader.traces
         self._alerts_cache: tuple[tuple, AlertSummary] | None = None
         self._steps_cache: tuple[tuple, Steps] | None = None
-        self._find_cache: tuple[tuple, np.ndarray] | None = None
+        self._search = TraceSearch(self._defs, self._traces)
         self.update()
 
     def update(self) -> UpdateReport:
@@ -348,8 +348,10 @@ class DumpReader:
             return self._traces.spans.indices_of(
                 np.flatnonzero(self._traces.tp.view == tps[slot]))
 
-    def nearest_trace_of(self, op_id: int, slot: int, near_index: int) -> int | None:
-        """The trace of ``(op_id, slot)`` at or before ``near_index``, else the first after.
+    def nearest_trace_of(self, op_id: int, slot: int, near_index: int, *,
+                         after: bool = False) -> int | None:
+        """The trace of ``(op_id, slot)`` at or before ``near_index``, else the first after
+        (``after``: at or after, else the last before: where a consumer computed).
 
         Returns:
             A trace index, or None when that tensor has no trace on disk.
@@ -358,6 +360,9 @@ class DumpReader:
             found = self.traces_of(op_id, slot)
             if found.size == 0:
                 return None
+            if after:
+                position = int(np.searchsorted(found, near_index, side="left"))
+                return int(found[position] if position < found.size else found[-1])
             position = int(np.searchsorted(found, near_index, side="right"))
             return int(found[position - 1] if position > 0 else found[0])
 
@@ -365,46 +370,18 @@ class DumpReader:
         """The next trace (from ``start`` inclusive) whose op name or type matches.
 
         Args:
-            pattern: A regular expression, searched (not anchored) in op names and types.
+            pattern: A regular expression, searched (not anchored) in op names and
+                types; one that is not valid is searched for as text
+                (`reader.trace_search.compile_search`).
             start: The trace index to start from.
             forward: Search towards higher indices; False searches backwards.
 
         Returns:
-            The trace index, or None. An invalid regex is matched as a literal string.
+            The trace index, or None.
         """
-        try:
-            regex = re.compile(pattern)
-        except re.error:
-            regex = re.compile(re.escape(pattern))
+        regex, _ = compile_search(pattern)
         with self._lock:
-            tps = self._matching_trace_points(regex)
-            t = self._traces
-            if not tps.size or not len(t):
-                return None
-            # The first row at or after `start`, or the last at or before it.
-            row = (min(t.spans.rows_below(start), len(t) - 1) if forward
-                   else t.spans.rows_below(start + 1) - 1)
-            if row < 0:
-                return None
-            column = t.tp.view
-            hits = (np.flatnonzero(np.isin(column[row:], tps)) if forward
-                    else np.flatnonzero(np.isin(column[: row + 1], tps)))
-            if not hits.size:
-                return None
-            return t.spans.index_of(int((hits[0] + row) if forward else hits[-1]))
-
-    def _matching_trace_points(self, regex: re.Pattern) -> np.ndarray:
-        """Trace points whose op name or type matches; cached until new ops arrive."""
-        key = (regex.pattern, self._defs.num_ops)
-        if self._find_cache is not None and self._find_cache[0] == key:
-            return self._find_cache[1]
-        tp_op = self._defs.tp_op.view
-        matching = [op_id for op_id in np.unique(tp_op).tolist() if op_id >= 0
-                    and (regex.search(self._defs.op(op_id).name)
-                         or regex.search(self._defs.op(op_id).op_type))]
-        tps = np.flatnonzero(np.isin(tp_op, matching))
-        self._find_cache = (key, tps)
-        return tps
+            return self._search.find(regex, start, forward)
 
     # -- definitions ------------------------------------------------------------------
 
@@ -464,7 +441,8 @@ class DumpReader:
                 frames = self._defs.stack(stack_id)
             except UnknownIdError:
                 return None
-            return next((f for f in reversed(frames) if f.is_user), None)
+            position = innermost_user_position(frames)
+            return None if position is None else frames[position]
 
     # -- analyses ---------------------------------------------------------------------
 

@@ -315,7 +315,7 @@ class ExecutionIndex:
         self.length.append(end - start)
         self.segment.append(segment)
         self.op_code.append(code)
-        self.is_function.append(graph is not None or op_type.startswith("__inference_"))
+        self.is_function.append(graph is not None or fmt.is_function_call(op_type))
         self.is_alert.append(bool(alert_slots))
         self.out_start.append(self.out_ids.size)
         previous = self._last_out_id
@@ -376,7 +376,7 @@ class ExecutionIndex:
         self.op_code.extend(codes)
         if len(self._code_is_function) < len(self.op_types):
             self._code_is_function = np.array(
-                [t.startswith("__inference_") for t in self.op_types], dtype=bool)
+                [fmt.is_function_call(t) for t in self.op_types], dtype=bool)
         self.is_function.extend(scan.has_graph[a:b] | self._code_is_function[codes])
         lo, hi = np.searchsorted(scan.alert_record, [a, b])
         alerting = np.zeros(n, dtype=bool)

@@ -1,12 +1,10 @@
 """Root cause: the op whose inputs were all finite but whose output was not.
 
 The walk starts at the first alert in execution order and moves back through the
-inputs of the op that produced it, as long as one of them was itself non-finite:
-
-- a graph op's input is the tensor ``"<op>:<slot>"`` of its graph; its value is the
-  latest trace of that tensor before the current one;
-- an eager op's input is an eager tensor id; its value is the output of the latest
-  earlier execution that produced that id.
+inputs of the op that produced it, as long as one of them was itself non-finite. The
+value behind each input is found by `reader.inputs` (for a graph op: the input
+tensor's latest trace before; for an eager op: the latest earlier execution that
+output the tensor id).
 
 An input without a known value (not traced, not summarised, created outside any op
 callback) counts as finite: the walk cannot see past it.
@@ -16,10 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
 
 from reader.alerts import AlertBuilder
 from reader.errors import DumpError
+from reader.inputs import eager_inputs, input_trace
 from reader.model import Alert, Execution, RootCause, Summary, TensorRef
 
 if TYPE_CHECKING:
@@ -57,12 +55,6 @@ def _counts(summary: Summary | None) -> tuple[int, int, int]:
     return tuple(-1 if c is None else c for c in (summary.nan, summary.neg_inf, summary.pos_inf))
 
 
-def _last_trace_before(reader: DumpReader, op_id: int, slot: int, before: int) -> int | None:
-    found = reader.traces_of(op_id, slot)
-    position = int(np.searchsorted(found, before, side="left"))
-    return int(found[position - 1]) if position > 0 else None
-
-
 def _graph_root_cause(reader: DumpReader, first: Alert, steps: int) -> RootCause:
     index = first.index
     visited = {index}
@@ -79,7 +71,7 @@ def _graph_root_cause(reader: DumpReader, first: Alert, steps: int) -> RootCause
         culprit = None
         for ref in op.inputs:
             found = (None if ref.op_id is None
-                     else _last_trace_before(reader, ref.op_id, ref.slot, index))
+                     else input_trace(reader, ref.op_id, ref.slot, index))
             summary = reader.trace(found).summary if found is not None else None
             inputs.append((ref, summary))
             indices.append(found)
@@ -115,23 +107,14 @@ def _eager_root_cause(reader: DumpReader, first: Alert, steps: int) -> RootCause
         inputs: list[tuple[TensorRef, Summary | None]] = []
         indices: list[int | None] = []
         culprit = None
-        for tensor_id in execution.input_ids:
-            produced = reader.producer_of(tensor_id, before=index)
-            if produced is None:
-                inputs.append((TensorRef(name=f"tensor {tensor_id}", op_id=None, slot=0), None))
-                indices.append(None)
-                continue
-            producer_index, producer_slot = produced
-            producer = reader.execution(producer_index)
-            summaries = producer.summaries or ()
-            summary = summaries[producer_slot] if producer_slot < len(summaries) else None
-            inputs.append((TensorRef(name=f"{producer.op_type}:{producer_slot}", op_id=None,
-                                     slot=producer_slot, execution_index=producer_index),
-                           summary))
-            indices.append(producer_index)
+        for found in eager_inputs(reader, execution):
+            summary = found.summary
+            inputs.append((TensorRef(name=found.name, op_id=None, slot=found.slot,
+                                     execution_index=found.producer_index), summary))
+            indices.append(found.producer_index)
             if (culprit is None and summary is not None and summary.is_alert
-                    and producer_index not in visited):
-                culprit = (producer_index, producer_slot)
+                    and found.producer_index not in visited):
+                culprit = (found.producer_index, found.slot)
         if culprit is None or step == steps - 1:
             break
         index, slot = culprit

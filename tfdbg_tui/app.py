@@ -8,22 +8,11 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from reader.errors import DamagedDumpError, DumpError, FormatVersionError, NoRunsError
+from reader.errors import DumpError
 from reader.model import RunInfo
-from tfdbg_tui import cli
 from tfdbg_tui.dump_watcher import POLL_INTERVAL_S
+from tfdbg_tui.exit_codes import exit_code_for
 from tfdbg_tui.screens.debugger import DebuggerScreen
-
-
-def exit_code_for(error: DumpError) -> int:
-    """The documented exit status for a reader error (see `tfdbg_tui.cli`)."""
-    if isinstance(error, FormatVersionError):
-        return cli.EXIT_NEWER_FORMAT
-    if isinstance(error, DamagedDumpError):
-        return cli.EXIT_DAMAGED
-    if isinstance(error, NoRunsError):
-        return cli.EXIT_NO_DUMP
-    return cli.EXIT_NO_DUMP
 
 
 class DebuggerApp(App[int]):

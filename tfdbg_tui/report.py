@@ -17,14 +17,16 @@ import sys
 from typing import Any
 
 import reader
-from reader import DamagedDumpError, DumpError, FormatVersionError, NoRunsError, liveness
+from reader import DumpError, liveness
 from reader.diagnosis import Diagnosis, diagnose_cause
 from reader.expressions import expression_of, line_span
 from reader.model import Alert, RootCause, Summary
 from reader.steps import Gap, Steps
-from tfdbg_tui.cli import EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, EXIT_OK
+from tfdbg_tui.exit_codes import (EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, EXIT_OK,
+                                  exit_code_for)
 from tfdbg_tui.literal import literal, literal_columns
 from tfdbg_tui.step_sparkline import sparkline, step_range
+from tfdbg_tui.summary_format import summary_text
 
 # Alerts listed in the human report; the totals always count every one.
 ALERTS_SHOWN = 10
@@ -46,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "type, and the op and source line that produced the first one.",
         epilog=f"exit status: {EXIT_OK} ran (alerts or not); {EXIT_NO_DUMP} missing, empty, "
                f"unreadable or foreign directory; {EXIT_NEWER_FORMAT} dump written by a newer "
-               f"format version; {EXIT_DAMAGED} nothing readable in the dump.")
+               f"format version; {EXIT_DAMAGED} dump damaged beyond reading.")
     parser.add_argument("logdir", metavar="LOGDIR",
                         help="directory holding runs (or one run directory)")
     parser.add_argument("--run", metavar="ID", default=None,
@@ -69,14 +71,8 @@ def main(argv: list[str]) -> int:
                 print(json.dumps(report_dict(dump, summary, cause, diagnosis)))
             else:
                 _print_human(dump, summary, cause, diagnosis)
-    except NoRunsError as error:
-        return _fail(error, EXIT_NO_DUMP)
-    except FormatVersionError as error:
-        return _fail(error, EXIT_NEWER_FORMAT)
-    except DamagedDumpError as error:
-        return _fail(error, EXIT_DAMAGED)
     except DumpError as error:
-        return _fail(error, EXIT_DAMAGED)
+        return _fail(error, exit_code_for(error))
     return EXIT_OK
 
 
@@ -227,7 +223,7 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
     say("")
     say(("Root cause:", "bold"), f" {what}{where} at {steps.place(alert.step)}")
     for ref, s in cause.inputs:
-        say(f"  input {ref.name}: {_summary_text(s)}")
+        say(f"  input {ref.name}: {summary_text(s).plain}")
     if cause.frame is not None:
         say("  ", (f"{cause.frame.path}:{cause.frame.line}", "bold"),
             f" in {cause.frame.function}")
@@ -278,19 +274,3 @@ def _order_key(alert: Alert) -> tuple[int, int, int]:
 
 def _count_text(count: int) -> str:
     return "?" if count < 0 else f"{count:,}"
-
-
-def _summary_text(summary: Summary | None) -> str:
-    if summary is None:
-        return "no summary recorded"
-    parts = [summary.dtype or "", f"size {summary.size}" if summary.size is not None else ""]
-    for label, value in (("nan", summary.nan), ("-inf", summary.neg_inf),
-                         ("+inf", summary.pos_inf), ("-", summary.neg), ("0", summary.zero),
-                         ("+", summary.pos)):
-        if value is not None:
-            parts.append(f"{label} {value}")
-    if summary.has_inf_or_nan is not None:
-        parts.append("has inf/nan" if summary.has_inf_or_nan else "finite")
-    if summary.shape is not None:
-        parts.append(f"shape {list(summary.shape)}")
-    return ", ".join(p for p in parts if p)

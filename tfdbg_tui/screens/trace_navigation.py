@@ -5,13 +5,12 @@ screen stays a thin coordinator.
 
 from __future__ import annotations
 
-import re
-
 from textual import on, work
 from textual.message import Message
 from textual.screen import Screen
 
 from reader.errors import DumpError
+from reader.trace_search import compile_search
 from tfdbg_tui.literal import literal
 from tfdbg_tui.messages import DumpFailed
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
@@ -107,11 +106,9 @@ class TraceNavigation(Screen):
     def _search_entered(self, value: str | None) -> None:
         if not value:
             return
-        try:
-            re.compile(value)
-        except re.error as error:
-            self.notify(f"bad regex: {error}", severity="error", markup=False)
-            return
+        _, note = compile_search(value)
+        if note is not None:
+            self.notify(literal(note), severity="warning", markup=False)
         self.last_search = value
         position = self.query_one(GraphExecutionList).position
         self.search(value, (position or 0) + 1, True)
