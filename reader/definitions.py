@@ -13,8 +13,8 @@ from typing import Any, TypeGuard
 import numpy as np
 
 from reader import format as fmt
-from reader.errors import UnknownIdError
-from reader.index import Column, MalformedRecordError
+from reader.columns import Column
+from reader.errors import MalformedRecordError, UnknownIdError
 from reader.model import Frame, Graph, Op, SourceFile, TensorRef
 
 # Paths of code the user did not write, for a file record without the writer's

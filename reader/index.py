@@ -14,51 +14,17 @@ import numpy as np
 from reader import format as fmt
 from reader import values
 from reader.columns import Column, Spans
+from reader.errors import MalformedRecordError
+from reader.summary_rows import alert_counts, alert_flags, summary_width
 
 if TYPE_CHECKING:
     from reader.exec_scan import ExecScan
-
-
-class MalformedRecordError(ValueError):
-    """A record whose fields have the wrong type or size (internal; becomes a notice)."""
 
 
 # Chunks buffered before one vectorised commit into the columns: amortises numpy's
 # per-call overhead over many small chunks while bounding the buffered bytes.
 COMMIT_CHUNKS = 4096
 COMMIT_TRACES = 1 << 16
-
-
-# Column positions of the non-finite counts in each mode's summary row, from
-# `SUMMARY_COLUMNS`; FULL_TENSOR rows are computed from values in FULL_HEALTH layout.
-def _count_columns(mode: str) -> tuple[int, int, int] | None:
-    columns = fmt.SUMMARY_COLUMNS[fmt.FULL_HEALTH if mode == fmt.FULL_TENSOR else mode]
-    if "nan" not in columns:
-        return None
-    return columns.index("nan"), columns.index("neg_inf"), columns.index("pos_inf")
-
-
-def summary_width(mode: str) -> int:
-    """Summary columns per tensor as the index stores them for ``mode``."""
-    return len(fmt.SUMMARY_COLUMNS[fmt.FULL_HEALTH if mode == fmt.FULL_TENSOR else mode])
-
-
-def alert_flags(mode: str, rows: np.ndarray) -> np.ndarray:
-    """Per summary row: True when the tensor held a NaN or an infinity."""
-    if mode == fmt.CURT_HEALTH:
-        return rows[:, 0] != 0
-    cols = _count_columns(mode)
-    if cols is None or rows.shape[0] == 0:
-        return np.zeros(rows.shape[0], dtype=bool)
-    return (rows[:, cols[0]] != 0) | (rows[:, cols[1]] != 0) | (rows[:, cols[2]] != 0)
-
-
-def alert_counts(mode: str, rows: np.ndarray) -> np.ndarray:
-    """(n, 3) int64 counts (nan, neg_inf, pos_inf) of summary rows; -1 when unknown."""
-    cols = _count_columns(mode)
-    if cols is None:
-        return np.full((rows.shape[0], 3), -1, dtype=np.int64)
-    return rows[:, list(cols)].astype(np.int64)
 
 
 class TraceIndex:

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 from reader.model import EagerInput, Execution
 
 if TYPE_CHECKING:
-    from reader.dump_reader import DumpReader
+    from reader.indexed_run import IndexedRun
 
 
-def input_trace(reader: DumpReader, op_id: int, slot: int, consumer_trace: int) -> int | None:
+def input_trace(reader: IndexedRun, op_id: int, slot: int, consumer_trace: int) -> int | None:
     """The trace of tensor ``(op_id, slot)`` an op read at its trace ``consumer_trace``:
     the tensor's latest trace before it; None when it has none (not traced, or left the
     disk)."""
@@ -28,7 +28,7 @@ def input_trace(reader: DumpReader, op_id: int, slot: int, consumer_trace: int) 
     return found if found is not None and found < consumer_trace else None
 
 
-def eager_inputs(reader: DumpReader, execution: Execution) -> tuple[EagerInput, ...]:
+def eager_inputs(reader: IndexedRun, execution: Execution) -> tuple[EagerInput, ...]:
     """Each input tensor of ``execution`` with the earlier execution that output it.
 
     Raises:

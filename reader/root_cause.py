@@ -21,28 +21,21 @@ from reader.inputs import eager_inputs, input_trace
 from reader.model import Alert, Execution, RootCause, Summary, TensorRef
 
 if TYPE_CHECKING:
-    from reader.dump_reader import DumpReader
+    from reader.indexed_run import IndexedRun
 
 # Bounds the walk on a malformed graph with a cycle through non-finite tensors.
 MAX_WALK_STEPS = 10_000
 
 
-def find_root_cause(reader: DumpReader, start: Alert | None = None, *,
-                    walk: bool = True) -> RootCause | None:
-    """The root cause of an alert; None when there is no alert.
+def find_root_cause(reader: IndexedRun, first: Alert, *, walk: bool = True) -> RootCause:
+    """The root cause of an alert (`DumpReader.root_cause` starts at the run's first).
 
     Args:
-        reader: The dump.
-        start: The alert to start from; None starts at the run's first alert.
-        walk: False describes ``start``'s own op (its inputs and line) without walking
+        reader: The dump's record queries.
+        first: The alert to start from.
+        walk: False describes ``first``'s own op (its inputs and line) without walking
             back through non-finite inputs.
     """
-    first = start
-    if first is None:
-        first_alerts = reader.alerts(limit_per_type=1).alerts
-        if not first_alerts:
-            return None
-        first = first_alerts[0]
     steps = MAX_WALK_STEPS if walk else 1
     if first.kind == "graph":
         return _graph_root_cause(reader, first, steps)
@@ -55,7 +48,7 @@ def _counts(summary: Summary | None) -> tuple[int, int, int]:
     return tuple(-1 if c is None else c for c in (summary.nan, summary.neg_inf, summary.pos_inf))
 
 
-def _graph_root_cause(reader: DumpReader, first: Alert, steps: int) -> RootCause:
+def _graph_root_cause(reader: IndexedRun, first: Alert, steps: int) -> RootCause:
     index = first.index
     visited = {index}
     inputs: list[tuple[TensorRef, Summary | None]] = []
@@ -92,14 +85,14 @@ def _graph_root_cause(reader: DumpReader, first: Alert, steps: int) -> RootCause
                      first_alert=first, input_indices=indices)
 
 
-def _execution_or_none(reader: DumpReader, index: int) -> Execution | None:
+def _execution_or_none(reader: IndexedRun, index: int) -> Execution | None:
     try:
         return reader.execution(index)
     except DumpError:
         return None  # the call is not recorded yet (still running) or left the disk
 
 
-def _eager_root_cause(reader: DumpReader, first: Alert, steps: int) -> RootCause:
+def _eager_root_cause(reader: IndexedRun, first: Alert, steps: int) -> RootCause:
     index, slot = first.index, first.slot
     visited = {index}
     for step in range(steps):

@@ -11,8 +11,8 @@ import numpy as np
 
 from reader import format as fmt
 from reader.definitions import Definitions
-from reader.errors import DamagedDumpError, NoRunsError
-from reader.index import ExecutionIndex, MalformedRecordError, TraceIndex
+from reader.errors import DamagedDumpError, MalformedRecordError, NoRunsError
+from reader.index import ExecutionIndex, TraceIndex
 from reader.model import UpdateReport
 from reader.exec_scan import PAD as EXEC_SCAN_PAD
 from reader.exec_scan import scan_exec_frames

@@ -17,7 +17,8 @@ from reader import DumpReader
 from reader import exec_scan
 from reader import format as fmt
 from reader import segment_reader
-from reader.index import ExecutionIndex, MalformedRecordError
+from reader.errors import MalformedRecordError
+from reader.index import ExecutionIndex
 from reader.segment_reader import SegmentReader, list_segments
 from tests.reader.synthetic import FINITE, NAN, NEG_INF, make_run, segment_path
 
