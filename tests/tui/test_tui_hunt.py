@@ -15,6 +15,7 @@ from tfdbg_tui.panes.graph_structure import GraphStructureList
 from tfdbg_tui.panes.source_code import SourceCodeView
 from tfdbg_tui.panes.stack_trace import StackTraceList
 from tfdbg_tui.panes.timeline import TimelineCells
+from tfdbg_tui.app import DebuggerApp
 from tfdbg_tui.screens.help import HelpScreen, help_text
 
 
@@ -189,7 +190,7 @@ async def test_question_mark_lists_every_key(nan_logdir):
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: "Anywhere" in screen_text(app), what="help")
         assert isinstance(app.screen, HelpScreen)
-        listed = help_text().plain
+        listed = help_text(DebuggerApp.BINDINGS).plain
         for expected in ("Zoom", "Next alert", "Alerts only", "Search", "Go to a trace by its index",
                          "Go to op's trace", "Library frames", "Quit", "Runs"):
             assert expected in listed
