@@ -32,7 +32,8 @@ from tfdbg_tui.dump_watcher import (ENDED, POLL_INTERVAL_S, DumpChanged, DumpWat
 from tfdbg_tui.literal import literal
 from tfdbg_tui.messages import DumpFailed
 from tfdbg_tui.panes.alerts import AlertList, AlertsPane
-from tfdbg_tui.panes.graph_execution import GraphExecutionList, GraphExecutionPane, TraceRows
+from tfdbg_tui.panes.graph_execution import GraphExecutionList, GraphExecutionPane
+from tfdbg_tui.trace_rows import TraceRows
 from tfdbg_tui.panes.graph_structure import GraphStructureList, GraphStructurePane
 from tfdbg_tui.panes.source_code import SourceCodePane, SourceView
 from tfdbg_tui.panes.stack_trace import StackTraceList, StackTracePane
