@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from synthetic_dumps import FLOAT32, LOG_LINE, USER_FILE, USER_SOURCE, health_row
-from tui_helpers import hunted_app, screen_text, wait_for
+from tui_helpers import hunted_app, make_app, screen_text, wait_for, wait_for_hunt
 
 from instrument.writer import DumpWriter
 from reader import format as fmt
@@ -123,6 +123,18 @@ async def test_search_by_op_type_regex(nan_logdir):
         await wait_for(pilot, lambda: graph_list.selected_trace == 8, what="next Softmax")
         await pilot.press("N")
         await wait_for(pilot, lambda: graph_list.selected_trace == 2, what="previous")
+
+
+async def test_a_search_that_is_not_a_regex_says_so_and_searches_the_text(nan_logdir):
+    app = make_app(nan_logdir)
+    async with app.run_test(size=(120, 30), notifications=True) as pilot:
+        await wait_for_hunt(pilot)
+        graph_list = app.screen.query_one(GraphExecutionList)
+        await pilot.press("3", "home", "slash")
+        await pilot.press(*"Soft(", "enter")
+        await wait_for(pilot, lambda: "not a regular expression" in screen_text(app)
+                       and "no later match" in screen_text(app), what="the notices")
+        assert graph_list.selected_trace == 0
 
 
 async def test_stack_frames_choose_source_and_library_frames_hide(nan_logdir):
@@ -290,3 +302,19 @@ async def test_marked_source_line_ends_without_an_ellipsis_when_it_fits(nan_logd
         marked = next(line for line in screen_text(app).splitlines() if "▶ 8 " in line)
         code = marked[marked.index("▶ 8 "):]
         assert "exactly 0" in code and "…" not in code
+
+
+async def test_a_record_gone_while_hunting_is_a_notice_not_a_traceback(nan_logdir, monkeypatch):
+    """A circular buffer can rotate a record away while the hunt reads it: the app
+    says so in one line and keeps running (the next update hunts again)."""
+    from reader.dump_reader import DumpReader
+    from reader.errors import UnknownIdError
+    def gone(self, alert=None):
+        raise UnknownIdError("execution 3 is not on disk (have 5..9)")
+
+    monkeypatch.setattr(DumpReader, "root_cause", gone)
+    app = make_app(nan_logdir)
+    async with app.run_test(size=(120, 30), notifications=True) as pilot:
+        await wait_for(pilot, lambda: "execution 3 is not on disk" in screen_text(app),
+                       what="the notice")
+        assert app.is_running and app.return_code is None

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 
 from reader import format as fmt
 from reader.steps import Steps, gap_between
+from reader.trace_search import compile_search
 from tfdbg_tui.literal import literal
 from tfdbg_tui.summary_format import count
 from tfdbg_tui.text_fit import cut_start
 from tfdbg_tui.trace_rows import TraceRows
+from tfdbg_tui.screens.prompt import PromptScreen
 from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.pane import Pane
 
@@ -118,24 +121,30 @@ class GraphExecutionList(LineList):
             super().__init__()
             self.trace_index = trace_index
 
-    class ActionRequested(Message):
-        """A key asked the screen to do something that needs the reader in a worker.
+    class SearchRequested(Message):
+        """Find the next (or, not `forward`, the previous) trace from `start` whose op
+        name or type matches `pattern`; the screen searches in a worker and selects it."""
 
-        `action` is one of "search", "search_next", "search_previous", "go_to_index",
-        "first_input", "show_value", "alert_jump" (with `argument` "first", "next" or
-        "previous").
-        """
-
-        def __init__(self, action: str, argument: str = "") -> None:
+        def __init__(self, pattern: str, start: int, forward: bool) -> None:
             super().__init__()
-            self.action = action
-            self.argument = argument
+            self.pattern = pattern
+            self.start = start
+            self.forward = forward
+
+    class ValueRequested(Message):
+        """Show the FULL_TENSOR value of trace `trace_index` (read in a worker)."""
+
+        def __init__(self, trace_index: int) -> None:
+            super().__init__()
+            self.trace_index = trace_index
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.rows: TraceRows | None = None
         self.mode = "NO_TENSOR"
         self._input_traces: frozenset[int] = frozenset()
+        self.first_input: int | None = None  # the selected op's first traced input
+        self.last_search: str | None = None
         self._steps: Steps | None = None
 
     @property
@@ -148,11 +157,25 @@ class GraphExecutionList(LineList):
         self._steps = steps
         self.invalidate()
 
-    def attach(self, rows: TraceRows, mode: str) -> None:
-        """Show `rows`; called once the reader is open."""
-        self.rows = rows
+    def attach(self, reader, mode: str) -> None:
+        """Show the traces of `reader` (a `reader.DumpReader`), recorded in `mode`;
+        called once the reader is open. The list owns its `TraceRows`."""
+        self.rows = TraceRows(reader)
+        self.rows.refresh()
         self.mode = mode
         self.data_changed()
+
+    def reload(self) -> None:
+        """The dump changed (traces, ops or damage): re-read the rows and repaint."""
+        if self.rows is not None:
+            self.rows.refresh(self.rows.alert_indices)
+            self.data_changed()
+
+    def show_alert_traces(self, alert_indices: np.ndarray) -> None:
+        """The trace indices of the alerts, ascending (from the hunt)."""
+        if self.rows is not None:
+            self.rows.set_alert_indices(alert_indices)
+            self.data_changed()
 
     def data_changed(self) -> None:
         """The rows' data grew or the filter changed: recount and repaint."""
@@ -297,16 +320,23 @@ class GraphExecutionList(LineList):
             what += f" (#{begin}-#{end - 1})"
         return Text(f"┄┄ {what} ┄┄", style=self.component_style("graph-execution--gap"))
 
-    # -- actions --------------------------------------------------------------------------
+    # -- actions ------------------------------------------------------------------------
+
+    def _jump_to_alert(self, which: str) -> None:
+        target = self.rows.alert_trace(which, self.position) if self.rows else None
+        if target is None:
+            self.notify("no alert in the graph traces")
+        else:
+            self.select_trace(target)
 
     def action_first_alert(self) -> None:
-        self.post_message(self.ActionRequested("alert_jump", "first"))
+        self._jump_to_alert("first")
 
     def action_next_alert(self) -> None:
-        self.post_message(self.ActionRequested("alert_jump", "next"))
+        self._jump_to_alert("next")
 
     def action_previous_alert(self) -> None:
-        self.post_message(self.ActionRequested("alert_jump", "previous"))
+        self._jump_to_alert("previous")
 
     def action_toggle_alerts_only(self) -> None:
         if self.rows is None:
@@ -326,22 +356,58 @@ class GraphExecutionList(LineList):
             self.parent.set_title_suffix(" (alerts only)" if self.rows.alerts_only else "")
 
     def action_go_to_index(self) -> None:
-        self.post_message(self.ActionRequested("go_to_index"))
+        self.app.push_screen(PromptScreen("Go to trace #", "a trace index"), self._go_to_index)
+
+    def _go_to_index(self, value: str | None) -> None:
+        if not value:
+            return
+        try:
+            index = int(value.strip().lstrip("#"))
+        except ValueError:
+            self.notify(f"not a trace index: {value!r}", severity="error", markup=False)
+            return
+        if not self.select_trace(index):
+            self.notify(f"trace #{index} is not in the dump", severity="warning")
 
     def action_search(self) -> None:
-        self.post_message(self.ActionRequested("search"))
+        self.app.push_screen(PromptScreen("Search op name or type (regex)", "e.g. Log|softmax"),
+                             self._search_entered)
+
+    def _search_entered(self, value: str | None) -> None:
+        if not value:
+            return
+        _, note = compile_search(value)
+        if note is not None:
+            self.notify(literal(note), severity="warning", markup=False)
+        self.last_search = value
+        self.post_message(self.SearchRequested(value, (self.position or 0) + 1, True))
+
+    def _search_again(self, forward: bool) -> None:
+        if self.last_search is None:
+            self.notify("no search yet: press / first")
+            return
+        start = (self.position or 0) + (1 if forward else -1)
+        if start < 0:
+            self.notify("no earlier match")
+            return
+        self.post_message(self.SearchRequested(self.last_search, start, forward))
 
     def action_search_next(self) -> None:
-        self.post_message(self.ActionRequested("search_next"))
+        self._search_again(True)
 
     def action_search_previous(self) -> None:
-        self.post_message(self.ActionRequested("search_previous"))
+        self._search_again(False)
 
     def action_first_input(self) -> None:
-        self.post_message(self.ActionRequested("first_input"))
+        if self.first_input is None:
+            self.notify("the selected op has no traced input")
+        else:
+            self.select_trace(self.first_input)
 
     def action_show_value(self) -> None:
-        self.post_message(self.ActionRequested("show_value"))
+        current = self.selected_trace
+        if current is not None:
+            self.post_message(self.ValueRequested(current))
 
 
 class GraphExecutionPane(Pane):
