@@ -12,12 +12,10 @@ import weakref
 from typing import Any
 
 import numpy as np
-
 from tensorflow.python.framework import ops
 from tensorflow.python.ops import array_ops, control_flow_util
 
-from instrument import summaries
-from instrument import tf_internals
+from instrument import summaries, tf_internals
 from instrument.graph_batches import GraphBatch, is_traced_by_tf_function
 from instrument.non_finite import first_alert_error
 from instrument.stacks import StackRecorder

@@ -2,8 +2,9 @@
 
 Eager alerts come from the execution index's alert rows, graph alerts from the trace
 index's alert column (both through `alert_rows()`; `DumpReader.alerts` passes the
-indexes in, and the run's record queries, an `IndexedRun`, to build the listed ones). Both are merged by one sort key: a graph trace of step ``x``
-ran inside the call recorded as execution ``x``, before that execution was recorded,
+indexes in, and the run's record queries, an `IndexedRun`, to build the listed
+ones). Both are merged by one sort key: a graph trace of step ``x`` ran inside the call
+recorded as execution ``x``, before that execution was recorded,
 so it sorts just before execution ``x``. Only the alerts listed (a per-type cap) become
 objects; counting works on the columns.
 """

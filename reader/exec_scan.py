@@ -18,8 +18,8 @@ before. So the result never differs from decoding every record: only the speed d
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import msgpack
 import numpy as np
@@ -346,11 +346,11 @@ def _summaries(p: _Pass, width: int, mode: str, count_cols: tuple[int, int, int]
             found.append((hit, np.full(hit.size, k), counts))
 
 
-def _template(data: bytes, start: int, end: int) -> list[str] | None:
+def _template(data: bytes | bytearray, start: int, end: int) -> list[str] | None:
     """The key sequence of one record: a map of 1..15 short ASCII string keys."""
     try:
         record = msgpack.unpackb(data[start:end], raw=False, strict_map_key=False)
-    except Exception:  # noqa: BLE001 - any decoding failure: the caller's record
+    except Exception:  # any decoding failure: the caller's record
         return None
     if not isinstance(record, dict) or not 0 < len(record) <= 15:
         return None

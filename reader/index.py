@@ -15,6 +15,7 @@ from reader import format as fmt
 from reader import values
 from reader.columns import Column, Spans
 from reader.errors import MalformedRecordError
+from reader.records import is_int
 from reader.summary_rows import alert_counts, alert_flags, summary_width
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ class TraceIndex:
         """
         first, n, step = record.get("i"), record.get("n"), record.get("x")
         tp_bytes = record.get("tp")
-        if not (_is_int(first) and _is_int(n) and _is_int(step) and n >= 0 and first >= 0
+        if not (is_int(first) and is_int(n) and is_int(step) and n >= 0 and first >= 0
                 and isinstance(tp_bytes, bytes) and len(tp_bytes) == 4 * n):
             raise MalformedRecordError("a traces chunk with bad i, n, x or tp")
         rows = self._summary_bytes(record, n)
@@ -185,6 +186,7 @@ class TraceIndex:
         r0 = self.spans.row_of(int(self.chunk_first.view[c0]))
         r1 = (self.spans.row_of(int(self.chunk_first.view[c1])) if c1 < self.chunk_first.size
               else len(self))
+        assert r0 is not None and r1 is not None  # a chunk's first trace is on disk
         for column in (self.tp, self.alert, self.summaries):
             if column is not None:
                 column.delete(r0, r1)
@@ -260,8 +262,8 @@ class ExecutionIndex:
         """
         index, op_type, outputs = record.get("i"), record.get("op"), record.get("out")
         graph = record.get("graph")
-        if not (_is_int(index) and index >= 0 and isinstance(op_type, str)
-                and isinstance(outputs, list) and (graph is None or _is_int(graph))):
+        if not (is_int(index) and index >= 0 and isinstance(op_type, str)
+                and isinstance(outputs, list) and (graph is None or is_int(graph))):
             raise MalformedRecordError("an exec record with bad i, op, out or graph")
         if len(self) and index < self.end:
             raise MalformedRecordError(f"exec {index} repeats an index before {self.end}")
@@ -286,7 +288,7 @@ class ExecutionIndex:
         self.out_start.append(self.out_ids.size)
         previous = self._last_out_id
         for tensor_id in outputs:
-            if not (_is_int(tensor_id) and 0 <= tensor_id < 1 << 63):
+            if not (is_int(tensor_id) and 0 <= tensor_id < 1 << 63):
                 tensor_id = -1
             if tensor_id < previous:
                 self.out_sorted = False
@@ -438,7 +440,3 @@ class ExecutionIndex:
         for column in (self.alert_index, self.alert_slot, self.alert_counts):
             column.delete(a0, a1)
         return r1 - r0
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)

@@ -18,7 +18,14 @@ from reader import format as fmt
 from reader import liveness, values
 from reader.errors import UnknownIdError
 from reader.model import (
-    Execution, Frame, Graph, Op, RunMetadata, SourceFile, Trace, UpdateReport,
+    Execution,
+    Frame,
+    Graph,
+    Op,
+    RunMetadata,
+    SourceFile,
+    Trace,
+    UpdateReport,
     innermost_user_position,
 )
 from reader.records import build_execution, row_summary, run_metadata

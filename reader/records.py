@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 from reader import format as fmt
 from reader import values
@@ -91,11 +91,11 @@ def _list(value: Any) -> list:
 
 
 def _ints(value: Any) -> tuple[int, ...]:
-    return tuple(v for v in _list(value) if isinstance(v, int) and not isinstance(v, bool))
+    return tuple(v for v in _list(value) if is_int(v))
 
 
 def _int_or(value: Any, default: Any) -> Any:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
+    return value if is_int(value) else default
 
 
 def _float_or_none(value: Any) -> float | None:
@@ -104,3 +104,8 @@ def _float_or_none(value: Any) -> float | None:
 
 def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def is_int(value: Any) -> TypeGuard[int]:
+    """True for an int that is not a bool (msgpack gives both)."""
+    return isinstance(value, int) and not isinstance(value, bool)

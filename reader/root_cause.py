@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-
 from reader.alerts import AlertBuilder
 from reader.errors import DumpError
 from reader.inputs import eager_inputs, input_trace
@@ -45,7 +44,9 @@ def find_root_cause(reader: IndexedRun, first: Alert, *, walk: bool = True) -> R
 def _counts(summary: Summary | None) -> tuple[int, int, int]:
     if summary is None:
         return -1, -1, -1
-    return tuple(-1 if c is None else c for c in (summary.nan, summary.neg_inf, summary.pos_inf))
+    nan, neg, pos = (-1 if c is None else c
+                     for c in (summary.nan, summary.neg_inf, summary.pos_inf))
+    return nan, neg, pos
 
 
 def _graph_root_cause(reader: IndexedRun, first: Alert, steps: int) -> RootCause:
@@ -68,7 +69,8 @@ def _graph_root_cause(reader: IndexedRun, first: Alert, steps: int) -> RootCause
             summary = reader.trace(found).summary if found is not None else None
             inputs.append((ref, summary))
             indices.append(found)
-            if culprit is None and summary is not None and summary.is_alert and found not in visited:
+            if (culprit is None and summary is not None and summary.is_alert
+                    and found not in visited):
                 culprit = found
         if culprit is None or step == steps - 1:
             break
@@ -105,8 +107,8 @@ def _eager_root_cause(reader: IndexedRun, first: Alert, steps: int) -> RootCause
             inputs.append((TensorRef(name=found.name, op_id=None, slot=found.slot,
                                      execution_index=found.producer_index), summary))
             indices.append(found.producer_index)
-            if (culprit is None and summary is not None and summary.is_alert
-                    and found.producer_index not in visited):
+            if (culprit is None and found.producer_index is not None and summary is not None
+                    and summary.is_alert and found.producer_index not in visited):
                 culprit = (found.producer_index, found.slot)
         if culprit is None or step == steps - 1:
             break

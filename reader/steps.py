@@ -182,13 +182,15 @@ class Steps:
         for k in range(max(len(execution_gaps), len(trace_gaps))):
             executions = execution_gaps[k] if k < len(execution_gaps) else None
             traces = trace_gaps[k] if k < len(trace_gaps) else None
+            around: tuple[int, ...]
             if executions is not None:
                 around = (executions[0] - 1, executions[1])
             else:
                 # The executions of those steps are kept; their traces are not.
                 assert traces is not None
-                around = tuple(int(x) for x in dump.trace_steps(traces[0] - 1, traces[0])) + \
-                    tuple(int(x) for x in dump.trace_steps(traces[1], traces[1] + 1))
+                around = tuple(int(x) for x in np.concatenate([
+                    dump.trace_steps(traces[0] - 1, traces[0]),
+                    dump.trace_steps(traces[1], traces[1] + 1)]))
             before, after = (self.of_execution(i) for i in around)
             steps = None
             if before is not None and after is not None and after - 1 >= before + 1:

@@ -25,8 +25,8 @@ OPEN_WAIT_S = 0.25
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tfdbg-tui", description=DESCRIPTION, epilog=EPILOG,
-        usage="tfdbg-tui LOGDIR [--run ID] [--no-mouse] | tfdbg-tui --version | tfdbg-tui report ... | "
-              "tfdbg-tui demo ...")
+        usage="tfdbg-tui LOGDIR [--run ID] [--no-mouse] | tfdbg-tui --version | "
+              "tfdbg-tui report ... | tfdbg-tui demo ...")
     parser.add_argument("logdir", metavar="LOGDIR", help="directory the instrumented "
                         "program dumped into (instrument.enable_dump_debug_info)")
     parser.add_argument("--run", metavar="ID", default=None,
@@ -57,7 +57,6 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import reader
     from reader.errors import DumpError
-
     from tfdbg_tui.app import DebuggerApp
     from tfdbg_tui.literal import literal
 

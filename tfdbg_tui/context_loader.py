@@ -12,8 +12,16 @@ from reader.errors import UnknownIdError
 from reader.expressions import expression_of, line_span
 from reader.history import TensorHistory, tensor_history
 from reader.inputs import eager_inputs, input_trace
-from reader.model import (EagerInput, Execution, Frame, Graph, Op, Summary, Trace,
-                          innermost_user_position)
+from reader.model import (
+    EagerInput,
+    Execution,
+    Frame,
+    Graph,
+    Op,
+    Summary,
+    Trace,
+    innermost_user_position,
+)
 from tfdbg_tui.literal import literal_columns
 from tfdbg_tui.panes.source_code import SourceView, highlight_source
 

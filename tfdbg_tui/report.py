@@ -22,8 +22,13 @@ from reader.diagnosis import Diagnosis, diagnose_cause
 from reader.expressions import expression_of, line_span
 from reader.model import Alert, RootCause, Summary
 from reader.steps import Gap, Steps
-from tfdbg_tui.exit_codes import (EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, EXIT_OK,
-                                  exit_code_for)
+from tfdbg_tui.exit_codes import (
+    EXIT_DAMAGED,
+    EXIT_NEWER_FORMAT,
+    EXIT_NO_DUMP,
+    EXIT_OK,
+    exit_code_for,
+)
 from tfdbg_tui.literal import literal, literal_columns
 from tfdbg_tui.step_sparkline import sparkline, step_range
 from tfdbg_tui.summary_format import summary_text

@@ -13,10 +13,8 @@ import msgpack
 import numpy as np
 import pytest
 
-from reader import DumpReader
-from reader import exec_scan
+from reader import DumpReader, exec_scan, segment_reader
 from reader import format as fmt
-from reader import segment_reader
 from reader.errors import MalformedRecordError
 from reader.index import ExecutionIndex
 from reader.segment_reader import SegmentReader, list_segments
@@ -150,5 +148,5 @@ def test_damaged_records_stop_the_segment_with_the_same_notice(logdir, damage):
     reader = DumpReader(run.path)
     assert reader.num_executions == i
     [notice] = reader.damage
-    assert notice.startswith(f"executions.000000.tfdbg: ") and f"at byte {size}" in notice
+    assert notice.startswith("executions.000000.tfdbg: ") and f"at byte {size}" in notice
     _assert_same(reader, _reference(run.path, reader.mode))

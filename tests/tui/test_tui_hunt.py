@@ -9,13 +9,13 @@ from tui_helpers import hunted_app, make_app, screen_text, wait_for, wait_for_hu
 
 from instrument.writer import DumpWriter
 from reader import format as fmt
+from tfdbg_tui.app import DebuggerApp
 from tfdbg_tui.panes.alerts import AlertList
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 from tfdbg_tui.panes.graph_structure import GraphStructureList
 from tfdbg_tui.panes.source_code import SourceCodeView
 from tfdbg_tui.panes.stack_trace import StackTraceList
 from tfdbg_tui.panes.timeline import TimelineCells
-from tfdbg_tui.app import DebuggerApp
 from tfdbg_tui.screens.help import HelpScreen, help_text
 
 
@@ -203,8 +203,9 @@ async def test_question_mark_lists_every_key(nan_logdir):
         await wait_for(pilot, lambda: "Anywhere" in screen_text(app), what="help")
         assert isinstance(app.screen, HelpScreen)
         listed = help_text(DebuggerApp.BINDINGS).plain
-        for expected in ("Zoom", "Next alert", "Alerts only", "Search", "Go to a trace by its index",
-                         "Go to op's trace", "Library frames", "Quit", "Runs"):
+        for expected in ("Zoom", "Next alert", "Alerts only", "Search",
+                         "Go to a trace by its index", "Go to op's trace", "Library frames",
+                         "Quit", "Runs"):
             assert expected in listed
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)

@@ -18,12 +18,13 @@ from reader import format as fmt
 from reader.steps import Steps, gap_between
 from reader.trace_search import compile_search
 from tfdbg_tui.literal import literal
+from tfdbg_tui.screens.prompt import PromptScreen
 from tfdbg_tui.summary_format import count
 from tfdbg_tui.text_fit import cut_start
 from tfdbg_tui.trace_rows import TraceRows
-from tfdbg_tui.screens.prompt import PromptScreen
 from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.pane import Pane
+
 
 @dataclass(frozen=True)
 class Column:

@@ -68,8 +68,12 @@ class TimelineCells(ScrollView, can_focus=True):
         & > .timeline--gap { color: $warning; text-style: bold; }
         & > .timeline--function { color: $background; background: $primary; text-style: bold; }
         & > .timeline--alert { color: $text; background: $error; text-style: bold; }
-        & > .timeline--cursor { color: $background; background: $foreground; text-style: bold underline; }
-        & > .timeline--cursor-blurred { color: $background; background: $foreground 50%; text-style: underline; }
+        & > .timeline--cursor {
+            color: $background; background: $foreground; text-style: bold underline;
+        }
+        & > .timeline--cursor-blurred {
+            color: $background; background: $foreground 50%; text-style: underline;
+        }
     }
     """
 

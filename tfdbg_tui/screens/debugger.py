@@ -22,10 +22,14 @@ from reader.diagnosis import diagnose_alert, diagnose_cause
 from reader.errors import DumpError
 from reader.model import Alert, AlertSummary, RootCause
 from reader.steps import Steps, gap_between
-from tfdbg_tui.context_loader import (TraceContext, load_execution_context,
-                                      load_source, load_trace_context, source_span)
-from tfdbg_tui.dump_watcher import (ENDED, POLL_INTERVAL_S, DumpChanged, DumpWatcher,
-                                    DumpWatchFailed)
+from tfdbg_tui.context_loader import (
+    TraceContext,
+    load_execution_context,
+    load_source,
+    load_trace_context,
+    source_span,
+)
+from tfdbg_tui.dump_watcher import ENDED, POLL_INTERVAL_S, DumpChanged, DumpWatcher, DumpWatchFailed
 from tfdbg_tui.literal import literal
 from tfdbg_tui.panes.alerts import AlertList, AlertsPane
 from tfdbg_tui.panes.graph_execution import GraphExecutionList, GraphExecutionPane
@@ -33,8 +37,14 @@ from tfdbg_tui.panes.graph_structure import GraphStructureList, GraphStructurePa
 from tfdbg_tui.panes.source_code import SourceCodePane, SourceView
 from tfdbg_tui.panes.stack_trace import StackTraceList, StackTracePane
 from tfdbg_tui.panes.timeline import TimelineCells, TimelinePane
-from tfdbg_tui.screens.debugger_results import (ContextLoaded, DiagnosisLoaded, HuntLoaded,
-                                                 OpenFailed, ReaderOpened, SourceLoaded)
+from tfdbg_tui.screens.debugger_results import (
+    ContextLoaded,
+    DiagnosisLoaded,
+    HuntLoaded,
+    OpenFailed,
+    ReaderOpened,
+    SourceLoaded,
+)
 from tfdbg_tui.screens.trace_navigation import TraceNavigation
 from tfdbg_tui.widgets.diagnosis_line import DiagnosisLine
 from tfdbg_tui.widgets.line_list import LineList

@@ -33,7 +33,8 @@ def _key_name(binding: Binding) -> str:
     names = {"right_square_bracket": "]", "left_square_bracket": "[", "full_stop": ".",
              "comma": ",", "slash": "/", "question_mark": "?", "pageup": "PgUp",
              "pagedown": "PgDn", "escape": "Esc", "home": "Home", "end": "End",
-             "up": "↑", "down": "↓", "left": "←", "right": "→", "enter": "Enter", "ctrl+p": "Ctrl+P"}
+             "up": "↑", "down": "↓", "left": "←", "right": "→", "enter": "Enter",
+             "ctrl+p": "Ctrl+P"}
     return ", ".join(names.get(k, k) for k in binding.key.split(","))
 
 

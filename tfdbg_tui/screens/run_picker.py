@@ -20,7 +20,6 @@ from reader.errors import DumpError
 from reader.model import RunInfo
 from tfdbg_tui.literal import literal
 
-
 # What a run's alert count shows while it is being counted, or when it cannot be.
 COUNTING, UNCOUNTABLE = "counting", "unreadable"
 
