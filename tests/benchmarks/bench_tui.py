@@ -24,18 +24,13 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-import sys
 import tempfile
 import time
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tui"))
-
-from synthetic_dumps import write_big_dump
-
 import reader
+from tests.tui.synthetic_dumps import write_big_dump
 from tfdbg_tui.app import DebuggerApp
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 

@@ -5,9 +5,9 @@ anywhere, `?` always among them."""
 from __future__ import annotations
 
 import pytest
-from synthetic_dumps import write_nan_dump
-from tui_helpers import hunted_app, screen_text, wait_for
 
+from tests.tui.synthetic_dumps import write_nan_dump
+from tests.tui.tui_helpers import hunted_app, screen_text, wait_for
 from tfdbg_tui.app import DebuggerApp
 from tfdbg_tui.screens.help import help_text
 

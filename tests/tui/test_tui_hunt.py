@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from synthetic_dumps import FLOAT32, LOG_LINE, USER_FILE, USER_SOURCE, health_row
-from tui_helpers import hunted_app, make_app, screen_text, wait_for, wait_for_hunt
 
 from instrument.writer import DumpWriter
 from reader import format as fmt
+from tests.tui.synthetic_dumps import FLOAT32, LOG_LINE, USER_FILE, USER_SOURCE, health_row
+from tests.tui.tui_helpers import hunted_app, make_app, screen_text, wait_for, wait_for_hunt
 from tfdbg_tui.app import DebuggerApp
 from tfdbg_tui.panes.alerts import AlertList
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
