@@ -12,22 +12,9 @@ from reader.steps import Steps
 
 
 class DumpReader(IndexedRun):
-    """Reads one run directory: indexes everything present, then follows its growth;
-    answers record queries (`IndexedRun`) and the analyses built on them: alerts,
-    steps and the root cause, each cached until the dump changes.
-
-    All methods are thread-safe (one lock); `update()` holds the lock while it reads.
-    Indices are absolute: under a circular buffer the oldest ones leave the disk and
-    `first_execution` / `first_trace` move forward.
-
-    Args:
-        run_path: A run directory (``LOGDIR/<run id>``).
-
-    Raises:
-        NoRunsError: ``run_path`` holds no metadata segment.
-        FormatVersionError: A file was written by a newer major format version.
-        DamagedDumpError: Not even the run's metadata record is readable.
-    """
+    """One run of a dump: the record queries of `IndexedRun` (which says how it is
+    opened, followed and locked), and the analyses built on them: alerts, steps and
+    the root cause, each cached until the dump changes."""
 
     def __init__(self, run_path: str | os.PathLike[str]) -> None:
         self._alerts_cache: tuple[tuple, AlertSummary] | None = None
