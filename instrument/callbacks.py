@@ -12,12 +12,10 @@ import weakref
 from typing import Any
 
 import numpy as np
-
 from tensorflow.python.framework import ops
 from tensorflow.python.ops import array_ops, control_flow_util
 
-from instrument import summaries
-from instrument import tf_internals
+from instrument import summaries, tf_internals
 from instrument.graph_batches import GraphBatch, is_traced_by_tf_function
 from instrument.non_finite import first_alert_error
 from instrument.stacks import StackRecorder
@@ -27,7 +25,7 @@ from instrument.writer import DumpWriter
 from reader import format as fmt
 
 # Name prefixes of the runtime functions an eager call of a tf.function executes.
-FUNCTION_PREFIXES = ("__inference_", "__forward_", "__backward_")
+FUNCTION_PREFIXES = fmt.FUNCTION_PREFIXES
 
 # Ops whose outputs are not traced (their creation is still recorded):
 # - control flow and calls: their outputs are the outputs of ops inside their bodies,

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from reader import format as fmt
-from reader.index import alert_flags
+from reader.summary_rows import alert_flags
 
 # Per health mode, the summary columns that count (or flag) non-finite elements.
 _COUNT_COLUMNS = {

@@ -105,7 +105,7 @@ def _autograph_source_map(
         return None
     try:
         return mappers[-1].get_effective_source_map()
-    except Exception:  # noqa: BLE001 - an unmapped frame beats a broken program
+    except Exception:  # an unmapped frame beats a broken program
         tf_internals.debug_once("source_map", "tfdbg-tui: AutoGraph's source map is "
                                 "unreadable; frames stay in the generated code")
         return None

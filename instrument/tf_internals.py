@@ -140,7 +140,7 @@ def install_function_hook(listener: Callable[[str, Any], None]) -> bool:
                     try:
                         listener(name.decode() if isinstance(name, bytes) else str(name),
                                  graph)
-                    except Exception:  # noqa: BLE001 - never break TensorFlow's tracing
+                    except Exception:  # never break TensorFlow's tracing
                         logger.debug("tfdbg-tui: function hook failed", exc_info=True)
                 return original(name, graph, *args, **kwargs)
 

@@ -4,8 +4,9 @@ The route (docs/instrument.md, "How graph traces reach the dump"): each traced t
 gets a ``DebugNumericSummaryV2`` on its own device, and its row goes into one
 ``FIFOQueue`` that was created eagerly under a run-unique shared name: top-level
 function graphs capture its handle, gradient graphs of control flow look it up by
-that name (`TraceQueue.handles_for`); no Python runs per tensor. `TraceQueue.add_trace` builds one enqueue per tensor (while and
-cond bodies, tf.data functions); `TraceQueue.batch_row` and `enqueue_batch` serve the
+that name (`TraceQueue.handles_for`); no Python runs per tensor.
+`TraceQueue.add_trace` builds one enqueue per tensor (while and cond bodies, tf.data
+functions); `TraceQueue.batch_row` and `enqueue_batch` serve the
 per-segment batches of tf.function graphs (instrument/graph_batches.py). Every row
 also carries the ordinal of the eager function call it ran in. A background thread
 drains the queue in batches (``QueueSizeV2`` then ``QueueDequeueManyV2``) every
@@ -467,7 +468,7 @@ class TraceDrainer:
                 try:
                     if source.drain() and source.polls_while_active:
                         active = True
-                except Exception:  # noqa: BLE001 - the thread must survive to keep draining
+                except Exception:  # the thread must survive to keep draining
                     # A failed drain (e.g. while the interpreter shuts TensorFlow down)
                     # is reported; the traces stay queued for the next attempt.
                     logger.exception("tfdbg-tui: draining graph traces failed")

@@ -25,9 +25,7 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from instrument.flight_recorder import (
-    FirstAlert, FlightRecorder, summaries_alert, values_alert,
-)
+from instrument.flight_recorder import FirstAlert, FlightRecorder, summaries_alert, values_alert
 from instrument.value_encoding import COMPRESSION
 from reader import format as fmt
 
@@ -94,7 +92,7 @@ class RecordFile:
             for record, encode in self._deferred:
                 try:
                     encode(record)
-                except Exception:  # noqa: BLE001 - a record stored unencoded beats none
+                except Exception:  # a record stored unencoded beats none
                     logger.exception("tfdbg-tui: encoding a record failed; stored as is")
                 self._add(self._packer.pack(record))
             self._deferred.clear()

@@ -18,11 +18,28 @@ import os
 
 from reader.dump_reader import DumpReader
 from reader.errors import (
-    DamagedDumpError, DumpError, FormatVersionError, NoRunsError, UnknownIdError,
+    DamagedDumpError,
+    DumpError,
+    FormatVersionError,
+    NoRunsError,
+    UnknownIdError,
 )
 from reader.model import (
-    ALERT_TYPES, Alert, AlertSummary, Execution, Frame, Graph, Op, RootCause, RunInfo,
-    RunMetadata, SourceFile, Summary, TensorRef, Trace, UpdateReport,
+    ALERT_TYPES,
+    Alert,
+    AlertSummary,
+    Execution,
+    Frame,
+    Graph,
+    Op,
+    RootCause,
+    RunInfo,
+    RunMetadata,
+    SourceFile,
+    Summary,
+    TensorRef,
+    Trace,
+    UpdateReport,
 )
 from reader.run_dir import is_run_dir, list_runs, resolve_run_path
 

@@ -2,8 +2,9 @@
 
 Eager alerts come from the execution index's alert rows, graph alerts from the trace
 index's alert column (both through `alert_rows()`; `DumpReader.alerts` passes the
-indexes in). Both are merged by one sort key: a graph trace of step ``x``
-ran inside the call recorded as execution ``x``, before that execution was recorded,
+indexes in, and the run's record queries, an `IndexedRun`, to build the listed
+ones). Both are merged by one sort key: a graph trace of step ``x`` ran inside the call
+recorded as execution ``x``, before that execution was recorded,
 so it sorts just before execution ``x``. Only the alerts listed (a per-type cap) become
 objects; counting works on the columns.
 """
@@ -18,8 +19,8 @@ from reader.errors import DumpError
 from reader.model import ALERT_TYPES, Alert, AlertSummary
 
 if TYPE_CHECKING:
-    from reader.dump_reader import DumpReader
     from reader.index import ExecutionIndex, TraceIndex
+    from reader.indexed_run import IndexedRun
 
 
 def _type_codes(counts: np.ndarray) -> np.ndarray:
@@ -85,7 +86,7 @@ class AlertBuilder:
     `graph`, `execution_op_types`).
     """
 
-    def __init__(self, reader: DumpReader) -> None:
+    def __init__(self, reader: IndexedRun) -> None:
         self._reader = reader
         self._step_devices: dict[int, str | None] = {}
 

@@ -8,17 +8,20 @@ reference to something not read yet resolves by itself once its definition arriv
 from __future__ import annotations
 
 import re
-from typing import Any, TypeGuard
+from typing import Any
 
 import numpy as np
 
 from reader import format as fmt
-from reader.errors import UnknownIdError
-from reader.index import Column, MalformedRecordError
+from reader.columns import Column
+from reader.errors import MalformedRecordError, UnknownIdError
 from reader.model import Frame, Graph, Op, SourceFile, TensorRef
+from reader.records import is_int
 
-# Paths of code the user did not write. The writer's `library` flag is authoritative
-# where set; these patterns also catch files whose flag is missing or wrong.
+# Paths of code the user did not write, for a file record without the writer's
+# `library` flag. The flag, where recorded, wins: the writer knows its own install
+# prefixes, and a user's checkout may well sit under a path holding `/keras/` or
+# `/instrument/`.
 _LIBRARY_PATH = re.compile(
     r"[\\/](site-packages|dist-packages)[\\/]"
     r"|[\\/]lib[\\/]python\d+(\.\d+)?[\\/]"
@@ -34,12 +37,15 @@ def is_library_path(path: str) -> bool:
     return bool(_LIBRARY_PATH.search(path) or _INSTRUMENT_PATH.search(path))
 
 
-def _is_int(value: Any) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
+def is_library_file(record: dict[str, Any], path: str) -> bool:
+    """Whether a ``file`` record is library code: its ``library`` flag when recorded,
+    else `is_library_path`."""
+    flag = record.get("library")
+    return flag if isinstance(flag, bool) else is_library_path(path)
 
 
 def _opt_int(value: Any) -> bool:
-    return value is None or _is_int(value)
+    return value is None or is_int(value)
 
 
 def _opt_str(value: Any) -> bool:
@@ -50,7 +56,7 @@ def _span(record: dict[str, Any], line: int) -> tuple[int | None, int | None, in
     """A frame's expression span (format 1.1); (None, None, None) when absent or unusable."""
     column, end_line, end_column = record.get("col"), record.get("end_line", line), \
         record.get("end_col")
-    if (_is_int(column) and _is_int(end_line) and _is_int(end_column) and column >= 0
+    if (is_int(column) and is_int(end_line) and is_int(end_column) and column >= 0
             and (end_line > line or (end_line == line and end_column > column))):
         return column, end_line, end_column
     return None, None, None
@@ -91,9 +97,11 @@ class Definitions:
             MalformedRecordError: The record's fields have the wrong types.
         """
         kind = record["k"]
+        if kind not in (fmt.KIND_DEVICE, fmt.KIND_FILE, fmt.KIND_FRAME, fmt.KIND_STACK,
+                        fmt.KIND_GRAPH, fmt.KIND_OP):
+            return None
         ident = record.get("id")
-        if kind in (fmt.KIND_DEVICE, fmt.KIND_FILE, fmt.KIND_FRAME, fmt.KIND_STACK,
-                    fmt.KIND_GRAPH, fmt.KIND_OP) and not (_is_int(ident) and ident >= 0):
+        if not (is_int(ident) and ident >= 0):
             raise MalformedRecordError(f"a {kind} record without an integer id")
         if kind == fmt.KIND_DEVICE:
             name = record.get("name")
@@ -104,12 +112,12 @@ class Definitions:
             self._add_file(ident, record)
         elif kind == fmt.KIND_FRAME:
             file_id, line, func = record.get("file"), record.get("line"), record.get("func")
-            if not (_is_int(file_id) and _is_int(line) and isinstance(func, str)):
+            if not (is_int(file_id) and is_int(line) and isinstance(func, str)):
                 raise MalformedRecordError(f"frame {ident} with a bad file, line or func")
             self.frames[ident] = (file_id, line, func, *_span(record, line))
         elif kind == fmt.KIND_STACK:
             frames = record.get("frames")
-            if not isinstance(frames, list) or not all(_is_int(f) for f in frames):
+            if not isinstance(frames, list) or not all(is_int(f) for f in frames):
                 raise MalformedRecordError(f"stack {ident} with bad frames")
             self.stacks[ident] = tuple(frames)
         elif kind == fmt.KIND_GRAPH:
@@ -122,18 +130,20 @@ class Definitions:
 
     def _add_file(self, ident: int, record: dict[str, Any]) -> None:
         path, lines = record.get("path"), record.get("lines")
-        if not isinstance(path, str) or not (
-                lines is None or (isinstance(lines, list) and all(isinstance(x, str) for x in lines))):
+        lines_ok = lines is None or (isinstance(lines, list)
+                                     and all(isinstance(x, str) for x in lines))
+        if not isinstance(path, str) or not lines_ok:
             raise MalformedRecordError(f"source file {ident} with a bad path or lines")
         host, omitted = record.get("host"), record.get("omitted")
         self.files[ident] = SourceFile(
             id=ident, path=path, host=host if isinstance(host, str) else None,
             lines=tuple(lines) if lines is not None else None,
-            is_library=bool(record.get("library")) or is_library_path(path),
+            is_library=is_library_file(record, path),
             omitted=omitted if isinstance(omitted, str) else None)
 
     def _add_graph(self, ident: int, record: dict[str, Any]) -> None:
-        fields = {key: record[key] for key in ("name", "outer", "function") if key in record}
+        fields: dict[str, Any] = {key: record[key] for key in ("name", "outer", "function")
+                                  if key in record}
         if not (_opt_str(fields.get("name")) and _opt_int(fields.get("outer"))
                 and _opt_str(fields.get("function"))):
             raise MalformedRecordError(f"graph {ident} with a bad name, outer or function")
@@ -148,12 +158,12 @@ class Definitions:
         graph, op_type, name = record.get("graph"), record.get("type"), record.get("name")
         inputs, tps = record.get("inputs"), record.get("tps")
         dtypes = record.get("dtypes", [])
-        if not (_is_int(graph) and isinstance(op_type, str) and isinstance(name, str)
+        if not (is_int(graph) and isinstance(op_type, str) and isinstance(name, str)
                 and isinstance(inputs, list) and all(isinstance(x, str) for x in inputs)
                 and isinstance(tps, list) and all(_opt_int(t) for t in tps)
-                and isinstance(dtypes, list) and all(_is_int(d) for d in dtypes)
+                and isinstance(dtypes, list) and all(is_int(d) for d in dtypes)
                 and _opt_int(record.get("device")) and _opt_int(record.get("stack"))
-                and _is_int(record.get("num_outputs", 0))):
+                and is_int(record.get("num_outputs", 0))):
             raise MalformedRecordError(f"op {ident} with fields of the wrong type")
         self._ops[ident] = record
         self._op_cache.pop(ident, None)
@@ -175,7 +185,7 @@ class Definitions:
 
     def device_name(self, device_id: Any) -> str | None:
         """A device's name; None for no device or one not read yet."""
-        return self.devices.get(device_id) if _is_int(device_id) else None
+        return self.devices.get(device_id) if is_int(device_id) else None
 
     def graph(self, graph_id: int) -> Graph:
         """A graph by id; raises `UnknownIdError` when not defined (yet)."""

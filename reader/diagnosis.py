@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from reader.expressions import expression_of
 from reader.model import Alert, RootCause, Summary
+from reader.root_cause import find_root_cause
 
 if TYPE_CHECKING:
     from reader.dump_reader import DumpReader
@@ -126,10 +127,7 @@ def diagnose_root_cause(reader: DumpReader) -> Diagnosis | None:
 def diagnose_alert(reader: DumpReader, alert: Alert) -> Diagnosis:
     """The diagnosis of one alert: its own op when that made the non-finite values;
     otherwise where they came from (inf arithmetic here, or the root cause upstream)."""
-    from reader.root_cause import find_root_cause
-
     local = find_root_cause(reader, alert, walk=False)
-    assert local is not None
     site = _Site.of(reader, local)
     if site.is_function_call:
         inner = [a for a in reader.alerts().alerts if a.kind == "graph" and a.step == alert.index]
@@ -142,7 +140,6 @@ def diagnose_alert(reader: DumpReader, alert: Alert) -> Diagnosis:
     if found is not None:
         return found
     root = find_root_cause(reader, alert)
-    assert root is not None
     upstream = diagnose_cause(reader, root)
     name, summary = bad_inputs[0]
     lead = (f"{site.subject} got {_nonfinite_text(summary)} from its input {name}; "

@@ -24,8 +24,10 @@ Decided here once; ``tfdbg-tui diff`` only formats it.
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -228,7 +230,7 @@ class _Walk:
         step = self.steps.of_execution(position)
         return -1 if step is None else step
 
-    def _graph_records(self):
+    def _graph_records(self) -> Iterator[tuple[int, _Key, Side]]:
         """(position, key, side) of every graph trace on disk, in trace order."""
         seen: Counter = Counter()
         for begin, end in self.run.kept_traces():
@@ -244,7 +246,7 @@ class _Walk:
                     yield trace.step, key, Side(trace.index, trace.step, trace.summary,
                                                 trace.op_id, stack_id)
 
-    def _eager_records(self):
+    def _eager_records(self) -> Iterator[tuple[int, _Key, Side]]:
         """(position, key, side) of every eager execution output on disk."""
         seen: Counter = Counter()
         for begin, end in self.run.kept_executions():
@@ -266,19 +268,12 @@ class _Walk:
         records.update((key, side) for _, key, side in self._eager_records())
         return records
 
-    def ordered_records(self):
+    def ordered_records(self) -> Iterator[tuple[_Key, Side]]:
         """Records in execution order: a call's graph traces, then the call."""
-        graph = self._graph_records()
-        eager = self._eager_records()
-        next_graph, next_eager = next(graph, None), next(eager, None)
-        while next_graph is not None or next_eager is not None:
-            if next_eager is None or (next_graph is not None
-                                      and next_graph[0] <= next_eager[0]):
-                yield next_graph[1], next_graph[2]
-                next_graph = next(graph, None)
-            else:
-                yield next_eager[1], next_eager[2]
-                next_eager = next(eager, None)
+        merged = heapq.merge(self._graph_records(), self._eager_records(),
+                             key=lambda record: (record[0], record[1].kind != GRAPH))
+        for _, key, side in merged:
+            yield key, side
 
     def divergence(self, key: _Key, a: Side, b: Side, reason: str, detail: str,
                    abs_error: float | None, rel_error: float | None) -> Divergence:

@@ -19,6 +19,14 @@ class DamagedDumpError(DumpError):
     """A file is corrupt beyond its readable prefix (see `DumpReader.damage`)."""
 
 
+class MalformedRecordError(ValueError):
+    """A record whose fields have the wrong type or size.
+
+    Internal to the reader: it stops the reading of a file at that record, which
+    becomes a damage notice (`DumpReader.damage`); it never reaches a caller.
+    """
+
+
 class UnknownIdError(DumpError, LookupError):
     """An id (op, graph, stack, source file) that the dump does not define, or not yet.
 

@@ -18,13 +18,14 @@ before. So the result never differs from decoding every record: only the speed d
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import msgpack
 import numpy as np
 
 from reader import format as fmt
+from reader.summary_rows import count_columns, summary_width
 
 # Zero bytes appended to a block so that fixed-size gathers (a key, an int, a summary
 # row of at most 15 floats) past a record's end stay inside it.
@@ -190,12 +191,10 @@ def scan_exec_frames(data: bytes | bytearray, starts: np.ndarray, ends: np.ndarr
         mode: The run's tensor debug mode (which summary columns count non-finites).
         intern: Maps an op type's UTF-8 bytes to its code; None when not valid UTF-8.
     """
-    from reader.index import _count_columns, summary_width
-
     n = starts.size
     block = _Block(data, int(ends[-1]) if n else 0)
     width = summary_width(mode) if mode not in (fmt.NO_TENSOR, fmt.FULL_TENSOR) else 0
-    count_cols = None if mode == fmt.CURT_HEALTH else _count_columns(mode)
+    count_cols = None if mode == fmt.CURT_HEALTH else count_columns(mode)
     ok = np.zeros(n, dtype=bool)
     index = np.full(n, -1, dtype=np.int64)
     op_start = np.zeros(n, dtype=np.int64)
@@ -347,11 +346,11 @@ def _summaries(p: _Pass, width: int, mode: str, count_cols: tuple[int, int, int]
             found.append((hit, np.full(hit.size, k), counts))
 
 
-def _template(data: bytes, start: int, end: int) -> list[str] | None:
+def _template(data: bytes | bytearray, start: int, end: int) -> list[str] | None:
     """The key sequence of one record: a map of 1..15 short ASCII string keys."""
     try:
         record = msgpack.unpackb(data[start:end], raw=False, strict_map_key=False)
-    except Exception:  # noqa: BLE001 - any decoding failure: the caller's record
+    except Exception:  # any decoding failure: the caller's record
         return None
     if not isinstance(record, dict) or not 0 < len(record) <= 15:
         return None

@@ -58,7 +58,26 @@ def parse_segment_filename(name: str) -> tuple[str, int] | None:
 
 # The runtime names of an eager call of a tf.function: `__inference_<name>_<n>`, or
 # `__forward_<name>_<n>` when a GradientTape records the call (its `__backward_`
-# partner runs the gradient, in the same step).
+# partner runs the gradient, in the same step). The writer records an eager op whose
+# type starts with one of these as a function call; the reader counts it as one even
+# when the call's graph is unknown.
+FUNCTION_PREFIXES = ("__inference_", "__forward_", "__backward_")
+
+
+def is_function_call(op_type: str) -> bool:
+    """True when an eager execution's op type names a tf.function call."""
+    return op_type.startswith(FUNCTION_PREFIXES)
+
+
+def function_base_name(op_type: str) -> str:
+    """``op_type`` without its function-call prefix (``__inference_step_7`` ->
+    ``step_7``); an eager op's type unchanged."""
+    for prefix in FUNCTION_PREFIXES:
+        if op_type.startswith(prefix):
+            return op_type[len(prefix):]
+    return op_type
+
+
 _STEP_FUNCTION_NAME = re.compile(r"^__(?:inference|forward)_(.+?)_\d+$")
 
 

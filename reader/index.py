@@ -14,51 +14,18 @@ import numpy as np
 from reader import format as fmt
 from reader import values
 from reader.columns import Column, Spans
+from reader.errors import MalformedRecordError
+from reader.records import is_int
+from reader.summary_rows import alert_counts, alert_flags, summary_width
 
 if TYPE_CHECKING:
     from reader.exec_scan import ExecScan
-
-
-class MalformedRecordError(ValueError):
-    """A record whose fields have the wrong type or size (internal; becomes a notice)."""
 
 
 # Chunks buffered before one vectorised commit into the columns: amortises numpy's
 # per-call overhead over many small chunks while bounding the buffered bytes.
 COMMIT_CHUNKS = 4096
 COMMIT_TRACES = 1 << 16
-
-
-# Column positions of the non-finite counts in each mode's summary row, from
-# `SUMMARY_COLUMNS`; FULL_TENSOR rows are computed from values in FULL_HEALTH layout.
-def _count_columns(mode: str) -> tuple[int, int, int] | None:
-    columns = fmt.SUMMARY_COLUMNS[fmt.FULL_HEALTH if mode == fmt.FULL_TENSOR else mode]
-    if "nan" not in columns:
-        return None
-    return columns.index("nan"), columns.index("neg_inf"), columns.index("pos_inf")
-
-
-def summary_width(mode: str) -> int:
-    """Summary columns per tensor as the index stores them for ``mode``."""
-    return len(fmt.SUMMARY_COLUMNS[fmt.FULL_HEALTH if mode == fmt.FULL_TENSOR else mode])
-
-
-def alert_flags(mode: str, rows: np.ndarray) -> np.ndarray:
-    """Per summary row: True when the tensor held a NaN or an infinity."""
-    if mode == fmt.CURT_HEALTH:
-        return rows[:, 0] != 0
-    cols = _count_columns(mode)
-    if cols is None or rows.shape[0] == 0:
-        return np.zeros(rows.shape[0], dtype=bool)
-    return (rows[:, cols[0]] != 0) | (rows[:, cols[1]] != 0) | (rows[:, cols[2]] != 0)
-
-
-def alert_counts(mode: str, rows: np.ndarray) -> np.ndarray:
-    """(n, 3) int64 counts (nan, neg_inf, pos_inf) of summary rows; -1 when unknown."""
-    cols = _count_columns(mode)
-    if cols is None:
-        return np.full((rows.shape[0], 3), -1, dtype=np.int64)
-    return rows[:, list(cols)].astype(np.int64)
 
 
 class TraceIndex:
@@ -125,7 +92,7 @@ class TraceIndex:
         """
         first, n, step = record.get("i"), record.get("n"), record.get("x")
         tp_bytes = record.get("tp")
-        if not (_is_int(first) and _is_int(n) and _is_int(step) and n >= 0 and first >= 0
+        if not (is_int(first) and is_int(n) and is_int(step) and n >= 0 and first >= 0
                 and isinstance(tp_bytes, bytes) and len(tp_bytes) == 4 * n):
             raise MalformedRecordError("a traces chunk with bad i, n, x or tp")
         rows = self._summary_bytes(record, n)
@@ -219,6 +186,7 @@ class TraceIndex:
         r0 = self.spans.row_of(int(self.chunk_first.view[c0]))
         r1 = (self.spans.row_of(int(self.chunk_first.view[c1])) if c1 < self.chunk_first.size
               else len(self))
+        assert r0 is not None and r1 is not None  # a chunk's first trace is on disk
         for column in (self.tp, self.alert, self.summaries):
             if column is not None:
                 column.delete(r0, r1)
@@ -294,8 +262,8 @@ class ExecutionIndex:
         """
         index, op_type, outputs = record.get("i"), record.get("op"), record.get("out")
         graph = record.get("graph")
-        if not (_is_int(index) and index >= 0 and isinstance(op_type, str)
-                and isinstance(outputs, list) and (graph is None or _is_int(graph))):
+        if not (is_int(index) and index >= 0 and isinstance(op_type, str)
+                and isinstance(outputs, list) and (graph is None or is_int(graph))):
             raise MalformedRecordError("an exec record with bad i, op, out or graph")
         if len(self) and index < self.end:
             raise MalformedRecordError(f"exec {index} repeats an index before {self.end}")
@@ -315,12 +283,12 @@ class ExecutionIndex:
         self.length.append(end - start)
         self.segment.append(segment)
         self.op_code.append(code)
-        self.is_function.append(graph is not None or op_type.startswith("__inference_"))
+        self.is_function.append(graph is not None or fmt.is_function_call(op_type))
         self.is_alert.append(bool(alert_slots))
         self.out_start.append(self.out_ids.size)
         previous = self._last_out_id
         for tensor_id in outputs:
-            if not (_is_int(tensor_id) and 0 <= tensor_id < 1 << 63):
+            if not (is_int(tensor_id) and 0 <= tensor_id < 1 << 63):
                 tensor_id = -1
             if tensor_id < previous:
                 self.out_sorted = False
@@ -376,7 +344,7 @@ class ExecutionIndex:
         self.op_code.extend(codes)
         if len(self._code_is_function) < len(self.op_types):
             self._code_is_function = np.array(
-                [t.startswith("__inference_") for t in self.op_types], dtype=bool)
+                [fmt.is_function_call(t) for t in self.op_types], dtype=bool)
         self.is_function.extend(scan.has_graph[a:b] | self._code_is_function[codes])
         lo, hi = np.searchsorted(scan.alert_record, [a, b])
         alerting = np.zeros(n, dtype=bool)
@@ -472,7 +440,3 @@ class ExecutionIndex:
         for column in (self.alert_index, self.alert_slot, self.alert_counts):
             column.delete(a0, a1)
         return r1 - r0
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)

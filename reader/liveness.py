@@ -57,7 +57,9 @@ def state_of(finished: bool, gone: bool | None) -> str:
     """
     if finished:
         return FINISHED
-    return {True: KILLED, False: RUNNING}.get(gone, UNKNOWN)
+    if gone is None:
+        return UNKNOWN
+    return KILLED if gone else RUNNING
 
 
 def _proc_stat(pid: int) -> tuple[str, float | None] | None:

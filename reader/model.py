@@ -128,6 +128,14 @@ class Frame:
     end_column: int | None = None
 
 
+def innermost_user_position(frames: list[Frame] | tuple[Frame, ...]) -> int | None:
+    """Position of the innermost user frame in ``frames`` (outermost first), or None."""
+    for position in range(len(frames) - 1, -1, -1):
+        if frames[position].is_user:
+            return position
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Graph:
     """A graph: a FuncGraph (tf.function, while/cond body) or a TF1 graph."""
@@ -182,12 +190,31 @@ class Execution:
     @property
     def is_function(self) -> bool:
         """True for a call of a tf.function, False for an eager op."""
-        return self.graph_id is not None or self.op_type.startswith("__inference_")
+        return self.graph_id is not None or fmt.is_function_call(self.op_type)
 
     @property
     def is_alert(self) -> bool:
         """True when an output held a NaN or an infinity."""
         return any(s is not None and s.is_alert for s in self.summaries or ())
+
+
+@dataclass(frozen=True, slots=True)
+class EagerInput:
+    """An input tensor of an eager execution and, when on disk, the execution that
+    output it (`reader.inputs.eager_inputs`)."""
+
+    tensor_id: int
+    producer_index: int | None  # None: made outside any op callback, or left the disk
+    producer_op_type: str | None
+    slot: int  # the producer's output slot
+    summary: Summary | None  # the producer's summary of that output
+
+    @property
+    def name(self) -> str:
+        """``"Op:slot"`` of the producer, or ``"tensor <id>"`` without one."""
+        if self.producer_index is None:
+            return f"tensor {self.tensor_id}"
+        return f"{self.producer_op_type}:{self.slot}"
 
 
 @dataclass(frozen=True, slots=True)

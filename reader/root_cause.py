@@ -1,12 +1,10 @@
 """Root cause: the op whose inputs were all finite but whose output was not.
 
 The walk starts at the first alert in execution order and moves back through the
-inputs of the op that produced it, as long as one of them was itself non-finite:
-
-- a graph op's input is the tensor ``"<op>:<slot>"`` of its graph; its value is the
-  latest trace of that tensor before the current one;
-- an eager op's input is an eager tensor id; its value is the output of the latest
-  earlier execution that produced that id.
+inputs of the op that produced it, as long as one of them was itself non-finite. The
+value behind each input is found by `reader.inputs` (for a graph op: the input
+tensor's latest trace before; for an eager op: the latest earlier execution that
+output the tensor id).
 
 An input without a known value (not traced, not summarised, created outside any op
 callback) counts as finite: the walk cannot see past it.
@@ -16,35 +14,27 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from reader.alerts import AlertBuilder
 from reader.errors import DumpError
+from reader.inputs import eager_inputs, input_trace
 from reader.model import Alert, Execution, RootCause, Summary, TensorRef
 
 if TYPE_CHECKING:
-    from reader.dump_reader import DumpReader
+    from reader.indexed_run import IndexedRun
 
 # Bounds the walk on a malformed graph with a cycle through non-finite tensors.
 MAX_WALK_STEPS = 10_000
 
 
-def find_root_cause(reader: DumpReader, start: Alert | None = None, *,
-                    walk: bool = True) -> RootCause | None:
-    """The root cause of an alert; None when there is no alert.
+def find_root_cause(reader: IndexedRun, first: Alert, *, walk: bool = True) -> RootCause:
+    """The root cause of an alert (`DumpReader.root_cause` starts at the run's first).
 
     Args:
-        reader: The dump.
-        start: The alert to start from; None starts at the run's first alert.
-        walk: False describes ``start``'s own op (its inputs and line) without walking
+        reader: The dump's record queries.
+        first: The alert to start from.
+        walk: False describes ``first``'s own op (its inputs and line) without walking
             back through non-finite inputs.
     """
-    first = start
-    if first is None:
-        first_alerts = reader.alerts(limit_per_type=1).alerts
-        if not first_alerts:
-            return None
-        first = first_alerts[0]
     steps = MAX_WALK_STEPS if walk else 1
     if first.kind == "graph":
         return _graph_root_cause(reader, first, steps)
@@ -54,16 +44,12 @@ def find_root_cause(reader: DumpReader, start: Alert | None = None, *,
 def _counts(summary: Summary | None) -> tuple[int, int, int]:
     if summary is None:
         return -1, -1, -1
-    return tuple(-1 if c is None else c for c in (summary.nan, summary.neg_inf, summary.pos_inf))
+    nan, neg, pos = (-1 if c is None else c
+                     for c in (summary.nan, summary.neg_inf, summary.pos_inf))
+    return nan, neg, pos
 
 
-def _last_trace_before(reader: DumpReader, op_id: int, slot: int, before: int) -> int | None:
-    found = reader.traces_of(op_id, slot)
-    position = int(np.searchsorted(found, before, side="left"))
-    return int(found[position - 1]) if position > 0 else None
-
-
-def _graph_root_cause(reader: DumpReader, first: Alert, steps: int) -> RootCause:
+def _graph_root_cause(reader: IndexedRun, first: Alert, steps: int) -> RootCause:
     index = first.index
     visited = {index}
     inputs: list[tuple[TensorRef, Summary | None]] = []
@@ -79,11 +65,12 @@ def _graph_root_cause(reader: DumpReader, first: Alert, steps: int) -> RootCause
         culprit = None
         for ref in op.inputs:
             found = (None if ref.op_id is None
-                     else _last_trace_before(reader, ref.op_id, ref.slot, index))
+                     else input_trace(reader, ref.op_id, ref.slot, index))
             summary = reader.trace(found).summary if found is not None else None
             inputs.append((ref, summary))
             indices.append(found)
-            if culprit is None and summary is not None and summary.is_alert and found not in visited:
+            if (culprit is None and summary is not None and summary.is_alert
+                    and found not in visited):
                 culprit = found
         if culprit is None or step == steps - 1:
             break
@@ -100,14 +87,14 @@ def _graph_root_cause(reader: DumpReader, first: Alert, steps: int) -> RootCause
                      first_alert=first, input_indices=indices)
 
 
-def _execution_or_none(reader: DumpReader, index: int) -> Execution | None:
+def _execution_or_none(reader: IndexedRun, index: int) -> Execution | None:
     try:
         return reader.execution(index)
     except DumpError:
         return None  # the call is not recorded yet (still running) or left the disk
 
 
-def _eager_root_cause(reader: DumpReader, first: Alert, steps: int) -> RootCause:
+def _eager_root_cause(reader: IndexedRun, first: Alert, steps: int) -> RootCause:
     index, slot = first.index, first.slot
     visited = {index}
     for step in range(steps):
@@ -115,23 +102,14 @@ def _eager_root_cause(reader: DumpReader, first: Alert, steps: int) -> RootCause
         inputs: list[tuple[TensorRef, Summary | None]] = []
         indices: list[int | None] = []
         culprit = None
-        for tensor_id in execution.input_ids:
-            produced = reader.producer_of(tensor_id, before=index)
-            if produced is None:
-                inputs.append((TensorRef(name=f"tensor {tensor_id}", op_id=None, slot=0), None))
-                indices.append(None)
-                continue
-            producer_index, producer_slot = produced
-            producer = reader.execution(producer_index)
-            summaries = producer.summaries or ()
-            summary = summaries[producer_slot] if producer_slot < len(summaries) else None
-            inputs.append((TensorRef(name=f"{producer.op_type}:{producer_slot}", op_id=None,
-                                     slot=producer_slot, execution_index=producer_index),
-                           summary))
-            indices.append(producer_index)
-            if (culprit is None and summary is not None and summary.is_alert
-                    and producer_index not in visited):
-                culprit = (producer_index, producer_slot)
+        for found in eager_inputs(reader, execution):
+            summary = found.summary
+            inputs.append((TensorRef(name=found.name, op_id=None, slot=found.slot,
+                                     execution_index=found.producer_index), summary))
+            indices.append(found.producer_index)
+            if (culprit is None and found.producer_index is not None and summary is not None
+                    and summary.is_alert and found.producer_index not in visited):
+                culprit = (found.producer_index, found.slot)
         if culprit is None or step == steps - 1:
             break
         index, slot = culprit

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
+from collections.abc import Iterator
 from typing import Any
 
 import msgpack
@@ -11,11 +12,11 @@ import numpy as np
 
 from reader import format as fmt
 from reader.definitions import Definitions
-from reader.errors import DamagedDumpError, NoRunsError
-from reader.index import ExecutionIndex, MalformedRecordError, TraceIndex
-from reader.model import UpdateReport
+from reader.errors import DamagedDumpError, MalformedRecordError, NoRunsError
 from reader.exec_scan import PAD as EXEC_SCAN_PAD
 from reader.exec_scan import scan_exec_frames
+from reader.index import ExecutionIndex, TraceIndex
+from reader.model import UpdateReport
 from reader.segment_reader import DECODE_ERRORS, SegmentReader, list_segments, short_error
 
 # Decoded records kept for repeated fetches (a screenful of executions, a trace chunk
@@ -50,11 +51,11 @@ class RunLoader:
             detail = f": {self.damage[0]}" if self.damage else ""
             raise DamagedDumpError(f"{self.path}: the run's metadata is unreadable{detail}")
         mode = self.run.get("tensor_debug_mode")
-        self.mode = mode if mode in fmt.TENSOR_DEBUG_MODES else fmt.NO_TENSOR
+        self.mode: str = mode if mode in fmt.TENSOR_DEBUG_MODES else fmt.NO_TENSOR
         if mode not in fmt.TENSOR_DEBUG_MODES:
             self.damage.append(f"unknown tensor_debug_mode {mode!r}; summaries are ignored")
-        self.execs = ExecutionIndex(self.mode)
-        self.traces = TraceIndex(self.mode)
+        self.execs: ExecutionIndex = ExecutionIndex(self.mode)
+        self.traces: TraceIndex = TraceIndex(self.mode)
 
     def update(self) -> UpdateReport:
         """Read what was appended since the last call; see `DumpReader.update`."""
@@ -91,7 +92,8 @@ class RunLoader:
         )
 
     def _read_metadata(self) -> None:
-        self._read_stream(fmt.STREAM_METADATA, list_segments(self.path)[fmt.STREAM_METADATA])
+        listing = list_segments(self.path)
+        self._read_stream(fmt.STREAM_METADATA, listing[fmt.STREAM_METADATA] if listing else [])
 
     def _read_stream(self, stream: str, present: list[int]) -> None:
         known = self.segments[stream]
@@ -112,7 +114,7 @@ class RunLoader:
                 for data, base, starts, ends in segment.read_new_frames(pad=EXEC_SCAN_PAD):
                     if not self._take_exec_frames(segment, number, data, base, starts, ends):
                         break
-                records = iter(())
+                records: Iterator[tuple[int, int, dict[str, Any]]] = iter(())
             else:
                 records = segment.read_new()
             for start, end, record in records:

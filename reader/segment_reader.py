@@ -158,8 +158,9 @@ class SegmentReader:
         framed but not decoded.
 
         Record ``r`` is ``data[starts[r]:ends[r]]`` and starts at file byte
-        ``base + starts[r]``; ``data`` holds at least ``pad`` bytes past the last record. Framing uses msgpack's ``skip()``, which checks the
-        structure but decodes nothing: the caller decodes what it needs, and reports a
+        ``base + starts[r]``; ``data`` holds at least ``pad`` bytes past the last
+        record. Framing uses msgpack's ``skip()``, which checks the structure but
+        decodes nothing: the caller decodes what it needs, and reports a
         record it cannot use with `mark_damaged`. `offset` moves past each block as it
         is yielded. The header is read and checked first, as by `read_new`.
 

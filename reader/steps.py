@@ -31,7 +31,8 @@ from reader import format as fmt
 from reader.errors import DumpError
 
 if TYPE_CHECKING:
-    from reader.dump_reader import DumpReader
+    from reader.indexed_run import IndexedRun
+    from reader.model import Alert
 
 NO_STEP = -1  # in step arrays: before the first step, or not known
 
@@ -89,9 +90,13 @@ class Steps:
     """The run's steps, per-step alert counts and gaps, from one state of a dump.
 
     Build with `DumpReader.steps()` (cached until the dump changes).
+
+    Args:
+        dump: The run's record queries.
+        first_alert: The run's first alert in true execution order, or None.
     """
 
-    def __init__(self, dump: DumpReader) -> None:
+    def __init__(self, dump: IndexedRun, first_alert: Alert | None) -> None:
         self.execution_runs = dump.kept_executions()
         self.trace_runs = dump.kept_traces()
         types = [dump.execution_op_types(b, e) for b, e in self.execution_runs]
@@ -108,14 +113,12 @@ class Steps:
         numbers, counts = np.unique(known, return_counts=True)
         self.alert_steps: np.ndarray = numbers.astype(np.int64)
         self.alert_counts: np.ndarray = counts.astype(np.int64)
-        # Listed in true execution order: the first listed is the run's first alert.
-        listed = dump.alerts(limit_per_type=1).alerts
-        first = listed[0] if listed else None
+        first = first_alert  # the run's first alert in true execution order
         self.first_alert_step = None if first is None else self.of_execution(first.step)
         self.first_alert_position = None if first is None else first.step
         self.gaps = self._gaps(dump)
 
-    def _steps_of_run(self, dump: DumpReader, begin: int, end: int, types: list[str],
+    def _steps_of_run(self, dump: IndexedRun, begin: int, end: int, types: list[str],
                       previous_last: int) -> _Run:
         if self.function is None:
             empty = np.empty(0, dtype=np.int64)
@@ -172,20 +175,22 @@ class Steps:
                 kept.append((first if first is not None else 0, last))
         return kept
 
-    def _gaps(self, dump: DumpReader) -> list[Gap]:
+    def _gaps(self, dump: IndexedRun) -> list[Gap]:
         execution_gaps = _between(self.execution_runs)
         trace_gaps = _between(self.trace_runs)
         gaps = []
         for k in range(max(len(execution_gaps), len(trace_gaps))):
             executions = execution_gaps[k] if k < len(execution_gaps) else None
             traces = trace_gaps[k] if k < len(trace_gaps) else None
+            around: tuple[int, ...]
             if executions is not None:
                 around = (executions[0] - 1, executions[1])
             else:
                 # The executions of those steps are kept; their traces are not.
                 assert traces is not None
-                around = tuple(int(x) for x in dump.trace_steps(traces[0] - 1, traces[0])) + \
-                    tuple(int(x) for x in dump.trace_steps(traces[1], traces[1] + 1))
+                around = tuple(int(x) for x in np.concatenate([
+                    dump.trace_steps(traces[0] - 1, traces[0]),
+                    dump.trace_steps(traces[1], traces[1] + 1)]))
             before, after = (self.of_execution(i) for i in around)
             steps = None
             if before is not None and after is not None and after - 1 >= before + 1:
@@ -238,7 +243,7 @@ def _step_function(types: list[str]) -> str | None:
     return next(name for name in counts if counts[name] == best)
 
 
-def _call_ordinal(dump: DumpReader, index: int) -> int | None:
+def _call_ordinal(dump: IndexedRun, index: int) -> int | None:
     """The writer's ordinal `c` of function call ``index``; None before format 1.1."""
     try:
         value = dump.execution_record(index).get("c")

@@ -1,4 +1,4 @@
-"""The import boundaries of the architecture (DESIGN.md section 3).
+"""The import boundaries of the architecture (docs/architecture.md).
 
 - `reader` imports neither tensorflow nor textual/rich: it runs where TF is absent.
 - `instrument` imports neither textual nor rich: it lives inside training jobs.
@@ -91,3 +91,91 @@ def test_modules_import_with_forbidden_packages_blocked(package: str) -> None:
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"imported {len(modules)}" in result.stdout
+
+
+PACKAGES = ("instrument", "reader", "tfdbg_tui")
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the modules of the three packages it imports.
+
+    Every import statement counts, wherever it is: at module level, inside a function
+    (which only delays a circle), and under ``if TYPE_CHECKING:`` (a circle for the type
+    checker and for the reader of the code). ``from package import name`` names the
+    submodule when ``name`` is one, else the package itself.
+    """
+    paths = {_module_name(p): p for package in PACKAGES
+             for p in sorted((ROOT / package).rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        is_package = path.name == "__init__.py"
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = module.split(".")
+                    anchor = anchor[:len(anchor) - node.level + (1 if is_package else 0)]
+                    base = ".".join(anchor + ([base] if base else []))
+                for alias in node.names:
+                    submodule = f"{base}.{alias.name}"
+                    targets.add(submodule if submodule in paths else base)
+        graph[module] = {t for t in targets if t in paths and t != module}
+    return graph
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return cycles
+
+
+def test_find_cycles_finds_a_circle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert find_cycles(graph) == [["a", "b", "c"]]
+
+
+def test_import_graph_has_no_circles() -> None:
+    graph = import_graph()
+    assert {"reader.dump_reader", "tfdbg_tui.app", "instrument.api"} <= set(graph)
+    cycles = find_cycles(graph)
+    assert not cycles, "import circles:\n" + "\n".join(
+        " <-> ".join(cycle) for cycle in cycles)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +14,7 @@ import pytest
 
 from reader import format as fmt
 from tests.reader.synthetic import FINITE, NAN, NEG_INF, add_step, make_run, segment_path
-from tfdbg_tui.cli import EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, EXIT_OK
+from tfdbg_tui.exit_codes import EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, EXIT_OK
 from tfdbg_tui.report import main
 
 
@@ -138,3 +138,20 @@ def test_json_keys_are_the_documented_ones_and_first_alert_is_the_root_cause(log
     cause = report["first_alert"]
     assert "Root cause" in human and cause["op_name"] in human
     assert cause["counts"]["neg_inf"] > 0 and cause["counts"]["nan"] == 0
+
+
+def test_a_generic_dump_error_has_one_status_in_report_and_app(logdir, monkeypatch, capsys):
+    """`tfdbg_tui.exit_codes.exit_code_for` is the one mapping: the app's `fail` and
+    the report both use it, so any other `DumpError` is "damaged" in both."""
+    import reader
+    from reader.errors import DumpError, UnknownIdError
+    from tfdbg_tui.exit_codes import exit_code_for
+
+    assert exit_code_for(DumpError("x")) == exit_code_for(UnknownIdError("x")) == EXIT_DAMAGED
+
+    def vanished(*args, **kwargs):
+        raise UnknownIdError("execution 3 is not on disk")
+
+    monkeypatch.setattr(reader, "open_run", vanished)
+    assert main([logdir]) == EXIT_DAMAGED
+    assert capsys.readouterr().err.strip() == "tfdbg-tui report: execution 3 is not on disk"

@@ -8,22 +8,13 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from reader.errors import DamagedDumpError, DumpError, FormatVersionError, NoRunsError
+from reader.errors import DumpError
 from reader.model import RunInfo
-from tfdbg_tui import cli
 from tfdbg_tui.dump_watcher import POLL_INTERVAL_S
-from tfdbg_tui.screens.debugger import DebuggerScreen
-
-
-def exit_code_for(error: DumpError) -> int:
-    """The documented exit status for a reader error (see `tfdbg_tui.cli`)."""
-    if isinstance(error, FormatVersionError):
-        return cli.EXIT_NEWER_FORMAT
-    if isinstance(error, DamagedDumpError):
-        return cli.EXIT_DAMAGED
-    if isinstance(error, NoRunsError):
-        return cli.EXIT_NO_DUMP
-    return cli.EXIT_NO_DUMP
+from tfdbg_tui.exit_codes import exit_code_for
+from tfdbg_tui.screens.debugger import PANE_KEYS, DebuggerScreen
+from tfdbg_tui.screens.help import HelpScreen
+from tfdbg_tui.screens.run_picker import RunPickerScreen
 
 
 class DebuggerApp(App[int]):
@@ -77,8 +68,6 @@ class DebuggerApp(App[int]):
         yield from super().get_system_commands(screen)
         if not isinstance(screen, DebuggerScreen):
             return
-        from tfdbg_tui.screens.debugger import PANE_KEYS
-
         for key, widget_id, title in PANE_KEYS:
             yield SystemCommand(f"Focus {title}", f"Key {key}",
                                 lambda w=widget_id: screen.action_focus_pane(w))
@@ -102,13 +91,9 @@ class DebuggerApp(App[int]):
         yield SystemCommand("Show every key", "Key ?", self.action_show_keys)
 
     def action_show_keys(self) -> None:
-        from tfdbg_tui.screens.help import HelpScreen
-
-        self.push_screen(HelpScreen())
+        self.push_screen(HelpScreen(self.BINDINGS))
 
     def action_pick_run(self) -> None:
-        from tfdbg_tui.screens.run_picker import RunPickerScreen
-
         if len(self.runs) < 2:
             self.notify("this logdir holds one run")
             return

@@ -10,12 +10,12 @@ import argparse
 import sys
 from concurrent.futures import ThreadPoolExecutor, TimeoutError
 
-from tfdbg_tui import cli
+from tfdbg_tui import exit_codes as codes
 
 DESCRIPTION = "Find the op and source line that made the first NaN or inf, in the terminal."
-EPILOG = f"""exit status: {cli.EXIT_OK} ok, {cli.EXIT_USAGE} bad command line,
-{cli.EXIT_NO_DUMP} no readable dump at LOGDIR, {cli.EXIT_NEWER_FORMAT} dump written by a newer
-format, {cli.EXIT_DAMAGED} dump damaged beyond reading. Keys: press ? in the app."""
+EPILOG = f"""exit status: {codes.EXIT_OK} ok, {codes.EXIT_USAGE} bad command line,
+{codes.EXIT_NO_DUMP} no readable dump at LOGDIR, {codes.EXIT_NEWER_FORMAT} dump written by a newer
+format, {codes.EXIT_DAMAGED} dump damaged beyond reading. Keys: press ? in the app."""
 
 
 # How long to wait for the run to open before the app starts (and shows "opening…").
@@ -57,14 +57,14 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import reader
     from reader.errors import DumpError
-
-    from tfdbg_tui.app import DebuggerApp, exit_code_for
+    from tfdbg_tui.app import DebuggerApp
+    from tfdbg_tui.literal import literal
 
     try:
         runs = reader.list_runs(args.logdir)
     except DumpError as error:
-        print(f"tfdbg-tui: {error}", file=sys.stderr)
-        return exit_code_for(error)
+        print(f"tfdbg-tui: {literal(str(error))}", file=sys.stderr)
+        return codes.exit_code_for(error)
     # Open the run in a thread while the terminal is still ours: a dump that fails at
     # once (newer format, no such run, damaged metadata) gets its one-line error here;
     # a big one keeps indexing while the app paints its first frame.
@@ -75,13 +75,13 @@ def main(argv: list[str] | None = None) -> int:
     except TimeoutError:
         pass
     except DumpError as error:
-        print(f"tfdbg-tui: {error}", file=sys.stderr)
-        return exit_code_for(error)
+        print(f"tfdbg-tui: {literal(str(error))}", file=sys.stderr)
+        return codes.exit_code_for(error)
     finally:
         executor.shutdown(wait=False)
     app = DebuggerApp(args.logdir, runs, args.run, opening=opening)
     app.run(mouse=not args.no_mouse)
     if app.error_message is not None:
-        print(f"tfdbg-tui: {app.error_message}", file=sys.stderr)
-        return app.return_code or cli.EXIT_NO_DUMP
-    return cli.EXIT_OK
+        print(f"tfdbg-tui: {literal(app.error_message)}", file=sys.stderr)
+        return app.return_code or codes.EXIT_NO_DUMP
+    return codes.EXIT_OK

@@ -6,26 +6,16 @@
     tfdbg-tui demo [--logdir DIR] [...]
 
 Errors a user can cause (a bad path, a foreign or damaged directory, a newer dump
-format) print one line on stderr and exit with a documented non-zero status; they
-never print a traceback.
+format) print one line on stderr and exit with a documented non-zero status
+(`tfdbg_tui.exit_codes`); they never print a traceback.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import sys
 
-# Exit statuses, documented in docs/keys.md and `tfdbg-tui --help`.
-EXIT_OK = 0
-EXIT_USAGE = 2  # bad command line (argparse's own status)
-EXIT_NO_DUMP = 3  # missing, empty, unreadable or foreign directory
-EXIT_NEWER_FORMAT = 4  # a dump written by a newer major format version
-EXIT_DAMAGED = 5  # nothing readable in the dump
-EXIT_DEMO_FAILED = 6  # the demo's example program failed
-# Our output's reader went away (`tfdbg-tui report LOGDIR | head`): the status a shell
-# gives a command killed by SIGPIPE, 128 + 13.
-EXIT_PIPE_CLOSED = 128 + signal.SIGPIPE
+from tfdbg_tui.exit_codes import EXIT_PIPE_CLOSED
 
 SUBCOMMANDS = ("report", "diff", "demo")
 

@@ -8,15 +8,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from reader.errors import UnknownIdError
 from reader.expressions import expression_of, line_span
 from reader.history import TensorHistory, tensor_history
-from reader.model import Execution, Frame, Graph, Op, Summary, Trace
+from reader.inputs import eager_inputs, input_trace
+from reader.model import (
+    EagerInput,
+    Execution,
+    Frame,
+    Graph,
+    Op,
+    Summary,
+    Trace,
+    innermost_user_position,
+)
 from tfdbg_tui.literal import literal_columns
 from tfdbg_tui.panes.source_code import SourceView, highlight_source
-from tfdbg_tui.panes.stack_trace import innermost_user_frame
 
 
 @dataclass(frozen=True)
@@ -47,17 +54,6 @@ class TraceContext:
     has_value: bool = False
     expressions: tuple[str | None, ...] = ()  # per frame: its exact expression, if known
     history: TensorHistory | None = None  # the selected tensor's health over the run
-
-
-@dataclass(frozen=True)
-class EagerInput:
-    """An input tensor of an eager execution and, when found, what produced it."""
-
-    tensor_id: int
-    producer_index: int | None
-    producer_op_type: str | None
-    slot: int
-    summary: Summary | None
 
 
 @dataclass(frozen=True)
@@ -101,23 +97,10 @@ def _stack(reader, stack_id: int | None) -> tuple[tuple[Frame, ...], Frame | Non
         frames = tuple(reader.stack(stack_id))
     except UnknownIdError:
         return (), None
-    position = innermost_user_frame(list(frames))
+    position = innermost_user_position(frames)
     if position is None and frames:
         position = len(frames) - 1
     return frames, (frames[position] if position is not None else None)
-
-
-def _trace_at_or_before(reader, op_id: int, slot: int, index: int) -> int | None:
-    return reader.nearest_trace_of(op_id, slot, index)
-
-
-def _trace_at_or_after(reader, op_id: int, slot: int, index: int) -> int | None:
-    """The first trace of (op, slot) at or after `index`, else the last before it."""
-    found = reader.traces_of(op_id, slot)
-    if not found.size:
-        return None
-    position = int(np.searchsorted(found, index, side="left"))
-    return int(found[position] if position < found.size else found[-1])
 
 
 def _trace_summary(reader, trace_index: int | None) -> Summary | None:
@@ -138,7 +121,7 @@ def load_trace_context(reader, trace_index: int) -> TraceContext:
     inputs = []
     for position, ref in enumerate(op.inputs):
         producer = _op(reader, ref.op_id)
-        near = (_trace_at_or_before(reader, ref.op_id, ref.slot, trace_index)
+        near = (input_trace(reader, ref.op_id, ref.slot, trace_index)
                 if ref.op_id is not None else None)
         inputs.append(Neighbour(
             "input", ref.name, producer, ref.slot, position, near, _trace_summary(reader, near),
@@ -146,7 +129,7 @@ def load_trace_context(reader, trace_index: int) -> TraceContext:
     consumers = []
     for consumer, input_index in reader.consumers(op.id):
         slot = 0
-        near = _trace_at_or_after(reader, consumer.id, slot, trace_index)
+        near = reader.nearest_trace_of(consumer.id, slot, trace_index, after=True)
         consumers.append(Neighbour("consumer", consumer.name, consumer, slot, input_index,
                                    near, _trace_summary(reader, near)))
     frames, selected = _stack(reader, op.stack_id)
@@ -164,7 +147,7 @@ def load_execution_context(reader, execution_index: int) -> ExecutionContext:
     graph_name = graph.name if graph else None
     frames, selected = _stack(reader, execution.stack_id)
     return ExecutionContext(execution, graph_name, frames, selected,
-                            _eager_inputs(reader, execution),
+                            eager_inputs(reader, execution),
                             earlier_dropped=reader.first_execution > 0,
                             expressions=frame_expressions(reader, frames))
 
@@ -179,22 +162,6 @@ def source_span(reader, frame: Frame) -> tuple[int, int] | None:
     text = reader.source_line(frame)
     span = line_span(frame, text)
     return literal_columns(text, *span) if span is not None and text is not None else None
-
-
-def _eager_inputs(reader, execution: Execution) -> tuple[EagerInput, ...]:
-    """Each input tensor with the earlier execution that output it, when on disk."""
-    inputs = []
-    for tensor_id in execution.input_ids:
-        produced = reader.producer_of(tensor_id, before=execution.index)
-        if produced is None:
-            inputs.append(EagerInput(tensor_id, None, None, 0, None))
-            continue
-        producer_index, slot = produced
-        producer = reader.execution(producer_index)
-        summaries = producer.summaries or ()
-        inputs.append(EagerInput(tensor_id, producer_index, producer.op_type, slot,
-                                 summaries[slot] if slot < len(summaries) else None))
-    return tuple(inputs)
 
 
 def load_source(reader, frame: Frame) -> SourceView:

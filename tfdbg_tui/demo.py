@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 
-from tfdbg_tui import cli
+from tfdbg_tui.exit_codes import EXIT_DEMO_FAILED, EXIT_OK
 
 EXAMPLE_MODULE = "instrument.examples.debug_mnist"
 
@@ -70,14 +70,14 @@ def main(argv: list[str] | None = None) -> int:
         status = run_example(logdir, args.max_steps)
     except KeyboardInterrupt:
         print("tfdbg-tui demo: interrupted", file=sys.stderr)
-        return cli.EXIT_DEMO_FAILED
+        return EXIT_DEMO_FAILED
     if status != 0:
         print(f"tfdbg-tui: the example program failed (status {status}); "
               "is TensorFlow installed?", file=sys.stderr)
-        return cli.EXIT_DEMO_FAILED
+        return EXIT_DEMO_FAILED
     if args.no_tui:
         print(logdir)
-        return cli.EXIT_OK
+        return EXIT_OK
     from tfdbg_tui.app_main import main as app_main
 
     return app_main([logdir] + (["--no-mouse"] if args.no_mouse else []))

@@ -15,12 +15,20 @@ import sys
 from typing import Any
 
 import reader
-from reader import DamagedDumpError, DumpError, FormatVersionError, NoRunsError
+from reader import DumpError
 from reader.diff import DEFAULT_ATOL, DEFAULT_RTOL, Divergence, RunDiff, compare_runs
 from reader.expressions import expression_of, line_span
-from tfdbg_tui.cli import EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, EXIT_OK, EXIT_USAGE
+from tfdbg_tui.exit_codes import (
+    EXIT_DAMAGED,
+    EXIT_NEWER_FORMAT,
+    EXIT_NO_DUMP,
+    EXIT_OK,
+    EXIT_USAGE,
+    exit_code_for,
+)
 from tfdbg_tui.literal import literal
-from tfdbg_tui.report import _summary_dict, _summary_text, caret_lines
+from tfdbg_tui.report import caret_lines, summary_dict
+from tfdbg_tui.summary_format import summary_text
 
 # Op types listed per side in the human output's "only in" lines.
 UNMATCHED_SHOWN = 6
@@ -65,12 +73,8 @@ def main(argv: list[str]) -> int:
                 print(json.dumps(diff_dict(a, b, diff)))
             else:
                 _print_human(a, b, diff)
-    except NoRunsError as error:
-        return _fail(error, EXIT_NO_DUMP)
-    except FormatVersionError as error:
-        return _fail(error, EXIT_NEWER_FORMAT)
-    except (DamagedDumpError, DumpError) as error:
-        return _fail(error, EXIT_DAMAGED)
+    except DumpError as error:
+        return _fail(error, exit_code_for(error))
     return EXIT_OK
 
 
@@ -106,33 +110,29 @@ def _divergence_dict(b: reader.DumpReader, d: Divergence | None) -> dict[str, An
     return {"kind": d.kind, "reason": d.reason, "detail": d.detail, "op_type": d.op_type,
             "op_name": d.op_name, "graph_name": d.graph_name, "slot": d.slot,
             "step": d.step, "occurrence": d.occurrence, "index_a": d.a.index,
-            "index_b": d.b.index, "a": _summary_dict(d.a.summary),
-            "b": _summary_dict(d.b.summary), "max_abs_error": d.max_abs_error,
+            "index_b": d.b.index, "a": summary_dict(d.a.summary),
+            "b": summary_dict(d.b.summary), "max_abs_error": d.max_abs_error,
             "max_rel_error": d.max_rel_error, "source": source}
 
 
 def _print_human(a: reader.DumpReader, b: reader.DumpReader, diff: RunDiff) -> None:
     # Rich is imported here: `--json` and errors never pay for it.
-    from tfdbg_tui.console_output import output_console
-    from rich.text import Text
+    from tfdbg_tui.console_output import literal_line, output_console
 
     console = output_console()
 
     def line(*parts: str | tuple[str, str]) -> None:
-        text = Text()
-        for part in parts:
-            text.append(*(part if isinstance(part, tuple) else (part,)))
-        console.print(text)
+        console.print(literal_line(*parts))
 
     for label, run in (("A", a), ("B", b)):
-        line((f"{label} ", "bold"), literal(run.path),
-             f"  ({literal(run.metadata.tensor_debug_mode)}, {run.num_executions:,} eager "
+        line((f"{label} ", "bold"), run.path,
+             f"  ({run.metadata.tensor_debug_mode}, {run.num_executions:,} eager "
              f"executions, {run.num_traces:,} graph traces)")
     line(f"aligned {diff.aligned_graph:,} graph tensors and {diff.aligned_eager:,} eager "
          f"outputs; compared {diff.compared} (rtol {diff.rtol:g}, atol {diff.atol:g})")
     for label, unmatched in (("A", diff.unmatched_a), ("B", diff.unmatched_b)):
         if unmatched:
-            shown = ", ".join(f"{literal(op)} {n:,}"
+            shown = ", ".join(f"{op} {n:,}"
                               for op, n in unmatched.most_common(UNMATCHED_SHOWN))
             more = len(unmatched) - UNMATCHED_SHOWN
             line(f"only in {label}: {sum(unmatched.values()):,} ({shown}"
@@ -147,15 +147,15 @@ def _print_human(a: reader.DumpReader, b: reader.DumpReader, diff: RunDiff) -> N
     where = f" in graph '{d.graph_name}'" if d.graph_name else ""
     when = f" at step {d.step}" if d.step is not None else ""
     nth = f", occurrence {d.occurrence + 1} in the step" if d.occurrence else ""
-    line(("\nFirst divergence: ", "bold"), literal(what + where + when + nth))
-    line(("  ", ""), (literal(d.detail), "bold red"))
-    line(f"  A #{d.a.index}: {literal(_summary_text(d.a.summary))}")
-    line(f"  B #{d.b.index}: {literal(_summary_text(d.b.summary))}")
+    line(("\nFirst divergence: ", "bold"), what + where + when + nth)
+    line(("  ", ""), (d.detail, "bold red"))
+    line(f"  A #{d.a.index}: {summary_text(d.a.summary).plain}")
+    line(f"  B #{d.b.index}: {summary_text(d.b.summary).plain}")
     if d.frame is None:
         line("  (no user source frame recorded in B)")
         return
-    line("  ", (f"{literal(d.frame.path)}:{d.frame.line}", "bold"),
-         f" in {literal(d.frame.function)}")
+    line("  ", (f"{d.frame.path}:{d.frame.line}", "bold"),
+         f" in {d.frame.function}")
     text = b.source_line(d.frame)
     if text is not None:
         shown, carets = caret_lines(text, line_span(d.frame, text))

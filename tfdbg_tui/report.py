@@ -17,14 +17,21 @@ import sys
 from typing import Any
 
 import reader
-from reader import DamagedDumpError, DumpError, FormatVersionError, NoRunsError, liveness
+from reader import DumpError, liveness
 from reader.diagnosis import Diagnosis, diagnose_cause
 from reader.expressions import expression_of, line_span
 from reader.model import Alert, RootCause, Summary
 from reader.steps import Gap, Steps
-from tfdbg_tui.cli import EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, EXIT_OK
+from tfdbg_tui.exit_codes import (
+    EXIT_DAMAGED,
+    EXIT_NEWER_FORMAT,
+    EXIT_NO_DUMP,
+    EXIT_OK,
+    exit_code_for,
+)
 from tfdbg_tui.literal import literal, literal_columns
 from tfdbg_tui.step_sparkline import sparkline, step_range
+from tfdbg_tui.summary_format import summary_text
 
 # Alerts listed in the human report; the totals always count every one.
 ALERTS_SHOWN = 10
@@ -46,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "type, and the op and source line that produced the first one.",
         epilog=f"exit status: {EXIT_OK} ran (alerts or not); {EXIT_NO_DUMP} missing, empty, "
                f"unreadable or foreign directory; {EXIT_NEWER_FORMAT} dump written by a newer "
-               f"format version; {EXIT_DAMAGED} nothing readable in the dump.")
+               f"format version; {EXIT_DAMAGED} dump damaged beyond reading.")
     parser.add_argument("logdir", metavar="LOGDIR",
                         help="directory holding runs (or one run directory)")
     parser.add_argument("--run", metavar="ID", default=None,
@@ -69,20 +76,14 @@ def main(argv: list[str]) -> int:
                 print(json.dumps(report_dict(dump, summary, cause, diagnosis)))
             else:
                 _print_human(dump, summary, cause, diagnosis)
-    except NoRunsError as error:
-        return _fail(error, EXIT_NO_DUMP)
-    except FormatVersionError as error:
-        return _fail(error, EXIT_NEWER_FORMAT)
-    except DamagedDumpError as error:
-        return _fail(error, EXIT_DAMAGED)
     except DumpError as error:
-        return _fail(error, EXIT_DAMAGED)
+        return _fail(error, exit_code_for(error))
     return EXIT_OK
 
 
 def _fail(error: Exception, status: int) -> int:
     text = str(error).splitlines()[0] if str(error) else type(error).__name__
-    print(f"tfdbg-tui report: {text}", file=sys.stderr)
+    print(f"tfdbg-tui report: {literal(text)}", file=sys.stderr)
     return status
 
 
@@ -90,7 +91,7 @@ def _counts(alert: Alert) -> dict[str, int]:
     return {"nan": alert.nan, "neg_inf": alert.neg_inf, "pos_inf": alert.pos_inf}
 
 
-def _summary_dict(summary: Summary | None) -> dict[str, Any] | None:
+def summary_dict(summary: Summary | None) -> dict[str, Any] | None:
     if summary is None:
         return None
     return {key: getattr(summary, key) for key in
@@ -122,7 +123,7 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
             "slot": alert.slot, "step": alert.step,
             "step_number": steps.of_execution(alert.step), "counts": _counts(alert),
             "source": source,
-            "inputs": [{"name": ref.name, "summary": _summary_dict(s)}
+            "inputs": [{"name": ref.name, "summary": summary_dict(s)}
                        for ref, s in cause.inputs],
         }
     return {
@@ -168,49 +169,56 @@ def _gap_dict(gap: Gap) -> dict[str, Any]:
 def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
                  cause: RootCause | None, diagnosis: Diagnosis | None) -> None:
     # Rich is imported here, not at module level: `--json` and errors never pay for it.
-    from tfdbg_tui.console_output import output_console
-    from rich.markup import escape
     from rich.table import Table
 
+    from tfdbg_tui.console_output import literal_line, output_console
+
     console = output_console()
+
+    def say(*parts: str | tuple[str, str]) -> None:
+        """Print one line of parts, plain or ``(text, style)``; every part is shown
+        literally (`tfdbg_tui.literal`), never read as markup."""
+        console.print(literal_line(*parts))
+
     meta = dump.metadata
     state = _STATE_TEXT[dump.writer_state()]
-    console.print(f"[bold]Run[/] {escape(meta.run_id)}  ({escape(state)})")
-    console.print(f"  mode {escape(meta.tensor_debug_mode)}, host {escape(str(meta.host))}, "
-                  f"pid {meta.pid}, TensorFlow {escape(str(meta.tf_version))}")
-    console.print(f"  {dump.num_executions:,} eager executions, {dump.num_traces:,} graph "
-                  "execution traces"
-                  + (f" (from #{dump.first_execution:,} / #{dump.first_trace:,} on disk)"
-                     if dump.first_execution or dump.first_trace else ""))
+    say(("Run", "bold"), f" {meta.run_id}  ({state})")
+    say(f"  mode {meta.tensor_debug_mode}, host {meta.host}, pid {meta.pid}, "
+        f"TensorFlow {meta.tf_version}")
+    say(f"  {dump.num_executions:,} eager executions, {dump.num_traces:,} graph "
+        "execution traces"
+        + (f" (from #{dump.first_execution:,} / #{dump.first_trace:,} on disk)"
+           if dump.first_execution or dump.first_trace else ""))
     steps = dump.steps()
     if steps.has_steps:
         kept = ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in steps.kept_steps())
-        console.print(f"  steps: calls of {escape(steps.function or '')}; kept: steps {kept}")
+        say(f"  steps: calls of {steps.function or ''}; kept: steps {kept}")
     for gap in steps.gaps:
-        console.print(f"  [yellow]gap:[/] {escape(gap.describe())}")
+        say("  ", ("gap:", "yellow"), f" {gap.describe()}")
     for notice in dump.damage:
-        console.print(f"  [yellow]damage:[/] {escape(notice)}")
+        say("  ", ("damage:", "yellow"), f" {notice}")
     if not summary.total:
-        console.print("\n[green]No NaN or infinity in this run.[/]")
+        say("")
+        say(("No NaN or infinity in this run.", "green"))
         return
-    by_type = ", ".join(f"{escape(k)}: {v:,}" for k, v in summary.counts.items())
-    console.print(f"\n[bold red]{summary.total:,} alerts[/] ({by_type})")
+    by_type = ", ".join(f"{k}: {v:,}" for k, v in summary.counts.items())
+    say("")
+    say((f"{summary.total:,} alerts", "bold red"), f" ({by_type})")
     if steps.first_alert_position is not None:
-        console.print(f"  first non-finite value at {steps.place(steps.first_alert_position)}")
+        say(f"  first non-finite value at {steps.place(steps.first_alert_position)}")
     span = step_range(steps)
     if span is not None:
-        console.print(f"  alerts per step {span[0]}..{span[1]}: "
-                      f"{escape(sparkline(steps, SPARKLINE_WIDTH))}")
+        say(f"  alerts per step {span[0]}..{span[1]}: {sparkline(steps, SPARKLINE_WIDTH)}")
     table = Table(show_edge=False, pad_edge=False)
     for column in ("kind", "index", "step", "op", "graph", "nan", "-inf", "+inf"):
         table.add_column(column)
     for alert in sorted(summary.alerts, key=_order_key)[:ALERTS_SHOWN]:
         name = alert.op_type + (f" {alert.op_name}:{alert.slot}" if alert.op_name else "")
         step = steps.of_execution(alert.step) if steps.has_steps else alert.step
-        table.add_row(alert.kind, str(alert.index), "-" if step is None else str(step),
-                      escape(name),
-                      escape(alert.graph_name or ""), *(_count_text(c) for c in
-                                                        (alert.nan, alert.neg_inf, alert.pos_inf)))
+        table.add_row(*(literal_line(cell) for cell in (
+            alert.kind, str(alert.index), "-" if step is None else str(step), name,
+            alert.graph_name or "", *(_count_text(c) for c in
+                                      (alert.nan, alert.neg_inf, alert.pos_inf)))))
     console.print(table)
     if cause is None:
         return
@@ -218,26 +226,27 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
     what = (f"{alert.op_type} '{alert.op_name}:{alert.slot}'" if alert.op_name
             else f"{alert.op_type} (eager execution #{alert.index}, output {alert.slot})")
     where = f" in graph '{alert.graph_name}'" if alert.graph_name else ""
-    console.print(f"\n[bold]Root cause:[/] {escape(what)}{escape(where)} at "
-                  f"{escape(steps.place(alert.step))}")
+    say("")
+    say(("Root cause:", "bold"), f" {what}{where} at {steps.place(alert.step)}")
     for ref, s in cause.inputs:
-        console.print(f"  input {escape(ref.name)}: {escape(_summary_text(s))}")
+        say(f"  input {ref.name}: {summary_text(s).plain}")
     if cause.frame is not None:
-        console.print(f"  [bold]{escape(literal(cause.frame.path))}:{cause.frame.line}[/] in "
-                      f"{escape(literal(cause.frame.function))}")
+        say("  ", (f"{cause.frame.path}:{cause.frame.line}", "bold"),
+            f" in {cause.frame.function}")
         if cause.line_text is not None:
             shown, carets = caret_lines(cause.line_text, line_span(cause.frame, cause.line_text))
-            console.print(f"    {escape(shown)}")
+            say(f"    {shown}")
             if carets:
-                console.print(f"    [bold red]{carets}[/]")
+                say("    ", (carets, "bold red"))
     else:
-        console.print("  (no user source frame recorded)")
+        say("  (no user source frame recorded)")
     if diagnosis is not None:
-        console.print(f"\n[bold]Diagnosis:[/] {escape(diagnosis.pattern)}")
-        console.print(f"  {escape(literal(diagnosis.explanation))}")
-        console.print(f"  [bold]Fix:[/] {escape(literal(diagnosis.suggestion))}")
+        say("")
+        say(("Diagnosis:", "bold"), f" {diagnosis.pattern}")
+        say(f"  {diagnosis.explanation}")
+        say("  ", ("Fix:", "bold"), f" {diagnosis.suggestion}")
         for line in diagnosis.evidence:
-            console.print(f"  - {escape(literal(line))}")
+            say(f"  - {line}")
 
 
 def caret_lines(line_text: str, span: tuple[int, int] | None) -> tuple[str, str]:
@@ -260,19 +269,3 @@ def _order_key(alert: Alert) -> tuple[int, int, int]:
 
 def _count_text(count: int) -> str:
     return "?" if count < 0 else f"{count:,}"
-
-
-def _summary_text(summary: Summary | None) -> str:
-    if summary is None:
-        return "no summary recorded"
-    parts = [summary.dtype or "", f"size {summary.size}" if summary.size is not None else ""]
-    for label, value in (("nan", summary.nan), ("-inf", summary.neg_inf),
-                         ("+inf", summary.pos_inf), ("-", summary.neg), ("0", summary.zero),
-                         ("+", summary.pos)):
-        if value is not None:
-            parts.append(f"{label} {value}")
-    if summary.has_inf_or_nan is not None:
-        parts.append("has inf/nan" if summary.has_inf_or_nan else "finite")
-    if summary.shape is not None:
-        parts.append(f"shape {list(summary.shape)}")
-    return ", ".join(p for p in parts if p)

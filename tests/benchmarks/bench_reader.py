@@ -227,7 +227,8 @@ def _dir_mb(path: str) -> float:
 
 def bench_synthetic(workdir: str, traces: int, chunk: int) -> dict:
     """Write and index an N-trace synthetic dump; returns the measurements."""
-    run_path = _run(_WRITE_SYNTHETIC, os.path.join(workdir, "ours"), str(traces), str(chunk))["path"]
+    run_path = _run(_WRITE_SYNTHETIC, os.path.join(workdir, "ours"), str(traces),
+                    str(chunk))["path"]
     result = _run(_MEASURE_OURS, run_path, "0")
     result["tracemalloc_peak_mb"] = _run(_MEASURE_OURS, run_path, "1")["tracemalloc_peak_mb"]
     result["dump_mb"] = _dir_mb(run_path)

@@ -24,20 +24,15 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-import sys
 import tempfile
 import time
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tui"))
-
-from synthetic_dumps import write_big_dump  # noqa: E402
-
-import reader  # noqa: E402
-from tfdbg_tui.app import DebuggerApp  # noqa: E402
-from tfdbg_tui.panes.graph_execution import GraphExecutionList  # noqa: E402
+import reader
+from tests.tui.synthetic_dumps import write_big_dump
+from tfdbg_tui.app import DebuggerApp
+from tfdbg_tui.panes.graph_execution import GraphExecutionList
 
 SIZES = (10_000, 1_000_000)
 TERMINAL = (120, 40)

@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("tensorflow")
 
-from tests.instrument.conftest import ROOT, line_of, program_env  # noqa: E402
+from tests.instrument.conftest import ROOT, line_of, program_env
 
 PROGRAM = pathlib.Path(__file__).resolve().parent / "late_nan.py"
 NAN_STEP = 250

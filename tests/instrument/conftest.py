@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("tensorflow")
 
-from tests.instrument.dump_loader import Dump, load_run, run_dirs  # noqa: E402
+from tests.instrument.dump_loader import Dump, load_run, run_dirs
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PROGRAMS = pathlib.Path(__file__).resolve().parent / "programs"

@@ -6,7 +6,6 @@ import math
 import os
 import re
 
-import numpy as np
 import pytest
 
 import instrument
@@ -19,7 +18,8 @@ WHILE_ITERATIONS = 3
 HEALTH = fmt.HEALTH_MODES
 
 
-def call_traces(dump: Dump, function_prefix: str, occurrence: int = 0) -> list[tuple[str, str, str]]:
+def call_traces(dump: Dump, function_prefix: str,
+                occurrence: int = 0) -> list[tuple[str, str, str]]:
     """(graph name, op type, op name) of the traces of one eager call, in order."""
     calls = [e for e in dump.executions if e["op"].startswith(function_prefix)]
     step = calls[occurrence]["i"]
@@ -105,12 +105,14 @@ def test_graph_traces_follow_execution_order(constructs, mode):
     # Function input first, then every loop iteration, the taken branch only, then the
     # nested function, whose Log comes before its Mul.
     assert names[0] == ("outer", "x")
-    body_muls = [i for i, (g, n) in enumerate(names) if g.startswith("while_body") and n == "while/mul"]
+    body_muls = [i for i, (g, n) in enumerate(names)
+                 if g.startswith("while_body") and n == "while/mul"]
     assert len(body_muls) == WHILE_ITERATIONS
     taken = [i for i, (g, _) in enumerate(names) if g.startswith("cond_true")]
     assert taken and not any(g.startswith("cond_false") for g, _ in names)
     log = names.index(("inner", "Log"))
-    assert body_muls[-1] < taken[0] < names.index(("outer", "sub")) < log < names.index(("inner", "mul"))
+    assert (body_muls[-1] < taken[0] < names.index(("outer", "sub")) < log
+            < names.index(("inner", "mul")))
 
 
 @pytest.mark.parametrize("mode", ALL_MODES)
@@ -161,11 +163,13 @@ def test_concise_rows_agree_with_full_health_for_every_trace(constructs):
 @pytest.mark.parametrize("mode", ALL_MODES)
 def test_dtypes_traced_per_mode(constructs, mode):
     dump = constructs[mode]
-    (less,) = [op for op in dump.ops_of_type("Less") if dump.graphs[op["graph"]]["name"].startswith("while_cond")]
+    (less,) = [op for op in dump.ops_of_type("Less")
+               if dump.graphs[op["graph"]]["name"].startswith("while_cond")]
     int_traced = less["tps"][0] is not None  # a bool output
     assert int_traced == (mode in (fmt.NO_TENSOR, fmt.SHAPE, fmt.FULL_TENSOR))
     dtypes = {op["dtypes"][0] for op in dump.ops.values()
-              if op["tps"] and op["tps"][0] is not None and dump.graphs[op["graph"]]["name"] == "low_precision"}
+              if op["tps"] and op["tps"][0] is not None
+              and dump.graphs[op["graph"]]["name"] == "low_precision"}
     assert {19, 14} <= dtypes  # float16 and bfloat16 are traced in every mode
     for op in dump.ops.values():
         assert op["type"] not in ("VarHandleOp",) or op["tps"] == [None]

@@ -61,7 +61,8 @@ def test_keras_fit_with_a_custom_layer(tmp_path, jit):
     assert calls and all(c["graph"] is not None for c in calls)
     line = line_of(PROGRAMS / "keras_fit.py", "# CUSTOM_LAYER_LINE")
     scale_muls = [op for op in dump.ops_of_type("Mul")
-                  if (str(PROGRAMS / "keras_fit.py"), line, "call") in dump.stack_frames(op["stack"])]
+                  if (str(PROGRAMS / "keras_fit.py"), line, "call")
+                  in dump.stack_frames(op["stack"])]
     assert scale_muls
     points = dump.trace_point_ops()
     traced_ops = {points[t.trace_point][0]["id"] for t in dump.traces}

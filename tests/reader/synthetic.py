@@ -8,6 +8,7 @@ import sys
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from instrument.writer import DumpWriter
 from reader import format as fmt
 

@@ -103,7 +103,8 @@ def test_newer_major_version_is_refused_with_both_versions(logdir):
     with pytest.raises(FormatVersionError) as caught:
         DumpReader(run.path)
     message = str(caught.value)
-    assert "2.3" in message and "%d.%d" % fmt.FORMAT_VERSION in message and "\n" not in message
+    assert "2.3" in message and "{}.{}".format(*fmt.FORMAT_VERSION) in message
+    assert "\n" not in message
 
 
 def test_newer_minor_version_with_unknown_kinds_and_keys_reads(logdir):

@@ -14,8 +14,8 @@ import pytest
 
 import reader
 from reader.diff import COUNTS, EAGER, FINITENESS, GRAPH, VALUES, compare_runs
-from tfdbg_tui.cli import EXIT_NO_DUMP, EXIT_OK, EXIT_USAGE
 from tfdbg_tui.diff_report import main as diff_main
+from tfdbg_tui.exit_codes import EXIT_NO_DUMP, EXIT_OK, EXIT_USAGE
 
 PROGRAM = os.path.join(os.path.dirname(__file__), "tf_programs", "diff_pair.py")
 REPO = str(Path(__file__).resolve().parents[2])

@@ -13,11 +13,11 @@ import msgpack
 import numpy as np
 import pytest
 
-from reader import DumpReader
-from reader import exec_scan
+from reader import DumpReader, exec_scan, segment_reader
 from reader import format as fmt
-from reader import segment_reader
-from reader.index import ExecutionIndex, MalformedRecordError
+from reader.errors import MalformedRecordError
+from reader.index import ExecutionIndex
+from reader.run_loader import RunLoader
 from reader.segment_reader import SegmentReader, list_segments
 from tests.reader.synthetic import FINITE, NAN, NEG_INF, make_run, segment_path
 
@@ -42,8 +42,15 @@ def _reference(path: str, mode: str) -> ExecutionIndex:
     return index
 
 
-def _assert_same(reader: DumpReader, expected: ExecutionIndex) -> None:
-    got = reader._loader.execs
+def _loaded(path: str) -> RunLoader:
+    """The run as `DumpReader` indexes it: its loader, after the first update."""
+    loader = RunLoader(path)
+    loader.update()
+    return loader
+
+
+def _assert_same(loader: RunLoader, expected: ExecutionIndex) -> None:
+    got = loader.execs
     assert (got.first, got.end, got.out_sorted) == (expected.first, expected.end,
                                                     expected.out_sorted)
     for name in _COLUMNS:
@@ -101,29 +108,29 @@ def test_scanned_index_equals_decoding_every_record(logdir, mode):
                 record["i"] = i
                 i += 1
             f.write(msgpack.packb(record))
-    reader = DumpReader(run.path)
-    assert reader.damage == () and reader.num_executions == i
-    _assert_same(reader, _reference(run.path, reader.mode))
+    loader = _loaded(run.path)
+    assert loader.damage == [] and loader.execs.end == i
+    _assert_same(loader, _reference(run.path, loader.mode))
 
 
 def test_blocks_smaller_than_records_and_a_growing_file(logdir, monkeypatch):
     run, _ = _mixed_run(logdir)
     monkeypatch.setattr(segment_reader, "READ_BLOCK_BYTES", 97)  # records span blocks
     run.writer.flush()
-    reader = DumpReader(run.path)
+    loader = _loaded(run.path)
     _eager(run, "Log", [10_000], [NAN])
     run.writer.close()
-    assert reader.update().new_executions == 1
-    _assert_same(reader, _reference(run.path, reader.mode))
+    assert loader.update().new_executions == 1
+    _assert_same(loader, _reference(run.path, loader.mode))
 
 
 def test_op_type_hash_collisions_cost_time_not_correctness(logdir, monkeypatch):
     monkeypatch.setattr(exec_scan, "HASH_MULTIPLIERS", (0, 0))  # every op type collides
     run, _ = _mixed_run(logdir)
     run.writer.close()
-    reader = DumpReader(run.path)
-    _assert_same(reader, _reference(run.path, reader.mode))
-    assert set(reader.execution_op_types(0, 300)) >= {"MatMul", "AddV2", "Ünïcödé", ""}
+    _assert_same(_loaded(run.path), _reference(run.path, fmt.FULL_HEALTH))
+    assert set(DumpReader(run.path).execution_op_types(0, 300)) >= {
+        "MatMul", "AddV2", "Ünïcödé", ""}
 
 
 @pytest.mark.parametrize("damage", ["utf8", "repeat", "missing_out", "garbage"])
@@ -146,8 +153,8 @@ def test_damaged_records_stop_the_segment_with_the_same_notice(logdir, damage):
     with open(path, "ab") as f:
         f.write(data)
         f.write(msgpack.packb({**record, "i": i + 1, "out": [8]}))  # not trusted
-    reader = DumpReader(run.path)
-    assert reader.num_executions == i
-    [notice] = reader.damage
-    assert notice.startswith(f"executions.000000.tfdbg: ") and f"at byte {size}" in notice
-    _assert_same(reader, _reference(run.path, reader.mode))
+    loader = _loaded(run.path)
+    assert loader.execs.end == i
+    [notice] = loader.damage
+    assert notice.startswith("executions.000000.tfdbg: ") and f"at byte {size}" in notice
+    _assert_same(loader, _reference(run.path, loader.mode))

@@ -18,8 +18,16 @@ from instrument.flight_recorder import PINNED_SEGMENT_LIMIT
 from instrument.non_finite import NonFiniteError, first_alert_error
 from reader import format as fmt
 from tests.reader.synthetic import (
-    FINITE, FLIGHT_ALERT_STEP, FLIGHT_BUFFER, FLIGHT_STEPS, NAN, NEG_INF, flight_step,
-    make_run, segment_path, write_long_run,
+    FINITE,
+    FLIGHT_ALERT_STEP,
+    FLIGHT_BUFFER,
+    FLIGHT_STEPS,
+    NAN,
+    NEG_INF,
+    flight_step,
+    make_run,
+    segment_path,
+    write_long_run,
 )
 
 N = FLIGHT_BUFFER

@@ -108,7 +108,8 @@ def test_stack_with_frame_defined_later_shows_placeholder_then_frame(logdir):
         f.write(msgpack.packb(frame_record))
     reader.update()
     [resolved] = reader.stack(stack)
-    assert (resolved.path, resolved.line, resolved.is_user) == ("/home/me/project/train.py", 3, True)
+    assert (resolved.path, resolved.line, resolved.is_user) == (
+        "/home/me/project/train.py", 3, True)
     w.close()
 
 

@@ -13,9 +13,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from synthetic_dumps import write_big_dump, write_nan_dump  # noqa: E402
+from tests.tui.synthetic_dumps import write_big_dump, write_nan_dump
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_MODULE = "instrument.examples.debug_mnist"

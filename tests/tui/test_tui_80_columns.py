@@ -5,9 +5,10 @@ anywhere, `?` always among them."""
 from __future__ import annotations
 
 import pytest
-from synthetic_dumps import write_nan_dump
-from tui_helpers import hunted_app, screen_text, wait_for
 
+from tests.tui.synthetic_dumps import write_nan_dump
+from tests.tui.tui_helpers import hunted_app, screen_text, wait_for
+from tfdbg_tui.app import DebuggerApp
 from tfdbg_tui.screens.help import help_text
 
 LONG_RUN_ID = "20231114T221320-a-rather-long-hostname.cluster.example.org-4242-abcdef"
@@ -78,7 +79,7 @@ async def test_keys_hidden_from_the_footer_are_listed_by_question_mark(nan_logdi
     async with hunted_app(nan_logdir, (80, 40)) as (app, pilot):
         await pilot.press("?")
         await wait_for(pilot, lambda: "List every key" in screen_text(app), what="help")
-        text = help_text().plain
+        text = help_text(DebuggerApp.BINDINGS).plain
         for line in ("Go to the selected op's first input", "Alerts only", "First alert trace",
                      "Ctrl+P"):
             assert line in text

@@ -7,10 +7,10 @@ import subprocess
 import sys
 
 import pytest
-from synthetic_dumps import write_nan_dump
 
 from reader import format as fmt
-from tfdbg_tui import cli
+from tests.tui.synthetic_dumps import write_nan_dump
+from tfdbg_tui import exit_codes
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -26,7 +26,7 @@ def assert_one_line_error(completed: subprocess.CompletedProcess, status: int) -
 
 
 def test_missing_path(tmp_path):
-    assert_one_line_error(run_cli(str(tmp_path / "nope")), cli.EXIT_NO_DUMP)
+    assert_one_line_error(run_cli(str(tmp_path / "nope")), exit_codes.EXIT_NO_DUMP)
 
 
 @pytest.mark.parametrize("command", [[], ["report"]], ids=["tui", "report"])
@@ -34,7 +34,7 @@ def test_a_regular_file_is_not_a_directory(tmp_path, command):
     path = tmp_path / "file.txt"
     path.write_text("not a logdir")
     completed = run_cli(*command, str(path))
-    assert completed.returncode == cli.EXIT_NO_DUMP and "Traceback" not in completed.stderr
+    assert completed.returncode == exit_codes.EXIT_NO_DUMP and "Traceback" not in completed.stderr
     assert completed.stderr.strip().splitlines() == [
         f"tfdbg-tui{' report' if command else ''}: {path}: not a directory"]
 
@@ -61,7 +61,7 @@ def tensorflow_dump(tmp_path_factory):
 def test_a_tensorflow_dump_is_named_with_what_to_do(tensorflow_dump, command):
     for path in (tensorflow_dump, tensorflow_dump.parent):
         completed = run_cli(*command, str(path))
-        assert completed.returncode == cli.EXIT_NO_DUMP
+        assert completed.returncode == exit_codes.EXIT_NO_DUMP
         lines = completed.stderr.strip().splitlines()
         assert len(lines) == 1 and "Traceback" not in completed.stderr
         assert "written by TensorFlow's own" in lines[0]
@@ -69,27 +69,27 @@ def test_a_tensorflow_dump_is_named_with_what_to_do(tensorflow_dump, command):
 
 
 def test_empty_and_foreign_directories(tmp_path):
-    assert_one_line_error(run_cli(str(tmp_path)), cli.EXIT_NO_DUMP)
+    assert_one_line_error(run_cli(str(tmp_path)), exit_codes.EXIT_NO_DUMP)
     (tmp_path / "notes.txt").write_text("not a dump")
     (tmp_path / "some_dir").mkdir()
-    assert_one_line_error(run_cli(str(tmp_path)), cli.EXIT_NO_DUMP)
+    assert_one_line_error(run_cli(str(tmp_path)), exit_codes.EXIT_NO_DUMP)
 
 
 def test_unknown_run_id(tmp_path):
     write_nan_dump(tmp_path)
-    assert_one_line_error(run_cli(str(tmp_path), "--run", "no-such-run"), cli.EXIT_NO_DUMP)
+    assert_one_line_error(run_cli(str(tmp_path), "--run", "no-such-run"), exit_codes.EXIT_NO_DUMP)
 
 
 def test_newer_major_format(tmp_path, monkeypatch):
     monkeypatch.setattr(fmt, "FORMAT_VERSION", (fmt.FORMAT_VERSION[0] + 1, 0))
     write_nan_dump(tmp_path)
-    assert_one_line_error(run_cli(str(tmp_path)), cli.EXIT_NEWER_FORMAT)
+    assert_one_line_error(run_cli(str(tmp_path)), exit_codes.EXIT_NEWER_FORMAT)
 
 
 @pytest.mark.parametrize("args", [["--no-such-option"], []])
 def test_bad_command_line(args):
     completed = run_cli(*args)
-    assert completed.returncode == cli.EXIT_USAGE
+    assert completed.returncode == exit_codes.EXIT_USAGE
     assert "Traceback" not in completed.stderr
 
 
@@ -113,7 +113,7 @@ def test_demo_runs_the_example_and_writes_a_dump(tmp_path):
     pytest.importorskip("instrument.examples.debug_mnist")
     logdir = tmp_path / "demo"
     completed = run_cli("demo", "--logdir", str(logdir), "--max_steps", "2", "--no-tui")
-    assert completed.returncode == cli.EXIT_OK, completed.stderr[-2000:]
+    assert completed.returncode == exit_codes.EXIT_OK, completed.stderr[-2000:]
     assert "Accuracy at step 1" in completed.stderr  # the example's progress, shown
     assert completed.stdout.strip() == str(logdir)
     import reader
@@ -126,7 +126,7 @@ def test_demo_failure_is_one_line_and_status_6(tmp_path, monkeypatch, capsys):
     from tfdbg_tui import demo
 
     monkeypatch.setattr(demo, "EXAMPLE_MODULE", "no_such_module_for_the_demo")
-    assert demo.main(["--logdir", str(tmp_path), "--no-tui"]) == cli.EXIT_DEMO_FAILED
+    assert demo.main(["--logdir", str(tmp_path), "--no-tui"]) == exit_codes.EXIT_DEMO_FAILED
     assert "tfdbg-tui: the example program failed" in capsys.readouterr().err
 
 
@@ -150,6 +150,7 @@ def test_a_closed_output_pipe_ends_quietly(tmp_path, args):
     finally:
         os.close(write_end)
     informational = args[-1] in ("--help", "--version")
-    assert completed.returncode == (cli.EXIT_OK if informational else cli.EXIT_PIPE_CLOSED)
-    assert cli.EXIT_PIPE_CLOSED == 141
+    assert completed.returncode == \
+        (exit_codes.EXIT_OK if informational else exit_codes.EXIT_PIPE_CLOSED)
+    assert exit_codes.EXIT_PIPE_CLOSED == 141
     assert completed.stderr == ""

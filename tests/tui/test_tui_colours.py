@@ -8,10 +8,10 @@ from rich.color import ColorSystem
 from rich.console import Console
 from rich.segment import Segment, Segments
 from rich.style import Style
-from synthetic_dumps import write_nan_dump
 from syrupy.extensions.image import SVGImageSnapshotExtension
-from tui_helpers import hunted_app, wait_for, wait_for_workers
 
+from tests.tui.synthetic_dumps import write_nan_dump
+from tests.tui.tui_helpers import hunted_app, wait_for, wait_for_workers
 from tfdbg_tui.panes.alerts import AlertList
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 from tfdbg_tui.panes.graph_structure import GraphStructureList

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from tui_helpers import hunted_app, screen_text, wait_for
-
+from tests.tui.tui_helpers import hunted_app, screen_text, wait_for
 from tfdbg_tui.panes.alerts import AlertList
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 from tfdbg_tui.panes.graph_structure import GraphStructureList

@@ -5,9 +5,8 @@ steps 41-80 not kept)."""
 
 from __future__ import annotations
 
-from tui_helpers import hunted_app, screen_text, wait_for
-
 from tests.reader.synthetic import write_long_run
+from tests.tui.tui_helpers import hunted_app, screen_text, wait_for
 from tfdbg_tui.panes.alerts import AlertList
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 from tfdbg_tui.panes.timeline import GAP_CELL, TimelineCells

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from synthetic_dumps import FLOAT32, LOG_LINE, USER_FILE, USER_SOURCE, health_row
-from tui_helpers import hunted_app, screen_text, wait_for
 
 from instrument.writer import DumpWriter
 from reader import format as fmt
+from tests.tui.synthetic_dumps import FLOAT32, LOG_LINE, USER_FILE, USER_SOURCE, health_row
+from tests.tui.tui_helpers import hunted_app, make_app, screen_text, wait_for, wait_for_hunt
+from tfdbg_tui.app import DebuggerApp
 from tfdbg_tui.panes.alerts import AlertList
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 from tfdbg_tui.panes.graph_structure import GraphStructureList
@@ -124,6 +125,18 @@ async def test_search_by_op_type_regex(nan_logdir):
         await wait_for(pilot, lambda: graph_list.selected_trace == 2, what="previous")
 
 
+async def test_a_search_that_is_not_a_regex_says_so_and_searches_the_text(nan_logdir):
+    app = make_app(nan_logdir)
+    async with app.run_test(size=(120, 30), notifications=True) as pilot:
+        await wait_for_hunt(pilot)
+        graph_list = app.screen.query_one(GraphExecutionList)
+        await pilot.press("3", "home", "slash")
+        await pilot.press(*"Soft(", "enter")
+        await wait_for(pilot, lambda: "not a regular expression" in screen_text(app)
+                       and "no later match" in screen_text(app), what="the notices")
+        assert graph_list.selected_trace == 0
+
+
 async def test_stack_frames_choose_source_and_library_frames_hide(nan_logdir):
     async with hunted_app(nan_logdir, (100, 30)) as (app, pilot):
         stack = app.screen.query_one(StackTraceList)
@@ -189,9 +202,10 @@ async def test_question_mark_lists_every_key(nan_logdir):
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: "Anywhere" in screen_text(app), what="help")
         assert isinstance(app.screen, HelpScreen)
-        listed = help_text().plain
-        for expected in ("Zoom", "Next alert", "Alerts only", "Search", "Go to a trace by its index",
-                         "Go to op's trace", "Library frames", "Quit", "Runs"):
+        listed = help_text(DebuggerApp.BINDINGS).plain
+        for expected in ("Zoom", "Next alert", "Alerts only", "Search",
+                         "Go to a trace by its index", "Go to op's trace", "Library frames",
+                         "Quit", "Runs"):
             assert expected in listed
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
@@ -289,3 +303,19 @@ async def test_marked_source_line_ends_without_an_ellipsis_when_it_fits(nan_logd
         marked = next(line for line in screen_text(app).splitlines() if "▶ 8 " in line)
         code = marked[marked.index("▶ 8 "):]
         assert "exactly 0" in code and "…" not in code
+
+
+async def test_a_record_gone_while_hunting_is_a_notice_not_a_traceback(nan_logdir, monkeypatch):
+    """A circular buffer can rotate a record away while the hunt reads it: the app
+    says so in one line and keeps running (the next update hunts again)."""
+    from reader.dump_reader import DumpReader
+    from reader.errors import UnknownIdError
+    def gone(self, alert=None):
+        raise UnknownIdError("execution 3 is not on disk (have 5..9)")
+
+    monkeypatch.setattr(DumpReader, "root_cause", gone)
+    app = make_app(nan_logdir)
+    async with app.run_test(size=(120, 30), notifications=True) as pilot:
+        await wait_for(pilot, lambda: "execution 3 is not on disk" in screen_text(app),
+                       what="the notice")
+        assert app.is_running and app.return_code is None

@@ -9,8 +9,9 @@ SVGs: each test's docstring says what the pictures must show.
 from __future__ import annotations
 
 import pytest
-from synthetic_dumps import write_nan_dump
-from tui_helpers import make_app, wait_for, wait_for_hunt, wait_for_workers
+
+from tests.tui.synthetic_dumps import write_nan_dump
+from tests.tui.tui_helpers import make_app, wait_for, wait_for_hunt, wait_for_workers
 
 RUN_ID = "20231114T221320-snapshot-4242-abcdef"
 SIZES = pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])

@@ -8,7 +8,8 @@ import subprocess
 import time
 
 import pytest
-from synthetic_dumps import write_nan_dump
+
+from tests.tui.synthetic_dumps import write_nan_dump
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 

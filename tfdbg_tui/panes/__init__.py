@@ -1,1 +1,1 @@
-"""One module per pane of the debugger screen (DESIGN.md §2)."""
+"""One module per pane of the debugger screen (docs/architecture.md)."""

@@ -12,147 +12,18 @@ from dataclasses import dataclass
 import numpy as np
 from rich.text import Text
 from textual.binding import Binding
-from textual.cache import LRUCache
 from textual.message import Message
 
 from reader import format as fmt
-from reader.model import Op, Trace
 from reader.steps import Steps, gap_between
-from tfdbg_tui.kept_rows import GappedRows, KeptRows
+from reader.trace_search import compile_search
 from tfdbg_tui.literal import literal
+from tfdbg_tui.screens.prompt import PromptScreen
 from tfdbg_tui.summary_format import count
 from tfdbg_tui.text_fit import cut_start
+from tfdbg_tui.trace_rows import TraceRows
 from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.pane import Pane
-
-# Traces are fetched in pages: one reader call per page keeps rendering a screenful to
-# a handful of calls, and 256 pages (64k traces) cover far more than any scrolling
-# back and forth.
-TRACE_PAGE_SIZE = 256
-TRACE_PAGE_CACHE = 256
-OP_CACHE_SIZE = 8192
-
-
-class TraceRows:
-    """Maps list rows to trace indices, all traces or alerts only, and fetches them.
-
-    Rows follow the traces on disk; where a circular buffer left some out (between
-    the first alert's pinned window and the latest traces) a gap row stands instead
-    (`tfdbg_tui.kept_rows`), in both views.
-
-    Args:
-        reader: A `reader.DumpReader`.
-    """
-
-    def __init__(self, reader) -> None:
-        self._reader = reader
-        self.num_traces = 0
-        self.alerts_only = False
-        self._alert_indices = np.zeros(0, dtype=np.int64)
-        self._kept = KeptRows([])
-        self._alert_rows = GappedRows()
-        self._pages: LRUCache[int, list[Trace | None]] = LRUCache(TRACE_PAGE_CACHE)
-        self._ops: LRUCache[int, Op] = LRUCache(OP_CACHE_SIZE)
-
-    def refresh(self, alert_indices: np.ndarray | None = None) -> None:
-        """Re-read the counts (after `reader.update()`); forget pages that may grow."""
-        self.num_traces = self._reader.num_traces
-        self._kept = KeptRows(self._reader.kept_traces())
-        if alert_indices is not None:
-            self._alert_indices = alert_indices
-        elif self.alerts_only:
-            self._alert_indices = self._reader.trace_alert_indices()
-        self._place_alert_gaps()
-        self._pages.clear()
-
-    def set_alert_indices(self, alert_indices: np.ndarray) -> None:
-        self._alert_indices = alert_indices
-        self._place_alert_gaps()
-
-    def _place_alert_gaps(self) -> None:
-        """In the alerts-only view, a gap row stands before the first alert after it."""
-        self._alert_rows = GappedRows(
-            int(self._alert_indices.shape[0]),
-            [int(np.searchsorted(self._alert_indices, begin)) for begin, _ in self._kept.runs[1:]])
-
-    @property
-    def _rows(self) -> GappedRows:
-        return self._alert_rows if self.alerts_only else self._kept
-
-    @property
-    def alert_indices(self) -> np.ndarray:
-        """Trace indices of the alerts, ascending (as of the last refresh)."""
-        return self._alert_indices
-
-    def alert_trace(self, which: str, current: int | None) -> int | None:
-        """The "first" alert trace, or the "next" / "previous" one from `current`."""
-        indices = self._alert_indices
-        if not indices.shape[0]:
-            return None
-        if which == "first" or current is None:
-            return int(indices[0])
-        if which == "next":
-            position = int(np.searchsorted(indices, current, side="right"))
-            return int(indices[min(position, indices.shape[0] - 1)])
-        position = int(np.searchsorted(indices, current, side="left")) - 1
-        return int(indices[max(position, 0)])
-
-    @property
-    def row_count(self) -> int:
-        return self._rows.count
-
-    def trace_index(self, row: int) -> int | None:
-        """The trace shown at `row`; None for a gap row."""
-        if self.alerts_only:
-            data_row = self._alert_rows.data_row(row)
-            return None if data_row is None else int(self._alert_indices[data_row])
-        return self._kept.index_at(row)
-
-    def gap_at(self, row: int) -> tuple[int, int] | None:
-        """The ``(begin, end)`` traces not kept where `row` is a gap row, else None."""
-        gap = self._rows.gap_at(row)
-        return None if gap is None else self._kept.missing(gap)
-
-    def position(self, row: int) -> int:
-        """Where `row` is in trace order, for moving on from it: its trace, or the
-        first trace a gap row stands for."""
-        index = self.trace_index(row)
-        if index is not None:
-            return index
-        gap = self.gap_at(row)
-        return gap[0] if gap is not None else 0
-
-    def row_of(self, trace_index: int) -> int | None:
-        """The row showing `trace_index` (a trace not kept: its gap's row), or (alerts
-        only) the row of the next alert."""
-        if self.alerts_only:
-            if not self._alert_indices.shape[0]:
-                return None
-            data_row = int(np.searchsorted(self._alert_indices, trace_index))
-            return self._alert_rows.row_of_data(min(data_row, self._alert_indices.shape[0] - 1))
-        return self._kept.row_of(trace_index)
-
-    def trace(self, trace_index: int) -> Trace | None:
-        page = trace_index // TRACE_PAGE_SIZE
-        traces = self._pages.get(page)
-        if traces is None:
-            begin = page * TRACE_PAGE_SIZE
-            traces = [None] * TRACE_PAGE_SIZE
-            # Placed by index: a page may straddle a gap, whose traces are not read.
-            for trace in self._reader.traces(begin, min(begin + TRACE_PAGE_SIZE,
-                                                        self.num_traces)):
-                traces[trace.index - begin] = trace
-            self._pages[page] = traces
-        return traces[trace_index - page * TRACE_PAGE_SIZE]
-
-    def op(self, op_id: int | None) -> Op | None:
-        if op_id is None:
-            return None
-        op = self._ops.get(op_id)
-        if op is None:
-            op = self._reader.op(op_id)
-            self._ops[op_id] = op
-        return op
 
 
 @dataclass(frozen=True)
@@ -251,24 +122,30 @@ class GraphExecutionList(LineList):
             super().__init__()
             self.trace_index = trace_index
 
-    class ActionRequested(Message):
-        """A key asked the screen to do something that needs the reader in a worker.
+    class SearchRequested(Message):
+        """Find the next (or, not `forward`, the previous) trace from `start` whose op
+        name or type matches `pattern`; the screen searches in a worker and selects it."""
 
-        `action` is one of "search", "search_next", "search_previous", "go_to_index",
-        "first_input", "show_value", "alert_jump" (with `argument` "first", "next" or
-        "previous").
-        """
-
-        def __init__(self, action: str, argument: str = "") -> None:
+        def __init__(self, pattern: str, start: int, forward: bool) -> None:
             super().__init__()
-            self.action = action
-            self.argument = argument
+            self.pattern = pattern
+            self.start = start
+            self.forward = forward
+
+    class ValueRequested(Message):
+        """Show the FULL_TENSOR value of trace `trace_index` (read in a worker)."""
+
+        def __init__(self, trace_index: int) -> None:
+            super().__init__()
+            self.trace_index = trace_index
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.rows: TraceRows | None = None
         self.mode = "NO_TENSOR"
         self._input_traces: frozenset[int] = frozenset()
+        self.first_input: int | None = None  # the selected op's first traced input
+        self.last_search: str | None = None
         self._steps: Steps | None = None
 
     @property
@@ -281,11 +158,25 @@ class GraphExecutionList(LineList):
         self._steps = steps
         self.invalidate()
 
-    def attach(self, rows: TraceRows, mode: str) -> None:
-        """Show `rows`; called once the reader is open."""
-        self.rows = rows
+    def attach(self, reader, mode: str) -> None:
+        """Show the traces of `reader` (a `reader.DumpReader`), recorded in `mode`;
+        called once the reader is open. The list owns its `TraceRows`."""
+        self.rows = TraceRows(reader)
+        self.rows.refresh()
         self.mode = mode
         self.data_changed()
+
+    def reload(self) -> None:
+        """The dump changed (traces, ops or damage): re-read the rows and repaint."""
+        if self.rows is not None:
+            self.rows.refresh(self.rows.alert_indices)
+            self.data_changed()
+
+    def show_alert_traces(self, alert_indices: np.ndarray) -> None:
+        """The trace indices of the alerts, ascending (from the hunt)."""
+        if self.rows is not None:
+            self.rows.set_alert_indices(alert_indices)
+            self.data_changed()
 
     def data_changed(self) -> None:
         """The rows' data grew or the filter changed: recount and repaint."""
@@ -430,16 +321,23 @@ class GraphExecutionList(LineList):
             what += f" (#{begin}-#{end - 1})"
         return Text(f"┄┄ {what} ┄┄", style=self.component_style("graph-execution--gap"))
 
-    # -- actions --------------------------------------------------------------------------
+    # -- actions ------------------------------------------------------------------------
+
+    def _jump_to_alert(self, which: str) -> None:
+        target = self.rows.alert_trace(which, self.position) if self.rows else None
+        if target is None:
+            self.notify("no alert in the graph traces")
+        else:
+            self.select_trace(target)
 
     def action_first_alert(self) -> None:
-        self.post_message(self.ActionRequested("alert_jump", "first"))
+        self._jump_to_alert("first")
 
     def action_next_alert(self) -> None:
-        self.post_message(self.ActionRequested("alert_jump", "next"))
+        self._jump_to_alert("next")
 
     def action_previous_alert(self) -> None:
-        self.post_message(self.ActionRequested("alert_jump", "previous"))
+        self._jump_to_alert("previous")
 
     def action_toggle_alerts_only(self) -> None:
         if self.rows is None:
@@ -459,22 +357,58 @@ class GraphExecutionList(LineList):
             self.parent.set_title_suffix(" (alerts only)" if self.rows.alerts_only else "")
 
     def action_go_to_index(self) -> None:
-        self.post_message(self.ActionRequested("go_to_index"))
+        self.app.push_screen(PromptScreen("Go to trace #", "a trace index"), self._go_to_index)
+
+    def _go_to_index(self, value: str | None) -> None:
+        if not value:
+            return
+        try:
+            index = int(value.strip().lstrip("#"))
+        except ValueError:
+            self.notify(f"not a trace index: {value!r}", severity="error", markup=False)
+            return
+        if not self.select_trace(index):
+            self.notify(f"trace #{index} is not in the dump", severity="warning")
 
     def action_search(self) -> None:
-        self.post_message(self.ActionRequested("search"))
+        self.app.push_screen(PromptScreen("Search op name or type (regex)", "e.g. Log|softmax"),
+                             self._search_entered)
+
+    def _search_entered(self, value: str | None) -> None:
+        if not value:
+            return
+        _, note = compile_search(value)
+        if note is not None:
+            self.notify(literal(note), severity="warning", markup=False)
+        self.last_search = value
+        self.post_message(self.SearchRequested(value, (self.position or 0) + 1, True))
+
+    def _search_again(self, forward: bool) -> None:
+        if self.last_search is None:
+            self.notify("no search yet: press / first")
+            return
+        start = (self.position or 0) + (1 if forward else -1)
+        if start < 0:
+            self.notify("no earlier match")
+            return
+        self.post_message(self.SearchRequested(self.last_search, start, forward))
 
     def action_search_next(self) -> None:
-        self.post_message(self.ActionRequested("search_next"))
+        self._search_again(True)
 
     def action_search_previous(self) -> None:
-        self.post_message(self.ActionRequested("search_previous"))
+        self._search_again(False)
 
     def action_first_input(self) -> None:
-        self.post_message(self.ActionRequested("first_input"))
+        if self.first_input is None:
+            self.notify("the selected op has no traced input")
+        else:
+            self.select_trace(self.first_input)
 
     def action_show_value(self) -> None:
-        self.post_message(self.ActionRequested("show_value"))
+        current = self.selected_trace
+        if current is not None:
+            self.post_message(self.ValueRequested(current))
 
 
 class GraphExecutionPane(Pane):

@@ -23,7 +23,6 @@ from tfdbg_tui.summary_format import summary_text
 from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.pane import Pane
 
-
 # Cells of a history sparkline: few enough to leave room for the words at 80 columns.
 HISTORY_CELLS = 12
 # A cell's glyph: no trace in its steps, all finite, or the share of non-finite traces.

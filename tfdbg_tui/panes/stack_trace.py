@@ -13,14 +13,6 @@ from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.pane import Pane
 
 
-def innermost_user_frame(frames: list[Frame]) -> int | None:
-    """Position of the innermost user frame in `frames` (outermost first), if any."""
-    for position in range(len(frames) - 1, -1, -1):
-        if frames[position].is_user:
-            return position
-    return None
-
-
 class StackTraceList(LineList):
     """Frames, one row each: `file:line  expression  function  path`; library frames
     dimmed or hidden. The expression (a user frame's exact call) shows when known."""

@@ -21,6 +21,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Static
 
+from reader import format as fmt
 from tfdbg_tui.context_loader import ExecutionContext
 from tfdbg_tui.kept_rows import KeptRows
 from tfdbg_tui.literal import literal, literal_text
@@ -28,7 +29,6 @@ from tfdbg_tui.summary_format import summary_text
 from tfdbg_tui.widgets.line_list import scroll_rows_to
 from tfdbg_tui.widgets.pane import Pane
 
-FUNCTION_PREFIXES = ("__inference_", "__forward_", "__backward_")
 ROW_CACHE_SIZE = 512
 # The cell that stands for executions not kept.
 GAP_CELL = "…"
@@ -36,11 +36,7 @@ GAP_CELL = "…"
 
 def execution_letter(op_type: str) -> str:
     """The cell's letter: the first letter of the op or function name."""
-    for prefix in FUNCTION_PREFIXES:
-        if op_type.startswith(prefix):
-            op_type = op_type[len(prefix):]
-            break
-    for char in op_type:
+    for char in fmt.function_base_name(op_type):
         if char.isalnum():
             return char
     return "?"
@@ -72,8 +68,12 @@ class TimelineCells(ScrollView, can_focus=True):
         & > .timeline--gap { color: $warning; text-style: bold; }
         & > .timeline--function { color: $background; background: $primary; text-style: bold; }
         & > .timeline--alert { color: $text; background: $error; text-style: bold; }
-        & > .timeline--cursor { color: $background; background: $foreground; text-style: bold underline; }
-        & > .timeline--cursor-blurred { color: $background; background: $foreground 50%; text-style: underline; }
+        & > .timeline--cursor {
+            color: $background; background: $foreground; text-style: bold underline;
+        }
+        & > .timeline--cursor-blurred {
+            color: $background; background: $foreground 50%; text-style: underline;
+        }
     }
     """
 

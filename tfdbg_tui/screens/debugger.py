@@ -9,34 +9,42 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.message import Message
 from textual.widgets import Footer
 
 import reader as dump_reader_module
 from reader import format as fmt
 from reader import liveness
-from reader.diagnosis import Diagnosis, diagnose_alert, diagnose_cause
+from reader.diagnosis import diagnose_alert, diagnose_cause
 from reader.errors import DumpError
 from reader.model import Alert, AlertSummary, RootCause
 from reader.steps import Steps, gap_between
-from tfdbg_tui.context_loader import (ExecutionContext, TraceContext, load_execution_context,
-                                      load_source, load_trace_context, source_span)
-from tfdbg_tui.dump_watcher import (ENDED, POLL_INTERVAL_S, DumpChanged, DumpWatcher,
-                                    DumpWatchFailed)
+from tfdbg_tui.context_loader import (
+    TraceContext,
+    load_execution_context,
+    load_source,
+    load_trace_context,
+    source_span,
+)
+from tfdbg_tui.dump_watcher import ENDED, POLL_INTERVAL_S, DumpChanged, DumpWatcher, DumpWatchFailed
 from tfdbg_tui.literal import literal
-from tfdbg_tui.messages import DumpFailed
 from tfdbg_tui.panes.alerts import AlertList, AlertsPane
-from tfdbg_tui.panes.graph_execution import GraphExecutionList, GraphExecutionPane, TraceRows
+from tfdbg_tui.panes.graph_execution import GraphExecutionList, GraphExecutionPane
 from tfdbg_tui.panes.graph_structure import GraphStructureList, GraphStructurePane
 from tfdbg_tui.panes.source_code import SourceCodePane, SourceView
 from tfdbg_tui.panes.stack_trace import StackTraceList, StackTracePane
 from tfdbg_tui.panes.timeline import TimelineCells, TimelinePane
+from tfdbg_tui.screens.debugger_results import (
+    ContextLoaded,
+    DiagnosisLoaded,
+    HuntLoaded,
+    OpenFailed,
+    ReaderOpened,
+    SourceLoaded,
+)
 from tfdbg_tui.screens.trace_navigation import TraceNavigation
 from tfdbg_tui.widgets.diagnosis_line import DiagnosisLine
 from tfdbg_tui.widgets.line_list import LineList
@@ -87,59 +95,6 @@ class DebuggerScreen(TraceNavigation):
                 show=False),
     ]
 
-    class ReaderOpened(Message):
-        """The run is open and indexed (`reader` is a `reader.DumpReader`); `state` is
-        its `reader.liveness` state."""
-
-        def __init__(self, reader, state: str) -> None:
-            super().__init__()
-            self.reader = reader
-            self.state = state
-
-    class OpenFailed(DumpFailed):
-        """The run could not be opened; the app exits with the error's status."""
-
-    class HuntLoaded(Message):
-        """Alerts, the root cause, the alert trace indices and the steps (which name
-        places and gaps); `select` moves the panes."""
-
-        def __init__(self, alerts: AlertSummary, root_cause: RootCause | None,
-                     alert_traces: np.ndarray, steps: Steps, select: bool,
-                     diagnosis: Diagnosis | None = None) -> None:
-            super().__init__()
-            self.alerts = alerts
-            self.root_cause = root_cause
-            self.alert_traces = alert_traces
-            self.steps = steps
-            self.select = select
-            self.diagnosis = diagnosis
-
-    class DiagnosisLoaded(Message):
-        """The diagnosis of an alert the user selected."""
-
-        def __init__(self, diagnosis: Diagnosis, token: int) -> None:
-            super().__init__()
-            self.diagnosis = diagnosis
-            self.token = token
-
-    class ContextLoaded(Message):
-        """What the panes show about a selected trace or execution."""
-
-        def __init__(self, context: TraceContext | ExecutionContext, token: int,
-                     detail_only: bool = False) -> None:
-            super().__init__()
-            self.context = context
-            self.token = token
-            self.detail_only = detail_only
-
-    class SourceLoaded(Message):
-        """A frame's highlighted source file, for Source Code."""
-
-        def __init__(self, view: SourceView, token: int) -> None:
-            super().__init__()
-            self.view = view
-            self.token = token
-
     def __init__(self, logdir: str, run_id: str | None = None, *, run_count: int = 1,
                  poll_interval_s: float = POLL_INTERVAL_S, opening=None) -> None:
         super().__init__()
@@ -149,7 +104,6 @@ class DebuggerScreen(TraceNavigation):
         self.run_count = run_count
         self.poll_interval_s = poll_interval_s
         self.reader = None  # a reader.DumpReader (thread-safe) once opened
-        self.trace_rows: TraceRows | None = None
         self.watcher: DumpWatcher | None = None
         self.alert_summary: AlertSummary | None = None
         self.root_cause: RootCause | None = None
@@ -159,7 +113,7 @@ class DebuggerScreen(TraceNavigation):
         self.last_growth = time.monotonic()
         self.hunt_done = False
         self.watching_failed = False
-        self._source_lines: dict[int, SourceView] = {}
+        self._sources: dict[int, SourceView] = {}  # highlighted files, by file id
         # Thread workers cannot be stopped: a cancelled one still posts its result.
         # Each request takes a new token; a result whose token is not the latest of
         # its kind is stale and dropped.
@@ -205,9 +159,9 @@ class DebuggerScreen(TraceNavigation):
                 opened = dump_reader_module.open_run(self.logdir, self.run_id)
             state = opened.writer_state()
         except DumpError as error:
-            self.post_message(self.OpenFailed(error))
+            self.post_message(OpenFailed(error))
             return
-        self.post_message(self.ReaderOpened(opened, state))
+        self.post_message(ReaderOpened(opened, state))
 
     @on(OpenFailed)
     def _open_failed(self, message: OpenFailed) -> None:
@@ -218,10 +172,7 @@ class DebuggerScreen(TraceNavigation):
         self.reader = message.reader
         metadata = self.reader.metadata
         self.run_id = metadata.run_id
-        self.trace_rows = TraceRows(self.reader)
-        self.trace_rows.refresh()
-        graph_list = self.query_one(GraphExecutionList)
-        graph_list.attach(self.trace_rows, metadata.tensor_debug_mode)
+        self.query_one(GraphExecutionList).attach(self.reader, metadata.tensor_debug_mode)
         timeline = self.query_one(TimelineCells)
         timeline.attach(self.reader)
         if timeline.count:
@@ -243,21 +194,26 @@ class DebuggerScreen(TraceNavigation):
     @work(thread=True, exclusive=True, group="hunt")
     def load_hunt(self, select: bool) -> None:
         reader = self.reader
-        alerts = reader.alerts(limit_per_type=ALERT_LIMIT_PER_TYPE)
-        root_cause = reader.root_cause() if alerts.total else None
-        diagnosis = diagnose_cause(reader, root_cause) if root_cause is not None else None
-        self.post_message(self.HuntLoaded(alerts, root_cause, reader.trace_alert_indices(),
-                                          reader.steps(), select, diagnosis))
+        try:
+            alerts = reader.alerts(limit_per_type=ALERT_LIMIT_PER_TYPE)
+            root_cause = reader.root_cause() if alerts.total else None
+            diagnosis = diagnose_cause(reader, root_cause) if root_cause is not None else None
+            loaded = HuntLoaded(alerts, root_cause, reader.trace_alert_indices(),
+                                     reader.steps(), select, diagnosis)
+        except DumpError as error:
+            # A record left the disk while it was read (a circular buffer rotating
+            # under a live run): say so; the next update hunts again.
+            self.post_message(self.ReadFailed(error))
+            return
+        self.post_message(loaded)
 
     @on(HuntLoaded)
     def _hunt_loaded(self, message: HuntLoaded) -> None:
         self.alert_summary = message.alerts
         self.root_cause = message.root_cause
         self.steps = message.steps
-        assert self.trace_rows is not None
-        self.trace_rows.set_alert_indices(message.alert_traces)
         graph_list = self.query_one(GraphExecutionList)
-        graph_list.data_changed()
+        graph_list.show_alert_traces(message.alert_traces)
         graph_list.steps = message.steps
         alert_list = self.query_one(AlertList)
         alert_list.show_alerts(message.alerts, message.steps)
@@ -306,7 +262,7 @@ class DebuggerScreen(TraceNavigation):
         except DumpError as error:
             self.post_message(self.ReadFailed(error))
             return
-        self.post_message(self.ContextLoaded(context, token))
+        self.post_message(ContextLoaded(context, token))
 
     @work(thread=True, exclusive=True, group="execution-detail")
     def load_execution_detail(self, execution_index: int, token: int) -> None:
@@ -315,7 +271,7 @@ class DebuggerScreen(TraceNavigation):
             context = load_execution_context(self.reader, execution_index)
         except DumpError:
             return  # the step's call is not on disk (yet, or any more): no detail to show
-        self.post_message(self.ContextLoaded(context, token, detail_only=True))
+        self.post_message(ContextLoaded(context, token, detail_only=True))
 
     @on(ContextLoaded)
     def _context_loaded(self, message: ContextLoaded) -> None:
@@ -326,8 +282,10 @@ class DebuggerScreen(TraceNavigation):
         stack = self.query_one(StackTraceList)
         if isinstance(context, TraceContext):
             self.trace_context = context
-            self.query_one(GraphExecutionList).input_traces = frozenset(
-                n.trace_index for n in context.inputs if n.trace_index is not None)
+            graph_list = self.query_one(GraphExecutionList)
+            traced = [n.trace_index for n in context.inputs if n.trace_index is not None]
+            graph_list.input_traces = frozenset(traced)
+            graph_list.first_input = traced[0] if traced else None
             self.query_one(GraphStructureList).show_context(
                 context, "" if context.op else "this trace's op is not in the dump yet")
             stack.show_frames(list(context.frames), context.selected_frame,
@@ -353,22 +311,25 @@ class DebuggerScreen(TraceNavigation):
 
     @on(StackTraceList.FrameSelected)
     def _frame_selected(self, message: StackTraceList.FrameSelected) -> None:
-        self.load_frame_source(message.frame, self._next_token("source"))
+        frame = message.frame
+        self.load_frame_source(frame, self._sources.get(frame.file_id),
+                               self._next_token("source"))
 
     @work(thread=True, exclusive=True, group="source")
-    def load_frame_source(self, frame, token: int) -> None:
-        """Highlight the frame's file (once per file) and show its line."""
-        cached = self._source_lines.get(frame.file_id)
-        if cached is None:
-            cached = load_source(self.reader, frame)
-            self._source_lines[frame.file_id] = cached
-        self.post_message(self.SourceLoaded(
-            SourceView(frame.path, frame.line, cached.lines, cached.note,
-                       source_span(self.reader, frame) if cached.lines is not None else None),
-            token))
+    def load_frame_source(self, frame, highlighted: SourceView | None, token: int) -> None:
+        """Show the frame's line in its file, highlighting the file unless `highlighted`
+        (the screen's copy) is given: each file is highlighted once."""
+        if highlighted is None:
+            highlighted = load_source(self.reader, frame)
+        self.post_message(SourceLoaded(
+            SourceView(frame.path, frame.line, highlighted.lines, highlighted.note,
+                       source_span(self.reader, frame) if highlighted.lines is not None
+                       else None),
+            token, frame.file_id, highlighted))
 
     @on(SourceLoaded)
     def _source_loaded(self, message: SourceLoaded) -> None:
+        self._sources.setdefault(message.file_id, message.highlighted)
         if message.token == self._tokens["source"]:
             self.query_one(SourceCodePane).show(message.view)
 
@@ -390,7 +351,7 @@ class DebuggerScreen(TraceNavigation):
             diagnosis = diagnose_alert(self.reader, alert)
         except DumpError:
             return  # its records left the disk or are not read yet: the line stays
-        self.post_message(self.DiagnosisLoaded(diagnosis, token))
+        self.post_message(DiagnosisLoaded(diagnosis, token))
 
     @on(DiagnosisLoaded)
     def _diagnosis_loaded(self, message: DiagnosisLoaded) -> None:
@@ -415,11 +376,9 @@ class DebuggerScreen(TraceNavigation):
         self.run_state = message.state
         if report.changed:
             self.last_growth = time.monotonic()
-        assert self.trace_rows is not None
         with self.app.batch_update():
             if report.new_traces or report.new_ops or report.damage:
-                self.trace_rows.refresh(self.trace_rows.alert_indices)
-                self.query_one(GraphExecutionList).data_changed()
+                self.query_one(GraphExecutionList).reload()
             if report.new_executions:
                 self.query_one(TimelineCells).data_changed()
             self.update_status()

@@ -1,7 +1,10 @@
 """The `?` screen: every key binding, by where it works, built from the bindings
-themselves so it cannot drift from them."""
+themselves so it cannot drift from them. The app that opens it passes its own
+bindings down (the app imports this screen, never the other way round)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -10,6 +13,19 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from tfdbg_tui.panes.alerts import AlertList
+from tfdbg_tui.panes.graph_execution import GraphExecutionList
+from tfdbg_tui.panes.graph_structure import GraphStructureList
+from tfdbg_tui.panes.source_code import SourceCodeView
+from tfdbg_tui.panes.stack_trace import StackTraceList
+from tfdbg_tui.panes.timeline import TimelineCells
+from tfdbg_tui.screens.debugger import DebuggerScreen
+from tfdbg_tui.screens.diagnosis import DiagnosisScreen
+from tfdbg_tui.screens.prompt import PromptScreen
+from tfdbg_tui.screens.run_picker import RunPickerScreen
+from tfdbg_tui.screens.tensor_value import TensorValueScreen
+from tfdbg_tui.widgets.line_list import LineList
+
 
 def _key_name(binding: Binding) -> str:
     if binding.key_display:
@@ -17,32 +33,22 @@ def _key_name(binding: Binding) -> str:
     names = {"right_square_bracket": "]", "left_square_bracket": "[", "full_stop": ".",
              "comma": ",", "slash": "/", "question_mark": "?", "pageup": "PgUp",
              "pagedown": "PgDn", "escape": "Esc", "home": "Home", "end": "End",
-             "up": "↑", "down": "↓", "left": "←", "right": "→", "enter": "Enter", "ctrl+p": "Ctrl+P"}
+             "up": "↑", "down": "↓", "left": "←", "right": "→", "enter": "Enter",
+             "ctrl+p": "Ctrl+P"}
     return ", ".join(names.get(k, k) for k in binding.key.split(","))
 
 
-def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
-    """(section, [(key, what it does)]) for the app, the screen and every pane."""
-    from tfdbg_tui.app import DebuggerApp
-    from tfdbg_tui.panes.alerts import AlertList
-    from tfdbg_tui.panes.graph_execution import GraphExecutionList
-    from tfdbg_tui.panes.graph_structure import GraphStructureList
-    from tfdbg_tui.panes.source_code import SourceCodeView
-    from tfdbg_tui.panes.stack_trace import StackTraceList
-    from tfdbg_tui.panes.timeline import TimelineCells
-    from tfdbg_tui.screens.debugger import DebuggerScreen
-    from tfdbg_tui.screens.diagnosis import DiagnosisScreen
-    from tfdbg_tui.screens.prompt import PromptScreen
-    from tfdbg_tui.screens.run_picker import RunPickerScreen
-    from tfdbg_tui.screens.tensor_value import TensorValueScreen
-    from tfdbg_tui.widgets.line_list import LineList
+def key_sections(app_bindings: Sequence[Binding | tuple]
+                 ) -> list[tuple[str, list[tuple[str, str]]]]:
+    """(section, [(key, what it does)]) for the app (`app_bindings`), the screen and
+    every pane."""
 
     def rows(bindings) -> list[tuple[str, str]]:
         return [(_key_name(b), b.tooltip or b.description)
                 for b in bindings if isinstance(b, Binding)]
 
     return [
-        ("Anywhere", rows(DebuggerApp.BINDINGS) + rows(DebuggerScreen.BINDINGS)),
+        ("Anywhere", rows(app_bindings) + rows(DebuggerScreen.BINDINGS)),
         ("Every list (Alerts, Graph Execution, Graph Structure, Source, Stack)",
          rows(LineList.BINDINGS)),
         ("1 Alerts", rows(AlertList.BINDINGS)),
@@ -59,9 +65,10 @@ def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
     ]
 
 
-def help_text() -> Text:
+def help_text(app_bindings: Sequence[Binding | tuple]) -> Text:
+    """Every key, by section (`key_sections`)."""
     text = Text()
-    for section, keys in key_sections():
+    for section, keys in key_sections(app_bindings):
         text.append(section + "\n", "bold underline")
         for key, description in keys:
             text.append(f"  {key:<12}", "bold")
@@ -72,7 +79,11 @@ def help_text() -> Text:
 
 
 class HelpScreen(ModalScreen[None]):
-    """Lists every key binding; Esc, q or ? closes it."""
+    """Lists every key binding; Esc, q or ? closes it.
+
+    Args:
+        app_bindings: The bindings of the app that shows it (they work anywhere).
+    """
 
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
 
@@ -84,9 +95,13 @@ class HelpScreen(ModalScreen[None]):
     }
     """
 
+    def __init__(self, app_bindings: Sequence[Binding | tuple]) -> None:
+        super().__init__()
+        self.app_bindings = app_bindings
+
     def compose(self) -> ComposeResult:
         with VerticalScroll():
-            yield Static(help_text(), id="help-text")
+            yield Static(help_text(self.app_bindings), id="help-text")
 
     def action_dismiss(self) -> None:
         self.dismiss(None)

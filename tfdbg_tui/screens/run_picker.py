@@ -20,7 +20,6 @@ from reader.errors import DumpError
 from reader.model import RunInfo
 from tfdbg_tui.literal import literal
 
-
 # What a run's alert count shows while it is being counted, or when it cannot be.
 COUNTING, UNCOUNTABLE = "counting", "unreadable"
 
@@ -37,7 +36,7 @@ def run_label(run: RunInfo, alerts: int | str = COUNTING) -> Text:
                     "bold red" if alerts else "green")
     else:
         text.append(f"  alerts {alerts}", "dim")
-    text.append(f"  {run.tensor_debug_mode or '?'}  ")
+    text.append(literal(f"  {run.tensor_debug_mode or '?'}  "))
     state = liveness.state_of(run.finished,
                               liveness.process_gone(run.host, run.pid, run.start_time))
     text.append(*_STATE_LABELS[state])

@@ -1,6 +1,6 @@
 """The diagnosis line: why the selected alert's tensor went non-finite, and the fix.
 
-One line above the panes (DESIGN.md section 2). On opening it diagnoses the root
+One line above the panes. On opening it diagnoses the root
 cause; selecting an alert diagnoses that alert. The text comes from
 `reader.diagnosis`; this widget only formats it. A line too long for the screen is
 cut and ends in a "more" hint: `e` (or a click) shows the whole diagnosis with its

@@ -6,7 +6,6 @@ test (tests/instrument/test_full_tensor.py) recomputes the expected values.
 
 import sys
 
-import numpy as np
 import tensorflow as tf
 
 import instrument

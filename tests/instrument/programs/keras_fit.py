@@ -5,9 +5,8 @@ Usage: python keras_fit.py LOGDIR MODE JIT (JIT: "default" or "jit").
 
 import sys
 
-import numpy as np
 import keras
-import tensorflow as tf
+import numpy as np
 
 import instrument
 

@@ -1,0 +1,111 @@
+"""What a decoded record means as a value object: the run's metadata, an execution,
+a summary row. Fields of the wrong type become None (or a default), never an error:
+the record was already accepted by the index.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, TypeGuard
+
+from reader import format as fmt
+from reader import values
+from reader.model import Execution, RunMetadata, Summary
+
+
+def run_metadata(run: dict[str, Any], end: dict[str, Any] | None, run_id: str, mode: str,
+                 devices: dict[int, str]) -> RunMetadata:
+    """The run's description from its ``run`` record, its ``end`` record (None while
+    running) and the devices read so far."""
+    version = run.get("format_version")
+    argv = run.get("argv")
+    dtypes = run.get("tensor_dtypes")
+    end_time = end.get("time") if end else None
+    return RunMetadata(
+        run_id=str(run.get("run") or run_id),
+        format_version=(tuple(version[:2]) if isinstance(version, list)
+                        and len(version) >= 2 else fmt.FORMAT_VERSION),
+        tensor_debug_mode=mode,
+        circular_buffer_size=_int_or(run.get("circular_buffer_size"), 0),
+        host=_str_or_none(run.get("host")),
+        pid=run.get("pid") if isinstance(run.get("pid"), int) else None,
+        start_time=_float_or_none(run.get("start_time")),
+        tf_version=_str_or_none(run.get("tf_version")),
+        python_version=_str_or_none(run.get("python_version")),
+        argv=tuple(str(a) for a in argv) if isinstance(argv, list) else (),
+        eager_mode=bool(run.get("eager_mode", True)),
+        finished=end is not None,
+        devices=tuple(devices.get(i, "?") for i in range(max(devices, default=-1) + 1)),
+        op_regex=_str_or_none(run.get("op_regex")),
+        tensor_dtypes=(tuple(str(d) for d in dtypes) if isinstance(dtypes, list)
+                       else None),
+        end_time=_float_or_none(end_time),
+    )
+
+
+def build_execution(mode: str, index: int, record: dict[str, Any],
+                    device_name: Callable[[int], str | None]) -> Execution:
+    """An `Execution` from its decoded ``exec`` record."""
+    summaries: tuple[Summary | None, ...] | None = None
+    if mode == fmt.FULL_TENSOR and isinstance(record.get("v"), list):
+        summaries = tuple(value_summary(v) for v in record["v"])
+    elif isinstance(record.get("s"), list):
+        summaries = tuple(row_summary(mode, s) for s in record["s"])
+    return Execution(
+        index=index, op_type=record["op"], graph_id=_int_or(record.get("graph"), None),
+        input_ids=_ints(record.get("in")), output_ids=_ints(record.get("out")),
+        devices=tuple(device_name(d) for d in _list(record.get("dev"))),
+        output_dtypes=tuple(fmt.DTYPE_NAMES.get(d, f"dtype{d}")
+                            for d in _ints(record.get("dtypes"))),
+        stack_id=_int_or(record.get("stack"), None),
+        time=_float_or_none(record.get("t")), summaries=summaries)
+
+
+def row_summary(mode: str, row: Any) -> Summary | None:
+    """A summary from a stored row; FULL_TENSOR rows are computed in FULL_HEALTH layout."""
+    if row is None or mode == fmt.NO_TENSOR:
+        return None
+    try:
+        if mode == fmt.FULL_TENSOR:
+            return dataclasses.replace(Summary.from_row(fmt.FULL_HEALTH, row), mode=mode)
+        return Summary.from_row(mode, row)
+    except (TypeError, ValueError, KeyError, OverflowError):
+        return None  # a row of the wrong length or non-numbers: no summary to show
+
+
+def value_summary(stored: Any) -> Summary | None:
+    if not isinstance(stored, dict):
+        return None
+    row = values.summary_row(stored)
+    summary = Summary.from_row(fmt.FULL_HEALTH, row)
+    shape = stored.get("shape")
+    return Summary(mode=fmt.FULL_TENSOR, dtype=summary.dtype, rank=summary.rank,
+                   size=summary.size, neg_inf=summary.neg_inf, pos_inf=summary.pos_inf,
+                   nan=summary.nan, neg=summary.neg, zero=summary.zero, pos=summary.pos,
+                   shape=tuple(shape) if isinstance(shape, list) else None)
+
+
+def _list(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _ints(value: Any) -> tuple[int, ...]:
+    return tuple(v for v in _list(value) if is_int(v))
+
+
+def _int_or(value: Any, default: Any) -> Any:
+    return value if is_int(value) else default
+
+
+def _float_or_none(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def is_int(value: Any) -> TypeGuard[int]:
+    """True for an int that is not a bool (msgpack gives both)."""
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -1,0 +1,46 @@
+"""Summary rows as the indexes store them: their width per mode, the columns that
+count non-finite values, and the alert flag and counts of a block of rows.
+
+Below both the indexes (`reader.index`) and the execution scanner
+(`reader.exec_scan`), and used by the writer's flight recorder, so all of them read
+a row the same way.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reader import format as fmt
+
+
+def count_columns(mode: str) -> tuple[int, int, int] | None:
+    """Positions (nan, neg_inf, pos_inf) of the non-finite counts in ``mode``'s summary
+    row (`SUMMARY_COLUMNS`; FULL_TENSOR rows are computed in FULL_HEALTH layout), or
+    None when the mode counts none."""
+    columns = fmt.SUMMARY_COLUMNS[fmt.FULL_HEALTH if mode == fmt.FULL_TENSOR else mode]
+    if "nan" not in columns:
+        return None
+    return columns.index("nan"), columns.index("neg_inf"), columns.index("pos_inf")
+
+
+def summary_width(mode: str) -> int:
+    """Summary columns per tensor as the index stores them for ``mode``."""
+    return len(fmt.SUMMARY_COLUMNS[fmt.FULL_HEALTH if mode == fmt.FULL_TENSOR else mode])
+
+
+def alert_flags(mode: str, rows: np.ndarray) -> np.ndarray:
+    """Per summary row: True when the tensor held a NaN or an infinity."""
+    if mode == fmt.CURT_HEALTH:
+        return rows[:, 0] != 0
+    cols = count_columns(mode)
+    if cols is None or rows.shape[0] == 0:
+        return np.zeros(rows.shape[0], dtype=bool)
+    return (rows[:, cols[0]] != 0) | (rows[:, cols[1]] != 0) | (rows[:, cols[2]] != 0)
+
+
+def alert_counts(mode: str, rows: np.ndarray) -> np.ndarray:
+    """(n, 3) int64 counts (nan, neg_inf, pos_inf) of summary rows; -1 when unknown."""
+    cols = count_columns(mode)
+    if cols is None:
+        return np.full((rows.shape[0], 3), -1, dtype=np.int64)
+    return rows[:, list(cols)].astype(np.int64)

@@ -1,0 +1,82 @@
+"""What a record means is decided once, in `reader`: function calls, library code, the
+value behind an input, a search pattern. The TUI and the report only format it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reader import DumpReader
+from reader import format as fmt
+from reader.definitions import is_library_file
+from reader.inputs import eager_inputs, input_trace
+from reader.trace_search import compile_search
+from tests.reader.synthetic import FINITE, NEG_INF, add_step, make_run
+from tfdbg_tui.panes.timeline import execution_letter
+
+
+def test_every_function_call_prefix_is_a_function_call(tmp_path):
+    """A `__forward_` or `__backward_` call whose graph the writer could not name is
+    still a function call, in the index and in the decoded record."""
+    run = make_run(tmp_path)
+    for op_type in ("__inference_step_7", "__forward_step_8", "__backward_step_9", "MatMul"):
+        run.writer.add_execution(op_type=op_type, graph_id=None, input_ids=[], output_ids=[1],
+                                 device_ids=[run.device], output_dtypes=[1],
+                                 stack_id=run.user_stack, summaries=[FINITE])
+    run.writer.close()
+    with DumpReader(run.path) as reader:
+        assert reader.execution_function_flags(0, 4).tolist() == [True, True, True, False]
+        assert [reader.execution(i).is_function for i in range(4)] == [True, True, True, False]
+    assert [fmt.is_function_call(t) for t in ("__forward_f_1", "Forward")] == [True, False]
+    assert execution_letter("__backward_step_9") == "s"
+
+
+def test_the_writers_library_flag_wins_over_the_path(tmp_path):
+    """A user's checkout under `/keras/` or `/instrument/` is user code when the writer
+    says so: its frame is the innermost user frame, and the root cause's line."""
+    run = make_run(tmp_path)
+    w = run.writer
+    mine = w.add_source_file("/home/me/keras/instrument/train.py", ["y = tf.math.log(x)"],
+                             library=False)
+    stack = w.add_stack([w.add_frame(run.user_file, 5, "<module>"),
+                         w.add_frame(mine, 1, "step"), w.add_frame(run.lib_file, 321, "log")])
+    log = w.add_op(graph_id=run.graph, op_type="Log", op_name="mine/Log", inputs=["x:0"],
+                   num_outputs=1, output_dtypes=[1], device_id=None, stack_id=stack,
+                   trace_points=[3])
+    w.add_traces(np.array([0, 3], np.int32), summaries=np.array([FINITE, NEG_INF], float))
+    w.close()
+    with DumpReader(run.path) as reader:
+        frame = reader.innermost_user_frame(stack)
+        assert frame is not None and frame.path == "/home/me/keras/instrument/train.py"
+        assert not reader.source_file(mine).is_library
+        cause = reader.root_cause()
+        assert cause.op.id == log and cause.line_text == "y = tf.math.log(x)"
+    # Without the flag (a writer that did not record it) the path decides.
+    assert is_library_file({}, "/home/me/keras/train.py")
+    assert not is_library_file({"library": False}, "/home/me/keras/train.py")
+    assert is_library_file({"library": True}, "/home/me/train.py")
+
+
+def test_the_value_behind_an_input(tmp_path):
+    run = make_run(tmp_path)
+    add_step(run, [FINITE, FINITE, FINITE])  # traces 0-2: x, Log, Neg
+    add_step(run, [FINITE, NEG_INF, FINITE])  # traces 3-5
+    run.writer.close()
+    with DumpReader(run.path) as reader:
+        x = run.ops["x"]
+        assert input_trace(reader, x, 0, 4) == 3  # what Log at trace 4 read
+        assert input_trace(reader, x, 0, 0) is None  # nothing before the first trace
+        assert reader.nearest_trace_of(x, 0, 4, after=True) == 6 - 3
+        call = reader.execution(1)
+        (only,) = eager_inputs(reader, call)
+        assert only.producer_index is None and only.name == f"tensor {call.input_ids[0]}"
+
+
+def test_a_search_that_is_not_a_regex_is_searched_as_text(tmp_path):
+    regex, note = compile_search("Log(")
+    assert regex.search("Log(") and note is not None and "searching for the text" in note
+    assert compile_search("Log|Neg")[1] is None
+    run = make_run(tmp_path)
+    add_step(run, [FINITE, FINITE, FINITE])
+    run.writer.close()
+    with DumpReader(run.path) as reader:
+        assert reader.find_trace("[", 0) is None and reader.find_trace("Lo[g]", 0) == 1

@@ -1,0 +1,40 @@
+"""A damaged dump opens with a notice and what is readable; an empty run opens and
+every key is harmless."""
+
+from __future__ import annotations
+
+import msgpack
+
+from instrument.writer import DumpWriter
+from reader import format as fmt
+from tests.tui.synthetic_dumps import write_nan_dump
+from tests.tui.tui_helpers import make_app, screen_text, wait_for, wait_for_hunt
+from tfdbg_tui.panes.graph_execution import GraphExecutionList
+
+
+async def test_damaged_dump_opens_with_a_notice_and_what_is_readable(tmp_path):
+    write_nan_dump(tmp_path)
+    segment = next(tmp_path.glob("*/graph_traces.000000.tfdbg"))
+    with open(segment, "ab") as file:
+        file.write(msgpack.packb([1, 2, 3]))
+        file.write(msgpack.packb({"k": "traces", "i": 999}))
+    app = make_app(tmp_path)
+    async with app.run_test(size=(120, 30), notifications=True) as pilot:
+        await wait_for_hunt(pilot)
+        await wait_for(pilot, lambda: "Damaged dump" in screen_text(app), what="the notice")
+        assert "not a map" in screen_text(app)
+        assert app.screen.query_one(GraphExecutionList).row_count == 18
+
+
+async def test_an_empty_run_opens_and_every_key_is_harmless(tmp_path):
+    DumpWriter(tmp_path, {"tensor_debug_mode": fmt.NO_TENSOR, "eager_mode": True},
+               flush_interval_s=None).close()
+    app = make_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: "no NaN or inf so far" in screen_text(app),
+                       what="the empty alert list")
+        for key in ("3", "f", "full_stop", "comma", "a", "a", "i", "v", "n", "end", "2",
+                    "right", "end", "1", "enter", "4", "enter", "6", "l", "5", "pagedown",
+                    "right_square_bracket", "z", "z"):
+            await pilot.press(key)
+        assert app.is_running and "exec 0 trace 0" in screen_text(app)

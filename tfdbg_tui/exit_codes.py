@@ -1,0 +1,31 @@
+"""Exit statuses of every `tfdbg-tui` command, and the one mapping from reader errors.
+
+Documented in docs/keys.md ("Command line and exit statuses") and in each command's
+``--help``. The CLI, the app, `report` and `demo` all import them from here.
+"""
+
+from __future__ import annotations
+
+import signal
+
+from reader.errors import DumpError, FormatVersionError, NoRunsError
+
+EXIT_OK = 0
+EXIT_USAGE = 2  # bad command line (argparse's own status)
+EXIT_NO_DUMP = 3  # missing, empty, unreadable or foreign directory; no such run
+EXIT_NEWER_FORMAT = 4  # a dump written by a newer major format version
+EXIT_DAMAGED = 5  # the dump cannot be read: damaged beyond reading
+EXIT_DEMO_FAILED = 6  # the demo's example program failed
+# Our output's reader went away (`tfdbg-tui report LOGDIR | head`): the status a shell
+# gives a command stopped by SIGPIPE, 128 + 13.
+EXIT_PIPE_CLOSED = 128 + signal.SIGPIPE
+
+
+def exit_code_for(error: DumpError) -> int:
+    """The status for a reader error: no run, a newer format, or (any other
+    `DumpError`, `DamagedDumpError` first among them) a dump that cannot be read."""
+    if isinstance(error, NoRunsError):
+        return EXIT_NO_DUMP
+    if isinstance(error, FormatVersionError):
+        return EXIT_NEWER_FORMAT
+    return EXIT_DAMAGED

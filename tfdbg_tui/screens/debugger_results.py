@@ -1,0 +1,82 @@
+"""What the debugger screen's workers post to it: the result of one read each.
+
+The flow is worker -> message -> screen -> pane: a `@work(thread=True)` method of
+`DebuggerScreen` reads the dump and posts one of these; the screen's handler keeps
+what it needs and sets the rest on the panes. Results that can go stale carry the
+token of their request (`DebuggerScreen._next_token`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from textual.message import Message
+
+from reader.diagnosis import Diagnosis
+from reader.model import AlertSummary, RootCause
+from reader.steps import Steps
+from tfdbg_tui.context_loader import ExecutionContext, TraceContext
+from tfdbg_tui.messages import DumpFailed
+from tfdbg_tui.panes.source_code import SourceView
+
+
+class ReaderOpened(Message):
+    """The run is open and indexed (`reader` is a `reader.DumpReader`); `state` is
+    its `reader.liveness` state."""
+
+    def __init__(self, reader, state: str) -> None:
+        super().__init__()
+        self.reader = reader
+        self.state = state
+
+
+class OpenFailed(DumpFailed):
+    """The run could not be opened; the app exits with the error's status."""
+
+
+class HuntLoaded(Message):
+    """Alerts, the root cause, the alert trace indices and the steps (which name
+    places and gaps); `select` moves the panes."""
+
+    def __init__(self, alerts: AlertSummary, root_cause: RootCause | None,
+                 alert_traces: np.ndarray, steps: Steps, select: bool,
+                 diagnosis: Diagnosis | None = None) -> None:
+        super().__init__()
+        self.alerts = alerts
+        self.root_cause = root_cause
+        self.alert_traces = alert_traces
+        self.steps = steps
+        self.select = select
+        self.diagnosis = diagnosis
+
+
+class DiagnosisLoaded(Message):
+    """The diagnosis of an alert the user selected."""
+
+    def __init__(self, diagnosis: Diagnosis, token: int) -> None:
+        super().__init__()
+        self.diagnosis = diagnosis
+        self.token = token
+
+
+class ContextLoaded(Message):
+    """What the panes show about a selected trace or execution."""
+
+    def __init__(self, context: TraceContext | ExecutionContext, token: int,
+                 detail_only: bool = False) -> None:
+        super().__init__()
+        self.context = context
+        self.token = token
+        self.detail_only = detail_only
+
+
+class SourceLoaded(Message):
+    """A frame's line in its highlighted source file, for Source Code; `highlighted`
+    is the file alone (file `file_id`), for the screen to keep."""
+
+    def __init__(self, view: SourceView, token: int, file_id: int,
+                 highlighted: SourceView) -> None:
+        super().__init__()
+        self.view = view
+        self.token = token
+        self.file_id = file_id
+        self.highlighted = highlighted
