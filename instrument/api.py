@@ -162,6 +162,7 @@ def _start(arguments: tuple[Any, ...], tensor_dtypes: Any) -> _Enabled:
 
     from instrument import tf_internals
     from instrument.callbacks import DumpingCallback
+    from instrument.notices import preflight
     from instrument.summaries import TensorFilter
     from instrument.writer import DumpWriter
 
@@ -169,20 +170,24 @@ def _start(arguments: tuple[Any, ...], tensor_dtypes: Any) -> _Enabled:
         raise ValueError("stop_on_alert needs eager execution (TensorFlow 2 behaviour); "
                          "in a tf.compat.v1 graph use tf.debugging.check_numerics")
     tensor_filter = TensorFilter(mode, op_regex, tensor_dtypes)
+    writer_dtypes = None if tensor_dtypes is None else (
+        [str(getattr(d, "name", d)) for d in tensor_dtypes]
+        if isinstance(tensor_dtypes, (list, tuple)) else [repr(tensor_dtypes)])
     writer = DumpWriter(logdir, {
         "tensor_debug_mode": mode,
         "tf_version": tf.__version__,
         "python_version": platform.python_version(),
         "argv": list(sys.argv),
         "op_regex": op_regex,
-        "tensor_dtypes": None if tensor_dtypes is None else (
-            [str(getattr(d, "name", d)) for d in tensor_dtypes]
-            if isinstance(tensor_dtypes, (list, tuple)) else [repr(tensor_dtypes)]),
+        "tensor_dtypes": writer_dtypes,
         "eager_mode": ops.executing_eagerly_outside_functions(),
+        "thread": threading.current_thread().name,
     }, circular_buffer_size=buffer_size)
     callback = DumpingCallback(writer, mode, tensor_filter,
                                snapshot_library_sources=snapshot_library,
                                stop_on_alert=stop_on_alert)
+    preflight(callback.notices, tf, circular_buffer_size=buffer_size, op_regex=op_regex,
+              tensor_dtypes=writer_dtypes)
     op_callbacks.add_op_callback(callback)
     transform.CONCRETE_FUNCTION_CALLBACKS.append(callback.on_concrete_function)
     transform.FUNC_GRAPH_TRANSFORMS.append(callback.on_func_graph_traced)

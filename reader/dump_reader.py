@@ -17,6 +17,7 @@ from reader.model import (
     Alert, AlertSummary, Execution, Frame, Graph, Op, RootCause, RunMetadata, SourceFile,
     Summary, Trace, UpdateReport,
 )
+from reader.notices import Notice
 from reader.run_loader import RunLoader
 from reader.steps import Steps
 
@@ -105,6 +106,11 @@ class DumpReader:
         """One-line notices of everything the reader had to skip, oldest first."""
         with self._lock:
             return tuple(self._loader.damage)
+
+    def notices(self) -> tuple[Notice, ...]:
+        """The writer's notices (`reader.notices.Notice`), in the order written."""
+        with self._lock:
+            return tuple(self._loader.notices)
 
     @property
     def finished(self) -> bool:

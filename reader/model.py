@@ -258,6 +258,7 @@ class UpdateReport:
     dropped_traces: int = 0  # likewise for graph traces
     new_definitions: int = 0  # source files, frames, stacks, devices
     finished: bool = False  # the run's `end` record arrived in this call
+    new_notices: int = 0  # `notice` records (`DumpReader.notices`)
 
     @property
     def changed(self) -> bool:
@@ -265,7 +266,7 @@ class UpdateReport:
         return bool(self.new_executions or self.new_traces or self.new_alerts
                     or self.new_graphs or self.new_ops or self.damage
                     or self.dropped_executions or self.dropped_traces
-                    or self.new_definitions or self.finished)
+                    or self.new_definitions or self.finished or self.new_notices)
 
 
 @dataclass(frozen=True, slots=True)

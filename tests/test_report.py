@@ -138,3 +138,24 @@ def test_json_keys_are_the_documented_ones_and_first_alert_is_the_root_cause(log
     cause = report["first_alert"]
     assert "Root cause" in human and cause["op_name"] in human
     assert cause["counts"]["neg_inf"] > 0 and cause["counts"]["nan"] == 0
+
+
+def test_notices_in_the_human_and_json_report(logdir, capsys):
+    run = make_run(logdir)
+    add_step(run, [FINITE, FINITE, FINITE])
+    run.writer.add_notice(fmt.NOTICE_XLA_UNTRACED, "[bold]step[/] is compiled with XLA\x1b[2J",
+                          details={"function": "step"})
+    run.writer.add_notice(fmt.NOTICE_CIRCULAR_BUFFER, "circular buffer of 1,000",
+                          level=fmt.NOTICE_INFO, details={"size": 1000})
+    run.writer.close()
+    assert main([logdir, "--json"]) == EXIT_OK
+    notices = json.loads(capsys.readouterr().out)["notices"]
+    assert [(n["kind"], n["level"], n["details"]) for n in notices] == [
+        ("xla_untraced", "warning", {"function": "step"}),
+        ("circular_buffer", "info", {"size": 1000})]
+    assert main([logdir]) == EXIT_OK
+    out = capsys.readouterr().out
+    # Dump text is never markup, and control characters are shown, not sent.
+    assert "⚠ warning: [bold]step[/] is compiled with XLA" in out
+    assert "\x1b" not in out
+    assert "info: circular buffer of 1,000" in out

@@ -21,6 +21,7 @@ from reader import DamagedDumpError, DumpError, FormatVersionError, NoRunsError,
 from reader.diagnosis import Diagnosis, diagnose_cause
 from reader.expressions import expression_of, line_span
 from reader.model import Alert, RootCause, Summary
+from reader.notices import Notice
 from reader.steps import Gap, Steps
 from tfdbg_tui.cli import EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, EXIT_OK
 from tfdbg_tui.literal import literal, literal_columns
@@ -143,7 +144,14 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
             "pattern": diagnosis.pattern, "explanation": diagnosis.explanation,
             "suggestion": diagnosis.suggestion, "evidence": list(diagnosis.evidence)},
         "damage": list(dump.damage),
+        "notices": [notice_dict(n) for n in dump.notices()],
     }
+
+
+def notice_dict(notice: Notice) -> dict[str, Any]:
+    """A notice as the JSON report gives it."""
+    return {"kind": notice.kind, "level": notice.level, "message": notice.message,
+            "details": notice.details}
 
 
 def _steps_dict(steps: Steps) -> dict[str, Any]:
@@ -190,6 +198,10 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
         console.print(f"  [yellow]gap:[/] {escape(gap.describe())}")
     for notice in dump.damage:
         console.print(f"  [yellow]damage:[/] {escape(notice)}")
+    for notice in dump.notices():
+        style = "bold yellow" if notice.is_warning else "cyan"
+        console.print(f"  [{style}]{'⚠ ' if notice.is_warning else ''}{notice.level}:[/] "
+                      f"{escape(literal(notice.message))}")
     if not summary.total:
         console.print("\n[green]No NaN or infinity in this run.[/]")
         return
