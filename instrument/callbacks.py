@@ -239,6 +239,8 @@ class DumpingCallback:
                  op_name: str | None = None, graph: Any = None) -> Any:
         if self.closed or getattr(self._guard, "busy", False):
             return None
+        if isinstance(op_type, bytes):  # eager ops on TensorFlow's slow path
+            op_type = op_type.decode()
         if graph is None:
             self._on_eager_execution(op_type, inputs, outputs)
             return None
@@ -258,6 +260,11 @@ class DumpingCallback:
         if is_call:
             self._check_call(op_type, graph_id, function_name)
         thread = threading.current_thread()
+        if thread is not self.enabling_thread:
+            self.notices.once(
+                (fmt.NOTICE_THREAD, thread.name), fmt.NOTICE_THREAD,
+                f"TensorFlow work in Python thread {thread.name!r} is recorded; its "
+                "executions name the thread", level=fmt.NOTICE_INFO, thread=thread.name)
         stack_id = self._stacks.capture()
         with self._busy():
             summary_rows = values = None
@@ -346,7 +353,7 @@ class DumpingCallback:
             # is unique.
             op_name = outputs[0].name.rsplit(":", 1)[0]
         graph_id = self.graph_id(graph)
-        eager_rooted = ops.executing_eagerly_outside_functions()
+        eager_rooted = tf_internals.eager_rooted()
         if eager_rooted and op_type not in _PLACEHOLDER_OPS:
             # Never inside a Placeholder's callback: it may be a capture being made,
             # and our enqueue's own capture of the queue must not nest in it.
@@ -356,7 +363,8 @@ class DumpingCallback:
         if op_type not in UNTRACED_OPS and self._filter.op_matches(op_type):
             traced_slots = [slot for slot, t in enumerate(outputs)
                             if self._filter.dtype_traced(t.dtype)]
-        if in_xla and not self._xla_traceable(graph, eager_rooted, bool(traced_slots)):
+        if in_xla and (not self._xla_traceable(graph, eager_rooted, bool(traced_slots))
+                       or _in_while_condition(graph)):
             traced_slots = []
         trace_points: list[int | None] = [None] * len(outputs)
         with self._lock:
@@ -447,6 +455,14 @@ class DumpingCallback:
                         traced_slots: list[int], trace_points: list[int | None]) -> Any:
         """TF1 graphs run only what a fetch needs: make the outputs depend on the traces."""
         replaced = list(outputs)
+        if op_type in _PLACEHOLDER_OPS and not tf_internals.can_add_control_input():
+            # Fallback: nothing could make the consumers wait for the trace.
+            self.notices.once(
+                (fmt.NOTICE_TF1_UNTRACED, "placeholders"), fmt.NOTICE_TF1_UNTRACED,
+                "this TensorFlow lacks Operation._add_control_input: the feeds "
+                "(placeholders) of TF1 graphs are not traced; the ops that read them are",
+                tensor=outputs[0].name)
+            return None
         for slot in traced_slots:
             tensor = outputs[slot]
             trace_op = self.host_traces.add_trace(tensor, trace_points[slot])
@@ -479,7 +495,18 @@ def _is_recorded_graph(graph: Any) -> bool:
     """Whether a graph holds ops of the program: FuncGraphs, or a TF1 graph."""
     if hasattr(graph, "outer_graph"):  # a FuncGraph
         return True
-    return not ops.executing_eagerly_outside_functions()
+    return not tf_internals.eager_rooted()
+
+
+def _in_while_condition(graph: Any) -> bool:
+    """Whether ``graph`` is (or is nested in) a while loop's condition: under XLA a
+    condition must compute its predicate and nothing else (its inputs are traced in
+    the loop body)."""
+    while graph is not None and hasattr(graph, "outer_graph"):
+        if type(graph).__name__ == "WhileCondFuncGraph":
+            return True
+        graph = graph.outer_graph
+    return False
 
 
 def _xla_function_name(graph: Any) -> str:

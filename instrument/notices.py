@@ -46,8 +46,12 @@ class NoticeBoard:
 
 def preflight(board: NoticeBoard, tf: Any, *, circular_buffer_size: int,
               op_regex: str | None, tensor_dtypes: list[str] | None,
-              enabling_thread: threading.Thread | None = None) -> None:
-    """Record the notices about the process's settings at enable."""
+              running_threads_seen: bool = False) -> None:
+    """Record the notices about the process's settings at enable.
+
+    ``running_threads_seen``: the op callback reaches threads already running
+    (`instrument.threads`), so they need no notice.
+    """
     _settings(board, tf)
     if op_regex is not None or tensor_dtypes is not None:
         parts = ([f"op_regex {op_regex!r}"] if op_regex is not None else []) + (
@@ -61,11 +65,11 @@ def preflight(board: NoticeBoard, tf: Any, *, circular_buffer_size: int,
                    f"circular buffer of {circular_buffer_size:,}: the dump keeps the latest "
                    f"{circular_buffer_size:,} executions and graph traces, and the first "
                    "alert's window", level=fmt.NOTICE_INFO, size=circular_buffer_size)
-    current = enabling_thread or threading.current_thread()
+    current = threading.current_thread()
     others = sorted(t.name for t in threading.enumerate()
                     if t is not current and t.is_alive() and not t.daemon
                     and not t.name.startswith(OWN_THREAD_PREFIX))
-    if others:
+    if others and not running_threads_seen:
         board.once(fmt.NOTICE_THREADS_BEFORE_ENABLE, fmt.NOTICE_THREADS_BEFORE_ENABLE,
                    f"{len(others)} Python thread(s) started before enable are not recorded "
                    f"({', '.join(others[:5])}{', …' if len(others) > 5 else ''}); start "

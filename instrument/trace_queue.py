@@ -285,7 +285,11 @@ class TraceQueue:
         Returns:
             The number of traces drained.
         """
-        with self._drain_lock:
+        from tensorflow.python.eager import context
+
+        # Eager also when the program disabled eager execution after enable (TF1), and
+        # in threads a TF1 program starts: the queue is an eager resource.
+        with self._drain_lock, context.eager_mode():
             with self.lock:
                 count = int(self._queue.size().numpy())
             if self.mode == fmt.FULL_TENSOR:

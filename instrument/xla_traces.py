@@ -79,16 +79,19 @@ class XlaTracePool:
         graph = tensor.graph
         if self.mode == fmt.SHAPE and tensor.shape.rank is None:
             return None
-        with ops.control_dependencies(None):
-            row = summary_row(self.mode, tensor, trace_point)
-        with ops.control_dependencies([tensor.op] if self.mode == fmt.NO_TENSOR else None):
-            ordinal = math_ops.cast(self._queue.call_ordinal_in(graph), dtypes.float64)
-            row = array_ops.concat([row, array_ops.reshape(ordinal, [1])], 0,
-                                   name="tfdbg_tui_xla_row")
         block, slot = self._allocate(trace_point)
-        return gen_resource_variable_ops.resource_scatter_update(
-            self._handle_in(graph, block), constant_op.constant([slot], dtype=dtypes.int32),
-            array_ops.expand_dims(row, 0), name="tfdbg_tui_xla_trace")
+        # A scope of our own: the user's ops keep the names they would have had.
+        with graph.name_scope("tfdbg_tui_xla"):
+            with ops.control_dependencies(None):
+                row = summary_row(self.mode, tensor, trace_point)
+            with ops.control_dependencies([tensor.op] if self.mode == fmt.NO_TENSOR
+                                          else None):
+                ordinal = math_ops.cast(self._queue.call_ordinal_in(graph), dtypes.float64)
+                row = array_ops.concat([row, array_ops.reshape(ordinal, [1])], 0)
+            return gen_resource_variable_ops.resource_scatter_update(
+                self._handle_in(graph, block),
+                constant_op.constant([slot], dtype=dtypes.int32),
+                array_ops.expand_dims(row, 0), name="trace")
 
     def _allocate(self, trace_point: int) -> tuple[int, int]:
         from tensorflow.python.framework import dtypes, ops

@@ -99,6 +99,7 @@ class DumpReader:
                 tensor_dtypes=(tuple(str(d) for d in dtypes) if isinstance(dtypes, list)
                                else None),
                 end_time=_float_or_none(end_time),
+                thread=_str_or_none(run.get("thread")),
             )
 
     @property
@@ -202,7 +203,8 @@ class DumpReader:
             output_dtypes=tuple(fmt.DTYPE_NAMES.get(d, f"dtype{d}")
                                 for d in _ints(record.get("dtypes"))),
             stack_id=_int_or(record.get("stack"), None),
-            time=_float_or_none(record.get("t")), summaries=summaries)
+            time=_float_or_none(record.get("t")), summaries=summaries,
+            thread=_str_or_none(record.get("th")))
 
     def executions(self, begin: int, end: int) -> list[Execution]:
         """Executions ``begin..end-1``, clipped to what is on disk."""

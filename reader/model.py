@@ -41,6 +41,7 @@ class RunMetadata:
     op_regex: str | None = None
     tensor_dtypes: tuple[str, ...] | None = None
     end_time: float | None = None  # from the `end` record of a cleanly closed run
+    thread: str | None = None  # the Python thread that enabled the dump (format 1.2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +179,8 @@ class Execution:
     stack_id: int | None
     time: float | None
     summaries: tuple[Summary | None, ...] | None
+    # The Python thread it ran in, when not the one that enabled the dump (format 1.2).
+    thread: str | None = None
 
     @property
     def is_function(self) -> bool:
