@@ -172,9 +172,6 @@ def summary_row(mode: str, tensor: Any, trace_point: int) -> Any:
     def f64(value: Any) -> Any:
         return math_ops.cast(value, dtypes.float64)
 
-    def count(mask: Any) -> Any:
-        return f64(math_ops.reduce_sum(math_ops.cast(mask, dtypes.int64)))
-
     def const(value: float) -> Any:
         return constant_op.constant(value, dtype=dtypes.float64)
 
@@ -194,21 +191,22 @@ def summary_row(mode: str, tensor: Any, trace_point: int) -> Any:
     if mode == fmt.CURT_HEALTH:
         bad = math_ops.reduce_any(math_ops.logical_or(nan, inf))
         return _stack(columns + [f64(bad)])
-    negative = math_ops.less(tensor, 0)
-    positive = math_ops.greater(tensor, 0)
-    neg_inf = count(math_ops.logical_and(inf, negative))
-    pos_inf = count(math_ops.logical_and(inf, positive))
-    nans = count(nan)
+    # One pass: each element's class (-inf, +inf, NaN, negative, zero, positive)
+    # counted through a one-hot sum, which XLA fuses into a single reduction (six
+    # separate reductions read every tensor six times).
+    zero = array_ops.zeros([], dtype=tensor.dtype)
+    code = array_ops.where_v2(
+        nan, 2, array_ops.where_v2(
+            inf, array_ops.where_v2(tensor < zero, 0, 1),
+            array_ops.where_v2(tensor < zero, 3, array_ops.where_v2(tensor > zero, 5, 4))))
+    counts = f64(math_ops.reduce_sum(
+        array_ops.one_hot(array_ops.reshape(code, [-1]), 6, dtype=dtypes.int32), 0))
+    # counts: neg_inf, pos_inf, nan, neg, zero, pos
     if mode == fmt.CONCISE_HEALTH:
-        return _stack(columns + [size, neg_inf, pos_inf, nans])
-    finite = math_ops.logical_not(math_ops.logical_or(nan, inf))
+        return array_ops.concat([_stack(columns + [size]), counts[:3]], 0)
     rank = const(float(tensor.shape.rank)) if tensor.shape.rank is not None \
         else f64(array_ops.rank(tensor))
-    return _stack(columns + [
-        const(0.0), dtype, rank, size, neg_inf, pos_inf, nans,
-        count(math_ops.logical_and(finite, negative)),
-        count(math_ops.equal(tensor, 0)),
-        count(math_ops.logical_and(finite, positive))])
+    return array_ops.concat([_stack(columns + [const(0.0), dtype, rank, size]), counts], 0)
 
 
 def _stack(columns: list[Any]) -> Any:
