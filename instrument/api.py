@@ -166,8 +166,8 @@ def _start(arguments: tuple[Any, ...], tensor_dtypes: Any) -> _Enabled:
     from instrument import tf_internals
     from instrument.callbacks import DumpingCallback
     from instrument.notices import preflight
-    from instrument.threads import REACHES_RUNNING_THREADS, ThreadHook
     from instrument.summaries import TensorFilter
+    from instrument.threads import REACHES_RUNNING_THREADS, ThreadHook
     from instrument.writer import DumpWriter
 
     if stop_on_alert and not ops.executing_eagerly_outside_functions():

@@ -18,8 +18,8 @@ from tensorflow.python.ops import array_ops, control_flow_util
 
 from instrument import summaries
 from instrument import tf_internals
-from instrument.graph_batches import GraphBatch, is_traced_by_tf_function
 from instrument import xla_traces
+from instrument.graph_batches import GraphBatch, is_traced_by_tf_function
 from instrument.non_finite import first_alert_error
 from instrument.notices import NoticeBoard, recheck_settings
 from instrument.stacks import StackRecorder

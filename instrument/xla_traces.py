@@ -102,8 +102,9 @@ class XlaTracePool:
             self._slot_trace_points.append(trace_point)
             block, slot = divmod(index, BLOCK_ROWS)
             if block == len(self._blocks):
-                attrs = dict(dtype=dtypes.float64, shape=[BLOCK_ROWS, self._width],
-                             container="", shared_name=f"tfdbg_tui_xla_{self._unique}_{block}")
+                attrs = {"dtype": dtypes.float64, "shape": [BLOCK_ROWS, self._width],
+                         "container": "",
+                         "shared_name": f"tfdbg_tui_xla_{self._unique}_{block}"}
                 with ops.init_scope():
                     handle = gen_resource_variable_ops.var_handle_op(
                         **attrs, name="tfdbg_tui_xla_traces")

@@ -20,7 +20,7 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(
     cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
 
-import instrument  # noqa: E402
+import instrument
 
 LOGDIR = sys.argv[1]
 DATA = tf.constant([0.0, 1.0, 2.0, 4.0])
