@@ -24,10 +24,12 @@ _atexit_registered = False
 class _Enabled:
     """What one enable call set up, and the arguments it was made with."""
 
-    def __init__(self, arguments: tuple[Any, ...], callback: Any, thread: threading.Thread) -> None:
+    def __init__(self, arguments: tuple[Any, ...], callback: Any, thread: threading.Thread,
+                 thread_hook: Any) -> None:
         self.arguments = arguments
         self.callback = callback
         self.thread = thread
+        self.thread_hook = thread_hook
 
 
 def enable_dump_debug_info(
@@ -47,9 +49,9 @@ def enable_dump_debug_info(
     and source files that made them. Each process writes its own run directory inside
     ``logdir``, so re-runs and several workers can share one logdir.
 
-    Like ``tf.debugging.experimental.enable_dump_debug_info``, the callback is
-    registered for the calling thread (and the replica threads TensorFlow's
-    distribution strategies start from it). Calling this again with the same
+    The callback is registered for the calling thread and for every Python thread
+    started after this call (on Python 3.12+ also those already running), so work in
+    background threads is recorded too. Calling this again with the same
     arguments does nothing; the run is closed at exit or by `disable_dump_debug_info`.
 
     Args:
@@ -142,6 +144,7 @@ def disable_dump_debug_info() -> None:
     from instrument import tf_internals
 
     callback = enabled.callback
+    enabled.thread_hook.remove()
     # Op callbacks are per thread: from another thread the enabling thread's
     # registration cannot be removed; a closed callback ignores what it is called with.
     if threading.current_thread() is enabled.thread:
@@ -162,32 +165,42 @@ def _start(arguments: tuple[Any, ...], tensor_dtypes: Any) -> _Enabled:
 
     from instrument import tf_internals
     from instrument.callbacks import DumpingCallback
+    from instrument.notices import preflight
     from instrument.summaries import TensorFilter
+    from instrument.threads import REACHES_RUNNING_THREADS, ThreadHook
     from instrument.writer import DumpWriter
 
     if stop_on_alert and not ops.executing_eagerly_outside_functions():
         raise ValueError("stop_on_alert needs eager execution (TensorFlow 2 behaviour); "
                          "in a tf.compat.v1 graph use tf.debugging.check_numerics")
     tensor_filter = TensorFilter(mode, op_regex, tensor_dtypes)
+    writer_dtypes = None if tensor_dtypes is None else (
+        [str(getattr(d, "name", d)) for d in tensor_dtypes]
+        if isinstance(tensor_dtypes, (list, tuple)) else [repr(tensor_dtypes)])
     writer = DumpWriter(logdir, {
         "tensor_debug_mode": mode,
         "tf_version": tf.__version__,
         "python_version": platform.python_version(),
         "argv": list(sys.argv),
         "op_regex": op_regex,
-        "tensor_dtypes": None if tensor_dtypes is None else (
-            [str(getattr(d, "name", d)) for d in tensor_dtypes]
-            if isinstance(tensor_dtypes, (list, tuple)) else [repr(tensor_dtypes)]),
+        "tensor_dtypes": writer_dtypes,
         "eager_mode": ops.executing_eagerly_outside_functions(),
+        "thread": threading.current_thread().name,
     }, circular_buffer_size=buffer_size)
     callback = DumpingCallback(writer, mode, tensor_filter,
                                snapshot_library_sources=snapshot_library,
                                stop_on_alert=stop_on_alert)
+    preflight(callback.notices, tf, circular_buffer_size=buffer_size, op_regex=op_regex,
+              tensor_dtypes=writer_dtypes, running_threads_seen=REACHES_RUNNING_THREADS)
     op_callbacks.add_op_callback(callback)
+    # Op callbacks are per thread: register in every other thread as it starts.
+    thread_hook = ThreadHook(lambda: op_callbacks.add_op_callback(callback),
+                             threading.current_thread())
+    thread_hook.install()
     transform.CONCRETE_FUNCTION_CALLBACKS.append(callback.on_concrete_function)
     transform.FUNC_GRAPH_TRANSFORMS.append(callback.on_func_graph_traced)
     tf_internals.install_function_hook(callback.on_function_made)
-    return _Enabled(arguments, callback, threading.current_thread())
+    return _Enabled(arguments, callback, threading.current_thread(), thread_hook)
 
 
 def _check_writable(logdir: str) -> None:

@@ -15,9 +15,10 @@ import numpy as np
 from tensorflow.python.framework import ops
 from tensorflow.python.ops import array_ops, control_flow_util
 
-from instrument import summaries, tf_internals
+from instrument import summaries, tf_internals, xla_traces
 from instrument.graph_batches import GraphBatch, is_traced_by_tf_function
 from instrument.non_finite import first_alert_error
+from instrument.notices import NoticeBoard, recheck_settings
 from instrument.stacks import StackRecorder
 from instrument.trace_queue import DRAINER, HostTraceBuffer, TraceQueue
 from instrument.value_encoding import tensor_value_record
@@ -100,6 +101,13 @@ class DumpingCallback:
             DRAINER.register(self.trace_queue)
         self.host_traces = HostTraceBuffer(mode, self._write_traces)
         DRAINER.register(self.host_traces)
+        self.notices = NoticeBoard(writer)
+        self.enabling_thread = threading.current_thread()
+        # Tensors inside XLA-compiled graphs (instrument/xla_traces.py).
+        self.xla_pool = (xla_traces.XlaTracePool(mode, self.trace_queue)
+                         if self.trace_queue is not None and xla_traces.supports(mode)
+                         else None)
+        self._calls_seen = False
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -248,6 +256,14 @@ class DumpingCallback:
         if function_name is not None:
             call_ordinal = self._calls_of.get(function_name, 0)
             self._calls_of[function_name] = call_ordinal + 1
+        if is_call:
+            self._check_call(op_type, graph_id, function_name)
+        thread = threading.current_thread()
+        if thread is not self.enabling_thread:
+            self.notices.once(
+                (fmt.NOTICE_THREAD, thread.name), fmt.NOTICE_THREAD,
+                f"TensorFlow work in Python thread {thread.name!r} is recorded; its "
+                "executions name the thread", level=fmt.NOTICE_INFO, thread=thread.name)
         stack_id = self._stacks.capture()
         with self._busy():
             summary_rows = values = None
@@ -264,18 +280,44 @@ class DumpingCallback:
                 device_ids=device_ids,
                 output_dtypes=[t.dtype.as_datatype_enum for t in outputs],
                 stack_id=stack_id, summaries=summary_rows, values=values,
-                call_ordinal=call_ordinal)
+                call_ordinal=call_ordinal,
+                thread=None if thread is self.enabling_thread else thread.name)
             if is_call and self.trace_queue is not None:
                 # The call's traces carry its ordinal; map it to the call's index. The
                 # queue's lock keeps a concurrent drain from seeing one without the other.
                 with self.trace_queue.lock:
                     index = self.writer.add_execution(**record)
+                    ordinal = len(self._call_executions)
                     self._call_executions.append(index)
                     self.trace_queue.call_finished()
+                if self.xla_pool is not None and len(self.xla_pool):
+                    self._collect_xla_traces(ordinal, index)
             else:
                 self.writer.add_execution(**record)
             if self._stop_on_alert:
                 self._stop_if_alerted(is_call)
+
+    def _check_call(self, op_type: str, graph_id: int | None,
+                    function_name: str | None) -> None:
+        """Notices about an eager function call: settings changed since enable (at the
+        first call), a function traced before enable (blind inside)."""
+        if not self._calls_seen:
+            self._calls_seen = True
+            recheck_settings(self.notices)
+        if graph_id is None and function_name is not None:
+            self.notices.once(
+                (fmt.NOTICE_TRACED_BEFORE_ENABLE, function_name),
+                fmt.NOTICE_TRACED_BEFORE_ENABLE,
+                f"{function_name} was traced before enable_dump_debug_info: its calls are "
+                "recorded, the tensors inside are not; enable before its first call",
+                function=function_name, runtime_name=op_type)
+
+    def _collect_xla_traces(self, ordinal: int, index: int) -> None:
+        """Write the traces XLA-compiled code left in the pool during call ``index``."""
+        collected = self.xla_pool.collect(ordinal)
+        if collected is not None:
+            trace_points, rows = collected
+            self.writer.add_traces(trace_points, summaries=rows, step=index)
 
     def _stop_if_alerted(self, is_call: bool) -> None:
         """Raise `NonFiniteError` once a NaN or infinity is recorded (``stop_on_alert``).
@@ -310,7 +352,7 @@ class DumpingCallback:
             # is unique.
             op_name = outputs[0].name.rsplit(":", 1)[0]
         graph_id = self.graph_id(graph)
-        eager_rooted = ops.executing_eagerly_outside_functions()
+        eager_rooted = tf_internals.eager_rooted()
         if eager_rooted and op_type not in _PLACEHOLDER_OPS:
             # Never inside a Placeholder's callback: it may be a capture being made,
             # and our enqueue's own capture of the queue must not nest in it.
@@ -321,10 +363,12 @@ class DumpingCallback:
         # but not traced: trace ops there would capture into the wrong graph.
         elsewhere = bool(outputs) and outputs[0].graph is not ops.get_default_graph()
         traced_slots = []
-        if not in_xla and not elsewhere and op_type not in UNTRACED_OPS \
-                and self._filter.op_matches(op_type):
+        if not elsewhere and op_type not in UNTRACED_OPS and self._filter.op_matches(op_type):
             traced_slots = [slot for slot, t in enumerate(outputs)
                             if self._filter.dtype_traced(t.dtype)]
+        if in_xla and (not self._xla_traceable(graph, eager_rooted, bool(traced_slots))
+                       or _in_while_condition(graph)):
+            traced_slots = []
         trace_points: list[int | None] = [None] * len(outputs)
         with self._lock:
             for slot in traced_slots:
@@ -356,7 +400,7 @@ class DumpingCallback:
                 pending.extend((outputs[s], trace_points[s]) for s in traced_slots)
                 return None
             for slot in traced_slots:
-                self.trace_queue.add_trace(outputs[slot], trace_points[slot])
+                self._add_trace(outputs[slot], trace_points[slot])
             return None
         return self._instrument_tf1(op_type, inputs, outputs, traced_slots, trace_points)
 
@@ -364,7 +408,41 @@ class DumpingCallback:
         pending = self._pending_inputs.pop(graph, None)
         if pending:
             for tensor, trace_point in pending:
-                self.trace_queue.add_trace(tensor, trace_point)
+                self._add_trace(tensor, trace_point)
+
+    def _add_trace(self, tensor: Any, trace_point: int) -> None:
+        """Trace one tensor of an eager-rooted graph: through the queue, or the XLA pool."""
+        if not control_flow_util.GraphOrParentsInXlaContext(tensor.graph):
+            self.trace_queue.add_trace(tensor, trace_point)
+            return
+        with self._busy():  # the pool may create a variable: eager ops of our own
+            update = self.xla_pool.add_trace(tensor, trace_point)
+        if update is None:
+            self.notices.once(
+                (fmt.NOTICE_XLA_UNTRACED, "rank"), fmt.NOTICE_XLA_UNTRACED,
+                f"tensors of unknown rank inside XLA-compiled functions are not traced "
+                f"(first: {tensor.name!r})", tensor=tensor.name)
+
+    def _xla_traceable(self, graph: Any, eager_rooted: bool, wanted: bool) -> bool:
+        """Whether an op of an XLA-compiled graph is traced (`XlaTracePool`); says once
+        per function that it is compiled with XLA, and loudly what is not traced."""
+        function = _xla_function_name(graph)
+        traceable = eager_rooted and self.xla_pool is not None
+        if traceable:
+            self.notices.once(
+                (fmt.NOTICE_XLA_TRACED, function), fmt.NOTICE_XLA_TRACED,
+                f"{function} is compiled with XLA: its tensors are summarised by XLA ops "
+                "and read after each call; a tensor computed several times in one call "
+                "(a loop body, a function called twice) keeps its last value",
+                level=fmt.NOTICE_INFO, function=function)
+        elif wanted:
+            why = (f"{self.mode} values cannot be recorded inside XLA"
+                   if eager_rooted else "TF1 graphs cannot be traced inside XLA")
+            self.notices.once(
+                (fmt.NOTICE_XLA_UNTRACED, function), fmt.NOTICE_XLA_UNTRACED,
+                f"{function} is compiled with XLA and its tensors are not traced ({why}); "
+                "its calls and their outputs are recorded", function=function)
+        return traceable
 
     def _wait_for_tf1_placeholder_traces(self, graph: Any, inputs: Any, op: Any) -> None:
         """A Placeholder's output cannot be replaced (it must stay feedable): its
@@ -380,6 +458,14 @@ class DumpingCallback:
                         traced_slots: list[int], trace_points: list[int | None]) -> Any:
         """TF1 graphs run only what a fetch needs: make the outputs depend on the traces."""
         replaced = list(outputs)
+        if op_type in _PLACEHOLDER_OPS and not tf_internals.can_add_control_input():
+            # Fallback: nothing could make the consumers wait for the trace.
+            self.notices.once(
+                (fmt.NOTICE_TF1_UNTRACED, "placeholders"), fmt.NOTICE_TF1_UNTRACED,
+                "this TensorFlow lacks Operation._add_control_input: the feeds "
+                "(placeholders) of TF1 graphs are not traced; the ops that read them are",
+                tensor=outputs[0].name)
+            return None
         for slot in traced_slots:
             tensor = outputs[slot]
             trace_op = self.host_traces.add_trace(tensor, trace_points[slot])
@@ -412,7 +498,28 @@ def _is_recorded_graph(graph: Any) -> bool:
     """Whether a graph holds ops of the program: FuncGraphs, or a TF1 graph."""
     if hasattr(graph, "outer_graph"):  # a FuncGraph
         return True
-    return not ops.executing_eagerly_outside_functions()
+    return not tf_internals.eager_rooted()
+
+
+def _in_while_condition(graph: Any) -> bool:
+    """Whether ``graph`` is (or is nested in) a while loop's condition: under XLA a
+    condition must compute its predicate and nothing else (its inputs are traced in
+    the loop body)."""
+    while graph is not None and hasattr(graph, "outer_graph"):
+        if type(graph).__name__ == "WhileCondFuncGraph":
+            return True
+        graph = graph.outer_graph
+    return False
+
+
+def _xla_function_name(graph: Any) -> str:
+    """The name of the outermost XLA-compiled FuncGraph around ``graph`` (the function
+    given ``jit_compile``; its bodies and nested functions are compiled with it)."""
+    outer = getattr(graph, "outer_graph", None)
+    while outer is not None and hasattr(outer, "outer_graph") \
+            and control_flow_util.GraphOrParentsInXlaContext(outer):
+        graph, outer = outer, outer.outer_graph
+    return str(getattr(graph, "name", None) or "a function")
 
 
 def _find_op(graph: Any, op_name: str | None) -> Any:

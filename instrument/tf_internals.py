@@ -14,6 +14,8 @@ drops traces.
 | ``atomic_function.from_func_graph`` | the graphs of ``__forward_*``/``__backward_*`` functions (eager calls under a ``GradientTape``) | those executions' ``graph`` is nil |
 | ``tf_stack._source_mapper_stacks`` | mapping AutoGraph-generated frames to the user's lines | frames stay in the generated code |
 | ``EagerTensor._id`` | eager tensor ids (``in``, ``out``) | ids are -1 |
+| ``Operation._add_control_input`` (TF1 route) | a TF1 placeholder's consumers wait for its trace | TF1 placeholders are not traced (a ``tf1_untraced`` notice says so) |
+| ``context.default_execution_mode`` | telling a TF1 program's graphs (eager execution disabled after the context started) from a TF2 program's | ``executing_eagerly_outside_functions`` alone, which says True inside a while body of such a TF1 graph |
 """
 
 from __future__ import annotations
@@ -165,6 +167,38 @@ def remove_function_hook(listener: Callable[[str, Any], None]) -> None:
 
 
 # -- small private attributes ---------------------------------------------------------
+
+def can_add_control_input() -> bool:
+    """Whether ``Operation._add_control_input`` exists (an op made to wait afterwards)."""
+    from tensorflow.python.framework import ops
+
+    present = hasattr(ops.Operation, "_add_control_input")
+    if not present:
+        debug_once("add_control_input", "tfdbg-tui: Operation._add_control_input not found; "
+                   "TF1 placeholders are not traced")
+    return present
+
+
+def eager_rooted() -> bool:
+    """Whether the graph being built now belongs to an eager (TF2) program.
+
+    ``ops.executing_eagerly_outside_functions()`` says so, except in a TF1 program that
+    disabled eager execution after TensorFlow's context had started (enable before
+    ``disable_eager_execution``): inside a ``while_v2`` body of its default graph it
+    says True. The process-wide ``context.default_execution_mode`` settles it.
+    """
+    from tensorflow.python.eager import context
+    from tensorflow.python.framework import ops
+
+    if not ops.executing_eagerly_outside_functions():
+        return False
+    mode = getattr(context, "default_execution_mode", None)
+    if mode is None:
+        debug_once("default_execution_mode", "tfdbg-tui: context.default_execution_mode "
+                   "not found; a TF1 program's while bodies may be taken for TF2 graphs")
+        return True
+    return mode == context.EAGER_MODE
+
 
 def tensor_id(tensor: Any) -> int:
     """An eager tensor's id (``EagerTensor._id``), -1 when TensorFlow has none."""

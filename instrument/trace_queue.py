@@ -163,7 +163,7 @@ class TraceQueue:
         as an input, and automatic control dependencies keep the enqueues of the
         enclosing graph in order around them.
         """
-        if not _in_control_flow_gradient(graph):
+        if not in_control_flow_gradient(graph):
             return self._queue.queue_ref, self._calls_handle
         lookups = self._lookups.get(graph)
         if lookups is None:
@@ -179,6 +179,22 @@ class TraceQueue:
                                                             name="tfdbg_tui_calls"))
             self._lookups[graph] = lookups
         return lookups
+
+    def call_ordinal_in(self, graph: Any) -> Any:
+        """The call ordinal read in ``graph`` (being built), without touching the queue.
+
+        For graphs that cannot run the queue's ops (XLA-compiled functions): in a
+        control-flow gradient graph the counter alone is looked up by name.
+        """
+        if not in_control_flow_gradient(graph):
+            return self._ordinal(self._calls_handle)
+        from tensorflow.python.framework import ops
+        from tensorflow.python.ops import gen_resource_variable_ops
+
+        with graph.as_default(), ops.control_dependencies(None), ops.device(self._device):
+            handle = gen_resource_variable_ops.var_handle_op(**self._calls_attrs,
+                                                             name="tfdbg_tui_calls")
+        return self._ordinal(handle)
 
     def _ordinal(self, calls_handle: Any) -> Any:
         from tensorflow.python.framework import dtypes, ops
@@ -270,7 +286,11 @@ class TraceQueue:
         Returns:
             The number of traces drained.
         """
-        with self._drain_lock:
+        from tensorflow.python.eager import context
+
+        # Eager also when the program disabled eager execution after enable (TF1), and
+        # in threads a TF1 program starts: the queue is an eager resource.
+        with self._drain_lock, context.eager_mode():
             with self.lock:
                 count = int(self._queue.size().numpy())
             if self.mode == fmt.FULL_TENSOR:
@@ -318,7 +338,7 @@ class TraceQueue:
 CONTROL_FLOW_GRAD_GRAPHS = frozenset({"_WhileBodyGradFuncGraph", "_CondGradFuncGraph"})
 
 
-def _in_control_flow_gradient(graph: Any) -> bool:
+def in_control_flow_gradient(graph: Any) -> bool:
     """Whether ``graph`` is (or is nested in) a control-flow gradient graph.
 
     Besides the gradient body and branch classes, the condition of a gradient while

@@ -364,6 +364,18 @@ class DumpWriter:
                 "tps": list(trace_points)})
             return ident
 
+    def add_notice(self, kind: str, message: str, *, level: str = fmt.NOTICE_WARNING,
+                   details: dict[str, Any] | None = None) -> None:
+        """Record a notice (docs/format.md, `notice`): something the user should know
+        about this recording. ``message`` is one line; ``details`` holds plain values."""
+        with self._lock:
+            if self._closed:
+                return
+            self._append(fmt.STREAM_METADATA, {
+                "k": fmt.KIND_NOTICE, "kind": kind, "level": level,
+                "message": " ".join(message.split()), "details": dict(details or {}),
+                "t": time.time()})
+
     # -- events --------------------------------------------------------------------------
 
     def add_execution(self, *, op_type: str, graph_id: int | None, input_ids: Sequence[int],
@@ -371,14 +383,16 @@ class DumpWriter:
                       output_dtypes: Sequence[int], stack_id: int | None,
                       summaries: Sequence[Sequence[float] | None] | None = None,
                       values: Sequence[dict[str, Any] | None] | None = None,
-                      time_s: float | None = None, call_ordinal: int | None = None) -> int:
+                      time_s: float | None = None, call_ordinal: int | None = None,
+                      thread: str | None = None) -> int:
         """Record one eager execution (an op or a function call); returns its index.
 
         ``values`` (FULL_TENSOR, `tensor_value_record` results) are compressed when
         the record is flushed, normally by the background flush rather than the
         caller's (training) thread, if a core is spare (`COMPRESSION`).
         ``call_ordinal`` (a function call) is how many calls of the same function
-        (`reader.format.step_function_name`) came before it.
+        (`reader.format.step_function_name`) came before it. ``thread`` names the
+        Python thread it ran in, when not the one that enabled the dump.
         """
         with self._lock:
             index = self.num_executions
@@ -390,6 +404,8 @@ class DumpWriter:
             }
             if call_ordinal is not None:
                 record["c"] = int(call_ordinal)
+            if thread is not None:
+                record["th"] = thread
             # Only the first alert matters: later records are not inspected.
             if self._recorder.first_alert is None and (
                     summaries_alert(self.mode, summaries) if values is None

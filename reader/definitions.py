@@ -27,13 +27,20 @@ _LIBRARY_PATH = re.compile(
     r"|[\\/]lib[\\/]python\d+(\.\d+)?[\\/]"
     r"|[\\/]Lib[\\/]"
     r"|[\\/](tensorflow|tensorflow_core|keras|tf_keras)[\\/]"
-    r"|^<frozen ")
-# Our own instrumentation, except its example programs (which stand in for user code).
-_INSTRUMENT_PATH = re.compile(r"[\\/]instrument[\\/](?!examples[\\/])")
+    r"|^<frozen "
+    # AutoGraph's converted code (a tf.function's body, a MirroredStrategy replica
+    # function): the writer maps its frames back to the user's lines; one it could not
+    # map is generated code, never what the user wrote.
+    r"|[\\/]__autograph_generated_file[^\\/]*\.py$")
+# Our own instrumentation: the modules of the `instrument` package itself, not its
+# example programs (which stand in for user code) nor a user's own files under some
+# other directory called `instrument` (tests/instrument/programs/train.py).
+_INSTRUMENT_PATH = re.compile(r"[\\/]instrument[\\/][A-Za-z_][A-Za-z0-9_]*\.py$")
 
 
 def is_library_path(path: str) -> bool:
-    """True for Python's own files, site-packages, TensorFlow, Keras and `instrument`."""
+    """True for Python's own files, site-packages, TensorFlow, Keras, `instrument` and
+    AutoGraph's generated files."""
     return bool(_LIBRARY_PATH.search(path) or _INSTRUMENT_PATH.search(path))
 
 

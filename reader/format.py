@@ -15,7 +15,10 @@ FORMAT_NAME = "tfdbg-tui-dump"
 # 1.1: `exec` records of function calls carry `c` (the call's ordinal among calls of
 # the same function); under a circular buffer the first alert's window is pinned;
 # stack frames carry the column span of their expression (`col`, `end_line`, `end_col`).
-FORMAT_VERSION = (1, 1)
+# 1.2: `notice` records in the metadata stream; `exec` records of executions in a thread
+# other than the one that enabled the dump carry its name (`th`), and the `run` record
+# names the enabling thread (`thread`).
+FORMAT_VERSION = (1, 2)
 
 FILE_SUFFIX = ".tfdbg"
 
@@ -103,6 +106,25 @@ KIND_GRAPH = "graph"  # graphs: a graph (FuncGraph, while/cond body, TF1 graph)
 KIND_OP = "op"  # graphs: an op created in a graph
 KIND_EXECUTION = "exec"  # executions: one eager op or function call
 KIND_TRACES = "traces"  # graph_traces: a chunk of graph execution traces
+KIND_NOTICE = "notice"  # metadata: something the user should know about the recording
+
+# Notices (docs/format.md section 4, `notice`): what the writer could not record, or
+# recorded differently, and settings that change what a dump holds. A notice's level
+# is a warning when part of the program may be missing from the dump.
+NOTICE_WARNING = "warning"
+NOTICE_INFO = "info"
+NOTICE_LEVELS = (NOTICE_WARNING, NOTICE_INFO)
+NOTICE_XLA_TRACED = "xla_traced"  # a function compiled with XLA, traced by variables
+NOTICE_XLA_UNTRACED = "xla_untraced"  # tensors inside XLA that are not traced
+NOTICE_XLA_AUTO_CLUSTERING = "xla_auto_clustering"  # tf.config.optimizer.set_jit
+NOTICE_FUNCTIONS_RUN_EAGERLY = "functions_run_eagerly"  # tf.config.run_functions_eagerly
+NOTICE_MIXED_PRECISION = "mixed_precision"  # a Keras policy other than float32
+NOTICE_TRACED_BEFORE_ENABLE = "traced_before_enable"  # a function called, blind inside
+NOTICE_FILTERS = "filters"  # op_regex / tensor_dtypes in effect
+NOTICE_CIRCULAR_BUFFER = "circular_buffer"  # circular_buffer_size > 0
+NOTICE_THREADS_BEFORE_ENABLE = "threads_before_enable"  # threads the dump cannot see
+NOTICE_THREAD = "thread"  # TF work recorded from another Python thread
+NOTICE_TF1_UNTRACED = "tf1_untraced"  # TF1 tensors the session route cannot trace
 
 # Tensor debug modes and the summary columns each one records per tensor. Columns are
 # those of TensorFlow's DebugNumericSummaryV2 without its tensor-id column (and, for

@@ -28,6 +28,7 @@ from reader.model import (
     UpdateReport,
     innermost_user_position,
 )
+from reader.notices import Notice
 from reader.records import build_execution, row_summary, run_metadata
 from reader.run_loader import RunLoader
 from reader.trace_search import TraceSearch, compile_search
@@ -94,6 +95,11 @@ class IndexedRun:
         """One-line notices of everything the reader had to skip, oldest first."""
         with self._lock:
             return tuple(self._loader.damage)
+
+    def notices(self) -> tuple[Notice, ...]:
+        """The writer's notices (`reader.notices.Notice`), in the order written."""
+        with self._lock:
+            return tuple(self._loader.notices)
 
     @property
     def finished(self) -> bool:

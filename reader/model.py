@@ -41,6 +41,7 @@ class RunMetadata:
     op_regex: str | None = None
     tensor_dtypes: tuple[str, ...] | None = None
     end_time: float | None = None  # from the `end` record of a cleanly closed run
+    thread: str | None = None  # the Python thread that enabled the dump (format 1.2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +187,8 @@ class Execution:
     stack_id: int | None
     time: float | None
     summaries: tuple[Summary | None, ...] | None
+    # The Python thread it ran in, when not the one that enabled the dump (format 1.2).
+    thread: str | None = None
 
     @property
     def is_function(self) -> bool:
@@ -285,6 +288,7 @@ class UpdateReport:
     dropped_traces: int = 0  # likewise for graph traces
     new_definitions: int = 0  # source files, frames, stacks, devices
     finished: bool = False  # the run's `end` record arrived in this call
+    new_notices: int = 0  # `notice` records (`DumpReader.notices`)
 
     @property
     def changed(self) -> bool:
@@ -292,7 +296,7 @@ class UpdateReport:
         return bool(self.new_executions or self.new_traces or self.new_alerts
                     or self.new_graphs or self.new_ops or self.damage
                     or self.dropped_executions or self.dropped_traces
-                    or self.new_definitions or self.finished)
+                    or self.new_definitions or self.finished or self.new_notices)
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,7 @@ def run_metadata(run: dict[str, Any], end: dict[str, Any] | None, run_id: str, m
         tensor_dtypes=(tuple(str(d) for d in dtypes) if isinstance(dtypes, list)
                        else None),
         end_time=_float_or_none(end_time),
+        thread=_str_or_none(run.get("thread")),
     )
 
 
@@ -59,7 +60,8 @@ def build_execution(mode: str, index: int, record: dict[str, Any],
         output_dtypes=tuple(fmt.DTYPE_NAMES.get(d, f"dtype{d}")
                             for d in _ints(record.get("dtypes"))),
         stack_id=_int_or(record.get("stack"), None),
-        time=_float_or_none(record.get("t")), summaries=summaries)
+        time=_float_or_none(record.get("t")), summaries=summaries,
+        thread=_str_or_none(record.get("th")))
 
 
 def row_summary(mode: str, row: Any) -> Summary | None:

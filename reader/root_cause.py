@@ -8,6 +8,13 @@ output the tensor id).
 
 An input without a known value (not traced, not summarised, created outside any op
 callback) counts as finite: the walk cannot see past it.
+
+tf.data runs ahead of its consumer: a dataset function (``Dataset.map`` and the like)
+computes elements in background threads before the eager op that delivers them
+(``IteratorGetNext``) runs, and its traces reach the dump after that op's execution.
+So when the walk ends at an eager op that delivers dataset elements, the root cause
+is the first non-finite trace of a dataset function, when there is one, walked back
+in its own graph.
 """
 
 from __future__ import annotations
@@ -24,6 +31,31 @@ if TYPE_CHECKING:
 
 # Bounds the walk on a malformed graph with a cycle through non-finite tensors.
 MAX_WALK_STEPS = 10_000
+# Eager ops that hand out the elements of a tf.data pipeline.
+DATASET_DELIVERY_OPS = frozenset({
+    "IteratorGetNext", "IteratorGetNextSync", "IteratorGetNextAsOptional",
+    "OptionalGetValue", "MultiDeviceIteratorGetNextFromShard",
+})
+# TensorFlow names the graph of a dataset function "Dataset_<transformation>_<function>"
+# (tensorflow/python/data/ops/structured_function.py): Dataset_map_parse.
+DATASET_GRAPH_PREFIX = "Dataset_"
+# Alert traces inspected for one made by a dataset function (they come early).
+MAX_DATASET_ALERTS_SCANNED = 10_000
+
+
+def is_dataset_graph(reader: IndexedRun, graph_id: int) -> bool:
+    """Whether a graph is (or is nested in) the graph of a tf.data dataset function."""
+    seen = 0
+    current: int | None = graph_id
+    while current is not None and seen < MAX_WALK_STEPS:
+        try:
+            graph = reader.graph(current)
+        except DumpError:
+            return False
+        if (graph.name or "").startswith(DATASET_GRAPH_PREFIX):
+            return True
+        current, seen = graph.outer_id, seen + 1
+    return False
 
 
 def find_root_cause(reader: IndexedRun, first: Alert, *, walk: bool = True) -> RootCause:
@@ -38,7 +70,24 @@ def find_root_cause(reader: IndexedRun, first: Alert, *, walk: bool = True) -> R
     steps = MAX_WALK_STEPS if walk else 1
     if first.kind == "graph":
         return _graph_root_cause(reader, first, steps)
-    return _eager_root_cause(reader, first, steps)
+    cause = _eager_root_cause(reader, first, steps)
+    if walk and cause.execution is not None \
+            and cause.execution.op_type in DATASET_DELIVERY_OPS:
+        dataset_alert = _first_dataset_alert(reader)
+        if dataset_alert is not None:
+            return _graph_root_cause(reader, dataset_alert, steps)
+    return cause
+
+
+def _first_dataset_alert(reader: IndexedRun) -> Alert | None:
+    """The first non-finite trace computed by a dataset function, or None."""
+    for index in reader.trace_alert_indices()[:MAX_DATASET_ALERTS_SCANNED].tolist():
+        trace = reader.trace(index)
+        if trace.op_id is None:
+            continue
+        if is_dataset_graph(reader, reader.op(trace.op_id).graph_id):
+            return AlertBuilder(reader).graph(index, trace.step, *_counts(trace.summary))
+    return None
 
 
 def _counts(summary: Summary | None) -> tuple[int, int, int]:

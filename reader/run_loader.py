@@ -17,6 +17,7 @@ from reader.exec_scan import PAD as EXEC_SCAN_PAD
 from reader.exec_scan import scan_exec_frames
 from reader.index import ExecutionIndex, TraceIndex
 from reader.model import UpdateReport
+from reader.notices import Notice, notice_from_record
 from reader.segment_reader import DECODE_ERRORS, SegmentReader, list_segments, short_error
 
 # Decoded records kept for repeated fetches (a screenful of executions, a trace chunk
@@ -42,6 +43,7 @@ class RunLoader:
         self.run: dict[str, Any] | None = None
         self.end: dict[str, Any] | None = None
         self.damage: list[str] = []
+        self.notices: list[Notice] = []
         self.cache: OrderedDict[tuple[str, int, int], dict[str, Any]] = OrderedDict()
         listing = list_segments(self.path)
         if listing is None or not listing[fmt.STREAM_METADATA]:
@@ -65,7 +67,7 @@ class RunLoader:
                   self.defs.num_graphs, self.defs.num_ops, len(self.damage),
                   len(self.execs), len(self.traces), self.end is not None,
                   len(self.defs.files) + len(self.defs.frames) + len(self.defs.stacks)
-                  + len(self.defs.devices))
+                  + len(self.defs.devices), len(self.notices))
         listing = list_segments(self.path)
         if listing is None:
             self.notice(f"{self.path}: the run directory vanished")
@@ -89,6 +91,7 @@ class RunLoader:
             new_definitions=len(self.defs.files) + len(self.defs.frames)
             + len(self.defs.stacks) + len(self.defs.devices) - before[10],
             finished=self.end is not None and not before[9],
+            new_notices=len(self.notices) - before[11],
         )
 
     def _read_metadata(self) -> None:
@@ -190,6 +193,11 @@ class RunLoader:
                 self.run = record
         elif kind == fmt.KIND_END and stream == fmt.STREAM_METADATA:
             self.end = record
+        elif kind == fmt.KIND_NOTICE and stream == fmt.STREAM_METADATA:
+            notice = notice_from_record(record)
+            if notice is None:
+                raise MalformedRecordError("a notice without a kind or message")
+            self.notices.append(notice)
         else:
             self.defs.add(record)
 

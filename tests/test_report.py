@@ -155,3 +155,24 @@ def test_a_generic_dump_error_has_one_status_in_report_and_app(logdir, monkeypat
     monkeypatch.setattr(reader, "open_run", vanished)
     assert main([logdir]) == EXIT_DAMAGED
     assert capsys.readouterr().err.strip() == "tfdbg-tui report: execution 3 is not on disk"
+
+
+def test_notices_in_the_human_and_json_report(logdir, capsys):
+    run = make_run(logdir)
+    add_step(run, [FINITE, FINITE, FINITE])
+    run.writer.add_notice(fmt.NOTICE_XLA_UNTRACED, "[bold]step[/] is compiled with XLA\x1b[2J",
+                          details={"function": "step"})
+    run.writer.add_notice(fmt.NOTICE_CIRCULAR_BUFFER, "circular buffer of 1,000",
+                          level=fmt.NOTICE_INFO, details={"size": 1000})
+    run.writer.close()
+    assert main([logdir, "--json"]) == EXIT_OK
+    notices = json.loads(capsys.readouterr().out)["notices"]
+    assert [(n["kind"], n["level"], n["details"]) for n in notices] == [
+        ("xla_untraced", "warning", {"function": "step"}),
+        ("circular_buffer", "info", {"size": 1000})]
+    assert main([logdir]) == EXIT_OK
+    out = capsys.readouterr().out
+    # Dump text is never markup, and control characters are shown, not sent.
+    assert "⚠ warning: [bold]step[/] is compiled with XLA" in out
+    assert "\x1b" not in out
+    assert "info: circular buffer of 1,000" in out

@@ -21,6 +21,7 @@ from reader import DumpError, liveness
 from reader.diagnosis import Diagnosis, diagnose_cause
 from reader.expressions import expression_of, line_span
 from reader.model import Alert, RootCause, Summary
+from reader.notices import Notice
 from reader.steps import Gap, Steps
 from tfdbg_tui.exit_codes import (
     EXIT_DAMAGED,
@@ -144,7 +145,14 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
             "pattern": diagnosis.pattern, "explanation": diagnosis.explanation,
             "suggestion": diagnosis.suggestion, "evidence": list(diagnosis.evidence)},
         "damage": list(dump.damage),
+        "notices": [notice_dict(n) for n in dump.notices()],
     }
+
+
+def notice_dict(notice: Notice) -> dict[str, Any]:
+    """A notice as the JSON report gives it."""
+    return {"kind": notice.kind, "level": notice.level, "message": notice.message,
+            "details": notice.details}
 
 
 def _steps_dict(steps: Steps) -> dict[str, Any]:
@@ -197,6 +205,10 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
         say("  ", ("gap:", "yellow"), f" {gap.describe()}")
     for notice in dump.damage:
         say("  ", ("damage:", "yellow"), f" {notice}")
+    for notice in dump.notices():
+        style = "bold yellow" if notice.is_warning else "cyan"
+        say("  ", (f"{'⚠ ' if notice.is_warning else ''}{notice.level}:", style),
+            f" {notice.message}")
     if not summary.total:
         say("")
         say(("No NaN or infinity in this run.", "green"))

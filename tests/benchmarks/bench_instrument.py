@@ -44,7 +44,7 @@ BATCH, FEATURES, HIDDEN, CLASSES = 128, 128, 128, 10
 
 
 def run_training(config: str, logdir: str, steps: int, buffer_size: int = -1,
-                 stop_on_alert: bool = False) -> dict[str, float]:
+                 stop_on_alert: bool = False, jit: bool = False) -> dict[str, float]:
     """The measured program; ``config`` is ``plain``, ``tf:<MODE>`` or ``ours:<MODE>``."""
     import numpy as np
     import tensorflow as tf
@@ -70,7 +70,7 @@ def run_training(config: str, logdir: str, steps: int, buffer_size: int = -1,
     biases = [tf.Variable(tf.zeros([b])) for b in sizes[1:]]
     variables = weights + biases
 
-    @tf.function
+    @tf.function(jit_compile=jit or None)
     def train_step(x, y):
         with tf.GradientTape() as tape:
             h = x
@@ -109,7 +109,7 @@ def dir_bytes(path: str) -> int:
 
 
 def measure(config: str, steps: int, workdir: str, buffer_size: int = -1,
-            stop_on_alert: bool = False) -> dict[str, float]:
+            stop_on_alert: bool = False, jit: bool = False) -> dict[str, float]:
     """Run one config in a fresh interpreter; return its step time and dump bytes."""
     logdir = os.path.join(workdir, config.replace(":", "_"))
     os.makedirs(logdir)
@@ -117,7 +117,7 @@ def measure(config: str, steps: int, workdir: str, buffer_size: int = -1,
     out = subprocess.run(
         [sys.executable, __file__, "--worker", config, "--logdir", logdir, "--steps", str(steps),
          "--circular-buffer-size", str(buffer_size)]
-        + (["--stop-on-alert"] if stop_on_alert else []),
+        + (["--stop-on-alert"] if stop_on_alert else []) + (["--jit"] if jit else []),
         check=True, capture_output=True, text=True, env=env)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     result["dump_bytes"] = dir_bytes(logdir)
@@ -126,7 +126,7 @@ def measure(config: str, steps: int, workdir: str, buffer_size: int = -1,
 
 def benchmark(modes: tuple[str, ...], steps: int, rounds: int = 3, *,
               tools: tuple[str, ...] = TOOLS, buffer_size: int = -1,
-              stop_on_alert: bool = False) -> list[dict[str, object]]:
+              stop_on_alert: bool = False, jit: bool = False) -> list[dict[str, object]]:
     """Measure every mode; each config runs ``rounds`` times, interleaved.
 
     The machine may be shared: load only ever adds time, so each config's step time is
@@ -144,7 +144,7 @@ def benchmark(modes: tuple[str, ...], steps: int, rounds: int = 3, *,
                     run_dir = os.path.join(workdir, f"{mode}-{round_index}")
                     os.makedirs(run_dir, exist_ok=True)
                     results[tool].append(measure(config, mode_steps, run_dir, buffer_size,
-                                                 stop_on_alert))
+                                                 stop_on_alert, jit))
             missing = [{"step_s": math.nan, "cpu_step_s": math.nan, "dump_bytes": 0}]
             results = {tool: runs or missing for tool, runs in results.items()}
             best = {tool: min(r["step_s"] for r in runs) for tool, runs in results.items()}
@@ -189,21 +189,27 @@ def main(argv: list[str] | None = None) -> int:
                         help="for both dumpers (default -1: keep everything)")
     parser.add_argument("--stop-on-alert", action="store_true",
                         help="ours with stop_on_alert=True (drains after every call)")
+    parser.add_argument("--jit", action="store_true",
+                        help="compile the step with XLA (jit_compile=True); TensorFlow's "
+                             "dumper fails on it: use --tools plain ours")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--logdir", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         print(json.dumps(run_training(args.worker, args.logdir, args.steps,
-                                      args.circular_buffer_size, args.stop_on_alert)))
+                                      args.circular_buffer_size, args.stop_on_alert,
+                                      args.jit)))
         return 0
     print(f"# {platform.node()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
           f"{time.strftime('%Y-%m-%d')}: best of {args.rounds} interleaved runs, each "
           f"{args.steps} steps after {WARMUP_STEPS} warm-up steps, timed until the dump "
           f"is complete; circular_buffer_size={args.circular_buffer_size}"
-          + (", ours with stop_on_alert" if args.stop_on_alert else ""))
+          + (", ours with stop_on_alert" if args.stop_on_alert else "")
+          + (", step compiled with XLA" if args.jit else ""))
     print(HEADER, flush=True)
     benchmark(tuple(args.modes), args.steps, args.rounds, tools=tuple(args.tools),
-              buffer_size=args.circular_buffer_size, stop_on_alert=args.stop_on_alert)
+              buffer_size=args.circular_buffer_size, stop_on_alert=args.stop_on_alert,
+              jit=args.jit)
     return 0
 
 

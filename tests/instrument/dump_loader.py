@@ -60,9 +60,13 @@ class Dump:
     executions: list[dict[str, Any]] = field(default_factory=list)
     traces: list[Trace] = field(default_factory=list)
     chunks: list[dict[str, Any]] = field(default_factory=list)
+    notices: list[dict[str, Any]] = field(default_factory=list)
     truncated_bytes: dict[str, int] = field(default_factory=dict)
 
     # -- lookups --------------------------------------------------------------------
+
+    def notice_kinds(self) -> list[str]:
+        return [n["kind"] for n in self.notices]
 
     def trace_point_ops(self) -> dict[int, tuple[dict[str, Any], int]]:
         """trace point id -> (op record, output slot)."""
@@ -112,6 +116,9 @@ def _add(dump: Dump, record: dict[str, Any]) -> None:
         dump.run = record
     elif kind == fmt.KIND_END:
         dump.end = record
+    elif kind == fmt.KIND_NOTICE:
+        assert record["level"] in fmt.NOTICE_LEVELS and isinstance(record["message"], str)
+        dump.notices.append(record)
     elif kind == fmt.KIND_DEVICE:
         dump.devices[record["id"]] = record["name"]
     elif kind == fmt.KIND_FILE:

@@ -176,14 +176,19 @@ def test_dtypes_traced_per_mode(constructs, mode):
 
 
 @pytest.mark.parametrize("mode", ALL_MODES)
-def test_xla_function_runs_with_ops_recorded_and_untraced(constructs, mode):
+def test_xla_function_is_traced_through_variables_except_in_full_tensor(constructs, mode):
     dump = constructs[mode]
     (graph,) = dump.graph_named("compiled")
     ops = [op for op in dump.ops.values() if op["graph"] == graph["id"]]
     assert {"Relu", "Mul"} <= {op["type"] for op in ops}
-    assert all(tp is None for op in ops for tp in op["tps"])
     (call,) = [e for e in dump.executions if e["op"].startswith("__inference_compiled")]
     assert call["graph"] == graph["id"]
+    points = dump.trace_point_ops()
+    traced = {points[t.trace_point][0]["type"] for t in dump.traces if t.step == call["i"]}
+    if mode == fmt.FULL_TENSOR:
+        assert "Relu" not in traced and "xla_untraced" in dump.notice_kinds()
+    else:
+        assert {"Relu", "Mul"} <= traced and "xla_traced" in dump.notice_kinds()
     if mode == fmt.FULL_HEALTH:  # relu([0, -1, 2]) * 3: the call's output is summarised
         assert call["s"][0][6:] == [0.0, 2.0, 1.0]
 

@@ -291,6 +291,9 @@ def execution_detail(context: ExecutionContext | None, note: str = "") -> Text:
         text.append("  function call")
         if context.graph_name:
             text.append_text(literal_text(f" of graph {context.graph_name}"))
+    if execution.thread is not None:
+        text.append("  in thread ")
+        text.append_text(literal_text(execution.thread, "bold"))
     summaries = execution.summaries or ()
     for slot, dtype in enumerate(execution.output_dtypes):
         text.append(f"\n out {slot}: ")

@@ -21,6 +21,7 @@ from reader import liveness
 from reader.diagnosis import diagnose_alert, diagnose_cause
 from reader.errors import DumpError
 from reader.model import Alert, AlertSummary, RootCause
+from reader.notices import count_warnings
 from reader.steps import Steps, gap_between
 from tfdbg_tui.context_loader import (
     TraceContext,
@@ -92,6 +93,9 @@ class DebuggerScreen(TraceNavigation):
                 group=ALERT_KEYS),
         Binding("e", "explain", "Explain",
                 tooltip="The whole diagnosis of the selected alert: why, the fix, the evidence",
+                show=False),
+        Binding("exclamation_mark", "notices", "Notices", key_display="!",
+                tooltip="The writer's notices: what of the program is not in the dump, and why",
                 show=False),
     ]
 
@@ -184,6 +188,11 @@ class DebuggerScreen(TraceNavigation):
             self.notify(literal(f"{len(damage)} damaged part(s): {damage[0]}"),
                         title="Damaged dump: showing what is readable", severity="warning",
                         markup=False, timeout=10)
+        warnings = count_warnings(self.reader.notices())
+        if warnings:
+            self.notify(f"{warnings} warning notice(s): part of the program may be missing "
+                        "from the dump; press ! to read them", title="Notices",
+                        severity="warning", markup=False, timeout=10)
         self.load_hunt(select=True)
         if self.live:
             self.watcher = DumpWatcher(self.reader, self, self.poll_interval_s)
@@ -405,13 +414,14 @@ class DebuggerScreen(TraceNavigation):
         """Rewrite the status line from the reader and the alert summary."""
         if self.reader is None:
             return
+        notices = self.reader.notices()
         self.query_one(StatusLine).show(
             self.reader.metadata, state=self.run_state, followed=self.live,
             num_executions=self.reader.num_executions,
             num_traces=self.reader.num_traces,
             idle_s=time.monotonic() - self.last_growth if self.live else 0.0,
             alerts=self.alert_summary.total if self.alert_summary is not None else None,
-            run_count=self.run_count)
+            run_count=self.run_count, notices=len(notices), warnings=count_warnings(notices))
 
     def on_resize(self, event) -> None:
         # The footer's "^p Commands" takes 12 columns the pane keys need at 80
@@ -452,6 +462,14 @@ class DebuggerScreen(TraceNavigation):
         from tfdbg_tui.screens.diagnosis import DiagnosisScreen
 
         self.app.push_screen(DiagnosisScreen(diagnosis))
+
+    def action_notices(self) -> None:
+        """Show every notice the writer recorded about the run."""
+        if self.reader is None:
+            return
+        from tfdbg_tui.screens.notices import NoticesScreen
+
+        self.app.push_screen(NoticesScreen(self.reader.notices()))
 
     def action_alert_step(self, offset: int) -> None:
         alert_list = self.query_one(AlertList)

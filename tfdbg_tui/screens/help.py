@@ -21,6 +21,7 @@ from tfdbg_tui.panes.stack_trace import StackTraceList
 from tfdbg_tui.panes.timeline import TimelineCells
 from tfdbg_tui.screens.debugger import DebuggerScreen
 from tfdbg_tui.screens.diagnosis import DiagnosisScreen
+from tfdbg_tui.screens.notices import NoticesScreen
 from tfdbg_tui.screens.prompt import PromptScreen
 from tfdbg_tui.screens.run_picker import RunPickerScreen
 from tfdbg_tui.screens.tensor_value import TensorValueScreen
@@ -31,7 +32,8 @@ def _key_name(binding: Binding) -> str:
     if binding.key_display:
         return binding.key_display
     names = {"right_square_bracket": "]", "left_square_bracket": "[", "full_stop": ".",
-             "comma": ",", "slash": "/", "question_mark": "?", "pageup": "PgUp",
+             "comma": ",", "slash": "/", "exclamation_mark": "!", "question_mark": "?",
+             "pageup": "PgUp",
              "pagedown": "PgDn", "escape": "Esc", "home": "Home", "end": "End",
              "up": "↑", "down": "↓", "left": "←", "right": "→", "enter": "Enter",
              "ctrl+p": "Ctrl+P"}
@@ -59,6 +61,7 @@ def key_sections(app_bindings: Sequence[Binding | tuple]
         ("6 Stack Trace", rows(StackTraceList.BINDINGS)),
         ("Tensor value view (v)", rows(TensorValueScreen.BINDINGS)),
         ("Diagnosis (e)", rows(DiagnosisScreen.BINDINGS)),
+        ("Notices (!)", rows(NoticesScreen.BINDINGS)),
         ("Go-to and search prompts", [("Enter", "Accept")] + rows(PromptScreen.BINDINGS)),
         ("Run picker (r)", [("Enter", "Open the run")] + rows(RunPickerScreen.BINDINGS)),
         ("This list", rows(HelpScreen.BINDINGS)),

@@ -40,6 +40,8 @@ class RunStatus:
     alerts: int | None
     run_count: int
     idle_s: float = 0.0
+    notices: int = 0  # the writer's notices (`reader.notices`)
+    warnings: int = 0  # of which warnings
 
 
 class StatusLine(Widget):
@@ -57,12 +59,12 @@ class StatusLine(Widget):
 
     def show(self, metadata: RunMetadata, *, state: str, followed: bool, num_executions: int,
              num_traces: int, alerts: int | None, run_count: int,
-             idle_s: float = 0.0) -> None:
+             idle_s: float = 0.0, notices: int = 0, warnings: int = 0) -> None:
         """Rewrite the line (`RunStatus` says what each argument means). A killed run
         says so; a live one idle for `IDLE_AFTER_S` or more, whose process cannot be
         checked, may have been killed: it says that."""
         self.status = RunStatus(metadata, state, followed, num_executions, num_traces,
-                                alerts, run_count, idle_s)
+                                alerts, run_count, idle_s, notices, warnings)
         self.refresh()
 
     def render(self) -> Text:
@@ -103,6 +105,13 @@ class StatusLine(Widget):
         if status.alerts is not None:
             text.append(f"{gap}alerts {status.alerts:,}",
                         "bold red" if status.alerts else "green")
+        if status.notices:
+            plural = "s" if status.notices != 1 else ""
+            label = (f"⚠ {status.notices} notice{plural}" if status.warnings
+                     else f"{status.notices} note{plural}")
+            text.append(gap)
+            text.append(label + ("" if compact else " (!)"),
+                        "bold black on yellow" if status.warnings else "dim")
         text.append(f"{gap}{status.metadata.tensor_debug_mode}")
         if status.run_count > 1:
             text.append(f"{gap}{status.run_count} runs" + ("" if compact else " (r)"))
