@@ -13,13 +13,14 @@ from typing import Any
 
 import numpy as np
 from tensorflow.python.framework import ops
-from tensorflow.python.ops import array_ops, control_flow_util
+from tensorflow.python.ops import control_flow_util
 
 from instrument import summaries, tf_internals, xla_traces
 from instrument.graph_batches import GraphBatch, is_traced_by_tf_function
 from instrument.non_finite import first_alert_error
 from instrument.notices import NoticeBoard, recheck_settings
 from instrument.stacks import StackRecorder
+from instrument.tf1_graphs import PLACEHOLDER_OPS, Tf1Traces
 from instrument.trace_queue import DRAINER, HostTraceBuffer, TraceQueue
 from instrument.value_encoding import tensor_value_record
 from instrument.writer import DumpWriter
@@ -48,7 +49,6 @@ UNTRACED_OPS = frozenset({
 UNRECORDED_EAGER_OPS = frozenset({
     "DebugNumericSummaryV2", "QueueSizeV2", "QueueDequeueManyV2", "DestroyResourceOp",
 })
-_PLACEHOLDER_OPS = ("Placeholder", "PlaceholderWithDefault")
 
 
 
@@ -87,9 +87,6 @@ class DumpingCallback:
         # tf.function graphs whose traces are enqueued in batches (None: per tensor).
         self._batches: weakref.WeakKeyDictionary[Any, GraphBatch | None] = \
             weakref.WeakKeyDictionary()
-        # TF1 graphs: debugger identity tensor name -> the original tensor's name.
-        self._tensor_aliases: dict[str, str] = {}
-        self._tf1_placeholder_traces: dict[str, Any] = {}
         self.closed = False
         # Execution index of each eager function call, by call ordinal.
         self._call_executions: list[int] = []
@@ -102,6 +99,7 @@ class DumpingCallback:
         self.host_traces = HostTraceBuffer(mode, self._write_traces)
         DRAINER.register(self.host_traces)
         self.notices = NoticeBoard(writer)
+        self.tf1 = Tf1Traces(self.host_traces, self.notices)
         self.enabling_thread = threading.current_thread()
         # Tensors inside XLA-compiled graphs (instrument/xla_traces.py).
         self.xla_pool = (xla_traces.XlaTracePool(mode, self.trace_queue)
@@ -347,13 +345,13 @@ class DumpingCallback:
     def _on_graph_op(self, op_type: str, inputs: Any, outputs: Any, op_name: str | None,
                      graph: Any) -> Any:
         outputs = tuple(outputs or ())
-        if op_type in ("Const",) + _PLACEHOLDER_OPS and outputs:
+        if op_type in ("Const",) + PLACEHOLDER_OPS and outputs:
             # Their op_name can be None or repeat (e.g. "resource"); the tensor name
             # is unique.
             op_name = outputs[0].name.rsplit(":", 1)[0]
         graph_id = self.graph_id(graph)
         eager_rooted = tf_internals.eager_rooted()
-        if eager_rooted and op_type not in _PLACEHOLDER_OPS:
+        if eager_rooted and op_type not in PLACEHOLDER_OPS:
             # Never inside a Placeholder's callback: it may be a capture being made,
             # and our enqueue's own capture of the queue must not nest in it.
             self._trace_pending_inputs(graph)
@@ -367,7 +365,7 @@ class DumpingCallback:
             traced_slots = [slot for slot, t in enumerate(outputs)
                             if self._filter.dtype_traced(t.dtype)]
         if in_xla and (not self._xla_traceable(graph, eager_rooted, bool(traced_slots))
-                       or _in_while_condition(graph)):
+                       or xla_traces.in_while_condition(graph)):
             traced_slots = []
         trace_points: list[int | None] = [None] * len(outputs)
         with self._lock:
@@ -378,7 +376,7 @@ class DumpingCallback:
         device = op.device if op is not None else ""
         self.writer.add_op(
             graph_id=graph_id, op_type=op_type, op_name=op_name or "",
-            inputs=[self._tensor_aliases.get(t.name, t.name) for t in inputs],
+            inputs=[self.tf1.aliases.get(t.name, t.name) for t in inputs],
             num_outputs=len(outputs),
             output_dtypes=[t.dtype.as_datatype_enum for t in outputs],
             device_id=self._device_id(device) if device else None,
@@ -387,7 +385,7 @@ class DumpingCallback:
         if batch is not None and op is not None:
             batch.before_op(op)
         if not eager_rooted:
-            self._wait_for_tf1_placeholder_traces(graph, inputs, op)
+            self.tf1.wait_for_placeholder_traces(graph, inputs, op)
         if not traced_slots:
             return None
         if batch is not None:
@@ -395,14 +393,14 @@ class DumpingCallback:
                 batch.add(outputs[slot], trace_points[slot])
             return None
         if eager_rooted:
-            if op_type in _PLACEHOLDER_OPS:
+            if op_type in PLACEHOLDER_OPS:
                 pending = self._pending_inputs.setdefault(graph, [])
                 pending.extend((outputs[s], trace_points[s]) for s in traced_slots)
                 return None
             for slot in traced_slots:
                 self._add_trace(outputs[slot], trace_points[slot])
             return None
-        return self._instrument_tf1(op_type, inputs, outputs, traced_slots, trace_points)
+        return self.tf1.instrument(op_type, outputs, traced_slots, trace_points)
 
     def _trace_pending_inputs(self, graph: Any) -> None:
         pending = self._pending_inputs.pop(graph, None)
@@ -426,7 +424,7 @@ class DumpingCallback:
     def _xla_traceable(self, graph: Any, eager_rooted: bool, wanted: bool) -> bool:
         """Whether an op of an XLA-compiled graph is traced (`XlaTracePool`); says once
         per function that it is compiled with XLA, and loudly what is not traced."""
-        function = _xla_function_name(graph)
+        function = xla_traces.function_name(graph)
         traceable = eager_rooted and self.xla_pool is not None
         if traceable:
             self.notices.once(
@@ -443,40 +441,6 @@ class DumpingCallback:
                 f"{function} is compiled with XLA and its tensors are not traced ({why}); "
                 "its calls and their outputs are recorded", function=function)
         return traceable
-
-    def _wait_for_tf1_placeholder_traces(self, graph: Any, inputs: Any, op: Any) -> None:
-        """A Placeholder's output cannot be replaced (it must stay feedable): its
-        consumers wait for its trace instead."""
-        if op is None or not self._tf1_placeholder_traces:
-            return
-        for tensor in inputs:
-            trace_op = self._tf1_placeholder_traces.get((id(graph), tensor.name))
-            if trace_op is not None:
-                op._add_control_input(trace_op)  # pylint: disable=protected-access
-
-    def _instrument_tf1(self, op_type: str, inputs: Any, outputs: tuple[Any, ...],
-                        traced_slots: list[int], trace_points: list[int | None]) -> Any:
-        """TF1 graphs run only what a fetch needs: make the outputs depend on the traces."""
-        replaced = list(outputs)
-        if op_type in _PLACEHOLDER_OPS and not tf_internals.can_add_control_input():
-            # Fallback: nothing could make the consumers wait for the trace.
-            self.notices.once(
-                (fmt.NOTICE_TF1_UNTRACED, "placeholders"), fmt.NOTICE_TF1_UNTRACED,
-                "this TensorFlow lacks Operation._add_control_input: the feeds "
-                "(placeholders) of TF1 graphs are not traced; the ops that read them are",
-                tensor=outputs[0].name)
-            return None
-        for slot in traced_slots:
-            tensor = outputs[slot]
-            trace_op = self.host_traces.add_trace(tensor, trace_points[slot])
-            if op_type in _PLACEHOLDER_OPS:
-                self._tf1_placeholder_traces[(id(tensor.graph), tensor.name)] = trace_op
-                continue
-            with ops.control_dependencies([trace_op]):
-                identity = array_ops.identity(tensor, name="tfdbg_tui_identity")
-            self._tensor_aliases[identity.name] = tensor.name
-            replaced[slot] = identity
-        return replaced
 
 
 class _Busy:
@@ -499,27 +463,6 @@ def _is_recorded_graph(graph: Any) -> bool:
     if hasattr(graph, "outer_graph"):  # a FuncGraph
         return True
     return not tf_internals.eager_rooted()
-
-
-def _in_while_condition(graph: Any) -> bool:
-    """Whether ``graph`` is (or is nested in) a while loop's condition: under XLA a
-    condition must compute its predicate and nothing else (its inputs are traced in
-    the loop body)."""
-    while graph is not None and hasattr(graph, "outer_graph"):
-        if type(graph).__name__ == "WhileCondFuncGraph":
-            return True
-        graph = graph.outer_graph
-    return False
-
-
-def _xla_function_name(graph: Any) -> str:
-    """The name of the outermost XLA-compiled FuncGraph around ``graph`` (the function
-    given ``jit_compile``; its bodies and nested functions are compiled with it)."""
-    outer = getattr(graph, "outer_graph", None)
-    while outer is not None and hasattr(outer, "outer_graph") \
-            and control_flow_util.GraphOrParentsInXlaContext(outer):
-        graph, outer = outer, outer.outer_graph
-    return str(getattr(graph, "name", None) or "a function")
 
 
 def _find_op(graph: Any, op_name: str | None) -> Any:

@@ -214,3 +214,26 @@ def _stack(columns: list[Any]) -> Any:
     from tensorflow.python.ops import array_ops_stack as stack_ops
 
     return stack_ops.stack(columns)
+
+
+def in_while_condition(graph: Any) -> bool:
+    """Whether ``graph`` is (or is nested in) a while loop's condition: under XLA a
+    condition must compute its predicate and nothing else (its inputs are traced in
+    the loop body)."""
+    while graph is not None and hasattr(graph, "outer_graph"):
+        if type(graph).__name__ == "WhileCondFuncGraph":
+            return True
+        graph = graph.outer_graph
+    return False
+
+
+def function_name(graph: Any) -> str:
+    """The name of the outermost XLA-compiled FuncGraph around ``graph`` (the function
+    given ``jit_compile``; its bodies and nested functions are compiled with it)."""
+    from tensorflow.python.ops import control_flow_util
+
+    outer = getattr(graph, "outer_graph", None)
+    while outer is not None and hasattr(outer, "outer_graph") \
+            and control_flow_util.GraphOrParentsInXlaContext(outer):
+        graph, outer = outer, outer.outer_graph
+    return str(getattr(graph, "name", None) or "a function")
