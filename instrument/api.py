@@ -186,6 +186,7 @@ def _start(arguments: tuple[Any, ...], tensor_dtypes: Any) -> _Enabled:
         "tensor_dtypes": writer_dtypes,
         "eager_mode": ops.executing_eagerly_outside_functions(),
         "thread": threading.current_thread().name,
+        "task": distributed_task(os.environ.get("TF_CONFIG")),
     }, circular_buffer_size=buffer_size)
     callback = DumpingCallback(writer, mode, tensor_filter,
                                snapshot_library_sources=snapshot_library,
@@ -225,3 +226,23 @@ def _describe(arguments: tuple[Any, ...]) -> str:
             f"circular_buffer_size={buffer_size}, op_regex={op_regex!r}, "
             f"tensor_dtypes={dtypes!r}, snapshot_library_sources={snapshot}, "
             f"stop_on_alert={stop}")
+
+
+def distributed_task(tf_config: str | None) -> dict[str, Any] | None:
+    """This process's place in a multi-worker job, from ``TF_CONFIG``: ``{"type",
+    "index", "cluster"}`` (``cluster``: a short id of the cluster spec, the same in
+    every process of the job), or None outside one (or when it cannot be parsed)."""
+    if not tf_config:
+        return None
+    import hashlib
+    import json
+
+    try:
+        config = json.loads(tf_config)
+        task, cluster = config.get("task") or {}, config.get("cluster") or {}
+        kind, index = str(task["type"]), int(task["index"])
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
+    spec = json.dumps(cluster, sort_keys=True).encode()
+    return {"type": kind, "index": index, "cluster": hashlib.sha1(spec).hexdigest()[:12]}
+

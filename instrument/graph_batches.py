@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from instrument.tf_internals import is_traced_by_tf_function
+from instrument.tf_internals import is_traced_by_tf_function, keep_deferred_captures_last
 from instrument.trace_queue import TraceQueue
 
 __all__ = ["NESTED_GRAPH_OPS", "GraphBatch", "is_traced_by_tf_function"]
@@ -113,6 +113,8 @@ class GraphBatch:
                     if last_enqueue is not None:
                         nested_op._add_control_input(last_enqueue)  # pylint: disable=protected-access
                     barrier = nested_op
+            # The enqueues may have captured the queue after the inputs were laid out.
+            keep_deferred_captures_last(self.graph)
         # The graph is done; let it be collected (it is a weak key of the callback).
         self.graph = None
 

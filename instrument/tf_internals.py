@@ -15,6 +15,7 @@ drops traces.
 | ``tf_stack._source_mapper_stacks`` | mapping AutoGraph-generated frames to the user's lines | frames stay in the generated code |
 | ``EagerTensor._id`` | eager tensor ids (``in``, ``out``) | ids are -1 |
 | ``Operation._add_control_input`` (TF1 route) | a TF1 placeholder's consumers wait for its trace | TF1 placeholders are not traced (a ``tf1_untraced`` notice says so) |
+| ``FuncGraph.deferred_internal_captures`` | keeping a traced graph's call-time captures (MultiWorkerMirroredStrategy's collective keys) the last inputs after the trace queue is captured late | a function with call-time captures fails when called (never seen: the attribute is as old as call-time captures) |
 | ``context.default_execution_mode`` | telling a TF1 program's graphs (eager execution disabled after the context started) from a TF2 program's | ``executing_eagerly_outside_functions`` alone, which says True inside a while body of such a TF1 graph |
 """
 
@@ -220,3 +221,28 @@ def autograph_source_mappers(thread_ident: int) -> Any:
                    "AutoGraph frames are not mapped back to the user's lines")
         return None
     return stacks.get(thread_ident)
+
+
+# -- captures added after a graph's inputs were laid out ----------------------------------
+
+def keep_deferred_captures_last(graph: Any) -> None:
+    """Move a FuncGraph's call-time captures back to the end of its inputs.
+
+    ``tf.function`` lays a graph's inputs out as its arguments, its by-value captures,
+    then its call-time (deferred) captures, and calls it in that order. A capture
+    made after that layout (our trace queue's handle, captured when the last segment's
+    enqueue is built) is appended after the call-time captures: a function that has
+    any (MultiWorkerMirroredStrategy's collective keys) would be called with its
+    inputs out of order.
+    """
+    deferred = getattr(graph, "deferred_internal_captures", None)
+    if not deferred:
+        return
+    from tensorflow.python.util import nest
+
+    late = {id(t) for t in nest.flatten(deferred, expand_composites=True)}
+    inputs = list(graph.inputs)
+    reordered = [t for t in inputs if id(t) not in late] + [t for t in inputs if id(t) in late]
+    if [id(t) for t in reordered] != [id(t) for t in inputs]:
+        graph.inputs = reordered
+

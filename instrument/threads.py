@@ -33,8 +33,11 @@ class ThreadHook:
 
     def __init__(self, register: Callable[[], None], enabling_thread: threading.Thread) -> None:
         self._register = register
-        self._registered = {enabling_thread.ident}
-        self._lock = threading.Lock()
+        self._enabling_thread = enabling_thread
+        # Per thread: registered already. Thread-local, not a set of thread idents:
+        # idents are reused once a thread ends, and a new thread with an ended one's
+        # ident must be registered too.
+        self._registered = threading.local()
         self._previous: Any = None
         self._active = False
 
@@ -60,11 +63,10 @@ class ThreadHook:
         # From now on this thread runs the profile function it would have run anyway.
         sys.setprofile(previous)
         thread = threading.current_thread()
-        if self._active and not thread.name.startswith(OWN_THREAD_PREFIX):
-            with self._lock:
-                new = thread.ident not in self._registered
-                self._registered.add(thread.ident)
-            if new:
-                self._register()
+        if self._active and not thread.name.startswith(OWN_THREAD_PREFIX) \
+                and thread is not self._enabling_thread \
+                and not getattr(self._registered, "done", False):
+            self._registered.done = True
+            self._register()
         if previous is not None:
             previous(frame, event, arg)

@@ -55,6 +55,14 @@ SOURCE_OPS = {
     "OptionalGetValue": "the input data (tf.data)", "Const": "the constant",
     "RestoreV2": "the restored checkpoint", "Restore": "the restored checkpoint",
 }
+# Collective ops: what they output non-finite was sent by another worker or replica,
+# which made it (`reader.workers` finds the worker that went non-finite first).
+COLLECTIVE_OPS = frozenset({
+    "CollectiveReduce", "CollectiveReduceV2", "CollectiveReduceV3", "CollectiveGather",
+    "CollectiveGatherV2", "CollectiveBcastRecv", "CollectiveBcastRecvV2",
+    "CollectiveAllToAllV2", "CollectiveAllToAllV3", "CollectiveReduceScatterV2",
+    "NcclAllReduce", "NcclReduce", "NcclBroadcast", "_Recv", "_HostRecv",
+})
 SINGULAR_GRADIENT_OPS = {
     "SqrtGrad": "sqrt", "RsqrtGrad": "rsqrt", "ReciprocalGrad": "1/x", "InvGrad": "1/x",
     "TanhGrad": "tanh", "SigmoidGrad": "sigmoid",
@@ -242,6 +250,15 @@ class _Site:
 
 
 def _nonfinite_input(site: _Site) -> Diagnosis | None:
+    if site.op_type in COLLECTIVE_OPS:
+        used = f", used in {site.subject}" if site.expression else ""
+        return site.diagnosis(
+            "nonfinite_input",
+            f"No op of this worker made these values: {site.op_type} brought "
+            f"{_nonfinite_text(site.output)} from another worker or replica{used}",
+            suggestion="open the runs of the other workers (r in the TUI; tfdbg-tui "
+                       "report names the worker that went non-finite first): the root "
+                       "cause is in the first one")
     source = SOURCE_OPS.get(site.op_type)
     if source is None:
         return None

@@ -19,6 +19,8 @@ class RunInfo:
     tensor_debug_mode: str | None
     finished: bool  # an `end` record was read: the process exited cleanly
     format_version: tuple[int, int] | None = None  # from the metadata header; None if unreadable
+    task: str | None = None  # a multi-worker job's task ("worker 1"), from TF_CONFIG
+    cluster: str | None = None  # the job's cluster id, the same in all its runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +44,10 @@ class RunMetadata:
     tensor_dtypes: tuple[str, ...] | None = None
     end_time: float | None = None  # from the `end` record of a cleanly closed run
     thread: str | None = None  # the Python thread that enabled the dump (format 1.2)
+    # A multi-worker job's task ("worker 1", from TF_CONFIG) and cluster id (the same in
+    # every process of the job); None outside one.
+    task: str | None = None
+    cluster: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

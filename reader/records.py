@@ -42,7 +42,19 @@ def run_metadata(run: dict[str, Any], end: dict[str, Any] | None, run_id: str, m
                        else None),
         end_time=_float_or_none(end_time),
         thread=_str_or_none(run.get("thread")),
+        task=task_of(run)[0],
+        cluster=task_of(run)[1],
     )
+
+
+def task_of(run: dict[str, Any]) -> tuple[str | None, str | None]:
+    """A multi-worker run's task ("worker 1") and cluster id from its `run` record's
+    ``task`` (format 1.2); Nones when absent or malformed."""
+    task = run.get("task")
+    if not isinstance(task, dict) or not isinstance(task.get("type"), str) \
+            or not is_int(task.get("index")):
+        return None, None
+    return f"{task['type']} {task['index']}", _str_or_none(task.get("cluster"))
 
 
 def build_execution(mode: str, index: int, record: dict[str, Any],

@@ -10,6 +10,7 @@ import msgpack
 from reader import format as fmt
 from reader.errors import NoRunsError
 from reader.model import RunInfo
+from reader.records import task_of
 
 # A metadata segment holds a header, the run record, devices and the end record: a few
 # kilobytes. The cap only guards against a foreign file that borrowed the name.
@@ -142,6 +143,8 @@ def _run_info(run_path: str) -> RunInfo:
         tensor_debug_mode=_typed(run.get("tensor_debug_mode"), str),
         finished=finished,
         format_version=format_version,
+        task=task_of(run)[0],
+        cluster=task_of(run)[1],
     )
 
 

@@ -23,6 +23,7 @@ from reader.expressions import expression_of, line_span
 from reader.model import Alert, RootCause, Summary
 from reader.notices import Notice
 from reader.steps import Gap, Steps
+from reader.workers import WorkerRun, first_nonfinite_workers
 from tfdbg_tui.exit_codes import (
     EXIT_DAMAGED,
     EXIT_NEWER_FORMAT,
@@ -146,7 +147,43 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
             "suggestion": diagnosis.suggestion, "evidence": list(diagnosis.evidence)},
         "damage": list(dump.damage),
         "notices": [notice_dict(n) for n in dump.notices()],
+        "workers": [_worker_dict(w, dump) for w in first_nonfinite_workers(dump)],
     }
+
+
+def _say_workers(say, dump: reader.DumpReader, workers: list[WorkerRun]) -> None:
+    """The job's workers, the one that went non-finite first first."""
+    if not workers:
+        return
+    say("")
+    say(("Workers:", "bold"), f" {len(workers)} runs of this job in the logdir "
+        f"(this run is {dump.metadata.task})")
+    for rank, worker in enumerate(workers):
+        this = " (this run)" if worker.path == dump.path else f" (run {worker.run_id})"
+        if not worker.has_alerts:
+            say(f"  {worker.task}: no NaN or infinity{this}")
+            continue
+        at = "" if worker.first_step is None else f" at step {worker.first_step}"
+        if worker.received:
+            what = f"received it through {worker.op_type}"
+        else:
+            name = f" '{worker.op_name}'" if worker.op_name else ""
+            where = "" if worker.frame is None else \
+                f" at {worker.frame.path}:{worker.frame.line}"
+            what = f"{worker.op_type}{name}{where}"
+        lead = ("first non-finite: ", "bold red") if rank == 0 and not worker.received \
+            else ("", "")
+        say("  ", lead, f"{worker.task}{at}: {what}{this}")
+
+
+def _worker_dict(worker: WorkerRun, dump: reader.DumpReader) -> dict[str, Any]:
+    frame = worker.frame
+    return {"run": worker.run_id, "task": worker.task, "this_run": worker.path == dump.path,
+            "first_non_finite_step": worker.first_step, "time": worker.first_time,
+            "op_type": worker.op_type, "op_name": worker.op_name, "device": worker.device,
+            "received": worker.received,
+            "source": None if frame is None else {"file": frame.path, "line": frame.line,
+                                                  "function": frame.function}}
 
 
 def notice_dict(notice: Notice) -> dict[str, Any]:
@@ -209,6 +246,7 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
         style = "bold yellow" if notice.is_warning else "cyan"
         say("  ", (f"{'⚠ ' if notice.is_warning else ''}{notice.level}:", style),
             f" {notice.message}")
+    _say_workers(say, dump, first_nonfinite_workers(dump))
     if not summary.total:
         say("")
         say(("No NaN or infinity in this run.", "green"))

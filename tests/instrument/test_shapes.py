@@ -117,10 +117,11 @@ def test_function_first_called_in_another_thread(shapes):
     dump = shapes["thread"]
     assert "THREAD -inf" in shapes["stdout"]
     assert_root_cause(dump, "Log", "# THREAD_LOG_LINE")
-    (call,) = calls(dump)
-    assert call.thread == "trainer"
+    shorts = [f"short-{number}" for number in range(4)]
+    assert [call.thread for call in calls(dump)] == ["trainer", *shorts]
     assert dump.metadata.thread == "MainThread"
-    assert [n.details for n in notices(dump, fmt.NOTICE_THREAD)] == [{"thread": "trainer"}]
+    assert [n.details for n in notices(dump, fmt.NOTICE_THREAD)] == \
+        [{"thread": name} for name in ["trainer", *shorts]]
 
 
 def test_nan_born_in_a_dataset_map_function(shapes):

@@ -8,6 +8,7 @@ from synthetic_dumps import write_nan_dump
 from tui_helpers import hunted_app, screen_text, wait_for
 
 from reader import format as fmt
+from tfdbg_tui.app import DebuggerApp
 from tfdbg_tui.screens.help import help_text
 
 
@@ -53,4 +54,4 @@ async def test_a_run_without_notices_shows_no_marker(nan_logdir):
 
 
 def test_the_key_is_in_the_help():
-    assert "The writer's notices" in help_text().plain
+    assert "The writer's notices" in help_text(DebuggerApp.BINDINGS).plain

@@ -25,12 +25,15 @@ COUNTING, UNCOUNTABLE = "counting", "unreadable"
 
 
 def run_label(run: RunInfo, alerts: int | str = COUNTING) -> Text:
-    """One line about a run: start time, id, alert count (`COUNTING` until known,
-    `UNCOUNTABLE` if the run cannot be read), mode, finished or not, host and pid."""
+    """One line about a run: start time, id, its task in a multi-worker job, alert
+    count (`COUNTING` until known, `UNCOUNTABLE` if the run cannot be read), mode,
+    finished or not, host and pid."""
     started = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.start_time))
                if run.start_time else "start unknown")
     text = Text(f"{started}  ")
     text.append(literal(run.run_id), "bold")
+    if run.task is not None:
+        text.append(literal(f"  {run.task}"), "bold cyan")
     if isinstance(alerts, int):
         text.append(f"  alerts {alerts:,}" if alerts else "  no alerts",
                     "bold red" if alerts else "green")

@@ -208,6 +208,12 @@ class LineList(ScrollView, can_focus=True):
         self._styles.clear()
         self.invalidate()
 
+    def watch_show_vertical_scrollbar(self, shown: bool) -> None:
+        """A scroll made before the scroll bar appeared (rows added in the same tick,
+        `scroll_rows_to`) leaves the bar's thumb at the top: put it where the rows are."""
+        if shown:
+            self.vertical_scrollbar.position = self.scroll_y
+
     def on_resize(self, event: events.Resize) -> None:
         self.virtual_size = Size(event.size.width, self.row_count + self.header_height)
         if self._center_pending:

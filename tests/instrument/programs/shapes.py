@@ -24,6 +24,7 @@ import instrument  # noqa: E402 (after the logical devices are set)
 
 LOGDIR = sys.argv[1]
 DATA = tf.constant([0.0, 1.0, 2.0, 4.0])
+SHORT_THREADS = 4
 
 
 def enable(part, mode="FULL_HEALTH", **kwargs):
@@ -72,6 +73,12 @@ def thread():
                               name="trainer")
     worker.start()
     worker.join()
+    # Short threads one after another: each ends before the next starts, so the next
+    # usually gets its thread ident; each is still seen.
+    for number in range(SHORT_THREADS):
+        short = threading.Thread(target=lambda: thread_step(DATA), name=f"short-{number}")
+        short.start()
+        short.join()
 
 
 def data():

@@ -1,0 +1,110 @@
+"""A MultiWorkerMirroredStrategy job of two worker processes on this machine, both
+writing into one logdir: both runs complete and readable, and the worker that went
+non-finite first is named (programs/multi_worker.py)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+
+import pytest
+
+import reader
+from instrument.api import distributed_task
+from reader.diagnosis import diagnose_cause
+from reader.workers import first_nonfinite_workers
+from tests.instrument.conftest import PROGRAM_TIMEOUT_S, PROGRAMS, line_of, program_env
+from tfdbg_tui.report import main as report_main
+from tfdbg_tui.screens.run_picker import run_label
+
+PROGRAM = PROGRAMS / "multi_worker.py"
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory):
+    """The logdir both workers wrote, and what each printed."""
+    logdir = tmp_path_factory.mktemp("multi_worker") / "logdir"
+    ports = [str(p) for p in _free_ports(2)]
+    workers = [subprocess.Popen([sys.executable, str(PROGRAM), str(logdir), str(i), *ports],
+                                env=program_env(), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True) for i in range(2)]
+    outputs = []
+    for worker in workers:
+        out, err = worker.communicate(timeout=PROGRAM_TIMEOUT_S)
+        assert worker.returncode == 0, err[-3000:]
+        outputs.append([line.split()[1:] for line in out.splitlines()
+                        if line.startswith("STEP")])
+    return logdir, outputs
+
+
+def test_both_workers_train_and_both_runs_are_complete(job):
+    logdir, outputs = job
+    # Instrumented, the job computes what it computes without us: -inf at step 2 only.
+    for printed in outputs:
+        assert [value for _, value in printed] == ["-1.0260303020477295"] * 2 + ["-inf"] + \
+            ["-1.0260303020477295"]
+    runs = reader.list_runs(logdir)
+    assert sorted(r.task for r in runs) == ["worker 0", "worker 1"]
+    assert len({r.cluster for r in runs}) == 1 and runs[0].cluster
+    assert all(r.finished for r in runs)
+    for info in runs:
+        with reader.open_run(info.path) as dump:
+            assert dump.metadata.task == info.task and dump.num_traces > 0
+            assert dump.steps().first_alert_step == 2
+
+
+def test_the_worker_that_went_non_finite_first_is_named(job):
+    logdir, _ = job
+    runs = {r.task: r for r in reader.list_runs(logdir)}
+    with reader.open_run(runs["worker 0"].path) as dump:
+        origin, other = first_nonfinite_workers(dump)
+        # Worker 0 only received the -inf through the all-reduce.
+        diagnosis = diagnose_cause(dump, dump.root_cause())
+    assert (origin.task, origin.op_type, origin.received, origin.first_step) == \
+        ("worker 1", "Log", False, 2)
+    assert (origin.frame.path, origin.frame.line) == (str(PROGRAM), line_of(PROGRAM, "LOG_LINE"))
+    assert (other.task, other.received, other.op_type) == \
+        ("worker 0", True, "CollectiveReduceV2")
+    assert diagnosis.pattern == "nonfinite_input"
+    assert "from another worker or replica" in diagnosis.explanation
+
+
+def test_report_names_the_workers(job, capsys):
+    logdir, _ = job
+    worker0 = next(r for r in reader.list_runs(logdir) if r.task == "worker 0")
+    assert report_main([str(logdir), "--run", worker0.run_id, "--json"]) == 0
+    workers = json.loads(capsys.readouterr().out)["workers"]
+    assert [(w["task"], w["received"], w["this_run"]) for w in workers] == \
+        [("worker 1", False, False), ("worker 0", True, True)]
+    assert workers[0]["source"]["line"] == line_of(PROGRAM, "LOG_LINE")
+    assert report_main([str(logdir), "--run", worker0.run_id]) == 0
+    out = capsys.readouterr().out
+    assert "first non-finite: worker 1 at step 2: Log 'Log'" in out
+    assert "worker 0 at step 2: received it through CollectiveReduceV2 (this run)" in out
+    # The run picker says which worker each run is.
+    assert "worker 0" in run_label(worker0).plain
+
+
+@pytest.mark.parametrize("tf_config, task", [
+    (None, None), ("", None), ("not json", None), ('{"task": {}}', None),
+    ('{"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 1}}',
+     ("worker", 1)),
+])
+def test_the_task_comes_from_tf_config(tf_config, task):
+    found = distributed_task(tf_config)
+    assert (found["type"], found["index"]) == task if task else found is None
+    if task:
+        assert len(found["cluster"]) == 12
