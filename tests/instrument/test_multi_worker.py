@@ -4,6 +4,7 @@ non-finite first is named (programs/multi_worker.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import subprocess
@@ -108,3 +109,25 @@ def test_the_task_comes_from_tf_config(tf_config, task):
     assert (found["type"], found["index"]) == task if task else found is None
     if task:
         assert len(found["cluster"]) == 12
+
+
+def test_the_run_picker_marks_the_worker_that_went_non_finite_first(job):
+    """Opened on worker 0 (which only received the -inf), `r` lists both workers and
+    marks worker 1 (the Pilot run, in an event loop of its own)."""
+    logdir, _ = job
+    runs = {r.task: r for r in reader.list_runs(logdir)}
+    asyncio.run(_pick_in_the_tui(logdir, runs))
+
+
+async def _pick_in_the_tui(logdir, runs) -> None:
+    from tests.tui.tui_helpers import hunted_app, screen_text, wait_for
+    from tfdbg_tui.screens.run_picker import RunPickerScreen
+
+    async with hunted_app(logdir, (120, 30), run_id=runs["worker 0"].run_id) as (app, pilot):
+        await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunPickerScreen), what="picker")
+        rows = lambda: [line for line in screen_text(app).splitlines()  # noqa: E731
+                        if "worker" in line and "first non-finite" in line]
+        await wait_for(pilot, lambda: rows(), what="the first worker marked")
+        (marked,) = rows()
+        assert runs["worker 1"].run_id in marked and "worker 1" in marked

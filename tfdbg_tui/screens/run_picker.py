@@ -18,22 +18,27 @@ import reader as dump_reader_module
 from reader import liveness
 from reader.errors import DumpError
 from reader.model import RunInfo
+from reader.workers import first_nonfinite_workers
 from tfdbg_tui.literal import literal
 
 # What a run's alert count shows while it is being counted, or when it cannot be.
 COUNTING, UNCOUNTABLE = "counting", "unreadable"
 
 
-def run_label(run: RunInfo, alerts: int | str = COUNTING) -> Text:
+def run_label(run: RunInfo, alerts: int | str = COUNTING, *, first_in_job: bool = False
+              ) -> Text:
     """One line about a run: start time, id, its task in a multi-worker job, alert
     count (`COUNTING` until known, `UNCOUNTABLE` if the run cannot be read), mode,
-    finished or not, host and pid."""
+    finished or not, host and pid. ``first_in_job``: the worker of a multi-worker job
+    that went non-finite first (`reader.workers`)."""
     started = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.start_time))
                if run.start_time else "start unknown")
     text = Text(f"{started}  ")
     text.append(literal(run.run_id), "bold")
     if run.task is not None:
         text.append(literal(f"  {run.task}"), "bold cyan")
+        if first_in_job:
+            text.append("  first non-finite", "bold red reverse")
     if isinstance(alerts, int):
         text.append(f"  alerts {alerts:,}" if alerts else "  no alerts",
                     "bold red" if alerts else "green")
@@ -79,6 +84,8 @@ class RunPickerScreen(ModalScreen[str | None]):
         super().__init__()
         self.runs = list(reversed(runs))
         self.current = current
+        self._alerts: dict[int, int | str] = {}
+        self._origins: set[str] = set()
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -95,21 +102,35 @@ class RunPickerScreen(ModalScreen[str | None]):
 
     @work(thread=True, exclusive=True)
     def _count_alerts(self) -> None:
-        """Open each run (newest first) and show its alert count as it is known."""
+        """Open each run (newest first) and show its alert count as it is known; in a
+        multi-worker job, mark the worker that went non-finite first."""
         worker = get_current_worker()
+        origins: dict[str, str | None] = {}  # cluster id -> run id of its first worker
         for position, run in enumerate(self.runs):
             if worker.is_cancelled:
                 return
             try:
                 with dump_reader_module.open_run(run.path) as dump:
                     alerts: int | str = dump.alerts(limit_per_type=0).total
+                    if run.cluster is not None and run.cluster not in origins:
+                        workers = first_nonfinite_workers(dump)
+                        first = workers[0] if workers else None
+                        origins[run.cluster] = first.run_id if first is not None \
+                            and first.has_alerts and not first.received else None
             except (DumpError, OSError):
                 alerts = UNCOUNTABLE
-            self.app.call_from_thread(self._show_count, position, alerts)
+            self._alerts[position] = alerts
+            self.app.call_from_thread(self._show_count, position)
+        self._origins = {run_id for run_id in origins.values() if run_id is not None}
+        for position, run in enumerate(self.runs):
+            if run.run_id in self._origins:
+                self.app.call_from_thread(self._show_count, position)
 
-    def _show_count(self, position: int, alerts: int | str) -> None:
+    def _show_count(self, position: int) -> None:
+        run = self.runs[position]
         self.query_one(OptionList).replace_option_prompt(
-            str(position), run_label(self.runs[position], alerts))
+            str(position), run_label(run, self._alerts.get(position, COUNTING),
+                                     first_in_job=run.run_id in self._origins))
 
     @on(OptionList.OptionSelected)
     def _chosen(self, event: OptionList.OptionSelected) -> None:
