@@ -19,6 +19,7 @@ class RunInfo:
     tensor_debug_mode: str | None
     finished: bool  # an `end` record was read: the process exited cleanly
     format_version: tuple[int, int] | None = None  # from the metadata header; None if unreadable
+    stopped: bool = False  # recording stopped on a write error (`liveness.recording_stopped`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,7 @@ class RunMetadata:
     tensor_dtypes: tuple[str, ...] | None = None
     end_time: float | None = None  # from the `end` record of a cleanly closed run
     thread: str | None = None  # the Python thread that enabled the dump (format 1.2)
+    space_reserve: bool = False  # the writer keeps a space reserve (format 1.2)
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,7 @@ def run_metadata(run: dict[str, Any], end: dict[str, Any] | None, run_id: str, m
                        else None),
         end_time=_float_or_none(end_time),
         thread=_str_or_none(run.get("thread")),
+        space_reserve=run.get("space_reserve") is True,
     )
 
 
