@@ -128,6 +128,8 @@ class DumpingCallback:
                       values: list[Any] | None, ordinals: np.ndarray | None,
                       alert: bool | None) -> None:
         """Write a drained batch as one chunk per call it ran in."""
+        if self.writer.stopped is not None:
+            return  # recording stopped on a write error: drained, and discarded
         if ordinals is None:
             self.writer.add_traces(trace_points, summaries=rows, values=values, alert=alert)
             return

@@ -4,11 +4,12 @@ This module knows the file layout of docs/format.md and nothing of TensorFlow, s
 tests and tools can write dumps without it. Ids are allocated here; deciding what is
 new (interning frames, stacks, graphs) is the caller's job.
 
-Crash semantics: records are buffered in memory and written with ``os.write`` at
+Crash semantics: records are buffered in memory and written with ``os.writev`` at
 every `flush()` (the writer flushes itself every `FLUSH_INTERVAL_S` seconds from a
 daemon thread). A process killed at any moment loses at most the records appended
 since the last flush; a record cut short by the kill is at the very end of its file,
-where the reader treats it as not yet written.
+where the reader treats it as not yet written. A write that fails (a full disk)
+stops the recording, never the program (`instrument.recording_stop`).
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import msgpack
 import numpy as np
 
+from instrument import recording_stop
 from instrument.flight_recorder import FirstAlert, FlightRecorder, summaries_alert, values_alert
+from instrument.record_file import RecordFile
+from instrument.recording_stop import RecordingStop
 from instrument.value_encoding import COMPRESSION
 from reader import format as fmt
 
@@ -46,77 +49,6 @@ def new_run_id(now: float | None = None) -> str:
     return f"{stamp}-{host or 'host'}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
 
-# Buffers per writev call: IOV_MAX on Linux and macOS.
-_IOV_MAX = 1024
-
-
-class RecordFile:
-    """One append-only segment file of msgpack records, buffered in memory."""
-
-    def __init__(self, path: str, header: dict[str, Any]) -> None:
-        self.path = path
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
-        self._packer = msgpack.Packer(use_bin_type=True)
-        # Packed records not yet written; written with one writev, never joined (a
-        # FULL_TENSOR chunk is megabytes, and every copy of it costs the training).
-        self._buf: list[bytes] = []
-        self._buf_bytes = 0
-        # Records whose encoding waits for the flush, in order after `_buf`.
-        self._deferred: list[tuple[dict[str, Any], Callable[[dict[str, Any]], None]]] = []
-        self._deferred_bytes = 0
-        self.append(header)
-
-    def append(self, record: dict[str, Any], *,
-               encode: Callable[[dict[str, Any]], None] | None = None,
-               size_hint: int = 0) -> None:
-        """Buffer a record; ``encode`` (which changes the record in place) runs at flush.
-
-        ``size_hint`` estimates the deferred record's bytes, for `pending_bytes`.
-        """
-        if encode is None and not self._deferred:
-            self._add(self._packer.pack(record))
-        else:
-            self._deferred.append((record, encode or _keep))
-            self._deferred_bytes += size_hint
-
-    def _add(self, packed: bytes) -> None:
-        self._buf.append(packed)
-        self._buf_bytes += len(packed)
-
-    @property
-    def pending_bytes(self) -> int:
-        return self._buf_bytes + self._deferred_bytes
-
-    def flush(self, *, sync: bool = False) -> None:
-        if self._deferred:
-            for record, encode in self._deferred:
-                try:
-                    encode(record)
-                except Exception:  # a record stored unencoded beats none
-                    logger.exception("tfdbg-tui: encoding a record failed; stored as is")
-                self._add(self._packer.pack(record))
-            self._deferred.clear()
-            self._deferred_bytes = 0
-        views = [memoryview(b) for b in self._buf]
-        self._buf, self._buf_bytes = [], 0
-        start = 0
-        while start < len(views):
-            written = os.writev(self._fd, views[start:start + _IOV_MAX])
-            while written and written >= len(views[start]):
-                written -= len(views[start])
-                start += 1
-            if written:
-                views[start] = views[start][written:]
-        if sync:
-            os.fsync(self._fd)
-
-    def close(self) -> None:
-        if self._fd >= 0:
-            self.flush()
-            os.close(self._fd)
-            self._fd = -1
-
-
 class DumpWriter:
     """Writes one run (one instrumented process) into ``logdir/<run_id>/``.
 
@@ -133,6 +65,10 @@ class DumpWriter:
         flush_interval_s: Period of the background flush; None disables the thread
             (the caller then flushes).
 
+    A write that fails (no space, quota, I/O error) stops the recording for good and
+    raises nothing: `stopped` says where and why, a `recording_stopped` notice says it
+    in the dump when it can, and one warning is logged (`instrument.recording_stop`).
+
     Attributes:
         first_alert: The first record seen holding NaN or infinity, or None.
     """
@@ -146,9 +82,15 @@ class DumpWriter:
         flush_interval_s: float | None = FLUSH_INTERVAL_S,
     ) -> None:
         self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._stopped: RecordingStop | None = None
+        # The Python function of the latest eager call and its call ordinal.
+        self._latest_call: tuple[str | None, int] | None = None
         self.run_id = run_info.get("run") or new_run_id()
         self.path = os.path.join(os.fspath(logdir), self.run_id)
         os.makedirs(self.path, exist_ok=False)
+        # Room for the `recording_stopped` notice should the disk fill up.
+        reserved = recording_stop.make_reserve(self.path)
         self.circular_buffer_size = int(circular_buffer_size)
         self.mode = run_info.get("tensor_debug_mode")
         self._recorder = FlightRecorder(self.circular_buffer_size)
@@ -170,12 +112,14 @@ class DumpWriter:
             "pid": os.getpid(),
             "start_time": time.time(),
             "circular_buffer_size": self.circular_buffer_size,
+            "space_reserve": reserved,
         }
         record.update({k: v for k, v in run_info.items() if k != "k"})
         record["run"] = self.run_id
         self._files[fmt.STREAM_METADATA].append(record)
-        self.flush()
-        self._stop = threading.Event()
+        # Not `flush()`: a dump that cannot be written at all fails the enable.
+        for stream in fmt.STREAMS:
+            self._files[stream].flush()
         self._flusher: threading.Thread | None = None
         if flush_interval_s is not None:
             self._flusher = threading.Thread(
@@ -200,6 +144,35 @@ class DumpWriter:
         self._in_segment[stream] = 0
 
     @property
+    def stopped(self) -> RecordingStop | None:
+        """Where and why recording stopped on a write error, or None while it goes on."""
+        return self._stopped
+
+    def _stop_recording(self, error: OSError, path: str) -> None:
+        """A write failed: drop what is buffered, say so in the dump if there is room
+        (the reserve is given back for it), warn once, and record nothing more."""
+        if self._stopped is not None:
+            return
+        function, call = self._latest_call or (None, None)
+        stop = recording_stop.make_stop(
+            error, getattr(error, "filename", None) or path, self.path,
+            executions=self.num_executions, traces=self.num_traces,
+            function=function, call=call)
+        self._stopped = stop
+        self._stop.set()
+        for file in self._files.values():
+            file.discard()
+        recording_stop.release_reserve(self.path)
+        written = True
+        try:
+            self._files[fmt.STREAM_METADATA].write_now(stop.notice_record())
+        except OSError as again:
+            written = False
+            logger.debug("tfdbg-tui: the recording_stopped notice was not written: %s",
+                         again)
+        logger.warning(stop.warning(self.path, written))
+
+    @property
     def first_alert(self) -> FirstAlert | None:
         """The first record written that held NaN or infinity, or None."""
         return self._recorder.first_alert
@@ -216,7 +189,7 @@ class DumpWriter:
         alert's step is over (`FlightRecorder`).
         """
         self._in_segment[stream] += count
-        if self.circular_buffer_size <= 0:
+        if self.circular_buffer_size <= 0 or self._stopped is not None:
             return
         recorder = self._recorder
         if recorder.is_pinning(stream):
@@ -232,21 +205,29 @@ class DumpWriter:
         # Everything before the current segment flushes first, so the new segment's
         # records never reach disk ahead of the definitions they refer to.
         self.flush()
-        self._files[stream].close()
+        if self._stopped is not None:
+            return
         segment = self._segments[stream] + 1
-        self._open_segment(stream, segment)
-        self._files[stream].flush()
-        # Keep the segment just filled (at least N records) and the new one.
-        stale = os.path.join(self.path, fmt.segment_filename(stream, segment - 2))
-        if segment >= 2 and self._recorder.may_delete(stream, segment - 2) \
-                and os.path.exists(stale):
-            os.remove(stale)
+        path = os.path.join(self.path, fmt.segment_filename(stream, segment))
+        try:
+            self._files[stream].close()
+            self._open_segment(stream, segment)
+            self._files[stream].flush()
+            # Keep the segment just filled (at least N records) and the new one.
+            stale = os.path.join(self.path, fmt.segment_filename(stream, segment - 2))
+            if segment >= 2 and self._recorder.may_delete(stream, segment - 2) \
+                    and os.path.exists(stale):
+                os.remove(stale)
+        except OSError as error:
+            self._stop_recording(error, path)
 
     def _append(self, stream: str, record: dict[str, Any], *,
                 encode: Callable[[dict[str, Any]], None] | None = None,
                 size_hint: int = 0) -> None:
         if self._closed:
             raise RuntimeError(f"dump writer for run {self.run_id} is closed")
+        if self._stopped is not None:
+            return
         file = self._files[stream]
         file.append(record, encode=encode, size_hint=size_hint)
         if file.pending_bytes >= FLUSH_BYTES:
@@ -261,31 +242,41 @@ class DumpWriter:
         """Write every buffered record, definition streams first; ``sync`` also
         waits until the files are on the storage device (``fsync``)."""
         with self._lock:
+            if self._closed or self._stopped is not None:
+                return
             for stream in fmt.STREAMS:
-                self._files[stream].flush(sync=sync)
+                file = self._files[stream]
+                try:
+                    file.flush(sync=sync)
+                except OSError as error:
+                    self._stop_recording(error, file.path)
+                    return
 
     def _flush_periodically(self, interval: float) -> None:
         while not self._stop.wait(interval):
             with self._lock:
-                if self._closed:
+                if self._closed or self._stopped is not None:
                     return
                 self.flush()
 
     def close(self, *, clean: bool = True) -> None:
-        """Flush and close every file; ``clean`` writes the ``end`` record first."""
+        """Flush and close every file; ``clean`` writes the ``end`` record first
+        (never after recording stopped on a write error)."""
         with self._lock:
             if self._closed:
                 return
-            if clean:
+            if clean and self._stopped is None:
                 self._files[fmt.STREAM_METADATA].append({
                     "k": fmt.KIND_END,
                     "time": time.time(),
                     "num_executions": self.num_executions,
                     "num_traces": self.num_traces,
                 })
+            self.flush()
             for stream in fmt.STREAMS:
-                self._files[stream].close()
+                self._files[stream].close(flush=False)
             self._closed = True
+            recording_stop.release_reserve(self.path)
         self._stop.set()
 
     # -- definitions -------------------------------------------------------------------
@@ -404,6 +395,7 @@ class DumpWriter:
             }
             if call_ordinal is not None:
                 record["c"] = int(call_ordinal)
+                self._latest_call = (fmt.step_function_name(op_type), int(call_ordinal))
             if thread is not None:
                 record["th"] = thread
             # Only the first alert matters: later records are not inspected.
@@ -474,10 +466,6 @@ class DumpWriter:
             self.num_traces = first + n
             self._count_and_rotate(fmt.STREAM_GRAPH_TRACES, n, step)
             return first
-
-
-def _keep(record: dict[str, Any]) -> None:
-    del record
 
 
 def _encode_execution_values(record: dict[str, Any]) -> None:

@@ -43,6 +43,11 @@ STREAMS = (
 ROTATING_STREAMS = (STREAM_EXECUTIONS, STREAM_GRAPH_TRACES)
 
 
+# The writer's space reserve in a run directory (instrument/recording_stop.py): not a
+# segment, so readers ignore it; deleted when recording stops on a write error.
+RESERVE_FILENAME = "space_reserve"
+
+
 def segment_filename(stream: str, segment: int) -> str:
     """File name of one segment of a stream, e.g. ``graph_traces.000003.tfdbg``."""
     return f"{stream}.{segment:06d}{FILE_SUFFIX}"
@@ -125,6 +130,7 @@ NOTICE_CIRCULAR_BUFFER = "circular_buffer"  # circular_buffer_size > 0
 NOTICE_THREADS_BEFORE_ENABLE = "threads_before_enable"  # threads the dump cannot see
 NOTICE_THREAD = "thread"  # TF work recorded from another Python thread
 NOTICE_TF1_UNTRACED = "tf1_untraced"  # TF1 tensors the session route cannot trace
+NOTICE_RECORDING_STOPPED = "recording_stopped"  # a write failed: nothing after is recorded
 
 # Tensor debug modes and the summary columns each one records per tensor. Columns are
 # those of TensorFlow's DebugNumericSummaryV2 without its tensor-id column (and, for

@@ -111,19 +111,32 @@ class IndexedRun:
         metadata = self.metadata
         return liveness.process_gone(metadata.host, metadata.pid, metadata.start_time)
 
-    def writer_state(self) -> str:
-        """`reader.liveness` state of the run: finished, running, killed or unknown.
+    def reserve_released(self) -> bool:
+        """Whether the writer gave its space reserve back (`liveness.reserve_released`)."""
+        return liveness.reserve_released(self.path, self.metadata.space_reserve)
 
-        When the writing process is gone, reads what it appended first (`update`), so
-        a clean exit is never taken for a kill. A caller that follows the run looks
-        with `process_gone` before its own `update` instead.
+    def recording_stopped(self, released: bool = False) -> bool:
+        """Whether recording stopped on a write error (`liveness.recording_stopped`);
+        ``released`` is `reserve_released`, looked at before the last `update`."""
+        return liveness.recording_stopped(
+            self.finished, (notice.kind for notice in self.notices()), released)
+
+    def writer_state(self) -> str:
+        """`reader.liveness` state of the run: finished, stopped (on a write error),
+        running, killed or unknown.
+
+        When the writing process is gone or gave its reserve back, reads what it
+        appended first (`update`), so a clean exit is never taken for a kill or a
+        stop. A caller that follows the run looks with `process_gone` and
+        `reserve_released` before its own `update` instead.
         """
         if self.finished:
             return liveness.FINISHED
+        released = self.reserve_released()
         gone = self.process_gone()
-        if gone:
+        if gone or released:
             self.update()
-        return liveness.state_of(self.finished, gone)
+        return liveness.state_of(self.finished, gone, self.recording_stopped(released))
 
     def device(self, device_id: int) -> str | None:
         """A device's name, or None when not defined (yet)."""

@@ -1,10 +1,15 @@
-"""Is the process that writes a run still running? Finished, running, killed, unknown.
+"""Is the process that writes a run still running? Finished, stopped, running, killed,
+unknown.
 
-A run that exited cleanly has its `end` record. Without one, the process is either
-still running or died without closing the run (SIGKILL, the OOM killer, a crash of
-the interpreter). When the run was written on this host, the process table tells
-which: the run's pid is gone (or is a zombie, or belongs to a process that started
-after the run did: pids are reused). On another host nothing can be told.
+A run that exited cleanly has its `end` record. A run whose recording stopped on a
+write error (a full disk) never gets one, whatever its process does next: it says so
+with a `recording_stopped` notice, or, when even that could not be written, by its
+space reserve being gone (docs/format.md, `run`). Otherwise, without an `end`, the
+process is either still running or died without closing the run (SIGKILL, the OOM
+killer, a crash of the interpreter). When the run was written on this host, the
+process table tells which: the run's pid is gone (or is a zombie, or belongs to a
+process that started after the run did: pids are reused). On another host nothing
+can be told.
 
 Decided here once; the status line, the run picker and `report` only say it.
 """
@@ -13,8 +18,12 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Iterable
+
+from reader import format as fmt
 
 FINISHED = "finished"  # the `end` record was read
+STOPPED = "stopped"  # recording stopped on a write error; the process may go on
 RUNNING = "running"  # no `end` yet; the process is alive on this host
 KILLED = "killed"  # no `end`, and the process is gone from this host
 UNKNOWN = "unknown"  # no `end`; written on another host (running, or killed)
@@ -48,15 +57,32 @@ def process_gone(host: str | None, pid: int | None, start_time: float | None) ->
         and started > start_time + _PID_REUSE_SLACK_S
 
 
-def state_of(finished: bool, gone: bool | None) -> str:
-    """The run state (`FINISHED`, `RUNNING`, `KILLED` or `UNKNOWN`) from whether its
-    `end` was read and `process_gone`.
+def reserve_released(run_path: str, space_reserve: bool) -> bool:
+    """Whether the writer of the run at ``run_path``, which kept a space reserve
+    (``space_reserve``, from its `run` record), has given it back: it does so when
+    recording stops on a write error, and at a clean close after its `end`."""
+    return space_reserve and not os.path.exists(os.path.join(run_path, fmt.RESERVE_FILENAME))
 
-    A caller that saw ``gone`` must have read the run again after it looked: a
-    process that exits cleanly writes its `end` just before it goes.
+
+def recording_stopped(finished: bool, notice_kinds: Iterable[str], released: bool) -> bool:
+    """Whether a run's recording stopped on a write error: it has a
+    `recording_stopped` notice, or no `end` and its reserve was given back
+    (``released``, `reserve_released`, looked at before the run was read)."""
+    return fmt.NOTICE_RECORDING_STOPPED in notice_kinds or (released and not finished)
+
+
+def state_of(finished: bool, gone: bool | None, stopped: bool = False) -> str:
+    """The run state (`FINISHED`, `STOPPED`, `RUNNING`, `KILLED` or `UNKNOWN`) from
+    whether its `end` was read, `process_gone`, and `recording_stopped`.
+
+    A caller that saw ``gone`` (or a released reserve) must have read the run again
+    after it looked: a process that exits cleanly writes its `end` just before it
+    goes (and before it gives its reserve back).
     """
     if finished:
         return FINISHED
+    if stopped:
+        return STOPPED
     if gone is None:
         return UNKNOWN
     return KILLED if gone else RUNNING

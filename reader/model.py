@@ -21,6 +21,7 @@ class RunInfo:
     format_version: tuple[int, int] | None = None  # from the metadata header; None if unreadable
     task: str | None = None  # a multi-worker job's task ("worker 1"), from TF_CONFIG
     cluster: str | None = None  # the job's cluster id, the same in all its runs
+    stopped: bool = False  # recording stopped on a write error (`liveness.recording_stopped`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,7 @@ class RunMetadata:
     # every process of the job); None outside one.
     task: str | None = None
     cluster: str | None = None
+    space_reserve: bool = False  # the writer keeps a space reserve (format 1.2)
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,7 @@ def run_metadata(run: dict[str, Any], end: dict[str, Any] | None, run_id: str, m
         thread=_str_or_none(run.get("thread")),
         task=task_of(run)[0],
         cluster=task_of(run)[1],
+        space_reserve=run.get("space_reserve") is True,
     )
 
 

@@ -8,6 +8,7 @@ import re
 import msgpack
 
 from reader import format as fmt
+from reader import liveness
 from reader.errors import NoRunsError
 from reader.model import RunInfo
 from reader.records import task_of
@@ -111,6 +112,9 @@ def _run_info(run_path: str) -> RunInfo:
     header: dict = {}
     run: dict = {}
     finished = False
+    notice_kinds: set[str] = set()
+    # Looked at before the metadata is read (`liveness.recording_stopped`).
+    reserve_gone = not os.path.exists(os.path.join(run_path, fmt.RESERVE_FILENAME))
     try:
         with open(os.path.join(run_path, fmt.segment_filename(fmt.STREAM_METADATA, 0)), "rb") as f:
             data = f.read(_METADATA_MAX_BYTES)
@@ -129,6 +133,8 @@ def _run_info(run_path: str) -> RunInfo:
                 run = record
             elif kind == fmt.KIND_END:
                 finished = True
+            elif kind == fmt.KIND_NOTICE and isinstance(record.get("kind"), str):
+                notice_kinds.add(record["kind"])
     except (ValueError, TypeError, msgpack.UnpackException):
         pass  # a damaged metadata file: report what was read before the damage
     version = header.get("version")
@@ -145,6 +151,8 @@ def _run_info(run_path: str) -> RunInfo:
         format_version=format_version,
         task=task_of(run)[0],
         cluster=task_of(run)[1],
+        stopped=liveness.recording_stopped(
+            finished, notice_kinds, reserve_gone and run.get("space_reserve") is True),
     )
 
 

@@ -21,7 +21,7 @@ from tfdbg_tui.messages import DumpFailed
 # interval (0.5 s): about 1.5 s, inside the 2 s the design allows.
 POLL_INTERVAL_S = 1.0
 # Run states after which nothing more is written.
-ENDED = (liveness.FINISHED, liveness.KILLED)
+ENDED = (liveness.FINISHED, liveness.STOPPED, liveness.KILLED)
 
 
 class DumpChanged(Message):
@@ -66,10 +66,13 @@ class DumpWatcher:
 
     def poll_once(self) -> UpdateReport:
         """One `update()`; posts `DumpChanged` when something changed or the run ended."""
-        # Looked at before reading: whatever a process found gone wrote is read below.
+        # Looked at before reading: whatever a process found gone (or whose reserve
+        # was given back) wrote is read below.
         gone = self._reader.process_gone()
+        released = self._reader.reserve_released()
         report = self._reader.update()
-        self.state = liveness.state_of(self._reader.finished, gone)
+        self.state = liveness.state_of(self._reader.finished, gone,
+                                       self._reader.recording_stopped(released))
         if report.changed or self.state in ENDED:
             self._target.post_message(DumpChanged(report, self.state))
         return report

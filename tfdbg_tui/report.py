@@ -42,6 +42,7 @@ SPARKLINE_WIDTH = 60
 # How the run's `reader.liveness` state is said.
 _STATE_TEXT = {
     liveness.FINISHED: "finished",
+    liveness.STOPPED: "recording stopped on a write error: the dump ends there",
     liveness.RUNNING: "running",
     liveness.KILLED: "killed: its process is gone and it has no end record",
     liveness.UNKNOWN: "running or killed (no end record)",

@@ -135,7 +135,10 @@ def test_sigkill_leaves_a_dump_that_opens(tmp_path, mode, buffer_size):
             process.kill()
             process.wait()
     (run,) = run_dirs(str(logdir))
-    for name in sorted(os.listdir(run)):
+    # The killed writer's space reserve stays; every other file is a segment.
+    assert set(os.listdir(run)) - {fmt.RESERVE_FILENAME} == {
+        n for n in os.listdir(run) if fmt.parse_segment_filename(n)}
+    for name in sorted(n for n in os.listdir(run) if fmt.parse_segment_filename(n)):
         records, leftover = decode_file(os.path.join(run, name))
         assert records[0]["k"] == fmt.KIND_HEADER and records[0]["format"] == fmt.FORMAT_NAME
         assert leftover < 1 << 20, name  # at most a cut-short last record

@@ -46,7 +46,8 @@ def run_label(run: RunInfo, alerts: int | str = COUNTING, *, first_in_job: bool 
         text.append(f"  alerts {alerts}", "dim")
     text.append(literal(f"  {run.tensor_debug_mode or '?'}  "))
     state = liveness.state_of(run.finished,
-                              liveness.process_gone(run.host, run.pid, run.start_time))
+                              liveness.process_gone(run.host, run.pid, run.start_time),
+                              run.stopped)
     text.append(*_STATE_LABELS[state])
     text.append(literal(f"  {run.host or '?'} pid {run.pid if run.pid is not None else '?'}"))
     return text
@@ -55,6 +56,7 @@ def run_label(run: RunInfo, alerts: int | str = COUNTING, *, first_in_job: bool 
 # How a run's `reader.liveness` state is shown: text and style.
 _STATE_LABELS = {
     liveness.FINISHED: ("finished", "green"),
+    liveness.STOPPED: ("recording stopped (write error)", "bold red"),
     liveness.RUNNING: ("live", "green"),
     liveness.KILLED: ("killed", "bold red"),
     liveness.UNKNOWN: ("live or killed", "yellow"),

@@ -26,9 +26,10 @@ RUN_ID_MIN_CELLS = 15
 class RunStatus:
     """What the status line says about the run.
 
-    `state` is the run's `reader.liveness` state: finished, running (its process is
-    alive on this host), killed (its process is gone and it has no `end`), or unknown
-    (written on another host: running, or killed). `followed`: new records are still
+    `state` is the run's `reader.liveness` state: finished, stopped (recording
+    stopped on a write error, such as a full disk), running (its process is alive on
+    this host), killed (its process is gone and it has no `end`), or unknown (written
+    on another host: running, or killed). `followed`: new records are still
     looked for.
     """
 
@@ -86,6 +87,9 @@ class StatusLine(Widget):
         text = Text(no_wrap=True, end="")
         if status.state == liveness.FINISHED:
             text.append(" finished ", "bold reverse")
+        elif status.state == liveness.STOPPED:
+            label = " STOPPED: write error " if compact else " RECORDING STOPPED (write error) "
+            text.append(label, "bold white on red")
         elif status.state == liveness.KILLED:
             why = "" if compact else ", no end record"
             text.append(f" KILLED (pid {status.metadata.pid} gone{why}) ", "bold white on red")

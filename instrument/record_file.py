@@ -1,0 +1,149 @@
+"""One segment file of the dump: buffered msgpack records, written in whole records.
+
+A failed write (no space, a quota, an I/O error) is undone: the file is cut back to
+the end of the last complete flush, so a segment never ends in a record cut short by
+a write error (a kill may still cut one: docs/format.md section 7). The error is
+raised to the writer, which stops recording (`instrument.recording_stop`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from typing import Any
+
+import msgpack
+
+logger = logging.getLogger("instrument.writer")
+
+# Buffers per writev call: IOV_MAX on Linux and macOS.
+_IOV_MAX = 1024
+
+
+class RecordFile:
+    """One append-only segment file of msgpack records, buffered in memory."""
+
+    def __init__(self, path: str, header: dict[str, Any]) -> None:
+        self.path = path
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        # Bytes of complete flushes: where a failed flush is cut back to.
+        self._size = 0
+        self._packer = msgpack.Packer(use_bin_type=True)
+        # Packed records not yet written; written with one writev, never joined (a
+        # FULL_TENSOR chunk is megabytes, and every copy of it costs the training).
+        self._buf: list[bytes] = []
+        self._buf_bytes = 0
+        # Records whose encoding waits for the flush, in order after `_buf`.
+        self._deferred: list[tuple[dict[str, Any], Callable[[dict[str, Any]], None]]] = []
+        self._deferred_bytes = 0
+        self.append(header)
+
+    def append(self, record: dict[str, Any], *,
+               encode: Callable[[dict[str, Any]], None] | None = None,
+               size_hint: int = 0) -> None:
+        """Buffer a record; ``encode`` (which changes the record in place) runs at flush.
+
+        ``size_hint`` estimates the deferred record's bytes, for `pending_bytes`.
+        """
+        if encode is None and not self._deferred:
+            self._add(self._packer.pack(record))
+        else:
+            self._deferred.append((record, encode or _keep))
+            self._deferred_bytes += size_hint
+
+    def _add(self, packed: bytes) -> None:
+        self._buf.append(packed)
+        self._buf_bytes += len(packed)
+
+    @property
+    def pending_bytes(self) -> int:
+        return self._buf_bytes + self._deferred_bytes
+
+    def flush(self, *, sync: bool = False) -> None:
+        """Write every buffered record.
+
+        Raises:
+            OSError: The write failed; the buffered records are dropped and the file
+                is cut back to its last complete flush (when the system lets it).
+        """
+        if self._deferred:
+            for record, encode in self._deferred:
+                try:
+                    encode(record)
+                except Exception:  # a record stored unencoded beats none
+                    logger.exception("tfdbg-tui: encoding a record failed; stored as is")
+                self._add(self._packer.pack(record))
+            self._deferred.clear()
+            self._deferred_bytes = 0
+        views = [memoryview(b) for b in self._buf]
+        total = self._buf_bytes
+        self._buf, self._buf_bytes = [], 0
+        try:
+            _write_all(self._fd, views)
+            if sync:
+                os.fsync(self._fd)
+        except OSError:
+            self.cut_back()
+            raise
+        self._size += total
+
+    def write_now(self, record: dict[str, Any]) -> None:
+        """Write one record at once, after what was flushed (nothing buffered is kept).
+
+        Raises:
+            OSError: As `flush`.
+        """
+        self.discard()
+        self._add(self._packer.pack(record))
+        self.flush(sync=True)
+
+    def cut_back(self) -> bool:
+        """Cut the file back to its last complete flush; False when that failed too."""
+        try:
+            os.ftruncate(self._fd, self._size)
+        except OSError as error:
+            logger.debug("tfdbg-tui: cannot cut %s back after a failed write: %s",
+                         self.path, error)
+            return False
+        return True
+
+    def discard(self) -> None:
+        """Drop every buffered record."""
+        self._buf, self._buf_bytes = [], 0
+        self._deferred.clear()
+        self._deferred_bytes = 0
+
+    def close(self, *, flush: bool = True) -> None:
+        """Close the file, writing what is buffered first unless ``flush`` is False.
+
+        Raises:
+            OSError: The last flush failed (the file is closed all the same).
+        """
+        if self._fd < 0:
+            return
+        try:
+            if flush:
+                self.flush()
+        finally:
+            self.discard()
+            fd, self._fd = self._fd, -1
+            try:
+                os.close(fd)
+            except OSError as error:  # the data of a failed flush is already dropped
+                logger.debug("tfdbg-tui: closing %s failed: %s", self.path, error)
+
+
+def _write_all(fd: int, views: list[memoryview]) -> None:
+    start = 0
+    while start < len(views):
+        written = os.writev(fd, views[start:start + _IOV_MAX])
+        while written and written >= len(views[start]):
+            written -= len(views[start])
+            start += 1
+        if written:
+            views[start] = views[start][written:]
+
+
+def _keep(record: dict[str, Any]) -> None:
+    del record
