@@ -18,6 +18,7 @@ from tests.tui.tui_helpers import make_app, screen_text, wait_for
 from tfdbg_tui.exit_codes import EXIT_NO_DUMP
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 from tfdbg_tui.screens.prompt import PromptScreen
+from tfdbg_tui.screens.run_picker import RunPickerScreen
 
 REPO = Path(__file__).resolve().parents[2]
 PROGRAM = REPO / "tests" / "reader" / "tf_programs" / "diff_pair.py"
@@ -145,10 +146,16 @@ async def test_compare_at_80_columns(run_pair, alignment):
 async def test_c_compares_with_a_run_given_by_path(run_pair, alignment):
     """A logdir of one run: `c` asks for A's path, then lands as --compare does."""
     app = make_app(run_pair / "float16")
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
         await wait_for(pilot, lambda: getattr(app.screen, "root_cause", None) is not None,
                        what="the hunt")
         assert app.screen.comparison is None
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen), what="the prompt")
+        await pilot.press(*str(run_pair / "nowhere"), "enter")
+        await wait_for(pilot, lambda: "Could not compare" in screen_text(app),
+                       what="the error notice")
+        assert app.screen.comparison is None and app.screen.compare_path is None
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen), what="the prompt")
         await pilot.press(*str(run_pair / "base"), "enter")
@@ -157,6 +164,30 @@ async def test_c_compares_with_a_run_given_by_path(run_pair, alignment):
         await wait_for(pilot, lambda: graph_list.selected_trace == alignment.first,
                        what="the first divergence")
         assert " vs A: " in screen_text(app).splitlines()[0]
+
+
+async def test_c_picks_another_run_of_the_logdir(run_pair, alignment, tmp_path):
+    """A logdir of several runs: `c` lists the others in the run picker."""
+    logdir = tmp_path / "logdir"
+    logdir.mkdir()
+    for variant in ("base", "float16"):
+        run = next((run_pair / variant).iterdir())
+        (logdir / run.name).symlink_to(run, target_is_directory=True)
+    app = make_app(logdir)  # opens the newest run: float16's
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: getattr(app.screen, "root_cause", None) is not None,
+                       what="the hunt")
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunPickerScreen),
+                       what="the run picker")
+        assert "Compare with which run" in screen_text(app)
+        assert [run.run_id for run in app.screen.runs] == \
+            [reader.list_runs(run_pair / "base")[0].run_id]
+        await pilot.press("enter")
+        await wait_for_comparison(pilot)
+        graph_list = app.screen.query_one(GraphExecutionList)
+        await wait_for(pilot, lambda: graph_list.selected_trace == alignment.first,
+                       what="the first divergence")
 
 
 def test_a_bad_compare_path_is_one_line_and_exit_status_3(run_pair, tmp_path):

@@ -16,7 +16,6 @@ from rich.text import Text
 
 from reader.diff import RunAlignment, differing_fields
 from reader.model import Op, Summary, Trace
-from tfdbg_tui.literal import literal
 from tfdbg_tui.text_fit import cut_middle
 from tfdbg_tui.trace_rows import TraceRows
 
@@ -180,7 +179,3 @@ class TraceComparison:
 def _aligned(key: str, title: str, width: int) -> str:
     return title.ljust(width) if key in ("type", "dtype", "shape") else title.rjust(width)
 
-
-def describe_a(run_id_a: str) -> str:
-    """"vs A: RUN_ID", literal (dump text)."""
-    return "vs A: " + literal(run_id_a)
