@@ -82,6 +82,12 @@ async def test_compare_lands_on_the_first_divergence_with_a_beside_b(run_pair, a
         assert "A #" in text and "inf/NaN" in text
         sum_row = row_of(app, first.b.index)
         assert "Sum:0" in sum_row and f"≠ {first.a.index:>3}" in sum_row
+        # Both runs' inf/NaN cells (4 and 0) are marked as differing; the sizes are not.
+        diverged = graph_list.component_style("graph-execution--diverged")
+        rendered = graph_list.render_row(graph_list.rows.row_of(first.b.index), 80)
+        marked = [rendered.plain[span.start:span.end].strip() for span in rendered.spans
+                  if span.style == diverged]
+        assert marked == ["4", "≠", "0"]
         cast = next(i for i in range(first.b.index) if alignment.counterpart_of(i) is None)
         assert "only in B" in row_of(app, cast)
 
