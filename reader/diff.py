@@ -44,12 +44,13 @@ DEFAULT_ATOL = 1e-6
 # Traces decoded per call while walking a run.
 _CHUNK = 4096
 # Summary fields compared as counts, when both sides have them.
-_COUNTS = ("size", "neg_inf", "pos_inf", "nan", "neg", "zero", "pos")
+COUNT_FIELDS = ("size", "neg_inf", "pos_inf", "nan", "neg", "zero", "pos")
 GRAPH, EAGER = "graph", "eager"
 # Kinds of divergence.
 FINITENESS = "finiteness"  # finite on one side, NaN or infinity on the other
 COUNTS = "counts"  # element counts differ beyond the tolerance
 VALUES = "values"  # FULL_TENSOR values differ beyond the tolerance
+REASONS = (FINITENESS, COUNTS, VALUES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,9 +105,93 @@ class RunDiff:
 def compare_runs(a: DumpReader, b: DumpReader, *, rtol: float = DEFAULT_RTOL,
                  atol: float = DEFAULT_ATOL) -> RunDiff:
     """Align ``a`` and ``b`` and find their first divergence (None: none found)."""
+    return _align(a, b, rtol, atol, every=False)[0]
+
+
+@dataclass(frozen=True)
+class RunAlignment:
+    """B's graph traces against A's, for browsing B with A beside it (the TUI's
+    ``--compare``): each B trace's counterpart in A and every divergent B trace.
+
+    Computed once by `align_runs` (it walks both runs: run it off any event loop);
+    then every question is an array lookup or a binary search.
+    """
+
+    diff: RunDiff
+    counterpart: np.ndarray  # int64, B trace index -> A trace index; -1: no counterpart
+    divergent: np.ndarray  # int64, ascending: B trace indices of divergent graph tensors
+    reasons: np.ndarray  # uint8, per `divergent`: an index into `REASONS`
+
+    def counterpart_of(self, b_index: int) -> int | None:
+        """The A trace aligned with B's trace ``b_index``; None when it has none (or
+        the trace was not on disk when the runs were aligned)."""
+        if not 0 <= b_index < self.counterpart.shape[0]:
+            return None
+        found = int(self.counterpart[b_index])
+        return None if found < 0 else found
+
+    def reason_of(self, b_index: int) -> str | None:
+        """Why B's trace ``b_index`` diverges (`FINITENESS`, `COUNTS`, `VALUES`), or
+        None when it does not."""
+        position = int(np.searchsorted(self.divergent, b_index))
+        if position < self.divergent.shape[0] and self.divergent[position] == b_index:
+            return REASONS[int(self.reasons[position])]
+        return None
+
+    @property
+    def first(self) -> int | None:
+        """The B trace of the first divergence: `RunDiff.first_divergence` when it is a
+        graph tensor, else the first divergent graph trace; None without one."""
+        first = self.diff.first_divergence
+        if first is not None and first.kind == GRAPH:
+            return first.b.index
+        return int(self.divergent[0]) if self.divergent.shape[0] else None
+
+    def next_divergence(self, b_index: int, forward: bool = True) -> int | None:
+        """The divergent B trace after (``forward``) or before ``b_index``; None when
+        there is none that way."""
+        if forward:
+            position = int(np.searchsorted(self.divergent, b_index, side="right"))
+            return int(self.divergent[position]) if position < self.divergent.shape[0] \
+                else None
+        position = int(np.searchsorted(self.divergent, b_index, side="left")) - 1
+        return int(self.divergent[position]) if position >= 0 else None
+
+
+def align_runs(a: DumpReader, b: DumpReader, *, rtol: float = DEFAULT_RTOL,
+               atol: float = DEFAULT_ATOL) -> RunAlignment:
+    """Align ``a`` and ``b`` as `compare_runs` does, comparing every aligned pair (not
+    only up to the first divergence) and keeping B's graph traces' counterparts."""
+    diff, counterpart, divergent, reasons = _align(a, b, rtol, atol, every=True)
+    return RunAlignment(diff, counterpart, np.asarray(divergent, dtype=np.int64),
+                        np.asarray(reasons, dtype=np.uint8))
+
+
+def differing_fields(a: Summary | None, b: Summary | None, *, rtol: float = DEFAULT_RTOL,
+                     atol: float = DEFAULT_ATOL) -> frozenset[str]:
+    """The `Summary` fields in which ``a`` and ``b`` differ: ``"is_alert"`` when one is
+    finite and the other not, and each count of `COUNT_FIELDS` both record that differs
+    by more than ``atol + rtol * max(|a|, |b|)``."""
+    if a is None or b is None:
+        return frozenset()
+    fields = {"is_alert"} if a.is_alert != b.is_alert else set()
+    for name in COUNT_FIELDS:
+        x, y = getattr(a, name), getattr(b, name)
+        if x is not None and y is not None and abs(x - y) > atol + rtol * max(abs(x), abs(y)):
+            fields.add(name)
+    return frozenset(fields)
+
+
+def _align(a: DumpReader, b: DumpReader, rtol: float, atol: float, every: bool
+           ) -> tuple[RunDiff, np.ndarray, list[int], list[int]]:
+    """The walk behind `compare_runs` (``every`` False: stop comparing after the first
+    divergence of finiteness) and `align_runs` (``every``: compare all, keep arrays)."""
     values = a.metadata.tensor_debug_mode == fmt.FULL_TENSOR == b.metadata.tensor_debug_mode
     side_a, side_b = _Walk(a), _Walk(b)
     records_a = side_a.records()
+    counterpart = np.full(b.num_traces if every else 0, -1, dtype=np.int64)
+    divergent: list[int] = []
+    reasons: list[int] = []
     unmatched_b: Counter = Counter()
     aligned = {GRAPH: 0, EAGER: 0}
     first: tuple[int, Divergence] | None = None  # (priority, divergence)
@@ -116,13 +201,20 @@ def compare_runs(a: DumpReader, b: DumpReader, *, rtol: float = DEFAULT_RTOL,
             unmatched_b[key.op_type] += 1
             continue
         aligned[key.kind] += 1
-        if first is not None and first[0] == 0:
+        if every and key.kind == GRAPH:
+            if record_b.index < counterpart.shape[0]:
+                counterpart[record_b.index] = record_a.index
+        elif first is not None and first[0] == 0:
             continue
         found = _compare(key, record_a, record_b, values, a, b, rtol, atol)
-        if found is not None:
-            priority = 0 if found[0] == FINITENESS else 1
-            if first is None or priority < first[0]:
-                first = (priority, side_b.divergence(key, record_a, record_b, *found))
+        if found is None:
+            continue
+        if every and key.kind == GRAPH:
+            divergent.append(record_b.index)
+            reasons.append(REASONS.index(found[0]))
+        priority = 0 if found[0] == FINITENESS else 1
+        if first is None or priority < first[0]:
+            first = (priority, side_b.divergence(key, record_a, record_b, *found))
     unmatched_a = Counter(key.op_type for key in records_a)
     modes = {a.metadata.tensor_debug_mode, b.metadata.tensor_debug_mode}
     if values:
@@ -131,10 +223,11 @@ def compare_runs(a: DumpReader, b: DumpReader, *, rtol: float = DEFAULT_RTOL,
         compared = "nothing: a NO_TENSOR run records no values, only the alignment"
     else:
         compared = "finiteness, then element counts"
-    return RunDiff(aligned_graph=aligned[GRAPH], aligned_eager=aligned[EAGER],
+    diff = RunDiff(aligned_graph=aligned[GRAPH], aligned_eager=aligned[EAGER],
                    unmatched_a=unmatched_a, unmatched_b=unmatched_b,
                    first_divergence=first[1] if first else None, compared=compared,
                    rtol=rtol, atol=atol)
+    return diff, counterpart, divergent, reasons
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +246,9 @@ def _compare(key: _Key, a: Side, b: Side, values: bool, run_a: DumpReader,
              ) -> tuple[str, str, float | None, float | None] | None:
     """(reason, detail, max abs error, max rel error) when ``a`` and ``b`` differ."""
     sa, sb = a.summary, b.summary
-    if sa is not None and sb is not None and sa.is_alert != sb.is_alert:
+    fields = differing_fields(sa, sb, rtol=rtol, atol=atol)
+    if "is_alert" in fields:
+        assert sa is not None and sb is not None
         bad, good = ("B", "A") if sb.is_alert else ("A", "B")
         return FINITENESS, f"non-finite in {bad}, finite in {good}", None, None
     if values:
@@ -179,15 +274,8 @@ def _compare(key: _Key, a: Side, b: Side, values: bool, run_a: DumpReader,
                     f"{rel_error:.3g} ({int(beyond.sum()):,} of {x.size:,} values)",
                     abs_error, rel_error)
         return None
-    if sa is None or sb is None:
-        return None
-    differing = []
-    for name in _COUNTS:
-        x, y = getattr(sa, name), getattr(sb, name)
-        if x is None or y is None:
-            continue
-        if abs(x - y) > atol + rtol * max(abs(x), abs(y)):
-            differing.append(f"{_COUNT_WORDS[name]} {x:,} in A, {y:,} in B")
+    differing = [f"{_COUNT_WORDS[name]} {getattr(sa, name):,} in A, {getattr(sb, name):,} in B"
+                 for name in COUNT_FIELDS if name in fields]
     if differing:
         return COUNTS, "; ".join(differing), None, None
     return None

@@ -26,6 +26,7 @@ class DebuggerApp(App[int]):
         run_id: The run to show first; None shows the newest.
         poll_interval_s: Seconds between live-update polls of a growing dump.
         opening: A future of `reader.open_run(logdir, run_id)` already under way.
+        compare: Run A to show beside each run (`--compare`), or None.
     """
 
     CSS_PATH = "app.tcss"
@@ -41,8 +42,9 @@ class DebuggerApp(App[int]):
 
     def __init__(self, logdir: str, runs: list[RunInfo], run_id: str | None = None, *,
                  poll_interval_s: float = POLL_INTERVAL_S,
-                 opening: Future | None = None) -> None:
+                 opening: Future | None = None, compare: str | None = None) -> None:
         super().__init__()
+        self.compare = compare
         self.opening = opening
         self.logdir = logdir
         self.runs = list(runs)
@@ -61,7 +63,8 @@ class DebuggerApp(App[int]):
     def _debugger_screen(self, run_id: str | None,
                          opening: Future | None = None) -> DebuggerScreen:
         return DebuggerScreen(self.logdir, run_id, run_count=len(self.runs),
-                              poll_interval_s=self.poll_interval_s, opening=opening)
+                              poll_interval_s=self.poll_interval_s, opening=opening,
+                              compare=self.compare)
 
     def get_system_commands(self, screen: Screen):
         """Textual's commands, plus every debugger action, for the command palette."""
@@ -87,6 +90,11 @@ class DebuggerApp(App[int]):
         yield SystemCommand("Zoom or unzoom the focused pane", "Key z", screen.action_toggle_zoom)
         yield SystemCommand("Next alert", "Key ]", lambda: screen.action_alert_step(1))
         yield SystemCommand("Previous alert", "Key [", lambda: screen.action_alert_step(-1))
+        yield SystemCommand("Compare with another run", "Key c", screen.action_compare)
+        for key, which, title in (("F", "first", "First"), ("d", "next", "Next"),
+                                  ("D", "previous", "Previous")):
+            yield SystemCommand(f"{title} divergence from the compared run", f"Key {key}",
+                                lambda w=which: screen.action_divergence(w))
         yield SystemCommand("Choose a run", "Key r", self.action_pick_run)
         yield SystemCommand("Show every key", "Key ?", self.action_show_keys)
 

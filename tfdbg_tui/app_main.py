@@ -1,4 +1,5 @@
-"""`tfdbg-tui LOGDIR [--run ID] [--no-mouse]`: check the logdir, then run the app.
+"""`tfdbg-tui LOGDIR [--run ID] [--compare A] [--no-mouse]`: check the logdir (and A),
+then run the app.
 
 A path that cannot be opened prints one line on stderr and returns a documented exit
 status (`tfdbg_tui.cli`); it never prints a traceback.
@@ -15,7 +16,8 @@ from tfdbg_tui import exit_codes as codes
 DESCRIPTION = "Find the op and source line that made the first NaN or inf, in the terminal."
 EPILOG = f"""exit status: {codes.EXIT_OK} ok, {codes.EXIT_USAGE} bad command line,
 {codes.EXIT_NO_DUMP} no readable dump at LOGDIR, {codes.EXIT_NEWER_FORMAT} dump written by a newer
-format, {codes.EXIT_DAMAGED} dump damaged beyond reading. Keys: press ? in the app."""
+format, {codes.EXIT_DAMAGED} dump damaged beyond reading (of LOGDIR, or of A with --compare).
+Keys: press ? in the app."""
 
 
 # How long to wait for the run to open before the app starts (and shows "opening…").
@@ -25,12 +27,16 @@ OPEN_WAIT_S = 0.25
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tfdbg-tui", description=DESCRIPTION, epilog=EPILOG,
-        usage="tfdbg-tui LOGDIR [--run ID] [--no-mouse] | tfdbg-tui --version | "
+        usage="tfdbg-tui LOGDIR [--run ID] [--compare A] [--no-mouse] | tfdbg-tui --version | "
               "tfdbg-tui report ... | tfdbg-tui diff A B ... | tfdbg-tui demo ...")
     parser.add_argument("logdir", metavar="LOGDIR", help="directory the instrumented "
                         "program dumped into (instrument.enable_dump_debug_info)")
     parser.add_argument("--run", metavar="ID", default=None,
                         help="run id to open (default: the newest run in LOGDIR)")
+    parser.add_argument("--compare", metavar="A", default=None,
+                        help="show a second run beside this one: A, the good run (a run "
+                             "directory, or a logdir whose newest run is taken); Graph "
+                             "Execution shows both runs' summaries, F/d/D go to divergences")
     parser.add_argument("--no-mouse", action="store_true",
                         help="do not capture the mouse, so the terminal can select text")
     parser.add_argument("--version", action="version", version=version_line(),
@@ -62,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         runs = reader.list_runs(args.logdir)
+        if args.compare is not None:
+            reader.resolve_run_path(args.compare)
     except DumpError as error:
         print(f"tfdbg-tui: {literal(str(error))}", file=sys.stderr)
         return codes.exit_code_for(error)
@@ -79,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         return codes.exit_code_for(error)
     finally:
         executor.shutdown(wait=False)
-    app = DebuggerApp(args.logdir, runs, args.run, opening=opening)
+    app = DebuggerApp(args.logdir, runs, args.run, opening=opening, compare=args.compare)
     app.run(mouse=not args.no_mouse)
     if app.error_message is not None:
         print(f"tfdbg-tui: {literal(app.error_message)}", file=sys.stderr)

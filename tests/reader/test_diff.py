@@ -166,3 +166,46 @@ def test_the_console_script_runs_diff(runs):
                           env=dict(os.environ, PYTHONPATH=REPO))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["first_divergence"] is None
+
+
+# -- the alignment the TUI browses (`align_runs`) ------------------------------------------
+
+def test_align_runs_maps_b_traces_to_a_and_lists_the_divergences(runs):
+    from reader.diff import align_runs
+
+    with reader.open_run(str(runs / "FULL_HEALTH" / "base")) as a, \
+            reader.open_run(str(runs / "FULL_HEALTH" / "float16")) as b:
+        alignment = align_runs(a, b)
+        assert alignment.diff == compare_runs(a, b)
+        first = alignment.diff.first_divergence
+        assert alignment.first == first.b.index
+        assert alignment.counterpart_of(first.b.index) == first.a.index
+        assert alignment.reason_of(first.b.index) == FINITENESS
+        # Every B trace has a counterpart but the 9 Casts; each maps to an A trace of
+        # the same op name.
+        unmatched = [i for i in range(b.num_traces) if alignment.counterpart_of(i) is None]
+        assert len(unmatched) == 9
+        assert {b.op(b.traces(i, i + 1)[0].op_id).op_type for i in unmatched} == {"Cast"}
+        for i in range(b.num_traces):
+            j = alignment.counterpart_of(i)
+            if j is not None:
+                assert a.op(a.traces(j, j + 1)[0].op_id).name == \
+                    b.op(b.traces(i, i + 1)[0].op_id).name
+        # The divergences: the overflowing Sum and what it flows into, in each step.
+        divergent = [int(i) for i in alignment.divergent]
+        assert divergent == sorted(divergent) and len(divergent) == 9
+        assert alignment.next_divergence(divergent[0]) == divergent[1]
+        assert alignment.next_divergence(divergent[1], forward=False) == divergent[0]
+        assert alignment.next_divergence(divergent[-1]) is None
+        assert alignment.next_divergence(divergent[0], forward=False) is None
+        assert alignment.counterpart_of(-1) is None and alignment.counterpart_of(10**6) is None
+
+
+def test_align_runs_of_a_run_with_itself_is_the_identity(runs):
+    from reader.diff import align_runs
+
+    with reader.open_run(str(runs / "FULL_TENSOR" / "base")) as a, \
+            reader.open_run(str(runs / "FULL_TENSOR" / "base")) as b:
+        alignment = align_runs(a, b)
+    assert list(alignment.counterpart) == list(range(b.num_traces))
+    assert alignment.first is None and not alignment.divergent.shape[0]

@@ -18,6 +18,7 @@ from reader import format as fmt
 from reader.steps import Steps, gap_between
 from reader.trace_search import compile_search
 from tfdbg_tui.literal import literal
+from tfdbg_tui.panes.comparison_columns import CompareColumn, TraceComparison
 from tfdbg_tui.screens.prompt import PromptScreen
 from tfdbg_tui.summary_format import count
 from tfdbg_tui.text_fit import cut_start
@@ -98,7 +99,7 @@ class GraphExecutionList(LineList):
     COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
         "graph-execution--alert", "graph-execution--bad-count", "graph-execution--input",
         "graph-execution--index", "graph-execution--type", "graph-execution--zero-count",
-        "graph-execution--gap",
+        "graph-execution--gap", "graph-execution--diverged",
     }
 
     DEFAULT_CSS = """
@@ -110,6 +111,7 @@ class GraphExecutionList(LineList):
         & > .graph-execution--type { color: $secondary; }
         & > .graph-execution--zero-count { color: $text-disabled; }
         & > .graph-execution--gap { color: $warning; text-style: italic; }
+        & > .graph-execution--diverged { color: $text; background: $warning 60%; text-style: bold; }
     }
     """
 
@@ -147,6 +149,18 @@ class GraphExecutionList(LineList):
         self.first_input: int | None = None  # the selected op's first traced input
         self.last_search: str | None = None
         self._steps: Steps | None = None
+        self._comparison: TraceComparison | None = None
+
+    @property
+    def comparison(self) -> TraceComparison | None:
+        """Run A beside each row (`tfdbg-tui B --compare A`); None shows B alone."""
+        return self._comparison
+
+    @comparison.setter
+    def comparison(self, comparison: TraceComparison | None) -> None:
+        self._comparison = comparison
+        self.invalidate()
+        self.border_title_changed()
 
     @property
     def steps(self) -> Steps | None:
@@ -249,13 +263,21 @@ class GraphExecutionList(LineList):
         last = self.rows.num_traces if self.rows else 0
         return max(_INDEX_MIN_WIDTH, len(str(last)))
 
+    def _layout(self, width: int) -> tuple[list, int]:
+        """The summary columns that fit, and the tensor name's width."""
+        if self._comparison is not None:
+            return self._comparison.layout(self.mode, width, self._index_width())
+        return fit_columns(self.mode, width, self._index_width())
+
     def render_header(self, y: int, width: int) -> Text:
-        columns, name_width = fit_columns(self.mode, width, self._index_width())
+        columns, name_width = self._layout(width)
         text = Text("#".rjust(self._index_width()) + " " + "tensor".ljust(name_width))
         for column in columns:
             title = column.title.ljust(column.width) if column.key in ("type", "dtype", "shape") \
                 else column.title.rjust(column.width)
             text.append(" " + title)
+        if self._comparison is not None:
+            text.append_text(self._comparison.header(columns))
         return text
 
     def render_row(self, row: int, width: int) -> Text:
@@ -273,45 +295,60 @@ class GraphExecutionList(LineList):
         op = self.rows.op(trace.op_id)
         summary = trace.summary
         is_alert = summary is not None and summary.is_alert
-        columns, name_width = fit_columns(self.mode, width, index_width)
+        columns, name_width = self._layout(width)
         name = f"{op.name}:{trace.slot}" if op else f"<trace point {trace.trace_point}>"
         name = cut_start(literal(name), name_width)
         row_style = self.component_style("graph-execution--alert") if is_alert else None
         text.append(name.ljust(name_width), row_style)
-        bad = self.component_style("graph-execution--bad-count")
-        faint = self.component_style("graph-execution--zero-count")
+        cells = self._comparison.counterpart(index, summary) if self._comparison else None
         for column in columns:
             text.append(" ")
-            key = column.key
-            if key == "type":
-                value = literal(op.op_type) if op else "?"
-                text.append(value[:column.width].ljust(column.width),
-                            row_style or self.component_style("graph-execution--type"))
-                continue
-            if key == "dtype":
-                dtype = summary.dtype if summary and summary.dtype else (
-                    op.output_dtypes[trace.slot] if op and trace.slot < len(op.output_dtypes)
-                    else "")
-                text.append(dtype[:column.width].ljust(column.width))
-                continue
-            if key == "shape":
-                shape = "" if summary is None or summary.shape is None else \
-                    "[" + ",".join(map(str, summary.shape)) + "]"
-                text.append(shape[:column.width].ljust(column.width))
-                continue
-            if key == "bad":
-                flag = bool(summary and summary.has_inf_or_nan)
-                text.append(("yes" if flag else "no").rjust(column.width), bad if flag else faint)
-                continue
-            value = getattr(summary, key, None) if summary else None
-            cell = count(value).rjust(column.width)
-            if key in ("neg_inf", "pos_inf", "nan") and value:
-                text.append(cell, bad)
-            else:
-                text.append(cell, faint if not value else None)
+            self.append_cell(text, column, summary, op, trace.slot, row_style,
+                             diverged=cells is not None and column.key in cells.diverged)
+        if self._comparison is not None and cells is not None:
+            self._comparison.append_a_side(self, text, index, cells, columns, width)
         if index in self._input_traces:
             text.stylize(self.component_style("graph-execution--input"))
         return text
+
+    def append_cell(self, text: Text, column: Column | CompareColumn, summary, op, slot: int,
+                    row_style=None, diverged: bool = False) -> None:
+        """Append one summary column's cell (`column.width` cells) to `text`;
+        `diverged` marks it as differing from the other run (`--compare`)."""
+        key = column.key
+        bad = self.component_style("graph-execution--bad-count")
+        faint = self.component_style("graph-execution--zero-count")
+        if key == "type":
+            value = literal(op.op_type) if op else "?"
+            text.append(value[:column.width].ljust(column.width),
+                        row_style or self.component_style("graph-execution--type"))
+            return
+        start = len(text)
+        if key == "dtype":
+            dtype = summary.dtype if summary and summary.dtype else (
+                op.output_dtypes[slot] if op and slot < len(op.output_dtypes) else "")
+            text.append(dtype[:column.width].ljust(column.width))
+        elif key == "shape":
+            shape = "" if summary is None or summary.shape is None else \
+                "[" + ",".join(map(str, summary.shape)) + "]"
+            text.append(shape[:column.width].ljust(column.width))
+        elif key == "bad" or (key == "nonfinite" and summary is not None
+                              and summary.nan is None):
+            flag = bool(summary and summary.has_inf_or_nan)
+            text.append(("yes" if flag else "no").rjust(column.width), bad if flag else faint)
+        else:
+            if key == "nonfinite":
+                value = None if summary is None else \
+                    (summary.nan or 0) + (summary.neg_inf or 0) + (summary.pos_inf or 0)
+            else:
+                value = getattr(summary, key, None) if summary else None
+            cell = count(value).rjust(column.width)
+            if key in ("neg_inf", "pos_inf", "nan", "nonfinite") and value:
+                text.append(cell, bad)
+            else:
+                text.append(cell, faint if not value else None)
+        if diverged:
+            text.stylize(self.component_style("graph-execution--diverged"), start)
 
     def _render_gap(self, row: int) -> Text:
         begin, end = self.rows.gap_at(row) or (0, 0)
@@ -353,8 +390,10 @@ class GraphExecutionList(LineList):
                 self.move_cursor(row, center=True)
 
     def border_title_changed(self) -> None:
-        if isinstance(self.parent, Pane) and self.rows is not None:
-            self.parent.set_title_suffix(" (alerts only)" if self.rows.alerts_only else "")
+        if isinstance(self.parent, Pane):
+            alerts_only = self.rows is not None and self.rows.alerts_only
+            self.parent.set_title_suffix((" (alerts only)" if alerts_only else "") + (
+                self._comparison.title_suffix if self._comparison is not None else ""))
 
     def action_go_to_index(self) -> None:
         self.app.push_screen(PromptScreen("Go to trace #", "a trace index"), self._go_to_index)

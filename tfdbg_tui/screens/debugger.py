@@ -46,7 +46,7 @@ from tfdbg_tui.screens.debugger_results import (
     ReaderOpened,
     SourceLoaded,
 )
-from tfdbg_tui.screens.trace_navigation import TraceNavigation
+from tfdbg_tui.screens.run_comparison import RunComparison
 from tfdbg_tui.widgets.diagnosis_line import DiagnosisLine
 from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.status_line import StatusLine
@@ -70,7 +70,7 @@ PANE_KEYS = (
 COMMANDS_IN_FOOTER_WIDTH = 100
 
 
-class DebuggerScreen(TraceNavigation):
+class DebuggerScreen(RunComparison):
     """The six panes of one run, a status line and the footer.
 
     Args:
@@ -79,6 +79,7 @@ class DebuggerScreen(TraceNavigation):
         run_count: How many runs the logdir holds (the status line says so).
         poll_interval_s: Seconds between live-update polls.
         opening: A future of the opened reader, when opening has begun already.
+        compare: Run A to show beside this run (`RunComparison`), or None.
     """
 
     ALERT_KEYS = Binding.Group("Alert", compact=True)
@@ -100,9 +101,11 @@ class DebuggerScreen(TraceNavigation):
     ]
 
     def __init__(self, logdir: str, run_id: str | None = None, *, run_count: int = 1,
-                 poll_interval_s: float = POLL_INTERVAL_S, opening=None) -> None:
+                 poll_interval_s: float = POLL_INTERVAL_S, opening=None,
+                 compare: str | None = None) -> None:
         super().__init__()
         self.opening = opening
+        self.compare_path = compare
         self.logdir = logdir
         self.run_id = run_id
         self.run_count = run_count
@@ -151,6 +154,7 @@ class DebuggerScreen(TraceNavigation):
     def on_unmount(self) -> None:
         if self.watcher is not None:
             self.watcher.stop()
+        self.close_comparison()
 
     # -- opening and the hunt -------------------------------------------------------------
 
@@ -194,6 +198,8 @@ class DebuggerScreen(TraceNavigation):
                         "from the dump; press ! to read them", title="Notices",
                         severity="warning", markup=False, timeout=10)
         self.load_hunt(select=True)
+        if self.compare_path is not None:
+            self.start_comparison(self.compare_path)
         if self.live:
             self.watcher = DumpWatcher(self.reader, self, self.poll_interval_s)
             self.run_worker(self.watcher.run, thread=True, exclusive=True, group="watch",
@@ -231,9 +237,15 @@ class DebuggerScreen(TraceNavigation):
             self.query_one(DiagnosisLine).show(
                 message.diagnosis, "no NaN or infinity in this run" + (
                     " so far" if self.live else ""))
-        if not message.select:
+        if not message.select or self.hunt_selection_deferred(message):
             return
+        self.land_on_hunt(message)
+
+    def land_on_hunt(self, message: HuntLoaded) -> None:
+        """Select the root cause in every pane (or the first row without one)."""
         self.hunt_done = message.root_cause is not None
+        alert_list = self.query_one(AlertList)
+        graph_list = self.query_one(GraphExecutionList)
         timeline = self.query_one(TimelineCells)
         root = message.root_cause
         if root is not None:
@@ -421,7 +433,8 @@ class DebuggerScreen(TraceNavigation):
             num_traces=self.reader.num_traces,
             idle_s=time.monotonic() - self.last_growth if self.live else 0.0,
             alerts=self.alert_summary.total if self.alert_summary is not None else None,
-            run_count=self.run_count, notices=len(notices), warnings=count_warnings(notices))
+            run_count=self.run_count, notices=len(notices), warnings=count_warnings(notices),
+            compared_with=self.compared_run_id)
 
     def on_resize(self, event) -> None:
         # The footer's "^p Commands" takes 12 columns the pane keys need at 80

@@ -23,6 +23,7 @@ from tfdbg_tui.screens.debugger import DebuggerScreen
 from tfdbg_tui.screens.diagnosis import DiagnosisScreen
 from tfdbg_tui.screens.notices import NoticesScreen
 from tfdbg_tui.screens.prompt import PromptScreen
+from tfdbg_tui.screens.run_comparison import RunComparison
 from tfdbg_tui.screens.run_picker import RunPickerScreen
 from tfdbg_tui.screens.tensor_value import TensorValueScreen
 from tfdbg_tui.widgets.line_list import LineList
@@ -53,6 +54,7 @@ def key_sections(app_bindings: Sequence[Binding | tuple]
         ("Anywhere", rows(app_bindings) + rows(DebuggerScreen.BINDINGS)),
         ("Every list (Alerts, Graph Execution, Graph Structure, Source, Stack)",
          rows(LineList.BINDINGS)),
+        ("Comparing two runs (--compare A, or c)", rows(RunComparison.BINDINGS)),
         ("1 Alerts", rows(AlertList.BINDINGS)),
         ("2 Python Execution Timeline", rows(TimelineCells.BINDINGS)),
         ("3 Graph Execution", rows(GraphExecutionList.BINDINGS)),

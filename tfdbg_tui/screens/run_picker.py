@@ -69,6 +69,7 @@ class RunPickerScreen(ModalScreen[str | None]):
     Args:
         runs: The runs, oldest first (as `reader.list_runs` returns them).
         current: The run shown now (highlighted).
+        title: What is asked (default: how many runs the logdir holds).
     """
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
@@ -82,16 +83,18 @@ class RunPickerScreen(ModalScreen[str | None]):
     RunPickerScreen OptionList { height: auto; max-height: 20; }
     """
 
-    def __init__(self, runs: list[RunInfo], current: str | None) -> None:
+    def __init__(self, runs: list[RunInfo], current: str | None,
+                 title: str | None = None) -> None:
         super().__init__()
         self.runs = list(reversed(runs))
         self.current = current
         self._alerts: dict[int, int | str] = {}
         self._origins: set[str] = set()
+        self.title_text = title or f"{len(self.runs)} runs in this logdir, newest first:"
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(f"{len(self.runs)} runs in this logdir, newest first:")
+            yield Label(self.title_text, markup=False)
             yield OptionList(*(Option(run_label(run), id=str(i))
                                for i, run in enumerate(self.runs)), id="runs")
 

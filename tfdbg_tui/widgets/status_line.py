@@ -20,6 +20,10 @@ IDLE_AFTER_S = 10.0
 # The fewest cells of the run id the line keeps (its start and end) before it drops
 # words elsewhere to make room.
 RUN_ID_MIN_CELLS = 15
+# While comparing (`--compare`): what stands between the two run ids, and the fewest
+# cells each keeps (two ids share the room one had).
+COMPARED_LABEL = " vs A: "
+COMPARED_ID_MIN_CELLS = 10
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,7 @@ class RunStatus:
     idle_s: float = 0.0
     notices: int = 0  # the writer's notices (`reader.notices`)
     warnings: int = 0  # of which warnings
+    compared_with: str | None = None  # run A's id while B is shown beside it
 
 
 class StatusLine(Widget):
@@ -60,24 +65,36 @@ class StatusLine(Widget):
 
     def show(self, metadata: RunMetadata, *, state: str, followed: bool, num_executions: int,
              num_traces: int, alerts: int | None, run_count: int,
-             idle_s: float = 0.0, notices: int = 0, warnings: int = 0) -> None:
+             idle_s: float = 0.0, notices: int = 0, warnings: int = 0,
+             compared_with: str | None = None) -> None:
         """Rewrite the line (`RunStatus` says what each argument means). A killed run
         says so; a live one idle for `IDLE_AFTER_S` or more, whose process cannot be
         checked, may have been killed: it says that."""
         self.status = RunStatus(metadata, state, followed, num_executions, num_traces,
-                                alerts, run_count, idle_s, notices, warnings)
+                                alerts, run_count, idle_s, notices, warnings,
+                                compared_with)
         self.refresh()
 
     def render(self) -> Text:
         if self.status is None:
             return Text(self.placeholder)
         run_id = literal(self.status.metadata.run_id)
+        other = self.status.compared_with
+        other = None if other is None else literal(other)
+        versus = COMPARED_LABEL if other is not None else ""
         for compact in (False, True):
             text = self._words(self.status, compact)
             room = self.size.width - text.cell_len
-            if room >= len(run_id):
+            if room >= len(run_id) + len(versus) + len(other or ""):
                 break
-        text.append(cut_middle(run_id, max(room, RUN_ID_MIN_CELLS)), "bold")
+        if other is None:
+            text.append(cut_middle(run_id, max(room, RUN_ID_MIN_CELLS)), "bold")
+            return text
+        # Comparing: both ids share the room, each cut in the middle.
+        each = max((room - len(versus)) // 2, COMPARED_ID_MIN_CELLS)
+        text.append(cut_middle(run_id, max(each, room - len(versus) - len(other))), "bold")
+        text.append(versus, "bold reverse")
+        text.append(cut_middle(other, max(each, room - len(versus) - len(run_id))), "bold")
         return text
 
     @staticmethod
