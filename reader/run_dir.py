@@ -47,7 +47,8 @@ def list_runs(logdir: str | os.PathLike[str]) -> list[RunInfo]:
         logdir: A directory holding run directories (or one run directory).
 
     Returns:
-        One `RunInfo` per run, sorted by run id (which starts with the UTC start time).
+        One `RunInfo` per run, oldest first: by the UTC start time its run id begins
+        with, then, within one second, by the start time it records.
 
     Raises:
         NoRunsError: ``logdir`` is missing, not a directory, unreadable, or holds no run.
@@ -64,6 +65,9 @@ def list_runs(logdir: str | os.PathLike[str]) -> list[RunInfo]:
     except OSError as error:
         raise NoRunsError(f"{path}: cannot list directory ({error.strerror})") from None
     runs = [_run_info(c) for c in candidates if is_run_dir(c)]
+    # Run ids start with the UTC start time to the second; within one second (runs a
+    # program starts one after another) the start time orders them.
+    runs.sort(key=lambda r: (r.run_id[:_ID_TIME_LENGTH], r.start_time or 0.0, r.run_id))
     if not runs:
         if any(_holds_tensorflow_dump(d) for d in (path, *candidates)):
             raise NoRunsError(
@@ -72,6 +76,10 @@ def list_runs(logdir: str | os.PathLike[str]) -> list[RunInfo]:
                 "program with instrument.enable_dump_debug_info (same arguments) instead")
         raise NoRunsError(f"{path}: no tfdbg-tui dump in this directory")
     return runs
+
+
+# Characters of a run id that give its start time: "20261123T143021".
+_ID_TIME_LENGTH = 15
 
 
 def _holds_tensorflow_dump(path: str) -> bool:

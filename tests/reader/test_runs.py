@@ -87,3 +87,13 @@ def test_reader_works_with_tensorflow_textual_and_rich_unimportable(logdir):
                             cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok 3"
+
+
+def test_runs_started_in_the_same_second_are_listed_in_start_order(logdir):
+    """Run ids order runs to the second; within it, their random suffixes do not."""
+    later = make_run(logdir, run_id="20261123T143021-vm-11544-000000", start_time=1000.75)
+    earlier = make_run(logdir, run_id="20261123T143021-vm-11544-ffffff", start_time=1000.25)
+    for run in (later, earlier):
+        run.writer.close()
+    assert [r.run_id for r in reader.list_runs(logdir)] == [
+        "20261123T143021-vm-11544-ffffff", "20261123T143021-vm-11544-000000"]

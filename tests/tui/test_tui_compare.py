@@ -179,7 +179,7 @@ async def test_c_picks_another_run_of_the_logdir(run_pair, alignment, tmp_path):
     for variant in ("base", "float16"):
         run = next((run_pair / variant).iterdir())
         (logdir / run.name).symlink_to(run, target_is_directory=True)
-    app = make_app(logdir)  # opens the newest run: float16's
+    app = make_app(logdir)  # opens the newest run: float16's, made after base's
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: getattr(app.screen, "root_cause", None) is not None,
                        what="the hunt")
