@@ -84,8 +84,9 @@ class TraceIndex:
     def add_chunk(self, record: dict[str, Any], segment: int, start: int, end: int) -> int:
         """Take one ``traces`` record; returns how many traces were new.
 
-        Chunks are validated here but reach the columns in batches (`commit`): the
-        per-chunk cost stays a few microseconds however small the chunks are.
+        Chunks are validated here but reach the columns in batches (`commit`, when
+        `commit_due`): the per-chunk cost stays a few microseconds however small the
+        chunks are.
 
         Raises:
             MalformedRecordError: A field has the wrong type or size.
@@ -103,13 +104,21 @@ class TraceIndex:
             raise MalformedRecordError(f"traces chunk {first} repeats indices before {expected}")
         self._pending.append((first, step, start, end - start, segment, tp_bytes, rows))
         self._pending_end = first + n
-        if (len(self._pending) >= COMMIT_CHUNKS
-                or self._pending_end - self._pending[0][0] >= COMMIT_TRACES):
-            self.commit()
         return n
 
+    @property
+    def commit_due(self) -> bool:
+        """Enough chunks are taken for one `commit` to be worth its numpy calls."""
+        return bool(self._pending) and (
+            len(self._pending) >= COMMIT_CHUNKS
+            or self._pending_end - self._pending[0][0] >= COMMIT_TRACES)
+
     def commit(self) -> None:
-        """Move the chunks taken since the last commit into the columns."""
+        """Move the chunks taken since the last commit into the columns.
+
+        The only step that changes what queries see (`add_chunk` touches nothing
+        they read): the reader calls it under its query lock.
+        """
         pending = self._pending
         if not pending:
             return

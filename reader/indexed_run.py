@@ -39,9 +39,12 @@ _Run = TypeVar("_Run", bound="IndexedRun")
 class IndexedRun:
     """Reads one run directory: indexes everything present, then follows its growth.
 
-    All methods are thread-safe (one lock); `update()` holds the lock while it reads.
-    Indices are absolute: under a circular buffer the oldest ones leave the disk and
-    `first_execution` / `first_trace` move forward.
+    All methods are thread-safe. Queries hold one lock while they read; `update()`
+    reads new bytes without it and takes it only to commit what it read, a bounded
+    batch at a time (`reader.run_loader`), so a query never waits for a whole read.
+    Two `update()` calls do not overlap. Indices are absolute: under a circular
+    buffer the oldest ones leave the disk and `first_execution` / `first_trace` move
+    forward.
 
     Args:
         run_path: A run directory (``LOGDIR/<run id>``).
@@ -55,10 +58,12 @@ class IndexedRun:
     def __init__(self, run_path: str | os.PathLike[str]) -> None:
         self.path = os.path.abspath(os.fspath(run_path))
         self.run_id = os.path.basename(self.path)
-        self._lock = threading.RLock()
-        self._loader = RunLoader(self.path)
+        self._lock = threading.RLock()  # queries; the loader's commits
+        self._update_lock = threading.Lock()  # one `update()` at a time
+        self._loader = RunLoader(self.path, commit_lock=self._lock)
         self.mode = self._loader.mode
-        # The loader fills these in place; queries read them under the lock.
+        # The loader fills these in place, changing them only under `_lock`; queries
+        # read them under it.
         self._defs = self._loader.defs
         self._execs = self._loader.execs
         self._traces = self._loader.traces
@@ -75,7 +80,7 @@ class IndexedRun:
         Raises:
             FormatVersionError: A new file was written by a newer major version.
         """
-        with self._lock:
+        with self._update_lock:
             return self._loader.update()
 
     def _fetch(self, stream: str, segment: int, offset: int, length: int) -> dict[str, Any]:
@@ -140,19 +145,22 @@ class IndexedRun:
 
     def device(self, device_id: int) -> str | None:
         """A device's name, or None when not defined (yet)."""
-        return self._defs.device_name(device_id)
+        with self._lock:
+            return self._defs.device_name(device_id)
 
     # -- executions --------------------------------------------------------------------
 
     @property
     def num_executions(self) -> int:
         """One past the last execution index read (count since the program started)."""
-        return self._execs.end
+        with self._lock:
+            return self._execs.end
 
     @property
     def first_execution(self) -> int:
         """The first execution index still on disk; > 0 under a circular buffer."""
-        return self._execs.first
+        with self._lock:
+            return self._execs.first
 
     def _exec_row(self, index: int) -> int:
         row = self._execs.spans.row_of(index)
@@ -249,12 +257,14 @@ class IndexedRun:
     @property
     def num_traces(self) -> int:
         """One past the last graph trace index read."""
-        return self._traces.end
+        with self._lock:
+            return self._traces.end
 
     @property
     def first_trace(self) -> int:
         """The first trace index still on disk; > 0 under a circular buffer."""
-        return self._traces.first
+        with self._lock:
+            return self._traces.first
 
     def _trace_row(self, index: int) -> int:
         row = self._traces.spans.row_of(index)
@@ -450,8 +460,8 @@ class IndexedRun:
             return self._execs.alert_rows()[0], self._traces.alert_rows()[1]
 
     def close(self) -> None:
-        """Close every open file."""
-        with self._lock:
+        """Close every open file (after an `update()` under way ends)."""
+        with self._update_lock, self._lock:
             self._loader.close()
 
     def __enter__(self: _Run) -> _Run:

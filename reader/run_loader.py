@@ -1,10 +1,19 @@
-"""Reading one run's files into the indexes: the machinery behind `DumpReader.update`."""
+"""Reading one run's files into the indexes: the machinery behind `DumpReader.update`.
+
+Reading (file I/O, framing, decoding, scanning) happens without the reader's query
+lock; only the steps that change what queries see (a commit of new rows, new
+definitions, dropped segments, notices) take it, each for a bounded batch. A query, or
+a screen painting from one, waits for one batch, never for a whole read.
+"""
 
 from __future__ import annotations
 
+import itertools
 import os
+import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager
 from typing import Any
 
 import msgpack
@@ -14,7 +23,7 @@ from reader import format as fmt
 from reader.definitions import Definitions
 from reader.errors import DamagedDumpError, MalformedRecordError, NoRunsError
 from reader.exec_scan import PAD as EXEC_SCAN_PAD
-from reader.exec_scan import scan_exec_frames
+from reader.exec_scan import ExecScan, scan_exec_frames
 from reader.index import ExecutionIndex, TraceIndex
 from reader.model import UpdateReport
 from reader.notices import Notice, notice_from_record
@@ -23,12 +32,23 @@ from reader.segment_reader import DECODE_ERRORS, SegmentReader, list_segments, s
 # Decoded records kept for repeated fetches (a screenful of executions, a trace chunk
 # whose FULL_TENSOR values are being browsed).
 RECORD_CACHE_SIZE = 256
+# Records taken under one hold of the query lock on the record-at-a-time path
+# (definitions, metadata, FULL_TENSOR executions): the lock is taken a few hundred
+# times per million records, and held for well under a millisecond each time.
+TAKE_BATCH = 256
+TAKE_BATCH_VALUES = 16
 
 
 class RunLoader:
     """Owns a run's segment readers, definitions and indexes, and fills them.
 
-    Not thread-safe by itself: `DumpReader` calls it under its lock.
+    `update` must not run in two threads at once (`IndexedRun` serialises it). It
+    changes the state queries read only while holding ``commit_lock``, which queries
+    hold while they read; `fetch` and `close` run under that lock.
+
+    Args:
+        path: The run directory.
+        commit_lock: The queries' lock (re-entrant); a private one when not given.
 
     Raises:
         NoRunsError: ``path`` holds no metadata segment.
@@ -36,8 +56,10 @@ class RunLoader:
         DamagedDumpError: Not even the run's metadata record is readable.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str,
+                 commit_lock: AbstractContextManager[Any] | None = None) -> None:
         self.path = path
+        self._commit = commit_lock if commit_lock is not None else threading.RLock()
         self.segments: dict[str, dict[int, SegmentReader]] = {s: {} for s in fmt.STREAMS}
         self.defs = Definitions()
         self.run: dict[str, Any] | None = None
@@ -70,7 +92,8 @@ class RunLoader:
                   + len(self.defs.devices), len(self.notices))
         listing = list_segments(self.path)
         if listing is None:
-            self.notice(f"{self.path}: the run directory vanished")
+            with self._commit:
+                self.notice(f"{self.path}: the run directory vanished")
             listing = {s: [] for s in fmt.STREAMS}
         for stream in fmt.STREAMS:
             self._read_stream(stream, listing[stream])
@@ -110,32 +133,61 @@ class RunLoader:
             segment = known.get(number)
             if segment is None or segment.damage is not None or segment.vanished:
                 continue
+            # Growing a column copies it aside and swaps it in, leaving its rows as
+            # they were: safe beside queries, so done without their lock.
             if stream == fmt.STREAM_GRAPH_TRACES:
                 self.traces.reserve_for_bytes(max(segment.size() - segment.offset, 0))
-            if stream == fmt.STREAM_EXECUTIONS and self.mode != fmt.FULL_TENSOR:
+                self._read_traces(segment, number)
+            elif stream == fmt.STREAM_EXECUTIONS and self.mode != fmt.FULL_TENSOR:
                 self.execs.reserve_for_bytes(max(segment.size() - segment.offset, 0))
                 for data, base, starts, ends in segment.read_new_frames(pad=EXEC_SCAN_PAD):
                     if not self._take_exec_frames(segment, number, data, base, starts, ends):
                         break
-                records: Iterator[tuple[int, int, dict[str, Any]]] = iter(())
             else:
-                records = segment.read_new()
-            for start, end, record in records:
-                try:
-                    self._take(stream, number, start, end, record)
-                except MalformedRecordError as error:
-                    if stream in fmt.ROTATING_STREAMS:
-                        # Later records of the segment would leave a hole in the
-                        # numbering; stop at the damage, keep everything before it.
-                        segment.damage = f"{segment.name}: {error} at byte {start}"
-                        break
-                    self.notice(f"{segment.name}: {error} at byte {start}; record skipped")
-            if stream == fmt.STREAM_GRAPH_TRACES:
-                self.traces.commit()
+                # FULL_TENSOR executions compute their summaries from their values
+                # while taken: fewer at a time.
+                size = TAKE_BATCH if stream != fmt.STREAM_EXECUTIONS else TAKE_BATCH_VALUES
+                for batch in _batches(segment.read_new(), size):
+                    with self._commit:
+                        if not self._take_batch(stream, segment, number, batch):
+                            break
             if segment.damage is not None:
-                self.notice(segment.damage)
+                with self._commit:
+                    self.notice(segment.damage)
             if segment.vanished and stream in fmt.ROTATING_STREAMS:
                 self._drop_vanished(stream, [n for n in known if not known[n].vanished])
+
+    def _read_traces(self, segment: SegmentReader, number: int) -> None:
+        """Take a segment's new ``traces`` chunks, committing them under the lock in
+        batches (`TraceIndex.commit_due`) and at the end."""
+        for start, end, record in segment.read_new():
+            if record["k"] != fmt.KIND_TRACES:
+                continue
+            try:
+                self.traces.add_chunk(record, number, start, end)
+            except MalformedRecordError as error:
+                # Later records of the segment would leave a hole in the numbering;
+                # stop at the damage, keep everything before it.
+                segment.damage = f"{segment.name}: {error} at byte {start}"
+                break
+            if self.traces.commit_due:
+                with self._commit:
+                    self.traces.commit()
+        with self._commit:
+            self.traces.commit()
+
+    def _take_batch(self, stream: str, segment: SegmentReader, number: int,
+                    batch: list[tuple[int, int, dict[str, Any]]]) -> bool:
+        """Take decoded records (under the lock); False once the segment is damaged."""
+        for start, end, record in batch:
+            try:
+                self._take(stream, number, start, end, record)
+            except MalformedRecordError as error:
+                if stream in fmt.ROTATING_STREAMS:
+                    segment.damage = f"{segment.name}: {error} at byte {start}"
+                    return False
+                self.notice(f"{segment.name}: {error} at byte {start}; record skipped")
+        return True
 
     def _take_exec_frames(self, segment: SegmentReader, number: int, data: bytearray, base: int,
                           starts: np.ndarray, ends: np.ndarray) -> bool:
@@ -146,6 +198,12 @@ class RunLoader:
         a time, exactly as `read_new` records are.
         """
         scan = scan_exec_frames(data, starts, ends, self.mode, self.execs.intern_op)
+        with self._commit:
+            return self._take_scanned(scan, segment, number, data, base, starts, ends)
+
+    def _take_scanned(self, scan: ExecScan, segment: SegmentReader, number: int,
+                      data: bytearray, base: int, starts: np.ndarray, ends: np.ndarray) -> bool:
+        """The part of `_take_exec_frames` that changes the index (under the lock)."""
         n = starts.size
         # A run starts at every record that is not ok, follows one that is not, or
         # does not continue its predecessor's index.
@@ -209,12 +267,14 @@ class RunLoader:
         # Usually the oldest segments leave, but the first alert's pinned window stays
         # while the segments after it leave: forget exactly the ones gone.
         index = self.execs if stream == fmt.STREAM_EXECUTIONS else self.traces
-        for number in gone:
-            index.drop_segment(number)
-            known.pop(number).close()
-        self.cache.clear()
+        with self._commit:
+            for number in gone:
+                index.drop_segment(number)
+                known.pop(number).close()
+            self.cache.clear()
 
     def notice(self, text: str) -> None:
+        """Add a damage notice (once); called under the lock."""
         if text not in self.damage:
             self.damage.append(text)
 
@@ -240,3 +300,10 @@ class RunLoader:
         for segments in self.segments.values():
             for segment in segments.values():
                 segment.close()
+
+
+def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """``items`` in lists of up to ``size``, read lazily."""
+    iterator = iter(items)
+    while batch := list(itertools.islice(iterator, size)):
+        yield batch

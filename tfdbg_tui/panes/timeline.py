@@ -16,8 +16,6 @@ from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.message import Message
-from textual.reactive import reactive
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Static
 
@@ -26,7 +24,7 @@ from tfdbg_tui.context_loader import ExecutionContext
 from tfdbg_tui.kept_rows import KeptRows
 from tfdbg_tui.literal import literal, literal_text
 from tfdbg_tui.summary_format import summary_text
-from tfdbg_tui.widgets.line_list import scroll_rows_to
+from tfdbg_tui.widgets.cursor_view import CursorView
 from tfdbg_tui.widgets.pane import Pane
 
 ROW_CACHE_SIZE = 512
@@ -42,14 +40,15 @@ def execution_letter(op_type: str) -> str:
     return "?"
 
 
-class TimelineCells(ScrollView, can_focus=True):
-    """The cells: cell `r * width + c` (`KeptRows` row) is drawn at row r, column c."""
+class TimelineCells(CursorView, can_focus=True):
+    """The cells: cell `r * width + c` (`KeptRows` row) is drawn at row r, column c
+    (the cursor's positions, `width` to a line)."""
 
     BINDINGS = [
         Binding("left", "move(-1)", "Prev", show=False),
         Binding("right", "move(1)", "Next", show=False),
-        Binding("up", "move_rows(-1)", "Row up", show=False),
-        Binding("down", "move_rows(1)", "Row down", show=False),
+        Binding("up", "move_lines(-1)", "Row up", show=False),
+        Binding("down", "move_lines(1)", "Row down", show=False),
         Binding("pageup", "move_pages(-1)", "Page up", show=False),
         Binding("pagedown", "move_pages(1)", "Page down", show=False),
         Binding("home", "to_end(0)", "First", show=False),
@@ -76,8 +75,6 @@ class TimelineCells(ScrollView, can_focus=True):
         }
     }
     """
-
-    cursor: reactive[int] = reactive(0, always_update=True, repaint=False, init=False)
 
     class ExecutionSelected(Message):
         """The cursor is on an execution."""
@@ -136,6 +133,14 @@ class TimelineCells(ScrollView, can_focus=True):
     def _width(self) -> int:
         return max(1, self.scrollable_content_region.width)
 
+    @property
+    def cursor_count(self) -> int:
+        return self.count
+
+    @property
+    def positions_per_line(self) -> int:
+        return self._width
+
     def _resize_virtual(self) -> None:
         rows = (self.count + self._width - 1) // self._width
         self.virtual_size = Size(self._width, rows)
@@ -143,7 +148,7 @@ class TimelineCells(ScrollView, can_focus=True):
     def on_resize(self, event: events.Resize) -> None:
         self._rows.clear()
         self._resize_virtual()
-        self._keep_cursor_visible()
+        self.keep_cursor_visible()
 
     def _row_data(self, row: int, width: int):
         key = (row, width, self._generation)
@@ -218,21 +223,23 @@ class TimelineCells(ScrollView, can_focus=True):
         position = self._cell_of(index)
         old = self.cursor
         self.set_reactive(TimelineCells.cursor, position)
-        width = self._width
-        self.refresh_line(old // width)
-        self.refresh_line(position // width)
-        self._keep_cursor_visible()
+        self.refresh_position(old)
+        self.refresh_position(position)
+        self.keep_cursor_visible()
 
     def move_to(self, position: int) -> None:
+        """Put the cursor on cell `position` (clamped), announcing what is there."""
         if not self.count:
             return
-        self.cursor = max(0, min(position, self.count - 1))
+        self.cursor = self.clamp_position(position)
+
+    def go_to(self, position: int) -> None:
+        self.move_to(position)
 
     def watch_cursor(self, old: int, new: int) -> None:
-        width = self._width
-        self.refresh_line(old // width)
-        self.refresh_line(new // width)
-        self._keep_cursor_visible()
+        self.refresh_position(old)
+        self.refresh_position(new)
+        self.keep_cursor_visible()
         if not self.count:
             return
         index = self.cells.index_at(new)
@@ -243,40 +250,11 @@ class TimelineCells(ScrollView, can_focus=True):
             if gap is not None:
                 self.post_message(self.GapSelected(*self.cells.missing(gap)))
 
-    def _keep_cursor_visible(self) -> None:
-        height = self.scrollable_content_region.height
-        if height <= 0:
-            return
-        row = self.cursor // self._width
-        top = round(self.scroll_y)
-        if row < top:
-            scroll_rows_to(self, row)
-        elif row >= top + height:
-            scroll_rows_to(self, row - height + 1)
-
     def on_focus(self) -> None:
         self.refresh()
 
     def on_blur(self) -> None:
         self.refresh()
-
-    def action_move(self, offset: int) -> None:
-        self.move_to(self.cursor + offset)
-
-    def action_move_rows(self, rows: int) -> None:
-        self.move_to(self.cursor + rows * self._width)
-
-    def action_move_pages(self, pages: int) -> None:
-        height = max(1, self.scrollable_content_region.height)
-        self.move_to(self.cursor + pages * height * self._width)
-
-    def action_to_end(self, last: int) -> None:
-        self.move_to(self.count - 1 if last else 0)
-
-    def on_click(self, event: events.Click) -> None:
-        position = (self.scroll_offset.y + event.y) * self._width + event.x
-        if 0 <= position < self.count:
-            self.move_to(position)
 
 
 def execution_detail(context: ExecutionContext | None, note: str = "") -> Text:

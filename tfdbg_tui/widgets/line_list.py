@@ -15,9 +15,9 @@ from textual import events
 from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.geometry import Size
-from textual.reactive import reactive
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+from tfdbg_tui.widgets.cursor_view import CursorView, scroll_rows_to
 
 # A screenful is at most a few hundred rows; 2048 cached strips cover several pages of
 # scrolling back and forth at any terminal size without re-rendering.
@@ -26,18 +26,9 @@ STRIP_CACHE_SIZE = 2048
 SIDEWAYS_STEP = 8
 
 
-def scroll_rows_to(view: ScrollView, top: int) -> None:
-    """Scroll `view` so row `top` is its first visible row, now and without animation.
-
-    Forced: rows added in this same tick have no scroll bar yet (it appears at the
-    next layout), and Textual drops an unforced scroll then; a selection made in the
-    tick that filled a list would stay off screen until the next key.
-    """
-    view.scroll_to(y=top, animate=False, immediate=True, force=True)
-
-
-class LineList(ScrollView, can_focus=True):
-    """A scrollable list of `row_count` rows with a cursor; subclasses render rows.
+class LineList(CursorView, can_focus=True):
+    """A scrollable list of `row_count` rows with a cursor (`CursorView`, one row a
+    line); subclasses render rows.
 
     Subclasses implement `render_row` and usually `cursor_changed`; they call
     `set_row_count` and `invalidate` when their data changes. A subclass whose rows
@@ -72,10 +63,10 @@ class LineList(ScrollView, can_focus=True):
     }
     """
 
-    cursor: reactive[int] = reactive(0, always_update=True, repaint=False, init=False)
-
     header_height = 0
     """Rows at the top that stay in place when the list scrolls (see `render_header`)."""
+
+    page_overlap = 1
 
     def __init__(self, *, name: str | None = None, id: str | None = None,
                  classes: str | None = None) -> None:
@@ -223,7 +214,7 @@ class LineList(ScrollView, can_focus=True):
 
     def refresh_row(self, row: int) -> None:
         """Repaint one row (cached strips of other states stay valid)."""
-        self.refresh_line(row + self.header_height)
+        self.refresh_position(row)
 
     def on_focus(self) -> None:
         self.refresh_row(self.cursor)
@@ -239,13 +230,20 @@ class LineList(ScrollView, can_focus=True):
         self.keep_cursor_visible()
         self.cursor_changed(new)
 
+    @property
+    def cursor_count(self) -> int:
+        return self.row_count
+
+    def go_to(self, position: int) -> None:
+        self.move_cursor(position)
+
     def move_cursor(self, row: int, *, center: bool = False) -> None:
         """Put the cursor on `row` (clamped); `center` scrolls it to the middle.
 
         A centred row stays centred through layout changes (the first layout, a
         resize) until the cursor moves without `center`.
         """
-        row = max(0, min(row, self.row_count - 1)) if self.row_count else 0
+        row = self.clamp_position(row)
         self._center_pending = center
         if center:
             self._scroll_cursor_to_middle(row)
@@ -257,46 +255,31 @@ class LineList(ScrollView, can_focus=True):
         self._scroll_cursor_to_middle()
 
     def _scroll_cursor_to_middle(self, row: int | None = None) -> None:
-        visible = self.scrollable_content_region.height - self.header_height
+        visible = self.visible_lines
         if visible <= 0:
             return  # not laid out yet: `on_resize` centres it
         row = self.cursor if row is None else row
         scroll_rows_to(self, max(0, row - visible // 2))
 
-    def keep_cursor_visible(self) -> None:
-        """Scroll just enough that the cursor row is on screen."""
-        height = self.scrollable_content_region.height - self.header_height
-        if height <= 0:
-            return
-        top = round(self.scroll_y)
-        if self.cursor < top:
-            scroll_rows_to(self, self.cursor)
-        elif self.cursor >= top + height:
-            scroll_rows_to(self, self.cursor - height + 1)
-
     @property
     def page_rows(self) -> int:
-        return max(1, self.scrollable_content_region.height - self.header_height - 1)
+        """Rows one PageUp/PageDown moves."""
+        return self.page_lines
 
     def action_cursor_up(self) -> None:
-        self.move_cursor(self.cursor - 1)
+        self.action_move(-1)
 
     def action_cursor_down(self) -> None:
-        self.move_cursor(self.cursor + 1)
+        self.action_move(1)
 
     def action_page_up(self) -> None:
-        self.move_cursor(self.cursor - self.page_rows)
+        self.action_move_pages(-1)
 
     def action_page_down(self) -> None:
-        self.move_cursor(self.cursor + self.page_rows)
+        self.action_move_pages(1)
 
     def action_first(self) -> None:
-        self.move_cursor(0)
+        self.action_to_end(0)
 
     def action_last(self) -> None:
-        self.move_cursor(self.row_count - 1)
-
-    def on_click(self, event: events.Click) -> None:
-        row = self.scroll_offset.y + event.y - self.header_height
-        if 0 <= row < self.row_count:
-            self.move_cursor(row)
+        self.action_to_end(1)
