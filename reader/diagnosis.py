@@ -54,6 +54,8 @@ SOURCE_OPS = {
     "IteratorGetNext": "the input data (tf.data)", "IteratorGetNextSync": "the input data",
     "OptionalGetValue": "the input data (tf.data)", "Const": "the constant",
     "RestoreV2": "the restored checkpoint", "Restore": "the restored checkpoint",
+    "PyFunc": "the Python function (tf.numpy_function, or a from_generator generator)",
+    "EagerPyFunc": "the Python function (tf.py_function)",
 }
 # Collective ops: what they output non-finite was sent by another worker or replica,
 # which made it (`reader.workers` finds the worker that went non-finite first).

@@ -8,13 +8,15 @@ import pytest
 
 import reader
 from reader import format as fmt
+from reader.diagnosis import diagnose_cause
 from tests.instrument.conftest import PROGRAMS, line_of, run_program
 
 SHAPES = PROGRAMS / "shapes.py"
 XLA_MODES = ("FULL_HEALTH", "CURT_HEALTH", "CONCISE_HEALTH", "SHAPE", "NO_TENSOR",
              "FULL_TENSOR")
 PARTS = [f"xla_{mode}" for mode in XLA_MODES] + [
-    "before", "preflight", "thread", "data", "mirrored"]
+    "before", "preflight", "thread", "data", "data_filter", "data_interleave",
+    "data_generator", "mirrored"]
 
 
 @pytest.fixture(scope="module")
@@ -131,6 +133,25 @@ def test_nan_born_in_a_dataset_map_function(shapes):
     # ...but the map function computed it first, ahead of its consumer.
     cause = assert_root_cause(dump, "Log", "# DATA_LOG_LINE")
     assert cause.alert.graph_name == "Dataset_map_parse"
+
+
+@pytest.mark.parametrize("part, op_type, marker, graph", [
+    ("data_filter", "Log", "# FILTER_LOG_LINE", "Dataset_filter_lambda"),
+    ("data_interleave", "Log", "# INTERLEAVE_LOG_LINE", "Dataset_interleave_element"),
+])
+def test_nan_born_in_other_dataset_functions(shapes, part, op_type, marker, graph):
+    cause = assert_root_cause(shapes[part], op_type, marker)
+    assert cause.alert.graph_name == graph
+
+
+def test_nan_from_a_generator_is_the_python_functions_output(shapes):
+    """`from_generator`: the -inf came from Python (np.log(0)); its root cause is the
+    py_func that handed it over, at the user's from_generator call."""
+    dump = shapes["data_generator"]
+    cause = assert_root_cause(dump, "PyFunc", "# GENERATOR_LINE")
+    assert cause.alert.graph_name.startswith("Dataset_from_generator")
+    diagnosis = diagnose_cause(dump, cause)
+    assert diagnosis.pattern == "nonfinite_input" and "Python function" in diagnosis.explanation
 
 
 def test_mirrored_strategy_replica_line(shapes):

@@ -14,6 +14,7 @@ import os
 import sys
 import threading
 
+import numpy as np
 import tensorflow as tf
 
 cpu = tf.config.list_physical_devices("CPU")[0]
@@ -90,6 +91,38 @@ def data():
     dataset = tf.data.Dataset.from_tensor_slices(tf.reshape(DATA, [2, 2]))
     for batch in dataset.map(parse, num_parallel_calls=2).batch(1):
         print("DATA", float(tf.reduce_sum(batch)))
+
+
+def data_filter():
+    enable("data_filter")
+    dataset = tf.data.Dataset.from_tensor_slices(tf.reshape(DATA, [2, 2]))
+    kept = dataset.filter(lambda x: tf.reduce_min(tf.math.log(x)) < 10.0)  # FILTER_LOG_LINE
+    for batch in kept:
+        print("FILTER", float(tf.reduce_sum(batch)))
+
+
+def data_interleave():
+    enable("data_interleave")
+
+    def element(i):
+        value = tf.math.log(tf.cast(i, tf.float32))                    # INTERLEAVE_LOG_LINE
+        return tf.data.Dataset.from_tensors(value)
+
+    for value in tf.data.Dataset.range(2).interleave(element, cycle_length=2):
+        print("INTERLEAVE", float(value))
+
+
+def data_generator():
+    enable("data_generator")
+
+    def rows():
+        for value in (1.0, 0.0):
+            yield np.log(np.float32(value))  # -inf for 0 (numpy warns on stderr)
+
+    dataset = tf.data.Dataset.from_generator(                          # GENERATOR_LINE
+        rows, output_signature=tf.TensorSpec([], tf.float32))
+    for value in dataset.map(lambda x: x * 2.0):
+        print("GENERATOR", float(value))
 
 
 def mirrored():
