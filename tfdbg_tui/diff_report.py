@@ -139,7 +139,8 @@ def _print_human(a: reader.DumpReader, b: reader.DumpReader, diff: RunDiff) -> N
                  + (f", {more} more op types" if more > 0 else "") + ")")
     d = diff.first_divergence
     if d is None:
-        line(("\nNo divergence: ", "bold green"),
+        line("")
+        line(("No divergence: ", "bold green"),
              "every aligned tensor agrees within the tolerance.")
         return
     what = f"{d.op_type} '{d.op_name}:{d.slot}'" if d.op_name else \
@@ -147,7 +148,8 @@ def _print_human(a: reader.DumpReader, b: reader.DumpReader, diff: RunDiff) -> N
     where = f" in graph '{d.graph_name}'" if d.graph_name else ""
     when = f" at step {d.step}" if d.step is not None else ""
     nth = f", occurrence {d.occurrence + 1} in the step" if d.occurrence else ""
-    line(("\nFirst divergence: ", "bold"), what + where + when + nth)
+    line("")
+    line(("First divergence: ", "bold"), what + where + when + nth)
     line(("  ", ""), (d.detail, "bold red"))
     line(f"  A #{d.a.index}: {summary_text(d.a.summary).plain}")
     line(f"  B #{d.b.index}: {summary_text(d.b.summary).plain}")

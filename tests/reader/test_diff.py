@@ -20,8 +20,8 @@ from tfdbg_tui.exit_codes import EXIT_NO_DUMP, EXIT_OK, EXIT_USAGE
 PROGRAM = os.path.join(os.path.dirname(__file__), "tf_programs", "diff_pair.py")
 REPO = str(Path(__file__).resolve().parents[2])
 # (mode, variants) run by the fixture, one process per mode.
-PAIRS = {"FULL_HEALTH": ("base", "float16", "scaled", "negated"), "FULL_TENSOR": ("base", "scaled"),
-         "CURT_HEALTH": ("float16",)}
+PAIRS = {"FULL_HEALTH": ("base", "float16", "scaled", "negated", "xla", "xla_float16"),
+         "FULL_TENSOR": ("base", "scaled"), "CURT_HEALTH": ("float16",)}
 
 
 def _line_of(marker: str) -> int:
@@ -101,6 +101,18 @@ def test_counts_that_differ_are_a_divergence_when_all_stays_finite(runs):
     assert diff.unmatched_a == {"Cast": 9}
 
 
+def test_xla_on_and_off(runs):
+    """jit_compile=True against plain: every tensor aligns (XLA's traces keep the
+    graph's op names) and agrees; in float16 under XLA the Sum still overflows."""
+    diff, traces = _compare(runs / "FULL_HEALTH" / "base", runs / "FULL_HEALTH" / "xla")
+    assert diff.first_divergence is None and diff.aligned_graph == traces
+    assert not diff.unmatched_a and not diff.unmatched_b
+    diff, _ = _compare(runs / "FULL_HEALTH" / "xla", runs / "FULL_HEALTH" / "xla_float16")
+    d = diff.first_divergence
+    assert (d.reason, d.op_type, d.step) == (FINITENESS, "Sum", 0)
+    assert (d.frame.path, d.frame.line) == (PROGRAM, _line_of("# SUM_LINE"))
+
+
 def test_runs_in_different_modes_are_compared_on_what_both_record(runs):
     diff, _ = _compare(runs / "FULL_HEALTH" / "base", runs / "CURT_HEALTH" / "float16")
     d = diff.first_divergence
@@ -138,6 +150,7 @@ def test_human_output_names_the_op_and_marks_the_expression(runs, capsys):
     out = capsys.readouterr().out
     assert "First divergence: Sum 'Sum:0' in graph 'step' at step 0" in out
     assert "non-finite in B, finite in A" in out and "only in B: 9 (Cast 9)" in out
+    assert "\\x" not in out  # no escaped control character: blank lines are printed
     source, carets = out.splitlines()[-2:]
     start = source.index("tf.reduce_sum")
     assert carets.index("^") == start and carets.count("^") == len(

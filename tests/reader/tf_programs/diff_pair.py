@@ -8,6 +8,8 @@ run into LOGDIR/VARIANT:
 - scaled: one line changed (SCALE 1.0 -> 1.01): every value after the Mul differs a
   little, all finite.
 - negated: the input is -60 instead of 60: all finite, the signs differ.
+- xla: base compiled with XLA (jit_compile=True): the same values.
+- xla_float16: float16 compiled with XLA.
 """
 
 import os
@@ -22,10 +24,10 @@ STEPS = 3
 
 
 def train(variant):
-    half = variant == "float16"
+    half = variant in ("float16", "xla_float16")
     scale = 1.01 if variant == "scaled" else 1.0
 
-    @tf.function
+    @tf.function(jit_compile=variant.startswith("xla"))
     def step(x, w):
         if half:
             x, w = tf.cast(x, tf.float16), tf.cast(w, tf.float16)
