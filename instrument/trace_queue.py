@@ -490,7 +490,7 @@ class TraceDrainer:
                         active = True
                 except Exception:  # the thread must survive to keep draining
                     # A failed drain (e.g. while the interpreter shuts TensorFlow down)
-                    # is reported; the traces stay queued for the next attempt.
+                    # is reported; a batch already dequeued when it failed is lost.
                     logger.exception("tfdbg-tui: draining graph traces failed")
             # While FULL_TENSOR traces keep coming, drain again at once; once they stop,
             # poll at `ACTIVE_POLL_S`, backing off to the interval.
