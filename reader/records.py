@@ -21,6 +21,7 @@ def run_metadata(run: dict[str, Any], end: dict[str, Any] | None, run_id: str, m
     version = run.get("format_version")
     argv = run.get("argv")
     dtypes = run.get("tensor_dtypes")
+    task, cluster = task_of(run)
     end_time = end.get("time") if end else None
     return RunMetadata(
         run_id=str(run.get("run") or run_id),
@@ -42,8 +43,7 @@ def run_metadata(run: dict[str, Any], end: dict[str, Any] | None, run_id: str, m
                        else None),
         end_time=_float_or_none(end_time),
         thread=_str_or_none(run.get("thread")),
-        task=task_of(run)[0],
-        cluster=task_of(run)[1],
+        task=task, cluster=cluster,
         space_reserve=run.get("space_reserve") is True,
     )
 

@@ -148,6 +148,7 @@ def _run_info(run_path: str) -> RunInfo:
     version = header.get("version")
     format_version = (tuple(version[:2]) if isinstance(version, list) and len(version) >= 2
                       and all(isinstance(v, int) for v in version[:2]) else None)
+    task, cluster = task_of(run)
     return RunInfo(
         run_id=run_id,
         path=run_path,
@@ -157,8 +158,7 @@ def _run_info(run_path: str) -> RunInfo:
         tensor_debug_mode=_typed(run.get("tensor_debug_mode"), str),
         finished=finished,
         format_version=format_version,
-        task=task_of(run)[0],
-        cluster=task_of(run)[1],
+        task=task, cluster=cluster,
         stopped=liveness.recording_stopped(
             finished, notice_kinds, reserve_gone and run.get("space_reserve") is True),
     )

@@ -24,9 +24,8 @@ from tfdbg_tui.exit_codes import (
     EXIT_NO_DUMP,
     EXIT_OK,
     EXIT_USAGE,
-    exit_code_for,
+    fail,
 )
-from tfdbg_tui.literal import literal
 from tfdbg_tui.report import caret_lines, summary_dict
 from tfdbg_tui.summary_format import summary_text
 
@@ -74,14 +73,8 @@ def main(argv: list[str]) -> int:
             else:
                 _print_human(a, b, diff)
     except DumpError as error:
-        return _fail(error, exit_code_for(error))
+        return fail("tfdbg-tui diff", error)
     return EXIT_OK
-
-
-def _fail(error: Exception, status: int) -> int:
-    text = str(error).splitlines()[0] if str(error) else type(error).__name__
-    print(f"tfdbg-tui diff: {literal(text)}", file=sys.stderr)
-    return status
 
 
 def diff_dict(a: reader.DumpReader, b: reader.DumpReader, diff: RunDiff) -> dict[str, Any]:

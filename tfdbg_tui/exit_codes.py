@@ -29,3 +29,16 @@ def exit_code_for(error: DumpError) -> int:
     if isinstance(error, FormatVersionError):
         return EXIT_NEWER_FORMAT
     return EXIT_DAMAGED
+
+
+def fail(command: str, error: DumpError) -> int:
+    """Print ``error`` as the one line a command ends with on stderr ("tfdbg-tui
+    report: ..."; its first line, shown literally) and return its exit status."""
+    import sys
+
+    from tfdbg_tui.literal import literal  # Rich only on this path
+
+    text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    print(f"{command}: {literal(text)}", file=sys.stderr)
+    return exit_code_for(error)
+

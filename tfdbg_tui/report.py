@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 import reader
@@ -24,13 +23,7 @@ from reader.model import Alert, RootCause, Summary
 from reader.notices import Notice
 from reader.steps import Gap, Steps
 from reader.workers import WorkerRun, first_nonfinite_workers
-from tfdbg_tui.exit_codes import (
-    EXIT_DAMAGED,
-    EXIT_NEWER_FORMAT,
-    EXIT_NO_DUMP,
-    EXIT_OK,
-    exit_code_for,
-)
+from tfdbg_tui.exit_codes import EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, EXIT_OK, fail
 from tfdbg_tui.literal import literal, literal_columns
 from tfdbg_tui.step_sparkline import sparkline, step_range
 from tfdbg_tui.summary_format import summary_text
@@ -80,14 +73,8 @@ def main(argv: list[str]) -> int:
             else:
                 _print_human(dump, summary, cause, diagnosis)
     except DumpError as error:
-        return _fail(error, exit_code_for(error))
+        return fail("tfdbg-tui report", error)
     return EXIT_OK
-
-
-def _fail(error: Exception, status: int) -> int:
-    text = str(error).splitlines()[0] if str(error) else type(error).__name__
-    print(f"tfdbg-tui report: {literal(text)}", file=sys.stderr)
-    return status
 
 
 def _counts(alert: Alert) -> dict[str, int]:
