@@ -16,7 +16,7 @@ from rich.text import Text
 
 from reader.diff import RunAlignment, differing_fields
 from reader.model import Op, Summary, Trace
-from tfdbg_tui.text_fit import cut_middle
+from tfdbg_tui.text_fit import cut_middle, keep_by_priority
 from tfdbg_tui.trace_rows import TraceRows
 
 # Between B's columns and A's: a rule, or `DIVERGENT_MARK` on a divergent row.
@@ -115,17 +115,9 @@ class TraceComparison:
                ) -> tuple[list[CompareColumn], int]:
         """The columns that fit, in order, and the width of the tensor name."""
         fixed = index_width + 1 + len(SEPARATOR) + 1 + self.a_index_width()
-        room = width - fixed - NAME_MIN_WIDTH
-        columns = self.columns(mode_b)
-        kept: set[str] = set()
-        for column in sorted(columns, key=lambda c: c.priority):
-            cost = (column.width + 1) * (2 if column.both else 1)
-            if cost <= room:
-                kept.add(column.key)
-                room -= cost
-        chosen = [c for c in columns if c.key in kept]
-        name_width = width - fixed - sum((c.width + 1) * (2 if c.both else 1) for c in chosen)
-        return chosen, name_width
+        chosen = keep_by_priority(self.columns(mode_b), width - fixed - NAME_MIN_WIDTH,
+                                  cost=_cells, priority=lambda c: c.priority)
+        return chosen, width - fixed - sum(_cells(c) for c in chosen)
 
     def header(self, columns: list[CompareColumn]) -> Text:
         """A's header, after B's: "A #" and the titles of A's columns."""
@@ -178,4 +170,9 @@ class TraceComparison:
 
 def _aligned(key: str, title: str, width: int) -> str:
     return title.ljust(width) if key in ("type", "dtype", "shape") else title.rjust(width)
+
+
+def _cells(column: CompareColumn) -> int:
+    """Cells a column takes in a row: its width and a space, once per run it shows."""
+    return (column.width + 1) * (2 if column.both else 1)
 

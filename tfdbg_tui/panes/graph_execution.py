@@ -21,7 +21,7 @@ from tfdbg_tui.literal import literal
 from tfdbg_tui.panes.comparison_columns import CompareColumn, TraceComparison
 from tfdbg_tui.screens.prompt import PromptScreen
 from tfdbg_tui.summary_format import count
-from tfdbg_tui.text_fit import cut_start
+from tfdbg_tui.text_fit import cut_start, keep_by_priority
 from tfdbg_tui.trace_rows import TraceRows
 from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.pane import Pane
@@ -61,13 +61,8 @@ _NAME_MIN_WIDTH = 14
 def fit_columns(mode: str, width: int, index_width: int) -> tuple[list[Column], int]:
     """The summary columns that fit beside the index and the tensor name, in order."""
     columns = _COLUMNS_BY_MODE.get(mode, _DEFAULT_COLUMNS)
-    room = width - index_width - 1 - _NAME_MIN_WIDTH
-    kept: set[str] = set()
-    for column in sorted(columns, key=lambda c: c.priority):
-        if column.width + 1 <= room:
-            kept.add(column.key)
-            room -= column.width + 1
-    chosen = [c for c in columns if c.key in kept]
+    chosen = keep_by_priority(columns, width - index_width - 1 - _NAME_MIN_WIDTH,
+                              cost=lambda c: c.width + 1, priority=lambda c: c.priority)
     name_width = width - index_width - 1 - sum(c.width + 1 for c in chosen)
     return chosen, name_width
 
