@@ -18,7 +18,9 @@ FORMAT_NAME = "tfdbg-tui-dump"
 # 1.2: `notice` records in the metadata stream; `exec` records of executions in a thread
 # other than the one that enabled the dump carry its name (`th`), and the `run` record
 # names the enabling thread (`thread`).
-FORMAT_VERSION = (1, 2)
+# 1.3: the FULL_STATS mode (FULL_HEALTH's columns, then min, max, mean and std of the
+# finite elements).
+FORMAT_VERSION = (1, 3)
 
 FILE_SUFFIX = ".tfdbg"
 
@@ -141,8 +143,13 @@ CONCISE_HEALTH = "CONCISE_HEALTH"
 FULL_HEALTH = "FULL_HEALTH"
 SHAPE = "SHAPE"
 FULL_TENSOR = "FULL_TENSOR"
-TENSOR_DEBUG_MODES = (NO_TENSOR, CURT_HEALTH, CONCISE_HEALTH, FULL_HEALTH, SHAPE, FULL_TENSOR)
-HEALTH_MODES = (CURT_HEALTH, CONCISE_HEALTH, FULL_HEALTH)
+# Not a TensorFlow mode (since format 1.3): FULL_HEALTH plus statistics of the finite
+# elements, which TensorFlow's first summary op had and DebugNumericSummaryV2 dropped.
+FULL_STATS = "FULL_STATS"
+TENSOR_DEBUG_MODES = (NO_TENSOR, CURT_HEALTH, CONCISE_HEALTH, FULL_HEALTH, FULL_STATS, SHAPE,
+                      FULL_TENSOR)
+# The modes whose summaries count NaN and infinities.
+HEALTH_MODES = (CURT_HEALTH, CONCISE_HEALTH, FULL_HEALTH, FULL_STATS)
 # The modes that record whether a tensor held NaN or infinity.
 ALERT_MODES = HEALTH_MODES + (FULL_TENSOR,)
 
@@ -158,6 +165,10 @@ SUMMARY_COLUMNS: dict[str, tuple[str, ...]] = {
     CURT_HEALTH: ("has_inf_or_nan",),
     CONCISE_HEALTH: ("size", "neg_inf", "pos_inf", "nan"),
     FULL_HEALTH: ("dtype", "rank", "size", "neg_inf", "pos_inf", "nan", "neg", "zero", "pos"),
+    # min, max, mean and std (population, ddof 0) of the finite elements; NaN when the
+    # tensor has none.
+    FULL_STATS: ("dtype", "rank", "size", "neg_inf", "pos_inf", "nan", "neg", "zero", "pos",
+                 "min", "max", "mean", "std"),
     SHAPE: ("dtype", "rank", "size") + tuple(f"shape{i}" for i in range(MAX_SHAPE_RANK)),
     FULL_TENSOR: (),
 }

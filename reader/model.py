@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from reader import format as fmt
@@ -68,6 +69,11 @@ class Summary:
     pos: int | None = None
     shape: tuple[int, ...] | None = None
     has_inf_or_nan: bool | None = None
+    # FULL_STATS: statistics of the finite elements; None when there are none.
+    min: float | None = None
+    max: float | None = None
+    mean: float | None = None
+    std: float | None = None
 
     @property
     def is_alert(self) -> bool:
@@ -92,6 +98,10 @@ class Summary:
         if mode == fmt.FULL_HEALTH:
             return cls(mode, _dtype_name(v[0]), int(v[1]), int(v[2]), int(v[3]), int(v[4]),
                        int(v[5]), int(v[6]), int(v[7]), int(v[8]))
+        if mode == fmt.FULL_STATS:
+            return cls(mode, _dtype_name(v[0]), int(v[1]), int(v[2]), int(v[3]), int(v[4]),
+                       int(v[5]), int(v[6]), int(v[7]), int(v[8]), min=_stat(v[9]),
+                       max=_stat(v[10]), mean=_stat(v[11]), std=_stat(v[12]))
         if mode == fmt.CONCISE_HEALTH:
             return cls(mode, None, None, int(v[0]), int(v[1]), int(v[2]), int(v[3]))
         if mode == fmt.CURT_HEALTH:
@@ -101,6 +111,11 @@ class Summary:
             return cls(mode, _dtype_name(v[0]), rank, int(v[2]),
                        shape=tuple(int(d) for d in v[3:3 + min(rank, fmt.MAX_SHAPE_RANK)]))
         return cls(mode)
+
+
+def _stat(value: float) -> float | None:
+    value = float(value)
+    return None if math.isnan(value) else value
 
 
 def _dtype_name(code: float) -> str:
