@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from instrument import recording_stop
+from instrument.execution_chunks import ExecutionChunk
 from instrument.flight_recorder import FirstAlert, FlightRecorder, summaries_alert, values_alert
 from instrument.record_file import RecordFile
 from instrument.recording_stop import RecordingStop
@@ -86,6 +87,7 @@ class DumpWriter:
         self._stopped: RecordingStop | None = None
         # The Python function of the latest eager call and its call ordinal.
         self._latest_call: tuple[str | None, int] | None = None
+        self._chunk: ExecutionChunk | None = None  # executions not yet packed
         self.run_id = run_info.get("run") or new_run_id()
         self.path = os.path.join(os.fspath(logdir), self.run_id)
         os.makedirs(self.path, exist_ok=False)
@@ -386,36 +388,53 @@ class DumpWriter:
         Python thread it ran in, when not the one that enabled the dump.
         """
         with self._lock:
+            if self._closed:
+                raise RuntimeError(f"dump writer for run {self.run_id} is closed")
             index = self.num_executions
-            record: dict[str, Any] = {
-                "k": fmt.KIND_EXECUTION, "i": index, "op": op_type, "graph": graph_id,
-                "in": list(input_ids), "out": list(output_ids), "dev": list(device_ids),
-                "dtypes": list(output_dtypes), "stack": stack_id,
-                "t": time.time() if time_s is None else time_s,
-            }
             if call_ordinal is not None:
-                record["c"] = int(call_ordinal)
                 self._latest_call = (fmt.step_function_name(op_type), int(call_ordinal))
-            if thread is not None:
-                record["th"] = thread
             # Only the first alert matters: later records are not inspected.
             if self._recorder.first_alert is None and (
                     summaries_alert(self.mode, summaries) if values is None
                     else values_alert(values)):
                 self._note_alert(fmt.STREAM_EXECUTIONS, index, index)
-            if summaries is not None:
-                record["s"] = [None if s is None else [float(x) for x in s] for s in summaries]
-            encode = size_hint = None
-            if values is not None:
-                record["v"] = list(values)
-                encode = _encode_execution_values
-                size_hint = sum(len(v.get("data") or b"") for v in record["v"]
-                                if isinstance(v, dict))
-            self._append(fmt.STREAM_EXECUTIONS, record, encode=encode,
-                         size_hint=size_hint or 0)
+            if self._stopped is None:
+                values_bytes = 0 if values is None else sum(
+                    len(v.get("data") or b"") for v in values if isinstance(v, dict))
+                chunk = self._execution_chunk(index)
+                chunk.add(op_type=op_type, graph_id=graph_id, input_ids=input_ids,
+                          output_ids=output_ids, device_ids=device_ids,
+                          output_dtypes=output_dtypes, stack_id=stack_id,
+                          summaries=summaries, values=values,
+                          time_s=time.time() if time_s is None else time_s,
+                          call_ordinal=call_ordinal, thread=thread,
+                          values_bytes=values_bytes)
             self.num_executions = index + 1
+            if self._chunk is not None and self._chunk.estimated_bytes >= FLUSH_BYTES:
+                self.flush()
             self._count_and_rotate(fmt.STREAM_EXECUTIONS, 1, index)
             return index
+
+    def _execution_chunk(self, index: int) -> ExecutionChunk:
+        """The open chunk of executions, or a new one from ``index`` on.
+
+        A new chunk's record is appended at once, in its place in the stream, and
+        packed when the file flushes (`ExecutionChunk.pack_into`).
+        """
+        chunk = self._chunk
+        if chunk is None or chunk.sealed or chunk.full:
+            width = (len(fmt.SUMMARY_COLUMNS[self.mode])
+                     if self.mode in fmt.SUMMARY_COLUMNS and self.mode != fmt.FULL_TENSOR
+                     else 0)
+            chunk = self._chunk = ExecutionChunk(index, width)
+
+            def pack(record: dict[str, Any], chunk: ExecutionChunk = chunk) -> None:
+                chunk.pack_into(record)
+                if "v" in record:
+                    record["v"] = COMPRESSION.encode_all(record["v"])
+
+            self._files[fmt.STREAM_EXECUTIONS].append({}, encode=pack)
+        return chunk
 
     def add_traces(self, trace_points: np.ndarray, *, summaries: np.ndarray | None = None,
                    values: Sequence[dict[str, Any]] | None = None,
@@ -466,7 +485,3 @@ class DumpWriter:
             self.num_traces = first + n
             self._count_and_rotate(fmt.STREAM_GRAPH_TRACES, n, step)
             return first
-
-
-def _encode_execution_values(record: dict[str, Any]) -> None:
-    record["v"] = COMPRESSION.encode_all(record["v"])

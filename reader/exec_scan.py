@@ -352,7 +352,8 @@ def _template(data: bytes | bytearray, start: int, end: int) -> list[str] | None
         record = msgpack.unpackb(data[start:end], raw=False, strict_map_key=False)
     except Exception:  # any decoding failure: the caller's record
         return None
-    if not isinstance(record, dict) or not 0 < len(record) <= 15:
+    if not isinstance(record, dict) or record.get("k") != fmt.KIND_EXECUTION \
+            or not 0 < len(record) <= 15:
         return None
     keys = list(record)
     if not all(isinstance(k, str) and k.isascii() and 0 < len(k) <= 31 for k in keys):

@@ -19,7 +19,7 @@ FORMAT_NAME = "tfdbg-tui-dump"
 # other than the one that enabled the dump carry its name (`th`), and the `run` record
 # names the enabling thread (`thread`).
 # 1.3: the FULL_STATS mode (FULL_HEALTH's columns, then min, max, mean and std of the
-# finite elements).
+# finite elements); executions are written in columnar `execs` chunks, not `exec` records.
 FORMAT_VERSION = (1, 3)
 
 FILE_SUFFIX = ".tfdbg"
@@ -111,7 +111,8 @@ KIND_FRAME = "frame"  # stacks: one stack frame
 KIND_STACK = "stack"  # stacks: a list of frame ids
 KIND_GRAPH = "graph"  # graphs: a graph (FuncGraph, while/cond body, TF1 graph)
 KIND_OP = "op"  # graphs: an op created in a graph
-KIND_EXECUTION = "exec"  # executions: one eager op or function call
+KIND_EXECUTION = "exec"  # executions: one eager op or function call (before 1.3)
+KIND_EXECUTION_CHUNK = "execs"  # executions: a chunk of eager executions, columnar (1.3)
 KIND_TRACES = "traces"  # graph_traces: a chunk of graph execution traces
 KIND_NOTICE = "notice"  # metadata: something the user should know about the recording
 

@@ -19,6 +19,7 @@ from reader.records import is_int
 from reader.summary_rows import alert_counts, alert_flags, summary_width
 
 if TYPE_CHECKING:
+    from reader.exec_chunks import ChunkColumns
     from reader.exec_scan import ExecScan
 
 
@@ -222,6 +223,9 @@ class ExecutionIndex:
         self.offset = Column(np.int64)
         self.length = Column(np.int64)
         self.segment = Column(np.int32)
+        # The execution's row in its ``execs`` chunk (offset and length locate the
+        # chunk); -1 for an ``exec`` record of its own (format 1.2 and before).
+        self.chunk_row = Column(np.int32)
         self.op_code = Column(np.int32)
         self.is_function = Column(np.bool_)
         self.is_alert = Column(np.bool_)
@@ -237,6 +241,11 @@ class ExecutionIndex:
         self.alert_index = Column(np.int64)
         self.alert_slot = Column(np.int32)
         self.alert_counts = Column(np.int64, 3)  # nan, neg_inf, pos_inf; -1 unknown
+
+    @property
+    def _per_execution(self) -> tuple[Column, ...]:
+        return (self.offset, self.length, self.segment, self.chunk_row, self.op_code,
+                self.is_function, self.is_alert, self.out_start)
 
     @property
     def first(self) -> int:
@@ -284,13 +293,11 @@ class ExecutionIndex:
                 counts = alert_counts(self.mode, rows[1])
                 for j in np.flatnonzero(flags):
                     alert_slots.append((int(rows[0][j]), counts[j]))
-        code = self._op_codes.get(op_type)
-        if code is None:
-            code = self._op_codes[op_type] = len(self.op_types)
-            self.op_types.append(op_type)
+        code = self._intern(op_type)
         self.offset.append(start)
         self.length.append(end - start)
         self.segment.append(segment)
+        self.chunk_row.append(-1)
         self.op_code.append(code)
         self.is_function.append(graph is not None or fmt.is_function_call(op_type))
         self.is_alert.append(bool(alert_slots))
@@ -319,8 +326,7 @@ class ExecutionIndex:
         the columns still grow by doubling past it.
         """
         bound = len(self) + new_bytes // 64
-        for column in (self.offset, self.length, self.segment, self.op_code,
-                       self.is_function, self.is_alert, self.out_start):
+        for column in self._per_execution:
             column.reserve(bound)
 
     def intern_op(self, op_type: bytes) -> int | None:
@@ -329,10 +335,13 @@ class ExecutionIndex:
             text = op_type.decode("utf-8")
         except UnicodeDecodeError:
             return None
-        code = self._op_codes.get(text)
+        return self._intern(text)
+
+    def _intern(self, op_type: str) -> int:
+        code = self._op_codes.get(op_type)
         if code is None:
-            code = self._op_codes[text] = len(self.op_types)
-            self.op_types.append(text)
+            code = self._op_codes[op_type] = len(self.op_types)
+            self.op_types.append(op_type)
         return code
 
     def add_scanned(self, scan: ExecScan, a: int, b: int, segment: int, base: int,
@@ -349,6 +358,7 @@ class ExecutionIndex:
         self.offset.extend(base + starts[a:b])
         self.length.extend(ends[a:b] - starts[a:b])
         self.segment.extend(np.full(n, segment, dtype=np.int32))
+        self.chunk_row.extend(np.full(n, -1, dtype=np.int32))
         codes = scan.op_code[a:b]
         self.op_code.extend(codes)
         if len(self._code_is_function) < len(self.op_types):
@@ -371,6 +381,50 @@ class ExecutionIndex:
             self.alert_index.extend(scan.index[scan.alert_record[lo:hi]])
             self.alert_slot.extend(scan.alert_slot[lo:hi].astype(np.int32))
             self.alert_counts.extend(scan.alert_counts[lo:hi])
+        return n
+
+    def add_chunk(self, chunk: ChunkColumns, segment: int, start: int, end: int) -> int:
+        """Index the executions of one ``execs`` chunk; returns how many.
+
+        Raises:
+            MalformedRecordError: The chunk repeats an index already read.
+        """
+        n = chunk.op.size
+        if not n:
+            return 0
+        if len(self) and chunk.first < self.end:
+            raise MalformedRecordError(f"execs {chunk.first} repeats an index before {self.end}")
+        self._continue_at(chunk.first, n)
+        codes_of = np.array([self._intern(t) for t in chunk.op_types], dtype=np.int32)
+        codes = codes_of[chunk.op]
+        self.offset.extend(np.full(n, start, dtype=np.int64))
+        self.length.extend(np.full(n, end - start, dtype=np.int64))
+        self.segment.extend(np.full(n, segment, dtype=np.int32))
+        self.chunk_row.extend(np.arange(n, dtype=np.int32))
+        self.op_code.extend(codes)
+        if len(self._code_is_function) < len(self.op_types):
+            self._code_is_function = np.array(
+                [fmt.is_function_call(t) for t in self.op_types], dtype=bool)
+        self.is_function.extend((chunk.graph >= 0) | self._code_is_function[codes])
+        alerting = np.zeros(n, dtype=bool)
+        if chunk.summaries is not None and chunk.out.size:
+            # NaN rows stand for outputs without a summary.
+            flags = alert_flags(self.mode, chunk.summaries) & ~np.isnan(chunk.summaries[:, 0])
+            hits = np.flatnonzero(flags)
+            if hits.size:
+                record = np.searchsorted(chunk.out_start, hits, side="right") - 1
+                alerting[record] = True
+                self.alert_index.extend(chunk.first + record)
+                self.alert_slot.extend((hits - chunk.out_start[record]).astype(np.int32))
+                self.alert_counts.extend(alert_counts(self.mode, chunk.summaries[hits]))
+        self.is_alert.extend(alerting)
+        self.out_start.extend(chunk.out_start[:-1] + self.out_ids.size)
+        ids = np.where((chunk.out >= 0), chunk.out, -1)
+        if ids.size:
+            if self.out_sorted and (ids[0] < self._last_out_id or bool((ids[1:] < ids[:-1]).any())):
+                self.out_sorted = False
+            self.out_ids.extend(ids)
+            self._last_out_id = int(ids[-1])
         return n
 
     def _summary_rows(self, record: dict[str, Any]) -> tuple[list[int], np.ndarray] | None:
@@ -436,8 +490,7 @@ class ExecutionIndex:
         first, last = self.spans.index_of(r0), self.spans.index_of(r1 - 1)
         o0 = int(self.out_start.buffer[r0])
         o1 = int(self.out_start.buffer[r1]) if r1 < len(self) else self.out_ids.size
-        for column in (self.offset, self.length, self.segment, self.op_code,
-                       self.is_function, self.is_alert, self.out_start):
+        for column in self._per_execution:
             column.delete(r0, r1)
         self.out_ids.delete(o0, o1)
         self.out_start.view[r0:] -= o1 - o0

@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from reader import exec_chunks, liveness, values
 from reader import format as fmt
-from reader import liveness, values
 from reader.errors import UnknownIdError
 from reader.model import (
     Execution,
@@ -185,8 +185,10 @@ class IndexedRun:
         with self._lock:
             row = self._exec_row(index)
             e = self._execs
-            return self._fetch(fmt.STREAM_EXECUTIONS, int(e.segment.view[row]),
-                               int(e.offset.view[row]), int(e.length.view[row]))
+            record = self._fetch(fmt.STREAM_EXECUTIONS, int(e.segment.view[row]),
+                                 int(e.offset.view[row]), int(e.length.view[row]))
+            chunk_row = int(e.chunk_row.view[row])
+            return record if chunk_row < 0 else exec_chunks.execution_record(record, chunk_row)
 
     def execution(self, index: int) -> Execution:
         """The full execution record ``index`` (decoded on demand, cached).

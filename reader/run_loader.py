@@ -22,6 +22,7 @@ import numpy as np
 from reader import format as fmt
 from reader.definitions import Definitions
 from reader.errors import DamagedDumpError, MalformedRecordError, NoRunsError
+from reader.exec_chunks import chunk_columns
 from reader.exec_scan import PAD as EXEC_SCAN_PAD
 from reader.exec_scan import ExecScan, scan_exec_frames
 from reader.index import ExecutionIndex, TraceIndex
@@ -246,6 +247,9 @@ class RunLoader:
         elif stream == fmt.STREAM_EXECUTIONS:
             if kind == fmt.KIND_EXECUTION:
                 self.execs.add(record, segment, start, end)
+            elif kind == fmt.KIND_EXECUTION_CHUNK:
+                self.execs.add_chunk(chunk_columns(record, self.mode, self.execs.width),
+                                     segment, start, end)
         elif kind == fmt.KIND_RUN and stream == fmt.STREAM_METADATA:
             if self.run is None:
                 self.run = record

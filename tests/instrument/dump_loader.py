@@ -137,6 +137,8 @@ def _add(dump: Dump, record: dict[str, Any]) -> None:
         dump.ops[record["id"]] = record
     elif kind == fmt.KIND_EXECUTION:
         dump.executions.append(record)
+    elif kind == fmt.KIND_EXECUTION_CHUNK:
+        dump.executions.extend(_chunk_executions(record))
     elif kind == fmt.KIND_TRACES:
         dump.chunks.append(record)
         n = record["n"]
@@ -151,6 +153,44 @@ def _add(dump: Dump, record: dict[str, Any]) -> None:
                 index=record["i"] + j, step=record["x"], trace_point=int(tps[j]),
                 summary=None if rows is None else rows[j].tolist(),
                 value=None if values is None else values[j]))
+
+
+def _chunk_executions(chunk: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``exec`` records an ``execs`` chunk stands for (docs/format.md section 4)."""
+    n = chunk["n"]
+
+    def column(key: str, dtype: str) -> list:
+        return np.frombuffer(chunk[key], dtype=dtype).tolist()
+
+    op, graph, stack, t, c = (column(k, d) for k, d in (
+        ("op", "<i4"), ("graph", "<i8"), ("stack", "<i8"), ("t", "<f8"), ("c", "<i8")))
+    ni, no = column("ni", "<i4"), column("no", "<i4")
+    ins, outs, devs, dtypes = (column(k, d) for k, d in (
+        ("in", "<i8"), ("out", "<i8"), ("dev", "<i4"), ("dtypes", "<i4")))
+    threads = column("th", "<i4") if "th" in chunk else [-1] * n
+    rows = (np.frombuffer(chunk["s"], dtype="<f8").reshape(-1, chunk["sc"]).tolist()
+            if "s" in chunk else None)
+    assert len(op) == n and len(ins) == sum(ni) and len(outs) == sum(no)
+    executions = []
+    a = o = 0
+    for r in range(n):
+        record = {"k": fmt.KIND_EXECUTION, "i": chunk["i"] + r, "op": chunk["ops"][op[r]],
+                  "graph": None if graph[r] < 0 else graph[r], "in": ins[a:a + ni[r]],
+                  "out": outs[o:o + no[r]], "dev": devs[o:o + no[r]],
+                  "dtypes": dtypes[o:o + no[r]], "stack": None if stack[r] < 0 else stack[r],
+                  "t": t[r]}
+        if c[r] >= 0:
+            record["c"] = c[r]
+        if threads[r] >= 0:
+            record["th"] = chunk["ths"][threads[r]]
+        if rows is not None:
+            record["s"] = [None if row[0] != row[0] else row for row in rows[o:o + no[r]]]
+        if "v" in chunk:
+            record["v"] = chunk["v"][o:o + no[r]]
+        executions.append(record)
+        a += ni[r]
+        o += no[r]
+    return executions
 
 
 def load_single_run(logdir: str) -> Dump:

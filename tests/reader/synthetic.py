@@ -29,6 +29,7 @@ class SyntheticRun:
     graph: int = 0
     ops: dict[str, int] = field(default_factory=dict)
     device: int = 0
+    chunked: bool = True  # executions in ``execs`` chunks (False: 1.2 ``exec`` records)
 
     @property
     def path(self) -> str:
@@ -77,6 +78,21 @@ def make_run(logdir, *, mode: str = fmt.FULL_HEALTH, circular_buffer_size: int =
                               device_id=run.device, stack_id=neg_stack, trace_points=[2])
     w.flush()
     return run
+
+
+def add_legacy_execution(writer: DumpWriter, *, op_type, graph_id, input_ids, output_ids,
+                         device_ids, output_dtypes, stack_id, summaries=None) -> int:
+    """Append one execution as a writer before format 1.3 did: an ``exec`` record of
+    its own (the reader still reads such dumps). Returns its index."""
+    index = writer.num_executions
+    record = {"k": fmt.KIND_EXECUTION, "i": index, "op": op_type, "graph": graph_id,
+              "in": list(input_ids), "out": list(output_ids), "dev": list(device_ids),
+              "dtypes": list(output_dtypes), "stack": stack_id, "t": 1.0}
+    if summaries is not None:
+        record["s"] = [None if r is None else [float(x) for x in r] for r in summaries]
+    writer._files[fmt.STREAM_EXECUTIONS].append(record)
+    writer.num_executions = index + 1
+    return index
 
 
 def add_step(run: SyntheticRun, rows: list[list[float]], *, call: bool = True,

@@ -1,12 +1,16 @@
-"""The vectorised execution index (`reader.exec_scan`) against decoding every record.
+"""The execution index against decoding every record.
 
-`RunLoader` indexes ``exec`` records from their raw bytes, in blocks, and decodes whole
-only the records that do not fit a block's template. Whatever the mix, the index must
-be exactly the one `ExecutionIndex.add` builds from each decoded record.
+Dumps before format 1.3 hold one ``exec`` record per execution: `RunLoader` indexes
+them from their raw bytes, in blocks (`reader.exec_scan`), and decodes whole only the
+records that do not fit a block's template. Whatever the mix, the index must be
+exactly the one `ExecutionIndex.add` builds from each decoded record. Since 1.3 the
+writer packs executions into ``execs`` chunks (`reader.exec_chunks`): the same
+executions must give the same index and the same records either way.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import msgpack
@@ -19,7 +23,14 @@ from reader.errors import MalformedRecordError
 from reader.index import ExecutionIndex
 from reader.run_loader import RunLoader
 from reader.segment_reader import SegmentReader, list_segments
-from tests.reader.synthetic import FINITE, NAN, NEG_INF, make_run, segment_path
+from tests.reader.synthetic import (
+    FINITE,
+    NAN,
+    NEG_INF,
+    add_legacy_execution,
+    make_run,
+    segment_path,
+)
 
 _COLUMNS = ("offset", "length", "segment", "is_function", "is_alert", "out_start",
             "out_ids", "alert_index", "alert_slot", "alert_counts")
@@ -60,14 +71,17 @@ def _assert_same(loader: RunLoader, expected: ExecutionIndex) -> None:
 
 
 def _eager(run, op_type, outputs, rows, graph=None, inputs=(1, 2)):
-    return run.writer.add_execution(
-        op_type=op_type, graph_id=graph, input_ids=list(inputs), output_ids=list(outputs),
-        device_ids=[run.device] * len(outputs), output_dtypes=[1] * len(outputs),
-        stack_id=run.user_stack, summaries=rows)
+    fields = dict(op_type=op_type, graph_id=graph, input_ids=list(inputs),
+                  output_ids=list(outputs), device_ids=[run.device] * len(outputs),
+                  output_dtypes=[1] * len(outputs), stack_id=run.user_stack, summaries=rows)
+    if run.chunked:
+        return run.writer.add_execution(**fields)
+    return add_legacy_execution(run.writer, **fields)
 
 
-def _mixed_run(logdir, mode=fmt.FULL_HEALTH):
+def _mixed_run(logdir, mode=fmt.FULL_HEALTH, chunked=False):
     run = make_run(logdir, mode=mode)
+    run.chunked = chunked
     width = len(fmt.SUMMARY_COLUMNS[mode])
     rows = {"finite": FINITE[:width], "nan": NAN[:width], "inf": NEG_INF[:width]}
     if mode == fmt.CURT_HEALTH:
@@ -158,3 +172,29 @@ def test_damaged_records_stop_the_segment_with_the_same_notice(logdir, damage):
     [notice] = loader.damage
     assert notice.startswith("executions.000000.tfdbg: ") and f"at byte {size}" in notice
     _assert_same(loader, _reference(run.path, loader.mode))
+
+
+@pytest.mark.parametrize("mode", [fmt.FULL_HEALTH, fmt.CURT_HEALTH, fmt.SHAPE, fmt.NO_TENSOR])
+def test_chunks_index_and_read_as_the_records_they_replace(tmp_path, monkeypatch, mode):
+    from instrument import execution_chunks
+
+    monkeypatch.setattr(execution_chunks, "CHUNK_ROWS", 64)  # several chunks, one partial
+    runs = {}
+    for chunked in (False, True):
+        run, _ = _mixed_run(str(tmp_path / str(chunked)), mode, chunked=chunked)
+        run.writer.close()
+        runs[chunked] = DumpReader(run.path)
+    legacy, chunked = runs[False], runs[True]
+    assert chunked.num_executions == legacy.num_executions == 300
+    for name in ("is_function", "is_alert", "out_start", "out_ids", "alert_index",
+                 "alert_slot", "alert_counts"):
+        assert np.array_equal(getattr(chunked._execs, name).view,
+                              getattr(legacy._execs, name).view), name
+    assert chunked.execution_op_types(0, 300) == legacy.execution_op_types(0, 300)
+    for i in range(300):
+        want = legacy.execution_record(i)
+        got = chunked.execution_record(i)
+        assert got == {**want, "t": got["t"]}, i
+        assert chunked.execution(i) == dataclasses.replace(legacy.execution(i),
+                                                           time=got["t"]), i
+    assert chunked.alerts() == legacy.alerts()

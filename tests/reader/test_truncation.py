@@ -50,12 +50,14 @@ def _expected_before(records: list[tuple[int, dict]], cut: int, full: dict[str, 
              "files": 0, "devices": 0}
     kinds_in_stream = set()
     for end, record in records:
-        key = "traces" if record["k"] == fmt.KIND_TRACES else _COUNTED.get(record["k"])
+        chunk = record["k"] in (fmt.KIND_TRACES, fmt.KIND_EXECUTION_CHUNK)
+        key = {fmt.KIND_TRACES: "traces", fmt.KIND_EXECUTION_CHUNK: "executions"}.get(
+            record["k"], _COUNTED.get(record["k"]))
         if key is None:
             continue
         kinds_in_stream.add(key)
         if end <= cut:
-            owned[key] += record["n"] if key == "traces" else 1
+            owned[key] += record["n"] if chunk else 1
     for key in kinds_in_stream:
         expected[key] = owned[key]
     return expected

@@ -97,8 +97,8 @@ def test_dump_round_trip_and_corrupt_value(tmp_path):
     w.add_traces(np.array([0, 1, 2], np.int32),
                  values=[encode_value(tensor_value_record(RELU)), tensor_value_record(small),
                          broken])
-    w.add_execution(op_type="Relu", graph_id=None, input_ids=[], output_ids=[3],
-                    device_ids=[run.device], output_dtypes=[1], stack_id=None,
+    w.add_execution(op_type="Relu", graph_id=None, input_ids=[], output_ids=[3, 4],
+                    device_ids=[run.device] * 2, output_dtypes=[1, 1], stack_id=None,
                     values=[tensor_value_record(RELU), tensor_value_record(small)])
     w.close()
     reader = DumpReader(run.path)

@@ -1,0 +1,161 @@
+"""Eager executions gathered into columnar ``execs`` chunks (docs/format.md section 4).
+
+A training loop can record hundreds of thousands of eager executions; one msgpack map
+each costs the reader a Python object per record to index them. The writer gathers
+the executions between two flushes into one `ExecutionChunk` instead: per-execution
+facts go into plain lists as they come (cheap on the training thread), and the chunk
+is packed into little-endian columns only when its file is flushed, normally by the
+writer's background flush thread. A reader indexes a chunk with a few numpy calls.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from reader import format as fmt
+
+# Executions per chunk: bounds a chunk's bytes (a reader decodes a whole chunk to show
+# one execution, and caches it) while keeping the per-chunk overhead negligible.
+CHUNK_ROWS = 1024
+# Estimated packed bytes of one execution without values, for the writer's flush
+# threshold (ids, device, dtype, summary row).
+_ROW_BYTES = 48
+
+
+class ExecutionChunk:
+    """The executions of one ``execs`` record, gathered until the record is packed.
+
+    Args:
+        first: The index of the chunk's first execution.
+        summary_width: Summary columns per output, or 0 (NO_TENSOR, FULL_TENSOR).
+    """
+
+    def __init__(self, first: int, summary_width: int) -> None:
+        self.first = first
+        self.width = summary_width
+        self.sealed = False  # packed into its record: takes no more executions
+        self.estimated_bytes = 0
+        self._op_codes: dict[str, int] = {}
+        self._thread_codes: dict[str, int] = {}
+        self._op: list[int] = []
+        self._graph: list[int] = []
+        self._stack: list[int] = []
+        self._time: list[float] = []
+        self._call: list[int] = []
+        self._thread: list[int] = []
+        self._num_inputs: list[int] = []
+        self._inputs: list[int] = []
+        self._num_outputs: list[int] = []
+        self._outputs: list[int] = []
+        self._devices: list[int] = []
+        self._dtypes: list[int] = []
+        self._summaries: list[float] = []
+        self._values: list[Any] | None = None
+
+    def __len__(self) -> int:
+        return len(self._op)
+
+    @property
+    def full(self) -> bool:
+        return len(self._op) >= CHUNK_ROWS
+
+    def add(self, *, op_type: str, graph_id: int | None, input_ids: Sequence[int],
+            output_ids: Sequence[int], device_ids: Sequence[int],
+            output_dtypes: Sequence[int], stack_id: int | None,
+            summaries: Sequence[Sequence[float] | None] | None,
+            values: Sequence[dict[str, Any] | None] | None, time_s: float,
+            call_ordinal: int | None, thread: str | None, values_bytes: int = 0) -> None:
+        """Take one execution (the fields of `DumpWriter.add_execution`).
+
+        Raises:
+            ValueError: The per-output lists differ in length, or a summary row does
+                not have the mode's columns; the chunk is unchanged.
+        """
+        n = len(output_ids)
+        lengths = [len(device_ids), len(output_dtypes)]
+        lengths += [] if summaries is None or not self.width else [len(summaries)]
+        lengths += [] if values is None else [len(values)]
+        if any(length != n for length in lengths) or (self.width and summaries is not None and any(
+                row is not None and len(row) != self.width for row in summaries)):
+            raise ValueError(f"{op_type}: {n} outputs, but per-output lists of lengths "
+                             f"{lengths} or summary rows not of {self.width} columns")
+        code = self._op_codes.get(op_type)
+        if code is None:
+            code = self._op_codes[op_type] = len(self._op_codes)
+        self._op.append(code)
+        self._graph.append(-1 if graph_id is None else int(graph_id))
+        self._stack.append(-1 if stack_id is None else int(stack_id))
+        self._time.append(float(time_s))
+        self._call.append(-1 if call_ordinal is None else int(call_ordinal))
+        if thread is None:
+            self._thread.append(-1)
+        else:
+            thread_code = self._thread_codes.get(thread)
+            if thread_code is None:
+                thread_code = self._thread_codes[thread] = len(self._thread_codes)
+            self._thread.append(thread_code)
+        self._num_inputs.append(len(input_ids))
+        self._inputs.extend(input_ids)
+        self._num_outputs.append(n)
+        self._outputs.extend(output_ids)
+        self._devices.extend(device_ids)
+        self._dtypes.extend(output_dtypes)
+        if self.width:
+            self._add_summaries(op_type, n, summaries)
+        if values is not None or self._values is not None:
+            if self._values is None:  # earlier executions of the chunk had no values
+                self._values = [None] * (len(self._outputs) - n)
+            self._values.extend(values if values is not None else [None] * n)
+        self.estimated_bytes += _ROW_BYTES * max(n, 1) + values_bytes
+
+    def _add_summaries(self, op_type: str, n: int,
+                       summaries: Sequence[Sequence[float] | None] | None) -> None:
+        # An output without a summary gets a row of NaN: no mode's first column
+        # (has_inf_or_nan, size or dtype) is ever NaN in a real row.
+        if summaries is None:
+            self._summaries.extend([math.nan] * (self.width * n))
+            return
+        for row in summaries:
+            if row is None:
+                self._summaries.extend([math.nan] * self.width)
+            else:
+                self._summaries.extend(float(x) for x in row)
+
+    def pack_into(self, record: dict[str, Any]) -> None:
+        """Fill the chunk's ``execs`` record with its columns; the chunk is sealed.
+
+        Runs at flush (`RecordFile.append`'s ``encode``), so the columns are built off
+        the training thread when the background flush writes them.
+        """
+        self.sealed = True
+        record.update({
+            "k": fmt.KIND_EXECUTION_CHUNK, "i": self.first, "n": len(self._op),
+            "ops": list(self._op_codes),
+            "op": _column(self._op, "<i4"),
+            "graph": _column(self._graph, "<i8"),
+            "stack": _column(self._stack, "<i8"),
+            "t": _column(self._time, "<f8"),
+            "c": _column(self._call, "<i8"),
+            "ni": _column(self._num_inputs, "<i4"),
+            "in": _column(self._inputs, "<i8"),
+            "no": _column(self._num_outputs, "<i4"),
+            "out": _column(self._outputs, "<i8"),
+            "dev": _column(self._devices, "<i4"),
+            "dtypes": _column(self._dtypes, "<i4"),
+        })
+        if self._thread_codes:
+            record["ths"] = list(self._thread_codes)
+            record["th"] = _column(self._thread, "<i4")
+        if self.width:
+            record["sc"] = self.width
+            record["s"] = _column(self._summaries, "<f8")
+        if self._values is not None:
+            record["v"] = self._values
+
+
+def _column(items: list, dtype: str) -> bytes:
+    return np.array(items, dtype=dtype).tobytes()

@@ -1,0 +1,140 @@
+"""Columnar ``execs`` chunks (format 1.3): their columns, checked, and one execution
+of a chunk as the ``exec`` record it stands for.
+
+The writer gathers the executions between two flushes into one chunk of
+little-endian columns (docs/format.md section 4). The index takes a whole chunk with
+a few numpy calls (`ExecutionIndex.add_chunk`); showing one execution decodes its
+chunk (cached by the loader) and cuts out its row (`execution_record`), so every
+consumer of ``exec`` records reads chunked executions unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from reader import format as fmt
+from reader import values
+from reader.errors import MalformedRecordError
+from reader.records import is_int
+
+# Column key -> little-endian dtype, for the per-execution and per-output columns.
+_PER_EXECUTION = {"op": "<i4", "graph": "<i8", "stack": "<i8", "t": "<f8", "c": "<i8",
+                  "ni": "<i4", "no": "<i4"}
+_PER_OUTPUT = {"out": "<i8", "dev": "<i4", "dtypes": "<i4"}
+
+
+@dataclass(frozen=True)
+class ChunkColumns:
+    """What the index takes from a chunk: one entry per execution, or per output.
+
+    Attributes:
+        first: The index of the chunk's first execution.
+        op_types: The chunk's op type table; ``op`` indexes it.
+        op, graph: Per execution (graph -1: none).
+        out_start: n + 1 positions in ``out``: execution r's outputs are
+            ``out[out_start[r]:out_start[r + 1]]``.
+        out: Every output tensor id, in execution then slot order.
+        summaries: (outputs, width) rows in the index's layout, NaN rows for outputs
+            without a summary; None when the mode keeps none.
+    """
+
+    first: int
+    op_types: list[str]
+    op: np.ndarray
+    graph: np.ndarray
+    out_start: np.ndarray
+    out: np.ndarray
+    summaries: np.ndarray | None
+
+
+def _array(record: dict[str, Any], key: str, dtype: str, count: int) -> np.ndarray:
+    data = record.get(key)
+    if not isinstance(data, bytes) or len(data) != count * np.dtype(dtype).itemsize:
+        raise MalformedRecordError(f"an execs chunk whose {key!r} does not hold {count} values")
+    return np.frombuffer(data, dtype=dtype)
+
+
+def chunk_columns(record: dict[str, Any], mode: str, width: int) -> ChunkColumns:
+    """The index's columns of an ``execs`` record.
+
+    Args:
+        record: The decoded chunk.
+        mode: The run's tensor debug mode.
+        width: Summary columns per output the index keeps (`summary_width`).
+
+    Raises:
+        MalformedRecordError: A field is missing or its length does not fit ``n``.
+    """
+    first, n, ops = record.get("i"), record.get("n"), record.get("ops")
+    if not (is_int(first) and first >= 0 and is_int(n) and n >= 0 and isinstance(ops, list)
+            and all(isinstance(op, str) for op in ops)):
+        raise MalformedRecordError("an execs chunk with bad i, n or ops")
+    per_execution = {key: _array(record, key, dtype, n) for key, dtype in _PER_EXECUTION.items()}
+    op = per_execution["op"]
+    if n and (int(op.min()) < 0 or int(op.max()) >= len(ops)):
+        raise MalformedRecordError("an execs chunk whose op codes are not in its table")
+    graph, num_outputs = per_execution["graph"], per_execution["no"]
+    if n and min(int(num_outputs.min()), int(per_execution["ni"].min())) < 0:
+        raise MalformedRecordError("an execs chunk with a negative input or output count")
+    out_start = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(num_outputs, out=out_start[1:])
+    outputs = int(out_start[-1])
+    per_output = {key: _array(record, key, dtype, outputs) for key, dtype in _PER_OUTPUT.items()}
+    out = per_output["out"]
+    _array(record, "in", "<i8", int(per_execution["ni"].sum()))
+    summaries = None
+    if mode == fmt.FULL_TENSOR:
+        stored = record.get("v")
+        if not isinstance(stored, list) or len(stored) != outputs:
+            raise MalformedRecordError(f"an execs chunk whose v does not hold {outputs} values")
+        summaries = np.full((outputs, width), np.nan)
+        slots = [j for j, value in enumerate(stored) if isinstance(value, dict)]
+        if slots:
+            summaries[slots] = values.summary_rows([stored[j] for j in slots])
+    elif width:
+        if record.get("sc") != width:
+            raise MalformedRecordError(f"an execs chunk whose summaries do not have "
+                                       f"{width} columns")
+        summaries = _array(record, "s", "<f8", outputs * width).reshape(outputs, width)
+    return ChunkColumns(first=int(first), op_types=ops, op=op, graph=graph,
+                        out_start=out_start, out=out, summaries=summaries)
+
+
+def execution_record(record: dict[str, Any], row: int) -> dict[str, Any]:
+    """Execution ``row`` of a chunk the index took, as the ``exec`` record it stands for
+    (docs/format.md section 4, ``exec``)."""
+    per = {key: np.frombuffer(record[key], dtype=dtype) for key, dtype in _PER_EXECUTION.items()}
+    o0 = int(per["no"][:row].sum())
+    o1 = o0 + int(per["no"][row])
+    i0 = int(per["ni"][:row].sum())
+    i1 = i0 + int(per["ni"][row])
+    outputs = {key: np.frombuffer(record[key], dtype=dtype)[o0:o1].tolist()
+               for key, dtype in _PER_OUTPUT.items()}
+    graph, stack, call = (int(per[key][row]) for key in ("graph", "stack", "c"))
+    result: dict[str, Any] = {
+        "k": fmt.KIND_EXECUTION, "i": record["i"] + row,
+        "op": record["ops"][int(per["op"][row])],
+        "graph": None if graph < 0 else graph,
+        "in": np.frombuffer(record["in"], dtype="<i8")[i0:i1].tolist(),
+        **outputs,
+        "stack": None if stack < 0 else stack,
+        "t": float(per["t"][row]),
+    }
+    if call >= 0:
+        result["c"] = call
+    threads = record.get("ths")
+    if isinstance(threads, list) and isinstance(record.get("th"), bytes):
+        code = int(np.frombuffer(record["th"], dtype="<i4")[row])
+        if 0 <= code < len(threads):
+            result["th"] = threads[code]
+    width = record.get("sc")
+    if is_int(width) and width > 0 and isinstance(record.get("s"), bytes):
+        rows = np.frombuffer(record["s"], dtype="<f8").reshape(-1, width)[o0:o1]
+        result["s"] = [None if np.isnan(r[0]) else r.tolist() for r in rows]
+    stored = record.get("v")
+    if isinstance(stored, list):
+        result["v"] = stored[o0:o1]
+    return result
