@@ -221,6 +221,13 @@ class IndexedRun:
             types = self._execs.op_types
             return [types[c] for c in codes.tolist()]
 
+    def execution_op_codes(self, begin: int, end: int) -> tuple[np.ndarray, list[str]]:
+        """Op types of executions ``begin..end-1`` as codes: (int32 code per execution,
+        the op type of each code), for analyses over many executions."""
+        with self._lock:
+            codes = self._execs.op_code.view[self._exec_slice(begin, end)].copy()
+            return codes, list(self._execs.op_types)
+
     def execution_alert_flags(self, begin: int, end: int) -> np.ndarray:
         """Bool per execution ``begin..end-1``: an output held NaN or infinity."""
         with self._lock:

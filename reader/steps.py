@@ -21,7 +21,6 @@ Decided here once; `report` and the TUI only format it.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -99,12 +98,19 @@ class Steps:
     def __init__(self, dump: IndexedRun, first_alert: Alert | None) -> None:
         self.execution_runs = dump.kept_executions()
         self.trace_runs = dump.kept_traces()
-        types = [dump.execution_op_types(b, e) for b, e in self.execution_runs]
-        self.function = _step_function([t for run in types for t in run])
+        coded = [dump.execution_op_codes(b, e) for b, e in self.execution_runs]
+        table = coded[-1][1] if coded else []  # the last call's table holds every code
+        codes = [run_codes for run_codes, _ in coded]
+        self.function = _step_function(
+            np.concatenate(codes) if codes else np.empty(0, np.int32), table)
+        is_step_code = np.array([fmt.step_function_name(t) == self.function for t in table]
+                                if self.function is not None else [], dtype=bool)
         self._runs: list[_Run] = []
         previous_last = NO_STEP
-        for (begin, end), run_types in zip(self.execution_runs, types):
-            run = self._steps_of_run(dump, begin, end, run_types, previous_last)
+        for (begin, end), run_codes in zip(self.execution_runs, codes):
+            is_start = is_step_code[run_codes] if is_step_code.size else \
+                np.zeros(run_codes.size, dtype=bool)
+            run = self._steps_of_run(dump, begin, end, is_start, previous_last)
             self._runs.append(run)
             previous_last = int(run.numbers[-1]) if run.numbers.size else run.before
         eager, graph = dump.alert_positions()
@@ -118,14 +124,13 @@ class Steps:
         self.first_alert_position = None if first is None else first.step
         self.gaps = self._gaps(dump)
 
-    def _steps_of_run(self, dump: IndexedRun, begin: int, end: int, types: list[str],
+    def _steps_of_run(self, dump: IndexedRun, begin: int, end: int, is_start: np.ndarray,
                       previous_last: int) -> _Run:
+        """The steps of executions ``begin..end-1``; ``is_start``: per execution, a call
+        of the step function."""
         if self.function is None:
             empty = np.empty(0, dtype=np.int64)
             return _Run(begin, end, empty, empty, NO_STEP)
-        names = {t: fmt.step_function_name(t) for t in set(types)}
-        is_start = np.fromiter((names[t] == self.function for t in types), dtype=bool,
-                               count=len(types))
         starts = np.flatnonzero(is_start).astype(np.int64) + begin
         if not starts.size:
             # The whole run lies inside one step (a long step, or a short run).
@@ -230,17 +235,23 @@ def _between(runs: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return [(a[1], b[0]) for a, b in zip(runs, runs[1:])]
 
 
-def _step_function(types: list[str]) -> str | None:
-    """The function called most often (ties: the one called first), or None."""
-    counts: dict[str, int] = {}
-    for op_type, count in Counter(types).items():  # in order of first call
-        name = fmt.step_function_name(op_type)
+def _step_function(codes: np.ndarray, table: list[str]) -> str | None:
+    """The function called most often (ties: the one called first), or None.
+
+    Args:
+        codes: Op-type code per execution, in execution order.
+        table: The op type of each code.
+    """
+    found, first, count = np.unique(codes, return_index=True, return_counts=True)
+    calls: dict[str, int] = {}
+    for k in np.argsort(first, kind="stable").tolist():  # in order of first call
+        name = fmt.step_function_name(table[int(found[k])])
         if name is not None:
-            counts[name] = counts.get(name, 0) + count
-    if not counts:
+            calls[name] = calls.get(name, 0) + int(count[k])
+    if not calls:
         return None
-    best = max(counts.values())
-    return next(name for name in counts if counts[name] == best)
+    best = max(calls.values())
+    return next(name for name in calls if calls[name] == best)
 
 
 def _call_ordinal(dump: IndexedRun, index: int) -> int | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor, TimeoutError
 
 from tfdbg_tui import exit_codes as codes
@@ -63,7 +64,6 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import reader
     from reader.errors import DumpError
-    from tfdbg_tui.app import DebuggerApp
     from tfdbg_tui.literal import literal
 
     try:
@@ -75,11 +75,14 @@ def main(argv: list[str] | None = None) -> int:
         return codes.exit_code_for(error)
     # Open the run in a thread while the terminal is still ours: a dump that fails at
     # once (newer format, no such run, damaged metadata) gets its one-line error here;
-    # a big one keeps indexing while the app paints its first frame.
+    # a big one keeps indexing while the app is imported and paints its first frame.
+    started = time.monotonic()
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tfdbg-tui-open")
     opening = executor.submit(reader.open_run, args.logdir, args.run)
+    from tfdbg_tui.app import DebuggerApp  # imported while the open is under way
+
     try:
-        opening.result(timeout=OPEN_WAIT_S)
+        opening.result(timeout=max(OPEN_WAIT_S - (time.monotonic() - started), 0.0))
     except TimeoutError:
         pass
     except DumpError as error:
