@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from reader import liveness
-from reader.model import RunMetadata
+from reader.model import DUMPER_TENSORFLOW, RunMetadata
 from tfdbg_tui.literal import literal
 from tfdbg_tui.text_fit import cut_middle
 
@@ -116,6 +116,9 @@ class StatusLine(Widget):
             text.append(" ● LIVE ", "bold black on green")
         elif status.state == liveness.RUNNING:
             text.append(f" ● LIVE, idle {status.idle_s:.0f}s ", "bold black on green")
+        elif status.metadata.dumper == DUMPER_TENSORFLOW:
+            # It records no end: finished, or idle, cannot be told.
+            text.append(" TensorFlow dump ", "bold black on cyan")
         else:
             doubt = ", killed?" if compact else " (running, or killed)"
             text.append(f" LIVE? idle {status.idle_s:.0f}s{doubt} ", "bold black on yellow")
