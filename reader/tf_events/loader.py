@@ -15,6 +15,7 @@ that call's.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections import OrderedDict
@@ -33,7 +34,7 @@ from reader.index import ExecutionIndex, TraceIndex
 from reader.model import DUMPER_TENSORFLOW, RunInfo, UpdateReport
 from reader.notices import Notice
 from reader.run_loader import RECORD_CACHE_SIZE, TAKE_BATCH, counters, report_since
-from reader.tf_events import file_sets
+from reader.tf_events import file_sets, trace_block
 from reader.tf_events.events import (
     Ids,
     definition_records,
@@ -80,6 +81,8 @@ class TfRunLoader:
         self._exec_times = Column(np.float64)  # wall time per execution row
         self._next_execution = 0
         self._next_trace = 0
+        # (graph UUID, op name, slot) as the block scan gives them -> trace point
+        self._tp_by_bytes: dict[tuple[bytes, bytes, int], int] = {}
         self.run: dict[str, Any] | None = self._read_metadata()
         mode = self._first_mode()
         self._mode_known = mode is not None
@@ -220,6 +223,48 @@ class TfRunLoader:
                      starts: np.ndarray, lengths: np.ndarray) -> tuple | None:
         """Parse a block of trace records: (positions of the records kept, their
         trace indices, trace points, wall times, summary rows)."""
+        first = self._next_trace
+        scanned = None if self.mode == fmt.FULL_TENSOR else trace_block.scan(data, starts,
+                                                                             lengths)
+        if scanned is not None and not self._mode_known:
+            self._learn_mode(scanned.mode)
+        if scanned is None or (self.mode == fmt.FULL_TENSOR
+                               or not self._block_fits(scanned, starts.size)):
+            return self._scan_trace_records(record_file, data, base, starts, lengths)
+        self._next_trace = first + starts.size
+        positions = np.arange(starts.size, dtype=np.int64)
+        keys = list(zip(scanned.graph_ids, scanned.op_names,
+                        scanned.slots or itertools.repeat(0)))
+        tps = list(map(self._tp_by_bytes.get, keys))
+        if None in tps:
+            tps = [self._trace_point(key) if tp is None else tp for tp, key in zip(tps, keys)]
+        kept_columns = fmt.TF_SUMMARY_KEPT_COLUMNS.get(self.mode)
+        if kept_columns is None:
+            summaries = np.empty((starts.size, 0))
+        else:
+            summaries = np.frombuffer(b"".join(scanned.contents), dtype="<f8").reshape(
+                -1, kept_columns.stop)[:, kept_columns]
+        return (positions, first + positions, np.array(tps, dtype="<i4"), scanned.times,
+                summaries)
+
+    def _block_fits(self, scanned: trace_block.Columns, n: int) -> bool:
+        """Whether a scanned block holds one summary of this mode's width per trace."""
+        kept_columns = fmt.TF_SUMMARY_KEPT_COLUMNS.get(self.mode)
+        if kept_columns is None:
+            return True
+        return len(scanned.contents) == n and set(map(len, scanned.contents)) == {
+            8 * kept_columns.stop}
+
+    def _trace_point(self, key: tuple[bytes, bytes, int]) -> int:
+        graph, op_name, slot = key
+        tp = self.ids.trace_point(graph.decode("utf-8", "replace"),
+                                  op_name.decode("utf-8", "replace"), slot)
+        self._tp_by_bytes[key] = tp
+        return tp
+
+    def _scan_trace_records(self, record_file: RecordFile, data: bytes, base: int,
+                            starts: np.ndarray, lengths: np.ndarray) -> tuple | None:
+        """`_scan_traces` a record at a time: any mode, any damage."""
         view = memoryview(data)
         kept: list[int] = []
         tps: list[int] = []
@@ -229,14 +274,9 @@ class TfRunLoader:
         mode = self.mode
         kept_columns = fmt.TF_SUMMARY_KEPT_COLUMNS.get(mode)
         width = kept_columns.stop if kept_columns is not None else 0
-        raw_bytes = 8 * width
-        from_string = DebugEvent.FromString
         first = self._next_trace
         for position, (start, length) in enumerate(zip(starts.tolist(), lengths.tolist())):
-            try:
-                event = from_string(view[start:start + length])
-            except DecodeError:
-                event = None
+            event = _parse(view[start:start + length])
             if event is None or not event.HasField("graph_execution_trace"):
                 self._parse_or_note(b"\xff", record_file, base + start - HEADER_BYTES)
                 continue
@@ -251,25 +291,17 @@ class TfRunLoader:
             times.append(event.wall_time)
             if mode == fmt.FULL_TENSOR:
                 rows.append(trace_value(event))
-            elif raw_bytes:
-                content = trace.tensor_proto.tensor_content
-                if len(content) != raw_bytes:
-                    # Not the float64 vector of `tensor_content` TensorFlow writes.
-                    row = trace_summary(mode, event)
-                    content = np.array(row if row is not None else [0.0] * width,
-                                       dtype="<f8").tobytes()
-                rows.append(content)
+            elif width:
+                row = trace_summary(mode, event)
+                rows.append(row if row is not None else [0.0] * width)
         self._next_trace = first + len(starts)
         if not kept:
             return None
         positions = np.array(kept, dtype=np.int64)
         if mode == fmt.FULL_TENSOR:
             summaries: Any = values.summary_rows(rows)
-        elif kept_columns is not None:
-            summaries = np.frombuffer(b"".join(rows), dtype="<f8").reshape(
-                -1, width)[:, kept_columns]
         else:
-            summaries = np.empty((len(kept), 0))
+            summaries = np.array(rows, dtype=np.float64).reshape(len(kept), -1)
         return (positions, first + positions, np.array(tps, dtype="<i4"),
                 np.array(times, dtype=np.float64), summaries)
 

@@ -126,6 +126,41 @@ _MESSAGES: dict[str, list[tuple[str, int, int, int, str | None, str | None]]] = 
         ("size", 1, _F.TYPE_INT64, _OPTIONAL, None, None),
         ("name", 2, _F.TYPE_STRING, _OPTIONAL, None, None),
     ],
+    # Views of a whole block of the graph_execution_traces file, parsed in one call
+    # (`reader.tf_events.trace_block`): protobuf merges a message that occurs again
+    # into the first, appending to repeated fields, so each field of every
+    # record lands in one list. Field 15 takes the TFRecord framing between records,
+    # rewritten as a bytes field (DebugEvent has no field 15).
+    "TraceBlock": [
+        ("wall_time", 1, _F.TYPE_DOUBLE, _REPEATED, None, None),
+        ("graph_execution_trace", 10, _F.TYPE_MESSAGE, _OPTIONAL, "TraceColumns", None),
+        ("framing", 15, _F.TYPE_BYTES, _OPTIONAL, None, None),
+    ],
+    # Names as bytes: no UTF-8 check per record; the few distinct ones are decoded once.
+    # Singular fields (device, dtype, shape) only take each record's value in turn:
+    # declared so that protobuf does not keep them as unknown fields.
+    "TraceColumns": [
+        ("tfdbg_context_id", 1, _F.TYPE_BYTES, _REPEATED, None, None),
+        ("op_name", 2, _F.TYPE_BYTES, _REPEATED, None, None),
+        # proto3 writes no zero: only the records with a slot above 0 have one.
+        ("output_slot", 3, _F.TYPE_INT32, _REPEATED, None, None),
+        ("tensor_debug_mode", 4, _F.TYPE_INT32, _REPEATED, None, None),
+        ("tensor_proto", 5, _F.TYPE_MESSAGE, _OPTIONAL, "TensorColumns", None),
+        ("device_name", 6, _F.TYPE_BYTES, _OPTIONAL, None, None),
+    ],
+    "TensorColumns": [
+        ("dtype", 1, _F.TYPE_INT32, _OPTIONAL, None, None),
+        ("tensor_shape", 2, _F.TYPE_BYTES, _OPTIONAL, None, None),
+        ("tensor_content", 4, _F.TYPE_BYTES, _REPEATED, None, None),
+    ],
+    # The slots of a block, one message per record, when some are above 0.
+    "SlotBlock": [
+        ("graph_execution_trace", 10, _F.TYPE_MESSAGE, _REPEATED, "SlotOnly", None),
+        ("framing", 15, _F.TYPE_BYTES, _OPTIONAL, None, None),
+    ],
+    "SlotOnly": [
+        ("output_slot", 3, _F.TYPE_INT32, _OPTIONAL, None, None),
+    ],
 }
 
 def _file_descriptor() -> descriptor_pb2.FileDescriptorProto:
@@ -155,4 +190,5 @@ def _message_class(name: str) -> Any:
 
 
 DebugEvent = _message_class("DebugEvent")
-TensorProto = _message_class("TensorProto")
+TraceBlock = _message_class("TraceBlock")
+SlotBlock = _message_class("SlotBlock")

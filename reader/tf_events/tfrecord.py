@@ -187,13 +187,80 @@ class RecordFile:
 
 def _frame(data: bytes) -> tuple[np.ndarray, np.ndarray, int]:
     """Data starts and lengths of the complete records at the start of ``data``, and
-    the offset of the first byte not in one."""
+    the offset of the first byte not in one.
+
+    Framing is sequential (each length says where the next record starts), so it is
+    a Python loop; but the records of a dump repeat (the same ops traced step after
+    step), so the loop looks for the shortest period in the lengths it framed and
+    guesses that they go on repeating, checking the guess a window at a time with
+    numpy: every record whose length field holds the guessed length is exactly where
+    the loop would have found it. At the first miss (ops that ran in another order)
+    the loop frames one period and guesses again.
+    """
+    starts: list[np.ndarray] = []
+    lengths: list[np.ndarray] = []
+    raw = np.frombuffer(data, dtype=np.uint8)
+    pos, limit, looped = 0, _PROBE, 0
+    cycle: np.ndarray | None = None  # the lengths of one period, as first seen
+    while True:
+        pos, found_starts, found_lengths, complete = _frame_loop(data, pos, limit)
+        starts.append(found_starts)
+        lengths.append(found_lengths)
+        looped += found_lengths.size
+        if not complete:
+            break
+        recent = np.concatenate(lengths[-4:])[-_PROBE:]
+        if cycle is None or looped >= _PROBE:
+            period = _period(recent)
+            cycle = recent[-period:] if period else None
+            looped = 0
+        if cycle is None:
+            limit = _PROBE
+            continue
+        if not _is_rotation(recent[-cycle.size:], cycle):
+            limit = cycle.size  # still out of step: one more period by the loop
+            continue
+        pos, guessed_starts, guessed_lengths = _frame_by_pattern(raw, pos, recent[-cycle.size:])
+        starts.append(guessed_starts)
+        lengths.append(guessed_lengths)
+        limit, looped = cycle.size, 0
+    return np.concatenate(starts), np.concatenate(lengths), pos
+
+
+def _is_rotation(lengths: np.ndarray, cycle: np.ndarray) -> bool:
+    """Whether ``lengths`` is ``cycle`` started at some record of it."""
+    if lengths.size != cycle.size:
+        return False
+    doubled = np.concatenate([cycle, cycle])
+    positions = np.flatnonzero(cycle == lengths[0])
+    return any(np.array_equal(doubled[p:p + cycle.size], lengths) for p in positions.tolist())
+
+
+# Records framed one by one while looking for a period, and the longest period.
+_PROBE = 512
+_MAX_PERIOD = _PROBE // 2
+# Records checked by the first window of a guess; each window after a full hit is
+# four times larger (a miss costs little, a long run of hits few numpy calls).
+_FIRST_WINDOW = 256
+
+
+def _period(lengths: np.ndarray) -> int:
+    """The shortest period of all of ``lengths`` (at least two cycles); 0 when none."""
+    for period in range(1, min(_MAX_PERIOD, lengths.size // 2) + 1):
+        if np.array_equal(lengths[:-period], lengths[period:]):
+            return period
+    return 0
+
+
+def _frame_loop(data: bytes, pos: int, limit: int) -> tuple[int, np.ndarray, np.ndarray, bool]:
+    """Frame up to ``limit`` records from ``pos``: (the offset after them, their data
+    starts, their lengths, whether all ``limit`` were complete)."""
     starts, lengths = array("q"), array("q")
     add_start, add_length = starts.append, lengths.append
     unpack = _LENGTH.unpack_from
     end = len(data)
-    pos = 0
-    while pos + HEADER_BYTES <= end:
+    count = 0
+    while pos + HEADER_BYTES <= end and count < limit:
         (length,) = unpack(data, pos)
         after = pos + HEADER_BYTES + length + FOOTER_BYTES
         if after > end:
@@ -201,7 +268,39 @@ def _frame(data: bytes) -> tuple[np.ndarray, np.ndarray, int]:
         add_start(pos + HEADER_BYTES)
         add_length(length)
         pos = after
-    return (np.frombuffer(starts, dtype=np.int64), np.frombuffer(lengths, dtype=np.int64), pos)
+        count += 1
+    return (pos, np.frombuffer(starts, dtype=np.int64), np.frombuffer(lengths, dtype=np.int64),
+            count == limit)
+
+
+def _frame_by_pattern(raw: np.ndarray, pos: int, pattern: np.ndarray
+                      ) -> tuple[int, np.ndarray, np.ndarray]:
+    """Frame the records from ``pos`` on whose lengths repeat ``pattern``: (the offset
+    after them, their data starts, their lengths)."""
+    found_starts: list[np.ndarray] = [np.empty(0, dtype=np.int64)]
+    found_lengths: list[np.ndarray] = [np.empty(0, dtype=np.int64)]
+    window = _FIRST_WINDOW
+    while True:
+        cycles = -(-window // pattern.size)
+        guessed = np.tile(pattern, cycles)
+        ends = pos + np.cumsum(guessed + HEADER_BYTES + FOOTER_BYTES)
+        heads = ends - guessed - HEADER_BYTES - FOOTER_BYTES
+        fits = ends <= raw.size
+        guessed, heads, ends = guessed[fits], heads[fits], ends[fits]
+        if not guessed.size:
+            break
+        stored = raw[heads[:, None] + np.arange(8)].copy().view("<u8").ravel()
+        misses = np.flatnonzero(stored != guessed.astype(np.uint64))
+        count = int(misses[0]) if misses.size else guessed.size
+        if count:
+            found_starts.append(heads[:count] + HEADER_BYTES)
+            found_lengths.append(guessed[:count])
+            pos = int(ends[count - 1])
+        # A full window that ends the pattern's cycle continues it; else stop.
+        if misses.size or count % pattern.size or not fits.all():
+            break
+        window *= 4
+    return pos, np.concatenate(found_starts), np.concatenate(found_lengths)
 
 
 def _first_bad_length(data: bytes, starts: np.ndarray) -> int | None:
