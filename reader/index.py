@@ -140,7 +140,8 @@ class TraceIndex:
             return
         self._pending = []
         self.tp.extend(np.frombuffer(b"".join(p[5] for p in pending), dtype="<i4"))
-        n = self._pending_end - pending[0][0]
+        # Not `_pending_end - first`: the chunks may jump over indices not on disk.
+        n = sum(len(p[5]) for p in pending) // 4
         if self.summaries is not None:
             if self.mode == fmt.FULL_TENSOR:
                 rows = np.concatenate([p[6] for p in pending])
