@@ -1,6 +1,6 @@
 """TensorFlow's own dumps, read without TensorFlow.
 
-One session fixture runs tests/reader/tf_programs/tf_dumper.py: a small program (eager
+The session fixture `tf_written` (tests/conftest.py) runs tf_programs/tf_dumper.py: a small program (eager
 ops, then a tf.function whose `tf.math.log` makes -inf and whose `Sub` makes NaN)
 dumped by `tf.debugging.experimental.enable_dump_debug_info` in every mode, each dump
 then read back by TensorFlow's own `DebugDataReader`. A second subprocess, where
@@ -35,17 +35,6 @@ def _env() -> dict[str, str]:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
     return env
-
-
-@pytest.fixture(scope="session")
-def tf_written(tmp_path_factory) -> str:
-    """A directory with one TensorFlow dump per mode and what DebugDataReader says."""
-    pytest.importorskip("tensorflow")
-    root = str(tmp_path_factory.mktemp("tf_written"))
-    done = subprocess.run([sys.executable, os.path.join(PROGRAMS, "tf_dumper.py"), root],
-                          env=_env(), capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return root
 
 
 @pytest.fixture(scope="session")

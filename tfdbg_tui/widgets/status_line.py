@@ -112,13 +112,14 @@ class StatusLine(Widget):
             text.append(f" KILLED (pid {status.metadata.pid} gone{why}) ", "bold white on red")
         elif not status.followed:
             text.append(" not followed ", "bold black on yellow")
+        elif status.metadata.dumper == DUMPER_TENSORFLOW:
+            # It records neither an end nor a pid: live, finished or killed cannot be
+            # told (it is followed all the same).
+            text.append(" TensorFlow dump ", "bold black on cyan")
         elif status.idle_s < IDLE_AFTER_S:
             text.append(" ● LIVE ", "bold black on green")
         elif status.state == liveness.RUNNING:
             text.append(f" ● LIVE, idle {status.idle_s:.0f}s ", "bold black on green")
-        elif status.metadata.dumper == DUMPER_TENSORFLOW:
-            # It records no end: finished, or idle, cannot be told.
-            text.append(" TensorFlow dump ", "bold black on cyan")
         else:
             doubt = ", killed?" if compact else " (running, or killed)"
             text.append(f" LIVE? idle {status.idle_s:.0f}s{doubt} ", "bold black on yellow")
