@@ -149,12 +149,16 @@ class TfRunLoader:
         return report_since(self, before)
 
     def _parse_or_note(self, data: Any, record_file: RecordFile, offset: int) -> Any:
+        """The `DebugEvent` in ``data``; None, with a notice, when it is not one."""
         event = _parse(data)
         if event is None:
-            with self._commit:
-                self.notice(f"{record_file.name}: a record that is not a DebugEvent at byte "
-                            f"{offset}; record skipped")
+            self._note_skipped(record_file, offset)
         return event
+
+    def _note_skipped(self, record_file: RecordFile, offset: int) -> None:
+        with self._commit:
+            self.notice(f"{record_file.name}: a record that is not a DebugEvent at byte "
+                        f"{offset}; record skipped")
 
     def _read_definitions(self, stream: str, record_file: RecordFile) -> None:
         for data, base, starts, lengths in record_file.read_new():
@@ -278,7 +282,7 @@ class TfRunLoader:
         for position, (start, length) in enumerate(zip(starts.tolist(), lengths.tolist())):
             event = _parse(view[start:start + length])
             if event is None or not event.HasField("graph_execution_trace"):
-                self._parse_or_note(b"\xff", record_file, base + start - HEADER_BYTES)
+                self._note_skipped(record_file, base + start - HEADER_BYTES)
                 continue
             trace = event.graph_execution_trace
             if not self._mode_known:

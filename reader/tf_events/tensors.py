@@ -5,6 +5,7 @@ TensorFlow; and TensorFlow's summary vectors as rows of `reader.format.SUMMARY_C
 from __future__ import annotations
 
 import math
+import struct
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,7 @@ import numpy as np
 from reader import format as fmt
 from reader.values import NUMPY_DTYPES
 
-_BFLOAT16, _FLOAT16, _STRING, _BOOL = 14, 19, 7, 10
+_FLOAT64, _BFLOAT16, _FLOAT16, _STRING, _BOOL = 2, 14, 19, 7, 10
 # A string tensor's value keeps at most this many elements (as our format does).
 MAX_STRING_ELEMENTS = 10_000
 # The typed field that holds a tensor's elements when `tensor_content` is empty, per
@@ -93,12 +94,24 @@ def stored_value(proto: Any) -> dict[str, Any] | None:
             "data": np.ascontiguousarray(little).tobytes()}
 
 
+# DebugNumericSummaryV2's float64 vector as TensorFlow stores it (`tensor_content`),
+# per width: read with `struct`, cheaper than numpy for one short row.
+_VECTORS = {kept.stop: struct.Struct(f"<{kept.stop}d")
+            for kept in fmt.TF_SUMMARY_KEPT_COLUMNS.values()}
+
+
 def summary_row(mode: str, proto: Any) -> list[float] | None:
     """Our summary row (`SUMMARY_COLUMNS[mode]`) from DebugNumericSummaryV2's vector in
     a TensorProto; None for an empty proto (an output the mode does not summarise) or
     one of the wrong width."""
     kept = fmt.TF_SUMMARY_KEPT_COLUMNS.get(mode)
-    if kept is None or not (proto.tensor_content or proto.double_val or proto.float_val):
+    if kept is None:
+        return None
+    content = proto.tensor_content
+    vector = _VECTORS[kept.stop]
+    if len(content) == vector.size and proto.dtype == _FLOAT64:
+        return list(vector.unpack(content)[kept])
+    if not (content or proto.double_val or proto.float_val):
         return None
     array = to_array(proto)
     if array is None or array.ndim != 1 or array.size != kept.stop:

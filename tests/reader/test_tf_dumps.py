@@ -1,9 +1,9 @@
 """TensorFlow's own dumps, read without TensorFlow.
 
-The session fixture `tf_written` (tests/conftest.py) runs tf_programs/tf_dumper.py: a small program (eager
-ops, then a tf.function whose `tf.math.log` makes -inf and whose `Sub` makes NaN)
-dumped by `tf.debugging.experimental.enable_dump_debug_info` in every mode, each dump
-then read back by TensorFlow's own `DebugDataReader`. A second subprocess, where
+The session fixture `tf_written` (tests/conftest.py) runs tf_programs/tf_dumper.py: a
+small program (eager ops, then a tf.function whose `tf.math.log` makes -inf and whose
+`Sub` makes NaN) dumped by `tf.debugging.experimental.enable_dump_debug_info` in every
+mode, each dump then read back by TensorFlow's own `DebugDataReader`. A second subprocess, where
 `import tensorflow` fails, reads the same dumps with `reader`; the tests compare the
 two. The rest (damage, truncation, live growth, two hosts, the CLI) copy one dump and
 read it in this process.
