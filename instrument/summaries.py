@@ -17,27 +17,12 @@ import numpy as np
 
 from reader import format as fmt
 
-# TensorFlow's TensorDebugMode enum (tensorflow/core/protobuf/debug_event.proto): the
-# value of DebugNumericSummaryV2's `tensor_debug_mode` attribute.
-TENSOR_DEBUG_MODE_ENUM = {
-    fmt.NO_TENSOR: 1,
-    fmt.CURT_HEALTH: 2,
-    fmt.CONCISE_HEALTH: 3,
-    fmt.FULL_HEALTH: 4,
-    fmt.SHAPE: 5,
-    fmt.FULL_TENSOR: 6,
-}
+TENSOR_DEBUG_MODE_ENUM = fmt.TF_TENSOR_DEBUG_MODE_ENUM
 
 # Modes whose summaries DebugNumericSummaryV2 computes.
 SUMMARY_MODES = fmt.HEALTH_MODES + (fmt.SHAPE,)
 
-# Columns of DebugNumericSummaryV2's output that the dump keeps, per mode.
-_KEPT_COLUMNS = {
-    fmt.CURT_HEALTH: slice(1, 2),
-    fmt.CONCISE_HEALTH: slice(1, 5),
-    fmt.FULL_HEALTH: slice(2, 11),  # column 1 is the device type
-    fmt.SHAPE: slice(1, 10),
-}
+_KEPT_COLUMNS = fmt.TF_SUMMARY_KEPT_COLUMNS
 # Width of DebugNumericSummaryV2's output vector, per mode.
 RAW_WIDTH = {mode: cols.stop for mode, cols in _KEPT_COLUMNS.items()}
 

@@ -174,6 +174,27 @@ SUMMARY_COLUMNS: dict[str, tuple[str, ...]] = {
     FULL_TENSOR: (),
 }
 
+# TensorFlow's TensorDebugMode enum (tensorflow/core/protobuf/debug_event.proto): the
+# `tensor_debug_mode` attribute of DebugNumericSummaryV2, and the mode TensorFlow's own
+# dumps record in each execution and trace.
+TF_TENSOR_DEBUG_MODE_ENUM = {
+    NO_TENSOR: 1,
+    CURT_HEALTH: 2,
+    CONCISE_HEALTH: 3,
+    FULL_HEALTH: 4,
+    SHAPE: 5,
+    FULL_TENSOR: 7,
+}
+# The columns of DebugNumericSummaryV2's output (a float64 vector, in instrument's
+# summaries and in TensorFlow's own dumps) that SUMMARY_COLUMNS keeps, per mode:
+# column 0 is the tensor id, FULL_HEALTH's column 1 the device type.
+TF_SUMMARY_KEPT_COLUMNS = {
+    CURT_HEALTH: slice(1, 2),
+    CONCISE_HEALTH: slice(1, 5),
+    FULL_HEALTH: slice(2, 11),
+    SHAPE: slice(1, 10),
+}
+
 # TensorFlow DataType enum values (tensorflow/core/framework/types.proto) to names, so
 # the reader can name a dtype without importing TensorFlow.
 DTYPE_NAMES: dict[int, str] = {

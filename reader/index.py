@@ -54,6 +54,11 @@ class TraceIndex:
         self._pending: list[tuple] = []
         self._pending_end = 0
 
+    def clear(self, mode: str) -> None:
+        """Start over, empty, in ``mode`` (a TensorFlow dump names its mode only in its
+        first execution or trace)."""
+        self.__init__(mode)  # type: ignore[misc]
+
     @property
     def first(self) -> int:
         """The first trace index in the columns."""
@@ -98,14 +103,25 @@ class TraceIndex:
                 and isinstance(tp_bytes, bytes) and len(tp_bytes) == 4 * n):
             raise MalformedRecordError("a traces chunk with bad i, n, x or tp")
         rows = self._summary_bytes(record, n)
+        self.add_rows(first, step, start, end - start, segment, tp_bytes, rows)
+        return n
+
+    def add_rows(self, first: int, step: int, offset: int, length: int, segment: int,
+                 tp_bytes: bytes, rows: Any) -> None:
+        """Take one chunk already validated: ``len(tp_bytes) // 4`` traces from
+        ``first`` on, located at ``offset``/``length`` of ``segment``; ``rows`` are
+        their summaries (little-endian float64 bytes; FULL_TENSOR: an array of rows).
+
+        Raises:
+            MalformedRecordError: ``first`` repeats an index already taken.
+        """
         expected = self._pending_end if self._pending else self.end
         # Never-repeating indices: a jump forward means records not on disk (a pinned
         # window, or segments deleted before they were read); an overlap is damage.
         if first < expected and (self._pending or len(self)):
             raise MalformedRecordError(f"traces chunk {first} repeats indices before {expected}")
-        self._pending.append((first, step, start, end - start, segment, tp_bytes, rows))
-        self._pending_end = first + n
-        return n
+        self._pending.append((first, step, offset, length, segment, tp_bytes, rows))
+        self._pending_end = first + len(tp_bytes) // 4
 
     @property
     def commit_due(self) -> bool:
@@ -125,7 +141,8 @@ class TraceIndex:
             return
         self._pending = []
         self.tp.extend(np.frombuffer(b"".join(p[5] for p in pending), dtype="<i4"))
-        n = self._pending_end - pending[0][0]
+        # Not `_pending_end - first`: the chunks may jump over indices not on disk.
+        n = sum(len(p[5]) for p in pending) // 4
         if self.summaries is not None:
             if self.mode == fmt.FULL_TENSOR:
                 rows = np.concatenate([p[6] for p in pending])
@@ -241,6 +258,10 @@ class ExecutionIndex:
         self.alert_index = Column(np.int64)
         self.alert_slot = Column(np.int32)
         self.alert_counts = Column(np.int64, 3)  # nan, neg_inf, pos_inf; -1 unknown
+
+    def clear(self, mode: str) -> None:
+        """Start over, empty, in ``mode`` (see `TraceIndex.clear`)."""
+        self.__init__(mode)  # type: ignore[misc]
 
     @property
     def _per_execution(self) -> tuple[Column, ...]:

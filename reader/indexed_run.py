@@ -31,6 +31,7 @@ from reader.model import (
 from reader.notices import Notice
 from reader.records import build_execution, row_summary, run_metadata
 from reader.run_loader import RunLoader
+from reader.tf_events.loader import TfRunLoader, is_tf_run
 from reader.trace_search import TraceSearch, compile_search
 
 _Run = TypeVar("_Run", bound="IndexedRun")
@@ -47,7 +48,8 @@ class IndexedRun:
     forward.
 
     Args:
-        run_path: A run directory (``LOGDIR/<run id>``).
+        run_path: A run directory (``LOGDIR/<run id>``), or the prefix of one file set
+            of TensorFlow's own dumper (``LOGDIR/tfdbg_events.<time>.<host>``).
 
     Raises:
         NoRunsError: ``run_path`` holds no metadata segment.
@@ -60,8 +62,10 @@ class IndexedRun:
         self.run_id = os.path.basename(self.path)
         self._lock = threading.RLock()  # queries; the loader's commits
         self._update_lock = threading.Lock()  # one `update()` at a time
-        self._loader = RunLoader(self.path, commit_lock=self._lock)
-        self.mode = self._loader.mode
+        # A file set of TensorFlow's own dumper, or a run directory of ours.
+        self._loader: RunLoader | TfRunLoader = (
+            TfRunLoader(self.path, commit_lock=self._lock) if is_tf_run(self.path)
+            else RunLoader(self.path, commit_lock=self._lock))
         # The loader fills these in place, changing them only under `_lock`; queries
         # read them under it.
         self._defs = self._loader.defs
@@ -69,6 +73,11 @@ class IndexedRun:
         self._traces = self._loader.traces
         self._search = TraceSearch(self._defs, self._traces)
         self.update()
+
+    @property
+    def mode(self) -> str:
+        """The run's tensor debug mode (`reader.format.TENSOR_DEBUG_MODES`)."""
+        return self._loader.mode
 
     def update(self) -> UpdateReport:
         """Read what was appended since the last call (the constructor's is the first).

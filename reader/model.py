@@ -7,6 +7,10 @@ from dataclasses import dataclass, field
 
 from reader import format as fmt
 
+# Who wrote a run: `instrument` (our format), or TensorFlow's own dumper.
+DUMPER_TFDBG_TUI = "tfdbg-tui"
+DUMPER_TENSORFLOW = "tensorflow"
+
 
 @dataclass(frozen=True, slots=True)
 class RunInfo:
@@ -23,6 +27,7 @@ class RunInfo:
     task: str | None = None  # a multi-worker job's task ("worker 1"), from TF_CONFIG
     cluster: str | None = None  # the job's cluster id, the same in all its runs
     stopped: bool = False  # recording stopped on a write error (`liveness.recording_stopped`)
+    dumper: str = DUMPER_TFDBG_TUI  # or DUMPER_TENSORFLOW: a file set of TensorFlow's dumper
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +56,7 @@ class RunMetadata:
     task: str | None = None
     cluster: str | None = None
     space_reserve: bool = False  # the writer keeps a space reserve (format 1.2)
+    dumper: str = DUMPER_TFDBG_TUI  # or DUMPER_TENSORFLOW (`RunInfo.dumper`)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from typing import Any, TypeGuard
 
 from reader import format as fmt
 from reader import values
-from reader.model import Execution, RunMetadata, Summary
+from reader.model import DUMPER_TFDBG_TUI, Execution, RunMetadata, Summary
 
 
 def run_metadata(run: dict[str, Any], end: dict[str, Any] | None, run_id: str, mode: str,
@@ -45,6 +45,7 @@ def run_metadata(run: dict[str, Any], end: dict[str, Any] | None, run_id: str, m
         thread=_str_or_none(run.get("thread")),
         task=task, cluster=cluster,
         space_reserve=run.get("space_reserve") is True,
+        dumper=_str_or_none(run.get("dumper")) or DUMPER_TFDBG_TUI,
     )
 
 

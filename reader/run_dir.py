@@ -3,24 +3,21 @@
 from __future__ import annotations
 
 import os
-import re
+import time
 
 import msgpack
 
 from reader import format as fmt
 from reader import liveness
 from reader.errors import NoRunsError
-from reader.model import RunInfo
+from reader.model import DUMPER_TENSORFLOW, RunInfo
 from reader.records import task_of
+from reader.tf_events import file_sets
+from reader.tf_events.loader import tf_run_info
 
 # A metadata segment holds a header, the run record, devices and the end record: a few
 # kilobytes. The cap only guards against a foreign file that borrowed the name.
 _METADATA_MAX_BYTES = 4 << 20
-
-
-# TensorFlow's own dumper (tf.debugging.experimental.enable_dump_debug_info) names its
-# files tfdbg_events.<time>.<host>.<stream>; its metadata file says a directory is one.
-_TF_DUMP_METADATA = re.compile(r"^tfdbg_events\..+\.metadata$")
 
 
 def is_run_dir(path: str) -> bool:
@@ -41,10 +38,13 @@ def list_runs(logdir: str | os.PathLike[str]) -> list[RunInfo]:
     """List the runs in a logdir, oldest first.
 
     A run directory itself is accepted too and lists as its one run. Runs whose
-    metadata cannot be read are still listed, with None for what is unknown.
+    metadata cannot be read are still listed, with None for what is unknown. Each file
+    set of TensorFlow's own dumper in ``logdir`` (one per host) is a run too, its path
+    the file set's prefix (`reader.tf_events.file_sets`).
 
     Args:
-        logdir: A directory holding run directories (or one run directory).
+        logdir: A directory holding run directories (or one run directory), or the
+            prefix of one file set of TensorFlow's.
 
     Returns:
         One `RunInfo` per run, oldest first: by the UTC start time its run id begins
@@ -54,6 +54,8 @@ def list_runs(logdir: str | os.PathLike[str]) -> list[RunInfo]:
         NoRunsError: ``logdir`` is missing, not a directory, unreadable, or holds no run.
     """
     path = os.fspath(logdir)
+    if file_sets.is_file_set(path) and not os.path.isdir(path):
+        return [tf_run_info(os.path.abspath(path))]
     if not os.path.isdir(path):
         what = "not a directory" if os.path.exists(path) else "no such directory"
         raise NoRunsError(f"{path}: {what}")
@@ -65,30 +67,28 @@ def list_runs(logdir: str | os.PathLike[str]) -> list[RunInfo]:
     except OSError as error:
         raise NoRunsError(f"{path}: cannot list directory ({error.strerror})") from None
     runs = [_run_info(c) for c in candidates if is_run_dir(c)]
+    runs += [tf_run_info(os.path.abspath(prefix)) for prefix in file_sets.file_sets_in(path)]
     # Run ids start with the UTC start time to the second; within one second (runs a
     # program starts one after another) the start time orders them.
-    runs.sort(key=lambda r: (r.run_id[:_ID_TIME_LENGTH], r.start_time or 0.0, r.run_id))
+    runs.sort(key=lambda r: (_start_key(r), r.start_time or 0.0, r.run_id))
     if not runs:
-        if any(_holds_tensorflow_dump(d) for d in (path, *candidates)):
-            raise NoRunsError(
-                f"{path}: a dump written by TensorFlow's own tf.debugging.experimental."
-                "enable_dump_debug_info, which tfdbg-tui does not read; instrument the "
-                "program with instrument.enable_dump_debug_info (same arguments) instead")
-        raise NoRunsError(f"{path}: no tfdbg-tui dump in this directory")
+        # TensorFlow's dumps sit in their dump root, not in directories inside it.
+        inside = [os.path.basename(c) for c in candidates if file_sets.file_sets_in(c)]
+        hint = f" (TensorFlow's dumps are in {', '.join(inside[:3])}: open one)" if inside else ""
+        raise NoRunsError(f"{path}: no tfdbg-tui dump and no TensorFlow dump in this "
+                          f"directory{hint}")
     return runs
+
+
+def _start_key(run: RunInfo) -> str:
+    """The UTC start time to the second, as our run ids begin with it."""
+    if run.dumper == DUMPER_TENSORFLOW:
+        return time.strftime("%Y%m%dT%H%M%S", time.gmtime(run.start_time or 0))
+    return run.run_id[:_ID_TIME_LENGTH]
 
 
 # Characters of a run id that give its start time: "20261123T143021".
 _ID_TIME_LENGTH = 15
-
-
-def _holds_tensorflow_dump(path: str) -> bool:
-    """True when ``path`` holds the files of TensorFlow's own dumper."""
-    try:
-        with os.scandir(path) as entries:
-            return any(_TF_DUMP_METADATA.match(e.name) for e in entries)
-    except OSError:
-        return False
 
 
 def resolve_run_path(logdir: str | os.PathLike[str], run_id: str | None = None) -> str:

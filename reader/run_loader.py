@@ -84,13 +84,7 @@ class RunLoader:
 
     def update(self) -> UpdateReport:
         """Read what was appended since the last call; see `DumpReader.update`."""
-        # Counters before reading, to report the differences.
-        before = (self.execs.end, self.traces.end, self.execs.alert_index.size,
-                  int(np.count_nonzero(self.traces.alert.view)),
-                  self.defs.num_graphs, self.defs.num_ops, len(self.damage),
-                  len(self.execs), len(self.traces), self.end is not None,
-                  len(self.defs.files) + len(self.defs.frames) + len(self.defs.stacks)
-                  + len(self.defs.devices), len(self.notices))
+        before = counters(self)
         listing = list_segments(self.path)
         if listing is None:
             with self._commit:
@@ -98,25 +92,7 @@ class RunLoader:
             listing = {s: [] for s in fmt.STREAMS}
         for stream in fmt.STREAMS:
             self._read_stream(stream, listing[stream])
-        # Rows held now at indices past the old end are new; the other rows held
-        # before and missing now left the disk (from the front, or after a pinned window).
-        new_e = len(self.execs) - self.execs.spans.rows_below(before[0])
-        new_t = len(self.traces) - self.traces.spans.rows_below(before[1])
-        return UpdateReport(
-            new_executions=new_e,
-            new_traces=new_t,
-            new_alerts=max(self.execs.alert_index.size - before[2]
-                           + int(np.count_nonzero(self.traces.alert.view)) - before[3], 0),
-            new_graphs=self.defs.num_graphs - before[4],
-            new_ops=self.defs.num_ops - before[5],
-            damage=tuple(self.damage[before[6]:]),
-            dropped_executions=max(before[7] - (len(self.execs) - new_e), 0),
-            dropped_traces=max(before[8] - (len(self.traces) - new_t), 0),
-            new_definitions=len(self.defs.files) + len(self.defs.frames)
-            + len(self.defs.stacks) + len(self.defs.devices) - before[10],
-            finished=self.end is not None and not before[9],
-            new_notices=len(self.notices) - before[11],
-        )
+        return report_since(self, before)
 
     def _read_metadata(self) -> None:
         listing = list_segments(self.path)
@@ -311,3 +287,37 @@ def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
     iterator = iter(items)
     while batch := list(itertools.islice(iterator, size)):
         yield batch
+
+
+def counters(loader: Any) -> tuple:
+    """What a loader holds (counts, ends, flags): taken before an update, for
+    `report_since`. Works on any loader with the attributes of `RunLoader`."""
+    defs, execs, traces = loader.defs, loader.execs, loader.traces
+    return (execs.end, traces.end, execs.alert_index.size,
+            int(np.count_nonzero(traces.alert.view)), defs.num_graphs, defs.num_ops,
+            len(loader.damage), len(execs), len(traces), loader.end is not None,
+            len(defs.files) + len(defs.frames) + len(defs.stacks) + len(defs.devices),
+            len(loader.notices))
+
+
+def report_since(loader: Any, before: tuple) -> UpdateReport:
+    """What changed in ``loader`` since `counters` gave ``before``."""
+    now = counters(loader)
+    execs, traces = loader.execs, loader.traces
+    # Rows held now at indices past the old end are new; the other rows held before
+    # and missing now left the disk (from the front, or after a pinned window).
+    new_e = len(execs) - execs.spans.rows_below(before[0])
+    new_t = len(traces) - traces.spans.rows_below(before[1])
+    return UpdateReport(
+        new_executions=new_e,
+        new_traces=new_t,
+        new_alerts=max(now[2] - before[2] + now[3] - before[3], 0),
+        new_graphs=now[4] - before[4],
+        new_ops=now[5] - before[5],
+        damage=tuple(loader.damage[before[6]:]),
+        dropped_executions=max(before[7] - (len(execs) - new_e), 0),
+        dropped_traces=max(before[8] - (len(traces) - new_t), 0),
+        new_definitions=now[10] - before[10],
+        finished=now[9] and not before[9],
+        new_notices=now[11] - before[11],
+    )

@@ -26,3 +26,19 @@ def pattern_dumps(tmp_path_factory) -> str:
                                capture_output=True, text=True, timeout=600)
     assert completed.returncode == 0, completed.stderr[-3000:]
     return root
+
+
+@pytest.fixture(scope="session")
+def tf_written(tmp_path_factory) -> str:
+    """A directory with one dump per mode written by TensorFlow's own dumper
+    (tests/reader/tf_programs/tf_dumper.py), ``<MODE>/``, and what TensorFlow's
+    `DebugDataReader` says of each, ``<MODE>.expected.json``."""
+    pytest.importorskip("tensorflow")
+    root = str(tmp_path_factory.mktemp("tf_written"))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    done = subprocess.run([sys.executable, os.path.join(REPO, "tests", "reader", "tf_programs",
+                                                        "tf_dumper.py"), root],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return root

@@ -19,7 +19,7 @@ import reader
 from reader import DumpError, liveness
 from reader.diagnosis import Diagnosis, diagnose_cause
 from reader.expressions import expression_of, line_span
-from reader.model import Alert, RootCause, Summary
+from reader.model import DUMPER_TENSORFLOW, Alert, RootCause, Summary
 from reader.notices import Notice
 from reader.steps import Gap, Steps
 from reader.workers import WorkerRun, first_nonfinite_workers
@@ -32,6 +32,8 @@ from tfdbg_tui.summary_format import summary_text
 ALERTS_SHOWN = 10
 # Cells of the human report's alerts-per-step line.
 SPARKLINE_WIDTH = 60
+# TensorFlow's dumper records neither an end nor a pid: whether it ended is unknown.
+_TENSORFLOW_STATE = "written by TensorFlow's own dumper, which records no end"
 # How the run's `reader.liveness` state is said.
 _STATE_TEXT = {
     liveness.FINISHED: "finished",
@@ -118,6 +120,7 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
         }
     return {
         "run": meta.run_id,
+        "dumper": meta.dumper,
         "tensor_debug_mode": meta.tensor_debug_mode,
         "num_executions": dump.num_executions,
         "num_graph_traces": dump.num_traces,
@@ -214,7 +217,8 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
         console.print(literal_line(*parts))
 
     meta = dump.metadata
-    state = _STATE_TEXT[dump.writer_state()]
+    state = (_TENSORFLOW_STATE if meta.dumper == DUMPER_TENSORFLOW
+             else _STATE_TEXT[dump.writer_state()])
     say(("Run", "bold"), f" {meta.run_id}  ({state})")
     say(f"  mode {meta.tensor_debug_mode}, host {meta.host}, pid {meta.pid}, "
         f"TensorFlow {meta.tf_version}")

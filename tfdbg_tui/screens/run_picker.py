@@ -17,7 +17,7 @@ from textual.worker import get_current_worker
 import reader as dump_reader_module
 from reader import liveness
 from reader.errors import DumpError
-from reader.model import RunInfo
+from reader.model import DUMPER_TENSORFLOW, RunInfo
 from reader.workers import first_nonfinite_workers
 from tfdbg_tui.literal import literal
 
@@ -48,11 +48,14 @@ def run_label(run: RunInfo, alerts: int | str = COUNTING, *, first_in_job: bool 
     state = liveness.state_of(run.finished,
                               liveness.process_gone(run.host, run.pid, run.start_time),
                               run.stopped)
-    text.append(*_STATE_LABELS[state])
+    text.append(*(_TENSORFLOW_LABEL if run.dumper == DUMPER_TENSORFLOW
+                  else _STATE_LABELS[state]))
     text.append(literal(f"  {run.host or '?'} pid {run.pid if run.pid is not None else '?'}"))
     return text
 
 
+# A file set of TensorFlow's dumper, which records neither an end nor a pid.
+_TENSORFLOW_LABEL = ("TensorFlow dump", "cyan")
 # How a run's `reader.liveness` state is shown: text and style.
 _STATE_LABELS = {
     liveness.FINISHED: ("finished", "green"),

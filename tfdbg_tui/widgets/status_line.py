@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from reader import liveness
-from reader.model import RunMetadata
+from reader.model import DUMPER_TENSORFLOW, RunMetadata
 from tfdbg_tui.literal import literal
 from tfdbg_tui.text_fit import cut_middle
 
@@ -112,6 +112,10 @@ class StatusLine(Widget):
             text.append(f" KILLED (pid {status.metadata.pid} gone{why}) ", "bold white on red")
         elif not status.followed:
             text.append(" not followed ", "bold black on yellow")
+        elif status.metadata.dumper == DUMPER_TENSORFLOW:
+            # It records neither an end nor a pid: live, finished or killed cannot be
+            # told (it is followed all the same).
+            text.append(" TensorFlow dump ", "bold black on cyan")
         elif status.idle_s < IDLE_AFTER_S:
             text.append(" ● LIVE ", "bold black on green")
         elif status.state == liveness.RUNNING:

@@ -1,0 +1,71 @@
+"""Read TensorFlow-written dumps with `reader` while TensorFlow cannot be imported.
+
+    python read_tf_dumps.py ROOT MODE...
+
+Prints one JSON object: per mode, what `reader` sees in ``ROOT/<MODE>`` (the dumps
+`tf_dumper.py` wrote), for the tests to compare with what TensorFlow's own reader
+said (``ROOT/<MODE>.expected.json``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+sys.modules["tensorflow"] = None  # type: ignore[assignment]  # any import of it fails
+
+import reader  # noqa: E402
+
+
+def frames(dump, stack_id):
+    return [[f.path, f.line, f.function] for f in dump.stack(stack_id)]
+
+
+def summary_row(summary):
+    if summary is None:
+        return None
+    return {k: getattr(summary, k) for k in ("dtype", "rank", "size", "neg_inf", "pos_inf",
+                                            "nan", "neg", "zero", "pos", "has_inf_or_nan")}
+
+
+def read(path: str) -> dict:
+    runs = reader.list_runs(path)
+    dump = reader.open_run(path)
+    out: dict = {"runs": [[r.run_id, r.host, r.tensor_debug_mode, r.dumper] for r in runs],
+                 "mode": dump.mode, "damage": list(dump.damage)}
+    executions = dump.executions(0, dump.num_executions)
+    out["executions"] = [e.op_type for e in executions]
+    out["execution_summaries"] = [[summary_row(s) for s in e.summaries or ()]
+                                  for e in executions]
+    traces = dump.traces(0, dump.num_traces)
+    out["traces"] = [[dump.op(t.op_id).name, t.slot, dump.op(t.op_id).op_type] for t in traces]
+    out["trace_summaries"] = [summary_row(t.summary) for t in traces]
+    out["trace_shapes"] = [list(t.summary.shape) if t.summary and t.summary.shape is not None
+                           else None for t in traces]
+    out["trace_steps"] = [t.step for t in traces]
+    if dump.mode == "FULL_TENSOR":
+        out["trace_values"] = [dump.trace_value(t.index).tolist() for t in traces]
+    alerts = dump.alerts()
+    out["num_alerts"] = alerts.total
+    first = dump.first_alert()
+    out["first_alert"] = None if first is None else [first.op_name, first.slot, first.op_type]
+    cause = dump.root_cause()
+    out["root_cause"] = None if cause is None else {
+        "op": cause.op.name if cause.op else None, "path": cause.frame.path,
+        "line": cause.frame.line, "text": cause.line_text}
+    log = next(op for g in dump.graphs() for op in dump.graph_ops(g.id) if op.op_type == "Log")
+    out["log_stack"] = frames(dump, log.stack_id)
+    out["first_execution_stack"] = frames(dump, executions[0].stack_id)
+    out["devices"] = sorted(d for d in dump.metadata.devices if d != "?")
+    out["tf_version"] = dump.metadata.tf_version
+    out["function_graph"] = dump.graph(executions[1].graph_id).name
+    out["steps"] = dump.steps().function
+    out["tensorflow_imported"] = "tensorflow" in sys.modules and sys.modules["tensorflow"] \
+        is not None
+    return out
+
+
+if __name__ == "__main__":
+    root = sys.argv[1]
+    print(json.dumps({mode: read(os.path.join(root, mode)) for mode in sys.argv[2:]}))
