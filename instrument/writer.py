@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from instrument import recording_stop
-from instrument.execution_chunks import ExecutionChunk
+from instrument.columnar_chunks import ExecutionChunk, TraceChunk
 from instrument.flight_recorder import FirstAlert, FlightRecorder, summaries_alert, values_alert
 from instrument.record_file import RecordFile
 from instrument.recording_stop import RecordingStop
@@ -88,6 +88,7 @@ class DumpWriter:
         # The Python function of the latest eager call and its call ordinal.
         self._latest_call: tuple[str | None, int] | None = None
         self._chunk: ExecutionChunk | None = None  # executions not yet packed
+        self._traces: TraceChunk | None = None  # traces not yet packed
         self.run_id = run_info.get("run") or new_run_id()
         self.path = os.path.join(os.fspath(logdir), self.run_id)
         os.makedirs(self.path, exist_ok=False)
@@ -467,21 +468,32 @@ class DumpWriter:
             if self._recorder.before_write(fmt.STREAM_GRAPH_TRACES, step,
                                            self._segments[fmt.STREAM_GRAPH_TRACES]):
                 self._rotate(fmt.STREAM_GRAPH_TRACES)
-            record: dict[str, Any] = {
-                "k": fmt.KIND_TRACES, "i": first, "n": n, "x": step,
-                "tp": tps.tobytes(),
-            }
+            cols = None
             if summaries is not None:
                 cols = np.ascontiguousarray(summaries, dtype="<f8")
                 if cols.ndim != 2 or cols.shape[0] != n:
                     raise ValueError(f"summaries must have shape ({n}, K), got {cols.shape}")
-                record["s"] = cols.tobytes()
-                record["sc"] = int(cols.shape[1])
-            if values is not None:
-                if len(values) != n:
-                    raise ValueError(f"expected {n} values, got {len(values)}")
-                record["v"] = list(values)
-            self._append(fmt.STREAM_GRAPH_TRACES, record)
+            if values is not None and len(values) != n:
+                raise ValueError(f"expected {n} values, got {len(values)}")
+            if self._closed:
+                raise RuntimeError(f"dump writer for run {self.run_id} is closed")
+            if self._stopped is None and n:
+                chunk = self._trace_chunk(first, cols, values)
+                chunk.add(tps, cols, None if values is None else list(values), step,
+                          values_bytes=0 if values is None else sum(
+                              len(v.get("data") or b"") for v in values if isinstance(v, dict)))
             self.num_traces = first + n
+            if self._traces is not None and self._traces.estimated_bytes >= FLUSH_BYTES:
+                self.flush()
             self._count_and_rotate(fmt.STREAM_GRAPH_TRACES, n, step)
             return first
+
+    def _trace_chunk(self, first: int, summaries: np.ndarray | None,
+                     values: Sequence[Any] | None) -> TraceChunk:
+        """The open chunk of traces, or a new one from ``first`` on (as
+        `_execution_chunk`)."""
+        chunk = self._traces
+        if chunk is None or chunk.sealed or chunk.full or not chunk.accepts(summaries, values):
+            chunk = self._traces = TraceChunk(first)
+            self._files[fmt.STREAM_GRAPH_TRACES].append({}, encode=chunk.pack_into)
+        return chunk

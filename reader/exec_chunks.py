@@ -1,4 +1,4 @@
-"""Columnar ``execs`` chunks (format 1.3): their columns, checked, and one execution
+"""Columnar ``execs`` chunks (format 2.0): their columns, checked, and one execution
 of a chunk as the ``exec`` record it stands for.
 
 The writer gathers the executions between two flushes into one chunk of

@@ -18,9 +18,12 @@ FORMAT_NAME = "tfdbg-tui-dump"
 # 1.2: `notice` records in the metadata stream; `exec` records of executions in a thread
 # other than the one that enabled the dump carry its name (`th`), and the `run` record
 # names the enabling thread (`thread`).
-# 1.3: the FULL_STATS mode (FULL_HEALTH's columns, then min, max, mean and std of the
-# finite elements); executions are written in columnar `execs` chunks, not `exec` records.
-FORMAT_VERSION = (1, 3)
+# 2.0: executions are written in columnar `execs` chunks, not `exec` records, and a
+# `traces` chunk may span several steps (`xr`): a 1.x reader would see no executions,
+# so the major version changes and it refuses the dump with a message. The FULL_STATS
+# mode (FULL_HEALTH's columns, then min, max, mean and std of the finite elements).
+# This reader reads every 1.x dump too.
+FORMAT_VERSION = (2, 0)
 
 FILE_SUFFIX = ".tfdbg"
 
@@ -111,8 +114,8 @@ KIND_FRAME = "frame"  # stacks: one stack frame
 KIND_STACK = "stack"  # stacks: a list of frame ids
 KIND_GRAPH = "graph"  # graphs: a graph (FuncGraph, while/cond body, TF1 graph)
 KIND_OP = "op"  # graphs: an op created in a graph
-KIND_EXECUTION = "exec"  # executions: one eager op or function call (before 1.3)
-KIND_EXECUTION_CHUNK = "execs"  # executions: a chunk of eager executions, columnar (1.3)
+KIND_EXECUTION = "exec"  # executions: one eager op or function call (format 1.x)
+KIND_EXECUTION_CHUNK = "execs"  # executions: a chunk of eager executions, columnar (2.0)
 KIND_TRACES = "traces"  # graph_traces: a chunk of graph execution traces
 KIND_NOTICE = "notice"  # metadata: something the user should know about the recording
 
@@ -144,7 +147,7 @@ CONCISE_HEALTH = "CONCISE_HEALTH"
 FULL_HEALTH = "FULL_HEALTH"
 SHAPE = "SHAPE"
 FULL_TENSOR = "FULL_TENSOR"
-# Not a TensorFlow mode (since format 1.3): FULL_HEALTH plus statistics of the finite
+# Not a TensorFlow mode (since format 2.0): FULL_HEALTH plus statistics of the finite
 # elements, which TensorFlow's first summary op had and DebugNumericSummaryV2 dropped.
 FULL_STATS = "FULL_STATS"
 TENSOR_DEBUG_MODES = (NO_TENSOR, CURT_HEALTH, CONCISE_HEALTH, FULL_HEALTH, FULL_STATS, SHAPE,

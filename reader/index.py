@@ -49,6 +49,7 @@ class TraceIndex:
         self.chunk_offset = Column(np.int64)
         self.chunk_length = Column(np.int64)
         self.chunk_segment = Column(np.int32)
+        self.chunk_base = Column(np.int64)  # the first index of the chunk's record
         # Chunks taken but not yet in the columns: (first, step, offset, length,
         # segment, tp bytes, summary bytes or rows), and one past their last index.
         self._pending: list[tuple] = []
@@ -97,20 +98,21 @@ class TraceIndex:
         Raises:
             MalformedRecordError: A field has the wrong type or size.
         """
-        first, n, step = record.get("i"), record.get("n"), record.get("x")
-        tp_bytes = record.get("tp")
-        if not (is_int(first) and is_int(n) and is_int(step) and n >= 0 and first >= 0
+        first, n, tp_bytes = record.get("i"), record.get("n"), record.get("tp")
+        if not (is_int(first) and is_int(n) and n >= 0 and first >= 0
                 and isinstance(tp_bytes, bytes) and len(tp_bytes) == 4 * n):
-            raise MalformedRecordError("a traces chunk with bad i, n, x or tp")
+            raise MalformedRecordError("a traces chunk with bad i, n or tp")
+        step = _chunk_steps(record, n)
         rows = self._summary_bytes(record, n)
         self.add_rows(first, step, start, end - start, segment, tp_bytes, rows)
         return n
 
-    def add_rows(self, first: int, step: int, offset: int, length: int, segment: int,
-                 tp_bytes: bytes, rows: Any) -> None:
+    def add_rows(self, first: int, step: int | np.ndarray, offset: int, length: int,
+                 segment: int, tp_bytes: bytes, rows: Any) -> None:
         """Take one chunk already validated: ``len(tp_bytes) // 4`` traces from
         ``first`` on, located at ``offset``/``length`` of ``segment``; ``rows`` are
         their summaries (little-endian float64 bytes; FULL_TENSOR: an array of rows).
+        ``step`` is the step of every trace, or (k, 2) int64 runs of (step, count).
 
         Raises:
             MalformedRecordError: ``first`` repeats an index already taken.
@@ -155,12 +157,25 @@ class TraceIndex:
             self.alert.extend(np.zeros(n, dtype=bool))
         for p in pending:
             self.spans.append(p[0], len(p[5]) // 4)
-        table = np.array([p[:5] for p in pending], dtype=np.int64)
+        parts = []  # one locator row per step of each chunk
+        for first, step, offset, length, segment, _, _ in pending:
+            if isinstance(step, np.ndarray):
+                counts = step[:, 1]
+                starts = first + np.cumsum(counts) - counts
+                parts.append(np.stack([starts, step[:, 0], np.full_like(starts, offset),
+                                       np.full_like(starts, length),
+                                       np.full_like(starts, segment),
+                                       np.full_like(starts, first)], axis=1))
+            else:
+                parts.append(np.array([[first, step, offset, length, segment, first]],
+                                      dtype=np.int64))
+        table = np.concatenate(parts)
         self.chunk_first.extend(table[:, 0])
         self.chunk_step.extend(table[:, 1])
         self.chunk_offset.extend(table[:, 2])
         self.chunk_length.extend(table[:, 3])
         self.chunk_segment.extend(table[:, 4].astype(np.int32))
+        self.chunk_base.extend(table[:, 5])
 
     def _summary_bytes(self, record: dict[str, Any], n: int) -> Any:
         """The chunk's summaries: raw little-endian bytes, or FULL_TENSOR rows."""
@@ -218,10 +233,27 @@ class TraceIndex:
             if column is not None:
                 column.delete(r0, r1)
         for column in (self.chunk_first, self.chunk_step, self.chunk_offset,
-                       self.chunk_length, self.chunk_segment):
+                       self.chunk_length, self.chunk_segment, self.chunk_base):
             column.delete(c0, c1)
         self.spans.delete_rows(r0, r1)
         return r1 - r0
+
+
+def _chunk_steps(record: dict[str, Any], n: int) -> int | np.ndarray:
+    """A ``traces`` record's step: ``x`` (one step), or its ``xr`` runs (format 2.0) as
+    (k, 2) int64 (step, count).
+
+    Raises:
+        MalformedRecordError: Neither is well formed.
+    """
+    step, runs = record.get("x"), record.get("xr")
+    if is_int(step):
+        return int(step)
+    if isinstance(runs, bytes) and runs and len(runs) % 16 == 0:
+        table = np.frombuffer(runs, dtype="<i8").reshape(-1, 2).astype(np.int64)
+        if int(table[:, 1].min()) > 0 and int(table[:, 1].sum()) == n:
+            return table
+    raise MalformedRecordError("a traces chunk with bad x or xr")
 
 
 class ExecutionIndex:

@@ -329,7 +329,7 @@ class IndexedRun:
             record = self._fetch(fmt.STREAM_GRAPH_TRACES, int(t.chunk_segment.view[chunk]),
                                  int(t.chunk_offset.view[chunk]), int(t.chunk_length.view[chunk]))
             stored = record.get("v")
-            position = index - int(t.chunk_first.view[chunk])
+            position = index - int(t.chunk_base.view[chunk])
             if not isinstance(stored, list) or position >= len(stored):
                 return None
             return values.decode_value(stored[position])

@@ -148,9 +148,15 @@ def _add(dump: Dump, record: dict[str, Any]) -> None:
         if "s" in record:
             rows = np.frombuffer(record["s"], dtype="<f8").reshape(n, record["sc"])
         values = record.get("v")
+        if "xr" in record:  # traces of several steps: (step, count) runs
+            runs = np.frombuffer(record["xr"], dtype="<i8").reshape(-1, 2).tolist()
+            steps = [step for step, count in runs for _ in range(count)]
+        else:
+            steps = [record["x"]] * n
+        assert len(steps) == n
         for j in range(n):
             dump.traces.append(Trace(
-                index=record["i"] + j, step=record["x"], trace_point=int(tps[j]),
+                index=record["i"] + j, step=steps[j], trace_point=int(tps[j]),
                 summary=None if rows is None else rows[j].tolist(),
                 value=None if values is None else values[j]))
 

@@ -121,8 +121,8 @@ def test_traces_carry_the_step_of_their_call(constructs, mode):
     calls = {e["i"] for e in dump.executions if e["op"].startswith("__inference_outer")}
     steps = {t.step for t in dump.traces if t.step in calls}
     assert steps == calls
-    for chunk in dump.chunks:
-        assert 0 <= chunk["x"] <= len(dump.executions)
+    for trace in dump.traces:
+        assert 0 <= trace.step <= len(dump.executions)
 
 
 @pytest.mark.parametrize("mode", HEALTH)

@@ -82,7 +82,7 @@ def make_run(logdir, *, mode: str = fmt.FULL_HEALTH, circular_buffer_size: int =
 
 def add_legacy_execution(writer: DumpWriter, *, op_type, graph_id, input_ids, output_ids,
                          device_ids, output_dtypes, stack_id, summaries=None) -> int:
-    """Append one execution as a writer before format 1.3 did: an ``exec`` record of
+    """Append one execution as a writer before format 2.0 did: an ``exec`` record of
     its own (the reader still reads such dumps). Returns its index."""
     index = writer.num_executions
     record = {"k": fmt.KIND_EXECUTION, "i": index, "op": op_type, "graph": graph_id,

@@ -1,9 +1,9 @@
 """The execution index against decoding every record.
 
-Dumps before format 1.3 hold one ``exec`` record per execution: `RunLoader` indexes
+Dumps before format 2.0 hold one ``exec`` record per execution: `RunLoader` indexes
 them from their raw bytes, in blocks (`reader.exec_scan`), and decodes whole only the
 records that do not fit a block's template. Whatever the mix, the index must be
-exactly the one `ExecutionIndex.add` builds from each decoded record. Since 1.3 the
+exactly the one `ExecutionIndex.add` builds from each decoded record. Since 2.0 the
 writer packs executions into ``execs`` chunks (`reader.exec_chunks`): the same
 executions must give the same index and the same records either way.
 """
@@ -176,9 +176,9 @@ def test_damaged_records_stop_the_segment_with_the_same_notice(logdir, damage):
 
 @pytest.mark.parametrize("mode", [fmt.FULL_HEALTH, fmt.CURT_HEALTH, fmt.SHAPE, fmt.NO_TENSOR])
 def test_chunks_index_and_read_as_the_records_they_replace(tmp_path, monkeypatch, mode):
-    from instrument import execution_chunks
+    from instrument import columnar_chunks
 
-    monkeypatch.setattr(execution_chunks, "CHUNK_ROWS", 64)  # several chunks, one partial
+    monkeypatch.setattr(columnar_chunks, "EXECUTION_ROWS", 64)  # several chunks, one partial
     runs = {}
     for chunked in (False, True):
         run, _ = _mixed_run(str(tmp_path / str(chunked)), mode, chunked=chunked)

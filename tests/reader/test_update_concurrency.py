@@ -25,7 +25,7 @@ def test_queries_answer_while_update_reads_and_see_whole_commits(run, monkeypatc
     monkeypatch.setattr(index_module, "COMMIT_CHUNKS", 2)
     for _ in range(10):
         add_step(run, [FINITE] * 5)
-    run.writer.flush()
+        run.writer.flush()  # a traces chunk per step
 
     # The update stops reading after the fifth traces chunk until the test lets it go.
     paused, resume = threading.Event(), threading.Event()

@@ -57,15 +57,16 @@ def tensorflow_dump(tmp_path_factory):
     return logdir
 
 
-@pytest.mark.parametrize("command", [[], ["report"]], ids=["tui", "report"])
-def test_a_tensorflow_dump_is_named_with_what_to_do(tensorflow_dump, command):
-    for path in (tensorflow_dump, tensorflow_dump.parent):
-        completed = run_cli(*command, str(path))
+def test_a_tensorflow_dump_opens_and_its_parent_says_where_it_is(tensorflow_dump):
+    completed = run_cli("report", str(tensorflow_dump))
+    assert completed.returncode == exit_codes.EXIT_OK, completed.stderr
+    assert "written by TensorFlow's own dumper" in completed.stdout
+    assert "Root cause: Log" in completed.stdout
+    for command in ([], ["report"]):
+        completed = run_cli(*command, str(tensorflow_dump.parent))
         assert completed.returncode == exit_codes.EXIT_NO_DUMP
-        lines = completed.stderr.strip().splitlines()
-        assert len(lines) == 1 and "Traceback" not in completed.stderr
-        assert "written by TensorFlow's own" in lines[0]
-        assert "instrument.enable_dump_debug_info" in lines[0]
+        [line] = completed.stderr.strip().splitlines()
+        assert "TensorFlow's dumps are in logdir: open one" in line
 
 
 def test_empty_and_foreign_directories(tmp_path):

@@ -1,11 +1,13 @@
-"""Eager executions gathered into columnar ``execs`` chunks (docs/format.md section 4).
+"""Executions and graph traces gathered into columnar chunks until a flush writes them
+(``execs`` and ``traces`` records, docs/format.md section 4).
 
-A training loop can record hundreds of thousands of eager executions; one msgpack map
-each costs the reader a Python object per record to index them. The writer gathers
-the executions between two flushes into one `ExecutionChunk` instead: per-execution
-facts go into plain lists as they come (cheap on the training thread), and the chunk
-is packed into little-endian columns only when its file is flushed, normally by the
-writer's background flush thread. A reader indexes a chunk with a few numpy calls.
+A training loop records hundreds of thousands of eager executions and, per
+`tf.function` call, a few dozen graph traces; a record for each costs the reader a
+Python object per record to index them. The writer gathers what arrives between two
+flushes into one `ExecutionChunk` and one `TraceChunk` instead: facts go into plain
+lists as they come (cheap on the training thread), and a chunk is packed into
+little-endian columns only when its file is flushed, normally by the writer's
+background flush thread. A reader indexes a chunk with a few numpy calls.
 """
 
 from __future__ import annotations
@@ -20,7 +22,11 @@ from reader import format as fmt
 
 # Executions per chunk: bounds a chunk's bytes (a reader decodes a whole chunk to show
 # one execution, and caches it) while keeping the per-chunk overhead negligible.
-CHUNK_ROWS = 1024
+EXECUTION_ROWS = 1024
+# Traces per chunk: a reader indexes a chunk without decoding it, and decodes one only
+# for a FULL_TENSOR value, so the bound is the chunk's bytes (64k FULL_HEALTH rows are
+# 5 MB).
+TRACE_ROWS = 1 << 16
 # Estimated packed bytes of one execution without values, for the writer's flush
 # threshold (ids, device, dtype, summary row).
 _ROW_BYTES = 48
@@ -61,7 +67,7 @@ class ExecutionChunk:
 
     @property
     def full(self) -> bool:
-        return len(self._op) >= CHUNK_ROWS
+        return len(self._op) >= EXECUTION_ROWS
 
     def add(self, *, op_type: str, graph_id: int | None, input_ids: Sequence[int],
             output_ids: Sequence[int], device_ids: Sequence[int],
@@ -159,3 +165,72 @@ class ExecutionChunk:
 
 def _column(items: list, dtype: str) -> bytes:
     return np.array(items, dtype=dtype).tobytes()
+
+
+class TraceChunk:
+    """The graph traces of one ``traces`` record, gathered until the record is packed.
+
+    Traces of several steps (eager calls) share a chunk: their steps are kept as runs
+    of (step, count) (``xr``), or as ``x`` when the chunk holds one step.
+
+    Args:
+        first: The index of the chunk's first trace.
+    """
+
+    def __init__(self, first: int) -> None:
+        self.first = first
+        self.sealed = False
+        self.estimated_bytes = 0
+        self.count = 0
+        self._trace_points: list[np.ndarray] = []
+        self._summaries: list[np.ndarray] = []
+        self._values: list[Any] = []
+        self._steps: list[list[int]] = []  # [step, count] runs
+        self._layout: tuple[int | None, bool] | None = None  # (summary columns, values)
+
+    @property
+    def full(self) -> bool:
+        return self.count >= TRACE_ROWS
+
+    def accepts(self, summaries: np.ndarray | None, values: Sequence[Any] | None) -> bool:
+        """Whether traces with these summaries and values fit the chunk's layout."""
+        layout = (None if summaries is None else int(summaries.shape[1]), values is not None)
+        return self._layout is None or self._layout == layout
+
+    def add(self, trace_points: np.ndarray, summaries: np.ndarray | None,
+            values: Sequence[Any] | None, step: int, values_bytes: int = 0) -> None:
+        """Take the traces of one `DumpWriter.add_traces` call (already checked)."""
+        n = int(trace_points.shape[0])
+        self._layout = (None if summaries is None else int(summaries.shape[1]),
+                        values is not None)
+        self._trace_points.append(trace_points)
+        if summaries is not None:
+            self._summaries.append(summaries)
+        if values is not None:
+            self._values.extend(values)
+        if self._steps and self._steps[-1][0] == step:
+            self._steps[-1][1] += n
+        else:
+            self._steps.append([step, n])
+        self.count += n
+        self.estimated_bytes += trace_points.nbytes + (
+            0 if summaries is None else summaries.nbytes) + values_bytes
+
+    def pack_into(self, record: dict[str, Any]) -> None:
+        """Fill the chunk's ``traces`` record; the chunk is sealed."""
+        self.sealed = True
+        record.update({
+            "k": fmt.KIND_TRACES, "i": self.first, "n": self.count,
+            "tp": np.concatenate(self._trace_points).astype("<i4").tobytes()
+            if self._trace_points else b"",
+        })
+        if len(self._steps) == 1:
+            record["x"] = self._steps[0][0]
+        else:
+            record["xr"] = np.array(self._steps, dtype="<i8").tobytes()
+        if self._summaries:
+            rows = np.concatenate(self._summaries).astype("<f8")
+            record["s"] = rows.tobytes()
+            record["sc"] = int(rows.shape[1])
+        if self._values:
+            record["v"] = self._values
