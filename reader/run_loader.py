@@ -115,7 +115,10 @@ class RunLoader:
             if stream == fmt.STREAM_GRAPH_TRACES:
                 self.traces.reserve_for_bytes(max(segment.size() - segment.offset, 0))
                 self._read_traces(segment, number)
+            elif stream == fmt.STREAM_EXECUTIONS and _has_chunks(segment):
+                self._read_exec_chunks(segment, number)
             elif stream == fmt.STREAM_EXECUTIONS and self.mode != fmt.FULL_TENSOR:
+                # Format 1.x: one `exec` record per execution.
                 self.execs.reserve_for_bytes(max(segment.size() - segment.offset, 0))
                 for data, base, starts, ends in segment.read_new_frames(pad=EXEC_SCAN_PAD):
                     if not self._take_exec_frames(segment, number, data, base, starts, ends):
@@ -152,6 +155,21 @@ class RunLoader:
                     self.traces.commit()
         with self._commit:
             self.traces.commit()
+
+    def _read_exec_chunks(self, segment: SegmentReader, number: int) -> None:
+        """Take a segment's new ``execs`` chunks (format 2.0). A chunk's columns are
+        checked (and FULL_TENSOR summaries computed) before the lock is taken."""
+        self.execs.reserve_for_bytes(max(segment.size() - segment.offset, 0))
+        for start, end, record in segment.read_new():
+            if record["k"] != fmt.KIND_EXECUTION_CHUNK:
+                continue
+            try:
+                columns = chunk_columns(record, self.mode, self.execs.width)
+                with self._commit:
+                    self.execs.add_chunk(columns, number, start, end)
+            except MalformedRecordError as error:
+                segment.damage = f"{segment.name}: {error} at byte {start}"
+                break
 
     def _take_batch(self, stream: str, segment: SegmentReader, number: int,
                     batch: list[tuple[int, int, dict[str, Any]]]) -> bool:
@@ -223,9 +241,6 @@ class RunLoader:
         elif stream == fmt.STREAM_EXECUTIONS:
             if kind == fmt.KIND_EXECUTION:
                 self.execs.add(record, segment, start, end)
-            elif kind == fmt.KIND_EXECUTION_CHUNK:
-                self.execs.add_chunk(chunk_columns(record, self.mode, self.execs.width),
-                                     segment, start, end)
         elif kind == fmt.KIND_RUN and stream == fmt.STREAM_METADATA:
             if self.run is None:
                 self.run = record
@@ -280,6 +295,12 @@ class RunLoader:
         for segments in self.segments.values():
             for segment in segments.values():
                 segment.close()
+
+
+def _has_chunks(segment: SegmentReader) -> bool:
+    """Whether an executions segment holds ``execs`` chunks (format 2.0 and later)."""
+    version = segment.header_version()
+    return version is not None and version[0] >= 2
 
 
 def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:

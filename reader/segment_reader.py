@@ -253,6 +253,23 @@ class SegmentReader:
         self.offset = unpacker.tell()
         return True
 
+    def header_version(self) -> tuple[int, int] | None:
+        """The format version in the segment's header, read now if need be; None while
+        the header is incomplete, unreadable or without a version.
+
+        Raises:
+            FormatVersionError: The header names a newer major format version.
+        """
+        if self.header is None:
+            opened = self._open_undamaged()
+            if opened is None or not self._read_header(*opened):
+                return None
+        version = self.header.get("version") if self.header is not None else None
+        if isinstance(version, list) and len(version) >= 2 \
+                and all(isinstance(v, int) for v in version[:2]):
+            return version[0], version[1]
+        return None
+
     def mark_damaged(self, start: int, what: str) -> None:
         """Record that the record at file byte ``start`` is unusable: reading stops there."""
         fd = self._open()

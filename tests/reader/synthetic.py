@@ -41,16 +41,26 @@ def segment_path(run_path: str, stream: str, segment: int = 0) -> str:
 
 
 def make_run(logdir, *, mode: str = fmt.FULL_HEALTH, circular_buffer_size: int = 0,
-             run_id: str | None = None, start_time: float | None = None) -> SyntheticRun:
-    """A run with definitions (files, frames, stacks, one graph of three ops), no events."""
+             run_id: str | None = None, start_time: float | None = None,
+             legacy: bool = False) -> SyntheticRun:
+    """A run with definitions (files, frames, stacks, one graph of three ops), no events.
+
+    ``legacy``: the files say format 1.2, for executions added with
+    `add_legacy_execution` (the way a 1.x writer wrote them).
+    """
     info = {"tensor_debug_mode": mode, "argv": ["train.py"], "tf_version": "2.21.0"}
     if run_id:
         info["run"] = run_id
     if start_time is not None:
         info["start_time"] = start_time
-    w = DumpWriter(logdir, info, circular_buffer_size=circular_buffer_size,
-                   flush_interval_s=None)
-    run = SyntheticRun(writer=w)
+    version = fmt.FORMAT_VERSION
+    fmt.FORMAT_VERSION = (1, 2) if legacy else version
+    try:
+        w = DumpWriter(logdir, info, circular_buffer_size=circular_buffer_size,
+                       flush_interval_s=None)
+    finally:
+        fmt.FORMAT_VERSION = version
+    run = SyntheticRun(writer=w, chunked=not legacy)
     run.device = w.add_device("/job:localhost/replica:0/task:0/device:CPU:0")
     run.user_file = w.add_source_file(
         "/home/me/project/train.py",
@@ -83,7 +93,8 @@ def make_run(logdir, *, mode: str = fmt.FULL_HEALTH, circular_buffer_size: int =
 def add_legacy_execution(writer: DumpWriter, *, op_type, graph_id, input_ids, output_ids,
                          device_ids, output_dtypes, stack_id, summaries=None) -> int:
     """Append one execution as a writer before format 2.0 did: an ``exec`` record of
-    its own (the reader still reads such dumps). Returns its index."""
+    its own (the reader still reads such dumps), into a run made with ``legacy``.
+    Returns its index."""
     index = writer.num_executions
     record = {"k": fmt.KIND_EXECUTION, "i": index, "op": op_type, "graph": graph_id,
               "in": list(input_ids), "out": list(output_ids), "dev": list(device_ids),

@@ -9,6 +9,7 @@ import msgpack
 import numpy as np
 import pytest
 
+from instrument.columnar_chunks import ExecutionChunk
 from reader import DamagedDumpError, DumpError, DumpReader, FormatVersionError
 from reader import format as fmt
 from tests.reader.synthetic import FINITE, NAN, NEG_INF, add_step, make_run, segment_path
@@ -68,18 +69,42 @@ def test_definition_with_wrong_types_is_skipped_and_reported(logdir):
     assert len(reader.damage) == 1 and "op 3" in reader.damage[0]
 
 
+def _execs_chunk(**changes) -> dict:
+    """A well-formed ``execs`` chunk of one execution (index 2), then ``changes``."""
+    chunk = ExecutionChunk(2, len(fmt.SUMMARY_COLUMNS[fmt.FULL_HEALTH]))
+    chunk.add(op_type="Add", graph_id=None, input_ids=[1], output_ids=[9], device_ids=[0],
+              output_dtypes=[1], stack_id=None, summaries=[FINITE], values=None,
+              time_s=1.0, call_ordinal=None, thread=None)
+    record: dict = {}
+    chunk.pack_into(record)
+    record.update(changes)
+    return record
+
+
 @pytest.mark.parametrize("bad", [
-    {"k": "exec", "i": 2, "op": 5, "out": []},
-    {"k": "exec", "i": "2", "op": "Add", "out": []},
-    {"k": "exec", "i": 2, "op": "Add", "out": [1], "s": [[1, 2]]},
-])
-def test_execution_with_wrong_types_stops_its_segment(logdir, bad):
+    {"ops": [5]},  # an op type that is not a string
+    {"i": "2"},
+    {"s": b"\x00" * 16},  # a summary row of two columns
+    {"no": b"\x02\x00\x00\x00"},  # two outputs, one output id
+    {"op": b"\x07\x00\x00\x00"},  # an op code past the chunk's table
+], ids=["op_type", "index", "summary_width", "outputs", "op_code"])
+def test_execution_chunk_with_wrong_types_stops_its_segment(logdir, bad):
     run = _closed_run(logdir)
     with open(segment_path(run.path, fmt.STREAM_EXECUTIONS), "ab") as f:
-        f.write(msgpack.packb(bad))
+        f.write(msgpack.packb(_execs_chunk(**bad)))
+        f.write(msgpack.packb(_execs_chunk(i=3)))  # after the damage: not trusted
     reader = DumpReader(run.path)
     assert reader.num_executions == 2 and len(reader.damage) == 1
     assert reader.execution(1).op_type == "__inference_step_7"
+
+
+def test_a_well_formed_chunk_after_the_run_reads(logdir):
+    run = _closed_run(logdir)
+    with open(segment_path(run.path, fmt.STREAM_EXECUTIONS), "ab") as f:
+        f.write(msgpack.packb(_execs_chunk()))
+    reader = DumpReader(run.path)
+    assert reader.num_executions == 3 and reader.damage == ()
+    assert reader.execution(2).op_type == "Add" and reader.execution(2).output_ids == (9,)
 
 
 @pytest.mark.parametrize("bad", [

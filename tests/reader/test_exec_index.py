@@ -80,8 +80,7 @@ def _eager(run, op_type, outputs, rows, graph=None, inputs=(1, 2)):
 
 
 def _mixed_run(logdir, mode=fmt.FULL_HEALTH, chunked=False):
-    run = make_run(logdir, mode=mode)
-    run.chunked = chunked
+    run = make_run(logdir, mode=mode, legacy=not chunked)
     width = len(fmt.SUMMARY_COLUMNS[mode])
     rows = {"finite": FINITE[:width], "nan": NAN[:width], "inf": NEG_INF[:width]}
     if mode == fmt.CURT_HEALTH:
