@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -31,8 +31,11 @@ from reader.model import (
 from reader.notices import Notice
 from reader.records import build_execution, row_summary, run_metadata
 from reader.run_loader import RunLoader
-from reader.tf_events.loader import TfRunLoader, is_tf_run
+from reader.tf_events.file_sets import is_tf_run
 from reader.trace_search import TraceSearch, compile_search
+
+if TYPE_CHECKING:
+    from reader.tf_events.loader import TfRunLoader
 
 _Run = TypeVar("_Run", bound="IndexedRun")
 
@@ -64,7 +67,7 @@ class IndexedRun:
         self._update_lock = threading.Lock()  # one `update()` at a time
         # A file set of TensorFlow's own dumper, or a run directory of ours.
         self._loader: RunLoader | TfRunLoader = (
-            TfRunLoader(self.path, commit_lock=self._lock) if is_tf_run(self.path)
+            _tf_loader(self.path, self._lock) if is_tf_run(self.path)
             else RunLoader(self.path, commit_lock=self._lock))
         # The loader fills these in place, changing them only under `_lock`; queries
         # read them under it.
@@ -487,6 +490,13 @@ class IndexedRun:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _tf_loader(path: str, lock: threading.RLock) -> TfRunLoader:
+    # Imported when needed: the protobuf runtime costs every start ~40 ms otherwise.
+    from reader.tf_events.loader import TfRunLoader
+
+    return TfRunLoader(path, commit_lock=lock)
 
 
 def _clip_runs(runs: list[tuple[int, int]], begin: int, end: int) -> list[tuple[int, int]]:

@@ -13,7 +13,6 @@ from reader.errors import NoRunsError
 from reader.model import DUMPER_TENSORFLOW, RunInfo
 from reader.records import task_of
 from reader.tf_events import file_sets
-from reader.tf_events.loader import tf_run_info
 
 # A metadata segment holds a header, the run record, devices and the end record: a few
 # kilobytes. The cap only guards against a foreign file that borrowed the name.
@@ -55,7 +54,7 @@ def list_runs(logdir: str | os.PathLike[str]) -> list[RunInfo]:
     """
     path = os.fspath(logdir)
     if file_sets.is_file_set(path) and not os.path.isdir(path):
-        return [tf_run_info(os.path.abspath(path))]
+        return [_tf_run_info(os.path.abspath(path))]
     if not os.path.isdir(path):
         what = "not a directory" if os.path.exists(path) else "no such directory"
         raise NoRunsError(f"{path}: {what}")
@@ -67,7 +66,7 @@ def list_runs(logdir: str | os.PathLike[str]) -> list[RunInfo]:
     except OSError as error:
         raise NoRunsError(f"{path}: cannot list directory ({error.strerror})") from None
     runs = [_run_info(c) for c in candidates if is_run_dir(c)]
-    runs += [tf_run_info(os.path.abspath(prefix)) for prefix in file_sets.file_sets_in(path)]
+    runs += [_tf_run_info(os.path.abspath(prefix)) for prefix in file_sets.file_sets_in(path)]
     # Run ids start with the UTC start time to the second; within one second (runs a
     # program starts one after another) the start time orders them.
     runs.sort(key=lambda r: (_start_key(r), r.start_time or 0.0, r.run_id))
@@ -168,3 +167,10 @@ def _typed(value, kind):
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     return value if isinstance(value, kind) and not isinstance(value, bool) else None
+
+
+def _tf_run_info(prefix: str) -> RunInfo:
+    # Imported when needed: the protobuf runtime costs every start ~40 ms otherwise.
+    from reader.tf_events.loader import tf_run_info
+
+    return tf_run_info(prefix)

@@ -54,3 +54,8 @@ def start_and_host(prefix: str) -> tuple[int | None, str | None]:
     rest = os.path.basename(prefix)[len(FILE_PREFIX):]
     stamp, _, host = rest.partition(".")
     return (int(stamp) if stamp.isdigit() else None), (host or None)
+
+
+def is_tf_run(path: str) -> bool:
+    """True when ``path`` names one file set of TensorFlow's dumper."""
+    return not os.path.isdir(path) and is_file_set(path)

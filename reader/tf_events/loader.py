@@ -392,11 +392,6 @@ def _parse(data: Any) -> Any:
         return None
 
 
-def is_tf_run(path: str) -> bool:
-    """True when ``path`` names one file set of TensorFlow's dumper."""
-    return not os.path.isdir(path) and file_sets.is_file_set(path)
-
-
 def tf_run_info(prefix: str) -> RunInfo:
     """The `RunInfo` of one file set, from its metadata and first records only."""
     start, host = file_sets.start_and_host(prefix)
