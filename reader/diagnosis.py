@@ -12,6 +12,7 @@ the diagnosis then rests on the op type and the output alone.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -387,7 +388,27 @@ def _overflow(site: _Site) -> Diagnosis | None:
     else:
         text = (f"{site.described} turned finite inputs into "
                 f"{_nonfinite_text(out)}: the result overflowed, as {limit_text}")
-    return site.diagnosis("overflow", text, f"limit: {dtype} max {limit or '?'}")
+    return site.diagnosis("overflow", text + _overflow_cause(site, dtype, limit),
+                          f"limit: {dtype} max {limit or '?'}")
+
+
+def _overflow_cause(site: _Site, dtype: str, limit: str | None) -> str:
+    """What the inputs' statistics (FULL_STATS) say about the overflow, or ""."""
+    stats = [(name, s.min, s.max) for name, s in site.inputs
+             if s is not None and s.max is not None and s.min is not None]
+    if not stats or limit is None:
+        return ""
+    name, low, high = max(stats, key=lambda item: max(abs(item[1]), abs(item[2])))
+    largest = high if abs(high) >= abs(low) else low
+    if site.op_type in ("Exp", "Expm1"):
+        threshold = math.log(float(limit))
+        if high > threshold:
+            return (f"; its input {name} reached {high:.6g}, and exp overflows {dtype} "
+                    f"above ln({limit}) = {threshold:.4g}")
+        return ""
+    if site.op_type == "Cast" and abs(largest) > float(limit):
+        return f"; the input {name} held values up to {largest:.6g}"
+    return f"; the largest finite input magnitude was {abs(largest):.6g} (input {name})"
 
 
 def _inf_arithmetic(site: _Site) -> Diagnosis | None:
@@ -465,4 +486,8 @@ def _evidence_line(label: str, summary: Summary | None) -> str:
     if summary.nan is None and summary.has_inf_or_nan is not None:
         counts.append("has NaN or inf" if summary.has_inf_or_nan else "finite")
     body = ", ".join(counts) if counts else ("all zero" if summary.size else "empty")
+    if summary.min is not None and summary.max is not None:
+        body += f"; min {summary.min:.6g}, max {summary.max:.6g}"
+        if summary.mean is not None and summary.std is not None:
+            body += f", mean {summary.mean:.6g}, std {summary.std:.6g}"
     return f"{label}" + (f" ({head})" if head else "") + f": {body}"

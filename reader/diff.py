@@ -50,7 +50,11 @@ GRAPH, EAGER = "graph", "eager"
 FINITENESS = "finiteness"  # finite on one side, NaN or infinity on the other
 COUNTS = "counts"  # element counts differ beyond the tolerance
 VALUES = "values"  # FULL_TENSOR values differ beyond the tolerance
-REASONS = (FINITENESS, COUNTS, VALUES)
+STATS = "stats"  # FULL_STATS: min, max or mean differ beyond the tolerance
+REASONS = (FINITENESS, COUNTS, VALUES, STATS)
+# FULL_STATS fields compared, when both sides have them (std follows from the rest
+# closely enough that it would only repeat them).
+STAT_FIELDS = ("min", "max", "mean")
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,12 +174,12 @@ def align_runs(a: DumpReader, b: DumpReader, *, rtol: float = DEFAULT_RTOL,
 def differing_fields(a: Summary | None, b: Summary | None, *, rtol: float = DEFAULT_RTOL,
                      atol: float = DEFAULT_ATOL) -> frozenset[str]:
     """The `Summary` fields in which ``a`` and ``b`` differ: ``"is_alert"`` when one is
-    finite and the other not, and each count of `COUNT_FIELDS` both record that differs
-    by more than ``atol + rtol * max(|a|, |b|)``."""
+    finite and the other not, and each count of `COUNT_FIELDS` and statistic of
+    `STAT_FIELDS` both record that differs by more than ``atol + rtol * max(|a|, |b|)``."""
     if a is None or b is None:
         return frozenset()
     fields = {"is_alert"} if a.is_alert != b.is_alert else set()
-    for name in COUNT_FIELDS:
+    for name in COUNT_FIELDS + STAT_FIELDS:
         x, y = getattr(a, name), getattr(b, name)
         if x is not None and y is not None and abs(x - y) > atol + rtol * max(abs(x), abs(y)):
             fields.add(name)
@@ -221,6 +225,8 @@ def _align(a: DumpReader, b: DumpReader, rtol: float, atol: float, every: bool
         compared = "finiteness, then values"
     elif fmt.NO_TENSOR in modes:
         compared = "nothing: a NO_TENSOR run records no values, only the alignment"
+    elif modes == {fmt.FULL_STATS}:
+        compared = "finiteness, then element counts, then min, max and mean"
     else:
         compared = "finiteness, then element counts"
     diff = RunDiff(aligned_graph=aligned[GRAPH], aligned_eager=aligned[EAGER],
@@ -278,6 +284,10 @@ def _compare(key: _Key, a: Side, b: Side, values: bool, run_a: DumpReader,
                  for name in COUNT_FIELDS if name in fields]
     if differing:
         return COUNTS, "; ".join(differing), None, None
+    differing = [f"{name} {getattr(sa, name):.6g} in A, {getattr(sb, name):.6g} in B"
+                 for name in STAT_FIELDS if name in fields]
+    if differing:
+        return STATS, "; ".join(differing), None, None
     return None
 
 

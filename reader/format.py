@@ -164,15 +164,16 @@ CODEC_SHUFFLE_ZLIB = "shuffle-zlib"  # a zlib stream of the raw elements, byte-s
 VALUE_CODECS = (CODEC_ZLIB, CODEC_SHUFFLE_ZLIB)
 
 MAX_SHAPE_RANK = 6  # SHAPE mode keeps the first six dimensions, like TensorFlow's.
+# FULL_STATS' statistics of the finite elements (std: population, ddof 0); NaN in a
+# row when the tensor has no finite element.
+STAT_COLUMNS = ("min", "max", "mean", "std")
 SUMMARY_COLUMNS: dict[str, tuple[str, ...]] = {
     NO_TENSOR: (),
     CURT_HEALTH: ("has_inf_or_nan",),
     CONCISE_HEALTH: ("size", "neg_inf", "pos_inf", "nan"),
     FULL_HEALTH: ("dtype", "rank", "size", "neg_inf", "pos_inf", "nan", "neg", "zero", "pos"),
-    # min, max, mean and std (population, ddof 0) of the finite elements; NaN when the
-    # tensor has none.
-    FULL_STATS: ("dtype", "rank", "size", "neg_inf", "pos_inf", "nan", "neg", "zero", "pos",
-                 "min", "max", "mean", "std"),
+    FULL_STATS: ("dtype", "rank", "size", "neg_inf", "pos_inf", "nan", "neg", "zero", "pos")
+    + STAT_COLUMNS,
     SHAPE: ("dtype", "rank", "size") + tuple(f"shape{i}" for i in range(MAX_SHAPE_RANK)),
     FULL_TENSOR: (),
 }

@@ -17,6 +17,7 @@ from typing import Any
 
 import reader
 from reader import DumpError, liveness
+from reader import format as fmt
 from reader.diagnosis import Diagnosis, diagnose_cause
 from reader.expressions import expression_of, line_span
 from reader.model import DUMPER_TENSORFLOW, Alert, RootCause, Summary
@@ -88,7 +89,7 @@ def summary_dict(summary: Summary | None) -> dict[str, Any] | None:
         return None
     return {key: getattr(summary, key) for key in
             ("dtype", "rank", "size", "neg_inf", "pos_inf", "nan", "neg", "zero", "pos")
-            if getattr(summary, key) is not None} | (
+            + fmt.STAT_COLUMNS if getattr(summary, key) is not None} | (
         {"shape": list(summary.shape)} if summary.shape is not None else {})
 
 

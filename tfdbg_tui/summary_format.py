@@ -13,6 +13,8 @@ from rich.text import Text
 from reader.model import Summary
 
 ALERT_STYLE = "bold red"
+# Characters for one statistic (min, max, mean, std) in running text.
+STAT_DIGITS = 10
 DIM_STYLE = "dim"
 
 
@@ -37,7 +39,8 @@ def shape_text(shape: tuple[int, ...] | None) -> str:
 
 def summary_text(summary: Summary | None) -> Text:
     """One line, most telling first: non-finite counts (red), the -, 0, + breakdown,
-    then size, dtype and rank or shape, so a narrow pane still shows what matters."""
+    the finite elements' statistics (FULL_STATS), then size, dtype and rank or shape,
+    so a narrow pane still shows what matters."""
     text = Text(no_wrap=True, end="")
     if summary is None:
         text.append("no summary", DIM_STYLE)
@@ -52,6 +55,10 @@ def summary_text(summary: Summary | None) -> Text:
     for label, value in (("-", summary.neg), ("0", summary.zero), ("+", summary.pos)):
         if value is not None:
             text.append(f"{label}:{value} ")
+    for label, stat in (("min", summary.min), ("max", summary.max), ("mean", summary.mean),
+                        ("std", summary.std)):
+        if stat is not None:
+            text.append(f"{label}:{fit_number(stat, STAT_DIGITS)} ")
     if summary.size is not None:
         text.append(f"size {summary.size} ")
     if summary.dtype is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from reader import format as fmt
 FINITE = [1, 1, 4, 0, 0, 0, 1, 1, 2]  # FULL_HEALTH: float32, rank 1, 4 finite elements
 NEG_INF = [1, 1, 4, 1, 0, 0, 0, 1, 2]  # one -inf
 NAN = [1, 1, 4, 0, 0, 2, 0, 1, 1]  # two NaN
+FLOAT32 = 1  # TF's DataType enum
 
 
 @dataclass
@@ -175,3 +177,35 @@ def start_writer(logdir) -> tuple[subprocess.Popen, str]:
     child = subprocess.Popen([sys.executable, "-c", _WRITER, str(logdir)], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True, env=env)
     return child, child.stdout.readline().strip()
+
+
+def stats_row(size, *, pos_inf=0, low=-1.0, high=2.0, mean=0.5, std=1.0):
+    """A FULL_STATS row of a rank-1 float32 tensor: all finite but ``pos_inf``."""
+    finite = size - pos_inf
+    return [FLOAT32, 1, size, 0, pos_inf, 0, finite // 2, 0, finite - finite // 2,
+            low, high, mean, std]
+
+
+def write_exp_overflow_run(logdir, exp_input_max: float) -> str:
+    """A FULL_STATS run of x -> Exp in a tf.function, one call: x's largest value is
+    ``exp_input_max``; Exp holds one +inf when that is above ln(float32 max) = 88.72.
+    Returns the run's path."""
+    w = DumpWriter(str(logdir), {"tensor_debug_mode": fmt.FULL_STATS}, flush_interval_s=None)
+    source = w.add_source_file("/home/me/model.py", ["import tensorflow as tf",
+                                                      "def f(x):", "    return tf.exp(x)"],
+                               library=False)
+    stack = w.add_stack([w.add_frame(source, 3, "f")])
+    graph = w.add_graph("f", None, function_name="__inference_f_3")
+    w.add_op(graph_id=graph, op_type="Placeholder", op_name="x", inputs=[], num_outputs=1,
+             output_dtypes=[FLOAT32], device_id=None, stack_id=stack, trace_points=[0])
+    w.add_op(graph_id=graph, op_type="Exp", op_name="Exp", inputs=["x:0"], num_outputs=1,
+             output_dtypes=[FLOAT32], device_id=None, stack_id=stack, trace_points=[1])
+    overflow = exp_input_max > 88.72
+    rows = np.array([stats_row(8, low=-3.0, high=exp_input_max, mean=10.0, std=30.0),
+                     stats_row(8, pos_inf=1 if overflow else 0, low=0.05,
+                          high=math.exp(min(exp_input_max, 88.0)), mean=1e30, std=1e31)])
+    w.add_traces(np.array([0, 1], np.int32), summaries=rows)
+    w.add_execution(op_type="__inference_f_3", graph_id=graph, input_ids=[1], output_ids=[],
+                    device_ids=[], output_dtypes=[], stack_id=stack, call_ordinal=0)
+    w.close()
+    return w.path

@@ -47,7 +47,9 @@ _COLUMNS = (
     CompareColumn("zero", "0", 6, 3), CompareColumn("pos", "+", 6, 5),
     CompareColumn("neg_inf", "-inf", 6, 6), CompareColumn("pos_inf", "+inf", 6, 7),
     CompareColumn("nan", "NaN", 6, 8), CompareColumn("shape", "shape", 16, 2),
-    CompareColumn("type", "op type", 14, 9, both=False),
+    CompareColumn("max", "max", 9, 9), CompareColumn("min", "min", 9, 10),
+    CompareColumn("mean", "mean", 9, 11),
+    CompareColumn("type", "op type", 14, 12, both=False),
 )
 # The columns each mode records (the combined "inf/NaN" column in every health mode).
 _KEYS_BY_MODE = {
@@ -58,6 +60,7 @@ _KEYS_BY_MODE = {
     "SHAPE": {"dtype", "size", "shape", "type"},
 }
 _KEYS_BY_MODE["FULL_TENSOR"] = _KEYS_BY_MODE["FULL_HEALTH"]
+_KEYS_BY_MODE["FULL_STATS"] = _KEYS_BY_MODE["FULL_HEALTH"] | {"min", "max", "mean"}
 _DEFAULT_KEYS = {"dtype", "type"}
 
 

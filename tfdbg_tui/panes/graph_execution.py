@@ -20,7 +20,7 @@ from reader.trace_search import compile_search
 from tfdbg_tui.literal import literal
 from tfdbg_tui.panes.comparison_columns import CompareColumn, TraceComparison
 from tfdbg_tui.screens.prompt import PromptScreen
-from tfdbg_tui.summary_format import count
+from tfdbg_tui.summary_format import count, fit_number
 from tfdbg_tui.text_fit import cut_start, keep_by_priority
 from tfdbg_tui.trace_rows import TraceRows
 from tfdbg_tui.widgets.line_list import LineList
@@ -53,6 +53,11 @@ _COLUMNS_BY_MODE: dict[str, tuple[Column, ...]] = {
         Column("size", "size", _COUNT_WIDTH, 3), Column("shape", "shape", 16, 0)),
 }
 _COLUMNS_BY_MODE["FULL_TENSOR"] = _COLUMNS_BY_MODE["FULL_HEALTH"]
+# FULL_STATS: FULL_HEALTH's columns, then the finite elements' max and min where they
+# fit (max first: values drifting towards overflow are what users watch for).
+_STAT_WIDTH = 9
+_COLUMNS_BY_MODE["FULL_STATS"] = _COLUMNS_BY_MODE["FULL_HEALTH"] + (
+    Column("max", "max", _STAT_WIDTH, 8), Column("min", "min", _STAT_WIDTH, 9))
 _DEFAULT_COLUMNS = (Column("type", "op type", 14, 0), Column("dtype", "dtype", 8, 1))
 _INDEX_MIN_WIDTH = 5
 _NAME_MIN_WIDTH = 14
@@ -327,6 +332,10 @@ class GraphExecutionList(LineList):
             shape = "" if summary is None or summary.shape is None else \
                 "[" + ",".join(map(str, summary.shape)) + "]"
             text.append(shape[:column.width].ljust(column.width))
+        elif key in fmt.STAT_COLUMNS:
+            value = getattr(summary, key, None) if summary else None
+            text.append(("-" if value is None else fit_number(value, column.width))
+                        .rjust(column.width), faint if value is None else None)
         elif key == "bad" or (key == "nonfinite" and summary is not None
                               and summary.nan is None):
             flag = bool(summary and summary.has_inf_or_nan)
