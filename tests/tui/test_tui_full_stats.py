@@ -10,6 +10,7 @@ from tests.reader.synthetic import write_exp_overflow_run
 from tests.tui.tui_helpers import hunted_app, screen_text, wait_for
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 from tfdbg_tui.screens.diagnosis import DiagnosisScreen
+from tfdbg_tui.widgets.diagnosis_line import DiagnosisLine
 
 
 @pytest.fixture()
@@ -46,6 +47,7 @@ async def test_inputs_show_their_statistics_and_the_diagnosis_uses_them(stats_lo
         await wait_for(pilot, lambda: isinstance(app.screen, DiagnosisScreen), what="modal")
         await wait_for(pilot, lambda: "reached 95.5" in " ".join(screen_text(app).split()),
                        what="the whole diagnosis")
-        text = " ".join(screen_text(app).split())
-        assert "exp overflows float32 above ln(3.40e38) = 88.72" in text
-        assert "min -3, max 95.5, mean 10, std 30" in text
+        diagnosis = app.screen_stack[-2].query_one(DiagnosisLine).diagnosis
+        assert "exp overflows float32 above ln(3.40e38) = 88.72" in diagnosis.explanation
+        assert "input `x:0` (float32, 8 values): 4 negative, 4 positive; min -3, max 95.5, " \
+            "mean 10, std 30" in diagnosis.evidence
