@@ -126,6 +126,8 @@ class TraceQueue:
                 **self._calls_attrs, name="tfdbg_tui_calls")
             gen_resource_variable_ops.assign_variable_op(
                 self._calls_handle, tf.constant(0, dtype=tf.int64))
+            # Made once: `call_finished` runs after every call.
+            self._one = tf.constant(1, dtype=tf.int64)
         self._device = queue_ref.device
         self.polls_while_active = full_tensor
         # Per nested graph: the in-graph lookups of the queue and the counter.
@@ -134,11 +136,9 @@ class TraceQueue:
 
     def call_finished(self) -> None:
         """Advance the call ordinal; run eagerly after each eager function call."""
-        from tensorflow.python.framework import constant_op, dtypes
         from tensorflow.python.ops import gen_resource_variable_ops
 
-        gen_resource_variable_ops.assign_add_variable_op(
-            self._calls_handle, constant_op.constant(1, dtype=dtypes.int64))
+        gen_resource_variable_ops.assign_add_variable_op(self._calls_handle, self._one)
 
     def retire(self) -> None:
         """From now on drained traces are discarded (their run is closed).
