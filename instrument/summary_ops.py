@@ -95,11 +95,15 @@ def tensor_summary(mode: str, tensor: Any, trace_point: int) -> TensorSummary:
         tensor: A floating-point tensor (integer and bool ones too in SHAPE).
         trace_point: Written into the row's column 0.
     """
+    from tensorflow.python.framework import ops
+
     exact = functools.partial(_exact_row, mode, tensor, trace_point)
-    if mode in (fmt.CURT_HEALTH, fmt.SHAPE) or not _stock_route(tensor):
-        return TensorSummary(exact())
-    check = _kernel(tensor, fmt.CURT_HEALTH, trace_point)
-    return TensorSummary(_finite_row(mode, tensor, trace_point), check, exact)
+    # A scope of our own: the user's ops keep the names they would have had.
+    with ops.name_scope("tfdbg_tui_summary"):
+        if mode in (fmt.CURT_HEALTH, fmt.SHAPE) or not _stock_route(tensor):
+            return TensorSummary(exact())
+        check = _kernel(tensor, fmt.CURT_HEALTH, trace_point)
+        return TensorSummary(_finite_row(mode, tensor, trace_point), check, exact)
 
 
 def stack_summaries(summaries: list[TensorSummary]) -> Any:
@@ -109,28 +113,34 @@ def stack_summaries(summaries: list[TensorSummary]) -> Any:
     ``cond`` recomputes the batch by the fused kernels (one cond per batch: its cost is
     paid once, and non-finite tensors are rare).
     """
+    from tensorflow.python.framework import ops
     from tensorflow.python.ops import array_ops, array_ops_stack, cond, math_ops
 
-    rows = array_ops_stack.stack([s.row for s in summaries], name="tfdbg_tui_rows")
-    checks = [s.check for s in summaries if s.check is not None]
-    if not checks:
-        return rows
-    flags = array_ops_stack.stack(checks, name="tfdbg_tui_checks")[:, 1]
-    not_finite = math_ops.reduce_max(flags) > 0
+    with ops.name_scope("tfdbg_tui_summaries"):
+        rows = array_ops_stack.stack([s.row for s in summaries], name="rows")
+        checks = [s.check for s in summaries if s.check is not None]
+        if not checks:
+            return rows
+        flags = array_ops_stack.stack(checks, name="checks")[:, 1]
+        not_finite = math_ops.reduce_max(flags) > 0
 
-    def exact_rows() -> Any:
-        return array_ops_stack.stack([s.exact() if s.exact is not None else s.row
-                                      for s in summaries])
+        def exact_rows() -> Any:
+            return array_ops_stack.stack([s.exact() if s.exact is not None else s.row
+                                          for s in summaries])
 
-    def stock_rows() -> Any:
-        return array_ops.identity(rows)
+        def stock_rows() -> Any:
+            return array_ops.identity(rows)
 
-    return cond.cond(not_finite, exact_rows, stock_rows, name="tfdbg_tui_exact")
+        return cond.cond(not_finite, exact_rows, stock_rows, name="tfdbg_tui_exact")
 
 
 def summary_row(mode: str, tensor: Any, trace_point: int) -> Any:
     """The raw row of one tensor (graph or eager), exact in every case."""
-    return stack_summaries([tensor_summary(mode, tensor, trace_point)])[0]
+    from tensorflow.python.framework import ops
+
+    rows = stack_summaries([tensor_summary(mode, tensor, trace_point)])
+    with ops.name_scope("tfdbg_tui_summaries"):
+        return rows[0]
 
 
 def _stock_route(tensor: Any) -> bool:
