@@ -1,8 +1,9 @@
 """A custom training loop that diverges (learning rate far too high), in FULL_STATS.
 
 Usage: python full_stats.py LOGDIR. The weights grow step by step until the predictions
-overflow to infinity (those of the largest inputs first) and the loss goes NaN. The last line printed is a JSON
-list of the predictions of every step, for the test to compare with the dump.
+overflow to infinity (those of the largest inputs first) and the loss goes NaN. The
+last line printed is a JSON list of the predictions of every step, for the test to
+compare with the dump.
 """
 
 import json
