@@ -58,7 +58,10 @@ def enable_dump_debug_info(
         logdir: Directory that holds runs; created if missing.
         tensor_debug_mode: What is recorded of each tensor: ``NO_TENSOR`` (only that
             it was computed), ``CURT_HEALTH``, ``CONCISE_HEALTH``, ``FULL_HEALTH``,
-            ``SHAPE`` (numeric summaries) or ``FULL_TENSOR`` (the values).
+            ``SHAPE`` (numeric summaries), ``FULL_STATS`` (FULL_HEALTH's counts plus
+            min, max, mean and standard deviation of the finite elements, to watch
+            values drift towards overflow; not one of TensorFlow's modes) or
+            ``FULL_TENSOR`` (the values).
         circular_buffer_size: N > 0 keeps (at least) the latest N executions and the
             latest N graph traces on disk; N <= 0 keeps everything. Either way records
             reach the disk within half a second.

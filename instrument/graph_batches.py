@@ -74,7 +74,7 @@ class GraphBatch:
         for skipped_id in range(self._last_seen_op_id + 1, op_id):
             if skipped_id in nodes:
                 skipped = nodes[skipped_id]
-                if skipped.type in NESTED_GRAPH_OPS:
+                if skipped.type in NESTED_GRAPH_OPS and not is_own_op(skipped):
                     self._cut_before(skipped)
         self._last_seen_op_id = max(self._last_seen_op_id, op_id)
         if op.type in NESTED_GRAPH_OPS:
@@ -117,6 +117,12 @@ class GraphBatch:
             keep_deferred_captures_last(self.graph)
         # The graph is done; let it be collected (it is a weak key of the callback).
         self.graph = None
+
+
+def is_own_op(op: Any) -> bool:
+    """Whether ``op`` is one of the debugger's (the ``cond`` of a summary on the
+    per-tensor route, built while the graph is traced): it enqueues nothing."""
+    return any(part.startswith("tfdbg_tui") for part in op.name.split("/"))
 
 
 class _Sentinel:

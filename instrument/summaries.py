@@ -1,11 +1,8 @@
-"""Per-mode tensor summaries: which tensors a mode covers and how their rows are made.
+"""Per-mode tensor summaries: which tensors a mode covers, and their rows on the host.
 
-Summaries come from TensorFlow's ``DebugNumericSummaryV2`` op, computed on the
-tensor's own device with ``output_dtype=float64``. Its first column is the op's
-``tensor_id`` attribute: in graphs we set it to the trace point id, so one float64
-vector carries both the trace point and the summary through the trace queue. On the
-host the columns docs/format.md section 5 leaves out are dropped (the tensor id, and
-FULL_HEALTH's device type).
+The rows are computed on the tensor's own device (instrument/summary_ops.py) as raw
+float64 rows whose first column is the trace point; `format_rows` turns a batch of them
+into the columns of docs/format.md section 5.
 """
 
 from __future__ import annotations
@@ -15,25 +12,52 @@ from typing import Any
 
 import numpy as np
 
+from instrument.summary_ops import FORM_SIGN_SUMS, FORM_V1, RAW_WIDTH
 from reader import format as fmt
 
-TENSOR_DEBUG_MODE_ENUM = fmt.TF_TENSOR_DEBUG_MODE_ENUM
+__all__ = ["RAW_WIDTH", "SUMMARY_MODES", "TensorFilter", "eager_summary", "format_rows",
+           "trace_points_of"]
 
-# Modes whose summaries DebugNumericSummaryV2 computes.
+# Modes whose traces carry a summary row.
 SUMMARY_MODES = fmt.HEALTH_MODES + (fmt.SHAPE,)
 
-_KEPT_COLUMNS = fmt.TF_SUMMARY_KEPT_COLUMNS
-# Width of DebugNumericSummaryV2's output vector, per mode.
-RAW_WIDTH = {mode: cols.stop for mode, cols in _KEPT_COLUMNS.items()}
+# Raw columns that are already the format's, per mode whose rows take one form: those
+# of DebugNumericSummaryV2 that the format keeps.
+_PLAIN_COLUMNS = {mode: columns for mode, columns in fmt.TF_SUMMARY_KEPT_COLUMNS.items()
+                  if mode != fmt.FULL_HEALTH}
+# FORM_V1 columns (after the trace point and the form) in FULL_STATS order.
+_V1_ORDER = [12, 13, 1, 3, 7, 2, 4, 5, 6, 8, 9, 10, 11]
 
 
-def keep_columns(mode: str, raw: np.ndarray) -> np.ndarray:
-    """Drop the columns the format leaves out from raw summary rows (n, RAW_WIDTH)."""
-    return raw[:, _KEPT_COLUMNS[mode]]
+def format_rows(mode: str, raw: np.ndarray) -> np.ndarray:
+    """The format's summary columns of raw rows (n, RAW_WIDTH[mode]) from the device."""
+    if mode in _PLAIN_COLUMNS:
+        return raw[:, _PLAIN_COLUMNS[mode]]
+    width = len(fmt.SUMMARY_COLUMNS[mode])
+    out = np.empty((raw.shape[0], width), dtype=np.float64)
+    out[:, :9] = raw[:, 2:11]
+    sign_sums = raw[:, 1] == FORM_SIGN_SUMS
+    if sign_sums.any():
+        s, a, size = raw[sign_sums, 8], raw[sign_sums, 9], raw[sign_sums, 4]
+        out[sign_sums, 6:9] = np.stack([(a - s) / 2, size - a, (a + s) / 2], axis=1)
+    if mode == fmt.FULL_HEALTH:
+        return out
+    # FULL_STATS: min, max, mean, then std from m2 (or from the variance, FORM_V1).
+    out[:, 9:12] = raw[:, 11:14]
+    finite = out[:, 6] + out[:, 7] + out[:, 8]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out[:, 12] = np.sqrt(raw[:, 14] / finite)
+    v1 = raw[:, 1] == FORM_V1
+    if v1.any():
+        out[v1] = raw[v1][:, [2 + c for c in _V1_ORDER]]
+        out[v1, 12] = np.sqrt(out[v1, 12])
+        finite[v1] = out[v1, 6] + out[v1, 7] + out[v1, 8]
+    out[finite == 0, 9:13] = np.nan
+    return out
 
 
 def trace_points_of(raw: np.ndarray) -> np.ndarray:
-    """The trace point ids stored in the tensor-id column of raw summary rows."""
+    """The trace point ids stored in column 0 of raw summary rows."""
     return raw[:, 0].astype(np.int32)
 
 
@@ -102,10 +126,7 @@ class TensorFilter:
 
 def eager_summary(mode: str, tensor: Any) -> list[float]:
     """The summary row of one eager tensor (the caller must suppress op callbacks)."""
-    from tensorflow.python.framework import dtypes
-    from tensorflow.python.ops import gen_debug_ops
+    from instrument.summary_ops import summary_row
 
-    raw = gen_debug_ops.debug_numeric_summary_v2(
-        tensor, output_dtype=dtypes.float64,
-        tensor_debug_mode=TENSOR_DEBUG_MODE_ENUM[mode]).numpy()
-    return raw[_KEPT_COLUMNS[mode]].tolist()
+    raw = summary_row(mode, tensor, 0).numpy()
+    return format_rows(mode, raw[np.newaxis])[0].tolist()

@@ -1,18 +1,18 @@
 """Graph execution traces: from inside TensorFlow graphs to the dump, in batches.
 
 The route (docs/instrument.md, "How graph traces reach the dump"): each traced tensor
-gets a ``DebugNumericSummaryV2`` on its own device, and its row goes into one
-``FIFOQueue`` that was created eagerly under a run-unique shared name: top-level
-function graphs capture its handle, gradient graphs of control flow look it up by
-that name (`TraceQueue.handles_for`); no Python runs per tensor.
+gets its summary computed on its own device (instrument/summary_ops.py), and its row
+goes into one ``FIFOQueue`` that was created eagerly under a run-unique shared name:
+top-level function graphs capture its handle, gradient graphs of control flow look it
+up by that name (`TraceQueue.handles_for`); no Python runs per tensor.
 `TraceQueue.add_trace` builds one enqueue per tensor (while and cond bodies, tf.data
-functions); `TraceQueue.batch_row` and `enqueue_batch` serve the
-per-segment batches of tf.function graphs (instrument/graph_batches.py). Every row
-also carries the ordinal of the eager function call it ran in. A background thread
-drains the queue in batches (``QueueSizeV2`` then ``QueueDequeueManyV2``) every
-`DRAIN_INTERVAL_S` and at exit; each run of rows with one call ordinal becomes one
-``traces`` chunk. FULL_TENSOR values travel as packed batches, one queue element each
-(instrument/value_batches.py), through a small queue drained while they keep coming.
+functions); `TraceQueue.batch_row` and `enqueue_batch` serve the per-segment batches of
+tf.function graphs (instrument/graph_batches.py). Every row also carries the ordinal of
+the eager function call it ran in. A background thread drains the queue in batches
+(``QueueSizeV2`` then ``QueueDequeueManyV2``) every `DRAIN_INTERVAL_S` and at exit;
+each run of rows with one call ordinal becomes one ``traces`` chunk. FULL_TENSOR values
+travel as packed batches, one queue element each (instrument/value_batches.py), through
+a small queue drained while they keep coming.
 
 TF1 graphs (``tf.compat.v1.Session``) cannot capture an eager queue: there a
 ``py_func`` per traced tensor appends to a host-side buffer instead
@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from instrument import summaries, value_batches
+from instrument import summaries, summary_ops, value_batches
 from instrument.flight_recorder import values_alert
 from instrument.value_encoding import COMPRESSION, tensor_value_record
 from reader import format as fmt
@@ -92,8 +92,7 @@ class TraceQueue:
         # Serializes drains, so that batches reach the sink in dequeue order.
         self._drain_lock = threading.Lock()
         if mode in summaries.SUMMARY_MODES:
-            # One float64 row: the trace point (DebugNumericSummaryV2's tensor id
-            # column) followed by the summary.
+            # One float64 row: the trace point followed by the raw summary.
             component_dtypes, shapes = [tf.float64], [[summaries.RAW_WIDTH[mode]]]
         elif mode == fmt.FULL_TENSOR:
             # One element per batch of values (instrument/value_batches.py): the
@@ -127,6 +126,8 @@ class TraceQueue:
                 **self._calls_attrs, name="tfdbg_tui_calls")
             gen_resource_variable_ops.assign_variable_op(
                 self._calls_handle, tf.constant(0, dtype=tf.int64))
+            # Made once: `call_finished` runs after every call.
+            self._one = tf.constant(1, dtype=tf.int64)
         self._device = queue_ref.device
         self.polls_while_active = full_tensor
         # Per nested graph: the in-graph lookups of the queue and the counter.
@@ -135,11 +136,9 @@ class TraceQueue:
 
     def call_finished(self) -> None:
         """Advance the call ordinal; run eagerly after each eager function call."""
-        from tensorflow.python.framework import constant_op, dtypes
         from tensorflow.python.ops import gen_resource_variable_ops
 
-        gen_resource_variable_ops.assign_add_variable_op(
-            self._calls_handle, constant_op.constant(1, dtype=dtypes.int64))
+        gen_resource_variable_ops.assign_add_variable_op(self._calls_handle, self._one)
 
     def retire(self) -> None:
         """From now on drained traces are discarded (their run is closed).
@@ -211,15 +210,12 @@ class TraceQueue:
             The enqueue op.
         """
         from tensorflow.python.framework import constant_op, dtypes, ops
-        from tensorflow.python.ops import gen_data_flow_ops, gen_debug_ops
+        from tensorflow.python.ops import gen_data_flow_ops
 
         handle, calls_handle = self.handles_for(tensor.graph)
         ordinal = self._ordinal(calls_handle)
         if self.mode in summaries.SUMMARY_MODES:
-            row = gen_debug_ops.debug_numeric_summary_v2(
-                tensor, output_dtype=dtypes.float64,
-                tensor_debug_mode=summaries.TENSOR_DEBUG_MODE_ENUM[self.mode],
-                tensor_id=trace_point, name="tfdbg_tui_summary")
+            row = summary_ops.summary_row(self.mode, tensor, trace_point)
             return gen_data_flow_ops.queue_enqueue_v2(handle, [row, ordinal],
                                                       name="tfdbg_tui_trace")
         if self.mode == fmt.FULL_TENSOR:
@@ -235,22 +231,18 @@ class TraceQueue:
 
     def batch_row(self, tensor: Any, trace_point: int) -> Any:
         """What a `GraphBatch` collects for one traced tensor."""
-        from tensorflow.python.framework import dtypes, ops
-        from tensorflow.python.ops import gen_debug_ops
+        from tensorflow.python.framework import ops
 
         if self.mode in summaries.SUMMARY_MODES:
             with ops.control_dependencies(None):
-                return gen_debug_ops.debug_numeric_summary_v2(
-                    tensor, output_dtype=dtypes.float64,
-                    tensor_debug_mode=summaries.TENSOR_DEBUG_MODE_ENUM[self.mode],
-                    tensor_id=trace_point, name="tfdbg_tui_summary")
+                return summary_ops.tensor_summary(self.mode, tensor, trace_point)
         # FULL_TENSOR: the tensor itself, packed with the others in `enqueue_batch`.
         return (tensor if self.mode == fmt.FULL_TENSOR else tensor.op, trace_point)
 
     def enqueue_batch(self, rows: list[Any], after: Any) -> Any:
         """Build one enqueue of a batch of `batch_row` results, run after op ``after``."""
         from tensorflow.python.framework import constant_op, dtypes, ops
-        from tensorflow.python.ops import array_ops, array_ops_stack, gen_data_flow_ops
+        from tensorflow.python.ops import array_ops, gen_data_flow_ops
 
         deps = [after] if after is not None else []
         graph = ops.get_default_graph()
@@ -265,7 +257,7 @@ class TraceQueue:
                         handle, components + [self._ordinal(calls_handle)],
                         name="tfdbg_tui_traces")
             if self.mode in summaries.SUMMARY_MODES:
-                components = [array_ops_stack.stack(rows, name="tfdbg_tui_rows")]
+                components = [summary_ops.stack_summaries(rows)]
             else:
                 components = [constant_op.constant([tp for _, tp in rows], dtype=dtypes.int32,
                                                    name="tfdbg_tui_tps")]
@@ -307,7 +299,7 @@ class TraceQueue:
                 if self.mode in summaries.SUMMARY_MODES:
                     raw = batch[0]
                     self._sink(summaries.trace_points_of(raw),
-                               summaries.keep_columns(self.mode, raw), None, ordinals, None)
+                               summaries.format_rows(self.mode, raw), None, ordinals, None)
                 else:
                     self._sink(batch[0].astype(np.int32), None, None, ordinals, None)
             return count
@@ -390,13 +382,10 @@ class HostTraceBuffer:
     def add_trace(self, tensor: Any, trace_point: int) -> Any:
         """Build a ``py_func`` that hands ``tensor``'s trace to this buffer; return its op."""
         from tensorflow.python.framework import constant_op, dtypes, ops
-        from tensorflow.python.ops import gen_debug_ops, script_ops
+        from tensorflow.python.ops import script_ops
 
         if self.mode in summaries.SUMMARY_MODES:
-            payload = gen_debug_ops.debug_numeric_summary_v2(
-                tensor, output_dtype=dtypes.float64,
-                tensor_debug_mode=summaries.TENSOR_DEBUG_MODE_ENUM[self.mode],
-                tensor_id=trace_point, name="tfdbg_tui_summary")
+            payload = summary_ops.summary_row(self.mode, tensor, trace_point)
         elif self.mode == fmt.FULL_TENSOR:
             payload = tensor
         else:
@@ -436,7 +425,7 @@ class HostTraceBuffer:
                 tps = np.asarray(self._trace_points, dtype=np.int32)
                 rows = values = None
                 if self.mode in summaries.SUMMARY_MODES:
-                    rows = summaries.keep_columns(self.mode, np.stack(self._rows))
+                    rows = summaries.format_rows(self.mode, np.stack(self._rows))
                 elif self.mode == fmt.FULL_TENSOR:
                     values = self._values
                 self._trace_points, self._rows, self._values = [], [], []

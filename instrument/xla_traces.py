@@ -3,8 +3,8 @@
 ``DebugNumericSummaryV2`` and the trace queue have no XLA kernels, so inside a function
 compiled with XLA (``jit_compile=True``, Keras' ``jit_compile``) each traced tensor's
 summary row is computed with stock ops XLA compiles (``IsNan``, ``IsInf``, comparisons,
-``Sum``, ``Size``, ``Shape``) in exactly the columns ``DebugNumericSummaryV2`` would
-give, followed by the call ordinal, and written with ``ResourceScatterUpdate`` into
+``Sum``, ``Size``, ``Shape``; `summary_ops.xla_row`), exact like the kernels elsewhere,
+followed by the call ordinal, and written with ``ResourceScatterUpdate`` into
 one row of a float64 variable: a **slot** per traced tensor, in blocks of
 `BLOCK_ROWS` rows. Variable updates compile under XLA, and automatic control
 dependencies keep them. After each eager function call the callback reads the blocks
@@ -28,12 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from instrument import summaries
+from instrument import summaries, summary_ops
 from instrument.trace_queue import TraceQueue, in_control_flow_gradient
 from reader import format as fmt
 
 # Rows per pool variable. A block is read whole after each call that ran XLA code:
-# 256 rows of at most 12 float64 are 24 KiB.
+# 256 rows of at most 17 float64 are 34 KiB.
 BLOCK_ROWS = 256
 
 
@@ -83,7 +83,7 @@ class XlaTracePool:
         # A scope of our own: the user's ops keep the names they would have had.
         with graph.name_scope("tfdbg_tui_xla"):
             with ops.control_dependencies(None):
-                row = summary_row(self.mode, tensor, trace_point)
+                row = summary_ops.xla_row(self.mode, tensor, trace_point)
             with ops.control_dependencies([tensor.op] if self.mode == fmt.NO_TENSOR
                                           else None):
                 ordinal = math_ops.cast(self._queue.call_ordinal_in(graph), dtypes.float64)
@@ -155,65 +155,7 @@ class XlaTracePool:
         trace_points = rows[:, 0].astype(np.int32)
         if self.mode not in summaries.SUMMARY_MODES:
             return trace_points, None
-        return trace_points, summaries.keep_columns(self.mode, rows[:, :-1])
-
-
-def summary_row(mode: str, tensor: Any, trace_point: int) -> Any:
-    """``DebugNumericSummaryV2``'s float64 row of ``tensor`` in ``mode``, with stock ops.
-
-    Column 0 is ``trace_point`` (the op's ``tensor_id``); the other columns are the
-    kernel's: CURT_HEALTH ``has_inf_or_nan``; CONCISE_HEALTH ``size, neg_inf, pos_inf,
-    nan``; FULL_HEALTH ``device_type`` (0 here; the format drops it), ``dtype, rank,
-    size, neg_inf, pos_inf, nan, neg, zero, pos``; SHAPE ``dtype, rank, size`` and six
-    dimensions (the first six, zero-padded); NO_TENSOR none.
-    """
-    from tensorflow.python.framework import constant_op, dtypes
-    from tensorflow.python.ops import array_ops, math_ops
-
-    def f64(value: Any) -> Any:
-        return math_ops.cast(value, dtypes.float64)
-
-    def const(value: float) -> Any:
-        return constant_op.constant(value, dtype=dtypes.float64)
-
-    columns: list[Any] = [const(trace_point)]
-    if mode == fmt.NO_TENSOR:
-        return _stack(columns)
-    size = f64(array_ops.size(tensor, out_type=dtypes.int64))
-    dtype = const(float(tensor.dtype.as_datatype_enum))
-    if mode == fmt.SHAPE:
-        rank = tensor.shape.rank
-        dims = f64(array_ops.shape(tensor, out_type=dtypes.int64))
-        dims = array_ops.concat([dims[:fmt.MAX_SHAPE_RANK], array_ops.zeros(
-            [max(fmt.MAX_SHAPE_RANK - rank, 0)], dtype=dtypes.float64)], 0)
-        return array_ops.concat([_stack(columns + [dtype, const(rank), size]), dims], 0)
-    nan = math_ops.is_nan(tensor)
-    inf = math_ops.is_inf(tensor)
-    if mode == fmt.CURT_HEALTH:
-        bad = math_ops.reduce_any(math_ops.logical_or(nan, inf))
-        return _stack(columns + [f64(bad)])
-    # One pass: each element's class (-inf, +inf, NaN, negative, zero, positive)
-    # counted through a one-hot sum, which XLA fuses into a single reduction (six
-    # separate reductions read every tensor six times).
-    zero = array_ops.zeros([], dtype=tensor.dtype)
-    code = array_ops.where_v2(
-        nan, 2, array_ops.where_v2(
-            inf, array_ops.where_v2(tensor < zero, 0, 1),
-            array_ops.where_v2(tensor < zero, 3, array_ops.where_v2(tensor > zero, 5, 4))))
-    counts = f64(math_ops.reduce_sum(
-        array_ops.one_hot(array_ops.reshape(code, [-1]), 6, dtype=dtypes.int32), 0))
-    # counts: neg_inf, pos_inf, nan, neg, zero, pos
-    if mode == fmt.CONCISE_HEALTH:
-        return array_ops.concat([_stack(columns + [size]), counts[:3]], 0)
-    rank = const(float(tensor.shape.rank)) if tensor.shape.rank is not None \
-        else f64(array_ops.rank(tensor))
-    return array_ops.concat([_stack(columns + [const(0.0), dtype, rank, size]), counts], 0)
-
-
-def _stack(columns: list[Any]) -> Any:
-    from tensorflow.python.ops import array_ops_stack as stack_ops
-
-    return stack_ops.stack(columns)
+        return trace_points, summaries.format_rows(self.mode, rows[:, :-1])
 
 
 def in_while_condition(graph: Any) -> bool:

@@ -52,8 +52,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dump_dir", default="",
                         help="write a tfdbg-tui dump into this logdir (off when empty)")
     parser.add_argument("--dump_tensor_debug_mode", default="FULL_HEALTH",
-                        help="NO_TENSOR, CURT_HEALTH, CONCISE_HEALTH, FULL_HEALTH, SHAPE "
-                             "or FULL_TENSOR")
+                        help="NO_TENSOR, CURT_HEALTH, CONCISE_HEALTH, FULL_HEALTH, SHAPE, "
+                             "FULL_TENSOR, or FULL_STATS: FULL_HEALTH's counts plus min, "
+                             "max, mean and std of the finite elements")
     parser.add_argument("--dump_circular_buffer_size", type=int, default=-1,
                         help="keep only the latest N executions and traces (N <= 0: all), "
                              "and the first NaN's window")

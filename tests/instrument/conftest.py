@@ -19,7 +19,7 @@ from tests.instrument.dump_loader import Dump, load_run, run_dirs
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PROGRAMS = pathlib.Path(__file__).resolve().parent / "programs"
-ALL_MODES = ("NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH", "SHAPE",
+ALL_MODES = ("NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH", "FULL_STATS", "SHAPE",
              "FULL_TENSOR")
 PROGRAM_TIMEOUT_S = 240
 

@@ -60,8 +60,11 @@ def test_eager_op_is_recorded_with_ids_devices_and_summary(constructs, mode):
     if mode in fmt.HEALTH_MODES + (fmt.SHAPE,):
         row = first["s"][0]
         assert len(row) == len(fmt.SUMMARY_COLUMNS[mode])
-        if mode == fmt.FULL_HEALTH:  # x = [0, -1, 2]
-            assert row == [1.0, 1.0, 3.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
+        if mode in (fmt.FULL_HEALTH, fmt.FULL_STATS):  # x = [0, -1, 2]
+            assert row[:9] == [1.0, 1.0, 3.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
+        if mode == fmt.FULL_STATS:
+            assert row[9:12] == [-1.0, 2.0, pytest.approx(1 / 3)]
+            assert row[12] == pytest.approx(math.sqrt(14 / 9))
         if mode == fmt.SHAPE:
             assert row[:4] == [1.0, 1.0, 3.0, 3.0]
     else:
@@ -137,8 +140,13 @@ def test_health_summaries_count_the_nonfinite(constructs, mode):
         assert row["has_inf_or_nan"] == 1.0
     else:  # log([0, 6, 16]) = [-inf, 1.8, 2.8]
         assert (row["size"], row["neg_inf"], row["pos_inf"], row["nan"]) == (3, 1, 0, 0)
-    if mode == fmt.FULL_HEALTH:
+    if mode in (fmt.FULL_HEALTH, fmt.FULL_STATS):
         assert (row["dtype"], row["rank"], row["neg"], row["zero"], row["pos"]) == (1, 1, 0, 0, 2)
+    if mode == fmt.FULL_STATS:  # of the finite elements: log(6), log(16)
+        finite = [math.log(6.0), math.log(16.0)]
+        assert (row["min"], row["max"]) == pytest.approx((finite[0], finite[1]), rel=1e-6)
+        assert row["mean"] == pytest.approx(sum(finite) / 2, rel=1e-6)
+        assert row["std"] == pytest.approx((finite[1] - finite[0]) / 2, rel=1e-6)
 
 
 def test_concise_rows_agree_with_full_health_for_every_trace(constructs):

@@ -1,0 +1,340 @@
+"""The TensorFlow ops that compute a traced tensor's raw summary row.
+
+One home for every route (docs/instrument.md, "How summaries are computed"):
+
+- **The fused kernels**: ``DebugNumericSummaryV2`` (TensorFlow's dumper uses it), and
+  for FULL_STATS TensorFlow's first summary op, ``DebugNumericSummary``, which already
+  counts and takes min, max, mean and variance of the finite elements in float64.
+- **The stock route** for large tensors on a CPU: the common case (no inf or NaN) by
+  vectorised stock ops, several times cheaper per element than the kernels' scalar
+  loops. ``DebugNumericSummaryV2``'s CURT_HEALTH (a vectorised any-of, the cheapest
+  finiteness check measured) says whether a tensor holds inf or NaN; if one tensor of
+  a batch does, a ``cond`` computes the whole batch with the fused kernels instead.
+- **Stock ops only** (`xla_row`), exact in every case: inside XLA-compiled functions,
+  where the kernels have no XLA implementation.
+
+A raw row is float64: column 0 the trace point (``DebugNumericSummaryV2``'s
+``tensor_id``), then the mode's columns in one of the forms below, which
+`instrument.summaries.format_rows` turns into the format's columns on the host (so no
+graph op is spent on arithmetic a numpy pass does for a whole batch).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from reader import format as fmt
+
+# DebugNumericSummaryV2's `tensor_debug_mode` attribute: TensorFlow's enum.
+TENSOR_DEBUG_MODE_ENUM = fmt.TF_TENSOR_DEBUG_MODE_ENUM
+
+# Column 1 of a FULL_HEALTH or FULL_STATS raw row says how the rest is laid out:
+# FORM_COUNTS: DebugNumericSummaryV2's FULL_HEALTH row (its -1 there is the device
+#   type; XLA rows write 0): dtype, rank, size, neg_inf, pos_inf, nan, neg, zero, pos;
+#   FULL_STATS then min, max, mean of the finite elements and m2, the sum of their
+#   squared deviations from the mean, and one unused column.
+# FORM_SIGN_SUMS (the stock route, all elements finite): the same, but in place of
+#   neg and zero the sums S of sign(x) and A of |sign(x)|: neg = (A - S) / 2,
+#   zero = size - A, pos = (A + S) / 2.
+# FORM_V1 (FULL_STATS only): DebugNumericSummary's first 14 columns: initialized,
+#   size, nan, neg_inf, neg, zero, pos, pos_inf, min, max, mean, variance, dtype, rank.
+FORM_COUNTS = -1.0
+FORM_SIGN_SUMS = 1.0
+FORM_V1 = 2.0
+# Width of a raw row (its trace point column included), per mode.
+RAW_WIDTH = {
+    fmt.CURT_HEALTH: 2,
+    fmt.CONCISE_HEALTH: 5,
+    fmt.FULL_HEALTH: 11,
+    fmt.FULL_STATS: 16,
+    fmt.SHAPE: 10,
+}
+
+# Below this many elements (known when the graph is built) a tensor is summarised by
+# the fused kernel alone: one op, where the stock route costs about ten, and an op's
+# dispatch (~5 us here) outweighs the kernels' extra ~2-8 ns per element.
+STOCK_ROUTE_MIN_ELEMENTS = 1 << 14
+# Sums of signs are exact in float32 while no partial sum can pass 2**24; past that
+# (or when the size is only known at run time) they are taken in float64.
+FLOAT32_EXACT_COUNT = 1 << 24
+
+
+@dataclass(frozen=True)
+class TensorSummary:
+    """One tensor's summary as built in a graph, before a batch of them is stacked.
+
+    Attributes:
+        row: The raw row (float64, `RAW_WIDTH`); final unless ``check`` is set.
+        check: DebugNumericSummaryV2's CURT_HEALTH row of the tensor when ``row`` was
+            computed by the stock route, which holds only for finite tensors.
+        exact: Builds the exact row by the fused kernels (called inside a ``cond``
+            branch, only when a tensor of the batch is not finite).
+    """
+
+    row: Any
+    check: Any = None
+    exact: Callable[[], Any] | None = None
+
+
+def tensor_summary(mode: str, tensor: Any, trace_point: int) -> TensorSummary:
+    """Build, in the current graph (or eagerly), the ops that summarise ``tensor``.
+
+    Args:
+        mode: A health mode or SHAPE.
+        tensor: A floating-point tensor (integer and bool ones too in SHAPE).
+        trace_point: Written into the row's column 0.
+    """
+    from tensorflow.python.framework import ops
+
+    exact = functools.partial(_exact_row, mode, tensor, trace_point)
+    # A scope of our own: the user's ops keep the names they would have had.
+    with ops.name_scope("tfdbg_tui_summary"):
+        if mode in (fmt.CURT_HEALTH, fmt.SHAPE) or not _stock_route(tensor):
+            return TensorSummary(exact())
+        check = _kernel(tensor, fmt.CURT_HEALTH, trace_point)
+        return TensorSummary(_finite_row(mode, tensor, trace_point), check, exact)
+
+
+def stack_summaries(summaries: list[TensorSummary]) -> Any:
+    """The raw rows of a batch, (n, RAW_WIDTH) float64, exact in every case.
+
+    Rows of the stock route are kept when every checked tensor is finite; otherwise a
+    ``cond`` recomputes the batch by the fused kernels (one cond per batch: its cost is
+    paid once, and non-finite tensors are rare).
+    """
+    from tensorflow.python.framework import ops
+    from tensorflow.python.ops import array_ops, array_ops_stack, cond, math_ops
+
+    with ops.name_scope("tfdbg_tui_summaries"):
+        rows = array_ops_stack.stack([s.row for s in summaries], name="rows")
+        checks = [s.check for s in summaries if s.check is not None]
+        if not checks:
+            return rows
+        flags = array_ops_stack.stack(checks, name="checks")[:, 1]
+        not_finite = math_ops.reduce_max(flags) > 0
+
+        def exact_rows() -> Any:
+            return array_ops_stack.stack([s.exact() if s.exact is not None else s.row
+                                          for s in summaries])
+
+        def stock_rows() -> Any:
+            return array_ops.identity(rows)
+
+        return cond.cond(not_finite, exact_rows, stock_rows, name="tfdbg_tui_exact")
+
+
+def summary_row(mode: str, tensor: Any, trace_point: int) -> Any:
+    """The raw row of one tensor (graph or eager), exact in every case."""
+    from tensorflow.python.framework import ops
+
+    rows = stack_summaries([tensor_summary(mode, tensor, trace_point)])
+    with ops.name_scope("tfdbg_tui_summaries"):
+        return rows[0]
+
+
+def _stock_route(tensor: Any) -> bool:
+    """Whether ``tensor`` is summarised by the stock route (large, on a CPU)."""
+    size = tensor.shape.num_elements()
+    if size is not None and size < STOCK_ROUTE_MIN_ELEMENTS:
+        return False
+    return not _on_gpu(tensor)
+
+
+def _on_gpu(tensor: Any) -> bool:
+    """Whether ``tensor`` is (or will be placed) on a GPU.
+
+    A GPU runs DebugNumericSummaryV2 as one fused kernel launch, where each stock
+    reduction is a launch of its own and bandwidth is plentiful: there the kernel
+    stays. An op without a device runs on a GPU when the process has one.
+    """
+    device = (getattr(tensor, "device", "") or "").upper()
+    if "GPU" in device:
+        return True
+    if "CPU" in device:
+        return False
+    return _process_has_gpu()
+
+
+@functools.lru_cache(maxsize=1)
+def _process_has_gpu() -> bool:
+    from tensorflow.python.framework import config
+
+    return bool(config.list_logical_devices("GPU"))
+
+
+def _kernel(tensor: Any, mode: str, trace_point: int) -> Any:
+    from tensorflow.python.framework import dtypes
+    from tensorflow.python.ops import gen_debug_ops
+
+    return gen_debug_ops.debug_numeric_summary_v2(
+        tensor, output_dtype=dtypes.float64, tensor_debug_mode=TENSOR_DEBUG_MODE_ENUM[mode],
+        tensor_id=trace_point, name="tfdbg_tui_summary")
+
+
+def _exact_row(mode: str, tensor: Any, trace_point: int) -> Any:
+    """The row by the fused kernels."""
+    if mode != fmt.FULL_STATS:
+        return _kernel(tensor, mode, trace_point)
+    if _on_gpu(tensor):
+        # DebugNumericSummary has no GPU kernel (its input would be copied to the host).
+        counts = _kernel(tensor, fmt.FULL_HEALTH, trace_point)
+        return _concat([counts, _finite_stats(tensor, counts[8] + counts[9] + counts[10])])
+    return _v1_row(tensor, trace_point)
+
+
+def _v1_row(tensor: Any, trace_point: int) -> Any:
+    """FULL_STATS by ``DebugNumericSummary`` (FORM_V1), which counts as
+    DebugNumericSummaryV2 does and computes the statistics in float64 (two passes)."""
+    from tensorflow.python.ops import gen_debug_ops
+
+    dtype = float(tensor.dtype.as_datatype_enum)
+    # `tensor_name` must parse as "op:slot"; nothing is published (no debug URLs). The
+    # op has no float16 or bfloat16 kernel: those are summarised as float32, and their
+    # own dtype takes the place of float32's.
+    v1 = gen_debug_ops.debug_numeric_summary(_wide(tensor), tensor_name="tfdbg_tui:0",
+                                             name="tfdbg_tui_stats")
+    return _concat([_const([float(trace_point), FORM_V1]), v1[:12], _const([dtype]),
+                    v1[13:14]])
+
+
+def _finite_row(mode: str, tensor: Any, trace_point: int) -> Any:
+    """The row of a tensor known to hold no inf or NaN, by stock ops (CONCISE_HEALTH,
+    FULL_HEALTH, FULL_STATS)."""
+    from tensorflow.python.framework import dtypes
+    from tensorflow.python.ops import array_ops, array_ops_stack, math_ops
+
+    static_size = tensor.shape.num_elements()
+    size = (_const([float(static_size)]) if static_size is not None
+            else _f64(array_ops.reshape(array_ops.size(tensor, out_type=dtypes.int64), [1])))
+    if mode == fmt.CONCISE_HEALTH:
+        return _concat([_const([float(trace_point)]), size, _const([0.0, 0.0, 0.0])])
+    x = _wide(tensor)
+    signs = math_ops.sign(x)
+    large = static_size is None or static_size > FLOAT32_EXACT_COUNT
+    if large and x.dtype.base_dtype != dtypes.float64:
+        signs = math_ops.cast(signs, dtypes.float64)
+    sums = _f64(array_ops_stack.stack([math_ops.reduce_sum(signs),
+                                 math_ops.reduce_sum(math_ops.abs(signs))]))
+    rank = tensor.shape.rank
+    rank = _const([float(rank)]) if rank is not None else _f64(
+        array_ops.reshape(array_ops.rank(tensor), [1]))
+    columns = [_const([float(trace_point), FORM_SIGN_SUMS,
+                       float(tensor.dtype.as_datatype_enum)]), rank, size,
+               _const([0.0, 0.0, 0.0]), sums, _const([0.0])]
+    if mode == fmt.FULL_STATS:
+        columns.append(_finite_stats(x, None, float(static_size)
+                                     if static_size is not None else size[0]))
+    return _concat(columns)
+
+
+def _finite_stats(tensor: Any, finite_count: Any, size: Any = None) -> Any:
+    """min, max, mean and m2 of the finite elements, then an unused 0 (float64, 5).
+
+    With ``finite_count`` None every element is taken as finite (and ``size`` is their
+    number); otherwise non-finite elements are masked out and ``finite_count`` counts
+    the others. Elements are converted to float64 exactly and summed in float64; the
+    mean comes first, then the squared deviations from it (two passes, which keep their
+    accuracy where the mean is far from zero compared with the spread).
+    """
+    from tensorflow.python.framework import dtypes
+    from tensorflow.python.ops import array_ops, array_ops_stack, math_ops
+
+    tensor = _wide(tensor)
+    x64 = tensor if tensor.dtype.base_dtype == dtypes.float64 else math_ops.cast(
+        tensor, dtypes.float64)
+    if finite_count is None:
+        mean = math_ops.reduce_sum(x64) / size
+        m2 = math_ops.reduce_sum(math_ops.squared_difference(x64, mean))
+        low, high = _f64(math_ops.reduce_min(tensor)), _f64(math_ops.reduce_max(tensor))
+    else:
+        finite = math_ops.is_finite(x64)
+        zeros = array_ops.zeros_like(x64)
+        inf = array_ops.fill(array_ops.shape(x64), _const(float("inf")))
+        mean = math_ops.reduce_sum(array_ops.where_v2(finite, x64, zeros)) / finite_count
+        m2 = math_ops.reduce_sum(array_ops.where_v2(
+            finite, math_ops.squared_difference(x64, mean), zeros))
+        low = math_ops.reduce_min(array_ops.where_v2(finite, x64, inf))
+        high = math_ops.reduce_max(array_ops.where_v2(finite, x64, -inf))
+    return array_ops_stack.stack([low, high, mean, m2, array_ops.zeros([], dtypes.float64)])
+
+
+def xla_row(mode: str, tensor: Any, trace_point: int) -> Any:
+    """The raw row of ``tensor`` in ``mode`` by stock ops alone, exact in every case (for
+    XLA, which compiles no debug kernel). FULL_HEALTH and FULL_STATS rows take
+    FORM_COUNTS with 0 in column 1; NO_TENSOR rows hold the trace point only.
+    """
+    from tensorflow.python.framework import dtypes
+    from tensorflow.python.ops import array_ops, math_ops
+
+    columns: list[Any] = [_const([float(trace_point)])]
+    if mode == fmt.NO_TENSOR:
+        return columns[0]
+    size = _f64(array_ops.reshape(array_ops.size(tensor, out_type=dtypes.int64), [1]))
+    dtype = _const([float(tensor.dtype.as_datatype_enum)])
+    if mode == fmt.SHAPE:
+        rank = tensor.shape.rank
+        dims = _f64(array_ops.shape(tensor, out_type=dtypes.int64))
+        dims = array_ops.concat([dims[:fmt.MAX_SHAPE_RANK], array_ops.zeros(
+            [max(fmt.MAX_SHAPE_RANK - rank, 0)], dtype=dtypes.float64)], 0)
+        return _concat(columns + [dtype, _const([float(rank)]), size, dims])
+    nan = math_ops.is_nan(tensor)
+    inf = math_ops.is_inf(tensor)
+    if mode == fmt.CURT_HEALTH:
+        bad = math_ops.reduce_any(math_ops.logical_or(nan, inf))
+        return _concat(columns + [array_ops.reshape(_f64(bad), [1])])
+    # One pass: each element's class (-inf, +inf, NaN, negative, zero, positive)
+    # counted through a one-hot sum, which XLA fuses into a single reduction (six
+    # separate reductions read every tensor six times).
+    zero = array_ops.zeros([], dtype=tensor.dtype)
+    code = array_ops.where_v2(
+        nan, 2, array_ops.where_v2(
+            inf, array_ops.where_v2(tensor < zero, 0, 1),
+            array_ops.where_v2(tensor < zero, 3, array_ops.where_v2(tensor > zero, 5, 4))))
+    counts = _f64(math_ops.reduce_sum(
+        array_ops.one_hot(array_ops.reshape(code, [-1]), 6, dtype=dtypes.int32), 0))
+    # counts: neg_inf, pos_inf, nan, neg, zero, pos
+    if mode == fmt.CONCISE_HEALTH:
+        return _concat(columns + [size, counts[:3]])
+    rank = _const([float(tensor.shape.rank)]) if tensor.shape.rank is not None \
+        else _f64(array_ops.reshape(array_ops.rank(tensor), [1]))
+    columns += [_const([0.0]), dtype, rank, size, counts]
+    if mode == fmt.FULL_STATS:
+        columns.append(_finite_stats(tensor, counts[3] + counts[4] + counts[5]))
+    return _concat(columns)
+
+
+def _wide(tensor: Any) -> Any:
+    """``tensor`` as float32 or float64: float16 and bfloat16 are cast to float32 (exact).
+
+    Every statistic of a half-precision tensor is taken from this cast, the one
+    conversion that keeps float16's subnormals as DebugNumericSummaryV2's comparisons see
+    them (TensorFlow's scalar half-to-float paths flush them to zero).
+    """
+    from tensorflow.python.framework import dtypes
+    from tensorflow.python.ops import math_ops
+
+    if tensor.dtype.base_dtype in (dtypes.float32, dtypes.float64):
+        return tensor
+    return math_ops.cast(tensor, dtypes.float32)
+
+
+def _const(values: list[float] | float) -> Any:
+    from tensorflow.python.framework import constant_op, dtypes
+
+    return constant_op.constant(values, dtype=dtypes.float64)
+
+
+def _f64(value: Any) -> Any:
+    from tensorflow.python.framework import dtypes
+    from tensorflow.python.ops import math_ops
+
+    return math_ops.cast(value, dtypes.float64)
+
+
+def _concat(columns: list[Any]) -> Any:
+    from tensorflow.python.ops import array_ops
+
+    return array_ops.concat(columns, 0)

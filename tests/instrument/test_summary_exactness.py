@@ -1,0 +1,214 @@
+"""Summaries are exact on every route: counts equal DebugNumericSummaryV2's, FULL_STATS's
+statistics equal numpy's to float64-accumulation accuracy.
+
+Routes (instrument/summary_ops.py): the fused kernels, the stock route (forced on small
+tensors by lowering its size threshold), a batch of stock rows whose ``cond`` falls back
+to the kernels, one tensor in a graph, eager, XLA, shapes known only at run time, and
+tensors of more than 2**24 elements. The summary ops run in this process: they need no
+op callback.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+
+from tensorflow.python.ops import gen_debug_ops  # noqa: E402
+
+from instrument import summaries, summary_ops  # noqa: E402
+from reader import format as fmt  # noqa: E402
+
+DTYPES = ("float16", "bfloat16", "float32", "float64")
+MODES = (fmt.CURT_HEALTH, fmt.CONCISE_HEALTH, fmt.FULL_HEALTH, fmt.FULL_STATS)
+BIG = (1 << 24) + 3  # past float32's exact integers
+
+
+def cases(dtype: str) -> dict[str, np.ndarray]:
+    """Random and adversarial values (float64 arrays, cast to ``dtype`` by `tensor`)."""
+    info = np.finfo(np.float16 if dtype == "float16" else
+                    np.float64 if dtype == "float64" else np.float32)
+    rng = np.random.default_rng(sum(map(ord, dtype)))
+    tiny = float(info.smallest_subnormal)
+    huge = 60000.0 if dtype == "float16" else 1e30
+    random = rng.normal(size=(80, 260))  # above the stock route's threshold
+    random[random < -1.0] = 0.0
+    with_nan = random.copy()
+    with_nan[3, 7] = np.nan
+    return {
+        "mixed": np.array([-2.0, -0.0, 0.0, 1.5, tiny, -tiny, 3 * tiny, huge, -huge / 2]),
+        "non_finite": np.array([np.inf, -np.inf, np.nan, 1.0, -1.0, 0.0, -0.0, np.nan]),
+        "all_nan": np.full(5, np.nan),
+        "infinities": np.array([[np.inf, -np.inf], [np.inf, np.inf]]),
+        "empty": np.zeros((0, 3)),
+        "scalar": np.array(3.25),
+        "random": random,
+        "offset": 1000.0 + rng.uniform(size=(100, 200)),
+        "random_with_nan": with_nan,
+    }
+
+
+def tensor(values: np.ndarray, dtype: str):
+    return tf.cast(tf.constant(values, dtype=tf.float64), dtype)
+
+
+def expected(mode: str, t) -> np.ndarray:
+    """The format's columns from DebugNumericSummaryV2, and for FULL_STATS numpy's
+    statistics of the finite elements as TensorFlow's CPU kernels see them."""
+    full = gen_debug_ops.debug_numeric_summary_v2(
+        t, output_dtype=tf.float64, tensor_debug_mode=4).numpy()[2:]
+    if mode == fmt.CURT_HEALTH:
+        return np.array([float(full[3:6].any())])
+    if mode == fmt.CONCISE_HEALTH:
+        return full[2:6]
+    if mode == fmt.FULL_HEALTH:
+        return full
+    wide = t if t.dtype in (tf.float32, tf.float64) else tf.cast(t, tf.float32)
+    x = wide.numpy().astype(np.float64).ravel()
+    # TensorFlow's CPU kernels run with denormals-are-zero: a float32 or float64
+    # subnormal counts (and sums) as zero. float16's subnormals are normal float32s.
+    x[np.abs(x) < np.finfo(wide.dtype.as_numpy_dtype).tiny] = 0.0
+    x = x[np.isfinite(x)]
+    if not x.size:
+        return np.concatenate([full, [np.nan] * 4])
+    mean = x.sum() / x.size
+    return np.concatenate([full, [x.min(), x.max(), mean,
+                                  np.sqrt(((x - mean) ** 2).sum() / x.size)]])
+
+
+def assert_rows(mode: str, rows: np.ndarray, tensors: list, label: str) -> None:
+    for row, t in zip(rows, tensors):
+        want = expected(mode, t)
+        np.testing.assert_array_equal(row[:9], want[:9], err_msg=f"{label}: counts")
+        if mode != fmt.FULL_STATS:
+            continue
+        np.testing.assert_array_equal(row[9:11], want[9:11], err_msg=f"{label}: min, max")
+        # Float64 accumulation: each sum is within n * 2**-53 of its terms' magnitude.
+        size = max(int(t.shape.num_elements()), 1)
+        bound = 2 * size * 2.0 ** -53 * (abs(want[11]) + want[12]) + 1e-300
+        if np.isnan(want[11]):
+            assert np.isnan(row[11:]).all(), label
+            continue
+        assert abs(row[11] - want[11]) <= bound, (label, row[11], want[11])
+        assert abs(row[12] - want[12]) <= bound, (label, row[12], want[12])
+
+
+@pytest.fixture(params=["kernels", "stock"])
+def route(request, monkeypatch):
+    """The fused kernels for every tensor, or the stock route for every tensor."""
+    threshold = 1 << 62 if request.param == "kernels" else 0
+    monkeypatch.setattr(summary_ops, "STOCK_ROUTE_MIN_ELEMENTS", threshold)
+    return request.param
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_graph_batches_are_exact(route, dtype):
+    """A batch with a non-finite tensor (the cond's kernel branch) and one without."""
+    values = cases(dtype)
+    for label, names in (("all", list(values)),
+                         ("finite", [n for n, v in values.items() if np.isfinite(v).all()])):
+        tensors = [tensor(values[n], dtype) for n in names]
+        for mode in MODES:
+            @tf.function
+            def batch(*ts, mode=mode):
+                return summary_ops.stack_summaries(
+                    [summary_ops.tensor_summary(mode, t, i) for i, t in enumerate(ts)])
+
+            raw = batch(*tensors).numpy()
+            np.testing.assert_array_equal(summaries.trace_points_of(raw), range(len(names)))
+            assert_rows(mode, summaries.format_rows(mode, raw), tensors,
+                        f"{route} {dtype} {label} {mode}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_eager_and_single_graph_rows_are_exact(route, dtype):
+    tensors = [tensor(v, dtype) for v in cases(dtype).values()]
+    for mode in MODES:
+        eager = np.array([summaries.eager_summary(mode, t) for t in tensors])
+        assert_rows(mode, eager, tensors, f"eager {route} {dtype} {mode}")
+        # Shapes unknown until run time: sizes, ranks and sums take their float64 path.
+        single = tf.function(lambda t, mode=mode: summary_ops.summary_row(mode, t, 5),
+                             input_signature=[tf.TensorSpec(None, getattr(tf, dtype))])
+        rows = np.stack([single(t).numpy() for t in tensors])
+        assert (rows[:, 0] == 5).all()
+        assert_rows(mode, summaries.format_rows(mode, rows), tensors,
+                    f"graph {route} {dtype} {mode}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_xla_rows_are_exact(dtype):
+    tensors = [tensor(v, dtype) for v in cases(dtype).values()]
+
+    # FULL_STATS's counts are FULL_HEALTH's and CONCISE_HEALTH's; compiling fewer modes
+    # keeps the test fast (tests/instrument/test_shapes.py runs each mode in a program).
+    modes = (fmt.CURT_HEALTH, fmt.FULL_STATS)
+
+    @tf.function(jit_compile=True)
+    def rows(*ts):
+        return [[summary_ops.xla_row(mode, t, i) for i, t in enumerate(ts)] for mode in modes]
+
+    for mode, mode_rows in zip(modes, rows(*tensors)):
+        raw = np.stack([r.numpy() for r in mode_rows])
+        assert_rows(mode, summaries.format_rows(mode, raw), tensors, f"xla {dtype} {mode}")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_counts_past_two_to_the_24th_are_exact(dtype):
+    """More elements than float32 counts exactly, on the stock route and the kernels'."""
+    rng = np.random.default_rng(7)
+    values = rng.integers(-1, 2, size=BIG).astype(np.float64) * 0.5  # -0.5, 0, 0.5
+    finite = tensor(values, dtype)
+    values[BIG // 2] = -np.inf
+    non_finite = tensor(values, dtype)
+    del values
+
+    @tf.function
+    def rows(a, b):
+        return [summary_ops.summary_row(mode, t, 0) for mode in
+                (fmt.FULL_HEALTH, fmt.FULL_STATS) for t in (a, b)]
+
+    got = [r.numpy() for r in rows(finite, non_finite)]
+    for index, (mode, t) in enumerate([(m, t) for m in (fmt.FULL_HEALTH, fmt.FULL_STATS)
+                                       for t in (finite, non_finite)]):
+        assert_rows(mode, summaries.format_rows(mode, got[index][np.newaxis]), [t],
+                    f"big {dtype} {mode} {index}")
+
+
+def test_a_diverging_training_loop_reads_back_with_its_statistics(tmp_path):
+    """programs/full_stats.py in FULL_STATS: each step's MatMul trace, read with the
+    reader, has the min, max, mean and std of that step's finite predictions, before,
+    during and after their overflow."""
+    import json
+
+    import reader
+    from tests.instrument.conftest import PROGRAMS, run_program
+
+    stdout = run_program([str(PROGRAMS / "full_stats.py"), str(tmp_path)])
+    predictions = [np.array(p, dtype=np.float32).astype(np.float64)
+                   for p in json.loads(stdout.strip().splitlines()[-1])]
+    with reader.open_run(tmp_path) as dump:
+        assert dump.metadata.tensor_debug_mode == fmt.FULL_STATS
+        traces = [t for t in dump.traces(0, dump.num_traces)
+                  if dump.op(t.op_id).name == "MatMul"]
+        assert len(traces) == len(predictions)
+        overflowed = 0
+        for trace, values in zip(traces, predictions):
+            summary, finite = trace.summary, values[np.isfinite(values)]
+            assert (summary.size, summary.pos_inf + summary.neg_inf, summary.nan) == (
+                values.size, np.isinf(values).sum(), np.isnan(values).sum())
+            if not finite.size:
+                assert summary.min is None or np.isnan(summary.min)
+                continue
+            overflowed += finite.size < values.size
+            assert (summary.min, summary.max) == (finite.min(), finite.max())
+            assert summary.mean == pytest.approx(finite.mean(), rel=1e-12)
+            assert summary.std == pytest.approx(finite.std(), rel=1e-9)
+        assert overflowed  # a step with both finite and infinite predictions
+        # The first infinity is the squared error of predictions past sqrt(float32 max),
+        # which the MatMul's max at that step shows.
+        cause = dump.root_cause()
+        assert cause is not None and cause.alert.op_type == "Square"
+        (at_cause,) = [t for t in traces if t.step == cause.alert.step]
+        assert np.sqrt(np.finfo(np.float32).max) < max(-at_cause.summary.min,
+                                                       at_cause.summary.max)
