@@ -77,18 +77,18 @@ class ExecutionChunk:
             call_ordinal: int | None, thread: str | None, values_bytes: int = 0) -> None:
         """Take one execution (the fields of `DumpWriter.add_execution`).
 
-        Raises:
-            ValueError: The per-output lists differ in length, or a summary row does
-                not have the mode's columns; the chunk is unchanged.
+        Per-output lists are fitted to the outputs (cut, or padded with -1, None or a
+        NaN row), and a summary row without the mode's columns stands as none: a
+        caller's slip costs that detail, never the training program.
         """
         n = len(output_ids)
-        lengths = [len(device_ids), len(output_dtypes)]
-        lengths += [] if summaries is None or not self.width else [len(summaries)]
-        lengths += [] if values is None else [len(values)]
-        if any(length != n for length in lengths) or (self.width and summaries is not None and any(
-                row is not None and len(row) != self.width for row in summaries)):
-            raise ValueError(f"{op_type}: {n} outputs, but per-output lists of lengths "
-                             f"{lengths} or summary rows not of {self.width} columns")
+        device_ids = _fitted(device_ids, n, -1)
+        output_dtypes = _fitted(output_dtypes, n, -1)
+        if summaries is not None:
+            summaries = [row if row is not None and len(row) == self.width else None
+                         for row in _fitted(summaries, n, None)]
+        if values is not None:
+            values = _fitted(values, n, None)
         code = self._op_codes.get(op_type)
         if code is None:
             code = self._op_codes[op_type] = len(self._op_codes)
@@ -161,6 +161,12 @@ class ExecutionChunk:
             record["s"] = _column(self._summaries, "<f8")
         if self._values is not None:
             record["v"] = self._values
+
+
+def _fitted(items: Sequence[Any], n: int, fill: Any) -> list[Any]:
+    """``items`` cut or padded with ``fill`` to ``n`` entries."""
+    items = list(items[:n])
+    return items + [fill] * (n - len(items))
 
 
 def _column(items: list, dtype: str) -> bytes:
