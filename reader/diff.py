@@ -24,8 +24,6 @@ Decided here once; ``tfdbg-tui diff`` only formats it.
 
 from __future__ import annotations
 
-import heapq
-import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -35,6 +33,14 @@ import numpy as np
 
 from reader import format as fmt
 from reader.model import Frame, Summary
+from reader.tensor_alignment import (
+    TensorKeys,
+    TensorTable,
+    align,
+    compare_rows,
+    output_keys,
+    trace_keys,
+)
 
 if TYPE_CHECKING:
     from reader.dump_reader import DumpReader
@@ -188,38 +194,22 @@ def differing_fields(a: Summary | None, b: Summary | None, *, rtol: float = DEFA
 
 def _align(a: DumpReader, b: DumpReader, rtol: float, atol: float, every: bool
            ) -> tuple[RunDiff, np.ndarray, list[int], list[int]]:
-    """The walk behind `compare_runs` (``every`` False: stop comparing after the first
-    divergence of finiteness) and `align_runs` (``every``: compare all, keep arrays)."""
+    """The comparison behind `compare_runs` (``every`` False: the first divergence only)
+    and `align_runs` (``every``: every divergent graph trace, and the counterparts)."""
     values = a.metadata.tensor_debug_mode == fmt.FULL_TENSOR == b.metadata.tensor_debug_mode
     side_a, side_b = _Walk(a), _Walk(b)
-    records_a = side_a.records()
-    counterpart = np.full(b.num_traces if every else 0, -1, dtype=np.int64)
-    divergent: list[int] = []
-    reasons: list[int] = []
-    unmatched_b: Counter = Counter()
-    aligned = {GRAPH: 0, EAGER: 0}
-    first: tuple[int, Divergence] | None = None  # (priority, divergence)
-    for key, record_b in side_b.ordered_records():
-        record_a = records_a.pop(key, None)
-        if record_a is None:
-            unmatched_b[key.op_type] += 1
-            continue
-        aligned[key.kind] += 1
-        if every and key.kind == GRAPH:
-            if record_b.index < counterpart.shape[0]:
-                counterpart[record_b.index] = record_a.index
-        elif first is not None and first[0] == 0:
-            continue
-        found = _compare(key, record_a, record_b, values, a, b, rtol, atol)
-        if found is None:
-            continue
-        if every and key.kind == GRAPH:
-            divergent.append(record_b.index)
-            reasons.append(REASONS.index(found[0]))
-        priority = 0 if found[0] == FINITENESS else 1
-        if first is None or priority < first[0]:
-            first = (priority, side_b.divergence(key, record_a, record_b, *found))
-    unmatched_a = Counter(key.op_type for key in records_a)
+    graph_table, eager_table = TensorTable(), TensorTable()
+    graph = _Comparison(GRAPH, side_a, side_b, trace_keys(a, graph_table),
+                        trace_keys(b, graph_table), graph_table, values, rtol, atol, every)
+    eager = _Comparison(EAGER, side_a, side_b, output_keys(a, eager_table),
+                        output_keys(b, eager_table), eager_table, values, rtol, atol, every)
+    # The first divergence: finite on one side first, then any other; in B's order (a
+    # call's graph traces before the call).
+    candidates = list(graph.candidates()) + list(eager.candidates())
+    first = None
+    if candidates:
+        key, record_a, record_b, found = min(candidates, key=lambda c: c[0])[1]
+        first = side_b.divergence(key, record_a, record_b, *found)
     modes = {a.metadata.tensor_debug_mode, b.metadata.tensor_debug_mode}
     if values:
         compared = "finiteness, then values"
@@ -229,11 +219,110 @@ def _align(a: DumpReader, b: DumpReader, rtol: float, atol: float, every: bool
         compared = "finiteness, then element counts, then min, max and mean"
     else:
         compared = "finiteness, then element counts"
-    diff = RunDiff(aligned_graph=aligned[GRAPH], aligned_eager=aligned[EAGER],
-                   unmatched_a=unmatched_a, unmatched_b=unmatched_b,
-                   first_divergence=first[1] if first else None, compared=compared,
-                   rtol=rtol, atol=atol)
+    diff = RunDiff(aligned_graph=graph.aligned, aligned_eager=eager.aligned,
+                   unmatched_a=graph.unmatched(a=True) + eager.unmatched(a=True),
+                   unmatched_b=graph.unmatched(a=False) + eager.unmatched(a=False),
+                   first_divergence=first, compared=compared, rtol=rtol, atol=atol)
+    counterpart = graph.counterparts(b.num_traces) if every else np.empty(0, np.int64)
+    divergent, reasons = graph.divergent() if every else ([], [])
     return diff, counterpart, divergent, reasons
+
+
+class _Comparison:
+    """One kind of record (graph traces or eager outputs) of two runs, aligned and
+    compared in columns (`reader.tensor_alignment`); records are decoded only for the
+    divergences reported, and for FULL_TENSOR values."""
+
+    def __init__(self, kind: str, a: _Walk, b: _Walk, keys_a: TensorKeys, keys_b: TensorKeys,
+                 table: TensorTable, values: bool, rtol: float, atol: float,
+                 every: bool) -> None:
+        self.kind, self.a, self.b, self.table = kind, a, b, table
+        self.keys_a, self.keys_b = keys_a, keys_b
+        self.in_a, self.in_b = align(keys_a, keys_b)
+        self.aligned = int(self.in_a.size)
+        self.values, self.rtol, self.atol, self.every = values, rtol, atol, every
+        self.reason = compare_rows(keys_a, keys_b, self.in_a, self.in_b,
+                                   () if values else COUNT_FIELDS,
+                                   () if values else STAT_FIELDS, rtol, atol)
+        self._found: dict[int, tuple[str, str, float | None, float | None]] = {}
+        if values:
+            self._compare_values()
+
+    def _pair(self, k: int) -> tuple[_Key, Side, Side]:
+        """The key and both records of aligned pair ``k``."""
+        row_a, row_b = int(self.in_a[k]), int(self.in_b[k])
+        key = self.keys_b.key[row_b]
+        graph, name, slot = self.table.names[int(key["tensor"])]
+        op_type = self.table.op_types[int(key["tensor"])]
+        if self.kind == EAGER:
+            slot = int(key["slot"])
+        return (_Key(self.kind, int(key["step"]), graph, name, slot, int(key["occurrence"]),
+                     op_type),
+                self.a.side(self.kind, self.keys_a, row_a),
+                self.b.side(self.kind, self.keys_b, row_b))
+
+    def _compare_values(self) -> None:
+        """FULL_TENSOR against FULL_TENSOR: the values of pairs finite on both sides are
+        decoded and compared (all of them, or in B's order up to the first that
+        differs)."""
+        for k in np.flatnonzero(self.reason == 0).tolist():
+            key, side_a, side_b = self._pair(k)
+            found = _compare(key, side_a, side_b, True, self.a.run, self.b.run,
+                             self.rtol, self.atol)
+            if found is not None:
+                self._found[k] = found
+                self.reason[k] = _REASON_CODES.index(found[0])
+                if not self.every:
+                    return
+
+    def candidates(self) -> Iterator[tuple[tuple[int, int, int, int], tuple]]:
+        """The first finite-on-one-side pair and the first other divergent pair, in B's
+        order, each as ((priority, position, kind, index), (key, side A, side B, found))."""
+        kind_order = 0 if self.kind == GRAPH else 1
+        for priority, hits in enumerate((np.flatnonzero(self.reason == 1),
+                                         np.flatnonzero(self.reason > 1))):
+            if not hits.size:
+                continue
+            rows_b = self.in_b[hits]
+            k = int(hits[np.lexsort((rows_b, self.keys_b.position[rows_b]))[0]])
+            key, side_a, side_b = self._pair(k)
+            found = self._found.get(k) or _compare(key, side_a, side_b, False, self.a.run,
+                                                   self.b.run, self.rtol, self.atol)
+            if found is not None:
+                yield ((priority, side_b.position, kind_order, side_b.index),
+                       (key, side_a, side_b, found))
+
+    def unmatched(self, a: bool) -> Counter:
+        """Op types of one run's records without a counterpart, counted."""
+        keys, matched = (self.keys_a, self.in_a) if a else (self.keys_b, self.in_b)
+        alone = np.ones(keys.key.size, dtype=bool)
+        alone[matched] = False
+        counts = np.bincount(keys.key["tensor"][alone], minlength=len(self.table.op_types))
+        found: Counter = Counter()
+        for code in np.flatnonzero(counts).tolist():
+            found[self.table.op_types[code]] += int(counts[code])
+        return found
+
+    def counterparts(self, size: int) -> np.ndarray:
+        """int64, B index -> the aligned A index, -1 for none (graph traces)."""
+        counterpart = np.full(size, -1, dtype=np.int64)
+        b_index = self.keys_b.index[self.in_b]
+        inside = b_index < size
+        counterpart[b_index[inside]] = self.keys_a.index[self.in_a][inside]
+        return counterpart
+
+    def divergent(self) -> tuple[list[int], list[int]]:
+        """B indices of the divergent pairs, ascending, and each one's reason (an index
+        into `REASONS`)."""
+        hits = np.flatnonzero(self.reason > 0)
+        b_index = self.keys_b.index[self.in_b[hits]]
+        order = np.argsort(b_index, kind="stable")
+        reasons = [REASONS.index(_REASON_CODES[c]) for c in self.reason[hits][order].tolist()]
+        return b_index[order].tolist(), reasons
+
+
+# `tensor_alignment.compare_rows` codes (1, 2, 3) and VALUES (4): what differs.
+_REASON_CODES = (None, FINITENESS, COUNTS, STATS, VALUES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,77 +390,24 @@ def _value(run: DumpReader, kind: str, side: Side, slot: int) -> np.ndarray | No
     return run.execution_value(side.index, slot)
 
 
-def _suffixless(name: str | None) -> str | None:
-    """A graph or function name without the numeric suffix TensorFlow adds."""
-    return re.sub(r"_\d+$", "", name) if name else name
-
-
 class _Walk:
-    """One run's aligned records, keyed for alignment."""
+    """One run's records, keyed for alignment."""
 
     def __init__(self, run: DumpReader) -> None:
         self.run = run
         self.steps = run.steps()
-        self._ops: dict[int, tuple[str | None, str, str, int | None]] = {}
 
-    def _op(self, op_id: int) -> tuple[str | None, str, str, int | None]:
-        """(graph name, op name, op type, stack id) of an op, cached."""
-        found = self._ops.get(op_id)
-        if found is None:
-            op = self.run.op(op_id)
-            graph = self.run.graph(op.graph_id)
-            found = (_suffixless(graph.name), op.name, op.op_type, op.stack_id)
-            self._ops[op_id] = found
-        return found
-
-    def _step(self, position: int) -> int:
-        step = self.steps.of_execution(position)
-        return -1 if step is None else step
-
-    def _graph_records(self) -> Iterator[tuple[int, _Key, Side]]:
-        """(position, key, side) of every graph trace on disk, in trace order."""
-        seen: Counter = Counter()
-        for begin, end in self.run.kept_traces():
-            for start in range(begin, end, _CHUNK):
-                for trace in self.run.traces(start, min(end, start + _CHUNK)):
-                    if trace.op_id is None:
-                        continue
-                    graph, name, op_type, stack_id = self._op(trace.op_id)
-                    step = self._step(trace.step)
-                    base = (step, graph, name, trace.slot)
-                    key = _Key(GRAPH, step, graph, name, trace.slot, seen[base], op_type)
-                    seen[base] += 1
-                    yield trace.step, key, Side(trace.index, trace.step, trace.summary,
-                                                trace.op_id, stack_id)
-
-    def _eager_records(self) -> Iterator[tuple[int, _Key, Side]]:
-        """(position, key, side) of every eager execution output on disk."""
-        seen: Counter = Counter()
-        for begin, end in self.run.kept_executions():
-            for start in range(begin, end, _CHUNK):
-                for execution in self.run.executions(start, min(end, start + _CHUNK)):
-                    op_type = _suffixless(execution.op_type) or ""
-                    step = self._step(execution.index)
-                    base = (step, op_type)
-                    occurrence = seen[base]
-                    seen[base] += 1
-                    summaries = execution.summaries or (None,) * len(execution.output_ids)
-                    for slot, summary in enumerate(summaries):
-                        key = _Key(EAGER, step, None, op_type, slot, occurrence, op_type)
-                        yield execution.index, key, Side(execution.index, execution.index,
-                                                         summary, None, execution.stack_id)
-
-    def records(self) -> dict[_Key, Side]:
-        records = {key: side for _, key, side in self._graph_records()}
-        records.update((key, side) for _, key, side in self._eager_records())
-        return records
-
-    def ordered_records(self) -> Iterator[tuple[_Key, Side]]:
-        """Records in execution order: a call's graph traces, then the call."""
-        merged = heapq.merge(self._graph_records(), self._eager_records(),
-                             key=lambda record: (record[0], record[1].kind != GRAPH))
-        for _, key, side in merged:
-            yield key, side
+    def side(self, kind: str, keys: TensorKeys, row: int) -> Side:
+        """The record of entry ``row`` of ``keys``: a graph trace, or an eager output."""
+        if kind == GRAPH:
+            trace = self.run.trace(int(keys.index[row]))
+            stack_id = self.run.op(trace.op_id).stack_id if trace.op_id is not None else None
+            return Side(trace.index, trace.step, trace.summary, trace.op_id, stack_id)
+        execution = self.run.execution(int(keys.index[row]))
+        slot = int(keys.key["slot"][row])
+        summaries = execution.summaries or ()
+        summary = summaries[slot] if slot < len(summaries) else None
+        return Side(execution.index, execution.index, summary, None, execution.stack_id)
 
     def divergence(self, key: _Key, a: Side, b: Side, reason: str, detail: str,
                    abs_error: float | None, rel_error: float | None) -> Divergence:

@@ -138,3 +138,21 @@ def execution_record(record: dict[str, Any], row: int) -> dict[str, Any]:
     if isinstance(stored, list):
         result["v"] = stored[o0:o1]
     return result
+
+
+def output_rows(record: dict[str, Any], first: int, stop: int, mode: str,
+                width: int) -> np.ndarray:
+    """Summary rows of the outputs of executions ``first..stop-1`` of a chunk the index
+    took, in the index's layout (FULL_TENSOR: computed from the values); NaN rows for
+    outputs without a summary."""
+    counts = np.frombuffer(record["no"], dtype="<i4")
+    o0, o1 = int(counts[:first].sum()), int(counts[:stop].sum())
+    rows = np.full((o1 - o0, width), np.nan)
+    if mode == fmt.FULL_TENSOR:
+        stored = record.get("v") or []
+        slots = [j for j in range(o0, o1) if isinstance(stored[j], dict)]
+        if slots:
+            rows[[j - o0 for j in slots]] = values.summary_rows([stored[j] for j in slots])
+    elif width and isinstance(record.get("s"), bytes):
+        rows[:] = np.frombuffer(record["s"], dtype="<f8").reshape(-1, width)[o0:o1]
+    return rows

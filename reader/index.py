@@ -480,6 +480,17 @@ class ExecutionIndex:
             self._last_out_id = int(ids[-1])
         return n
 
+    def output_rows(self, record: dict[str, Any]) -> np.ndarray:
+        """Summary rows of an ``exec`` record's outputs (the index took it), NaN rows
+        for outputs without a summary."""
+        outputs = record.get("out")
+        rows = np.full((len(outputs) if isinstance(outputs, list) else 0, self.width), np.nan)
+        found = self._summary_rows(record) if self.width else None
+        if found is not None:
+            slots = [j for j in found[0] if j < rows.shape[0]]
+            rows[slots] = found[1][:len(slots)]
+        return rows
+
     def _summary_rows(self, record: dict[str, Any]) -> tuple[list[int], np.ndarray] | None:
         """(slots, rows) of the outputs that carry a summary, or None."""
         if self.mode == fmt.FULL_TENSOR:

@@ -240,6 +240,36 @@ class IndexedRun:
             codes = self._execs.op_code.view[self._exec_slice(begin, end)].copy()
             return codes, list(self._execs.op_types)
 
+    def execution_outputs(self, begin: int, end: int) -> tuple[np.ndarray, np.ndarray]:
+        """The outputs of executions ``begin..end-1`` on disk, for analyses over many
+        executions: (int64 output count per execution, summary rows of every output in
+        execution then slot order, NaN rows for outputs without a summary). Decodes
+        each chunk (or, before format 2.0, each record) once."""
+        with self._lock:
+            e = self._execs
+            rows = self._exec_slice(begin, end)
+            starts = e.out_start.view[rows.start:rows.stop + 1].astype(np.int64)
+            if rows.stop >= len(e):
+                starts = np.append(starts[:rows.stop - rows.start], e.out_ids.size)
+            counts = np.diff(starts)
+            parts = []
+            row = rows.start
+            while row < rows.stop:
+                segment, offset = int(e.segment.view[row]), int(e.offset.view[row])
+                record = self._fetch(fmt.STREAM_EXECUTIONS, segment, offset,
+                                     int(e.length.view[row]))
+                chunk_row = int(e.chunk_row.view[row])
+                if chunk_row < 0:
+                    parts.append(e.output_rows(record))
+                    row += 1
+                    continue
+                stop = min(rows.stop, row + record["n"] - chunk_row)
+                parts.append(exec_chunks.output_rows(record, chunk_row, chunk_row + stop - row,
+                                                     self.mode, e.width))
+                row = stop
+            summaries = np.concatenate(parts) if parts else np.empty((0, e.width))
+            return counts, summaries
+
     def execution_alert_flags(self, begin: int, end: int) -> np.ndarray:
         """Bool per execution ``begin..end-1``: an output held NaN or infinity."""
         with self._lock:
@@ -336,6 +366,20 @@ class IndexedRun:
             if not isinstance(stored, list) or position >= len(stored):
                 return None
             return values.decode_value(stored[position])
+
+    def trace_columns(self, begin: int, end: int
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """The traces on disk among ``begin..end-1`` as columns, for analyses over many
+        traces: (indices, trace points, steps, summary rows or None), each a copy."""
+        with self._lock:
+            t = self._traces
+            rows = slice(t.spans.rows_below(begin), max(t.spans.rows_below(end),
+                                                        t.spans.rows_below(begin)))
+            indices = t.spans.indices_of(np.arange(rows.start, rows.stop, dtype=np.int64))
+            steps = t.steps_at(indices).astype(np.int64) if indices.size else \
+                np.empty(0, dtype=np.int64)
+            summaries = t.summaries.view[rows].copy() if t.summaries is not None else None
+            return indices, t.tp.view[rows].astype(np.int64), steps, summaries
 
     def trace_alert_indices(self) -> np.ndarray:
         """Ascending int64 indices of the traces that held NaN or infinity."""

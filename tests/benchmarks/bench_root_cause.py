@@ -40,8 +40,9 @@ CULPRIT = "culprit/Log"
 SIZE = (120, 40)
 
 
-def write_dump(logdir: str, executions: int) -> str:
-    """A finished FULL_HEALTH run; returns its path."""
+def write_dump(logdir: str, executions: int, nan_from: float = 0.6) -> str:
+    """A finished FULL_HEALTH run whose culprit goes NaN ``nan_from`` of the way in;
+    returns its path."""
     writer = DumpWriter(logdir, {"tensor_debug_mode": fmt.FULL_HEALTH, "eager_mode": True},
                         flush_interval_s=None)
     device = writer.add_device("/job:localhost/replica:0/task:0/device:CPU:0")
@@ -59,7 +60,7 @@ def write_dump(logdir: str, executions: int) -> str:
     finite = [1.0, 2.0, 4096.0, 0.0, 0.0, 0.0, 1000.0, 96.0, 3000.0]
     nan_row = finite[:5] + [1.0] + finite[6:]
     rows = np.tile(np.array(finite), (OPS, 1))
-    first_nan_call = int(executions * 0.6) // CALL_EVERY
+    first_nan_call = int(executions * nan_from) // CALL_EVERY
     op_types = ["MatMul", "AddV2", "Relu", "Mul", "Cast", "ReadVariableOp", "Sum"]
     tensor = 0
     for i in range(executions):
