@@ -19,8 +19,9 @@ from reader.errors import DumpError
 from reader.model import ALERT_TYPES, Alert, AlertSummary
 
 if TYPE_CHECKING:
-    from reader.index import ExecutionIndex, TraceIndex
+    from reader.execution_index import ExecutionIndex
     from reader.indexed_run import IndexedRun
+    from reader.trace_index import TraceIndex
 
 
 def _type_codes(counts: np.ndarray) -> np.ndarray:

@@ -16,18 +16,9 @@ import numpy as np
 
 from reader import exec_chunks, liveness, values
 from reader import format as fmt
+from reader.definition_queries import DefinitionQueries
 from reader.errors import UnknownIdError
-from reader.model import (
-    Execution,
-    Frame,
-    Graph,
-    Op,
-    RunMetadata,
-    SourceFile,
-    Trace,
-    UpdateReport,
-    innermost_user_position,
-)
+from reader.model import Execution, RunMetadata, Trace, UpdateReport
 from reader.notices import Notice
 from reader.records import build_execution, row_summary, run_metadata
 from reader.run_loader import RunLoader
@@ -40,7 +31,7 @@ if TYPE_CHECKING:
 _Run = TypeVar("_Run", bound="IndexedRun")
 
 
-class IndexedRun:
+class IndexedRun(DefinitionQueries):
     """Reads one run directory: indexes everything present, then follows its growth.
 
     All methods are thread-safe. Queries hold one lock while they read; `update()`
@@ -450,67 +441,6 @@ class IndexedRun:
         regex, _ = compile_search(pattern)
         with self._lock:
             return self._search.find(regex, start, forward)
-
-    # -- definitions ------------------------------------------------------------------
-
-    def graphs(self) -> list[Graph]:
-        """Every graph read, by id."""
-        with self._lock:
-            return [self._defs.graph(g) for g in self._defs.graph_ids()]
-
-    def graph(self, graph_id: int) -> Graph:
-        """A graph by id; `UnknownIdError` while not defined."""
-        with self._lock:
-            return self._defs.graph(graph_id)
-
-    def graph_ops(self, graph_id: int) -> list[Op]:
-        """The ops of one graph, in creation order."""
-        with self._lock:
-            return [op for op in (self._defs.op(i) for i in self._defs.op_ids())
-                    if op.graph_id == graph_id]
-
-    def op(self, op_id: int) -> Op:
-        """An op by id; `UnknownIdError` while not defined."""
-        with self._lock:
-            return self._defs.op(op_id)
-
-    def op_by_name(self, graph_id: int, name: str) -> Op | None:
-        """An op by graph and name, or None."""
-        with self._lock:
-            op_id = self._defs.op_id_by_name(graph_id, name)
-            return None if op_id is None else self._defs.op(op_id)
-
-    def consumers(self, op_id: int) -> list[tuple[Op, int]]:
-        """(consumer op, input index) for each op reading any output of ``op_id``."""
-        with self._lock:
-            return self._defs.consumers(op_id)
-
-    def stack(self, stack_id: int) -> list[Frame]:
-        """A stack's frames, outermost first; frames not read yet are placeholders."""
-        with self._lock:
-            return self._defs.stack(stack_id)
-
-    def source_file(self, file_id: int) -> SourceFile:
-        """A source file and its snapshot; `UnknownIdError` while not defined."""
-        with self._lock:
-            return self._defs.source_file(file_id)
-
-    def source_line(self, frame: Frame) -> str | None:
-        """The text of a frame's line from the snapshot, or None when not recorded."""
-        with self._lock:
-            return self._defs.line_text(frame)
-
-    def innermost_user_frame(self, stack_id: int | None) -> Frame | None:
-        """The innermost frame of user code in a stack, or None."""
-        if stack_id is None:
-            return None
-        with self._lock:
-            try:
-                frames = self._defs.stack(stack_id)
-            except UnknownIdError:
-                return None
-            position = innermost_user_position(frames)
-            return None if position is None else frames[position]
 
     def _state_key(self) -> tuple:
         """Changes whenever records arrive or leave (for caches of analyses)."""

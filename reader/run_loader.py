@@ -25,10 +25,11 @@ from reader.errors import DamagedDumpError, MalformedRecordError, NoRunsError
 from reader.exec_chunks import chunk_columns
 from reader.exec_scan import PAD as EXEC_SCAN_PAD
 from reader.exec_scan import ExecScan, scan_exec_frames
-from reader.index import ExecutionIndex, TraceIndex
+from reader.execution_index import ExecutionIndex
 from reader.model import UpdateReport
 from reader.notices import Notice, notice_from_record
 from reader.segment_reader import DECODE_ERRORS, SegmentReader, list_segments, short_error
+from reader.trace_index import TraceIndex
 
 # Decoded records kept for repeated fetches (a screenful of executions, a trace chunk
 # whose FULL_TENSOR values are being browsed).

@@ -12,7 +12,7 @@ import re
 import numpy as np
 
 from reader.definitions import Definitions
-from reader.index import TraceIndex
+from reader.trace_index import TraceIndex
 
 
 def compile_search(pattern: str) -> tuple[re.Pattern[str], str | None]:

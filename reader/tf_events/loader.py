@@ -30,7 +30,7 @@ from reader import values
 from reader.columns import Column
 from reader.definitions import Definitions
 from reader.errors import DamagedDumpError, DumpError, MalformedRecordError, NoRunsError
-from reader.index import ExecutionIndex, TraceIndex
+from reader.execution_index import ExecutionIndex
 from reader.model import DUMPER_TENSORFLOW, RunInfo, UpdateReport
 from reader.notices import Notice
 from reader.run_loader import RECORD_CACHE_SIZE, TAKE_BATCH, counters, report_since
@@ -44,6 +44,7 @@ from reader.tf_events.events import (
 )
 from reader.tf_events.schema import DebugEvent
 from reader.tf_events.tfrecord import FOOTER_BYTES, HEADER_BYTES, RecordFile
+from reader.trace_index import TraceIndex
 
 _MODE_NAMES = {number: name for name, number in fmt.TF_TENSOR_DEBUG_MODE_ENUM.items()}
 # Traces per chunk of the trace index: bounds what a FULL_TENSOR value fetch decodes

@@ -20,7 +20,7 @@ import pytest
 from reader import DumpReader, exec_scan, segment_reader
 from reader import format as fmt
 from reader.errors import MalformedRecordError
-from reader.index import ExecutionIndex
+from reader.execution_index import ExecutionIndex
 from reader.run_loader import RunLoader
 from reader.segment_reader import SegmentReader, list_segments
 from tests.reader.synthetic import (
