@@ -22,7 +22,7 @@ from reader import format as fmt
 
 # Executions per chunk: bounds a chunk's bytes (a reader decodes a whole chunk to show
 # one execution, and caches it) while keeping the per-chunk overhead negligible.
-EXECUTION_ROWS = 1024
+EXECUTION_ROWS = 4096
 # Traces per chunk: a reader indexes a chunk without decoding it, and decodes one only
 # for a FULL_TENSOR value, so the bound is the chunk's bytes (64k FULL_HEALTH rows are
 # 5 MB).
