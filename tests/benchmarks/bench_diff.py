@@ -1,6 +1,6 @@
 """`tfdbg-tui diff` on big runs: aligning and comparing two dumps of N graph traces.
 
-    python tests/benchmarks/bench_diff.py [--executions 200000]
+    python -m tests.benchmarks.bench_diff [--executions 200000]   # from the repository root
     pytest -m benchmark tests/benchmarks/bench_diff.py   # a smaller run
 
 Two synthetic FULL_HEALTH dumps (`bench_root_cause.write_dump`: eager ops with a
