@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import reader
-from reader.diff import COUNTS, EAGER, FINITENESS, GRAPH, VALUES, compare_runs
+from reader.diff import COUNTS, EAGER, FINITENESS, GRAPH, STATS, VALUES, compare_runs
 from tfdbg_tui.diff_report import main as diff_main
 from tfdbg_tui.exit_codes import EXIT_NO_DUMP, EXIT_OK, EXIT_USAGE
 
@@ -21,7 +21,8 @@ PROGRAM = os.path.join(os.path.dirname(__file__), "tf_programs", "diff_pair.py")
 REPO = str(Path(__file__).resolve().parents[2])
 # (mode, variants) run by the fixture, one process per mode.
 PAIRS = {"FULL_HEALTH": ("base", "float16", "scaled", "negated", "xla", "xla_float16"),
-         "FULL_TENSOR": ("base", "scaled"), "CURT_HEALTH": ("float16",)}
+         "FULL_TENSOR": ("base", "scaled"), "CURT_HEALTH": ("float16",),
+         "FULL_STATS": ("base", "scaled")}
 
 
 def _line_of(marker: str) -> int:
@@ -83,6 +84,19 @@ def test_summaries_do_not_see_a_small_change_of_values(runs):
     """FULL_HEALTH counts signs and non-finite values: a 1% change leaves them equal."""
     diff, _ = _compare(runs / "FULL_HEALTH" / "base", runs / "FULL_HEALTH" / "scaled")
     assert diff.first_divergence is None and diff.compared == "finiteness, then element counts"
+
+
+def test_full_stats_sees_the_small_change_the_counts_do_not(runs):
+    """SCALE 1.0 -> 1.01 in FULL_STATS: the constant's max differs by 1%, beyond the
+    default relative tolerance; within 5% the runs agree."""
+    diff, _ = _compare(runs / "FULL_STATS" / "base", runs / "FULL_STATS" / "scaled")
+    d = diff.first_divergence
+    assert (d.kind, d.reason, d.op_type, d.step) == (GRAPH, STATS, "Const", 0)
+    assert d.detail.startswith("min 1 in A, 1.01 in B; max 1 in A, 1.01 in B")
+    assert (d.frame.path, d.frame.line) == (PROGRAM, _line_of("# MUL_LINE"))
+    assert diff.compared == "finiteness, then element counts, then min, max and mean"
+    diff, _ = _compare(runs / "FULL_STATS" / "base", runs / "FULL_STATS" / "scaled", rtol=0.05)
+    assert diff.first_divergence is None
 
 
 def test_counts_that_differ_are_a_divergence_when_all_stays_finite(runs):
