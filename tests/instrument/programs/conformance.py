@@ -132,9 +132,8 @@ def while_doubling():
 
 
 def threads():
-    """One call on this thread, then three on other threads, of the same function (one
-    thread after another: concurrent calls would interleave their traces in an order
-    that differs from run to run, and the test compares the two dumpers' orders)."""
+    """One call on this thread, then three at once on other threads, of the same
+    function (their traces interleave in an order that differs from run to run)."""
     x = tf.Variable(10.0)
     y = tf.Variable(3.0)
 
@@ -143,9 +142,10 @@ def threads():
         return x.assign_add(y * 2.0)
 
     increase_x()
-    for _ in range(3):
-        worker = threading.Thread(target=increase_x)
+    workers = [threading.Thread(target=increase_x) for _ in range(3)]
+    for worker in workers:
         worker.start()
+    for worker in workers:
         worker.join()
     SEEN["threads"] = float(x.read_value())
 
