@@ -8,9 +8,21 @@ import os
 import sys
 import time
 
+import msgpack
 import tensorflow as tf
 
 import instrument
+
+
+def _has_traces_chunk(path):
+    """Whether the file holds a complete ``traces`` record."""
+    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
+    with open(path, "rb") as f:
+        unpacker.feed(f.read())
+    try:
+        return any(isinstance(r, dict) and r.get("k") == "traces" for r in unpacker)
+    except (msgpack.OutOfData, ValueError):
+        return False
 
 run = instrument.enable_dump_debug_info(sys.argv[1], tensor_debug_mode=sys.argv[2],
                                         circular_buffer_size=int(sys.argv[3]))
@@ -36,8 +48,8 @@ while True:
             # Ready once both rotating streams have rotated at least once on disk.
             ready = len(traces) > 1 and len(executions) > 1
         else:
-            # Ready once traces (more than the segment's header) are on disk.
-            ready = os.path.getsize(traces[0]) > 1000
+            # Ready once a whole traces chunk is on disk (a big one may be half written).
+            ready = _has_traces_chunk(traces[0])
         if ready:
             print("READY", flush=True)
             announced = True
