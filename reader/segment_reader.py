@@ -50,7 +50,52 @@ def list_segments(run_path: str) -> dict[str, list[int]] | None:
     return found
 
 
-class SegmentReader:
+class GrowingFile:
+    """A file read by position as a writer appends to it: opened lazily, read-only, kept
+    open until `close()`, so records can still be fetched after the file is deleted.
+
+    Attributes:
+        path: The file's path.
+        offset: End of the last complete record read: where the next read starts.
+        damage: A one-line notice once the file proved unreadable; reading stops there.
+        vanished: True when the file was gone when it was to be opened.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.offset = 0
+        self.damage: str | None = None
+        self.vanished = False
+        self._fd: int | None = None
+
+    @property
+    def name(self) -> str:
+        """The file name, for notices."""
+        return os.path.basename(self.path)
+
+    def _open(self) -> int | None:
+        if self._fd is None and not self.vanished and self.damage is None:
+            try:
+                self._fd = os.open(self.path, os.O_RDONLY)
+            except FileNotFoundError:
+                self.vanished = True
+            except OSError as error:
+                self.damage = f"{self.name}: cannot open ({error.strerror})"
+        return self._fd
+
+    def close(self) -> None:
+        """Close the file; records can no longer be fetched by offset."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def size(self) -> int:
+        """The file's current size in bytes (0 when it cannot be opened)."""
+        fd = self._open()
+        return os.fstat(fd).st_size if fd is not None else 0
+
+
+class SegmentReader(GrowingFile):
     """Reads the records of one segment file as it grows.
 
     The file stays open once opened, so records of a segment that a circular buffer
@@ -67,29 +112,10 @@ class SegmentReader:
     """
 
     def __init__(self, path: str, stream: str, segment: int) -> None:
-        self.path = path
+        super().__init__(path)
         self.stream = stream
         self.segment = segment
-        self.offset = 0
         self.header: dict[str, Any] | None = None
-        self.damage: str | None = None
-        self.vanished = False
-        self._fd: int | None = None
-
-    @property
-    def name(self) -> str:
-        """The file name, for notices."""
-        return os.path.basename(self.path)
-
-    def _open(self) -> int | None:
-        if self._fd is None and not self.vanished:
-            try:
-                self._fd = os.open(self.path, os.O_RDONLY)
-            except FileNotFoundError:
-                self.vanished = True
-            except OSError as error:
-                self.damage = f"{self.name}: cannot open ({error.strerror})"
-        return self._fd
 
     def _open_undamaged(self) -> tuple[int, int] | None:
         """``(fd, size)`` of a file still worth reading; None once damaged or gone."""
@@ -99,17 +125,6 @@ class SegmentReader:
         if fd is None:
             return None
         return fd, os.fstat(fd).st_size
-
-    def close(self) -> None:
-        """Close the file; records can no longer be fetched by offset."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-    def size(self) -> int:
-        """The file's current size in bytes (0 when it cannot be opened)."""
-        fd = self._open()
-        return os.fstat(fd).st_size if fd is not None else 0
 
     def read_new(self) -> Iterator[tuple[int, int, dict[str, Any]]]:
         """Yield ``(start, end, record)`` for each complete record past `offset`.

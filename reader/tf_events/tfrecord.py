@@ -20,6 +20,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from reader.segment_reader import GrowingFile
+
 # Bytes read per `pread`: as for our own segments (reader.segment_reader).
 READ_BLOCK_BYTES = 8 << 20
 HEADER_BYTES = 12  # length, its CRC
@@ -75,48 +77,8 @@ def length_ok(header: bytes | bytearray | memoryview) -> bool:
     return masked_crc(crc32c(header[:8])) == _CRC.unpack_from(header, 8)[0]
 
 
-class RecordFile:
-    """Reads the records of one TFRecord file as it grows.
-
-    Attributes:
-        path: The file's path.
-        offset: End of the last complete record read: where the next read starts.
-        damage: A one-line notice once the file proved unreadable; reading stops there.
-        vanished: True when the file was gone when it was to be opened.
-    """
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.offset = 0
-        self.damage: str | None = None
-        self.vanished = False
-        self._fd: int | None = None
-
-    @property
-    def name(self) -> str:
-        """The file name, for notices."""
-        return os.path.basename(self.path)
-
-    def _open(self) -> int | None:
-        if self._fd is None and not self.vanished and self.damage is None:
-            try:
-                self._fd = os.open(self.path, os.O_RDONLY)
-            except FileNotFoundError:
-                self.vanished = True
-            except OSError as error:
-                self.damage = f"{self.name}: cannot open ({error.strerror})"
-        return self._fd
-
-    def close(self) -> None:
-        """Close the file; records can no longer be fetched."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-    def size(self) -> int:
-        """The file's current size (0 when it cannot be opened)."""
-        fd = self._open()
-        return os.fstat(fd).st_size if fd is not None else 0
+class RecordFile(GrowingFile):
+    """Reads the records of one TFRecord file as it grows (`GrowingFile`'s attributes)."""
 
     def read_new(self) -> Iterator[tuple[bytes, int, np.ndarray, np.ndarray]]:
         """Yield ``(data, base, starts, lengths)``: blocks of the complete records
