@@ -74,7 +74,7 @@ class ExecutionChunk:
             output_dtypes: Sequence[int], stack_id: int | None,
             summaries: Sequence[Sequence[float] | None] | None,
             values: Sequence[dict[str, Any] | None] | None, time_s: float,
-            call_ordinal: int | None, thread: str | None, values_bytes: int = 0) -> None:
+            call_ordinal: int | None, thread: str | None) -> None:
         """Take one execution (the fields of `DumpWriter.add_execution`).
 
         Per-output lists are fitted to the outputs (cut, or padded with -1, None or a
@@ -116,7 +116,7 @@ class ExecutionChunk:
             if self._values is None:  # earlier executions of the chunk had no values
                 self._values = [None] * (len(self._outputs) - n)
             self._values.extend(values if values is not None else [None] * n)
-        self.estimated_bytes += _ROW_BYTES * max(n, 1) + values_bytes
+        self.estimated_bytes += _ROW_BYTES * max(n, 1) + _values_bytes(values)
 
     def _add_summaries(self, op_type: str, n: int,
                        summaries: Sequence[Sequence[float] | None] | None) -> None:
@@ -163,6 +163,12 @@ class ExecutionChunk:
             record["v"] = self._values
 
 
+def _values_bytes(values: Sequence[Any] | None) -> int:
+    """The raw bytes of FULL_TENSOR value records (an estimate of their packed size)."""
+    return 0 if values is None else sum(len(v.get("data") or b"") for v in values
+                                        if isinstance(v, dict))
+
+
 def _fitted(items: Sequence[Any], n: int, fill: Any) -> list[Any]:
     """``items`` cut or padded with ``fill`` to ``n`` entries."""
     items = list(items[:n])
@@ -204,7 +210,7 @@ class TraceChunk:
         return self._layout is None or self._layout == layout
 
     def add(self, trace_points: np.ndarray, summaries: np.ndarray | None,
-            values: Sequence[Any] | None, step: int, values_bytes: int = 0) -> None:
+            values: Sequence[Any] | None, step: int) -> None:
         """Take the traces of one `DumpWriter.add_traces` call (already checked)."""
         n = int(trace_points.shape[0])
         self._layout = (None if summaries is None else int(summaries.shape[1]),
@@ -220,7 +226,7 @@ class TraceChunk:
             self._steps.append([step, n])
         self.count += n
         self.estimated_bytes += trace_points.nbytes + (
-            0 if summaries is None else summaries.nbytes) + values_bytes
+            0 if summaries is None else summaries.nbytes) + _values_bytes(values)
 
     def pack_into(self, record: dict[str, Any]) -> None:
         """Fill the chunk's ``traces`` record; the chunk is sealed."""

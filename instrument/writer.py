@@ -400,16 +400,13 @@ class DumpWriter:
                     else values_alert(values)):
                 self._note_alert(fmt.STREAM_EXECUTIONS, index, index)
             if self._stopped is None:
-                values_bytes = 0 if values is None else sum(
-                    len(v.get("data") or b"") for v in values if isinstance(v, dict))
                 chunk = self._execution_chunk(index)
                 chunk.add(op_type=op_type, graph_id=graph_id, input_ids=input_ids,
                           output_ids=output_ids, device_ids=device_ids,
                           output_dtypes=output_dtypes, stack_id=stack_id,
                           summaries=summaries, values=values,
                           time_s=time.time() if time_s is None else time_s,
-                          call_ordinal=call_ordinal, thread=thread,
-                          values_bytes=values_bytes)
+                          call_ordinal=call_ordinal, thread=thread)
             self.num_executions = index + 1
             if self._chunk is not None and self._chunk.estimated_bytes >= FLUSH_BYTES:
                 self.flush()
@@ -479,9 +476,7 @@ class DumpWriter:
                 raise RuntimeError(f"dump writer for run {self.run_id} is closed")
             if self._stopped is None and n:
                 chunk = self._trace_chunk(first, cols, values)
-                chunk.add(tps, cols, None if values is None else list(values), step,
-                          values_bytes=0 if values is None else sum(
-                              len(v.get("data") or b"") for v in values if isinstance(v, dict)))
+                chunk.add(tps, cols, None if values is None else list(values), step)
             self.num_traces = first + n
             if self._traces is not None and self._traces.estimated_bytes >= FLUSH_BYTES:
                 self.flush()

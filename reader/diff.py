@@ -47,8 +47,6 @@ if TYPE_CHECKING:
 
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-6
-# Traces decoded per call while walking a run.
-_CHUNK = 4096
 # Summary fields compared as counts, when both sides have them.
 COUNT_FIELDS = ("size", "neg_inf", "pos_inf", "nan", "neg", "zero", "pos")
 GRAPH, EAGER = "graph", "eager"
@@ -391,11 +389,11 @@ def _value(run: DumpReader, kind: str, side: Side, slot: int) -> np.ndarray | No
 
 
 class _Walk:
-    """One run's records, keyed for alignment."""
+    """One run's records, decoded for the pairs that are reported or compared by
+    value."""
 
     def __init__(self, run: DumpReader) -> None:
         self.run = run
-        self.steps = run.steps()
 
     def side(self, kind: str, keys: TensorKeys, row: int) -> Side:
         """The record of entry ``row`` of ``keys``: a graph trace, or an eager output."""

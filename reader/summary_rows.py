@@ -13,11 +13,17 @@ import numpy as np
 from reader import format as fmt
 
 
+def row_columns(mode: str) -> tuple[str, ...]:
+    """The columns of ``mode``'s summary row as the indexes store it (FULL_TENSOR rows
+    are computed in FULL_HEALTH layout)."""
+    return fmt.SUMMARY_COLUMNS[fmt.FULL_HEALTH if mode == fmt.FULL_TENSOR else mode]
+
+
 def count_columns(mode: str) -> tuple[int, int, int] | None:
     """Positions (nan, neg_inf, pos_inf) of the non-finite counts in ``mode``'s summary
     row (`SUMMARY_COLUMNS`; FULL_TENSOR rows are computed in FULL_HEALTH layout), or
     None when the mode counts none."""
-    columns = fmt.SUMMARY_COLUMNS[fmt.FULL_HEALTH if mode == fmt.FULL_TENSOR else mode]
+    columns = row_columns(mode)
     if "nan" not in columns:
         return None
     return columns.index("nan"), columns.index("neg_inf"), columns.index("pos_inf")
@@ -25,7 +31,7 @@ def count_columns(mode: str) -> tuple[int, int, int] | None:
 
 def summary_width(mode: str) -> int:
     """Summary columns per tensor as the index stores them for ``mode``."""
-    return len(fmt.SUMMARY_COLUMNS[fmt.FULL_HEALTH if mode == fmt.FULL_TENSOR else mode])
+    return len(row_columns(mode))
 
 
 def alert_flags(mode: str, rows: np.ndarray) -> np.ndarray:

@@ -17,9 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reader import format as fmt
-from reader.steps import NO_STEP
-from reader.summary_rows import alert_flags
+from reader.summary_rows import alert_flags, row_columns
 
 if TYPE_CHECKING:
     from reader.dump_reader import DumpReader
@@ -100,7 +98,6 @@ def trace_keys(run: DumpReader, table: TensorTable) -> TensorKeys:
     if rows is not None:
         rows = rows[known]
     step = run.steps().of_executions(position)
-    step = np.where(step == NO_STEP, -1, step)
     key = np.zeros(index.size, dtype=KEY_DTYPE)
     key["step"], key["tensor"] = step, tensor
     key["occurrence"] = _occurrences(step, tensor)
@@ -127,7 +124,6 @@ def output_keys(run: DumpReader, table: TensorTable) -> TensorKeys:
     op = shared[np.concatenate([p[1] for p in parts]).astype(np.int64)]
     counts = np.concatenate([p[3] for p in parts])
     step = run.steps().of_executions(execution)
-    step = np.where(step == NO_STEP, -1, step)
     occurrence = _occurrences(step, op)
     # One entry per output: its execution's fields, and its slot.
     owner = np.repeat(np.arange(execution.size), counts)
@@ -183,10 +179,6 @@ def _packed(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return packed_a, packed_b
 
 
-def _columns(mode: str) -> tuple[str, ...]:
-    return fmt.SUMMARY_COLUMNS[fmt.FULL_HEALTH if mode == fmt.FULL_TENSOR else mode]
-
-
 def compare_rows(a: TensorKeys, b: TensorKeys, in_a: np.ndarray, in_b: np.ndarray,
                  count_fields: tuple[str, ...], stat_fields: tuple[str, ...],
                  rtol: float, atol: float) -> np.ndarray:
@@ -198,7 +190,7 @@ def compare_rows(a: TensorKeys, b: TensorKeys, in_a: np.ndarray, in_b: np.ndarra
     rows_a, rows_b = a.rows[in_a], b.rows[in_b]
     # A row of NaN is a tensor without a summary: no comparison (as for a None summary).
     summarised = ~np.isnan(rows_a[:, 0]) & ~np.isnan(rows_b[:, 0])
-    columns_a, columns_b = _columns(a.mode), _columns(b.mode)
+    columns_a, columns_b = row_columns(a.mode), row_columns(b.mode)
 
     def beyond(names: tuple[str, ...]) -> np.ndarray:
         found = np.zeros(in_a.size, dtype=bool)
@@ -212,9 +204,7 @@ def compare_rows(a: TensorKeys, b: TensorKeys, in_a: np.ndarray, in_b: np.ndarra
 
     stats = beyond(stat_fields)
     counts = beyond(count_fields)
-    finiteness = alert_flags(a.mode if a.mode != fmt.FULL_TENSOR else fmt.FULL_HEALTH,
-                             rows_a) != alert_flags(
-        b.mode if b.mode != fmt.FULL_TENSOR else fmt.FULL_HEALTH, rows_b)
+    finiteness = alert_flags(a.mode, rows_a) != alert_flags(b.mode, rows_b)
     reason[stats] = 3
     reason[counts] = 2
     reason[finiteness] = 1
