@@ -104,6 +104,12 @@ def train_step(x, y):
     return loss
 
 
+def has_gap(paths):
+    """Whether the segment numbers of ``paths`` ("graph_traces.000003.tfdbg") skip one."""
+    numbers = sorted(int(os.path.basename(p).split(".")[1]) for p in paths)
+    return len(numbers) >= 2 and numbers[-1] - numbers[0] + 1 > len(numbers)
+
+
 step_function = train_step if args.eager else tf.function(train_step)
 try:
     step = 0
@@ -114,9 +120,10 @@ try:
             print(f"step {step}", flush=True)
         step += 1
         if args.forever and not announced and step > args.nan_step:
-            # Ready once the tail has rotated past the pinned window: two pinned
-            # segments and two of the tail.
-            if len(glob.glob(os.path.join(run, "graph_traces.*"))) >= 4:
+            # Ready once the tail has rotated past the pinned window: a segment
+            # between the pinned ones and the tail has been deleted (the numbers of
+            # the segments on disk are no longer contiguous).
+            if has_gap(glob.glob(os.path.join(run, "graph_traces.*"))):
                 print("READY", flush=True)
                 announced = True
 except instrument.NonFiniteError as error:
