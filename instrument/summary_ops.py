@@ -89,7 +89,7 @@ def tensor_summary(mode: str, tensor: Any, trace_point: int) -> TensorSummary:
     """
     from tensorflow.python.framework import ops
 
-    exact = functools.partial(_exact_row, mode, tensor, trace_point)
+    exact = functools.partial(exact_row, mode, tensor, trace_point)
     # A scope of our own: the user's ops keep the names they would have had.
     with ops.name_scope("tfdbg_tui_summary"):
         if mode in (fmt.CURT_HEALTH, fmt.SHAPE) or not _stock_route(tensor):
@@ -174,8 +174,8 @@ def _kernel(tensor: Any, mode: str, trace_point: int) -> Any:
         tensor_id=trace_point, name="tfdbg_tui_summary")
 
 
-def _exact_row(mode: str, tensor: Any, trace_point: int) -> Any:
-    """The row by the fused kernels."""
+def exact_row(mode: str, tensor: Any, trace_point: int) -> Any:
+    """The row by the fused kernels (a health mode or SHAPE)."""
     if mode != fmt.FULL_STATS:
         return _kernel(tensor, mode, trace_point)
     if _on_gpu(tensor):
@@ -277,7 +277,8 @@ def xla_row(mode: str, tensor: Any, trace_point: int) -> Any:
     if mode == fmt.SHAPE:
         rank = tensor.shape.rank
         dims = _f64(array_ops.shape(tensor, out_type=dtypes.int64))
-        dims = array_ops.concat([dims[:fmt.MAX_SHAPE_RANK], array_ops.zeros(
+        # The last dimensions, as DebugNumericSummaryV2 keeps them.
+        dims = array_ops.concat([dims[-fmt.MAX_SHAPE_RANK:], array_ops.zeros(
             [max(fmt.MAX_SHAPE_RANK - rank, 0)], dtype=dtypes.float64)], 0)
         return _concat(columns + [dtype, _const([float(rank)]), size, dims])
     nan = math_ops.is_nan(tensor)

@@ -153,6 +153,44 @@ def test_xla_rows_are_exact(dtype):
         assert_rows(mode, summaries.format_rows(mode, raw), tensors, f"xla {dtype} {mode}")
 
 
+SHAPE_CASES = [((), "float32"), ((0, 3), "float16"), ((2, 3), "int32"), ((4,), "bool"),
+               ((2, 3, 4, 5, 6, 7, 8), "float32"), ((1, 1, 1, 1, 1, 2), "uint8")]
+
+
+def test_shape_rows_are_the_kernels_eager_and_under_xla():
+    """SHAPE's dtype, rank, size and dimensions (the last six past rank 6, as the kernel
+    keeps them) from an eager tensor's shape and from XLA's ops, against the kernel."""
+    tensors = [tf.zeros(shape, dtype=getattr(tf, dtype)) for shape, dtype in SHAPE_CASES]
+    want = [gen_debug_ops.debug_numeric_summary_v2(
+        t, output_dtype=tf.float64, tensor_debug_mode=5).numpy()[1:] for t in tensors]
+    for row, t, expected_row in zip((summaries.eager_summary(fmt.SHAPE, t) for t in tensors),
+                                    tensors, want):
+        np.testing.assert_array_equal(row, expected_row, err_msg=f"eager {t.shape}")
+
+    @tf.function(jit_compile=True)
+    def rows(*ts):
+        return [summary_ops.xla_row(fmt.SHAPE, t, 0) for t in ts]
+
+    for row, t, expected_row in zip(rows(*tensors), tensors, want):
+        np.testing.assert_array_equal(row.numpy()[1:], expected_row, err_msg=f"xla {t.shape}")
+
+
+def test_eager_rows_of_large_tensors_are_exact():
+    """The host route on tensors past the stock route's threshold, with subnormals (zero
+    for float32, by sign for float16) and non-finite values among random ones."""
+    rng = np.random.default_rng(3)
+    for dtype in DTYPES:
+        values = rng.normal(size=50_000)
+        values[::997] = float(np.finfo(np.float16 if dtype == "float16" else np.float32)
+                              .smallest_subnormal) * rng.choice([-1, 1, 5], size=51)
+        with_inf = values.copy()
+        with_inf[[5, 600]] = [np.inf, -np.nan]
+        tensors = [tensor(values, dtype), tensor(with_inf, dtype)]
+        for mode in MODES:
+            rows = np.array([summaries.eager_summary(mode, t) for t in tensors])
+            assert_rows(mode, rows, tensors, f"eager large {dtype} {mode}")
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_counts_past_two_to_the_24th_are_exact(dtype):
     """More elements than float32 counts exactly, on the stock route and the kernels'."""
