@@ -163,7 +163,8 @@ CODEC_ZLIB = "zlib"  # data is a zlib stream of the raw elements
 CODEC_SHUFFLE_ZLIB = "shuffle-zlib"  # a zlib stream of the raw elements, byte-shuffled
 VALUE_CODECS = (CODEC_ZLIB, CODEC_SHUFFLE_ZLIB)
 
-MAX_SHAPE_RANK = 6  # SHAPE mode keeps the first six dimensions, like TensorFlow's.
+# SHAPE mode keeps six dimensions: past rank 6 the last six, as TensorFlow's kernel does.
+MAX_SHAPE_RANK = 6
 # FULL_STATS' statistics of the finite elements (std: population, ddof 0); NaN in a
 # row when the tensor has no finite element.
 STAT_COLUMNS = ("min", "max", "mean", "std")

@@ -31,10 +31,12 @@ def count(value: int | None) -> str:
     return str(value)
 
 
-def shape_text(shape: tuple[int, ...] | None) -> str:
+def shape_text(shape: tuple[int, ...] | None, rank: int | None = None) -> str:
+    """"[32,10]"; past rank 6 a SHAPE summary holds the last six dimensions: "[…,3,4]"."""
     if shape is None:
         return "?"
-    return "[" + ",".join(str(d) for d in shape) + "]"
+    cut = "…," if rank is not None and rank > len(shape) else ""
+    return "[" + cut + ",".join(str(d) for d in shape) + "]"
 
 
 def summary_text(summary: Summary | None) -> Text:
@@ -64,7 +66,7 @@ def summary_text(summary: Summary | None) -> Text:
     if summary.dtype is not None:
         text.append(summary.dtype + " ")
     if summary.shape is not None:
-        text.append(f"shape {shape_text(summary.shape)} ")
+        text.append(f"shape {shape_text(summary.shape, summary.rank)} ")
     elif summary.rank is not None:
         text.append(f"rank {summary.rank} ")
     text.rstrip()

@@ -64,3 +64,15 @@ def test_complex_and_text_elements():
     assert format_element(complex(1.0, -0.0), 23) == "1.0-0.0j"
     assert format_element(b"a long string element", 11) == "a long str…"
     assert format_element("\x1b[31mred", 20) == "\\x1b[31mred"
+
+
+def test_a_shape_past_rank_six_says_its_first_dimensions_are_not_kept():
+    from reader import format as fmt
+    from reader.model import Summary
+    from tfdbg_tui.summary_format import summary_text
+
+    # DebugNumericSummaryV2's row of a [2,3,4,5,6,7,8] float32 tensor: the last six.
+    deep = Summary.from_row(fmt.SHAPE, [1, 7, 40320, 3, 4, 5, 6, 7, 8])
+    assert "shape […,3,4,5,6,7,8]" in summary_text(deep).plain
+    flat = Summary.from_row(fmt.SHAPE, [1, 2, 6, 2, 3, 0, 0, 0, 0])
+    assert "shape [2,3]" in summary_text(flat).plain
