@@ -73,7 +73,8 @@ class RecordFile:
                     encode(record)
                 except Exception:  # a record stored unencoded beats none
                     logger.exception("tfdbg-tui: encoding a record failed; stored as is")
-                self._add(self._packer.pack(record))
+                for piece in pack_pieces(self._packer, record):
+                    self._add(piece)
             self._deferred.clear()
             self._deferred_bytes = 0
         views = [memoryview(b) for b in self._buf]
@@ -132,6 +133,73 @@ class RecordFile:
                 os.close(fd)
             except OSError as error:  # the data of a failed flush is already dropped
                 logger.debug("tfdbg-tui: closing %s failed: %s", self.path, error)
+
+
+# Binary values at least this large are written from their own memory (`pack_pieces`).
+LARGE_BINARY_BYTES = 1 << 16
+
+
+def pack_pieces(packer: msgpack.Packer, record: Any) -> list[Any]:
+    """``packer.pack(record)`` as a list of pieces whose concatenation is those very
+    bytes, where each large binary value (FULL_TENSOR data) is a view of its own memory.
+
+    msgpack copies every value into its buffer: for megabytes of values a step, that
+    copy (and the fresh pages it touches) costs more than writing them.
+    """
+    if not _has_large_binary(record):
+        return [packer.pack(record)]
+    pieces: list[Any] = []
+    _pack_into(packer, record, pieces)
+    # Runs of small pieces joined: one buffer each between the large values.
+    joined: list[Any] = []
+    run: list[bytes] = []
+    for piece in pieces:
+        if isinstance(piece, memoryview):
+            joined += [b"".join(run), piece] if run else [piece]
+            run = []
+        else:
+            run.append(piece)
+    if run:
+        joined.append(b"".join(run))
+    return joined
+
+
+def _has_large_binary(value: Any) -> bool:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return memoryview(value).nbytes >= LARGE_BINARY_BYTES
+    if isinstance(value, dict):
+        return any(_has_large_binary(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_has_large_binary(v) for v in value)
+    return False
+
+
+def _pack_into(packer: msgpack.Packer, value: Any, pieces: list[Any]) -> None:
+    if isinstance(value, dict):
+        pieces.append(_header(len(value), 0x80, 0xDE, 0xDF))
+        for key, item in value.items():
+            pieces.append(packer.pack(key))
+            _pack_into(packer, item, pieces)
+    elif isinstance(value, (list, tuple)):
+        pieces.append(_header(len(value), 0x90, 0xDC, 0xDD))
+        for item in value:
+            _pack_into(packer, item, pieces)
+    elif isinstance(value, (bytes, bytearray, memoryview)) \
+            and memoryview(value).nbytes >= LARGE_BINARY_BYTES:
+        view = memoryview(value).cast("B")
+        pieces.append(b"\xc6" + view.nbytes.to_bytes(4, "big"))  # bin 32
+        pieces.append(view)
+    else:
+        pieces.append(packer.pack(value))
+
+
+def _header(n: int, fix: int, code16: int, code32: int) -> bytes:
+    """A msgpack map or array header for ``n`` items, in its shortest form."""
+    if n < 16:
+        return bytes([fix | n])
+    if n < 1 << 16:
+        return bytes([code16]) + n.to_bytes(2, "big")
+    return bytes([code32]) + n.to_bytes(4, "big")
 
 
 def _write_all(fd: int, views: list[memoryview]) -> None:

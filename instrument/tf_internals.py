@@ -16,6 +16,8 @@ drops traces.
 | ``EagerTensor._id`` | eager tensor ids (``in``, ``out``) | ids are -1 |
 | ``Operation._add_control_input`` (TF1 route) | a TF1 placeholder's consumers wait for its trace | TF1 placeholders are not traced (a ``tf1_untraced`` notice says so) |
 | ``FuncGraph.deferred_internal_captures`` | keeping a traced graph's call-time captures (MultiWorkerMirroredStrategy's collective keys) the last inputs after the trace queue is captured late | a function with call-time captures fails when called (never seen: the attribute is as old as call-time captures) |
+| ``pywrap_tfe.TFE_Py_Execute``, ``Context._handle`` | the call counter's increment after each eager function call, without the Python op dispatch (~20 us, where the generated op wrapper costs ~100 us) | the generated op wrapper |
+| ``EagerTensor._numpy`` | reading a drained FULL_TENSOR batch (megabytes a step) in place, where ``numpy()`` copies it | ``numpy()`` |
 | ``context.default_execution_mode`` | telling a TF1 program's graphs (eager execution disabled after the context started) from a TF2 program's | ``executing_eagerly_outside_functions`` alone, which says True inside a while body of such a TF1 graph |
 """
 
@@ -26,6 +28,8 @@ import sys
 import threading
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 logger = logging.getLogger(__name__)
 
@@ -246,3 +250,43 @@ def keep_deferred_captures_last(graph: Any) -> None:
     if [id(t) for t in reordered] != [id(t) for t in inputs]:
         graph.inputs = reordered
 
+
+def raw_eager_op(op_type: str, attrs: tuple[Any, ...], fallback: Callable[..., Any]
+                 ) -> Callable[..., Any]:
+    """A caller of eager op ``op_type`` (no outputs) on the default device that skips
+    the Python op dispatch and the op callbacks (``TFE_Py_Execute``, as TensorFlow's own
+    ``execute.quick_execute`` calls it); ``fallback`` (the generated op wrapper, which
+    the caller must keep from recording itself) when that internal is missing."""
+    try:
+        from tensorflow.python import pywrap_tfe
+        from tensorflow.python.eager import context
+
+        execute = pywrap_tfe.TFE_Py_Execute
+        ctx = context.context()
+        ctx.ensure_initialized()
+        handle = ctx._handle  # pylint: disable=protected-access
+    except (ImportError, AttributeError):
+        debug_once("raw_eager_op", "tfdbg-tui: TFE_Py_Execute not found; the call counter "
+                   "runs through the op wrapper")
+        return fallback
+    if handle is None:
+        return fallback
+
+    def run(*inputs: Any) -> None:
+        execute(handle, None, op_type, list(inputs), attrs, 0)
+
+    return run
+
+
+def host_view(tensor: Any) -> Any:
+    """A CPU eager tensor's value as a read-only numpy array sharing its memory
+    (``EagerTensor._numpy``; the array keeps the tensor alive), or ``numpy()``'s copy."""
+    view = getattr(tensor, "_numpy", None)
+    if view is None:
+        debug_once("host_view", "tfdbg-tui: EagerTensor._numpy not found; drained values "
+                   "are copied")
+        return tensor.numpy()
+    array = view()
+    if isinstance(array, np.ndarray):
+        array.flags.writeable = False  # the tensor's own memory
+    return array

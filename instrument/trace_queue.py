@@ -33,6 +33,7 @@ import numpy as np
 
 from instrument import summaries, summary_ops, value_batches
 from instrument.flight_recorder import values_alert
+from instrument.tf_internals import host_view, raw_eager_op
 from instrument.value_encoding import COMPRESSION, tensor_value_record
 from reader import format as fmt
 
@@ -128,6 +129,9 @@ class TraceQueue:
                 self._calls_handle, tf.constant(0, dtype=tf.int64))
             # Made once: `call_finished` runs after every call.
             self._one = tf.constant(1, dtype=tf.int64)
+        self._assign_add = raw_eager_op(
+            "AssignAddVariableOp", ("dtype", tf.int64.as_datatype_enum),
+            gen_resource_variable_ops.assign_add_variable_op)
         self._device = queue_ref.device
         self.polls_while_active = full_tensor
         # Per nested graph: the in-graph lookups of the queue and the counter.
@@ -136,9 +140,7 @@ class TraceQueue:
 
     def call_finished(self) -> None:
         """Advance the call ordinal; run eagerly after each eager function call."""
-        from tensorflow.python.ops import gen_resource_variable_ops
-
-        gen_resource_variable_ops.assign_add_variable_op(self._calls_handle, self._one)
+        self._assign_add(self._calls_handle, self._one)
 
     def retire(self) -> None:
         """From now on drained traces are discarded (their run is closed).
@@ -308,7 +310,8 @@ class TraceQueue:
         """Dequeue one FULL_TENSOR batch into the sink; return how many traces."""
         with self.lock:
             *components, ordinal = self._queue.dequeue()
-            components = [component.numpy() for component in components]
+            # In place: a copy of megabytes a step costs the training's CPU.
+            components = [host_view(component) for component in components]
             ordinal = int(ordinal.numpy())
         # The slow part (cutting and compressing the values) holds no lock the
         # training thread takes: it only competes with it for CPU.

@@ -1,0 +1,83 @@
+"""The per-step paths made cheap keep their results: zero-copy packing is msgpack's
+bytes, the raw counter op counts, in-place views read the values, the chunked
+finiteness check finds the one NaN."""
+
+from __future__ import annotations
+
+import msgpack
+import numpy as np
+import pytest
+
+from instrument.flight_recorder import values_alert
+from instrument.record_file import LARGE_BINARY_BYTES, pack_pieces
+from instrument.value_encoding import tensor_value_record
+
+
+def test_packed_pieces_are_msgpacks_bytes():
+    packer = msgpack.Packer(use_bin_type=True)
+    big = np.arange(LARGE_BINARY_BYTES, dtype=np.float32)  # four times the threshold
+    record = {
+        "k": "traces", "i": 7, "tp": b"\x01\x00\x00\x00",
+        "v": [tensor_value_record(big, copy=False), tensor_value_record(big[:3]),
+              {"dtype": "<u1", "shape": [LARGE_BINARY_BYTES],
+               "data": bytes(LARGE_BINARY_BYTES)},  # exactly the threshold: bin 32
+              {"dtype": "<u1", "shape": [LARGE_BINARY_BYTES - 1],
+               "data": bytes(LARGE_BINARY_BYTES - 1)}]  # one less: bin 16
+        + [{"n": i} for i in range(17)],
+        **{f"column{i}": i for i in range(16)},  # a map of more than 15 keys
+    }
+    pieces = pack_pieces(packer, record)
+    assert b"".join(bytes(p) for p in pieces) == packer.pack(record)
+    # The large values are written from their own memory, between joined small runs.
+    views = [p for p in pieces if isinstance(p, memoryview)]
+    assert len(views) == 2 and np.shares_memory(np.frombuffer(views[0], np.float32), big)
+    assert msgpack.unpackb(b"".join(bytes(p) for p in pieces))["i"] == 7
+    small = {"k": "x", "data": b"abc"}
+    assert pack_pieces(packer, small) == [packer.pack(small)]
+
+
+def test_values_alert_finds_one_nan_past_the_first_check():
+    values = np.ones(3 * (1 << 15) + 5, dtype=np.float32)
+    assert not values_alert([tensor_value_record(values)])
+    values[-1] = np.nan
+    assert values_alert([tensor_value_record(values[:4]), tensor_value_record(values)])
+    values[-1] = -np.inf
+    assert values_alert([tensor_value_record(values.astype(np.float16))])
+
+
+def test_raw_counter_op_and_host_view(monkeypatch):
+    tf = pytest.importorskip("tensorflow")
+    from tensorflow.python import pywrap_tfe
+    from tensorflow.python.ops import gen_resource_variable_ops
+
+    from instrument import tf_internals
+
+    counter = tf.Variable(tf.constant(0, dtype=tf.int64))
+    one = tf.constant(1, dtype=tf.int64)
+    attrs = ("dtype", tf.int64.as_datatype_enum)
+    fallback = gen_resource_variable_ops.assign_add_variable_op
+    raw = tf_internals.raw_eager_op("AssignAddVariableOp", attrs, fallback)
+    assert raw is not fallback
+    for _ in range(3):
+        raw(counter.handle, one)
+    assert int(counter.numpy()) == 3
+    # Without the internal: the op wrapper, which counts the same.
+    monkeypatch.delattr(pywrap_tfe, "TFE_Py_Execute")
+    slow = tf_internals.raw_eager_op("AssignAddVariableOp", attrs, fallback)
+    monkeypatch.undo()
+    assert slow is fallback
+    slow(counter.handle, one)
+    assert int(counter.numpy()) == 4
+
+    value = tf.constant(np.arange(12, dtype=np.float32).reshape(3, 4))
+    view = tf_internals.host_view(value)
+    np.testing.assert_array_equal(view, np.arange(12).reshape(3, 4))
+    assert not view.flags.writeable
+    del value  # the view keeps the tensor's memory alive
+    np.testing.assert_array_equal(view.sum(), 66)
+
+    class NoView:
+        def numpy(self):
+            return np.zeros(2)
+
+    np.testing.assert_array_equal(tf_internals.host_view(NoView()), [0, 0])
