@@ -19,6 +19,10 @@ logger = logging.getLogger("instrument.writer")
 
 # Buffers per writev call: IOV_MAX on Linux and macOS.
 _IOV_MAX = 1024
+# Bytes per writev call, about. Big writes cost the kernel far more per byte: on the
+# benchmark VM (ext4), 410 MB of FULL_TENSOR values took 0.86 s of system time in
+# writes of ~4 MB and 0.17 s in writes of at most 1 MB (256 KB: no better).
+WRITE_BYTES = 1 << 20
 
 
 class RecordFile:
@@ -203,14 +207,25 @@ def _header(n: int, fix: int, code16: int, code32: int) -> bytes:
 
 
 def _write_all(fd: int, views: list[memoryview]) -> None:
+    views = [piece for view in views for piece in _slices(view)]
     start = 0
     while start < len(views):
-        written = os.writev(fd, views[start:start + _IOV_MAX])
+        end, size = start, 0
+        while end < len(views) and end - start < _IOV_MAX and size < WRITE_BYTES:
+            size += len(views[end])
+            end += 1
+        written = os.writev(fd, views[start:end])
         while written and written >= len(views[start]):
             written -= len(views[start])
             start += 1
         if written:
             views[start] = views[start][written:]
+
+
+def _slices(view: memoryview) -> list[memoryview]:
+    if len(view) <= WRITE_BYTES:
+        return [view]
+    return [view[i:i + WRITE_BYTES] for i in range(0, len(view), WRITE_BYTES)]
 
 
 def _keep(record: dict[str, Any]) -> None:

@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from instrument.summary_ops import FORM_SIGN_SUMS, FORM_V1, RAW_WIDTH
+from instrument.summary_ops import FORM_SIGN_SUMS, FORM_V1, RAW_WIDTH, shape_row
 from reader import format as fmt
 
 __all__ = ["RAW_WIDTH", "SUMMARY_MODES", "TensorFilter", "eager_summary", "format_rows",
-           "host_row", "shape_row", "trace_points_of"]
+           "host_row", "trace_points_of"]
 
 # Modes whose traces carry a summary row.
 SUMMARY_MODES = fmt.HEALTH_MODES + (fmt.SHAPE,)
@@ -141,14 +141,6 @@ def eager_summary(mode: str, tensor: Any) -> list[float]:
 
     raw = exact_row(mode, tensor, 0).numpy()
     return format_rows(mode, raw[np.newaxis])[0].tolist()
-
-
-def shape_row(dtype: float, shape: Sequence[int]) -> list[float]:
-    """A SHAPE row: dtype, rank, size and the dimensions, as DebugNumericSummaryV2 lays
-    them out (the last `fmt.MAX_SHAPE_RANK` of them, then zeros)."""
-    dims = [float(d) for d in shape[-fmt.MAX_SHAPE_RANK:]] if shape else []
-    size = float(np.prod(shape, dtype=np.float64)) if shape else 1.0
-    return [dtype, float(len(shape)), size] + dims + [0.0] * (fmt.MAX_SHAPE_RANK - len(dims))
 
 
 def host_row(mode: str, dtype: float, value: np.ndarray) -> list[float]:

@@ -68,15 +68,20 @@ class TensorSummary:
 
     Attributes:
         row: The raw row (float64, `RAW_WIDTH`); final unless ``check`` is set.
-        check: DebugNumericSummaryV2's CURT_HEALTH row of the tensor when ``row`` was
-            computed by the stock route, which holds only for finite tensors.
+        check: With a row of the stock route, which holds only for finite tensors: the
+            sum of the tensor's elements (float32 or float64), non-finite whenever an
+            element is (or, rarely, when the sum overflows: the batch then takes the
+            kernels, and stays exact).
         exact: Builds the exact row by the fused kernels (called inside a ``cond``
             branch, only when a tensor of the batch is not finite).
+        after: An op the row must run after: a row known when the graph is built
+            (SHAPE of a static shape) reads nothing of the tensor it describes.
     """
 
     row: Any
     check: Any = None
     exact: Callable[[], Any] | None = None
+    after: Any = None
 
 
 def tensor_summary(mode: str, tensor: Any, trace_point: int) -> TensorSummary:
@@ -92,10 +97,29 @@ def tensor_summary(mode: str, tensor: Any, trace_point: int) -> TensorSummary:
     exact = functools.partial(exact_row, mode, tensor, trace_point)
     # A scope of our own: the user's ops keep the names they would have had.
     with ops.name_scope("tfdbg_tui_summary"):
-        if mode in (fmt.CURT_HEALTH, fmt.SHAPE) or not _stock_route(tensor):
+        if mode == fmt.SHAPE:
+            if not tensor.shape.is_fully_defined():
+                return TensorSummary(exact())
+            row = [float(trace_point)] + shape_row(float(tensor.dtype.as_datatype_enum),
+                                                   tensor.shape.as_list())
+            return TensorSummary(_const(row), after=tensor.op)
+        if not _stock_route(tensor):
             return TensorSummary(exact())
-        check = _kernel(tensor, fmt.CURT_HEALTH, trace_point)
-        return TensorSummary(_finite_row(mode, tensor, trace_point), check, exact)
+        row, total = _finite_row(mode, tensor, trace_point)
+        if total is None:
+            total = _sum(_wide(tensor))
+        return TensorSummary(row, total, exact)
+
+
+def shape_row(dtype: float, shape: list[int]) -> list[float]:
+    """A SHAPE row's columns as DebugNumericSummaryV2 lays them out: dtype, rank, size,
+    then the last `fmt.MAX_SHAPE_RANK` dimensions followed by zeros."""
+    dims = [float(d) for d in shape[-fmt.MAX_SHAPE_RANK:]] if shape else []
+    size = 1.0
+    for d in shape:
+        size *= d
+    return [dtype, float(len(shape)), float(size)] + dims + [0.0] * (
+        fmt.MAX_SHAPE_RANK - len(dims))
 
 
 def stack_summaries(summaries: list[TensorSummary]) -> Any:
@@ -110,11 +134,21 @@ def stack_summaries(summaries: list[TensorSummary]) -> Any:
 
     with ops.name_scope("tfdbg_tui_summaries"):
         rows = array_ops_stack.stack([s.row for s in summaries], name="rows")
+        afters = [s.after for s in summaries if s.after is not None]
+        if afters:
+            with ops.control_dependencies(afters):
+                rows = array_ops.identity(rows)
         checks = [s.check for s in summaries if s.check is not None]
         if not checks:
             return rows
-        flags = array_ops_stack.stack(checks, name="checks")[:, 1]
-        not_finite = math_ops.reduce_max(flags) > 0
+        # One stack per dtype of the sums (float32, float64): no op per tensor.
+        by_dtype: dict[Any, list[Any]] = {}
+        for check in checks:
+            by_dtype.setdefault(check.dtype.base_dtype, []).append(check)
+        finite = [math_ops.reduce_all(math_ops.is_finite(array_ops_stack.stack(group)))
+                  for group in by_dtype.values()]
+        not_finite = math_ops.logical_not(
+            finite[0] if len(finite) == 1 else math_ops.logical_and(*finite))
 
         def exact_rows() -> Any:
             return array_ops_stack.stack([s.exact() if s.exact is not None else s.row
@@ -200,17 +234,19 @@ def _v1_row(tensor: Any, trace_point: int) -> Any:
                     v1[13:14]])
 
 
-def _finite_row(mode: str, tensor: Any, trace_point: int) -> Any:
-    """The row of a tensor known to hold no inf or NaN, by stock ops (CONCISE_HEALTH,
-    FULL_HEALTH, FULL_STATS)."""
+def _finite_row(mode: str, tensor: Any, trace_point: int) -> tuple[Any, Any]:
+    """The row of a tensor known to hold no inf or NaN, by stock ops, and the float64
+    sum of its elements when the row computed it (FULL_STATS), else None."""
     from tensorflow.python.framework import dtypes
     from tensorflow.python.ops import array_ops, array_ops_stack, math_ops
 
+    if mode == fmt.CURT_HEALTH:
+        return _const([float(trace_point), 0.0]), None
     static_size = tensor.shape.num_elements()
     size = (_const([float(static_size)]) if static_size is not None
             else _f64(array_ops.reshape(array_ops.size(tensor, out_type=dtypes.int64), [1])))
     if mode == fmt.CONCISE_HEALTH:
-        return _concat([_const([float(trace_point)]), size, _const([0.0, 0.0, 0.0])])
+        return _concat([_const([float(trace_point)]), size, _const([0.0, 0.0, 0.0])]), None
     x = _wide(tensor)
     signs = math_ops.sign(x)
     large = static_size is None or static_size > FLOAT32_EXACT_COUNT
@@ -224,13 +260,15 @@ def _finite_row(mode: str, tensor: Any, trace_point: int) -> Any:
     columns = [_const([float(trace_point), FORM_SIGN_SUMS,
                        float(tensor.dtype.as_datatype_enum)]), rank, size,
                _const([0.0, 0.0, 0.0]), sums, _const([0.0])]
+    total = None
     if mode == fmt.FULL_STATS:
+        total = _sum(_to_f64(x))
         columns.append(_finite_stats(x, None, float(static_size)
-                                     if static_size is not None else size[0]))
-    return _concat(columns)
+                                     if static_size is not None else size[0], total))
+    return _concat(columns), total
 
 
-def _finite_stats(tensor: Any, finite_count: Any, size: Any = None) -> Any:
+def _finite_stats(tensor: Any, finite_count: Any, size: Any = None, total: Any = None) -> Any:
     """min, max, mean and m2 of the finite elements, then an unused 0 (float64, 5).
 
     With ``finite_count`` None every element is taken as finite (and ``size`` is their
@@ -243,10 +281,9 @@ def _finite_stats(tensor: Any, finite_count: Any, size: Any = None) -> Any:
     from tensorflow.python.ops import array_ops, array_ops_stack, math_ops
 
     tensor = _wide(tensor)
-    x64 = tensor if tensor.dtype.base_dtype == dtypes.float64 else math_ops.cast(
-        tensor, dtypes.float64)
+    x64 = _to_f64(tensor)
     if finite_count is None:
-        mean = math_ops.reduce_sum(x64) / size
+        mean = (_sum(x64) if total is None else total) / size
         m2 = math_ops.reduce_sum(math_ops.squared_difference(x64, mean))
         low, high = _f64(math_ops.reduce_min(tensor)), _f64(math_ops.reduce_max(tensor))
     else:
@@ -320,6 +357,21 @@ def _wide(tensor: Any) -> Any:
     if tensor.dtype.base_dtype in (dtypes.float32, dtypes.float64):
         return tensor
     return math_ops.cast(tensor, dtypes.float32)
+
+
+def _to_f64(tensor: Any) -> Any:
+    from tensorflow.python.framework import dtypes
+    from tensorflow.python.ops import math_ops
+
+    return tensor if tensor.dtype.base_dtype == dtypes.float64 else math_ops.cast(
+        tensor, dtypes.float64)
+
+
+def _sum(tensor: Any) -> Any:
+    """The sum of all elements: a scalar of the tensor's dtype."""
+    from tensorflow.python.ops import math_ops
+
+    return math_ops.reduce_sum(tensor)
 
 
 def _const(values: list[float] | float) -> Any:

@@ -52,14 +52,24 @@ TOOLS = ("plain", "tf", "ours")
 # The acceptance configuration: layer widths, input first, and the batch size.
 SIZES = (784, 256, 256, 128, 10)
 BATCH = 256
+# TensorFlow's intra- and inter-op threads (0: its defaults, one per core each). Idle
+# pool threads spin before they sleep, and that spinning is process CPU time: with
+# the defaults on a 2-core VM the same plain program measured 9.9-12.3 ms of CPU a step
+# across five runs, with one thread each 8.2-8.8 ms. One thread measures the work.
+TF_THREADS = 1
 
 
 def run_training(config: str, logdir: str, steps: int, buffer_size: int = -1,
                  stop_on_alert: bool = False, jit: bool = False,
-                 sizes: tuple[int, ...] = SIZES, batch: int = BATCH) -> dict[str, float]:
+                 sizes: tuple[int, ...] = SIZES, batch: int = BATCH,
+                 tf_threads: int = TF_THREADS) -> dict[str, float]:
     """The measured program; ``config`` is ``plain``, ``tf:<MODE>`` or ``ours:<MODE>``."""
     import numpy as np
     import tensorflow as tf
+
+    if tf_threads:
+        tf.config.threading.set_intra_op_parallelism_threads(tf_threads)
+        tf.config.threading.set_inter_op_parallelism_threads(tf_threads)
 
     if config != "plain":
         tool, mode = config.split(":")
@@ -121,7 +131,8 @@ def dir_bytes(path: str) -> int:
 
 def measure(config: str, steps: int, workdir: str, buffer_size: int = -1,
             stop_on_alert: bool = False, jit: bool = False,
-            sizes: tuple[int, ...] = SIZES, batch: int = BATCH) -> dict[str, float]:
+            sizes: tuple[int, ...] = SIZES, batch: int = BATCH,
+            tf_threads: int = TF_THREADS) -> dict[str, float]:
     """Run one config in a fresh interpreter; return its step time and dump bytes."""
     logdir = os.path.join(workdir, config.replace(":", "_"))
     os.makedirs(logdir)
@@ -129,7 +140,7 @@ def measure(config: str, steps: int, workdir: str, buffer_size: int = -1,
     out = subprocess.run(
         [sys.executable, __file__, "--worker", config, "--logdir", logdir, "--steps", str(steps),
          "--circular-buffer-size", str(buffer_size), "--batch", str(batch),
-         "--sizes", *map(str, sizes)]
+         "--tf-threads", str(tf_threads), "--sizes", *map(str, sizes)]
         + (["--stop-on-alert"] if stop_on_alert else []) + (["--jit"] if jit else []),
         check=True, capture_output=True, text=True, env=env)
     result = json.loads(out.stdout.strip().splitlines()[-1])
@@ -140,7 +151,8 @@ def measure(config: str, steps: int, workdir: str, buffer_size: int = -1,
 def benchmark(modes: tuple[str, ...], steps: int, rounds: int = 3, *,
               tools: tuple[str, ...] = TOOLS, buffer_size: int = -1,
               stop_on_alert: bool = False, jit: bool = False,
-              sizes: tuple[int, ...] = SIZES, batch: int = BATCH) -> list[dict[str, object]]:
+              sizes: tuple[int, ...] = SIZES, batch: int = BATCH,
+              tf_threads: int = TF_THREADS) -> list[dict[str, object]]:
     """Measure every mode; each config runs ``rounds`` times, interleaved.
 
     The machine may be shared: load only ever adds time, so each config's step time is
@@ -159,7 +171,8 @@ def benchmark(modes: tuple[str, ...], steps: int, rounds: int = 3, *,
                     run_dir = os.path.join(workdir, f"{mode}-{round_index}")
                     os.makedirs(run_dir, exist_ok=True)
                     results[tool].append(measure(config, mode_steps, run_dir, buffer_size,
-                                                 stop_on_alert, jit, sizes, batch))
+                                                 stop_on_alert, jit, sizes, batch,
+                                                 tf_threads))
             missing = [{"step_s": math.nan, "cpu_step_s": math.nan, "dump_bytes": 0}]
             results = {tool: runs or missing for tool, runs in results.items()}
             best = {tool: min(r["step_s"] for r in runs) for tool, runs in results.items()}
@@ -216,25 +229,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jit", action="store_true",
                         help="compile the step with XLA (jit_compile=True); TensorFlow's "
                              "dumper fails on it: use --tools plain ours")
+    parser.add_argument("--tf-threads", type=int, default=TF_THREADS,
+                        help="TensorFlow's intra- and inter-op threads; 0: its defaults "
+                             "(default: %(default)s, see TF_THREADS)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--logdir", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         print(json.dumps(run_training(args.worker, args.logdir, args.steps,
                                       args.circular_buffer_size, args.stop_on_alert,
-                                      args.jit, tuple(args.sizes), args.batch)))
+                                      args.jit, tuple(args.sizes), args.batch,
+                                      args.tf_threads)))
         return 0
     print(f"# {platform.node()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
           f"{time.strftime('%Y-%m-%d')}: MLP {'-'.join(map(str, args.sizes))}, batch "
           f"{args.batch}; best of {args.rounds} interleaved runs, each "
           f"{args.steps} steps after {WARMUP_STEPS} warm-up steps, timed until the dump "
-          f"is complete; circular_buffer_size={args.circular_buffer_size}"
+          f"is complete; circular_buffer_size={args.circular_buffer_size}; TensorFlow "
+          f"threads: {args.tf_threads or 'default'}"
           + (", ours with stop_on_alert" if args.stop_on_alert else "")
           + (", step compiled with XLA" if args.jit else ""))
     print(HEADER, flush=True)
     benchmark(tuple(args.modes), args.steps, args.rounds, tools=tuple(args.tools),
               buffer_size=args.circular_buffer_size, stop_on_alert=args.stop_on_alert,
-              jit=args.jit, sizes=tuple(args.sizes), batch=args.batch)
+              jit=args.jit, sizes=tuple(args.sizes), batch=args.batch,
+              tf_threads=args.tf_threads)
     return 0
 
 

@@ -81,3 +81,20 @@ def test_raw_counter_op_and_host_view(monkeypatch):
             return np.zeros(2)
 
     np.testing.assert_array_equal(tf_internals.host_view(NoView()), [0, 0])
+
+
+def test_a_record_file_writes_large_values_whole(tmp_path):
+    """Values of megabytes go out in writes of at most WRITE_BYTES, and read back."""
+    from instrument.record_file import WRITE_BYTES, RecordFile
+
+    values = [np.arange(n, dtype=np.float64) for n in (3 * WRITE_BYTES // 8 + 5, 7, 1 << 16)]
+    file = RecordFile(str(tmp_path / "segment"), {"k": "header"})
+    record = {"k": "traces", "v": [tensor_value_record(v, copy=False) for v in values]}
+    file.append({}, encode=lambda r: r.update(record), size_hint=1)
+    file.append({"k": "after"})
+    file.close()
+    unpacker = msgpack.Unpacker(open(tmp_path / "segment", "rb"), raw=False)
+    header, traces, after = list(unpacker)
+    assert header == {"k": "header"} and after == {"k": "after"}
+    for stored, value in zip(traces["v"], values):
+        np.testing.assert_array_equal(np.frombuffer(stored["data"], "<f8"), value)

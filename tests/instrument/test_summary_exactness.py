@@ -174,6 +174,21 @@ def test_shape_rows_are_the_kernels_eager_and_under_xla():
     for row, t, expected_row in zip(rows(*tensors), tensors, want):
         np.testing.assert_array_equal(row.numpy()[1:], expected_row, err_msg=f"xla {t.shape}")
 
+    # In a graph: static shapes give constant rows, unknown ones take the kernel.
+    @tf.function
+    def batch(*ts):
+        return summary_ops.stack_summaries(
+            [summary_ops.tensor_summary(fmt.SHAPE, t, i) for i, t in enumerate(ts)])
+
+    for i, (row, expected_row) in enumerate(zip(batch(*tensors).numpy(), want)):
+        assert row[0] == i
+        np.testing.assert_array_equal(row[1:], expected_row, err_msg=f"graph {i}")
+    for t, expected_row in zip(tensors, want):
+        unknown = tf.function(lambda x: summary_ops.summary_row(fmt.SHAPE, x, 3),
+                              input_signature=[tf.TensorSpec(None, t.dtype)])
+        np.testing.assert_array_equal(unknown(t).numpy()[1:], expected_row,
+                                      err_msg=f"unknown shape {t.shape}")
+
 
 def test_eager_rows_of_large_tensors_are_exact():
     """The host route on tensors past the stock route's threshold, with subnormals (zero
