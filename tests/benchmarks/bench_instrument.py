@@ -1,26 +1,29 @@
 """Instrumentation overhead and dump size: plain vs TensorFlow's dumper vs ours.
 
 One training program (an MLP, by default 784-256-256-128-10 at batch 256, custom
-training loop in ``tf.function``) runs plain, under
-``tf.debugging.experimental.enable_dump_debug_info``, and under
+training loop in ``tf.function``) runs under
+``tf.debugging.experimental.enable_dump_debug_info`` and under
 ``instrument.enable_dump_debug_info``, for each tensor debug mode, each run in its own
-subprocess, all in one invocation. For each run the time per step (after warm-up steps
-that include tracing; the measured steps' total time, up to the dumper's
-``disable_dump_debug_info`` returning, over their number), the process's CPU time per
-step over the same span (all threads; steadier than wall time on a machine with steal
-time or other load), and the bytes of the dump are reported, side by side.
+subprocess that first runs the same program plain (`run_training`), all in one
+invocation. For each run the time per step (after warm-up steps that include tracing;
+the measured steps' total time, up to the dumper's ``disable_dump_debug_info``
+returning, over their number), the process's CPU time per step over the same span
+(all threads), and the bytes of the dump are reported, side by side; the overheads
+are differences within each process, and each number is the median over the rounds.
+TensorFlow runs on one intra-op and one inter-op thread unless ``--tf-threads`` says
+otherwise (`TF_THREADS`).
 
 Run it alone on the machine (other heavy processes skew step times)::
 
     python tests/benchmarks/bench_instrument.py            # every mode
-    # the acceptance configuration (docs/performance.md): 200 steps, three rounds
-    python tests/benchmarks/bench_instrument.py --steps 200 --rounds 3
+    # the acceptance configuration (docs/performance.md): 200 steps, five rounds
+    python tests/benchmarks/bench_instrument.py --steps 200 --rounds 5
     # the smaller model of the earlier measurements
     python tests/benchmarks/bench_instrument.py --sizes 128 128 128 128 10 --batch 128
     python tests/benchmarks/bench_instrument.py --steps 100 --modes NO_TENSOR FULL_HEALTH
     # the rotating steady state (circular buffer), ours only, with stop_on_alert:
     python tests/benchmarks/bench_instrument.py --circular-buffer-size 1000 \
-        --tools plain ours --stop-on-alert
+        --tools ours --stop-on-alert
 
 or through pytest: ``pytest -m benchmark tests/benchmarks/bench_instrument.py``.
 """
@@ -32,6 +35,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -63,25 +67,21 @@ def run_training(config: str, logdir: str, steps: int, buffer_size: int = -1,
                  stop_on_alert: bool = False, jit: bool = False,
                  sizes: tuple[int, ...] = SIZES, batch: int = BATCH,
                  tf_threads: int = TF_THREADS) -> dict[str, float]:
-    """The measured program; ``config`` is ``plain``, ``tf:<MODE>`` or ``ours:<MODE>``."""
+    """The measured program; ``config`` is ``plain``, ``tf:<MODE>`` or ``ours:<MODE>``.
+
+    An instrumented config first runs the plain program in the same process (its own
+    ``tf.function``, traced and timed before the dumper is enabled), then enables the
+    dumper and runs a fresh ``tf.function`` of the same step: the overhead is the
+    difference within one process. Processes differ in speed (the same plain program
+    measured 8.2-8.8 ms a step across five processes on the benchmark VM, pure Python
+    loops up to 1.8x), and that difference was as large as the overheads measured.
+    """
     import numpy as np
     import tensorflow as tf
 
     if tf_threads:
         tf.config.threading.set_intra_op_parallelism_threads(tf_threads)
         tf.config.threading.set_inter_op_parallelism_threads(tf_threads)
-
-    if config != "plain":
-        tool, mode = config.split(":")
-        if tool == "tf":
-            tf.debugging.experimental.enable_dump_debug_info(
-                logdir, tensor_debug_mode=mode, circular_buffer_size=buffer_size)
-        else:
-            import instrument
-            # Only when asked: a checkout from before the argument existed runs too.
-            kwargs = {"stop_on_alert": True} if stop_on_alert else {}
-            instrument.enable_dump_debug_info(logdir, tensor_debug_mode=mode,
-                                              circular_buffer_size=buffer_size, **kwargs)
 
     rng = np.random.default_rng(0)
     x = tf.constant(rng.normal(size=(batch, sizes[0])).astype(np.float32))
@@ -91,7 +91,6 @@ def run_training(config: str, logdir: str, steps: int, buffer_size: int = -1,
     biases = [tf.Variable(tf.zeros([b])) for b in sizes[1:]]
     variables = weights + biases
 
-    @tf.function(jit_compile=jit or None)
     def train_step(x, y):
         with tf.GradientTape() as tape:
             h = x
@@ -106,20 +105,38 @@ def run_training(config: str, logdir: str, steps: int, buffer_size: int = -1,
             v.assign_sub(0.01 * g)
         return loss
 
-    for _ in range(WARMUP_STEPS):
-        train_step(x, y).numpy()
-    # The measured time runs until the dump is complete: work a dumper defers (a
-    # background drain that falls behind) counts, as its memory would.
-    start, cpu_start = time.perf_counter(), time.process_time()
-    for _ in range(steps):
-        train_step(x, y).numpy()
-    if config != "plain":
-        if tool == "tf":
-            tf.debugging.experimental.disable_dump_debug_info()
-        else:
-            instrument.disable_dump_debug_info()
-    return {"step_s": (time.perf_counter() - start) / steps,
-            "cpu_step_s": (time.process_time() - cpu_start) / steps, "steps": steps}
+    def timed(step_function, finish=None) -> tuple[float, float]:
+        for _ in range(WARMUP_STEPS):
+            step_function(x, y).numpy()
+        # The measured time runs until the dump is complete: work a dumper defers (a
+        # background drain that falls behind) counts, as its memory would.
+        start, cpu_start = time.perf_counter(), time.process_time()
+        for _ in range(steps):
+            step_function(x, y).numpy()
+        if finish is not None:
+            finish()
+        return ((time.perf_counter() - start) / steps,
+                (time.process_time() - cpu_start) / steps)
+
+    plain_s, plain_cpu_s = timed(tf.function(train_step, jit_compile=jit or None))
+    result = {"plain_step_s": plain_s, "plain_cpu_step_s": plain_cpu_s, "steps": steps}
+    if config == "plain":
+        return result
+    tool, mode = config.split(":")
+    if tool == "tf":
+        tf.debugging.experimental.enable_dump_debug_info(
+            logdir, tensor_debug_mode=mode, circular_buffer_size=buffer_size)
+        finish = tf.debugging.experimental.disable_dump_debug_info
+    else:
+        import instrument
+        # Only when asked: a checkout from before the argument existed runs too.
+        kwargs = {"stop_on_alert": True} if stop_on_alert else {}
+        instrument.enable_dump_debug_info(logdir, tensor_debug_mode=mode,
+                                          circular_buffer_size=buffer_size, **kwargs)
+        finish = instrument.disable_dump_debug_info
+    step_s, cpu_s = timed(tf.function(train_step, jit_compile=jit or None), finish)
+    result.update(step_s=step_s, cpu_step_s=cpu_s)
+    return result
 
 
 def dir_bytes(path: str) -> int:
@@ -153,58 +170,62 @@ def benchmark(modes: tuple[str, ...], steps: int, rounds: int = 3, *,
               stop_on_alert: bool = False, jit: bool = False,
               sizes: tuple[int, ...] = SIZES, batch: int = BATCH,
               tf_threads: int = TF_THREADS) -> list[dict[str, object]]:
-    """Measure every mode; each config runs ``rounds`` times, interleaved.
+    """Measure every mode; each dumper runs ``rounds`` times, the two alternating.
 
-    The machine may be shared: load only ever adds time, so each config's step time is
-    the best of its rounds, and plain, TF's and ours alternate within a round so that
-    they see the same conditions. A tool left out of ``tools`` shows as nan.
+    Each run measures its overhead within its own process (`run_training`); a mode's
+    overhead is the median over its rounds, the plain time the median of every run's
+    plain block. A tool left out of ``tools`` shows as nan.
     """
     rows = []
+    dumpers = [t for t in tools if t != "plain"]
     with tempfile.TemporaryDirectory(prefix="bench-instrument-") as workdir:
         for mode in modes:
             mode_steps = min(steps, FULL_TENSOR_STEPS) if mode == "FULL_TENSOR" else steps
-            results: dict[str, list[dict[str, float]]] = {t: [] for t in TOOLS}
+            results: dict[str, list[dict[str, float]]] = {t: [] for t in ("tf", "ours")}
             for round_index in range(rounds):
-                for tool in tools:
+                for tool in dumpers:
                     tool_mode = TF_MODE.get(mode, mode) if tool == "tf" else mode
-                    config = "plain" if tool == "plain" else f"{tool}:{tool_mode}"
                     run_dir = os.path.join(workdir, f"{mode}-{round_index}")
                     os.makedirs(run_dir, exist_ok=True)
-                    results[tool].append(measure(config, mode_steps, run_dir, buffer_size,
-                                                 stop_on_alert, jit, sizes, batch,
-                                                 tf_threads))
-            missing = [{"step_s": math.nan, "cpu_step_s": math.nan, "dump_bytes": 0}]
-            results = {tool: runs or missing for tool, runs in results.items()}
-            best = {tool: min(r["step_s"] for r in runs) for tool, runs in results.items()}
-            cpu = {tool: min(r["cpu_step_s"] for r in runs) for tool, runs in results.items()}
-            rows.append({
-                "mode": mode, "steps": mode_steps, "plain_ms": best["plain"] * 1e3,
-                "tf_ms": best["tf"] * 1e3, "ours_ms": best["ours"] * 1e3,
-                "tf_overhead_pct": 100 * (best["tf"] / best["plain"] - 1),
-                "ours_overhead_pct": 100 * (best["ours"] / best["plain"] - 1),
-                "plain_cpu_ms": cpu["plain"] * 1e3, "tf_cpu_ms": cpu["tf"] * 1e3,
-                "ours_cpu_ms": cpu["ours"] * 1e3,
-                "tf_cpu_overhead_pct": 100 * (cpu["tf"] / cpu["plain"] - 1),
-                "ours_cpu_overhead_pct": 100 * (cpu["ours"] / cpu["plain"] - 1),
-                "tf_bytes": results["tf"][0]["dump_bytes"],
-                "ours_bytes": results["ours"][0]["dump_bytes"],
-            })
-            print(format_row(rows[-1]), flush=True)
+                    results[tool].append(measure(f"{tool}:{tool_mode}", mode_steps, run_dir,
+                                                 buffer_size, stop_on_alert, jit, sizes,
+                                                 batch, tf_threads))
+            row: dict[str, object] = {"mode": mode, "steps": mode_steps}
+            plains = [r for runs in results.values() for r in runs]
+            for key, field in (("plain_ms", "plain_step_s"), ("plain_cpu_ms", "plain_cpu_step_s")):
+                row[key] = _median([r[field] for r in plains]) * 1e3
+            for tool in ("tf", "ours"):
+                runs = results[tool]
+                row[f"{tool}_ms"] = _median([r["step_s"] for r in runs]) * 1e3
+                row[f"{tool}_cpu_ms"] = _median([r["cpu_step_s"] for r in runs]) * 1e3
+                row[f"{tool}_overhead_pct"] = 100 * _median(
+                    [r["step_s"] / r["plain_step_s"] - 1 for r in runs])
+                row[f"{tool}_cpu_overhead_ms"] = 1e3 * _median(
+                    [r["cpu_step_s"] - r["plain_cpu_step_s"] for r in runs])
+                row[f"{tool}_cpu_overhead_pct"] = 100 * _median(
+                    [r["cpu_step_s"] / r["plain_cpu_step_s"] - 1 for r in runs])
+                row[f"{tool}_bytes"] = runs[0]["dump_bytes"] if runs else 0
+            rows.append(row)
+            print(format_row(row), flush=True)
     return rows
 
 
-HEADER = ("| mode | steps | CPU ms/step plain / TF / ours | CPU overhead TF / ours "
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else math.nan
+
+
+HEADER = ("| mode | steps | CPU ms/step plain / TF / ours | CPU overhead ms/step TF / ours "
           "(ratio) | wall ms/step plain / TF / ours | TF dump bytes | our dump bytes (ratio) |\n"
           "| --- | --- | --- | --- | --- | --- | --- |")
 
 
 def format_row(row: dict[str, object]) -> str:
     """One row of the results table; the targets are on the CPU overhead (docs/performance.md)."""
-    tf_pct, ours_pct = row["tf_cpu_overhead_pct"], row["ours_cpu_overhead_pct"]
-    ratio = ours_pct / tf_pct if tf_pct > 0 else math.nan
+    tf_ms, ours_ms = row["tf_cpu_overhead_ms"], row["ours_cpu_overhead_ms"]
+    ratio = ours_ms / tf_ms if tf_ms > 0 else math.nan
     return (f"| {row['mode']} | {row['steps']} | "
             f"{row['plain_cpu_ms']:.2f} / {row['tf_cpu_ms']:.2f} / {row['ours_cpu_ms']:.2f} | "
-            f"{tf_pct:+.0f}% / {ours_pct:+.0f}% ({ratio:.2f}) | "
+            f"{tf_ms:+.2f} / {ours_ms:+.2f} ({ratio:.2f}) | "
             f"{row['plain_ms']:.2f} / {row['tf_ms']:.2f} / {row['ours_ms']:.2f} | "
             f"{row['tf_bytes']:,} | {row['ours_bytes']:,} "
             f"({row['ours_bytes'] / max(row['tf_bytes'], 1):.2f}) |")
@@ -217,11 +238,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="layer widths, input first (default: %(default)s)")
     parser.add_argument("--batch", type=int, default=BATCH,
                         help="batch size (default: %(default)s)")
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="runs per config; the best counts")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="runs per dumper; the median counts")
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     parser.add_argument("--tools", nargs="+", default=list(TOOLS), choices=TOOLS,
-                        help="which runs to make (default: all three)")
+                        help="which dumpers to run (default: both; plain runs in each)")
     parser.add_argument("--circular-buffer-size", type=int, default=-1,
                         help="for both dumpers (default -1: keep everything)")
     parser.add_argument("--stop-on-alert", action="store_true",
@@ -243,9 +264,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"# {platform.node()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
           f"{time.strftime('%Y-%m-%d')}: MLP {'-'.join(map(str, args.sizes))}, batch "
-          f"{args.batch}; best of {args.rounds} interleaved runs, each "
-          f"{args.steps} steps after {WARMUP_STEPS} warm-up steps, timed until the dump "
-          f"is complete; circular_buffer_size={args.circular_buffer_size}; TensorFlow "
+          f"{args.batch}; median of {args.rounds} runs per dumper, alternating, each "
+          f"{args.steps} plain steps then {args.steps} instrumented ones in one process "
+          f"(after {WARMUP_STEPS} warm-up steps each), timed until the dump is complete; "
+          f"circular_buffer_size={args.circular_buffer_size}; TensorFlow "
           f"threads: {args.tf_threads or 'default'}"
           + (", ours with stop_on_alert" if args.stop_on_alert else "")
           + (", step compiled with XLA" if args.jit else ""))
