@@ -93,6 +93,7 @@ def tensor_summary(mode: str, tensor: Any, trace_point: int) -> TensorSummary:
         trace_point: Written into the row's column 0.
     """
     from tensorflow.python.framework import ops
+    from tensorflow.python.ops import math_ops
 
     exact = functools.partial(exact_row, mode, tensor, trace_point)
     # A scope of our own: the user's ops keep the names they would have had.
@@ -107,7 +108,7 @@ def tensor_summary(mode: str, tensor: Any, trace_point: int) -> TensorSummary:
             return TensorSummary(exact())
         row, total = _finite_row(mode, tensor, trace_point)
         if total is None:
-            total = _sum(_wide(tensor))
+            total = math_ops.reduce_sum(_wide(tensor))
         return TensorSummary(row, total, exact)
 
 
@@ -262,7 +263,7 @@ def _finite_row(mode: str, tensor: Any, trace_point: int) -> tuple[Any, Any]:
                _const([0.0, 0.0, 0.0]), sums, _const([0.0])]
     total = None
     if mode == fmt.FULL_STATS:
-        total = _sum(_to_f64(x))
+        total = math_ops.reduce_sum(_f64(x))
         columns.append(_finite_stats(x, None, float(static_size)
                                      if static_size is not None else size[0], total))
     return _concat(columns), total
@@ -281,9 +282,9 @@ def _finite_stats(tensor: Any, finite_count: Any, size: Any = None, total: Any =
     from tensorflow.python.ops import array_ops, array_ops_stack, math_ops
 
     tensor = _wide(tensor)
-    x64 = _to_f64(tensor)
+    x64 = _f64(tensor)
     if finite_count is None:
-        mean = (_sum(x64) if total is None else total) / size
+        mean = (math_ops.reduce_sum(x64) if total is None else total) / size
         m2 = math_ops.reduce_sum(math_ops.squared_difference(x64, mean))
         low, high = _f64(math_ops.reduce_min(tensor)), _f64(math_ops.reduce_max(tensor))
     else:
@@ -357,21 +358,6 @@ def _wide(tensor: Any) -> Any:
     if tensor.dtype.base_dtype in (dtypes.float32, dtypes.float64):
         return tensor
     return math_ops.cast(tensor, dtypes.float32)
-
-
-def _to_f64(tensor: Any) -> Any:
-    from tensorflow.python.framework import dtypes
-    from tensorflow.python.ops import math_ops
-
-    return tensor if tensor.dtype.base_dtype == dtypes.float64 else math_ops.cast(
-        tensor, dtypes.float64)
-
-
-def _sum(tensor: Any) -> Any:
-    """The sum of all elements: a scalar of the tensor's dtype."""
-    from tensorflow.python.ops import math_ops
-
-    return math_ops.reduce_sum(tensor)
 
 
 def _const(values: list[float] | float) -> Any:
