@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from reader.summary_rows import summary_width
+
 
 class Column:
     """A growable 1-D or 2-D numpy column; rows are appended at the end."""
@@ -186,3 +188,29 @@ class Spans:
         """Forget every row; the next index is expected at ``index``."""
         self.firsts, self.rows, self.size = [], [], 0
         self._empty_at = index
+
+
+class SpannedIndex:
+    """The base of a run's columnar indexes (`reader.execution_index.ExecutionIndex`,
+    `reader.trace_index.TraceIndex`): the mode, its summary width, and the `Spans`
+    from absolute indices to rows."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.width = summary_width(mode)
+        self.spans = Spans()
+
+    def clear(self, mode: str) -> None:
+        """Start over, empty, in ``mode`` (a TensorFlow dump names its mode only in its
+        first execution or trace)."""
+        self.__init__(mode)  # type: ignore[misc]
+
+    @property
+    def first(self) -> int:
+        """The first index in the columns."""
+        return self.spans.first
+
+    @property
+    def end(self) -> int:
+        """One past the last index in the columns."""
+        return self.spans.end

@@ -13,17 +13,17 @@ import numpy as np
 
 from reader import format as fmt
 from reader import values
-from reader.columns import Column, Spans
+from reader.columns import Column, SpannedIndex
 from reader.errors import MalformedRecordError
 from reader.records import is_int
-from reader.summary_rows import alert_counts, alert_flags, summary_width
+from reader.summary_rows import alert_counts, alert_flags
 
 if TYPE_CHECKING:
     from reader.exec_chunks import ChunkColumns
     from reader.exec_scan import ExecScan
 
 
-class ExecutionIndex:
+class ExecutionIndex(SpannedIndex):
     """Eager executions: byte locators, op-type codes and flags, one row each.
 
     Alerting outputs are kept apart, one row per (execution, output slot), since only
@@ -33,9 +33,7 @@ class ExecutionIndex:
     """
 
     def __init__(self, mode: str) -> None:
-        self.mode = mode
-        self.width = summary_width(mode)
-        self.spans = Spans()  # execution index -> row
+        super().__init__(mode)  # spans: execution index -> row
         self.offset = Column(np.int64)
         self.length = Column(np.int64)
         self.segment = Column(np.int32)
@@ -58,24 +56,10 @@ class ExecutionIndex:
         self.alert_slot = Column(np.int32)
         self.alert_counts = Column(np.int64, 3)  # nan, neg_inf, pos_inf; -1 unknown
 
-    def clear(self, mode: str) -> None:
-        """Start over, empty, in ``mode`` (see `TraceIndex.clear`)."""
-        self.__init__(mode)  # type: ignore[misc]
-
     @property
     def _per_execution(self) -> tuple[Column, ...]:
         return (self.offset, self.length, self.segment, self.chunk_row, self.op_code,
                 self.is_function, self.is_alert, self.out_start)
-
-    @property
-    def first(self) -> int:
-        """The first execution index read."""
-        return self.spans.first
-
-    @property
-    def end(self) -> int:
-        """One past the last execution index read."""
-        return self.spans.end
 
     def __len__(self) -> int:
         return self.offset.size

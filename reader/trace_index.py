@@ -13,10 +13,10 @@ import numpy as np
 
 from reader import format as fmt
 from reader import values
-from reader.columns import Column, Spans
+from reader.columns import Column, SpannedIndex
 from reader.errors import MalformedRecordError
 from reader.records import is_int
-from reader.summary_rows import alert_counts, alert_flags, summary_width
+from reader.summary_rows import alert_counts, alert_flags
 
 if TYPE_CHECKING:
     pass
@@ -28,18 +28,17 @@ COMMIT_CHUNKS = 4096
 COMMIT_TRACES = 1 << 16
 
 
-class TraceIndex:
+class TraceIndex(SpannedIndex):
     """Graph execution traces: per-trace columns plus a per-chunk locator table.
 
     Traces on disk sit in consecutive rows of the per-trace columns (`spans` maps a
     trace index to its row); a trace's chunk is found by binary search in the chunks'
-    first indices.
+    first indices. `first`, `end` and the columns cover the chunks committed
+    (`commit`), not those only taken.
     """
 
     def __init__(self, mode: str) -> None:
-        self.mode = mode
-        self.width = summary_width(mode)
-        self.spans = Spans()
+        super().__init__(mode)
         self.tp = Column(np.int32)
         self.summaries = Column(np.float64, self.width) if self.width else None
         self.alert = Column(np.bool_)
@@ -53,21 +52,6 @@ class TraceIndex:
         # segment, tp bytes, summary bytes or rows), and one past their last index.
         self._pending: list[tuple] = []
         self._pending_end = 0
-
-    def clear(self, mode: str) -> None:
-        """Start over, empty, in ``mode`` (a TensorFlow dump names its mode only in its
-        first execution or trace)."""
-        self.__init__(mode)  # type: ignore[misc]
-
-    @property
-    def first(self) -> int:
-        """The first trace index in the columns."""
-        return self.spans.first
-
-    @property
-    def end(self) -> int:
-        """One past the last trace index in the columns (after `commit`)."""
-        return self.spans.end
 
     def __len__(self) -> int:
         return self.tp.size
