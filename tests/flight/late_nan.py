@@ -13,7 +13,6 @@ has rotated past the first alert's pinned window (for the SIGKILL test).
 """
 
 import argparse
-import glob
 import json
 import os
 import sys
@@ -21,6 +20,7 @@ import sys
 import tensorflow as tf
 
 import instrument
+from reader import format as fmt
 
 parser = argparse.ArgumentParser()
 parser.add_argument("logdir")
@@ -104,9 +104,11 @@ def train_step(x, y):
     return loss
 
 
-def has_gap(paths):
-    """Whether the segment numbers of ``paths`` ("graph_traces.000003.tfdbg") skip one."""
-    numbers = sorted(int(os.path.basename(p).split(".")[1]) for p in paths)
+def has_gap(run_dir):
+    """Whether the numbers of the run's graph_traces segments on disk skip one."""
+    numbers = sorted(parsed[1] for parsed in map(fmt.parse_segment_filename,
+                                                 os.listdir(run_dir))
+                     if parsed is not None and parsed[0] == fmt.STREAM_GRAPH_TRACES)
     return len(numbers) >= 2 and numbers[-1] - numbers[0] + 1 > len(numbers)
 
 
@@ -123,7 +125,7 @@ try:
             # Ready once the tail has rotated past the pinned window: a segment
             # between the pinned ones and the tail has been deleted (the numbers of
             # the segments on disk are no longer contiguous).
-            if has_gap(glob.glob(os.path.join(run, "graph_traces.*"))):
+            if has_gap(run):
                 print("READY", flush=True)
                 announced = True
 except instrument.NonFiniteError as error:
