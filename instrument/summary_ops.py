@@ -5,11 +5,14 @@ One home for every route (docs/instrument.md, "How summaries are computed"):
 - **The fused kernels**: ``DebugNumericSummaryV2`` (TensorFlow's dumper uses it), and
   for FULL_STATS TensorFlow's first summary op, ``DebugNumericSummary``, which already
   counts and takes min, max, mean and variance of the finite elements in float64.
-- **The stock route** for large tensors on a CPU: the common case (no inf or NaN) by
-  vectorised stock ops, several times cheaper per element than the kernels' scalar
-  loops. ``DebugNumericSummaryV2``'s CURT_HEALTH (a vectorised any-of, the cheapest
-  finiteness check measured) says whether a tensor holds inf or NaN; if one tensor of
-  a batch does, a ``cond`` computes the whole batch with the fused kernels instead.
+- **The stock route** for large tensors on a CPU in CONCISE_HEALTH, FULL_HEALTH and
+  FULL_STATS: the common case (no inf or NaN) by vectorised stock ops, several times
+  cheaper per element than those modes' scalar kernel loops. The tensor's sum says
+  whether it holds inf or NaN; if one tensor of a batch does, a ``cond`` computes the
+  whole batch with the fused kernels instead. CURT_HEALTH's kernel is itself a
+  vectorised any-of: it stays, one op a tensor with an exact row and no ``cond``.
+- **Constants** (the outputs of ``Const`` ops on a CPU): their rows are computed on the
+  host when the graph is built (`instrument.host_rows`), and cost no op at run time.
 - **Stock ops only** (`xla_row`), exact in every case: inside XLA-compiled functions,
   where the kernels have no XLA implementation.
 
@@ -26,6 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from instrument.host_rows import host_row
 from reader import format as fmt
 
 # DebugNumericSummaryV2's `tensor_debug_mode` attribute: TensorFlow's enum.
@@ -104,7 +110,10 @@ def tensor_summary(mode: str, tensor: Any, trace_point: int) -> TensorSummary:
             row = [float(trace_point)] + shape_row(float(tensor.dtype.as_datatype_enum),
                                                    tensor.shape.as_list())
             return TensorSummary(_const(row), after=tensor.op)
-        if not _stock_route(tensor):
+        constant = _constant_row(mode, tensor, trace_point)
+        if constant is not None:
+            return TensorSummary(_const(constant), after=tensor.op)
+        if mode == fmt.CURT_HEALTH or not _stock_route(tensor):
             return TensorSummary(exact())
         row, total = _finite_row(mode, tensor, trace_point)
         if total is None:
@@ -168,6 +177,32 @@ def summary_row(mode: str, tensor: Any, trace_point: int) -> Any:
     rows = stack_summaries([tensor_summary(mode, tensor, trace_point)])
     with ops.name_scope("tfdbg_tui_summaries"):
         return rows[0]
+
+
+def _constant_row(mode: str, tensor: Any, trace_point: int) -> list[float] | None:
+    """The raw row of a ``Const`` op's output on a CPU, computed now on the host from the
+    op's value (its row is the same in every run of the graph); None for other tensors.
+
+    Tensors placed on a GPU keep the device's kernel, which counts subnormals as that
+    device does.
+    """
+    if tensor.op.type != "Const" or _on_gpu(tensor):
+        return None
+    from tensorflow.python.framework import tensor_util
+
+    value = tensor_util.constant_value(tensor)
+    if value is None:
+        return None
+    row = host_row(mode, float(tensor.dtype.as_datatype_enum), np.asarray(value))
+    if mode in (fmt.CURT_HEALTH, fmt.CONCISE_HEALTH):
+        return [float(trace_point)] + row
+    counts = [float(trace_point), FORM_COUNTS] + row[:9]
+    if mode == fmt.FULL_HEALTH:
+        return counts
+    # FULL_STATS: the raw row carries m2, the sum of squared deviations, for the std.
+    low, high, mean, std = row[9:13]
+    finite = row[6] + row[7] + row[8]
+    return counts + [low, high, mean, std * std * finite, 0.0]
 
 
 def _stock_route(tensor: Any) -> bool:
@@ -241,8 +276,6 @@ def _finite_row(mode: str, tensor: Any, trace_point: int) -> tuple[Any, Any]:
     from tensorflow.python.framework import dtypes
     from tensorflow.python.ops import array_ops, array_ops_stack, math_ops
 
-    if mode == fmt.CURT_HEALTH:
-        return _const([float(trace_point), 0.0]), None
     static_size = tensor.shape.num_elements()
     size = (_const([float(static_size)]) if static_size is not None
             else _f64(array_ops.reshape(array_ops.size(tensor, out_type=dtypes.int64), [1])))

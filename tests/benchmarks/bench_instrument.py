@@ -35,6 +35,7 @@ import json
 import math
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -162,6 +163,10 @@ def measure(config: str, steps: int, workdir: str, buffer_size: int = -1,
         check=True, capture_output=True, text=True, env=env)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     result["dump_bytes"] = dir_bytes(logdir)
+    # Measured, then deleted: kept dumps (a FULL_TENSOR run writes ~800 MB) would make
+    # every later run write into memory the machine has not touched yet, which on a VM
+    # costs ~10x the CPU per byte (docs/performance.md, "Fresh memory").
+    shutil.rmtree(logdir, ignore_errors=True)
     return result
 
 

@@ -3,8 +3,9 @@ statistics equal numpy's to float64-accumulation accuracy.
 
 Routes (instrument/summary_ops.py): the fused kernels, the stock route (forced on small
 tensors by lowering its size threshold), a batch of stock rows whose ``cond`` falls back
-to the kernels, one tensor in a graph, eager, XLA, shapes known only at run time, and
-tensors of more than 2**24 elements. The summary ops run in this process: they need no
+to the kernels, one tensor in a graph, eager, graph constants (rows computed on the host
+while the graph is built), XLA, shapes known only at run time, and tensors of more than
+2**24 elements. The summary ops run in this process: they need no
 op callback.
 """
 
@@ -134,6 +135,29 @@ def test_eager_and_single_graph_rows_are_exact(route, dtype):
         assert (rows[:, 0] == 5).all()
         assert_rows(mode, summaries.format_rows(mode, rows), tensors,
                     f"graph {route} {dtype} {mode}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rows_of_graph_constants_are_exact_and_cost_no_op(dtype):
+    """A ``Const`` op's row is computed on the host while the graph is built: equal to
+    the kernel's on the same value (subnormals, non-finite values, empty, scalars), and
+    the graph holds no summary op for it."""
+    values = cases(dtype)
+    constants = {n: tensor(v, dtype).numpy() for n, v in values.items()}
+    for mode in MODES:
+        @tf.function
+        def batch(mode=mode):
+            ts = [tf.constant(v, dtype=getattr(tf, dtype)) for v in constants.values()]
+            return summary_ops.stack_summaries(
+                [summary_ops.tensor_summary(mode, t, i) for i, t in enumerate(ts)])
+
+        graph = batch.get_concrete_function().graph
+        assert not [op for op in graph.get_operations()
+                    if op.type in ("DebugNumericSummaryV2", "DebugNumericSummary", "Sum")]
+        raw = batch().numpy()
+        np.testing.assert_array_equal(summaries.trace_points_of(raw), range(len(values)))
+        tensors = [tf.constant(v, dtype=getattr(tf, dtype)) for v in constants.values()]
+        assert_rows(mode, summaries.format_rows(mode, raw), tensors, f"const {dtype} {mode}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
