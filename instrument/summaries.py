@@ -17,7 +17,7 @@ from instrument.summary_ops import FORM_SIGN_SUMS, FORM_V1, RAW_WIDTH, shape_row
 from reader import format as fmt
 
 __all__ = ["RAW_WIDTH", "SUMMARY_MODES", "TensorFilter", "eager_summary", "format_rows",
-           "host_row", "trace_points_of"]
+           "trace_points_of"]
 
 # Modes whose traces carry a summary row.
 SUMMARY_MODES = fmt.HEALTH_MODES + (fmt.SHAPE,)
