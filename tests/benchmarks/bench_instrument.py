@@ -165,7 +165,7 @@ def measure(config: str, steps: int, workdir: str, buffer_size: int = -1,
     result["dump_bytes"] = dir_bytes(logdir)
     # Measured, then deleted: kept dumps (a FULL_TENSOR run writes ~800 MB) would make
     # every later run write into memory the machine has not touched yet, which on a VM
-    # costs ~10x the CPU per byte (docs/performance.md, "Fresh memory").
+    # cost ~15x the CPU per byte (docs/performance.md, "A second machine", "Fresh memory").
     shutil.rmtree(logdir, ignore_errors=True)
     return result
 
