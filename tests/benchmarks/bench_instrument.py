@@ -210,6 +210,15 @@ def benchmark(modes: tuple[str, ...], steps: int, rounds: int = 3, *,
                 row[f"{tool}_cpu_overhead_pct"] = 100 * _median(
                     [r["cpu_step_s"] / r["plain_cpu_step_s"] - 1 for r in runs])
                 row[f"{tool}_bytes"] = runs[0]["dump_bytes"] if runs else 0
+                row[f"{tool}_cpu_overhead_range"] = _range(
+                    [1e3 * (r["cpu_step_s"] - r["plain_cpu_step_s"]) for r in runs])
+            # Each round's ratio: the two runs of a round are neighbours in time, so a
+            # machine whose costs drift (a VM's memory, docs/performance.md) moves
+            # both; the ratio of the medians mixes rounds far apart.
+            paired = [_overhead(o) / _overhead(t)
+                      for t, o in zip(results["tf"], results["ours"]) if _overhead(t) > 0]
+            row["paired_ratio"] = _median(paired)
+            row["paired_ratio_range"] = _range(paired)
             rows.append(row)
             print(format_row(row), flush=True)
     return rows
@@ -219,9 +228,18 @@ def _median(values: list[float]) -> float:
     return statistics.median(values) if values else math.nan
 
 
+def _range(values: list[float]) -> tuple[float, float]:
+    return (min(values), max(values)) if values else (math.nan, math.nan)
+
+
+def _overhead(run: dict[str, float]) -> float:
+    return run["cpu_step_s"] - run["plain_cpu_step_s"]
+
+
 HEADER = ("| mode | steps | CPU ms/step plain / TF / ours | CPU overhead ms/step TF / ours "
-          "(ratio) | wall ms/step plain / TF / ours | TF dump bytes | our dump bytes (ratio) |\n"
-          "| --- | --- | --- | --- | --- | --- | --- |")
+          "(ratio) | overhead range TF; ours | ratio per round: median (range) "
+          "| wall ms/step plain / TF / ours | TF dump bytes | our dump bytes (ratio) |\n"
+          "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 
 
 def format_row(row: dict[str, object]) -> str:
@@ -231,9 +249,18 @@ def format_row(row: dict[str, object]) -> str:
     return (f"| {row['mode']} | {row['steps']} | "
             f"{row['plain_cpu_ms']:.2f} / {row['tf_cpu_ms']:.2f} / {row['ours_cpu_ms']:.2f} | "
             f"{tf_ms:+.2f} / {ours_ms:+.2f} ({ratio:.2f}) | "
+            f"{_span(row.get('tf_cpu_overhead_range'))}; "
+            f"{_span(row.get('ours_cpu_overhead_range'))} | "
+            f"{row.get('paired_ratio', math.nan):.2f} "
+            f"({_span(row.get('paired_ratio_range'))}) | "
             f"{row['plain_ms']:.2f} / {row['tf_ms']:.2f} / {row['ours_ms']:.2f} | "
             f"{row['tf_bytes']:,} | {row['ours_bytes']:,} "
             f"({row['ours_bytes'] / max(row['tf_bytes'], 1):.2f}) |")
+
+
+def _span(bounds: object) -> str:
+    low, high = bounds if isinstance(bounds, tuple) else (math.nan, math.nan)
+    return f"{low:.2f}-{high:.2f}"
 
 
 def main(argv: list[str] | None = None) -> int:

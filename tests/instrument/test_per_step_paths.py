@@ -43,6 +43,21 @@ def test_values_alert_finds_one_nan_past_the_first_check():
     assert values_alert([tensor_value_record(values[:4]), tensor_value_record(values)])
     values[-1] = -np.inf
     assert values_alert([tensor_value_record(values.astype(np.float16))])
+    values[-1] = 1.0
+    for position, bad in ((0, np.nan), (17, np.inf), (-2, -np.inf)):
+        for dtype in (np.float16, np.float32, np.float64):
+            tainted = values.astype(dtype)
+            tainted[position] = bad
+            assert values_alert([tensor_value_record(tainted)]), (position, bad, dtype)
+    assert not values_alert([tensor_value_record(values.astype(np.complex64))])
+    complex_values = values.astype(np.complex128)
+    complex_values[5] = complex(1.0, np.nan)
+    assert values_alert([tensor_value_record(complex_values)])
+    complex_values[5] = complex(-np.inf, 0.0)
+    assert values_alert([tensor_value_record(complex_values)])
+    # Integers are never alerts; empty values are finite.
+    assert not values_alert([tensor_value_record(np.arange(5)),
+                             tensor_value_record(np.zeros(0, np.float32))])
 
 
 def test_raw_counter_op_and_host_view(monkeypatch):
