@@ -9,8 +9,12 @@ One home for every route (docs/instrument.md, "How summaries are computed"):
   FULL_STATS: the common case (no inf or NaN) by vectorised stock ops, several times
   cheaper per element than those modes' scalar kernel loops. The tensor's sum says
   whether it holds inf or NaN; if one tensor of a batch does, a ``cond`` computes the
-  whole batch with the fused kernels instead. CURT_HEALTH's kernel is itself a
-  vectorised any-of: it stays, one op a tensor with an exact row and no ``cond``.
+  whole batch with the fused kernels instead. In a graph segment's batch, a tensor
+  whose NaN or infinity an op is bound to carry into another checked tensor of the
+  batch gets no check of its own, and the ``cond`` recomputes it rather than read it
+  (instrument/check_elision.py); there CONCISE_HEALTH's rows, constants, take this
+  route at every size. CURT_HEALTH's kernel is itself a vectorised any-of: it stays,
+  one op a tensor with an exact row and no ``cond``.
 - **Constants** (the outputs of ``Const`` ops on a CPU): their rows are computed on the
   host when the graph is built (`instrument.host_rows`), and cost no op at run time.
 - **Stock ops only** (`xla_row`), exact in every case: inside XLA-compiled functions,
@@ -31,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from instrument import check_elision
 from instrument.host_rows import host_row
 from reader import format as fmt
 
@@ -74,51 +79,68 @@ class TensorSummary:
 
     Attributes:
         row: The raw row (float64, `RAW_WIDTH`); final unless ``check`` is set.
-        check: With a row of the stock route, which holds only for finite tensors: the
-            sum of the tensor's elements (float32 or float64), non-finite whenever an
-            element is (or, rarely, when the sum overflows: the batch then takes the
-            kernels, and stays exact).
-        exact: Builds the exact row by the fused kernels (called inside a ``cond``
-            branch, only when a tensor of the batch is not finite).
+        check: With a row of the stock route, which holds only for finite tensors:
+            builds the sum of the tensor's elements (float32 or float64), non-finite
+            whenever an element is (or, rarely, when the sum overflows: the batch then
+            takes the kernels, and stays exact). Built by `stack_summaries` only when
+            no other check of the batch covers it (instrument/check_elision.py).
+        exact: Builds the exact row by the fused kernels from the tensor it is given
+            (``tensor``, or its recomputation: instrument/check_elision.py), inside a
+            ``cond`` branch taken only when a tensor of the batch is not finite.
         after: An op the row must run after: a row known when the graph is built
             (SHAPE of a static shape) reads nothing of the tensor it describes.
+        tensor: The summarised tensor, with ``check``.
     """
 
     row: Any
-    check: Any = None
-    exact: Callable[[], Any] | None = None
+    check: Callable[[], Any] | None = None
+    exact: Callable[[Any], Any] | None = None
     after: Any = None
+    tensor: Any = None
 
 
-def tensor_summary(mode: str, tensor: Any, trace_point: int) -> TensorSummary:
+def tensor_summary(mode: str, tensor: Any, trace_point: int, *,
+                   batched: bool = False) -> TensorSummary:
     """Build, in the current graph (or eagerly), the ops that summarise ``tensor``.
 
     Args:
         mode: A health mode or SHAPE.
         tensor: A floating-point tensor (integer and bool ones too in SHAPE).
         trace_point: Written into the row's column 0.
+        batched: The summary goes into a batch of a graph's segment, whose checks cover
+            one another: CONCISE_HEALTH then takes the stock route at every size (its
+            rows are constants, so a covered tensor costs no op).
     """
     from tensorflow.python.framework import ops
     from tensorflow.python.ops import math_ops
 
-    exact = functools.partial(exact_row, mode, tensor, trace_point)
+    def exact(source: Any) -> Any:
+        return exact_row(mode, source, trace_point)
+
     # A scope of our own: the user's ops keep the names they would have had.
     with ops.name_scope("tfdbg_tui_summary"):
         if mode == fmt.SHAPE:
             if not tensor.shape.is_fully_defined():
-                return TensorSummary(exact())
+                return TensorSummary(exact(tensor))
             row = [float(trace_point)] + shape_row(float(tensor.dtype.as_datatype_enum),
                                                    tensor.shape.as_list())
             return TensorSummary(_const(row), after=tensor.op)
         constant = _constant_row(mode, tensor, trace_point)
         if constant is not None:
             return TensorSummary(_const(constant), after=tensor.op)
-        if mode == fmt.CURT_HEALTH or not _stock_route(tensor):
-            return TensorSummary(exact())
+        stock = _stock_route(tensor) or (
+            batched and mode == fmt.CONCISE_HEALTH and not _on_gpu(tensor))
+        if mode == fmt.CURT_HEALTH or not stock:
+            return TensorSummary(exact(tensor))
         row, total = _finite_row(mode, tensor, trace_point)
         if total is None:
-            total = math_ops.reduce_sum(_wide(tensor))
-        return TensorSummary(row, total, exact)
+            def check() -> Any:
+                with ops.name_scope("tfdbg_tui_check"):
+                    return math_ops.reduce_sum(_wide(tensor))
+        else:
+            def check() -> Any:
+                return total
+        return TensorSummary(row, check, exact, tensor=tensor)
 
 
 def shape_row(dtype: float, shape: list[int]) -> list[float]:
@@ -148,7 +170,14 @@ def stack_summaries(summaries: list[TensorSummary]) -> Any:
         if afters:
             with ops.control_dependencies(afters):
                 rows = array_ops.identity(rows)
-        checks = [s.check for s in summaries if s.check is not None]
+        covered = check_elision.covered_checks(
+            [s.tensor if s.check is not None else None for s in summaries])
+        checks = []
+        for summary, is_covered in zip(summaries, covered):
+            if summary.check is not None and not is_covered:
+                # Where the tensor was placed: the check is built after its graph.
+                with ops.device(summary.tensor.device or ""):
+                    checks.append(summary.check())
         if not checks:
             return rows
         # One stack per dtype of the sums (float32, float64): no op per tensor.
@@ -161,8 +190,13 @@ def stack_summaries(summaries: list[TensorSummary]) -> Any:
             finite[0] if len(finite) == 1 else math_ops.logical_and(*finite))
 
         def exact_rows() -> Any:
-            return array_ops_stack.stack([s.exact() if s.exact is not None else s.row
-                                          for s in summaries])
+            # A covered tensor is recomputed here rather than read: reading it would
+            # cost every step what dropping its check saved.
+            recompute = check_elision.Recomputer(
+                [s.tensor for s, c in zip(summaries, covered) if c])
+            return array_ops_stack.stack([
+                s.row if s.exact is None else s.exact(recompute.tensor(s.tensor))
+                for s in summaries])
 
         def stock_rows() -> Any:
             return array_ops.identity(rows)

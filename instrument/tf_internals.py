@@ -18,6 +18,7 @@ drops traces.
 | ``FuncGraph.deferred_internal_captures`` | keeping a traced graph's call-time captures (MultiWorkerMirroredStrategy's collective keys) the last inputs after the trace queue is captured late | a function with call-time captures fails when called (never seen: the attribute is as old as call-time captures) |
 | ``pywrap_tfe.TFE_Py_Execute``, ``Context._handle`` | the call counter's increment after each eager function call, without the Python op dispatch (~20 us, where the generated op wrapper costs ~100 us) | the generated op wrapper |
 | ``EagerTensor._numpy`` | reading a drained FULL_TENSOR batch (megabytes a step) in place, where ``numpy()`` copies it | ``numpy()`` |
+| ``Graph._create_op_internal`` | recomputing, inside the exact-rows branch of a summary batch, a tensor whose check another covers, from its op's inputs (instrument/check_elision.py) | the branch reads the tensor itself (it stays exact; fusions around that tensor are lost) |
 | ``context.default_execution_mode`` | telling a TF1 program's graphs (eager execution disabled after the context started) from a TF2 program's | ``executing_eagerly_outside_functions`` alone, which says True inside a while body of such a TF1 graph |
 """
 
@@ -290,3 +291,20 @@ def host_view(tensor: Any) -> Any:
     if isinstance(array, np.ndarray):
         array.flags.writeable = False  # the tensor's own memory
     return array
+
+
+def copy_op(op: Any, inputs: list[Any]) -> Any | None:
+    """A new op of ``op``'s type and attributes on ``inputs``, in the default graph (a
+    FuncGraph captures outer inputs); None when ``Graph._create_op_internal`` is missing."""
+    from tensorflow.python.framework import ops
+
+    graph = ops.get_default_graph()
+    create = getattr(graph, "_create_op_internal", None)
+    if create is None:
+        debug_once("copy_op", "tfdbg-tui: Graph._create_op_internal not found; covered "
+                   "tensors are read by the exact-rows branch itself")
+        return None
+    attrs = {key: value for key, value in op.node_def.attr.items()
+             if not key.startswith("_")}
+    return create(op.type, list(inputs), dtypes=[t.dtype for t in op.outputs],
+                  attrs=attrs, name="tfdbg_tui_recomputed")

@@ -237,7 +237,8 @@ class TraceQueue:
 
         if self.mode in summaries.SUMMARY_MODES:
             with ops.control_dependencies(None):
-                return summary_ops.tensor_summary(self.mode, tensor, trace_point)
+                return summary_ops.tensor_summary(self.mode, tensor, trace_point,
+                                                  batched=True)
         # FULL_TENSOR: the tensor itself, packed with the others in `enqueue_batch`.
         return (tensor if self.mode == fmt.FULL_TENSOR else tensor.op, trace_point)
 

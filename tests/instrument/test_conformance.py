@@ -36,6 +36,7 @@ FILTERS = ("float", "float_only_sum", "float_no_sum", "int", "int_via_lambda",
 PLAN = (
     [f"eager_collatz:{m}" for m in ("NO_TENSOR", *SUMMARY_MODES, "FULL_TENSOR")]
     + [f"bad_values:{m}" for m in SUMMARY_MODES]
+    + [f"training_nan:{m}" for m in ("CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH")]
     + ["booleans:SHAPE"]
     + [f"nested:{m}" for m in ("NO_TENSOR", *SUMMARY_MODES, "FULL_TENSOR")]
     + ["two_compilations:NO_TENSOR", "duplicate_names:NO_TENSOR"]
@@ -270,6 +271,26 @@ def test_summaries_of_bad_values_match_per_mode(conformance, mode):
     assert division == expected
     # On purpose: we also trace the function's two inputs.
     assert [t.op_type for t in ours.traces].count("Placeholder") == 2
+
+
+@pytest.mark.parametrize("mode", ["CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH"])
+def test_summaries_of_a_training_step_that_turns_nan_match(conformance, mode):
+    """Every trace of two training steps, the second one NaN from an inf * 0 inside the
+    first MatMul: where our checks cover one another (instrument/check_elision.py) the
+    NaN step's rows are recomputed exactly, and equal TensorFlow's."""
+    theirs, ours = conformance.both(f"training_nan-{mode}")
+    pairs = _paired(theirs, ours)
+    assert len(pairs) > 40
+    for t, o in pairs:
+        assert o.summary == t.summary, (o.op_type, o.op_name)
+    second = pairs[len(pairs) // 2:]
+    matmul = next(o for _, o in second if o.op_type == "MatMul")
+    if mode == "CURT_HEALTH":
+        assert matmul.summary == {"alert": True}
+    else:
+        assert matmul.summary["nan"] == 5  # the input's row, times every column
+    assert not any((o.summary or {}).get("alert") or (o.summary or {}).get("nan")
+                   for _, o in pairs[:len(pairs) // 2])
 
 
 def test_boolean_tensors_have_shapes(conformance):

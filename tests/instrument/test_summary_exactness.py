@@ -289,3 +289,115 @@ def test_a_diverging_training_loop_reads_back_with_its_statistics(tmp_path):
         (at_cause,) = [t for t in traces if t.step == cause.alert.step]
         assert np.sqrt(np.finfo(np.float32).max) < max(-at_cause.summary.min,
                                                        at_cause.summary.max)
+
+
+# -- checks that cover one another (instrument/check_elision.py) ----------------------
+
+
+def _chain(x, w, b, w2):
+    """A layer and a half, as a model builds them: every tensor a batch would trace."""
+    m = tf.matmul(x, w)
+    a = m + b  # covers m (same shape) and b (a static, non-empty output)
+    r = tf.nn.relu(a)  # swallows -inf: covers nothing
+    z = tf.matmul(r, w2)  # covers r and w2
+    flat = tf.reshape(z, [-1])  # covers z
+    half = flat * 0.5  # covers flat
+    total = tf.reduce_sum(half)  # covers half
+    e = tf.exp(total)  # exp(-inf) is 0: covers nothing
+    return [x, w, b, m, a, r, w2, z, flat, half, total, e]
+
+
+CHAIN_COVERED = [True, True, True, True, False, True, True, True, True, True, False, False]
+CHAIN_SHAPES = ((4, 3), (3, 5), (5,), (5, 2))
+
+
+def test_covered_checks_follow_ops_that_carry_non_finite_values():
+    from instrument.check_elision import covered_checks
+
+    flags = []
+
+    @tf.function
+    def trace(*inputs):
+        # Called once the graph holds every consumer, as a segment's batch is built.
+        flags.extend(covered_checks(_chain(*inputs)))
+        return tf.constant(0)
+
+    trace.get_concrete_function(*[tf.TensorSpec(s, tf.float32) for s in CHAIN_SHAPES])
+    assert flags == CHAIN_COVERED
+
+
+def test_unknown_batch_dimensions_keep_the_checks_shapes_cannot_prove():
+    from instrument.check_elision import covered_checks
+
+    def layer(x, w, b, v):
+        m = tf.matmul(x, w)
+        return [m, b, m + b, v, m + v]
+
+    found = []
+
+    @tf.function
+    def trace(*inputs):
+        m, b, a, v, c = layer(*inputs)
+        found.extend([covered_checks([m, b, a]), covered_checks([m, v, c]),
+                      covered_checks([m, None, None])])
+        return tf.constant(0)
+
+    trace.get_concrete_function(*[tf.TensorSpec(s, tf.float32)
+                                  for s in ((None, 3), (3, 5), (5,), (None, 5))])
+    # m reaches a whatever the batch (b cannot broadcast it away); b reaches a only if
+    # the batch is not empty, which nothing proves; m + v may broadcast m (batch 1)
+    # against v's empty batch.
+    assert found[0] == [True, False, False]
+    assert found[1] == [False, False, False]
+    # One check alone covers nothing (a tensor traced on its own, or eagerly).
+    assert found[2] == [False, False, False]
+
+
+@pytest.mark.parametrize("mode", [fmt.CONCISE_HEALTH, fmt.FULL_HEALTH, fmt.FULL_STATS])
+def test_rows_stay_exact_when_checks_cover_one_another(mode, monkeypatch):
+    """A NaN or an infinity planted in each input of the chain reaches covered tensors
+    only: the covering check sends the batch to the kernels, which recompute the covered
+    tensors (a zero row of ``w`` turns x's infinity into NaN through inf * 0)."""
+    monkeypatch.setattr(summary_ops, "STOCK_ROUTE_MIN_ELEMENTS", 0)
+    rng = np.random.default_rng(11)
+    base = [rng.normal(size=s).astype(np.float32) for s in CHAIN_SHAPES]
+    base[0][base[0] < -0.8] = 0.0
+
+    @tf.function
+    def run(x, w, b, w2):
+        traced = _chain(x, w, b, w2)
+        raw = summary_ops.stack_summaries(
+            [summary_ops.tensor_summary(mode, t, i, batched=True)
+             for i, t in enumerate(traced)])
+        return raw, traced
+
+    graph = run.get_concrete_function(*[tf.TensorSpec(v.shape, tf.float32)
+                                        for v in base]).graph
+    if mode != fmt.FULL_STATS:  # FULL_STATS' check is the sum its row takes anyway
+        checks = [op for op in graph.get_operations()
+                  if "tfdbg_tui_check" in op.name and op.type == "Sum"]
+        assert len(checks) == CHAIN_COVERED.count(False), "covered tensors: no check"
+    recomputed = [op for op in graph.get_operations() if "tfdbg_tui_recomputed" in op.name]
+    assert recomputed == [], "recomputations live in the branch, not the step"
+    branches = graph.as_graph_def().library.function
+    # m, r, z, flat and half are recomputed from the inputs and a in the exact branch.
+    assert sorted(node.op for f in branches for node in f.node_def
+                  if "tfdbg_tui_recomputed" in node.name) == [
+        "MatMul", "MatMul", "Mul", "Relu", "Reshape"]
+    plantings = [(None, None, None)]
+    for which in range(4):
+        for bad in (np.nan, np.inf, -np.inf):
+            plantings.append((which, (0,) * base[which].ndim, bad))
+    zero_row = [v.copy() for v in base]
+    zero_row[1][2] = 0.0
+    for which, where, bad in plantings + [("zero_row", None, None)]:
+        values = [v.copy() for v in (zero_row if which == "zero_row" else base)]
+        if which == "zero_row":
+            values[0][1, 2] = np.inf
+        elif which is not None:
+            values[which][where] = bad
+        raw, traced = run(*[tf.constant(v) for v in values])
+        raw = raw.numpy()
+        np.testing.assert_array_equal(summaries.trace_points_of(raw), range(len(traced)))
+        assert_rows(mode, summaries.format_rows(mode, raw), traced,
+                    f"{mode} planted {bad} in input {which}")

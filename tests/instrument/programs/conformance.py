@@ -64,6 +64,37 @@ def bad_values():
     func(x, y)
 
 
+def training_nan():
+    """Two dense layers and an SGD step in a tf.function, run twice: finite, then with
+    an infinity in the input where the first weights' row is zero (inf * 0: NaN in the
+    first MatMul's row, then in everything after it)."""
+    rng = np.random.default_rng(0)
+    first = rng.normal(size=(6, 5)).astype(np.float32)
+    first[2] = 0.0
+    variables = [tf.Variable(first), tf.Variable(np.zeros(5, np.float32)),
+                 tf.Variable(rng.normal(size=(5, 3)).astype(np.float32)),
+                 tf.Variable(np.zeros(3, np.float32))]
+
+    @tf.function
+    def step(x, y):
+        w1, b1, w2, b2 = variables
+        with tf.GradientTape() as tape:
+            hidden = tf.nn.relu(tf.matmul(x, w1) + b1)
+            logits = tf.matmul(hidden, w2) + b2
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+                labels=y, logits=logits))
+        for v, g in zip(variables, tape.gradient(loss, variables)):
+            v.assign_sub(0.1 * g)
+        return loss
+
+    x = rng.normal(size=(4, 6)).astype(np.float32)
+    x[:, 2] = 0.0  # the zero row of the weights gets no gradient
+    y = np.array([0, 1, 2, 1])
+    step(x, y)
+    x[1, 2] = np.inf
+    step(x, y)
+
+
 def booleans():
     @tf.function
     def func(x, y):
@@ -192,7 +223,7 @@ def circular():
 
 
 SCENARIOS = {f.__name__: f for f in (
-    eager_collatz, bad_values, booleans, nested, two_compilations, duplicate_names,
+    eager_collatz, bad_values, training_nan, booleans, nested, two_compilations, duplicate_names,
     unique_sum, while_doubling, threads, keras_recurrent, mobilenet, circular)}
 
 # Filters: name -> (tensor_dtypes, op_regex), as in TF's filter tests.
