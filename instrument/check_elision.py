@@ -12,8 +12,9 @@ tensors, which is what a check costs on a CPU (docs/performance.md).
 "Bound to carry" is IEEE arithmetic with every input element reaching the output:
 NaN survives +, -, * and division; an infinity survives them or turns into NaN
 (inf - inf, inf * 0, inf / inf), still not finite; a sum of terms one of which is not
-finite is not finite. Ops that can swallow one (Relu, Maximum, Exp of -inf, Softmax,
-selects, comparisons, a divisor: 1 / inf = 0) never cover. Every element of the input
+finite is not finite; sqrt and log keep NaN and +inf and turn -inf into NaN. Ops that
+can swallow one (Relu, Maximum, Exp of -inf, Softmax, selects, comparisons, a divisor:
+1 / inf = 0) never cover. Every element of the input
 must reach a non-empty output: shapes decide that when the graph is built, and when
 they cannot prove it (a broadcast against an unknown dimension that may be 0) the
 check stays.
@@ -37,13 +38,15 @@ from instrument.tf_internals import copy_op
 # elements, or a function of each that keeps NaN and infinity non-finite.
 _SAME_ELEMENTS = frozenset({
     "Identity", "Snapshot", "StopGradient", "PreventGradient", "Reshape", "Squeeze",
-    "ExpandDims", "Neg", "Square", "Cast",
+    "ExpandDims", "Transpose", "Neg", "Abs", "Square", "Sqrt", "Log", "Cast",
 })
 # Binary elementwise ops with broadcasting: the inputs that carry a non-finite value.
 _BROADCASTING = {"Add": (0, 1), "AddV2": (0, 1), "Sub": (0, 1), "Mul": (0, 1),
-                 "RealDiv": (0,)}
+                 "SquaredDifference": (0, 1), "RealDiv": (0,)}
 # Reductions where each input element adds into one output element (input 0).
-_SUMS = frozenset({"Sum", "Mean"})
+_SUMS = frozenset({"Sum", "Mean", "BiasAddGrad", "L2Loss"})
+# Ops whose output holds every element of each tensor input (the axis is not one).
+_JOINS = frozenset({"ConcatV2", "Pack"})
 
 
 def covered_checks(tensors: Sequence[Any | None]) -> list[bool]:
@@ -93,6 +96,8 @@ def _carries(op: Any, position: int) -> bool:
         return position == 0
     if kind == "AddN":
         return True  # its inputs and output have one shape
+    if kind in _JOINS:
+        return op.inputs[position].dtype.is_floating
     if kind == "BiasAdd":
         # The value has the output's shape; the bias reaches every row of a non-empty
         # output.
@@ -149,7 +154,7 @@ def _matmul_carries(op: Any, position: int) -> bool:
 
 
 # Pure, deterministic ops of one output that `Recomputer` may repeat.
-_RECOMPUTABLE = (_SAME_ELEMENTS | set(_BROADCASTING) | _SUMS
+_RECOMPUTABLE = (_SAME_ELEMENTS | set(_BROADCASTING) | _SUMS | _JOINS
                  | {"AddN", "BiasAdd", "MatMul", "Relu"})
 # How many ops deep a recomputation may go before it reads a tensor as it is.
 _MAX_DEPTH = 8

@@ -309,21 +309,51 @@ def _chain(x, w, b, w2):
 
 CHAIN_COVERED = [True, True, True, True, False, True, True, True, True, True, False, False]
 CHAIN_SHAPES = ((4, 3), (3, 5), (5,), (5, 2))
+CHAIN_RECOMPUTED = ["MatMul", "MatMul", "Mul", "Relu", "Reshape"]
 
 
-def test_covered_checks_follow_ops_that_carry_non_finite_values():
+def _chain_of_other_ops(p, q):
+    """Each op that carries a NaN or an infinity, other than the layer's."""
+    t, qt = tf.transpose(p), tf.transpose(q)  # [3, 4] each
+    a = tf.abs(t)
+    root = tf.sqrt(a)
+    joined = tf.concat([root, qt], axis=0)  # [6, 4]
+    # Not + 1: TensorFlow rewrites log(x + 1) as log1p(x) for the reads of a tensor
+    # this test also returns (so keeps as it is), and the two differ by an ulp.
+    shifted = joined + 2.0
+    logs = tf.math.log(shifted)
+    squared = tf.math.squared_difference(logs, 0.5)
+    bias_grad = tf.raw_ops.BiasAddGrad(out_backprop=squared)  # [4]
+    loss = tf.nn.l2_loss(bias_grad)
+    twice = loss * 2.0
+    stacked = tf.stack([loss, twice])
+    return [p, q, t, qt, a, root, joined, shifted, logs, squared, bias_grad, loss, twice,
+            stacked, tf.exp(stacked)]
+
+
+OTHER_COVERED = [True] * 13 + [False, False]
+OTHER_SHAPES = ((4, 3), (4, 3))
+OTHER_RECOMPUTED = sorted(["Transpose", "Transpose", "Abs", "Sqrt", "ConcatV2", "AddV2",
+                           "Log", "SquaredDifference", "BiasAddGrad", "L2Loss", "Mul"])
+CHAINS = {"layer": (_chain, CHAIN_SHAPES, CHAIN_COVERED, CHAIN_RECOMPUTED),
+          "other_ops": (_chain_of_other_ops, OTHER_SHAPES, OTHER_COVERED, OTHER_RECOMPUTED)}
+
+
+@pytest.mark.parametrize("chain", CHAINS)
+def test_covered_checks_follow_ops_that_carry_non_finite_values(chain):
     from instrument.check_elision import covered_checks
 
+    build, shapes, want, _ = CHAINS[chain]
     flags = []
 
     @tf.function
     def trace(*inputs):
         # Called once the graph holds every consumer, as a segment's batch is built.
-        flags.extend(covered_checks(_chain(*inputs)))
+        flags.extend(covered_checks(build(*inputs)))
         return tf.constant(0)
 
-    trace.get_concrete_function(*[tf.TensorSpec(s, tf.float32) for s in CHAIN_SHAPES])
-    assert flags == CHAIN_COVERED
+    trace.get_concrete_function(*[tf.TensorSpec(s, tf.float32) for s in shapes])
+    assert flags == want
 
 
 def test_unknown_batch_dimensions_keep_the_checks_shapes_cannot_prove():
@@ -353,19 +383,21 @@ def test_unknown_batch_dimensions_keep_the_checks_shapes_cannot_prove():
     assert found[2] == [False, False, False]
 
 
+@pytest.mark.parametrize("chain", CHAINS)
 @pytest.mark.parametrize("mode", [fmt.CONCISE_HEALTH, fmt.FULL_HEALTH, fmt.FULL_STATS])
-def test_rows_stay_exact_when_checks_cover_one_another(mode, monkeypatch):
+def test_rows_stay_exact_when_checks_cover_one_another(mode, chain, monkeypatch):
     """A NaN or an infinity planted in each input of the chain reaches covered tensors
     only: the covering check sends the batch to the kernels, which recompute the covered
     tensors (a zero row of ``w`` turns x's infinity into NaN through inf * 0)."""
     monkeypatch.setattr(summary_ops, "STOCK_ROUTE_MIN_ELEMENTS", 0)
+    build, shapes, want_covered, want_recomputed = CHAINS[chain]
     rng = np.random.default_rng(11)
-    base = [rng.normal(size=s).astype(np.float32) for s in CHAIN_SHAPES]
+    base = [rng.normal(size=s).astype(np.float32) for s in shapes]
     base[0][base[0] < -0.8] = 0.0
 
     @tf.function
-    def run(x, w, b, w2):
-        traced = _chain(x, w, b, w2)
+    def run(*inputs):
+        traced = build(*inputs)
         raw = summary_ops.stack_summaries(
             [summary_ops.tensor_summary(mode, t, i, batched=True)
              for i, t in enumerate(traced)])
@@ -376,21 +408,22 @@ def test_rows_stay_exact_when_checks_cover_one_another(mode, monkeypatch):
     if mode != fmt.FULL_STATS:  # FULL_STATS' check is the sum its row takes anyway
         checks = [op for op in graph.get_operations()
                   if "tfdbg_tui_check" in op.name and op.type == "Sum"]
-        assert len(checks) == CHAIN_COVERED.count(False), "covered tensors: no check"
+        assert len(checks) == want_covered.count(False), "covered tensors: no check"
     recomputed = [op for op in graph.get_operations() if "tfdbg_tui_recomputed" in op.name]
     assert recomputed == [], "recomputations live in the branch, not the step"
     branches = graph.as_graph_def().library.function
-    # m, r, z, flat and half are recomputed from the inputs and a in the exact branch.
+    # Every covered tensor but the inputs is recomputed in the exact branch.
     assert sorted(node.op for f in branches for node in f.node_def
-                  if "tfdbg_tui_recomputed" in node.name) == [
-        "MatMul", "MatMul", "Mul", "Relu", "Reshape"]
+                  if "tfdbg_tui_recomputed" in node.name) == want_recomputed
     plantings = [(None, None, None)]
-    for which in range(4):
+    for which in range(len(shapes)):
         for bad in (np.nan, np.inf, -np.inf):
             plantings.append((which, (0,) * base[which].ndim, bad))
     zero_row = [v.copy() for v in base]
-    zero_row[1][2] = 0.0
-    for which, where, bad in plantings + [("zero_row", None, None)]:
+    if chain == "layer":
+        zero_row[1][2] = 0.0
+        plantings.append(("zero_row", None, None))
+    for which, where, bad in plantings:
         values = [v.copy() for v in (zero_row if which == "zero_row" else base)]
         if which == "zero_row":
             values[0][1, 2] = np.inf
