@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from instrument import check_elision
+from instrument import check_elision, tf_internals
 from instrument.host_rows import host_row
 from reader import format as fmt
 
@@ -201,7 +201,12 @@ def stack_summaries(summaries: list[TensorSummary]) -> Any:
         def stock_rows() -> Any:
             return array_ops.identity(rows)
 
-        return cond.cond(not_finite, exact_rows, stock_rows, name="tfdbg_tui_exact")
+        rows = cond.cond(not_finite, exact_rows, stock_rows, name="tfdbg_tui_exact")
+        if len(summaries) > 1 and ops.inside_function():
+            # A batch's exact branch holds a kernel for each tensor: lowered, those ops
+            # would be visited as dead ones every step.
+            tf_internals.keep_functional_if(rows)
+        return rows
 
 
 def summary_row(mode: str, tensor: Any, trace_point: int) -> Any:

@@ -19,6 +19,7 @@ drops traces.
 | ``pywrap_tfe.TFE_Py_Execute``, ``Context._handle`` | the call counter's increment after each eager function call, without the Python op dispatch (~20 us, where the generated op wrapper costs ~100 us) | the generated op wrapper |
 | ``EagerTensor._numpy`` | reading a drained FULL_TENSOR batch (megabytes a step) in place, where ``numpy()`` copies it | ``numpy()`` |
 | ``Graph._create_op_internal`` | recomputing, inside the exact-rows branch of a summary batch, a tensor whose check another covers, from its op's inputs (instrument/check_elision.py) | the branch reads the tensor itself (it stays exact; fusions around that tensor are lost) |
+| ``Operation._set_attr``, attribute ``_lower_using_switch_merge`` | a segment's summary ``cond`` kept a functional ``If``: its untaken branch (a kernel for every tensor) is not visited as dead ops each step | the ``cond`` is lowered to ``Switch``/``Merge`` as TensorFlow does by default |
 | ``context.default_execution_mode`` | telling a TF1 program's graphs (eager execution disabled after the context started) from a TF2 program's | ``executing_eagerly_outside_functions`` alone, which says True inside a while body of such a TF1 graph |
 """
 
@@ -308,3 +309,20 @@ def copy_op(op: Any, inputs: list[Any]) -> Any | None:
              if not key.startswith("_")}
     return create(op.type, list(inputs), dtypes=[t.dtype for t in op.outputs],
                   attrs=attrs, name="tfdbg_tui_recomputed")
+
+
+def keep_functional_if(output: Any) -> None:
+    """Keep the ``If`` op behind a ``cond``'s ``output`` a functional op, run as one
+    call of the branch it takes, instead of TensorFlow lowering it into ``Switch`` and
+    ``Merge`` ops, whose untaken branch is visited op by op (as dead) every run."""
+    from tensorflow.core.framework import attr_value_pb2
+
+    op = output.op
+    while op.type not in ("If", "StatelessIf") and op.inputs:
+        op = op.inputs[0].op
+    set_attr = getattr(op, "_set_attr", None)
+    if op.type not in ("If", "StatelessIf") or set_attr is None:
+        debug_once("keep_functional_if", "tfdbg-tui: cannot keep a summary cond "
+                   "functional; TensorFlow lowers it")
+        return
+    set_attr("_lower_using_switch_merge", attr_value_pb2.AttrValue(b=False))

@@ -409,6 +409,9 @@ def test_rows_stay_exact_when_checks_cover_one_another(mode, chain, monkeypatch)
         checks = [op for op in graph.get_operations()
                   if "tfdbg_tui_check" in op.name and op.type == "Sum"]
         assert len(checks) == want_covered.count(False), "covered tensors: no check"
+    # The batch's cond stays a functional If: its exact branch is not visited each step.
+    assert [op.get_attr("_lower_using_switch_merge") for op in graph.get_operations()
+            if op.type in ("If", "StatelessIf")] == [False]
     recomputed = [op for op in graph.get_operations() if "tfdbg_tui_recomputed" in op.name]
     assert recomputed == [], "recomputations live in the branch, not the step"
     branches = graph.as_graph_def().library.function
