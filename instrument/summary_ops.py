@@ -12,9 +12,9 @@ One home for every route (docs/instrument.md, "How summaries are computed"):
   whole batch with the fused kernels instead. In a graph segment's batch, a tensor
   whose NaN or infinity an op is bound to carry into another checked tensor of the
   batch gets no check of its own, and the ``cond`` recomputes it rather than read it
-  (instrument/check_elision.py); there CONCISE_HEALTH's rows, constants, take this
-  route at every size. CURT_HEALTH's kernel is itself a vectorised any-of: it stays,
-  one op a tensor with an exact row and no ``cond``.
+  (instrument/check_elision.py); there CURT_HEALTH's and CONCISE_HEALTH's rows,
+  constants, take this route at every size. Elsewhere (a tensor traced alone)
+  CURT_HEALTH keeps its kernel, itself a vectorised any-of: one op, no ``cond``.
 - **Constants** (the outputs of ``Const`` ops on a CPU): their rows are computed on the
   host when the graph is built (`instrument.host_rows`), and cost no op at run time.
 - **Stock ops only** (`xla_row`), exact in every case: inside XLA-compiled functions,
@@ -68,6 +68,9 @@ RAW_WIDTH = {
 # the fused kernel alone: one op, where the stock route costs about ten, and an op's
 # dispatch (~5 us here) outweighs the kernels' extra ~2-8 ns per element.
 STOCK_ROUTE_MIN_ELEMENTS = 1 << 14
+# Modes whose rows of finite tensors are constants: in a segment's batch they take the
+# stock route at every size, so a tensor whose check another covers costs no op.
+BATCHED_STOCK_MODES = frozenset({fmt.CURT_HEALTH, fmt.CONCISE_HEALTH})
 # Sums of signs are exact in float32 while no partial sum can pass 2**24; past that
 # (or when the size is only known at run time) they are taken in float64.
 FLOAT32_EXACT_COUNT = 1 << 24
@@ -108,8 +111,8 @@ def tensor_summary(mode: str, tensor: Any, trace_point: int, *,
         tensor: A floating-point tensor (integer and bool ones too in SHAPE).
         trace_point: Written into the row's column 0.
         batched: The summary goes into a batch of a graph's segment, whose checks cover
-            one another: CONCISE_HEALTH then takes the stock route at every size (its
-            rows are constants, so a covered tensor costs no op).
+            one another: the `BATCHED_STOCK_MODES` then take the stock route at every
+            size.
     """
     from tensorflow.python.framework import ops
     from tensorflow.python.ops import math_ops
@@ -128,9 +131,8 @@ def tensor_summary(mode: str, tensor: Any, trace_point: int, *,
         constant = _constant_row(mode, tensor, trace_point)
         if constant is not None:
             return TensorSummary(_const(constant), after=tensor.op)
-        stock = _stock_route(tensor) or (
-            batched and mode == fmt.CONCISE_HEALTH and not _on_gpu(tensor))
-        if mode == fmt.CURT_HEALTH or not stock:
+        batched_stock = batched and mode in BATCHED_STOCK_MODES and not _on_gpu(tensor)
+        if not batched_stock and (mode == fmt.CURT_HEALTH or not _stock_route(tensor)):
             return TensorSummary(exact(tensor))
         row, total = _finite_row(mode, tensor, trace_point)
         if total is None:
@@ -318,6 +320,8 @@ def _finite_row(mode: str, tensor: Any, trace_point: int) -> tuple[Any, Any]:
     static_size = tensor.shape.num_elements()
     size = (_const([float(static_size)]) if static_size is not None
             else _f64(array_ops.reshape(array_ops.size(tensor, out_type=dtypes.int64), [1])))
+    if mode == fmt.CURT_HEALTH:
+        return _const([float(trace_point), 0.0]), None
     if mode == fmt.CONCISE_HEALTH:
         return _concat([_const([float(trace_point)]), size, _const([0.0, 0.0, 0.0])]), None
     x = _wide(tensor)

@@ -384,7 +384,7 @@ def test_unknown_batch_dimensions_keep_the_checks_shapes_cannot_prove():
 
 
 @pytest.mark.parametrize("chain", CHAINS)
-@pytest.mark.parametrize("mode", [fmt.CONCISE_HEALTH, fmt.FULL_HEALTH, fmt.FULL_STATS])
+@pytest.mark.parametrize("mode", MODES)
 def test_rows_stay_exact_when_checks_cover_one_another(mode, chain, monkeypatch):
     """A NaN or an infinity planted in each input of the chain reaches covered tensors
     only: the covering check sends the batch to the kernels, which recompute the covered
