@@ -14,10 +14,9 @@ NaN survives +, -, * and division; an infinity survives them or turns into NaN
 (inf - inf, inf * 0, inf / inf), still not finite; a sum of terms one of which is not
 finite is not finite; sqrt and log keep NaN and +inf and turn -inf into NaN. Ops that
 can swallow one (Relu, Maximum, Exp of -inf, Softmax, selects, comparisons, a divisor:
-1 / inf = 0) never cover. Every element of the input
-must reach a non-empty output: shapes decide that when the graph is built, and when
-they cannot prove it (a broadcast against an unknown dimension that may be 0) the
-check stays.
+1 / inf = 0) never cover. Every element of the input must reach a non-empty output:
+shapes decide that when the graph is built, and when they cannot prove it (a broadcast
+against an unknown dimension that may be 0) the check stays.
 
 When a check of the batch does fire, every row is recomputed exactly, and a covered
 tensor must be read after all. Reading it there is what the dropped check would have
