@@ -41,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 import pytest
 
@@ -64,19 +65,10 @@ BATCH = 256
 TF_THREADS = 1
 
 
-def run_training(config: str, logdir: str, steps: int, buffer_size: int = -1,
-                 stop_on_alert: bool = False, jit: bool = False,
-                 sizes: tuple[int, ...] = SIZES, batch: int = BATCH,
-                 tf_threads: int = TF_THREADS) -> dict[str, float]:
-    """The measured program; ``config`` is ``plain``, ``tf:<MODE>`` or ``ours:<MODE>``.
-
-    An instrumented config first runs the plain program in the same process (its own
-    ``tf.function``, traced and timed before the dumper is enabled), then enables the
-    dumper and runs a fresh ``tf.function`` of the same step: the overhead is the
-    difference within one process. Processes differ in speed (the same plain program
-    measured 8.2-8.8 ms a step across five processes on the benchmark VM, pure Python
-    loops up to 1.8x), and that difference was as large as the overheads measured.
-    """
+def training_program(sizes: tuple[int, ...] = SIZES, batch: int = BATCH,
+                     tf_threads: int = TF_THREADS) -> tuple[Any, Any, Any]:
+    """The measured program: its training step (a plain function, for ``tf.function``)
+    and its input batch ``x``, ``y``."""
     import numpy as np
     import tensorflow as tf
 
@@ -105,6 +97,26 @@ def run_training(config: str, logdir: str, steps: int, buffer_size: int = -1,
         for v, g in zip(variables, grads):
             v.assign_sub(0.01 * g)
         return loss
+
+    return train_step, x, y
+
+
+def run_training(config: str, logdir: str, steps: int, buffer_size: int = -1,
+                 stop_on_alert: bool = False, jit: bool = False,
+                 sizes: tuple[int, ...] = SIZES, batch: int = BATCH,
+                 tf_threads: int = TF_THREADS) -> dict[str, float]:
+    """The measured program; ``config`` is ``plain``, ``tf:<MODE>`` or ``ours:<MODE>``.
+
+    An instrumented config first runs the plain program in the same process (its own
+    ``tf.function``, traced and timed before the dumper is enabled), then enables the
+    dumper and runs a fresh ``tf.function`` of the same step: the overhead is the
+    difference within one process. Processes differ in speed (the same plain program
+    measured 8.2-8.8 ms a step across five processes on the benchmark VM, pure Python
+    loops up to 1.8x), and that difference was as large as the overheads measured.
+    """
+    import tensorflow as tf
+
+    train_step, x, y = training_program(sizes, batch, tf_threads)
 
     def timed(step_function, finish=None) -> tuple[float, float]:
         for _ in range(WARMUP_STEPS):
