@@ -317,11 +317,11 @@ def _finite_row(mode: str, tensor: Any, trace_point: int) -> tuple[Any, Any]:
     from tensorflow.python.framework import dtypes
     from tensorflow.python.ops import array_ops, array_ops_stack, math_ops
 
+    if mode == fmt.CURT_HEALTH:
+        return _const([float(trace_point), 0.0]), None
     static_size = tensor.shape.num_elements()
     size = (_const([float(static_size)]) if static_size is not None
             else _f64(array_ops.reshape(array_ops.size(tensor, out_type=dtypes.int64), [1])))
-    if mode == fmt.CURT_HEALTH:
-        return _const([float(trace_point), 0.0]), None
     if mode == fmt.CONCISE_HEALTH:
         return _concat([_const([float(trace_point)]), size, _const([0.0, 0.0, 0.0])]), None
     x = _wide(tensor)

@@ -217,13 +217,11 @@ def benchmark(modes: tuple[str, ...], steps: int, rounds: int = 3, *,
                 row[f"{tool}_cpu_ms"] = _median([r["cpu_step_s"] for r in runs]) * 1e3
                 row[f"{tool}_overhead_pct"] = 100 * _median(
                     [r["step_s"] / r["plain_step_s"] - 1 for r in runs])
-                row[f"{tool}_cpu_overhead_ms"] = 1e3 * _median(
-                    [r["cpu_step_s"] - r["plain_cpu_step_s"] for r in runs])
+                row[f"{tool}_cpu_overhead_ms"] = 1e3 * _median([_overhead(r) for r in runs])
                 row[f"{tool}_cpu_overhead_pct"] = 100 * _median(
                     [r["cpu_step_s"] / r["plain_cpu_step_s"] - 1 for r in runs])
                 row[f"{tool}_bytes"] = runs[0]["dump_bytes"] if runs else 0
-                row[f"{tool}_cpu_overhead_range"] = _range(
-                    [1e3 * (r["cpu_step_s"] - r["plain_cpu_step_s"]) for r in runs])
+                row[f"{tool}_cpu_overhead_range"] = _range([1e3 * _overhead(r) for r in runs])
             # Each round's ratio: the two runs of a round are neighbours in time, so a
             # machine whose costs drift (a VM's memory, docs/performance.md) moves
             # both; the ratio of the medians mixes rounds far apart.

@@ -418,22 +418,19 @@ def test_rows_stay_exact_when_checks_cover_one_another(mode, chain, monkeypatch)
     # Every covered tensor but the inputs is recomputed in the exact branch.
     assert sorted(node.op for f in branches for node in f.node_def
                   if "tfdbg_tui_recomputed" in node.name) == want_recomputed
-    plantings = [(None, None, None)]
+    plantings = [("finite", base)]
     for which in range(len(shapes)):
         for bad in (np.nan, np.inf, -np.inf):
-            plantings.append((which, (0,) * base[which].ndim, bad))
-    zero_row = [v.copy() for v in base]
+            values = [v.copy() for v in base]
+            values[which][(0,) * base[which].ndim] = bad
+            plantings.append((f"{bad} in input {which}", values))
     if chain == "layer":
-        zero_row[1][2] = 0.0
-        plantings.append(("zero_row", None, None))
-    for which, where, bad in plantings:
-        values = [v.copy() for v in (zero_row if which == "zero_row" else base)]
-        if which == "zero_row":
-            values[0][1, 2] = np.inf
-        elif which is not None:
-            values[which][where] = bad
+        values = [v.copy() for v in base]
+        values[1][2] = 0.0  # a zero row of w
+        values[0][1, 2] = np.inf
+        plantings.append(("inf times a zero row", values))
+    for label, values in plantings:
         raw, traced = run(*[tf.constant(v) for v in values])
         raw = raw.numpy()
         np.testing.assert_array_equal(summaries.trace_points_of(raw), range(len(traced)))
-        assert_rows(mode, summaries.format_rows(mode, raw), traced,
-                    f"{mode} planted {bad} in input {which}")
+        assert_rows(mode, summaries.format_rows(mode, raw), traced, f"{mode} {label}")
