@@ -36,7 +36,7 @@ def test_packed_pieces_are_msgpacks_bytes():
     assert pack_pieces(packer, small) == [packer.pack(small)]
 
 
-def test_values_alert_finds_one_nan_past_the_first_check():
+def test_values_alert_finds_nan_and_infinity_anywhere():
     values = np.ones(3 * (1 << 15) + 5, dtype=np.float32)
     assert not values_alert([tensor_value_record(values)])
     values[-1] = np.nan
