@@ -19,6 +19,7 @@ drops traces.
 | ``pywrap_tfe.TFE_Py_Execute``, ``Context._handle`` | the call counter's increment after each eager function call, without the Python op dispatch (~20 us, where the generated op wrapper costs ~100 us) | the generated op wrapper |
 | ``EagerTensor._numpy`` | reading a drained FULL_TENSOR batch (megabytes a step) in place, where ``numpy()`` copies it | ``numpy()`` |
 | ``Graph._create_op_internal`` | recomputing, inside the exact-rows branch of a summary batch, a tensor whose check another covers, from its op's inputs (instrument/check_elision.py) | the branch reads the tensor itself (it stays exact; fusions around that tensor are lost) |
+| ``Operation._add_control_input`` (variable writes) | the ops that write a variable wait for the summary batch's ``If`` (or FULL_TENSOR's values concat) that holds the value read from it: the variable is updated in place, not copied first | a write that runs first copies the variable (the traces stay exact) |
 | ``Operation._set_attr``, attribute ``_lower_using_switch_merge`` | a segment's summary ``cond`` kept a functional ``If``: its untaken branch (a kernel for every tensor) is not visited as dead ops each step | the ``cond`` is lowered to ``Switch``/``Merge`` as TensorFlow does by default |
 | ``context.default_execution_mode`` | telling a TF1 program's graphs (eager execution disabled after the context started) from a TF2 program's | ``executing_eagerly_outside_functions`` alone, which says True inside a while body of such a TF1 graph |
 """
@@ -311,18 +312,98 @@ def copy_op(op: Any, inputs: list[Any]) -> Any | None:
                   attrs=attrs, name="tfdbg_tui_recomputed")
 
 
+def cond_op(output: Any) -> Any | None:
+    """The ``If`` (or ``StatelessIf``) op behind a ``cond``'s ``output``, or None."""
+    op = output.op
+    while op.type not in ("If", "StatelessIf") and op.inputs:
+        op = op.inputs[0].op
+    return op if op.type in ("If", "StatelessIf") else None
+
+
 def keep_functional_if(output: Any) -> None:
     """Keep the ``If`` op behind a ``cond``'s ``output`` a functional op, run as one
     call of the branch it takes, instead of TensorFlow lowering it into ``Switch`` and
     ``Merge`` ops, whose untaken branch is visited op by op (as dead) every run."""
     from tensorflow.core.framework import attr_value_pb2
 
-    op = output.op
-    while op.type not in ("If", "StatelessIf") and op.inputs:
-        op = op.inputs[0].op
+    op = cond_op(output)
     set_attr = getattr(op, "_set_attr", None)
-    if op.type not in ("If", "StatelessIf") or set_attr is None:
+    if op is None or set_attr is None:
         debug_once("keep_functional_if", "tfdbg-tui: cannot keep a summary cond "
                    "functional; TensorFlow lowers it")
         return
     set_attr("_lower_using_switch_merge", attr_value_pb2.AttrValue(b=False))
+
+
+# Ops that take a variable's handle without writing the variable.
+_VARIABLE_READERS = frozenset({
+    "ReadVariableOp", "VariableShape", "VarIsInitializedOp", "ResourceGather",
+    "ResourceGatherNd",
+})
+# Ops whose output 0 shares input 0's buffer.
+_BUFFER_ALIASES = frozenset({
+    "Identity", "StopGradient", "Reshape", "Squeeze", "ExpandDims", "Bitcast",
+})
+# Ops that run other graphs: never made to wait (their order is the segments').
+_GRAPH_RUNNERS = frozenset({
+    "While", "StatelessWhile", "If", "StatelessIf", "Case", "StatelessCase",
+    "PartitionedCall", "StatefulPartitionedCall",
+})
+
+
+def defer_variable_writes(holder: Any, held: list[Any]) -> int:
+    """Make the ops that write a variable whose value ``holder`` holds wait for it.
+
+    A ``ReadVariableOp`` output shares the variable's buffer (as do its identities and
+    reshapes). While an op of ours still holds it (``held``: tensors ``holder``
+    consumes), an op that updates the variable in
+    place (``AssignSubVariableOp``, an optimizer's ``ResourceApply*``) finds the buffer
+    shared and copies the whole variable first: a copy of every weight, every step.
+    Writes ``holder`` depends on are left as they are (waiting would close a cycle).
+
+    Returns:
+        How many ops were made to wait.
+    """
+    handles = {}
+    for tensor in held:
+        while tensor.op.type in _BUFFER_ALIASES and tensor.op.inputs:
+            tensor = tensor.op.inputs[0]
+        if tensor.op.type == "ReadVariableOp":
+            handle = tensor.op.inputs[0]
+            handles[(handle.op.name, handle.value_index)] = handle
+    if not handles:
+        return 0
+    from tensorflow.python.framework import ops
+
+    if not hasattr(ops.Operation, "_add_control_input"):
+        debug_once("defer_variable_writes", "tfdbg-tui: Operation._add_control_input not "
+                   "found; variables a summary batch reads are copied when written")
+        return 0
+    writers = []
+    for handle in handles.values():
+        for op in handle.consumers():
+            if (op is not holder and op.type not in _VARIABLE_READERS
+                    and op.type not in _GRAPH_RUNNERS and op not in writers):
+                writers.append(op)
+    if not writers:
+        return 0
+    before = _ancestors(holder)
+    deferred = 0
+    for op in writers:
+        if op not in before and holder not in op.control_inputs:
+            op._add_control_input(holder)  # pylint: disable=protected-access
+            deferred += 1
+    return deferred
+
+
+def _ancestors(op: Any) -> set[Any]:
+    """Every op ``op`` waits for, through data and control inputs."""
+    seen: set[Any] = set()
+    stack = [op]
+    while stack:
+        current = stack.pop()
+        for parent in [t.op for t in current.inputs] + list(current.control_inputs):
+            if parent not in seen:
+                seen.add(parent)
+                stack.append(parent)
+    return seen

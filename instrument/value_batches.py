@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from instrument.tf_internals import defer_variable_writes
 from instrument.value_encoding import tensor_value_record
 from reader.values import NUMPY_DTYPES
 
@@ -77,14 +78,19 @@ def pack(tensors: list[Any], trace_points: list[int]) -> list[Any]:
         else:
             protos.append(gen_parsing_ops.serialize_tensor(tensor, name="tfdbg_tui_value"))
             sizes.append(0)
+    values = (array_ops.concat(data, 0, name="tfdbg_tui_values") if data
+              else constant_op.constant([], dtype=dtypes.uint8))
+    if values.op.type == "ConcatV2":
+        # The concat copies the values out: variables read into it are updated after
+        # it, in place, rather than copied (tf_internals.defer_variable_writes).
+        defer_variable_writes(values.op, tensors)
     return [
         constant_op.constant(trace_points, dtype=dtypes.int32, name="tfdbg_tui_tps"),
         constant_op.constant([t.dtype.as_datatype_enum for t in tensors], dtype=dtypes.int32),
         _stack(ranks, dtypes.int32),
         array_ops.concat(dims, 0) if len(dims) > 1 else dims[0],
         _stack(sizes, dtypes.int64),
-        (array_ops.concat(data, 0, name="tfdbg_tui_values") if data
-         else constant_op.constant([], dtype=dtypes.uint8)),
+        values,
         _stack(protos, dtypes.string),
     ]
 

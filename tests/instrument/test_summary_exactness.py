@@ -434,3 +434,45 @@ def test_rows_stay_exact_when_checks_cover_one_another(mode, chain, monkeypatch)
         raw = raw.numpy()
         np.testing.assert_array_equal(summaries.trace_points_of(raw), range(len(traced)))
         assert_rows(mode, summaries.format_rows(mode, raw), traced, f"{mode} {label}")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_variables_read_by_a_batch_are_written_after_its_cond(mode, monkeypatch):
+    """The batch's If holds the variable values it read until its checks are done; the
+    ops that update those variables wait for it (updated in place, not copied), and the
+    rows are of the values read, also when the exact branch runs on an infinity."""
+    monkeypatch.setattr(summary_ops, "STOCK_ROUTE_MIN_ELEMENTS", 0)
+    rng = np.random.default_rng(5)
+    start = rng.normal(size=(8, 4)).astype(np.float32)
+    v = tf.Variable(start)
+    bias = tf.Variable(np.ones(4, np.float32))
+
+    @tf.function
+    def step(x):
+        read = v.read_value()
+        out = tf.matmul(x, read) + bias
+        update = v.assign_sub(0.5 * read)
+        traced = [read, out]
+        raw = summary_ops.stack_summaries(
+            [summary_ops.tensor_summary(mode, t, i, batched=True)
+             for i, t in enumerate(traced)])
+        with tf.control_dependencies([update]):
+            return raw, traced
+
+    x = rng.normal(size=(2, 8)).astype(np.float32)
+    graph = step.get_concrete_function(tf.TensorSpec(x.shape, tf.float32)).graph
+    (if_op,) = [op for op in graph.get_operations() if op.type in ("If", "StatelessIf")]
+    writers = [op for op in graph.get_operations() if op.type == "AssignSubVariableOp"]
+    assert writers and all(if_op in op.control_inputs for op in writers)
+    # Only the written variable's ops wait; the bias is read, never written.
+    assert not any(if_op in op.control_inputs for op in graph.get_operations()
+                   if op not in writers)
+
+    planted = start.copy()
+    planted[3, 1] = np.inf
+    for label, value in (("finite", start), ("inf in the variable", planted)):
+        v.assign(value)
+        raw, traced = step(tf.constant(x))
+        np.testing.assert_array_equal(traced[0].numpy(), value)
+        assert_rows(mode, summaries.format_rows(mode, raw.numpy()), traced, label)
+        np.testing.assert_array_equal(v.numpy(), value - np.float32(0.5) * value)
