@@ -20,7 +20,9 @@ Variants: ``current``; ``lowered_cond`` (the segment's cond lowered to Switch/Me
 ``no_recompute`` (the exact branch reads covered tensors); ``no_elision`` (every tensor
 on the stock route keeps its check); ``kernels`` (CURT_HEALTH and CONCISE_HEALTH take
 the fused kernel in a batch, CONCISE_HEALTH's stock route only from 16,384 elements);
-``before`` (all four: the summaries as they were before checks covered one another).
+``shared_reads`` (the ops that write a variable the batch's ``If`` holds do not wait for
+it, and copy the variable); ``before`` (all five: the summaries as they were before
+checks covered one another).
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ from bench_instrument import BATCH, SIZES, TF_THREADS, training_program  # noqa:
 
 BLOCK_CALLS = 100
 WARMUP_CALLS = 5
-VARIANTS = ("current", "lowered_cond", "no_recompute", "no_elision", "kernels", "before")
+VARIANTS = ("current", "lowered_cond", "no_recompute", "no_elision", "kernels", "shared_reads",
+            "before")
 
 
 def _patches(variant: str) -> list[tuple[object, str, object]]:
@@ -60,6 +63,7 @@ def _patches(variant: str) -> list[tuple[object, str, object]]:
         "no_recompute": [(check_elision, "Recomputer", ReadCovered)],
         "no_elision": [(check_elision, "covered_checks", no_cover)],
         "kernels": [(summary_ops, "BATCHED_STOCK_MODES", frozenset())],
+        "shared_reads": [(tf_internals, "defer_variable_writes", lambda holder, held: 0)],
     }
     if variant == "before":
         return [patch for patches in single.values() for patch in patches]
