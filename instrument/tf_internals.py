@@ -356,10 +356,10 @@ def defer_variable_writes(holder: Any, held: list[Any]) -> int:
 
     A ``ReadVariableOp`` output shares the variable's buffer (as do its identities and
     reshapes). While an op of ours still holds it (``held``: tensors ``holder``
-    consumes), an op that updates the variable in
-    place (``AssignSubVariableOp``, an optimizer's ``ResourceApply*``) finds the buffer
-    shared and copies the whole variable first: a copy of every weight, every step.
-    Writes ``holder`` depends on are left as they are (waiting would close a cycle).
+    consumes), an op that updates the variable in place (``AssignSubVariableOp``, an
+    optimizer's ``ResourceApply*``) finds the buffer shared and copies the whole
+    variable first: a copy of every weight, every step. Writes ``holder`` depends on
+    are left as they are (waiting would close a cycle).
 
     Returns:
         How many ops were made to wait.
