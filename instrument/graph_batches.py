@@ -29,16 +29,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from instrument.tf_internals import is_traced_by_tf_function, keep_deferred_captures_last
+from instrument.tf_internals import (
+    NESTED_GRAPH_OPS,
+    is_traced_by_tf_function,
+    keep_deferred_captures_last,
+)
 from instrument.trace_queue import TraceQueue
 
 __all__ = ["NESTED_GRAPH_OPS", "GraphBatch", "is_traced_by_tf_function"]
-
-# Ops that run other graphs (bodies, branches, functions) which may enqueue traces.
-NESTED_GRAPH_OPS = frozenset({
-    "While", "StatelessWhile", "If", "StatelessIf", "Case", "StatelessCase",
-    "PartitionedCall", "StatefulPartitionedCall",
-})
 
 
 class GraphBatch:

@@ -207,10 +207,10 @@ def stack_summaries(summaries: list[TensorSummary]) -> Any:
         if len(summaries) > 1 and ops.inside_function():
             # A batch's exact branch holds a kernel for each tensor: lowered, those ops
             # would be visited as dead ones every step.
-            tf_internals.keep_functional_if(rows)
+            if_op = tf_internals.cond_op(rows)
+            tf_internals.keep_functional_if(if_op)
             # The If holds its inputs until every check of the batch is done: variables
             # it read are updated after it, in place, rather than copied.
-            if_op = tf_internals.cond_op(rows)
             if if_op is not None:
                 tf_internals.defer_variable_writes(if_op, list(if_op.inputs))
         return rows

@@ -49,6 +49,14 @@ def debug_once(key: str, message: str, *args: Any) -> None:
     logger.debug(message, *args)
 
 
+# Ops that run other graphs (bodies, branches, functions): where instrument/graph_batches.py
+# cuts a graph into segments, and never made to wait by `defer_variable_writes`.
+NESTED_GRAPH_OPS = frozenset({
+    "While", "StatelessWhile", "If", "StatelessIf", "Case", "StatelessCase",
+    "PartitionedCall", "StatefulPartitionedCall",
+})
+
+
 # -- tf.function tracing: the frame that traces a graph and applies the transforms ----
 
 TRACING_MODULE = "tensorflow.python.eager.polymorphic_function.tracing_compilation"
@@ -320,13 +328,12 @@ def cond_op(output: Any) -> Any | None:
     return op if op.type in ("If", "StatelessIf") else None
 
 
-def keep_functional_if(output: Any) -> None:
-    """Keep the ``If`` op behind a ``cond``'s ``output`` a functional op, run as one
-    call of the branch it takes, instead of TensorFlow lowering it into ``Switch`` and
-    ``Merge`` ops, whose untaken branch is visited op by op (as dead) every run."""
+def keep_functional_if(op: Any | None) -> None:
+    """Keep a ``cond``'s ``If`` op (`cond_op`; None: not found) a functional op, run as
+    one call of the branch it takes, instead of TensorFlow lowering it into ``Switch``
+    and ``Merge`` ops, whose untaken branch is visited op by op (as dead) every run."""
     from tensorflow.core.framework import attr_value_pb2
 
-    op = cond_op(output)
     set_attr = getattr(op, "_set_attr", None)
     if op is None or set_attr is None:
         debug_once("keep_functional_if", "tfdbg-tui: cannot keep a summary cond "
@@ -343,11 +350,6 @@ _VARIABLE_READERS = frozenset({
 # Ops whose output 0 shares input 0's buffer.
 _BUFFER_ALIASES = frozenset({
     "Identity", "StopGradient", "Reshape", "Squeeze", "ExpandDims", "Bitcast",
-})
-# Ops that run other graphs: never made to wait (their order is the segments').
-_GRAPH_RUNNERS = frozenset({
-    "While", "StatelessWhile", "If", "StatelessIf", "Case", "StatelessCase",
-    "PartitionedCall", "StatefulPartitionedCall",
 })
 
 
@@ -383,7 +385,7 @@ def defer_variable_writes(holder: Any, held: list[Any]) -> int:
     for handle in handles.values():
         for op in handle.consumers():
             if (op is not holder and op.type not in _VARIABLE_READERS
-                    and op.type not in _GRAPH_RUNNERS and op not in writers):
+                    and op.type not in NESTED_GRAPH_OPS and op not in writers):
                 writers.append(op)
     if not writers:
         return 0

@@ -59,7 +59,7 @@ def _patches(variant: str) -> list[tuple[object, str, object]]:
         return [False] * len(tensors)
 
     single = {
-        "lowered_cond": [(tf_internals, "keep_functional_if", lambda output: None)],
+        "lowered_cond": [(tf_internals, "keep_functional_if", lambda op: None)],
         "no_recompute": [(check_elision, "Recomputer", ReadCovered)],
         "no_elision": [(check_elision, "covered_checks", no_cover)],
         "kernels": [(summary_ops, "BATCHED_STOCK_MODES", frozenset())],
