@@ -8,9 +8,14 @@ and the values of graph constants, whose rows are known when the graph is built
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from reader import format as fmt
+
+# Modes whose rows count no signs: a scalar's row needs no dtype's smallest normal.
+_NO_SIGN_MODES = (fmt.CURT_HEALTH, fmt.CONCISE_HEALTH)
 
 
 def host_row(mode: str, dtype: float, value: np.ndarray) -> list[float]:
@@ -20,6 +25,13 @@ def host_row(mode: str, dtype: float, value: np.ndarray) -> list[float]:
     subnormals count, and sum, as zero; float16 and bfloat16 are widened to float32
     first (exact), where float16's subnormals are normal numbers and count by sign.
     """
+    if value.ndim == 0 and mode in _NO_SIGN_MODES:
+        # One number (a loss, say): plain Python answers for a few numpy calls.
+        number = float(value)  # exact for every float dtype
+        if mode == fmt.CURT_HEALTH:
+            return [0.0 if math.isfinite(number) else 1.0]
+        return [1.0, float(number == -math.inf), float(number == math.inf),
+                float(number != number)]
     x = value.reshape(-1)
     if x.dtype not in (np.float32, np.float64):
         x = x.astype(np.float32)

@@ -16,7 +16,9 @@ drops traces.
 | ``EagerTensor._id`` | eager tensor ids (``in``, ``out``) | ids are -1 |
 | ``Operation._add_control_input`` (TF1 route) | a TF1 placeholder's consumers wait for its trace | TF1 placeholders are not traced (a ``tf1_untraced`` notice says so) |
 | ``FuncGraph.deferred_internal_captures`` | keeping a traced graph's call-time captures (MultiWorkerMirroredStrategy's collective keys) the last inputs after the trace queue is captured late | a function with call-time captures fails when called (never seen: the attribute is as old as call-time captures) |
-| ``pywrap_tfe.TFE_Py_Execute``, ``Context._handle`` | the call counter's increment after each eager function call, without the Python op dispatch (~20 us, where the generated op wrapper costs ~100 us) | the generated op wrapper |
+| eager ``ReadVariableOp`` returning the variable's own buffer; ``tf.experimental.dlpack.to_dlpack`` | advancing the call counter by a store into the variable's host memory (0.04 us) instead of an eager op (instrument/call_counter.py; checked when the counter is made) | the eager op below |
+| ``pywrap_tfe.TFE_ContextGetExecutorForThread``, ``TFE_ExecutorIsAsync``, ``TFE_DeleteExecutor`` | asking, after each eager function call, whether the thread's executor is asynchronous (0.4 us), without ``Context.is_async``'s ``Executor`` object, whose finalizer waits for the executor (1 us) | ``Context.is_async`` |
+| ``pywrap_tfe.TFE_Py_Execute``, ``Context._handle`` | the call counter's eager increment (a GPU's counter, an asynchronous executor), without the Python op dispatch (4-27 us, where the generated op wrapper costs ~100 us) | the generated op wrapper |
 | ``EagerTensor._numpy`` | reading a drained FULL_TENSOR batch (megabytes a step) in place, where ``numpy()`` copies it | ``numpy()`` |
 | ``Graph._create_op_internal`` | recomputing, inside the exact-rows branch of a summary batch, a tensor whose check another covers, from its op's inputs (instrument/check_elision.py) | the branch reads the tensor itself (it stays exact; fusions around that tensor are lost) |
 | ``Operation._add_control_input`` (variable writes) | the ops that write a variable wait for the summary batch's ``If`` (or FULL_TENSOR's values concat) that holds the value read from it: the variable is updated in place, not copied first | a write that runs first copies the variable (the traces stay exact) |
@@ -287,6 +289,65 @@ def raw_eager_op(op_type: str, attrs: tuple[Any, ...], fallback: Callable[..., A
         execute(handle, None, op_type, list(inputs), attrs, 0)
 
     return run
+
+
+def host_int64_view(tensor: Any) -> Any:
+    """A ``ctypes.c_int64`` over the memory of ``tensor``, an int64 scalar eager tensor
+    in host memory, that keeps the tensor alive; None on another device or without
+    DLPack. Stores through it change the tensor (and any variable it aliases) in place."""
+    import ctypes
+
+    if "CPU" not in (tensor.device or "").upper():
+        return None
+    try:
+        from tensorflow.experimental import dlpack
+
+        class _Exporter:
+            def __dlpack__(self, **_: Any) -> Any:
+                return dlpack.to_dlpack(tensor)
+
+            def __dlpack_device__(self) -> tuple[int, int]:
+                return (1, 0)  # kDLCPU
+
+        array = np.from_dlpack(_Exporter())
+    except (ImportError, AttributeError, TypeError, RuntimeError, BufferError) as exc:
+        debug_once("host_int64_view", "tfdbg-tui: no DLPack view of a host tensor (%s); the "
+                   "call counter advances by an eager op", exc)
+        return None
+    if array.dtype != np.int64 or array.shape != ():
+        return None
+    view = ctypes.c_int64.from_address(array.ctypes.data)
+    view._owner = array  # type: ignore[attr-defined]  # keeps the tensor's buffer alive
+    return view
+
+
+def executor_is_async() -> Callable[[], bool]:
+    """A check of whether the calling thread's eager executor is asynchronous."""
+    from tensorflow.python.eager import context
+
+    ctx = context.context()
+    try:
+        from tensorflow.python import pywrap_tfe
+
+        ctx.ensure_initialized()
+        handle = ctx._handle  # pylint: disable=protected-access
+        executor_for_thread = pywrap_tfe.TFE_ContextGetExecutorForThread
+        is_async, delete = pywrap_tfe.TFE_ExecutorIsAsync, pywrap_tfe.TFE_DeleteExecutor
+    except (ImportError, AttributeError):
+        handle = None
+    if handle is None:
+        debug_once("executor_is_async", "tfdbg-tui: TFE_ExecutorIsAsync not found; "
+                   "Context.is_async asks instead")
+        return ctx.is_async
+
+    def check() -> bool:
+        executor = executor_for_thread(handle)
+        try:
+            return bool(is_async(executor))
+        finally:
+            delete(executor)
+
+    return check
 
 
 def host_view(tensor: Any) -> Any:

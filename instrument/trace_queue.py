@@ -32,8 +32,9 @@ from typing import Any
 import numpy as np
 
 from instrument import summaries, summary_ops, value_batches
+from instrument.call_counter import CallCounter
 from instrument.flight_recorder import values_alert
-from instrument.tf_internals import host_view, raw_eager_op
+from instrument.tf_internals import host_view
 from instrument.value_encoding import COMPRESSION, tensor_value_record
 from reader import format as fmt
 
@@ -70,8 +71,8 @@ class TraceQueue:
     """The eager ``FIFOQueue`` that graphs enqueue their traces into.
 
     Every trace also carries the **call ordinal**: how many eager function calls had
-    completed when it was computed, read in the graph from a counter variable that
-    `call_finished` advances after each call. The sink maps ordinals to execution
+    completed when it was computed, read in the graph from the run's `CallCounter`,
+    which `call_finished` advances after each call. The sink maps ordinals to execution
     indices, so drains need not follow each call: the queue's dequeue is an
     asynchronous kernel whose eager dispatch costs more than a small model's step.
 
@@ -101,7 +102,7 @@ class TraceQueue:
             component_dtypes, shapes = value_batches.component_dtypes(), None
         else:
             component_dtypes, shapes = [tf.int32], [[]]
-        from tensorflow.python.ops import gen_data_flow_ops, gen_resource_variable_ops
+        from tensorflow.python.ops import gen_data_flow_ops
 
         # The queue and the call counter are created under shared names unique to this
         # run, so that graphs nested in functions (control-flow bodies and their
@@ -115,23 +116,13 @@ class TraceQueue:
             shapes=[] if shapes is None else shapes + [[]],
             capacity=FULL_TENSOR_QUEUE_CAPACITY if full_tensor else QUEUE_CAPACITY,
             container="", shared_name=f"tfdbg_tui_traces_{unique}")
-        self._calls_attrs = dict(dtype=tf.int64, shape=[], container="",
-                                 shared_name=f"tfdbg_tui_calls_{unique}")
         with tf.init_scope():
             queue_ref = gen_data_flow_ops.fifo_queue_v2(**self._queue_attrs,
                                                         name="tfdbg_tui_traces")
             self._queue = tf.queue.QueueBase(component_dtypes + [tf.int64],
                                              None if shapes is None else shapes + [[]],
                                              None, queue_ref)
-            self._calls_handle = gen_resource_variable_ops.var_handle_op(
-                **self._calls_attrs, name="tfdbg_tui_calls")
-            gen_resource_variable_ops.assign_variable_op(
-                self._calls_handle, tf.constant(0, dtype=tf.int64))
-            # Made once: `call_finished` runs after every call.
-            self._one = tf.constant(1, dtype=tf.int64)
-        self._assign_add = raw_eager_op(
-            "AssignAddVariableOp", ("dtype", tf.int64.as_datatype_enum),
-            gen_resource_variable_ops.assign_add_variable_op)
+        self._calls = CallCounter(f"tfdbg_tui_calls_{unique}")
         self._device = queue_ref.device
         self.polls_while_active = full_tensor
         # Per nested graph: the in-graph lookups of the queue and the counter.
@@ -140,7 +131,7 @@ class TraceQueue:
 
     def call_finished(self) -> None:
         """Advance the call ordinal; run eagerly after each eager function call."""
-        self._assign_add(self._calls_handle, self._one)
+        self._calls.advance()
 
     def retire(self) -> None:
         """From now on drained traces are discarded (their run is closed).
@@ -165,19 +156,18 @@ class TraceQueue:
         enclosing graph in order around them.
         """
         if not in_control_flow_gradient(graph):
-            return self._queue.queue_ref, self._calls_handle
+            return self._queue.queue_ref, self._calls.handle
         lookups = self._lookups.get(graph)
         if lookups is None:
             from tensorflow.python.framework import ops
-            from tensorflow.python.ops import gen_data_flow_ops, gen_resource_variable_ops
+            from tensorflow.python.ops import gen_data_flow_ops
 
             with graph.as_default(), ops.control_dependencies(None), \
                     ops.device(self._device):
                 lookups = (
                     gen_data_flow_ops.fifo_queue_v2(**self._queue_attrs,
                                                     name="tfdbg_tui_traces"),
-                    gen_resource_variable_ops.var_handle_op(**self._calls_attrs,
-                                                            name="tfdbg_tui_calls"))
+                    self._calls.lookup())
             self._lookups[graph] = lookups
         return lookups
 
@@ -188,22 +178,12 @@ class TraceQueue:
         control-flow gradient graph the counter alone is looked up by name.
         """
         if not in_control_flow_gradient(graph):
-            return self._ordinal(self._calls_handle)
+            return CallCounter.read(self._calls.handle)
         from tensorflow.python.framework import ops
-        from tensorflow.python.ops import gen_resource_variable_ops
 
         with graph.as_default(), ops.control_dependencies(None), ops.device(self._device):
-            handle = gen_resource_variable_ops.var_handle_op(**self._calls_attrs,
-                                                             name="tfdbg_tui_calls")
-        return self._ordinal(handle)
-
-    def _ordinal(self, calls_handle: Any) -> Any:
-        from tensorflow.python.framework import dtypes, ops
-        from tensorflow.python.ops import gen_resource_variable_ops
-
-        with ops.control_dependencies(None):
-            return gen_resource_variable_ops.read_variable_op(
-                calls_handle, dtypes.int64, name="tfdbg_tui_call_ordinal")
+            handle = self._calls.lookup()
+        return CallCounter.read(handle)
 
     def add_trace(self, tensor: Any, trace_point: int) -> Any:
         """Build, in the graph being constructed, the ops that trace ``tensor``.
@@ -215,7 +195,7 @@ class TraceQueue:
         from tensorflow.python.ops import gen_data_flow_ops
 
         handle, calls_handle = self.handles_for(tensor.graph)
-        ordinal = self._ordinal(calls_handle)
+        ordinal = CallCounter.read(calls_handle)
         if self.mode in summaries.SUMMARY_MODES:
             row = summary_ops.summary_row(self.mode, tensor, trace_point)
             return gen_data_flow_ops.queue_enqueue_v2(handle, [row, ordinal],
@@ -245,7 +225,7 @@ class TraceQueue:
     def enqueue_batch(self, rows: list[Any], after: Any) -> Any:
         """Build one enqueue of a batch of `batch_row` results, run after op ``after``."""
         from tensorflow.python.framework import constant_op, dtypes, ops
-        from tensorflow.python.ops import array_ops, gen_data_flow_ops
+        from tensorflow.python.ops import gen_data_flow_ops
 
         deps = [after] if after is not None else []
         graph = ops.get_default_graph()
@@ -257,7 +237,7 @@ class TraceQueue:
                 components = value_batches.pack([t for t, _ in rows], [tp for _, tp in rows])
                 with ops.control_dependencies(deps):
                     return gen_data_flow_ops.queue_enqueue_v2(
-                        handle, components + [self._ordinal(calls_handle)],
+                        handle, components + [CallCounter.read(calls_handle)],
                         name="tfdbg_tui_traces")
             if self.mode in summaries.SUMMARY_MODES:
                 components = [summary_ops.stack_summaries(rows)]
@@ -268,7 +248,7 @@ class TraceQueue:
                 # enqueue waits for their ops without reading their values.
                 deps = deps + [op for op, _ in rows]
             with ops.control_dependencies(deps):
-                ordinals = array_ops.fill([len(rows)], self._ordinal(calls_handle))
+                ordinals = CallCounter.read(calls_handle, [len(rows)])
                 return gen_data_flow_ops.queue_enqueue_many_v2(
                     handle, components + [ordinals], name="tfdbg_tui_traces")
 
