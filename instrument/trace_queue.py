@@ -43,9 +43,15 @@ logger = logging.getLogger(__name__)
 # Period of the background drain. Like the writer's flush interval it bounds how stale
 # a live view is and what a SIGKILL loses of traces computed outside function calls.
 DRAIN_INTERVAL_S = 0.5
-# Queue capacity in traces. A graph that fills it waits in its enqueue until the next
-# background drain; this bounds the memory held inside TensorFlow.
+# Queue capacity in blocks of traces (a segment's batch, or one trace on the per-tensor
+# route). A graph that fills it waits in its enqueue until the next background drain;
+# this bounds the memory held inside TensorFlow.
 QUEUE_CAPACITY = 1 << 20
+# A dequeue pads every block it takes to the largest one's rows: the drain takes at
+# most this many rows' worth of blocks at a time (the largest block built so far
+# times the blocks taken), so a run of one-row blocks next to a segment's batch of
+# hundreds pads to a bounded scratch array, not to hundreds of times the rows.
+DRAIN_ROW_BUDGET = 1 << 16
 # FULL_TENSOR traces are whole tensors, queued in batches (one per graph segment, or
 # one per tensor on the per-tensor route), and a training loop can produce them faster
 # than they are written. A small queue makes it wait for the drain instead of piling
@@ -93,16 +99,26 @@ class TraceQueue:
         self.lock = threading.RLock()
         # Serializes drains, so that batches reach the sink in dequeue order.
         self._drain_lock = threading.Lock()
+        from tensorflow.python.ops import gen_data_flow_ops
+
+        # Elements are blocks: a batch's rows (or one trace's), how many, and the call
+        # ordinal. One element per row cost ~0.3 us a row on each side of the queue.
         if mode in summaries.SUMMARY_MODES:
-            # One float64 row: the trace point followed by the raw summary.
-            component_dtypes, shapes = [tf.float64], [[summaries.RAW_WIDTH[mode]]]
+            # float64 rows: the trace point followed by the raw summary.
+            component_dtypes = [tf.float64, tf.int32]
+            shapes: list[list[int | None]] | None = \
+                [[None, summaries.RAW_WIDTH[mode]], []]
         elif mode == fmt.FULL_TENSOR:
             # One element per batch of values (instrument/value_batches.py): the
             # components' shapes vary, so elements are dequeued one at a time.
             component_dtypes, shapes = value_batches.component_dtypes(), None
         else:
-            component_dtypes, shapes = [tf.int32], [[]]
-        from tensorflow.python.ops import gen_data_flow_ops
+            component_dtypes, shapes = [tf.int32, tf.int32], [[None], []]
+        # A dequeue of many blocks pads them to the largest.
+        self._make_queue = (gen_data_flow_ops.fifo_queue_v2 if shapes is None
+                            else gen_data_flow_ops.padding_fifo_queue_v2)
+        # Rows of the largest block built so far (`DRAIN_ROW_BUDGET`).
+        self._largest_block = 1
 
         # The queue and the call counter are created under shared names unique to this
         # run, so that graphs nested in functions (control-flow bodies and their
@@ -117,8 +133,7 @@ class TraceQueue:
             capacity=FULL_TENSOR_QUEUE_CAPACITY if full_tensor else QUEUE_CAPACITY,
             container="", shared_name=f"tfdbg_tui_traces_{unique}")
         with tf.init_scope():
-            queue_ref = gen_data_flow_ops.fifo_queue_v2(**self._queue_attrs,
-                                                        name="tfdbg_tui_traces")
+            queue_ref = self._make_queue(**self._queue_attrs, name="tfdbg_tui_traces")
             self._queue = tf.queue.QueueBase(component_dtypes + [tf.int64],
                                              None if shapes is None else shapes + [[]],
                                              None, queue_ref)
@@ -160,14 +175,11 @@ class TraceQueue:
         lookups = self._lookups.get(graph)
         if lookups is None:
             from tensorflow.python.framework import ops
-            from tensorflow.python.ops import gen_data_flow_ops
 
             with graph.as_default(), ops.control_dependencies(None), \
                     ops.device(self._device):
-                lookups = (
-                    gen_data_flow_ops.fifo_queue_v2(**self._queue_attrs,
-                                                    name="tfdbg_tui_traces"),
-                    self._calls.lookup())
+                lookups = (self._make_queue(**self._queue_attrs, name="tfdbg_tui_traces"),
+                           self._calls.lookup())
             self._lookups[graph] = lookups
         return lookups
 
@@ -192,23 +204,25 @@ class TraceQueue:
             The enqueue op.
         """
         from tensorflow.python.framework import constant_op, dtypes, ops
-        from tensorflow.python.ops import gen_data_flow_ops
+        from tensorflow.python.ops import array_ops, gen_data_flow_ops
 
         handle, calls_handle = self.handles_for(tensor.graph)
         ordinal = CallCounter.read(calls_handle)
-        if self.mode in summaries.SUMMARY_MODES:
-            row = summary_ops.summary_row(self.mode, tensor, trace_point)
-            return gen_data_flow_ops.queue_enqueue_v2(handle, [row, ordinal],
-                                                      name="tfdbg_tui_trace")
         if self.mode == fmt.FULL_TENSOR:
             return gen_data_flow_ops.queue_enqueue_v2(
                 handle, value_batches.pack([tensor], [trace_point]) + [ordinal],
                 name="tfdbg_tui_trace")
+        one = constant_op.constant(1, dtype=dtypes.int32, name="tfdbg_tui_rows")
+        if self.mode in summaries.SUMMARY_MODES:
+            row = summary_ops.summary_row(self.mode, tensor, trace_point)
+            return gen_data_flow_ops.queue_enqueue_v2(
+                handle, [array_ops.expand_dims(row, 0), one, ordinal],
+                name="tfdbg_tui_trace")
         # NO_TENSOR: only the fact that the tensor was computed, so the enqueue waits
         # for the tensor's op without reading its value.
         with ops.control_dependencies([tensor.op]):
-            tp = constant_op.constant(trace_point, dtype=dtypes.int32, name="tfdbg_tui_tp")
-            return gen_data_flow_ops.queue_enqueue_v2(handle, [tp, ordinal],
+            tp = constant_op.constant([trace_point], dtype=dtypes.int32, name="tfdbg_tui_tp")
+            return gen_data_flow_ops.queue_enqueue_v2(handle, [tp, one, ordinal],
                                                       name="tfdbg_tui_trace")
 
     def batch_row(self, tensor: Any, trace_point: int) -> Any:
@@ -247,10 +261,12 @@ class TraceQueue:
                 # NO_TENSOR: only the fact that the tensors were computed, so the
                 # enqueue waits for their ops without reading their values.
                 deps = deps + [op for op, _ in rows]
+            self._largest_block = max(self._largest_block, len(rows))
+            size = constant_op.constant(len(rows), dtype=dtypes.int32, name="tfdbg_tui_rows")
             with ops.control_dependencies(deps):
-                ordinals = CallCounter.read(calls_handle, [len(rows)])
-                return gen_data_flow_ops.queue_enqueue_many_v2(
-                    handle, components + [ordinals], name="tfdbg_tui_traces")
+                return gen_data_flow_ops.queue_enqueue_v2(
+                    handle, components + [size, CallCounter.read(calls_handle)],
+                    name="tfdbg_tui_traces")
 
     def drain(self) -> int:
         """Dequeue everything queued now into the sink.
@@ -273,19 +289,25 @@ class TraceQueue:
                 # batch waiting) and a core is spare: compressing costs far more than
                 # the graph's packing.
                 return sum(self._drain_values(compress=count == 1) for _ in range(count))
-            if count == 0:
-                return 0
-            with self.lock:
-                *batch, ordinals = self._queue.dequeue_many(count)
-                ordinals = ordinals.numpy()
-                batch = [component.numpy() for component in batch]
-                if self.mode in summaries.SUMMARY_MODES:
-                    raw = batch[0]
-                    self._sink(summaries.trace_points_of(raw),
-                               summaries.format_rows(self.mode, raw), None, ordinals, None)
-                else:
-                    self._sink(batch[0].astype(np.int32), None, None, ordinals, None)
-            return count
+            drained = 0
+            while count > 0:
+                take = min(count, max(1, DRAIN_ROW_BUDGET // self._largest_block))
+                drained += self._drain_blocks(take)
+                count -= take
+            return drained
+
+    def _drain_blocks(self, take: int) -> int:
+        """Dequeue ``take`` blocks of traces into the sink; return how many traces."""
+        with self.lock:
+            blocks, sizes, ordinals = (c.numpy() for c in self._queue.dequeue_many(take))
+            rows = blocks[np.arange(blocks.shape[1]) < sizes[:, np.newaxis]]
+            ordinals = np.repeat(ordinals, sizes)
+            if self.mode in summaries.SUMMARY_MODES:
+                self._sink(summaries.trace_points_of(rows),
+                           summaries.format_rows(self.mode, rows), None, ordinals, None)
+            else:
+                self._sink(rows.astype(np.int32), None, None, ordinals, None)
+        return len(rows)
 
     def _drain_values(self, *, compress: bool) -> int:
         """Dequeue one FULL_TENSOR batch into the sink; return how many traces."""

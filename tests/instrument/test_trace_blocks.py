@@ -1,0 +1,52 @@
+"""The trace queue's blocks: batches and single traces drained in order, padding dropped."""
+
+from __future__ import annotations
+
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+
+from instrument import trace_queue  # noqa: E402
+from reader import format as fmt  # noqa: E402
+
+
+@pytest.mark.parametrize("mode", [fmt.NO_TENSOR, fmt.CURT_HEALTH])
+@pytest.mark.parametrize("budget", [1 << 16, 10, 1])
+def test_blocks_of_every_size_drain_in_order(monkeypatch, mode, budget):
+    """A graph enqueues a one-row block, a five-row batch and another one-row block; three
+    calls, drained at once. However few blocks a dequeue may take (the row budget over
+    the largest block: all, two or one), every trace arrives once, in enqueue order,
+    with its call's ordinal, and padding rows never reach the sink."""
+    monkeypatch.setattr(trace_queue, "DRAIN_ROW_BUDGET", budget)
+    received = []
+
+    def sink(trace_points, rows, values, ordinals, alert):
+        received.append((trace_points.tolist(), None if rows is None else rows.tolist(),
+                         ordinals.tolist()))
+
+    queue = trace_queue.TraceQueue(mode, sink)
+
+    @tf.function
+    def f(x):
+        y = x * 2.0
+        queue.add_trace(y, 10)
+        queue.enqueue_batch([queue.batch_row(t, tp) for t, tp in
+                             ((x, 0), (y, 1), (y + 1.0, 2), (y * y, 3), (tf.math.log(x), 4))],
+                            None)
+        queue.add_trace(x, 11)
+        return y
+
+    for value in (1.0, 2.0, -1.0):  # the third call's Log is NaN
+        f(tf.constant([value, 3.0]))
+        queue.call_finished()
+    assert queue.drain() == 21
+    blocks_per_dequeue = max(1, budget // 5)
+    assert len(received) == -(-9 // blocks_per_dequeue)
+    trace_points = [tp for tps, _, _ in received for tp in tps]
+    ordinals = [o for _, _, ords in received for o in ords]
+    assert trace_points == [10, 0, 1, 2, 3, 4, 11] * 3
+    assert ordinals == [0] * 7 + [1] * 7 + [2] * 7
+    if mode == fmt.CURT_HEALTH:
+        rows = [row[0] for _, rows, _ in received for row in rows]
+        assert rows == [0.0] * 14 + [0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0]
+    assert queue.drain() == 0
