@@ -2,17 +2,19 @@
 
 The route (docs/instrument.md, "How graph traces reach the dump"): each traced tensor
 gets its summary computed on its own device (instrument/summary_ops.py), and its row
-goes into one ``FIFOQueue`` that was created eagerly under a run-unique shared name:
+goes into one ``PaddingFIFOQueue`` that was created eagerly under a run-unique shared
+name, in a block with the other rows enqueued together:
 top-level function graphs capture its handle, gradient graphs of control flow look it
 up by that name (`TraceQueue.handles_for`); no Python runs per tensor.
 `TraceQueue.add_trace` builds one enqueue per tensor (while and cond bodies, tf.data
 functions); `TraceQueue.batch_row` and `enqueue_batch` serve the per-segment batches of
-tf.function graphs (instrument/graph_batches.py). Every row also carries the ordinal of
-the eager function call it ran in. A background thread drains the queue in batches
-(``QueueSizeV2`` then ``QueueDequeueManyV2``) every `DRAIN_INTERVAL_S` and at exit;
+tf.function graphs (instrument/graph_batches.py). Every block also carries the ordinal
+of the eager function call it ran in (instrument/call_counter.py). A background thread
+drains the queue in batches of blocks (``QueueSizeV2`` then ``QueueDequeueManyV2``, which
+pads them; the padding is dropped) every `DRAIN_INTERVAL_S` and at exit;
 each run of rows with one call ordinal becomes one ``traces`` chunk. FULL_TENSOR values
 travel as packed batches, one queue element each (instrument/value_batches.py), through
-a small queue drained while they keep coming.
+a small ``FIFOQueue`` drained while they keep coming.
 
 TF1 graphs (``tf.compat.v1.Session``) cannot capture an eager queue: there a
 ``py_func`` per traced tensor appends to a host-side buffer instead
@@ -76,7 +78,7 @@ TraceSink = Callable[[np.ndarray, "np.ndarray | None", "list[dict[str, Any]] | N
 
 
 class TraceQueue:
-    """The eager ``FIFOQueue`` that graphs enqueue their traces into.
+    """The eager queue that graphs enqueue their traces into, in blocks.
 
     Every trace also carries the **call ordinal**: how many eager function calls had
     completed when it was computed, read in the graph from the run's `CallCounter`,
@@ -163,7 +165,7 @@ class TraceQueue:
         """The queue's and the counter's handles to use in ``graph`` (being built).
 
         The gradient graph of a ``tf.while_loop`` body or a ``tf.cond`` branch (and
-        graphs nested in one) gets its own ``FIFOQueueV2`` and ``VarHandleOp`` that
+        graphs nested in one) gets its own queue op and ``VarHandleOp`` that
         look the run's queue and counter up by shared name on their device: the
         kernels find the same resources, and the graph captures nothing. There a
         capture of an eager handle breaks TensorFlow's gradient construction
