@@ -446,6 +446,7 @@ def test_variables_read_by_a_batch_are_written_after_its_cond(mode, monkeypatch)
     ops that update those variables wait for it (updated in place, not copied), and the
     rows are of the values read, also when the exact branch runs on an infinity."""
     monkeypatch.setattr(summary_ops, "STOCK_ROUTE_MIN_ELEMENTS", 0)
+    monkeypatch.setattr(summary_ops, "MIN_STOCK_ROWS", 0)  # a batch of two with its If
     rng = np.random.default_rng(5)
     start = rng.normal(size=(8, 4)).astype(np.float32)
     v = tf.Variable(start)
@@ -480,3 +481,39 @@ def test_variables_read_by_a_batch_are_written_after_its_cond(mode, monkeypatch)
         np.testing.assert_array_equal(traced[0].numpy(), value)
         assert_rows(mode, summaries.format_rows(mode, raw.numpy()), traced, label)
         np.testing.assert_array_equal(v.numpy(), value - np.float32(0.5) * value)
+
+
+@pytest.mark.parametrize("mode", [fmt.CURT_HEALTH, fmt.CONCISE_HEALTH])
+def test_batches_of_few_stock_rows_take_the_kernels(mode):
+    """A segment's batch of fewer than MIN_STOCK_ROWS stock rows (Keras' optimizer conds
+    cut a step into such segments) takes the fused kernels: no cond, and exact rows,
+    non-finite values too. From MIN_STOCK_ROWS on, the stock route and its cond; a
+    tensor whose kernel is dear (CONCISE_HEALTH's, from 16,384 elements) keeps it."""
+    values = [np.array([1.0, np.nan]), np.array([[np.inf, 2.0]]), np.array(-3.0),
+              np.arange(6.0), np.array([-np.inf]), np.ones(5)]
+
+    def traced(tensors):
+        @tf.function
+        def batch(*ts):
+            return summary_ops.stack_summaries(
+                [summary_ops.tensor_summary(mode, t, i, batched=True)
+                 for i, t in enumerate(ts)])
+
+        graph = batch.get_concrete_function(*tensors).graph
+        return batch(*tensors).numpy(), {op.type for op in graph.get_operations()}
+
+    few = summary_ops.MIN_STOCK_ROWS - 1
+    for n in range(1, few + 1):
+        tensors = [tensor(v, "float32") for v in values[:n]]
+        raw, types = traced(tensors)
+        assert not types & {"If", "StatelessIf"}, (n, types)
+        assert "DebugNumericSummaryV2" in types
+        assert_rows(mode, summaries.format_rows(mode, raw), tensors, f"{mode} {n} tensors")
+    tensors = [tensor(v, "float32") for v in values[:summary_ops.MIN_STOCK_ROWS]]
+    raw, types = traced(tensors)
+    assert types & {"If", "StatelessIf"}
+    assert_rows(mode, summaries.format_rows(mode, raw), tensors, f"{mode} stock")
+    big = [tensor(np.ones(summary_ops.STOCK_ROUTE_MIN_ELEMENTS), "float32")]
+    raw, types = traced(big)
+    assert bool(types & {"If", "StatelessIf"}) == (mode == fmt.CONCISE_HEALTH)
+    assert_rows(mode, summaries.format_rows(mode, raw), big, f"{mode} big")
