@@ -17,11 +17,12 @@ from tensorflow.python.ops import control_flow_util
 
 from instrument import summaries, tf_internals, xla_traces
 from instrument.graph_batches import GraphBatch, is_traced_by_tf_function
+from instrument.host_trace_buffer import HostTraceBuffer
 from instrument.non_finite import first_alert_error
 from instrument.notices import NoticeBoard, recheck_settings
 from instrument.stacks import StackRecorder
 from instrument.tf1_graphs import PLACEHOLDER_OPS, Tf1Traces
-from instrument.trace_queue import DRAINER, HostTraceBuffer, TraceQueue
+from instrument.trace_queue import DRAINER, TraceQueue
 from instrument.value_encoding import tensor_value_record
 from instrument.writer import DumpWriter
 from reader import format as fmt

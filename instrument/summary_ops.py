@@ -170,7 +170,8 @@ def stack_summaries(summaries: list[TensorSummary]) -> Any:
 
     Rows of the stock route are kept when every checked tensor is finite; otherwise a
     ``cond`` recomputes the batch by the fused kernels (one cond per batch: its cost is
-    paid once, and non-finite tensors are rare).
+    paid once, and non-finite tensors are rare). A batch of fewer than `MIN_STOCK_ROWS`
+    stock rows whose kernels are cheap takes the kernels at once, with no cond.
     """
     from tensorflow.python.framework import ops
     from tensorflow.python.ops import array_ops, array_ops_stack, cond, math_ops

@@ -2,7 +2,7 @@
 
 A TF1 graph runs only what a fetch needs, and it cannot capture the eager trace queue.
 So each traced tensor gets a ``py_func`` that appends to the host buffer
-(`trace_queue.HostTraceBuffer`), and the op's output is replaced by an identity that
+(`host_trace_buffer.HostTraceBuffer`), and the op's output is replaced by an identity that
 depends on that trace: whatever reads the output runs the trace first. A
 Placeholder's output cannot be replaced (it must stay feedable): its consumers are
 made to wait for its trace instead (``Operation._add_control_input``, one of
@@ -17,8 +17,8 @@ from tensorflow.python.framework import ops
 from tensorflow.python.ops import array_ops
 
 from instrument import tf_internals
+from instrument.host_trace_buffer import HostTraceBuffer
 from instrument.notices import NoticeBoard
-from instrument.trace_queue import HostTraceBuffer
 from reader import format as fmt
 
 PLACEHOLDER_OPS = ("Placeholder", "PlaceholderWithDefault")

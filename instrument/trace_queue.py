@@ -18,7 +18,7 @@ a small ``FIFOQueue`` drained while they keep coming.
 
 TF1 graphs (``tf.compat.v1.Session``) cannot capture an eager queue: there a
 ``py_func`` per traced tensor appends to a host-side buffer instead
-(`HostTraceBuffer`), which the same background thread flushes.
+(`host_trace_buffer.HostTraceBuffer`), which the same background thread flushes.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import threading
 import uuid
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -37,7 +37,7 @@ from instrument import summaries, summary_ops, value_batches
 from instrument.call_counter import CallCounter
 from instrument.flight_recorder import values_alert
 from instrument.tf_internals import host_view
-from instrument.value_encoding import COMPRESSION, tensor_value_record
+from instrument.value_encoding import COMPRESSION
 from reader import format as fmt
 
 logger = logging.getLogger(__name__)
@@ -64,9 +64,6 @@ DRAIN_ROW_BUDGET = 1 << 16
 # FULL_TENSOR's overhead at 2.1-3.1 times TensorFlow's dumper's instead of 1.3.
 FULL_TENSOR_QUEUE_CAPACITY = 16
 ACTIVE_POLL_S = 0.01
-# TF1 graphs hand FULL_TENSOR values to a host buffer; past this many bytes the thread
-# that hands one over drains the buffer itself.
-HOST_BUFFER_MAX_BYTES = 64 << 20
 
 # A sink receives one drained batch: trace point ids (int32), summary rows with the
 # format's columns (float64) or None, FULL_TENSOR values or None, the call ordinal
@@ -159,7 +156,7 @@ class TraceQueue:
         it must still be drained so that they never wait on a full queue.
         """
         with self._drain_lock, self.lock:
-            self._sink = _discard
+            self._sink = discard_traces
 
     def handles_for(self, graph: Any) -> tuple[Any, Any]:
         """The queue's and the counter's handles to use in ``graph`` (being built).
@@ -359,94 +356,21 @@ def in_control_flow_gradient(graph: Any) -> bool:
     return False
 
 
-def _discard(trace_points: np.ndarray, rows: np.ndarray | None,
-             values: list[dict[str, Any]] | None, ordinals: np.ndarray | None,
-             alert: bool | None) -> None:
+def discard_traces(trace_points: np.ndarray, rows: np.ndarray | None,
+                   values: list[dict[str, Any]] | None, ordinals: np.ndarray | None,
+                   alert: bool | None) -> None:
+    """The sink of a retired source: drained traces go nowhere."""
     del trace_points, rows, values, ordinals, alert
 
 
-class HostTraceBuffer:
-    """Traces handed over by ``py_func`` (TF1 graphs), buffered until the next drain.
+class TraceSource(Protocol):
+    """What `TraceDrainer` drains: a `TraceQueue`, or the TF1 route's host buffer
+    (instrument/host_trace_buffer.py)."""
 
-    Args:
-        mode: The tensor debug mode.
-        sink: Receives each drained batch.
-    """
-
-    def __init__(self, mode: str, sink: TraceSink) -> None:
-        self.mode = mode
-        self._sink = sink
-        self.lock = threading.RLock()
-        self._drain_lock = threading.Lock()
-        self._trace_points: list[int] = []
-        self._rows: list[np.ndarray] = []
-        self._values: list[dict[str, Any]] = []
-        self._value_bytes = 0
-        self.polls_while_active = False
-
-    def retire(self) -> None:
-        """Discard what arrives from now on (the run is closed)."""
-        with self._drain_lock, self.lock:
-            self._sink = _discard
-
-    def add_trace(self, tensor: Any, trace_point: int) -> Any:
-        """Build a ``py_func`` that hands ``tensor``'s trace to this buffer; return its op."""
-        from tensorflow.python.framework import constant_op, dtypes, ops
-        from tensorflow.python.ops import script_ops
-
-        if self.mode in summaries.SUMMARY_MODES:
-            payload = summary_ops.summary_row(self.mode, tensor, trace_point)
-        elif self.mode == fmt.FULL_TENSOR:
-            payload = tensor
-        else:
-            with ops.control_dependencies([tensor.op]):
-                payload = constant_op.constant(trace_point, dtype=dtypes.int32,
-                                               name="tfdbg_tui_tp")
-
-        def record(value: np.ndarray) -> np.bool_:
-            self._append(trace_point, value)
-            return np.bool_(True)
-
-        done = script_ops.py_func(record, [payload], [dtypes.bool], stateful=True,
-                                  name="tfdbg_tui_trace")
-        return done[0].op
-
-    def _append(self, trace_point: int, value: np.ndarray) -> None:
-        with self.lock:
-            self._trace_points.append(trace_point)
-            if self.mode in summaries.SUMMARY_MODES:
-                self._rows.append(np.asarray(value, dtype=np.float64))
-            elif self.mode == fmt.FULL_TENSOR:
-                # Raw here (the graph waits for this call); compressed by the drain.
-                self._values.append(tensor_value_record(value))
-                self._value_bytes += len(self._values[-1].get("data") or b"")
-            overfull = self._value_bytes > HOST_BUFFER_MAX_BYTES
-        if overfull:
-            # The graph outruns the background drain: this thread waits and helps.
-            self.drain()
+    polls_while_active: bool
 
     def drain(self) -> int:
-        """Hand everything buffered to the sink as one batch; return how many traces."""
-        with self._drain_lock:
-            with self.lock:
-                count = len(self._trace_points)
-                if count == 0:
-                    return 0
-                tps = np.asarray(self._trace_points, dtype=np.int32)
-                rows = values = None
-                if self.mode in summaries.SUMMARY_MODES:
-                    rows = summaries.format_rows(self.mode, np.stack(self._rows))
-                elif self.mode == fmt.FULL_TENSOR:
-                    values = self._values
-                self._trace_points, self._rows, self._values = [], [], []
-                self._value_bytes = 0
-            alert = None
-            if values is not None:
-                alert = values_alert(values)
-                values = COMPRESSION.encode_all(values)
-            with self.lock:
-                self._sink(tps, rows, values, None, alert)
-            return count
+        """Hand what is buffered to the sink; return how many traces."""
 
 
 class TraceDrainer:
@@ -463,11 +387,11 @@ class TraceDrainer:
 
     def __init__(self, interval_s: float = DRAIN_INTERVAL_S) -> None:
         self._interval_s = interval_s
-        self._sources: list[TraceQueue | HostTraceBuffer] = []
+        self._sources: list[TraceSource] = []
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
-    def register(self, source: TraceQueue | HostTraceBuffer) -> None:
+    def register(self, source: TraceSource) -> None:
         """Drain ``source`` periodically from now on."""
         with self._lock:
             self._sources.append(source)
