@@ -363,8 +363,13 @@ class DumpingCallback:
         # gradient hoists Shape ops into the finished forward loop body) is recorded
         # but not traced: trace ops there would capture into the wrong graph.
         elsewhere = bool(outputs) and outputs[0].graph is not ops.get_default_graph()
+        # A tf.data function's inputs are dataset elements, which can be a whole dataset
+        # at every call (Keras' fit on arrays hands them to its `grab_batch` map each
+        # step): recorded, not traced; the ops that read them are traced.
+        dataset_input = op_type in PLACEHOLDER_OPS and tf_internals.is_dataset_function(graph)
         traced_slots = []
-        if not elsewhere and op_type not in UNTRACED_OPS and self._filter.op_matches(op_type):
+        if not elsewhere and not dataset_input and op_type not in UNTRACED_OPS \
+                and self._filter.op_matches(op_type):
             traced_slots = [slot for slot, t in enumerate(outputs)
                             if self._filter.dtype_traced(t.dtype)]
         if in_xla and (not self._xla_traceable(graph, eager_rooted, bool(traced_slots))

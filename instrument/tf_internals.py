@@ -23,6 +23,7 @@ drops traces.
 | ``Graph._create_op_internal`` | recomputing, inside the exact-rows branch of a summary batch, a tensor whose check another covers, from its op's inputs (instrument/check_elision.py) | the branch reads the tensor itself (it stays exact; fusions around that tensor are lost) |
 | ``Operation._add_control_input`` (variable writes) | the ops that write a variable wait for the summary batch's ``If`` (or FULL_TENSOR's values concat) that holds the value read from it: the variable is updated in place, not copied first | a write that runs first copies the variable (the traces stay exact) |
 | ``Operation._set_attr``, attribute ``_lower_using_switch_merge`` | a segment's summary ``cond`` kept a functional ``If``: its untaken branch (a kernel for every tensor) is not visited as dead ops each step | the ``cond`` is lowered to ``Switch``/``Merge`` as TensorFlow does by default |
+| tf.data's name for a transformation's function graph, ``Dataset_<transformation>_<function>`` (``structured_function.py``) | not tracing a tf.data function's inputs (dataset elements: Keras' ``fit`` on arrays passes the whole arrays to its map at every step) | they are traced (exact; a kernel over the whole element each call) |
 | ``context.default_execution_mode`` | telling a TF1 program's graphs (eager execution disabled after the context started) from a TF2 program's | ``executing_eagerly_outside_functions`` alone, which says True inside a while body of such a TF1 graph |
 """
 
@@ -195,6 +196,16 @@ def can_add_control_input() -> bool:
         debug_once("add_control_input", "tfdbg-tui: Operation._add_control_input not found; "
                    "TF1 placeholders are not traced")
     return present
+
+
+# tf.data names the graph of a transformation's function after both: "Dataset.map()"
+# and the function `grab_batch` make "Dataset_map_grab_batch" (structured_function.py).
+DATASET_FUNCTION_PREFIX = "Dataset_"
+
+
+def is_dataset_function(graph: Any) -> bool:
+    """Whether ``graph`` is the graph of a tf.data transformation's function."""
+    return (getattr(graph, "name", None) or "").startswith(DATASET_FUNCTION_PREFIX)
 
 
 def eager_rooted() -> bool:

@@ -21,6 +21,8 @@ Run it alone on the machine (other heavy processes skew step times)::
     # the smaller model of the earlier measurements
     python tests/benchmarks/bench_instrument.py --sizes 128 128 128 128 10 --batch 128
     python tests/benchmarks/bench_instrument.py --steps 100 --modes NO_TENSOR FULL_HEALTH
+    # the same layers trained by Keras' fit (Adam, a tf.data input) instead of the loop
+    python tests/benchmarks/bench_instrument.py --program keras --modes CURT_HEALTH
     # the rotating steady state (circular buffer), ours only, with stop_on_alert:
     python tests/benchmarks/bench_instrument.py --circular-buffer-size 1000 \
         --tools ours --stop-on-alert
@@ -63,6 +65,10 @@ BATCH = 256
 # the defaults on a 2-core VM the same plain program measured 9.9-12.3 ms of CPU a step
 # across five runs, with one thread each 8.2-8.8 ms. One thread measures the work.
 TF_THREADS = 1
+# The measured programs: a custom training loop (the acceptance configuration), or the
+# same layers trained by Keras' `fit` with Adam, as users write it (Keras runs the step
+# in a while loop, and Adam's updates cut it at their conds: see docs/performance.md).
+PROGRAMS = ("mlp", "keras")
 
 
 def training_program(sizes: tuple[int, ...] = SIZES, batch: int = BATCH,
@@ -101,10 +107,43 @@ def training_program(sizes: tuple[int, ...] = SIZES, batch: int = BATCH,
     return train_step, x, y
 
 
+def keras_program(sizes: tuple[int, ...] = SIZES, batch: int = BATCH,
+                  tf_threads: int = TF_THREADS, jit: bool = False) -> Any:
+    """The Keras program: ``run(n)`` trains a fresh model's ``fit`` for ``n`` steps of
+    one repeated batch (a ``tf.data`` input); the model and its traced functions are
+    made by the first call of the function this returns, and reused by later ones."""
+    import numpy as np
+    import tensorflow as tf
+
+    if tf_threads:
+        tf.config.threading.set_intra_op_parallelism_threads(tf_threads)
+        tf.config.threading.set_inter_op_parallelism_threads(tf_threads)
+    import keras
+
+    rng = np.random.default_rng(0)
+    data = tf.data.Dataset.from_tensors((
+        rng.normal(size=(batch, sizes[0])).astype(np.float32),
+        rng.integers(0, sizes[-1], size=batch).astype(np.int64))).repeat()
+
+    def new_model() -> Any:
+        layers = [keras.layers.Input((sizes[0],))]
+        layers += [keras.layers.Dense(width, activation="relu") for width in sizes[1:-1]]
+        model = keras.Sequential(layers + [keras.layers.Dense(sizes[-1])])
+        model.compile(optimizer="adam", jit_compile=jit,
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+
+        def run(steps: int) -> None:
+            model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
+
+        return run
+
+    return new_model
+
+
 def run_training(config: str, logdir: str, steps: int, buffer_size: int = -1,
                  stop_on_alert: bool = False, jit: bool = False,
                  sizes: tuple[int, ...] = SIZES, batch: int = BATCH,
-                 tf_threads: int = TF_THREADS) -> dict[str, float]:
+                 tf_threads: int = TF_THREADS, program: str = "mlp") -> dict[str, float]:
     """The measured program; ``config`` is ``plain``, ``tf:<MODE>`` or ``ours:<MODE>``.
 
     An instrumented config first runs the plain program in the same process (its own
@@ -116,22 +155,35 @@ def run_training(config: str, logdir: str, steps: int, buffer_size: int = -1,
     """
     import tensorflow as tf
 
-    train_step, x, y = training_program(sizes, batch, tf_threads)
+    if program == "keras":
+        new_model = keras_program(sizes, batch, tf_threads, jit)
 
-    def timed(step_function, finish=None) -> tuple[float, float]:
-        for _ in range(WARMUP_STEPS):
-            step_function(x, y).numpy()
+        def fresh() -> Any:
+            return new_model()
+    else:
+        train_step, x, y = training_program(sizes, batch, tf_threads)
+
+        def fresh() -> Any:
+            step_function = tf.function(train_step, jit_compile=jit or None)
+
+            def run(n: int) -> None:
+                for _ in range(n):
+                    step_function(x, y).numpy()
+
+            return run
+
+    def timed(run, finish=None) -> tuple[float, float]:
+        run(WARMUP_STEPS)
         # The measured time runs until the dump is complete: work a dumper defers (a
         # background drain that falls behind) counts, as its memory would.
         start, cpu_start = time.perf_counter(), time.process_time()
-        for _ in range(steps):
-            step_function(x, y).numpy()
+        run(steps)
         if finish is not None:
             finish()
         return ((time.perf_counter() - start) / steps,
                 (time.process_time() - cpu_start) / steps)
 
-    plain_s, plain_cpu_s = timed(tf.function(train_step, jit_compile=jit or None))
+    plain_s, plain_cpu_s = timed(fresh())
     result = {"plain_step_s": plain_s, "plain_cpu_step_s": plain_cpu_s, "steps": steps}
     if config == "plain":
         return result
@@ -147,7 +199,7 @@ def run_training(config: str, logdir: str, steps: int, buffer_size: int = -1,
         instrument.enable_dump_debug_info(logdir, tensor_debug_mode=mode,
                                           circular_buffer_size=buffer_size, **kwargs)
         finish = instrument.disable_dump_debug_info
-    step_s, cpu_s = timed(tf.function(train_step, jit_compile=jit or None), finish)
+    step_s, cpu_s = timed(fresh(), finish)
     result.update(step_s=step_s, cpu_step_s=cpu_s)
     return result
 
@@ -162,7 +214,7 @@ def dir_bytes(path: str) -> int:
 def measure(config: str, steps: int, workdir: str, buffer_size: int = -1,
             stop_on_alert: bool = False, jit: bool = False,
             sizes: tuple[int, ...] = SIZES, batch: int = BATCH,
-            tf_threads: int = TF_THREADS) -> dict[str, float]:
+            tf_threads: int = TF_THREADS, program: str = "mlp") -> dict[str, float]:
     """Run one config in a fresh interpreter; return its step time and dump bytes."""
     logdir = os.path.join(workdir, config.replace(":", "_"))
     os.makedirs(logdir)
@@ -170,7 +222,7 @@ def measure(config: str, steps: int, workdir: str, buffer_size: int = -1,
     out = subprocess.run(
         [sys.executable, __file__, "--worker", config, "--logdir", logdir, "--steps", str(steps),
          "--circular-buffer-size", str(buffer_size), "--batch", str(batch),
-         "--tf-threads", str(tf_threads), "--sizes", *map(str, sizes)]
+         "--tf-threads", str(tf_threads), "--program", program, "--sizes", *map(str, sizes)]
         + (["--stop-on-alert"] if stop_on_alert else []) + (["--jit"] if jit else []),
         check=True, capture_output=True, text=True, env=env)
     result = json.loads(out.stdout.strip().splitlines()[-1])
@@ -186,7 +238,7 @@ def benchmark(modes: tuple[str, ...], steps: int, rounds: int = 3, *,
               tools: tuple[str, ...] = TOOLS, buffer_size: int = -1,
               stop_on_alert: bool = False, jit: bool = False,
               sizes: tuple[int, ...] = SIZES, batch: int = BATCH,
-              tf_threads: int = TF_THREADS) -> list[dict[str, object]]:
+              tf_threads: int = TF_THREADS, program: str = "mlp") -> list[dict[str, object]]:
     """Measure every mode; each dumper runs ``rounds`` times, the two alternating.
 
     Each run measures its overhead within its own process (`run_training`); a mode's
@@ -206,7 +258,7 @@ def benchmark(modes: tuple[str, ...], steps: int, rounds: int = 3, *,
                     os.makedirs(run_dir, exist_ok=True)
                     results[tool].append(measure(f"{tool}:{tool_mode}", mode_steps, run_dir,
                                                  buffer_size, stop_on_alert, jit, sizes,
-                                                 batch, tf_threads))
+                                                 batch, tf_threads, program))
             row: dict[str, object] = {"mode": mode, "steps": mode_steps}
             plains = [r for runs in results.values() for r in runs]
             for key, field in (("plain_ms", "plain_step_s"), ("plain_cpu_ms", "plain_cpu_step_s")):
@@ -295,6 +347,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tf-threads", type=int, default=TF_THREADS,
                         help="TensorFlow's intra- and inter-op threads; 0: its defaults "
                              "(default: %(default)s, see TF_THREADS)")
+    parser.add_argument("--program", default="mlp", choices=PROGRAMS,
+                        help="the training loop (mlp, the acceptance configuration) or "
+                             "Keras' fit with Adam (keras); default: %(default)s")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--logdir", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -302,10 +357,11 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(run_training(args.worker, args.logdir, args.steps,
                                       args.circular_buffer_size, args.stop_on_alert,
                                       args.jit, tuple(args.sizes), args.batch,
-                                      args.tf_threads)))
+                                      args.tf_threads, args.program)))
         return 0
     print(f"# {platform.node()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-          f"{time.strftime('%Y-%m-%d')}: MLP {'-'.join(map(str, args.sizes))}, batch "
+          f"{time.strftime('%Y-%m-%d')}: MLP {'-'.join(map(str, args.sizes))}"
+          f"{' (Keras fit, Adam)' if args.program == 'keras' else ''}, batch "
           f"{args.batch}; median of {args.rounds} runs per dumper, alternating, each "
           f"{args.steps} plain steps then {args.steps} instrumented ones in one process "
           f"(after {WARMUP_STEPS} warm-up steps each), timed until the dump is complete; "
@@ -317,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     benchmark(tuple(args.modes), args.steps, args.rounds, tools=tuple(args.tools),
               buffer_size=args.circular_buffer_size, stop_on_alert=args.stop_on_alert,
               jit=args.jit, sizes=tuple(args.sizes), batch=args.batch,
-              tf_threads=args.tf_threads)
+              tf_threads=args.tf_threads, program=args.program)
     return 0
 
 
