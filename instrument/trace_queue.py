@@ -209,7 +209,7 @@ class TraceQueue:
             The enqueue op.
         """
         from tensorflow.python.framework import constant_op, dtypes, ops
-        from tensorflow.python.ops import array_ops, gen_data_flow_ops
+        from tensorflow.python.ops import gen_data_flow_ops
 
         handle, calls_handle = self.handles_for(tensor.graph)
         ordinal = CallCounter.read(calls_handle)
@@ -219,10 +219,11 @@ class TraceQueue:
                 name="tfdbg_tui_trace")
         one = constant_op.constant(1, dtype=dtypes.int32, name="tfdbg_tui_rows")
         if self.mode in summaries.SUMMARY_MODES:
-            row = summary_ops.summary_row(self.mode, tensor, trace_point)
-            return gen_data_flow_ops.queue_enqueue_v2(
-                handle, [array_ops.expand_dims(row, 0), one, ordinal],
-                name="tfdbg_tui_trace")
+            # A block of one row, (1, RAW_WIDTH), as the batch stacks it.
+            block = summary_ops.stack_summaries(
+                [summary_ops.tensor_summary(self.mode, tensor, trace_point)])
+            return gen_data_flow_ops.queue_enqueue_v2(handle, [block, one, ordinal],
+                                                      name="tfdbg_tui_trace")
         # NO_TENSOR: only the fact that the tensor was computed, so the enqueue waits
         # for the tensor's op without reading its value.
         with ops.control_dependencies([tensor.op]):
