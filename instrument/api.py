@@ -190,7 +190,7 @@ def _start(arguments: tuple[Any, ...], tensor_dtypes: Any) -> _Enabled:
         "eager_mode": ops.executing_eagerly_outside_functions(),
         "thread": threading.current_thread().name,
         "task": distributed_task(os.environ.get("TF_CONFIG")),
-    }, circular_buffer_size=buffer_size)
+    }, circular_buffer_size=buffer_size, watch_alerts=buffer_size > 0 or stop_on_alert)
     callback = DumpingCallback(writer, mode, tensor_filter,
                                snapshot_library_sources=snapshot_library,
                                stop_on_alert=stop_on_alert)

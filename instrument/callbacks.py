@@ -67,6 +67,8 @@ class DumpingCallback:
 
     def __init__(self, writer: DumpWriter, mode: str, tensor_filter: summaries.TensorFilter,
                  *, snapshot_library_sources: bool = False, stop_on_alert: bool = False) -> None:
+        if stop_on_alert and not writer.watches_alerts:
+            raise ValueError("stop_on_alert needs a dump writer that watches alerts")
         self.writer = writer
         self.mode = mode
         # Cleared once the error is raised: a program that catches it runs on, recorded.
@@ -95,7 +97,8 @@ class DumpingCallback:
         self._calls_of: dict[str, int] = {}
         self.trace_queue: TraceQueue | None = None
         if ops.executing_eagerly_outside_functions():
-            self.trace_queue = TraceQueue(mode, self._write_traces)
+            self.trace_queue = TraceQueue(
+                mode, self._write_traces, seeking_alert=lambda: writer.seeking_alert)
             DRAINER.register(self.trace_queue)
         self.host_traces = HostTraceBuffer(mode, self._write_traces)
         DRAINER.register(self.host_traces)

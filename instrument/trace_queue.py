@@ -59,10 +59,12 @@ DRAIN_ROW_BUDGET = 1 << 16
 # than they are written. A small queue makes it wait for the drain instead of piling
 # values up in memory: at most this many batches, plus the one being written, are
 # held between the graph and the dump. The drain polls every `ACTIVE_POLL_S` while
-# they keep coming. Each batch held is memory touched for the first time (on the
-# benchmark, 7.7 MB a step): 64 batches cost 126,000 page faults more than 16 and put
-# FULL_TENSOR's overhead at 2.1-3.1 times TensorFlow's dumper's instead of 1.3.
-FULL_TENSOR_QUEUE_CAPACITY = 16
+# they keep coming. The fewer batches held, the likelier the drain finds their values
+# still in the CPU's cache: on the benchmark (8.1 MB a step) FULL_TENSOR's overhead was
+# 1.3 times TensorFlow's dumper's at 16 batches, 0.98 at 4, 0.94 at 2 (where the
+# per-tensor route, one batch per value, waited for the drain more often); at 64 the
+# held batches were fresh memory, page-faulted in (2.1-3.1).
+FULL_TENSOR_QUEUE_CAPACITY = 4
 # A graph fills that queue in well under a millisecond (a loop body's values): the
 # drain's first poll after it finds the queue empty comes this soon. At 10 ms a test
 # program's 600 loop-body values took 4.1 s of wall time instead of 2.8 s; the CPU per
@@ -90,17 +92,23 @@ class TraceQueue:
     Args:
         mode: The tensor debug mode; fixes the queue's components.
         sink: Receives each drained batch.
+        seeking_alert: Whether the sink still looks for the first alert: values to be
+            compressed are inspected here first only then (`DumpWriter.seeking_alert`).
 
     Attributes:
         lock: Held while a batch is dequeued, and while it is handed to the sink (not
             while FULL_TENSOR values are parsed and compressed in between).
     """
 
-    def __init__(self, mode: str, sink: TraceSink) -> None:
+    def __init__(self, mode: str, sink: TraceSink, *,
+                 seeking_alert: Callable[[], bool] = lambda: True) -> None:
         import tensorflow as tf
 
         self.mode = mode
         self._sink = sink
+        self._seeking_alert = seeking_alert
+        # Whether the latest drain found the queue empty (FULL_TENSOR compression).
+        self._found_empty = False
         self.lock = threading.RLock()
         # Serializes drains, so that batches reach the sink in dequeue order.
         self._drain_lock = threading.Lock()
@@ -291,10 +299,14 @@ class TraceQueue:
             with self.lock:
                 count = int(self._queue.size().numpy())
             if self.mode == fmt.FULL_TENSOR:
-                # Values are compressed only while the drain keeps up (it found a single
-                # batch waiting) and a core is spare: compressing costs far more than
-                # the graph's packing.
-                return sum(self._drain_values(compress=count == 1) for _ in range(count))
+                # Values are compressed only while the drain has time to spare: it found
+                # the queue empty at its previous poll and a single batch now (and a
+                # core is spare, `COMPRESSION`). Compressing costs far more than the
+                # graph's packing: a drain that falls behind makes the graph wait, and
+                # it then stores raw until it catches up.
+                keeping_up = self._found_empty and count == 1
+                self._found_empty = count == 0
+                return sum(self._drain_values(compress=keeping_up) for _ in range(count))
             drained = 0
             while count > 0:
                 take = min(count, max(1, DRAIN_ROW_BUDGET // self._largest_block))
@@ -326,9 +338,9 @@ class TraceQueue:
         # training thread takes: it only competes with it for CPU.
         trace_points, values = value_batches.unpack(components)
         alert = None
-        if compress:
+        if compress and COMPRESSION.core_is_spare():
             # Compressed values cannot be inspected cheaply: look before.
-            alert = values_alert(values)
+            alert = values_alert(values) if self._seeking_alert() else None
             values = COMPRESSION.encode_all(values)
         with self.lock:
             self._sink(trace_points, None, values,

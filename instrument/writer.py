@@ -63,6 +63,10 @@ class DumpWriter:
         circular_buffer_size: N > 0 keeps at least the latest N executions and N
             graph traces on disk (segments rotate, older ones are deleted), and the
             first alert's window (`FlightRecorder`); N <= 0 keeps everything.
+        watch_alerts: Whether to look for the first record holding NaN or infinity
+            (`first_alert`); None: only when the flight recorder needs it (N > 0).
+            Looking reads every FULL_TENSOR value until the first alert: in a run
+            that keeps everything and does not stop on alerts, nothing would use it.
         flush_interval_s: Period of the background flush; None disables the thread
             (the caller then flushes).
 
@@ -71,7 +75,9 @@ class DumpWriter:
     in the dump when it can, and one warning is logged (`instrument.recording_stop`).
 
     Attributes:
-        first_alert: The first record seen holding NaN or infinity, or None.
+        first_alert: The first record seen holding NaN or infinity, or None (always
+            None when alerts are not watched).
+        watches_alerts: Whether the first alert is looked for (``watch_alerts``).
     """
 
     def __init__(
@@ -80,6 +86,7 @@ class DumpWriter:
         run_info: dict[str, Any],
         *,
         circular_buffer_size: int = 0,
+        watch_alerts: bool | None = None,
         flush_interval_s: float | None = FLUSH_INTERVAL_S,
     ) -> None:
         self._lock = threading.RLock()
@@ -97,6 +104,8 @@ class DumpWriter:
         self.circular_buffer_size = int(circular_buffer_size)
         self.mode = run_info.get("tensor_debug_mode")
         self._recorder = FlightRecorder(self.circular_buffer_size)
+        self.watches_alerts = (self.circular_buffer_size > 0 if watch_alerts is None
+                              else bool(watch_alerts))
         self._files: dict[str, RecordFile] = {}
         self._segments: dict[str, int] = {}
         self._in_segment: dict[str, int] = {}  # executions or traces in the open segment
@@ -179,6 +188,11 @@ class DumpWriter:
     def first_alert(self) -> FirstAlert | None:
         """The first record written that held NaN or infinity, or None."""
         return self._recorder.first_alert
+
+    @property
+    def seeking_alert(self) -> bool:
+        """Whether records are still inspected for the first alert (watched, none yet)."""
+        return self.watches_alerts and self._recorder.first_alert is None
 
     def _note_alert(self, stream: str, index: int, step: int) -> None:
         """A record about to be written holds NaN or infinity: pin the first one's window."""
@@ -395,7 +409,7 @@ class DumpWriter:
             if call_ordinal is not None:
                 self._latest_call = (fmt.step_function_name(op_type), int(call_ordinal))
             # Only the first alert matters: later records are not inspected.
-            if self._recorder.first_alert is None and (
+            if self.seeking_alert and (
                     summaries_alert(self.mode, summaries) if values is None
                     else values_alert(values)):
                 self._note_alert(fmt.STREAM_EXECUTIONS, index, index)
@@ -457,7 +471,9 @@ class DumpWriter:
         with self._lock:
             first = self.num_traces
             step = self.num_executions if step is None else int(step)
-            if alert is None and self._recorder.first_alert is None:
+            if not self.seeking_alert:
+                alert = False
+            elif alert is None:
                 alert = (summaries_alert(self.mode, summaries) if values is None
                          else values_alert(values))
             if alert:

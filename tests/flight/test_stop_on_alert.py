@@ -20,6 +20,8 @@ SHORT_STEPS = 30
 FLAVOURS = {
     # flavour: (extra arguments, graph name of the Log op, name of its tensor)
     "tf.function": ((), "train_step", "Log:0"),
+    # No circular buffer: the flight recorder needs no alert, stop_on_alert still does.
+    "tf.function, keep all": (("--buffer", "-1"), "train_step", "Log:0"),
     "eager": (("--eager",), None, "Log:0"),
     "keras-fit": (("--keras",), "one_step_on_data", "compile_loss/hand_written_loss/Log:0"),
 }

@@ -50,3 +50,39 @@ def test_blocks_of_every_size_drain_in_order(monkeypatch, mode, budget):
         rows = [row[0] for _, rows, _ in received for row in rows]
         assert rows == [0.0] * 14 + [0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0]
     assert queue.drain() == 0
+
+
+def test_full_tensor_values_are_compressed_only_while_the_drain_keeps_up(monkeypatch):
+    """A core is spare throughout; still a batch is compressed only when the drain found
+    the queue empty at its previous poll and a single batch now. A drain that is
+    behind (its first poll, or two batches waiting) stores raw: compressing would make
+    the graph wait for it longer still."""
+    monkeypatch.setattr(trace_queue.COMPRESSION, "core_is_spare", lambda: True)
+    drained: list[list[str | None]] = []
+
+    def sink(trace_points, rows, values, ordinals, alert):
+        drained.append([value.get("codec") for value in values])
+
+    queue = trace_queue.TraceQueue(fmt.FULL_TENSOR, sink)
+
+    @tf.function(autograph=False)
+    def f(x):
+        y = x * 2.0  # zeros: every byte plane compresses
+        queue.enqueue_batch([queue.batch_row(y, 0)], None)
+        return y
+
+    def run(calls: int) -> list[list[str | None]]:
+        for _ in range(calls):
+            f(tf.zeros([4096]))
+            queue.call_finished()
+        queue.drain()
+        got, drained[:] = list(drained), []
+        return got
+
+    assert run(1) == [[None]]  # the first poll: not known to keep up
+    assert run(0) == []  # finds the queue empty
+    assert run(1) == [[fmt.CODEC_SHUFFLE_ZLIB]]
+    assert run(2) == [[None], [None]]  # the previous poll found a batch
+    assert run(1) == [[None]]
+    assert run(0) == []
+    assert run(1) == [[fmt.CODEC_SHUFFLE_ZLIB]]

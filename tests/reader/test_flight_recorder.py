@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import reader
-from instrument.flight_recorder import PINNED_SEGMENT_LIMIT
+from instrument.flight_recorder import PINNED_SEGMENT_LIMIT, FirstAlert
 from instrument.non_finite import NonFiniteError, first_alert_error
 from reader import format as fmt
 from tests.reader.synthetic import (
@@ -220,3 +220,27 @@ def test_the_stop_on_alert_error_survives_an_unreadable_dump(tmp_path):
     error = first_alert_error(str(tmp_path / "gone"))
     assert isinstance(error, NonFiniteError) and error.op_type is None
     assert "NaN or infinity" in str(error) and "gone" in str(error)
+
+
+@pytest.mark.parametrize("buffer_size, watch_alerts, watched", [
+    (0, None, False), (-1, None, False), (N, None, True), (0, True, True), (N, False, False)])
+def test_alerts_are_looked_for_only_when_something_needs_them(
+        logdir, buffer_size, watch_alerts, watched):
+    """The first alert serves the flight recorder (a circular buffer) and stop_on_alert:
+    a run that keeps everything and does not stop does not read every FULL_TENSOR value
+    for it."""
+    from instrument.value_encoding import tensor_value_record
+    from instrument.writer import DumpWriter
+
+    writer = DumpWriter(logdir, {"tensor_debug_mode": fmt.FULL_TENSOR},
+                        circular_buffer_size=buffer_size, watch_alerts=watch_alerts,
+                        flush_interval_s=None)
+    assert writer.watches_alerts is watched and writer.seeking_alert is watched
+    nan = tensor_value_record(np.array([1.0, np.nan], np.float32))
+    writer.add_traces(np.array([0], np.int32), values=[nan], step=0)
+    if watched:
+        assert writer.first_alert == FirstAlert(fmt.STREAM_GRAPH_TRACES, 0, 0)
+        assert not writer.seeking_alert
+    else:
+        assert writer.first_alert is None
+    writer.close()

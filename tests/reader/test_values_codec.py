@@ -88,8 +88,12 @@ def test_decompression_is_bounded_by_the_shape():
         decode_value(bomb)
 
 
-def test_dump_round_trip_and_corrupt_value(tmp_path):
-    """Through the writer (which compresses execution values at flush) and the reader."""
+def test_dump_round_trip_and_corrupt_value(tmp_path, monkeypatch):
+    """Through the writer (which compresses execution values at flush while a core is
+    spare) and the reader."""
+    from instrument.value_encoding import COMPRESSION
+
+    monkeypatch.setattr(COMPRESSION, "core_is_spare", lambda: True)
     run = make_run(str(tmp_path / "logdir"), mode=fmt.FULL_TENSOR)
     w = run.writer
     small = np.array([1.0, 0.0, -3.0], np.float32)
@@ -142,6 +146,7 @@ def test_values_are_compressed_only_while_a_core_is_spare():
     raw = [tensor_value_record(RELU)]
     assert SpareCoreCompression(cores=1).encode_all(raw) == raw  # not measured yet
     many = SpareCoreCompression(interval_s=0.0, cores=64)
+    assert many.encode_all(raw) == raw  # the first call starts the measurement
     assert many.encode_all(raw)[0]["codec"] == fmt.CODEC_SHUFFLE_ZLIB
     one = SpareCoreCompression(interval_s=0.1, cores=1)
     deadline = time.monotonic() + 0.3
@@ -149,3 +154,21 @@ def test_values_are_compressed_only_while_a_core_is_spare():
         pass
     assert not one.core_is_spare()
     assert one.encode_all(raw) == raw
+
+
+def test_every_thread_s_cpu_counts_the_compressing_too():
+    """The process's whole CPU use decides, measured from the first time it is asked.
+    (Measuring it without the compressing once kept values compressed on a 2-core box:
+    a training that the compressing made wait looked like a spare core.)"""
+    from instrument.value_encoding import SpareCoreCompression
+
+    used = [0.0]  # the process's CPU seconds, as the clock reports them
+    policy = SpareCoreCompression(interval_s=0.05, cores=2, cpu_time=lambda: used[0])
+    assert not policy.core_is_spare()  # not measured yet: the measurement starts now
+    time.sleep(0.1)
+    used[0] += 0.09  # under one core: one is spare
+    assert policy.core_is_spare()
+    start = time.monotonic()
+    time.sleep(0.1)
+    used[0] += 1.5 * (time.monotonic() - start)  # a core and a half, whatever it did
+    assert not policy.core_is_spare()
