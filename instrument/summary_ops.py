@@ -144,7 +144,12 @@ def tensor_summary(mode: str, tensor: Any, trace_point: int, *,
         if not batched_stock and cheap_kernel:
             return TensorSummary(exact(tensor))
         row, total = _finite_row(mode, tensor, trace_point)
-        if total is None:
+        if total is None and tensor.shape.rank == 0:
+            # A scalar is its own check: a reduce_sum of it adds a Rank, a Range and a
+            # Sum to the graph (Keras' optimizers trace dozens of scalars a step).
+            def check() -> Any:
+                return _wide(tensor)
+        elif total is None:
             def check() -> Any:
                 with ops.name_scope("tfdbg_tui_check"):
                     return math_ops.reduce_sum(_wide(tensor))

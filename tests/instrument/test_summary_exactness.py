@@ -407,12 +407,16 @@ def test_rows_stay_exact_when_checks_cover_one_another(mode, chain, monkeypatch)
              for i, t in enumerate(traced)])
         return raw, traced
 
-    graph = run.get_concrete_function(*[tf.TensorSpec(v.shape, tf.float32)
-                                        for v in base]).graph
+    concrete = run.get_concrete_function(*[tf.TensorSpec(v.shape, tf.float32)
+                                           for v in base])
+    graph = concrete.graph
     if mode != fmt.FULL_STATS:  # FULL_STATS' check is the sum its row takes anyway
         checks = [op for op in graph.get_operations()
                   if "tfdbg_tui_check" in op.name and op.type == "Sum"]
-        assert len(checks) == want_covered.count(False), "covered tensors: no check"
+        # A scalar is its own check, with no op of its own.
+        ranks = [t.shape.rank for t in concrete.structured_outputs[1]]
+        assert len(checks) == sum(not covered and rank != 0 for covered, rank
+                                  in zip(want_covered, ranks)), "covered tensors: no check"
     # The batch's cond stays a functional If: its exact branch is not visited each step.
     assert [op.get_attr("_lower_using_switch_merge") for op in graph.get_operations()
             if op.type in ("If", "StatelessIf")] == [False]
@@ -517,3 +521,32 @@ def test_batches_of_few_stock_rows_take_the_kernels(mode):
     raw, types = traced(big)
     assert bool(types & {"If", "StatelessIf"}) == (mode == fmt.CONCISE_HEALTH)
     assert_rows(mode, summaries.format_rows(mode, raw), big, f"{mode} big")
+
+
+@pytest.mark.parametrize("mode", [fmt.CURT_HEALTH, fmt.CONCISE_HEALTH])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_a_scalar_is_its_own_check(mode, dtype):
+    """Scalars of a segment's batch (Keras' optimizers trace dozens a step) are checked
+    as they are: no Sum, Rank or Range of their own. The rows stay exact, and a
+    non-finite scalar among finite ones sends the batch to the kernels."""
+    values = [np.array(2.0), np.array(-0.0), np.array(5e-324), np.array(3.0),
+              np.array(-1.0)]
+
+    @tf.function
+    def batch(*ts):
+        scaled = [t * tf.constant(1.5, t.dtype) for t in ts]  # not constants: stock rows
+        return summary_ops.stack_summaries(
+            [summary_ops.tensor_summary(mode, t, i, batched=True)
+             for i, t in enumerate(scaled)]), scaled
+
+    tensors = [tensor(v, dtype) for v in values]
+    graph = batch.get_concrete_function(*tensors).graph
+    types = [op.type for op in graph.get_operations()]
+    assert "Sum" not in types and "Range" not in types, types
+    assert {"If", "StatelessIf"} & set(types)
+    for bad in (None, np.inf, -np.inf, np.nan):
+        tensors = [tensor(v, dtype) for v in values]
+        if bad is not None:
+            tensors[3] = tensor(np.array(bad), dtype)
+        raw, scaled = batch(*tensors)
+        assert_rows(mode, summaries.format_rows(mode, raw.numpy()), scaled, f"{dtype} {bad}")
