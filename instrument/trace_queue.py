@@ -117,10 +117,10 @@ class TraceQueue:
         # Elements are blocks: a batch's rows (or one trace's), how many, and the call
         # ordinal. One element per row cost ~0.3 us a row on each side of the queue.
         if mode in summaries.SUMMARY_MODES:
-            # float64 rows: the trace point followed by the raw summary.
+            # float64 rows, one after the other: the trace point followed by the raw
+            # summary. Flat, so that one tensor's row is enqueued as its kernel made it.
             component_dtypes = [tf.float64, tf.int32]
-            shapes: list[list[int | None]] | None = \
-                [[None, summaries.RAW_WIDTH[mode]], []]
+            shapes: list[list[int | None]] | None = [[None], []]
         elif mode == fmt.FULL_TENSOR:
             # One element per batch of values (instrument/value_batches.py): the
             # components' shapes vary, so elements are dequeued one at a time.
@@ -156,6 +156,8 @@ class TraceQueue:
         # Per nested graph: the in-graph lookups of the queue and the counter.
         self._lookups: weakref.WeakKeyDictionary[Any, tuple[Any, Any]] = \
             weakref.WeakKeyDictionary()
+        # Per graph with enqueues of single traces: the call ordinal they share.
+        self._ordinals: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
     def call_finished(self) -> None:
         """Advance the call ordinal; run eagerly after each eager function call."""
@@ -217,19 +219,21 @@ class TraceQueue:
             The enqueue op.
         """
         from tensorflow.python.framework import constant_op, dtypes, ops
-        from tensorflow.python.ops import gen_data_flow_ops
+        from tensorflow.python.ops import array_ops, gen_data_flow_ops
 
         handle, calls_handle = self.handles_for(tensor.graph)
-        ordinal = CallCounter.read(calls_handle)
+        ordinal = self._ordinal_in(tensor.graph, calls_handle)
         if self.mode == fmt.FULL_TENSOR:
             return gen_data_flow_ops.queue_enqueue_v2(
                 handle, value_batches.pack([tensor], [trace_point]) + [ordinal],
                 name="tfdbg_tui_trace")
         one = constant_op.constant(1, dtype=dtypes.int32, name="tfdbg_tui_rows")
         if self.mode in summaries.SUMMARY_MODES:
-            # A block of one row, (1, RAW_WIDTH), as the batch stacks it.
-            block = summary_ops.stack_summaries(
-                [summary_ops.tensor_summary(self.mode, tensor, trace_point)])
+            summary = summary_ops.tensor_summary(self.mode, tensor, trace_point)
+            if summary.check is None and summary.after is None:
+                block = summary.row  # the kernel's row (RAW_WIDTH), enqueued as it is
+            else:
+                block = array_ops.reshape(summary_ops.stack_summaries([summary]), [-1])
             return gen_data_flow_ops.queue_enqueue_v2(handle, [block, one, ordinal],
                                                       name="tfdbg_tui_trace")
         # NO_TENSOR: only the fact that the tensor was computed, so the enqueue waits
@@ -238,6 +242,17 @@ class TraceQueue:
             tp = constant_op.constant([trace_point], dtype=dtypes.int32, name="tfdbg_tui_tp")
             return gen_data_flow_ops.queue_enqueue_v2(handle, [tp, one, ordinal],
                                                       name="tfdbg_tui_trace")
+
+    def _ordinal_in(self, graph: Any, calls_handle: Any) -> Any:
+        """The call ordinal read once in ``graph`` (being built) for all its enqueues of
+        single traces: one read a run of the graph (a loop body's iteration), not one
+        per traced tensor."""
+        ordinal = self._ordinals.get(graph)
+        if ordinal is None:
+            with graph.as_default():
+                ordinal = CallCounter.read(calls_handle)
+            self._ordinals[graph] = ordinal
+        return ordinal
 
     def batch_row(self, tensor: Any, trace_point: int) -> Any:
         """What a `GraphBatch` collects for one traced tensor."""
@@ -253,7 +268,7 @@ class TraceQueue:
     def enqueue_batch(self, rows: list[Any], after: Any) -> Any:
         """Build one enqueue of a batch of `batch_row` results, run after op ``after``."""
         from tensorflow.python.framework import constant_op, dtypes, ops
-        from tensorflow.python.ops import gen_data_flow_ops
+        from tensorflow.python.ops import array_ops, gen_data_flow_ops
 
         deps = [after] if after is not None else []
         graph = ops.get_default_graph()
@@ -268,7 +283,7 @@ class TraceQueue:
                         handle, components + [CallCounter.read(calls_handle)],
                         name="tfdbg_tui_traces")
             if self.mode in summaries.SUMMARY_MODES:
-                components = [summary_ops.stack_summaries(rows)]
+                components = [array_ops.reshape(summary_ops.stack_summaries(rows), [-1])]
             else:
                 components = [constant_op.constant([tp for _, tp in rows], dtype=dtypes.int32,
                                                    name="tfdbg_tui_tps")]
@@ -318,9 +333,11 @@ class TraceQueue:
         """Dequeue ``take`` blocks of traces into the sink; return how many traces."""
         with self.lock:
             blocks, sizes, ordinals = (c.numpy() for c in self._queue.dequeue_many(take))
-            rows = blocks[np.arange(blocks.shape[1]) < sizes[:, np.newaxis]]
+            width = summaries.RAW_WIDTH.get(self.mode, 1)
+            rows = blocks[np.arange(blocks.shape[1]) < sizes[:, np.newaxis] * width]
             ordinals = np.repeat(ordinals, sizes)
             if self.mode in summaries.SUMMARY_MODES:
+                rows = rows.reshape(-1, width)
                 self._sink(summaries.trace_points_of(rows),
                            summaries.format_rows(self.mode, rows), None, ordinals, None)
             else:

@@ -86,3 +86,36 @@ def test_full_tensor_values_are_compressed_only_while_the_drain_keeps_up(monkeyp
     assert run(1) == [[None]]
     assert run(0) == []
     assert run(1) == [[fmt.CODEC_SHUFFLE_ZLIB]]
+
+
+@pytest.mark.parametrize("mode", [fmt.NO_TENSOR, fmt.CURT_HEALTH, fmt.FULL_HEALTH])
+def test_single_traces_of_a_graph_share_one_ordinal_read(mode):
+    """Enqueues of single traces (a loop body's, each iteration) read the call ordinal
+    once per run of their graph, and a kernel's row goes into the queue as it is: per
+    traced tensor, one enqueue (and in a health mode its kernel), nothing else."""
+    received = []
+
+    def sink(trace_points, rows, values, ordinals, alert):
+        received.append((trace_points.tolist(), ordinals.tolist()))
+
+    queue = trace_queue.TraceQueue(mode, sink)
+
+    @tf.function(autograph=False)
+    def f(x):
+        y = x * 2.0
+        z = tf.math.log(y)
+        for tp, t in enumerate((x, y, z)):
+            queue.add_trace(t, tp)
+        return z
+
+    graph = f.get_concrete_function(tf.TensorSpec([3], tf.float32)).graph
+    types = [op.type for op in graph.get_operations()]
+    assert types.count("QueueEnqueueV2") == 3
+    assert types.count("ReadVariableOp") == 1 and types.count("Fill") == 1
+    assert "Pack" not in types and "Reshape" not in types
+    for _ in range(2):
+        f(tf.constant([1.0, 0.0, -1.0]))
+        queue.call_finished()
+    assert queue.drain() == 6
+    assert [tp for tps, _ in received for tp in tps] == [0, 1, 2] * 2
+    assert [o for _, ords in received for o in ords] == [0] * 3 + [1] * 3
