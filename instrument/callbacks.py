@@ -22,7 +22,7 @@ from instrument.non_finite import first_alert_error
 from instrument.notices import NoticeBoard, recheck_settings
 from instrument.stacks import StackRecorder
 from instrument.tf1_graphs import PLACEHOLDER_OPS, Tf1Traces
-from instrument.trace_queue import DRAINER, TraceQueue
+from instrument.trace_queue import DRAINER, TraceQueue, in_control_flow_gradient
 from instrument.value_encoding import tensor_value_record
 from instrument.writer import DumpWriter
 from reader import format as fmt
@@ -191,7 +191,7 @@ class DumpingCallback:
         ``GradientTape`` records an eager call of a tf.function, which the
         concrete-function hook never sees.
         """
-        if self.closed or not name.startswith(FUNCTION_PREFIXES):
+        if self.closed:
             return
         batch = self._batches.get(graph)
         if batch is not None and not batch.finished:
@@ -200,10 +200,12 @@ class DumpingCallback:
             tf_internals.debug_once("late_finish", "tfdbg-tui: a tf.function graph was "
                                     "made a function before the transform hook ran")
             self.on_func_graph_traced(graph)
-        self._learn_function_name(name, graph)
+        if name.startswith(FUNCTION_PREFIXES):
+            self._learn_function_name(name, graph)
 
     def on_func_graph_traced(self, graph: Any) -> None:
-        """TensorFlow's hook after a tf.function graph is traced: enqueue its last segment."""
+        """TensorFlow's hook after a tf.function graph is traced (or a control-flow body
+        built): enqueue its last segment."""
         batch = self._batches.get(graph)
         if batch is not None and not self.closed:
             with self._busy():
@@ -217,6 +219,10 @@ class DumpingCallback:
         batch = None
         if is_traced_by_tf_function(graph):
             batch = GraphBatch(graph, self.trace_queue)
+        elif tf_internals.is_control_flow_body(graph) and not in_control_flow_gradient(graph):
+            # (The gradients of bodies and branches keep one enqueue per tensor: batched,
+            # a cond gradient branch's enqueue never ran.)
+            batch = GraphBatch(graph, self.trace_queue, body=True)
         self._batches[graph] = batch
         return batch
 

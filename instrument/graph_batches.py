@@ -1,4 +1,5 @@
-"""Batched trace enqueues for ``tf.function`` graphs: one enqueue per graph segment.
+"""Batched trace enqueues for ``tf.function`` graphs and control-flow bodies: one enqueue
+per graph segment.
 
 One ``QueueEnqueueV2`` per traced tensor costs as much as the rest of a small model's
 step, so in the graph of a ``tf.function`` the traces are collected while it is built
@@ -19,18 +20,22 @@ Recognising a graph traced by ``tf.function`` and cutting it into segments use
 TensorFlow internals (instrument/tf_internals.py); without them every graph takes the
 per-tensor route below.
 
-Graphs that are not traced by ``tf.function``'s tracing (while and cond bodies,
-gradient graphs of eager tapes, tf.data functions) get no such hook; their traces use
-one enqueue per tensor (`TraceQueue.add_trace`), which TensorFlow's automatic control
-dependencies keep in creation order.
+The bodies and conditions of while loops and the branches of conds get the same hook
+(while_v2 and cond_v2 make them functions through it) and are batched too, once a run
+of the graph (`GraphBatch` with ``body``), except the gradients of control flow. Other
+graphs (gradient graphs of eager tapes, tf.data functions, control-flow gradients) get
+no such hook; their traces use one enqueue per tensor (`TraceQueue.add_trace`), which
+TensorFlow's automatic control dependencies keep in creation order.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from instrument.tf1_graphs import PLACEHOLDER_OPS
 from instrument.tf_internals import (
     NESTED_GRAPH_OPS,
+    WHILE_CONDITION_GRAPH,
     is_traced_by_tf_function,
     keep_deferred_captures_last,
 )
@@ -47,14 +52,27 @@ class GraphBatch:
     automatic control dependencies are done with the graph (they would chain the
     enqueues after the nested ops that also use the queue, closing cycles).
 
+    A control-flow body (``body``: a while loop's body or condition, a cond branch)
+    is batched the same way, with two differences. Its rows are each tensor's own
+    (`TraceQueue.batch_row` with ``in_body``): a loop body runs once an iteration, where
+    the stock route's ``cond`` would cost more than the kernels. And the queue is
+    captured, and the call ordinal read, at its first op that is not an input
+    (`TraceQueue.capture_in`): while_v2 and cond_v2 lay out a body's inputs from its
+    captures before the transform hook builds the enqueues. A loop condition's output
+    also waits for its enqueues: the runtime inlines a condition for its output alone.
+
     Args:
         graph: The FuncGraph.
         queue: The run's trace queue.
+        body: The graph is a control-flow body (`tf_internals.is_control_flow_body`).
     """
 
-    def __init__(self, graph: Any, queue: TraceQueue) -> None:
+    def __init__(self, graph: Any, queue: TraceQueue, *, body: bool = False) -> None:
         self.graph = graph
         self._queue = queue
+        self._body = body
+        self._condition = body and type(graph).__name__ == WHILE_CONDITION_GRAPH
+        self._captured = not body
         self._rows: list[Any] = []
         # (rows, nested op) per finished segment: the rows' traces precede the op.
         self._segments: list[tuple[list[Any], Any]] = []
@@ -77,10 +95,14 @@ class GraphBatch:
         self._last_seen_op_id = max(self._last_seen_op_id, op_id)
         if op.type in NESTED_GRAPH_OPS:
             self._cut_before(op)
+        if not self._captured and not self.finished and op.type not in PLACEHOLDER_OPS:
+            # Not in an input's callback: the input may be a capture being made.
+            self._captured = True
+            self._queue.capture_in(self.graph)
 
     def add(self, tensor: Any, trace_point: int) -> None:
         """Trace ``tensor`` in the current segment."""
-        self._rows.append(self._queue.batch_row(tensor, trace_point))
+        self._rows.append(self._queue.batch_row(tensor, trace_point, in_body=self._body))
 
     def _cut_before(self, nested_op: Any) -> None:
         self._segments.append((self._rows, nested_op))
@@ -89,6 +111,7 @@ class GraphBatch:
     def finish(self) -> None:
         """Build the segments' enqueues; called once the graph is fully traced."""
         from tensorflow.python.framework import ops
+        from tensorflow.python.ops import array_ops
 
         if self.finished:
             return
@@ -102,6 +125,9 @@ class GraphBatch:
             self.before_op(_Sentinel(operations[-1]._id + 1))  # pylint: disable=protected-access
             segments = self._segments + [(self._rows, None)]
             self._segments, self._rows = [], []
+            if not self._captured and any(rows for rows, _ in segments):
+                # A body whose only ops are its inputs: too late to capture the queue.
+                self._queue.look_up_in(self.graph)
             barrier = last_enqueue = None
             for rows, nested_op in segments:
                 if rows:
@@ -111,6 +137,11 @@ class GraphBatch:
                     if last_enqueue is not None:
                         nested_op._add_control_input(last_enqueue)  # pylint: disable=protected-access
                     barrier = nested_op
+            if self._condition and last_enqueue is not None:
+                # The runtime inlines a loop condition for its output alone: the output
+                # waits for the enqueues, or they would be pruned.
+                with ops.control_dependencies([last_enqueue]):
+                    self.graph.outputs = [array_ops.identity(t) for t in self.graph.outputs]
             # The enqueues may have captured the queue after the inputs were laid out.
             keep_deferred_captures_last(self.graph)
         # The graph is done; let it be collected (it is a weak key of the callback).

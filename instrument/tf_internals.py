@@ -11,6 +11,7 @@ drops traces.
 | --- | --- | --- |
 | frame ``_create_concrete_function`` in ``tracing_compilation.py`` (its ``func_graph`` local, its call of ``apply_func_graph_transforms``) | knowing a graph is traced by ``tf.function``, whose end the transform hook reports: per-segment batched enqueues | one enqueue per traced tensor |
 | ``Graph._nodes_by_id``, ``Operation._id``, ``Operation._add_control_input`` | cutting a graph into segments at nested ops | one enqueue per traced tensor |
+| frame ``func_graph_from_py_func`` in ``func_graph.py`` (its ``func_graph`` local) called from ``while_v2.py`` or ``cond_v2.py``; ``control_flow_util_v2.create_new_tf_function`` calling ``apply_func_graph_transforms``; the class name ``WhileCondFuncGraph`` | knowing a graph is a while loop's body or condition or a cond branch, which ends with the transform hook: batched enqueues once a run (an iteration) | one enqueue per traced tensor in those graphs |
 | ``atomic_function.from_func_graph`` | the graphs of ``__forward_*``/``__backward_*`` functions (eager calls under a ``GradientTape``) | those executions' ``graph`` is nil |
 | ``tf_stack._source_mapper_stacks`` | mapping AutoGraph-generated frames to the user's lines | frames stay in the generated code |
 | ``EagerTensor._id`` | eager tensor ids (``in``, ``out``) | ids are -1 |
@@ -124,6 +125,68 @@ def is_traced_by_tf_function(graph: Any) -> bool:
             return frame.f_locals.get(TRACING_GRAPH_LOCAL) is graph
         frame = frame.f_back
     return False
+
+
+# -- control-flow bodies: graphs while_v2 and cond_v2 make functions of -------------
+
+# while_v2 and cond_v2 build each body, condition and branch (and their gradients) with
+# `func_graph_from_py_func`, then make it a function with
+# `control_flow_util_v2.create_new_tf_function`, which applies the same transforms hook
+# as tf.function's tracing first.
+FUNC_GRAPH_MODULE = "tensorflow.python.framework.func_graph"
+FUNC_GRAPH_BUILDER = "func_graph_from_py_func"
+FUNC_GRAPH_LOCAL = "func_graph"
+CONTROL_FLOW_FILES = ("while_v2.py", "cond_v2.py")
+CONTROL_FLOW_UTIL_MODULE = "tensorflow.python.ops.control_flow_util_v2"
+CONTROL_FLOW_FUNCTION_MAKER = "create_new_tf_function"
+# A while loop's condition: the runtime inlines it for its output only (`GraphBatch`).
+WHILE_CONDITION_GRAPH = "WhileCondFuncGraph"
+
+_body_batching_checked: bool | None = None
+
+
+def is_control_flow_body(graph: Any) -> bool:
+    """Whether ``graph`` is a while loop's body or condition, or a cond or case branch
+    (or the gradient of one), being built by while_v2 or cond_v2: a graph that ends with
+    the transform hook, like one traced by tf.function.
+
+    The innermost ``func_graph_from_py_func`` frame building ``graph`` decides, by the
+    file of its caller. False when that frame is not found, or when the internals are
+    not where expected (then its traced tensors get one enqueue each).
+    """
+    global _body_batching_checked
+    if _body_batching_checked is None:
+        missing = _missing_body_batching_internals()
+        if missing:
+            debug_once("body_batching", "tfdbg-tui: %s not found in this TensorFlow; "
+                       "control-flow bodies enqueue each traced tensor", missing)
+        _body_batching_checked = not missing
+    if not _body_batching_checked or not graph_batching_supported():
+        return False
+    frame = sys._getframe(1)  # pylint: disable=protected-access
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == FUNC_GRAPH_BUILDER and code.co_filename.endswith("func_graph.py"):
+            caller = frame.f_back
+            return (frame.f_locals.get(FUNC_GRAPH_LOCAL) is graph and caller is not None
+                    and caller.f_code.co_filename.endswith(CONTROL_FLOW_FILES))
+        frame = frame.f_back
+    return False
+
+
+def _missing_body_batching_internals() -> str | None:
+    try:
+        builder_module = __import__(FUNC_GRAPH_MODULE, fromlist=["_"])
+        util_module = __import__(CONTROL_FLOW_UTIL_MODULE, fromlist=["_"])
+    except ImportError as error:
+        return str(error)
+    builder = getattr(getattr(builder_module, FUNC_GRAPH_BUILDER, None), "__code__", None)
+    if builder is None or FUNC_GRAPH_LOCAL not in builder.co_varnames:
+        return f"{FUNC_GRAPH_MODULE}.{FUNC_GRAPH_BUILDER}'s {FUNC_GRAPH_LOCAL}"
+    maker = getattr(getattr(util_module, CONTROL_FLOW_FUNCTION_MAKER, None), "__code__", None)
+    if maker is None or TRANSFORMS_CALL not in maker.co_names:
+        return f"{CONTROL_FLOW_UTIL_MODULE}.{CONTROL_FLOW_FUNCTION_MAKER}'s {TRANSFORMS_CALL}"
+    return None
 
 
 # -- function names: __forward_* / __backward_* functions and their graphs ------------

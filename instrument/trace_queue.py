@@ -6,9 +6,10 @@ goes into one ``PaddingFIFOQueue`` that was created eagerly under a run-unique s
 name, in a block with the other rows enqueued together:
 top-level function graphs capture its handle, gradient graphs of control flow look it
 up by that name (`TraceQueue.handles_for`); no Python runs per tensor.
-`TraceQueue.add_trace` builds one enqueue per tensor (while and cond bodies, tf.data
-functions); `TraceQueue.batch_row` and `enqueue_batch` serve the per-segment batches of
-tf.function graphs (instrument/graph_batches.py). Every block also carries the ordinal
+`TraceQueue.add_trace` builds one enqueue per tensor (tf.data functions, gradient
+graphs of eager tapes and of control flow); `TraceQueue.batch_row` and `enqueue_batch`
+serve the per-segment batches of tf.function graphs and control-flow bodies
+(instrument/graph_batches.py). Every block also carries the ordinal
 of the eager function call it ran in (instrument/call_counter.py). A background thread
 drains the queue in batches of blocks (``QueueSizeV2`` then ``QueueDequeueManyV2``, which
 pads them; the padding is dropped) every `DRAIN_INTERVAL_S` and at exit;
@@ -185,18 +186,34 @@ class TraceQueue:
         as an input, and automatic control dependencies keep the enqueues of the
         enclosing graph in order around them.
         """
+        lookups = self._lookups.get(graph)
+        if lookups is not None:
+            return lookups
         if not in_control_flow_gradient(graph):
             return self._queue.queue_ref, self._calls.handle
-        lookups = self._lookups.get(graph)
-        if lookups is None:
-            from tensorflow.python.framework import ops
+        return self.look_up_in(graph)
 
-            with graph.as_default(), ops.control_dependencies(None), \
-                    ops.device(self._device):
-                lookups = (self._make_queue(**self._queue_attrs, name="tfdbg_tui_traces"),
-                           self._calls.lookup())
-            self._lookups[graph] = lookups
+    def look_up_in(self, graph: Any) -> tuple[Any, Any]:
+        """Build, in ``graph``, the ops that look the queue and the counter up by their
+        shared names; `handles_for` returns them from now on."""
+        from tensorflow.python.framework import ops
+
+        with graph.as_default(), ops.control_dependencies(None), ops.device(self._device):
+            lookups = (self._make_queue(**self._queue_attrs, name="tfdbg_tui_traces"),
+                       self._calls.lookup())
+        self._lookups[graph] = lookups
         return lookups
+
+    def capture_in(self, graph: Any) -> None:
+        """Capture the queue and read the call ordinal in ``graph`` (being built) now.
+
+        For control-flow bodies, whose enqueues are built after while_v2 or cond_v2 laid
+        out the body's inputs from its captures.
+        """
+        handle, calls_handle = self.handles_for(graph)
+        if handle is self._queue.queue_ref:
+            graph.capture(handle)
+        self._ordinal_in(graph, calls_handle)
 
     def call_ordinal_in(self, graph: Any) -> Any:
         """The call ordinal read in ``graph`` (being built), without touching the queue.
@@ -244,9 +261,8 @@ class TraceQueue:
                                                       name="tfdbg_tui_trace")
 
     def _ordinal_in(self, graph: Any, calls_handle: Any) -> Any:
-        """The call ordinal read once in ``graph`` (being built) for all its enqueues of
-        single traces: one read a run of the graph (a loop body's iteration), not one
-        per traced tensor."""
+        """The call ordinal read once in ``graph`` (being built) for all its enqueues:
+        one read a run of the graph (a loop body's iteration), not one per enqueue."""
         ordinal = self._ordinals.get(graph)
         if ordinal is None:
             with graph.as_default():
@@ -254,14 +270,15 @@ class TraceQueue:
             self._ordinals[graph] = ordinal
         return ordinal
 
-    def batch_row(self, tensor: Any, trace_point: int) -> Any:
-        """What a `GraphBatch` collects for one traced tensor."""
+    def batch_row(self, tensor: Any, trace_point: int, *, in_body: bool = False) -> Any:
+        """What a `GraphBatch` collects for one traced tensor (``in_body``: of a
+        control-flow body, whose rows are each tensor's own, not the batch's stock route)."""
         from tensorflow.python.framework import ops
 
         if self.mode in summaries.SUMMARY_MODES:
             with ops.control_dependencies(None):
                 return summary_ops.tensor_summary(self.mode, tensor, trace_point,
-                                                  batched=True)
+                                                  batched=not in_body)
         # FULL_TENSOR: the tensor itself, packed with the others in `enqueue_batch`.
         return (tensor if self.mode == fmt.FULL_TENSOR else tensor.op, trace_point)
 
@@ -276,12 +293,12 @@ class TraceQueue:
         # control_dependencies(None) first: the batch may be built while TensorFlow
         # holds a control-dependency scope on an op that must run after it.
         with ops.control_dependencies(None):
+            ordinal = self._ordinal_in(graph, calls_handle)
             if self.mode == fmt.FULL_TENSOR:
                 components = value_batches.pack([t for t, _ in rows], [tp for _, tp in rows])
                 with ops.control_dependencies(deps):
                     return gen_data_flow_ops.queue_enqueue_v2(
-                        handle, components + [CallCounter.read(calls_handle)],
-                        name="tfdbg_tui_traces")
+                        handle, components + [ordinal], name="tfdbg_tui_traces")
             if self.mode in summaries.SUMMARY_MODES:
                 components = [array_ops.reshape(summary_ops.stack_summaries(rows), [-1])]
             else:
@@ -294,8 +311,7 @@ class TraceQueue:
             size = constant_op.constant(len(rows), dtype=dtypes.int32, name="tfdbg_tui_rows")
             with ops.control_dependencies(deps):
                 return gen_data_flow_ops.queue_enqueue_v2(
-                    handle, components + [size, CallCounter.read(calls_handle)],
-                    name="tfdbg_tui_traces")
+                    handle, components + [size, ordinal], name="tfdbg_tui_traces")
 
     def drain(self) -> int:
         """Dequeue everything queued now into the sink.
