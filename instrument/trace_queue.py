@@ -62,9 +62,9 @@ DRAIN_ROW_BUDGET = 1 << 16
 # held between the graph and the dump. The drain polls every `ACTIVE_POLL_S` while
 # they keep coming. The fewer batches held, the likelier the drain finds their values
 # still in the CPU's cache: on the benchmark (8.1 MB a step) FULL_TENSOR's overhead was
-# 1.3 times TensorFlow's dumper's at 16 batches, 0.98 at 4, 0.94 at 2 (where the
-# per-tensor route, one batch per value, waited for the drain more often); at 64 the
-# held batches were fresh memory, page-faulted in (2.1-3.1).
+# 1.3 times TensorFlow's dumper's at 16 batches, 0.98 at 4, 0.94 at 2 (where the while
+# loop of programs/full_tensor.py, one batch per traced value then, waited for the drain
+# more often); at 64 the held batches were fresh memory, page-faulted in (2.1-3.1).
 FULL_TENSOR_QUEUE_CAPACITY = 4
 # A graph fills that queue in well under a millisecond (a loop body's values): the
 # drain's first poll after it finds the queue empty comes this soon. At 10 ms a test
@@ -157,7 +157,7 @@ class TraceQueue:
         # Per nested graph: the in-graph lookups of the queue and the counter.
         self._lookups: weakref.WeakKeyDictionary[Any, tuple[Any, Any]] = \
             weakref.WeakKeyDictionary()
-        # Per graph with enqueues of single traces: the call ordinal they share.
+        # Per graph: the call ordinal read its enqueues share (`_ordinal_in`).
         self._ordinals: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
     def call_finished(self) -> None:
