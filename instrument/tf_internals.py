@@ -69,23 +69,31 @@ TRACING_FUNCTION = "_create_concrete_function"
 TRACING_GRAPH_LOCAL = "func_graph"
 TRANSFORMS_CALL = "apply_func_graph_transforms"
 
-_batching_checked: bool | None = None
+# Per group of internals (`_internals_present`): whether all were found.
+_internals_found: dict[str, bool] = {}
+
+
+def _internals_present(key: str, find_missing: Callable[[], str | None],
+                       consequence: str) -> bool:
+    """Whether ``find_missing`` found nothing missing; checked once per process, and
+    what is missing logged once at debug level, followed by ``consequence``."""
+    found = _internals_found.get(key)
+    if found is None:
+        missing = find_missing()
+        if missing:
+            debug_once(key, "tfdbg-tui: %s not found in this TensorFlow; " + consequence,
+                       missing)
+        found = _internals_found[key] = not missing
+    return found
 
 
 def graph_batching_supported() -> bool:
     """Whether the internals that per-segment batching needs are all where expected.
 
-    Checked once per process (the tests reset `_batching_checked`). False means every
-    traced tensor gets its own enqueue.
+    Checked once per process. False means every traced tensor gets its own enqueue.
     """
-    global _batching_checked
-    if _batching_checked is None:
-        missing = _missing_batching_internals()
-        if missing:
-            debug_once("batching", "tfdbg-tui: %s not found in this TensorFlow; graph "
-                       "traces use one enqueue per tensor (slower, same traces)", missing)
-        _batching_checked = not missing
-    return _batching_checked
+    return _internals_present("batching", _missing_batching_internals,
+                              "graph traces use one enqueue per tensor (slower, same traces)")
 
 
 def _missing_batching_internals() -> str | None:
@@ -142,8 +150,6 @@ CONTROL_FLOW_FUNCTION_MAKER = "create_new_tf_function"
 # A while loop's condition: the runtime inlines it for its output only (`GraphBatch`).
 WHILE_CONDITION_GRAPH = "WhileCondFuncGraph"
 
-_body_batching_checked: bool | None = None
-
 
 def is_control_flow_body(graph: Any) -> bool:
     """Whether ``graph`` is a while loop's body or condition, or a cond or case branch
@@ -154,14 +160,9 @@ def is_control_flow_body(graph: Any) -> bool:
     file of its caller. False when that frame is not found, or when the internals are
     not where expected (then its traced tensors get one enqueue each).
     """
-    global _body_batching_checked
-    if _body_batching_checked is None:
-        missing = _missing_body_batching_internals()
-        if missing:
-            debug_once("body_batching", "tfdbg-tui: %s not found in this TensorFlow; "
-                       "control-flow bodies enqueue each traced tensor", missing)
-        _body_batching_checked = not missing
-    if not _body_batching_checked or not graph_batching_supported():
+    if not graph_batching_supported() or not _internals_present(
+            "body_batching", _missing_body_batching_internals,
+            "control-flow bodies enqueue each traced tensor"):
         return False
     frame = sys._getframe(1)  # pylint: disable=protected-access
     while frame is not None:
