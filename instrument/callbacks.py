@@ -22,7 +22,7 @@ from instrument.non_finite import first_alert_error
 from instrument.notices import NoticeBoard, recheck_settings
 from instrument.stacks import StackRecorder
 from instrument.tf1_graphs import PLACEHOLDER_OPS, Tf1Traces
-from instrument.trace_queue import DRAINER, TraceQueue, in_control_flow_gradient
+from instrument.trace_queue import DRAINER, TraceQueue
 from instrument.value_encoding import tensor_value_record
 from instrument.writer import DumpWriter
 from reader import format as fmt
@@ -219,9 +219,7 @@ class DumpingCallback:
         batch = None
         if is_traced_by_tf_function(graph):
             batch = GraphBatch(graph, self.trace_queue)
-        elif tf_internals.is_control_flow_body(graph) and not in_control_flow_gradient(graph):
-            # (The gradients of bodies and branches keep one enqueue per tensor: batched,
-            # a cond gradient branch's enqueue never ran.)
+        elif tf_internals.is_control_flow_body(graph):
             batch = GraphBatch(graph, self.trace_queue, body=True)
         self._batches[graph] = batch
         return batch

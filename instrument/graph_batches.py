@@ -20,12 +20,12 @@ Recognising a graph traced by ``tf.function`` and cutting it into segments use
 TensorFlow internals (instrument/tf_internals.py); without them every graph takes the
 per-tensor route below.
 
-The bodies and conditions of while loops and the branches of conds get the same hook
-(while_v2 and cond_v2 make them functions through it) and are batched too, once a run
-of the graph (`GraphBatch` with ``body``), except the gradients of control flow. Other
-graphs (gradient graphs of eager tapes, tf.data functions, control-flow gradients) get
-no such hook; their traces use one enqueue per tensor (`TraceQueue.add_trace`), which
-TensorFlow's automatic control dependencies keep in creation order.
+The bodies and conditions of while loops and the branches of conds, and their
+gradients, get the same hook (while_v2 and cond_v2 make them functions through it) and
+are batched too, once a run of the graph (`GraphBatch` with ``body``). Other graphs
+(gradient graphs of eager tapes, tf.data functions) get no such hook; their traces use
+one enqueue per tensor (`TraceQueue.add_trace`), which TensorFlow's automatic control
+dependencies keep in creation order.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from instrument.tf_internals import (
     is_traced_by_tf_function,
     keep_deferred_captures_last,
 )
-from instrument.trace_queue import TraceQueue
+from instrument.trace_queue import TraceQueue, in_control_flow_gradient
 
 __all__ = ["NESTED_GRAPH_OPS", "GraphBatch", "is_traced_by_tf_function"]
 
@@ -58,8 +58,10 @@ class GraphBatch:
     the stock route's ``cond`` would cost more than the kernels. And the queue is
     captured, and the call ordinal read, at its first op that is not an input
     (`TraceQueue.capture_in`): while_v2 and cond_v2 lay out a body's inputs from its
-    captures before the transform hook builds the enqueues. A loop condition's output
-    also waits for its enqueues: the runtime inlines a condition for its output alone.
+    captures before the transform hook builds the enqueues. The outputs of a loop
+    condition and of control-flow gradients also wait for the enqueues: the runtime
+    inlines a condition for its output alone, and a cond gradient branch's enqueue,
+    a control output only, did not run.
 
     Args:
         graph: The FuncGraph.
@@ -71,7 +73,9 @@ class GraphBatch:
         self.graph = graph
         self._queue = queue
         self._body = body
-        self._condition = body and type(graph).__name__ == WHILE_CONDITION_GRAPH
+        # Graphs whose outputs must wait for the enqueues (`finish`).
+        self._outputs_wait = body and (type(graph).__name__ == WHILE_CONDITION_GRAPH
+                                       or in_control_flow_gradient(graph))
         self._captured = not body
         self._rows: list[Any] = []
         # (rows, nested op) per finished segment: the rows' traces precede the op.
@@ -137,7 +141,7 @@ class GraphBatch:
                     if last_enqueue is not None:
                         nested_op._add_control_input(last_enqueue)  # pylint: disable=protected-access
                     barrier = nested_op
-            if self._condition and last_enqueue is not None:
+            if self._outputs_wait and last_enqueue is not None:
                 # The runtime inlines a loop condition for its output alone: the output
                 # waits for the enqueues, or they would be pruned.
                 with ops.control_dependencies([last_enqueue]):

@@ -147,7 +147,7 @@ FUNC_GRAPH_LOCAL = "func_graph"
 CONTROL_FLOW_FILES = ("while_v2.py", "cond_v2.py")
 CONTROL_FLOW_UTIL_MODULE = "tensorflow.python.ops.control_flow_util_v2"
 CONTROL_FLOW_FUNCTION_MAKER = "create_new_tf_function"
-# A while loop's condition: the runtime inlines it for its output only (`GraphBatch`).
+# A while loop's condition: the runtime inlines it for its output alone (`GraphBatch`).
 WHILE_CONDITION_GRAPH = "WhileCondFuncGraph"
 
 

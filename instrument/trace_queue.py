@@ -7,7 +7,7 @@ name, in a block with the other rows enqueued together:
 top-level function graphs capture its handle, gradient graphs of control flow look it
 up by that name (`TraceQueue.handles_for`); no Python runs per tensor.
 `TraceQueue.add_trace` builds one enqueue per tensor (tf.data functions, gradient
-graphs of eager tapes and of control flow); `TraceQueue.batch_row` and `enqueue_batch`
+graphs of eager tapes); `TraceQueue.batch_row` and `enqueue_batch`
 serve the per-segment batches of tf.function graphs and control-flow bodies
 (instrument/graph_batches.py). Every block also carries the ordinal
 of the eager function call it ran in (instrument/call_counter.py). A background thread
