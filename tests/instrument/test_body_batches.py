@@ -23,16 +23,28 @@ X = np.array([0.5, -1.0, 2.0], np.float32)
 def test_a_loop_body_enqueues_once_a_segment(tmp_path, mode):
     out = run_program([str(PROGRAMS / "body_batches.py"), str(tmp_path), mode])
     enqueues = json.loads(out.strip().splitlines()[-1])
-    by_kind = {kind: [n for name, n in enqueues.items() if name.startswith(kind)]
-               for kind in ("while_body", "while_cond_true", "while_cond_false")}
-    # Two segments around the nested cond; one batch in each branch and in the loop's
-    # condition.
-    assert by_kind == {"while_body": [2], "while_cond_true": [1], "while_cond_false": [1]}
-    assert [n for name, n in enqueues.items() if re.fullmatch(r"while_cond_\d+", name)] == [1]
+
+    def counts(pattern: str) -> list[int]:
+        return sorted(n for name, n in enqueues.items() if re.fullmatch(pattern, name))
+
+    # f's body: two segments around the nested cond; g's: one. One batch in each
+    # branch, each loop condition, and the gradient loop's body and condition.
+    assert counts(r"while_body_\d+") == [1, 2]
+    assert counts(r"while_cond_(true|false)_\d+") == [1, 1]
+    assert counts(r"while_cond_\d+") == [1, 1]
+    assert counts(r"while_(body|cond)_\d+_grad_\d+") == [1, 1]
 
     dump = load_run(run_dirs(str(tmp_path))[0])
     points = dump.trace_point_ops()
-    traced = [(points[t.trace_point][0], t) for t in dump.traces]
+
+    def call_traces(prefix: str) -> list:
+        (call,) = [e["i"] for e in dump.executions if e["op"].startswith(prefix)]
+        return [(points[t.trace_point][0], t) for t in dump.traces if t.step == call]
+
+    backward = [op["type"] for op, _ in call_traces("__inference_g_")
+                if "_grad_" in dump.graphs[op["graph"]]["name"]]
+    assert backward.count("Cos") == ITERATIONS, backward
+    traced = call_traces("__inference_f_")
     types = [op["type"] for op, _ in traced]
     assert types.count("Tanh") == ITERATIONS and types.count("Sin") == ITERATIONS
     # Per iteration: the body's first segment, then the branch taken, then Tanh.

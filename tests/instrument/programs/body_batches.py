@@ -1,5 +1,6 @@
-"""A while loop whose body holds a cond: control-flow bodies enqueue their traces in
-batches, once a run (an iteration, a branch taken), not once a traced tensor.
+"""A while loop whose body holds a cond, and a loop with its gradient: control-flow
+bodies (and their gradients) enqueue their traces in batches, once a run (an
+iteration, a branch taken), not once a traced tensor.
 
 Usage: python body_batches.py LOGDIR MODE
 
@@ -31,7 +32,18 @@ def f(x):
     return tf.while_loop(lambda i, y: i < ITERATIONS, body, (tf.constant(0), x))[1]
 
 
+@tf.function
+def g(x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.while_loop(lambda i, y: i < ITERATIONS, lambda i, y: (i + 1, tf.sin(y)),
+                          (tf.constant(0), x))[1]
+        total = tf.reduce_sum(y)
+    return tape.gradient(total, x)  # the gradient loop: Cos, then Mul, per iteration
+
+
 f(tf.constant([0.5, -1.0, 2.0]))
+g(tf.constant([0.5, -1.0, 2.0]))
 instrument.disable_dump_debug_info()
 functions = {}
 ctx = context.context()
