@@ -142,8 +142,8 @@ class GraphBatch:
                         nested_op._add_control_input(last_enqueue)  # pylint: disable=protected-access
                     barrier = nested_op
             if self._outputs_wait and last_enqueue is not None:
-                # The runtime inlines a loop condition for its output alone: the output
-                # waits for the enqueues, or they would be pruned.
+                # A loop condition's (and a control-flow gradient's) outputs wait for the
+                # enqueues, or these would not run (class docstring).
                 with ops.control_dependencies([last_enqueue]):
                     self.graph.outputs = [array_ops.identity(t) for t in self.graph.outputs]
             # The enqueues may have captured the queue after the inputs were laid out.
