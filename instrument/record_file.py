@@ -172,13 +172,30 @@ def pack_pieces(packer: msgpack.Packer, record: Any) -> list[Any]:
 
 
 def _has_large_binary(value: Any) -> bool:
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return memoryview(value).nbytes >= LARGE_BINARY_BYTES
+    """Whether ``value`` holds a binary of at least `LARGE_BINARY_BYTES`.
+
+    A value record (``dtype``, ``shape``, ``data``: instrument/value_encoding.py) is
+    judged by its ``data`` alone: a chunk holds thousands of them (a loop's values), and
+    walking each one's fields cost more than packing the chunk. Only speed depends on
+    the answer: `pack_pieces` returns msgpack's bytes either way.
+    """
     if isinstance(value, dict):
+        data = value.get("data")
+        if "shape" in value and isinstance(data, (bytes, bytearray, memoryview)):
+            return _nbytes(data) >= LARGE_BINARY_BYTES
         return any(_has_large_binary(v) for v in value.values())
     if isinstance(value, (list, tuple)):
-        return any(_has_large_binary(v) for v in value)
+        for item in value:
+            if _has_large_binary(item):
+                return True
+        return False
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return _nbytes(value) >= LARGE_BINARY_BYTES
     return False
+
+
+def _nbytes(binary: bytes | bytearray | memoryview) -> int:
+    return binary.nbytes if isinstance(binary, memoryview) else len(binary)
 
 
 def _pack_into(packer: msgpack.Packer, value: Any, pieces: list[Any]) -> None:
