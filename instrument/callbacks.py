@@ -96,11 +96,15 @@ class DumpingCallback:
         # Calls made so far of each function (`fmt.step_function_name`).
         self._calls_of: dict[str, int] = {}
         self.trace_queue: TraceQueue | None = None
+        def seeking_alert() -> bool:
+            return writer.seeking_alert
+
         if ops.executing_eagerly_outside_functions():
-            self.trace_queue = TraceQueue(
-                mode, self._write_traces, seeking_alert=lambda: writer.seeking_alert)
+            self.trace_queue = TraceQueue(mode, self._write_traces,
+                                          seeking_alert=seeking_alert)
             DRAINER.register(self.trace_queue)
-        self.host_traces = HostTraceBuffer(mode, self._write_traces)
+        self.host_traces = HostTraceBuffer(mode, self._write_traces,
+                                           seeking_alert=seeking_alert)
         DRAINER.register(self.host_traces)
         self.notices = NoticeBoard(writer)
         self.tf1 = Tf1Traces(self.host_traces, self.notices)

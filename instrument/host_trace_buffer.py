@@ -9,14 +9,14 @@ drains with the queues (`trace_queue.TraceDrainer`).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from instrument import summaries, summary_ops
-from instrument.flight_recorder import values_alert
-from instrument.trace_queue import TraceSink, discard_traces
-from instrument.value_encoding import COMPRESSION, tensor_value_record
+from instrument.trace_queue import TraceSink, compress_values, discard_traces
+from instrument.value_encoding import tensor_value_record
 from reader import format as fmt
 
 # TF1 graphs hand FULL_TENSOR values to a host buffer; past this many bytes the thread
@@ -30,11 +30,14 @@ class HostTraceBuffer:
     Args:
         mode: The tensor debug mode.
         sink: Receives each drained batch.
+        seeking_alert: As `trace_queue.TraceQueue`'s.
     """
 
-    def __init__(self, mode: str, sink: TraceSink) -> None:
+    def __init__(self, mode: str, sink: TraceSink, *,
+                 seeking_alert: Callable[[], bool] = lambda: True) -> None:
         self.mode = mode
         self._sink = sink
+        self._seeking_alert = seeking_alert
         self.lock = threading.RLock()
         self._drain_lock = threading.Lock()
         self._trace_points: list[int] = []
@@ -101,8 +104,7 @@ class HostTraceBuffer:
                 self._value_bytes = 0
             alert = None
             if values is not None:
-                alert = values_alert(values)
-                values = COMPRESSION.encode_all(values)
+                values, alert = compress_values(values, self._seeking_alert)
             with self.lock:
                 self._sink(tps, rows, values, None, alert)
             return count

@@ -142,6 +142,7 @@ def is_traced_by_tf_function(graph: Any) -> bool:
 # `control_flow_util_v2.create_new_tf_function`, which applies the same transforms hook
 # as tf.function's tracing first.
 FUNC_GRAPH_MODULE = "tensorflow.python.framework.func_graph"
+FUNC_GRAPH_FILE = "func_graph.py"
 FUNC_GRAPH_BUILDER = "func_graph_from_py_func"
 FUNC_GRAPH_LOCAL = "func_graph"
 CONTROL_FLOW_FILES = ("while_v2.py", "cond_v2.py")
@@ -167,7 +168,7 @@ def is_control_flow_body(graph: Any) -> bool:
     frame = sys._getframe(1)  # pylint: disable=protected-access
     while frame is not None:
         code = frame.f_code
-        if code.co_name == FUNC_GRAPH_BUILDER and code.co_filename.endswith("func_graph.py"):
+        if code.co_name == FUNC_GRAPH_BUILDER and code.co_filename.endswith(FUNC_GRAPH_FILE):
             caller = frame.f_back
             return (frame.f_locals.get(FUNC_GRAPH_LOCAL) is graph and caller is not None
                     and caller.f_code.co_filename.endswith(CONTROL_FLOW_FILES))

@@ -371,10 +371,8 @@ class TraceQueue:
         # training thread takes: it only competes with it for CPU.
         trace_points, values = value_batches.unpack(components)
         alert = None
-        if compress and COMPRESSION.core_is_spare():
-            # Compressed values cannot be inspected cheaply: look before.
-            alert = values_alert(values) if self._seeking_alert() else None
-            values = COMPRESSION.encode_all(values)
+        if compress:
+            values, alert = compress_values(values, self._seeking_alert)
         with self.lock:
             self._sink(trace_points, None, values,
                        np.full(len(trace_points), ordinal, dtype=np.int64), alert)
@@ -404,6 +402,18 @@ def in_control_flow_gradient(graph: Any) -> bool:
             return True
         graph = getattr(graph, "outer_graph", None)
     return False
+
+
+def compress_values(values: list[dict[str, Any]], seeking_alert: Callable[[], bool]
+                    ) -> tuple[list[dict[str, Any]], bool | None]:
+    """FULL_TENSOR values compressed if a core is spare (`COMPRESSION`), and whether
+    they held NaN or infinity: the sink cannot look inside compressed values, so they
+    are looked at first, while ``seeking_alert()`` says the sink still wants to know.
+    The flag is None when they were not looked at (the sink looks, if it wants to)."""
+    if not COMPRESSION.core_is_spare():
+        return values, None
+    alert = values_alert(values) if seeking_alert() else None
+    return COMPRESSION.encode_all(values), alert
 
 
 def discard_traces(trace_points: np.ndarray, rows: np.ndarray | None,
