@@ -20,6 +20,7 @@ from instrument.graph_batches import GraphBatch, is_traced_by_tf_function
 from instrument.host_trace_buffer import HostTraceBuffer
 from instrument.non_finite import first_alert_error
 from instrument.notices import NoticeBoard, recheck_settings
+from instrument.own_resources import OwnResources
 from instrument.stacks import StackRecorder
 from instrument.tf1_graphs import PLACEHOLDER_OPS, Tf1Traces
 from instrument.trace_queue import DRAINER, TraceQueue
@@ -114,6 +115,7 @@ class DumpingCallback:
                          if self.trace_queue is not None and xla_traces.supports(mode)
                          else None)
         self._calls_seen = False
+        self.own = OwnResources(self._own_handles)
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -128,6 +130,10 @@ class DumpingCallback:
                     source.drain()
                     source.retire()
         self.writer.close()
+
+    def _own_handles(self) -> list[Any]:
+        handles = list(self.trace_queue.handles) if self.trace_queue is not None else []
+        return handles + (self.xla_pool.handles if self.xla_pool is not None else [])
 
     def _busy(self) -> _Busy:
         return _Busy(self._guard)
@@ -287,7 +293,8 @@ class DumpingCallback:
             device_ids = [self._device_id(t.device) for t in outputs]
             record = dict(
                 op_type=op_type, graph_id=graph_id,
-                input_ids=[tf_internals.tensor_id(t) for t in inputs],
+                input_ids=[tf_internals.tensor_id(t)
+                           for t in (self.own.program_inputs(inputs) if is_call else inputs)],
                 output_ids=[tf_internals.tensor_id(t) for t in outputs],
                 device_ids=device_ids,
                 output_dtypes=[t.dtype.as_datatype_enum for t in outputs],
@@ -359,6 +366,8 @@ class DumpingCallback:
     def _on_graph_op(self, op_type: str, inputs: Any, outputs: Any, op_name: str | None,
                      graph: Any) -> Any:
         outputs = tuple(outputs or ())
+        if op_type in PLACEHOLDER_OPS and self.own.is_own_capture(graph, outputs):
+            return None
         if op_type in ("Const",) + PLACEHOLDER_OPS and outputs:
             # Their op_name can be None or repeat (e.g. "resource"); the tensor name
             # is unique.
@@ -378,9 +387,11 @@ class DumpingCallback:
         # at every call (Keras' fit on arrays hands them to its `grab_batch` map each
         # step): recorded, not traced; the ops that read them are traced.
         dataset_input = op_type in PLACEHOLDER_OPS and tf_internals.is_dataset_function(graph)
+        # Graphs that tf.data runs on another device than our queue's: recorded only.
+        remote = tf_internals.is_remote_dataset_function(graph)
         traced_slots = []
-        if not elsewhere and not dataset_input and op_type not in UNTRACED_OPS \
-                and self._filter.op_matches(op_type):
+        if not elsewhere and not dataset_input and not remote \
+                and op_type not in UNTRACED_OPS and self._filter.op_matches(op_type):
             traced_slots = [slot for slot, t in enumerate(outputs)
                             if self._filter.dtype_traced(t.dtype)]
         if in_xla and (not self._xla_traceable(graph, eager_rooted, bool(traced_slots))
@@ -395,12 +406,14 @@ class DumpingCallback:
         device = op.device if op is not None else ""
         self.writer.add_op(
             graph_id=graph_id, op_type=op_type, op_name=op_name or "",
-            inputs=[self.tf1.aliases.get(t.name, t.name) for t in inputs],
+            inputs=[self.tf1.aliases.get(t.name, t.name)
+                    for t in self.own.program_op_inputs(graph, inputs)],
             num_outputs=len(outputs),
             output_dtypes=[t.dtype.as_datatype_enum for t in outputs],
             device_id=self._device_id(device) if device else None,
             stack_id=self._stacks.capture(), trace_points=trace_points)
-        batch = self._graph_batch(graph) if eager_rooted and not in_xla else None
+        batch = self._graph_batch(graph) if eager_rooted and not in_xla and not remote \
+            else None
         if batch is not None and op is not None:
             batch.before_op(op)
         if not eager_rooted:
