@@ -21,6 +21,7 @@ from instrument.host_trace_buffer import HostTraceBuffer
 from instrument.non_finite import first_alert_error
 from instrument.notices import NoticeBoard, recheck_settings
 from instrument.own_resources import OwnResources
+from instrument.session_runs import session_run_op_type
 from instrument.stacks import StackRecorder
 from instrument.tf1_graphs import PLACEHOLDER_OPS, Tf1Traces
 from instrument.trace_queue import DRAINER, TraceQueue
@@ -315,6 +316,25 @@ class DumpingCallback:
                 self.writer.add_execution(**record)
             if self._stop_on_alert:
                 self._stop_if_alerted(is_call)
+
+    def on_session_run(self, session: Any, fetches: Any) -> None:
+        """A TF1 ``Session.run`` ended (instrument/session_runs.py): write the traces it
+        handed over, then record it as a call of its graph."""
+        if self.closed:
+            return
+        with self._busy():
+            self.host_traces.drain()
+            op_type = session_run_op_type(fetches, self.tf1.aliases)
+            call_ordinal = self._calls_of.get(op_type, 0)
+            self._calls_of[op_type] = call_ordinal + 1
+            thread = threading.current_thread()
+            self.writer.add_execution(
+                op_type=op_type, graph_id=self.graph_id(session.graph), input_ids=[],
+                output_ids=[], device_ids=[], output_dtypes=[],
+                summaries=[] if self.mode in summaries.SUMMARY_MODES else None,
+                values=[] if self.mode == fmt.FULL_TENSOR else None,
+                stack_id=self._stacks.capture(), call_ordinal=call_ordinal,
+                thread=None if thread is self.enabling_thread else thread.name)
 
     def _check_call(self, op_type: str, graph_id: int | None,
                     function_name: str | None) -> None:
