@@ -23,7 +23,9 @@ FORMAT_NAME = "tfdbg-tui-dump"
 # so the major version changes and it refuses the dump with a message. The FULL_STATS
 # mode (FULL_HEALTH's columns, then min, max, mean and std of the finite elements).
 # This reader reads every 1.x dump too.
-FORMAT_VERSION = (2, 0)
+# 2.1: a TF1 `Session.run` is an execution (`session_run_op_type`), numbered with `c`;
+# the dumper's own captured resources are no longer a call's inputs or a graph's ops.
+FORMAT_VERSION = (2, 1)
 
 FILE_SUFFIX = ".tfdbg"
 
