@@ -78,15 +78,16 @@ def encode_value(record: Any) -> Any:
     """A value record with its ``data`` compressed (docs/format.md section 6), or itself.
 
     ``shuffle-zlib`` for multi-byte dtypes, ``zlib`` for one-byte ones (module
-    docstring). Records that are not raw numeric values, small ones, ones that would not
-    shrink by `MIN_SAVING` (and None) come back unchanged. Releases the GIL while
+    docstring). Records that are not raw numeric values, small ones, ones larger than a
+    reader inflates (`MAX_COMPRESSED_VALUE_BYTES`), ones that would not shrink by
+    `MIN_SAVING` (and None) come back unchanged. Releases the GIL while
     Huffman coding.
     """
     if not isinstance(record, dict):
         return record
     data = record.get("data")
     if (record.get("codec") is not None or not isinstance(data, (bytes, memoryview))
-            or len(data) < MIN_COMPRESSED_BYTES):
+            or not MIN_COMPRESSED_BYTES <= len(data) <= fmt.MAX_COMPRESSED_VALUE_BYTES):
         return record
     itemsize = np.dtype(record["dtype"]).itemsize
     if itemsize > 1 and len(data) % itemsize == 0:

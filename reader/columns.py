@@ -199,6 +199,9 @@ class SpannedIndex:
         self.mode = mode
         self.width = summary_width(mode)
         self.spans = Spans()
+        # Why FULL_TENSOR values taken since the loader last looked could not be
+        # decoded (their summaries are all zeros): the loader turns them into a notice.
+        self.value_damage: list[str] = []
 
     def clear(self, mode: str) -> None:
         """Start over, empty, in ``mode`` (a TensorFlow dump names its mode only in its

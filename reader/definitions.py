@@ -15,8 +15,8 @@ import numpy as np
 from reader import format as fmt
 from reader.columns import Column
 from reader.errors import MalformedRecordError, UnknownIdError
+from reader.limits import DENSE_SLACK, MAX_TRACE_POINT, is_id, is_int, is_opt_ref
 from reader.model import Frame, Graph, Op, SourceFile, TensorRef
-from reader.records import is_int
 
 # Paths of code the user did not write, for a file record without the writer's
 # `library` flag. The flag, where recorded, wins: the writer knows its own install
@@ -52,7 +52,13 @@ def is_library_file(record: dict[str, Any], path: str) -> bool:
 
 
 def _opt_int(value: Any) -> bool:
-    return value is None or is_int(value)
+    return is_opt_ref(value)
+
+
+def _trace_point_ok(value: Any) -> bool:
+    """None (an untraced output), or an int a ``traces`` chunk's int32 ``tp`` can hold
+    (a negative one means untraced)."""
+    return value is None or (is_int(value) and -MAX_TRACE_POINT - 1 <= value <= MAX_TRACE_POINT)
 
 
 def _opt_str(value: Any) -> bool:
@@ -94,6 +100,10 @@ class Definitions:
         self._op_cache: dict[int, Op] = {}
         self.tp_op = Column(np.int64)  # trace point id -> op id, -1 while undefined
         self.tp_slot = Column(np.int32)
+        # Trace points whose ids are too far past those defined for the dense columns
+        # (`limits.DENSE_SLACK`): id -> (op id, slot). Empty for a writer's dumps.
+        self.sparse_tps: dict[int, tuple[int, int]] = {}
+        self._num_tps = 0
 
     # -- reading -----------------------------------------------------------------------
 
@@ -108,8 +118,8 @@ class Definitions:
                         fmt.KIND_GRAPH, fmt.KIND_OP):
             return None
         ident = record.get("id")
-        if not (is_int(ident) and ident >= 0):
-            raise MalformedRecordError(f"a {kind} record without an integer id")
+        if not is_id(ident):
+            raise MalformedRecordError(f"a {kind} record without an integer id in range")
         if kind == fmt.KIND_DEVICE:
             name = record.get("name")
             if not isinstance(name, str):
@@ -165,9 +175,9 @@ class Definitions:
         graph, op_type, name = record.get("graph"), record.get("type"), record.get("name")
         inputs, tps = record.get("inputs"), record.get("tps")
         dtypes = record.get("dtypes", [])
-        if not (is_int(graph) and isinstance(op_type, str) and isinstance(name, str)
+        if not (is_id(graph) and isinstance(op_type, str) and isinstance(name, str)
                 and isinstance(inputs, list) and all(isinstance(x, str) for x in inputs)
-                and isinstance(tps, list) and all(_opt_int(t) for t in tps)
+                and isinstance(tps, list) and all(_trace_point_ok(t) for t in tps)
                 and isinstance(dtypes, list) and all(is_int(d) for d in dtypes)
                 and _opt_int(record.get("device")) and _opt_int(record.get("stack"))
                 and is_int(record.get("num_outputs", 0))):
@@ -181,6 +191,12 @@ class Definitions:
         for slot, tp in enumerate(tps):
             if tp is None or tp < 0:
                 continue
+            self._num_tps += 1
+            if tp >= self._num_tps + DENSE_SLACK and tp >= self.tp_op.size:
+                # Far past the ids defined so far: a map, not a table of its size.
+                self.sparse_tps[tp] = (ident, slot)
+                continue
+            self.sparse_tps.pop(tp, None)
             if tp >= self.tp_op.size:
                 missing = tp + 1 - self.tp_op.size
                 self.tp_op.extend(np.full(missing, -1, dtype=np.int64))
@@ -262,7 +278,21 @@ class Definitions:
             op_id = int(self.tp_op.view[tp])
             if op_id >= 0:
                 return op_id, int(self.tp_slot.view[tp])
-        return None, -1
+        return self.sparse_tps.get(tp, (None, -1))
+
+    def traced_op_ids(self) -> list[int]:
+        """Ids of the ops with a trace point, ascending."""
+        ids = set(np.unique(self.tp_op.view).tolist())
+        ids.update(op_id for op_id, _ in self.sparse_tps.values())
+        ids.discard(-1)
+        return sorted(ids)
+
+    def trace_points_of(self, op_ids: list[int]) -> np.ndarray:
+        """The trace points of the ops ``op_ids``, ascending (int64)."""
+        dense = np.flatnonzero(np.isin(self.tp_op.view, op_ids))
+        wanted = set(op_ids)
+        sparse = [tp for tp, (op_id, _) in self.sparse_tps.items() if op_id in wanted]
+        return np.union1d(dense, np.array(sparse, dtype=np.int64)) if sparse else dense
 
     def source_file(self, file_id: int) -> SourceFile:
         found = self.files.get(file_id)

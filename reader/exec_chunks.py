@@ -18,7 +18,7 @@ import numpy as np
 from reader import format as fmt
 from reader import values
 from reader.errors import MalformedRecordError
-from reader.records import is_int
+from reader.limits import MAX_ID, is_id, is_int
 
 # Column key -> little-endian dtype, for the per-execution and per-output columns.
 _PER_EXECUTION = {"op": "<i4", "graph": "<i8", "stack": "<i8", "t": "<f8", "c": "<i8",
@@ -57,19 +57,21 @@ def _array(record: dict[str, Any], key: str, dtype: str, count: int) -> np.ndarr
     return np.frombuffer(data, dtype=dtype)
 
 
-def chunk_columns(record: dict[str, Any], mode: str, width: int) -> ChunkColumns:
+def chunk_columns(record: dict[str, Any], mode: str, width: int,
+                  problems: list[str] | None = None) -> ChunkColumns:
     """The index's columns of an ``execs`` record.
 
     Args:
         record: The decoded chunk.
         mode: The run's tensor debug mode.
         width: Summary columns per output the index keeps (`summary_width`).
+        problems: Where to add why a FULL_TENSOR value could not be decoded.
 
     Raises:
         MalformedRecordError: A field is missing or its length does not fit ``n``.
     """
     first, n, ops = record.get("i"), record.get("n"), record.get("ops")
-    if not (is_int(first) and first >= 0 and is_int(n) and n >= 0 and isinstance(ops, list)
+    if not (is_id(first) and is_int(n) and n >= 0 and first + n <= MAX_ID and isinstance(ops, list)
             and all(isinstance(op, str) for op in ops)):
         raise MalformedRecordError("an execs chunk with bad i, n or ops")
     per_execution = {key: _array(record, key, dtype, n) for key, dtype in _PER_EXECUTION.items()}
@@ -93,7 +95,7 @@ def chunk_columns(record: dict[str, Any], mode: str, width: int) -> ChunkColumns
         summaries = np.full((outputs, width), np.nan)
         slots = [j for j, value in enumerate(stored) if isinstance(value, dict)]
         if slots:
-            summaries[slots] = values.summary_rows([stored[j] for j in slots])
+            summaries[slots] = values.summary_rows([stored[j] for j in slots], problems)
     elif width:
         if record.get("sc") != width:
             raise MalformedRecordError(f"an execs chunk whose summaries do not have "

@@ -25,6 +25,7 @@ import msgpack
 import numpy as np
 
 from reader import format as fmt
+from reader.limits import MAX_ID
 from reader.summary_rows import count_columns, summary_width
 
 # Zero bytes appended to a block so that fixed-size gathers (a key, an int, a summary
@@ -226,7 +227,7 @@ def scan_exec_frames(data: bytes | bytearray, starts: np.ndarray, ends: np.ndarr
                 _kind(p)
             elif key == "i":
                 value, size = p.uint()
-                p.fail(size == 0)
+                p.fail((size == 0) | (value > MAX_ID))
                 index[pending] = value
                 p.pos += size
             elif key == "op":

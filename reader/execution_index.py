@@ -15,7 +15,7 @@ from reader import format as fmt
 from reader import values
 from reader.columns import Column, SpannedIndex
 from reader.errors import MalformedRecordError
-from reader.records import is_int
+from reader.limits import is_id, is_int
 from reader.summary_rows import alert_counts, alert_flags
 
 if TYPE_CHECKING:
@@ -84,12 +84,12 @@ class ExecutionIndex(SpannedIndex):
         """
         index, op_type, outputs = record.get("i"), record.get("op"), record.get("out")
         graph = record.get("graph")
-        if not (is_int(index) and index >= 0 and isinstance(op_type, str)
+        if not (is_id(index) and isinstance(op_type, str)
                 and isinstance(outputs, list) and (graph is None or is_int(graph))):
             raise MalformedRecordError("an exec record with bad i, op, out or graph")
         if len(self) and index < self.end:
             raise MalformedRecordError(f"exec {index} repeats an index before {self.end}")
-        rows = self._summary_rows(record)
+        rows = self._summary_rows(record, self.value_damage)
         alert_slots = []
         if rows is not None:
             flags = alert_flags(self.mode, rows[1])
@@ -242,14 +242,16 @@ class ExecutionIndex(SpannedIndex):
             rows[slots] = found[1][:len(slots)]
         return rows
 
-    def _summary_rows(self, record: dict[str, Any]) -> tuple[list[int], np.ndarray] | None:
-        """(slots, rows) of the outputs that carry a summary, or None."""
+    def _summary_rows(self, record: dict[str, Any], problems: list[str] | None = None
+                      ) -> tuple[list[int], np.ndarray] | None:
+        """(slots, rows) of the outputs that carry a summary, or None; why a value
+        could not be decoded is added to ``problems``."""
         if self.mode == fmt.FULL_TENSOR:
             vals = record.get("v")
             if not isinstance(vals, list):
                 return None
             slots = [j for j, v in enumerate(vals) if isinstance(v, dict)]
-            return slots, values.summary_rows([vals[j] for j in slots])
+            return slots, values.summary_rows([vals[j] for j in slots], problems)
         summaries = record.get("s")
         if self.width == 0 or not isinstance(summaries, list):
             return None

@@ -188,6 +188,10 @@ ALERT_MODES = HEALTH_MODES + (FULL_TENSOR,)
 CODEC_ZLIB = "zlib"  # data is a zlib stream of the raw elements
 CODEC_SHUFFLE_ZLIB = "shuffle-zlib"  # a zlib stream of the raw elements, byte-shuffled
 VALUE_CODECS = (CODEC_ZLIB, CODEC_SHUFFLE_ZLIB)
+# The most raw bytes a compressed value may hold: a writer stores a larger value raw,
+# and a reader takes a compressed value claiming more as damaged, so that no few bytes
+# of a dump can make it inflate gigabytes (docs/format.md section 8).
+MAX_COMPRESSED_VALUE_BYTES = 64 << 20
 
 # SHAPE mode keeps six dimensions: past rank 6 the last six, as TensorFlow's kernel does.
 MAX_SHAPE_RANK = 6

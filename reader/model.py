@@ -46,7 +46,7 @@ class RunMetadata:
     argv: tuple[str, ...]
     eager_mode: bool
     finished: bool
-    devices: tuple[str, ...] = ()  # device names by device id, as read so far
+    devices: tuple[str, ...] = ()  # device names in device id order, as read so far
     op_regex: str | None = None
     tensor_dtypes: tuple[str, ...] | None = None
     end_time: float | None = None  # from the `end` record of a cleanly closed run

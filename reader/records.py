@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, TypeGuard
+from typing import Any
 
 from reader import format as fmt
 from reader import values
+from reader.limits import is_int
 from reader.model import DUMPER_TFDBG_TUI, Execution, RunMetadata, Summary
 
 
@@ -37,7 +38,7 @@ def run_metadata(run: dict[str, Any], end: dict[str, Any] | None, run_id: str, m
         argv=tuple(str(a) for a in argv) if isinstance(argv, list) else (),
         eager_mode=bool(run.get("eager_mode", True)),
         finished=end is not None,
-        devices=tuple(devices.get(i, "?") for i in range(max(devices, default=-1) + 1)),
+        devices=tuple(devices[i] for i in sorted(devices)),
         op_regex=_str_or_none(run.get("op_regex")),
         tensor_dtypes=(tuple(str(d) for d in dtypes) if isinstance(dtypes, list)
                        else None),
@@ -120,8 +121,3 @@ def _float_or_none(value: Any) -> float | None:
 
 def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
-
-
-def is_int(value: Any) -> TypeGuard[int]:
-    """True for an int that is not a bool (msgpack gives both)."""
-    return isinstance(value, int) and not isinstance(value, bool)

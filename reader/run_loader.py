@@ -135,6 +135,7 @@ class RunLoader:
             if segment.damage is not None:
                 with self._commit:
                     self.notice(segment.damage)
+            self._value_notice(segment, stream)
             if segment.vanished and stream in fmt.ROTATING_STREAMS:
                 self._drop_vanished(stream, [n for n in known if not known[n].vanished])
 
@@ -165,7 +166,8 @@ class RunLoader:
             if record["k"] != fmt.KIND_EXECUTION_CHUNK:
                 continue
             try:
-                columns = chunk_columns(record, self.mode, self.execs.width)
+                columns = chunk_columns(record, self.mode, self.execs.width,
+                                        self.execs.value_damage)
                 with self._commit:
                     self.execs.add_chunk(columns, number, start, end)
             except MalformedRecordError as error:
@@ -254,6 +256,21 @@ class RunLoader:
             self.notices.append(notice)
         else:
             self.defs.add(record)
+
+    def _value_notice(self, segment: SegmentReader, stream: str) -> None:
+        """One notice for the FULL_TENSOR values of ``segment`` just read that could
+        not be decoded (their summaries show nothing)."""
+        if stream not in fmt.ROTATING_STREAMS:
+            return
+        index = self.traces if stream == fmt.STREAM_GRAPH_TRACES else self.execs
+        problems = index.value_damage
+        if problems:
+            what = (f"{problems[0]}; it is shown" if len(problems) == 1 else
+                    f"{len(problems)} tensor values cannot be decoded (the first: "
+                    f"{problems[0]}); they are shown")
+            with self._commit:
+                self.notice(f"{segment.name}: {what} without a summary")
+            problems.clear()
 
     def _drop_vanished(self, stream: str, present: list[int]) -> None:
         known = self.segments[stream]

@@ -15,7 +15,7 @@ from reader import format as fmt
 from reader import values
 from reader.columns import Column, SpannedIndex
 from reader.errors import MalformedRecordError
-from reader.records import is_int
+from reader.limits import MAX_ID, is_id, is_int
 from reader.summary_rows import alert_counts, alert_flags
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ class TraceIndex(SpannedIndex):
             MalformedRecordError: A field has the wrong type or size.
         """
         first, n, tp_bytes = record.get("i"), record.get("n"), record.get("tp")
-        if not (is_int(first) and is_int(n) and n >= 0 and first >= 0
+        if not (is_id(first) and is_int(n) and n >= 0 and first + n <= MAX_ID
                 and isinstance(tp_bytes, bytes) and len(tp_bytes) == 4 * n):
             raise MalformedRecordError("a traces chunk with bad i, n or tp")
         step = _chunk_steps(record, n)
@@ -166,7 +166,7 @@ class TraceIndex(SpannedIndex):
             vals = record.get("v")
             if not isinstance(vals, list) or len(vals) != n:
                 raise MalformedRecordError("a FULL_TENSOR traces chunk without n values")
-            return values.summary_rows(vals)
+            return values.summary_rows(vals, self.value_damage)
         if self.width == 0:
             return b""
         data, sc = record.get("s"), record.get("sc")
@@ -230,10 +230,12 @@ def _chunk_steps(record: dict[str, Any], n: int) -> int | np.ndarray:
         MalformedRecordError: Neither is well formed.
     """
     step, runs = record.get("x"), record.get("xr")
-    if is_int(step):
+    if is_id(step):
         return int(step)
     if isinstance(runs, bytes) and runs and len(runs) % 16 == 0:
         table = np.frombuffer(runs, dtype="<i8").reshape(-1, 2).astype(np.int64)
-        if int(table[:, 1].min()) > 0 and int(table[:, 1].sum()) == n:
+        # Counts of at most n each cannot overflow their sum.
+        counts = table[:, 1]
+        if 0 < int(counts.min()) and int(counts.max()) <= n and int(counts.sum()) == n:
             return table
     raise MalformedRecordError("a traces chunk with bad x or xr")

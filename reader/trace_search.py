@@ -61,10 +61,9 @@ class TraceSearch:
         key = (regex.pattern, self._defs.num_ops)
         if self._cache is not None and self._cache[0] == key:
             return self._cache[1]
-        tp_op = self._defs.tp_op.view
-        matching = [op_id for op_id in np.unique(tp_op).tolist() if op_id >= 0
-                    and (regex.search(self._defs.op(op_id).name)
-                         or regex.search(self._defs.op(op_id).op_type))]
-        tps = np.flatnonzero(np.isin(tp_op, matching))
+        matching = [op_id for op_id in self._defs.traced_op_ids()
+                    if regex.search(self._defs.op(op_id).name)
+                    or regex.search(self._defs.op(op_id).op_type)]
+        tps = self._defs.trace_points_of(matching)
         self._cache = (key, tps)
         return tps

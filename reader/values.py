@@ -10,6 +10,7 @@ import numpy as np
 
 from reader import format as fmt
 from reader.errors import DamagedDumpError
+from reader.limits import inflation_problem
 
 # TF DataType enum -> numpy dtype, for the `fmt.DTYPE_NAMES` numpy has (not bfloat16,
 # which is stored as float32 and reads back as float32, nor strings or quantized types).
@@ -31,7 +32,8 @@ def decode_value(value: Any) -> np.ndarray | None:
     Raises:
         DamagedDumpError: The value names a codec (its ``data`` is compressed) and
             cannot be decoded with it: corrupt or truncated compressed data, a size
-            other than the shape's, or a codec this reader does not know.
+            other than the shape's or beyond `limits.MAX_INFLATED_VALUE_BYTES`, or a
+            codec this reader does not know.
     """
     if not isinstance(value, dict):
         return None
@@ -62,6 +64,9 @@ def decode_value(value: Any) -> np.ndarray | None:
         return None
     size = count * np_dtype.itemsize
     if codec is not None:
+        problem = inflation_problem(size, len(data))
+        if problem is not None:
+            raise DamagedDumpError(f"a {codec}-compressed tensor value {problem}")
         data = _decompress(codec, data, size, np_dtype.itemsize)
     if size != len(data):
         return None
@@ -90,17 +95,19 @@ def _decompress(codec: str, data: bytes, size: int, itemsize: int) -> bytes:
     return raw
 
 
-def summary_row(value: Any) -> np.ndarray:
+def summary_row(value: Any, problems: list[str] | None = None) -> np.ndarray:
     """One FULL_HEALTH-layout row for a stored value; all zeros when undecodable.
 
     Columns: dtype, rank, size, neg_inf, pos_inf, nan, neg, zero, pos. Never raises:
     the index computes these rows while reading, and a damaged value must not stop it
-    (asking for the value itself raises).
+    (asking for the value itself raises); why it is damaged is added to ``problems``.
     """
     row = np.zeros(_WIDTH)
     try:
         array = decode_value(value)
-    except DamagedDumpError:
+    except DamagedDumpError as error:
+        if problems is not None:
+            problems.append(str(error))
         return row
     if array is None:
         return row
@@ -127,8 +134,9 @@ def summary_row(value: Any) -> np.ndarray:
     return row
 
 
-def summary_rows(stored: list[Any]) -> np.ndarray:
-    """FULL_HEALTH-layout rows, shape (len(stored), 9), for a list of stored values."""
+def summary_rows(stored: list[Any], problems: list[str] | None = None) -> np.ndarray:
+    """FULL_HEALTH-layout rows, shape (len(stored), 9), for a list of stored values
+    (`summary_row`)."""
     if not stored:
         return np.empty((0, _WIDTH))
-    return np.stack([summary_row(v) for v in stored])
+    return np.stack([summary_row(v, problems) for v in stored])
