@@ -15,7 +15,7 @@ import numpy as np
 from reader import format as fmt
 from reader.columns import Column
 from reader.errors import MalformedRecordError, UnknownIdError
-from reader.limits import DENSE_SLACK, MAX_TRACE_POINT, is_id, is_int, is_opt_ref
+from reader.limits import DENSE_SLACK, MAX_OP_OUTPUTS, MAX_TRACE_POINT, is_id, is_int, is_opt_ref
 from reader.model import Frame, Graph, Op, SourceFile, TensorRef
 
 # Paths of code the user did not write, for a file record without the writer's
@@ -180,7 +180,8 @@ class Definitions:
                 and isinstance(tps, list) and all(_trace_point_ok(t) for t in tps)
                 and isinstance(dtypes, list) and all(is_int(d) for d in dtypes)
                 and _opt_int(record.get("device")) and _opt_int(record.get("stack"))
-                and is_int(record.get("num_outputs", 0))):
+                and is_int(num_outputs := record.get("num_outputs", 0))
+                and 0 <= num_outputs <= MAX_OP_OUTPUTS):
             raise MalformedRecordError(f"op {ident} with fields of the wrong type")
         self._ops[ident] = record
         self._op_cache.pop(ident, None)

@@ -20,6 +20,8 @@ from reader import format as fmt
 MAX_ID = (1 << 62) - 1
 # Trace point ids: a `traces` chunk stores them as int32.
 MAX_TRACE_POINT = (1 << 31) - 1
+# Outputs of one op: TensorFlow's ops have a few (a split into thousands at most).
+MAX_OP_OUTPUTS = 1 << 16
 # Trace points are mapped to their ops by a dense table while their ids stay within
 # this many of the trace points defined so far (a writer numbers them from 0); an id
 # beyond that is kept in a map, so no id sizes the table.

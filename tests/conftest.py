@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import settings
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PATTERNS_PROGRAM = os.path.join(REPO, "tests", "reader", "tf_programs", "patterns.py")
@@ -42,3 +43,14 @@ def tf_written(tmp_path_factory) -> str:
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return root
+
+
+# Hypothesis profiles of the property tests (tests/reader/test_hostile_values.py):
+# "hostile-ci", the default, runs with every test run in well under a minute,
+# derandomized so that a run is repeatable; "hostile-long" is the benchmark-marked
+# search (docs/testing.md). HYPOTHESIS_PROFILE selects another.
+settings.register_profile("hostile-ci", max_examples=60, deadline=10_000, derandomize=True,
+                          database=None, print_blob=True)
+settings.register_profile("hostile-long", max_examples=3000, deadline=30_000, database=None,
+                          print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "hostile-ci"))

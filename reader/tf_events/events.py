@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from reader import format as fmt
+from reader.limits import MAX_OP_OUTPUTS
 from reader.tf_events.tensors import stored_value, summary_row
 
 # Device ids for devices named only by an op's creation record, above any id of
@@ -132,7 +133,9 @@ def _op_records(op: Any, ids: Ids) -> list[dict[str, Any]]:
         "name": op.op_name, "inputs": list(op.input_names), "num_outputs": op.num_outputs,
         "dtypes": [], "device": device, "stack": stack_id,
         "tps": [ids.trace_point(op.graph_id, op.op_name, slot)
-                for slot in range(op.num_outputs)]})
+                # More than the reader takes: the op record is damage, and no more
+                # trace points are made for it than that.
+                for slot in range(min(op.num_outputs, MAX_OP_OUTPUTS + 1))]})
     return records
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from reader import format as fmt
+from reader.limits import MAX_INFLATED_VALUE_BYTES
 from reader.values import NUMPY_DTYPES
 
 _FLOAT64, _BFLOAT16, _FLOAT16, _STRING, _BOOL = 2, 14, 19, 7, 10
@@ -56,6 +57,8 @@ def to_array(proto: Any) -> np.ndarray | None:
             flat = _typed_values(proto, dtype_enum, dtype)
     if flat.size == count:
         return flat.reshape(shape)
+    if count * flat.dtype.itemsize > MAX_INFLATED_VALUE_BYTES:
+        return None  # more than a few stored elements may stand for
     if count and flat.size and flat.size < count:
         # TensorFlow stores a tensor whose trailing elements repeat its last value
         # with those elements left out.

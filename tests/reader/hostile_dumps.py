@@ -8,6 +8,7 @@ dump with one line; never raise anything else, hang or take unbounded memory.
 
 from __future__ import annotations
 
+import functools
 import os
 import zlib
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from collections.abc import Callable
 import msgpack
 import numpy as np
 
+from reader import DumpError, DumpReader
 from reader import format as fmt
 from tests.reader.synthetic import FINITE, NAN, NEG_INF, add_step, make_run, segment_path
 
@@ -122,9 +124,10 @@ def write_metadata_id_2_32(logdir: str) -> str:
 BOMB_BYTES = 1 << 30
 
 
+@functools.lru_cache(maxsize=8)
 def zlib_of_zeros(size: int) -> bytes:
     """A zlib stream of ``size`` zero bytes, made without holding them all."""
-    compressor = zlib.compressobj(9)
+    compressor = zlib.compressobj(1)
     block = bytes(min(size, 1 << 24))
     parts = []
     left = size
@@ -167,6 +170,21 @@ def write_exec_value_bomb(logdir: str) -> str:
     chunk.pack_into(record)
     append_records(path, fmt.STREAM_EXECUTIONS, record)
     return path
+
+
+def run_every_query(reader: DumpReader) -> None:
+    """Ask ``reader`` everything a user can; each query may fail only as a `DumpError`."""
+    for query in (lambda: reader.alerts(), lambda: reader.root_cause(),
+                  lambda: reader.traces(0, reader.num_traces),
+                  lambda: reader.executions(0, reader.num_executions),
+                  lambda: [reader.op(o) for o in range(4)], lambda: reader.graphs(),
+                  lambda: [reader.stack(s) for s in range(3)],
+                  lambda: reader.find_trace("Log", 0), lambda: reader.metadata,
+                  lambda: reader.steps()):
+        try:
+            query()
+        except DumpError:
+            pass  # an error of ours is the expected way to fail
 
 
 if __name__ == "__main__":

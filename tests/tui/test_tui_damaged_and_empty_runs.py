@@ -26,6 +26,21 @@ async def test_damaged_dump_opens_with_a_notice_and_what_is_readable(tmp_path):
         assert app.screen.query_one(GraphExecutionList).row_count == 18
 
 
+async def test_a_hostile_index_is_damage_with_the_same_notice(tmp_path):
+    """A trace chunk numbered past 2**63 (valid msgpack, a value no writer writes)."""
+    write_nan_dump(tmp_path)
+    segment = next(tmp_path.glob("*/graph_traces.000000.tfdbg"))
+    with open(segment, "ab") as file:
+        file.write(msgpack.packb({"k": "traces", "i": (1 << 63) + 7, "n": 1, "x": 1,
+                                  "tp": bytes(4), "sc": 9, "s": bytes(72)}))
+    app = make_app(tmp_path)
+    async with app.run_test(size=(120, 30), notifications=True) as pilot:
+        await wait_for_hunt(pilot)
+        await wait_for(pilot, lambda: "Damaged dump" in screen_text(app), what="the notice")
+        assert "bad i, n or tp" in screen_text(app)
+        assert app.screen.query_one(GraphExecutionList).row_count == 18
+
+
 async def test_an_empty_run_opens_and_every_key_is_harmless(tmp_path):
     DumpWriter(tmp_path, {"tensor_debug_mode": fmt.NO_TENSOR, "eager_mode": True},
                flush_interval_s=None).close()
