@@ -233,7 +233,7 @@ class Execution:
 @dataclass(frozen=True, slots=True)
 class EagerInput:
     """An input tensor of an eager execution and, when on disk, the execution that
-    output it (`reader.inputs.eager_inputs`)."""
+    output it (`reader.analysis.inputs.eager_inputs`)."""
 
     tensor_id: int
     producer_index: int | None  # None: made outside any op callback, or left the disk

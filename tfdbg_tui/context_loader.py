@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from reader.analysis.expressions import expression_of, line_span
+from reader.analysis.history import TensorHistory, tensor_history
+from reader.analysis.inputs import eager_inputs, input_trace
 from reader.errors import UnknownIdError
-from reader.expressions import expression_of, line_span
-from reader.history import TensorHistory, tensor_history
-from reader.inputs import eager_inputs, input_trace
 from reader.model import (
     EagerInput,
     Execution,

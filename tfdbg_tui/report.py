@@ -4,7 +4,7 @@ Prints the run, its mode and counts, what of it is kept on disk (the gaps a circ
 buffer leaves around the first alert's window), the alerts by type and per step, the
 root cause of the first NaN/inf (its op, its step, its inputs' summaries, the user's
 source line with the expression marked by carets, as in a Python traceback) and its
-diagnosis (`reader.diagnosis`: the pattern, why, the usual fix). Human output uses
+diagnosis (`reader.analysis.diagnosis`: the pattern, why, the usual fix). Human output uses
 Rich; every piece of dump text is escaped, never read as markup. ``--json`` prints
 exactly one JSON object for scripts and CI.
 """
@@ -16,14 +16,15 @@ import json
 from typing import Any
 
 import reader
-from reader import DumpError, liveness
+from reader import DumpError
 from reader import format as fmt
-from reader.diagnosis import Diagnosis, diagnose_cause
-from reader.expressions import expression_of, line_span
+from reader.analysis.diagnosis import Diagnosis, diagnose_cause
+from reader.analysis.expressions import expression_of, line_span
+from reader.analysis.steps import Gap, Steps
+from reader.analysis.workers import WorkerRun, first_nonfinite_workers
 from reader.model import DUMPER_TENSORFLOW, Alert, RootCause, Summary
 from reader.notices import Notice
-from reader.steps import Gap, Steps
-from reader.workers import WorkerRun, first_nonfinite_workers
+from reader.run import liveness
 from tfdbg_tui.exit_codes import EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, EXIT_OK, fail
 from tfdbg_tui.literal import literal, literal_columns
 from tfdbg_tui.step_sparkline import sparkline, step_range
@@ -35,7 +36,7 @@ ALERTS_SHOWN = 10
 SPARKLINE_WIDTH = 60
 # TensorFlow's dumper records neither an end nor a pid: whether it ended is unknown.
 _TENSORFLOW_STATE = "written by TensorFlow's own dumper, which records no end"
-# How the run's `reader.liveness` state is said.
+# How the run's `reader.run.liveness` state is said.
 _STATE_TEXT = {
     liveness.FINISHED: "finished",
     liveness.STOPPED: "recording stopped on a write error: the dump ends there",

@@ -36,7 +36,7 @@ import pytest
 from textual import events
 
 import reader
-from reader.indexed_run import IndexedRun
+from reader.run.indexed_run import IndexedRun
 from tfdbg_tui.app import DebuggerApp
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 

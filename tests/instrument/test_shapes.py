@@ -8,7 +8,7 @@ import pytest
 
 import reader
 from reader import format as fmt
-from reader.diagnosis import diagnose_cause
+from reader.analysis.diagnosis import diagnose_cause
 from tests.instrument.conftest import PROGRAMS, line_of, run_program
 
 SHAPES = PROGRAMS / "shapes.py"

@@ -18,7 +18,7 @@ import pytest
 import reader
 from instrument import recording_stop
 from reader import format as fmt
-from reader import liveness
+from reader.run import liveness
 from tests.reader.synthetic import FINITE, NAN, add_step, make_run
 from tfdbg_tui.exit_codes import EXIT_OK
 from tfdbg_tui.report import main as report_main

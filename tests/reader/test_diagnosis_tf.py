@@ -13,7 +13,7 @@ import os
 import pytest
 
 import reader
-from reader.diagnosis import PATTERNS, SUGGESTIONS, diagnose_alert, diagnose_cause
+from reader.analysis.diagnosis import PATTERNS, SUGGESTIONS, diagnose_alert, diagnose_cause
 from tests.reader.conftest import PATTERN_CASES, PATTERN_RUNS, TF_PROGRAMS
 from tfdbg_tui.report import main as report_main
 

@@ -9,7 +9,7 @@ import pytest
 
 from reader import DumpReader, UnknownIdError
 from reader import format as fmt
-from reader import run_loader as run_loader_module
+from reader.loading import run_loader as run_loader_module
 from tests.reader.synthetic import FINITE, NAN, NEG_INF, add_step, make_run, segment_path
 
 

@@ -12,7 +12,7 @@ import time
 import pytest
 
 import reader
-from reader import liveness
+from reader.run import liveness
 from tests.reader.synthetic import start_writer
 
 HOST = socket.gethostname()

@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 import reader
-from reader.tf_events.schema import DebugEvent
-from reader.tf_events.tfrecord import FOOTER_BYTES, HEADER_BYTES, RecordFile
+from reader.loading.tf_events.schema import DebugEvent
+from reader.loading.tf_events.tfrecord import FOOTER_BYTES, HEADER_BYTES, RecordFile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROGRAMS = os.path.join(REPO, "tests", "reader", "tf_programs")

@@ -308,7 +308,7 @@ async def test_marked_source_line_ends_without_an_ellipsis_when_it_fits(nan_logd
 async def test_a_record_gone_while_hunting_is_a_notice_not_a_traceback(nan_logdir, monkeypatch):
     """A circular buffer can rotate a record away while the hunt reads it: the app
     says so in one line and keeps running (the next update hunts again)."""
-    from reader.dump_reader import DumpReader
+    from reader.analysis.dump_reader import DumpReader
     from reader.errors import UnknownIdError
     def gone(self, alert=None):
         raise UnknownIdError("execution 3 is not on disk (have 5..9)")

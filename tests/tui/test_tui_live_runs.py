@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import signal
 
-from reader import liveness
+from reader.run import liveness
 from tests.reader.synthetic import start_writer
 from tests.tui.synthetic_dumps import NanModelDump
 from tests.tui.tui_helpers import make_app, screen_text, wait_for

@@ -8,8 +8,8 @@ from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
 
+from reader.analysis.steps import Steps
 from reader.model import Alert, AlertSummary
-from reader.steps import Steps
 from tfdbg_tui.kept_rows import GappedRows
 from tfdbg_tui.literal import literal
 from tfdbg_tui.step_sparkline import sparkline, step_range

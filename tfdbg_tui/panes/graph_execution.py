@@ -15,8 +15,8 @@ from textual.binding import Binding
 from textual.message import Message
 
 from reader import format as fmt
-from reader.steps import Steps, gap_between
-from reader.trace_search import compile_search
+from reader.analysis.steps import Steps, gap_between
+from reader.index.trace_search import compile_search
 from tfdbg_tui.literal import literal
 from tfdbg_tui.panes.comparison_columns import CompareColumn, TraceComparison
 from tfdbg_tui.screens.prompt import PromptScreen

@@ -17,12 +17,12 @@ from textual.widgets import Footer
 
 import reader as dump_reader_module
 from reader import format as fmt
-from reader import liveness
-from reader.diagnosis import diagnose_alert, diagnose_cause
+from reader.analysis.diagnosis import diagnose_alert, diagnose_cause
+from reader.analysis.steps import Steps, gap_between
 from reader.errors import DumpError
 from reader.model import Alert, AlertSummary, RootCause
 from reader.notices import count_warnings
-from reader.steps import Steps, gap_between
+from reader.run import liveness
 from tfdbg_tui.context_loader import (
     TraceContext,
     load_execution_context,
@@ -367,7 +367,7 @@ class DebuggerScreen(RunComparison):
 
     @work(thread=True, exclusive=True, group="diagnosis")
     def load_diagnosis(self, alert: Alert, token: int) -> None:
-        """The diagnosis of a selected alert (`reader.diagnosis.diagnose_alert`)."""
+        """The diagnosis of a selected alert (`reader.analysis.diagnosis.diagnose_alert`)."""
         try:
             diagnosis = diagnose_alert(self.reader, alert)
         except DumpError:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 from textual.message import Message
 
-from reader.diagnosis import Diagnosis
+from reader.analysis.diagnosis import Diagnosis
+from reader.analysis.steps import Steps
 from reader.model import AlertSummary, RootCause
-from reader.steps import Steps
 from tfdbg_tui.context_loader import ExecutionContext, TraceContext
 from tfdbg_tui.messages import DumpFailed
 from tfdbg_tui.panes.source_code import SourceView
@@ -21,7 +21,7 @@ from tfdbg_tui.panes.source_code import SourceView
 
 class ReaderOpened(Message):
     """The run is open and indexed (`reader` is a `reader.DumpReader`); `state` is
-    its `reader.liveness` state."""
+    its `reader.run.liveness` state."""
 
     def __init__(self, reader, state: str) -> None:
         super().__init__()

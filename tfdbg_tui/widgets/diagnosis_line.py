@@ -2,7 +2,7 @@
 
 One line above the panes. On opening it diagnoses the root
 cause; selecting an alert diagnoses that alert. The text comes from
-`reader.diagnosis`; this widget only formats it. A line too long for the screen is
+`reader.analysis.diagnosis`; this widget only formats it. A line too long for the screen is
 cut and ends in a "more" hint: `e` (or a click) shows the whole diagnosis with its
 evidence (`tfdbg_tui.screens.diagnosis`).
 """
@@ -14,7 +14,7 @@ from textual import events
 from textual.message import Message
 from textual.widget import Widget
 
-from reader.diagnosis import Diagnosis
+from reader.analysis.diagnosis import Diagnosis
 from tfdbg_tui.literal import literal
 
 # Short names of the patterns for the line's label.

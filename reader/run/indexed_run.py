@@ -1,7 +1,7 @@
 """`IndexedRun`: one run directory, indexed and followed as it grows, and the queries
 that read its records (executions, traces, definitions).
 
-`reader.dump_reader.DumpReader` adds the analyses over these queries (alerts, steps,
+`reader.analysis.dump_reader.DumpReader` adds the analyses over these queries (alerts, steps,
 root cause); the analysis modules take an `IndexedRun`, so they never import the
 class that imports them.
 """
@@ -14,19 +14,21 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from reader import exec_chunks, liveness, values
 from reader import format as fmt
-from reader.definition_queries import DefinitionQueries
+from reader import values
 from reader.errors import UnknownIdError
+from reader.index import exec_chunks
+from reader.index.trace_search import TraceSearch, compile_search
+from reader.loading.run_loader import RunLoader
+from reader.loading.tf_events.file_sets import is_tf_run
 from reader.model import Execution, RunMetadata, Trace, UpdateReport
 from reader.notices import Notice
 from reader.records import build_execution, row_summary, run_metadata
-from reader.run_loader import RunLoader
-from reader.tf_events.file_sets import is_tf_run
-from reader.trace_search import TraceSearch, compile_search
+from reader.run import liveness
+from reader.run.definition_queries import DefinitionQueries
 
 if TYPE_CHECKING:
-    from reader.tf_events.loader import TfRunLoader
+    from reader.loading.tf_events.loader import TfRunLoader
 
 _Run = TypeVar("_Run", bound="IndexedRun")
 
@@ -36,7 +38,7 @@ class IndexedRun(DefinitionQueries):
 
     All methods are thread-safe. Queries hold one lock while they read; `update()`
     reads new bytes without it and takes it only to commit what it read, a bounded
-    batch at a time (`reader.run_loader`), so a query never waits for a whole read.
+    batch at a time (`reader.loading.run_loader`), so a query never waits for a whole read.
     Two `update()` calls do not overlap. Indices are absolute: under a circular
     buffer the oldest ones leave the disk and `first_execution` / `first_trace` move
     forward.
@@ -130,7 +132,7 @@ class IndexedRun(DefinitionQueries):
             self.finished, (notice.kind for notice in self.notices()), released)
 
     def writer_state(self) -> str:
-        """`reader.liveness` state of the run: finished, stopped (on a write error),
+        """`reader.run.liveness` state of the run: finished, stopped (on a write error),
         running, killed or unknown.
 
         When the writing process is gone or gave its reserve back, reads what it
@@ -431,7 +433,7 @@ class IndexedRun(DefinitionQueries):
         Args:
             pattern: A regular expression, searched (not anchored) in op names and
                 types; one that is not valid is searched for as text
-                (`reader.trace_search.compile_search`).
+                (`reader.index.trace_search.compile_search`).
             start: The trace index to start from.
             forward: Search towards higher indices; False searches backwards.
 
@@ -468,7 +470,7 @@ class IndexedRun(DefinitionQueries):
 
 def _tf_loader(path: str, lock: threading.RLock) -> TfRunLoader:
     # Imported when needed: the protobuf runtime costs every start ~40 ms otherwise.
-    from reader.tf_events.loader import TfRunLoader
+    from reader.loading.tf_events.loader import TfRunLoader
 
     return TfRunLoader(path, commit_lock=lock)
 

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from reader import format as fmt
-from reader.columns import Column
 from reader.errors import MalformedRecordError, UnknownIdError
+from reader.index.columns import Column
 from reader.model import Frame, Graph, Op, SourceFile, TensorRef
 from reader.records import is_int
 

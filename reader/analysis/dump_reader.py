@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 
-from reader.alerts import AlertBuilder, collect_alerts
-from reader.indexed_run import IndexedRun
+from reader.analysis.alerts import AlertBuilder, collect_alerts
+from reader.analysis.root_cause import find_root_cause
+from reader.analysis.steps import Steps
 from reader.model import Alert, AlertSummary, RootCause
-from reader.root_cause import find_root_cause
-from reader.steps import Steps
+from reader.run.indexed_run import IndexedRun
 
 
 class DumpReader(IndexedRun):
@@ -40,7 +40,7 @@ class DumpReader(IndexedRun):
         return listed[0] if listed else None
 
     def steps(self) -> Steps:
-        """The run's steps, alerts per step and gaps (`reader.steps`); cached."""
+        """The run's steps, alerts per step and gaps (`reader.analysis.steps`); cached."""
         with self._lock:
             key = self._state_key()
             if self._steps_cache is None or self._steps_cache[0] != key:

@@ -13,8 +13,8 @@ import numpy as np
 
 from reader import format as fmt
 from reader import values
-from reader.columns import Column, SpannedIndex
 from reader.errors import MalformedRecordError
+from reader.index.columns import Column, SpannedIndex
 from reader.records import is_int
 from reader.summary_rows import alert_counts, alert_flags
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from reader.model import EagerInput, Execution
 
 if TYPE_CHECKING:
-    from reader.indexed_run import IndexedRun
+    from reader.run.indexed_run import IndexedRun
 
 
 def input_trace(reader: IndexedRun, op_id: int, slot: int, consumer_trace: int) -> int | None:

@@ -8,11 +8,11 @@ import time
 import msgpack
 
 from reader import format as fmt
-from reader import liveness
 from reader.errors import NoRunsError
+from reader.loading.tf_events import file_sets
 from reader.model import DUMPER_TENSORFLOW, RunInfo
 from reader.records import task_of
-from reader.tf_events import file_sets
+from reader.run import liveness
 
 # A metadata segment holds a header, the run record, devices and the end record: a few
 # kilobytes. The cap only guards against a foreign file that borrowed the name.
@@ -39,7 +39,7 @@ def list_runs(logdir: str | os.PathLike[str]) -> list[RunInfo]:
     A run directory itself is accepted too and lists as its one run. Runs whose
     metadata cannot be read are still listed, with None for what is unknown. Each file
     set of TensorFlow's own dumper in ``logdir`` (one per host) is a run too, its path
-    the file set's prefix (`reader.tf_events.file_sets`).
+    the file set's prefix (`reader.loading.tf_events.file_sets`).
 
     Args:
         logdir: A directory holding run directories (or one run directory), or the
@@ -171,6 +171,6 @@ def _typed(value, kind):
 
 def _tf_run_info(prefix: str) -> RunInfo:
     # Imported when needed: the protobuf runtime costs every start ~40 ms otherwise.
-    from reader.tf_events.loader import tf_run_info
+    from reader.loading.tf_events.loader import tf_run_info
 
     return tf_run_info(prefix)

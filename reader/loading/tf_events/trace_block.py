@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from reader.tf_events.schema import SlotBlock, TraceBlock
-from reader.tf_events.tfrecord import FOOTER_BYTES, HEADER_BYTES
+from reader.loading.tf_events.schema import SlotBlock, TraceBlock
+from reader.loading.tf_events.tfrecord import FOOTER_BYTES, HEADER_BYTES
 
 _FRAMING_TAG = 15 << 3 | 2  # field 15, length-delimited
 

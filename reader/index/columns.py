@@ -191,8 +191,8 @@ class Spans:
 
 
 class SpannedIndex:
-    """The base of a run's columnar indexes (`reader.execution_index.ExecutionIndex`,
-    `reader.trace_index.TraceIndex`): the mode, its summary width, and the `Spans`
+    """The base of a run's columnar indexes (`reader.index.execution_index.ExecutionIndex`,
+    `reader.index.trace_index.TraceIndex`): the mode, its summary width, and the `Spans`
     from absolute indices to rows."""
 
     def __init__(self, mode: str) -> None:

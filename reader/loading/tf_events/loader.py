@@ -1,8 +1,8 @@
 """Reading one file set of TensorFlow's own dump into the indexes our format fills.
 
-`TfRunLoader` has the interface of `reader.run_loader.RunLoader`: `IndexedRun` takes
+`TfRunLoader` has the interface of `reader.loading.run_loader.RunLoader`: `IndexedRun` takes
 either, so every query and analysis, the TUI and the CLI read both formats alike.
-TensorFlow's records become our records (`reader.tf_events.events`); graph traces are
+TensorFlow's records become our records (`reader.loading.tf_events.events`); graph traces are
 indexed a block at a time into the trace columns, in chunks of consecutive traces of
 one step.
 
@@ -27,24 +27,24 @@ from google.protobuf.message import DecodeError
 
 from reader import format as fmt
 from reader import values
-from reader.columns import Column
-from reader.definitions import Definitions
 from reader.errors import DamagedDumpError, DumpError, MalformedRecordError, NoRunsError
-from reader.execution_index import ExecutionIndex
-from reader.model import DUMPER_TENSORFLOW, RunInfo, UpdateReport
-from reader.notices import Notice
-from reader.run_loader import RECORD_CACHE_SIZE, TAKE_BATCH, counters, report_since
-from reader.tf_events import file_sets, trace_block
-from reader.tf_events.events import (
+from reader.index.columns import Column
+from reader.index.definitions import Definitions
+from reader.index.execution_index import ExecutionIndex
+from reader.index.trace_index import TraceIndex
+from reader.loading.run_loader import RECORD_CACHE_SIZE, TAKE_BATCH, counters, report_since
+from reader.loading.tf_events import file_sets, trace_block
+from reader.loading.tf_events.events import (
     Ids,
     definition_records,
     execution_record,
     trace_summary,
     trace_value,
 )
-from reader.tf_events.schema import DebugEvent
-from reader.tf_events.tfrecord import FOOTER_BYTES, HEADER_BYTES, RecordFile
-from reader.trace_index import TraceIndex
+from reader.loading.tf_events.schema import DebugEvent
+from reader.loading.tf_events.tfrecord import FOOTER_BYTES, HEADER_BYTES, RecordFile
+from reader.model import DUMPER_TENSORFLOW, RunInfo, UpdateReport
+from reader.notices import Notice
 
 _MODE_NAMES = {number: name for name, number in fmt.TF_TENSOR_DEBUG_MODE_ENUM.items()}
 # Traces per chunk of the trace index: bounds what a FULL_TENSOR value fetch decodes

@@ -4,7 +4,7 @@ In a ``tf.distribute.MultiWorkerMirroredStrategy`` job each worker process write
 own run into the shared logdir, tagged with its task ("worker 1") and the job's
 cluster id (docs/format.md, the `run` record's ``task``). A NaN made on one worker
 reaches the others through the all-reduce: there the root cause is a collective op
-(`reader.diagnosis.COLLECTIVE_OPS`) that *received* it. The worker that made it is the
+(`reader.analysis.diagnosis.COLLECTIVE_OPS`) that *received* it. The worker that made it is the
 one whose first alert comes first: in the earliest step, a root cause that is not a
 received value before one that is, then by the wall time of the call that ran it.
 
@@ -17,11 +17,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from reader.diagnosis import COLLECTIVE_OPS
-from reader.dump_reader import DumpReader
+from reader.analysis.diagnosis import COLLECTIVE_OPS
+from reader.analysis.dump_reader import DumpReader
 from reader.errors import DumpError
 from reader.model import Frame
-from reader.run_dir import list_runs
+from reader.run.run_dir import list_runs
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,8 +30,8 @@ from reader import format as fmt
 from reader.errors import DumpError
 
 if TYPE_CHECKING:
-    from reader.indexed_run import IndexedRun
     from reader.model import Alert
+    from reader.run.indexed_run import IndexedRun
 
 NO_STEP = -1  # in step arrays: before the first step, or not known
 

@@ -11,8 +11,8 @@ import re
 
 import numpy as np
 
-from reader.definitions import Definitions
-from reader.trace_index import TraceIndex
+from reader.index.definitions import Definitions
+from reader.index.trace_index import TraceIndex
 
 
 def compile_search(pattern: str) -> tuple[re.Pattern[str], str | None]:

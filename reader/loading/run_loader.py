@@ -20,16 +20,16 @@ import msgpack
 import numpy as np
 
 from reader import format as fmt
-from reader.definitions import Definitions
 from reader.errors import DamagedDumpError, MalformedRecordError, NoRunsError
-from reader.exec_chunks import chunk_columns
-from reader.exec_scan import PAD as EXEC_SCAN_PAD
-from reader.exec_scan import ExecScan, scan_exec_frames
-from reader.execution_index import ExecutionIndex
+from reader.index.definitions import Definitions
+from reader.index.exec_chunks import chunk_columns
+from reader.index.exec_scan import PAD as EXEC_SCAN_PAD
+from reader.index.exec_scan import ExecScan, scan_exec_frames
+from reader.index.execution_index import ExecutionIndex
+from reader.index.segment_reader import DECODE_ERRORS, SegmentReader, list_segments, short_error
+from reader.index.trace_index import TraceIndex
 from reader.model import UpdateReport
 from reader.notices import Notice, notice_from_record
-from reader.segment_reader import DECODE_ERRORS, SegmentReader, list_segments, short_error
-from reader.trace_index import TraceIndex
 
 # Decoded records kept for repeated fetches (a screenful of executions, a trace chunk
 # whose FULL_TENSOR values are being browsed).

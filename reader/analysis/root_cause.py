@@ -2,7 +2,7 @@
 
 The walk starts at the first alert in execution order and moves back through the
 inputs of the op that produced it, as long as one of them was itself non-finite. The
-value behind each input is found by `reader.inputs` (for a graph op: the input
+value behind each input is found by `reader.analysis.inputs` (for a graph op: the input
 tensor's latest trace before; for an eager op: the latest earlier execution that
 output the tensor id).
 
@@ -21,13 +21,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from reader.alerts import AlertBuilder
+from reader.analysis.alerts import AlertBuilder
+from reader.analysis.inputs import eager_inputs, input_trace
 from reader.errors import DumpError
-from reader.inputs import eager_inputs, input_trace
 from reader.model import Alert, Execution, RootCause, Summary, TensorRef
 
 if TYPE_CHECKING:
-    from reader.indexed_run import IndexedRun
+    from reader.run.indexed_run import IndexedRun
 
 # Bounds the walk on a malformed graph with a cycle through non-finite tensors.
 MAX_WALK_STEPS = 10_000

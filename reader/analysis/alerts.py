@@ -19,9 +19,9 @@ from reader.errors import DumpError
 from reader.model import ALERT_TYPES, Alert, AlertSummary
 
 if TYPE_CHECKING:
-    from reader.execution_index import ExecutionIndex
-    from reader.indexed_run import IndexedRun
-    from reader.trace_index import TraceIndex
+    from reader.index.execution_index import ExecutionIndex
+    from reader.index.trace_index import TraceIndex
+    from reader.run.indexed_run import IndexedRun
 
 
 def _type_codes(counts: np.ndarray) -> np.ndarray:

@@ -20,9 +20,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from reader.segment_reader import GrowingFile
+from reader.index.segment_reader import GrowingFile
 
-# Bytes read per `pread`: as for our own segments (reader.segment_reader).
+# Bytes read per `pread`: as for our own segments (reader.index.segment_reader).
 READ_BLOCK_BYTES = 8 << 20
 HEADER_BYTES = 12  # length, its CRC
 FOOTER_BYTES = 4  # the data's CRC

@@ -4,7 +4,7 @@
 week's commit and not today's": the question is the first place the two runs differ,
 not the first NaN of one of them.
 
-**Alignment.** A graph tensor is known by its step (`reader.steps`; the whole run when
+**Alignment.** A graph tensor is known by its step (`reader.analysis.steps`; the whole run when
 there are no steps), its graph's name (without TensorFlow's numeric suffix), its op's
 name, its output slot and its occurrence: the k-th trace of that tensor in the step,
 so loop iterations align one by one. An eager output is known by its step, its op
@@ -32,8 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from reader import format as fmt
-from reader.model import Frame, Summary
-from reader.tensor_alignment import (
+from reader.analysis.tensor_alignment import (
     TensorKeys,
     TensorTable,
     align,
@@ -41,9 +40,10 @@ from reader.tensor_alignment import (
     output_keys,
     trace_keys,
 )
+from reader.model import Frame, Summary
 
 if TYPE_CHECKING:
-    from reader.dump_reader import DumpReader
+    from reader.analysis.dump_reader import DumpReader
 
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-6
@@ -228,7 +228,7 @@ def _align(a: DumpReader, b: DumpReader, rtol: float, atol: float, every: bool
 
 class _Comparison:
     """One kind of record (graph traces or eager outputs) of two runs, aligned and
-    compared in columns (`reader.tensor_alignment`); records are decoded only for the
+    compared in columns (`reader.analysis.tensor_alignment`); records are decoded only for the
     divergences reported, and for FULL_TENSOR values."""
 
     def __init__(self, kind: str, a: _Walk, b: _Walk, keys_a: TensorKeys, keys_b: TensorKeys,

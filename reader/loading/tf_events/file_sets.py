@@ -1,7 +1,7 @@
 """The files of TensorFlow's own dumps: one file set per host, named
 ``tfdbg_events.<start time>.<host name>.<stream>``.
 
-One file set is one run in our model (`reader.run_dir` lists them): a run's path is
+One file set is one run in our model (`reader.run.run_dir` lists them): a run's path is
 the file set's prefix, ``LOGDIR/tfdbg_events.<start time>.<host name>``, and its run
 id that prefix's base name.
 """

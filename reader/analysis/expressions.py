@@ -14,7 +14,7 @@ from reader.errors import UnknownIdError
 from reader.model import Frame
 
 if TYPE_CHECKING:
-    from reader.dump_reader import DumpReader
+    from reader.analysis.dump_reader import DumpReader
 
 
 def line_span(frame: Frame, line_text: str | None) -> tuple[int, int] | None:

@@ -1,5 +1,5 @@
 """TensorFlow's `DebugEvent` messages as the records of our format (docs/format.md),
-so `reader.definitions` and the indexes take both formats alike.
+so `reader.index.definitions` and the indexes take both formats alike.
 
 TensorFlow names graphs, stack frames and ops with strings (UUIDs, op names); our
 records refer by small ints. `Ids` hands those ints out, once per string, in the
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from reader import format as fmt
-from reader.tf_events.tensors import stored_value, summary_row
+from reader.loading.tf_events.tensors import stored_value, summary_row
 
 # Device ids for devices named only by an op's creation record, above any id of
 # TensorFlow's own device registry.

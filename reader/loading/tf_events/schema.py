@@ -127,7 +127,7 @@ _MESSAGES: dict[str, list[tuple[str, int, int, int, str | None, str | None]]] = 
         ("name", 2, _F.TYPE_STRING, _OPTIONAL, None, None),
     ],
     # Views of a whole block of the graph_execution_traces file, parsed in one call
-    # (`reader.tf_events.trace_block`): protobuf merges a message that occurs again
+    # (`reader.loading.tf_events.trace_block`): protobuf merges a message that occurs again
     # into the first, appending to repeated fields, so each field of every
     # record lands in one list. Field 15 takes the TFRecord framing between records,
     # rewritten as a bytes field (DebugEvent has no field 15).

@@ -13,14 +13,14 @@ import numpy as np
 
 from reader import format as fmt
 from reader import values
-from reader.columns import Column, SpannedIndex
 from reader.errors import MalformedRecordError
+from reader.index.columns import Column, SpannedIndex
 from reader.records import is_int
 from reader.summary_rows import alert_counts, alert_flags
 
 if TYPE_CHECKING:
-    from reader.exec_chunks import ChunkColumns
-    from reader.exec_scan import ExecScan
+    from reader.index.exec_chunks import ChunkColumns
+    from reader.index.exec_scan import ExecScan
 
 
 class ExecutionIndex(SpannedIndex):

@@ -1,4 +1,4 @@
-"""`reader.diff` in columns: keys, alignment and divergence of every graph trace and
+"""`reader.analysis.diff` in columns: keys, alignment and divergence of every graph trace and
 eager output of two runs with a few numpy calls, not an object per record.
 
 A graph trace's key is (step, tensor, occurrence, 0): the step it ran in, the tensor
@@ -20,7 +20,7 @@ import numpy as np
 from reader.summary_rows import alert_flags, row_columns
 
 if TYPE_CHECKING:
-    from reader.dump_reader import DumpReader
+    from reader.analysis.dump_reader import DumpReader
 
 # The key of one trace, as one structured array row.
 KEY_DTYPE = np.dtype([("step", "<i8"), ("tensor", "<i8"), ("occurrence", "<i8"),
@@ -183,7 +183,7 @@ def compare_rows(a: TensorKeys, b: TensorKeys, in_a: np.ndarray, in_b: np.ndarra
                  count_fields: tuple[str, ...], stat_fields: tuple[str, ...],
                  rtol: float, atol: float) -> np.ndarray:
     """Per aligned pair, what differs: 0 nothing, 1 finiteness, 2 a count, 3 a statistic
-    (as `reader.diff.differing_fields` decides for one pair)."""
+    (as `reader.analysis.diff.differing_fields` decides for one pair)."""
     reason = np.zeros(in_a.size, dtype=np.int8)
     if a.rows is None or b.rows is None or not in_a.size:
         return reason

@@ -1,6 +1,6 @@
 """Diagnosis: why an op made NaN or infinity, in the user's terms, and the usual fix.
 
-The root cause (`reader.root_cause`) says where; this module says why. It classifies
+The root cause (`reader.analysis.root_cause`) says where; this module says why. It classifies
 the op that made a non-finite tensor from its type, dtypes and the summaries of its
 inputs and output into one of `PATTERNS`, and words an explanation (the expression
 the user wrote, with the counts that convict it), the usual fix, and the evidence.
@@ -16,12 +16,12 @@ import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from reader.expressions import expression_of
+from reader.analysis.expressions import expression_of
+from reader.analysis.root_cause import find_root_cause
 from reader.model import Alert, RootCause, Summary
-from reader.root_cause import find_root_cause
 
 if TYPE_CHECKING:
-    from reader.dump_reader import DumpReader
+    from reader.analysis.dump_reader import DumpReader
 
 PATTERNS = ("log_of_nonpositive", "division_by_zero", "sqrt_domain", "overflow",
             "singular_gradient", "inf_arithmetic", "nonfinite_input", "unknown")
@@ -59,7 +59,7 @@ SOURCE_OPS = {
     "EagerPyFunc": "the Python function (tf.py_function)",
 }
 # Collective ops: what they output non-finite was sent by another worker or replica,
-# which made it (`reader.workers` finds the worker that went non-finite first).
+# which made it (`reader.analysis.workers` finds the worker that went non-finite first).
 COLLECTIVE_OPS = frozenset({
     "CollectiveReduce", "CollectiveReduceV2", "CollectiveReduceV3", "CollectiveGather",
     "CollectiveGatherV2", "CollectiveBcastRecv", "CollectiveBcastRecvV2",

@@ -1,15 +1,15 @@
 """The definition queries of a run: graphs, ops, stacks and source files.
 
-A base of `reader.indexed_run.IndexedRun`, apart because these answer from the
-definitions alone (`reader.definitions`), never from the big indexes.
+A base of `reader.run.indexed_run.IndexedRun`, apart because these answer from the
+definitions alone (`reader.index.definitions`), never from the big indexes.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from reader.definitions import Definitions
 from reader.errors import UnknownIdError
+from reader.index.definitions import Definitions
 from reader.model import Frame, Graph, Op, SourceFile, innermost_user_position
 
 
