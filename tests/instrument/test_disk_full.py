@@ -83,7 +83,7 @@ def test_training_on_a_full_disk_goes_on_and_the_dump_says_recording_stopped(
             assert notice.details["function"] == "train_step"
             assert notice.details["executions"] >= dump.num_executions
 
-    from tfdbg_tui.report import main as report_main
+    from tfdbg_tui.commands.report import main as report_main
 
     capsys.readouterr()
     assert report_main([str(logdir), "--json"]) == 0

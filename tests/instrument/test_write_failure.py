@@ -20,8 +20,8 @@ from instrument import recording_stop
 from reader import format as fmt
 from reader.run import liveness
 from tests.reader.synthetic import FINITE, NAN, add_step, make_run
+from tfdbg_tui.commands.report import main as report_main
 from tfdbg_tui.exit_codes import EXIT_OK
-from tfdbg_tui.report import main as report_main
 
 
 class FakeDisk:

@@ -15,7 +15,7 @@ import pytest
 import reader
 from reader.analysis.diagnosis import PATTERNS, SUGGESTIONS, diagnose_alert, diagnose_cause
 from tests.reader.conftest import PATTERN_CASES, PATTERN_RUNS, TF_PROGRAMS
-from tfdbg_tui.report import main as report_main
+from tfdbg_tui.commands.report import main as report_main
 
 PROGRAM = os.path.join(TF_PROGRAMS, "patterns.py")
 

@@ -14,7 +14,7 @@ import pytest
 
 import reader
 from reader.analysis.diff import COUNTS, EAGER, FINITENESS, GRAPH, STATS, VALUES, compare_runs
-from tfdbg_tui.diff_report import main as diff_main
+from tfdbg_tui.commands.diff_report import main as diff_main
 from tfdbg_tui.exit_codes import EXIT_NO_DUMP, EXIT_OK, EXIT_USAGE
 
 PROGRAM = os.path.join(os.path.dirname(__file__), "tf_programs", "diff_pair.py")

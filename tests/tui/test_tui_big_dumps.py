@@ -8,7 +8,7 @@ from instrument.writer import DumpWriter
 from reader import format as fmt
 from tests.tui.synthetic_dumps import FLOAT32, health_row
 from tests.tui.tui_helpers import make_app, screen_text, wait_for
-from tfdbg_tui.context_loader import load_execution_context
+from tfdbg_tui.models.context_loader import load_execution_context
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 
 

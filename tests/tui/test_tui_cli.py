@@ -124,7 +124,7 @@ def test_demo_runs_the_example_and_writes_a_dump(tmp_path):
 
 
 def test_demo_failure_is_one_line_and_status_6(tmp_path, monkeypatch, capsys):
-    from tfdbg_tui import demo
+    from tfdbg_tui.commands import demo
 
     monkeypatch.setattr(demo, "EXAMPLE_MODULE", "no_such_module_for_the_demo")
     assert demo.main(["--logdir", str(tmp_path), "--no-tui"]) == exit_codes.EXIT_DEMO_FAILED

@@ -10,9 +10,9 @@ from textual.message import Message
 
 from reader.analysis.steps import Steps
 from reader.model import Alert, AlertSummary
-from tfdbg_tui.kept_rows import GappedRows
-from tfdbg_tui.literal import literal
-from tfdbg_tui.step_sparkline import sparkline, step_range
+from tfdbg_tui.models.kept_rows import GappedRows
+from tfdbg_tui.text.literal import literal
+from tfdbg_tui.text.step_sparkline import sparkline, step_range
 from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.pane import Pane
 

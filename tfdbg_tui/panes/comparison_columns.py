@@ -16,8 +16,8 @@ from rich.text import Text
 
 from reader.analysis.diff import RunAlignment, differing_fields
 from reader.model import Op, Summary, Trace
-from tfdbg_tui.text_fit import cut_middle, keep_by_priority
-from tfdbg_tui.trace_rows import TraceRows
+from tfdbg_tui.models.trace_rows import TraceRows
+from tfdbg_tui.text.text_fit import cut_middle, keep_by_priority
 
 # Between B's columns and A's: a rule, or `DIVERGENT_MARK` on a divergent row.
 SEPARATOR, DIVERGENT_MARK = " │", " ≠"

@@ -17,9 +17,9 @@ from textual.binding import Binding
 from textual.message import Message
 
 from reader.analysis.history import TensorHistory, step_axis
-from tfdbg_tui.context_loader import Neighbour, TraceContext
-from tfdbg_tui.literal import literal
-from tfdbg_tui.summary_format import summary_text
+from tfdbg_tui.models.context_loader import Neighbour, TraceContext
+from tfdbg_tui.text.literal import literal
+from tfdbg_tui.text.summary_format import summary_text
 from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.pane import Pane
 

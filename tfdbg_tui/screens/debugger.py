@@ -23,19 +23,19 @@ from reader.errors import DumpError
 from reader.model import Alert, AlertSummary, RootCause
 from reader.notices import count_warnings
 from reader.run import liveness
-from tfdbg_tui.context_loader import (
+from tfdbg_tui.dump_watcher import ENDED, POLL_INTERVAL_S, DumpChanged, DumpWatcher, DumpWatchFailed
+from tfdbg_tui.models.context_loader import (
     TraceContext,
     load_execution_context,
     load_source,
     load_trace_context,
     source_span,
 )
-from tfdbg_tui.dump_watcher import ENDED, POLL_INTERVAL_S, DumpChanged, DumpWatcher, DumpWatchFailed
-from tfdbg_tui.literal import literal
+from tfdbg_tui.models.source_view import SourceView
 from tfdbg_tui.panes.alerts import AlertList, AlertsPane
 from tfdbg_tui.panes.graph_execution import GraphExecutionList, GraphExecutionPane
 from tfdbg_tui.panes.graph_structure import GraphStructureList, GraphStructurePane
-from tfdbg_tui.panes.source_code import SourceCodePane, SourceView
+from tfdbg_tui.panes.source_code import SourceCodePane
 from tfdbg_tui.panes.stack_trace import StackTraceList, StackTracePane
 from tfdbg_tui.panes.timeline import TimelineCells, TimelinePane
 from tfdbg_tui.screens.debugger_results import (
@@ -47,6 +47,7 @@ from tfdbg_tui.screens.debugger_results import (
     SourceLoaded,
 )
 from tfdbg_tui.screens.run_comparison import RunComparison
+from tfdbg_tui.text.literal import literal
 from tfdbg_tui.widgets.diagnosis_line import DiagnosisLine
 from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.status_line import StatusLine

@@ -14,9 +14,9 @@ from textual.message import Message
 from reader.analysis.diagnosis import Diagnosis
 from reader.analysis.steps import Steps
 from reader.model import AlertSummary, RootCause
-from tfdbg_tui.context_loader import ExecutionContext, TraceContext
 from tfdbg_tui.messages import DumpFailed
-from tfdbg_tui.panes.source_code import SourceView
+from tfdbg_tui.models.context_loader import ExecutionContext, TraceContext
+from tfdbg_tui.models.source_view import SourceView
 
 
 class ReaderOpened(Message):

@@ -17,7 +17,6 @@ from textual.message import Message
 import reader as dump_reader_module
 from reader.analysis.diff import GRAPH, RunAlignment, align_runs
 from reader.errors import DumpError
-from tfdbg_tui.literal import literal
 from tfdbg_tui.messages import DumpFailed
 from tfdbg_tui.panes.comparison_columns import TraceComparison
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
@@ -25,6 +24,7 @@ from tfdbg_tui.panes.timeline import TimelineCells
 from tfdbg_tui.screens.prompt import PromptScreen
 from tfdbg_tui.screens.run_picker import RunPickerScreen
 from tfdbg_tui.screens.trace_navigation import TraceNavigation
+from tfdbg_tui.text.literal import literal
 
 # What the landing notice adds: the keys that move on from the first divergence.
 DIVERGENCE_KEYS_HINT = "F first, d / D next / previous divergence"

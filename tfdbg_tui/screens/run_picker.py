@@ -19,7 +19,7 @@ from reader.analysis.workers import first_nonfinite_workers
 from reader.errors import DumpError
 from reader.model import DUMPER_TENSORFLOW, RunInfo
 from reader.run import liveness
-from tfdbg_tui.literal import literal
+from tfdbg_tui.text.literal import literal
 
 # What a run's alert count shows while it is being counted, or when it cannot be.
 COUNTING, UNCOUNTABLE = "counting", "unreadable"

@@ -15,7 +15,7 @@ from textual.message import Message
 from textual.widget import Widget
 
 from reader.analysis.diagnosis import Diagnosis
-from tfdbg_tui.literal import literal
+from tfdbg_tui.text.literal import literal
 
 # Short names of the patterns for the line's label.
 PATTERN_LABELS = {

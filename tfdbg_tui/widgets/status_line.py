@@ -9,8 +9,8 @@ from textual.widget import Widget
 
 from reader.model import DUMPER_TENSORFLOW, RunMetadata
 from reader.run import liveness
-from tfdbg_tui.literal import literal
-from tfdbg_tui.text_fit import cut_middle
+from tfdbg_tui.text.literal import literal
+from tfdbg_tui.text.text_fit import cut_middle
 
 # A live run that wrote nothing for this long is said to be idle; when its process
 # cannot be checked (another host) it may have been killed (a killed run never

@@ -18,6 +18,7 @@ import reader
 from reader import DumpError
 from reader.analysis.diff import DEFAULT_ATOL, DEFAULT_RTOL, Divergence, RunDiff, compare_runs
 from reader.analysis.expressions import expression_of, line_span
+from tfdbg_tui.commands.report import caret_lines, summary_dict
 from tfdbg_tui.exit_codes import (
     EXIT_DAMAGED,
     EXIT_NEWER_FORMAT,
@@ -26,8 +27,7 @@ from tfdbg_tui.exit_codes import (
     EXIT_USAGE,
     fail,
 )
-from tfdbg_tui.report import caret_lines, summary_dict
-from tfdbg_tui.summary_format import summary_text
+from tfdbg_tui.text.summary_format import summary_text
 
 # Op types listed per side in the human output's "only in" lines.
 UNMATCHED_SHOWN = 6
@@ -110,7 +110,7 @@ def _divergence_dict(b: reader.DumpReader, d: Divergence | None) -> dict[str, An
 
 def _print_human(a: reader.DumpReader, b: reader.DumpReader, diff: RunDiff) -> None:
     # Rich is imported here: `--json` and errors never pay for it.
-    from tfdbg_tui.console_output import literal_line, output_console
+    from tfdbg_tui.text.console_output import literal_line, output_console
 
     console = output_console()
 

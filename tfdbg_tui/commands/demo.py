@@ -78,6 +78,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_tui:
         print(logdir)
         return EXIT_OK
-    from tfdbg_tui.app_main import main as app_main
+    from tfdbg_tui.commands.app_main import main as app_main
 
     return app_main([logdir] + (["--no-mouse"] if args.no_mouse else []))

@@ -10,7 +10,7 @@ import numpy as np
 from textual.cache import LRUCache
 
 from reader.model import Op, Trace
-from tfdbg_tui.kept_rows import GappedRows, KeptRows
+from tfdbg_tui.models.kept_rows import GappedRows, KeptRows
 
 # Traces are fetched in pages: one reader call per page keeps rendering a screenful to
 # a handful of calls, and 256 pages (64k traces) cover far more than any scrolling
@@ -25,7 +25,7 @@ class TraceRows:
 
     Rows follow the traces on disk; where a circular buffer left some out (between
     the first alert's pinned window and the latest traces) a gap row stands instead
-    (`tfdbg_tui.kept_rows`), in both views.
+    (`tfdbg_tui.models.kept_rows`), in both views.
 
     Args:
         reader: A `reader.DumpReader`.

@@ -22,8 +22,8 @@ from reader.model import (
     Trace,
     innermost_user_position,
 )
-from tfdbg_tui.literal import literal_columns
-from tfdbg_tui.panes.source_code import SourceView, highlight_source
+from tfdbg_tui.models.source_view import SourceView, highlight_source
+from tfdbg_tui.text.literal import literal_columns
 
 
 @dataclass(frozen=True)

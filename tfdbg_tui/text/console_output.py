@@ -3,7 +3,7 @@
 Rich ends the process with status 1 when the output pipe closes
 (`Console.on_broken_pipe`); ours raises `BrokenPipeError` instead, so that every
 output path ends the same way (`tfdbg_tui.cli.main`: quietly, status 141). Lines are
-built from parts shown literally (`tfdbg_tui.literal`), never read as markup.
+built from parts shown literally (`tfdbg_tui.text.literal`), never read as markup.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from tfdbg_tui.literal import literal
+from tfdbg_tui.text.literal import literal
 
 
 class OutputConsole(Console):

@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import reader
     from reader.errors import DumpError
-    from tfdbg_tui.literal import literal
+    from tfdbg_tui.text.literal import literal
 
     try:
         runs = reader.list_runs(args.logdir)

@@ -26,9 +26,9 @@ from reader.model import DUMPER_TENSORFLOW, Alert, RootCause, Summary
 from reader.notices import Notice
 from reader.run import liveness
 from tfdbg_tui.exit_codes import EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, EXIT_OK, fail
-from tfdbg_tui.literal import literal, literal_columns
-from tfdbg_tui.step_sparkline import sparkline, step_range
-from tfdbg_tui.summary_format import summary_text
+from tfdbg_tui.text.literal import literal, literal_columns
+from tfdbg_tui.text.step_sparkline import sparkline, step_range
+from tfdbg_tui.text.summary_format import summary_text
 
 # Alerts listed in the human report; the totals always count every one.
 ALERTS_SHOWN = 10
@@ -208,13 +208,13 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
     # Rich is imported here, not at module level: `--json` and errors never pay for it.
     from rich.table import Table
 
-    from tfdbg_tui.console_output import literal_line, output_console
+    from tfdbg_tui.text.console_output import literal_line, output_console
 
     console = output_console()
 
     def say(*parts: str | tuple[str, str]) -> None:
         """Print one line of parts, plain or ``(text, style)``; every part is shown
-        literally (`tfdbg_tui.literal`), never read as markup."""
+        literally (`tfdbg_tui.text.literal`), never read as markup."""
         console.print(literal_line(*parts))
 
     meta = dump.metadata
