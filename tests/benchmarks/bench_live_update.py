@@ -71,7 +71,7 @@ def _write(writer, first: int, count: int, chunk: int, graph: int, stack: int) -
 def writer_main(logdir: str) -> None:
     """The writer process: the base run, then "ready"; a batch and "written" for each
     "go" line on stdin; alive (a running process) until stdin closes."""
-    from instrument import writer as writer_module
+    from instrument.dump import writer as writer_module
     from reader import format as fmt
     from tests.tui.synthetic_dumps import USER_FILE, USER_SOURCE
 

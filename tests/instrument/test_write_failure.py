@@ -16,7 +16,7 @@ import shutil
 import pytest
 
 import reader
-from instrument import recording_stop
+from instrument.dump import recording_stop
 from reader import format as fmt
 from reader.run import liveness
 from tests.reader.synthetic import FINITE, NAN, add_step, make_run

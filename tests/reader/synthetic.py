@@ -1,4 +1,4 @@
-"""Synthetic dumps for tests, written with `instrument.writer.DumpWriter` (no TensorFlow)."""
+"""Synthetic dumps for tests, written with `instrument.dump.writer.DumpWriter` (no TensorFlow)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from instrument.writer import DumpWriter
+from instrument.dump.writer import DumpWriter
 from reader import format as fmt
 
 FINITE = [1, 1, 4, 0, 0, 0, 1, 1, 2]  # FULL_HEALTH: float32, rank 1, 4 finite elements
@@ -161,7 +161,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 # A process that starts a run, writes it to disk and waits to be killed or told to close.
 _WRITER = """
 import sys
-from instrument.writer import DumpWriter
+from instrument.dump.writer import DumpWriter
 writer = DumpWriter(sys.argv[1], {"tensor_debug_mode": "FULL_HEALTH"}, flush_interval_s=None)
 writer.flush()
 print(writer.path, flush=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from instrument.value_encoding import tensor_value_record
+from instrument.dump.value_encoding import tensor_value_record
 from reader import DumpReader
 from reader import format as fmt
 from tests.reader.synthetic import FINITE, NAN, NEG_INF, add_step, make_run

@@ -9,7 +9,7 @@ import msgpack
 import numpy as np
 import pytest
 
-from instrument.columnar_chunks import ExecutionChunk
+from instrument.dump.columnar_chunks import ExecutionChunk
 from reader import DamagedDumpError, DumpError, DumpReader, FormatVersionError
 from reader import format as fmt
 from tests.reader.synthetic import FINITE, NAN, NEG_INF, add_step, make_run, segment_path

@@ -176,7 +176,7 @@ def test_damaged_records_stop_the_segment_with_the_same_notice(logdir, damage):
 
 @pytest.mark.parametrize("mode", [fmt.FULL_HEALTH, fmt.CURT_HEALTH, fmt.SHAPE, fmt.NO_TENSOR])
 def test_chunks_index_and_read_as_the_records_they_replace(tmp_path, monkeypatch, mode):
-    from instrument import columnar_chunks
+    from instrument.dump import columnar_chunks
 
     monkeypatch.setattr(columnar_chunks, "EXECUTION_ROWS", 64)  # several chunks, one partial
     runs = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from instrument.writer import DumpWriter
+from instrument.dump.writer import DumpWriter
 from reader import DumpReader
 from reader import format as fmt
 from reader.analysis.diagnosis import diagnose_cause

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from instrument.value_encoding import tensor_value_record
+from instrument.dump.value_encoding import tensor_value_record
 from reader import DumpReader
 from reader import format as fmt
 from tests.instrument.dump_loader import decode_file

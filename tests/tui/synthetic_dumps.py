@@ -1,11 +1,11 @@
-"""Dumps written with `instrument.writer.DumpWriter` (no TensorFlow): a small model
+"""Dumps written with `instrument.dump.writer.DumpWriter` (no TensorFlow): a small model
 whose `Log` op makes the first -inf, and big dumps of any number of traces."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from instrument.writer import DumpWriter
+from instrument.dump.writer import DumpWriter
 from reader import format as fmt
 
 FLOAT32 = 1

@@ -14,7 +14,7 @@ import re
 
 import numpy as np
 
-from instrument.writer import DumpWriter
+from instrument.dump.writer import DumpWriter
 from reader import format as fmt
 from tests.tui.synthetic_dumps import FLOAT32, health_row
 from tests.tui.tui_helpers import hunted_app, screen_text, wait_for, wait_for_workers

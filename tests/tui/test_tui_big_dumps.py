@@ -4,7 +4,7 @@ long before its consumer is still found."""
 from __future__ import annotations
 
 import reader
-from instrument.writer import DumpWriter
+from instrument.dump.writer import DumpWriter
 from reader import format as fmt
 from tests.tui.synthetic_dumps import FLOAT32, health_row
 from tests.tui.tui_helpers import make_app, screen_text, wait_for

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from instrument.writer import DumpWriter
+from instrument.dump.writer import DumpWriter
 from reader import format as fmt
 from tests.tui.synthetic_dumps import FLOAT32, LOG_LINE, USER_FILE, USER_SOURCE, health_row
 from tests.tui.tui_helpers import hunted_app, make_app, screen_text, wait_for, wait_for_hunt

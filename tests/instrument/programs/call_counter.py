@@ -21,7 +21,8 @@ import numpy as np
 import tensorflow as tf
 
 import instrument
-from instrument import api, call_counter
+from instrument import api
+from instrument.tracing import call_counter
 
 CALLS = 6
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from instrument.dump.value_encoding import tensor_value_record
 from instrument.tf_internals import defer_variable_writes
-from instrument.value_encoding import tensor_value_record
 from reader.values import NUMPY_DTYPES
 
 # TF DataType enum -> numpy dtype of the raw bytes, for every dtype `pack` bitcasts:

@@ -15,16 +15,17 @@ import numpy as np
 from tensorflow.python.framework import ops
 from tensorflow.python.ops import control_flow_util
 
-from instrument import summaries, tf_internals, xla_traces
-from instrument.graph_batches import GraphBatch, is_traced_by_tf_function
-from instrument.host_trace_buffer import HostTraceBuffer
+from instrument import summaries, tf_internals
+from instrument.dump.value_encoding import tensor_value_record
+from instrument.dump.writer import DumpWriter
 from instrument.non_finite import first_alert_error
 from instrument.notices import NoticeBoard, recheck_settings
-from instrument.stacks import StackRecorder
-from instrument.tf1_graphs import PLACEHOLDER_OPS, Tf1Traces
-from instrument.trace_queue import DRAINER, TraceQueue
-from instrument.value_encoding import tensor_value_record
-from instrument.writer import DumpWriter
+from instrument.tracing import xla_traces
+from instrument.tracing.graph_batches import GraphBatch, is_traced_by_tf_function
+from instrument.tracing.host_trace_buffer import HostTraceBuffer
+from instrument.tracing.stacks import StackRecorder
+from instrument.tracing.tf1_graphs import PLACEHOLDER_OPS, Tf1Traces
+from instrument.tracing.trace_queue import DRAINER, TraceQueue
 from reader import format as fmt
 
 # Name prefixes of the runtime functions an eager call of a tf.function executes.
@@ -109,7 +110,7 @@ class DumpingCallback:
         self.notices = NoticeBoard(writer)
         self.tf1 = Tf1Traces(self.host_traces, self.notices)
         self.enabling_thread = threading.current_thread()
-        # Tensors inside XLA-compiled graphs (instrument/xla_traces.py).
+        # Tensors inside XLA-compiled graphs (instrument/tracing/xla_traces.py).
         self.xla_pool = (xla_traces.XlaTracePool(mode, self.trace_queue)
                          if self.trace_queue is not None and xla_traces.supports(mode)
                          else None)

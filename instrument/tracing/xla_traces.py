@@ -28,8 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from instrument import summaries, summary_ops
-from instrument.trace_queue import TraceQueue, in_control_flow_gradient
+from instrument import summaries
+from instrument.summaries import summary_ops
+from instrument.tracing.trace_queue import TraceQueue, in_control_flow_gradient
 from reader import format as fmt
 
 # Rows per pool variable. A block is read whole after each call that ran XLA code:

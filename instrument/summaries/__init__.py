@@ -1,6 +1,6 @@
 """Per-mode tensor summaries: which tensors a mode covers, and their rows on the host.
 
-The rows are computed on the tensor's own device (instrument/summary_ops.py) as raw
+The rows are computed on the tensor's own device (instrument/summaries/summary_ops.py) as raw
 float64 rows whose first column is the trace point; `format_rows` turns a batch of them
 into the columns of docs/format.md section 5.
 """
@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from instrument.host_rows import host_row
-from instrument.summary_ops import FORM_SIGN_SUMS, FORM_V1, RAW_WIDTH, shape_row
+from instrument.summaries.host_rows import host_row
+from instrument.summaries.summary_ops import FORM_SIGN_SUMS, FORM_V1, RAW_WIDTH, shape_row
 from reader import format as fmt
 
 __all__ = ["RAW_WIDTH", "SUMMARY_MODES", "TensorFilter", "eager_summary", "format_rows",
@@ -138,7 +138,7 @@ def eager_summary(mode: str, tensor: Any) -> list[float]:
         return shape_row(dtype, tensor.shape.as_list())
     if "CPU" in (tensor.device or "").upper():
         return host_row(mode, dtype, tensor.numpy())
-    from instrument.summary_ops import exact_row
+    from instrument.summaries.summary_ops import exact_row
 
     raw = exact_row(mode, tensor, 0).numpy()
     return format_rows(mode, raw[np.newaxis])[0].tolist()

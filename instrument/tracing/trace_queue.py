@@ -1,7 +1,7 @@
 """Graph execution traces: from inside TensorFlow graphs to the dump, in batches.
 
 The route (docs/instrument.md, "How graph traces reach the dump"): each traced tensor
-gets its summary computed on its own device (instrument/summary_ops.py), and its row
+gets its summary computed on its own device (instrument/summaries/summary_ops.py), and its row
 goes into one ``PaddingFIFOQueue`` that was created eagerly under a run-unique shared
 name, in a block with the other rows enqueued together:
 top-level function graphs capture its handle, gradient graphs of control flow look it
@@ -9,12 +9,12 @@ up by that name (`TraceQueue.handles_for`); no Python runs per tensor.
 `TraceQueue.add_trace` builds one enqueue per tensor (tf.data functions, gradient
 graphs of eager tapes); `TraceQueue.batch_row` and `enqueue_batch`
 serve the per-segment batches of tf.function graphs and control-flow bodies
-(instrument/graph_batches.py). Every block also carries the ordinal
-of the eager function call it ran in (instrument/call_counter.py). A background thread
+(instrument/tracing/graph_batches.py). Every block also carries the ordinal
+of the eager function call it ran in (instrument/tracing/call_counter.py). A background thread
 drains the queue in batches of blocks (``QueueSizeV2`` then ``QueueDequeueManyV2``, which
 pads them; the padding is dropped) every `DRAIN_INTERVAL_S` and at exit;
 each run of rows with one call ordinal becomes one ``traces`` chunk. FULL_TENSOR values
-travel as packed batches, one queue element each (instrument/value_batches.py), through
+travel as packed batches, one queue element each (instrument/tracing/value_batches.py), through
 a small ``FIFOQueue`` drained while they keep coming.
 
 TF1 graphs (``tf.compat.v1.Session``) cannot capture an eager queue: there a
@@ -34,11 +34,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from instrument import summaries, summary_ops, value_batches
-from instrument.call_counter import CallCounter
-from instrument.flight_recorder import values_alert
+from instrument import summaries
+from instrument.dump.flight_recorder import values_alert
+from instrument.dump.value_encoding import COMPRESSION
+from instrument.summaries import summary_ops
 from instrument.tf_internals import host_view
-from instrument.value_encoding import COMPRESSION
+from instrument.tracing import value_batches
+from instrument.tracing.call_counter import CallCounter
 from reader import format as fmt
 
 logger = logging.getLogger(__name__)
@@ -123,7 +125,7 @@ class TraceQueue:
             component_dtypes = [tf.float64, tf.int32]
             shapes: list[list[int | None]] | None = [[None], []]
         elif mode == fmt.FULL_TENSOR:
-            # One element per batch of values (instrument/value_batches.py): the
+            # One element per batch of values (instrument/tracing/value_batches.py): the
             # components' shapes vary, so elements are dequeued one at a time.
             component_dtypes, shapes = value_batches.component_dtypes(), None
         else:
@@ -425,7 +427,7 @@ def discard_traces(trace_points: np.ndarray, rows: np.ndarray | None,
 
 class TraceSource(Protocol):
     """What `TraceDrainer` drains: a `TraceQueue`, or the TF1 route's host buffer
-    (instrument/host_trace_buffer.py)."""
+    (instrument/tracing/host_trace_buffer.py)."""
 
     polls_while_active: bool
 

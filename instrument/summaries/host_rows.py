@@ -3,7 +3,7 @@
 For values already at hand, where the kernels would cost an op (an eager dispatch, or a
 graph op every step): the outputs of eager ops on a CPU (`instrument.summaries.eager_summary`)
 and the values of graph constants, whose rows are known when the graph is built
-(`instrument.summary_ops.tensor_summary`).
+(`instrument.summaries.summary_ops.tensor_summary`).
 """
 
 from __future__ import annotations

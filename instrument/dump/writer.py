@@ -9,7 +9,7 @@ every `flush()` (the writer flushes itself every `FLUSH_INTERVAL_S` seconds from
 daemon thread). A process killed at any moment loses at most the records appended
 since the last flush; a record cut short by the kill is at the very end of its file,
 where the reader treats it as not yet written. A write that fails (a full disk)
-stops the recording, never the program (`instrument.recording_stop`).
+stops the recording, never the program (`instrument.dump.recording_stop`).
 """
 
 from __future__ import annotations
@@ -25,12 +25,17 @@ from typing import Any
 
 import numpy as np
 
-from instrument import recording_stop
-from instrument.columnar_chunks import ExecutionChunk, TraceChunk
-from instrument.flight_recorder import FirstAlert, FlightRecorder, summaries_alert, values_alert
-from instrument.record_file import RecordFile
-from instrument.recording_stop import RecordingStop
-from instrument.value_encoding import COMPRESSION
+from instrument.dump import recording_stop
+from instrument.dump.columnar_chunks import ExecutionChunk, TraceChunk
+from instrument.dump.flight_recorder import (
+    FirstAlert,
+    FlightRecorder,
+    summaries_alert,
+    values_alert,
+)
+from instrument.dump.record_file import RecordFile
+from instrument.dump.recording_stop import RecordingStop
+from instrument.dump.value_encoding import COMPRESSION
 from reader import format as fmt
 
 logger = logging.getLogger(__name__)
@@ -72,7 +77,7 @@ class DumpWriter:
 
     A write that fails (no space, quota, I/O error) stops the recording for good and
     raises nothing: `stopped` says where and why, a `recording_stopped` notice says it
-    in the dump when it can, and one warning is logged (`instrument.recording_stop`).
+    in the dump when it can, and one warning is logged (`instrument.dump.recording_stop`).
 
     Attributes:
         first_alert: The first record seen holding NaN or infinity, or None (always

@@ -1,7 +1,7 @@
 """The call counter: how many eager function calls have completed, read inside graphs.
 
 Every graph trace carries the ordinal of the eager function call it ran in
-(instrument/trace_queue.py): graphs read it from an int64 resource variable that the
+(instrument/tracing/trace_queue.py): graphs read it from an int64 resource variable that the
 callback advances after each call, and the drain maps ordinals to execution indices.
 
 Advancing it is on the path of every call. The eager ``AssignAddVariableOp`` costs

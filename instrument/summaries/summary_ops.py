@@ -12,11 +12,11 @@ One home for every route (docs/instrument.md, "How summaries are computed"):
   whole batch with the fused kernels instead. In a graph segment's batch, a tensor
   whose NaN or infinity an op is bound to carry into another checked tensor of the
   batch gets no check of its own, and the ``cond`` recomputes it rather than read it
-  (instrument/check_elision.py); there CURT_HEALTH's and CONCISE_HEALTH's rows,
+  (instrument/summaries/check_elision.py); there CURT_HEALTH's and CONCISE_HEALTH's rows,
   constants, take this route at every size. Elsewhere (a tensor traced alone)
   CURT_HEALTH keeps its kernel, itself a vectorised any-of: one op, no ``cond``.
 - **Constants** (the outputs of ``Const`` ops on a CPU): their rows are computed on the
-  host when the graph is built (`instrument.host_rows`), and cost no op at run time.
+  host when the graph is built (`instrument.summaries.host_rows`), and cost no op at run time.
 - **Stock ops only** (`xla_row`), exact in every case: inside XLA-compiled functions,
   where the kernels have no XLA implementation.
 
@@ -35,8 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from instrument import check_elision, tf_internals
-from instrument.host_rows import host_row
+from instrument import tf_internals
+from instrument.summaries import check_elision
+from instrument.summaries.host_rows import host_row
 from reader import format as fmt
 
 # DebugNumericSummaryV2's `tensor_debug_mode` attribute: TensorFlow's enum.
@@ -91,9 +92,9 @@ class TensorSummary:
             builds the sum of the tensor's elements (float32 or float64), non-finite
             whenever an element is (or, rarely, when the sum overflows: the batch then
             takes the kernels, and stays exact). Built by `stack_summaries` only when
-            no other check of the batch covers it (instrument/check_elision.py).
+            no other check of the batch covers it (instrument/summaries/check_elision.py).
         exact: Builds the exact row by the fused kernels from the tensor it is given
-            (``tensor``, or its recomputation: instrument/check_elision.py), inside a
+            (``tensor``, or its recomputation: instrument/summaries/check_elision.py), inside a
             ``cond`` branch taken only when a tensor of the batch is not finite.
         after: An op the row must run after: a row known when the graph is built
             (SHAPE of a static shape) reads nothing of the tensor it describes.

@@ -1,6 +1,6 @@
 """Which finiteness checks of a batch of summaries another check of the batch covers.
 
-On the stock route (instrument/summary_ops.py) a tensor's row holds only while the
+On the stock route (instrument/summaries/summary_ops.py) a tensor's row holds only while the
 tensor is finite, and a check (the sum of its elements) says whether it is: one
 non-finite check sends the whole batch to the exact kernels. A check is redundant when
 the tensor feeds an op whose output is traced in the same batch, with a check of its

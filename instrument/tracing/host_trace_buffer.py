@@ -1,7 +1,7 @@
 """TF1 graphs' traces: handed to the host by a ``py_func`` per traced tensor, buffered.
 
 A ``tf.compat.v1.Session`` graph cannot capture the eager trace queue
-(instrument/trace_queue.py): there each traced tensor gets a ``py_func`` that appends its
+(instrument/tracing/trace_queue.py): there each traced tensor gets a ``py_func`` that appends its
 row (or value) to a `HostTraceBuffer`, which the trace queue's background thread
 drains with the queues (`trace_queue.TraceDrainer`).
 """
@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from instrument import summaries, summary_ops
-from instrument.trace_queue import TraceSink, compress_values, discard_traces
-from instrument.value_encoding import tensor_value_record
+from instrument import summaries
+from instrument.dump.value_encoding import tensor_value_record
+from instrument.summaries import summary_ops
+from instrument.tracing.trace_queue import TraceSink, compress_values, discard_traces
 from reader import format as fmt
 
 # TF1 graphs hand FULL_TENSOR values to a host buffer; past this many bytes the thread

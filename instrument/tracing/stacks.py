@@ -34,15 +34,16 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from instrument import tf_internals
-from instrument.autograph_spans import AutoGraphSpans
+from instrument.tracing.autograph_spans import AutoGraphSpans
 
 if TYPE_CHECKING:
-    from instrument.writer import DumpWriter
+    from instrument.dump.writer import DumpWriter
 
 # Source files larger than this are recorded without their text (`omitted: too_large`).
 MAX_SNAPSHOT_BYTES = 4 << 20
 
-_INSTRUMENT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# The whole `instrument` package, one level above this module's `tracing/`.
+_INSTRUMENT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _EXAMPLES_DIR = os.path.join(_INSTRUMENT_DIR, "examples") + os.sep
 # TensorFlow's replica dispatch: the spawning thread waits inside this function while a
 # MirroredStrategy replica thread runs the user's function.

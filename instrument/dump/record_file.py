@@ -3,7 +3,7 @@
 A failed write (no space, a quota, an I/O error) is undone: the file is cut back to
 the end of the last complete flush, so a segment never ends in a record cut short by
 a write error (a kill may still cut one: docs/format.md section 7). The error is
-raised to the writer, which stops recording (`instrument.recording_stop`).
+raised to the writer, which stops recording (`instrument.dump.recording_stop`).
 """
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ def pack_pieces(packer: msgpack.Packer, record: Any) -> list[Any]:
 def _has_large_binary(value: Any) -> bool:
     """Whether ``value`` holds a binary of at least `LARGE_BINARY_BYTES`.
 
-    A value record (``dtype``, ``shape``, ``data``: instrument/value_encoding.py) is
+    A value record (``dtype``, ``shape``, ``data``: instrument/dump/value_encoding.py) is
     judged by its ``data`` alone: a chunk holds thousands of them (a loop's values), and
     walking each one's fields cost more than packing the chunk. Only speed depends on
     the answer: `pack_pieces` returns msgpack's bytes either way.

@@ -32,14 +32,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from instrument.tf1_graphs import PLACEHOLDER_OPS
 from instrument.tf_internals import (
     NESTED_GRAPH_OPS,
     WHILE_CONDITION_GRAPH,
     is_traced_by_tf_function,
     keep_deferred_captures_last,
 )
-from instrument.trace_queue import TraceQueue, in_control_flow_gradient
+from instrument.tracing.tf1_graphs import PLACEHOLDER_OPS
+from instrument.tracing.trace_queue import TraceQueue, in_control_flow_gradient
 
 __all__ = ["NESTED_GRAPH_OPS", "GraphBatch", "is_traced_by_tf_function"]
 

@@ -17,8 +17,8 @@ from tensorflow.python.framework import ops
 from tensorflow.python.ops import array_ops
 
 from instrument import tf_internals
-from instrument.host_trace_buffer import HostTraceBuffer
 from instrument.notices import NoticeBoard
+from instrument.tracing.host_trace_buffer import HostTraceBuffer
 from reader import format as fmt
 
 PLACEHOLDER_OPS = ("Placeholder", "PlaceholderWithDefault")
