@@ -32,10 +32,11 @@ _LIBRARY_PATH = re.compile(
     # function): the writer maps its frames back to the user's lines; one it could not
     # map is generated code, never what the user wrote.
     r"|[\\/]__autograph_generated_file[^\\/]*\.py$")
-# Our own instrumentation: the modules of the `instrument` package itself, not its
-# example programs (which stand in for user code) nor a user's own files under some
-# other directory called `instrument` (tests/instrument/programs/train.py).
-_INSTRUMENT_PATH = re.compile(r"[\\/]instrument[\\/][A-Za-z_][A-Za-z0-9_]*\.py$")
+# Our own instrumentation: the modules of the `instrument` package itself and of its
+# sub-packages, not its example programs (which stand in for user code) nor a user's
+# own files under some other directory called `instrument` (a/instrument/programs/train.py).
+_INSTRUMENT_PATH = re.compile(
+    r"[\\/]instrument[\\/](?:(?:dump|summaries|tracing)[\\/])?[A-Za-z_][A-Za-z0-9_]*\.py$")
 
 
 def is_library_path(path: str) -> bool:
