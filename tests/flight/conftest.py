@@ -17,7 +17,7 @@ pytest.importorskip("tensorflow")
 
 from tests.instrument.conftest import ROOT, line_of, program_env
 
-PROGRAM = pathlib.Path(__file__).resolve().parent / "late_nan.py"
+PROGRAM = pathlib.Path(__file__).resolve().parents[1] / "programs" / "late_nan.py"
 NAN_STEP = 250
 STEPS = 450
 LOG_LINE = line_of(PROGRAM, "# LOG_LINE")

@@ -26,7 +26,7 @@ def run(logdir):
 
 # -- real TensorFlow dumps --------------------------------------------------------------
 
-TF_PROGRAMS = os.path.join(os.path.dirname(__file__), "tf_programs")
+TF_PROGRAMS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "programs")
 # (program, the root cause's op type, its kind): each program marks its bug line "# BUG".
 TF_BUGS = {
     "eager_log": ("Log", "eager"),
@@ -51,7 +51,7 @@ class TfDump:
 
 @pytest.fixture(scope="session")
 def tf_dumps(tmp_path_factory) -> dict[str, TfDump]:
-    """Run every program of tests/reader/tf_programs once per session, in parallel."""
+    """Run every program of tests/programs once per session, in parallel."""
     pytest.importorskip("tensorflow")
     root = tmp_path_factory.mktemp("tf_dumps")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
@@ -73,7 +73,7 @@ def tf_dumps(tmp_path_factory) -> dict[str, TfDump]:
     return dumps
 
 
-# (case of tf_programs/patterns.py) -> (op of the diagnosed alert, pattern, expression).
+# (case of tests/programs/patterns.py) -> (op of the diagnosed alert, pattern, expression).
 # Every case diagnoses its root cause, but "inf_minus_inf", which diagnoses the alert of
 # the `Sub` downstream of exp_overflow's root cause (the user selected it).
 PATTERN_CASES = {

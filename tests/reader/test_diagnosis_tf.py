@@ -1,6 +1,6 @@
 """The diagnosis and the exact expression on real TensorFlow dumps: one per pattern.
 
-Each case of tests/reader/tf_programs/patterns.py makes one kind of NaN/inf; its
+Each case of tests/programs/patterns.py makes one kind of NaN/inf; its
 culprit line ends with ``# BUG <case>``. The diagnosis must name the pattern, the op
 and the expression, through the reader and through ``report --json``.
 """

@@ -17,7 +17,8 @@ from reader.analysis.diff import COUNTS, EAGER, FINITENESS, GRAPH, STATS, VALUES
 from tfdbg_tui.commands.diff_report import main as diff_main
 from tfdbg_tui.exit_codes import EXIT_NO_DUMP, EXIT_OK, EXIT_USAGE
 
-PROGRAM = os.path.join(os.path.dirname(__file__), "tf_programs", "diff_pair.py")
+PROGRAM = os.path.join(os.path.dirname(os.path.dirname(__file__)), "programs",
+                       "diff_pair.py")
 REPO = str(Path(__file__).resolve().parents[2])
 # (mode, variants) run by the fixture, one process per mode.
 PAIRS = {"FULL_HEALTH": ("base", "float16", "scaled", "negated", "xla", "xla_float16"),
@@ -32,7 +33,7 @@ def _line_of(marker: str) -> int:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Path:
-    """tf_programs/diff_pair.py's variants, one logdir each: ROOT/MODE/VARIANT."""
+    """tests/programs/diff_pair.py's variants, one logdir each: ROOT/MODE/VARIANT."""
     pytest.importorskip("tensorflow")
     root = tmp_path_factory.mktemp("diff_pairs")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)

@@ -13,7 +13,7 @@ from reader import format as fmt
 from reader.analysis.history import TensorHistory, step_axis, tensor_history
 from tests.reader.synthetic import FINITE, NAN, NEG_INF, add_step, make_run
 
-# tf_programs/patterns.py, case late_log: 300 steps, log(0) from step 250 on.
+# tests/programs/patterns.py, case late_log: 300 steps, log(0) from step 250 on.
 LATE_STEPS, LATE_FIRST_BAD_STEP = 300, 250
 
 

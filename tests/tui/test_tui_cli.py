@@ -110,6 +110,7 @@ def test_help_names_exit_statuses():
     assert "exit status" in completed.stdout and "--no-mouse" in completed.stdout
 
 
+@pytest.mark.tf
 def test_demo_runs_the_example_and_writes_a_dump(tmp_path):
     pytest.importorskip("instrument.examples.debug_mnist")
     logdir = tmp_path / "demo"

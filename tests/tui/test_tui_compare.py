@@ -1,4 +1,4 @@
-"""`tfdbg-tui B --compare A` on real TensorFlow run pairs (tests/reader/tf_programs/
+"""`tfdbg-tui B --compare A` on real TensorFlow run pairs (tests/programs/
 diff_pair.py): Graph Execution shows A's summaries beside B's, the app lands on the
 first divergence, F / d / D move between divergences, a run compared with itself says
 there is none, `c` compares from inside the app, and 80x24 works."""
@@ -21,7 +21,7 @@ from tfdbg_tui.screens.prompt import PromptScreen
 from tfdbg_tui.screens.run_picker import RunPickerScreen
 
 REPO = Path(__file__).resolve().parents[2]
-PROGRAM = REPO / "tests" / "reader" / "tf_programs" / "diff_pair.py"
+PROGRAM = REPO / "tests" / "programs" / "diff_pair.py"
 
 
 @pytest.fixture(scope="session")
