@@ -73,7 +73,7 @@ def writer_main(logdir: str) -> None:
     "go" line on stdin; alive (a running process) until stdin closes."""
     from instrument.dump import writer as writer_module
     from reader import format as fmt
-    from tests.tui.synthetic_dumps import USER_FILE, USER_SOURCE
+    from tests.synthetic import USER_FILE, USER_SOURCE
 
     # Nothing reaches the disk until `flush()`: the batch lands in one piece.
     writer_module.FLUSH_BYTES = 1 << 40

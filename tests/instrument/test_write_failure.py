@@ -19,7 +19,7 @@ import reader
 from instrument.dump import recording_stop
 from reader import format as fmt
 from reader.run import liveness
-from tests.reader.synthetic import FINITE, NAN, add_step, make_run
+from tests.synthetic import FINITE, NAN, add_step, make_run
 from tfdbg_tui.commands.report import main as report_main
 from tfdbg_tui.exit_codes import EXIT_OK
 

@@ -1,4 +1,4 @@
-"""Fixtures for reader tests; the synthetic dump builders live in `synthetic.py`."""
+"""Fixtures for reader tests; the synthetic dump builders live in `tests/synthetic.py`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.reader.synthetic import make_run
+from tests.synthetic import make_run
 
 
 @pytest.fixture

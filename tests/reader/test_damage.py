@@ -12,7 +12,7 @@ import pytest
 from instrument.dump.columnar_chunks import ExecutionChunk
 from reader import DamagedDumpError, DumpError, DumpReader, FormatVersionError
 from reader import format as fmt
-from tests.reader.synthetic import FINITE, NAN, NEG_INF, add_step, make_run, segment_path
+from tests.synthetic import FINITE, NAN, NEG_INF, add_step, make_run, segment_path
 
 
 def _header(stream: str, version=(1, 0), segment: int = 0) -> dict:

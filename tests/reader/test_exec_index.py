@@ -24,14 +24,7 @@ from reader.index import exec_scan, segment_reader
 from reader.index.execution_index import ExecutionIndex
 from reader.index.segment_reader import SegmentReader, list_segments
 from reader.loading.run_loader import RunLoader
-from tests.reader.synthetic import (
-    FINITE,
-    NAN,
-    NEG_INF,
-    add_legacy_execution,
-    make_run,
-    segment_path,
-)
+from tests.synthetic import FINITE, NAN, NEG_INF, add_legacy_execution, make_run, segment_path
 
 _COLUMNS = ("offset", "length", "segment", "is_function", "is_alert", "out_start",
             "out_ids", "alert_index", "alert_slot", "alert_counts")

@@ -17,7 +17,7 @@ import reader
 from instrument.dump.flight_recorder import PINNED_SEGMENT_LIMIT, FirstAlert
 from instrument.non_finite import NonFiniteError, first_alert_error
 from reader import format as fmt
-from tests.reader.synthetic import (
+from tests.synthetic import (
     FINITE,
     FLIGHT_ALERT_STEP,
     FLIGHT_BUFFER,

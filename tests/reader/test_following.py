@@ -10,7 +10,7 @@ import pytest
 from reader import DumpReader, UnknownIdError
 from reader import format as fmt
 from reader.loading import run_loader as run_loader_module
-from tests.reader.synthetic import FINITE, NAN, NEG_INF, add_step, make_run, segment_path
+from tests.synthetic import FINITE, NAN, NEG_INF, add_step, make_run, segment_path
 
 
 def test_growth_between_updates_reports_only_what_is_new(run):

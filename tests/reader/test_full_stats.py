@@ -10,7 +10,7 @@ from reader import DumpReader
 from reader import format as fmt
 from reader.analysis.diagnosis import diagnose_cause
 from reader.analysis.diff import FINITENESS, STATS, compare_runs
-from tests.reader.synthetic import FLOAT32, stats_row, write_exp_overflow_run
+from tests.synthetic import FLOAT32, stats_row, write_exp_overflow_run
 
 
 def test_statistics_read_back_and_nan_means_none(tmp_path):

@@ -11,7 +11,7 @@ import pytest
 import reader
 from reader import format as fmt
 from reader.analysis.history import TensorHistory, step_axis, tensor_history
-from tests.reader.synthetic import FINITE, NAN, NEG_INF, add_step, make_run
+from tests.synthetic import FINITE, NAN, NEG_INF, add_step, make_run
 
 # tests/programs/patterns.py, case late_log: 300 steps, log(0) from step 250 on.
 LATE_STEPS, LATE_FIRST_BAD_STEP = 300, 250

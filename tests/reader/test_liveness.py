@@ -13,7 +13,7 @@ import pytest
 
 import reader
 from reader.run import liveness
-from tests.reader.synthetic import start_writer
+from tests.synthetic import start_writer
 
 HOST = socket.gethostname()
 

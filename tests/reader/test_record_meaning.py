@@ -12,7 +12,7 @@ from reader import format as fmt
 from reader.analysis.inputs import eager_inputs, input_trace
 from reader.index.definitions import is_library_file
 from reader.index.trace_search import compile_search
-from tests.reader.synthetic import FINITE, NEG_INF, add_step, make_run
+from tests.synthetic import FINITE, NEG_INF, add_step, make_run
 from tfdbg_tui.panes.timeline import execution_letter
 
 

@@ -8,7 +8,7 @@ import threading
 from reader import DumpReader
 from reader.index import trace_index as index_module
 from reader.loading import run_loader as run_loader_module
-from tests.reader.synthetic import FINITE, add_step
+from tests.synthetic import FINITE, add_step
 
 WAIT_S = 10.0
 

@@ -12,7 +12,7 @@ from instrument.dump.value_encoding import MIN_COMPRESSED_BYTES, encode_value, t
 from reader import DumpError, DumpReader
 from reader import format as fmt
 from reader.values import decode_value, summary_row
-from tests.reader.synthetic import make_run
+from tests.synthetic import make_run
 
 RNG = np.random.default_rng(7)
 RELU = np.maximum(RNG.normal(size=(64, 32)), 0).astype(np.float32)  # about half zeros

@@ -16,7 +16,7 @@ import numpy as np
 
 from instrument.dump.writer import DumpWriter
 from reader import format as fmt
-from tests.tui.synthetic_dumps import FLOAT32, health_row
+from tests.synthetic import FLOAT32, health_row
 from tests.tui.tui_helpers import hunted_app, screen_text, wait_for, wait_for_workers
 from tfdbg_tui.commands.report import main as report_main
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from reader import format as fmt
-from tests.tui.synthetic_dumps import write_nan_dump
+from tests.synthetic import write_nan_dump
 from tfdbg_tui import exit_codes
 
 

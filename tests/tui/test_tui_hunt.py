@@ -7,7 +7,7 @@ import pytest
 
 from instrument.dump.writer import DumpWriter
 from reader import format as fmt
-from tests.tui.synthetic_dumps import FLOAT32, LOG_LINE, USER_FILE, USER_SOURCE, health_row
+from tests.synthetic import FLOAT32, LOG_LINE, USER_FILE, USER_SOURCE, health_row
 from tests.tui.tui_helpers import hunted_app, make_app, screen_text, wait_for, wait_for_hunt
 from tfdbg_tui.app import DebuggerApp
 from tfdbg_tui.panes.alerts import AlertList

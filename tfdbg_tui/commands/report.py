@@ -28,7 +28,6 @@ from reader.run import liveness
 from tfdbg_tui.exit_codes import EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, EXIT_OK, fail
 from tfdbg_tui.text.literal import literal, literal_columns
 from tfdbg_tui.text.step_sparkline import sparkline, step_range
-from tfdbg_tui.text.summary_format import summary_text
 
 # Alerts listed in the human report; the totals always count every one.
 ALERTS_SHOWN = 10
@@ -209,6 +208,7 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
     from rich.table import Table
 
     from tfdbg_tui.text.console_output import literal_line, output_console
+    from tfdbg_tui.text.summary_format import summary_text
 
     console = output_console()
 

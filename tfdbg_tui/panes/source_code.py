@@ -12,7 +12,8 @@ from rich.text import Text
 from textual import events
 
 from tfdbg_tui.models.source_view import SourceView
-from tfdbg_tui.text.literal import literal, literal_text
+from tfdbg_tui.text.literal import literal
+from tfdbg_tui.text.rich_literal import literal_text
 from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.pane import Pane
 

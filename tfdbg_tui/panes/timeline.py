@@ -22,7 +22,8 @@ from textual.widgets import Static
 from reader import format as fmt
 from tfdbg_tui.models.context_loader import ExecutionContext
 from tfdbg_tui.models.kept_rows import KeptRows
-from tfdbg_tui.text.literal import literal, literal_text
+from tfdbg_tui.text.literal import literal
+from tfdbg_tui.text.rich_literal import literal_text
 from tfdbg_tui.text.summary_format import summary_text
 from tfdbg_tui.widgets.cursor_view import CursorView
 from tfdbg_tui.widgets.pane import Pane

@@ -13,14 +13,16 @@ that shows them, the TUI's panes and `tfdbg-tui report` alike, passes them throu
   "Trojan Source") and lone surrogates (which cannot be encoded for the terminal)
   become ``\\uXXXX`` escapes;
 - Rich markup is never interpreted: callers build `rich.text.Text` from these strings
-  (never markup strings), so ``[red]`` in an op name stays ``[red]``.
+  (never markup strings; `tfdbg_tui.text.rich_literal.literal_text`), so ``[red]`` in an
+  op name stays ``[red]``.
+
+Plain strings only: this module does not import Rich, so `tfdbg-tui report --json`
+never loads it.
 """
 
 from __future__ import annotations
 
 import re
-
-from rich.text import Text
 
 # C0 controls (a tab included: callers that show tabs expand them first), DEL, C1.
 # Then bidi embeddings/overrides (U+202A-202E), isolates (U+2066-2069), the bidi marks
@@ -38,11 +40,6 @@ def literal(value: object) -> str:
     """`value` as a string with every unsafe character replaced by a visible escape."""
     text = str(value)
     return _UNSAFE.sub(_escape, text) if _UNSAFE.search(text) else text
-
-
-def literal_text(value: object, style: str = "") -> Text:
-    """A `Text` holding `value` literally (no markup, no control characters)."""
-    return Text(literal(value), style=style, no_wrap=True, end="")
 
 
 def literal_columns(line: str, start: int, end: int, tab_size: int = 8) -> tuple[int, int]:
