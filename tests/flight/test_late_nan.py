@@ -1,4 +1,4 @@
-"""A NaN born late in a long run, under the default circular buffer (issue 8)."""
+"""A NaN born late in a long run, under the default circular buffer."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A real FULL_HEALTH training loop whose dump fills its disk (issue 16).
+"""A real FULL_HEALTH training loop whose dump fills its disk.
 
 The dump goes onto a 2 MB tmpfs mounted for the test (root on Linux), or, where that
 cannot be mounted, onto a disk faked in the program (``os.writev`` fails with ENOSPC

@@ -94,8 +94,8 @@ def summary_dict(summary: Summary | None) -> dict[str, Any] | None:
 
 def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
                 cause: RootCause | None, diagnosis: Diagnosis | None = None) -> dict[str, Any]:
-    """The JSON report: the keys of issue 3, the root cause's inputs, the exact
-    expression (issue 10), the diagnosis and damage."""
+    """The JSON report: the run, its counts, alerts and first alert, the root cause's
+    inputs, the exact expression, the diagnosis and damage (docs/keys.md)."""
     meta = dump.metadata
     steps = dump.steps()
     first_alert = None
