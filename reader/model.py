@@ -229,6 +229,11 @@ class Execution:
         """True when an output held a NaN or an infinity."""
         return any(s is not None and s.is_alert for s in self.summaries or ())
 
+    def summary(self, slot: int) -> Summary | None:
+        """Output ``slot``'s summary; None when the mode records none or has no such slot."""
+        summaries = self.summaries or ()
+        return summaries[slot] if 0 <= slot < len(summaries) else None
+
 
 @dataclass(frozen=True, slots=True)
 class EagerInput:

@@ -197,8 +197,7 @@ class _Site:
             if cause.op is not None and alert.slot < len(cause.op.output_dtypes):
                 output_dtype = cause.op.output_dtypes[alert.slot]
         elif cause.execution is not None:
-            summaries = cause.execution.summaries or ()
-            output = summaries[alert.slot] if alert.slot < len(summaries) else None
+            output = cause.execution.summary(alert.slot)
             dtypes = cause.execution.output_dtypes
             output_dtype = dtypes[alert.slot] if alert.slot < len(dtypes) else None
         if output is not None and output.dtype:

@@ -403,9 +403,8 @@ class _Walk:
             return Side(trace.index, trace.step, trace.summary, trace.op_id, stack_id)
         execution = self.run.execution(int(keys.index[row]))
         slot = int(keys.key["slot"][row])
-        summaries = execution.summaries or ()
-        summary = summaries[slot] if slot < len(summaries) else None
-        return Side(execution.index, execution.index, summary, None, execution.stack_id)
+        return Side(execution.index, execution.index, execution.summary(slot), None,
+                    execution.stack_id)
 
     def divergence(self, key: _Key, a: Side, b: Side, reason: str, detail: str,
                    abs_error: float | None, rel_error: float | None) -> Divergence:

@@ -42,7 +42,6 @@ def eager_inputs(reader: IndexedRun, execution: Execution) -> tuple[EagerInput, 
             continue
         producer_index, slot = produced
         producer = reader.execution(producer_index)
-        summaries = producer.summaries or ()
         inputs.append(EagerInput(tensor_id, producer_index, producer.op_type, slot,
-                                 summaries[slot] if slot < len(summaries) else None))
+                                 producer.summary(slot)))
     return tuple(inputs)

@@ -165,9 +165,7 @@ def _eager_root_cause(reader: IndexedRun, first: Alert, steps: int) -> RootCause
         visited.add(index)
     alert = first
     if index != first.index:
-        summaries = execution.summaries or ()
-        summary = summaries[slot] if slot < len(summaries) else None
-        alert = AlertBuilder(reader).eager(index, slot, *_counts(summary))
+        alert = AlertBuilder(reader).eager(index, slot, *_counts(execution.summary(slot)))
     frame = reader.innermost_user_frame(execution.stack_id)
     return RootCause(alert=alert, op=None, execution=execution, trace=None, inputs=inputs,
                      frame=frame, line_text=reader.source_line(frame) if frame else None,

@@ -214,3 +214,14 @@ class SpannedIndex:
     def end(self) -> int:
         """One past the last index in the columns."""
         return self.spans.end
+
+    # What the loaders call on either index. `add_chunk` is not declared here: each
+    # index takes its own kind of chunk (an ``execs`` chunk's columns, a trace record).
+
+    def reserve_for_bytes(self, new_bytes: int) -> None:
+        """Pre-size the columns for a segment tail of ``new_bytes``, avoiding copies."""
+        raise NotImplementedError
+
+    def drop_segment(self, segment: int) -> int:
+        """Forget the rows of one segment (it left the disk); returns how many."""
+        raise NotImplementedError

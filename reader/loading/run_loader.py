@@ -14,7 +14,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
 import msgpack
 import numpy as np
@@ -311,35 +311,75 @@ def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield batch
 
 
-def counters(loader: Any) -> tuple:
+class Loader(Protocol):
+    """What `IndexedRun` reads a run through: `RunLoader` (our segment files) and
+    `reader.loading.tf_events.loader.TfRunLoader` (a file set of TensorFlow's)."""
+
+    mode: str
+    run: dict[str, Any] | None
+    end: dict[str, Any] | None
+    damage: list[str]
+    notices: list[Notice]
+    defs: Definitions
+    execs: ExecutionIndex
+    traces: TraceIndex
+
+    def update(self) -> UpdateReport: ...
+
+    def fetch(self, stream: str, segment: int, offset: int, length: int) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
+class Counters(NamedTuple):
     """What a loader holds (counts, ends, flags): taken before an update, for
-    `report_since`. Works on any loader with the attributes of `RunLoader`."""
+    `report_since`."""
+
+    exec_end: int
+    trace_end: int
+    exec_alerts: int
+    trace_alerts: int
+    graphs: int
+    ops: int
+    damage: int
+    executions: int
+    traces: int
+    finished: bool
+    definitions: int
+    notices: int
+
+
+def counters(loader: Loader) -> Counters:
+    """What ``loader`` holds now."""
     defs, execs, traces = loader.defs, loader.execs, loader.traces
-    return (execs.end, traces.end, execs.alert_index.size,
-            int(np.count_nonzero(traces.alert.view)), defs.num_graphs, defs.num_ops,
-            len(loader.damage), len(execs), len(traces), loader.end is not None,
-            len(defs.files) + len(defs.frames) + len(defs.stacks) + len(defs.devices),
-            len(loader.notices))
+    return Counters(
+        exec_end=execs.end, trace_end=traces.end, exec_alerts=execs.alert_index.size,
+        trace_alerts=int(np.count_nonzero(traces.alert.view)), graphs=defs.num_graphs,
+        ops=defs.num_ops, damage=len(loader.damage), executions=len(execs),
+        traces=len(traces), finished=loader.end is not None,
+        definitions=len(defs.files) + len(defs.frames) + len(defs.stacks) + len(defs.devices),
+        notices=len(loader.notices))
 
 
-def report_since(loader: Any, before: tuple) -> UpdateReport:
+def report_since(loader: Loader, before: Counters) -> UpdateReport:
     """What changed in ``loader`` since `counters` gave ``before``."""
     now = counters(loader)
     execs, traces = loader.execs, loader.traces
     # Rows held now at indices past the old end are new; the other rows held before
     # and missing now left the disk (from the front, or after a pinned window).
-    new_e = len(execs) - execs.spans.rows_below(before[0])
-    new_t = len(traces) - traces.spans.rows_below(before[1])
+    new_e = len(execs) - execs.spans.rows_below(before.exec_end)
+    new_t = len(traces) - traces.spans.rows_below(before.trace_end)
     return UpdateReport(
         new_executions=new_e,
         new_traces=new_t,
-        new_alerts=max(now[2] - before[2] + now[3] - before[3], 0),
-        new_graphs=now[4] - before[4],
-        new_ops=now[5] - before[5],
-        damage=tuple(loader.damage[before[6]:]),
-        dropped_executions=max(before[7] - (len(execs) - new_e), 0),
-        dropped_traces=max(before[8] - (len(traces) - new_t), 0),
-        new_definitions=now[10] - before[10],
-        finished=now[9] and not before[9],
-        new_notices=now[11] - before[11],
+        new_alerts=max(now.exec_alerts - before.exec_alerts
+                       + now.trace_alerts - before.trace_alerts, 0),
+        new_graphs=now.graphs - before.graphs,
+        new_ops=now.ops - before.ops,
+        damage=tuple(loader.damage[before.damage:]),
+        dropped_executions=max(before.executions - (len(execs) - new_e), 0),
+        dropped_traces=max(before.traces - (len(traces) - new_t), 0),
+        new_definitions=now.definitions - before.definitions,
+        finished=now.finished and not before.finished,
+        new_notices=now.notices - before.notices,
     )

@@ -19,7 +19,7 @@ from reader import values
 from reader.errors import UnknownIdError
 from reader.index import exec_chunks
 from reader.index.trace_search import TraceSearch, compile_search
-from reader.loading.run_loader import RunLoader
+from reader.loading.run_loader import Loader, RunLoader
 from reader.loading.tf_events.file_sets import is_tf_run
 from reader.model import Execution, RunMetadata, Trace, UpdateReport
 from reader.notices import Notice
@@ -59,7 +59,7 @@ class IndexedRun(DefinitionQueries):
         self._lock = threading.RLock()  # queries; the loader's commits
         self._update_lock = threading.Lock()  # one `update()` at a time
         # A file set of TensorFlow's own dumper, or a run directory of ours.
-        self._loader: RunLoader | TfRunLoader = (
+        self._loader: Loader = (
             _tf_loader(self.path, self._lock) if is_tf_run(self.path)
             else RunLoader(self.path, commit_lock=self._lock))
         # The loader fills these in place, changing them only under `_lock`; queries

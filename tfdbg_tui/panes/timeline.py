@@ -273,10 +273,9 @@ def execution_detail(context: ExecutionContext | None, note: str = "") -> Text:
     if execution.thread is not None:
         text.append("  in thread ")
         text.append_text(literal_text(execution.thread, "bold"))
-    summaries = execution.summaries or ()
     for slot, dtype in enumerate(execution.output_dtypes):
         text.append(f"\n out {slot}: ")
-        summary = summaries[slot] if slot < len(summaries) else None
+        summary = execution.summary(slot)
         if summary is None:
             text.append(dtype)
         else:
