@@ -38,7 +38,8 @@ from instrument.dump.recording_stop import RecordingStop
 from instrument.dump.value_encoding import COMPRESSION
 from reader import format as fmt
 
-logger = logging.getLogger(__name__)
+# The logger users know (docs/instrument.md), whichever module of the writer logs.
+logger = logging.getLogger("instrument.writer")
 
 # How often buffered records reach the file. It bounds what a SIGKILL can lose and how
 # stale a live view of the dump can be (the TUI aims to show new records within ~2 s).
