@@ -7,6 +7,7 @@ This module imports TensorFlow only when instrumentation is enabled, so that
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import platform
 import sys
@@ -25,11 +26,12 @@ class _Enabled:
     """What one enable call set up, and the arguments it was made with."""
 
     def __init__(self, arguments: tuple[Any, ...], callback: Any, thread: threading.Thread,
-                 thread_hook: Any) -> None:
+                 thread_hook: Any, session_hook: Any) -> None:
         self.arguments = arguments
         self.callback = callback
         self.thread = thread
         self.thread_hook = thread_hook
+        self.session_hook = session_hook
 
 
 def enable_dump_debug_info(
@@ -148,6 +150,7 @@ def disable_dump_debug_info() -> None:
 
     callback = enabled.callback
     enabled.thread_hook.remove()
+    enabled.session_hook.remove()
     # Op callbacks are per thread: from another thread the enabling thread's
     # registration cannot be removed; a closed callback ignores what it is called with.
     if threading.current_thread() is enabled.thread:
@@ -171,6 +174,7 @@ def _start(arguments: tuple[Any, ...], tensor_dtypes: Any) -> _Enabled:
     from instrument.notices import preflight
     from instrument.summaries import TensorFilter
     from instrument.tracing.callbacks import DumpingCallback
+    from instrument.tracing.session_runs import SessionRunHook
     from instrument.tracing.threads import REACHES_RUNNING_THREADS, ThreadHook
 
     if stop_on_alert and not ops.executing_eagerly_outside_functions():
@@ -204,7 +208,13 @@ def _start(arguments: tuple[Any, ...], tensor_dtypes: Any) -> _Enabled:
     transform.CONCRETE_FUNCTION_CALLBACKS.append(callback.on_concrete_function)
     transform.FUNC_GRAPH_TRANSFORMS.append(callback.on_func_graph_traced)
     tf_internals.install_function_hook(callback.on_function_made)
-    return _Enabled(arguments, callback, threading.current_thread(), thread_hook)
+    session_hook = SessionRunHook(callback.on_session_run)
+    session_hook.install()
+    logging.getLogger("instrument").info(
+        "tfdbg-tui: recording into %s (run directory %s), tensor_debug_mode=%s, "
+        "circular_buffer_size=%d (%s)", logdir, writer.path, mode, buffer_size,
+        f"the latest {buffer_size} kept" if buffer_size > 0 else "everything kept")
+    return _Enabled(arguments, callback, threading.current_thread(), thread_hook, session_hook)
 
 
 def _check_writable(logdir: str) -> None:

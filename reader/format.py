@@ -23,7 +23,9 @@ FORMAT_NAME = "tfdbg-tui-dump"
 # so the major version changes and it refuses the dump with a message. The FULL_STATS
 # mode (FULL_HEALTH's columns, then min, max, mean and std of the finite elements).
 # This reader reads every 1.x dump too.
-FORMAT_VERSION = (2, 0)
+# 2.1: a TF1 `Session.run` is an execution (`session_run_op_type`), numbered with `c`;
+# the dumper's own captured resources are no longer a call's inputs or a graph's ops.
+FORMAT_VERSION = (2, 1)
 
 FILE_SUFFIX = ".tfdbg"
 
@@ -94,12 +96,36 @@ def function_base_name(op_type: str) -> str:
 _STEP_FUNCTION_NAME = re.compile(r"^__(?:inference|forward)_(.+?)_\d+$")
 
 
+# A TF1 ``Session.run`` is recorded as one execution of the graph it ran (format 2.1),
+# named by what it fetched: ``Session.run(train, loss:0)``. Its runs are numbered as a
+# function's calls are, so that a loop of ``Session.run`` calls has steps.
+SESSION_RUN_PREFIX = "Session.run("
+# Fetch names beyond this many characters are cut (with "...").
+SESSION_RUN_MAX_NAME = 120
+
+
+def session_run_op_type(fetch_names: list[str]) -> str:
+    """The op type of a ``Session.run`` that fetched ``fetch_names``."""
+    names = ", ".join(fetch_names)
+    if len(names) > SESSION_RUN_MAX_NAME:
+        names = names[:SESSION_RUN_MAX_NAME - 3] + "..."
+    return f"{SESSION_RUN_PREFIX}{names})"
+
+
+def is_session_run(op_type: str) -> bool:
+    """True when an execution's op type names a TF1 ``Session.run``."""
+    return op_type.startswith(SESSION_RUN_PREFIX)
+
+
 def step_function_name(op_type: str) -> str | None:
-    """The Python function an eager call runs (``train_step``), or None.
+    """The Python function an eager call runs (``train_step``), the whole op type of a
+    ``Session.run`` (runs of the same fetches count as calls of one function), or None.
 
     None for eager ops and ``__backward_`` calls. The writer numbers the calls of each
     such function (an `exec` record's `c`); the reader finds steps from them.
     """
+    if op_type.startswith(SESSION_RUN_PREFIX):
+        return op_type
     match = _STEP_FUNCTION_NAME.match(op_type)
     return match.group(1) if match else None
 

@@ -23,6 +23,8 @@ from instrument.notices import NoticeBoard, recheck_settings
 from instrument.tracing import xla_traces
 from instrument.tracing.graph_batches import GraphBatch, is_traced_by_tf_function
 from instrument.tracing.host_trace_buffer import HostTraceBuffer
+from instrument.tracing.own_resources import OwnResources
+from instrument.tracing.session_runs import session_run_op_type
 from instrument.tracing.stacks import StackRecorder
 from instrument.tracing.tf1_graphs import PLACEHOLDER_OPS, Tf1Traces
 from instrument.tracing.trace_queue import DRAINER, TraceQueue
@@ -115,6 +117,7 @@ class DumpingCallback:
                          if self.trace_queue is not None and xla_traces.supports(mode)
                          else None)
         self._calls_seen = False
+        self.own = OwnResources(self._own_handles)
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -129,6 +132,10 @@ class DumpingCallback:
                     source.drain()
                     source.retire()
         self.writer.close()
+
+    def _own_handles(self) -> list[Any]:
+        handles = list(self.trace_queue.handles) if self.trace_queue is not None else []
+        return handles + (self.xla_pool.handles if self.xla_pool is not None else [])
 
     def _busy(self) -> _Busy:
         return _Busy(self._guard)
@@ -288,7 +295,8 @@ class DumpingCallback:
             device_ids = [self._device_id(t.device) for t in outputs]
             record = dict(
                 op_type=op_type, graph_id=graph_id,
-                input_ids=[tf_internals.tensor_id(t) for t in inputs],
+                input_ids=[tf_internals.tensor_id(t)
+                           for t in (self.own.program_inputs(inputs) if is_call else inputs)],
                 output_ids=[tf_internals.tensor_id(t) for t in outputs],
                 device_ids=device_ids,
                 output_dtypes=[t.dtype.as_datatype_enum for t in outputs],
@@ -309,6 +317,25 @@ class DumpingCallback:
                 self.writer.add_execution(**record)
             if self._stop_on_alert:
                 self._stop_if_alerted(is_call)
+
+    def on_session_run(self, session: Any, fetches: Any) -> None:
+        """A TF1 ``Session.run`` ended (instrument/tracing/session_runs.py): write the traces it
+        handed over, then record it as a call of its graph."""
+        if self.closed:
+            return
+        with self._busy():
+            self.host_traces.drain()
+            op_type = session_run_op_type(fetches, self.tf1.aliases)
+            call_ordinal = self._calls_of.get(op_type, 0)
+            self._calls_of[op_type] = call_ordinal + 1
+            thread = threading.current_thread()
+            self.writer.add_execution(
+                op_type=op_type, graph_id=self.graph_id(session.graph), input_ids=[],
+                output_ids=[], device_ids=[], output_dtypes=[],
+                summaries=[] if self.mode in summaries.SUMMARY_MODES else None,
+                values=[] if self.mode == fmt.FULL_TENSOR else None,
+                stack_id=self._stacks.capture(), call_ordinal=call_ordinal,
+                thread=None if thread is self.enabling_thread else thread.name)
 
     def _check_call(self, op_type: str, graph_id: int | None,
                     function_name: str | None) -> None:
@@ -360,6 +387,8 @@ class DumpingCallback:
     def _on_graph_op(self, op_type: str, inputs: Any, outputs: Any, op_name: str | None,
                      graph: Any) -> Any:
         outputs = tuple(outputs or ())
+        if op_type in PLACEHOLDER_OPS and self.own.is_own_capture(graph, outputs):
+            return None
         if op_type in ("Const",) + PLACEHOLDER_OPS and outputs:
             # Their op_name can be None or repeat (e.g. "resource"); the tensor name
             # is unique.
@@ -379,9 +408,11 @@ class DumpingCallback:
         # at every call (Keras' fit on arrays hands them to its `grab_batch` map each
         # step): recorded, not traced; the ops that read them are traced.
         dataset_input = op_type in PLACEHOLDER_OPS and tf_internals.is_dataset_function(graph)
+        # Graphs that tf.data runs on another device than our queue's: recorded only.
+        remote = tf_internals.is_remote_dataset_function(graph)
         traced_slots = []
-        if not elsewhere and not dataset_input and op_type not in UNTRACED_OPS \
-                and self._filter.op_matches(op_type):
+        if not elsewhere and not dataset_input and not remote \
+                and op_type not in UNTRACED_OPS and self._filter.op_matches(op_type):
             traced_slots = [slot for slot, t in enumerate(outputs)
                             if self._filter.dtype_traced(t.dtype)]
         if in_xla and (not self._xla_traceable(graph, eager_rooted, bool(traced_slots))
@@ -396,12 +427,14 @@ class DumpingCallback:
         device = op.device if op is not None else ""
         self.writer.add_op(
             graph_id=graph_id, op_type=op_type, op_name=op_name or "",
-            inputs=[self.tf1.aliases.get(t.name, t.name) for t in inputs],
+            inputs=[self.tf1.aliases.get(t.name, t.name)
+                    for t in self.own.program_op_inputs(graph, inputs)],
             num_outputs=len(outputs),
             output_dtypes=[t.dtype.as_datatype_enum for t in outputs],
             device_id=self._device_id(device) if device else None,
             stack_id=self._stacks.capture(), trace_points=trace_points)
-        batch = self._graph_batch(graph) if eager_rooted and not in_xla else None
+        batch = self._graph_batch(graph) if eager_rooted and not in_xla and not remote \
+            else None
         if batch is not None and op is not None:
             batch.before_op(op)
         if not eager_rooted:

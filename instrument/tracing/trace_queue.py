@@ -162,6 +162,11 @@ class TraceQueue:
         # Per graph: the call ordinal read its enqueues share (`_ordinal_in`).
         self._ordinals: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
+    @property
+    def handles(self) -> tuple[Any, Any]:
+        """The eager handles of the queue and the call counter (graphs capture them)."""
+        return self._queue.queue_ref, self._calls.handle
+
     def call_finished(self) -> None:
         """Advance the call ordinal; run eagerly after each eager function call."""
         self._calls.advance()

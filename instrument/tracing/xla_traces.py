@@ -64,6 +64,12 @@ class XlaTracePool:
         self._lookups: weakref.WeakKeyDictionary[Any, dict[int, Any]] = \
             weakref.WeakKeyDictionary()
 
+    @property
+    def handles(self) -> list[Any]:
+        """The eager handles of the trace blocks made so far (graphs capture them)."""
+        with self._lock:
+            return list(self._blocks)
+
     def __len__(self) -> int:
         return len(self._slot_trace_points)
 

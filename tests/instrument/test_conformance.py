@@ -45,7 +45,13 @@ PLAN = (
     + [f"threads:{m}" for m in ("NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "SHAPE",
                                 "FULL_TENSOR")]
     + ["keras_recurrent:NO_TENSOR", "keras_recurrent:FULL_TENSOR",
-       "mobilenet:NO_TENSOR", "mobilenet:FULL_TENSOR", "circular:CURT_HEALTH"])
+       "mobilenet:NO_TENSOR", "mobilenet:FULL_TENSOR", "circular:CURT_HEALTH"]
+    + [f"call_inputs:{m}" for m in ("NO_TENSOR", "CURT_HEALTH", "FULL_TENSOR")]
+    + [f"{scenario}:{m}" for scenario in ("mirrored_fit", "mirrored_loop_function")
+       for m in ("NO_TENSOR", *SUMMARY_MODES, "FULL_TENSOR")]
+    + [f"{scenario}:{m}" for scenario in ("mirrored_fit_in_scope", "mirrored_loop")
+       for m in ("NO_TENSOR", "FULL_TENSOR")])
+DEVICES = ("CPU:0", "CPU:1")
 
 # Where the two dumps differ on purpose (docs/instrument.md says why):
 # - we also trace the inputs of functions (their Placeholders);
@@ -63,6 +69,8 @@ class Exec:
     graph_id: Any
     summaries: tuple | None  # per output, normalised (`_tf_summary`, `_our_summary`)
     values: tuple | None  # FULL_TENSOR: per output
+    inputs: int = 0
+    device: str | None = None  # of the first output
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,7 @@ class Trace:
     slot: int
     summary: dict | None
     value: np.ndarray | None
+    device: str | None = None
 
 
 @dataclass
@@ -129,6 +138,15 @@ def _no_summaries(summaries) -> tuple | None:
     return None if all(s is None for s in summaries) else summaries
 
 
+def _tf_trace_value(dump, trace):
+    """A FULL_TENSOR trace's value in TensorFlow's dump; None for the variant tensors
+    of tf.data's iterators, which TensorFlow's own reader cannot turn into arrays."""
+    try:
+        return dump.graph_execution_trace_to_tensor_value(trace)
+    except ValueError:
+        return None
+
+
 def tf_facts(path, mode: str) -> Facts:
     with debug_events_reader.DebugDataReader(str(path)) as dump:
         dump.update()
@@ -139,15 +157,18 @@ def tf_facts(path, mode: str) -> Facts:
                 values = tuple(dump.execution_to_tensor_values(e))
             elif mode != "NO_TENSOR":
                 sums = _no_summaries(_tf_summary(mode, v) for v in e.debug_tensor_values or ())
-            executions.append(Exec(_function_name(e.op_type), e.graph_id, sums, values))
+            device_ids = e.output_tensor_device_ids or ()
+            device = dump.device_name_by_id(device_ids[0]) if device_ids else None
+            executions.append(Exec(_function_name(e.op_type), e.graph_id, sums, values,
+                                   len(e.input_tensor_ids or ()), device))
         traces, log_line = [], None
         for t in dump.graph_execution_traces():
             digest = dump.graph_by_id(t.graph_id).get_op_creation_digest(t.op_name)
-            value = dump.graph_execution_trace_to_tensor_value(t) \
-                if mode == "FULL_TENSOR" else None
+            value = _tf_trace_value(dump, t) if mode == "FULL_TENSOR" else None
             summary = _tf_summary(mode, t.debug_tensor_value) \
                 if mode in SUMMARY_MODES else None
-            traces.append(Trace(digest.op_type, t.op_name, t.output_slot, summary, value))
+            traces.append(Trace(digest.op_type, t.op_name, t.output_slot, summary, value,
+                                t.device_name))
             if digest.op_type == "Log":
                 _, frames = dump.read_graph_op_creation_stack_trace(digest)
                 user = [line for path, line, _ in frames if path.endswith("conformance.py")]
@@ -167,14 +188,15 @@ def our_facts(path, mode: str) -> Facts:
                                    for slot in range(len(e.output_ids)))
                 elif mode != "NO_TENSOR":
                     sums = _no_summaries(_our_summary(mode, s) for s in e.summaries)
-                executions.append(Exec(_function_name(e.op_type), e.graph_id, sums, values))
+                executions.append(Exec(_function_name(e.op_type), e.graph_id, sums, values,
+                                       len(e.input_ids), e.devices[0] if e.devices else None))
         traces, log_line = [], None
         for begin, end in dump.kept_traces():
             for t in dump.traces(begin, end):
                 op = dump.op(t.op_id)
                 value = dump.trace_value(t.index) if mode == "FULL_TENSOR" else None
                 summary = _our_summary(mode, t.summary) if mode in SUMMARY_MODES else None
-                traces.append(Trace(op.op_type, op.name, t.slot, summary, value))
+                traces.append(Trace(op.op_type, op.name, t.slot, summary, value, op.device))
                 if op.op_type == "Log":
                     user = [f.line for f in dump.stack(op.stack_id)
                             if f.path.endswith("conformance.py")]
@@ -466,5 +488,108 @@ def test_circular_buffer_keeps_the_latest_and_also_the_first_alert(conformance):
 
 
 def test_bad_arguments_raise_value_error_as_in_tensorflow(conformance):
-    assert conformance.seen["tf"]["errors"] == conformance.seen["ours"]["errors"] == \
+    """The same error class; the message names what TensorFlow's names: the offending
+    value and the valid options."""
+    theirs, ours = conformance.seen["tf"]["errors"], conformance.seen["ours"]["errors"]
+    assert {k: v[0] for k, v in theirs.items()} == {k: v[0] for k, v in ours.items()} == \
         {"mode": "ValueError", "dtypes_dict": "ValueError", "dtypes_str": "ValueError"}
+    mode_message = ours["mode"][1]
+    assert "NONSENSICAL" in mode_message and "tensor_debug_mode" in mode_message
+    for valid in ("NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH", "SHAPE",
+                  "FULL_TENSOR"):
+        assert valid in theirs["mode"][1] and valid in mode_message
+    for label, offending in (("dtypes_dict", "{}"), ("dtypes_str", "float32")):
+        message = ours[label][1]
+        assert offending in message and "tensor_dtypes" in message
+        assert all(word in message for word in ("list", "tuple", "callable"))
+
+
+# -- what the dumper adds, and distribution (TensorFlow's distributed_callbacks_test) ------
+
+@pytest.mark.parametrize("mode", ["NO_TENSOR", "CURT_HEALTH", "FULL_TENSOR"])
+def test_calls_are_recorded_with_the_program_s_inputs(conformance, mode):
+    """A call of ``outer(x, y)`` has the inputs TensorFlow's dumper records (the two
+    arguments and the captured variable of the function it calls), ``single(x)`` one:
+    not the dumper's own queue and counter; nor are they ops of the graphs."""
+    theirs, ours = conformance.both(f"call_inputs-{mode}")
+    def calls(facts):
+        return [(e.op_type, e.inputs) for e in facts.executions
+                if e.op_type.startswith("__inference_")]
+    assert calls(ours) == calls(theirs)
+    assert [n for _, n in calls(ours)] == [3, 1]
+    with reader.open_run(str(conformance.root / "ours" / f"call_inputs-{mode}")) as dump:
+        # Each graph's inputs: its arguments, then the capture of ``scale`` (a resource
+        # placeholder), and nothing of the dumper's.
+        inputs = {graph.name: [op.output_dtypes[0] for op in dump.graph_ops(graph.id)
+                               if op.op_type == "Placeholder"]
+                  for graph in dump.graphs()}
+        assert inputs == {"outer": ["float32", "float32", "resource"],
+                          "inner": ["float32", "resource"], "single": ["float32"]}
+
+
+def _per_device(facts: Facts, op_types) -> dict[str, collections.Counter]:
+    counts = {device: collections.Counter() for device in DEVICES}
+    for t in facts.traces:
+        for device in DEVICES:
+            if t.op_type in op_types and (t.device or "").endswith(device):
+                counts[device][t.op_type] += 1
+    return counts
+
+
+FIT_OPS = ("MatMul", "BiasAdd", "Relu", "ReluGrad")
+
+
+@pytest.mark.parametrize("scenario,mode", [
+    *(("mirrored_fit", m) for m in ("NO_TENSOR", *SUMMARY_MODES, "FULL_TENSOR")),
+    ("mirrored_fit_in_scope", "NO_TENSOR"), ("mirrored_fit_in_scope", "FULL_TENSOR")])
+def test_keras_fit_under_mirrored_strategy_on_two_devices(conformance, scenario, mode):
+    """Keras fit on two replicas runs in every mode, enabled before or inside the
+    strategy's scope; its ops are traced on both devices equally, as TensorFlow's
+    dumper traces them, and the step is one function call (one epoch of one batch)."""
+    theirs, ours = conformance.both(f"{scenario}-{mode}")
+    assert conformance.seen["ours"][scenario.replace("_in_scope", "")] == \
+        conformance.seen["tf"][scenario.replace("_in_scope", "")]
+    def calls(facts):
+        return [e for e in facts.executions if e.op_type.startswith("__inference_")]
+    assert len(calls(ours)) == len(calls(theirs)) == 1
+    ours_by_device, theirs_by_device = _per_device(ours, FIT_OPS), _per_device(theirs, FIT_OPS)
+    assert ours_by_device == theirs_by_device
+    assert ours_by_device["CPU:0"] == ours_by_device["CPU:1"]
+    assert set(ours_by_device["CPU:0"]) >= {"MatMul", "Relu", "ReluGrad"}
+    if mode == "FULL_TENSOR":
+        for device in DEVICES:
+            relus = [(t.value, o.value) for t, o in zip(
+                [t for t in theirs.traces if t.op_type == "Relu" and t.device.endswith(device)],
+                [o for o in ours.traces if o.op_type == "Relu" and o.device.endswith(device)])]
+            assert relus
+            for their_value, our_value in relus:
+                np.testing.assert_array_equal(their_value, our_value)
+
+
+@pytest.mark.parametrize("mode", ["NO_TENSOR", *SUMMARY_MODES, "FULL_TENSOR"])
+def test_custom_loop_under_mirrored_strategy_in_a_function(conformance, mode):
+    """``strategy.run(train_step)`` in a tf.function, twice: MatMul and BiasAdd traced
+    on both devices as TensorFlow's dumper traces them, and the weights reach what
+    two SGD steps on summed gradients give."""
+    theirs, ours = conformance.both(f"mirrored_loop_function-{mode}")
+    assert conformance.seen["ours"]["mirrored_loop_function"] == \
+        conformance.seen["tf"]["mirrored_loop_function"]
+    by_device = _per_device(ours, ("MatMul", "BiasAdd"))
+    assert by_device == _per_device(theirs, ("MatMul", "BiasAdd"))
+    assert by_device["CPU:0"]["BiasAdd"] == by_device["CPU:1"]["BiasAdd"] == 2
+    if mode == "FULL_TENSOR":
+        first_bias_adds = [o.value for o in ours.traces if o.op_type == "BiasAdd"][:2]
+        assert [v.tolist() for v in first_bias_adds] == [[[11.0]], [[11.0]]]
+
+
+@pytest.mark.parametrize("mode", ["NO_TENSOR", "FULL_TENSOR"])
+def test_custom_loop_under_mirrored_strategy_run_eagerly(conformance, mode):
+    """``strategy.run(train_step)`` outside a function: a thread per replica runs the
+    step's ops eagerly; both dumpers record MatMul and BiasAdd on both devices."""
+    theirs, ours = conformance.both(f"mirrored_loop-{mode}")
+    assert conformance.seen["ours"]["mirrored_loop"] == conformance.seen["tf"]["mirrored_loop"]
+    def executed(facts):
+        return collections.Counter((e.op_type, (e.device or "")[-5:]) for e in facts.executions
+                                   if e.op_type in ("MatMul", "BiasAdd"))
+    assert executed(ours) == executed(theirs)
+    assert executed(ours)[("BiasAdd", "CPU:0")] == executed(ours)[("BiasAdd", "CPU:1")] == 1

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+import reader
 from reader import format as fmt
 from reader.values import decode_value
 from tests.instrument.conftest import PROGRAMS, ROOT, line_of, program_env, run_program
@@ -95,7 +96,10 @@ def test_tf1_session_graph(tmp_path):
     # stop_on_alert needs eager execution: refused with a clear error.
     assert "STOP_ON_ALERT_REFUSED True" in stdout
     dump = load_single_run(str(tmp_path))
-    assert dump.run["eager_mode"] is False and dump.executions == []
+    assert dump.run["eager_mode"] is False
+    # Each Session.run is recorded as a run of its graph, named by its fetch.
+    assert [e["op"] for e in dump.executions] == ["Session.run(total:0)"] * 2
+    assert [e.get("c") for e in dump.executions] == [0, 1]
     (graph,) = dump.graphs.values()
     assert graph["name"] is None and graph["outer"] is None
     (log,) = dump.ops_of_type("Log")
@@ -109,6 +113,27 @@ def test_tf1_session_graph(tmp_path):
     assert log_trace.summary[3] == 1.0  # one -inf
     line = line_of(PROGRAMS / "tf1_session.py", "# TF1_LOG_LINE")
     assert (str(PROGRAMS / "tf1_session.py"), line, "<module>") in dump.stack_frames(log["stack"])
+
+
+@pytest.mark.parametrize("mode", ["CURT_HEALTH", "FULL_HEALTH", "FULL_TENSOR"])
+def test_tf1_training_loop_has_steps(tmp_path, mode):
+    """A TF1 loop of Session.run calls (train and loss each batch, an error metric every
+    third): the training runs are the steps, the NaN fed at the eighth batch is at step
+    7, and enabling logs one line naming the logdir, run directory, mode and buffer."""
+    stdout = run_program([str(PROGRAMS / "tf1_training.py"), str(tmp_path), mode])
+    run_dir = run_dirs(str(tmp_path))[0]
+    assert (f"tfdbg-tui: recording into {tmp_path} (run directory {run_dir}), "
+            f"tensor_debug_mode={mode}, circular_buffer_size=-1 (everything kept)") in stdout
+    with reader.open_run(run_dir) as dump:
+        steps = dump.steps()
+        assert steps.function == "Session.run(train, loss:0)"
+        first = dump.first_alert()
+        assert first is not None and steps.first_alert_step == 7
+        assert dump.op(dump.trace(first.index).op_id).name in ("features", "labels")
+        assert steps.alert_steps.tolist() == [7, 8, 9]
+        runs = [dump.execution(i).op_type for i in range(dump.num_executions)]
+        assert runs.count("Session.run(train, loss:0)") == 10
+        assert runs.count("Session.run(error:0)") == 4
 
 
 @pytest.mark.parametrize("mode,buffer_size", [

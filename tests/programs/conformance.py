@@ -18,10 +18,19 @@ import threading
 import numpy as np
 import tensorflow as tf
 
-import instrument
+# Two logical CPUs, for the scenarios of TensorFlow's distributed-callbacks tests
+# (MirroredStrategy on two devices); the other scenarios run on the first.
+tf.config.set_logical_device_configuration(
+    tf.config.list_physical_devices("CPU")[0],
+    [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
+
+import instrument  # noqa: E402
 
 DUMPER, ROOT, PLAN = sys.argv[1], sys.argv[2], sys.argv[3:]
 SEEN: dict = {}
+# The run of the scenario being played: (path, mode, options), for scenarios that
+# enable the dumper themselves (inside a strategy's scope).
+CURRENT: list = []
 
 
 def enable(path, mode, **options):
@@ -222,9 +231,102 @@ def circular():
         bad = bad * 1.0
 
 
+def call_inputs():
+    """Calls of functions with two inputs and one, one calling another: each call is
+    recorded with the inputs the program passed and its own captures (a variable)."""
+    scale = tf.Variable(2.0)
+
+    @tf.function
+    def inner(x):
+        return tf.sin(x) * scale
+
+    @tf.function
+    def outer(x, y):
+        return inner(x) + tf.matmul(x, y)
+
+    @tf.function
+    def single(x):
+        return tf.cos(x)
+
+    outer(tf.ones([2, 2]), tf.ones([2, 2]))
+    single(tf.ones([2]))
+
+
+def _mirrored():
+    """One MirroredStrategy for the process: several in one process reuse collective
+    instance keys, and their all-reduces of different shapes then collide."""
+    if not _STRATEGY:
+        _STRATEGY.append(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
+    return _STRATEGY[0]
+
+
+_STRATEGY: list = []
+
+
+def _mirrored_keras_fit(strategy, enable_in_scope=False):
+    """TensorFlow's testKerasModelFitOnOneOrTwoDevices: Dense(10, relu), Dense(1), mse,
+    SGD, one epoch of 20 ones."""
+    with strategy.scope():
+        if enable_in_scope:
+            enable(*CURRENT[:2], **CURRENT[2])
+        model = tf.keras.Sequential([tf.keras.Input((5,)),
+                                     tf.keras.layers.Dense(10, activation="relu"),
+                                     tf.keras.layers.Dense(1)])
+        model.compile(loss="mse", optimizer="sgd")
+        history = model.fit(np.ones([20, 5]), np.ones([20, 1]), epochs=1, verbose=0)
+    SEEN.setdefault("mirrored_fit", []).append(history.history["loss"])
+
+
+def mirrored_fit():
+    _mirrored_keras_fit(_mirrored())
+
+
+def mirrored_fit_in_scope():
+    """The same, with the dumper enabled inside the strategy's scope."""
+    _mirrored_keras_fit(_mirrored(), enable_in_scope=True)
+
+
+def _mirrored_step(strategy):
+    """TensorFlow's testDumpingMiniModel: a dense layer of ones and one SGD step per
+    replica, the gradients summed over both."""
+    with strategy.scope():
+        weights = [tf.Variable(tf.ones([10, 1])), tf.Variable([1.0])]
+        optimizer = tf.keras.optimizers.SGD(0.25)
+
+    def train_step():
+        with tf.GradientTape() as tape:
+            y = tf.nn.bias_add(tf.matmul(tf.ones([1, 10]), weights[0]), weights[1])
+            loss = tf.reduce_sum(y)
+        optimizer.apply_gradients(zip(tape.gradient(loss, weights), weights))
+
+    return weights, train_step
+
+
+def mirrored_loop():
+    """A custom loop's step under MirroredStrategy, run eagerly (a thread per replica)."""
+    strategy = _mirrored()
+    weights, train_step = _mirrored_step(strategy)
+    strategy.run(train_step)
+    SEEN.setdefault("mirrored_loop", []).append([float(w.numpy().ravel()[0]) for w in weights])
+
+
+def mirrored_loop_function():
+    """The same step in a tf.function, twice."""
+    strategy = _mirrored()
+    weights, train_step = _mirrored_step(strategy)
+    step = tf.function(lambda: strategy.run(train_step))
+    step()
+    step()
+    SEEN.setdefault("mirrored_loop_function", []).append(
+        [float(w.numpy().ravel()[0]) for w in weights])
+
+
 SCENARIOS = {f.__name__: f for f in (
     eager_collatz, bad_values, training_nan, booleans, nested, two_compilations, duplicate_names,
-    unique_sum, while_doubling, threads, keras_recurrent, mobilenet, circular)}
+    unique_sum, while_doubling, threads, keras_recurrent, mobilenet, circular, call_inputs,
+    mirrored_fit, mirrored_fit_in_scope, mirrored_loop, mirrored_loop_function)}
+# Scenarios that enable the dumper themselves.
+ENABLING = {"mirrored_fit_in_scope"}
 
 # Filters: name -> (tensor_dtypes, op_regex), as in TF's filter tests.
 FILTERS = {
@@ -253,7 +355,10 @@ def main():
                 else "unique_sum"
         if scenario == "circular":
             options["circular_buffer_size"] = 5
-        enable(os.path.join(ROOT, f"{name}-{mode}"), mode, **options)
+        path = os.path.join(ROOT, f"{name}-{mode}")
+        CURRENT[:] = [path, mode, options]
+        if scenario not in ENABLING:
+            enable(path, mode, **options)
         try:
             SCENARIOS[scenario]()
         finally:
@@ -272,7 +377,7 @@ def main():
             errors[label] = None
             disable()
         except Exception as error:  # what each dumper raises is what is compared
-            errors[label] = type(error).__name__
+            errors[label] = [type(error).__name__, str(error)]
     SEEN["errors"] = errors
     print(json.dumps(SEEN))
 
