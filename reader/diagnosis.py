@@ -150,7 +150,7 @@ def diagnose_alert(reader: DumpReader, alert: Alert) -> Diagnosis:
     found = _inf_arithmetic(site)
     if found is not None:
         return found
-    root = find_root_cause(reader, alert)
+    root = reader.root_cause(alert) or find_root_cause(reader, alert)
     upstream = diagnose_cause(reader, root)
     name, summary = bad_inputs[0]
     lead = (f"{site.subject} got {_nonfinite_text(summary)} from its input {name}; "
