@@ -99,10 +99,13 @@ class HarmVerdict:
         graph_codes: Per graph alert, `HARMFUL` or 1 + its reason's position.
         graph_groups: Per graph alert, its group (row of `group_containment`).
         group_containment: Per group, its `Containment`, or None (harmful).
+        group_traces: Per group, the trace its rules looked at (its first).
         eager_index, eager_slot: The eager alerts, as the execution index lists them.
         eager_codes: Per eager alert, its code (always `HARMFUL`).
         skipped_steps: Execution indices of the step calls the loss scaler skipped.
         collapse_steps: Step numbers of a run of skipped steps too long to be healthy.
+        collapse_calls: Their execution indices.
+        skipped_step_numbers: The step numbers of `skipped_steps`.
         loss_scale_evidence: What says the run has a dynamic loss scale.
     """
 
@@ -110,11 +113,13 @@ class HarmVerdict:
     graph_codes: np.ndarray
     graph_groups: np.ndarray
     group_containment: list[Containment | None]
+    group_traces: np.ndarray
     eager_index: np.ndarray
     eager_slot: np.ndarray
     eager_codes: np.ndarray
     skipped_steps: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     collapse_steps: tuple[int, ...] = ()
+    collapse_calls: tuple[int, ...] = ()
     skipped_step_numbers: tuple[int, ...] = ()
     loss_scale_evidence: str | None = None
 
@@ -180,19 +185,22 @@ def classify(reader: IndexedRun, index: np.ndarray, step: np.ndarray, counts: np
                       for c in containment], dtype=np.int8)
     graph_codes = codes[groups] if groups.size else np.empty(0, np.int8)
 
-    verdict = HarmVerdict(index, graph_codes, groups, containment, eager_index, eager_slot,
-                          np.zeros(eager_index.size, np.int8))
+    group_traces = index[first_rows] if index.size else np.empty(0, np.int64)
+    verdict = HarmVerdict(index, graph_codes, groups, containment, group_traces, eager_index,
+                          eager_slot, np.zeros(eager_index.size, np.int8))
     marks = _loss_scale_marks(reader)
     if marks is None or not index.size:
         return verdict
     gradient_side = np.array([context.gradient_side(g) for g in range(unique.size)],
                              dtype=bool)
-    skipped, numbers, collapse = _loss_scale_steps(step, gradient_side[groups], steps)
+    skipped, numbers, collapse, collapse_calls = _loss_scale_steps(
+        step, gradient_side[groups], steps)
     in_skipped = np.isin(step, skipped) & (graph_codes == HARMFUL)
     graph_codes = graph_codes.copy()
     graph_codes[in_skipped] = CONTAINED_REASONS.index("loss_scale") + 1
-    return HarmVerdict(index, graph_codes, groups, containment, eager_index, eager_slot,
-                       verdict.eager_codes, skipped, collapse, numbers, marks)
+    return HarmVerdict(index, graph_codes, groups, containment, group_traces, eager_index,
+                       eager_slot, verdict.eager_codes, skipped, collapse, collapse_calls,
+                       numbers, marks)
 
 
 class _Context:
@@ -396,16 +404,16 @@ def _loss_scale_marks(reader: IndexedRun) -> str | None:
 
 
 def _loss_scale_steps(step: np.ndarray, gradient_side: np.ndarray, steps: Steps
-                      ) -> tuple[np.ndarray, tuple[int, ...], tuple[int, ...]]:
+                      ) -> tuple[np.ndarray, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """The steps the loss scaler skipped (execution indices), their step numbers, and
-    the step numbers of a collapse (a stretch of `LOSS_SCALE_COLLAPSE_STEPS` or more,
-    which is then not skipped but harmful)."""
+    the step numbers and execution indices of a collapse (a stretch of
+    `LOSS_SCALE_COLLAPSE_STEPS` or more, which is then not skipped but harmful)."""
     calls, position = np.unique(step, return_inverse=True)
     not_gradient = np.bincount(position.reshape(-1), weights=~gradient_side,
                                minlength=calls.size)
     skipped = calls[not_gradient == 0]
     if not steps.has_steps or not skipped.size:
-        return skipped, (), ()
+        return skipped, (), (), ()
     numbers = steps.of_executions(skipped)
     valid = numbers >= 0
     skipped, numbers = skipped[valid], numbers[valid]
@@ -417,4 +425,5 @@ def _loss_scale_steps(step: np.ndarray, gradient_side: np.ndarray, steps: Steps
                 collapse.extend(int(n) for n in numbers[start:i])
             start = i
     keep = ~np.isin(numbers, collapse)
-    return skipped[keep], tuple(int(n) for n in numbers[keep]), tuple(collapse)
+    return (skipped[keep], tuple(int(n) for n in numbers[keep]), tuple(collapse),
+            tuple(int(c) for c in skipped[~keep]))
