@@ -16,12 +16,12 @@ import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from reader.analysis.training_patterns import PATTERNS as TRAINING_PATTERNS
+from reader.analysis.training_patterns import training_finding
 from reader.analysis.wording import count_text as _count
 from reader.analysis.wording import evidence_line as _evidence_line
 from reader.analysis.wording import nonfinite_text as _nonfinite_text
 from reader.analysis.wording import values_text as _values
-from reader.analysis.training_patterns import PATTERNS as TRAINING_PATTERNS
-from reader.analysis.training_patterns import training_finding
 from reader.expressions import expression_of
 from reader.model import Alert, RootCause, Summary
 from reader.root_cause import find_root_cause
@@ -177,10 +177,10 @@ def diagnose_cause(reader: DumpReader, cause: RootCause) -> Diagnosis:
     """Classify a root cause (an op whose known inputs were finite): the rules that
     know training first (`reader.analysis.training_patterns`), then the op's own."""
     site = _Site.of(reader, cause)
-    found = training_finding(reader, cause, site.subject)
-    if found is not None:
-        return site.diagnosis(found.pattern, found.explanation, *found.evidence,
-                              suggestion=found.suggestion)
+    finding = training_finding(reader, cause, site.subject)
+    if finding is not None:
+        return site.diagnosis(finding.pattern, finding.explanation, *finding.evidence,
+                              suggestion=finding.suggestion)
     for rule in (_nonfinite_input, _singular_gradient, _log, _division, _sqrt, _overflow,
                  _inf_arithmetic):
         found = rule(site)

@@ -6,6 +6,7 @@ import os
 
 from reader.alerts import AlertBuilder, collect_alerts, first_harmful
 from reader.analysis.harm import HarmVerdict, classify
+from reader.analysis.model_place import Place, PlaceFinder
 from reader.indexed_run import IndexedRun
 from reader.model import Alert, AlertSummary, RootCause
 from reader.root_cause import find_root_cause
@@ -23,7 +24,16 @@ class DumpReader(IndexedRun):
         self._alerts_cache: tuple[tuple, AlertSummary] | None = None
         self._steps_cache: tuple[tuple, Steps] | None = None
         self._harm_cache: tuple[tuple, HarmVerdict, Alert | None] | None = None
+        self._places: PlaceFinder | None = None
         super().__init__(run_path)
+
+    def place(self, alert: Alert) -> Place:
+        """Where in the model an alert's tensor was made: phase, Keras layer, library
+        frame (`reader.analysis.model_place`)."""
+        with self._lock:
+            if self._places is None:
+                self._places = PlaceFinder(self)
+            return self._places.of_alert(alert)
 
     def harm(self) -> HarmVerdict:
         """Every alert, contained (with its reason) or harmful (`reader.analysis.harm`)."""

@@ -125,7 +125,7 @@ def _graph_root_cause(reader: IndexedRun, first: Alert, steps: int,
             inputs.append((ref, summary))
             indices.append(found)
             if (culprit is None and summary is not None and summary.is_alert
-                    and found not in visited
+                    and found is not None and found not in visited
                     and (contained is None or not contained(found))):
                 culprit = found
         if culprit is None or step == steps - 1:

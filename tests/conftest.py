@@ -11,6 +11,7 @@ import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PATTERNS_PROGRAM = os.path.join(REPO, "tests", "reader", "tf_programs", "patterns.py")
+HARM_PROGRAM = os.path.join(REPO, "tests", "reader", "tf_programs", "harm.py")
 
 
 @pytest.fixture(scope="session")
@@ -23,6 +24,21 @@ def pattern_dumps(tmp_path_factory) -> str:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
     completed = subprocess.run([sys.executable, PATTERNS_PROGRAM, root], env=env,
+                               capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return root
+
+
+@pytest.fixture(scope="session")
+def harm_dumps(tmp_path_factory) -> str:
+    """One process runs every case of tests/reader/tf_programs/harm.py (healthy runs
+    with infinities, and harm that the first alert hides), a run per case; returns the
+    directory holding a logdir per case."""
+    pytest.importorskip("tensorflow")
+    root = str(tmp_path_factory.mktemp("harm"))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    completed = subprocess.run([sys.executable, HARM_PROGRAM, root], env=env,
                                capture_output=True, text=True, timeout=600)
     assert completed.returncode == 0, completed.stderr[-3000:]
     return root

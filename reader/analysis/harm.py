@@ -248,9 +248,9 @@ class _Context:
             return int(self.groups[row])
         return None
 
-    def nonfinite_inputs(self, group: int, op: Op) -> list[tuple[str, int | None]]:
+    def nonfinite_inputs(self, group: int, op: Op) -> list[tuple[str, int]]:
         """(name, group) of each input that held NaN or inf where ``group``'s first
-        trace read it; the group is None for an input that is no alert of this run."""
+        trace read it."""
         at = self.trace_index(group)
         found = []
         for ref in op.inputs:
@@ -300,7 +300,8 @@ class _Context:
         pending = list(self.escaped)
         while pending:
             group = pending.pop()
-            if containment[group] is None or containment[group].reason != "deliberate":
+            found = containment[group]
+            if found is None or found.reason != "deliberate":
                 continue
             containment[group] = None
             pending.extend(self.carried.get(group, ()))
@@ -334,8 +335,8 @@ def _deliberate(context: _Context, group: int) -> Containment | None:
             return None
         if context.has_nan(group) is None and op.op_type not in _INF_CARRIERS:
             return None  # CURT_HEALTH cannot tell whether this op made a NaN
-        sources = [g for _, g in inputs if g is not None]
-        if len(sources) != len(inputs) or any(
+        sources = [g for _, g in inputs]
+        if any(
                 (c := context.classify(g)) is None or c.reason != "deliberate"
                 for g in sources):
             return None

@@ -183,9 +183,9 @@ class PlaceFinder:
             parts.pop()
         # No op of that name (ReluGrad sits in the layer's scope, beside Relu): any
         # forward op of the gradient's scope.
-        scope = name.rsplit("/", 1)[0] + "/" if "/" in name else None
-        if scope is None:
+        if "/" not in name:
             return None
+        scope = name.rsplit("/", 1)[0] + "/"
         return next((o for o in self._graph_ops(op.graph_id) if o.name.startswith(scope)
                      and not is_gradient_name(o.op_type, o.name)), None)
 

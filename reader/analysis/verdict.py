@@ -69,7 +69,7 @@ def _deliberate_kind(summary: AlertSummary) -> str:
 
 def _examples(reader: DumpReader, harm: HarmVerdict) -> list[str]:
     """One line per contained tensor (at most a few): what it is and why."""
-    lines = []
+    lines: list[str] = []
     for group, containment in enumerate(harm.group_containment):
         if containment is None or len(lines) >= 5:
             continue

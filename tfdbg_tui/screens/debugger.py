@@ -18,6 +18,7 @@ from textual.widgets import Footer
 import reader as dump_reader_module
 from reader import format as fmt
 from reader import liveness
+from reader.analysis.verdict import healthy_verdict
 from reader.diagnosis import diagnose_alert, diagnose_cause
 from reader.errors import DumpError
 from reader.model import Alert, AlertSummary, RootCause
@@ -212,9 +213,11 @@ class DebuggerScreen(RunComparison):
         try:
             alerts = reader.alerts(limit_per_type=ALERT_LIMIT_PER_TYPE)
             root_cause = reader.root_cause() if alerts.total else None
-            diagnosis = diagnose_cause(reader, root_cause) if root_cause is not None else None
+            diagnosis = (diagnose_cause(reader, root_cause) if root_cause is not None
+                         else healthy_verdict(reader))
+            places = [reader.place(alert) for alert in alerts.alerts]
             loaded = HuntLoaded(alerts, root_cause, reader.trace_alert_indices(),
-                                     reader.steps(), select, diagnosis)
+                                reader.steps(), select, diagnosis, places)
         except DumpError as error:
             # A record left the disk while it was read (a circular buffer rotating
             # under a live run): say so; the next update hunts again.
@@ -231,7 +234,7 @@ class DebuggerScreen(RunComparison):
         graph_list.show_alert_traces(message.alert_traces)
         graph_list.steps = message.steps
         alert_list = self.query_one(AlertList)
-        alert_list.show_alerts(message.alerts, message.steps)
+        alert_list.show_alerts(message.alerts, message.steps, message.places)
         self.update_status()
         if not self.alert_chosen:
             self.query_one(DiagnosisLine).show(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from textual.message import Message
 
+from reader.analysis.model_place import Place
 from reader.diagnosis import Diagnosis
 from reader.model import AlertSummary, RootCause
 from reader.steps import Steps
@@ -39,8 +40,10 @@ class HuntLoaded(Message):
 
     def __init__(self, alerts: AlertSummary, root_cause: RootCause | None,
                  alert_traces: np.ndarray, steps: Steps, select: bool,
-                 diagnosis: Diagnosis | None = None) -> None:
+                 diagnosis: Diagnosis | None = None,
+                 places: list[Place] | None = None) -> None:
         super().__init__()
+        self.places = places  # per listed alert, where in the model it was made
         self.alerts = alerts
         self.root_cause = root_cause
         self.alert_traces = alert_traces
