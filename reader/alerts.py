@@ -105,20 +105,26 @@ def _merged_order(eager_index: np.ndarray, eager_slot: np.ndarray, eager_counts:
 def first_harmful(execs: ExecutionIndex, traces: TraceIndex, builder: AlertBuilder,
                   harm: tuple[np.ndarray, np.ndarray]) -> Alert | None:
     """The first harmful alert in true execution order, or None (``harm``: the codes
-    of `collect_alerts`)."""
+    of `collect_alerts`). Linear: the earliest step first, then a sort of its rows."""
     eager_index, eager_slot, eager_counts = execs.alert_rows()
     graph_index, graph_step, graph_counts = traces.alert_rows()
-    order, counts = _merged_order(eager_index, eager_slot, eager_counts, graph_index,
-                                  graph_step, graph_counts)
-    harmful = np.concatenate(harm) == HARMFUL
-    rows = order[harmful[order]]
-    if not rows.size:
+    eager_harmful, graph_harmful = (codes == HARMFUL for codes in harm)
+    candidates = [p[h] for p, h in ((eager_index, eager_harmful), (graph_step, graph_harmful))
+                  if h.any()]
+    if not candidates:
         return None
-    row = int(rows[0])
+    first = min(int(c.min()) for c in candidates)
+    eager_rows = np.flatnonzero(eager_harmful & (eager_index == first))
+    graph_rows = np.flatnonzero(graph_harmful & (graph_step == first))
+    order, counts = _merged_order(eager_index[eager_rows], eager_slot[eager_rows],
+                                  eager_counts[eager_rows], graph_index[graph_rows],
+                                  graph_step[graph_rows], graph_counts[graph_rows])
+    row = int(order[0])
     nan, neg, pos = (int(c) for c in counts[row])
-    if row < eager_index.size:
-        return builder.eager(int(eager_index[row]), int(eager_slot[row]), nan, neg, pos)
-    g = row - eager_index.size
+    if row < eager_rows.size:
+        e = eager_rows[row]
+        return builder.eager(int(eager_index[e]), int(eager_slot[e]), nan, neg, pos)
+    g = graph_rows[row - eager_rows.size]
     return builder.graph(int(graph_index[g]), int(graph_step[g]), nan, neg, pos)
 
 

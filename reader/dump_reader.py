@@ -46,7 +46,7 @@ class DumpReader(IndexedRun):
                 index, step, counts = self._traces.alert_rows()
                 eager_index, eager_slot, _ = self._execs.alert_rows()
                 verdict = classify(self, index, step, counts, self._traces.alert_points(),
-                                   eager_index, eager_slot, Steps(self, None))
+                                   eager_index, eager_slot, lambda: Steps(self, None))
                 codes = (verdict.eager_codes, verdict.graph_codes)
                 first = first_harmful(self._execs, self._traces, AlertBuilder(self), codes)
                 self._harm_cache = (key, verdict, first)

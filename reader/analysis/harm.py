@@ -35,6 +35,7 @@ the other rules work as in the counting modes. Eager alerts are always harmful.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -162,7 +163,7 @@ _LOSS_SCALE = Containment(
 
 def classify(reader: IndexedRun, index: np.ndarray, step: np.ndarray, counts: np.ndarray,
              tps: np.ndarray, eager_index: np.ndarray, eager_slot: np.ndarray,
-             steps: Steps) -> HarmVerdict:
+             steps: Callable[[], Steps]) -> HarmVerdict:
     """Classify every alert of a run.
 
     Args:
@@ -171,7 +172,8 @@ def classify(reader: IndexedRun, index: np.ndarray, step: np.ndarray, counts: np
             step (top-level execution), (n, 3) NaN/-inf/+inf counts (-1: not counted),
             trace point.
         eager_index, eager_slot: The eager alerts.
-        steps: The run's steps (for the loss scale's consecutive skipped steps).
+        steps: Makes the run's steps (the loss scale's consecutive skipped steps),
+            asked only in a run with a loss scale.
     """
     nan_flag = np.where(counts[:, 0] < 0, 2, counts[:, 0] > 0).astype(np.int64) \
         if counts.size else np.empty(0, np.int64)
@@ -194,7 +196,7 @@ def classify(reader: IndexedRun, index: np.ndarray, step: np.ndarray, counts: np
     gradient_side = np.array([context.gradient_side(g) for g in range(unique.size)],
                              dtype=bool)
     skipped, numbers, collapse, collapse_calls = _loss_scale_steps(
-        step, gradient_side[groups], steps)
+        step, gradient_side[groups], steps())
     in_skipped = np.isin(step, skipped) & (graph_codes == HARMFUL)
     graph_codes = graph_codes.copy()
     graph_codes[in_skipped] = CONTAINED_REASONS.index("loss_scale") + 1
