@@ -64,7 +64,7 @@ def contained_line(summary: AlertSummary, harm: HarmVerdict) -> str:
 
 def _deliberate_kind(summary: AlertSummary) -> str:
     kinds = {a.alert_type for a in summary.alerts if a.contained == "deliberate"}
-    return kinds.pop() if len(kinds) == 1 else "infinities"
+    return kinds.pop() if len(kinds) == 1 and "inf/NaN" not in kinds else "infinities"
 
 
 def _examples(reader: DumpReader, harm: HarmVerdict) -> list[str]:

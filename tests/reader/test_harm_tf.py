@@ -184,3 +184,13 @@ def test_alerts_carry_phase_and_layer(harm_dumps, case, phase, layer):
         assert found, places
         assert all(p.layer.startswith("sequential") for p in found)
         assert any(f"/{layer}" in p.layer for p in found)
+
+
+def test_curt_health_follows_deliberate_infinities_through_carriers_only(harm_dumps):
+    """CURT_HEALTH cannot tell NaN from inf: the mask is still deliberate (a select
+    carries it), and the subtraction is still the root cause (it could make NaN)."""
+    with reader.open_run(os.path.join(harm_dumps, "masked_attention_curt")) as dump:
+        assert dump.alerts().total and dump.root_cause() is None
+        assert healthy_verdict(dump).pattern == "healthy"
+    with reader.open_run(os.path.join(harm_dumps, "masked_logsumexp_curt")) as dump:
+        assert dump.root_cause().alert.op_type == "Sub"

@@ -148,8 +148,11 @@ def adam_epsilon():
 CASES = {f.__name__: f for f in (mixed_precision, loss_scale_collapse, masked_attention,
                                  masked_logsumexp, where_trap, diverging, acos_domain,
                                  adam_epsilon)}
+# The masked cases again in CURT_HEALTH, which says only "has NaN or inf".
+CASES.update(masked_attention_curt=masked_attention, masked_logsumexp_curt=masked_logsumexp)
 # Cases dumped in another mode than FULL_HEALTH (the divergence's magnitudes).
-MODES = {"diverging": "FULL_STATS"}
+MODES = {"diverging": "FULL_STATS", "masked_attention_curt": "CURT_HEALTH",
+         "masked_logsumexp_curt": "CURT_HEALTH"}
 
 if __name__ == "__main__":
     logdir = sys.argv[1]
