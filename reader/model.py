@@ -281,6 +281,8 @@ class Alert:
     neg_inf: int
     pos_inf: int
     step: int  # the execution index of the top-level call (graph) or the execution itself
+    # Why the value did no harm (`reader.analysis.harm.CONTAINED_REASONS`); None: harmful.
+    contained: str | None = None
 
     @property
     def tensor_name(self) -> str:
@@ -297,6 +299,10 @@ class Alert:
 
 
 ALERT_TYPES = ("NaN", "±inf", "-inf", "+inf", "inf/NaN")
+# Why a non-finite value did no harm (`reader.analysis.harm`); as codes, a harmful
+# value is `HARMFUL` and reason i is i + 1.
+CONTAINED_REASONS = ("deliberate", "loss_scale", "discarded")
+HARMFUL = 0
 
 
 def alert_type_of(nan: int, neg_inf: int, pos_inf: int) -> str:
@@ -342,11 +348,16 @@ class AlertSummary:
         counts: Alerts per `Alert.alert_type`, uncapped.
         alerts: The first `limit_per_type` alerts of each type, merged in true
             execution order (graph traces of step x just before execution x).
+        contained: Contained alerts per reason; empty when not classified.
+        harmful: How many alerts are harmful (None: not classified, all count).
     """
 
     total: int
     counts: dict[str, int]
     alerts: list[Alert]
+    # Contained alerts per reason (`reader.analysis.harm`), and how many are harmful.
+    contained: dict[str, int] = field(default_factory=dict)
+    harmful: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

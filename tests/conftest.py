@@ -13,12 +13,13 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Every program a test runs under TensorFlow (or TensorFlow's own dumper) lives here.
 PROGRAMS = os.path.join(REPO, "tests", "programs")
 PATTERNS_PROGRAM = os.path.join(PROGRAMS, "patterns.py")
+HARM_PROGRAM = os.path.join(PROGRAMS, "harm.py")
 
 # The `tf` tier: tests that need TensorFlow. Whole folders of them, and elsewhere the
 # tests that use a fixture which runs a TensorFlow program.
 TF_FOLDERS = ("instrument", "flight")
 TF_FIXTURES = frozenset({
-    "pattern_dumps", "tf_written",  # here
+    "pattern_dumps", "harm_dumps", "tf_written",  # here
     "tf_dumps", "runs",  # tests/reader (its conftest, test_diff)
     "example_logdir", "tensorflow_dump", "run_pair",  # tests/tui
 })
@@ -51,6 +52,21 @@ def pattern_dumps(tmp_path_factory) -> str:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
     completed = subprocess.run([sys.executable, PATTERNS_PROGRAM, root], env=env,
+                               capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return root
+
+
+@pytest.fixture(scope="session")
+def harm_dumps(tmp_path_factory) -> str:
+    """One process runs every case of tests/programs/harm.py (healthy runs
+    with infinities, and harm that the first alert hides), a run per case; returns the
+    directory holding a logdir per case."""
+    pytest.importorskip("tensorflow")
+    root = str(tmp_path_factory.mktemp("harm"))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    completed = subprocess.run([sys.executable, HARM_PROGRAM, root], env=env,
                                capture_output=True, text=True, timeout=600)
     assert completed.returncode == 0, completed.stderr[-3000:]
     return root

@@ -11,12 +11,13 @@ objects; counting works on the columns.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from reader.errors import DumpError
-from reader.model import ALERT_TYPES, Alert, AlertSummary
+from reader.model import ALERT_TYPES, CONTAINED_REASONS, HARMFUL, Alert, AlertSummary
 
 if TYPE_CHECKING:
     from reader.index.execution_index import ExecutionIndex
@@ -36,25 +37,26 @@ def _type_codes(counts: np.ndarray) -> np.ndarray:
 
 
 def collect_alerts(execs: ExecutionIndex, traces: TraceIndex, builder: AlertBuilder,
-                   limit_per_type: int) -> AlertSummary:
+                   limit_per_type: int,
+                   harm: tuple[np.ndarray, np.ndarray] | None = None) -> AlertSummary:
     """Count every alert and list the first ``limit_per_type`` of each type in order.
 
     Args:
         execs, traces: The run's indexes (their `alert_rows`); read, never changed.
         builder: Makes the listed `Alert` objects (it decodes what each one needs).
         limit_per_type: How many alerts of each type to list; totals stay exact.
+        harm: Per eager and per graph alert (as the indexes list them), `HARMFUL` or
+            1 + the position of its reason in `CONTAINED_REASONS`
+            (`reader.analysis.harm`): listed alerts carry their reason, the summary
+            counts them apart.
     """
     eager_index, eager_slot, eager_counts = execs.alert_rows()
     graph_index, graph_step, graph_counts = traces.alert_rows()
-
-    # One table of all alerts: eager rows first, then graph rows.
     n_eager = eager_index.size
-    primary = np.concatenate([eager_index, graph_step]).astype(np.int64)
-    secondary = np.concatenate([np.ones(n_eager, np.int64), np.zeros(graph_index.size, np.int64)])
-    tertiary = np.concatenate([eager_slot, graph_index])
-    counts = np.concatenate([eager_counts, graph_counts]).reshape(-1, 3)
+    order, counts = _merged_order(eager_index, eager_slot, eager_counts, graph_index,
+                                  graph_step, graph_counts)
     codes = _type_codes(counts)
-    order = np.lexsort((tertiary, secondary, primary))
+    harm_codes = np.concatenate(harm) if harm is not None else None
 
     totals = np.bincount(codes, minlength=len(ALERT_TYPES))
     by_type = {ALERT_TYPES[c]: int(totals[c]) for c in range(len(ALERT_TYPES)) if totals[c]}
@@ -72,12 +74,58 @@ def collect_alerts(execs: ExecutionIndex, traces: TraceIndex, builder: AlertBuil
     for row in selected.tolist():
         nan, neg, pos = (int(c) for c in counts[row])
         if row < n_eager:
-            alerts.append(builder.eager(int(eager_index[row]), int(eager_slot[row]),
-                                        nan, neg, pos))
+            alert = builder.eager(int(eager_index[row]), int(eager_slot[row]), nan, neg, pos)
         else:
             g = row - n_eager
-            alerts.append(builder.graph(int(graph_index[g]), int(graph_step[g]), nan, neg, pos))
-    return AlertSummary(total=int(codes.size), counts=by_type, alerts=alerts)
+            alert = builder.graph(int(graph_index[g]), int(graph_step[g]), nan, neg, pos)
+        code = HARMFUL if harm_codes is None else int(harm_codes[row])
+        alerts.append(alert if code == HARMFUL
+                      else replace(alert, contained=CONTAINED_REASONS[code - 1]))
+    if harm_codes is None:
+        return AlertSummary(total=int(codes.size), counts=by_type, alerts=alerts)
+    found = np.bincount(harm_codes.astype(np.int64), minlength=len(CONTAINED_REASONS) + 1)
+    return AlertSummary(total=int(codes.size), counts=by_type, alerts=alerts,
+                        contained={r: int(found[i + 1]) for i, r in enumerate(CONTAINED_REASONS)},
+                        harmful=int(found[HARMFUL]))
+
+
+def _merged_order(eager_index: np.ndarray, eager_slot: np.ndarray, eager_counts: np.ndarray,
+                  graph_index: np.ndarray, graph_step: np.ndarray, graph_counts: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """One table of all alerts, eager rows first, then graph rows: its rows in true
+    execution order, and its (n, 3) counts."""
+    primary = np.concatenate([eager_index, graph_step]).astype(np.int64)
+    secondary = np.concatenate([np.ones(eager_index.size, np.int64),
+                                np.zeros(graph_index.size, np.int64)])
+    tertiary = np.concatenate([eager_slot, graph_index])
+    counts = np.concatenate([eager_counts, graph_counts]).reshape(-1, 3)
+    return np.lexsort((tertiary, secondary, primary)), counts
+
+
+def first_harmful(execs: ExecutionIndex, traces: TraceIndex, builder: AlertBuilder,
+                  harm: tuple[np.ndarray, np.ndarray]) -> Alert | None:
+    """The first harmful alert in true execution order, or None (``harm``: the codes
+    of `collect_alerts`). Linear: the earliest step first, then a sort of its rows."""
+    eager_index, eager_slot, eager_counts = execs.alert_rows()
+    graph_index, graph_step, graph_counts = traces.alert_rows()
+    eager_harmful, graph_harmful = (codes == HARMFUL for codes in harm)
+    candidates = [p[h] for p, h in ((eager_index, eager_harmful), (graph_step, graph_harmful))
+                  if h.any()]
+    if not candidates:
+        return None
+    first = min(int(c.min()) for c in candidates)
+    eager_rows = np.flatnonzero(eager_harmful & (eager_index == first))
+    graph_rows = np.flatnonzero(graph_harmful & (graph_step == first))
+    order, counts = _merged_order(eager_index[eager_rows], eager_slot[eager_rows],
+                                  eager_counts[eager_rows], graph_index[graph_rows],
+                                  graph_step[graph_rows], graph_counts[graph_rows])
+    row = int(order[0])
+    nan, neg, pos = (int(c) for c in counts[row])
+    if row < eager_rows.size:
+        e = eager_rows[row]
+        return builder.eager(int(eager_index[e]), int(eager_slot[e]), nan, neg, pos)
+    g = graph_rows[row - eager_rows.size]
+    return builder.graph(int(graph_index[g]), int(graph_step[g]), nan, neg, pos)
 
 
 class AlertBuilder:

@@ -18,13 +18,20 @@ from typing import TYPE_CHECKING
 
 from reader.analysis.expressions import expression_of
 from reader.analysis.root_cause import find_root_cause
+from reader.analysis.training_patterns import PATTERNS as TRAINING_PATTERNS
+from reader.analysis.training_patterns import training_finding
+from reader.analysis.wording import count_text as _count
+from reader.analysis.wording import evidence_line as _evidence_line
+from reader.analysis.wording import nonfinite_text as _nonfinite_text
+from reader.analysis.wording import values_text as _values
 from reader.model import Alert, RootCause, Summary
 
 if TYPE_CHECKING:
     from reader.analysis.dump_reader import DumpReader
 
 PATTERNS = ("log_of_nonpositive", "division_by_zero", "sqrt_domain", "overflow",
-            "singular_gradient", "inf_arithmetic", "nonfinite_input", "unknown")
+            "singular_gradient", "inf_arithmetic", "nonfinite_input", "unknown",
+            *TRAINING_PATTERNS, "contained")
 
 LOG_OPS = frozenset({"Log", "Log1p", "Xlogy", "Xlog1py"})
 # Op type -> index of the input that is the denominator.
@@ -137,7 +144,14 @@ def diagnose_root_cause(reader: DumpReader) -> Diagnosis | None:
 
 def diagnose_alert(reader: DumpReader, alert: Alert) -> Diagnosis:
     """The diagnosis of one alert: its own op when that made the non-finite values;
-    otherwise where they came from (inf arithmetic here, or the root cause upstream)."""
+    otherwise where they came from (inf arithmetic here, or the root cause upstream).
+    A contained alert is diagnosed as such: why it did no harm."""
+    containment = reader.harm().of_alert(alert)
+    if containment is not None:
+        return Diagnosis(
+            "contained", f"Contained ({containment.reason}): {containment.explanation}.",
+            "nothing to fix here: this value did no harm (the diagnosis line shows the "
+            "run's verdict on opening)", containment.evidence, alert)
     local = find_root_cause(reader, alert, walk=False)
     site = _Site.of(reader, local)
     if site.is_function_call:
@@ -150,7 +164,7 @@ def diagnose_alert(reader: DumpReader, alert: Alert) -> Diagnosis:
     found = _inf_arithmetic(site)
     if found is not None:
         return found
-    root = find_root_cause(reader, alert)
+    root = reader.root_cause(alert) or find_root_cause(reader, alert)
     upstream = diagnose_cause(reader, root)
     name, summary = bad_inputs[0]
     lead = (f"{site.subject} got {_nonfinite_text(summary)} from its input {name}; "
@@ -160,8 +174,13 @@ def diagnose_alert(reader: DumpReader, alert: Alert) -> Diagnosis:
 
 
 def diagnose_cause(reader: DumpReader, cause: RootCause) -> Diagnosis:
-    """Classify a root cause (an op whose known inputs were finite)."""
+    """Classify a root cause (an op whose known inputs were finite): the rules that
+    know training first (`reader.analysis.training_patterns`), then the op's own."""
     site = _Site.of(reader, cause)
+    finding = training_finding(reader, cause, site.subject)
+    if finding is not None:
+        return site.diagnosis(finding.pattern, finding.explanation, *finding.evidence,
+                              suggestion=finding.suggestion)
     for rule in (_nonfinite_input, _singular_gradient, _log, _division, _sqrt, _overflow,
                  _inf_arithmetic):
         found = rule(site)
@@ -442,28 +461,6 @@ def _inf_arithmetic(site: _Site) -> Diagnosis | None:
 # -- wording -----------------------------------------------------------------------------
 
 
-def _count(n: int | None, noun: str) -> str:
-    if n is None:
-        return f"some {noun}s"
-    return f"{n:,} {noun}" + ("" if n == 1 else "s" if not noun.endswith("inf") else "")
-
-
-def _nonfinite_text(summary: Summary | None) -> str:
-    """"1 -inf and 2 NaN among 2,560 values", or the best the mode allows."""
-    if summary is None:
-        return "non-finite values"
-    if summary.nan is None:
-        return "NaN or infinity" if summary.has_inf_or_nan is not False else "no NaN or inf"
-    parts = [f"{n:,} {label}" for n, label in ((summary.nan, "NaN"), (summary.neg_inf, "-inf"),
-                                               (summary.pos_inf, "+inf")) if n]
-    text = " and ".join(parts) or "no NaN or inf"
-    return text + (f" among {_values(summary.size)}" if summary.size is not None else "")
-
-
-def _values(n: int | None) -> str:
-    return "? values" if n is None else f"{n:,} value" + ("" if n == 1 else "s")
-
-
 def _inputs_state(site: _Site) -> str:
     known = [s for _, s in site.inputs if s is not None]
     if not site.inputs:
@@ -471,22 +468,3 @@ def _inputs_state(site: _Site) -> str:
     if not known:
         return "inputs whose values are not recorded"
     return "finite inputs"
-
-
-def _evidence_line(label: str, summary: Summary | None) -> str:
-    if summary is None:
-        return f"{label}: not recorded"
-    head = ", ".join(p for p in (summary.dtype, _values(summary.size)
-                                 if summary.size is not None else None) if p)
-    counts = [f"{n:,} {label_}" for n, label_ in (
-        (summary.nan, "NaN"), (summary.neg_inf, "-inf"), (summary.pos_inf, "+inf"),
-        (summary.neg, "negative"), (summary.zero, "zero"), (summary.pos, "positive"))
-        if n]
-    if summary.nan is None and summary.has_inf_or_nan is not None:
-        counts.append("has NaN or inf" if summary.has_inf_or_nan else "finite")
-    body = ", ".join(counts) if counts else ("all zero" if summary.size else "empty")
-    if summary.min is not None and summary.max is not None:
-        body += f"; min {summary.min:.6g}, max {summary.max:.6g}"
-        if summary.mean is not None and summary.std is not None:
-            body += f", mean {summary.mean:.6g}, std {summary.std:.6g}"
-    return f"{label}" + (f" ({head})" if head else "") + f": {body}"

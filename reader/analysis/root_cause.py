@@ -19,6 +19,7 @@ in its own graph.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from reader.analysis.alerts import AlertBuilder
@@ -58,24 +59,28 @@ def is_dataset_graph(reader: IndexedRun, graph_id: int) -> bool:
     return False
 
 
-def find_root_cause(reader: IndexedRun, first: Alert, *, walk: bool = True) -> RootCause:
-    """The root cause of an alert (`DumpReader.root_cause` starts at the run's first).
+def find_root_cause(reader: IndexedRun, first: Alert, *, walk: bool = True,
+                    contained: Callable[[int], bool] | None = None) -> RootCause:
+    """The root cause of an alert (`DumpReader.root_cause` starts at the run's first
+    harmful one).
 
     Args:
         reader: The dump's record queries.
         first: The alert to start from.
         walk: False describes ``first``'s own op (its inputs and line) without walking
             back through non-finite inputs.
+        contained: Whether a graph trace's non-finite value is contained
+            (`reader.analysis.harm`): the walk does not go back through it.
     """
     steps = MAX_WALK_STEPS if walk else 1
     if first.kind == "graph":
-        return _graph_root_cause(reader, first, steps)
+        return _graph_root_cause(reader, first, steps, contained)
     cause = _eager_root_cause(reader, first, steps)
     if walk and cause.execution is not None \
             and cause.execution.op_type in DATASET_DELIVERY_OPS:
         dataset_alert = _first_dataset_alert(reader)
         if dataset_alert is not None:
-            return _graph_root_cause(reader, dataset_alert, steps)
+            return _graph_root_cause(reader, dataset_alert, steps, contained)
     return cause
 
 
@@ -98,7 +103,8 @@ def _counts(summary: Summary | None) -> tuple[int, int, int]:
     return nan, neg, pos
 
 
-def _graph_root_cause(reader: IndexedRun, first: Alert, steps: int) -> RootCause:
+def _graph_root_cause(reader: IndexedRun, first: Alert, steps: int,
+                      contained: Callable[[int], bool] | None) -> RootCause:
     index = first.index
     visited = {index}
     inputs: list[tuple[TensorRef, Summary | None]] = []
@@ -119,7 +125,8 @@ def _graph_root_cause(reader: IndexedRun, first: Alert, steps: int) -> RootCause
             inputs.append((ref, summary))
             indices.append(found)
             if (culprit is None and summary is not None and summary.is_alert
-                    and found not in visited):
+                    and found is not None and found not in visited
+                    and (contained is None or not contained(found))):
                 culprit = found
         if culprit is None or step == steps - 1:
             break

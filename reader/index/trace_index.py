@@ -202,6 +202,11 @@ class TraceIndex(SpannedIndex):
                 else np.empty(0, dtype=np.int64))
         return index, step.astype(np.int64), counts
 
+    def alert_points(self) -> np.ndarray:
+        """The trace point of every trace that held NaN or infinity, as `alert_rows`
+        lists them."""
+        return self.tp.view[np.flatnonzero(self.alert.view)].astype(np.int64)
+
     def drop_segment(self, segment: int) -> int:
         """Forget the traces of one segment (it left the disk); returns how many."""
         self.commit()

@@ -88,8 +88,15 @@ PATTERN_CASES = {
     "sqrt_grad": ("SqrtGrad", "singular_gradient", "tape.gradient(norm, weights)"),
     "inf_minus_inf": ("Sub", "inf_arithmetic", "big - big"),
     "nan_variable": ("ReadVariableOp", "nonfinite_input", "x * weights"),
-    "atanh_one": ("Atanh", "unknown", "tf.math.atanh(x)"),
+    "atanh_one": ("Atanh", "domain_error", "tf.math.atanh(x)"),
     "late_log": ("Log", "log_of_nonpositive", "tf.math.log(probs)"),
+}
+# Patterns tested on tests/programs/harm.py (tests/reader/test_harm_tf.py):
+# pattern -> case; "unknown" has no case since Atanh has its domain.
+HARM_PATTERN_CASES = {
+    "loss_scale_collapse": "loss_scale_collapse", "where_gradient_trap": "where_trap",
+    "library_nan": "adam_epsilon", "divergence": "diverging", "domain_error": "acos_domain",
+    "contained": "masked_attention", "unknown": None,
 }
 # Cases diagnosed on another case's run.
 PATTERN_RUNS = {"inf_minus_inf": "exp_overflow"}

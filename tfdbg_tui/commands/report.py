@@ -20,7 +20,9 @@ from reader import DumpError
 from reader import format as fmt
 from reader.analysis.diagnosis import Diagnosis, diagnose_cause
 from reader.analysis.expressions import expression_of, line_span
+from reader.analysis.model_place import Place, library_frame_text
 from reader.analysis.steps import Gap, Steps
+from reader.analysis.verdict import contained_line, healthy_verdict
 from reader.analysis.workers import WorkerRun, first_nonfinite_workers
 from reader.model import DUMPER_TENSORFLOW, Alert, RootCause, Summary
 from reader.notices import Notice
@@ -70,7 +72,8 @@ def main(argv: list[str]) -> int:
         with dump:
             summary = dump.alerts(limit_per_type=ALERTS_SHOWN)
             cause = dump.root_cause()
-            diagnosis = diagnose_cause(dump, cause) if cause is not None else None
+            diagnosis = (diagnose_cause(dump, cause) if cause is not None
+                         else healthy_verdict(dump))
             if args.json:
                 print(json.dumps(report_dict(dump, summary, cause, diagnosis)))
             else:
@@ -117,6 +120,7 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
             "source": source,
             "inputs": [{"name": ref.name, "summary": summary_dict(s)}
                        for ref, s in cause.inputs],
+            **place_dict(dump.place(alert)),
         }
     return {
         "run": meta.run_id,
@@ -130,6 +134,8 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
         "state": dump.writer_state(),
         "num_alerts": summary.total,
         "alerts_by_type": summary.counts,
+        "harmful": summary.harmful,
+        "contained": summary.contained,
         "first_alert": first_alert,
         "steps": _steps_dict(steps),
         "gaps": [_gap_dict(gap) for gap in steps.gaps],
@@ -140,6 +146,15 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
         "notices": [notice_dict(n) for n in dump.notices()],
         "workers": [_worker_dict(w, dump) for w in first_nonfinite_workers(dump)],
     }
+
+
+def place_dict(place: Place) -> dict[str, Any]:
+    """An alert's place in the model as the JSON report gives it."""
+    frame = place.library_frame
+    return {"phase": place.phase, "layer": place.layer,
+            "library_frame": None if frame is None else {
+                "file": frame.path, "line": frame.line, "function": frame.function,
+                "text": library_frame_text(frame)}}
 
 
 def _say_workers(say, dump: reader.DumpReader, workers: list[WorkerRun]) -> None:
@@ -246,7 +261,14 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
         return
     by_type = ", ".join(f"{k}: {v:,}" for k, v in summary.counts.items())
     say("")
+    if cause is None and diagnosis is not None:
+        say((f"{summary.total:,} alerts, all contained:", "bold green"),
+            f" {contained_line(summary, dump.harm())}")
+        _say_diagnosis(say, diagnosis)
+        return
     say((f"{summary.total:,} alerts", "bold red"), f" ({by_type})")
+    if any(summary.contained.values()):
+        say(f"  {contained_line(summary, dump.harm())}")
     if steps.first_alert_position is not None:
         say(f"  first non-finite value at {steps.place(steps.first_alert_position)}")
     span = step_range(steps)
@@ -255,7 +277,8 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
     table = Table(show_edge=False, pad_edge=False)
     for column in ("kind", "index", "step", "op", "graph", "nan", "-inf", "+inf"):
         table.add_column(column)
-    for alert in sorted(summary.alerts, key=_order_key)[:ALERTS_SHOWN]:
+    harmful_first = [a for a in sorted(summary.alerts, key=_order_key) if not a.contained]
+    for alert in harmful_first[:ALERTS_SHOWN]:
         name = alert.op_type + (f" {alert.op_name}:{alert.slot}" if alert.op_name else "")
         step = steps.of_execution(alert.step) if steps.has_steps else alert.step
         table.add_row(*(literal_line(cell) for cell in (
@@ -271,6 +294,7 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
     where = f" in graph '{alert.graph_name}'" if alert.graph_name else ""
     say("")
     say(("Root cause:", "bold"), f" {what}{where} at {steps.place(alert.step)}")
+    say(f"  in the model: {dump.place(alert).describe()}")
     for ref, s in cause.inputs:
         say(f"  input {ref.name}: {summary_text(s).plain}")
     if cause.frame is not None:
@@ -284,12 +308,16 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
     else:
         say("  (no user source frame recorded)")
     if diagnosis is not None:
-        say("")
-        say(("Diagnosis:", "bold"), f" {diagnosis.pattern}")
-        say(f"  {diagnosis.explanation}")
-        say("  ", ("Fix:", "bold"), f" {diagnosis.suggestion}")
-        for line in diagnosis.evidence:
-            say(f"  - {line}")
+        _say_diagnosis(say, diagnosis)
+
+
+def _say_diagnosis(say, diagnosis: Diagnosis) -> None:
+    say("")
+    say(("Diagnosis:", "bold"), f" {diagnosis.pattern}")
+    say(f"  {diagnosis.explanation}")
+    say("  ", ("Fix:", "bold"), f" {diagnosis.suggestion}")
+    for line in diagnosis.evidence:
+        say(f"  - {line}")
 
 
 def caret_lines(line_text: str, span: tuple[int, int] | None) -> tuple[str, str]:

@@ -19,6 +19,7 @@ import reader as dump_reader_module
 from reader import format as fmt
 from reader.analysis.diagnosis import diagnose_alert, diagnose_cause
 from reader.analysis.steps import Steps, gap_between
+from reader.analysis.verdict import healthy_verdict
 from reader.errors import DumpError
 from reader.model import Alert, AlertSummary, RootCause
 from reader.notices import count_warnings
@@ -213,9 +214,11 @@ class DebuggerScreen(RunComparison):
         try:
             alerts = reader.alerts(limit_per_type=ALERT_LIMIT_PER_TYPE)
             root_cause = reader.root_cause() if alerts.total else None
-            diagnosis = diagnose_cause(reader, root_cause) if root_cause is not None else None
+            diagnosis = (diagnose_cause(reader, root_cause) if root_cause is not None
+                         else healthy_verdict(reader))
+            places = [reader.place(alert) for alert in alerts.alerts]
             loaded = HuntLoaded(alerts, root_cause, reader.trace_alert_indices(),
-                                     reader.steps(), select, diagnosis)
+                                reader.steps(), select, diagnosis, places)
         except DumpError as error:
             # A record left the disk while it was read (a circular buffer rotating
             # under a live run): say so; the next update hunts again.
@@ -232,7 +235,7 @@ class DebuggerScreen(RunComparison):
         graph_list.show_alert_traces(message.alert_traces)
         graph_list.steps = message.steps
         alert_list = self.query_one(AlertList)
-        alert_list.show_alerts(message.alerts, message.steps)
+        alert_list.show_alerts(message.alerts, message.steps, message.places)
         self.update_status()
         if not self.alert_chosen:
             self.query_one(DiagnosisLine).show(

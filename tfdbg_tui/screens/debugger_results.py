@@ -12,6 +12,7 @@ import numpy as np
 from textual.message import Message
 
 from reader.analysis.diagnosis import Diagnosis
+from reader.analysis.model_place import Place
 from reader.analysis.steps import Steps
 from reader.model import AlertSummary, RootCause
 from tfdbg_tui.messages import DumpFailed
@@ -39,8 +40,10 @@ class HuntLoaded(Message):
 
     def __init__(self, alerts: AlertSummary, root_cause: RootCause | None,
                  alert_traces: np.ndarray, steps: Steps, select: bool,
-                 diagnosis: Diagnosis | None = None) -> None:
+                 diagnosis: Diagnosis | None = None,
+                 places: list[Place] | None = None) -> None:
         super().__init__()
+        self.places = places  # per listed alert, where in the model it was made
         self.alerts = alerts
         self.root_cause = root_cause
         self.alert_traces = alert_traces
