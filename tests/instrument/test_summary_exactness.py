@@ -18,7 +18,8 @@ tf = pytest.importorskip("tensorflow")
 
 from tensorflow.python.ops import gen_debug_ops  # noqa: E402
 
-from instrument import summaries, summary_ops  # noqa: E402
+from instrument import summaries  # noqa: E402
+from instrument.summaries import summary_ops  # noqa: E402
 from reader import format as fmt  # noqa: E402
 
 DTYPES = ("float16", "bfloat16", "float32", "float64")
