@@ -170,12 +170,12 @@ def _start(arguments: tuple[Any, ...], tensor_dtypes: Any) -> _Enabled:
     from tensorflow.python.framework import op_callbacks, ops
 
     from instrument import tf_internals
-    from instrument.callbacks import DumpingCallback
+    from instrument.dump.writer import DumpWriter
     from instrument.notices import preflight
-    from instrument.session_runs import SessionRunHook
     from instrument.summaries import TensorFilter
-    from instrument.threads import REACHES_RUNNING_THREADS, ThreadHook
-    from instrument.writer import DumpWriter
+    from instrument.tracing.callbacks import DumpingCallback
+    from instrument.tracing.session_runs import SessionRunHook
+    from instrument.tracing.threads import REACHES_RUNNING_THREADS, ThreadHook
 
     if stop_on_alert and not ops.executing_eagerly_outside_functions():
         raise ValueError("stop_on_alert needs eager execution (TensorFlow 2 behaviour); "

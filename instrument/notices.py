@@ -50,7 +50,7 @@ def preflight(board: NoticeBoard, tf: Any, *, circular_buffer_size: int,
     """Record the notices about the process's settings at enable.
 
     ``running_threads_seen``: the op callback reaches threads already running
-    (`instrument.threads`), so they need no notice.
+    (`instrument.tracing.threads`), so they need no notice.
     """
     _settings(board, tf)
     if op_regex is not None or tensor_dtypes is not None:

@@ -17,16 +17,16 @@ drops traces.
 | ``EagerTensor._id`` | eager tensor ids (``in``, ``out``) | ids are -1 |
 | ``Operation._add_control_input`` (TF1 route) | a TF1 placeholder's consumers wait for its trace | TF1 placeholders are not traced (a ``tf1_untraced`` notice says so) |
 | ``FuncGraph.deferred_internal_captures`` | keeping a traced graph's call-time captures (MultiWorkerMirroredStrategy's collective keys) the last inputs after the trace queue is captured late | a function with call-time captures fails when called (never seen: the attribute is as old as call-time captures) |
-| eager ``ReadVariableOp`` returning the variable's own buffer; ``tf.experimental.dlpack.to_dlpack`` | advancing the call counter by a store into the variable's host memory (0.04 us) instead of an eager op (instrument/call_counter.py; checked when the counter is made) | the eager op below |
+| eager ``ReadVariableOp`` returning the variable's own buffer; ``tf.experimental.dlpack.to_dlpack`` | advancing the call counter by a store into the variable's host memory (0.04 us) instead of an eager op (instrument/tracing/call_counter.py; checked when the counter is made) | the eager op below |
 | ``pywrap_tfe.TFE_ContextGetExecutorForThread``, ``TFE_ExecutorIsAsync``, ``TFE_DeleteExecutor`` | asking, after each eager function call, whether the thread's executor is asynchronous (0.4 us), without ``Context.is_async``'s ``Executor`` object, whose finalizer waits for the executor (1 us) | ``Context.is_async`` |
 | ``pywrap_tfe.TFE_Py_Execute``, ``Context._handle`` | the call counter's eager increment (a GPU's counter, an asynchronous executor), without the Python op dispatch (4-27 us, where the generated op wrapper costs ~100 us) | the generated op wrapper |
 | ``EagerTensor._numpy`` | reading a drained FULL_TENSOR batch (megabytes a step) in place, where ``numpy()`` copies it | ``numpy()`` |
-| ``Graph._create_op_internal`` | recomputing, inside the exact-rows branch of a summary batch, a tensor whose check another covers, from its op's inputs (instrument/check_elision.py) | the branch reads the tensor itself (it stays exact; fusions around that tensor are lost) |
+| ``Graph._create_op_internal`` | recomputing, inside the exact-rows branch of a summary batch, a tensor whose check another covers, from its op's inputs (instrument/summaries/check_elision.py) | the branch reads the tensor itself (it stays exact; fusions around that tensor are lost) |
 | ``Operation._add_control_input`` (variable writes) | the ops that write a variable wait for the summary batch's ``If`` (or FULL_TENSOR's values concat) that holds the value read from it: the variable is updated in place, not copied first | a write that runs first copies the variable (the traces stay exact) |
 | ``Operation._set_attr``, attribute ``_lower_using_switch_merge`` | a segment's summary ``cond`` kept a functional ``If``: its untaken branch (a kernel for every tensor) is not visited as dead ops each step | the ``cond`` is lowered to ``Switch``/``Merge`` as TensorFlow does by default |
 | tf.data's name for a transformation's function graph, ``Dataset_<transformation>_<function>`` (``structured_function.py``) | not tracing a tf.data function's inputs (dataset elements: Keras' ``fit`` on arrays passes the whole arrays to its map at every step) | they are traced (exact; a kernel over the whole element each call) |
 | tf.data's names ``_remote_init_func``, ``_remote_next_func``, ``_remote_finalize_func`` (``multi_device_iterator_ops.py``, ``prefetching_ops.py``) | recording, not tracing, the functions a multi-device iterator (``MirroredStrategy``'s input) or ``copy_to_device`` runs on the destination device: tf.data runs them on that device alone, where the trace queue and the call counter cannot be reached; their values are the source device's, traced there | such an iterator's call fails with "Could not find variable tfdbg_tui_calls_..." (the conformance suite's MirroredStrategy scenarios catch it) |
-| frame ``_create_placeholder_helper`` in ``capture_container.py`` (its ``tensor`` local) | telling the Placeholder that captures one of the dumper's own resources (the trace queue, the call counter, XLA trace blocks) into a function graph, so that it is not recorded as the program's op (instrument/own_resources.py) | those placeholders are recorded (named by number), as the graph's inputs |
+| frame ``_create_placeholder_helper`` in ``capture_container.py`` (its ``tensor`` local) | telling the Placeholder that captures one of the dumper's own resources (the trace queue, the call counter, XLA trace blocks) into a function graph, so that it is not recorded as the program's op (instrument/tracing/own_resources.py) | those placeholders are recorded (named by number), as the graph's inputs |
 | ``context.default_execution_mode`` | telling a TF1 program's graphs (eager execution disabled after the context started) from a TF2 program's | ``executing_eagerly_outside_functions`` alone, which says True inside a while body of such a TF1 graph |
 """
 
@@ -55,7 +55,7 @@ def debug_once(key: str, message: str, *args: Any) -> None:
     logger.debug(message, *args)
 
 
-# Ops that run other graphs (bodies, branches, functions): where instrument/graph_batches.py
+# Ops that run other graphs (bodies, branches, functions): where instrument/tracing/graph_batches.py
 # cuts a graph into segments, and never made to wait by `defer_variable_writes`.
 NESTED_GRAPH_OPS = frozenset({
     "While", "StatelessWhile", "If", "StatelessIf", "Case", "StatelessCase",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from reader.dump_reader import DumpReader
+from reader.analysis.dump_reader import DumpReader
 from reader.errors import (
     DamagedDumpError,
     DumpError,
@@ -41,7 +41,7 @@ from reader.model import (
     Trace,
     UpdateReport,
 )
-from reader.run_dir import is_run_dir, list_runs, resolve_run_path
+from reader.run.run_dir import is_run_dir, list_runs, resolve_run_path
 
 
 def open_run(logdir: str | os.PathLike[str], run_id: str | None = None) -> DumpReader:

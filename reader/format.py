@@ -50,7 +50,7 @@ STREAMS = (
 ROTATING_STREAMS = (STREAM_EXECUTIONS, STREAM_GRAPH_TRACES)
 
 
-# The writer's space reserve in a run directory (instrument/recording_stop.py): not a
+# The writer's space reserve in a run directory (instrument/dump/recording_stop.py): not a
 # segment, so readers ignore it; deleted when recording stops on a write error.
 RESERVE_FILENAME = "space_reserve"
 

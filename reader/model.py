@@ -229,11 +229,16 @@ class Execution:
         """True when an output held a NaN or an infinity."""
         return any(s is not None and s.is_alert for s in self.summaries or ())
 
+    def summary(self, slot: int) -> Summary | None:
+        """Output ``slot``'s summary; None when the mode records none or has no such slot."""
+        summaries = self.summaries or ()
+        return summaries[slot] if 0 <= slot < len(summaries) else None
+
 
 @dataclass(frozen=True, slots=True)
 class EagerInput:
     """An input tensor of an eager execution and, when on disk, the execution that
-    output it (`reader.inputs.eager_inputs`)."""
+    output it (`reader.analysis.inputs.eager_inputs`)."""
 
     tensor_id: int
     producer_index: int | None  # None: made outside any op callback, or left the disk
@@ -276,6 +281,8 @@ class Alert:
     neg_inf: int
     pos_inf: int
     step: int  # the execution index of the top-level call (graph) or the execution itself
+    # Why the value did no harm (`reader.analysis.harm.CONTAINED_REASONS`); None: harmful.
+    contained: str | None = None
 
     @property
     def tensor_name(self) -> str:
@@ -292,6 +299,10 @@ class Alert:
 
 
 ALERT_TYPES = ("NaN", "±inf", "-inf", "+inf", "inf/NaN")
+# Why a non-finite value did no harm (`reader.analysis.harm`); as codes, a harmful
+# value is `HARMFUL` and reason i is i + 1.
+CONTAINED_REASONS = ("deliberate", "loss_scale", "discarded")
+HARMFUL = 0
 
 
 def alert_type_of(nan: int, neg_inf: int, pos_inf: int) -> str:
@@ -337,11 +348,16 @@ class AlertSummary:
         counts: Alerts per `Alert.alert_type`, uncapped.
         alerts: The first `limit_per_type` alerts of each type, merged in true
             execution order (graph traces of step x just before execution x).
+        contained: Contained alerts per reason; empty when not classified.
+        harmful: How many alerts are harmful (None: not classified, all count).
     """
 
     total: int
     counts: dict[str, int]
     alerts: list[Alert]
+    # Contained alerts per reason (`reader.analysis.harm`), and how many are harmful.
+    contained: dict[str, int] = field(default_factory=dict)
+    harmful: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

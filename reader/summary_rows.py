@@ -1,9 +1,9 @@
 """Summary rows as the indexes store them: their width per mode, the columns that
 count non-finite values, and the alert flag and counts of a block of rows.
 
-Below both the indexes (`reader.trace_index`, `reader.execution_index`) and the execution scanner
-(`reader.exec_scan`), and used by the writer's flight recorder, so all of them read
-a row the same way.
+Below both the indexes (`reader.index.trace_index`, `reader.index.execution_index`) and
+the execution scanner (`reader.index.exec_scan`), and used by the writer's flight
+recorder, so all of them read a row the same way.
 """
 
 from __future__ import annotations

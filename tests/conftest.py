@@ -11,12 +11,41 @@ import pytest
 from hypothesis import settings
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PATTERNS_PROGRAM = os.path.join(REPO, "tests", "reader", "tf_programs", "patterns.py")
+# Every program a test runs under TensorFlow (or TensorFlow's own dumper) lives here.
+PROGRAMS = os.path.join(REPO, "tests", "programs")
+PATTERNS_PROGRAM = os.path.join(PROGRAMS, "patterns.py")
+HARM_PROGRAM = os.path.join(PROGRAMS, "harm.py")
+
+# The `tf` tier: tests that need TensorFlow. Whole folders of them, and elsewhere the
+# tests that use a fixture which runs a TensorFlow program.
+TF_FOLDERS = ("instrument", "flight")
+TF_FIXTURES = frozenset({
+    "pattern_dumps", "harm_dumps", "tf_written",  # here
+    "tf_dumps", "runs",  # tests/reader (its conftest, test_diff)
+    "example_logdir", "tensorflow_dump", "run_pair",  # tests/tui
+})
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests that need TensorFlow `tf` (`-m "not tf"` runs without it; a few
+    tests carry the mark themselves), and leave the benchmarks out unless the marker
+    expression names them (`-m benchmark`): a `-m` given on the command line replaces
+    one in `addopts`, so `-m "not tf"` alone would otherwise run them."""
+    tests = os.path.join(REPO, "tests")
+    for item in items:
+        folder = os.path.relpath(str(item.path), tests).split(os.sep)[0]
+        if folder in TF_FOLDERS or TF_FIXTURES.intersection(item.fixturenames):
+            item.add_marker(pytest.mark.tf)
+    if "benchmark" not in (config.option.markexpr or ""):
+        benchmarks = [item for item in items if item.get_closest_marker("benchmark")]
+        if benchmarks:
+            config.hook.pytest_deselected(items=benchmarks)
+            items[:] = [item for item in items if not item.get_closest_marker("benchmark")]
 
 
 @pytest.fixture(scope="session")
 def pattern_dumps(tmp_path_factory) -> str:
-    """One process runs every case of tests/reader/tf_programs/patterns.py (one bug per
+    """One process runs every case of tests/programs/patterns.py (one bug per
     NaN pattern, and `late_log`, which breaks after 250 good steps), a run per case;
     returns the directory holding a logdir per case."""
     pytest.importorskip("tensorflow")
@@ -30,16 +59,30 @@ def pattern_dumps(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="session")
+def harm_dumps(tmp_path_factory) -> str:
+    """One process runs every case of tests/programs/harm.py (healthy runs
+    with infinities, and harm that the first alert hides), a run per case; returns the
+    directory holding a logdir per case."""
+    pytest.importorskip("tensorflow")
+    root = str(tmp_path_factory.mktemp("harm"))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    completed = subprocess.run([sys.executable, HARM_PROGRAM, root], env=env,
+                               capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return root
+
+
+@pytest.fixture(scope="session")
 def tf_written(tmp_path_factory) -> str:
     """A directory with one dump per mode written by TensorFlow's own dumper
-    (tests/reader/tf_programs/tf_dumper.py), ``<MODE>/``, and what TensorFlow's
+    (tests/programs/tf_dumper.py), ``<MODE>/``, and what TensorFlow's
     `DebugDataReader` says of each, ``<MODE>.expected.json``."""
     pytest.importorskip("tensorflow")
     root = str(tmp_path_factory.mktemp("tf_written"))
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
-    done = subprocess.run([sys.executable, os.path.join(REPO, "tests", "reader", "tf_programs",
-                                                        "tf_dumper.py"), root],
+    done = subprocess.run([sys.executable, os.path.join(PROGRAMS, "tf_dumper.py"), root],
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return root

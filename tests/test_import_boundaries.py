@@ -75,10 +75,16 @@ def _modules_of(package: str) -> list[str]:
     return modules
 
 
-@pytest.mark.parametrize("package", sorted(BLOCKED_AT_RUNTIME))
+@pytest.mark.parametrize("package", [
+    # most modules of `instrument` import TensorFlow
+    pytest.param(name, marks=pytest.mark.tf) if name == "instrument" else name
+    for name in sorted(BLOCKED_AT_RUNTIME)])
 def test_modules_import_with_forbidden_packages_blocked(package: str) -> None:
-    blocked = sorted(BLOCKED_AT_RUNTIME[package])
-    modules = _modules_of(package)
+    import_with_blocked(_modules_of(package), sorted(BLOCKED_AT_RUNTIME[package]))
+
+
+def import_with_blocked(modules: list[str], blocked: list[str]) -> None:
+    """Import ``modules`` in a fresh interpreter in which ``blocked`` cannot be imported."""
     program = textwrap.dedent(f"""
         import importlib, sys
         for name in {blocked!r}:
@@ -175,7 +181,87 @@ def test_find_cycles_finds_a_circle() -> None:
 
 def test_import_graph_has_no_circles() -> None:
     graph = import_graph()
-    assert {"reader.dump_reader", "tfdbg_tui.app", "instrument.api"} <= set(graph)
+    assert {"reader.analysis.dump_reader", "tfdbg_tui.app", "instrument.api"} <= set(graph)
     cycles = find_cycles(graph)
     assert not cycles, "import circles:\n" + "\n".join(
         " <-> ".join(cycle) for cycle in cycles)
+
+
+# -- layer contracts (docs/architecture.md) ----------------------------------------------
+
+# `reader`'s sub-packages, bottom to top, over its shared base (its top-level modules:
+# format, errors, model, values, records, summary_rows, notices). `reader/__init__.py`
+# is the facade above them all.
+READER_LAYERS = ("reader.index", "reader.loading", "reader.run", "reader.analysis")
+
+
+def _reader_rank(module: str) -> int:
+    if module == "reader":
+        return len(READER_LAYERS) + 1
+    for rank, layer in enumerate(READER_LAYERS, 1):
+        if module == layer or module.startswith(layer + "."):
+            return rank
+    return 0  # the shared base
+
+
+def _imports_from(prefix: str, graph: dict[str, set[str]], forbidden: tuple[str, ...]) -> list[str]:
+    return sorted(f"{module} imports {target}" for module, targets in graph.items()
+                  if module == prefix or module.startswith(prefix + ".")
+                  for target in targets
+                  if any(target == f or target.startswith(f + ".") for f in forbidden))
+
+
+def test_reader_layers_import_only_downward() -> None:
+    graph = import_graph()
+    assert set(READER_LAYERS) <= set(graph)
+    upward = sorted(f"{module} imports {target}" for module, targets in graph.items()
+                    if module.startswith("reader") for target in targets
+                    if target.startswith("reader") and _reader_rank(target) > _reader_rank(module))
+    assert not upward, "\n".join(upward)
+
+
+def test_reader_analysis_never_imports_loading() -> None:
+    """The analyses read a run through `reader.run`, never the loaders behind it."""
+    assert not _imports_from("reader.analysis", import_graph(), ("reader.loading",))
+
+
+def test_tui_models_never_import_widgets() -> None:
+    """`tfdbg_tui.models` is data for the panes: no pane, screen, widget or command."""
+    forbidden = ("tfdbg_tui.panes", "tfdbg_tui.screens", "tfdbg_tui.widgets",
+                 "tfdbg_tui.commands", "tfdbg_tui.app")
+    assert not _imports_from("tfdbg_tui.models", import_graph(), forbidden)
+
+
+def test_instrument_dump_never_imports_tensorflow() -> None:
+    """The writer core runs (and is tested) without TensorFlow: no import of it, nor of
+    the parts of `instrument` that import it."""
+    sources = sorted((ROOT / "instrument" / "dump").rglob("*.py"))
+    assert len(sources) > 5
+    offenders = [f"{path.relative_to(ROOT)} imports {sorted(bad)}" for path in sources
+                 if (bad := _imported_top_level_names(path) & {"tensorflow", "keras"})]
+    offenders += _imports_from("instrument.dump", import_graph(),
+                               ("instrument.tracing", "instrument.summaries",
+                                "instrument.tf_internals", "instrument.api"))
+    assert not offenders, "\n".join(offenders)
+    import_with_blocked([m for m in _modules_of("instrument") if m.startswith("instrument.dump")],
+                        ["tensorflow", "keras"])
+
+
+def test_report_json_never_imports_rich(tmp_path: pathlib.Path) -> None:
+    """`tfdbg-tui report --json` prints JSON for scripts: it never pays for Rich."""
+    program = textwrap.dedent(f"""
+        import contextlib, io, json, sys
+        from tests.synthetic import write_nan_dump
+        write_nan_dump({str(tmp_path / "logdir")!r})
+        assert "rich" not in sys.modules
+        from tfdbg_tui.cli import main
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            status = main(["report", "--json", {str(tmp_path / "logdir")!r}])
+        assert json.loads(out.getvalue())["first_alert"]["source"], out.getvalue()[:500]
+        print(status, sorted(m for m in sys.modules if m.split(".")[0] in ("rich", "textual")))
+    """)
+    result = subprocess.run([sys.executable, "-c", program], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["0", "[]"], result.stdout

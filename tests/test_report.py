@@ -13,9 +13,9 @@ import msgpack
 import pytest
 
 from reader import format as fmt
-from tests.reader.synthetic import FINITE, NAN, NEG_INF, add_step, make_run, segment_path
+from tests.synthetic import FINITE, NAN, NEG_INF, add_step, make_run, segment_path
+from tfdbg_tui.commands.report import main
 from tfdbg_tui.exit_codes import EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, EXIT_OK
-from tfdbg_tui.report import main
 
 
 @pytest.fixture

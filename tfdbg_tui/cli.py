@@ -37,18 +37,18 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(argv: list[str]) -> int:
     if argv and argv[0] == "report":
-        from tfdbg_tui.report import main as report_main
+        from tfdbg_tui.commands.report import main as report_main
 
         return report_main(argv[1:])
     if argv and argv[0] == "diff":
-        from tfdbg_tui.diff_report import main as diff_main
+        from tfdbg_tui.commands.diff_report import main as diff_main
 
         return diff_main(argv[1:])
     if argv and argv[0] == "demo":
-        from tfdbg_tui.demo import main as demo_main
+        from tfdbg_tui.commands.demo import main as demo_main
 
         return demo_main(argv[1:])
-    from tfdbg_tui.app_main import main as app_main
+    from tfdbg_tui.commands.app_main import main as app_main
 
     return app_main(argv)
 

@@ -12,9 +12,9 @@ import threading
 from textual.message import Message
 from textual.message_pump import MessagePump
 
-from reader import liveness
 from reader.errors import DumpError
 from reader.model import UpdateReport
+from reader.run import liveness
 from tfdbg_tui.messages import DumpFailed
 
 # New records reach the screen within one poll interval plus the writer's flush
@@ -27,7 +27,7 @@ ENDED = (liveness.FINISHED, liveness.STOPPED, liveness.KILLED)
 class DumpChanged(Message):
     """The dump grew (or was found damaged, or its run ended) since the last poll.
 
-    `state` is the run's `reader.liveness` state.
+    `state` is the run's `reader.run.liveness` state.
     """
 
     def __init__(self, report: UpdateReport, state: str) -> None:

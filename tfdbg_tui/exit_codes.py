@@ -36,7 +36,7 @@ def fail(command: str, error: DumpError) -> int:
     report: ..."; its first line, shown literally) and return its exit status."""
     import sys
 
-    from tfdbg_tui.literal import literal  # Rich only on this path
+    from tfdbg_tui.text.literal import literal  # Rich only on this path
 
     text = str(error).splitlines()[0] if str(error) else type(error).__name__
     print(f"{command}: {literal(text)}", file=sys.stderr)

@@ -36,7 +36,7 @@ import pytest
 from textual import events
 
 import reader
-from reader.indexed_run import IndexedRun
+from reader.run.indexed_run import IndexedRun
 from tfdbg_tui.app import DebuggerApp
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 
@@ -71,9 +71,9 @@ def _write(writer, first: int, count: int, chunk: int, graph: int, stack: int) -
 def writer_main(logdir: str) -> None:
     """The writer process: the base run, then "ready"; a batch and "written" for each
     "go" line on stdin; alive (a running process) until stdin closes."""
-    from instrument import writer as writer_module
+    from instrument.dump import writer as writer_module
     from reader import format as fmt
-    from tests.tui.synthetic_dumps import USER_FILE, USER_SOURCE
+    from tests.synthetic import USER_FILE, USER_SOURCE
 
     # Nothing reaches the disk until `flush()`: the batch lands in one piece.
     writer_module.FLUSH_BYTES = 1 << 40

@@ -48,7 +48,7 @@ _PRELUDE = textwrap.dedent("""
 
 _WRITE_SYNTHETIC = _PRELUDE + textwrap.dedent("""
     import numpy as np
-    from instrument.writer import DumpWriter
+    from instrument.dump.writer import DumpWriter
     logdir, n, chunk = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     w = DumpWriter(logdir, {"tensor_debug_mode": "FULL_HEALTH"}, flush_interval_s=None)
     g = w.add_graph("loop_body", None)
@@ -70,7 +70,7 @@ _WRITE_SYNTHETIC = _PRELUDE + textwrap.dedent("""
 
 _WRITE_EXECUTIONS = _PRELUDE + textwrap.dedent("""
     import random
-    from instrument.writer import DumpWriter
+    from instrument.dump.writer import DumpWriter
     logdir, n = sys.argv[1], int(sys.argv[2])
     w = DumpWriter(logdir, {"tensor_debug_mode": "FULL_HEALTH"}, flush_interval_s=None)
     dev = w.add_device("/job:localhost/replica:0/task:0/device:CPU:0")

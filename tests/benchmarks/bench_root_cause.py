@@ -31,7 +31,7 @@ import time
 import numpy as np
 import pytest
 
-from instrument.writer import DumpWriter
+from instrument.dump.writer import DumpWriter
 from reader import format as fmt
 
 CALL_EVERY = 50

@@ -1,7 +1,7 @@
 """How a health mode's summary routes cost, compared within one process.
 
-Each variant undoes one of the choices instrument/summary_ops.py and
-instrument/check_elision.py make (docs/instrument.md, "How summaries are computed"):
+Each variant undoes one of the choices instrument/summaries/summary_ops.py and
+instrument/summaries/check_elision.py make (docs/instrument.md, "How summaries are computed"):
 the benchmark program's step (bench_instrument's MLP) is traced once per variant under
 one enabled dump, and the variants' ``tf.function`` calls alternate in blocks of
 `BLOCK_CALLS`. Between processes the same program's speed drifts by as much as the
@@ -49,7 +49,8 @@ VARIANTS = ("current", "lowered_cond", "no_recompute", "no_elision", "kernels", 
 
 def _patches(variant: str) -> list[tuple[object, str, object]]:
     """(object, attribute, value) to set while ``variant``'s graph is traced."""
-    from instrument import check_elision, summary_ops, tf_internals
+    from instrument import tf_internals
+    from instrument.summaries import check_elision, summary_ops
 
     class ReadCovered(check_elision.Recomputer):
         def tensor(self, tensor: Any, depth: int = 0) -> Any:

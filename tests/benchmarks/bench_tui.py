@@ -30,7 +30,8 @@ import time
 import pytest
 
 import reader
-from tests.tui.synthetic_dumps import write_big_dump
+from tests.synthetic import write_big_dump
+from tests.tui.tui_helpers import screen_text
 from tfdbg_tui.app import DebuggerApp
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 
@@ -41,7 +42,7 @@ REPEATS = 15
 
 def paint(app) -> str:
     """Render the whole screen, as a terminal update would."""
-    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+    return screen_text(app)
 
 
 async def _until(pilot, condition, timeout: float = 120.0) -> None:

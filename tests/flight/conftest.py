@@ -1,7 +1,8 @@
 """Real TensorFlow runs of `late_nan.py`, shared by the flight-recorder tests.
 
 The program is a custom training loop whose cross-entropy takes log(0) for the first
-time at step 250 of 450 (issue 8's measurement); each run takes a few seconds.
+time at step 250 of 450 (the flight recorder's measurement in docs/performance.md);
+each run takes a few seconds.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ pytest.importorskip("tensorflow")
 
 from tests.instrument.conftest import ROOT, line_of, program_env
 
-PROGRAM = pathlib.Path(__file__).resolve().parent / "late_nan.py"
+PROGRAM = pathlib.Path(__file__).resolve().parents[1] / "programs" / "late_nan.py"
 NAN_STEP = 250
 STEPS = 450
 LOG_LINE = line_of(PROGRAM, "# LOG_LINE")

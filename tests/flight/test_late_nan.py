@@ -1,4 +1,4 @@
-"""A NaN born late in a long run, under the default circular buffer (issue 8)."""
+"""A NaN born late in a long run, under the default circular buffer."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import reader
-from reader import liveness
+from reader.run import liveness
 from tests.flight.conftest import LOG_LINE, NAN_STEP, PROGRAM, ROOT, STEPS, TIMEOUT_S, report_json
 from tests.instrument.conftest import program_env
 

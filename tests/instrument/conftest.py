@@ -18,7 +18,7 @@ pytest.importorskip("tensorflow")
 from tests.instrument.dump_loader import Dump, load_run, run_dirs
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PROGRAMS = pathlib.Path(__file__).resolve().parent / "programs"
+PROGRAMS = ROOT / "tests" / "programs"
 ALL_MODES = ("NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH", "FULL_STATS", "SHAPE",
              "FULL_TENSOR")
 PROGRAM_TIMEOUT_S = 240

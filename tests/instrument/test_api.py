@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import instrument
-from instrument.stacks import is_library_file
+from instrument.tracing.stacks import is_library_file
 
 
 def test_unknown_mode_is_a_clear_value_error(tmp_path):
@@ -36,7 +36,7 @@ def test_disable_without_enable_does_nothing():
 
 
 def test_import_does_not_import_tensorflow():
-    code = ("import sys, instrument, instrument.writer; "
+    code = ("import sys, instrument, instrument.dump.writer; "
             "assert 'tensorflow' not in sys.modules, 'tensorflow imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -298,7 +298,7 @@ def test_summaries_of_bad_values_match_per_mode(conformance, mode):
 @pytest.mark.parametrize("mode", ["CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH"])
 def test_summaries_of_a_training_step_that_turns_nan_match(conformance, mode):
     """Every trace of two training steps, the second one NaN from an inf * 0 inside the
-    first MatMul: where our checks cover one another (instrument/check_elision.py) the
+    first MatMul: where our checks cover one another (instrument/summaries/check_elision.py) the
     NaN step's rows are recomputed exactly, and equal TensorFlow's."""
     theirs, ours = conformance.both(f"training_nan-{mode}")
     pairs = _paired(theirs, ours)

@@ -1,4 +1,4 @@
-"""A real FULL_HEALTH training loop whose dump fills its disk (issue 16).
+"""A real FULL_HEALTH training loop whose dump fills its disk.
 
 The dump goes onto a 2 MB tmpfs mounted for the test (root on Linux), or, where that
 cannot be mounted, onto a disk faked in the program (``os.writev`` fails with ENOSPC
@@ -19,7 +19,7 @@ import pytest
 
 import reader
 from reader import format as fmt
-from reader import liveness
+from reader.run import liveness
 from tests.instrument.conftest import PROGRAM_TIMEOUT_S, PROGRAMS, ROOT, program_env
 
 STEPS = 1500  # FULL_HEALTH fills 2 MB in about 1,000 steps of this loop
@@ -83,7 +83,7 @@ def test_training_on_a_full_disk_goes_on_and_the_dump_says_recording_stopped(
             assert notice.details["function"] == "train_step"
             assert notice.details["executions"] >= dump.num_executions
 
-    from tfdbg_tui.report import main as report_main
+    from tfdbg_tui.commands.report import main as report_main
 
     capsys.readouterr()
     assert report_main([str(logdir), "--json"]) == 0

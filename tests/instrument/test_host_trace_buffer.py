@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from instrument.host_trace_buffer import HOST_BUFFER_MAX_BYTES, HostTraceBuffer
+from instrument.tracing.host_trace_buffer import HOST_BUFFER_MAX_BYTES, HostTraceBuffer
 from reader.values import decode_value
 
 

@@ -14,10 +14,10 @@ import pytest
 
 import reader
 from instrument.api import distributed_task
-from reader.diagnosis import diagnose_cause
-from reader.workers import first_nonfinite_workers
+from reader.analysis.diagnosis import diagnose_cause
+from reader.analysis.workers import first_nonfinite_workers
 from tests.instrument.conftest import PROGRAM_TIMEOUT_S, PROGRAMS, line_of, program_env
-from tfdbg_tui.report import main as report_main
+from tfdbg_tui.commands.report import main as report_main
 from tfdbg_tui.screens.run_picker import run_label
 
 PROGRAM = PROGRAMS / "multi_worker.py"

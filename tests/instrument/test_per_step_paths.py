@@ -8,9 +8,9 @@ import msgpack
 import numpy as np
 import pytest
 
-from instrument.flight_recorder import values_alert
-from instrument.record_file import LARGE_BINARY_BYTES, pack_pieces
-from instrument.value_encoding import tensor_value_record
+from instrument.dump.flight_recorder import values_alert
+from instrument.dump.record_file import LARGE_BINARY_BYTES, pack_pieces
+from instrument.dump.value_encoding import tensor_value_record
 
 
 def test_packed_pieces_are_msgpacks_bytes():
@@ -100,7 +100,7 @@ def test_raw_counter_op_and_host_view(monkeypatch):
 
 def test_a_record_file_writes_large_values_whole(tmp_path):
     """Values of megabytes go out in writes of at most WRITE_BYTES, and read back."""
-    from instrument.record_file import WRITE_BYTES, RecordFile
+    from instrument.dump.record_file import WRITE_BYTES, RecordFile
 
     values = [np.arange(n, dtype=np.float64) for n in (3 * WRITE_BYTES // 8 + 5, 7, 1 << 16)]
     file = RecordFile(str(tmp_path / "segment"), {"k": "header"})

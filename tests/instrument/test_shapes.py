@@ -1,4 +1,4 @@
-"""Program shapes (issue 9): XLA, a function traced before enable, preflight notices,
+"""Program shapes: XLA, a function traced before enable, preflight notices,
 a thread, tf.data, MirroredStrategy and TF1 sessions, each a real program whose root
 cause must be the op and the line that made the NaN."""
 
@@ -8,7 +8,7 @@ import pytest
 
 import reader
 from reader import format as fmt
-from reader.diagnosis import diagnose_cause
+from reader.analysis.diagnosis import diagnose_cause
 from tests.instrument.conftest import PROGRAMS, line_of, run_program
 
 SHAPES = PROGRAMS / "shapes.py"

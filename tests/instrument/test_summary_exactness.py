@@ -1,7 +1,7 @@
 """Summaries are exact on every route: counts equal DebugNumericSummaryV2's, FULL_STATS's
 statistics equal numpy's to float64-accumulation accuracy.
 
-Routes (instrument/summary_ops.py): the fused kernels, the stock route (forced on small
+Routes (instrument/summaries/summary_ops.py): the fused kernels, the stock route (forced on small
 tensors by lowering its size threshold), a batch of stock rows whose ``cond`` falls back
 to the kernels, one tensor in a graph, eager, graph constants (rows computed on the host
 while the graph is built), XLA, shapes known only at run time, and tensors of more than
@@ -18,7 +18,8 @@ tf = pytest.importorskip("tensorflow")
 
 from tensorflow.python.ops import gen_debug_ops  # noqa: E402
 
-from instrument import summaries, summary_ops  # noqa: E402
+from instrument import summaries  # noqa: E402
+from instrument.summaries import summary_ops  # noqa: E402
 from reader import format as fmt  # noqa: E402
 
 DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -295,7 +296,7 @@ def test_a_diverging_training_loop_reads_back_with_its_statistics(tmp_path):
                                                        at_cause.summary.max)
 
 
-# -- checks that cover one another (instrument/check_elision.py) ----------------------
+# -- checks that cover one another (instrument/summaries/check_elision.py) ----------------------
 
 
 def _chain(x, w, b, w2):
@@ -345,7 +346,7 @@ CHAINS = {"layer": (_chain, CHAIN_SHAPES, CHAIN_COVERED, CHAIN_RECOMPUTED),
 
 @pytest.mark.parametrize("chain", CHAINS)
 def test_covered_checks_follow_ops_that_carry_non_finite_values(chain):
-    from instrument.check_elision import covered_checks
+    from instrument.summaries.check_elision import covered_checks
 
     build, shapes, want, _ = CHAINS[chain]
     flags = []
@@ -361,7 +362,7 @@ def test_covered_checks_follow_ops_that_carry_non_finite_values(chain):
 
 
 def test_unknown_batch_dimensions_keep_the_checks_shapes_cannot_prove():
-    from instrument.check_elision import covered_checks
+    from instrument.summaries.check_elision import covered_checks
 
     def layer(x, w, b, v):
         m = tf.matmul(x, w)

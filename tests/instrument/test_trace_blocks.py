@@ -6,7 +6,7 @@ import pytest
 
 tf = pytest.importorskip("tensorflow")
 
-from instrument import trace_queue  # noqa: E402
+from instrument.tracing import trace_queue  # noqa: E402
 from reader import format as fmt  # noqa: E402
 
 

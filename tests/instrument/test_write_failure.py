@@ -16,12 +16,12 @@ import shutil
 import pytest
 
 import reader
-from instrument import recording_stop
+from instrument.dump import recording_stop
 from reader import format as fmt
-from reader import liveness
-from tests.reader.synthetic import FINITE, NAN, add_step, make_run
+from reader.run import liveness
+from tests.synthetic import FINITE, NAN, add_step, make_run
+from tfdbg_tui.commands.report import main as report_main
 from tfdbg_tui.exit_codes import EXIT_OK
-from tfdbg_tui.report import main as report_main
 
 
 class FakeDisk:

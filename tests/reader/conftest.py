@@ -1,4 +1,4 @@
-"""Fixtures for reader tests; the synthetic dump builders live in `synthetic.py`."""
+"""Fixtures for reader tests; the synthetic dump builders live in `tests/synthetic.py`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.reader.synthetic import make_run
+from tests.synthetic import make_run
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ def run(logdir):
 
 # -- real TensorFlow dumps --------------------------------------------------------------
 
-TF_PROGRAMS = os.path.join(os.path.dirname(__file__), "tf_programs")
+TF_PROGRAMS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "programs")
 # (program, the root cause's op type, its kind): each program marks its bug line "# BUG".
 TF_BUGS = {
     "eager_log": ("Log", "eager"),
@@ -51,7 +51,7 @@ class TfDump:
 
 @pytest.fixture(scope="session")
 def tf_dumps(tmp_path_factory) -> dict[str, TfDump]:
-    """Run every program of tests/reader/tf_programs once per session, in parallel."""
+    """Run every program of tests/programs once per session, in parallel."""
     pytest.importorskip("tensorflow")
     root = tmp_path_factory.mktemp("tf_dumps")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
@@ -73,7 +73,7 @@ def tf_dumps(tmp_path_factory) -> dict[str, TfDump]:
     return dumps
 
 
-# (case of tf_programs/patterns.py) -> (op of the diagnosed alert, pattern, expression).
+# (case of tests/programs/patterns.py) -> (op of the diagnosed alert, pattern, expression).
 # Every case diagnoses its root cause, but "inf_minus_inf", which diagnoses the alert of
 # the `Sub` downstream of exp_overflow's root cause (the user selected it).
 PATTERN_CASES = {
@@ -88,8 +88,15 @@ PATTERN_CASES = {
     "sqrt_grad": ("SqrtGrad", "singular_gradient", "tape.gradient(norm, weights)"),
     "inf_minus_inf": ("Sub", "inf_arithmetic", "big - big"),
     "nan_variable": ("ReadVariableOp", "nonfinite_input", "x * weights"),
-    "atanh_one": ("Atanh", "unknown", "tf.math.atanh(x)"),
+    "atanh_one": ("Atanh", "domain_error", "tf.math.atanh(x)"),
     "late_log": ("Log", "log_of_nonpositive", "tf.math.log(probs)"),
+}
+# Patterns tested on tests/programs/harm.py (tests/reader/test_harm_tf.py):
+# pattern -> case; "unknown" has no case since Atanh has its domain.
+HARM_PATTERN_CASES = {
+    "loss_scale_collapse": "loss_scale_collapse", "where_gradient_trap": "where_trap",
+    "library_nan": "adam_epsilon", "divergence": "diverging", "domain_error": "acos_domain",
+    "contained": "masked_attention", "unknown": None,
 }
 # Cases diagnosed on another case's run.
 PATTERN_RUNS = {"inf_minus_inf": "exp_overflow"}

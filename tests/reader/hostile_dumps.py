@@ -2,7 +2,7 @@
 
 Each case appends records the writer would never write (an id of 2**62, a chunk index
 past 2**63, a value that inflates to a gigabyte) to a small closed run made with
-`tests.reader.synthetic`. The reader must skip such a record as damage, or refuse the
+`tests.synthetic`. The reader must skip such a record as damage, or refuse the
 dump with one line; never raise anything else, hang or take unbounded memory.
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 
 from reader import DumpError, DumpReader
 from reader import format as fmt
-from tests.reader.synthetic import FINITE, NAN, NEG_INF, add_step, make_run, segment_path
+from tests.synthetic import FINITE, NAN, NEG_INF, add_step, make_run, segment_path
 
 # The case names, as `python -m tests.reader.hostile_dumps CASE LOGDIR` takes them.
 CASES: dict[str, Callable[[str], str]] = {}
@@ -159,7 +159,7 @@ def write_value_bomb(logdir: str) -> str:
 @_case
 def write_exec_value_bomb(logdir: str) -> str:
     """An eager execution whose compressed FULL_TENSOR value inflates to 1 GiB."""
-    from instrument.columnar_chunks import ExecutionChunk
+    from instrument.dump.columnar_chunks import ExecutionChunk
 
     path = closed_run(logdir, mode=fmt.FULL_TENSOR)
     chunk = ExecutionChunk(0, 0)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from instrument.value_encoding import tensor_value_record
+from instrument.dump.value_encoding import tensor_value_record
 from reader import DumpReader
 from reader import format as fmt
-from tests.reader.synthetic import FINITE, NAN, NEG_INF, add_step, make_run
+from tests.synthetic import FINITE, NAN, NEG_INF, add_step, make_run
 
 POS_INF = [1, 1, 4, 0, 1, 0, 0, 1, 2]
 BOTH_INF = [1, 1, 4, 1, 1, 0, 0, 1, 1]

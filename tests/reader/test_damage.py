@@ -9,11 +9,11 @@ import msgpack
 import numpy as np
 import pytest
 
-from instrument.columnar_chunks import ExecutionChunk
+from instrument.dump.columnar_chunks import ExecutionChunk
 from reader import DamagedDumpError, DumpError, DumpReader, FormatVersionError
 from reader import format as fmt
 from tests.reader.hostile_dumps import run_every_query
-from tests.reader.synthetic import FINITE, NAN, NEG_INF, add_step, make_run, segment_path
+from tests.synthetic import FINITE, NAN, NEG_INF, add_step, make_run, segment_path
 
 
 def _header(stream: str, version=(1, 0), segment: int = 0) -> dict:

@@ -1,4 +1,4 @@
-"""Comparing two runs (`reader.diff`, `tfdbg-tui diff`) on real TensorFlow run pairs:
+"""Comparing two runs (`reader.analysis.diff`, `tfdbg-tui diff`) on real TensorFlow run pairs:
 float32 against float16, a one-line change, a run against itself, modes that differ."""
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 import reader
-from reader.diff import COUNTS, EAGER, FINITENESS, GRAPH, STATS, VALUES, compare_runs
-from tfdbg_tui.diff_report import main as diff_main
+from reader.analysis.diff import COUNTS, EAGER, FINITENESS, GRAPH, STATS, VALUES, compare_runs
+from tfdbg_tui.commands.diff_report import main as diff_main
 from tfdbg_tui.exit_codes import EXIT_NO_DUMP, EXIT_OK, EXIT_USAGE
 
-PROGRAM = os.path.join(os.path.dirname(__file__), "tf_programs", "diff_pair.py")
+PROGRAM = os.path.join(os.path.dirname(os.path.dirname(__file__)), "programs",
+                       "diff_pair.py")
 REPO = str(Path(__file__).resolve().parents[2])
 # (mode, variants) run by the fixture, one process per mode.
 PAIRS = {"FULL_HEALTH": ("base", "float16", "scaled", "negated", "xla", "xla_float16"),
@@ -32,7 +33,7 @@ def _line_of(marker: str) -> int:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Path:
-    """tf_programs/diff_pair.py's variants, one logdir each: ROOT/MODE/VARIANT."""
+    """tests/programs/diff_pair.py's variants, one logdir each: ROOT/MODE/VARIANT."""
     pytest.importorskip("tensorflow")
     root = tmp_path_factory.mktemp("diff_pairs")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
@@ -198,7 +199,7 @@ def test_the_console_script_runs_diff(runs):
 # -- the alignment the TUI browses (`align_runs`) ------------------------------------------
 
 def test_align_runs_maps_b_traces_to_a_and_lists_the_divergences(runs):
-    from reader.diff import align_runs
+    from reader.analysis.diff import align_runs
 
     with reader.open_run(str(runs / "FULL_HEALTH" / "base")) as a, \
             reader.open_run(str(runs / "FULL_HEALTH" / "float16")) as b:
@@ -229,7 +230,7 @@ def test_align_runs_maps_b_traces_to_a_and_lists_the_divergences(runs):
 
 
 def test_align_runs_of_a_run_with_itself_is_the_identity(runs):
-    from reader.diff import align_runs
+    from reader.analysis.diff import align_runs
 
     with reader.open_run(str(runs / "FULL_TENSOR" / "base")) as a, \
             reader.open_run(str(runs / "FULL_TENSOR" / "base")) as b:

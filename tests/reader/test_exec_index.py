@@ -1,10 +1,10 @@
 """The execution index against decoding every record.
 
 Dumps before format 2.0 hold one ``exec`` record per execution: `RunLoader` indexes
-them from their raw bytes, in blocks (`reader.exec_scan`), and decodes whole only the
+them from their raw bytes, in blocks (`reader.index.exec_scan`), and decodes whole only the
 records that do not fit a block's template. Whatever the mix, the index must be
 exactly the one `ExecutionIndex.add` builds from each decoded record. Since 2.0 the
-writer packs executions into ``execs`` chunks (`reader.exec_chunks`): the same
+writer packs executions into ``execs`` chunks (`reader.index.exec_chunks`): the same
 executions must give the same index and the same records either way.
 """
 
@@ -17,20 +17,14 @@ import msgpack
 import numpy as np
 import pytest
 
-from reader import DumpReader, exec_scan, segment_reader
+from reader import DumpReader
 from reader import format as fmt
 from reader.errors import MalformedRecordError
-from reader.execution_index import ExecutionIndex
-from reader.run_loader import RunLoader
-from reader.segment_reader import SegmentReader, list_segments
-from tests.reader.synthetic import (
-    FINITE,
-    NAN,
-    NEG_INF,
-    add_legacy_execution,
-    make_run,
-    segment_path,
-)
+from reader.index import exec_scan, segment_reader
+from reader.index.execution_index import ExecutionIndex
+from reader.index.segment_reader import SegmentReader, list_segments
+from reader.loading.run_loader import RunLoader
+from tests.synthetic import FINITE, NAN, NEG_INF, add_legacy_execution, make_run, segment_path
 
 _COLUMNS = ("offset", "length", "segment", "is_function", "is_alert", "out_start",
             "out_ids", "alert_index", "alert_slot", "alert_counts")
@@ -175,7 +169,7 @@ def test_damaged_records_stop_the_segment_with_the_same_notice(logdir, damage):
 
 @pytest.mark.parametrize("mode", [fmt.FULL_HEALTH, fmt.CURT_HEALTH, fmt.SHAPE, fmt.NO_TENSOR])
 def test_chunks_index_and_read_as_the_records_they_replace(tmp_path, monkeypatch, mode):
-    from instrument import columnar_chunks
+    from instrument.dump import columnar_chunks
 
     monkeypatch.setattr(columnar_chunks, "EXECUTION_ROWS", 64)  # several chunks, one partial
     runs = {}

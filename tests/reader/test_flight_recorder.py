@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 import reader
-from instrument.flight_recorder import PINNED_SEGMENT_LIMIT, FirstAlert
+from instrument.dump.flight_recorder import PINNED_SEGMENT_LIMIT, FirstAlert
 from instrument.non_finite import NonFiniteError, first_alert_error
 from reader import format as fmt
-from tests.reader.synthetic import (
+from tests.synthetic import (
     FINITE,
     FLIGHT_ALERT_STEP,
     FLIGHT_BUFFER,
@@ -229,8 +229,8 @@ def test_alerts_are_looked_for_only_when_something_needs_them(
     """The first alert serves the flight recorder (a circular buffer) and stop_on_alert:
     a run that keeps everything and does not stop does not read every FULL_TENSOR value
     for it."""
-    from instrument.value_encoding import tensor_value_record
-    from instrument.writer import DumpWriter
+    from instrument.dump.value_encoding import tensor_value_record
+    from instrument.dump.writer import DumpWriter
 
     writer = DumpWriter(logdir, {"tensor_debug_mode": fmt.FULL_TENSOR},
                         circular_buffer_size=buffer_size, watch_alerts=watch_alerts,

@@ -9,8 +9,8 @@ import pytest
 
 from reader import DumpReader, UnknownIdError
 from reader import format as fmt
-from reader import run_loader as run_loader_module
-from tests.reader.synthetic import FINITE, NAN, NEG_INF, add_step, make_run, segment_path
+from reader.loading import run_loader as run_loader_module
+from tests.synthetic import FINITE, NAN, NEG_INF, add_step, make_run, segment_path
 
 
 def test_growth_between_updates_reports_only_what_is_new(run):
@@ -194,8 +194,12 @@ def test_following_a_writer_thread_sees_monotonic_consistent_growth(logdir):
 
     run = make_run(logdir, circular_buffer_size=0)
     done = threading.Event()
+    # The writer starts after the reader's first look: on a busy machine it could
+    # otherwise write everything before the loop below looks at all.
+    looked = threading.Event()
 
     def write():
+        assert looked.wait(timeout=60)
         for k in range(400):
             add_step(run, [FINITE, NEG_INF if k == 300 else FINITE, FINITE])
             if k % 7 == 0:
@@ -210,8 +214,9 @@ def test_following_a_writer_thread_sees_monotonic_consistent_growth(logdir):
     while not done.is_set():
         reader.update()
         seen.append((reader.num_executions, reader.num_traces))
+        looked.set()
         assert reader.damage == ()  # a tail cut mid-flush is waited for, not damage
-    writer.join()
+    writer.join(timeout=60)
     reader.update()
     executions, traces = zip(*seen)
     assert list(executions) == sorted(executions) and list(traces) == sorted(traces)

@@ -1,16 +1,16 @@
 """FULL_STATS summaries in the reader: the statistics read back, the diagnosis uses them
-(an Exp input above ln(float32 max)), and `reader.diff` compares them."""
+(an Exp input above ln(float32 max)), and `reader.analysis.diff` compares them."""
 
 from __future__ import annotations
 
 import pytest
 
-from instrument.writer import DumpWriter
+from instrument.dump.writer import DumpWriter
 from reader import DumpReader
 from reader import format as fmt
-from reader.diagnosis import diagnose_cause
-from reader.diff import FINITENESS, STATS, compare_runs
-from tests.reader.synthetic import FLOAT32, stats_row, write_exp_overflow_run
+from reader.analysis.diagnosis import diagnose_cause
+from reader.analysis.diff import FINITENESS, STATS, compare_runs
+from tests.synthetic import FLOAT32, stats_row, write_exp_overflow_run
 
 
 def test_statistics_read_back_and_nan_means_none(tmp_path):

@@ -1,4 +1,4 @@
-"""The culprit's history (`reader.history`): on a real TensorFlow run whose log(0)
+"""The culprit's history (`reader.analysis.history`): on a real TensorFlow run whose log(0)
 starts after 250 good steps, and its wording on hand-made histories."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import pytest
 
 import reader
 from reader import format as fmt
-from reader.history import TensorHistory, step_axis, tensor_history
-from tests.reader.synthetic import FINITE, NAN, NEG_INF, add_step, make_run
+from reader.analysis.history import TensorHistory, step_axis, tensor_history
+from tests.synthetic import FINITE, NAN, NEG_INF, add_step, make_run
 
-# tf_programs/patterns.py, case late_log: 300 steps, log(0) from step 250 on.
+# tests/programs/patterns.py, case late_log: 300 steps, log(0) from step 250 on.
 LATE_STEPS, LATE_FIRST_BAD_STEP = 300, 250
 
 

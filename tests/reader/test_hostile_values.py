@@ -33,15 +33,9 @@ from hypothesis import strategies as st
 from reader import DumpError, DumpReader
 from reader import format as fmt
 from reader.limits import MAX_INFLATED_VALUE_BYTES
-from tests.reader.hostile_dumps import (
-    CASES,
-    bomb_value,
-    closed_run,
-    run_every_query,
-    zlib_of_zeros,
-)
-from tests.reader.synthetic import FINITE, NAN, add_legacy_execution, make_run
-from tfdbg_tui import report
+from tests.reader.hostile_dumps import CASES, bomb_value, closed_run, run_every_query, zlib_of_zeros
+from tests.synthetic import FINITE, NAN, add_legacy_execution, make_run
+from tfdbg_tui.commands import report
 from tfdbg_tui.exit_codes import EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, EXIT_OK
 
 # Above an honest dump of a few kilobytes, what one hostile dump may make the reader
@@ -196,7 +190,7 @@ def _append_value_trace(path: str, value: dict) -> None:
 
 
 def test_the_writer_stores_a_value_past_the_ceiling_raw():
-    from instrument.value_encoding import encode_value
+    from instrument.dump.value_encoding import encode_value
 
     big = {"dtype": "<f4", "shape": [MAX_INFLATED_VALUE_BYTES // 4 + 1],
            "data": bytes(MAX_INFLATED_VALUE_BYTES + 4)}
@@ -284,7 +278,7 @@ def _template(root: str, kind: str) -> str:
                                  stack_id=run.user_stack, summaries=[NAN])
         run.writer.close()
     else:
-        from instrument.value_encoding import tensor_value_record
+        from instrument.dump.value_encoding import tensor_value_record
 
         run = make_run(logdir, mode=fmt.FULL_TENSOR)
         value = tensor_value_record(np.array([1.0, -np.inf, 0.0] * 200, np.float32),

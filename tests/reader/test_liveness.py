@@ -12,8 +12,8 @@ import time
 import pytest
 
 import reader
-from reader import liveness
-from tests.reader.synthetic import start_writer
+from reader.run import liveness
+from tests.synthetic import start_writer
 
 HOST = socket.gethostname()
 

@@ -7,7 +7,7 @@ import msgpack
 
 import reader
 from reader import format as fmt
-from tests.reader.synthetic import FINITE, add_step, make_run, segment_path
+from tests.synthetic import FINITE, add_step, make_run, segment_path
 
 
 def test_notices_are_read_in_order_and_followed(tmp_path):

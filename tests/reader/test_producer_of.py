@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reader import DumpReader
-from tests.reader.synthetic import FINITE, NEG_INF, make_run
+from tests.synthetic import FINITE, NEG_INF, make_run
 
 
 def _eager(run, op_type, inputs=(), outputs=(), row=FINITE):

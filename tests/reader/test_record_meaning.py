@@ -3,14 +3,16 @@ value behind an input, a search pattern. The TUI and the report only format it."
 
 from __future__ import annotations
 
+import pathlib
+
 import numpy as np
 
 from reader import DumpReader
 from reader import format as fmt
-from reader.definitions import is_library_file
-from reader.inputs import eager_inputs, input_trace
-from reader.trace_search import compile_search
-from tests.reader.synthetic import FINITE, NEG_INF, add_step, make_run
+from reader.analysis.inputs import eager_inputs, input_trace
+from reader.index.definitions import is_library_file
+from reader.index.trace_search import compile_search
+from tests.synthetic import FINITE, NEG_INF, add_step, make_run
 from tfdbg_tui.panes.timeline import execution_letter
 
 
@@ -54,6 +56,17 @@ def test_the_writers_library_flag_wins_over_the_path(tmp_path):
     assert is_library_file({}, "/home/me/keras/train.py")
     assert not is_library_file({"library": False}, "/home/me/keras/train.py")
     assert is_library_file({"library": True}, "/home/me/train.py")
+
+
+def test_every_module_of_instrument_is_library_code_by_its_path():
+    """The path test knows the `instrument` package's sub-packages: a module moved into
+    a new one would otherwise show as the user's code in dumps without the flag."""
+    package = pathlib.Path(__file__).resolve().parents[2] / "instrument"
+    modules = [p for p in package.rglob("*.py") if "examples" not in p.parts]
+    assert len(modules) > 20
+    assert [str(p) for p in modules if not is_library_file({}, str(p))] == []
+    assert not is_library_file({}, str(package / "examples" / "debug_mnist.py"))
+    assert not is_library_file({}, "/home/me/instrument/programs/train.py")
 
 
 def test_the_value_behind_an_input(tmp_path):

@@ -12,7 +12,7 @@ import pytest
 import reader
 from reader import NoRunsError
 from reader import format as fmt
-from tests.reader.synthetic import FINITE, NEG_INF, add_step, make_run
+from tests.synthetic import FINITE, NEG_INF, add_step, make_run
 
 
 def _three_runs(logdir):

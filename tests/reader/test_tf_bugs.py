@@ -1,6 +1,6 @@
 """Root cause on real dumps of five NaN/inf bugs, written by `instrument` under TensorFlow.
 
-Each program in tests/reader/tf_programs marks its bug line with ``# BUG``; the root
+Each program in tests/programs marks its bug line with ``# BUG``; the root
 cause must name that op and that line of that file.
 """
 

@@ -1,6 +1,6 @@
 """TensorFlow's own dumps, read without TensorFlow.
 
-The session fixture `tf_written` (tests/conftest.py) runs tf_programs/tf_dumper.py: a
+The session fixture `tf_written` (tests/conftest.py) runs tests/programs/tf_dumper.py: a
 small program (eager ops, then a tf.function whose `tf.math.log` makes -inf and whose
 `Sub` makes NaN) dumped by `tf.debugging.experimental.enable_dump_debug_info` in every
 mode, each dump then read back by TensorFlow's own `DebugDataReader`. A second subprocess, where
@@ -22,11 +22,11 @@ import numpy as np
 import pytest
 
 import reader
-from reader.tf_events.schema import DebugEvent
-from reader.tf_events.tfrecord import FOOTER_BYTES, HEADER_BYTES, RecordFile
+from reader.loading.tf_events.schema import DebugEvent
+from reader.loading.tf_events.tfrecord import FOOTER_BYTES, HEADER_BYTES, RecordFile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PROGRAMS = os.path.join(REPO, "tests", "reader", "tf_programs")
+PROGRAMS = os.path.join(REPO, "tests", "programs")
 MODES = ("NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH", "SHAPE", "FULL_TENSOR")
 ALERT_MODES = ("CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH", "FULL_TENSOR")
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from instrument.value_encoding import tensor_value_record
+from instrument.dump.value_encoding import tensor_value_record
 from reader import DumpReader
 from reader import format as fmt
 from tests.instrument.dump_loader import decode_file
-from tests.reader.synthetic import FINITE, NAN, add_step, make_run, segment_path
+from tests.synthetic import FINITE, NAN, add_step, make_run, segment_path
 
 
 def _chunks(path):

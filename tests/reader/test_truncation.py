@@ -11,7 +11,7 @@ import pytest
 
 from reader import DamagedDumpError, DumpReader
 from reader import format as fmt
-from tests.reader.synthetic import FINITE, NAN, NEG_INF, add_step, make_run, segment_path
+from tests.synthetic import FINITE, NAN, NEG_INF, add_step, make_run, segment_path
 
 
 def _record_ends(data: bytes) -> list[tuple[int, dict]]:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import threading
 
 from reader import DumpReader
-from reader import run_loader as run_loader_module
-from reader import trace_index as index_module
-from tests.reader.synthetic import FINITE, add_step
+from reader.index import trace_index as index_module
+from reader.loading import run_loader as run_loader_module
+from tests.synthetic import FINITE, add_step
 
 WAIT_S = 10.0
 

@@ -8,11 +8,11 @@ import zlib
 import numpy as np
 import pytest
 
-from instrument.value_encoding import MIN_COMPRESSED_BYTES, encode_value, tensor_value_record
+from instrument.dump.value_encoding import MIN_COMPRESSED_BYTES, encode_value, tensor_value_record
 from reader import DumpError, DumpReader
 from reader import format as fmt
 from reader.values import decode_value, summary_row
-from tests.reader.synthetic import make_run
+from tests.synthetic import make_run
 
 RNG = np.random.default_rng(7)
 RELU = np.maximum(RNG.normal(size=(64, 32)), 0).astype(np.float32)  # about half zeros
@@ -91,7 +91,7 @@ def test_decompression_is_bounded_by_the_shape():
 def test_dump_round_trip_and_corrupt_value(tmp_path, monkeypatch):
     """Through the writer (which compresses execution values at flush while a core is
     spare) and the reader."""
-    from instrument.value_encoding import COMPRESSION
+    from instrument.dump.value_encoding import COMPRESSION
 
     monkeypatch.setattr(COMPRESSION, "core_is_spare", lambda: True)
     run = make_run(str(tmp_path / "logdir"), mode=fmt.FULL_TENSOR)
@@ -141,7 +141,7 @@ def test_a_view_of_the_elements_is_compressed_like_bytes():
 
 
 def test_values_are_compressed_only_while_a_core_is_spare():
-    from instrument.value_encoding import SpareCoreCompression
+    from instrument.dump.value_encoding import SpareCoreCompression
 
     raw = [tensor_value_record(RELU)]
     assert SpareCoreCompression(cores=1).encode_all(raw) == raw  # not measured yet
@@ -160,7 +160,7 @@ def test_every_thread_s_cpu_counts_the_compressing_too():
     """The process's whole CPU use decides, measured from the first time it is asked.
     (Measuring it without the compressing once kept values compressed on a 2-core box:
     a training that the compressing made wait looked like a spare core.)"""
-    from instrument.value_encoding import SpareCoreCompression
+    from instrument.dump.value_encoding import SpareCoreCompression
 
     used = [0.0]  # the process's CPU seconds, as the clock reports them
     policy = SpareCoreCompression(interval_s=0.05, cores=2, cpu_time=lambda: used[0])

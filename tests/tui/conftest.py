@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tui.synthetic_dumps import write_big_dump, write_nan_dump
+from tests.synthetic import write_big_dump, write_nan_dump
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_MODULE = "instrument.examples.debug_mnist"

@@ -14,11 +14,11 @@ import re
 
 import numpy as np
 
-from instrument.writer import DumpWriter
+from instrument.dump.writer import DumpWriter
 from reader import format as fmt
-from tests.tui.synthetic_dumps import FLOAT32, health_row
+from tests.synthetic import FLOAT32, health_row
 from tests.tui.tui_helpers import hunted_app, screen_text, wait_for, wait_for_workers
-from tfdbg_tui.report import main as report_main
+from tfdbg_tui.commands.report import main as report_main
 
 # One of each: a CSI colour, an OSC 8 hyperlink, an OSC 52 clipboard write ended by BEL,
 # a lone BEL, the one-byte C1 CSI and OSC, NEL, a right-to-left override, Rich markup.
@@ -92,7 +92,7 @@ def test_human_report_shows_every_dump_string_escaped(tmp_path, capsys):
                     f"Log 'Log{HOSTILE}:0' in graph 'step{HOSTILE}'",  # op type/name, graph
                     f"{USER_FILE}:5 in step{HOSTILE}",  # path, frame, function
                     f"# {HOSTILE}"):  # the source line
-        from tfdbg_tui.literal import literal
+        from tfdbg_tui.text.literal import literal
 
         assert literal(surface) in out, surface
 
@@ -121,7 +121,7 @@ async def test_tui_shows_every_dump_string_escaped(tmp_path):
         # Graph Structure, Stack Trace (path, function), Source Code (line, file name).
         for surface in (f"run-a{HOSTILE}"[:4], f"Log{HOSTILE}"[:20], f"Neg{HOSTILE}"[:20],
                         f"step{HOSTILE}"[:20], f"# {HOSTILE}"[:20]):
-            from tfdbg_tui.literal import literal
+            from tfdbg_tui.text.literal import literal
 
             assert literal(surface) in text, surface
         # The timeline's detail of the eager call: its function and the input's producer.

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tfdbg_tui.panes.tensor_value import format_element
-from tfdbg_tui.summary_format import fit_number
+from tfdbg_tui.text.summary_format import fit_number
 
 VALUES = [
     np.float32(-4.8400143e-05), np.float32(-1.4305125e-06), np.float32(3.4028235e38),
@@ -69,7 +69,7 @@ def test_complex_and_text_elements():
 def test_a_shape_past_rank_six_says_its_first_dimensions_are_not_kept():
     from reader import format as fmt
     from reader.model import Summary
-    from tfdbg_tui.summary_format import summary_text
+    from tfdbg_tui.text.summary_format import summary_text
 
     # DebugNumericSummaryV2's row of a [2,3,4,5,6,7,8] float32 tensor: the last six.
     deep = Summary.from_row(fmt.SHAPE, [1, 7, 40320, 3, 4, 5, 6, 7, 8])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.tui.synthetic_dumps import write_nan_dump
+from tests.synthetic import write_nan_dump
 from tests.tui.tui_helpers import hunted_app, screen_text, wait_for
 from tfdbg_tui.app import DebuggerApp
 from tfdbg_tui.screens.help import help_text

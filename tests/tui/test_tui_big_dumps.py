@@ -4,11 +4,11 @@ long before its consumer is still found."""
 from __future__ import annotations
 
 import reader
-from instrument.writer import DumpWriter
+from instrument.dump.writer import DumpWriter
 from reader import format as fmt
-from tests.tui.synthetic_dumps import FLOAT32, health_row
+from tests.synthetic import FLOAT32, health_row
 from tests.tui.tui_helpers import make_app, screen_text, wait_for
-from tfdbg_tui.context_loader import load_execution_context
+from tfdbg_tui.models.context_loader import load_execution_context
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 
 

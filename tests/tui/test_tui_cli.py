@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from reader import format as fmt
-from tests.tui.synthetic_dumps import write_nan_dump
+from tests.synthetic import write_nan_dump
 from tfdbg_tui import exit_codes
 
 
@@ -110,6 +110,7 @@ def test_help_names_exit_statuses():
     assert "exit status" in completed.stdout and "--no-mouse" in completed.stdout
 
 
+@pytest.mark.tf
 def test_demo_runs_the_example_and_writes_a_dump(tmp_path):
     pytest.importorskip("instrument.examples.debug_mnist")
     logdir = tmp_path / "demo"
@@ -124,7 +125,7 @@ def test_demo_runs_the_example_and_writes_a_dump(tmp_path):
 
 
 def test_demo_failure_is_one_line_and_status_6(tmp_path, monkeypatch, capsys):
-    from tfdbg_tui import demo
+    from tfdbg_tui.commands import demo
 
     monkeypatch.setattr(demo, "EXAMPLE_MODULE", "no_such_module_for_the_demo")
     assert demo.main(["--logdir", str(tmp_path), "--no-tui"]) == exit_codes.EXIT_DEMO_FAILED

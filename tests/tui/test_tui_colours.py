@@ -10,8 +10,8 @@ from rich.segment import Segment, Segments
 from rich.style import Style
 from syrupy.extensions.image import SVGImageSnapshotExtension
 
-from tests.tui.synthetic_dumps import write_nan_dump
-from tests.tui.tui_helpers import hunted_app, wait_for, wait_for_workers
+from tests.synthetic import write_nan_dump
+from tests.tui.tui_helpers import hunted_app, screen_strips, wait_for, wait_for_workers
 from tfdbg_tui.panes.alerts import AlertList
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 from tfdbg_tui.panes.graph_structure import GraphStructureList
@@ -59,7 +59,7 @@ def screen_svg_in_16_colours(app) -> str:
     width, height = app.size
     console = Console(record=True, width=width, height=height, file=io.StringIO(),
                       color_system="standard", force_terminal=True, legacy_windows=False)
-    for strip in app.screen._compositor.render_strips():
+    for strip in screen_strips(app):
         line = [Segment(segment.text, _in_16_colours(segment.style))
                 for segment in strip if segment.style]
         console.print(Segments([*line, Segment.line()]), end="")

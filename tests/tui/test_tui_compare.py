@@ -1,4 +1,4 @@
-"""`tfdbg-tui B --compare A` on real TensorFlow run pairs (tests/reader/tf_programs/
+"""`tfdbg-tui B --compare A` on real TensorFlow run pairs (tests/programs/
 diff_pair.py): Graph Execution shows A's summaries beside B's, the app lands on the
 first divergence, F / d / D move between divergences, a run compared with itself says
 there is none, `c` compares from inside the app, and 80x24 works."""
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import reader
-from reader.diff import align_runs
+from reader.analysis.diff import align_runs
 from tests.tui.tui_helpers import make_app, screen_text, wait_for
 from tfdbg_tui.exit_codes import EXIT_NO_DUMP
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
@@ -21,7 +21,7 @@ from tfdbg_tui.screens.prompt import PromptScreen
 from tfdbg_tui.screens.run_picker import RunPickerScreen
 
 REPO = Path(__file__).resolve().parents[2]
-PROGRAM = REPO / "tests" / "reader" / "tf_programs" / "diff_pair.py"
+PROGRAM = REPO / "tests" / "programs" / "diff_pair.py"
 
 
 @pytest.fixture(scope="session")
@@ -40,7 +40,7 @@ def run_pair(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def alignment(run_pair):
-    """`reader.diff.align_runs(base, float16)`: what the app should show."""
+    """`reader.analysis.diff.align_runs(base, float16)`: what the app should show."""
     with reader.open_run(run_pair / "base") as a, reader.open_run(run_pair / "float16") as b:
         return align_runs(a, b)
 

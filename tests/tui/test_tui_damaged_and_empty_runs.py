@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import msgpack
 
-from instrument.writer import DumpWriter
+from instrument.dump.writer import DumpWriter
 from reader import format as fmt
-from tests.tui.synthetic_dumps import write_nan_dump
+from tests.synthetic import write_nan_dump
 from tests.tui.tui_helpers import make_app, screen_text, wait_for, wait_for_hunt
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 

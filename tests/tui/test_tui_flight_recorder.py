@@ -5,7 +5,7 @@ steps 41-80 not kept)."""
 
 from __future__ import annotations
 
-from tests.reader.synthetic import write_long_run
+from tests.synthetic import write_long_run
 from tests.tui.tui_helpers import hunted_app, screen_text, wait_for
 from tfdbg_tui.panes.alerts import AlertList
 from tfdbg_tui.panes.graph_execution import GraphExecutionList

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.reader.synthetic import write_exp_overflow_run
+from tests.synthetic import write_exp_overflow_run
 from tests.tui.tui_helpers import hunted_app, screen_text, wait_for
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 from tfdbg_tui.screens.diagnosis import DiagnosisScreen

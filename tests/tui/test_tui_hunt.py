@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from instrument.writer import DumpWriter
+from instrument.dump.writer import DumpWriter
 from reader import format as fmt
-from tests.tui.synthetic_dumps import FLOAT32, LOG_LINE, USER_FILE, USER_SOURCE, health_row
+from tests.synthetic import FLOAT32, LOG_LINE, USER_FILE, USER_SOURCE, health_row
 from tests.tui.tui_helpers import hunted_app, make_app, screen_text, wait_for, wait_for_hunt
 from tfdbg_tui.app import DebuggerApp
 from tfdbg_tui.panes.alerts import AlertList
@@ -308,7 +308,7 @@ async def test_marked_source_line_ends_without_an_ellipsis_when_it_fits(nan_logd
 async def test_a_record_gone_while_hunting_is_a_notice_not_a_traceback(nan_logdir, monkeypatch):
     """A circular buffer can rotate a record away while the hunt reads it: the app
     says so in one line and keeps running (the next update hunts again)."""
-    from reader.dump_reader import DumpReader
+    from reader.analysis.dump_reader import DumpReader
     from reader.errors import UnknownIdError
     def gone(self, alert=None):
         raise UnknownIdError("execution 3 is not on disk (have 5..9)")

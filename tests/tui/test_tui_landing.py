@@ -13,10 +13,11 @@ import pytest
 from rich.text import Text
 from textual.app import App, ComposeResult
 
-from tests.tui.synthetic_dumps import LOG_LINE, write_nan_dump
+from tests.synthetic import LOG_LINE, write_nan_dump
 from tests.tui.tui_helpers import make_app, screen_text, wait_for, wait_for_hunt
+from tfdbg_tui.models.source_view import SourceView
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
-from tfdbg_tui.panes.source_code import SourceCodeView, SourceView
+from tfdbg_tui.panes.source_code import SourceCodeView
 from tfdbg_tui.screens.run_picker import RunPickerScreen
 from tfdbg_tui.widgets.line_list import LineList
 

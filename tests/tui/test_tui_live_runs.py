@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import signal
 
-from reader import liveness
-from tests.reader.synthetic import start_writer
-from tests.tui.synthetic_dumps import NanModelDump
+from reader.run import liveness
+from tests.synthetic import NanModelDump, start_writer
 from tests.tui.tui_helpers import make_app, screen_text, wait_for
 from tfdbg_tui.panes.alerts import AlertList
 from tfdbg_tui.panes.graph_execution import GraphExecutionList

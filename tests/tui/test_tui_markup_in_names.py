@@ -3,9 +3,9 @@ terminal sequences themselves: test_dump_text_shown_literally.py)."""
 
 from __future__ import annotations
 
-from tests.tui.synthetic_dumps import write_nan_dump
+from tests.synthetic import write_nan_dump
 from tests.tui.tui_helpers import hunted_app, screen_text, wait_for
-from tfdbg_tui.panes.source_code import highlight_source
+from tfdbg_tui.models.source_view import highlight_source
 
 INJECTED = "[red]Log[/red]\x1b[31m\x07"
 

@@ -4,10 +4,10 @@ and their text is shown as written, never read as markup."""
 from __future__ import annotations
 
 import pytest
-from synthetic_dumps import write_nan_dump
-from tui_helpers import hunted_app, screen_text, wait_for
 
 from reader import format as fmt
+from tests.synthetic import write_nan_dump
+from tests.tui.tui_helpers import hunted_app, screen_text, wait_for
 from tfdbg_tui.app import DebuggerApp
 from tfdbg_tui.screens.help import help_text
 

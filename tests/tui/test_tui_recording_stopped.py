@@ -7,10 +7,10 @@ import errno
 import os
 
 import pytest
-from synthetic_dumps import write_nan_dump
-from tui_helpers import hunted_app, screen_text, wait_for
 
-from reader import liveness
+from reader.run import liveness
+from tests.synthetic import write_nan_dump
+from tests.tui.tui_helpers import hunted_app, screen_text, wait_for
 
 
 @pytest.fixture

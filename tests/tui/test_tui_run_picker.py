@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.tui.synthetic_dumps import write_nan_dump
+from tests.synthetic import write_nan_dump
 from tests.tui.tui_helpers import hunted_app, screen_text, wait_for
 from tfdbg_tui.screens.run_picker import RunPickerScreen
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.tui.synthetic_dumps import write_nan_dump
+from tests.synthetic import write_nan_dump
 from tests.tui.tui_helpers import make_app, wait_for, wait_for_hunt, wait_for_workers
 
 RUN_ID = "20231114T221320-snapshot-4242-abcdef"

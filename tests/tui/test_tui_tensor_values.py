@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from instrument.value_encoding import tensor_value_record
-from instrument.writer import DumpWriter
+from instrument.dump.value_encoding import tensor_value_record
+from instrument.dump.writer import DumpWriter
 from reader import format as fmt
-from tests.tui.synthetic_dumps import FLOAT32, USER_FILE, USER_SOURCE
+from tests.synthetic import FLOAT32, USER_FILE, USER_SOURCE
 from tests.tui.tui_helpers import hunted_app, screen_text, wait_for
 from tfdbg_tui.panes.tensor_value import CELL_WIDTH, TensorValueList
 from tfdbg_tui.screens.tensor_value import TensorValueScreen

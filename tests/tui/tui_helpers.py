@@ -12,9 +12,18 @@ from tfdbg_tui.app import DebuggerApp
 WAIT_TIMEOUT_S = 30.0
 
 
+def screen_strips(app) -> list:
+    """The screen's rows as Textual strips (styled segments), rendered now.
+
+    The one place the tests reach into Textual's private compositor: Textual has no
+    public way to read the screen as text.
+    """
+    return app.screen._compositor.render_strips()
+
+
 def screen_text(app) -> str:
     """What the terminal shows now, as plain text, one line per row."""
-    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+    return "\n".join(strip.text for strip in screen_strips(app))
 
 
 async def wait_for(pilot, condition, timeout: float = WAIT_TIMEOUT_S, what: str = "") -> None:

@@ -8,11 +8,12 @@ from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
 
+from reader.analysis.model_place import Place
+from reader.analysis.steps import Steps
 from reader.model import Alert, AlertSummary
-from reader.steps import Steps
-from tfdbg_tui.kept_rows import GappedRows
-from tfdbg_tui.literal import literal
-from tfdbg_tui.step_sparkline import sparkline, step_range
+from tfdbg_tui.models.kept_rows import GappedRows
+from tfdbg_tui.text.literal import literal
+from tfdbg_tui.text.step_sparkline import sparkline, step_range
 from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.pane import Pane
 
@@ -33,7 +34,8 @@ class AlertList(LineList):
     BINDINGS = [Binding("enter", "choose", "Go to alert", show=False)]
 
     COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
-        "alerts--type", "alerts--kind", "alerts--none", "alerts--gap", "alerts--sparkline"}
+        "alerts--type", "alerts--kind", "alerts--none", "alerts--gap", "alerts--sparkline",
+        "alerts--contained"}
 
     DEFAULT_CSS = """
     AlertList {
@@ -42,6 +44,7 @@ class AlertList(LineList):
         & > .alerts--none { color: $success; }
         & > .alerts--gap { color: $warning; text-style: italic; }
         & > .alerts--sparkline { color: $error; }
+        & > .alerts--contained { color: $text-disabled; }
     }
     """
 
@@ -58,13 +61,17 @@ class AlertList(LineList):
         super().__init__(id=id)
         self.summary: AlertSummary | None = None
         self.steps: Steps | None = None
+        self.places: list[Place] | None = None
         self._rows = GappedRows()
 
-    def show_alerts(self, summary: AlertSummary, steps: Steps | None = None) -> None:
-        """Show `summary` (and `steps`: step numbers, gaps, alerts per step); the
-        cursor stays on its alert when alerts are appended."""
+    def show_alerts(self, summary: AlertSummary, steps: Steps | None = None,
+                    places: list[Place] | None = None) -> None:
+        """Show `summary` (and `steps`: step numbers, gaps, alerts per step; `places`:
+        where in the model each listed alert was made); the cursor stays on its alert
+        when alerts are appended."""
         self.summary = summary
         self.steps = steps
+        self.places = places
         positions = np.fromiter((a.step for a in summary.alerts), dtype=np.int64,
                                 count=len(summary.alerts))
         self._rows = GappedRows(len(summary.alerts),
@@ -107,6 +114,9 @@ class AlertList(LineList):
         for alert_type, number in self.summary.counts.items():
             text.append(f"{alert_type} ", self.component_style("alerts--type"))
             text.append(f"{number}  ")
+        contained = sum(self.summary.contained.values())
+        if contained:
+            text.append(f"({contained} contained) ", self.component_style("alerts--contained"))
         if len(self.summary.alerts) < self.summary.total:
             text.append(f"(first {len(self.summary.alerts)} listed)")
         return text
@@ -135,6 +145,8 @@ class AlertList(LineList):
         alert = self._alert_at(row)
         if alert is None:
             return self._render_gap(row)
+        if alert.contained:
+            return self._render_contained(row, alert)
         text = Text(alert.alert_type.ljust(5), style=self.component_style("alerts--type"))
         where = "graph" if alert.kind == "graph" else "eager"
         text.append(f" {where} #{alert.index} ", self.component_style("alerts--kind"))
@@ -147,7 +159,30 @@ class AlertList(LineList):
             ("NaN", alert.nan), ("-inf", alert.neg_inf), ("+inf", alert.pos_inf)) if value]
         if parts:
             text.append("  " + ", ".join(parts))
+        place = self._place_at(row)
+        if place is not None:
+            text.append(f"  {place.phase}", self.component_style("alerts--kind"))
+            if place.layer:
+                text.append(" " + literal(place.layer), self.component_style("alerts--kind"))
         return text
+
+    def _place_at(self, row: int) -> Place | None:
+        data_row = self._rows.data_row(row)
+        if self.places is None or data_row is None or data_row >= len(self.places):
+            return None
+        return self.places[data_row]
+
+    def _render_contained(self, row: int, alert: Alert) -> Text:
+        """A contained alert: dimmed, with its reason."""
+        step = self.steps.of_execution(alert.step) if self.steps is not None else None
+        place = self._place_at(row)
+        text = f"{alert.alert_type:<5} {alert.kind} #{alert.index} " + (
+            f"{alert.op_type} {alert.tensor_name}" if alert.op_name is not None
+            else alert.tensor_name)
+        text += (f"  step {step}" if step is not None else "") + f"  contained: {alert.contained}"
+        if place is not None:
+            text += f"  {place.phase}" + (f" {place.layer}" if place.layer else "")
+        return Text(literal(text), style=self.component_style("alerts--contained"))
 
     def _render_gap(self, row: int) -> Text:
         gap = self._rows.gap_at(row)

@@ -1,10 +1,10 @@
 """Graph Execution beside a second run (`tfdbg-tui B --compare A`).
 
-Each row of B gets, after its own columns, its counterpart in A (`reader.diff`'s
+Each row of B gets, after its own columns, its counterpart in A (`reader.analysis.diff`'s
 alignment): A's trace index and the same summary columns, with the cells that differ
 beyond the tolerance marked on both sides, a `≠` between them on a divergent row, and
 "only in B" where A has no counterpart. What aligns and what diverges is decided in
-`reader.diff` (`RunAlignment`, `differing_fields`); this module only lays it out.
+`reader.analysis.diff` (`RunAlignment`, `differing_fields`); this module only lays it out.
 No widget here: the Graph Execution list holds one `TraceComparison` and paints with it.
 """
 
@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from reader.diff import RunAlignment, differing_fields
+from reader.analysis.diff import RunAlignment, differing_fields
 from reader.model import Op, Summary, Trace
-from tfdbg_tui.text_fit import cut_middle, keep_by_priority
-from tfdbg_tui.trace_rows import TraceRows
+from tfdbg_tui.models.trace_rows import TraceRows
+from tfdbg_tui.text.text_fit import cut_middle, keep_by_priority
 
 # Between B's columns and A's: a rule, or `DIVERGENT_MARK` on a divergent row.
 SEPARATOR, DIVERGENT_MARK = " │", " ≠"
@@ -67,13 +67,13 @@ _DEFAULT_KEYS = {"dtype", "type"}
 @dataclass(frozen=True)
 class CounterpartCells:
     """A's side of one B row: its trace and op (None: no counterpart or not on disk)
-    and the summary fields that differ (`reader.diff.differing_fields`)."""
+    and the summary fields that differ (`reader.analysis.diff.differing_fields`)."""
 
     index: int | None
     trace: Trace | None
     op: Op | None
     diverged: frozenset[str]
-    reason: str | None  # why the row diverges (`reader.diff` reasons), or None
+    reason: str | None  # why the row diverges (`reader.analysis.diff` reasons), or None
 
 
 class TraceComparison:
@@ -82,7 +82,7 @@ class TraceComparison:
     Built in a worker (`refresh` reads A's kept traces), then set on the list.
 
     Args:
-        alignment: `reader.diff.align_runs(a, b)`.
+        alignment: `reader.analysis.diff.align_runs(a, b)`.
         reader_a: Run A's `reader.DumpReader` (pages of its traces are read to paint).
         run_id_a: A's run id, for the status line.
     """

@@ -15,14 +15,14 @@ from textual.binding import Binding
 from textual.message import Message
 
 from reader import format as fmt
-from reader.steps import Steps, gap_between
-from reader.trace_search import compile_search
-from tfdbg_tui.literal import literal
+from reader.analysis.steps import Steps, gap_between
+from reader.index.trace_search import compile_search
+from tfdbg_tui.models.trace_rows import TraceRows
 from tfdbg_tui.panes.comparison_columns import CompareColumn, TraceComparison
 from tfdbg_tui.screens.prompt import PromptScreen
-from tfdbg_tui.summary_format import count, fit_number
-from tfdbg_tui.text_fit import cut_start, keep_by_priority
-from tfdbg_tui.trace_rows import TraceRows
+from tfdbg_tui.text.literal import literal
+from tfdbg_tui.text.summary_format import count, fit_number
+from tfdbg_tui.text.text_fit import cut_start, keep_by_priority
 from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.pane import Pane
 

@@ -2,8 +2,8 @@
 
 Each input and consumer row shows the summary of its trace nearest the selected one;
 choosing a row (Enter) asks the screen to jump to that trace. Under the selected op,
-the history of its output and of each input over the run (`reader.history`): a
-sparkline over one shared axis of steps (`reader.history.step_axis`), so that where
+the history of its output and of each input over the run (`reader.analysis.history`): a
+sparkline over one shared axis of steps (`reader.analysis.history.step_axis`), so that where
 each broke lines up, and each one's history in words.
 """
 
@@ -16,10 +16,10 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 
-from reader.history import TensorHistory, step_axis
-from tfdbg_tui.context_loader import Neighbour, TraceContext
-from tfdbg_tui.literal import literal
-from tfdbg_tui.summary_format import summary_text
+from reader.analysis.history import TensorHistory, step_axis
+from tfdbg_tui.models.context_loader import Neighbour, TraceContext
+from tfdbg_tui.text.literal import literal
+from tfdbg_tui.text.summary_format import summary_text
 from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.pane import Pane
 

@@ -2,87 +2,20 @@
 
 The text is the snapshot the instrumentation stored in the dump (the file may have
 changed on disk since, or live on another host). Highlighting is done by
-`highlight_source` in a worker; the pane only draws the lines it is given.
+`tfdbg_tui.models.source_view.highlight_source` in a worker; the pane only draws the
+lines it is given.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from pygments.lexers import PythonLexer, get_lexer_for_filename
-from pygments.token import Comment, Keyword, Name, Number, Operator, String, Token
-from pygments.util import ClassNotFound
-from rich.style import Style
 from rich.text import Text
 from textual import events
 
-from tfdbg_tui.literal import literal, literal_text
+from tfdbg_tui.models.source_view import SourceView
+from tfdbg_tui.text.literal import literal
+from tfdbg_tui.text.rich_literal import literal_text
 from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.pane import Pane
-
-# Token styles in the 16 ANSI colours, so the code stays readable in any terminal.
-_TOKEN_STYLES: tuple[tuple[object, Style], ...] = (
-    (Comment, Style(color="bright_black", italic=True)),
-    (String, Style(color="green")),
-    (Number, Style(color="cyan")),
-    (Keyword, Style(color="magenta", bold=True)),
-    (Name.Builtin, Style(color="cyan")),
-    (Name.Function, Style(color="blue", bold=True)),
-    (Name.Class, Style(color="blue", bold=True)),
-    (Name.Decorator, Style(color="yellow")),
-    (Operator.Word, Style(color="magenta")),
-)
-
-
-def _token_style(token_type) -> Style | None:
-    while token_type is not Token:
-        for parent, style in _TOKEN_STYLES:
-            if token_type is parent:
-                return style
-        token_type = token_type.parent
-    return None
-
-
-def highlight_source(lines: tuple[str, ...], path: str) -> list[Text]:
-    """The lines as `Text`, Pygments-highlighted, control characters escaped.
-
-    Slow for big files: call it in a worker.
-    """
-    clean = [literal(line.expandtabs(8)) for line in lines]
-    try:
-        lexer = get_lexer_for_filename(path, stripnl=False, ensurenl=False)
-    except ClassNotFound:
-        lexer = PythonLexer(stripnl=False, ensurenl=False)
-    texts: list[Text] = []
-    current = Text(no_wrap=True, end="")
-    for token_type, value in lexer.get_tokens("\n".join(clean)):
-        style = _token_style(token_type)
-        parts = value.split("\n")
-        for number, part in enumerate(parts):
-            if number:
-                texts.append(current)
-                current = Text(no_wrap=True, end="")
-            if part:
-                current.append(part, style)
-    texts.append(current)
-    return texts[:len(clean)] if clean else []
-
-
-@dataclass(frozen=True)
-class SourceView:
-    """What the Source Code pane shows: a file's highlighted lines and a marked line.
-
-    `lines` is None when the dump holds no snapshot; `note` says why. `span` is the
-    exact expression on the marked line, as (start, end) columns of the line shown
-    (`tfdbg_tui.literal.literal_columns`), when the dump records it.
-    """
-
-    path: str
-    line: int
-    lines: list[Text] | None
-    note: str = ""
-    span: tuple[int, int] | None = None
-
 
 # Columns of code kept in view left of the expression when the line must scroll to it.
 SPAN_CONTEXT_COLUMNS = 4

@@ -8,7 +8,7 @@ from textual.binding import Binding
 from textual.message import Message
 
 from reader.model import Frame
-from tfdbg_tui.literal import literal
+from tfdbg_tui.text.literal import literal
 from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.pane import Pane
 

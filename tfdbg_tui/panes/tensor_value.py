@@ -11,9 +11,9 @@ import math
 import numpy as np
 from rich.text import Text
 
-from tfdbg_tui.literal import literal
-from tfdbg_tui.summary_format import fit_number
-from tfdbg_tui.text_fit import cut_end
+from tfdbg_tui.text.literal import literal
+from tfdbg_tui.text.summary_format import fit_number
+from tfdbg_tui.text.text_fit import cut_end
 from tfdbg_tui.widgets.line_list import LineList
 
 # Characters per element, its separating space included: a float in 11 keeps 5 to 9

@@ -2,7 +2,7 @@
 
 Each cell is the first letter of the op type or function name; function calls are
 drawn reversed, alert cells red. Where a circular buffer did not keep executions,
-one gap cell ("…") stands for them (`tfdbg_tui.kept_rows`). A Line API widget: only
+one gap cell ("…") stands for them (`tfdbg_tui.models.kept_rows`). A Line API widget: only
 visible rows are read, a row at a time, so millions of executions cost nothing until
 shown.
 """
@@ -20,10 +20,11 @@ from textual.strip import Strip
 from textual.widgets import Static
 
 from reader import format as fmt
-from tfdbg_tui.context_loader import ExecutionContext
-from tfdbg_tui.kept_rows import KeptRows
-from tfdbg_tui.literal import literal, literal_text
-from tfdbg_tui.summary_format import summary_text
+from tfdbg_tui.models.context_loader import ExecutionContext
+from tfdbg_tui.models.kept_rows import KeptRows
+from tfdbg_tui.text.literal import literal
+from tfdbg_tui.text.rich_literal import literal_text
+from tfdbg_tui.text.summary_format import summary_text
 from tfdbg_tui.widgets.cursor_view import CursorView
 from tfdbg_tui.widgets.pane import Pane
 
@@ -272,10 +273,9 @@ def execution_detail(context: ExecutionContext | None, note: str = "") -> Text:
     if execution.thread is not None:
         text.append("  in thread ")
         text.append_text(literal_text(execution.thread, "bold"))
-    summaries = execution.summaries or ()
     for slot, dtype in enumerate(execution.output_dtypes):
         text.append(f"\n out {slot}: ")
-        summary = summaries[slot] if slot < len(summaries) else None
+        summary = execution.summary(slot)
         if summary is None:
             text.append(dtype)
         else:

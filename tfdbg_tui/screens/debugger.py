@@ -17,25 +17,26 @@ from textual.widgets import Footer
 
 import reader as dump_reader_module
 from reader import format as fmt
-from reader import liveness
-from reader.diagnosis import diagnose_alert, diagnose_cause
+from reader.analysis.diagnosis import diagnose_alert, diagnose_cause
+from reader.analysis.steps import Steps, gap_between
+from reader.analysis.verdict import healthy_verdict
 from reader.errors import DumpError
 from reader.model import Alert, AlertSummary, RootCause
 from reader.notices import count_warnings
-from reader.steps import Steps, gap_between
-from tfdbg_tui.context_loader import (
+from reader.run import liveness
+from tfdbg_tui.dump_watcher import ENDED, POLL_INTERVAL_S, DumpChanged, DumpWatcher, DumpWatchFailed
+from tfdbg_tui.models.context_loader import (
     TraceContext,
     load_execution_context,
     load_source,
     load_trace_context,
     source_span,
 )
-from tfdbg_tui.dump_watcher import ENDED, POLL_INTERVAL_S, DumpChanged, DumpWatcher, DumpWatchFailed
-from tfdbg_tui.literal import literal
+from tfdbg_tui.models.source_view import SourceView
 from tfdbg_tui.panes.alerts import AlertList, AlertsPane
 from tfdbg_tui.panes.graph_execution import GraphExecutionList, GraphExecutionPane
 from tfdbg_tui.panes.graph_structure import GraphStructureList, GraphStructurePane
-from tfdbg_tui.panes.source_code import SourceCodePane, SourceView
+from tfdbg_tui.panes.source_code import SourceCodePane
 from tfdbg_tui.panes.stack_trace import StackTraceList, StackTracePane
 from tfdbg_tui.panes.timeline import TimelineCells, TimelinePane
 from tfdbg_tui.screens.debugger_results import (
@@ -47,6 +48,7 @@ from tfdbg_tui.screens.debugger_results import (
     SourceLoaded,
 )
 from tfdbg_tui.screens.run_comparison import RunComparison
+from tfdbg_tui.text.literal import literal
 from tfdbg_tui.widgets.diagnosis_line import DiagnosisLine
 from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.status_line import StatusLine
@@ -212,9 +214,11 @@ class DebuggerScreen(RunComparison):
         try:
             alerts = reader.alerts(limit_per_type=ALERT_LIMIT_PER_TYPE)
             root_cause = reader.root_cause() if alerts.total else None
-            diagnosis = diagnose_cause(reader, root_cause) if root_cause is not None else None
+            diagnosis = (diagnose_cause(reader, root_cause) if root_cause is not None
+                         else healthy_verdict(reader))
+            places = [reader.place(alert) for alert in alerts.alerts]
             loaded = HuntLoaded(alerts, root_cause, reader.trace_alert_indices(),
-                                     reader.steps(), select, diagnosis)
+                                reader.steps(), select, diagnosis, places)
         except DumpError as error:
             # A record left the disk while it was read (a circular buffer rotating
             # under a live run): say so; the next update hunts again.
@@ -231,7 +235,7 @@ class DebuggerScreen(RunComparison):
         graph_list.show_alert_traces(message.alert_traces)
         graph_list.steps = message.steps
         alert_list = self.query_one(AlertList)
-        alert_list.show_alerts(message.alerts, message.steps)
+        alert_list.show_alerts(message.alerts, message.steps, message.places)
         self.update_status()
         if not self.alert_chosen:
             self.query_one(DiagnosisLine).show(
@@ -367,7 +371,7 @@ class DebuggerScreen(RunComparison):
 
     @work(thread=True, exclusive=True, group="diagnosis")
     def load_diagnosis(self, alert: Alert, token: int) -> None:
-        """The diagnosis of a selected alert (`reader.diagnosis.diagnose_alert`)."""
+        """The diagnosis of a selected alert (`reader.analysis.diagnosis.diagnose_alert`)."""
         try:
             diagnosis = diagnose_alert(self.reader, alert)
         except DumpError:

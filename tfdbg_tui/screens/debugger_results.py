@@ -11,17 +11,18 @@ from __future__ import annotations
 import numpy as np
 from textual.message import Message
 
-from reader.diagnosis import Diagnosis
+from reader.analysis.diagnosis import Diagnosis
+from reader.analysis.model_place import Place
+from reader.analysis.steps import Steps
 from reader.model import AlertSummary, RootCause
-from reader.steps import Steps
-from tfdbg_tui.context_loader import ExecutionContext, TraceContext
 from tfdbg_tui.messages import DumpFailed
-from tfdbg_tui.panes.source_code import SourceView
+from tfdbg_tui.models.context_loader import ExecutionContext, TraceContext
+from tfdbg_tui.models.source_view import SourceView
 
 
 class ReaderOpened(Message):
     """The run is open and indexed (`reader` is a `reader.DumpReader`); `state` is
-    its `reader.liveness` state."""
+    its `reader.run.liveness` state."""
 
     def __init__(self, reader, state: str) -> None:
         super().__init__()
@@ -39,8 +40,10 @@ class HuntLoaded(Message):
 
     def __init__(self, alerts: AlertSummary, root_cause: RootCause | None,
                  alert_traces: np.ndarray, steps: Steps, select: bool,
-                 diagnosis: Diagnosis | None = None) -> None:
+                 diagnosis: Diagnosis | None = None,
+                 places: list[Place] | None = None) -> None:
         super().__init__()
+        self.places = places  # per listed alert, where in the model it was made
         self.alerts = alerts
         self.root_cause = root_cause
         self.alert_traces = alert_traces

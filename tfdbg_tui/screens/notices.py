@@ -10,7 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from reader.notices import Notice
-from tfdbg_tui.literal import literal
+from tfdbg_tui.text.literal import literal
 
 
 def notices_text(notices: tuple[Notice, ...] | list[Notice]) -> Text:

@@ -1,7 +1,7 @@
 """Comparing the shown run (B) with another (A): `tfdbg-tui B --compare A`, or `c`.
 
 A base of `DebuggerScreen`, kept apart so that the screen stays a thin coordinator. A
-worker opens A and aligns the two runs (`reader.diff.align_runs`: it walks both, so
+worker opens A and aligns the two runs (`reader.analysis.diff.align_runs`: it walks both, so
 never on the event loop) and posts one `AlignmentLoaded`; its handler sets the
 comparison on Graph Execution (attributes down), says what is compared on the status
 line and lands on the first divergence. `F`, `d` and `D` move between divergences by
@@ -15,9 +15,8 @@ from textual.binding import Binding
 from textual.message import Message
 
 import reader as dump_reader_module
-from reader.diff import GRAPH, RunAlignment, align_runs
+from reader.analysis.diff import GRAPH, RunAlignment, align_runs
 from reader.errors import DumpError
-from tfdbg_tui.literal import literal
 from tfdbg_tui.messages import DumpFailed
 from tfdbg_tui.panes.comparison_columns import TraceComparison
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
@@ -25,6 +24,7 @@ from tfdbg_tui.panes.timeline import TimelineCells
 from tfdbg_tui.screens.prompt import PromptScreen
 from tfdbg_tui.screens.run_picker import RunPickerScreen
 from tfdbg_tui.screens.trace_navigation import TraceNavigation
+from tfdbg_tui.text.literal import literal
 
 # What the landing notice adds: the keys that move on from the first divergence.
 DIVERGENCE_KEYS_HINT = "F first, d / D next / previous divergence"

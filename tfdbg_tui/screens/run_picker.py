@@ -15,11 +15,11 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 import reader as dump_reader_module
-from reader import liveness
+from reader.analysis.workers import first_nonfinite_workers
 from reader.errors import DumpError
 from reader.model import DUMPER_TENSORFLOW, RunInfo
-from reader.workers import first_nonfinite_workers
-from tfdbg_tui.literal import literal
+from reader.run import liveness
+from tfdbg_tui.text.literal import literal
 
 # What a run's alert count shows while it is being counted, or when it cannot be.
 COUNTING, UNCOUNTABLE = "counting", "unreadable"
@@ -30,7 +30,7 @@ def run_label(run: RunInfo, alerts: int | str = COUNTING, *, first_in_job: bool 
     """One line about a run: start time, id, its task in a multi-worker job, alert
     count (`COUNTING` until known, `UNCOUNTABLE` if the run cannot be read), mode,
     finished or not, host and pid. ``first_in_job``: the worker of a multi-worker job
-    that went non-finite first (`reader.workers`)."""
+    that went non-finite first (`reader.analysis.workers`)."""
     started = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.start_time))
                if run.start_time else "start unknown")
     text = Text(f"{started}  ")
@@ -56,7 +56,7 @@ def run_label(run: RunInfo, alerts: int | str = COUNTING, *, first_in_job: bool 
 
 # A file set of TensorFlow's dumper, which records neither an end nor a pid.
 _TENSORFLOW_LABEL = ("TensorFlow dump", "cyan")
-# How a run's `reader.liveness` state is shown: text and style.
+# How a run's `reader.run.liveness` state is shown: text and style.
 _STATE_LABELS = {
     liveness.FINISHED: ("finished", "green"),
     liveness.STOPPED: ("recording stopped (write error)", "bold red"),

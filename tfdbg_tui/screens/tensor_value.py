@@ -8,8 +8,8 @@ from textual.binding import Binding
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
-from tfdbg_tui.literal import literal
 from tfdbg_tui.panes.tensor_value import TensorValueList
+from tfdbg_tui.text.literal import literal
 
 
 class TensorValueScreen(ModalScreen[None]):

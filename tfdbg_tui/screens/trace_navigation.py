@@ -13,10 +13,10 @@ from textual.message import Message
 from textual.screen import Screen
 
 from reader.errors import DumpError
-from tfdbg_tui.literal import literal
 from tfdbg_tui.messages import DumpFailed
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 from tfdbg_tui.screens.tensor_value import TensorValueScreen
+from tfdbg_tui.text.literal import literal
 
 
 class TraceNavigation(Screen):

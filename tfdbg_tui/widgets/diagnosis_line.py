@@ -2,7 +2,7 @@
 
 One line above the panes. On opening it diagnoses the root
 cause; selecting an alert diagnoses that alert. The text comes from
-`reader.diagnosis`; this widget only formats it. A line too long for the screen is
+`reader.analysis.diagnosis`; this widget only formats it. A line too long for the screen is
 cut and ends in a "more" hint: `e` (or a click) shows the whole diagnosis with its
 evidence (`tfdbg_tui.screens.diagnosis`).
 """
@@ -14,8 +14,9 @@ from textual import events
 from textual.message import Message
 from textual.widget import Widget
 
-from reader.diagnosis import Diagnosis
-from tfdbg_tui.literal import literal
+from reader.analysis.diagnosis import Diagnosis
+from reader.analysis.verdict import VERDICT_PATTERNS
+from tfdbg_tui.text.literal import literal
 
 # Short names of the patterns for the line's label.
 PATTERN_LABELS = {
@@ -27,7 +28,18 @@ PATTERN_LABELS = {
     "inf_arithmetic": "inf arithmetic",
     "nonfinite_input": "non-finite input",
     "unknown": "unexplained",
+    "loss_scale_collapse": "loss scale collapse",
+    "where_gradient_trap": "tf.where gradient trap",
+    "library_nan": "made in library code",
+    "divergence": "divergence",
+    "domain_error": "outside the domain",
+    "contained": "contained",
+    "healthy": "healthy",
+    "expected_loss_scaling": "healthy: loss scaling",
 }
+
+# Diagnoses that say no harm was done: shown on the calm background.
+CLEAR_PATTERNS = (*VERDICT_PATTERNS, "contained")
 
 # Ends a line cut at the screen's edge: the key that shows all of it.
 MORE_HINT = " e: more "
@@ -72,7 +84,7 @@ class DiagnosisLine(Widget):
     def show(self, diagnosis: Diagnosis | None, note: str = "") -> None:
         """Show `diagnosis`; None shows `note` (e.g. no NaN or infinity in the run)."""
         self.diagnosis = diagnosis
-        self.set_class(diagnosis is None, "-clear")
+        self.set_class(diagnosis is None or diagnosis.pattern in CLEAR_PATTERNS, "-clear")
         self._text = diagnosis_text(diagnosis) if diagnosis is not None else Text(f" {note}")
         self.refresh()
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.widget import Widget
 
-from reader import liveness
 from reader.model import DUMPER_TENSORFLOW, RunMetadata
-from tfdbg_tui.literal import literal
-from tfdbg_tui.text_fit import cut_middle
+from reader.run import liveness
+from tfdbg_tui.text.literal import literal
+from tfdbg_tui.text.text_fit import cut_middle
 
 # A live run that wrote nothing for this long is said to be idle; when its process
 # cannot be checked (another host) it may have been killed (a killed run never
@@ -30,7 +30,7 @@ COMPARED_ID_MIN_CELLS = 10
 class RunStatus:
     """What the status line says about the run.
 
-    `state` is the run's `reader.liveness` state: finished, stopped (recording
+    `state` is the run's `reader.run.liveness` state: finished, stopped (recording
     stopped on a write error, such as a full disk), running (its process is alive on
     this host), killed (its process is gone and it has no `end`), or unknown (written
     on another host: running, or killed). `followed`: new records are still

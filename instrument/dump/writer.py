@@ -1,0 +1,516 @@
+"""The dump writer: appends msgpack records to one run's stream files.
+
+This module knows the file layout of docs/format.md and nothing of TensorFlow, so
+tests and tools can write dumps without it. Ids are allocated here; deciding what is
+new (interning frames, stacks, graphs) is the caller's job.
+
+Crash semantics: records are buffered in memory and written with ``os.writev`` at
+every `flush()` (the writer flushes itself every `FLUSH_INTERVAL_S` seconds from a
+daemon thread). A process killed at any moment loses at most the records appended
+since the last flush; a record cut short by the kill is at the very end of its file,
+where the reader treats it as not yet written. A write that fails (a full disk)
+stops the recording, never the program (`instrument.dump.recording_stop`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from instrument.dump import recording_stop
+from instrument.dump.columnar_chunks import ExecutionChunk, TraceChunk
+from instrument.dump.flight_recorder import (
+    FirstAlert,
+    FlightRecorder,
+    summaries_alert,
+    values_alert,
+)
+from instrument.dump.record_file import RecordFile
+from instrument.dump.recording_stop import RecordingStop
+from instrument.dump.value_encoding import COMPRESSION
+from reader import format as fmt
+
+# The logger users know (docs/instrument.md), whichever module of the writer logs.
+logger = logging.getLogger("instrument.writer")
+
+# How often buffered records reach the file. It bounds what a SIGKILL can lose and how
+# stale a live view of the dump can be (the TUI aims to show new records within ~2 s).
+FLUSH_INTERVAL_S = 0.5
+# A buffer this large is written at once rather than at the next interval.
+FLUSH_BYTES = 1 << 20
+
+
+def new_run_id(now: float | None = None) -> str:
+    """A run id that sorts by start time and is unique across hosts and processes."""
+    now = time.time() if now is None else now
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now))
+    host = "".join(c if c.isalnum() or c in "-_" else "_" for c in socket.gethostname())[:40]
+    return f"{stamp}-{host or 'host'}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+class DumpWriter:
+    """Writes one run (one instrumented process) into ``logdir/<run_id>/``.
+
+    Thread-safe: every method takes the writer's lock.
+
+    Args:
+        logdir: Directory holding runs; created if missing.
+        run_info: The run record's fields (see docs/format.md, record ``run``);
+            ``run``, ``format_version``, ``host``, ``pid`` and ``start_time`` are
+            filled in when absent.
+        circular_buffer_size: N > 0 keeps at least the latest N executions and N
+            graph traces on disk (segments rotate, older ones are deleted), and the
+            first alert's window (`FlightRecorder`); N <= 0 keeps everything.
+        watch_alerts: Whether to look for the first record holding NaN or infinity
+            (`first_alert`); None: only when the flight recorder needs it (N > 0).
+            Looking reads every FULL_TENSOR value until the first alert: in a run
+            that keeps everything and does not stop on alerts, nothing would use it.
+        flush_interval_s: Period of the background flush; None disables the thread
+            (the caller then flushes).
+
+    A write that fails (no space, quota, I/O error) stops the recording for good and
+    raises nothing: `stopped` says where and why, a `recording_stopped` notice says it
+    in the dump when it can, and one warning is logged (`instrument.dump.recording_stop`).
+
+    Attributes:
+        first_alert: The first record seen holding NaN or infinity, or None (always
+            None when alerts are not watched).
+        watches_alerts: Whether the first alert is looked for (``watch_alerts``).
+    """
+
+    def __init__(
+        self,
+        logdir: str | os.PathLike[str],
+        run_info: dict[str, Any],
+        *,
+        circular_buffer_size: int = 0,
+        watch_alerts: bool | None = None,
+        flush_interval_s: float | None = FLUSH_INTERVAL_S,
+    ) -> None:
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._stopped: RecordingStop | None = None
+        # The Python function of the latest eager call and its call ordinal.
+        self._latest_call: tuple[str | None, int] | None = None
+        self._chunk: ExecutionChunk | None = None  # executions not yet packed
+        self._traces: TraceChunk | None = None  # traces not yet packed
+        self.run_id = run_info.get("run") or new_run_id()
+        self.path = os.path.join(os.fspath(logdir), self.run_id)
+        os.makedirs(self.path, exist_ok=False)
+        # Room for the `recording_stopped` notice should the disk fill up.
+        reserved = recording_stop.make_reserve(self.path)
+        self.circular_buffer_size = int(circular_buffer_size)
+        self.mode = run_info.get("tensor_debug_mode")
+        self._recorder = FlightRecorder(self.circular_buffer_size)
+        self.watches_alerts = (self.circular_buffer_size > 0 if watch_alerts is None
+                              else bool(watch_alerts))
+        self._files: dict[str, RecordFile] = {}
+        self._segments: dict[str, int] = {}
+        self._in_segment: dict[str, int] = {}  # executions or traces in the open segment
+        for stream in fmt.STREAMS:
+            self._open_segment(stream, 0)
+        self._next_id = {kind: 0 for kind in (fmt.KIND_DEVICE, fmt.KIND_FILE, fmt.KIND_FRAME,
+                                               fmt.KIND_STACK, fmt.KIND_GRAPH, fmt.KIND_OP)}
+        self.num_executions = 0
+        self.num_traces = 0
+        self._closed = False
+        record = {
+            "k": fmt.KIND_RUN,
+            "run": self.run_id,
+            "format_version": list(fmt.FORMAT_VERSION),
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "start_time": time.time(),
+            "circular_buffer_size": self.circular_buffer_size,
+            "space_reserve": reserved,
+        }
+        record.update({k: v for k, v in run_info.items() if k != "k"})
+        record["run"] = self.run_id
+        self._files[fmt.STREAM_METADATA].append(record)
+        # Not `flush()`: a dump that cannot be written at all fails the enable.
+        for stream in fmt.STREAMS:
+            self._files[stream].flush()
+        self._flusher: threading.Thread | None = None
+        if flush_interval_s is not None:
+            self._flusher = threading.Thread(
+                target=self._flush_periodically, args=(flush_interval_s,),
+                name="tfdbg-tui-dump-flush", daemon=True)
+            self._flusher.start()
+
+    # -- files -------------------------------------------------------------------------
+
+    def _open_segment(self, stream: str, segment: int) -> None:
+        header = {
+            "k": fmt.KIND_HEADER,
+            "format": fmt.FORMAT_NAME,
+            "version": list(fmt.FORMAT_VERSION),
+            "stream": stream,
+            "run": self.run_id,
+            "segment": segment,
+        }
+        path = os.path.join(self.path, fmt.segment_filename(stream, segment))
+        self._files[stream] = RecordFile(path, header)
+        self._segments[stream] = segment
+        self._in_segment[stream] = 0
+
+    @property
+    def stopped(self) -> RecordingStop | None:
+        """Where and why recording stopped on a write error, or None while it goes on."""
+        return self._stopped
+
+    def _stop_recording(self, error: OSError, path: str) -> None:
+        """A write failed: drop what is buffered, say so in the dump if there is room
+        (the reserve is given back for it), warn once, and record nothing more."""
+        if self._stopped is not None:
+            return
+        function, call = self._latest_call or (None, None)
+        stop = recording_stop.make_stop(
+            error, getattr(error, "filename", None) or path, self.path,
+            executions=self.num_executions, traces=self.num_traces,
+            function=function, call=call)
+        self._stopped = stop
+        self._stop.set()
+        for file in self._files.values():
+            file.discard()
+        recording_stop.release_reserve(self.path)
+        written = True
+        try:
+            self._files[fmt.STREAM_METADATA].write_now(stop.notice_record())
+        except OSError as again:
+            written = False
+            logger.debug("tfdbg-tui: the recording_stopped notice was not written: %s",
+                         again)
+        logger.warning(stop.warning(self.path, written))
+
+    @property
+    def first_alert(self) -> FirstAlert | None:
+        """The first record written that held NaN or infinity, or None."""
+        return self._recorder.first_alert
+
+    @property
+    def seeking_alert(self) -> bool:
+        """Whether records are still inspected for the first alert (watched, none yet)."""
+        return self.watches_alerts and self._recorder.first_alert is None
+
+    def _note_alert(self, stream: str, index: int, step: int) -> None:
+        """A record about to be written holds NaN or infinity: pin the first one's window."""
+        segments = {s: self._segments[s] for s in fmt.ROTATING_STREAMS}
+        self._recorder.alert(stream, index, step, segments)
+
+    def _count_and_rotate(self, stream: str, count: int, step: int) -> None:
+        """Count events into the open segment; start a new one once it holds N.
+
+        While the first alert's window is pinned, the open segment grows until the
+        alert's step is over (`FlightRecorder`).
+        """
+        self._in_segment[stream] += count
+        if self.circular_buffer_size <= 0 or self._stopped is not None:
+            return
+        recorder = self._recorder
+        if recorder.is_pinning(stream):
+            if recorder.ends_after(stream, step, self._in_segment[stream]):
+                self._rotate(stream)
+            return
+        if self._in_segment[stream] >= self.circular_buffer_size:
+            self._rotate(stream)
+
+    def _rotate(self, stream: str) -> None:
+        """Close the open segment, open the next, delete the one before the closed one."""
+        self._recorder.close_window(stream)
+        # Everything before the current segment flushes first, so the new segment's
+        # records never reach disk ahead of the definitions they refer to.
+        self.flush()
+        if self._stopped is not None:
+            return
+        segment = self._segments[stream] + 1
+        path = os.path.join(self.path, fmt.segment_filename(stream, segment))
+        try:
+            self._files[stream].close()
+            self._open_segment(stream, segment)
+            self._files[stream].flush()
+            # Keep the segment just filled (at least N records) and the new one.
+            stale = os.path.join(self.path, fmt.segment_filename(stream, segment - 2))
+            if segment >= 2 and self._recorder.may_delete(stream, segment - 2) \
+                    and os.path.exists(stale):
+                os.remove(stale)
+        except OSError as error:
+            self._stop_recording(error, path)
+
+    def _append(self, stream: str, record: dict[str, Any], *,
+                encode: Callable[[dict[str, Any]], None] | None = None,
+                size_hint: int = 0) -> None:
+        if self._closed:
+            raise RuntimeError(f"dump writer for run {self.run_id} is closed")
+        if self._stopped is not None:
+            return
+        file = self._files[stream]
+        file.append(record, encode=encode, size_hint=size_hint)
+        if file.pending_bytes >= FLUSH_BYTES:
+            self.flush()
+
+    def _allocate(self, kind: str) -> int:
+        ident = self._next_id[kind]
+        self._next_id[kind] = ident + 1
+        return ident
+
+    def flush(self, *, sync: bool = False) -> None:
+        """Write every buffered record, definition streams first; ``sync`` also
+        waits until the files are on the storage device (``fsync``)."""
+        with self._lock:
+            if self._closed or self._stopped is not None:
+                return
+            for stream in fmt.STREAMS:
+                file = self._files[stream]
+                try:
+                    file.flush(sync=sync)
+                except OSError as error:
+                    self._stop_recording(error, file.path)
+                    return
+
+    def _flush_periodically(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            with self._lock:
+                if self._closed or self._stopped is not None:
+                    return
+                self.flush()
+
+    def close(self, *, clean: bool = True) -> None:
+        """Flush and close every file; ``clean`` writes the ``end`` record first
+        (never after recording stopped on a write error)."""
+        with self._lock:
+            if self._closed:
+                return
+            if clean and self._stopped is None:
+                self._files[fmt.STREAM_METADATA].append({
+                    "k": fmt.KIND_END,
+                    "time": time.time(),
+                    "num_executions": self.num_executions,
+                    "num_traces": self.num_traces,
+                })
+            self.flush()
+            for stream in fmt.STREAMS:
+                self._files[stream].close(flush=False)
+            self._closed = True
+            recording_stop.release_reserve(self.path)
+        self._stop.set()
+
+    # -- definitions -------------------------------------------------------------------
+
+    def add_device(self, name: str) -> int:
+        with self._lock:
+            ident = self._allocate(fmt.KIND_DEVICE)
+            self._append(fmt.STREAM_METADATA, {"k": fmt.KIND_DEVICE, "id": ident, "name": name})
+            return ident
+
+    def add_source_file(self, path: str, lines: Sequence[str] | None, *, library: bool,
+                        omitted: str | None = None) -> int:
+        """Define a source file; ``lines`` is its snapshot, None when ``omitted`` says why."""
+        with self._lock:
+            ident = self._allocate(fmt.KIND_FILE)
+            self._append(fmt.STREAM_SOURCE_FILES, {
+                "k": fmt.KIND_FILE, "id": ident, "path": path, "host": socket.gethostname(),
+                "lines": list(lines) if lines is not None else None,
+                "library": bool(library), "omitted": omitted,
+            })
+            return ident
+
+    def add_frame(self, file_id: int, line: int, function: str,
+                  span: tuple[int, int, int] | None = None) -> int:
+        """Define a frame; ``span`` is its expression's (column, end line, end column)."""
+        record = {"k": fmt.KIND_FRAME, "file": file_id, "line": int(line), "func": function}
+        if span is not None:
+            record.update(col=span[0], end_line=span[1], end_col=span[2])
+        with self._lock:
+            record["id"] = self._allocate(fmt.KIND_FRAME)
+            self._append(fmt.STREAM_STACKS, record)
+            return record["id"]
+
+    def add_stack(self, frame_ids: Sequence[int]) -> int:
+        """Define a stack: frame ids from the outermost call to the innermost."""
+        with self._lock:
+            ident = self._allocate(fmt.KIND_STACK)
+            self._append(fmt.STREAM_STACKS, {
+                "k": fmt.KIND_STACK, "id": ident, "frames": list(frame_ids)})
+            return ident
+
+    def add_graph(self, name: str | None, outer_graph_id: int | None, *,
+                  function_name: str | None = None) -> int:
+        """Define a graph; ``function_name`` is the name eager calls of it carry."""
+        with self._lock:
+            ident = self._allocate(fmt.KIND_GRAPH)
+            self._append(fmt.STREAM_GRAPHS, {
+                "k": fmt.KIND_GRAPH, "id": ident, "name": name, "outer": outer_graph_id,
+                "function": function_name})
+            return ident
+
+    def set_graph_function_name(self, graph_id: int, function_name: str) -> None:
+        """Record (again) a graph, now with the function name its eager calls carry."""
+        with self._lock:
+            self._append(fmt.STREAM_GRAPHS, {
+                "k": fmt.KIND_GRAPH, "id": graph_id, "function": function_name,
+                "update": True})
+
+    def add_op(self, *, graph_id: int, op_type: str, op_name: str, inputs: Sequence[str],
+               num_outputs: int, output_dtypes: Sequence[int], device_id: int | None,
+               stack_id: int | None, trace_points: Sequence[int | None]) -> int:
+        """Define an op created in a graph.
+
+        Args:
+            inputs: Input tensor names, ``"op_name:slot"``, in the op's graph.
+            output_dtypes: TF DataType enum value of each output.
+            trace_points: Per output slot, the trace point id its graph execution
+                traces carry, or None when that output is not traced.
+        """
+        with self._lock:
+            ident = self._allocate(fmt.KIND_OP)
+            self._append(fmt.STREAM_GRAPHS, {
+                "k": fmt.KIND_OP, "id": ident, "graph": graph_id, "type": op_type,
+                "name": op_name, "inputs": list(inputs), "num_outputs": int(num_outputs),
+                "dtypes": list(output_dtypes), "device": device_id, "stack": stack_id,
+                "tps": list(trace_points)})
+            return ident
+
+    def add_notice(self, kind: str, message: str, *, level: str = fmt.NOTICE_WARNING,
+                   details: dict[str, Any] | None = None) -> None:
+        """Record a notice (docs/format.md, `notice`): something the user should know
+        about this recording. ``message`` is one line; ``details`` holds plain values."""
+        with self._lock:
+            if self._closed:
+                return
+            self._append(fmt.STREAM_METADATA, {
+                "k": fmt.KIND_NOTICE, "kind": kind, "level": level,
+                "message": " ".join(message.split()), "details": dict(details or {}),
+                "t": time.time()})
+
+    # -- events --------------------------------------------------------------------------
+
+    def add_execution(self, *, op_type: str, graph_id: int | None, input_ids: Sequence[int],
+                      output_ids: Sequence[int], device_ids: Sequence[int],
+                      output_dtypes: Sequence[int], stack_id: int | None,
+                      summaries: Sequence[Sequence[float] | None] | None = None,
+                      values: Sequence[dict[str, Any] | None] | None = None,
+                      time_s: float | None = None, call_ordinal: int | None = None,
+                      thread: str | None = None) -> int:
+        """Record one eager execution (an op or a function call); returns its index.
+
+        ``values`` (FULL_TENSOR, `tensor_value_record` results) are compressed when
+        the record is flushed, normally by the background flush rather than the
+        caller's (training) thread, if a core is spare (`COMPRESSION`).
+        ``call_ordinal`` (a function call) is how many calls of the same function
+        (`reader.format.step_function_name`) came before it. ``thread`` names the
+        Python thread it ran in, when not the one that enabled the dump.
+        """
+        with self._lock:
+            if self._closed:
+                raise RuntimeError(f"dump writer for run {self.run_id} is closed")
+            index = self.num_executions
+            if call_ordinal is not None:
+                self._latest_call = (fmt.step_function_name(op_type), int(call_ordinal))
+            # Only the first alert matters: later records are not inspected.
+            if self.seeking_alert and (
+                    summaries_alert(self.mode, summaries) if values is None
+                    else values_alert(values)):
+                self._note_alert(fmt.STREAM_EXECUTIONS, index, index)
+            if self._stopped is None:
+                chunk = self._execution_chunk(index)
+                chunk.add(op_type=op_type, graph_id=graph_id, input_ids=input_ids,
+                          output_ids=output_ids, device_ids=device_ids,
+                          output_dtypes=output_dtypes, stack_id=stack_id,
+                          summaries=summaries, values=values,
+                          time_s=time.time() if time_s is None else time_s,
+                          call_ordinal=call_ordinal, thread=thread)
+            self.num_executions = index + 1
+            if self._chunk is not None and self._chunk.estimated_bytes >= FLUSH_BYTES:
+                self.flush()
+            self._count_and_rotate(fmt.STREAM_EXECUTIONS, 1, index)
+            return index
+
+    def _execution_chunk(self, index: int) -> ExecutionChunk:
+        """The open chunk of executions, or a new one from ``index`` on.
+
+        A new chunk's record is appended at once, in its place in the stream, and
+        packed when the file flushes (`ExecutionChunk.pack_into`).
+        """
+        chunk = self._chunk
+        if chunk is None or chunk.sealed or chunk.full:
+            width = (len(fmt.SUMMARY_COLUMNS[self.mode])
+                     if self.mode in fmt.SUMMARY_COLUMNS and self.mode != fmt.FULL_TENSOR
+                     else 0)
+            chunk = self._chunk = ExecutionChunk(index, width)
+
+            def pack(record: dict[str, Any], chunk: ExecutionChunk = chunk) -> None:
+                chunk.pack_into(record)
+                if "v" in record:
+                    record["v"] = COMPRESSION.encode_all(record["v"])
+
+            self._files[fmt.STREAM_EXECUTIONS].append({}, encode=pack)
+        return chunk
+
+    def add_traces(self, trace_points: np.ndarray, *, summaries: np.ndarray | None = None,
+                   values: Sequence[dict[str, Any]] | None = None,
+                   step: int | None = None, alert: bool | None = None) -> int:
+        """Record a chunk of graph execution traces, in execution order.
+
+        Args:
+            trace_points: int32 array, the trace point id of each trace.
+            summaries: float64 array of shape (n, len(SUMMARY_COLUMNS[mode])), or None.
+            values: FULL_TENSOR values, one `tensor_value_record` per trace, stored as
+                given: compress them (`encode_value`) first, off the lock.
+            step: Index of the eager execution (top-level function call) the traces ran
+                in; defaults to the number of executions recorded so far.
+            alert: Whether a trace holds NaN or infinity; None: found from
+                ``summaries`` (or from ``values``, if stored raw).
+
+        Returns:
+            The index of the chunk's first trace.
+        """
+        tps = np.ascontiguousarray(trace_points, dtype="<i4")
+        n = int(tps.shape[0])
+        with self._lock:
+            first = self.num_traces
+            step = self.num_executions if step is None else int(step)
+            if not self.seeking_alert:
+                alert = False
+            elif alert is None:
+                alert = (summaries_alert(self.mode, summaries) if values is None
+                         else values_alert(values))
+            if alert:
+                self._note_alert(fmt.STREAM_GRAPH_TRACES, first, step)
+            if self._recorder.before_write(fmt.STREAM_GRAPH_TRACES, step,
+                                           self._segments[fmt.STREAM_GRAPH_TRACES]):
+                self._rotate(fmt.STREAM_GRAPH_TRACES)
+            cols = None
+            if summaries is not None:
+                cols = np.ascontiguousarray(summaries, dtype="<f8")
+                if cols.ndim != 2 or cols.shape[0] != n:
+                    raise ValueError(f"summaries must have shape ({n}, K), got {cols.shape}")
+            if values is not None and len(values) != n:
+                raise ValueError(f"expected {n} values, got {len(values)}")
+            if self._closed:
+                raise RuntimeError(f"dump writer for run {self.run_id} is closed")
+            if self._stopped is None and n:
+                chunk = self._trace_chunk(first, cols, values)
+                chunk.add(tps, cols, None if values is None else list(values), step)
+            self.num_traces = first + n
+            if self._traces is not None and self._traces.estimated_bytes >= FLUSH_BYTES:
+                self.flush()
+            self._count_and_rotate(fmt.STREAM_GRAPH_TRACES, n, step)
+            return first
+
+    def _trace_chunk(self, first: int, summaries: np.ndarray | None,
+                     values: Sequence[Any] | None) -> TraceChunk:
+        """The open chunk of traces, or a new one from ``first`` on (as
+        `_execution_chunk`)."""
+        chunk = self._traces
+        if chunk is None or chunk.sealed or chunk.full or not chunk.accepts(summaries, values):
+            chunk = self._traces = TraceChunk(first)
+            self._files[fmt.STREAM_GRAPH_TRACES].append({}, encode=chunk.pack_into)
+        return chunk

@@ -1,0 +1,528 @@
+"""The op callback: records eager executions, graph op creations and their trace points.
+
+TensorFlow calls `DumpingCallback.__call__` (registered with
+``op_callbacks.add_op_callback``) after every eager op or function call, with concrete
+outputs, and after every op created while a graph is built, with symbolic outputs.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any
+
+import numpy as np
+from tensorflow.python.framework import ops
+from tensorflow.python.ops import control_flow_util
+
+from instrument import summaries, tf_internals
+from instrument.dump.value_encoding import tensor_value_record
+from instrument.dump.writer import DumpWriter
+from instrument.non_finite import first_alert_error
+from instrument.notices import NoticeBoard, recheck_settings
+from instrument.tracing import xla_traces
+from instrument.tracing.graph_batches import GraphBatch, is_traced_by_tf_function
+from instrument.tracing.host_trace_buffer import HostTraceBuffer
+from instrument.tracing.own_resources import OwnResources
+from instrument.tracing.session_runs import session_run_op_type
+from instrument.tracing.stacks import StackRecorder
+from instrument.tracing.tf1_graphs import PLACEHOLDER_OPS, Tf1Traces
+from instrument.tracing.trace_queue import DRAINER, TraceQueue
+from reader import format as fmt
+
+# Name prefixes of the runtime functions an eager call of a tf.function executes.
+FUNCTION_PREFIXES = fmt.FUNCTION_PREFIXES
+
+# Ops whose outputs are not traced (their creation is still recorded):
+# - control flow and calls: their outputs are the outputs of ops inside their bodies,
+#   which are traced where they are computed;
+# - Identity: TensorFlow creates the Identity ops that return a function's outputs
+#   with a control dependency on every stateful op of the function, the trace
+#   enqueues included; tracing them would close a cycle;
+# - TF1 control-flow primitives, which must stay in their frames.
+UNTRACED_OPS = frozenset({
+    "Identity", "IdentityN", "NoOp",
+    "If", "StatelessIf", "While", "StatelessWhile", "Case", "StatelessCase",
+    "PartitionedCall", "StatefulPartitionedCall", "RemoteCall",
+    "Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond", "RefEnter",
+    "RefExit", "RefMerge", "RefSwitch", "RefNextIteration",
+    "DestroyResourceOp",
+})
+# Ops whose eager executions are not recorded: the queue and summary ops this package
+# runs itself (already excluded by the reentrancy guard; listed for other threads).
+UNRECORDED_EAGER_OPS = frozenset({
+    "DebugNumericSummaryV2", "QueueSizeV2", "QueueDequeueManyV2", "DestroyResourceOp",
+})
+
+
+
+class DumpingCallback:
+    """Writes one run: the op callback, the concrete-function hook and the trace route.
+
+    Args:
+        writer: The run's dump writer.
+        mode: The tensor debug mode.
+        tensor_filter: Which tensors are traced and summarised.
+        snapshot_library_sources: Passed on to `StackRecorder`.
+        stop_on_alert: Raise `NonFiniteError` from the first eager execution or
+            function call that ends after the first NaN or infinity was recorded.
+    """
+
+    def __init__(self, writer: DumpWriter, mode: str, tensor_filter: summaries.TensorFilter,
+                 *, snapshot_library_sources: bool = False, stop_on_alert: bool = False) -> None:
+        if stop_on_alert and not writer.watches_alerts:
+            raise ValueError("stop_on_alert needs a dump writer that watches alerts")
+        self.writer = writer
+        self.mode = mode
+        # Cleared once the error is raised: a program that catches it runs on, recorded.
+        self._stop_on_alert = stop_on_alert
+        self._filter = tensor_filter
+        self._stacks = StackRecorder(writer, snapshot_library_sources=snapshot_library_sources)
+        self._guard = threading.local()  # .busy: this thread runs our own TF ops
+        self._lock = threading.RLock()
+        self._graph_ids: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+        self._function_graph_ids: dict[str, int] = {}
+        self._named_graph_ids: set[int] = set()  # graphs whose `function` is written
+        self._device_ids: dict[str, int] = {}
+        self._next_trace_point = 0
+        # Function-input placeholders of graphs being built, traced at the graph's next
+        # op: TensorFlow creates them before it starts collecting the graph's stateful
+        # ops, so an enqueue built right away would be pruned.
+        self._pending_inputs: weakref.WeakKeyDictionary[Any, list[tuple[Any, int]]] = \
+            weakref.WeakKeyDictionary()
+        # tf.function graphs whose traces are enqueued in batches (None: per tensor).
+        self._batches: weakref.WeakKeyDictionary[Any, GraphBatch | None] = \
+            weakref.WeakKeyDictionary()
+        self.closed = False
+        # Execution index of each eager function call, by call ordinal.
+        self._call_executions: list[int] = []
+        # Calls made so far of each function (`fmt.step_function_name`).
+        self._calls_of: dict[str, int] = {}
+        self.trace_queue: TraceQueue | None = None
+        def seeking_alert() -> bool:
+            return writer.seeking_alert
+
+        if ops.executing_eagerly_outside_functions():
+            self.trace_queue = TraceQueue(mode, self._write_traces,
+                                          seeking_alert=seeking_alert)
+            DRAINER.register(self.trace_queue)
+        self.host_traces = HostTraceBuffer(mode, self._write_traces,
+                                           seeking_alert=seeking_alert)
+        DRAINER.register(self.host_traces)
+        self.notices = NoticeBoard(writer)
+        self.tf1 = Tf1Traces(self.host_traces, self.notices)
+        self.enabling_thread = threading.current_thread()
+        # Tensors inside XLA-compiled graphs (instrument/tracing/xla_traces.py).
+        self.xla_pool = (xla_traces.XlaTracePool(mode, self.trace_queue)
+                         if self.trace_queue is not None and xla_traces.supports(mode)
+                         else None)
+        self._calls_seen = False
+        self.own = OwnResources(self._own_handles)
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Drain every pending trace, close the run, and let old graphs run on harmlessly."""
+        self.closed = True
+        with self._busy():
+            for source in (self.trace_queue, self.host_traces):
+                if source is not None:
+                    # The drain's locks order concurrent drains; one that runs between
+                    # these two calls still writes into the open run.
+                    source.drain()
+                    source.retire()
+        self.writer.close()
+
+    def _own_handles(self) -> list[Any]:
+        handles = list(self.trace_queue.handles) if self.trace_queue is not None else []
+        return handles + (self.xla_pool.handles if self.xla_pool is not None else [])
+
+    def _busy(self) -> _Busy:
+        return _Busy(self._guard)
+
+    def _write_traces(self, trace_points: np.ndarray, rows: np.ndarray | None,
+                      values: list[Any] | None, ordinals: np.ndarray | None,
+                      alert: bool | None) -> None:
+        """Write a drained batch as one chunk per call it ran in."""
+        if self.writer.stopped is not None:
+            return  # recording stopped on a write error: drained, and discarded
+        if ordinals is None:
+            self.writer.add_traces(trace_points, summaries=rows, values=values, alert=alert)
+            return
+        # Runs of equal call ordinals: [start, end) index ranges.
+        cuts = np.flatnonzero(np.diff(ordinals)) + 1
+        bounds = np.concatenate(([0], cuts, [len(ordinals)]))
+        for start, end in zip(bounds[:-1], bounds[1:]):
+            ordinal = int(ordinals[start])
+            # A call still running (or not yet made, for traces computed outside
+            # calls) gets the next execution index.
+            step = (self._call_executions[ordinal] if ordinal < len(self._call_executions)
+                    else self.writer.num_executions)
+            self.writer.add_traces(
+                trace_points[start:end], step=step,
+                summaries=None if rows is None else rows[start:end],
+                values=None if values is None else values[start:end], alert=alert)
+
+    # -- ids ----------------------------------------------------------------------------
+
+    def _device_id(self, name: str) -> int:
+        device_id = self._device_ids.get(name)
+        if device_id is None:
+            with self._lock:
+                device_id = self._device_ids.get(name)
+                if device_id is None:
+                    device_id = self.writer.add_device(name)
+                    self._device_ids[name] = device_id
+        return device_id
+
+    def graph_id(self, graph: Any) -> int:
+        """The id of a graph, defining it (and its outer graphs) on first sight."""
+        graph_id = self._graph_ids.get(graph)
+        if graph_id is not None:
+            return graph_id
+        outer = getattr(graph, "outer_graph", None)
+        outer_id = self.graph_id(outer) if outer is not None and _is_recorded_graph(outer) \
+            else None
+        with self._lock:
+            graph_id = self._graph_ids.get(graph)
+            if graph_id is None:
+                graph_id = self.writer.add_graph(getattr(graph, "name", None), outer_id)
+                self._graph_ids[graph] = graph_id
+        return graph_id
+
+    def on_concrete_function(self, function: Any) -> None:
+        """Learn the runtime name eager calls of a new ConcreteFunction will carry."""
+        name = function.name.decode() if isinstance(function.name, bytes) else function.name
+        self._learn_function_name(name, function.graph)
+
+    def on_function_made(self, name: str, graph: Any) -> None:
+        """TensorFlow made runtime function ``name`` of FuncGraph ``graph``.
+
+        Called (through `tf_internals.install_function_hook`) for every function,
+        including the ``__forward_*`` and ``__backward_*`` pairs made when a
+        ``GradientTape`` records an eager call of a tf.function, which the
+        concrete-function hook never sees.
+        """
+        if self.closed:
+            return
+        batch = self._batches.get(graph)
+        if batch is not None and not batch.finished:
+            # The transform hook should have finished it: enqueue the last segment
+            # before the graph becomes a function, or its traces would be lost.
+            tf_internals.debug_once("late_finish", "tfdbg-tui: a tf.function graph was "
+                                    "made a function before the transform hook ran")
+            self.on_func_graph_traced(graph)
+        if name.startswith(FUNCTION_PREFIXES):
+            self._learn_function_name(name, graph)
+
+    def on_func_graph_traced(self, graph: Any) -> None:
+        """TensorFlow's hook after a tf.function graph is traced (or a control-flow body
+        built): enqueue its last segment."""
+        batch = self._batches.get(graph)
+        if batch is not None and not self.closed:
+            with self._busy():
+                batch.finish()
+
+    def _graph_batch(self, graph: Any) -> GraphBatch | None:
+        if graph in self._batches:
+            batch = self._batches[graph]
+            # Ops added to a graph after its trace was finished are traced one by one.
+            return batch if batch is not None and not batch.finished else None
+        batch = None
+        if is_traced_by_tf_function(graph):
+            batch = GraphBatch(graph, self.trace_queue)
+        elif tf_internals.is_control_flow_body(graph):
+            batch = GraphBatch(graph, self.trace_queue, body=True)
+        self._batches[graph] = batch
+        return batch
+
+    def _learn_function_name(self, name: str, graph: Any) -> int:
+        graph_id = self.graph_id(graph)
+        with self._lock:
+            self._function_graph_ids[name] = graph_id
+            # One graph may run under several names (its __inference_ function and a
+            # __forward_ one): the graph record keeps the first.
+            if graph_id not in self._named_graph_ids:
+                self._named_graph_ids.add(graph_id)
+                self.writer.set_graph_function_name(graph_id, name)
+        return graph_id
+
+    def _function_graph_id(self, op_type: str) -> int | None:
+        return self._function_graph_ids.get(op_type)
+
+    # -- the op callback ------------------------------------------------------------------
+
+    def __call__(self, op_type: str, inputs: Any, attrs: Any, outputs: Any,
+                 op_name: str | None = None, graph: Any = None) -> Any:
+        if self.closed or getattr(self._guard, "busy", False):
+            return None
+        if isinstance(op_type, bytes):
+            # Ops run through `execute.execute` with a bytes name (Keras' orthogonal
+            # initializer's Qr, for one) reach the callback so.
+            op_type = op_type.decode("utf-8", errors="replace")
+        if graph is None:
+            self._on_eager_execution(op_type, inputs, outputs)
+            return None
+        return self._on_graph_op(op_type, inputs, outputs, op_name, graph)
+
+    def _on_eager_execution(self, op_type: str, inputs: Any, outputs: Any) -> None:
+        if op_type in UNRECORDED_EAGER_OPS:
+            return
+        outputs = outputs or ()
+        is_call = op_type.startswith(FUNCTION_PREFIXES)
+        graph_id = self._function_graph_id(op_type) if is_call else None
+        call_ordinal = None
+        function_name = fmt.step_function_name(op_type) if is_call else None
+        if function_name is not None:
+            call_ordinal = self._calls_of.get(function_name, 0)
+            self._calls_of[function_name] = call_ordinal + 1
+        if is_call:
+            self._check_call(op_type, graph_id, function_name)
+        thread = threading.current_thread()
+        if thread is not self.enabling_thread:
+            self.notices.once(
+                (fmt.NOTICE_THREAD, thread.name), fmt.NOTICE_THREAD,
+                f"TensorFlow work in Python thread {thread.name!r} is recorded; its "
+                "executions name the thread", level=fmt.NOTICE_INFO, thread=thread.name)
+        stack_id = self._stacks.capture()
+        with self._busy():
+            summary_rows = values = None
+            if self.mode in summaries.SUMMARY_MODES:
+                summary_rows = [self._eager_summary(op_type, t) for t in outputs]
+            elif self.mode == fmt.FULL_TENSOR:
+                values = [tensor_value_record(t.numpy()) if self._traced(op_type, t.dtype)
+                          else None for t in outputs]
+            device_ids = [self._device_id(t.device) for t in outputs]
+            record = dict(
+                op_type=op_type, graph_id=graph_id,
+                input_ids=[tf_internals.tensor_id(t)
+                           for t in (self.own.program_inputs(inputs) if is_call else inputs)],
+                output_ids=[tf_internals.tensor_id(t) for t in outputs],
+                device_ids=device_ids,
+                output_dtypes=[t.dtype.as_datatype_enum for t in outputs],
+                stack_id=stack_id, summaries=summary_rows, values=values,
+                call_ordinal=call_ordinal,
+                thread=None if thread is self.enabling_thread else thread.name)
+            if is_call and self.trace_queue is not None:
+                # The call's traces carry its ordinal; map it to the call's index. The
+                # queue's lock keeps a concurrent drain from seeing one without the other.
+                with self.trace_queue.lock:
+                    index = self.writer.add_execution(**record)
+                    ordinal = len(self._call_executions)
+                    self._call_executions.append(index)
+                    self.trace_queue.call_finished()
+                if self.xla_pool is not None and len(self.xla_pool):
+                    self._collect_xla_traces(ordinal, index)
+            else:
+                self.writer.add_execution(**record)
+            if self._stop_on_alert:
+                self._stop_if_alerted(is_call)
+
+    def on_session_run(self, session: Any, fetches: Any) -> None:
+        """A TF1 ``Session.run`` ended (instrument/tracing/session_runs.py): write the traces it
+        handed over, then record it as a call of its graph."""
+        if self.closed:
+            return
+        with self._busy():
+            self.host_traces.drain()
+            op_type = session_run_op_type(fetches, self.tf1.aliases)
+            call_ordinal = self._calls_of.get(op_type, 0)
+            self._calls_of[op_type] = call_ordinal + 1
+            thread = threading.current_thread()
+            self.writer.add_execution(
+                op_type=op_type, graph_id=self.graph_id(session.graph), input_ids=[],
+                output_ids=[], device_ids=[], output_dtypes=[],
+                summaries=[] if self.mode in summaries.SUMMARY_MODES else None,
+                values=[] if self.mode == fmt.FULL_TENSOR else None,
+                stack_id=self._stacks.capture(), call_ordinal=call_ordinal,
+                thread=None if thread is self.enabling_thread else thread.name)
+
+    def _check_call(self, op_type: str, graph_id: int | None,
+                    function_name: str | None) -> None:
+        """Notices about an eager function call: settings changed since enable (at the
+        first call), a function traced before enable (blind inside)."""
+        if not self._calls_seen:
+            self._calls_seen = True
+            recheck_settings(self.notices)
+        if graph_id is None and function_name is not None:
+            self.notices.once(
+                (fmt.NOTICE_TRACED_BEFORE_ENABLE, function_name),
+                fmt.NOTICE_TRACED_BEFORE_ENABLE,
+                f"{function_name} was traced before enable_dump_debug_info: its calls are "
+                "recorded, the tensors inside are not; enable before its first call",
+                function=function_name, runtime_name=op_type)
+
+    def _collect_xla_traces(self, ordinal: int, index: int) -> None:
+        """Write the traces XLA-compiled code left in the pool during call ``index``."""
+        collected = self.xla_pool.collect(ordinal)
+        if collected is not None:
+            trace_points, rows = collected
+            self.writer.add_traces(trace_points, summaries=rows, step=index)
+
+    def _stop_if_alerted(self, is_call: bool) -> None:
+        """Raise `NonFiniteError` once a NaN or infinity is recorded (``stop_on_alert``).
+
+        After a function call its traces are drained at once (not in the background,
+        half a second later), so the step that made the first non-finite value is
+        the last one run.
+        """
+        if is_call and self.trace_queue is not None:
+            self.trace_queue.drain()
+        if self.writer.first_alert is None:
+            return
+        self._stop_on_alert = False
+        self.writer.flush(sync=True)
+        raise first_alert_error(self.writer.path)
+
+    def _traced(self, op_type: str, dtype: Any) -> bool:
+        return self._filter.op_matches(op_type) and self._filter.dtype_traced(dtype)
+
+    def _eager_summary(self, op_type: str, tensor: Any) -> list[float] | None:
+        if not self._traced(op_type, tensor.dtype):
+            return None
+        return summaries.eager_summary(self.mode, tensor)
+
+    # -- graph construction -------------------------------------------------------------
+
+    def _on_graph_op(self, op_type: str, inputs: Any, outputs: Any, op_name: str | None,
+                     graph: Any) -> Any:
+        outputs = tuple(outputs or ())
+        if op_type in PLACEHOLDER_OPS and self.own.is_own_capture(graph, outputs):
+            return None
+        if op_type in ("Const",) + PLACEHOLDER_OPS and outputs:
+            # Their op_name can be None or repeat (e.g. "resource"); the tensor name
+            # is unique.
+            op_name = outputs[0].name.rsplit(":", 1)[0]
+        graph_id = self.graph_id(graph)
+        eager_rooted = tf_internals.eager_rooted()
+        if eager_rooted and op_type not in PLACEHOLDER_OPS:
+            # Never inside a Placeholder's callback: it may be a capture being made,
+            # and our enqueue's own capture of the queue must not nest in it.
+            self._trace_pending_inputs(graph)
+        in_xla = control_flow_util.GraphOrParentsInXlaContext(graph)
+        # An op TensorFlow adds to a graph other than the one being built (while_v2's
+        # gradient hoists Shape ops into the finished forward loop body) is recorded
+        # but not traced: trace ops there would capture into the wrong graph.
+        elsewhere = bool(outputs) and outputs[0].graph is not ops.get_default_graph()
+        # A tf.data function's inputs are dataset elements, which can be a whole dataset
+        # at every call (Keras' fit on arrays hands them to its `grab_batch` map each
+        # step): recorded, not traced; the ops that read them are traced.
+        dataset_input = op_type in PLACEHOLDER_OPS and tf_internals.is_dataset_function(graph)
+        # Graphs that tf.data runs on another device than our queue's: recorded only.
+        remote = tf_internals.is_remote_dataset_function(graph)
+        traced_slots = []
+        if not elsewhere and not dataset_input and not remote \
+                and op_type not in UNTRACED_OPS and self._filter.op_matches(op_type):
+            traced_slots = [slot for slot, t in enumerate(outputs)
+                            if self._filter.dtype_traced(t.dtype)]
+        if in_xla and (not self._xla_traceable(graph, eager_rooted, bool(traced_slots))
+                       or xla_traces.in_while_condition(graph)):
+            traced_slots = []
+        trace_points: list[int | None] = [None] * len(outputs)
+        with self._lock:
+            for slot in traced_slots:
+                trace_points[slot] = self._next_trace_point
+                self._next_trace_point += 1
+        op = outputs[0].op if outputs else _find_op(graph, op_name)
+        device = op.device if op is not None else ""
+        self.writer.add_op(
+            graph_id=graph_id, op_type=op_type, op_name=op_name or "",
+            inputs=[self.tf1.aliases.get(t.name, t.name)
+                    for t in self.own.program_op_inputs(graph, inputs)],
+            num_outputs=len(outputs),
+            output_dtypes=[t.dtype.as_datatype_enum for t in outputs],
+            device_id=self._device_id(device) if device else None,
+            stack_id=self._stacks.capture(), trace_points=trace_points)
+        batch = self._graph_batch(graph) if eager_rooted and not in_xla and not remote \
+            else None
+        if batch is not None and op is not None:
+            batch.before_op(op)
+        if not eager_rooted:
+            self.tf1.wait_for_placeholder_traces(graph, inputs, op)
+        if not traced_slots:
+            return None
+        if batch is not None:
+            for slot in traced_slots:
+                batch.add(outputs[slot], trace_points[slot])
+            return None
+        if eager_rooted:
+            if op_type in PLACEHOLDER_OPS:
+                pending = self._pending_inputs.setdefault(graph, [])
+                pending.extend((outputs[s], trace_points[s]) for s in traced_slots)
+                return None
+            for slot in traced_slots:
+                self._add_trace(outputs[slot], trace_points[slot])
+            return None
+        return self.tf1.instrument(op_type, outputs, traced_slots, trace_points)
+
+    def _trace_pending_inputs(self, graph: Any) -> None:
+        pending = self._pending_inputs.pop(graph, None)
+        if pending:
+            for tensor, trace_point in pending:
+                self._add_trace(tensor, trace_point)
+
+    def _add_trace(self, tensor: Any, trace_point: int) -> None:
+        """Trace one tensor of an eager-rooted graph: through the queue, or the XLA pool."""
+        if not control_flow_util.GraphOrParentsInXlaContext(tensor.graph):
+            self.trace_queue.add_trace(tensor, trace_point)
+            return
+        with self._busy():  # the pool may create a variable: eager ops of our own
+            update = self.xla_pool.add_trace(tensor, trace_point)
+        if update is None:
+            self.notices.once(
+                (fmt.NOTICE_XLA_UNTRACED, "rank"), fmt.NOTICE_XLA_UNTRACED,
+                f"tensors of unknown rank inside XLA-compiled functions are not traced "
+                f"(first: {tensor.name!r})", tensor=tensor.name)
+
+    def _xla_traceable(self, graph: Any, eager_rooted: bool, wanted: bool) -> bool:
+        """Whether an op of an XLA-compiled graph is traced (`XlaTracePool`); says once
+        per function that it is compiled with XLA, and loudly what is not traced."""
+        function = xla_traces.function_name(graph)
+        traceable = eager_rooted and self.xla_pool is not None
+        if traceable:
+            self.notices.once(
+                (fmt.NOTICE_XLA_TRACED, function), fmt.NOTICE_XLA_TRACED,
+                f"{function} is compiled with XLA: its tensors are summarised by XLA ops "
+                "and read after each call; a tensor computed several times in one call "
+                "(a loop body, a function called twice) keeps its last value",
+                level=fmt.NOTICE_INFO, function=function)
+        elif wanted:
+            why = (f"{self.mode} values cannot be recorded inside XLA"
+                   if eager_rooted else "TF1 graphs cannot be traced inside XLA")
+            self.notices.once(
+                (fmt.NOTICE_XLA_UNTRACED, function), fmt.NOTICE_XLA_UNTRACED,
+                f"{function} is compiled with XLA and its tensors are not traced ({why}); "
+                "its calls and their outputs are recorded", function=function)
+        return traceable
+
+
+class _Busy:
+    """Marks this thread as running the debugger's own TensorFlow ops."""
+
+    def __init__(self, guard: threading.local) -> None:
+        self._guard = guard
+        self._was_busy = False
+
+    def __enter__(self) -> None:
+        self._was_busy = getattr(self._guard, "busy", False)
+        self._guard.busy = True
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._guard.busy = self._was_busy
+
+
+def _is_recorded_graph(graph: Any) -> bool:
+    """Whether a graph holds ops of the program: FuncGraphs, or a TF1 graph."""
+    if hasattr(graph, "outer_graph"):  # a FuncGraph
+        return True
+    return not tf_internals.eager_rooted()
+
+
+def _find_op(graph: Any, op_name: str | None) -> Any:
+    if not op_name:
+        return None
+    try:
+        return graph.get_operation_by_name(op_name)
+    except (KeyError, ValueError):
+        # Ops created under a name TensorFlow later uniquified are not found by it.
+        return None

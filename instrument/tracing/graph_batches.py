@@ -1,0 +1,167 @@
+"""Batched trace enqueues for ``tf.function`` graphs and control-flow bodies: one enqueue
+per graph segment.
+
+One ``QueueEnqueueV2`` per traced tensor costs as much as the rest of a small model's
+step, so in the graph of a ``tf.function`` the traces are collected while it is built
+and enqueued together: the summary rows are stacked (or, in NO_TENSOR, the trace point
+ids are one constant that waits for the traced ops) and enqueued with one
+``QueueEnqueueManyV2``.
+
+Order is kept by cutting the graph into **segments** at its nested calls and control
+flow (While, If, Case, function calls), whose own traces are enqueued while they run:
+the traces of the ops created before such an op are enqueued before it starts (it
+gets a control input on their enqueue), and the next segment's enqueue waits for it.
+Within a segment, traces are in the order their ops were created, which is an order in
+which they may have run (creation order respects data dependencies). The graph's last
+segment is enqueued from a hook TensorFlow calls once the graph is fully traced
+(``FUNC_GRAPH_TRANSFORMS``), and made a control output of the function.
+
+Recognising a graph traced by ``tf.function`` and cutting it into segments use
+TensorFlow internals (instrument/tf_internals.py); without them every graph takes the
+per-tensor route below.
+
+The bodies and conditions of while loops and the branches of conds, and their
+gradients, get the same hook (while_v2 and cond_v2 make them functions through it) and
+are batched too, once a run of the graph (`GraphBatch` with ``body``). Other graphs
+(gradient graphs of eager tapes, tf.data functions) get no such hook; their traces use
+one enqueue per tensor (`TraceQueue.add_trace`), which TensorFlow's automatic control
+dependencies keep in creation order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from instrument.tf_internals import (
+    NESTED_GRAPH_OPS,
+    WHILE_CONDITION_GRAPH,
+    is_traced_by_tf_function,
+    keep_deferred_captures_last,
+)
+from instrument.tracing.tf1_graphs import PLACEHOLDER_OPS
+from instrument.tracing.trace_queue import TraceQueue, in_control_flow_gradient
+
+__all__ = ["NESTED_GRAPH_OPS", "GraphBatch", "is_traced_by_tf_function"]
+
+
+class GraphBatch:
+    """The traces of one tf.function graph being built, enqueued segment by segment.
+
+    While the graph is built, summary rows are collected and the graph is cut into
+    segments at its nested ops; the enqueues are built in `finish`, after TensorFlow's
+    automatic control dependencies are done with the graph (they would chain the
+    enqueues after the nested ops that also use the queue, closing cycles).
+
+    A control-flow body (``body``: a while loop's body or condition, a cond branch)
+    is batched the same way, with two differences. Its rows are each tensor's own
+    (`TraceQueue.batch_row` with ``in_body``): a loop body runs once an iteration, where
+    the stock route's ``cond`` would cost more than the kernels. And the queue is
+    captured, and the call ordinal read, at its first op that is not an input
+    (`TraceQueue.capture_in`): while_v2 and cond_v2 lay out a body's inputs from its
+    captures before the transform hook builds the enqueues. The outputs of a loop
+    condition and of control-flow gradients also wait for the enqueues: the runtime
+    inlines a condition for its output alone, and a cond gradient branch's enqueue,
+    a control output only, did not run.
+
+    Args:
+        graph: The FuncGraph.
+        queue: The run's trace queue.
+        body: The graph is a control-flow body (`tf_internals.is_control_flow_body`).
+    """
+
+    def __init__(self, graph: Any, queue: TraceQueue, *, body: bool = False) -> None:
+        self.graph = graph
+        self._queue = queue
+        self._body = body
+        # Graphs whose outputs must wait for the enqueues (`finish`).
+        self._outputs_wait = body and (type(graph).__name__ == WHILE_CONDITION_GRAPH
+                                       or in_control_flow_gradient(graph))
+        self._captured = not body
+        self._rows: list[Any] = []
+        # (rows, nested op) per finished segment: the rows' traces precede the op.
+        self._segments: list[tuple[list[Any], Any]] = []
+        self._last_seen_op_id = 0
+        self.finished = False
+
+    def before_op(self, op: Any) -> None:
+        """Called for each op created in the graph with a callback, before its traces.
+
+        Nested call ops are created without an op callback; they are found among the
+        ops created since the previous callback.
+        """
+        op_id = op._id  # pylint: disable=protected-access
+        nodes = self.graph._nodes_by_id  # pylint: disable=protected-access
+        for skipped_id in range(self._last_seen_op_id + 1, op_id):
+            if skipped_id in nodes:
+                skipped = nodes[skipped_id]
+                if skipped.type in NESTED_GRAPH_OPS and not is_own_op(skipped):
+                    self._cut_before(skipped)
+        self._last_seen_op_id = max(self._last_seen_op_id, op_id)
+        if op.type in NESTED_GRAPH_OPS:
+            self._cut_before(op)
+        if not self._captured and not self.finished and op.type not in PLACEHOLDER_OPS:
+            # Not in an input's callback: the input may be a capture being made.
+            self._captured = True
+            self._queue.capture_in(self.graph)
+
+    def add(self, tensor: Any, trace_point: int) -> None:
+        """Trace ``tensor`` in the current segment."""
+        self._rows.append(self._queue.batch_row(tensor, trace_point, in_body=self._body))
+
+    def _cut_before(self, nested_op: Any) -> None:
+        self._segments.append((self._rows, nested_op))
+        self._rows = []
+
+    def finish(self) -> None:
+        """Build the segments' enqueues; called once the graph is fully traced."""
+        from tensorflow.python.framework import ops
+        from tensorflow.python.ops import array_ops
+
+        if self.finished:
+            return
+        self.finished = True
+        operations = self.graph.get_operations()
+        if not operations:
+            return
+        with self.graph.as_default(), ops.control_dependencies(None):
+            # Nested ops created after the last callback (e.g. a function call whose
+            # result is returned directly) still cut.
+            self.before_op(_Sentinel(operations[-1]._id + 1))  # pylint: disable=protected-access
+            segments = self._segments + [(self._rows, None)]
+            self._segments, self._rows = [], []
+            if not self._captured and any(rows for rows, _ in segments):
+                # A body whose only ops are its inputs: too late to capture the queue.
+                self._queue.look_up_in(self.graph)
+            barrier = last_enqueue = None
+            for rows, nested_op in segments:
+                if rows:
+                    last_enqueue = self._queue.enqueue_batch(rows, barrier)
+                    self.graph.control_outputs.append(last_enqueue)
+                if nested_op is not None:
+                    if last_enqueue is not None:
+                        nested_op._add_control_input(last_enqueue)  # pylint: disable=protected-access
+                    barrier = nested_op
+            if self._outputs_wait and last_enqueue is not None:
+                # A loop condition's (and a control-flow gradient's) outputs wait for the
+                # enqueues, or these would not run (class docstring).
+                with ops.control_dependencies([last_enqueue]):
+                    self.graph.outputs = [array_ops.identity(t) for t in self.graph.outputs]
+            # The enqueues may have captured the queue after the inputs were laid out.
+            keep_deferred_captures_last(self.graph)
+        # The graph is done; let it be collected (it is a weak key of the callback).
+        self.graph = None
+
+
+def is_own_op(op: Any) -> bool:
+    """Whether ``op`` is one of the debugger's (the ``cond`` of a summary on the
+    per-tensor route, built while the graph is traced): it enqueues nothing."""
+    return any(part.startswith("tfdbg_tui") for part in op.name.split("/"))
+
+
+class _Sentinel:
+    """Stands for an op created after every op of the graph."""
+
+    type = ""
+
+    def __init__(self, op_id: int) -> None:
+        self._id = op_id

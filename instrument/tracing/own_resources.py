@@ -1,0 +1,73 @@
+"""What the dumper adds to the program's functions, kept out of what it records.
+
+Graphs that trace their tensors capture the dumper's own resources: the trace queue
+and the call counter (instrument/tracing/trace_queue.py), and inside XLA-compiled functions
+the trace blocks (instrument/tracing/xla_traces.py). A capture becomes a resource
+``Placeholder`` in the function's graph (and in every graph that calls it) and an
+input of each eager call of the function. None of them is the program's: a call of
+``f(x, y)`` is recorded with its two inputs and its own captures (the user's
+variables), and the graphs hold the ops the program made (docs/format.md, "What the
+dumper adds").
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from instrument import tf_internals
+
+
+class OwnResources:
+    """The dumper's own eager resource handles and their captures in graphs.
+
+    Args:
+        handles: Returns the eager handles the dumper made so far (it may make more
+            later: XLA trace blocks are made as XLA-compiled graphs are traced).
+    """
+
+    def __init__(self, handles: Callable[[], Iterable[Any]]) -> None:
+        self._handles = handles
+        self._ids: frozenset[int] = frozenset()
+        self._count = -1
+        # Per graph: the names of the tensors that capture our resources.
+        self._captures: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+
+    def _eager_ids(self) -> frozenset[int]:
+        handles = list(self._handles())
+        if len(handles) != self._count:
+            self._ids = frozenset(tf_internals.tensor_id(h) for h in handles)
+            self._count = len(handles)
+        return self._ids
+
+    def program_inputs(self, inputs: Iterable[Any]) -> list[Any]:
+        """An eager call's inputs without the dumper's captured resources."""
+        ours = self._eager_ids()
+        return [t for t in inputs if tf_internals.tensor_id(t) not in ours]
+
+    def is_own_capture(self, graph: Any, outputs: tuple[Any, ...]) -> bool:
+        """Whether a Placeholder being created in ``graph`` (its ``outputs``) captures
+        one of our resources: an eager handle, or an outer graph's capture of one.
+        It is then remembered, so that `program_op_inputs` leaves it out."""
+        if len(outputs) != 1 or outputs[0].dtype.name != "resource":
+            return False
+        source = tf_internals.capture_source()
+        if source is None:
+            return False
+        source_graph = getattr(source, "graph", None)
+        if source_graph is None:  # an eager tensor
+            own = tf_internals.tensor_id(source) in self._eager_ids()
+        else:
+            own = source.name in self._captures.get(source_graph, ())
+        if own:
+            self._captures.setdefault(graph, set()).add(outputs[0].name)
+        return own
+
+    def program_op_inputs(self, graph: Any, inputs: Iterable[Any]) -> list[Any]:
+        """A graph op's inputs without our captures (a call of a function that traces)."""
+        ours = self._captures.get(graph)
+        inputs = list(inputs)
+        if not ours:
+            return inputs
+        return [t for t in inputs if t.name not in ours]

@@ -1,0 +1,3 @@
+"""What a run means: alerts, steps, root cause, inputs, history, diagnosis, diff, and
+`DumpReader`, the run with its cached analyses.
+"""

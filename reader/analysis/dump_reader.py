@@ -1,0 +1,90 @@
+"""`DumpReader`: one run of a dump, indexed, queried, analysed, and followed as it grows."""
+
+from __future__ import annotations
+
+import os
+
+from reader.analysis.alerts import AlertBuilder, collect_alerts, first_harmful
+from reader.analysis.harm import HarmVerdict, classify
+from reader.analysis.model_place import Place, PlaceFinder
+from reader.analysis.root_cause import find_root_cause
+from reader.analysis.steps import Steps
+from reader.model import Alert, AlertSummary, RootCause
+from reader.run.indexed_run import IndexedRun
+
+
+class DumpReader(IndexedRun):
+    """One run of a dump: the record queries of `IndexedRun` (which says how it is
+    opened, followed and locked), and the analyses built on them: alerts, steps and
+    the root cause, each cached until the dump changes. The first alert, the steps'
+    first non-finite step and the root cause are the first *harmful* value's
+    (`harm`)."""
+
+    def __init__(self, run_path: str | os.PathLike[str]) -> None:
+        self._alerts_cache: tuple[tuple, AlertSummary] | None = None
+        self._steps_cache: tuple[tuple, Steps] | None = None
+        self._harm_cache: tuple[tuple, HarmVerdict, Alert | None] | None = None
+        self._places: PlaceFinder | None = None
+        super().__init__(run_path)
+
+    def place(self, alert: Alert) -> Place:
+        """Where in the model an alert's tensor was made: phase, Keras layer, library
+        frame (`reader.analysis.model_place`)."""
+        with self._lock:
+            if self._places is None:
+                self._places = PlaceFinder(self)
+            return self._places.of_alert(alert)
+
+    def harm(self) -> HarmVerdict:
+        """Every alert, contained (with its reason) or harmful (`reader.analysis.harm`)."""
+        return self._harm()[0]
+
+    def _harm(self) -> tuple[HarmVerdict, Alert | None]:
+        with self._lock:
+            key = self._state_key()
+            if self._harm_cache is None or self._harm_cache[0] != key:
+                index, step, counts = self._traces.alert_rows()
+                eager_index, eager_slot, _ = self._execs.alert_rows()
+                verdict = classify(self, index, step, counts, self._traces.alert_points(),
+                                   eager_index, eager_slot, lambda: Steps(self, None))
+                codes = (verdict.eager_codes, verdict.graph_codes)
+                first = first_harmful(self._execs, self._traces, AlertBuilder(self), codes)
+                self._harm_cache = (key, verdict, first)
+            return self._harm_cache[1], self._harm_cache[2]
+
+    def alerts(self, limit_per_type: int = 1000) -> AlertSummary:
+        """Every NaN/inf alert, counted per type, listed in true execution order.
+
+        Args:
+            limit_per_type: How many alerts of each type to list; totals stay exact.
+        """
+        with self._lock:
+            key = self._state_key() + (limit_per_type,)
+            if self._alerts_cache is None or self._alerts_cache[0] != key:
+                harm = self.harm()
+                self._alerts_cache = (key, collect_alerts(
+                    self._execs, self._traces, AlertBuilder(self), limit_per_type,
+                    (harm.eager_codes, harm.graph_codes)))
+            return self._alerts_cache[1]
+
+    def first_alert(self) -> Alert | None:
+        """The run's first harmful alert in execution order, or None (every alert, if
+        any, is contained)."""
+        return self._harm()[1]
+
+    def steps(self) -> Steps:
+        """The run's steps, alerts per step and gaps (`reader.analysis.steps`); cached."""
+        with self._lock:
+            key = self._state_key()
+            if self._steps_cache is None or self._steps_cache[0] != key:
+                self._steps_cache = (key, Steps(self, self.first_alert()))
+            return self._steps_cache[1]
+
+    def root_cause(self, alert: Alert | None = None) -> RootCause | None:
+        """The op that made the first harmful tensor (or ``alert``'s), walked back
+        through harmful inputs; None without harmful alerts."""
+        with self._lock:
+            start = alert if alert is not None else self.first_alert()
+            if start is None:
+                return None
+            return find_root_cause(self, start, contained=self.harm().is_contained_trace)

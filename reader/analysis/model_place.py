@@ -1,0 +1,227 @@
+"""Where in the model a tensor was made: its phase, its Keras layer, its library frame.
+
+- **phase**: ``forward``, ``gradient``, ``optimizer``, ``data`` or ``other``, from the
+  op's name scopes (``gradient_tape/`` and ``gradients/`` are TensorFlow's gradient
+  scopes, an optimizer's update runs under its name: ``adam/``), its type (``ReluGrad``,
+  ``ResourceApplyAdam``) and its graph (a tf.data function's, a ``__backward_`` one).
+- **layer**: the name-scope path of the Keras layer whose ``call`` built the op
+  (``sequential_1/dense_2``), when the op's creation stack passes through a layer's
+  ``__call__``; a gradient op takes the layer of the forward op it differentiates.
+  The path is TensorFlow's name scope, so it carries TensorFlow's ``_1`` suffixes
+  when a scope was entered twice.
+- **library frame**: the innermost frame of library code (Keras, another library)
+  below the user's own frame that is not op plumbing (TensorFlow's op wrappers,
+  ``keras.ops`` and the backend's op modules): the library function that made the op
+  (``keras/src/optimizers/adam.py`` ``update_step``).
+
+Phase and layer are read from names (cheap); the stack is decoded for the layer's
+check and the library frame, once per op.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from reader.analysis.root_cause import DATASET_DELIVERY_OPS, is_dataset_graph
+from reader.errors import DumpError
+from reader.model import Alert, Frame, Op
+
+if TYPE_CHECKING:
+    from reader.run.indexed_run import IndexedRun
+
+PHASES = ("forward", "gradient", "optimizer", "data", "other")
+GRADIENT_SCOPES = ("gradient_tape/", "gradients/", "gradients_")
+# Name scopes an optimizer's update runs under (Keras 3 uses the optimizer's name,
+# TensorFlow 1 and tf_keras their class names), with TensorFlow's "_1" suffixes.
+_OPTIMIZER_SCOPE = re.compile(
+    r"^(loss_scale_optimizer|adam|adamw|sgd|rmsprop|adagrad|adadelta|adamax|nadam|ftrl|"
+    r"lion|lamb|adafactor|muon|gradientdescent|momentum|training)(_\d+)?$", re.IGNORECASE)
+_OPTIMIZER_OP_PREFIXES = ("ResourceApply", "ApplyAdam", "ApplyGradientDescent",
+                          "ResourceSparseApply")
+_METRIC_SCOPES = ("compile_metrics", "metrics")
+_OPTIMIZER_FILE = re.compile(r"[\\/]keras[\\/]src[\\/]optimizers[\\/]|[\\/]optimizers?[\\/]")
+# A frame in one of these files is the machinery of a layer call.
+_LAYER_CALL = re.compile(r"([\\/]keras[\\/]src[\\/]layers[\\/]layer\.py|"
+                         r"[\\/]tf_keras[\\/]src[\\/]engine[\\/]base_layer\.py|"
+                         r"[\\/]keras[\\/]engine[\\/]base_layer\.py)$")
+# Library frames that only wrap an op: never "the library function that made it".
+_OP_PLUMBING = re.compile(
+    r"[\\/](tensorflow|tensorflow_core)[\\/]|[\\/]keras[\\/]src[\\/](ops|utils)[\\/]|"
+    r"[\\/]keras[\\/]src[\\/]backend[\\/](?!tensorflow[\\/](trainer|optimizer)\.py)|"
+    r"[\\/]keras[\\/]src[\\/]layers[\\/]layer\.py$|[\\/]instrument[\\/]|"
+    r"[\\/]python3?\.?\d*[\\/][a-z_]+\.py$|__autograph_generated")
+# An op's own name scope components: an op type ("MatMul") or TensorFlow's lower-case
+# op names ("mul", "truediv_1"); a layer's scope is what stays above them.
+_OP_SCOPE = re.compile(r"^[A-Z]|^(add|sub|mul|truediv|div|pow|neg|sum|mean|cond|while|"
+                       r"Placeholder)(_\d+)?$")
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where a tensor was made.
+
+    Attributes:
+        phase: One of `PHASES`.
+        layer: The Keras layer's name-scope path, or None outside a layer's call.
+        library_frame: The library function that made the op, or None when the
+            user's own code called the op directly.
+    """
+
+    phase: str
+    layer: str | None = None
+    library_frame: Frame | None = None
+
+    def describe(self) -> str:
+        """"gradient of sequential/dense_1, in keras/src/optimizers/adam.py update_step"."""
+        text = self.phase
+        if self.layer:
+            text += f" of {self.layer}" if self.phase == "gradient" else f" in {self.layer}"
+        if self.library_frame is not None:
+            text += f", made by {library_frame_text(self.library_frame)}"
+        return text
+
+
+def library_frame_text(frame: Frame) -> str:
+    """A library frame in a few words: "keras/src/optimizers/adam.py:141 update_step"."""
+    path = frame.path.replace("\\", "/")
+    cut = path.rfind("site-packages/")
+    short = path[cut + len("site-packages/"):] if cut >= 0 else path
+    return f"{short}:{frame.line} {frame.function}"
+
+
+def phase_of_name(op_type: str, op_name: str | None) -> str | None:
+    """The phase the op's type and name alone say, or None (they say nothing)."""
+    name = op_name or ""
+    if op_type in DATASET_DELIVERY_OPS:
+        return "data"
+    if is_gradient_name(op_type, name):
+        return "gradient"
+    head = name.split("/", 1)[0]
+    if (op_type.startswith(_OPTIMIZER_OP_PREFIXES) or "/" in name
+            and _OPTIMIZER_SCOPE.match(head)):
+        return "optimizer"
+    if head in _METRIC_SCOPES:
+        return "other"
+    return None
+
+
+def is_gradient_name(op_type: str, op_name: str) -> bool:
+    """Whether an op belongs to a gradient computation, by its scope or type."""
+    return (op_type.endswith("Grad") or op_type.endswith("GradV2")
+            or any(op_name.startswith(s) or f"/{s}" in op_name for s in GRADIENT_SCOPES))
+
+
+class PlaceFinder:
+    """Finds the `Place` of ops and alerts, caching per op (a dump's ops do not change)."""
+
+    def __init__(self, reader: IndexedRun) -> None:
+        self._reader = reader
+        self._ops: dict[int, Place] = {}
+        self._graphs: dict[int, list[Op]] = {}
+
+    def of_alert(self, alert: Alert, op: Op | None = None) -> Place:
+        """The place of an alert's tensor (a graph op's, or an eager execution's)."""
+        reader = self._reader
+        if alert.kind == "graph":
+            if op is None:
+                trace = reader.trace(alert.index)
+                if trace.op_id is None:
+                    return Place("other")
+                op = reader.op(trace.op_id)
+            return self.of_op(op)
+        phase = phase_of_name(alert.op_type, None)
+        if phase is None:
+            phase = "gradient" if alert.op_type.startswith("__backward_") else "forward"
+        frame = None
+        try:
+            frame = self._library_frame(reader.execution(alert.index).stack_id)
+        except DumpError:
+            pass  # the execution left the disk: no stack to read
+        return Place(phase, None, frame)
+
+    def of_op(self, op: Op) -> Place:
+        cached = self._ops.get(op.id)
+        if cached is None:
+            cached = self._ops[op.id] = self._find(op)
+        return cached
+
+    def phase_of_op(self, op: Op) -> str:
+        """The op's phase from names and its graph only (no stack is decoded)."""
+        phase = phase_of_name(op.op_type, op.name)
+        if phase is not None:
+            return phase
+        return "data" if is_dataset_graph(self._reader, op.graph_id) else "forward"
+
+    def _find(self, op: Op) -> Place:
+        phase = self.phase_of_op(op)
+        frame = self._library_frame(op.stack_id)
+        if phase == "forward" and frame is not None and _OPTIMIZER_FILE.search(frame.path):
+            phase = "optimizer"  # a loss scaler's branch, an optimizer's own helper
+        forward = op
+        if phase == "gradient":
+            forward = self._forward_op(op) or op
+        layer = None
+        if phase == "forward" or (phase == "gradient" and forward is not op):
+            layer = self._layer(forward)
+        return Place(phase, layer, frame)
+
+    def _forward_op(self, op: Op) -> Op | None:
+        """The forward op a gradient op differentiates, by TensorFlow's naming: the
+        gradient of ``a/b/MatMul`` is built under ``gradient_tape/a/b/MatMul/``."""
+        name = op.name
+        for scope in GRADIENT_SCOPES:
+            if name.startswith(scope):
+                name = name[len(scope):]
+                break
+        parts = name.split("/")[:-1]
+        while parts:
+            found = self._reader.op_by_name(op.graph_id, "/".join(parts))
+            if found is not None:
+                return found
+            parts.pop()
+        # No op of that name (ReluGrad sits in the layer's scope, beside Relu): any
+        # forward op of the gradient's scope.
+        if "/" not in name:
+            return None
+        scope = name.rsplit("/", 1)[0] + "/"
+        return next((o for o in self._graph_ops(op.graph_id) if o.name.startswith(scope)
+                     and not is_gradient_name(o.op_type, o.name)), None)
+
+    def _graph_ops(self, graph_id: int) -> list[Op]:
+        if graph_id not in self._graphs:
+            try:
+                self._graphs[graph_id] = self._reader.graph_ops(graph_id)
+            except DumpError:
+                return []
+        return self._graphs[graph_id]
+
+    def _layer(self, op: Op) -> str | None:
+        if op.stack_id is None:
+            return None
+        try:
+            frames = self._reader.stack(op.stack_id)
+        except DumpError:
+            return None
+        if not any(_LAYER_CALL.search(f.path) and f.function == "__call__" for f in frames):
+            return None
+        parts = op.name.split("/")[:-1]
+        while parts and _OP_SCOPE.match(parts[-1]):
+            parts.pop()
+        return "/".join(parts) or None
+
+    def _library_frame(self, stack_id: int | None) -> Frame | None:
+        if stack_id is None:
+            return None
+        try:
+            frames = self._reader.stack(stack_id)
+        except DumpError:
+            return None
+        found = None
+        for frame in frames:  # outermost first: the last match is the innermost
+            if frame.is_user:
+                found = None
+            elif frame.file_id >= 0 and not _OP_PLUMBING.search(frame.path):
+                found = frame
+        return found

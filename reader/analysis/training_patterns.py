@@ -1,0 +1,262 @@
+"""Diagnosis patterns that know training: rules run before `reader.analysis.diagnosis`'s own.
+
+Each rule is a small function of the dump and the root cause that returns a `Finding`
+(pattern, explanation, fix, the evidence it used) or None; `reader.analysis.diagnosis` words
+the common evidence (inputs, output) around it. In order:
+
+- ``loss_scale_collapse``: the loss scaler skipped a long stretch of steps
+  (`reader.analysis.harm.LOSS_SCALE_COLLAPSE_STEPS`): the gradients are non-finite at
+  any scale, the scale keeps falling and the weights never change.
+- ``where_gradient_trap``: a gradient op went non-finite on the input of a forward op
+  whose non-finite output a select discarded: ``tf.where`` hid it in the forward pass,
+  not in the gradient (0 * inf = NaN).
+- ``library_nan``: an op made inside library code (an optimizer's update) divided by
+  zero: the function and the setting the user can change (an optimizer's ``epsilon``).
+- ``divergence``: the op's inputs grew step after step until it overflowed (FULL_STATS
+  magnitudes: since which step and how fast).
+- ``domain_error``: an op outside its mathematical domain (acos, asin, atanh, acosh,
+  lgamma, digamma, ...).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from reader.analysis.alerts import AlertBuilder
+from reader.analysis.expressions import expression_of
+from reader.analysis.model_place import PlaceFinder, library_frame_text
+from reader.analysis.wording import count_text, nonfinite_text, values_text
+from reader.model import RootCause, Summary
+
+if TYPE_CHECKING:
+    from reader.analysis.dump_reader import DumpReader
+
+PATTERNS = ("loss_scale_collapse", "where_gradient_trap", "library_nan", "divergence",
+            "domain_error")
+# Ops and the domain outside which they give NaN or infinity.
+DOMAINS = {
+    "Acos": "[-1, 1]", "Asin": "[-1, 1]", "Atanh": "(-1, 1)", "Acosh": "[1, inf)",
+    "Lgamma": "x > 0 or non-integer x < 0", "Digamma": "x > 0 or non-integer x < 0",
+    "Polygamma": "x > 0", "Zeta": "x > 1", "Igamma": "a > 0, x >= 0",
+    "Igammac": "a > 0, x >= 0", "Betainc": "a > 0, b > 0, 0 <= x <= 1",
+    "Ndtri": "[0, 1]", "Erfinv": "[-1, 1]",
+}
+_DIVISIONS = {"RealDiv": 1, "Div": 1, "Reciprocal": 0, "Inv": 0, "Xdivy": 1}
+# A divergence: at least this many steps of growth, by at least this factor overall.
+DIVERGENCE_MIN_STEPS = 5
+DIVERGENCE_MIN_GROWTH = 100.0
+# Traces of one tensor read for its growth (the latest ones).
+DIVERGENCE_MAX_TRACES = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """What a rule found: the pattern, the explanation, the fix, the evidence."""
+
+    pattern: str
+    explanation: str
+    suggestion: str
+    evidence: tuple[str, ...] = ()
+
+
+def training_finding(reader: DumpReader, cause: RootCause, subject: str) -> Finding | None:
+    """The first rule's finding for a root cause, or None (``subject``: how the
+    explanation names the op, the user's expression when known)."""
+    for rule in RULES:
+        found = rule(reader, cause, subject)
+        if found is not None:
+            return found
+    return None
+
+
+def _output(cause: RootCause) -> Summary | None:
+    if cause.trace is not None:
+        return cause.trace.summary
+    summaries = cause.execution.summaries or () if cause.execution is not None else ()
+    return summaries[cause.alert.slot] if cause.alert.slot < len(summaries) else None
+
+
+def _loss_scale_collapse(reader: DumpReader, cause: RootCause, subject: str) -> Finding | None:
+    harm = reader.harm()
+    if not harm.collapse_steps:
+        return None
+    first, last = harm.collapse_steps[0], harm.collapse_steps[-1]
+    evidence = [f"steps {first}-{last}: every non-finite value was a gradient, and the "
+                f"optimizer skipped the step", harm.loss_scale_evidence or ""]
+    culprit = ""
+    rows = np.flatnonzero(reader.trace_steps_at(harm.graph_index) == harm.collapse_calls[-1])
+    if rows.size:
+        index = int(harm.graph_index[rows[0]])
+        trace = reader.trace(index)
+        summary = trace.summary
+        counts = (-1, -1, -1) if summary is None else tuple(
+            -1 if c is None else c for c in (summary.nan, summary.neg_inf, summary.pos_inf))
+        alert = AlertBuilder(reader).graph(index, trace.step, *counts)
+        root = reader.root_cause(alert)
+        if root is not None:
+            name = f"{root.alert.op_type} '{root.alert.op_name}'"
+            culprit = (f"; in step {last}, at the smallest scale, {name} still made "
+                       f"{nonfinite_text(_output(root))}")
+            evidence.append(f"step {last}: first non-finite gradient {name}")
+    return Finding(
+        "loss_scale_collapse",
+        f"The loss scaler skipped every step from {first} to {last} "
+        f"({last - first + 1} steps): the gradients are non-finite whatever the scale, "
+        f"so the scale keeps falling and the weights never change{culprit}",
+        "find the op whose gradient is non-finite at any scale (select an alert of the "
+        "last skipped step for its diagnosis) and fix it, or keep it in float32 "
+        "(dtype='float32' on its layer)", tuple(e for e in evidence if e))
+
+
+def _where_gradient_trap(reader: DumpReader, cause: RootCause, subject: str) -> Finding | None:
+    op = cause.op
+    if op is None or PlaceFinder(reader).phase_of_op(op) != "gradient":
+        return None
+    harm = reader.harm()
+    read = {(ref.op_id, ref.slot) for ref in op.inputs if ref.op_id is not None}
+    for group, containment in enumerate(harm.group_containment):
+        if containment is None or containment.reason != "discarded":
+            continue
+        trace = reader.trace(int(harm.group_traces[group]))
+        if trace.op_id is None:
+            continue
+        forward = reader.op(trace.op_id)
+        if not read & {(ref.op_id, ref.slot) for ref in forward.inputs}:
+            continue
+        where = expression_of(reader, reader.innermost_user_frame(forward.stack_id))
+        forward_text = f"`{where}`" if where else f"{forward.op_type} '{forward.name}'"
+        return Finding(
+            "where_gradient_trap",
+            f"{subject} made {nonfinite_text(_output(cause))} in the gradient of "
+            f"{forward.op_type} '{forward.name}', whose non-finite forward values a "
+            f"select discarded ({forward_text}): tf.where computes both branches, and "
+            f"the gradient of the branch it did not pick is 0 * inf = NaN",
+            "make the input safe before the op (the double tf.where): "
+            "safe = tf.where(cond, x, 1.0); tf.where(cond, tf.math.log(safe), 0.0)",
+            (f"forward {forward.op_type} '{forward.name}': discarded "
+             f"({containment.explanation})",
+             f"the gradient op {op.op_type} '{op.name}' reads the same input"))
+    return None
+
+
+def _library_nan(reader: DumpReader, cause: RootCause, subject: str) -> Finding | None:
+    op = cause.op
+    if op is None:
+        return None
+    place = PlaceFinder(reader).of_op(op)
+    frame = place.library_frame
+    position = _DIVISIONS.get(op.op_type)
+    if frame is None or place.phase != "optimizer" or position is None:
+        return None
+    if position >= len(cause.inputs):
+        return None
+    ref, denominator = cause.inputs[position]
+    if denominator is None or not denominator.zero:
+        return None
+    module = os.path.splitext(os.path.basename(frame.path))[0]
+    optimizer = {"adam": "Adam", "adamw": "AdamW", "rmsprop": "RMSprop", "adagrad": "Adagrad",
+                 "adadelta": "Adadelta", "adamax": "Adamax", "nadam": "Nadam",
+                 "ftrl": "Ftrl", "lamb": "Lamb"}.get(module, module)
+    return Finding(
+        "library_nan",
+        f"The optimizer {optimizer} made {nonfinite_text(_output(cause))} in its update "
+        f"({library_frame_text(frame)}): it divided by "
+        f"{count_text(denominator.zero, 'exact zero')} (denominator `{ref.name}`, "
+        f"{values_text(denominator.size)}), the root of its second moment plus "
+        f"`epsilon`, which is 0 only when epsilon is 0 and a gradient was exactly 0",
+        f"give {optimizer} a positive epsilon (keras.optimizers.{optimizer}(epsilon=1e-7), "
+        f"the default) rather than epsilon=0.0",
+        (f"made by library code: {library_frame_text(frame)}",
+         f"setting: epsilon (the denominator `{ref.name}` held zeros)"))
+
+
+def _divergence(reader: DumpReader, cause: RootCause, subject: str) -> Finding | None:
+    op, output = cause.op, _output(cause)
+    if op is None or output is None or not (output.pos_inf or output.neg_inf):
+        return None
+    steps = reader.steps()
+    best = None
+    for ref, summary in cause.inputs:
+        if ref.op_id is None or summary is None or summary.max is None:
+            continue
+        growth = _growth(reader, ref.op_id, ref.slot, cause.trace.index if cause.trace
+                         else None)
+        if growth is not None and (best is None or growth[2] > best[1][2]):
+            best = (ref.name, growth)
+    if best is None:
+        return None
+    name, (first, last, factor, rate, count) = best
+    since = steps.of_execution(first[0]) if steps.has_steps else None
+    at = steps.of_execution(last[0]) if steps.has_steps else None
+    unit = "step" if since is not None else "execution"
+    since = first[0] if since is None else since
+    at = last[0] if at is None else at
+    return Finding(
+        "divergence",
+        f"Training diverged: the largest magnitude of {name}, an input of {subject}, grew "
+        f"from {first[1]:.3g} at {unit} {since} to {last[1]:.3g} at {unit} {at}, about "
+        f"x{rate:.3g} per {unit} over {count} {unit}s, until {subject} overflowed to "
+        f"{nonfinite_text(output)}",
+        "lower the learning rate, clip gradients (clipnorm=1.0 on the optimizer, or "
+        "tf.clip_by_global_norm), and normalise the inputs",
+        (f"input {name}: max |x| {first[1]:.6g} at {unit} {since}, {last[1]:.6g} at "
+         f"{unit} {at} (x{factor:.3g})",))
+
+
+def _growth(reader: DumpReader, op_id: int, slot: int, before: int | None
+            ) -> tuple[tuple[int, float], tuple[int, float], float, float, int] | None:
+    """The trailing stretch over which a tensor's largest finite magnitude grew:
+    ((step, magnitude) at its start, at its end, the overall factor, the factor per
+    trace, the number of traces), or None when it did not grow enough."""
+    traces = reader.traces_of(op_id, slot)
+    if before is not None:
+        traces = traces[traces < before]
+    traces = traces[-DIVERGENCE_MAX_TRACES:]
+    points = []
+    for index in traces.tolist():
+        summary = reader.trace(index).summary
+        if summary is None or summary.max is None or summary.min is None:
+            continue
+        points.append((reader.trace(index).step, max(abs(summary.min), abs(summary.max))))
+    if len(points) < DIVERGENCE_MIN_STEPS:
+        return None
+    start = len(points) - 1
+    while start > 0 and points[start - 1][1] < points[start][1]:
+        start -= 1
+    stretch = points[start:]
+    if len(stretch) < DIVERGENCE_MIN_STEPS or stretch[0][1] <= 0:
+        return None
+    factor = stretch[-1][1] / stretch[0][1]
+    if not factor >= DIVERGENCE_MIN_GROWTH or not math.isfinite(factor):
+        return None
+    rate = factor ** (1 / (len(stretch) - 1))
+    return stretch[0], stretch[-1], factor, rate, len(stretch)
+
+
+def _domain_error(reader: DumpReader, cause: RootCause, subject: str) -> Finding | None:
+    domain = DOMAINS.get(cause.alert.op_type)
+    if domain is None:
+        return None
+    summary = cause.inputs[0][1] if cause.inputs else None
+    stats = ""
+    if summary is not None and summary.min is not None and summary.max is not None:
+        stats = f"; its input ranged from {summary.min:.9g} to {summary.max:.9g}"
+    name = cause.alert.op_type.lower()
+    return Finding(
+        "domain_error",
+        f"{subject} made {nonfinite_text(_output(cause))}: {name} is defined on "
+        f"{domain} only, and an input lay outside it{stats} (rounding can push a value "
+        f"computed to be 1 just past it)",
+        f"clip the input into {name}'s domain first (for acos and asin: "
+        f"tf.clip_by_value(x, -1.0, 1.0); for atanh: the open interval, e.g. "
+        f"tf.clip_by_value(x, -1 + 1e-6, 1 - 1e-6))",
+        (f"domain of {name}: {domain}",))
+
+
+RULES = (_loss_scale_collapse, _where_gradient_trap, _library_nan, _divergence,
+         _domain_error)

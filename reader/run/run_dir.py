@@ -1,0 +1,176 @@
+"""Find the runs in a logdir: one run is one directory of stream segment files."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import msgpack
+
+from reader import format as fmt
+from reader.errors import NoRunsError
+from reader.loading.tf_events import file_sets
+from reader.model import DUMPER_TENSORFLOW, RunInfo
+from reader.records import task_of
+from reader.run import liveness
+
+# A metadata segment holds a header, the run record, devices and the end record: a few
+# kilobytes. The cap only guards against a foreign file that borrowed the name.
+_METADATA_MAX_BYTES = 4 << 20
+
+
+def is_run_dir(path: str) -> bool:
+    """True when ``path`` is a directory holding a ``metadata.*.tfdbg`` segment."""
+    try:
+        with os.scandir(path) as entries:
+            return any(_is_metadata_name(e.name) for e in entries)
+    except OSError:
+        return False
+
+
+def _is_metadata_name(name: str) -> bool:
+    parsed = fmt.parse_segment_filename(name)
+    return parsed is not None and parsed[0] == fmt.STREAM_METADATA
+
+
+def list_runs(logdir: str | os.PathLike[str]) -> list[RunInfo]:
+    """List the runs in a logdir, oldest first.
+
+    A run directory itself is accepted too and lists as its one run. Runs whose
+    metadata cannot be read are still listed, with None for what is unknown. Each file
+    set of TensorFlow's own dumper in ``logdir`` (one per host) is a run too, its path
+    the file set's prefix (`reader.loading.tf_events.file_sets`).
+
+    Args:
+        logdir: A directory holding run directories (or one run directory), or the
+            prefix of one file set of TensorFlow's.
+
+    Returns:
+        One `RunInfo` per run, oldest first: by the UTC start time its run id begins
+        with, then, within one second, by the start time it records.
+
+    Raises:
+        NoRunsError: ``logdir`` is missing, not a directory, unreadable, or holds no run.
+    """
+    path = os.fspath(logdir)
+    if file_sets.is_file_set(path) and not os.path.isdir(path):
+        return [_tf_run_info(os.path.abspath(path))]
+    if not os.path.isdir(path):
+        what = "not a directory" if os.path.exists(path) else "no such directory"
+        raise NoRunsError(f"{path}: {what}")
+    if is_run_dir(path):
+        return [_run_info(os.path.abspath(path))]
+    try:
+        with os.scandir(path) as entries:
+            candidates = sorted(e.path for e in entries if e.is_dir(follow_symlinks=True))
+    except OSError as error:
+        raise NoRunsError(f"{path}: cannot list directory ({error.strerror})") from None
+    runs = [_run_info(c) for c in candidates if is_run_dir(c)]
+    runs += [_tf_run_info(os.path.abspath(prefix)) for prefix in file_sets.file_sets_in(path)]
+    # Run ids start with the UTC start time to the second; within one second (runs a
+    # program starts one after another) the start time orders them.
+    runs.sort(key=lambda r: (_start_key(r), r.start_time or 0.0, r.run_id))
+    if not runs:
+        # TensorFlow's dumps sit in their dump root, not in directories inside it.
+        inside = [os.path.basename(c) for c in candidates if file_sets.file_sets_in(c)]
+        hint = f" (TensorFlow's dumps are in {', '.join(inside[:3])}: open one)" if inside else ""
+        raise NoRunsError(f"{path}: no tfdbg-tui dump and no TensorFlow dump in this "
+                          f"directory{hint}")
+    return runs
+
+
+def _start_key(run: RunInfo) -> str:
+    """The UTC start time to the second, as our run ids begin with it."""
+    if run.dumper == DUMPER_TENSORFLOW:
+        return time.strftime("%Y%m%dT%H%M%S", time.gmtime(run.start_time or 0))
+    return run.run_id[:_ID_TIME_LENGTH]
+
+
+# Characters of a run id that give its start time: "20261123T143021".
+_ID_TIME_LENGTH = 15
+
+
+def resolve_run_path(logdir: str | os.PathLike[str], run_id: str | None = None) -> str:
+    """The directory of one run: the newest by default, else ``run_id``.
+
+    ``run_id`` matches a run id exactly, or else a unique prefix of one.
+
+    Raises:
+        NoRunsError: No run in ``logdir``, or none (or several) match ``run_id``.
+    """
+    runs = list_runs(logdir)
+    if run_id is None:
+        return runs[-1].path
+    exact = [r for r in runs if r.run_id == run_id]
+    if exact:
+        return exact[0].path
+    prefixed = [r for r in runs if r.run_id.startswith(run_id)]
+    if len(prefixed) == 1:
+        return prefixed[0].path
+    if prefixed:
+        raise NoRunsError(f"run {run_id!r} is ambiguous: {len(prefixed)} runs start with it")
+    known = ", ".join(r.run_id for r in runs[-3:])
+    raise NoRunsError(f"no run {run_id!r} in {os.fspath(logdir)} (newest: {known})")
+
+
+def _run_info(run_path: str) -> RunInfo:
+    """Peek at a run's metadata segment 0: its header and `run` and `end` records."""
+    run_id = os.path.basename(os.path.normpath(run_path))
+    header: dict = {}
+    run: dict = {}
+    finished = False
+    notice_kinds: set[str] = set()
+    # Looked at before the metadata is read (`liveness.recording_stopped`).
+    reserve_gone = not os.path.exists(os.path.join(run_path, fmt.RESERVE_FILENAME))
+    try:
+        with open(os.path.join(run_path, fmt.segment_filename(fmt.STREAM_METADATA, 0)), "rb") as f:
+            data = f.read(_METADATA_MAX_BYTES)
+    except OSError:
+        data = b""
+    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
+    unpacker.feed(data)
+    try:
+        for record in unpacker:
+            if not isinstance(record, dict):
+                break
+            kind = record.get("k")
+            if kind == fmt.KIND_HEADER and not header:
+                header = record
+            elif kind == fmt.KIND_RUN:
+                run = record
+            elif kind == fmt.KIND_END:
+                finished = True
+            elif kind == fmt.KIND_NOTICE and isinstance(record.get("kind"), str):
+                notice_kinds.add(record["kind"])
+    except (ValueError, TypeError, msgpack.UnpackException):
+        pass  # a damaged metadata file: report what was read before the damage
+    version = header.get("version")
+    format_version = (tuple(version[:2]) if isinstance(version, list) and len(version) >= 2
+                      and all(isinstance(v, int) for v in version[:2]) else None)
+    task, cluster = task_of(run)
+    return RunInfo(
+        run_id=run_id,
+        path=run_path,
+        host=_typed(run.get("host"), str),
+        pid=_typed(run.get("pid"), int),
+        start_time=_typed(run.get("start_time"), float),
+        tensor_debug_mode=_typed(run.get("tensor_debug_mode"), str),
+        finished=finished,
+        format_version=format_version,
+        task=task, cluster=cluster,
+        stopped=liveness.recording_stopped(
+            finished, notice_kinds, reserve_gone and run.get("space_reserve") is True),
+    )
+
+
+def _typed(value, kind):
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value if isinstance(value, kind) and not isinstance(value, bool) else None
+
+
+def _tf_run_info(prefix: str) -> RunInfo:
+    # Imported when needed: the protobuf runtime costs every start ~40 ms otherwise.
+    from reader.loading.tf_events.loader import tf_run_info
+
+    return tf_run_info(prefix)

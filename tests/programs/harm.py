@@ -1,0 +1,164 @@
+"""Programs whose first non-finite value is not (or not alone) the bug: healthy runs
+with infinities made on purpose, and harm that the first alert hides. Each case is
+dumped as its own run in one process.
+
+``python harm.py LOGDIR [CASE ...]`` writes ``LOGDIR/<case>`` for each case (all by
+default). A harmful case marks the line of its culprit with ``# HARM <case>``.
+"""
+import sys
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+import instrument
+
+# The mixed-precision fits: an initial loss scale of 2**24 overflows float16
+# gradients for about a dozen steps before the scaler has halved it far enough.
+MIXED_INITIAL_SCALE = 2.0 ** 24
+MIXED_STEPS = 24
+COLLAPSE_STEPS = 26
+DIVERGE_STEPS = 60
+
+
+def _mixed_fit(data_scale: float, make_layer, steps: int) -> None:
+    keras.utils.set_random_seed(1)
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"),
+                                  make_layer(), keras.layers.Dense(1)])
+        optimizer = keras.optimizers.LossScaleOptimizer(
+            keras.optimizers.SGD(0.01), initial_scale=MIXED_INITIAL_SCALE)
+        model.compile(optimizer=optimizer, loss="mse")
+        x = np.random.default_rng(0).normal(size=(steps * 8, 4)).astype("float32")
+        y = (x.sum(axis=1, keepdims=True) * data_scale).astype("float32")
+        model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
+def mixed_precision():
+    """Healthy: the loss scaler's first steps overflow and are skipped, as designed."""
+    _mixed_fit(1.0, lambda: keras.layers.Dense(8, activation="relu"), MIXED_STEPS)
+
+
+class _SqrtLayer(keras.layers.Layer):
+    """sqrt of a ReLU: the gradient is infinite wherever an input is 0, every step."""
+
+    def call(self, x):
+        return tf.sqrt(tf.nn.relu(x - 100.0))
+
+
+def loss_scale_collapse():
+    """Every step's gradient is non-finite whatever the scale: the scaler skips them all."""
+    _mixed_fit(1.0, _SqrtLayer, COLLAPSE_STEPS)
+
+
+def masked_attention():
+    """Healthy: a causal mask written as -inf, then softmax, trained a few steps."""
+    rng = np.random.default_rng(0)
+    query = tf.Variable(rng.normal(size=(4, 8)).astype("float32"))
+    x = tf.constant(rng.normal(size=(2, 5, 4)).astype("float32"))
+    mask = tf.constant(np.tril(np.ones((5, 5), dtype=bool)))
+
+    @tf.function
+    def step(x):
+        with tf.GradientTape() as tape:
+            h = tf.matmul(x, query)
+            scores = tf.matmul(h, h, transpose_b=True)
+            scores = tf.where(mask, scores, -np.inf)
+            weights = tf.nn.softmax(scores, axis=-1)
+            loss = tf.reduce_mean(tf.matmul(weights, h) ** 2)
+        query.assign_sub(0.01 * tape.gradient(loss, query))
+        return loss
+
+    for _ in range(3):
+        step(x)
+
+
+def masked_logsumexp():
+    """Harmful: a fully masked row gives max = -inf and -inf - (-inf) = NaN."""
+    @tf.function
+    def masked_lse(scores, mask):
+        masked = tf.where(mask, scores, -np.inf)
+        top = tf.reduce_max(masked, axis=-1, keepdims=True)
+        shifted = masked - top  # HARM masked_logsumexp
+        return tf.squeeze(top, -1) + tf.math.log(tf.reduce_sum(tf.exp(shifted), axis=-1))
+
+    scores = tf.constant([[1.0, 2.0, 3.0], [0.5, 0.1, 0.2]])
+    mask = tf.constant([[True, True, False], [False, False, False]])
+    masked_lse(scores, mask)
+
+
+def where_trap():
+    """Harmful: tf.where hides log(0) in the forward pass, not in the gradient."""
+    weights = tf.Variable([1.0, 0.0, 2.0])
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            safe = tf.where(weights > 0, tf.math.log(weights), 0.0)
+            loss = tf.reduce_sum(safe)
+        grad = tape.gradient(loss, weights)  # HARM where_trap
+        weights.assign_sub(0.1 * grad)
+        return loss
+
+    step()
+
+
+def diverging():
+    """Harmful: a learning rate far too high; the weights grow until the loss overflows."""
+    rng = np.random.default_rng(0)
+    x = tf.constant(rng.normal(size=(16, 4)).astype("float32"))
+    y = tf.constant(rng.normal(size=(16, 1)).astype("float32"))
+    w = tf.Variable(tf.zeros((4, 1)))
+
+    @tf.function
+    def train_step(x, y):
+        with tf.GradientTape() as tape:
+            error = tf.matmul(x, w) - y
+            loss = tf.reduce_mean(tf.square(error))
+        w.assign_sub(3.0 * tape.gradient(loss, w))
+        return loss
+
+    for _ in range(DIVERGE_STEPS):
+        train_step(x, y)
+
+
+def acos_domain():
+    """Harmful: a cosine that rounds just above 1."""
+    @tf.function
+    def angle(cosine):
+        cosine = cosine * 1.0
+        return tf.acos(cosine)  # HARM acos_domain
+
+    angle(tf.constant([0.5, 1.0000001]))
+
+
+def adam_epsilon():
+    """Harmful: Adam with epsilon=0.0 on a weight whose gradient is exactly 0."""
+    keras.utils.set_random_seed(1)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.Adam(epsilon=0.0), loss="mse")
+    x = np.zeros((16, 3), dtype="float32")
+    x[:, 0] = 1.0
+    model.fit(x, np.ones((16, 1), "float32"), batch_size=8, epochs=1, verbose=0)
+
+
+CASES = {f.__name__: f for f in (mixed_precision, loss_scale_collapse, masked_attention,
+                                 masked_logsumexp, where_trap, diverging, acos_domain,
+                                 adam_epsilon)}
+# The masked cases again in CURT_HEALTH, which says only "has NaN or inf".
+CASES.update(masked_attention_curt=masked_attention, masked_logsumexp_curt=masked_logsumexp)
+# Cases dumped in another mode than FULL_HEALTH (the divergence's magnitudes).
+MODES = {"diverging": "FULL_STATS", "masked_attention_curt": "CURT_HEALTH",
+         "masked_logsumexp_curt": "CURT_HEALTH"}
+
+if __name__ == "__main__":
+    logdir = sys.argv[1]
+    for name in sys.argv[2:] or CASES:
+        instrument.enable_dump_debug_info(f"{logdir}/{name}",
+                                          tensor_debug_mode=MODES.get(name, "FULL_HEALTH"),
+                                          circular_buffer_size=-1)
+        CASES[name]()
+        instrument.disable_dump_debug_info()

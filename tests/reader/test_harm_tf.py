@@ -1,0 +1,196 @@
+"""Contained and harmful values, the healthy verdict, where in the model, and the
+diagnoses that know training, on real TensorFlow programs (tests/programs/harm.py).
+
+Healthy runs (a mixed-precision fit whose loss scaler overflows its first steps, a
+causal mask written as -inf) must give no first alert and a healthy verdict; in the
+harmful ones the root cause must be the op that did the harm, not the first
+non-finite value.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+import reader
+from reader.analysis.diagnosis import diagnose_alert, diagnose_cause
+from reader.analysis.harm import LOSS_SCALE_COLLAPSE_STEPS
+from reader.analysis.verdict import healthy_verdict
+from tests.reader.conftest import TF_PROGRAMS
+from tfdbg_tui.commands.report import main as report_main
+
+PROGRAM = os.path.join(TF_PROGRAMS, "harm.py")
+
+
+def _harm_line(case: str) -> int:
+    with open(PROGRAM, encoding="utf-8") as f:
+        return next(n for n, line in enumerate(f, 1) if line.rstrip().endswith(f"# HARM {case}"))
+
+
+def _report(harm_dumps: str, case: str, capsys) -> dict:
+    assert report_main([os.path.join(harm_dumps, case), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+# -- healthy runs ---------------------------------------------------------------------------
+
+
+def test_mixed_precision_fit_is_healthy(harm_dumps, capsys):
+    """The loss scaler's overflowing steps are contained: no root cause, a verdict."""
+    with reader.open_run(os.path.join(harm_dumps, "mixed_precision")) as dump:
+        summary = dump.alerts()
+        assert summary.total > 0 and summary.harmful == 0
+        assert summary.contained["loss_scale"] == summary.total
+        assert all(a.contained == "loss_scale" for a in summary.alerts)
+        assert dump.first_alert() is None and dump.root_cause() is None
+        skipped = dump.harm().skipped_step_numbers
+        assert 3 <= len(skipped) < LOSS_SCALE_COLLAPSE_STEPS and skipped[0] == 0
+        verdict = healthy_verdict(dump)
+        assert verdict is not None and verdict.pattern == "expected_loss_scaling"
+        assert (f"{len(skipped)} steps overflowed under the loss scale and were skipped, "
+                f"as designed") in verdict.explanation
+        # A contained alert, selected, says why it did no harm.
+        assert diagnose_alert(dump, summary.alerts[0]).pattern == "contained"
+    report = _report(harm_dumps, "mixed_precision", capsys)
+    assert report["first_alert"] is None
+    assert report["contained"] == {"deliberate": 0, "loss_scale": report["num_alerts"],
+                                   "discarded": 0}
+    assert report["diagnosis"]["pattern"] == "expected_loss_scaling"
+    assert report["num_alerts"] == sum(report["alerts_by_type"].values())  # fields stay
+
+
+def test_masked_attention_is_healthy(harm_dumps, capsys):
+    """A causal mask written as -inf, then softmax: deliberate, contained."""
+    with reader.open_run(os.path.join(harm_dumps, "masked_attention")) as dump:
+        summary = dump.alerts()
+        assert {a.op_type for a in summary.alerts} == {"Const", "SelectV2"}
+        assert all(a.contained == "deliberate" for a in summary.alerts)
+        assert dump.root_cause() is None
+    report = _report(harm_dumps, "masked_attention", capsys)
+    assert report["first_alert"] is None
+    assert report["contained"]["deliberate"] == report["num_alerts"] > 0
+    assert report["diagnosis"]["pattern"] == "healthy"
+    assert report["diagnosis"]["explanation"].startswith(
+        f"No harmful non-finite values; {report['num_alerts']} deliberate -inf")
+
+
+def test_healthy_report_says_so_in_one_line(harm_dumps, capsys):
+    assert report_main([os.path.join(harm_dumps, "mixed_precision")]) == 0
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if "all contained" in line)
+    assert "no harmful non-finite values;" in line and "as designed" in line
+    assert "Root cause" not in out
+
+
+# -- harm hidden behind contained values -------------------------------------------------------
+
+
+def test_masked_logsumexp_lands_on_the_subtraction(harm_dumps, capsys):
+    """The fully masked row's -inf is deliberate; the NaN is made by -inf - (-inf)."""
+    with reader.open_run(os.path.join(harm_dumps, "masked_logsumexp")) as dump:
+        cause = dump.root_cause()
+        assert (cause.alert.op_type, cause.alert.op_name) == ("Sub", "sub")
+        assert cause.frame.line == _harm_line("masked_logsumexp")
+        assert dump.first_alert().op_type == "Sub"
+        contained = {a.op_type: a.contained for a in dump.alerts().alerts}
+        assert contained["Const"] == contained["SelectV2"] == contained["Max"] == "deliberate"
+        assert diagnose_cause(dump, cause).pattern == "inf_arithmetic"
+    report = _report(harm_dumps, "masked_logsumexp", capsys)
+    assert report["first_alert"]["op_type"] == "Sub"
+    assert report["first_alert"]["phase"] == "forward"
+
+
+def test_where_gradient_trap(harm_dumps, capsys):
+    """log(0) behind tf.where is discarded; the harm is in its gradient."""
+    with reader.open_run(os.path.join(harm_dumps, "where_trap")) as dump:
+        by_op = {a.op_name: a for a in dump.alerts().alerts}
+        assert by_op["Log"].contained == "discarded"
+        cause = dump.root_cause()
+        assert cause.alert.op_type == "Reciprocal"
+        assert cause.frame.line == _harm_line("where_trap")
+        diagnosis = diagnose_cause(dump, cause)
+        assert diagnosis.pattern == "where_gradient_trap"
+        assert "`tf.math.log(weights)`" in diagnosis.explanation
+        assert "double tf.where" in diagnosis.suggestion
+    report = _report(harm_dumps, "where_trap", capsys)
+    assert report["first_alert"]["phase"] == "gradient"
+    assert report["contained"]["discarded"] == 1
+
+
+def test_loss_scale_collapse(harm_dumps, capsys):
+    """Every step skipped: not healthy; the steps are named."""
+    with reader.open_run(os.path.join(harm_dumps, "loss_scale_collapse")) as dump:
+        harm = dump.harm()
+        assert len(harm.collapse_steps) >= LOSS_SCALE_COLLAPSE_STEPS
+        assert harm.collapse_steps[0] == 0
+        assert dump.root_cause() is not None
+        diagnosis = diagnose_cause(dump, dump.root_cause())
+        assert diagnosis.pattern == "loss_scale_collapse"
+        last = harm.collapse_steps[-1]
+        assert f"every step from 0 to {last}" in diagnosis.explanation
+        assert "SqrtGrad" in diagnosis.explanation  # the gradient non-finite at any scale
+    report = _report(harm_dumps, "loss_scale_collapse", capsys)
+    assert report["first_alert"] is not None
+    assert report["diagnosis"]["pattern"] == "loss_scale_collapse"
+
+
+# -- diagnoses that know training ----------------------------------------------------------
+
+
+def test_divergence_says_since_when_and_how_fast(harm_dumps):
+    with reader.open_run(os.path.join(harm_dumps, "diverging")) as dump:
+        cause = dump.root_cause()
+        diagnosis = diagnose_cause(dump, cause)
+        assert diagnosis.pattern == "divergence"
+        assert "at step 0 to " in diagnosis.explanation and " per step over " in \
+            diagnosis.explanation
+        assert dump.steps().of_execution(cause.alert.step) > 10
+
+
+def test_acos_domain_error(harm_dumps):
+    with reader.open_run(os.path.join(harm_dumps, "acos_domain")) as dump:
+        cause = dump.root_cause()
+        assert cause.frame.line == _harm_line("acos_domain")
+        diagnosis = diagnose_cause(dump, cause)
+        assert diagnosis.pattern == "domain_error"
+        assert "acos is defined on [-1, 1]" in diagnosis.explanation
+
+
+def test_adam_epsilon_names_the_optimizer_and_setting(harm_dumps, capsys):
+    with reader.open_run(os.path.join(harm_dumps, "adam_epsilon")) as dump:
+        cause = dump.root_cause()
+        assert cause.alert.op_type == "RealDiv"
+        diagnosis = diagnose_cause(dump, cause)
+        assert diagnosis.pattern == "library_nan"
+        assert "Adam" in diagnosis.explanation and "epsilon" in diagnosis.suggestion
+        assert "divide_no_nan" not in diagnosis.suggestion
+    first = _report(harm_dumps, "adam_epsilon", capsys)["first_alert"]
+    assert first["phase"] == "optimizer"
+    assert first["library_frame"]["file"].endswith(os.path.join("optimizers", "adam.py"))
+    assert first["library_frame"]["function"] == "update_step"
+
+
+@pytest.mark.parametrize("case, phase, layer", [
+    ("adam_epsilon", "forward", "dense"),
+    ("loss_scale_collapse", "gradient", "dense"),
+])
+def test_alerts_carry_phase_and_layer(harm_dumps, case, phase, layer):
+    """A Dense layer's ops (forward, and their gradients) name the layer's path."""
+    with reader.open_run(os.path.join(harm_dumps, case)) as dump:
+        places = [dump.place(a) for a in dump.alerts().alerts]
+        found = [p for p in places if p.phase == phase and p.layer]
+        assert found, places
+        assert all(p.layer.startswith("sequential") for p in found)
+        assert any(f"/{layer}" in p.layer for p in found)
+
+
+def test_curt_health_follows_deliberate_infinities_through_carriers_only(harm_dumps):
+    """CURT_HEALTH cannot tell NaN from inf: the mask is still deliberate (a select
+    carries it), and the subtraction is still the root cause (it could make NaN)."""
+    with reader.open_run(os.path.join(harm_dumps, "masked_attention_curt")) as dump:
+        assert dump.alerts().total and dump.root_cause() is None
+        assert healthy_verdict(dump).pattern == "healthy"
+    with reader.open_run(os.path.join(harm_dumps, "masked_logsumexp_curt")) as dump:
+        assert dump.root_cause().alert.op_type == "Sub"

@@ -1,0 +1,342 @@
+"""`tfdbg-tui report LOGDIR [--run ID] [--json]`: a headless summary of one run.
+
+Prints the run, its mode and counts, what of it is kept on disk (the gaps a circular
+buffer leaves around the first alert's window), the alerts by type and per step, the
+root cause of the first NaN/inf (its op, its step, its inputs' summaries, the user's
+source line with the expression marked by carets, as in a Python traceback) and its
+diagnosis (`reader.analysis.diagnosis`: the pattern, why, the usual fix). Human output uses
+Rich; every piece of dump text is escaped, never read as markup. ``--json`` prints
+exactly one JSON object for scripts and CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+import reader
+from reader import DumpError
+from reader import format as fmt
+from reader.analysis.diagnosis import Diagnosis, diagnose_cause
+from reader.analysis.expressions import expression_of, line_span
+from reader.analysis.model_place import Place, library_frame_text
+from reader.analysis.steps import Gap, Steps
+from reader.analysis.verdict import contained_line, healthy_verdict
+from reader.analysis.workers import WorkerRun, first_nonfinite_workers
+from reader.model import DUMPER_TENSORFLOW, Alert, RootCause, Summary
+from reader.notices import Notice
+from reader.run import liveness
+from tfdbg_tui.exit_codes import EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, EXIT_OK, fail
+from tfdbg_tui.text.literal import literal, literal_columns
+from tfdbg_tui.text.step_sparkline import sparkline, step_range
+
+# Alerts listed in the human report; the totals always count every one.
+ALERTS_SHOWN = 10
+# Cells of the human report's alerts-per-step line.
+SPARKLINE_WIDTH = 60
+# TensorFlow's dumper records neither an end nor a pid: whether it ended is unknown.
+_TENSORFLOW_STATE = "written by TensorFlow's own dumper, which records no end"
+# How the run's `reader.run.liveness` state is said.
+_STATE_TEXT = {
+    liveness.FINISHED: "finished",
+    liveness.STOPPED: "recording stopped on a write error: the dump ends there",
+    liveness.RUNNING: "running",
+    liveness.KILLED: "killed: its process is gone and it has no end record",
+    liveness.UNKNOWN: "running or killed (no end record)",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tfdbg-tui report",
+        description="Summarise one run of a tfdbg-tui dump: counts, NaN/inf alerts by "
+                    "type, and the op and source line that produced the first one.",
+        epilog=f"exit status: {EXIT_OK} ran (alerts or not); {EXIT_NO_DUMP} missing, empty, "
+               f"unreadable or foreign directory; {EXIT_NEWER_FORMAT} dump written by a newer "
+               f"format version; {EXIT_DAMAGED} dump damaged beyond reading.")
+    parser.add_argument("logdir", metavar="LOGDIR",
+                        help="directory holding runs (or one run directory)")
+    parser.add_argument("--run", metavar="ID", default=None,
+                        help="run id or unique prefix (default: the newest run)")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object instead of the human report")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    """Run the report; returns the exit status (see `build_parser`'s epilog)."""
+    args = build_parser().parse_args(argv)
+    try:
+        dump = reader.open_run(args.logdir, args.run)
+        with dump:
+            summary = dump.alerts(limit_per_type=ALERTS_SHOWN)
+            cause = dump.root_cause()
+            diagnosis = (diagnose_cause(dump, cause) if cause is not None
+                         else healthy_verdict(dump))
+            if args.json:
+                print(json.dumps(report_dict(dump, summary, cause, diagnosis)))
+            else:
+                _print_human(dump, summary, cause, diagnosis)
+    except DumpError as error:
+        return fail("tfdbg-tui report", error)
+    return EXIT_OK
+
+
+def _counts(alert: Alert) -> dict[str, int]:
+    return {"nan": alert.nan, "neg_inf": alert.neg_inf, "pos_inf": alert.pos_inf}
+
+
+def summary_dict(summary: Summary | None) -> dict[str, Any] | None:
+    if summary is None:
+        return None
+    return {key: getattr(summary, key) for key in
+            fmt.SUMMARY_COLUMNS[fmt.FULL_STATS] if getattr(summary, key) is not None} | (
+        {"shape": list(summary.shape)} if summary.shape is not None else {})
+
+
+def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
+                cause: RootCause | None, diagnosis: Diagnosis | None = None) -> dict[str, Any]:
+    """The JSON report: the run, its counts, alerts and first alert, the root cause's
+    inputs, the exact expression, the diagnosis and damage (docs/keys.md)."""
+    meta = dump.metadata
+    steps = dump.steps()
+    first_alert = None
+    if cause is not None:
+        alert = cause.alert
+        source = None
+        if cause.frame is not None:
+            span = line_span(cause.frame, cause.line_text)
+            source = {"file": cause.frame.path, "line": cause.frame.line,
+                      "function": cause.frame.function, "text": cause.line_text,
+                      "column": span[0] if span else None,
+                      "end_column": span[1] if span else None,
+                      "expression": expression_of(dump, cause.frame)}
+        first_alert = {
+            "kind": alert.kind, "index": alert.index, "op_type": alert.op_type,
+            "op_name": alert.op_name, "graph_name": alert.graph_name, "device": alert.device,
+            "slot": alert.slot, "step": alert.step,
+            "step_number": steps.of_execution(alert.step), "counts": _counts(alert),
+            "source": source,
+            "inputs": [{"name": ref.name, "summary": summary_dict(s)}
+                       for ref, s in cause.inputs],
+            **place_dict(dump.place(alert)),
+        }
+    return {
+        "run": meta.run_id,
+        "dumper": meta.dumper,
+        "tensor_debug_mode": meta.tensor_debug_mode,
+        "num_executions": dump.num_executions,
+        "num_graph_traces": dump.num_traces,
+        "first_execution": dump.first_execution,
+        "first_graph_trace": dump.first_trace,
+        "finished": dump.finished,
+        "state": dump.writer_state(),
+        "num_alerts": summary.total,
+        "alerts_by_type": summary.counts,
+        "harmful": summary.harmful,
+        "contained": summary.contained,
+        "first_alert": first_alert,
+        "steps": _steps_dict(steps),
+        "gaps": [_gap_dict(gap) for gap in steps.gaps],
+        "diagnosis": None if diagnosis is None else {
+            "pattern": diagnosis.pattern, "explanation": diagnosis.explanation,
+            "suggestion": diagnosis.suggestion, "evidence": list(diagnosis.evidence)},
+        "damage": list(dump.damage),
+        "notices": [notice_dict(n) for n in dump.notices()],
+        "workers": [_worker_dict(w, dump) for w in first_nonfinite_workers(dump)],
+    }
+
+
+def place_dict(place: Place) -> dict[str, Any]:
+    """An alert's place in the model as the JSON report gives it."""
+    frame = place.library_frame
+    return {"phase": place.phase, "layer": place.layer,
+            "library_frame": None if frame is None else {
+                "file": frame.path, "line": frame.line, "function": frame.function,
+                "text": library_frame_text(frame)}}
+
+
+def _say_workers(say, dump: reader.DumpReader, workers: list[WorkerRun]) -> None:
+    """The job's workers, the one that went non-finite first first."""
+    if not workers:
+        return
+    say("")
+    say(("Workers:", "bold"), f" {len(workers)} runs of this job in the logdir "
+        f"(this run is {dump.metadata.task})")
+    for rank, worker in enumerate(workers):
+        this = " (this run)" if worker.path == dump.path else f" (run {worker.run_id})"
+        if not worker.has_alerts:
+            say(f"  {worker.task}: no NaN or infinity{this}")
+            continue
+        at = "" if worker.first_step is None else f" at step {worker.first_step}"
+        if worker.received:
+            what = f"received it through {worker.op_type}"
+        else:
+            name = f" '{worker.op_name}'" if worker.op_name else ""
+            where = "" if worker.frame is None else \
+                f" at {worker.frame.path}:{worker.frame.line}"
+            what = f"{worker.op_type}{name}{where}"
+        lead = ("first non-finite: ", "bold red") if rank == 0 and not worker.received \
+            else ("", "")
+        say("  ", lead, f"{worker.task}{at}: {what}{this}")
+
+
+def _worker_dict(worker: WorkerRun, dump: reader.DumpReader) -> dict[str, Any]:
+    frame = worker.frame
+    return {"run": worker.run_id, "task": worker.task, "this_run": worker.path == dump.path,
+            "first_non_finite_step": worker.first_step, "time": worker.first_time,
+            "op_type": worker.op_type, "op_name": worker.op_name, "device": worker.device,
+            "received": worker.received,
+            "source": None if frame is None else {"file": frame.path, "line": frame.line,
+                                                  "function": frame.function}}
+
+
+def notice_dict(notice: Notice) -> dict[str, Any]:
+    """A notice as the JSON report gives it."""
+    return {"kind": notice.kind, "level": notice.level, "message": notice.message,
+            "details": notice.details}
+
+
+def _steps_dict(steps: Steps) -> dict[str, Any]:
+    return {
+        "function": steps.function,
+        "first_non_finite_step": steps.first_alert_step,
+        "kept": [list(r) for r in steps.kept_steps()],
+        "alerts_per_step": [[int(s), int(c)]
+                            for s, c in zip(steps.alert_steps, steps.alert_counts)],
+    }
+
+
+def _gap_dict(gap: Gap) -> dict[str, Any]:
+    return {
+        "executions": list(gap.executions) if gap.executions else None,
+        "graph_traces": list(gap.traces) if gap.traces else None,
+        "steps": list(gap.steps) if gap.steps else None,
+        "text": gap.describe(),
+    }
+
+
+def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
+                 cause: RootCause | None, diagnosis: Diagnosis | None) -> None:
+    # Rich is imported here, not at module level: `--json` and errors never pay for it.
+    from rich.table import Table
+
+    from tfdbg_tui.text.console_output import literal_line, output_console
+    from tfdbg_tui.text.summary_format import summary_text
+
+    console = output_console()
+
+    def say(*parts: str | tuple[str, str]) -> None:
+        """Print one line of parts, plain or ``(text, style)``; every part is shown
+        literally (`tfdbg_tui.text.literal`), never read as markup."""
+        console.print(literal_line(*parts))
+
+    meta = dump.metadata
+    state = (_TENSORFLOW_STATE if meta.dumper == DUMPER_TENSORFLOW
+             else _STATE_TEXT[dump.writer_state()])
+    say(("Run", "bold"), f" {meta.run_id}  ({state})")
+    say(f"  mode {meta.tensor_debug_mode}, host {meta.host}, pid {meta.pid}, "
+        f"TensorFlow {meta.tf_version}")
+    say(f"  {dump.num_executions:,} eager executions, {dump.num_traces:,} graph "
+        "execution traces"
+        + (f" (from #{dump.first_execution:,} / #{dump.first_trace:,} on disk)"
+           if dump.first_execution or dump.first_trace else ""))
+    steps = dump.steps()
+    if steps.has_steps:
+        kept = ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in steps.kept_steps())
+        say(f"  steps: calls of {steps.function or ''}; kept: steps {kept}")
+    for gap in steps.gaps:
+        say("  ", ("gap:", "yellow"), f" {gap.describe()}")
+    for notice in dump.damage:
+        say("  ", ("damage:", "yellow"), f" {notice}")
+    for notice in dump.notices():
+        style = "bold yellow" if notice.is_warning else "cyan"
+        say("  ", (f"{'⚠ ' if notice.is_warning else ''}{notice.level}:", style),
+            f" {notice.message}")
+    _say_workers(say, dump, first_nonfinite_workers(dump))
+    if not summary.total:
+        say("")
+        say(("No NaN or infinity in this run.", "green"))
+        return
+    by_type = ", ".join(f"{k}: {v:,}" for k, v in summary.counts.items())
+    say("")
+    if cause is None and diagnosis is not None:
+        say((f"{summary.total:,} alerts, all contained:", "bold green"),
+            f" {contained_line(summary, dump.harm())}")
+        _say_diagnosis(say, diagnosis)
+        return
+    say((f"{summary.total:,} alerts", "bold red"), f" ({by_type})")
+    if any(summary.contained.values()):
+        say(f"  {contained_line(summary, dump.harm())}")
+    if steps.first_alert_position is not None:
+        say(f"  first non-finite value at {steps.place(steps.first_alert_position)}")
+    span = step_range(steps)
+    if span is not None:
+        say(f"  alerts per step {span[0]}..{span[1]}: {sparkline(steps, SPARKLINE_WIDTH)}")
+    table = Table(show_edge=False, pad_edge=False)
+    for column in ("kind", "index", "step", "op", "graph", "nan", "-inf", "+inf"):
+        table.add_column(column)
+    harmful_first = [a for a in sorted(summary.alerts, key=_order_key) if not a.contained]
+    for alert in harmful_first[:ALERTS_SHOWN]:
+        name = alert.op_type + (f" {alert.op_name}:{alert.slot}" if alert.op_name else "")
+        step = steps.of_execution(alert.step) if steps.has_steps else alert.step
+        table.add_row(*(literal_line(cell) for cell in (
+            alert.kind, str(alert.index), "-" if step is None else str(step), name,
+            alert.graph_name or "", *(_count_text(c) for c in
+                                      (alert.nan, alert.neg_inf, alert.pos_inf)))))
+    console.print(table)
+    if cause is None:
+        return
+    alert = cause.alert
+    what = (f"{alert.op_type} '{alert.op_name}:{alert.slot}'" if alert.op_name
+            else f"{alert.op_type} (eager execution #{alert.index}, output {alert.slot})")
+    where = f" in graph '{alert.graph_name}'" if alert.graph_name else ""
+    say("")
+    say(("Root cause:", "bold"), f" {what}{where} at {steps.place(alert.step)}")
+    say(f"  in the model: {dump.place(alert).describe()}")
+    for ref, s in cause.inputs:
+        say(f"  input {ref.name}: {summary_text(s).plain}")
+    if cause.frame is not None:
+        say("  ", (f"{cause.frame.path}:{cause.frame.line}", "bold"),
+            f" in {cause.frame.function}")
+        if cause.line_text is not None:
+            shown, carets = caret_lines(cause.line_text, line_span(cause.frame, cause.line_text))
+            say(f"    {shown}")
+            if carets:
+                say("    ", (carets, "bold red"))
+    else:
+        say("  (no user source frame recorded)")
+    if diagnosis is not None:
+        _say_diagnosis(say, diagnosis)
+
+
+def _say_diagnosis(say, diagnosis: Diagnosis) -> None:
+    say("")
+    say(("Diagnosis:", "bold"), f" {diagnosis.pattern}")
+    say(f"  {diagnosis.explanation}")
+    say("  ", ("Fix:", "bold"), f" {diagnosis.suggestion}")
+    for line in diagnosis.evidence:
+        say(f"  - {line}")
+
+
+def caret_lines(line_text: str, span: tuple[int, int] | None) -> tuple[str, str]:
+    """The source line as shown (indentation removed, tabs expanded, escaped) and a
+    line of carets under the span, as Python tracebacks print them ("" without one)."""
+    from rich.cells import cell_len
+
+    full = literal(line_text.expandtabs(8))
+    indent = len(full) - len(full.lstrip())
+    shown = full[indent:].rstrip()
+    if span is None:
+        return shown, ""
+    start, end = literal_columns(line_text, *span)
+    return shown, " " * cell_len(full[indent:start]) + "^" * max(1, cell_len(full[start:end]))
+
+
+def _order_key(alert: Alert) -> tuple[int, int, int]:
+    return (alert.step, 0 if alert.kind == "graph" else 1, alert.index)
+
+
+def _count_text(count: int) -> str:
+    return "?" if count < 0 else f"{count:,}"
