@@ -91,8 +91,8 @@ def tf_written(tmp_path_factory) -> str:
 # Hypothesis profiles of the property tests (tests/reader/test_hostile_values.py):
 # "hostile-ci", the default, runs with every test run in well under a minute,
 # derandomized so that a run is repeatable; "hostile-long" is the benchmark-marked
-# search (docs/testing.md). HYPOTHESIS_PROFILE selects another.
-settings.register_profile("hostile-ci", max_examples=60, deadline=10_000, derandomize=True,
+# search (README, tests). HYPOTHESIS_PROFILE selects another.
+settings.register_profile("hostile-ci", max_examples=300, deadline=10_000, derandomize=True,
                           database=None, print_blob=True)
 settings.register_profile("hostile-long", max_examples=3000, deadline=30_000, database=None,
                           print_blob=True)

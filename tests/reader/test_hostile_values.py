@@ -6,8 +6,8 @@ structure-aware property test: Hypothesis mutates the records of small dumps (ho
 ints, wrong types, missing and extra keys, records moved, dropped or added, compressed
 values whose sizes lie) and every result must open, or fail with one `DumpError` line,
 in bounded time and memory. The Hypothesis profiles (a short one for every test run,
-a long one for ``-m benchmark``) are registered in tests/conftest.py; docs/testing.md
-says how to run the long one.
+a long one for ``-m benchmark``) are registered in tests/conftest.py; the README says
+how to run the long one.
 """
 
 from __future__ import annotations
@@ -380,5 +380,5 @@ def test_hostile_records_open_or_fail_clearly(templates, data):
 @settings(settings.get_profile("hostile-long"), suppress_health_check=_SUPPRESSED)
 @given(data=st.data())
 def test_hostile_records_long_run(templates, data):
-    """The long profile (docs/testing.md): run with ``pytest -m benchmark -k hostile``."""
+    """The long profile: ``python -m pytest -m benchmark -k hostile``."""
     check_mutated_dump(templates, data)
