@@ -48,14 +48,7 @@ def pattern_dumps(tmp_path_factory) -> str:
     """One process runs every case of tests/programs/patterns.py (one bug per
     NaN pattern, and `late_log`, which breaks after 250 good steps), a run per case;
     returns the directory holding a logdir per case."""
-    pytest.importorskip("tensorflow")
-    root = str(tmp_path_factory.mktemp("patterns"))
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
-    completed = subprocess.run([sys.executable, PATTERNS_PROGRAM, root], env=env,
-                               capture_output=True, text=True, timeout=600)
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    return root
+    return _run_cases(PATTERNS_PROGRAM, tmp_path_factory, "patterns")
 
 
 @pytest.fixture(scope="session")
@@ -63,11 +56,17 @@ def harm_dumps(tmp_path_factory) -> str:
     """One process runs every case of tests/programs/harm.py (healthy runs
     with infinities, and harm that the first alert hides), a run per case; returns the
     directory holding a logdir per case."""
+    return _run_cases(HARM_PROGRAM, tmp_path_factory, "harm")
+
+
+def _run_cases(program: str, tmp_path_factory, name: str) -> str:
+    """Run a program of cases (``program ROOT``: a logdir per case under ROOT) once in
+    a subprocess; return ROOT."""
     pytest.importorskip("tensorflow")
-    root = str(tmp_path_factory.mktemp("harm"))
+    root = str(tmp_path_factory.mktemp(name))
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
-    completed = subprocess.run([sys.executable, HARM_PROGRAM, root], env=env,
+    completed = subprocess.run([sys.executable, program, root], env=env,
                                capture_output=True, text=True, timeout=600)
     assert completed.returncode == 0, completed.stderr[-3000:]
     return root
