@@ -39,6 +39,9 @@ def closed_run(logdir: str, mode: str = fmt.FULL_HEALTH) -> str:
     return run.path
 
 
+_case(closed_run, "honest")  # the baseline: the same run, nothing hostile
+
+
 def append_records(run_path: str, stream: str, *records: dict, segment: int = 0) -> None:
     """Append ``records`` (packed as given) to a segment of ``run_path``."""
     with open(segment_path(run_path, stream, segment), "ab") as file:
