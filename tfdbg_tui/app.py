@@ -62,7 +62,7 @@ class DebuggerApp(App[int]):
 
     def _debugger_screen(self, run_id: str | None,
                          opening: Future | None = None) -> DebuggerScreen:
-        return DebuggerScreen(self.logdir, run_id, run_count=len(self.runs),
+        return DebuggerScreen(self.logdir, run_id, runs=self.runs,
                               poll_interval_s=self.poll_interval_s, opening=opening,
                               compare=self.compare)
 

@@ -380,6 +380,24 @@ class GraphExecutionList(LineList):
     def action_previous_alert(self) -> None:
         self._jump_to_alert("previous")
 
+    def select_divergence(self, which: str) -> bool:
+        """Move to the "first", "next" or "previous" trace that diverges from run A
+        (`comparison`); False, said, when there is none that way."""
+        if self._comparison is None:
+            return False
+        alignment = self._comparison.alignment
+        position = self.position
+        if which == "first" or position is None:
+            target = alignment.first
+        else:
+            target = alignment.next_divergence(position, forward=which == "next")
+        if target is None:
+            self.notify("no divergence in the graph traces" if which == "first"
+                        else f"no {'later' if which == 'next' else 'earlier'} divergence")
+            return False
+        self.select_trace(target)
+        return True
+
     def action_toggle_alerts_only(self) -> None:
         if self.rows is None:
             return

@@ -216,17 +216,19 @@ class TimelineCells(CursorView, can_focus=True):
         """The execution under the cursor; None on a gap cell."""
         return self.cells.index_at(self.cursor) if self.count else None
 
-    def sync_to_execution(self, index: int) -> None:
+    def sync_to_execution(self, index: int) -> bool:
         """Show execution `index` under the cursor without announcing a selection
-        (another pane's selection ran in it)."""
-        if not self.count:
-            return
+        (another pane's selection ran in it); False when it is there already or not
+        on disk (no cell of its own)."""
+        if not self.holds(index) or self.selected_execution == index:
+            return False
         position = self._cell_of(index)
         old = self.cursor
         self.set_reactive(TimelineCells.cursor, position)
         self.refresh_position(old)
         self.refresh_position(position)
         self.keep_cursor_visible()
+        return True
 
     def move_to(self, position: int) -> None:
         """Put the cursor on cell `position` (clamped), announcing what is there."""

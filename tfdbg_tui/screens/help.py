@@ -51,10 +51,10 @@ def key_sections(app_bindings: Sequence[Binding | tuple]
                 for b in bindings if isinstance(b, Binding)]
 
     return [
-        ("Anywhere", rows(app_bindings) + rows(DebuggerScreen.BINDINGS)),
+        ("Anywhere", rows(app_bindings) + rows(DebuggerScreen.SCREEN_KEYS)),
         ("Every list (Alerts, Graph Execution, Graph Structure, Source, Stack)",
          rows(LineList.BINDINGS)),
-        ("Comparing two runs (--compare A, or c)", rows(RunComparison.BINDINGS)),
+        ("Comparing two runs (--compare A, or c)", rows(RunComparison.KEYS)),
         ("1 Alerts", rows(AlertList.BINDINGS)),
         ("2 Python Execution Timeline", rows(TimelineCells.BINDINGS)),
         ("3 Graph Execution", rows(GraphExecutionList.BINDINGS)),
