@@ -12,9 +12,10 @@ from reader.errors import DumpError
 from reader.model import RunInfo
 from tfdbg_tui.dump_watcher import POLL_INTERVAL_S
 from tfdbg_tui.exit_codes import exit_code_for
-from tfdbg_tui.screens.debugger import PANE_KEYS, DebuggerScreen
+from tfdbg_tui.screens.debugger import DebuggerScreen
 from tfdbg_tui.screens.help import HelpScreen
 from tfdbg_tui.screens.run_picker import RunPickerScreen
+from tfdbg_tui.widgets.pane import SECTIONS
 
 
 class DebuggerApp(App[int]):
@@ -71,9 +72,9 @@ class DebuggerApp(App[int]):
         yield from super().get_system_commands(screen)
         if not isinstance(screen, DebuggerScreen):
             return
-        for key, widget_id, title in PANE_KEYS:
-            yield SystemCommand(f"Focus {title}", f"Key {key}",
-                                lambda w=widget_id: screen.action_focus_pane(w))
+        for section in SECTIONS:
+            yield SystemCommand(f"Focus {section.name}", f"Key {section.key}",
+                                lambda w=section.content_id: screen.action_focus_pane(w))
         widget_actions = (
             ("graph-execution", "first_alert", "First alert trace", "Graph Execution: f"),
             ("graph-execution", "toggle_alerts_only", "Toggle alerts-only filter",

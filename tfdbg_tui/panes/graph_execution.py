@@ -383,6 +383,5 @@ class GraphExecutionList(LineList):
 class GraphExecutionPane(Pane):
     """Container of the Graph Execution list: border, title, zoomable."""
 
-    TITLE = "3 Graph Execution"
     CONTENT = GraphExecutionList
     CONTENT_ID = "graph-execution"

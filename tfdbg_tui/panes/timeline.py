@@ -300,7 +300,6 @@ def execution_detail(context: ExecutionContext | None, note: str = "") -> Text:
 class TimelinePane(Pane):
     """The cells above a detail of the selected execution; zoomable."""
 
-    TITLE = "2 Python Execution Timeline"
     CONTENT = TimelineCells
     CONTENT_ID = "timeline"
 

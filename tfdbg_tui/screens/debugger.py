@@ -57,22 +57,13 @@ from tfdbg_tui.screens.trace_navigation import TraceFound, TraceNavigation, Valu
 from tfdbg_tui.text.literal import literal
 from tfdbg_tui.widgets.diagnosis_line import DiagnosisLine
 from tfdbg_tui.widgets.line_list import LineList
+from tfdbg_tui.widgets.pane import SECTIONS
 from tfdbg_tui.widgets.status_line import StatusLine
 
 ALERT_LIMIT_PER_TYPE = 1000
 # How often the status line rechecks a live run that stopped growing (killed runs
 # never write their `end` record; see `StatusLine`).
 IDLE_CHECK_S = 5.0
-
-PANE_KEYS = (
-    ("1", "alerts", "Alerts"),
-    ("2", "timeline", "Timeline"),
-    ("3", "graph-execution", "Graph Execution"),
-    ("4", "graph-structure", "Graph Structure"),
-    ("5", "source-code", "Source Code"),
-    ("6", "stack-trace", "Stack Trace"),
-)
-
 
 # The narrowest screen whose footer shows the command palette's key.
 COMMANDS_IN_FOOTER_WIDTH = 100
@@ -96,8 +87,9 @@ class DebuggerScreen(Screen):
 
     ALERT_KEYS = Binding.Group("Alert", compact=True)
     SCREEN_KEYS = [
-        *(Binding(key, f"focus_pane('{widget_id}')", title, show=False)
-          for key, widget_id, title in PANE_KEYS),
+        *(Binding(section.key, f"focus_pane('{section.content_id}')", section.name,
+                  show=False)
+          for section in SECTIONS),
         Binding("z", "toggle_zoom", "Zoom"),
         Binding("escape", "unzoom", "Unzoom", show=False),
         Binding("left_square_bracket", "alert_step(-1)", "Prev alert", key_display="[",
