@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 
+from textual import on
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from reader.errors import DumpError
 from reader.model import RunInfo
 from tfdbg_tui.dump_watcher import POLL_INTERVAL_S
 from tfdbg_tui.exit_codes import exit_code_for
 from tfdbg_tui.screens.debugger import DebuggerScreen
+from tfdbg_tui.screens.debugger_results import OpenFailed
 from tfdbg_tui.screens.help import HelpScreen
 from tfdbg_tui.screens.run_picker import RunPickerScreen
 from tfdbg_tui.widgets.pane import SECTIONS
@@ -53,10 +54,12 @@ class DebuggerApp(App[int]):
         self.poll_interval_s = poll_interval_s
         self.error_message: str | None = None
 
-    def fail(self, error: DumpError) -> None:
-        """Exit with the status for `error`; `app_main` prints its one-line message."""
-        self.error_message = str(error)
-        self.exit(return_code=exit_code_for(error))
+    @on(OpenFailed)
+    def _open_failed(self, message: OpenFailed) -> None:
+        """A run could not be opened: exit with the status for its error; `app_main`
+        prints its one-line message."""
+        self.error_message = str(message.error)
+        self.exit(return_code=exit_code_for(message.error))
 
     def on_mount(self) -> None:
         self.push_screen(self._debugger_screen(self.initial_run_id, self.opening))

@@ -238,8 +238,8 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
         say(f"  steps: calls of {steps.function or ''}; kept: steps {kept}")
     for gap in steps.gaps:
         say("  ", ("gap:", "yellow"), f" {gap.describe()}")
-    for notice in dump.damage:
-        say("  ", ("damage:", "yellow"), f" {notice}")
+    for damage in dump.damage:
+        say("  ", ("damage:", "yellow"), f" {damage}")
     for notice in dump.notices():
         style = "bold yellow" if notice.is_warning else "cyan"
         say("  ", (f"{'⚠ ' if notice.is_warning else ''}{notice.level}:", style),

@@ -263,6 +263,7 @@ class GraphExecutionList(LineList):
         return text
 
     def _render_gap(self, row: int) -> Text:
+        assert self.rows is not None
         begin, end = self.rows.gap_at(row) or (0, 0)
         gap = gap_between(self._steps, fmt.STREAM_GRAPH_TRACES, begin, end)
         what = gap.describe()

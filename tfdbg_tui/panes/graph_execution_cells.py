@@ -155,8 +155,8 @@ def append_cell(text: Text, column: Column, summary: Summary | None, op: Op | No
     key = column.key
     bad, faint = styles.bad_count, styles.zero_count
     if key == "type":
-        value = literal(op.op_type) if op else "?"
-        text.append(value[:column.width].ljust(column.width), row_style or styles.type)
+        op_type = literal(op.op_type) if op else "?"
+        text.append(op_type[:column.width].ljust(column.width), row_style or styles.type)
         return
     start = len(text)
     if key == "dtype":
@@ -168,14 +168,15 @@ def append_cell(text: Text, column: Column, summary: Summary | None, op: Op | No
             "[" + ",".join(map(str, summary.shape)) + "]"
         text.append(shape[:column.width].ljust(column.width))
     elif key in fmt.STAT_COLUMNS:
-        value = getattr(summary, key, None) if summary else None
-        text.append(("-" if value is None else fit_number(value, column.width))
-                    .rjust(column.width), faint if value is None else None)
+        stat = getattr(summary, key, None) if summary else None
+        text.append(("-" if stat is None else fit_number(stat, column.width))
+                    .rjust(column.width), faint if stat is None else None)
     elif key == "bad" or (key == "nonfinite" and summary is not None
                           and summary.nan is None):
         flag = bool(summary and summary.has_inf_or_nan)
         text.append(("yes" if flag else "no").rjust(column.width), bad if flag else faint)
     else:
+        value: int | None
         if key == "nonfinite":
             value = None if summary is None else \
                 (summary.nan or 0) + (summary.neg_inf or 0) + (summary.pos_inf or 0)

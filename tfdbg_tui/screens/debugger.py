@@ -185,10 +185,6 @@ class DebuggerScreen(Screen):
             return
         self.post_message(ReaderOpened(opened, state))
 
-    @on(OpenFailed)
-    def _open_failed(self, message: OpenFailed) -> None:
-        self.app.fail(message.error)
-
     @on(ReaderOpened)
     def _reader_opened(self, message: ReaderOpened) -> None:
         reader = self.reader = message.reader
@@ -336,7 +332,8 @@ class DebuggerScreen(Screen):
             if self.query_one(TimelineCells).sync_to_execution(context.trace.step):
                 self.load_execution_detail(context.trace.step, self._next_token("detail"))
         else:
-            self.query_one(TimelinePane).show_detail(context.execution and context)
+            self.query_one(TimelinePane).show_detail(
+                context if context.execution is not None else None)
             if message.detail_only:
                 return
             stack.show_frames(list(context.frames), context.selected_frame,
@@ -387,6 +384,7 @@ class DebuggerScreen(Screen):
     @work(thread=True, exclusive=True, group="diagnosis")
     def load_diagnosis(self, alert: Alert, token: int) -> None:
         """The diagnosis of a selected alert (`reader.analysis.diagnosis.diagnose_alert`)."""
+        assert self.reader is not None  # alerts are listed once the run is open
         try:
             diagnosis = diagnose_alert(self.reader, alert)
         except DumpError:

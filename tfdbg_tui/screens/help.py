@@ -106,6 +106,3 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll():
             yield Static(help_text(self.app_bindings), id="help-text")
-
-    def action_dismiss(self) -> None:
-        self.dismiss(None)

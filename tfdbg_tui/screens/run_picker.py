@@ -143,7 +143,9 @@ class RunPickerScreen(ModalScreen[str | None]):
 
     @on(OptionList.OptionSelected)
     def _chosen(self, event: OptionList.OptionSelected) -> None:
-        self.dismiss(self.runs[int(event.option.id)].run_id)
+        position = event.option.id
+        assert position is not None  # every option's id is its run's position in `runs`
+        self.dismiss(self.runs[int(position)].run_id)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
