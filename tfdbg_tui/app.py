@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 
+from textual import on
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from reader.errors import DumpError
 from reader.model import RunInfo
 from tfdbg_tui.dump_watcher import POLL_INTERVAL_S
 from tfdbg_tui.exit_codes import exit_code_for
-from tfdbg_tui.screens.debugger import PANE_KEYS, DebuggerScreen
+from tfdbg_tui.screens.debugger import DebuggerScreen
+from tfdbg_tui.screens.debugger_results import OpenFailed
 from tfdbg_tui.screens.help import HelpScreen
 from tfdbg_tui.screens.run_picker import RunPickerScreen
+from tfdbg_tui.widgets.pane import SECTIONS
 
 
 class DebuggerApp(App[int]):
@@ -52,17 +54,19 @@ class DebuggerApp(App[int]):
         self.poll_interval_s = poll_interval_s
         self.error_message: str | None = None
 
-    def fail(self, error: DumpError) -> None:
-        """Exit with the status for `error`; `app_main` prints its one-line message."""
-        self.error_message = str(error)
-        self.exit(return_code=exit_code_for(error))
+    @on(OpenFailed)
+    def _open_failed(self, message: OpenFailed) -> None:
+        """A run could not be opened: exit with the status for its error; `app_main`
+        prints its one-line message."""
+        self.error_message = str(message.error)
+        self.exit(return_code=exit_code_for(message.error))
 
     def on_mount(self) -> None:
         self.push_screen(self._debugger_screen(self.initial_run_id, self.opening))
 
     def _debugger_screen(self, run_id: str | None,
                          opening: Future | None = None) -> DebuggerScreen:
-        return DebuggerScreen(self.logdir, run_id, run_count=len(self.runs),
+        return DebuggerScreen(self.logdir, run_id, runs=self.runs,
                               poll_interval_s=self.poll_interval_s, opening=opening,
                               compare=self.compare)
 
@@ -71,9 +75,9 @@ class DebuggerApp(App[int]):
         yield from super().get_system_commands(screen)
         if not isinstance(screen, DebuggerScreen):
             return
-        for key, widget_id, title in PANE_KEYS:
-            yield SystemCommand(f"Focus {title}", f"Key {key}",
-                                lambda w=widget_id: screen.action_focus_pane(w))
+        for section in SECTIONS:
+            yield SystemCommand(f"Focus {section.name}", f"Key {section.key}",
+                                lambda w=section.content_id: screen.action_focus_pane(w))
         widget_actions = (
             ("graph-execution", "first_alert", "First alert trace", "Graph Execution: f"),
             ("graph-execution", "toggle_alerts_only", "Toggle alerts-only filter",

@@ -49,9 +49,14 @@ def compare_app(b: Path, a: Path):
     return make_app(b, compare=str(a))
 
 
+def compared(screen) -> bool:
+    """Whether the debugger screen shows run A beside B."""
+    comparison = getattr(screen, "comparison", None)
+    return comparison is not None and comparison.shown is not None
+
+
 async def wait_for_comparison(pilot) -> None:
-    await wait_for(pilot, lambda: getattr(pilot.app.screen, "comparison", None) is not None,
-                   what="the comparison")
+    await wait_for(pilot, lambda: compared(pilot.app.screen), what="the comparison")
 
 
 def row_of(app, trace_index: int) -> str:
@@ -155,13 +160,13 @@ async def test_c_compares_with_a_run_given_by_path(run_pair, alignment):
     async with app.run_test(size=(100, 30), notifications=True) as pilot:
         await wait_for(pilot, lambda: getattr(app.screen, "root_cause", None) is not None,
                        what="the hunt")
-        assert app.screen.comparison is None
+        assert not compared(app.screen)
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen), what="the prompt")
         await pilot.press(*str(run_pair / "nowhere"), "enter")
         await wait_for(pilot, lambda: "Could not compare" in screen_text(app),
                        what="the error notice")
-        assert app.screen.comparison is None and app.screen.compare_path is None
+        assert not compared(app.screen) and app.screen.comparison.path is None
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen), what="the prompt")
         await pilot.press(*str(run_pair / "base"), "enter")

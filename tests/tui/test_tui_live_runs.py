@@ -46,7 +46,7 @@ async def test_a_live_run_that_stopped_writing_is_flagged_as_maybe_killed(tmp_pa
         await wait_for(pilot, lambda: "● LIVE" in screen_text(app), what="live")
         app.screen.last_growth -= 60  # as if nothing had been written for a minute
         app.screen.update_status()
-        await wait_for(pilot, lambda: "s (running, or killed)" in
+        await wait_for(pilot, lambda: "s (live or killed)" in
                        screen_text(app) and "LIVE? idle 6" in screen_text(app),
                        what="the idle warning")
         await pilot.resize_terminal(80, 24)
@@ -57,7 +57,7 @@ async def test_a_live_run_that_stopped_writing_is_flagged_as_maybe_killed(tmp_pa
 
 async def test_a_run_whose_process_is_killed_is_said_to_be_killed(tmp_path):
     """A run written on this host: once its process is gone without an `end`, the
-    status line says it was killed (not "running, or killed")."""
+    status line says it was killed (not "live or killed")."""
     child, path = start_writer(tmp_path)
     try:
         app = make_app(tmp_path, poll_interval_s=0.05)

@@ -26,25 +26,15 @@ from reader.analysis.verdict import contained_line, healthy_verdict
 from reader.analysis.workers import WorkerRun, first_nonfinite_workers
 from reader.model import DUMPER_TENSORFLOW, Alert, RootCause, Summary
 from reader.notices import Notice
-from reader.run import liveness
 from tfdbg_tui.exit_codes import EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, EXIT_OK, fail
 from tfdbg_tui.text.literal import literal, literal_columns
+from tfdbg_tui.text.run_state import STATE_WORDS, TENSORFLOW_DUMP
 from tfdbg_tui.text.step_sparkline import sparkline, step_range
 
 # Alerts listed in the human report; the totals always count every one.
 ALERTS_SHOWN = 10
 # Cells of the human report's alerts-per-step line.
 SPARKLINE_WIDTH = 60
-# TensorFlow's dumper records neither an end nor a pid: whether it ended is unknown.
-_TENSORFLOW_STATE = "written by TensorFlow's own dumper, which records no end"
-# How the run's `reader.run.liveness` state is said.
-_STATE_TEXT = {
-    liveness.FINISHED: "finished",
-    liveness.STOPPED: "recording stopped on a write error: the dump ends there",
-    liveness.RUNNING: "running",
-    liveness.KILLED: "killed: its process is gone and it has no end record",
-    liveness.UNKNOWN: "running or killed (no end record)",
-}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -233,8 +223,8 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
         console.print(literal_line(*parts))
 
     meta = dump.metadata
-    state = (_TENSORFLOW_STATE if meta.dumper == DUMPER_TENSORFLOW
-             else _STATE_TEXT[dump.writer_state()])
+    state = (TENSORFLOW_DUMP if meta.dumper == DUMPER_TENSORFLOW
+             else STATE_WORDS[dump.writer_state()]).sentence
     say(("Run", "bold"), f" {meta.run_id}  ({state})")
     say(f"  mode {meta.tensor_debug_mode}, host {meta.host}, pid {meta.pid}, "
         f"TensorFlow {meta.tf_version}")
@@ -248,8 +238,8 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
         say(f"  steps: calls of {steps.function or ''}; kept: steps {kept}")
     for gap in steps.gaps:
         say("  ", ("gap:", "yellow"), f" {gap.describe()}")
-    for notice in dump.damage:
-        say("  ", ("damage:", "yellow"), f" {notice}")
+    for damage in dump.damage:
+        say("  ", ("damage:", "yellow"), f" {damage}")
     for notice in dump.notices():
         style = "bold yellow" if notice.is_warning else "cyan"
         say("  ", (f"{'⚠ ' if notice.is_warning else ''}{notice.level}:", style),

@@ -125,7 +125,8 @@ def load_trace_context(reader, trace_index: int) -> TraceContext:
                 if ref.op_id is not None else None)
         inputs.append(Neighbour(
             "input", ref.name, producer, ref.slot, position, near, _trace_summary(reader, near),
-            tensor_history(reader, ref.op_id, ref.slot) if producer is not None else None))
+            tensor_history(reader, ref.op_id, ref.slot)
+            if producer is not None and ref.op_id is not None else None))
     consumers = []
     for consumer, input_index in reader.consumers(op.id):
         slot = 0

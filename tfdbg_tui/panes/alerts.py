@@ -219,6 +219,5 @@ class AlertList(LineList):
 class AlertsPane(Pane):
     """Container of the alert list: border, title, zoomable."""
 
-    TITLE = "1 Alerts"
     CONTENT = AlertList
     CONTENT_ID = "alerts"

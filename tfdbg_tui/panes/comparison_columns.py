@@ -1,67 +1,24 @@
-"""Graph Execution beside a second run (`tfdbg-tui B --compare A`).
+"""Graph Execution beside a second run (`tfdbg-tui B --compare A`): what A's side holds.
 
 Each row of B gets, after its own columns, its counterpart in A (`reader.analysis.diff`'s
 alignment): A's trace index and the same summary columns, with the cells that differ
 beyond the tolerance marked on both sides, a `≠` between them on a divergent row, and
 "only in B" where A has no counterpart. What aligns and what diverges is decided in
-`reader.analysis.diff` (`RunAlignment`, `differing_fields`); this module only lays it out.
-No widget here: the Graph Execution list holds one `TraceComparison` and paints with it.
+`reader.analysis.diff` (`RunAlignment`, `differing_fields`); this module reads A's side
+of a row, and `graph_execution_cells` draws it. No widget and no drawing here: the Graph
+Execution list holds one `TraceComparison`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rich.text import Text
-
 from reader.analysis.diff import RunAlignment, differing_fields
 from reader.model import Op, Summary, Trace
 from tfdbg_tui.models.trace_rows import TraceRows
-from tfdbg_tui.text.text_fit import cut_middle, keep_by_priority
 
-# Between B's columns and A's: a rule, or `DIVERGENT_MARK` on a divergent row.
-SEPARATOR, DIVERGENT_MARK = " │", " ≠"
-# Tensor names keep fewer cells than in one run's view, so that at 80 columns both
-# runs' non-finite counts fit beside them.
-NAME_MIN_WIDTH = 10
 # Summary fields whose difference shows in the combined "inf/NaN" column.
 _NON_FINITE_FIELDS = frozenset({"is_alert", "nan", "neg_inf", "pos_inf"})
-
-
-@dataclass(frozen=True)
-class CompareColumn:
-    """A summary column shown for both runs (`both`) or for B only (the op type)."""
-
-    key: str
-    title: str
-    width: int
-    priority: int  # lower is kept first when the pane is narrow
-    both: bool = True
-
-
-# Most telling first: whether a tensor is finite in each run, then its dtype (a float16
-# run against a float32 one), then the counts, then B's op type.
-_COLUMNS = (
-    CompareColumn("nonfinite", "inf/NaN", 7, 0), CompareColumn("dtype", "dtype", 8, 1),
-    CompareColumn("size", "size", 6, 2), CompareColumn("neg", "-", 6, 4),
-    CompareColumn("zero", "0", 6, 3), CompareColumn("pos", "+", 6, 5),
-    CompareColumn("neg_inf", "-inf", 6, 6), CompareColumn("pos_inf", "+inf", 6, 7),
-    CompareColumn("nan", "NaN", 6, 8), CompareColumn("shape", "shape", 16, 2),
-    CompareColumn("max", "max", 9, 9), CompareColumn("min", "min", 9, 10),
-    CompareColumn("mean", "mean", 9, 11),
-    CompareColumn("type", "op type", 14, 12, both=False),
-)
-# The columns each mode records (the combined "inf/NaN" column in every health mode).
-_KEYS_BY_MODE = {
-    "FULL_HEALTH": {"nonfinite", "dtype", "size", "neg", "zero", "pos", "neg_inf", "pos_inf",
-                    "nan", "type"},
-    "CONCISE_HEALTH": {"nonfinite", "size", "neg_inf", "pos_inf", "nan", "type"},
-    "CURT_HEALTH": {"nonfinite", "type"},
-    "SHAPE": {"dtype", "size", "shape", "type"},
-}
-_KEYS_BY_MODE["FULL_TENSOR"] = _KEYS_BY_MODE["FULL_HEALTH"]
-_KEYS_BY_MODE["FULL_STATS"] = _KEYS_BY_MODE["FULL_HEALTH"] | {"min", "max", "mean"}
-_DEFAULT_KEYS = {"dtype", "type"}
 
 
 @dataclass(frozen=True)
@@ -106,29 +63,9 @@ class TraceComparison:
         first = self.alignment.diff.first_divergence
         return " vs A: no divergence" if first is None else " vs A: eager divergence only"
 
-    def columns(self, mode_b: str) -> list[CompareColumn]:
-        keys = _KEYS_BY_MODE.get(mode_b, _DEFAULT_KEYS)
-        keys_a = _KEYS_BY_MODE.get(self.mode_a, _DEFAULT_KEYS)
-        return [c for c in _COLUMNS if c.key in keys and (not c.both or c.key in keys_a)]
-
     def a_index_width(self) -> int:
+        """Cells of A's trace index column."""
         return max(3, len(str(self.rows_a.num_traces)))
-
-    def layout(self, mode_b: str, width: int, index_width: int
-               ) -> tuple[list[CompareColumn], int]:
-        """The columns that fit, in order, and the width of the tensor name."""
-        fixed = index_width + 1 + len(SEPARATOR) + 1 + self.a_index_width()
-        chosen = keep_by_priority(self.columns(mode_b), width - fixed - NAME_MIN_WIDTH,
-                                  cost=_cells, priority=lambda c: c.priority)
-        return chosen, width - fixed - sum(_cells(c) for c in chosen)
-
-    def header(self, columns: list[CompareColumn]) -> Text:
-        """A's header, after B's: "A #" and the titles of A's columns."""
-        text = Text(SEPARATOR + " " + "A #".rjust(self.a_index_width()))
-        for column in columns:
-            if column.both:
-                text.append(" " + _aligned(column.key, column.title, column.width))
-        return text
 
     def counterpart(self, b_index: int, summary_b: Summary | None) -> CounterpartCells:
         """A's side of B's trace `b_index`."""
@@ -142,40 +79,3 @@ class TraceComparison:
         if fields & _NON_FINITE_FIELDS:
             fields |= {"nonfinite"}
         return CounterpartCells(a_index, trace, self.rows_a.op(trace.op_id), fields, reason)
-
-    def append_a_side(self, pane, text: Text, b_index: int, cells: CounterpartCells,
-                      columns: list[CompareColumn], width: int) -> None:
-        """Append A's side of a row to `text` (B's side); `pane` is the Graph Execution
-        list, which renders cells the same way for both runs (`append_cell`)."""
-        index_width = self.a_index_width()
-        if cells.reason is not None:
-            text.append(DIVERGENT_MARK, pane.component_style("graph-execution--diverged"))
-        else:
-            text.append(SEPARATOR, pane.component_style("graph-execution--index"))
-        text.append(" ")
-        if cells.trace is None:
-            room = max(0, width - text.cell_len)
-            if cells.index is None:
-                note = "only in B" if b_index < self.alignment.counterpart.shape[0] \
-                    else "not compared (newer than the comparison)"
-            else:
-                note = f"#{cells.index} not on disk"
-            text.append(cut_middle(note, room), pane.component_style("graph-execution--gap"))
-            return
-        text.append(str(cells.index).rjust(index_width),
-                    pane.component_style("graph-execution--index"))
-        for column in columns:
-            if column.both:
-                text.append(" ")
-                pane.append_cell(text, column, cells.trace.summary, cells.op, cells.trace.slot,
-                                 diverged=column.key in cells.diverged)
-
-
-def _aligned(key: str, title: str, width: int) -> str:
-    return title.ljust(width) if key in ("type", "dtype", "shape") else title.rjust(width)
-
-
-def _cells(column: CompareColumn) -> int:
-    """Cells a column takes in a row: its width and a space, once per run it shows."""
-    return (column.width + 1) * (2 if column.both else 1)
-

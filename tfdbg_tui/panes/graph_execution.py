@@ -7,8 +7,6 @@ fast as a small one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from rich.text import Text
 from textual.binding import Binding
@@ -18,58 +16,13 @@ from reader import format as fmt
 from reader.analysis.steps import Steps, gap_between
 from reader.index.trace_search import compile_search
 from tfdbg_tui.models.trace_rows import TraceRows
-from tfdbg_tui.panes.comparison_columns import CompareColumn, TraceComparison
+from tfdbg_tui.panes import graph_execution_cells as cells_drawn
+from tfdbg_tui.panes.comparison_columns import TraceComparison
 from tfdbg_tui.screens.prompt import PromptScreen
 from tfdbg_tui.text.literal import literal
-from tfdbg_tui.text.summary_format import count, fit_number
-from tfdbg_tui.text.text_fit import cut_start, keep_by_priority
+from tfdbg_tui.text.text_fit import cut_start
 from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.pane import Pane
-
-
-@dataclass(frozen=True)
-class Column:
-    key: str
-    title: str
-    width: int
-    priority: int  # lower is kept first when the pane is narrow
-
-
-_COUNT_WIDTH = 6
-_COLUMNS_BY_MODE: dict[str, tuple[Column, ...]] = {
-    "FULL_HEALTH": (
-        Column("type", "op type", 14, 3), Column("dtype", "dtype", 8, 10),
-        Column("rank", "rk", 3, 11), Column("size", "size", _COUNT_WIDTH, 4),
-        Column("neg", "-", _COUNT_WIDTH, 6), Column("zero", "0", _COUNT_WIDTH, 5),
-        Column("pos", "+", _COUNT_WIDTH, 7), Column("neg_inf", "-inf", _COUNT_WIDTH, 1),
-        Column("pos_inf", "+inf", _COUNT_WIDTH, 2), Column("nan", "NaN", _COUNT_WIDTH, 0)),
-    "CONCISE_HEALTH": (
-        Column("type", "op type", 14, 3), Column("size", "size", _COUNT_WIDTH, 4),
-        Column("neg_inf", "-inf", _COUNT_WIDTH, 1), Column("pos_inf", "+inf", _COUNT_WIDTH, 2),
-        Column("nan", "NaN", _COUNT_WIDTH, 0)),
-    "CURT_HEALTH": (Column("type", "op type", 14, 1), Column("bad", "inf/NaN", 7, 0)),
-    "SHAPE": (
-        Column("type", "op type", 14, 1), Column("dtype", "dtype", 8, 2),
-        Column("size", "size", _COUNT_WIDTH, 3), Column("shape", "shape", 16, 0)),
-}
-_COLUMNS_BY_MODE["FULL_TENSOR"] = _COLUMNS_BY_MODE["FULL_HEALTH"]
-# FULL_STATS: FULL_HEALTH's columns, then the finite elements' max and min where they
-# fit (max first: values drifting towards overflow are what users watch for).
-_STAT_WIDTH = 9
-_COLUMNS_BY_MODE["FULL_STATS"] = _COLUMNS_BY_MODE["FULL_HEALTH"] + (
-    Column("max", "max", _STAT_WIDTH, 8), Column("min", "min", _STAT_WIDTH, 9))
-_DEFAULT_COLUMNS = (Column("type", "op type", 14, 0), Column("dtype", "dtype", 8, 1))
-_INDEX_MIN_WIDTH = 5
-_NAME_MIN_WIDTH = 14
-
-
-def fit_columns(mode: str, width: int, index_width: int) -> tuple[list[Column], int]:
-    """The summary columns that fit beside the index and the tensor name, in order."""
-    columns = _COLUMNS_BY_MODE.get(mode, _DEFAULT_COLUMNS)
-    chosen = keep_by_priority(columns, width - index_width - 1 - _NAME_MIN_WIDTH,
-                              cost=lambda c: c.width + 1, priority=lambda c: c.priority)
-    name_width = width - index_width - 1 - sum(c.width + 1 for c in chosen)
-    return chosen, name_width
 
 
 class GraphExecutionList(LineList):
@@ -260,34 +213,30 @@ class GraphExecutionList(LineList):
     # -- rendering ------------------------------------------------------------------------
 
     def _index_width(self) -> int:
-        last = self.rows.num_traces if self.rows else 0
-        return max(_INDEX_MIN_WIDTH, len(str(last)))
+        return cells_drawn.index_width(self.rows.num_traces if self.rows else 0)
 
-    def _layout(self, width: int) -> tuple[list, int]:
-        """The summary columns that fit, and the tensor name's width."""
-        if self._comparison is not None:
-            return self._comparison.layout(self.mode, width, self._index_width())
-        return fit_columns(self.mode, width, self._index_width())
+    def _cell_styles(self) -> cells_drawn.CellStyles:
+        style = self.component_style
+        return cells_drawn.CellStyles(
+            index=style("graph-execution--index"), type=style("graph-execution--type"),
+            bad_count=style("graph-execution--bad-count"),
+            zero_count=style("graph-execution--zero-count"), gap=style("graph-execution--gap"),
+            diverged=style("graph-execution--diverged"))
 
     def render_header(self, y: int, width: int) -> Text:
-        columns, name_width = self._layout(width)
-        text = Text("#".rjust(self._index_width()) + " " + "tensor".ljust(name_width))
-        for column in columns:
-            title = column.title.ljust(column.width) if column.key in ("type", "dtype", "shape") \
-                else column.title.rjust(column.width)
-            text.append(" " + title)
-        if self._comparison is not None:
-            text.append_text(self._comparison.header(columns))
-        return text
+        index_width = self._index_width()
+        columns, name_width = cells_drawn.layout(self.mode, width, index_width,
+                                                 self._comparison)
+        return cells_drawn.header(columns, index_width, name_width, self._comparison)
 
     def render_row(self, row: int, width: int) -> Text:
         assert self.rows is not None
         index = self.rows.trace_index(row)
         if index is None:
             return self._render_gap(row)
+        styles = self._cell_styles()
         index_width = self._index_width()
-        text = Text(str(index).rjust(index_width) + " ",
-                    style=self.component_style("graph-execution--index"))
+        text = Text(str(index).rjust(index_width) + " ", style=styles.index)
         trace = self.rows.trace(index)
         if trace is None:
             text.append("(not on disk)")
@@ -295,66 +244,26 @@ class GraphExecutionList(LineList):
         op = self.rows.op(trace.op_id)
         summary = trace.summary
         is_alert = summary is not None and summary.is_alert
-        columns, name_width = self._layout(width)
+        columns, name_width = cells_drawn.layout(self.mode, width, index_width,
+                                                 self._comparison)
         name = f"{op.name}:{trace.slot}" if op else f"<trace point {trace.trace_point}>"
         name = cut_start(literal(name), name_width)
         row_style = self.component_style("graph-execution--alert") if is_alert else None
         text.append(name.ljust(name_width), row_style)
-        cells = self._comparison.counterpart(index, summary) if self._comparison else None
+        comparison = self._comparison
+        cells = comparison.counterpart(index, summary) if comparison is not None else None
         for column in columns:
             text.append(" ")
-            self.append_cell(text, column, summary, op, trace.slot, row_style,
-                             diverged=cells is not None and column.key in cells.diverged)
-        if self._comparison is not None and cells is not None:
-            self._comparison.append_a_side(self, text, index, cells, columns, width)
+            cells_drawn.append_cell(text, column, summary, op, trace.slot, styles, row_style,
+                                    diverged=cells is not None and column.key in cells.diverged)
+        if comparison is not None and cells is not None:
+            cells_drawn.append_a_side(text, comparison, index, cells, columns, width, styles)
         if index in self._input_traces:
             text.stylize(self.component_style("graph-execution--input"))
         return text
 
-    def append_cell(self, text: Text, column: Column | CompareColumn, summary, op, slot: int,
-                    row_style=None, diverged: bool = False) -> None:
-        """Append one summary column's cell (`column.width` cells) to `text`;
-        `diverged` marks it as differing from the other run (`--compare`)."""
-        key = column.key
-        bad = self.component_style("graph-execution--bad-count")
-        faint = self.component_style("graph-execution--zero-count")
-        if key == "type":
-            value = literal(op.op_type) if op else "?"
-            text.append(value[:column.width].ljust(column.width),
-                        row_style or self.component_style("graph-execution--type"))
-            return
-        start = len(text)
-        if key == "dtype":
-            dtype = summary.dtype if summary and summary.dtype else (
-                op.output_dtypes[slot] if op and slot < len(op.output_dtypes) else "")
-            text.append(dtype[:column.width].ljust(column.width))
-        elif key == "shape":
-            shape = "" if summary is None or summary.shape is None else \
-                "[" + ",".join(map(str, summary.shape)) + "]"
-            text.append(shape[:column.width].ljust(column.width))
-        elif key in fmt.STAT_COLUMNS:
-            value = getattr(summary, key, None) if summary else None
-            text.append(("-" if value is None else fit_number(value, column.width))
-                        .rjust(column.width), faint if value is None else None)
-        elif key == "bad" or (key == "nonfinite" and summary is not None
-                              and summary.nan is None):
-            flag = bool(summary and summary.has_inf_or_nan)
-            text.append(("yes" if flag else "no").rjust(column.width), bad if flag else faint)
-        else:
-            if key == "nonfinite":
-                value = None if summary is None else \
-                    (summary.nan or 0) + (summary.neg_inf or 0) + (summary.pos_inf or 0)
-            else:
-                value = getattr(summary, key, None) if summary else None
-            cell = count(value).rjust(column.width)
-            if key in ("neg_inf", "pos_inf", "nan", "nonfinite") and value:
-                text.append(cell, bad)
-            else:
-                text.append(cell, faint if not value else None)
-        if diverged:
-            text.stylize(self.component_style("graph-execution--diverged"), start)
-
     def _render_gap(self, row: int) -> Text:
+        assert self.rows is not None
         begin, end = self.rows.gap_at(row) or (0, 0)
         gap = gap_between(self._steps, fmt.STREAM_GRAPH_TRACES, begin, end)
         what = gap.describe()
@@ -379,6 +288,24 @@ class GraphExecutionList(LineList):
 
     def action_previous_alert(self) -> None:
         self._jump_to_alert("previous")
+
+    def select_divergence(self, which: str) -> bool:
+        """Move to the "first", "next" or "previous" trace that diverges from run A
+        (`comparison`); False, said, when there is none that way."""
+        if self._comparison is None:
+            return False
+        alignment = self._comparison.alignment
+        position = self.position
+        if which == "first" or position is None:
+            target = alignment.first
+        else:
+            target = alignment.next_divergence(position, forward=which == "next")
+        if target is None:
+            self.notify("no divergence in the graph traces" if which == "first"
+                        else f"no {'later' if which == 'next' else 'earlier'} divergence")
+            return False
+        self.select_trace(target)
+        return True
 
     def action_toggle_alerts_only(self) -> None:
         if self.rows is None:
@@ -457,6 +384,5 @@ class GraphExecutionList(LineList):
 class GraphExecutionPane(Pane):
     """Container of the Graph Execution list: border, title, zoomable."""
 
-    TITLE = "3 Graph Execution"
     CONTENT = GraphExecutionList
     CONTENT_ID = "graph-execution"

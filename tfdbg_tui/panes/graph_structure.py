@@ -192,6 +192,5 @@ class GraphStructureList(LineList):
 class GraphStructurePane(Pane):
     """Container of the graph structure list: border, title, zoomable."""
 
-    TITLE = "4 Graph Structure"
     CONTENT = GraphStructureList
     CONTENT_ID = "graph-structure"

@@ -168,7 +168,6 @@ class SourceCodeView(LineList):
 class SourceCodePane(Pane):
     """Container of the Source Code view: border, title (the file), zoomable."""
 
-    TITLE = "5 Source Code"
     CONTENT = SourceCodeView
     CONTENT_ID = "source-code"
 

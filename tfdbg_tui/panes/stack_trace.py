@@ -118,6 +118,5 @@ class StackTraceList(LineList):
 class StackTracePane(Pane):
     """Container of the stack frame list: border, title, zoomable."""
 
-    TITLE = "6 Stack Trace"
     CONTENT = StackTraceList
     CONTENT_ID = "stack-trace"

@@ -19,6 +19,7 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widgets import Static
 
+from reader import DumpReader
 from reader import format as fmt
 from tfdbg_tui.models.context_loader import ExecutionContext
 from tfdbg_tui.models.kept_rows import KeptRows
@@ -39,6 +40,11 @@ def execution_letter(op_type: str) -> str:
         if char.isalnum():
             return char
     return "?"
+
+
+# One line of cells: each cell's op type (None: a gap cell), whether it is an alert,
+# whether it is a function call.
+_RowData = tuple[list[str | None], list[bool], list[bool]]
 
 
 class TimelineCells(CursorView, can_focus=True):
@@ -94,13 +100,12 @@ class TimelineCells(CursorView, can_focus=True):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.reader = None
+        self.reader: DumpReader | None = None
         self.cells = KeptRows([])
         self._generation = 0
-        self._rows: LRUCache[tuple[int, int, int], tuple[list[str], object, object]] = \
-            LRUCache(ROW_CACHE_SIZE)
+        self._rows: LRUCache[tuple[int, int, int], _RowData] = LRUCache(ROW_CACHE_SIZE)
 
-    def attach(self, reader) -> None:
+    def attach(self, reader: DumpReader) -> None:
         """Show the executions of `reader` (a `reader.DumpReader`)."""
         self.reader = reader
         self.data_changed()
@@ -151,10 +156,11 @@ class TimelineCells(CursorView, can_focus=True):
         self._resize_virtual()
         self.keep_cursor_visible()
 
-    def _row_data(self, row: int, width: int):
+    def _row_data(self, row: int, width: int) -> _RowData:
         key = (row, width, self._generation)
         data = self._rows.get(key)
         if data is None:
+            assert self.reader is not None  # no cells without one
             op_types: list[str | None] = []  # None: a gap cell
             alerts: list[bool] = []
             functions: list[bool] = []
@@ -216,17 +222,19 @@ class TimelineCells(CursorView, can_focus=True):
         """The execution under the cursor; None on a gap cell."""
         return self.cells.index_at(self.cursor) if self.count else None
 
-    def sync_to_execution(self, index: int) -> None:
+    def sync_to_execution(self, index: int) -> bool:
         """Show execution `index` under the cursor without announcing a selection
-        (another pane's selection ran in it)."""
-        if not self.count:
-            return
+        (another pane's selection ran in it); False when it is there already or not
+        on disk (no cell of its own)."""
+        if not self.holds(index) or self.selected_execution == index:
+            return False
         position = self._cell_of(index)
         old = self.cursor
         self.set_reactive(TimelineCells.cursor, position)
         self.refresh_position(old)
         self.refresh_position(position)
         self.keep_cursor_visible()
+        return True
 
     def move_to(self, position: int) -> None:
         """Put the cursor on cell `position` (clamped), announcing what is there."""
@@ -298,7 +306,6 @@ def execution_detail(context: ExecutionContext | None, note: str = "") -> Text:
 class TimelinePane(Pane):
     """The cells above a detail of the selected execution; zoomable."""
 
-    TITLE = "2 Python Execution Timeline"
     CONTENT = TimelineCells
     CONTENT_ID = "timeline"
 

@@ -8,20 +8,24 @@ reach into each other.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from concurrent.futures import Future
 
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.events import Resize
+from textual.screen import Screen
 from textual.widgets import Footer
 
 import reader as dump_reader_module
 from reader import format as fmt
-from reader.analysis.diagnosis import diagnose_alert, diagnose_cause
+from reader.analysis.diagnosis import Diagnosis, diagnose_alert, diagnose_cause
 from reader.analysis.steps import Steps, gap_between
 from reader.analysis.verdict import healthy_verdict
 from reader.errors import DumpError
-from reader.model import Alert, AlertSummary, RootCause
+from reader.model import Alert, AlertSummary, RootCause, RunInfo
 from reader.notices import count_warnings
 from reader.run import liveness
 from tfdbg_tui.dump_watcher import ENDED, POLL_INTERVAL_S, DumpChanged, DumpWatcher, DumpWatchFailed
@@ -45,12 +49,15 @@ from tfdbg_tui.screens.debugger_results import (
     HuntLoaded,
     OpenFailed,
     ReaderOpened,
+    ReadFailed,
     SourceLoaded,
 )
-from tfdbg_tui.screens.run_comparison import RunComparison
+from tfdbg_tui.screens.run_comparison import AlignmentLoaded, ComparisonFailed, RunComparison
+from tfdbg_tui.screens.trace_navigation import TraceFound, TraceNavigation, ValueLoaded
 from tfdbg_tui.text.literal import literal
 from tfdbg_tui.widgets.diagnosis_line import DiagnosisLine
 from tfdbg_tui.widgets.line_list import LineList
+from tfdbg_tui.widgets.pane import SECTIONS
 from tfdbg_tui.widgets.status_line import StatusLine
 
 ALERT_LIMIT_PER_TYPE = 1000
@@ -58,36 +65,31 @@ ALERT_LIMIT_PER_TYPE = 1000
 # never write their `end` record; see `StatusLine`).
 IDLE_CHECK_S = 5.0
 
-PANE_KEYS = (
-    ("1", "alerts", "Alerts"),
-    ("2", "timeline", "Timeline"),
-    ("3", "graph-execution", "Graph Execution"),
-    ("4", "graph-structure", "Graph Structure"),
-    ("5", "source-code", "Source Code"),
-    ("6", "stack-trace", "Stack Trace"),
-)
-
-
 # The narrowest screen whose footer shows the command palette's key.
 COMMANDS_IN_FOOTER_WIDTH = 100
 
 
-class DebuggerScreen(RunComparison):
+class DebuggerScreen(Screen):
     """The six panes of one run, a status line and the footer.
+
+    Once the run is open the screen holds two collaborators its handlers delegate
+    to: `navigation` (search and values for Graph Execution) and `comparison` (run A
+    beside this run).
 
     Args:
         logdir: The logdir holding the run.
         run_id: The run to open; None opens the newest.
-        run_count: How many runs the logdir holds (the status line says so).
+        runs: The logdir's runs (the status line counts them; `c` offers them as A).
         poll_interval_s: Seconds between live-update polls.
         opening: A future of the opened reader, when opening has begun already.
         compare: Run A to show beside this run (`RunComparison`), or None.
     """
 
     ALERT_KEYS = Binding.Group("Alert", compact=True)
-    BINDINGS = [
-        *(Binding(key, f"focus_pane('{widget_id}')", title, show=False)
-          for key, widget_id, title in PANE_KEYS),
+    SCREEN_KEYS = [
+        *(Binding(section.key, f"focus_pane('{section.content_id}')", section.name,
+                  show=False)
+          for section in SECTIONS),
         Binding("z", "toggle_zoom", "Zoom"),
         Binding("escape", "unzoom", "Unzoom", show=False),
         Binding("left_square_bracket", "alert_step(-1)", "Prev alert", key_display="[",
@@ -101,23 +103,32 @@ class DebuggerScreen(RunComparison):
                 tooltip="The writer's notices: what of the program is not in the dump, and why",
                 show=False),
     ]
+    """The screen's own keys; the comparison's (`RunComparison.KEYS`) follow."""
+    BINDINGS = [*SCREEN_KEYS, *RunComparison.KEYS]
 
-    def __init__(self, logdir: str, run_id: str | None = None, *, run_count: int = 1,
-                 poll_interval_s: float = POLL_INTERVAL_S, opening=None,
+    def __init__(self, logdir: str, run_id: str | None = None, *,
+                 runs: Sequence[RunInfo] = (), poll_interval_s: float = POLL_INTERVAL_S,
+                 opening: Future[dump_reader_module.DumpReader] | None = None,
                  compare: str | None = None) -> None:
         super().__init__()
         self.opening = opening
-        self.compare_path = compare
+        self.compare = compare
         self.logdir = logdir
         self.run_id = run_id
-        self.run_count = run_count
+        self.runs = runs
         self.poll_interval_s = poll_interval_s
-        self.reader = None  # a reader.DumpReader (thread-safe) once opened
+        self.reader: dump_reader_module.DumpReader | None = None
+        """The run's reader (thread-safe), once opened."""
+        self.navigation: TraceNavigation | None = None
+        """Search and values for Graph Execution, once the run is open."""
+        self.comparison: RunComparison | None = None
+        """Run A beside this run (`--compare`, `c`), once the run is open."""
         self.watcher: DumpWatcher | None = None
         self.alert_summary: AlertSummary | None = None
         self.root_cause: RootCause | None = None
         self.steps: Steps | None = None
         self.trace_context: TraceContext | None = None
+        self.diagnosis: Diagnosis | None = None  # what the diagnosis line shows
         self.run_state = liveness.UNKNOWN
         self.last_growth = time.monotonic()
         self.hunt_done = False
@@ -156,7 +167,8 @@ class DebuggerScreen(RunComparison):
     def on_unmount(self) -> None:
         if self.watcher is not None:
             self.watcher.stop()
-        self.close_comparison()
+        if self.comparison is not None:
+            self.comparison.close()
 
     # -- opening and the hunt -------------------------------------------------------------
 
@@ -173,37 +185,38 @@ class DebuggerScreen(RunComparison):
             return
         self.post_message(ReaderOpened(opened, state))
 
-    @on(OpenFailed)
-    def _open_failed(self, message: OpenFailed) -> None:
-        self.app.fail(message.error)
-
     @on(ReaderOpened)
     def _reader_opened(self, message: ReaderOpened) -> None:
-        self.reader = message.reader
-        metadata = self.reader.metadata
+        reader = self.reader = message.reader
+        metadata = reader.metadata
         self.run_id = metadata.run_id
-        self.query_one(GraphExecutionList).attach(self.reader, metadata.tensor_debug_mode)
+        graph_list = self.query_one(GraphExecutionList)
+        graph_list.attach(reader, metadata.tensor_debug_mode)
         timeline = self.query_one(TimelineCells)
-        timeline.attach(self.reader)
-        if timeline.count:
-            self.load_execution_detail(timeline.first_execution, self._next_token("detail"))
+        timeline.attach(reader)
+        self.navigation = TraceNavigation(self, reader, graph_list)
+        self.comparison = RunComparison(self, reader, logdir=self.logdir, runs=self.runs,
+                                        graph_list=graph_list, timeline=timeline)
+        kept_executions = reader.kept_executions()
+        if kept_executions:
+            self.load_execution_detail(kept_executions[0][0], self._next_token("detail"))
         self.run_state = message.state
         self.update_status()
-        damage = self.reader.damage
+        damage = reader.damage
         if damage:
             self.notify(literal(f"{len(damage)} damaged part(s): {damage[0]}"),
                         title="Damaged dump: showing what is readable", severity="warning",
                         markup=False, timeout=10)
-        warnings = count_warnings(self.reader.notices())
+        warnings = count_warnings(reader.notices())
         if warnings:
             self.notify(f"{warnings} warning notice(s): part of the program may be missing "
                         "from the dump; press ! to read them", title="Notices",
                         severity="warning", markup=False, timeout=10)
         self.load_hunt(select=True)
-        if self.compare_path is not None:
-            self.start_comparison(self.compare_path)
+        if self.compare is not None:
+            self.comparison.start(self.compare)
         if self.live:
-            self.watcher = DumpWatcher(self.reader, self, self.poll_interval_s)
+            self.watcher = DumpWatcher(reader, self, self.poll_interval_s)
             self.run_worker(self.watcher.run, thread=True, exclusive=True, group="watch",
                             name="dump watcher")
             self.set_interval(IDLE_CHECK_S, self.update_status)
@@ -211,6 +224,7 @@ class DebuggerScreen(RunComparison):
     @work(thread=True, exclusive=True, group="hunt")
     def load_hunt(self, select: bool) -> None:
         reader = self.reader
+        assert reader is not None
         try:
             alerts = reader.alerts(limit_per_type=ALERT_LIMIT_PER_TYPE)
             root_cause = reader.root_cause() if alerts.total else None
@@ -222,7 +236,7 @@ class DebuggerScreen(RunComparison):
         except DumpError as error:
             # A record left the disk while it was read (a circular buffer rotating
             # under a live run): say so; the next update hunts again.
-            self.post_message(self.ReadFailed(error))
+            self.post_message(ReadFailed(error))
             return
         self.post_message(loaded)
 
@@ -238,10 +252,10 @@ class DebuggerScreen(RunComparison):
         alert_list.show_alerts(message.alerts, message.steps, message.places)
         self.update_status()
         if not self.alert_chosen:
-            self.query_one(DiagnosisLine).show(
-                message.diagnosis, "no NaN or infinity in this run" + (
-                    " so far" if self.live else ""))
-        if not message.select or self.hunt_selection_deferred(message):
+            self.show_diagnosis(message.diagnosis, "no NaN or infinity in this run" + (
+                " so far" if self.live else ""))
+        if not message.select or (self.comparison is not None
+                                  and self.comparison.defers(message)):
             return
         self.land_on_hunt(message)
 
@@ -262,9 +276,9 @@ class DebuggerScreen(RunComparison):
             else:
                 timeline.select_execution(root.alert.index)
                 self.set_focus(timeline)
-        elif graph_list.row_count:
+        elif self.reader is not None and self.reader.num_traces:
             graph_list.move_cursor(0)
-        elif timeline.count:
+        else:
             timeline.move_to(0)
 
     # -- selections -----------------------------------------------------------------------
@@ -285,7 +299,7 @@ class DebuggerScreen(RunComparison):
         try:
             context = load(self.reader, index)
         except DumpError as error:
-            self.post_message(self.ReadFailed(error))
+            self.post_message(ReadFailed(error))
             return
         self.post_message(ContextLoaded(context, token))
 
@@ -315,13 +329,11 @@ class DebuggerScreen(RunComparison):
                 context, "" if context.op else "this trace's op is not in the dump yet")
             stack.show_frames(list(context.frames), context.selected_frame,
                               "no creation stack recorded for this op", context.expressions)
-            timeline = self.query_one(TimelineCells)
-            if timeline.selected_execution != context.trace.step \
-                    and timeline.holds(context.trace.step):
-                timeline.sync_to_execution(context.trace.step)
+            if self.query_one(TimelineCells).sync_to_execution(context.trace.step):
                 self.load_execution_detail(context.trace.step, self._next_token("detail"))
         else:
-            self.query_one(TimelinePane).show_detail(context.execution and context)
+            self.query_one(TimelinePane).show_detail(
+                context if context.execution is not None else None)
             if message.detail_only:
                 return
             stack.show_frames(list(context.frames), context.selected_frame,
@@ -372,6 +384,7 @@ class DebuggerScreen(RunComparison):
     @work(thread=True, exclusive=True, group="diagnosis")
     def load_diagnosis(self, alert: Alert, token: int) -> None:
         """The diagnosis of a selected alert (`reader.analysis.diagnosis.diagnose_alert`)."""
+        assert self.reader is not None  # alerts are listed once the run is open
         try:
             diagnosis = diagnose_alert(self.reader, alert)
         except DumpError:
@@ -381,7 +394,12 @@ class DebuggerScreen(RunComparison):
     @on(DiagnosisLoaded)
     def _diagnosis_loaded(self, message: DiagnosisLoaded) -> None:
         if message.token == self._tokens["diagnosis"]:
-            self.query_one(DiagnosisLine).show(message.diagnosis)
+            self.show_diagnosis(message.diagnosis)
+
+    def show_diagnosis(self, diagnosis: Diagnosis | None, note: str = "") -> None:
+        """Show `diagnosis` on the diagnosis line (`note` when None); `e` explains it."""
+        self.diagnosis = diagnosis
+        self.query_one(DiagnosisLine).show(diagnosis, note)
 
     @on(GraphStructureList.OpChosen)
     def _op_chosen(self, message: GraphStructureList.OpChosen) -> None:
@@ -437,10 +455,10 @@ class DebuggerScreen(RunComparison):
             num_traces=self.reader.num_traces,
             idle_s=time.monotonic() - self.last_growth if self.live else 0.0,
             alerts=self.alert_summary.total if self.alert_summary is not None else None,
-            run_count=self.run_count, notices=len(notices), warnings=count_warnings(notices),
-            compared_with=self.compared_run_id)
+            run_count=len(self.runs), notices=len(notices), warnings=count_warnings(notices),
+            compared_with=self.comparison.compared_run_id if self.comparison else None)
 
-    def on_resize(self, event) -> None:
+    def on_resize(self, event: Resize) -> None:
         # The footer's "^p Commands" takes 12 columns the pane keys need at 80
         # (Ctrl+P still works; `?` lists it).
         self.query_one(Footer).show_command_palette = event.size.width >= COMMANDS_IN_FOOTER_WIDTH
@@ -472,13 +490,12 @@ class DebuggerScreen(RunComparison):
 
     def action_explain(self) -> None:
         """Show the whole diagnosis of the selected alert, with its evidence."""
-        diagnosis = self.query_one(DiagnosisLine).diagnosis
-        if diagnosis is None:
+        if self.diagnosis is None:
             self.notify("no diagnosis: no NaN or infinity yet")
             return
         from tfdbg_tui.screens.diagnosis import DiagnosisScreen
 
-        self.app.push_screen(DiagnosisScreen(diagnosis))
+        self.app.push_screen(DiagnosisScreen(self.diagnosis))
 
     def action_notices(self) -> None:
         """Show every notice the writer recorded about the run."""
@@ -489,8 +506,61 @@ class DebuggerScreen(RunComparison):
         self.app.push_screen(NoticesScreen(self.reader.notices()))
 
     def action_alert_step(self, offset: int) -> None:
-        alert_list = self.query_one(AlertList)
-        if not alert_list.row_count:
+        if self.alert_summary is None or not self.alert_summary.alerts:
             self.notify("no alerts")
             return
-        alert_list.step(offset)
+        self.query_one(AlertList).step(offset)
+
+    def action_compare(self) -> None:
+        """Choose run A to show beside this run."""
+        if self.comparison is not None:
+            self.comparison.choose()
+
+    def action_divergence(self, which: str) -> None:
+        """Go to the "first", "next" or "previous" trace diverging from run A."""
+        if self.comparison is not None:
+            self.comparison.go_to_divergence(which)
+
+    # -- the collaborators' results -------------------------------------------------------
+
+    @on(ReadFailed)
+    def _read_failed(self, message: ReadFailed) -> None:
+        self.notify(literal(str(message.error)), title="Could not read", severity="warning",
+                    markup=False)
+
+    @on(GraphExecutionList.SearchRequested)
+    def _search_requested(self, message: GraphExecutionList.SearchRequested) -> None:
+        if self.navigation is not None:
+            self.navigation.search(message)
+
+    @on(TraceFound)
+    def _trace_found(self, message: TraceFound) -> None:
+        if self.navigation is not None:
+            self.navigation.found(message)
+
+    @on(GraphExecutionList.ValueRequested)
+    def _value_requested(self, message: GraphExecutionList.ValueRequested) -> None:
+        if self.navigation is not None:
+            self.navigation.load_value(message.trace_index, self.trace_context)
+
+    @on(ValueLoaded)
+    def _value_loaded(self, message: ValueLoaded) -> None:
+        if self.navigation is not None:
+            self.navigation.show_value(message)
+
+    @on(AlignmentLoaded)
+    def _alignment_loaded(self, message: AlignmentLoaded) -> None:
+        if self.comparison is None:
+            return
+        hunt = self.comparison.aligned(message)
+        self.update_status()
+        if hunt is not None:
+            self.land_on_hunt(hunt)
+
+    @on(ComparisonFailed)
+    def _comparison_failed(self, message: ComparisonFailed) -> None:
+        if self.comparison is None:
+            return
+        hunt = self.comparison.failed(message)
+        if hunt is not None:
+            self.land_on_hunt(hunt)

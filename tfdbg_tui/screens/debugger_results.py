@@ -34,6 +34,10 @@ class OpenFailed(DumpFailed):
     """The run could not be opened; the app exits with the error's status."""
 
 
+class ReadFailed(DumpFailed):
+    """A worker's read raised a `DumpError` (e.g. a record that left the disk)."""
+
+
 class HuntLoaded(Message):
     """Alerts, the root cause, the alert trace indices and the steps (which name
     places and gaps); `select` moves the panes."""

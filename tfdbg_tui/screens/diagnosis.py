@@ -40,6 +40,3 @@ class DiagnosisScreen(ModalScreen[None]):
                 scroll.border_subtitle = Text(literal(
                     f"{alert.op_type} {name}, {alert.kind} #{alert.index}, step {alert.step}"))
             yield Static(diagnosis_text(self.diagnosis, full=True), id="diagnosis-text")
-
-    def action_dismiss(self) -> None:
-        self.dismiss(None)

@@ -13,12 +13,12 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from tfdbg_tui.panes.alerts import AlertList
-from tfdbg_tui.panes.graph_execution import GraphExecutionList
-from tfdbg_tui.panes.graph_structure import GraphStructureList
-from tfdbg_tui.panes.source_code import SourceCodeView
-from tfdbg_tui.panes.stack_trace import StackTraceList
-from tfdbg_tui.panes.timeline import TimelineCells
+from tfdbg_tui.panes.alerts import AlertsPane
+from tfdbg_tui.panes.graph_execution import GraphExecutionPane
+from tfdbg_tui.panes.graph_structure import GraphStructurePane
+from tfdbg_tui.panes.source_code import SourceCodePane
+from tfdbg_tui.panes.stack_trace import StackTracePane
+from tfdbg_tui.panes.timeline import TimelinePane
 from tfdbg_tui.screens.debugger import DebuggerScreen
 from tfdbg_tui.screens.diagnosis import DiagnosisScreen
 from tfdbg_tui.screens.notices import NoticesScreen
@@ -27,6 +27,9 @@ from tfdbg_tui.screens.run_comparison import RunComparison
 from tfdbg_tui.screens.run_picker import RunPickerScreen
 from tfdbg_tui.screens.tensor_value import TensorValueScreen
 from tfdbg_tui.widgets.line_list import LineList
+
+_PANES = (AlertsPane, TimelinePane, GraphExecutionPane, GraphStructurePane, SourceCodePane,
+          StackTracePane)
 
 
 def _key_name(binding: Binding) -> str:
@@ -51,16 +54,12 @@ def key_sections(app_bindings: Sequence[Binding | tuple]
                 for b in bindings if isinstance(b, Binding)]
 
     return [
-        ("Anywhere", rows(app_bindings) + rows(DebuggerScreen.BINDINGS)),
+        ("Anywhere", rows(app_bindings) + rows(DebuggerScreen.SCREEN_KEYS)),
         ("Every list (Alerts, Graph Execution, Graph Structure, Source, Stack)",
          rows(LineList.BINDINGS)),
-        ("Comparing two runs (--compare A, or c)", rows(RunComparison.BINDINGS)),
-        ("1 Alerts", rows(AlertList.BINDINGS)),
-        ("2 Python Execution Timeline", rows(TimelineCells.BINDINGS)),
-        ("3 Graph Execution", rows(GraphExecutionList.BINDINGS)),
-        ("4 Graph Structure", rows(GraphStructureList.BINDINGS)),
-        ("5 Source Code", rows(SourceCodeView.BINDINGS)),
-        ("6 Stack Trace", rows(StackTraceList.BINDINGS)),
+        ("Comparing two runs (--compare A, or c)", rows(RunComparison.KEYS)),
+        *((pane.TITLE, rows(pane.CONTENT.BINDINGS))
+          for pane in sorted(_PANES, key=lambda pane: pane.SECTION.key)),
         ("Tensor value view (v)", rows(TensorValueScreen.BINDINGS)),
         ("Diagnosis (e)", rows(DiagnosisScreen.BINDINGS)),
         ("Notices (!)", rows(NoticesScreen.BINDINGS)),
@@ -107,6 +106,3 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll():
             yield Static(help_text(self.app_bindings), id="help-text")
-
-    def action_dismiss(self) -> None:
-        self.dismiss(None)

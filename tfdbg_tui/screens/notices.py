@@ -57,6 +57,3 @@ class NoticesScreen(ModalScreen[None]):
         with VerticalScroll() as scroll:
             scroll.border_title = f"Notices ({len(self.notices)})"
             yield Static(notices_text(self.notices), id="notices-text")
-
-    def action_dismiss(self) -> None:
-        self.dismiss(None)

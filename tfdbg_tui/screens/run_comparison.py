@@ -1,29 +1,34 @@
 """Comparing the shown run (B) with another (A): `tfdbg-tui B --compare A`, or `c`.
 
-A base of `DebuggerScreen`, kept apart so that the screen stays a thin coordinator. A
-worker opens A and aligns the two runs (`reader.analysis.diff.align_runs`: it walks both, so
-never on the event loop) and posts one `AlignmentLoaded`; its handler sets the
-comparison on Graph Execution (attributes down), says what is compared on the status
-line and lands on the first divergence. `F`, `d` and `D` move between divergences by
-binary search in the alignment's arrays. The other panes follow B, as always.
+`RunComparison` is an object the debugger screen holds once B is open. A worker opens
+A and aligns the two runs (`reader.analysis.diff.align_runs`: it walks both, so never
+on the event loop) and posts one `AlignmentLoaded` to the screen, whose handler passes
+it here: the comparison is set on Graph Execution (attributes down) and the screen
+lands on the first divergence. `F`, `d` and `D` move between divergences (the list
+searches the alignment's arrays). The other panes follow B, as always.
 """
 
 from __future__ import annotations
 
-from textual import on, work
+from collections.abc import Sequence
+from functools import partial
+
 from textual.binding import Binding
 from textual.message import Message
+from textual.screen import Screen
 
 import reader as dump_reader_module
+from reader import DumpReader
 from reader.analysis.diff import GRAPH, RunAlignment, align_runs
 from reader.errors import DumpError
+from reader.model import RunInfo
 from tfdbg_tui.messages import DumpFailed
 from tfdbg_tui.panes.comparison_columns import TraceComparison
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 from tfdbg_tui.panes.timeline import TimelineCells
+from tfdbg_tui.screens.debugger_results import HuntLoaded
 from tfdbg_tui.screens.prompt import PromptScreen
 from tfdbg_tui.screens.run_picker import RunPickerScreen
-from tfdbg_tui.screens.trace_navigation import TraceNavigation
 from tfdbg_tui.text.literal import literal
 
 # What the landing notice adds: the keys that move on from the first divergence.
@@ -33,7 +38,7 @@ DIVERGENCE_KEYS_HINT = "F first, d / D next / previous divergence"
 class AlignmentLoaded(Message):
     """Runs A and B aligned: what Graph Execution shows beside B's rows."""
 
-    def __init__(self, comparison: TraceComparison, reader_a, token: int) -> None:
+    def __init__(self, comparison: TraceComparison, reader_a: DumpReader, token: int) -> None:
         super().__init__()
         self.comparison = comparison
         self.reader_a = reader_a
@@ -48,15 +53,24 @@ class ComparisonFailed(DumpFailed):
         self.token = token
 
 
-class RunComparison(TraceNavigation):
-    """Shows B beside A in Graph Execution; keys for the divergences.
+class RunComparison:
+    """Shows B beside A in Graph Execution, and moves between their divergences.
 
-    Subclasses set `reader` (B), `logdir`, `run_id` and call `start_comparison` once B
-    is open, `hunt_selection_deferred` before landing on the root cause, and pass
-    `compared_run_id` to the status line.
+    The screen passes on `AlignmentLoaded` and `ComparisonFailed` (`aligned`,
+    `failed`), asks `defers` before landing on B's root cause, and shows
+    `compared_run_id` on the status line.
+
+    Args:
+        screen: The debugger screen: it runs the worker, receives its messages and
+            shows the pickers.
+        reader_b: The shown run's reader (B).
+        logdir: B's logdir (`c` offers its other runs as A).
+        runs: The runs of that logdir.
+        graph_list: Graph Execution, which shows A beside B.
+        timeline: The timeline, for a first divergence among eager executions.
     """
 
-    BINDINGS = [
+    KEYS = [
         Binding("c", "compare", "Compare runs", show=False,
                 tooltip="Compare this run (B) with another (A, the good one): A's "
                         "summaries beside B's in Graph Execution"),
@@ -67,161 +81,154 @@ class RunComparison(TraceNavigation):
         Binding("D", "divergence('previous')", "Prev divergence", key_display="D", show=False,
                 tooltip="Go to the previous trace that diverges from run A"),
     ]
+    """The comparison's keys, bound on the debugger screen, which delegates them."""
 
-    logdir = ""
-    run_id: str | None = None
-    compare_path: str | None = None  # A, while a comparison is asked for or shown
-    comparison: TraceComparison | None = None
-    _compare_token = 0
-    _compared_reader = None  # A's reader, closed when replaced or on unmount
-    _deferred_hunt: Message | None = None
-
-    def start_comparison(self, path: str, run_id: str | None = None) -> None:
-        """Open run A (`path`: a run directory or a logdir, whose newest run, or
-        `run_id`, is taken) and compare B with it, in a worker."""
-        self.compare_path = path
-        self._compare_token += 1
-        self.notify(literal(f"aligning with {path}…"), title="Compare", markup=False,
-                    timeout=3)
-        self.load_comparison(path, run_id, self._compare_token)
-
-    @work(thread=True, exclusive=True, group="compare")
-    def load_comparison(self, path: str, run_id: str | None, token: int) -> None:
-        try:
-            reader_a = dump_reader_module.open_run(path, run_id)
-        except DumpError as error:
-            self.post_message(ComparisonFailed(error, token))
-            return
-        try:
-            alignment = align_runs(reader_a, self.reader)
-            comparison = TraceComparison(alignment, reader_a, reader_a.metadata.run_id)
-            comparison.refresh()
-        except DumpError as error:
-            reader_a.close()
-            self.post_message(ComparisonFailed(error, token))
-            return
-        self.post_message(AlignmentLoaded(comparison, reader_a, token))
-
-    @on(ComparisonFailed)
-    def _comparison_failed(self, message: ComparisonFailed) -> None:
-        if message.token != self._compare_token:
-            return
-        self.notify(literal(str(message.error)), title="Could not compare",
-                    severity="error", markup=False)
-        if self.comparison is None:
-            self.compare_path = None
-            self._release_deferred_hunt()
-
-    @on(AlignmentLoaded)
-    def _alignment_loaded(self, message: AlignmentLoaded) -> None:
-        if message.token != self._compare_token:
-            message.reader_a.close()
-            return
-        previous = self._compared_reader
-        self.comparison = message.comparison
-        self._compared_reader = message.reader_a
-        self.query_one(GraphExecutionList).comparison = message.comparison
-        if previous is not None:
-            previous.close()
-        self.update_status()
-        self._land_on_first_divergence(message.comparison.alignment)
-
-    def close_comparison(self) -> None:
-        """Close A's reader (the screen is going away)."""
-        if self._compared_reader is not None:
-            self._compared_reader.close()
-            self._compared_reader = None
+    def __init__(self, screen: Screen, reader_b: DumpReader, *, logdir: str,
+                 runs: Sequence[RunInfo], graph_list: GraphExecutionList,
+                 timeline: TimelineCells) -> None:
+        self.screen = screen
+        self.reader_b = reader_b
+        self.logdir = logdir
+        self.runs = runs
+        self.graph_list = graph_list
+        self.timeline = timeline
+        self.path: str | None = None
+        """A's path, while a comparison is asked for or shown."""
+        self.shown: TraceComparison | None = None
+        """What Graph Execution shows beside B, once aligned."""
+        self._token = 0
+        self._reader_a: DumpReader | None = None  # closed when replaced, or by `close`
+        self._deferred_hunt: HuntLoaded | None = None
 
     @property
     def compared_run_id(self) -> str | None:
         """A's run id while B is shown beside it (the status line says so)."""
-        return self.comparison.run_id_a if self.comparison is not None else None
+        return self.shown.run_id_a if self.shown is not None else None
 
-    def update_status(self) -> None:
-        """Rewrite the status line (the screen's)."""
+    def start(self, path: str, run_id: str | None = None) -> None:
+        """Open run A (`path`: a run directory or a logdir, whose newest run, or
+        `run_id`, is taken) and compare B with it, in a worker."""
+        self.path = path
+        self._token += 1
+        self.screen.notify(literal(f"aligning with {path}…"), title="Compare", markup=False,
+                           timeout=3)
+        self.screen.run_worker(partial(self._load, path, run_id, self._token),
+                               name="compare", group="compare", exclusive=True, thread=True)
+
+    def _load(self, path: str, run_id: str | None, token: int) -> None:
+        try:
+            reader_a = dump_reader_module.open_run(path, run_id)
+        except DumpError as error:
+            self.screen.post_message(ComparisonFailed(error, token))
+            return
+        try:
+            alignment = align_runs(reader_a, self.reader_b)
+            comparison = TraceComparison(alignment, reader_a, reader_a.metadata.run_id)
+            comparison.refresh()
+        except DumpError as error:
+            reader_a.close()
+            self.screen.post_message(ComparisonFailed(error, token))
+            return
+        self.screen.post_message(AlignmentLoaded(comparison, reader_a, token))
+
+    def failed(self, message: ComparisonFailed) -> HuntLoaded | None:
+        """Say why A could not be compared; returns the hunt held back for it, which
+        the screen lands on now."""
+        if message.token != self._token:
+            return None
+        self.screen.notify(literal(str(message.error)), title="Could not compare",
+                           severity="error", markup=False)
+        if self.shown is not None:
+            return None
+        self.path = None
+        return self._release_deferred_hunt()
+
+    def aligned(self, message: AlignmentLoaded) -> HuntLoaded | None:
+        """Show A beside B and land on the first divergence; returns the hunt held
+        back for it when there is none, which the screen lands on now."""
+        if message.token != self._token:
+            message.reader_a.close()
+            return None
+        previous = self._reader_a
+        self.shown = message.comparison
+        self._reader_a = message.reader_a
+        self.graph_list.comparison = message.comparison
+        if previous is not None:
+            previous.close()
+        return self._land_on_first_divergence(message.comparison.alignment)
+
+    def close(self) -> None:
+        """Close A's reader (the screen is going away)."""
+        if self._reader_a is not None:
+            self._reader_a.close()
+            self._reader_a = None
 
     # -- landing --------------------------------------------------------------------------
 
-    def hunt_selection_deferred(self, hunt: Message) -> bool:
+    def defers(self, hunt: HuntLoaded) -> bool:
         """While comparing, the screen lands on the first divergence, not on B's root
         cause: True holds the hunt's selection back (until the alignment shows there is
-        no divergence, when `land_on_hunt` runs after all)."""
-        if self.compare_path is None:
+        no divergence, when `aligned` returns it)."""
+        if self.path is None:
             return False
-        if self.comparison is None:
+        if self.shown is None:
             self._deferred_hunt = hunt
             return True
-        return self.comparison.alignment.diff.first_divergence is not None
+        return self.shown.alignment.diff.first_divergence is not None
 
-    def land_on_hunt(self, hunt) -> None:
-        """Select the hunt's root cause (the screen's)."""
-
-    def _release_deferred_hunt(self) -> None:
+    def _release_deferred_hunt(self) -> HuntLoaded | None:
         hunt, self._deferred_hunt = self._deferred_hunt, None
-        if hunt is not None:
-            self.land_on_hunt(hunt)
+        return hunt
 
-    def _land_on_first_divergence(self, alignment: RunAlignment) -> None:
+    def _land_on_first_divergence(self, alignment: RunAlignment) -> HuntLoaded | None:
         diff = alignment.diff
         first = diff.first_divergence
         if first is None:
-            self.notify(f"no divergence: the {diff.aligned:,} aligned tensors agree "
-                        f"(compared {diff.compared})", title="vs A", timeout=10)
-            self._release_deferred_hunt()
-            return
+            self.screen.notify(f"no divergence: the {diff.aligned:,} aligned tensors agree "
+                               f"(compared {diff.compared})", title="vs A", timeout=10)
+            return self._release_deferred_hunt()
         self._deferred_hunt = None
         if first.kind == GRAPH:
-            graph_list = self.query_one(GraphExecutionList)
-            graph_list.select_trace(first.b.index)
-            self.set_focus(graph_list)
+            self.graph_list.select_trace(first.b.index)
+            self.screen.set_focus(self.graph_list)
             where = f"{first.op_type} '{first.op_name}:{first.slot}'"
         else:
-            timeline = self.query_one(TimelineCells)
-            timeline.select_execution(first.b.index)
-            self.set_focus(timeline)
+            self.timeline.select_execution(first.b.index)
+            self.screen.set_focus(self.timeline)
             where = f"eager {first.op_type} #{first.b.index}"
         step = f" at step {first.step}" if first.step is not None else ""
-        self.notify(literal(f"first divergence: {where}{step}: {first.detail}. "
-                            f"{DIVERGENCE_KEYS_HINT}"), title="vs A", markup=False,
-                    timeout=10)
+        self.screen.notify(literal(f"first divergence: {where}{step}: {first.detail}. "
+                                   f"{DIVERGENCE_KEYS_HINT}"), title="vs A", markup=False,
+                           timeout=10)
+        return None
 
     # -- keys -----------------------------------------------------------------------------
 
-    def action_divergence(self, which: str) -> None:
+    def go_to_divergence(self, which: str) -> None:
         """Go to the "first", "next" or "previous" divergent trace of B."""
-        if self.comparison is None:
-            self.notify("not comparing: press c to compare with another run")
+        if self.shown is None:
+            self.screen.notify("not comparing: press c to compare with another run")
             return
-        alignment = self.comparison.alignment
-        graph_list = self.query_one(GraphExecutionList)
-        position = graph_list.position
-        if which == "first" or position is None:
-            target = alignment.first
-        else:
-            target = alignment.next_divergence(position, forward=which == "next")
-        if target is None:
-            self.notify("no divergence in the graph traces" if which == "first"
-                        else f"no {'later' if which == 'next' else 'earlier'} divergence")
-            return
-        graph_list.select_trace(target)
-        self.set_focus(graph_list)
+        if self.graph_list.select_divergence(which):
+            self.screen.set_focus(self.graph_list)
 
-    def action_compare(self) -> None:
-        """Choose run A: another run of this logdir, or a path when it holds one run."""
-        others = [run for run in getattr(self.app, "runs", []) if run.run_id != self.run_id]
+    def choose(self) -> None:
+        """Ask for run A: another run of this logdir, or a path when it holds one run."""
+        run_id_b = self.reader_b.metadata.run_id
+        others = [run for run in self.runs if run.run_id != run_id_b]
         if others:
-            self.app.push_screen(
+            self.screen.app.push_screen(
                 RunPickerScreen(others, None, title="Compare with which run (A, the good one)?"),
-                self._compare_picked)
+                self._picked)
         else:
-            self.app.push_screen(
+            self.screen.app.push_screen(
                 PromptScreen("Compare with run A (the good one)", "a run directory or logdir"),
-                self._compare_path_entered)
+                self._path_entered)
 
-    def _compare_picked(self, run_id: str | None) -> None:
+    def _picked(self, run_id: str | None) -> None:
         if run_id is not None:
-            self.start_comparison(self.logdir, run_id)
+            self.start(self.logdir, run_id)
 
-    def _compare_path_entered(self, path: str | None) -> None:
+    def _path_entered(self, path: str | None) -> None:
         if path and path.strip():
-            self.start_comparison(path.strip())
+            self.start(path.strip())

@@ -20,6 +20,7 @@ from reader.errors import DumpError
 from reader.model import DUMPER_TENSORFLOW, RunInfo
 from reader.run import liveness
 from tfdbg_tui.text.literal import literal
+from tfdbg_tui.text.run_state import STATE_WORDS, TENSORFLOW_DUMP
 
 # What a run's alert count shows while it is being counted, or when it cannot be.
 COUNTING, UNCOUNTABLE = "counting", "unreadable"
@@ -48,21 +49,21 @@ def run_label(run: RunInfo, alerts: int | str = COUNTING, *, first_in_job: bool 
     state = liveness.state_of(run.finished,
                               liveness.process_gone(run.host, run.pid, run.start_time),
                               run.stopped)
-    text.append(*(_TENSORFLOW_LABEL if run.dumper == DUMPER_TENSORFLOW
-                  else _STATE_LABELS[state]))
+    if run.dumper == DUMPER_TENSORFLOW:
+        text.append(TENSORFLOW_DUMP.word, "cyan")
+    else:
+        text.append(STATE_WORDS[state].word, _STATE_STYLES[state])
     text.append(literal(f"  {run.host or '?'} pid {run.pid if run.pid is not None else '?'}"))
     return text
 
 
-# A file set of TensorFlow's dumper, which records neither an end nor a pid.
-_TENSORFLOW_LABEL = ("TensorFlow dump", "cyan")
-# How a run's `reader.run.liveness` state is shown: text and style.
-_STATE_LABELS = {
-    liveness.FINISHED: ("finished", "green"),
-    liveness.STOPPED: ("recording stopped (write error)", "bold red"),
-    liveness.RUNNING: ("live", "green"),
-    liveness.KILLED: ("killed", "bold red"),
-    liveness.UNKNOWN: ("live or killed", "yellow"),
+# The colour of a run's `reader.run.liveness` state (its words: `STATE_WORDS`).
+_STATE_STYLES = {
+    liveness.FINISHED: "green",
+    liveness.STOPPED: "bold red",
+    liveness.RUNNING: "green",
+    liveness.KILLED: "bold red",
+    liveness.UNKNOWN: "yellow",
 }
 
 
@@ -142,7 +143,9 @@ class RunPickerScreen(ModalScreen[str | None]):
 
     @on(OptionList.OptionSelected)
     def _chosen(self, event: OptionList.OptionSelected) -> None:
-        self.dismiss(self.runs[int(event.option.id)].run_id)
+        position = event.option.id
+        assert position is not None  # every option's id is its run's position in `runs`
+        self.dismiss(self.runs[int(position)].run_id)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -6,11 +6,12 @@ imports Rich.
 
 from __future__ import annotations
 
+from rich.style import Style
 from rich.text import Text
 
 from tfdbg_tui.text.literal import literal
 
 
-def literal_text(value: object, style: str = "") -> Text:
+def literal_text(value: object, style: str | Style = "") -> Text:
     """A `Text` holding `value` literally (no markup, no control characters)."""
     return Text(literal(value), style=style, no_wrap=True, end="")

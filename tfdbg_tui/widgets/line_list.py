@@ -75,7 +75,7 @@ class LineList(CursorView, can_focus=True):
         self.sideways_offset = 0
         self._center_pending = False
         self._generation = 0
-        self._strip_cache: LRUCache[tuple, Strip] = LRUCache(STRIP_CACHE_SIZE)
+        self._strip_cache: LRUCache[tuple[object, ...], Strip] = LRUCache(STRIP_CACHE_SIZE)
         self._styles: dict[str, Style] = {}
 
     # -- data -----------------------------------------------------------------------------
@@ -120,12 +120,12 @@ class LineList(CursorView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         if y < self.header_height:
-            key = (-1 - y, width, self._generation, 0)
-            strip = self._strip_cache.get(key)
+            header_key = (-1 - y, width, self._generation, 0)
+            strip = self._strip_cache.get(header_key)
             if strip is None:
                 strip = self._text_strip(self.render_header(y, width), width,
                                          self.component_style("line-list--header"))
-                self._strip_cache[key] = strip
+                self._strip_cache[header_key] = strip
             return strip
         row = self.scroll_offset.y + y - self.header_height
         if row >= self.row_count or row < 0 or width <= 0:

@@ -10,6 +10,7 @@ from textual.widget import Widget
 from reader.model import DUMPER_TENSORFLOW, RunMetadata
 from reader.run import liveness
 from tfdbg_tui.text.literal import literal
+from tfdbg_tui.text.run_state import STATE_WORDS, TENSORFLOW_DUMP
 from tfdbg_tui.text.text_fit import cut_middle
 
 # A live run that wrote nothing for this long is said to be idle; when its process
@@ -103,26 +104,31 @@ class StatusLine(Widget):
         spaces (the keys are in the footer and `?`)."""
         text = Text(no_wrap=True, end="")
         if status.state == liveness.FINISHED:
-            text.append(" finished ", "bold reverse")
+            text.append(f" {STATE_WORDS[liveness.FINISHED].name} ", "bold reverse")
         elif status.state == liveness.STOPPED:
-            label = " STOPPED: write error " if compact else " RECORDING STOPPED (write error) "
-            text.append(label, "bold white on red")
+            stopped = STATE_WORDS[liveness.STOPPED]
+            text.append(f" {stopped.short.upper()}: {stopped.cause} " if compact
+                        else f" {stopped.name.upper()} ({stopped.cause}) ", "bold white on red")
         elif status.state == liveness.KILLED:
             why = "" if compact else ", no end record"
-            text.append(f" KILLED (pid {status.metadata.pid} gone{why}) ", "bold white on red")
+            text.append(f" {STATE_WORDS[liveness.KILLED].name.upper()} "
+                        f"(pid {status.metadata.pid} gone{why}) ", "bold white on red")
         elif not status.followed:
             text.append(" not followed ", "bold black on yellow")
         elif status.metadata.dumper == DUMPER_TENSORFLOW:
-            # It records neither an end nor a pid: live, finished or killed cannot be
-            # told (it is followed all the same).
-            text.append(" TensorFlow dump ", "bold black on cyan")
-        elif status.idle_s < IDLE_AFTER_S:
-            text.append(" ● LIVE ", "bold black on green")
-        elif status.state == liveness.RUNNING:
-            text.append(f" ● LIVE, idle {status.idle_s:.0f}s ", "bold black on green")
+            # Followed all the same.
+            text.append(f" {TENSORFLOW_DUMP.word} ", "bold black on cyan")
         else:
-            doubt = ", killed?" if compact else " (running, or killed)"
-            text.append(f" LIVE? idle {status.idle_s:.0f}s{doubt} ", "bold black on yellow")
+            live = STATE_WORDS[liveness.RUNNING].name.upper()
+            if status.idle_s < IDLE_AFTER_S:
+                text.append(f" ● {live} ", "bold black on green")
+            elif status.state == liveness.RUNNING:
+                text.append(f" ● {live}, idle {status.idle_s:.0f}s ", "bold black on green")
+            else:
+                doubt = STATE_WORDS[liveness.UNKNOWN]
+                doubt_said = f", {doubt.short}" if compact else f" ({doubt.name})"
+                text.append(f" {live}? idle {status.idle_s:.0f}s{doubt_said} ",
+                            "bold black on yellow")
         executions, traces = ("exec", "trace") if compact else ("executions", "traces")
         gap = " " if compact else "  "
         text.append(f"{gap}{executions} {status.num_executions:,}{gap}"
