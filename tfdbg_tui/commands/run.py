@@ -35,7 +35,8 @@ TUI opens on the run; in a pipe or CI the report is printed.
 exit status: the program's own (128+N when a signal N ended it); {codes.EXIT_USAGE} bad
 command line; {codes.EXIT_NO_PROGRAM} no program to run, or it could not be started;
 {codes.EXIT_ALERT} with --fail-on-alert, the program succeeded but the run holds a harmful
-NaN or infinity; {codes.EXIT_NO_DUMP}/{codes.EXIT_NEWER_FORMAT}/{codes.EXIT_DAMAGED} as for
+NaN or infinity; {codes.EXIT_AB_NOT_APPLICABLE} with --ab, the variant cannot apply to the
+program (said why); {codes.EXIT_NO_DUMP}/{codes.EXIT_NEWER_FORMAT}/{codes.EXIT_DAMAGED} as for
 `tfdbg-tui report`, when the program succeeded and its dump cannot be read."""
 
 # An interpreter named before the program: python, python3, python3.11, /usr/bin/python.
@@ -265,7 +266,9 @@ def finish(args: argparse.Namespace, outcome: Outcome) -> int:
     if run_path is None:
         if outcome.info:
             say("the program recorded nothing (its run directory is gone)")
-        elif outcome.status != codes.EXIT_USAGE:  # else the child said why already
+        elif outcome.status == codes.EXIT_USAGE:  # the child said why
+            return codes.EXIT_NO_PROGRAM
+        else:
             say(f"the program did not start (status {outcome.exit_status()}); "
                 "nothing was recorded")
         return outcome.exit_status() or codes.EXIT_NO_PROGRAM
