@@ -124,7 +124,9 @@ class _AlertPdb(pdb.Pdb):
     stepping on from the culprit's frame."""
 
     def stop_here(self, frame: FrameType) -> bool:
-        return not is_library_file(frame.f_code.co_filename) and super().stop_here(frame)
+        path = frame.f_code.co_filename
+        return not (path.startswith("<") or is_library_file(path)) \
+            and super().stop_here(frame)
 
 
 def stop_in_pdb(error: NonFiniteError) -> None:
@@ -138,16 +140,16 @@ def stop_in_pdb(error: NonFiniteError) -> None:
         raise error
     debugger = _AlertPdb(nosigint=True)
     debugger.reset()
-    # Trace the user's frames so that `next` and `step` go on from the stop.
     outer: FrameType | None = frame
     while outer is not None:
         outer.f_trace = debugger.trace_dispatch
         debugger.botframe = outer
         outer = outer.f_back
-    sys.settrace(debugger.trace_dispatch)
     # A builtin, not a local: seen from every frame, `up` and `down`, and later stops.
     setattr(builtins, CULPRIT_NAME, culprit)
     debugger.interaction(frame, None)
     if debugger.quitting:
-        sys.settrace(None)
         raise error
+    if debugger.stoplineno != -1:
+        # `next`, `step` or `return` (not `continue`): trace on from the user's frame.
+        sys.settrace(debugger.trace_dispatch)
