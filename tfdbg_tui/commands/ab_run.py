@@ -19,7 +19,7 @@ from typing import Any
 
 from instrument.runner import new_logdir
 from tfdbg_tui import exit_codes as codes
-from tfdbg_tui.commands.run import (
+from tfdbg_tui.commands.program_runs import (
     CommandError,
     Outcome,
     Program,
