@@ -32,6 +32,10 @@ class _Enabled:
         self.thread = thread
         self.thread_hook = thread_hook
         self.session_hook = session_hook
+        # Set for a run enabled on a program's behalf (`enable_for_program`): a later
+        # enable with other arguments, the program's own, replaces it and calls this
+        # with (the replaced run's path, the new run's path).
+        self.on_replaced: Callable[[str, str], None] | None = None
 
 
 def enable_dump_debug_info(
@@ -43,6 +47,7 @@ def enable_dump_debug_info(
     *,
     snapshot_library_sources: bool = False,
     stop_on_alert: bool = False,
+    on_alert: str | None = None,
 ) -> str:
     """Start writing a tfdbg-tui dump of this process into ``logdir``.
 
@@ -81,6 +86,11 @@ def enable_dump_debug_info(
             health mode or ``FULL_TENSOR``, and eager execution (TensorFlow 2). It
             costs one drain of the trace queue per tf.function call. Raised once: a
             program that catches it runs on, still recorded.
+        on_alert: What the first NaN or infinity does: ``"raise"`` (the same as
+            ``stop_on_alert=True``) or ``"pdb"``: stop in the debugger at the user's
+            frame that ran the step, with a variable ``culprit`` (the op, its input and
+            output values where the mode kept them, the diagnosis); ``continue`` runs
+            on, ``quit`` raises `NonFiniteError` as ``"raise"`` does.
 
     Returns:
         The path of this process's run directory.
@@ -93,6 +103,9 @@ def enable_dump_debug_info(
         OSError: When ``logdir`` cannot be created or written.
     """
     global _active, _atexit_registered
+    if on_alert not in (None, "raise", "pdb"):
+        raise ValueError(f"on_alert must be 'raise' or 'pdb'; got {on_alert!r}")
+    stop = on_alert or ("raise" if stop_on_alert else None)
     if tensor_debug_mode not in fmt.TENSOR_DEBUG_MODES:
         raise ValueError(
             f"unknown tensor_debug_mode {tensor_debug_mode!r}; expected one of "
@@ -101,7 +114,7 @@ def enable_dump_debug_info(
             and not isinstance(tensor_dtypes, (list, tuple)):
         raise ValueError("tensor_dtypes must be a list or tuple of dtypes, or a callable "
                          f"taking a tf.DType; got {tensor_dtypes!r}")
-    if stop_on_alert and tensor_debug_mode not in fmt.ALERT_MODES:
+    if stop and tensor_debug_mode not in fmt.ALERT_MODES:
         raise ValueError(
             f"stop_on_alert needs a mode that records NaN and infinity "
             f"({', '.join(fmt.ALERT_MODES)}); tensor_debug_mode {tensor_debug_mode!r} "
@@ -115,21 +128,44 @@ def enable_dump_debug_info(
                              f"{error}") from error
     logdir_path = os.path.abspath(os.fspath(logdir))
     arguments = (logdir_path, tensor_debug_mode, int(circular_buffer_size), op_regex,
-                 _dtypes_key(tensor_dtypes), bool(snapshot_library_sources), bool(stop_on_alert))
+                 _dtypes_key(tensor_dtypes), bool(snapshot_library_sources), stop)
     with _lock:
+        replaced = _active
         if _active is not None:
             if _active.arguments == arguments:
                 return _active.callback.writer.path
-            raise ValueError(
-                "tfdbg-tui instrumentation is already enabled with different arguments "
-                f"({_describe(_active.arguments)}); call disable_dump_debug_info() first "
-                f"to start a run with ({_describe(arguments)})")
+            if _active.on_replaced is None:
+                raise ValueError(
+                    "tfdbg-tui instrumentation is already enabled with different arguments "
+                    f"({_describe(_active.arguments)}); call disable_dump_debug_info() "
+                    f"first to start a run with ({_describe(arguments)})")
+    if replaced is not None:
+        disable_dump_debug_info()
+    with _lock:
         _check_writable(logdir_path)
         _active = _start(arguments, tensor_dtypes)
         if not _atexit_registered:
             atexit.register(disable_dump_debug_info)
             _atexit_registered = True
-        return _active.callback.writer.path
+        path: str = _active.callback.writer.path
+    if replaced is not None and replaced.on_replaced is not None:
+        replaced.on_replaced(replaced.callback.writer.path, path)
+    return path
+
+
+def enable_for_program(on_replaced: Callable[[str, str], None], logdir: str,
+                       **options: Any) -> str:
+    """`enable_dump_debug_info` on a program's behalf (``python -m instrument``).
+
+    The program's own call, if it makes one with other arguments, wins: this run is
+    closed, the program's starts, and ``on_replaced(this run's path, the new run's
+    path)`` is called; the program is never instrumented twice.
+    """
+    path = enable_dump_debug_info(logdir, **options)
+    with _lock:
+        if _active is not None:
+            _active.on_replaced = on_replaced
+    return path
 
 
 def disable_dump_debug_info() -> None:
@@ -164,7 +200,7 @@ def disable_dump_debug_info() -> None:
 
 
 def _start(arguments: tuple[Any, ...], tensor_dtypes: Any) -> _Enabled:
-    logdir, mode, buffer_size, op_regex, _, snapshot_library, stop_on_alert = arguments
+    logdir, mode, buffer_size, op_regex, _, snapshot_library, stop = arguments
     import tensorflow as tf
     from tensorflow.python.eager.polymorphic_function import transform
     from tensorflow.python.framework import op_callbacks, ops
@@ -177,7 +213,7 @@ def _start(arguments: tuple[Any, ...], tensor_dtypes: Any) -> _Enabled:
     from instrument.tracing.session_runs import SessionRunHook
     from instrument.tracing.threads import REACHES_RUNNING_THREADS, ThreadHook
 
-    if stop_on_alert and not ops.executing_eagerly_outside_functions():
+    if stop and not ops.executing_eagerly_outside_functions():
         raise ValueError("stop_on_alert needs eager execution (TensorFlow 2 behaviour); "
                          "in a tf.compat.v1 graph use tf.debugging.check_numerics")
     tensor_filter = TensorFilter(mode, op_regex, tensor_dtypes)
@@ -194,10 +230,13 @@ def _start(arguments: tuple[Any, ...], tensor_dtypes: Any) -> _Enabled:
         "eager_mode": ops.executing_eagerly_outside_functions(),
         "thread": threading.current_thread().name,
         "task": distributed_task(os.environ.get("TF_CONFIG")),
-    }, circular_buffer_size=buffer_size, watch_alerts=buffer_size > 0 or stop_on_alert)
+    }, circular_buffer_size=buffer_size, watch_alerts=buffer_size > 0 or bool(stop))
+    on_alert = None
+    if stop == "pdb":
+        from instrument.alert_pdb import stop_in_pdb as on_alert
     callback = DumpingCallback(writer, mode, tensor_filter,
                                snapshot_library_sources=snapshot_library,
-                               stop_on_alert=stop_on_alert)
+                               stop_on_alert=bool(stop), on_alert=on_alert)
     preflight(callback.notices, tf, circular_buffer_size=buffer_size, op_regex=op_regex,
               tensor_dtypes=writer_dtypes, running_threads_seen=REACHES_RUNNING_THREADS)
     op_callbacks.add_op_callback(callback)
@@ -238,7 +277,7 @@ def _describe(arguments: tuple[Any, ...]) -> str:
     return (f"logdir={logdir!r}, tensor_debug_mode={mode!r}, "
             f"circular_buffer_size={buffer_size}, op_regex={op_regex!r}, "
             f"tensor_dtypes={dtypes!r}, snapshot_library_sources={snapshot}, "
-            f"stop_on_alert={stop}")
+            f"on_alert={stop!r}")
 
 
 def distributed_task(tf_config: str | None) -> dict[str, Any] | None:

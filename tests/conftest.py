@@ -18,7 +18,7 @@ HARM_PROGRAM = os.path.join(PROGRAMS, "harm.py")
 
 # The `tf` tier: tests that need TensorFlow. Whole folders of them, and elsewhere the
 # tests that use a fixture which runs a TensorFlow program.
-TF_FOLDERS = ("instrument", "flight")
+TF_FOLDERS = ("instrument", "flight", "commands")
 TF_FIXTURES = frozenset({
     "pattern_dumps", "harm_dumps", "tf_written",  # here
     "tf_dumps", "runs",  # tests/reader (its conftest, test_diff)

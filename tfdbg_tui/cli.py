@@ -4,6 +4,7 @@
     tfdbg-tui report LOGDIR [--run ID] [--json]
     tfdbg-tui diff A B [--json] [--rtol R] [--atol A]
     tfdbg-tui demo [--logdir DIR] [...]
+    tfdbg-tui run [OPTIONS] -- python PROGRAM.py ARGS...
 
 Errors a user can cause (a bad path, a foreign or damaged directory, a newer dump
 format) print one line on stderr and exit with a documented non-zero status
@@ -17,7 +18,7 @@ import sys
 
 from tfdbg_tui.exit_codes import EXIT_PIPE_CLOSED
 
-SUBCOMMANDS = ("report", "diff", "demo")
+SUBCOMMANDS = ("report", "diff", "demo", "run")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,6 +49,10 @@ def _run(argv: list[str]) -> int:
         from tfdbg_tui.commands.demo import main as demo_main
 
         return demo_main(argv[1:])
+    if argv and argv[0] == "run":
+        from tfdbg_tui.commands.run import main as run_main
+
+        return run_main(argv[1:])
     from tfdbg_tui.commands.app_main import main as app_main
 
     return app_main(argv)

@@ -1,7 +1,8 @@
 """Exit statuses of every `tfdbg-tui` command, and the one mapping from reader errors.
 
 Documented in docs/keys.md ("Command line and exit statuses") and in each command's
-``--help``. The CLI, the app, `report` and `demo` all import them from here.
+``--help``. The CLI, the app, `report`, `demo` and `run` all import them from here.
+`run` passes the program's own status through (128+N when a signal N ended it).
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ EXIT_NO_DUMP = 3  # missing, empty, unreadable or foreign directory; no such run
 EXIT_NEWER_FORMAT = 4  # a dump written by a newer major format version
 EXIT_DAMAGED = 5  # the dump cannot be read: damaged beyond reading
 EXIT_DEMO_FAILED = 6  # the demo's example program failed
+EXIT_NO_PROGRAM = 7  # run: no program after `--`, or it does not exist or could not start
+EXIT_ALERT = 8  # run --fail-on-alert: the program succeeded, its run holds a harmful NaN
+EXIT_AB_NOT_APPLICABLE = 9  # run --ab: the variant cannot apply to this program
 # Our output's reader went away (`tfdbg-tui report LOGDIR | head`): the status a shell
 # gives a command stopped by SIGPIPE, 128 + 13.
 EXIT_PIPE_CLOSED = 128 + signal.SIGPIPE

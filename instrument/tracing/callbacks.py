@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ from tensorflow.python.ops import control_flow_util
 from instrument import summaries, tf_internals
 from instrument.dump.value_encoding import tensor_value_record
 from instrument.dump.writer import DumpWriter
-from instrument.non_finite import first_alert_error
+from instrument.non_finite import NonFiniteError, first_alert_error
 from instrument.notices import NoticeBoard, recheck_settings
 from instrument.tracing import xla_traces
 from instrument.tracing.graph_batches import GraphBatch, is_traced_by_tf_function
@@ -66,16 +67,20 @@ class DumpingCallback:
         snapshot_library_sources: Passed on to `StackRecorder`.
         stop_on_alert: Raise `NonFiniteError` from the first eager execution or
             function call that ends after the first NaN or infinity was recorded.
+        on_alert: Called with that error instead of raising it (``on_alert="pdb"``);
+            the program runs on when it returns.
     """
 
     def __init__(self, writer: DumpWriter, mode: str, tensor_filter: summaries.TensorFilter,
-                 *, snapshot_library_sources: bool = False, stop_on_alert: bool = False) -> None:
+                 *, snapshot_library_sources: bool = False, stop_on_alert: bool = False,
+                 on_alert: Callable[[NonFiniteError], None] | None = None) -> None:
         if stop_on_alert and not writer.watches_alerts:
             raise ValueError("stop_on_alert needs a dump writer that watches alerts")
         self.writer = writer
         self.mode = mode
         # Cleared once the error is raised: a program that catches it runs on, recorded.
         self._stop_on_alert = stop_on_alert
+        self._on_alert = on_alert
         self._filter = tensor_filter
         self._stacks = StackRecorder(writer, snapshot_library_sources=snapshot_library_sources)
         self._guard = threading.local()  # .busy: this thread runs our own TF ops
@@ -372,7 +377,10 @@ class DumpingCallback:
             return
         self._stop_on_alert = False
         self.writer.flush(sync=True)
-        raise first_alert_error(self.writer.path)
+        error = first_alert_error(self.writer.path)
+        if self._on_alert is None:
+            raise error
+        self._on_alert(error)
 
     def _traced(self, op_type: str, dtype: Any) -> bool:
         return self._filter.op_matches(op_type) and self._filter.dtype_traced(dtype)

@@ -29,7 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tfdbg-tui", description=DESCRIPTION, epilog=EPILOG,
         usage="tfdbg-tui LOGDIR [--run ID] [--compare A] [--no-mouse] | tfdbg-tui --version | "
-              "tfdbg-tui report ... | tfdbg-tui diff A B ... | tfdbg-tui demo ...")
+              "tfdbg-tui report ... | tfdbg-tui diff A B ... | tfdbg-tui demo ... | "
+              "tfdbg-tui run ... -- python PROGRAM.py ARGS...")
     parser.add_argument("logdir", metavar="LOGDIR", help="directory the instrumented "
                         "program dumped into (instrument.enable_dump_debug_info)")
     parser.add_argument("--run", metavar="ID", default=None,

@@ -1,0 +1,8 @@
+"""``python -m instrument [OPTIONS] PROGRAM.py ARGS...``: `instrument.runner`."""
+
+import sys
+
+if __name__ == "__main__":
+    from instrument.runner import main
+
+    sys.exit(main())
