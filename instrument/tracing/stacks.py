@@ -99,17 +99,22 @@ def _frame_chain(frame: FrameType | None) -> list[FrameType]:
 
 
 def _autograph_source_map(
-        thread_ident: int) -> dict[tuple[str, int], tuple[str, int, str]] | None:
-    """A thread's AutoGraph map (generated file, line) -> (user file, line, function)."""
-    mappers = tf_internals.autograph_source_mappers(thread_ident)
-    if not mappers or len(mappers) < 2:  # only TensorFlow's empty sentinel
-        return None
-    try:
-        return mappers[-1].get_effective_source_map()
-    except Exception:  # an unmapped frame beats a broken program
-        tf_internals.debug_once("source_map", "tfdbg-tui: AutoGraph's source map is "
-                                "unreadable; frames stay in the generated code")
-        return None
+        thread_idents: tuple[int, ...]) -> dict[tuple[str, int], tuple[str, int, str]] | None:
+    """The AutoGraph map (generated file, line) -> (user file, line, function) of the
+    first of ``thread_idents`` that has one, completed by the others' maps."""
+    found: dict[tuple[str, int], tuple[str, int, str]] | None = None
+    for ident in reversed(thread_idents):
+        mappers = tf_internals.autograph_source_mappers(ident)
+        if not mappers or len(mappers) < 2:  # only TensorFlow's empty sentinel
+            continue
+        try:
+            source_map = mappers[-1].get_effective_source_map()
+        except Exception:  # an unmapped frame beats a broken program
+            tf_internals.debug_once("source_map", "tfdbg-tui: AutoGraph's source map is "
+                                    "unreadable; frames stay in the generated code")
+            continue
+        found = source_map if found is None else {**found, **source_map}
+    return found
 
 
 class StackRecorder:
@@ -147,10 +152,14 @@ class StackRecorder:
         me = threading.get_ident()
         with self._lock:
             frame_ids = []
+            threads: tuple[int, ...] = (me,)
             if type(threading.current_thread()).__name__ == _REPLICA_THREAD_CLASS:
                 spawner, frames = self._spawning_thread_frames(me)
-                frame_ids = self._frame_ids(frames, spawner)
-            frame_ids += self._frame_ids(_frame_chain(frame), me)
+                frame_ids = self._frame_ids(frames, (spawner,))
+                # A replica function defined inside the tf.function was converted with
+                # it: its generated lines are in the map of the thread that traces.
+                threads = (me, spawner)
+            frame_ids += self._frame_ids(_frame_chain(frame), threads)
             key = tuple(frame_ids)
             stack_id = self._stack_ids.get(key)
             if stack_id is None:
@@ -175,8 +184,9 @@ class StackRecorder:
                                 _REPLICA_DISPATCH_FUNCTION, _REPLICA_DISPATCH_FILE)
         return me, []
 
-    def _frame_ids(self, frames: Iterable[FrameType], thread_ident: int) -> list[int]:
-        """Frame ids, remapped through the AutoGraph map of the thread running them."""
+    def _frame_ids(self, frames: Iterable[FrameType], threads: tuple[int, ...]) -> list[int]:
+        """Frame ids, remapped through the AutoGraph maps of ``threads`` (the thread
+        running them first)."""
         source_map = None
         source_map_read = False
         frame_ids = []
@@ -186,7 +196,7 @@ class StackRecorder:
             frame_id = self._code_frame_ids.get(key)
             if frame_id is None:
                 if not source_map_read:
-                    source_map = _autograph_source_map(thread_ident)
+                    source_map = _autograph_source_map(threads)
                     source_map_read = True
                 line = frame.f_lineno or code.co_firstlineno
                 frame_id = self._new_frame(code.co_filename, line, code.co_name, source_map,

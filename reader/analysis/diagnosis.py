@@ -17,7 +17,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from reader.analysis.expressions import expression_of
-from reader.analysis.root_cause import find_root_cause
+from reader.analysis.input_source import DATA_COPY_OPS, InputSource, input_source
+from reader.analysis.root_cause import DATASET_DELIVERY_OPS, find_root_cause
 from reader.analysis.training_patterns import PATTERNS as TRAINING_PATTERNS
 from reader.analysis.training_patterns import training_finding
 from reader.analysis.wording import count_text as _count
@@ -127,6 +128,7 @@ class Diagnosis:
         suggestion: The usual fix for the pattern.
         evidence: The counts and facts the classification used, one line each.
         alert: The alert whose op is diagnosed (the root cause's, for a propagated one).
+        source: ``nonfinite_input``: where the values came from, when the dump says.
     """
 
     pattern: str
@@ -134,6 +136,7 @@ class Diagnosis:
     suggestion: str
     evidence: tuple[str, ...]
     alert: Alert | None = None
+    source: InputSource | None = None
 
 
 def diagnose_root_cause(reader: DumpReader) -> Diagnosis | None:
@@ -205,6 +208,7 @@ class _Site:
     inputs: tuple[tuple[str, Summary | None], ...]
     input_dtypes: tuple[str | None, ...]
     is_function_call: bool
+    source: InputSource | None = None
 
     @classmethod
     def of(cls, reader: DumpReader, cause: RootCause) -> _Site:
@@ -225,11 +229,13 @@ class _Site:
         is_call = (alert.kind == "eager" and cause.execution is not None
                    and cause.execution.is_function)
         expression = expression_of(reader, cause.frame)
+        source = (input_source(reader, cause)
+                  if alert.op_type in SOURCE_OPS or alert.op_type in DATA_COPY_OPS else None)
         return cls(alert=alert, op_type=alert.op_type, op_name=alert.op_name,
                    expression=expression, output=output, output_dtype=output_dtype,
                    inputs=inputs, input_dtypes=tuple(s.dtype if s else None
                                                      for _, s in cause.inputs),
-                   is_function_call=is_call)
+                   is_function_call=is_call, source=source)
 
     @property
     def subject(self) -> str:
@@ -281,14 +287,20 @@ def _nonfinite_input(site: _Site) -> Diagnosis | None:
                        "report names the worker that went non-finite first): the root "
                        "cause is in the first one")
     source = SOURCE_OPS.get(site.op_type)
+    if site.source is not None and site.source.kind == "dataset" \
+            and site.op_type not in DATASET_DELIVERY_OPS:
+        source = "the data the tf.data pipeline was built from"
     if source is None:
         return None
     what = f"{source} read by {site.op_type} '{site.op_name}'" if site.op_name else source
     used = f", used in {site.subject}" if site.expression else ""
-    return site.diagnosis(
+    found = site.source
+    diagnosis = site.diagnosis(
         "nonfinite_input",
         f"No op in the dump made these values: {what} already held "
-        f"{_nonfinite_text(site.output)}{used}")
+        f"{_nonfinite_text(site.output)}{used}" + (f"; {found.text}" if found else ""),
+        *(found.evidence if found else ()), suggestion=found.suggestion if found else None)
+    return replace(diagnosis, source=found)
 
 
 def _singular_gradient(site: _Site) -> Diagnosis | None:
@@ -394,6 +406,8 @@ def _overflow(site: _Site) -> Diagnosis | None:
         return None
     if not (out.pos_inf or out.neg_inf or out.has_inf_or_nan):
         return None
+    if any(s is not None and s.is_alert for _, s in site.inputs):
+        return None  # not an overflow of finite inputs
     dtype = site.output_dtype or "float"
     limit = DTYPE_MAX.get(dtype)
     limit_text = f"{dtype}'s largest finite value is {limit}" if limit else \
@@ -431,10 +445,13 @@ def _overflow_cause(site: _Site, dtype: str, limit: str | None) -> str:
 
 def _inf_arithmetic(site: _Site) -> Diagnosis | None:
     out = site.output
-    if site.op_type not in INF_ARITHMETIC_OPS or out is None or not out.nan:
+    if site.op_type not in INF_ARITHMETIC_OPS or out is None:
+        return None
+    uncounted = out.nan is None and bool(out.has_inf_or_nan)  # CURT_HEALTH
+    if not (out.nan or uncounted):
         return None
     infs = [(name, s) for name, s in site.inputs
-            if s is not None and (s.pos_inf or s.neg_inf)]
+            if s is not None and (s.pos_inf or s.neg_inf or (uncounted and s.is_alert))]
     if any(s is not None and s.nan for _, s in site.inputs):
         return None  # the NaN came in: not made here
     if infs:
@@ -449,6 +466,10 @@ def _inf_arithmetic(site: _Site) -> Diagnosis | None:
             how = "infinities combine to NaN (inf - inf, 0 * inf, inf / inf)"
         names = ", ".join(f"{name} ({_nonfinite_text(s)})" for name, s in infs)
         text = f"{site.subject} got infinite inputs {names}, and {how}"
+        if uncounted:
+            text = (f"{site.subject} got non-finite inputs {names} and made "
+                    f"{_nonfinite_text(out)} ({out.mode} does not tell NaN from "
+                    f"infinity): where they are infinities, {how}")
     elif site.op_type in ("Mul", "MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3",
                           "Einsum", "Sum", "Mean", "Conv2D", "Conv3D", "Tensordot"):
         text = (f"{site.subject} made {_nonfinite_text(out)} from finite inputs: partial "

@@ -4,10 +4,16 @@ Dumps of format 1.1 record, per frame, the column span Python 3.11+ gives the
 instruction that was running (`co_positions`): for an op's creation stack, the call
 that made the op, such as ``tf.math.log(probs)`` inside a longer line. Older dumps,
 older Pythons and frames remapped from AutoGraph's generated code have no span.
+
+The instruction of a loop or block header (``for x, y in dataset:``, whose ``FOR_ITER``
+made the eager ``IteratorGetNext``) has the whole statement as its span, body
+included: the expression is then the header's own (the iterable, the condition, the
+context manager), on the header's line.
 """
 
 from __future__ import annotations
 
+import ast
 from typing import TYPE_CHECKING
 
 from reader.errors import UnknownIdError
@@ -27,6 +33,9 @@ def line_span(frame: Frame, line_text: str | None) -> tuple[int, int] | None:
         return None
     start = frame.column
     if frame.end_line is not None and frame.end_line > frame.line:
+        header = _header_span(line_text, start)
+        if header is not None:
+            return header
         end = len(line_text.rstrip())
     else:
         end = min(frame.end_column, len(line_text))
@@ -41,7 +50,7 @@ def expression_text(frame: Frame, lines: tuple[str, ...] | None) -> str | None:
     end_line = frame.end_line or frame.line
     if not 1 <= frame.line <= end_line <= len(lines):
         return None
-    if end_line == frame.line:
+    if end_line == frame.line or _header_span(lines[frame.line - 1], frame.column):
         span = line_span(frame, lines[frame.line - 1])
         return lines[frame.line - 1][span[0]:span[1]] if span else None
     pieces = [lines[frame.line - 1][frame.column:]]
@@ -49,6 +58,36 @@ def expression_text(frame: Frame, lines: tuple[str, ...] | None) -> str | None:
     pieces.append(lines[end_line - 1][:frame.end_column])
     text = " ".join(p.strip() for p in pieces if p.strip())
     return text or None
+
+
+def _header_span(line_text: str, column: int) -> tuple[int, int] | None:
+    """The span of the expression of the compound statement header that starts at
+    ``column`` (``for``'s iterable, ``while``'s or ``if``'s test, ``with``'s first
+    context manager); None when the text there is not such a header on one line."""
+    header = line_text[column:].rstrip()
+    if not header.startswith(_HEADER_KEYWORDS):
+        return None
+    try:
+        statement = ast.parse(header + "\n    pass").body[0]
+    except SyntaxError:
+        return None
+    if isinstance(statement, (ast.For, ast.AsyncFor)):
+        node: ast.expr = statement.iter
+    elif isinstance(statement, (ast.While, ast.If)):
+        node = statement.test
+    elif isinstance(statement, (ast.With, ast.AsyncWith)):
+        node = statement.items[0].context_expr
+    else:
+        return None
+    if node.lineno != 1 or node.end_lineno != 1 or node.end_col_offset is None:
+        return None
+    encoded = header.encode("utf-8")  # ast's columns are UTF-8 byte offsets
+    start = len(encoded[:node.col_offset].decode("utf-8", errors="replace"))
+    end = len(encoded[:node.end_col_offset].decode("utf-8", errors="replace"))
+    return column + start, column + end
+
+
+_HEADER_KEYWORDS = ("for ", "async ", "while ", "if ", "with ")
 
 
 def expression_of(reader: DumpReader, frame: Frame | None) -> str | None:

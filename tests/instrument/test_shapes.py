@@ -16,7 +16,7 @@ XLA_MODES = ("FULL_HEALTH", "CURT_HEALTH", "CONCISE_HEALTH", "SHAPE", "NO_TENSOR
              "FULL_TENSOR")
 PARTS = [f"xla_{mode}" for mode in XLA_MODES] + [
     "before", "preflight", "thread", "data", "data_filter", "data_interleave",
-    "data_generator", "mirrored"]
+    "data_generator", "mirrored", "mirrored_closure"]
 
 
 @pytest.fixture(scope="module")
@@ -158,6 +158,15 @@ def test_mirrored_strategy_replica_line(shapes):
     dump = shapes["mirrored"]
     cause = assert_root_cause(dump, "Log", "# REPLICA_LOG_LINE")
     assert "__autograph_generated" not in cause.frame.path
+
+
+def test_mirrored_replica_function_defined_inside_the_tf_function(shapes):
+    """A closure passed to strategy.run is converted with the tf.function around it:
+    its frame maps back through the tracing thread's AutoGraph map to the user's line
+    and expression."""
+    cause = assert_root_cause(shapes["mirrored_closure"], "Log", "# CLOSURE_LOG_LINE")
+    assert "__autograph_generated" not in cause.frame.path
+    assert cause.line_text[cause.frame.column:cause.frame.end_column] == "tf.math.log(x)"
 
 
 @pytest.mark.parametrize("order", ["enable_first", "disable_first fallback"])

@@ -3,9 +3,12 @@ with infinities made on purpose, and harm that the first alert hides. Each case 
 dumped as its own run in one process.
 
 ``python harm.py LOGDIR [CASE ...]`` writes ``LOGDIR/<case>`` for each case (all by
-default). A harmful case marks the line of its culprit with ``# HARM <case>``.
+default); ``python harm.py LOGDIR --tensorflow CASE:MODE ...`` runs cases under
+TensorFlow's own dumper into ``LOGDIR/<case>-<MODE>``. A harmful case marks the line of
+its culprit with ``# HARM <case>``.
 """
 import sys
+import tempfile
 
 import keras
 import numpy as np
@@ -145,20 +148,146 @@ def adam_epsilon():
     model.fit(x, np.ones((16, 1), "float32"), batch_size=8, epochs=1, verbose=0)
 
 
+def _nan_batches():
+    """Twelve elements of three features, batched by four; element 7 holds a NaN in
+    column 2 (the second batch, its row 3)."""
+    features = np.ones((12, 3), np.float32)
+    features[7, 2] = np.nan
+    return tf.data.Dataset.from_tensor_slices((features, np.ones((12, 1), np.float32))).batch(4)
+
+
+def dataset_batch():
+    """Harmful: one element of the data holds a NaN; the input names the batch."""
+    w = tf.Variable(tf.ones((3, 1)))
+
+    @tf.function
+    def train_step(x, y):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((tf.matmul(x, w) - y) ** 2)
+        w.assign_sub(0.01 * tape.gradient(loss, w))
+        return loss
+
+    for x, y in _nan_batches():  # HARM dataset_batch
+        train_step(x, y)
+
+
+def py_function():
+    """Harmful: a tf.py_function hands a NaN to the graph."""
+    def load(i):
+        return np.array([1.0, np.nan], np.float32) * float(i)
+
+    @tf.function
+    def step(i):
+        values = tf.py_function(load, [i], tf.float32)  # HARM py_function
+        return tf.reduce_sum(values * 2.0)
+
+    step(tf.constant(1))
+
+
+def numpy_function():
+    """Harmful: a tf.numpy_function hands an infinity to the graph."""
+    def scale(x):
+        return (x / np.float32(0.0)).astype(np.float32)
+
+    @tf.function
+    def step(x):
+        scaled = tf.numpy_function(scale, [x], tf.float32)  # HARM numpy_function
+        return tf.reduce_sum(scaled * 2.0)
+
+    step(tf.constant([1.0, 2.0]))
+
+
+def variable_initial():
+    """Harmful: a variable initialised with a NaN."""
+    weights = tf.Variable(np.array([1.0, np.nan], np.float32))  # HARM variable_initial
+
+    @tf.function
+    def predict(x):
+        return x * weights
+
+    predict(tf.constant([2.0, 3.0]))
+
+
+def variable_assigned():
+    """Harmful: a NaN assigned to a variable outside the tf.function."""
+    weights = tf.Variable(np.ones(2, np.float32))
+    weights.assign(np.array([1.0, np.nan], np.float32))  # HARM variable_assigned
+
+    @tf.function
+    def predict(x):
+        return x * weights
+
+    predict(tf.constant([2.0, 3.0]))
+
+
+def keras_data():
+    """Harmful: model.fit on data with a NaN in one row (sample 13, batch 3 of 4)."""
+    keras.utils.set_random_seed(1)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    x = np.ones((16, 3), np.float32)
+    x[13, 1] = np.nan
+    model.fit(x, np.ones((16, 1), "float32"), batch_size=4, epochs=1, verbose=0,
+              shuffle=False)
+
+
+def _nan_checkpoint() -> str:
+    """A checkpoint of a variable that holds a NaN, written before the dump starts."""
+    saved = tf.Variable(np.array([1.0, np.nan], np.float32))
+    return tf.train.Checkpoint(weights=saved).write(f"{tempfile.mkdtemp()}/ckpt")
+
+
+def variable_restored(path: str):
+    """Harmful: a variable restored from a checkpoint that holds a NaN."""
+    weights = tf.Variable(np.ones(2, np.float32))
+    tf.train.Checkpoint(weights=weights).read(path)  # HARM variable_restored
+
+    @tf.function
+    def predict(x):
+        return x * weights
+
+    predict(tf.constant([2.0, 3.0]))
+
+
 CASES = {f.__name__: f for f in (mixed_precision, loss_scale_collapse, masked_attention,
                                  masked_logsumexp, where_trap, diverging, acos_domain,
-                                 adam_epsilon)}
+                                 adam_epsilon, dataset_batch, py_function,
+                                 numpy_function, variable_initial, variable_assigned,
+                                 variable_restored, keras_data)}
 # The masked cases again in CURT_HEALTH, which says only "has NaN or inf".
 CASES.update(masked_attention_curt=masked_attention, masked_logsumexp_curt=masked_logsumexp)
-# Cases dumped in another mode than FULL_HEALTH (the divergence's magnitudes).
+# The data cases again in FULL_TENSOR, whose values show the element and the column.
+CASES.update(dataset_batch_tensor=dataset_batch, keras_data_tensor=keras_data)
+# Cases dumped in another mode than FULL_HEALTH (the divergence's magnitudes, values).
 MODES = {"diverging": "FULL_STATS", "masked_attention_curt": "CURT_HEALTH",
-         "masked_logsumexp_curt": "CURT_HEALTH"}
+         "masked_logsumexp_curt": "CURT_HEALTH", "dataset_batch_tensor": "FULL_TENSOR",
+         "keras_data_tensor": "FULL_TENSOR"}
+
+# Cases that take an argument made before the dump starts.
+SETUP = {"variable_restored": _nan_checkpoint}
+
+
+
+def main(logdir: str, names: list[str]) -> None:
+    """Each case under our dumper, or, with ``--tensorflow CASE:MODE...``, under
+    TensorFlow's own (``LOGDIR/CASE-MODE``)."""
+    tensorflow = names[:1] == ["--tensorflow"]
+    for spec in names[1:] if tensorflow else names or CASES:
+        name, _, mode = spec.partition(":")
+        arguments = (SETUP[name](),) if name in SETUP else ()
+        if tensorflow:
+            tf.debugging.experimental.enable_dump_debug_info(
+                f"{logdir}/{name}-{mode}", tensor_debug_mode=mode, circular_buffer_size=-1)
+        else:
+            instrument.enable_dump_debug_info(
+                f"{logdir}/{name}", tensor_debug_mode=MODES.get(name, "FULL_HEALTH"),
+                circular_buffer_size=-1)
+        CASES[name](*arguments)
+        if tensorflow:
+            tf.debugging.experimental.disable_dump_debug_info()
+        else:
+            instrument.disable_dump_debug_info()
+
 
 if __name__ == "__main__":
-    logdir = sys.argv[1]
-    for name in sys.argv[2:] or CASES:
-        instrument.enable_dump_debug_info(f"{logdir}/{name}",
-                                          tensor_debug_mode=MODES.get(name, "FULL_HEALTH"),
-                                          circular_buffer_size=-1)
-        CASES[name]()
-        instrument.disable_dump_debug_info()
+    main(sys.argv[1], sys.argv[2:])

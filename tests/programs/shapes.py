@@ -8,6 +8,7 @@ Usage: python shapes.py LOGDIR PART...  Parts:
   thread      a tf.function first called from a threading.Thread named "trainer"
   data        a NaN born in a Dataset.map function (num_parallel_calls=2)
   mirrored    a NaN in a MirroredStrategy replica function (2 logical CPUs)
+  mirrored_closure  the same with the replica function defined inside the tf.function
 """
 
 import os
@@ -134,6 +135,21 @@ def mirrored():
 
     @tf.function
     def step(x):
+        per_replica = strategy.run(replica_step, args=(x,))
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+
+    print("MIRRORED", float(step(DATA)))
+
+
+def mirrored_closure():
+    enable("mirrored_closure")
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+
+    @tf.function
+    def step(x):
+        def replica_step(x):
+            return tf.reduce_sum(tf.math.log(x) * 0.5)                 # CLOSURE_LOG_LINE
+
         per_replica = strategy.run(replica_step, args=(x,))
         return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
 

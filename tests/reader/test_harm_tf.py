@@ -194,3 +194,86 @@ def test_curt_health_follows_deliberate_infinities_through_carriers_only(harm_du
         assert healthy_verdict(dump).pattern == "healthy"
     with reader.open_run(os.path.join(harm_dumps, "masked_logsumexp_curt")) as dump:
         assert dump.root_cause().alert.op_type == "Sub"
+
+
+# -- where a non-finite input came from ------------------------------------------------------
+
+
+def _input_diagnosis(dump):
+    diagnosis = diagnose_cause(dump, dump.root_cause())
+    assert diagnosis.pattern == "nonfinite_input"
+    assert diagnosis.source is not None
+    return diagnosis
+
+
+@pytest.mark.parametrize("case, element, position", [
+    ("dataset_batch", None, None), ("dataset_batch_tensor", 7, (3, 2))])
+def test_dataset_input_names_the_batch_and_element(harm_dumps, case, element, position,
+                                                   capsys):
+    """`for x, y in dataset:` delivers a NaN in element 7 (batch 1, row 3, column 2):
+    the batch always, the element and column when the run kept values; the
+    expression is the loop's iterable, not the whole loop."""
+    with reader.open_run(os.path.join(harm_dumps, case)) as dump:
+        cause = dump.root_cause()
+        assert (cause.alert.kind, cause.alert.op_type) == ("eager", "IteratorGetNext")
+        assert cause.frame.line == _harm_line("dataset_batch")
+        diagnosis = _input_diagnosis(dump)
+        source = diagnosis.source
+        assert (source.kind, source.batch, source.element, source.position) == (
+            "dataset", 1, element, position)
+        assert "in batch 1" in diagnosis.explanation
+        assert "`_nan_batches()`" in diagnosis.explanation
+        assert "train_step(x, y)" not in diagnosis.explanation
+        if element is not None:
+            assert "row 3, column 2 of the batch: element 7 of the dataset" in \
+                diagnosis.explanation
+    report = _report(harm_dumps, case, capsys)
+    source_line = report["first_alert"]["source"]
+    assert source_line["expression"] == "_nan_batches()"
+    assert source_line["text"][source_line["column"]:source_line["end_column"]] == \
+        "_nan_batches()"
+    assert report["diagnosis"]["source"]["batch"] == 1
+    assert report["diagnosis"]["source"]["element"] == element
+
+
+@pytest.mark.parametrize("case, element", [("keras_data", None), ("keras_data_tensor", 13)])
+def test_keras_fit_data_names_the_batch_and_sample(harm_dumps, case, element):
+    """model.fit on arrays: Keras gathers each batch in a dataset function, whose calls
+    finish out of order; the batch is the one the train function received."""
+    with reader.open_run(os.path.join(harm_dumps, case)) as dump:
+        cause = dump.root_cause()
+        assert cause.alert.graph_name.startswith("Dataset_")
+        source = _input_diagnosis(dump).source
+        assert (source.kind, source.batch, source.element) == ("dataset", 3, element)
+        if element is not None:
+            assert source.position == (1, 1)
+
+
+@pytest.mark.parametrize("case, op_type, kind, function", [
+    ("py_function", "EagerPyFunc", "py_function", "load"),
+    ("numpy_function", "PyFunc", "numpy_function", "scale"),
+])
+def test_python_function_input_names_the_function(harm_dumps, case, op_type, kind,
+                                                  function):
+    with reader.open_run(os.path.join(harm_dumps, case)) as dump:
+        assert dump.root_cause().alert.op_type == op_type
+        diagnosis = _input_diagnosis(dump)
+        assert (diagnosis.source.kind, diagnosis.source.function) == (kind, function)
+        assert f"the Python function `{function}`" in diagnosis.explanation
+        assert f"`{function}`" in diagnosis.suggestion
+
+
+@pytest.mark.parametrize("case, kind, words", [
+    ("variable_initial", "variable_initial", "its initial value, at `tf.Variable("),
+    ("variable_assigned", "variable_assigned", "at `weights.assign("),
+    ("variable_restored", "variable_restored", "restored from a checkpoint"),
+])
+def test_variable_input_says_how_the_variable_got_it(harm_dumps, case, kind, words):
+    """A variable read in a tf.function: the call's captured handle leads to the
+    variable's eager writes (its creation, an assignment); a restore is its own root
+    cause. Each names the user's line."""
+    with reader.open_run(os.path.join(harm_dumps, case)) as dump:
+        diagnosis = _input_diagnosis(dump)
+        assert diagnosis.source.kind == kind
+        assert words in diagnosis.explanation
+        assert diagnosis.source.frame.line == _harm_line(case)

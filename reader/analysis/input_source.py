@@ -1,0 +1,341 @@
+"""Where a non-finite input came from: the batch, the Python function, the variable.
+
+A root cause at an op that brings values in (`reader.analysis.diagnosis.SOURCE_OPS`)
+says only "no op in the dump made these values". This module follows them one step
+further, from what the dump recorded around that op:
+
+- ``dataset``: the op that delivered a tf.data element (an eager ``IteratorGetNext``
+  in ``for x, y in dataset:``, or one inside a Keras train function), or an op of a
+  dataset function that only copied values it was handed unrecorded (Keras' batch of
+  ``model.fit``'s arrays, gathered in ``grab_batch``): which batch
+  (counted from 0, among the deliveries of the same iterator), and, when the run kept
+  values (FULL_TENSOR), the row and column of the first non-finite value and the
+  element of the dataset it was (the rows of the batches before it added up).
+- ``py_function`` / ``numpy_function`` / ``generator``: a ``tf.py_function``,
+  ``tf.numpy_function`` or ``Dataset.from_generator`` handed the values over: the
+  Python function, by the name the user passed (read from the expression).
+- ``variable_initial`` / ``variable_restored`` / ``variable_assigned``: a variable
+  read in a tf.function held them. The function call's inputs give the variable's
+  handle (a captured variable is an input of the call, in the order of the graph's
+  placeholders); the eager writes of that handle before the call say how it got its
+  value: at its creation (its only write) or by a later assignment (``assign``, Keras'
+  ``load_weights``), each at the user's line. A checkpoint restore that read the
+  values (``RestoreV2``) is itself the root cause, as its output is recorded.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from reader.analysis.expressions import expression_of
+from reader.analysis.root_cause import DATASET_DELIVERY_OPS, is_dataset_graph
+from reader.analysis.wording import nonfinite_text
+from reader.errors import DumpError
+from reader.model import Execution, Frame, Op, RootCause
+
+if TYPE_CHECKING:
+    from reader.analysis.dump_reader import DumpReader
+
+SOURCE_KINDS = ("dataset", "py_function", "numpy_function", "generator",
+                "variable_initial", "variable_restored", "variable_assigned")
+# Earlier executions looked at, at most, to count batches or find a variable's writes.
+MAX_EXECUTIONS_SCANNED = 100_000
+_RESTORE_OPS = frozenset({"RestoreV2", "Restore", "RestoreSlice"})
+# Ops that copy or select values and cannot make a NaN or an infinity.
+DATA_COPY_OPS = frozenset({"GatherV2", "Gather", "ResourceGather", "StridedSlice", "Slice",
+                           "Identity", "Reshape", "Squeeze", "ExpandDims", "ConcatV2"})
+_ARGUMENTS = frozenset({"Placeholder", "_Arg"})
+_VARIABLE_READS = frozenset({"ReadVariableOp", "ResourceGather"})
+_VARIABLE_WRITES = frozenset({"AssignVariableOp"})
+_PYTHON_FUNCTION_APIS = frozenset({"py_function", "numpy_function", "py_func",
+                                   "eager_py_func", "from_generator"})
+_PYTHON_FUNCTIONS = {"EagerPyFunc": ("py_function", "tf.py_function"),
+                     "PyFunc": ("numpy_function", "tf.numpy_function"),
+                     "PyFuncStateless": ("numpy_function", "tf.numpy_function")}
+
+
+@dataclass(frozen=True, slots=True)
+class InputSource:
+    """Where the non-finite values a source op brought in came from.
+
+    Attributes:
+        kind: One of `SOURCE_KINDS`.
+        text: Where from, in the user's terms ("batch 1 of the tf.data pipeline ...").
+        suggestion: What to check or change there.
+        evidence: The records the answer rests on, one line each.
+        batch: ``dataset``: the batch, counted from 0.
+        element: ``dataset``, FULL_TENSOR: the first non-finite element of the dataset.
+        position: ``dataset``, FULL_TENSOR: its index in the batch (row, column...).
+        function: ``py_function`` and the like: the Python function's name.
+        frame: The user's line where the value came in (a variable's creation,
+            restore or assignment).
+    """
+
+    kind: str
+    text: str
+    suggestion: str
+    evidence: tuple[str, ...] = ()
+    batch: int | None = None
+    element: int | None = None
+    position: tuple[int, ...] | None = None
+    function: str | None = None
+    frame: Frame | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        """The JSON form (`report --json`, ``diagnosis.source``)."""
+        frame = None if self.frame is None else {"file": self.frame.path,
+                                                 "line": self.frame.line}
+        return {"kind": self.kind, "batch": self.batch, "element": self.element,
+                "position": None if self.position is None else list(self.position),
+                "function": self.function, "frame": frame}
+
+
+def input_source(reader: DumpReader, cause: RootCause) -> InputSource | None:
+    """Where the values a root cause's op brought in came from; None when the op is
+    not one that brings values in, or the dump does not say."""
+    try:
+        if cause.op is None and cause.execution is not None:
+            if cause.execution.op_type in DATASET_DELIVERY_OPS:
+                return _eager_batch(reader, cause.execution, cause.alert.slot)
+            if cause.execution.op_type in _VARIABLE_READS and cause.execution.input_ids:
+                return _variable(reader, cause.execution.input_ids[0], cause.execution.index)
+            if cause.execution.op_type in _RESTORE_OPS:
+                return _restored(reader, cause.execution, cause.frame, cause.execution.index)
+            return None
+        op = cause.op
+        if op is None or cause.trace is None:
+            return None
+        if op.op_type in _RESTORE_OPS:
+            return _restored(reader, op, cause.frame, None)
+        if op.op_type in DATASET_DELIVERY_OPS:
+            return _graph_batch(reader, op, cause.trace.index, cause.alert.slot)
+        if _takes_dataset_input(reader, cause):
+            return _delivered_batch(reader, cause)
+        if op.op_type in _PYTHON_FUNCTIONS:
+            return _python_function(reader, cause)
+        if op.op_type in _VARIABLE_READS:
+            handle = _captured_handle(reader, cause)
+            return None if handle is None else _variable(reader, handle, cause.trace.step)
+    except DumpError:
+        return None  # a record it needs left the disk (circular buffer) or is damaged
+    return None
+
+
+# -- tf.data ---------------------------------------------------------------------------
+
+
+def _eager_batch(reader: DumpReader, execution: Execution, slot: int) -> InputSource:
+    earlier = [e for e in _earlier_executions(reader, execution.op_type, execution.index)
+               if e.input_ids[:1] == execution.input_ids[:1]]
+    value = reader.execution_value(execution.index, slot)
+    rows = [_rows(reader.execution_value(e.index, slot)) for e in earlier] \
+        if value is not None else []
+    return _batch_source(len(earlier), value, rows, slot,
+                         f"{execution.op_type} (execution {execution.index})")
+
+
+def _graph_batch(reader: DumpReader, op: Op, trace: int, slot: int) -> InputSource:
+    traces = reader.traces_of(op.id, slot)
+    before = traces[traces < trace]
+    value = reader.trace_value(trace)
+    rows = ([_rows(reader.trace_value(int(i))) for i in before]
+            if value is not None and before.size <= MAX_EXECUTIONS_SCANNED else [])
+    return _batch_source(int(before.size), value, rows, slot,
+                         f"{op.op_type} '{op.name}' (trace {trace})")
+
+
+def _delivered_batch(reader: DumpReader, cause: RootCause) -> InputSource | None:
+    """The batch that carried a dataset function's non-finite values to the consumer:
+    its first delivery alert (a dataset function's own traces come in the order its
+    parallel calls finished, not in the order of the elements)."""
+    for alert in reader.alerts().alerts:
+        if alert.op_type not in DATASET_DELIVERY_OPS:
+            continue
+        if alert.kind == "eager":
+            return _eager_batch(reader, reader.execution(alert.index), alert.slot)
+        trace = reader.trace(alert.index)
+        if trace.op_id is not None:
+            return _graph_batch(reader, reader.op(trace.op_id), alert.index, alert.slot)
+    return None
+
+
+def _takes_dataset_input(reader: DumpReader, cause: RootCause) -> bool:
+    """Whether a root cause is an argument of a dataset function, or an op of one that
+    only copies values (Keras' ``grab_batch`` gathers a batch's rows of
+    ``model.fit``'s arrays) from inputs whose values the dump does not have: the data
+    the pipeline was built from held the non-finite values."""
+    op = cause.op
+    if op is None or not is_dataset_graph(reader, op.graph_id):
+        return False
+    if op.op_type in _ARGUMENTS:
+        return True
+    return op.op_type in DATA_COPY_OPS and any(s is None for _, s in cause.inputs)
+
+
+def _rows(value: np.ndarray | None) -> int | None:
+    return None if value is None or value.ndim == 0 else int(value.shape[0])
+
+
+def _batch_source(batch: int, value: np.ndarray | None, rows: list[int | None], slot: int,
+                  record: str) -> InputSource:
+    component = f", component {slot} of the element" if slot else ""
+    text = f"the tf.data pipeline delivered them in batch {batch} (counted from 0{component})"
+    evidence = [f"{record}: batch {batch}, {batch} earlier deliveries of the same iterator"]
+    position = element = None
+    bad = _nonfinite_positions(value)
+    if bad is not None and bad.size:
+        position = tuple(int(i) for i in bad[0])
+        text += f", first at {_position_text(position)} of the batch"
+        if len(rows) == batch and all(r is not None for r in rows):
+            element = sum(r for r in rows if r is not None) + position[0]
+            text += f": element {element} of the dataset"
+        evidence.append(f"value of the batch: {int(bad.shape[0])} non-finite, the first "
+                        f"at index {list(position)}")
+    return InputSource(
+        "dataset", text,
+        "look at that element in the source data (filter or impute NaN rows, or "
+        "dataset.map(...) with tf.debugging.check_numerics to stop at it)",
+        tuple(evidence), batch=batch, element=element, position=position)
+
+
+def _nonfinite_positions(value: np.ndarray | None) -> np.ndarray | None:
+    """The indices of a batch's non-finite values (rows of ``np.argwhere``); None for
+    no value, a scalar, or a dtype that cannot hold NaN."""
+    if value is None or value.ndim == 0 or not value.size:
+        return None
+    try:
+        return np.argwhere(~np.isfinite(value.astype(np.float64, copy=False)))
+    except (TypeError, ValueError):
+        return None  # strings, or another dtype without a float view
+
+
+def _position_text(position: tuple[int, ...]) -> str:
+    if len(position) == 1:
+        return f"row {position[0]}"
+    if len(position) == 2:
+        return f"row {position[0]}, column {position[1]}"
+    return f"index {list(position)}"
+
+
+def _earlier_executions(reader: DumpReader, op_type: str, before: int) -> list[Execution]:
+    """The executions of ``op_type`` below index ``before`` (the latest
+    `MAX_EXECUTIONS_SCANNED` of them), in order."""
+    begin = max(reader.first_execution, 0)
+    if before <= begin:
+        return []
+    codes, names = reader.execution_op_codes(begin, before)
+    wanted = [code for code, name in enumerate(names) if name == op_type]
+    rows = np.flatnonzero(np.isin(codes, wanted))[-MAX_EXECUTIONS_SCANNED:]
+    return [reader.execution(begin + int(r)) for r in rows]
+
+
+# -- Python functions ------------------------------------------------------------------
+
+
+def _python_function(reader: DumpReader, cause: RootCause) -> InputSource:
+    assert cause.op is not None
+    kind, api = _PYTHON_FUNCTIONS[cause.op.op_type]
+    name = _called_function(expression_of(reader, cause.frame))
+    if name is None and cause.line_text:  # no column span (TensorFlow's dumps)
+        name = _called_function(cause.line_text.strip())
+    output = nonfinite_text(cause.trace.summary if cause.trace else None)
+    if is_dataset_graph(reader, cause.op.graph_id) and "from_generator" in (
+            reader.graph(cause.op.graph_id).name or ""):
+        kind, api = "generator", "Dataset.from_generator"
+    who = f"the Python function `{name}`" if name else "a Python function"
+    return InputSource(
+        kind, f"{who}, called through {api}, returned {output}",
+        f"look at {'`' + name + '`' if name else 'the Python function'}: TensorFlow only "
+        f"passed on what it returned (np.isfinite on its result finds the rows)",
+        (f"{cause.op.op_type} '{cause.op.name}': the output of {api}",),
+        function=name)
+
+
+def _called_function(code: str | None) -> str | None:
+    """The Python function passed to ``tf.py_function(load, ...)`` (or
+    ``numpy_function``, ``from_generator``) in an expression or a line of code."""
+    if not code:
+        return None
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        callee = node.func.attr if isinstance(node.func, ast.Attribute) else \
+            getattr(node.func, "id", "")
+        if callee not in _PYTHON_FUNCTION_APIS:
+            continue
+        target = node.args[0] if node.args else next(
+            (k.value for k in node.keywords if k.arg in ("func", "generator")), None)
+        return ast.unparse(target) if target is not None else None
+    return None
+
+
+# -- variables -------------------------------------------------------------------------
+
+
+def _captured_handle(reader: DumpReader, cause: RootCause) -> int | None:
+    """The eager tensor id of the variable a tf.function's ReadVariableOp read: the
+    call's input at the position of the graph placeholder that captured it."""
+    op, call = cause.op, cause.execution
+    if op is None or call is None or call.graph_id != op.graph_id or not op.inputs:
+        return None
+    resource = op.inputs[0].op_id
+    placeholders = [o.id for o in reader.graph_ops(op.graph_id) if o.op_type == "Placeholder"]
+    if resource not in placeholders:
+        return None
+    position = placeholders.index(resource)
+    return call.input_ids[position] if position < len(call.input_ids) else None
+
+
+def _variable(reader: DumpReader, handle: int, before: int) -> InputSource | None:
+    writes = [e for e in _earlier_executions(reader, "AssignVariableOp", before)
+              if e.input_ids[:1] == (handle,)]
+    if not writes:
+        return None
+    write = writes[-1]
+    frame = reader.innermost_user_frame(write.stack_id)
+    at = _line_text(reader, frame)
+    created = reader.producer_of(handle, before=write.index)
+    initial = created is not None and len(writes) == 1
+    if initial:
+        return InputSource(
+            "variable_initial",
+            f"the variable held them from its creation: its initial value{at}",
+            "check the variable's initial value (the array or initializer it was "
+            "created with)",
+            (f"AssignVariableOp (execution {write.index}), the only write of the "
+             f"variable, right after its creation",), frame=frame)
+    return InputSource(
+        "variable_assigned",
+        f"the program assigned them to the variable outside the traced functions{at}",
+        "check the value assigned there",
+        (f"AssignVariableOp (execution {write.index}), the last write of the variable "
+         f"before it was read",), frame=frame)
+
+
+def _restored(reader: DumpReader, restore: Execution | Op, frame: Frame | None,
+              execution: int | None) -> InputSource:
+    where = f"execution {execution}" if execution is not None else "in a graph"
+    return InputSource(
+        "variable_restored",
+        f"a variable was restored from a checkpoint that held them ({restore.op_type}, "
+        f"{where}{_line_text(reader, frame)})",
+        "check the checkpoint (tf.train.load_checkpoint(path).get_tensor(name)): it was "
+        "saved after the weights had gone non-finite; restore an earlier one",
+        (f"{restore.op_type} ({where}) read the values from the checkpoint",), frame=frame)
+
+
+def _line_text(reader: DumpReader, frame: Frame | None) -> str:
+    """", at `expression` (file.py:12)" for a user frame, else ""."""
+    if frame is None:
+        return ""
+    expression = expression_of(reader, frame)
+    where = f"{frame.path.rsplit('/', 1)[-1]}:{frame.line}"
+    return f", at `{expression}` ({where})" if expression else f", at {where}"
