@@ -19,7 +19,7 @@ HARM_PROGRAM = os.path.join(PROGRAMS, "harm.py")
 # tests that use a fixture which runs a TensorFlow program.
 TF_FOLDERS = ("instrument", "flight")
 TF_FIXTURES = frozenset({
-    "pattern_dumps", "harm_dumps", "tf_written",  # here
+    "pattern_dumps", "harm_dumps", "harm_tf_dumps", "tf_written",  # here
     "tf_dumps", "runs",  # tests/reader (its conftest, test_diff)
     "example_logdir", "tensorflow_dump", "run_pair",  # tests/tui
 })
@@ -68,6 +68,29 @@ def harm_dumps(tmp_path_factory) -> str:
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
     completed = subprocess.run([sys.executable, HARM_PROGRAM, root], env=env,
                                capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return root
+
+
+# The harm cases run under TensorFlow's own dumper (`harm_tf_dumps`), as CASE:MODE.
+HARM_TF_CASES = ("masked_attention:FULL_HEALTH", "masked_attention:CURT_HEALTH",
+                 "masked_logsumexp:CURT_HEALTH", "where_trap:FULL_HEALTH",
+                 "mixed_precision:FULL_HEALTH", "dataset_batch:FULL_TENSOR",
+                 "keras_data:FULL_TENSOR", "py_function:FULL_HEALTH",
+                 "variable_initial:FULL_HEALTH")
+
+
+@pytest.fixture(scope="session")
+def harm_tf_dumps(tmp_path_factory) -> str:
+    """tests/programs/harm.py's cases `HARM_TF_CASES` under TensorFlow's own dumper,
+    one process; returns the directory holding ``<case>-<MODE>`` for each."""
+    pytest.importorskip("tensorflow")
+    root = str(tmp_path_factory.mktemp("harm_tf"))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    completed = subprocess.run([sys.executable, HARM_PROGRAM, root, "--tensorflow",
+                                *HARM_TF_CASES], env=env, capture_output=True, text=True,
+                               timeout=600)
     assert completed.returncode == 0, completed.stderr[-3000:]
     return root
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from reader.analysis.expressions import expression_of
 from reader.analysis.input_source import DATA_COPY_OPS, InputSource, input_source
-from reader.analysis.root_cause import find_root_cause
+from reader.analysis.root_cause import DATASET_DELIVERY_OPS, find_root_cause
 from reader.analysis.training_patterns import PATTERNS as TRAINING_PATTERNS
 from reader.analysis.training_patterns import training_finding
 from reader.analysis.wording import count_text as _count
@@ -287,7 +287,8 @@ def _nonfinite_input(site: _Site) -> Diagnosis | None:
                        "report names the worker that went non-finite first): the root "
                        "cause is in the first one")
     source = SOURCE_OPS.get(site.op_type)
-    if source is None and site.source is not None and site.source.kind == "dataset":
+    if site.source is not None and site.source.kind == "dataset" \
+            and site.op_type not in DATASET_DELIVERY_OPS:
         source = "the data the tf.data pipeline was built from"
     if source is None:
         return None
@@ -405,6 +406,8 @@ def _overflow(site: _Site) -> Diagnosis | None:
         return None
     if not (out.pos_inf or out.neg_inf or out.has_inf_or_nan):
         return None
+    if any(s is not None and s.is_alert for _, s in site.inputs):
+        return None  # not an overflow of finite inputs
     dtype = site.output_dtype or "float"
     limit = DTYPE_MAX.get(dtype)
     limit_text = f"{dtype}'s largest finite value is {limit}" if limit else \
@@ -442,10 +445,13 @@ def _overflow_cause(site: _Site, dtype: str, limit: str | None) -> str:
 
 def _inf_arithmetic(site: _Site) -> Diagnosis | None:
     out = site.output
-    if site.op_type not in INF_ARITHMETIC_OPS or out is None or not out.nan:
+    if site.op_type not in INF_ARITHMETIC_OPS or out is None:
+        return None
+    uncounted = out.nan is None and bool(out.has_inf_or_nan)  # CURT_HEALTH
+    if not (out.nan or uncounted):
         return None
     infs = [(name, s) for name, s in site.inputs
-            if s is not None and (s.pos_inf or s.neg_inf)]
+            if s is not None and (s.pos_inf or s.neg_inf or (uncounted and s.is_alert))]
     if any(s is not None and s.nan for _, s in site.inputs):
         return None  # the NaN came in: not made here
     if infs:
@@ -460,6 +466,10 @@ def _inf_arithmetic(site: _Site) -> Diagnosis | None:
             how = "infinities combine to NaN (inf - inf, 0 * inf, inf / inf)"
         names = ", ".join(f"{name} ({_nonfinite_text(s)})" for name, s in infs)
         text = f"{site.subject} got infinite inputs {names}, and {how}"
+        if uncounted:
+            text = (f"{site.subject} got non-finite inputs {names} and made "
+                    f"{_nonfinite_text(out)} ({out.mode} does not tell NaN from "
+                    f"infinity): where they are infinities, {how}")
     elif site.op_type in ("Mul", "MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3",
                           "Einsum", "Sum", "Mean", "Conv2D", "Conv3D", "Tensordot"):
         text = (f"{site.subject} made {_nonfinite_text(out)} from finite inputs: partial "

@@ -48,8 +48,11 @@ _RESTORE_OPS = frozenset({"RestoreV2", "Restore", "RestoreSlice"})
 # Ops that copy or select values and cannot make a NaN or an infinity.
 DATA_COPY_OPS = frozenset({"GatherV2", "Gather", "ResourceGather", "StridedSlice", "Slice",
                            "Identity", "Reshape", "Squeeze", "ExpandDims", "ConcatV2"})
+_ARGUMENTS = frozenset({"Placeholder", "_Arg"})
 _VARIABLE_READS = frozenset({"ReadVariableOp", "ResourceGather"})
 _VARIABLE_WRITES = frozenset({"AssignVariableOp"})
+_PYTHON_FUNCTION_APIS = frozenset({"py_function", "numpy_function", "py_func",
+                                   "eager_py_func", "from_generator"})
 _PYTHON_FUNCTIONS = {"EagerPyFunc": ("py_function", "tf.py_function"),
                      "PyFunc": ("numpy_function", "tf.numpy_function"),
                      "PyFuncStateless": ("numpy_function", "tf.numpy_function")}
@@ -110,7 +113,7 @@ def input_source(reader: DumpReader, cause: RootCause) -> InputSource | None:
             return _restored(reader, op, cause.frame, None)
         if op.op_type in DATASET_DELIVERY_OPS:
             return _graph_batch(reader, op, cause.trace.index, cause.alert.slot)
-        if _copies_unrecorded_data(reader, cause):
+        if _takes_dataset_input(reader, cause):
             return _delivered_batch(reader, cause)
         if op.op_type in _PYTHON_FUNCTIONS:
             return _python_function(reader, cause)
@@ -160,16 +163,17 @@ def _delivered_batch(reader: DumpReader, cause: RootCause) -> InputSource | None
     return None
 
 
-def _copies_unrecorded_data(reader: DumpReader, cause: RootCause) -> bool:
-    """Whether a root cause is an op of a dataset function that only copies values
-    (Keras' ``grab_batch`` gathers a batch's rows of ``model.fit``'s arrays) from
-    inputs whose values the dump does not have: the data the pipeline was built from
-    held the non-finite values."""
+def _takes_dataset_input(reader: DumpReader, cause: RootCause) -> bool:
+    """Whether a root cause is an argument of a dataset function, or an op of one that
+    only copies values (Keras' ``grab_batch`` gathers a batch's rows of
+    ``model.fit``'s arrays) from inputs whose values the dump does not have: the data
+    the pipeline was built from held the non-finite values."""
     op = cause.op
-    if op is None or op.op_type not in DATA_COPY_OPS or not is_dataset_graph(reader,
-                                                                            op.graph_id):
+    if op is None or not is_dataset_graph(reader, op.graph_id):
         return False
-    return any(summary is None for _, summary in cause.inputs)
+    if op.op_type in _ARGUMENTS:
+        return True
+    return op.op_type in DATA_COPY_OPS and any(s is None for _, s in cause.inputs)
 
 
 def _rows(value: np.ndarray | None) -> int | None:
@@ -225,8 +229,9 @@ def _earlier_executions(reader: DumpReader, op_type: str, before: int) -> list[E
 def _python_function(reader: DumpReader, cause: RootCause) -> InputSource:
     assert cause.op is not None
     kind, api = _PYTHON_FUNCTIONS[cause.op.op_type]
-    expression = expression_of(reader, cause.frame)
-    name = _called_function(expression)
+    name = _called_function(expression_of(reader, cause.frame))
+    if name is None and cause.line_text:  # no column span (TensorFlow's dumps)
+        name = _called_function(cause.line_text.strip())
     output = nonfinite_text(cause.trace.summary if cause.trace else None)
     if is_dataset_graph(reader, cause.op.graph_id) and "from_generator" in (
             reader.graph(cause.op.graph_id).name or ""):
@@ -240,19 +245,26 @@ def _python_function(reader: DumpReader, cause: RootCause) -> InputSource:
         function=name)
 
 
-def _called_function(expression: str | None) -> str | None:
-    """The Python function passed to ``tf.py_function(load, ...)`` in an expression."""
-    if not expression:
+def _called_function(code: str | None) -> str | None:
+    """The Python function passed to ``tf.py_function(load, ...)`` (or
+    ``numpy_function``, ``from_generator``) in an expression or a line of code."""
+    if not code:
         return None
     try:
-        node = ast.parse(expression, mode="eval").body
+        tree = ast.parse(code)
     except SyntaxError:
         return None
-    if not isinstance(node, ast.Call):
-        return None
-    target = node.args[0] if node.args else next(
-        (k.value for k in node.keywords if k.arg in ("func", "generator")), None)
-    return ast.unparse(target) if target is not None else None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        callee = node.func.attr if isinstance(node.func, ast.Attribute) else \
+            getattr(node.func, "id", "")
+        if callee not in _PYTHON_FUNCTION_APIS:
+            continue
+        target = node.args[0] if node.args else next(
+            (k.value for k in node.keywords if k.arg in ("func", "generator")), None)
+        return ast.unparse(target) if target is not None else None
+    return None
 
 
 # -- variables -------------------------------------------------------------------------

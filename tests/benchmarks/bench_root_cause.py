@@ -6,9 +6,13 @@ executions.
 
 The dump is synthetic (`DumpWriter`, FULL_HEALTH): eager ops, with a `tf.function`
 call every 50th execution whose 50 graph traces (one each of 50 ops) ran in it, so
-1M executions come with about 1M traces. The first NaN is a graph trace of the op
-``culprit/Log`` three fifths of the way in; the program then keeps going NaN, as
-real runs do (every later call alerts), so the alerts and root cause have work to do.
+1M executions come with about 1M traces. Every call has an attention mask written as
+-inf (``mask/Const``, carried on by ``mask/Select`` into a finite ``Softmax``): two
+contained (deliberate) alerts per call from the first, 40,000 at 1M, which the harm
+classification (`reader.analysis.harm`) must see past. The first harmful NaN is a
+graph trace of the op ``culprit/Log`` three fifths of the way in; the program then
+keeps going NaN, as real runs do (every later call alerts), so the alerts and root
+cause have work to do.
 
 Each repeat starts ``tfdbg-tui LOGDIR`` (the installed entry point's module, in a new
 Python process: imports included) in a detached tmux session at 120x40, and polls the
@@ -51,15 +55,20 @@ def write_dump(logdir: str, executions: int, nan_from: float = 0.6) -> str:
         "    y = tf.math.log(x, name='culprit')", "    return y * 2"], library=False)
     stack = writer.add_stack([writer.add_frame(user, 5, "train_step")])
     graph = writer.add_graph("train_step", None, function_name="__inference_train_step_7")
+    mask = {1: ("Const", "mask/Const", []),
+            2: ("SelectV2", "mask/Select", ["layer_0/op:0", "mask/Const:0", "layer_0/op:0"]),
+            3: ("Softmax", "layer_3/op", ["mask/Select:0"])}
     for op in range(OPS):
         name = CULPRIT if op == OPS // 2 else f"layer_{op}/op"
-        writer.add_op(graph_id=graph, op_type="Log" if op == OPS // 2 else "MatMul",
-                      op_name=name, inputs=[f"layer_{op - 1}/op:0"] if op else [],
+        op_type, name, inputs = mask.get(op, ("Log" if op == OPS // 2 else "MatMul", name,
+                                              [f"layer_{op - 1}/op:0"] if op else []))
+        writer.add_op(graph_id=graph, op_type=op_type, op_name=name, inputs=inputs,
                       num_outputs=1, output_dtypes=[1], device_id=None, stack_id=stack,
                       trace_points=[op])
     finite = [1.0, 2.0, 4096.0, 0.0, 0.0, 0.0, 1000.0, 96.0, 3000.0]
     nan_row = finite[:5] + [1.0] + finite[6:]
     rows = np.tile(np.array(finite), (OPS, 1))
+    rows[1:3, 3] = 64.0  # the mask's -inf, contained
     first_nan_call = int(executions * nan_from) // CALL_EVERY
     op_types = ["MatMul", "AddV2", "Relu", "Mul", "Cast", "ReadVariableOp", "Sum"]
     tensor = 0
@@ -118,14 +127,20 @@ def measure(executions: int, repeats: int) -> dict:
         dump = reader.DumpReader(path)
         opened = time.perf_counter() - started
         started = time.perf_counter()
+        harm = dump.harm()
+        classified = time.perf_counter() - started
+        started = time.perf_counter()
         cause = dump.root_cause()
         analysed = time.perf_counter() - started
         assert cause is not None and cause.op is not None and cause.op.name == CULPRIT, cause
+        contained = harm.counts["deliberate"]
         counts = (dump.num_executions, dump.num_traces)
         dump.close()
         times = [start_to_root_cause(workdir) for _ in range(repeats)]
         return {"executions": counts[0], "traces": counts[1], "write_s": written,
-                "reader_open_s": opened, "root_cause_s": analysed,
+                "reader_open_s": opened, "harm_s": classified,
+                "harm_share_of_open": classified / opened, "contained": contained,
+                "harmful": harm.harmful, "root_cause_s": analysed,
                 "start_to_root_cause_s": times,
                 "median_s": statistics.median(times)}
     finally:
@@ -146,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
 def test_root_cause_on_screen():
     result = measure(100_000, repeats=2)
     assert result["traces"] == 100_000 // CALL_EVERY * OPS
+    assert result["contained"] == 2 * 100_000 // CALL_EVERY
     assert result["median_s"] < 10
 
 

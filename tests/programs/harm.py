@@ -3,7 +3,9 @@ with infinities made on purpose, and harm that the first alert hides. Each case 
 dumped as its own run in one process.
 
 ``python harm.py LOGDIR [CASE ...]`` writes ``LOGDIR/<case>`` for each case (all by
-default). A harmful case marks the line of its culprit with ``# HARM <case>``.
+default); ``python harm.py LOGDIR --tensorflow CASE:MODE ...`` runs cases under
+TensorFlow's own dumper into ``LOGDIR/<case>-<MODE>``. A harmful case marks the line of
+its culprit with ``# HARM <case>``.
 """
 import sys
 import tempfile
@@ -264,12 +266,28 @@ MODES = {"diverging": "FULL_STATS", "masked_attention_curt": "CURT_HEALTH",
 # Cases that take an argument made before the dump starts.
 SETUP = {"variable_restored": _nan_checkpoint}
 
-if __name__ == "__main__":
-    logdir = sys.argv[1]
-    for name in sys.argv[2:] or CASES:
+
+
+def main(logdir: str, names: list[str]) -> None:
+    """Each case under our dumper, or, with ``--tensorflow CASE:MODE...``, under
+    TensorFlow's own (``LOGDIR/CASE-MODE``)."""
+    tensorflow = names[:1] == ["--tensorflow"]
+    for spec in names[1:] if tensorflow else names or CASES:
+        name, _, mode = spec.partition(":")
         arguments = (SETUP[name](),) if name in SETUP else ()
-        instrument.enable_dump_debug_info(f"{logdir}/{name}",
-                                          tensor_debug_mode=MODES.get(name, "FULL_HEALTH"),
-                                          circular_buffer_size=-1)
+        if tensorflow:
+            tf.debugging.experimental.enable_dump_debug_info(
+                f"{logdir}/{name}-{mode}", tensor_debug_mode=mode, circular_buffer_size=-1)
+        else:
+            instrument.enable_dump_debug_info(
+                f"{logdir}/{name}", tensor_debug_mode=MODES.get(name, "FULL_HEALTH"),
+                circular_buffer_size=-1)
         CASES[name](*arguments)
-        instrument.disable_dump_debug_info()
+        if tensorflow:
+            tf.debugging.experimental.disable_dump_debug_info()
+        else:
+            instrument.disable_dump_debug_info()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2:])
