@@ -15,7 +15,7 @@ the common evidence (inputs, output) around it. In order:
 - ``divergence``: the op's inputs grew step after step until it overflowed (FULL_STATS
   magnitudes: since which step and how fast).
 - ``domain_error``: an op outside its mathematical domain (acos, asin, atanh, acosh,
-  lgamma, digamma, ...).
+  lgamma, digamma, ..., and pow of a negative base, from the base's counts).
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ DOMAINS = {
     "Igammac": "a > 0, x >= 0", "Betainc": "a > 0, b > 0, 0 <= x <= 1",
     "Ndtri": "[0, 1]", "Erfinv": "[-1, 1]",
 }
+POW_DOMAIN = "x >= 0, or any x with an integer exponent"
 _DIVISIONS = {"RealDiv": 1, "Div": 1, "Reciprocal": 0, "Inv": 0, "Xdivy": 1}
 # A divergence: at least this many steps of growth, by at least this factor overall.
 DIVERGENCE_MIN_STEPS = 5
@@ -239,6 +240,8 @@ def _growth(reader: DumpReader, op_id: int, slot: int, before: int | None
 
 
 def _domain_error(reader: DumpReader, cause: RootCause, subject: str) -> Finding | None:
+    if cause.alert.op_type == "Pow":
+        return _negative_base(cause, subject)
     domain = DOMAINS.get(cause.alert.op_type)
     if domain is None:
         return None
@@ -256,6 +259,23 @@ def _domain_error(reader: DumpReader, cause: RootCause, subject: str) -> Finding
         f"tf.clip_by_value(x, -1.0, 1.0); for atanh: the open interval, e.g. "
         f"tf.clip_by_value(x, -1 + 1e-6, 1 - 1e-6))",
         (f"domain of {name}: {domain}",))
+
+
+def _negative_base(cause: RootCause, subject: str) -> Finding | None:
+    """``pow(x, y)`` made NaN from a negative base (a negative base has a real power
+    only for an integer exponent); None unless the counts show it."""
+    base = cause.inputs[0][1] if cause.inputs else None
+    output = _output(cause)
+    if base is None or not base.neg or output is None or not output.nan:
+        return None
+    return Finding(
+        "domain_error",
+        f"{subject} made {nonfinite_text(output)}: pow(x, y) is defined for a negative "
+        f"base x only when the exponent y is an integer, and its base held "
+        f"{count_text(base.neg, 'negative value')} among {values_text(base.size)}",
+        "make the base non-negative first (tf.pow(tf.maximum(x, 0.0), y), or "
+        "tf.sign(x) * tf.pow(tf.abs(x), y) for an odd root), or use an integer exponent",
+        (f"domain of pow: {POW_DOMAIN}",))
 
 
 RULES = (_loss_scale_collapse, _where_gradient_trap, _library_nan, _divergence,

@@ -82,7 +82,7 @@ PATTERN_CASES = {
     "zero_by_zero": ("RealDiv", "division_by_zero", "hits / count"),
     "eager_div": ("RealDiv", "division_by_zero", "total / count"),
     "sqrt_negative": ("Sqrt", "sqrt_domain", "tf.sqrt(variance)"),
-    "pow_half": ("Pow", "sqrt_domain", "tf.pow(x, 0.5)"),
+    "pow_half": ("Pow", "domain_error", "tf.pow(x, 0.5)"),  # a negative base
     "exp_overflow": ("Exp", "overflow", "tf.exp(logits * 1.0)"),
     "cast_half": ("Cast", "overflow", "tf.cast(x, dtype=tf.float16)"),  # a keyword argument
     "sqrt_grad": ("SqrtGrad", "singular_gradient", "tape.gradient(norm, weights)"),
