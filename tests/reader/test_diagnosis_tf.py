@@ -45,8 +45,11 @@ def test_diagnosis_names_pattern_op_and_expression(pattern_dumps, case):
         local = dump.root_cause(alert) if case in PATTERN_RUNS else dump.root_cause()
         assert (diagnosis.pattern, diagnosis.alert.op_type) == (pattern, op_type)
         assert f"`{expression}`" in diagnosis.explanation
-        # The training patterns (reader.analysis.training_patterns) word their own fix.
-        assert diagnosis.suggestion == SUGGESTIONS.get(pattern, diagnosis.suggestion)
+        # The training patterns (reader.analysis.training_patterns) word their own fix,
+        # and so does an input whose source is known (reader.analysis.input_source).
+        expected = diagnosis.source.suggestion if diagnosis.source else \
+            SUGGESTIONS.get(pattern, diagnosis.suggestion)
+        assert diagnosis.suggestion == expected
         assert diagnosis.suggestion
         assert diagnosis.evidence and all(isinstance(e, str) for e in diagnosis.evidence)
         # The output is named as the tensor it is ("scope/Log_1:0"), as inputs are.
@@ -67,7 +70,9 @@ def test_report_json_carries_diagnosis_and_expression(pattern_dumps, case, capsy
     assert source["expression"] == expression
     assert source["text"][source["column"]:source["end_column"]] == expression
     assert report["diagnosis"]["pattern"] == pattern
-    assert set(report["diagnosis"]) == {"pattern", "explanation", "suggestion", "evidence"}
+    assert set(report["diagnosis"]) == {"pattern", "explanation", "suggestion", "evidence",
+                                        "source"}
+    assert (report["diagnosis"]["source"] is None) == (pattern != "nonfinite_input")
 
 
 def test_counts_are_cited(pattern_dumps):
