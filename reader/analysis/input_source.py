@@ -186,21 +186,31 @@ def _batch_source(batch: int, value: np.ndarray | None, rows: list[int | None], 
     text = f"the tf.data pipeline delivered them in batch {batch} (counted from 0{component})"
     evidence = [f"{record}: batch {batch}, {batch} earlier deliveries of the same iterator"]
     position = element = None
-    if value is not None and value.size:
-        bad = np.argwhere(~np.isfinite(value.astype(np.float64, copy=False)))
-        if bad.size:
-            position = tuple(int(i) for i in bad[0])
-            text += f", first at {_position_text(position)} of the batch"
-            if position and len(rows) == batch and all(r is not None for r in rows):
-                element = sum(r for r in rows if r is not None) + position[0]
-                text += f": element {element} of the dataset"
-            evidence.append(f"value of the batch: {int(bad.shape[0])} non-finite, the "
-                            f"first at index {list(position)}")
+    bad = _nonfinite_positions(value)
+    if bad is not None and bad.size:
+        position = tuple(int(i) for i in bad[0])
+        text += f", first at {_position_text(position)} of the batch"
+        if len(rows) == batch and all(r is not None for r in rows):
+            element = sum(r for r in rows if r is not None) + position[0]
+            text += f": element {element} of the dataset"
+        evidence.append(f"value of the batch: {int(bad.shape[0])} non-finite, the first "
+                        f"at index {list(position)}")
     return InputSource(
         "dataset", text,
         "look at that element in the source data (filter or impute NaN rows, or "
         "dataset.map(...) with tf.debugging.check_numerics to stop at it)",
         tuple(evidence), batch=batch, element=element, position=position)
+
+
+def _nonfinite_positions(value: np.ndarray | None) -> np.ndarray | None:
+    """The indices of a batch's non-finite values (rows of ``np.argwhere``); None for
+    no value, a scalar, or a dtype that cannot hold NaN."""
+    if value is None or value.ndim == 0 or not value.size:
+        return None
+    try:
+        return np.argwhere(~np.isfinite(value.astype(np.float64, copy=False)))
+    except (TypeError, ValueError):
+        return None  # strings, or another dtype without a float view
 
 
 def _position_text(position: tuple[int, ...]) -> str:
