@@ -23,17 +23,17 @@ SCRIPT = PROGRAMS / "run_script.py"
 def _terminal(name: str, tmp_path, *options: str, width: int = 160,
               height: int = 50) -> TmuxTerminal:
     """`tfdbg-tui run OPTIONS -- python run_script.py` in tmux, in a directory with the
-    script's data; the shell prints STATUS=<its status> when it ends."""
+    script's data; its exit status is the terminal's `exit_status()`."""
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "values.txt").write_text("0 1 2.5\n")
     command = " ".join(shlex.quote(part) for part in [
         sys.executable, "-m", "tfdbg_tui.cli", "run", *options, "--", "python",
         str(SCRIPT), "--data", "data/values.txt"])
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    return TmuxTerminal(
-        name, f"cd {shlex.quote(str(tmp_path))} && TF_CPP_MIN_LOG_LEVEL=3 "
-        f"PYTHONPATH={shlex.quote(path)} {command}; echo STATUS=$?; sleep 120",
-        width=width, height=height)
+    shell = (f"cd {shlex.quote(str(tmp_path))} && TF_CPP_MIN_LOG_LEVEL=3 "
+             f"PYTHONPATH={shlex.quote(path)} {command}")
+    return TmuxTerminal(name, ["sh", "-c", shell], tmp_path / "status",
+                        width=width, height=height)
 
 
 def test_the_tui_opens_on_the_run_when_the_program_ends(tmp_path):
@@ -42,7 +42,7 @@ def test_the_tui_opens_on_the_run_when_the_program_ends(tmp_path):
         screen = terminal.wait_for_text("Log:0")
         assert "1 Alerts" in screen and "finished" in screen
         terminal.send_keys("q")
-        assert "STATUS=0" in terminal.wait_for_text("STATUS=")
+        assert terminal.wait_for_exit() == "0"
     finally:
         terminal.kill()
 
@@ -59,10 +59,10 @@ def test_pdb_stops_at_the_log_with_the_culprit_and_continues(tmp_path):
         terminal.send_keys("p culprit.diagnosis", "Enter")
         terminal.wait_for_text("log_of_nonpositive")
         terminal.send_keys("continue", "Enter")
-        screen = terminal.wait_for_text("STATUS=")
+        assert terminal.wait_for_exit() == "0"
         # The program ran on to its end, then the report of its run was printed.
+        screen = terminal.screen()
         assert '"logs": [-Infinity, 0.0' in screen
         assert "Root cause: Log" in screen
-        assert "STATUS=0" in screen
     finally:
         terminal.kill()
