@@ -3,10 +3,16 @@ every key is harmless."""
 
 from __future__ import annotations
 
+import time
+import tracemalloc
+
 import msgpack
+import pytest
 
 from instrument.dump.writer import DumpWriter
 from reader import format as fmt
+from tests.reader.hostile_dumps import CASES
+from tests.reader.test_hostile_values import DAMAGED
 from tests.synthetic import write_nan_dump
 from tests.tui.tui_helpers import make_app, screen_text, wait_for, wait_for_hunt
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
@@ -39,6 +45,41 @@ async def test_a_hostile_index_is_damage_with_the_same_notice(tmp_path):
         await wait_for(pilot, lambda: "Damaged dump" in screen_text(app), what="the notice")
         assert "bad i, n or tp" in screen_text(app)
         assert app.screen.query_one(GraphExecutionList).row_count == 18
+
+
+# The bound report --json is held to on the same dumps (tests/reader/test_hostile_values.py).
+HOSTILE_PEAK_BYTES = 256 << 20
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+async def test_every_hostile_value_opens_on_the_root_cause_in_bounded_memory(tmp_path, case):
+    """Each hostile dump of the reader's tests opens in the TUI on its root cause (Log;
+    the FULL_TENSOR runs holding a value bomb have no alert), says "Damaged dump"
+    whenever the reader counts damage, answers the keys that read more of the dump, and
+    stays under the memory bound of the report."""
+    CASES[case](str(tmp_path))
+    app = make_app(tmp_path)
+    tracemalloc.start()
+    started = time.monotonic()
+    try:
+        async with app.run_test(size=(120, 30), notifications=True) as pilot:
+            if "bomb" in case:
+                await wait_for(pilot, lambda: "no NaN or inf" in screen_text(app),
+                               what="the empty alert list")
+            else:
+                await wait_for_hunt(pilot)
+                await wait_for(pilot, lambda: "Log" in screen_text(app), what="the root cause")
+            if case in DAMAGED:
+                await wait_for(pilot, lambda: "Damaged dump" in screen_text(app),
+                               what="the damage notice")
+            for key in ("3", "end", "home", "i", "v", "escape", "2", "end", "6", "5"):
+                await pilot.press(key)
+            await pilot.pause()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < HOSTILE_PEAK_BYTES, f"{case}: {peak / 2**20:.0f} MiB"
+    assert time.monotonic() - started < 60
 
 
 async def test_an_empty_run_opens_and_every_key_is_harmless(tmp_path):
