@@ -13,7 +13,7 @@ from instrument.dump.writer import DumpWriter
 from reader import format as fmt
 from tests.reader.hostile_dumps import CASES
 from tests.reader.test_hostile_values import DAMAGED
-from tests.synthetic import write_nan_dump
+from tests.synthetic import add_step, make_run, write_nan_dump
 from tests.tui.tui_helpers import make_app, screen_text, wait_for, wait_for_hunt
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 
@@ -94,3 +94,16 @@ async def test_an_empty_run_opens_and_every_key_is_harmless(tmp_path):
                     "right_square_bracket", "z", "z"):
             await pilot.press(key)
         assert app.is_running and "exec 0 trace 0" in screen_text(app)
+
+
+async def test_curt_health_alerts_show_no_counts_the_mode_did_not_record(tmp_path):
+    """CURT_HEALTH records only "has NaN or inf": the alert rows give no counts (the
+    reader's -1 for an unknown count is never shown)."""
+    run = make_run(str(tmp_path), mode=fmt.CURT_HEALTH)
+    add_step(run, [[0.0], [1.0], [1.0]])
+    run.writer.close()
+    app = make_app(tmp_path)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for_hunt(pilot)
+        rows = [line for line in screen_text(app).splitlines() if "graph #" in line]
+        assert rows and all("-1" not in row and "NaN 1" not in row for row in rows), rows

@@ -156,7 +156,7 @@ class AlertList(LineList):
         if step is not None:
             text.append(f"  step {step}", self.component_style("alerts--kind"))
         parts = [f"{label} {value}" for label, value in (
-            ("NaN", alert.nan), ("-inf", alert.neg_inf), ("+inf", alert.pos_inf)) if value]
+            ("NaN", alert.nan), ("-inf", alert.neg_inf), ("+inf", alert.pos_inf)) if value > 0]
         if parts:
             text.append("  " + ", ".join(parts))
         place = self._place_at(row)
