@@ -25,7 +25,8 @@ from reader.analysis.wording import count_text as _count
 from reader.analysis.wording import evidence_line as _evidence_line
 from reader.analysis.wording import nonfinite_text as _nonfinite_text
 from reader.analysis.wording import values_text as _values
-from reader.model import Alert, RootCause, Summary
+from reader.errors import DumpError
+from reader.model import Alert, Op, RootCause, Summary
 
 if TYPE_CHECKING:
     from reader.analysis.dump_reader import DumpReader
@@ -209,6 +210,7 @@ class _Site:
     input_dtypes: tuple[str | None, ...]
     is_function_call: bool
     source: InputSource | None = None
+    in_tf1_graph: bool = False
 
     @classmethod
     def of(cls, reader: DumpReader, cause: RootCause) -> _Site:
@@ -235,7 +237,8 @@ class _Site:
                    expression=expression, output=output, output_dtype=output_dtype,
                    inputs=inputs, input_dtypes=tuple(s.dtype if s else None
                                                      for _, s in cause.inputs),
-                   is_function_call=is_call, source=source)
+                   is_function_call=is_call, source=source,
+                   in_tf1_graph=cause.op is not None and _is_tf1_graph(reader, cause.op))
 
     @property
     def subject(self) -> str:
@@ -276,6 +279,19 @@ class _Site:
 # -- the rules, in order: each returns a Diagnosis or None ------------------------------
 
 
+# In a TF1 graph a placeholder is what ``Session.run`` feeds, not a function's argument.
+TF1_FEED_OPS = frozenset({"Placeholder", "PlaceholderWithDefault"})
+
+
+def _is_tf1_graph(reader: DumpReader, op: Op) -> bool:
+    """Whether ``op`` is in a TF1 graph: the graphs of tf.function and control flow
+    are named, a ``tf.compat.v1`` graph is not (docs/format.md, ``graph``)."""
+    try:
+        return reader.graph(op.graph_id).name is None
+    except DumpError:
+        return False
+
+
 def _nonfinite_input(site: _Site) -> Diagnosis | None:
     if site.op_type in COLLECTIVE_OPS:
         used = f", used in {site.subject}" if site.expression else ""
@@ -293,6 +309,8 @@ def _nonfinite_input(site: _Site) -> Diagnosis | None:
     if source is None:
         return None
     what = f"{source} read by {site.op_type} '{site.op_name}'" if site.op_name else source
+    if site.in_tf1_graph and site.op_type in TF1_FEED_OPS:
+        what = f"the value fed (feed_dict) to {site.op_type} '{site.op_name}'"
     used = f", used in {site.subject}" if site.expression else ""
     found = site.source
     diagnosis = site.diagnosis(

@@ -11,6 +11,7 @@ import pytest
 
 import reader
 from reader import format as fmt
+from reader.analysis.diagnosis import diagnose_alert
 from reader.values import decode_value
 from tests.instrument.conftest import PROGRAMS, ROOT, line_of, program_env, run_program
 from tests.instrument.dump_loader import decode_file, load_run, load_single_run, run_dirs
@@ -130,6 +131,9 @@ def test_tf1_training_loop_has_steps(tmp_path, mode):
         first = dump.first_alert()
         assert first is not None and steps.first_alert_step == 7
         assert dump.op(dump.trace(first.index).op_id).name in ("features", "labels")
+        # A TF1 placeholder is fed, not a function's argument.
+        explanation = diagnose_alert(dump, first).explanation
+        assert "the value fed (feed_dict) to Placeholder" in explanation, explanation
         assert steps.alert_steps.tolist() == [7, 8, 9]
         runs = [dump.execution(i).op_type for i in range(dump.num_executions)]
         assert runs.count("Session.run(train, loss:0)") == 10
