@@ -167,8 +167,15 @@ def test_sigkill_leaves_a_dump_that_opens(tmp_path, mode, buffer_size):
     # The killed writer's space reserve stays; every other file is a segment.
     assert set(os.listdir(run)) - {fmt.RESERVE_FILENAME} == {
         n for n in os.listdir(run) if fmt.parse_segment_filename(n)}
-    for name in sorted(n for n in os.listdir(run) if fmt.parse_segment_filename(n)):
+    segments = sorted(n for n in os.listdir(run) if fmt.parse_segment_filename(n))
+    newest = {fmt.parse_segment_filename(n)[0]: n for n in segments}  # sorted: last wins
+    for name in segments:
         records, leftover = decode_file(os.path.join(run, name))
+        if not records and name in newest.values():
+            # Killed between creating a stream's next segment and writing its header
+            # (under a circular buffer it rotates often): not yet written.
+            assert leftover < 1 << 10, name
+            continue
         assert records[0]["k"] == fmt.KIND_HEADER and records[0]["format"] == fmt.FORMAT_NAME
         assert leftover < 1 << 20, name  # at most a cut-short last record
     dump = load_run(run)
