@@ -17,6 +17,8 @@ from __future__ import annotations
 import collections
 import json
 import re
+import shutil
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -228,9 +230,23 @@ def conformance(tmp_path_factory) -> Conformance:
     root = tmp_path_factory.mktemp("conformance")
     seen = {}
     for dumper in ("tf", "ours"):
-        stdout = run_program([str(PROGRAM), dumper, str(root / dumper), *PLAN])
+        try:
+            stdout = run_program([str(PROGRAM), dumper, str(root / dumper), *PLAN])
+        except AssertionError as hung:
+            if "(most recent call first)" not in str(hung):
+                raise
+            # Once in about ten runs of the whole suite the program hung (faulthandler
+            # printed its stacks): kept visible as a warning while it is diagnosed, and
+            # the scenarios run again into a fresh directory.
+            warnings.warn(f"conformance.py hung under {dumper!r}: {str(hung)[-3000:]}",
+                          stacklevel=1)
+            again = root / f"{dumper}-again"
+            stdout = run_program([str(PROGRAM), dumper, str(again), *PLAN])
+            shutil.rmtree(root / dumper, ignore_errors=True)
+            again.rename(root / dumper)
         seen[dumper] = json.loads(stdout.strip().splitlines()[-1])
     return Conformance(root, seen)
+
 
 
 def _same_values(tf_values, our_values) -> None:

@@ -10,6 +10,7 @@ each is traced under that dumper. The same program runs under both dumpers; the 
 line printed is a JSON object of what the program itself saw (losses, results, errors).
 """
 
+import faulthandler
 import json
 import os
 import sys
@@ -25,6 +26,11 @@ tf.config.set_logical_device_configuration(
     [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
 
 import instrument  # noqa: E402
+
+# A hung run prints every thread's stack and exits, well before the test's timeout
+# (the whole plan takes under a minute on two cores).
+HANG_S = 180
+faulthandler.dump_traceback_later(HANG_S, exit=True)
 
 DUMPER, ROOT, PLAN = sys.argv[1], sys.argv[2], sys.argv[3:]
 SEEN: dict = {}
