@@ -37,12 +37,15 @@ class ExecutionChunk:
 
     Args:
         first: The index of the chunk's first execution.
-        summary_width: Summary columns per output, or 0 (NO_TENSOR, FULL_TENSOR).
+        summary_width: Summary columns per output (`fmt.ROW_COLUMNS`), or 0 (NO_TENSOR,
+            FULL_TENSOR).
+        magnitudes: The rows' last column is the magnitude, stored apart (`put_summaries`).
     """
 
-    def __init__(self, first: int, summary_width: int) -> None:
+    def __init__(self, first: int, summary_width: int, magnitudes: bool = False) -> None:
         self.first = first
         self.width = summary_width
+        self.magnitudes = magnitudes
         self.sealed = False  # packed into its record: takes no more executions
         self.estimated_bytes = 0
         self._op_codes: dict[str, int] = {}
@@ -157,10 +160,21 @@ class ExecutionChunk:
             record["ths"] = list(self._thread_codes)
             record["th"] = _column(self._thread, "<i4")
         if self.width:
-            record["sc"] = self.width
-            record["s"] = _column(self._summaries, "<f8")
+            put_summaries(record, np.array(self._summaries, dtype="<f8").reshape(
+                -1, self.width), self.magnitudes)
         if self._values is not None:
             record["v"] = self._values
+
+
+def put_summaries(record: dict[str, Any], rows: np.ndarray, magnitudes: bool) -> None:
+    """Store summary rows in a chunk's record: ``sc`` and ``s``, and with ``magnitudes``
+    the rows' last column (`fmt.MAGNITUDE_COLUMN`) apart, as ``m`` (docs/format.md
+    section 5), so that a reader of format 2.0 or 2.1 still reads ``s``."""
+    if magnitudes:
+        record["m"] = np.ascontiguousarray(rows[:, -1], dtype="<f8").tobytes()
+        rows = rows[:, :-1]
+    record["sc"] = int(rows.shape[1])
+    record["s"] = np.ascontiguousarray(rows, dtype="<f8").tobytes()
 
 
 def _values_bytes(values: Sequence[Any] | None) -> int:
@@ -187,10 +201,12 @@ class TraceChunk:
 
     Args:
         first: The index of the chunk's first trace.
+        magnitudes: The rows' last column is the magnitude, stored apart (`put_summaries`).
     """
 
-    def __init__(self, first: int) -> None:
+    def __init__(self, first: int, magnitudes: bool = False) -> None:
         self.first = first
+        self.magnitudes = magnitudes
         self.sealed = False
         self.estimated_bytes = 0
         self.count = 0
@@ -241,8 +257,6 @@ class TraceChunk:
         else:
             record["xr"] = np.array(self._steps, dtype="<i8").tobytes()
         if self._summaries:
-            rows = np.concatenate(self._summaries).astype("<f8")
-            record["s"] = rows.tobytes()
-            record["sc"] = int(rows.shape[1])
+            put_summaries(record, np.concatenate(self._summaries), self.magnitudes)
         if self._values:
             record["v"] = self._values

@@ -441,10 +441,11 @@ class DumpWriter:
         """
         chunk = self._chunk
         if chunk is None or chunk.sealed or chunk.full:
-            width = (len(fmt.SUMMARY_COLUMNS[self.mode])
-                     if self.mode in fmt.SUMMARY_COLUMNS and self.mode != fmt.FULL_TENSOR
+            width = (len(fmt.ROW_COLUMNS[self.mode])
+                     if self.mode in fmt.ROW_COLUMNS and self.mode != fmt.FULL_TENSOR
                      else 0)
-            chunk = self._chunk = ExecutionChunk(index, width)
+            chunk = self._chunk = ExecutionChunk(index, width,
+                                                 self.mode in fmt.MAGNITUDE_MODES)
 
             def pack(record: dict[str, Any], chunk: ExecutionChunk = chunk) -> None:
                 chunk.pack_into(record)
@@ -461,7 +462,7 @@ class DumpWriter:
 
         Args:
             trace_points: int32 array, the trace point id of each trace.
-            summaries: float64 array of shape (n, len(SUMMARY_COLUMNS[mode])), or None.
+            summaries: float64 array of shape (n, len(ROW_COLUMNS[mode])), or None.
             values: FULL_TENSOR values, one `tensor_value_record` per trace, stored as
                 given: compress them (`encode_value`) first, off the lock.
             step: Index of the eager execution (top-level function call) the traces ran
@@ -511,6 +512,6 @@ class DumpWriter:
         `_execution_chunk`)."""
         chunk = self._traces
         if chunk is None or chunk.sealed or chunk.full or not chunk.accepts(summaries, values):
-            chunk = self._traces = TraceChunk(first)
+            chunk = self._traces = TraceChunk(first, self.mode in fmt.MAGNITUDE_MODES)
             self._files[fmt.STREAM_GRAPH_TRACES].append({}, encode=chunk.pack_into)
         return chunk

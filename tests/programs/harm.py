@@ -258,8 +258,11 @@ CASES = {f.__name__: f for f in (mixed_precision, loss_scale_collapse, masked_at
 CASES.update(masked_attention_curt=masked_attention, masked_logsumexp_curt=masked_logsumexp)
 # The data cases again in FULL_TENSOR, whose values show the element and the column.
 CASES.update(dataset_batch_tensor=dataset_batch, keras_data_tensor=keras_data)
-# Cases dumped in another mode than FULL_HEALTH (the divergence's magnitudes, values).
-MODES = {"diverging": "FULL_STATS", "masked_attention_curt": "CURT_HEALTH",
+# The divergence again in FULL_STATS, whose min and max show the growth as FULL_HEALTH's
+# magnitudes do.
+CASES.update(diverging_stats=diverging)
+# Cases dumped in another mode than FULL_HEALTH (statistics, values).
+MODES = {"diverging_stats": "FULL_STATS", "masked_attention_curt": "CURT_HEALTH",
          "masked_logsumexp_curt": "CURT_HEALTH", "dataset_batch_tensor": "FULL_TENSOR",
          "keras_data_tensor": "FULL_TENSOR"}
 
