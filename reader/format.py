@@ -225,6 +225,8 @@ MAGNITUDE_MODES = (FULL_HEALTH,)
 ROW_COLUMNS: dict[str, tuple[str, ...]] = {
     mode: columns + ((MAGNITUDE_COLUMN,) if mode in MAGNITUDE_MODES else ())
     for mode, columns in SUMMARY_COLUMNS.items()}
+# The widths of rows that end with their magnitude.
+MAGNITUDE_ROW_WIDTHS = frozenset(len(ROW_COLUMNS[mode]) for mode in MAGNITUDE_MODES)
 
 # TensorFlow's TensorDebugMode enum (tensorflow/core/protobuf/debug_event.proto): the
 # `tensor_debug_mode` attribute of DebugNumericSummaryV2, and the mode TensorFlow's own

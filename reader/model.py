@@ -209,6 +209,8 @@ class Op:
     device: str | None
     stack_id: int | None
     trace_points: tuple[int | None, ...]
+    # The path of the Keras layer whose call built the op (format 2.2), or None.
+    layer: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -88,8 +88,7 @@ class ExecutionChunk:
         device_ids = _fitted(device_ids, n, -1)
         output_dtypes = _fitted(output_dtypes, n, -1)
         if summaries is not None:
-            summaries = [row if row is not None and len(row) == self.width else None
-                         for row in _fitted(summaries, n, None)]
+            summaries = [self._fitted_row(row) for row in _fitted(summaries, n, None)]
         if values is not None:
             values = _fitted(values, n, None)
         code = self._op_codes.get(op_type)
@@ -120,6 +119,16 @@ class ExecutionChunk:
                 self._values = [None] * (len(self._outputs) - n)
             self._values.extend(values if values is not None else [None] * n)
         self.estimated_bytes += _ROW_BYTES * max(n, 1) + _values_bytes(values)
+
+    def _fitted_row(self, row: Sequence[float] | None) -> Sequence[float] | None:
+        """A row of the chunk's width; one without its magnitude gets a NaN one."""
+        if row is None:
+            return None
+        if len(row) == self.width:
+            return row
+        if self.magnitudes and len(row) == self.width - 1:
+            return [*row, math.nan]
+        return None
 
     def _add_summaries(self, op_type: str, n: int,
                        summaries: Sequence[Sequence[float] | None] | None) -> None:
@@ -169,8 +178,9 @@ class ExecutionChunk:
 def put_summaries(record: dict[str, Any], rows: np.ndarray, magnitudes: bool) -> None:
     """Store summary rows in a chunk's record: ``sc`` and ``s``, and with ``magnitudes``
     the rows' last column (`fmt.MAGNITUDE_COLUMN`) apart, as ``m`` (docs/format.md
-    section 5), so that a reader of format 2.0 or 2.1 still reads ``s``."""
-    if magnitudes:
+    section 5), so that a reader of format 2.0 or 2.1 still reads ``s``. Rows without
+    the magnitude (the mode's `fmt.SUMMARY_COLUMNS` only) are stored without ``m``."""
+    if magnitudes and rows.shape[1] in fmt.MAGNITUDE_ROW_WIDTHS:
         record["m"] = np.ascontiguousarray(rows[:, -1], dtype="<f8").tobytes()
         rows = rows[:, :-1]
     record["sc"] = int(rows.shape[1])

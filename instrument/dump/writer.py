@@ -360,7 +360,8 @@ class DumpWriter:
 
     def add_op(self, *, graph_id: int, op_type: str, op_name: str, inputs: Sequence[str],
                num_outputs: int, output_dtypes: Sequence[int], device_id: int | None,
-               stack_id: int | None, trace_points: Sequence[int | None]) -> int:
+               stack_id: int | None, trace_points: Sequence[int | None],
+               layer: str | None = None) -> int:
         """Define an op created in a graph.
 
         Args:
@@ -368,14 +369,18 @@ class DumpWriter:
             output_dtypes: TF DataType enum value of each output.
             trace_points: Per output slot, the trace point id its graph execution
                 traces carry, or None when that output is not traced.
+            layer: The path of the Keras layer whose call built the op, if any.
         """
         with self._lock:
             ident = self._allocate(fmt.KIND_OP)
-            self._append(fmt.STREAM_GRAPHS, {
+            record = {
                 "k": fmt.KIND_OP, "id": ident, "graph": graph_id, "type": op_type,
                 "name": op_name, "inputs": list(inputs), "num_outputs": int(num_outputs),
                 "dtypes": list(output_dtypes), "device": device_id, "stack": stack_id,
-                "tps": list(trace_points)})
+                "tps": list(trace_points)}
+            if layer is not None:
+                record["layer"] = layer
+            self._append(fmt.STREAM_GRAPHS, record)
             return ident
 
     def add_notice(self, kind: str, message: str, *, level: str = fmt.NOTICE_WARNING,

@@ -141,7 +141,8 @@ def acos_domain():
 def adam_epsilon():
     """Harmful: Adam with epsilon=0.0 on a weight whose gradient is exactly 0."""
     keras.utils.set_random_seed(1)
-    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1, name="scorer")],
+                             name="ranker")
     model.compile(optimizer=keras.optimizers.Adam(epsilon=0.0), loss="mse")
     x = np.zeros((16, 3), dtype="float32")
     x[:, 0] = 1.0
