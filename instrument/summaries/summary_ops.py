@@ -261,6 +261,15 @@ def stack_summaries(summaries: list[TensorSummary]) -> Any:
         return _with_magnitudes(rows, summaries)
 
 
+def with_magnitude(summary: TensorSummary) -> Any:
+    """One summary's final row (no ``check``): its row, then its magnitude if it has one."""
+    if summary.magnitude is None:
+        return summary.row
+    from tensorflow.python.ops import array_ops
+
+    return array_ops.concat([summary.row, array_ops.reshape(summary.magnitude, [1])], 0)
+
+
 def _with_magnitudes(rows: Any, summaries: list[TensorSummary]) -> Any:
     """``rows`` with the summaries' magnitudes as a last column, when they have them."""
     if not summaries or summaries[0].magnitude is None:
