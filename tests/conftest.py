@@ -77,7 +77,7 @@ HARM_TF_CASES = ("masked_attention:FULL_HEALTH", "masked_attention:CURT_HEALTH",
                  "masked_logsumexp:CURT_HEALTH", "where_trap:FULL_HEALTH",
                  "mixed_precision:FULL_HEALTH", "dataset_batch:FULL_TENSOR",
                  "keras_data:FULL_TENSOR", "py_function:FULL_HEALTH",
-                 "variable_initial:FULL_HEALTH")
+                 "variable_initial:FULL_HEALTH", "diverging:FULL_HEALTH")
 
 
 @pytest.fixture(scope="session")

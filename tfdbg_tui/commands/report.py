@@ -81,7 +81,8 @@ def summary_dict(summary: Summary | None) -> dict[str, Any] | None:
     if summary is None:
         return None
     return {key: getattr(summary, key) for key in
-            fmt.SUMMARY_COLUMNS[fmt.FULL_STATS] if getattr(summary, key) is not None} | (
+            fmt.SUMMARY_COLUMNS[fmt.FULL_STATS] + (fmt.MAGNITUDE_COLUMN,)
+            if getattr(summary, key) is not None} | (
         {"shape": list(summary.shape)} if summary.shape is not None else {})
 
 
