@@ -87,6 +87,13 @@ class RuleHit:
     def subject(self) -> str:
         return self.layer or self.tensor or "the run"
 
+    def describe(self, unit: str = "step") -> str:
+        """"step 6: exploding in sequential/dense_1: update norm 50.9 > 10 x ..."."""
+        where = "" if self.layer is None and self.tensor is None else f" in {self.subject}"
+        if self.layer is not None and self.tensor is not None:
+            where = f" in {self.tensor} ({self.layer})"
+        return f"{unit} {self.step}: {self.rule}{where}: {self.evidence}"
+
 
 @dataclass(frozen=True, slots=True)
 class WatchReport:
