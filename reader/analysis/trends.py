@@ -59,6 +59,9 @@ _READS = frozenset({"ReadVariableOp"})
 _NOT_ACTIVATIONS = frozenset({"ReadVariableOp", "Const", "Placeholder", "Shape", "Cast"})
 # How far back from a variable's write its gradient is looked for, in ops.
 _GRADIENT_DEPTH = 12
+# TensorFlow's DataType enums of float16 and bfloat16.
+_HALF_DTYPES = [enum for enum, name in fmt.DTYPE_NAMES.items()
+                if name in ("float16", "bfloat16")]
 # Largest finite value per floating dtype (for `float16_headroom`).
 DTYPE_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
              "float32": 3.4028234663852886e38, "float64": 1.7976931348623157e308}
@@ -81,8 +84,8 @@ class Trends:
             exact zero that step (False where there was no gradient).
         relu_zero_share: float64 (rows, steps): the share of zero outputs of the row's
             ReLUs (NaN: no ReLU).
-        trace_tp, trace_step, trace_magnitude, trace_dtype: Per trace (kept traces, in
-            order): its trace point, its position on the step axis (-1: no step), its
+        trace_tp, trace_step, trace_magnitude, trace_dtype: Per trace that has a role
+            or a half-precision dtype (in order): its trace point, its position on the step axis (-1: no step), its
             largest finite magnitude (NaN: unknown or not all finite) and its dtype
             enum (0: unknown), for rules over single tensors.
         mode: The dump's tensor debug mode.
@@ -231,6 +234,7 @@ def _graph_roles(reader: IndexedRun, places: PlaceFinder, ops: list[Op], roles: 
 
 
 def _assign_roles(reader: IndexedRun) -> _Roles:
+    """Every graph's roles, the rows in model order (by their first trace point)."""
     roles = _Roles()
     places = PlaceFinder(reader)
     for graph in reader.graphs():
@@ -240,7 +244,15 @@ def _assign_roles(reader: IndexedRun) -> _Roles:
             continue
         if any(tp is not None for op in ops for tp in op.trace_points):
             _graph_roles(reader, places, ops, roles)
-    return roles
+    first = [min((tp for tp, row in roles.row.items() if row == r), default=0)
+             for r in range(len(roles.names))]
+    order = sorted(range(len(roles.names)), key=lambda r: first[r])
+    new_row = {old: new for new, old in enumerate(order)}
+    ordered = _Roles(role=roles.role, row={tp: new_row[r] for tp, r in roles.row.items()},
+                     relu=roles.relu)
+    for r in order:
+        ordered.row_of(roles.names[r], roles.is_layer[r])
+    return ordered
 
 
 def _tensor_columns(mode: str, rows: np.ndarray | None, n: int
@@ -298,11 +310,17 @@ def compute_trends(reader: IndexedRun, steps_of_executions, has_steps: bool) -> 
     for tp, role in roles.role.items():
         role_of[tp], row_of[tp] = role, roles.row[tp]
     relu[list(roles.relu)] = True
-    norm2, magnitude, nonfinite, all_zero, share = _tensor_columns(mode, rows, n)
+    role = role_of[tps] if n else np.empty(0, np.int8)
     dtype = rows[:, 0].astype(np.int64) if rows is not None and row_columns(mode)[:1] == (
         "dtype",) else np.zeros(n, np.int64)
+    # Only the traces a series or a rule reads: a role, or a half-precision dtype.
+    chosen = np.flatnonzero((role != 0) | np.isin(dtype, _HALF_DTYPES))
+    tps, role, dtype, position = tps[chosen], role[chosen], dtype[chosen], position[chosen]
+    keep = keep[chosen]
+    rows = rows[chosen] if rows is not None else None
+    n = chosen.size
+    norm2, magnitude, nonfinite, all_zero, share = _tensor_columns(mode, rows, n)
     nrows, nsteps = len(roles.names), axis.size
-    role = role_of[tps] if n else np.empty(0, np.int8)
     row = row_of[tps] if n else np.empty(0, np.int32)
     cells = nrows * nsteps
     series: dict[str, np.ndarray] = {}

@@ -75,7 +75,7 @@ class TrendsScreen(Screen[None]):
 
     DEFAULT_CSS = """
     TrendsScreen { background: $background; }
-    TrendsScreen > Static { height: auto; }
+    TrendsScreen > Static { height: auto; text-wrap: nowrap; text-overflow: ellipsis; }
     TrendsScreen > #trends-title { text-style: bold; }
     TrendsScreen > TrendHeatmap, TrendsScreen > SeriesChart { margin: 0 0 0 0; }
     TrendsScreen > #trends-hits { height: auto; max-height: 7; }
