@@ -2,8 +2,8 @@
 watch rules and the Trends view. Each case is dumped as its own run in one process.
 
 ``python trends.py LOGDIR [CASE ...]`` writes ``LOGDIR/<case>`` for each case (all by
-default) and prints one JSON line of facts the tests check against the dump (the
-step at which the learning rate was raised).
+default), and ``LOGDIR/facts.json``: what each case did that the tests check the dump
+against (the step from which the learning rate was raised, the rates).
 
 - ``lr_raised``: SGD at a sane learning rate, raised a thousandfold from step
   `RAISE_STEP` on: the gradients grow for a few steps, then the loss goes NaN.
@@ -48,7 +48,7 @@ def lr_raised() -> dict:
     x, y = _data(STEPS)
     model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False,
               callbacks=[_RaiseRate()])
-    return {"raise_step": RAISE_STEP}
+    return {"raise_step": RAISE_STEP, "rate": 0.01, "raised_rate": RAISED_RATE}
 
 
 def dead_relu() -> dict:
@@ -81,7 +81,7 @@ def float16_headroom() -> dict:
         model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
     finally:
         keras.mixed_precision.set_global_policy("float32")
-    return {}
+    return {"kernel": 5000.0, "input": 2.0, "inputs": 4}
 
 
 def healthy() -> dict:
@@ -105,7 +105,8 @@ def main(logdir: str, names: list[str]) -> None:
                                           circular_buffer_size=-1)
         facts[name] = CASES[name]()
         instrument.disable_dump_debug_info()
-    print(json.dumps(facts))
+    with open(f"{logdir}/facts.json", "w") as out:
+        json.dump(facts, out)
 
 
 if __name__ == "__main__":
