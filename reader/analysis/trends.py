@@ -85,9 +85,10 @@ class Trends:
         relu_zero_share: float64 (rows, steps): the share of zero outputs of the row's
             ReLUs (NaN: no ReLU).
         trace_tp, trace_step, trace_magnitude, trace_dtype: Per trace that has a role
-            or a half-precision dtype (in order): its trace point, its position on the step axis (-1: no step), its
-            largest finite magnitude (NaN: unknown or not all finite) and its dtype
-            enum (0: unknown), for rules over single tensors.
+            or a half-precision dtype (in order): its trace point, its position on the
+            step axis (-1: no step), its largest finite magnitude (NaN: unknown or
+            not all finite) and its dtype enum (0: unknown), for rules over single
+            tensors.
         mode: The dump's tensor debug mode.
     """
 
@@ -169,7 +170,8 @@ def _graph_roles(reader: IndexedRun, places: PlaceFinder, ops: list[Op], roles: 
                      write.inputs[1].slot if write.inputs[1].slot is not None else 0)]
         seen: set[tuple[str, int]] = set()
         for _ in range(_GRADIENT_DEPTH):
-            found, nxt = [], []
+            found: list[tuple[Op, int]] = []
+            nxt: list[tuple[str, int]] = []
             for name, slot in frontier:
                 if (name, slot) in seen or name not in by_name:
                     continue
@@ -307,8 +309,8 @@ def compute_trends(reader: IndexedRun, steps_of_executions, has_steps: bool) -> 
     role_of = np.zeros(size, np.int8)
     row_of = np.zeros(size, np.int32)
     relu = np.zeros(size, bool)
-    for tp, role in roles.role.items():
-        role_of[tp], row_of[tp] = role, roles.row[tp]
+    for tp, code in roles.role.items():
+        role_of[tp], row_of[tp] = code, roles.row[tp]
     relu[list(roles.relu)] = True
     role = role_of[tps] if n else np.empty(0, np.int8)
     dtype = rows[:, 0].astype(np.int64) if rows is not None and row_columns(mode)[:1] == (

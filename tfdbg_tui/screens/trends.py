@@ -25,13 +25,7 @@ from reader.analysis.watch_rules import WatchReport, watch
 from reader.errors import DumpError
 from tfdbg_tui.models.trend_cells import number
 from tfdbg_tui.text.literal import literal
-from tfdbg_tui.widgets.trend_charts import (
-    ANOMALY_MARK,
-    HARMFUL_MARK,
-    SeriesChart,
-    TrendHeatmap,
-)
-
+from tfdbg_tui.widgets.trend_charts import ANOMALY_MARK, HARMFUL_MARK, SeriesChart, TrendHeatmap
 
 # Rule hits listed under the chart (the selected row's, else the run's first).
 HITS_SHOWN = 6
