@@ -12,6 +12,7 @@ against (the step from which the learning rate was raised, the rates).
 - ``float16_headroom``: under ``mixed_float16``, activations near 40,000, within 2x of
   float16's largest finite value (65,504).
 - ``healthy``: a small float32 fit that trains as it should.
+- ``dead_relu_health``: ``dead_relu`` in FULL_HEALTH.
 """
 import json
 import sys
@@ -96,12 +97,16 @@ def healthy() -> dict:
 
 
 CASES = {f.__name__: f for f in (lr_raised, dead_relu, float16_headroom, healthy)}
+# The dead ReLUs again in FULL_HEALTH: exact zeros are counted, no norm is known.
+CASES["dead_relu_health"] = dead_relu
+MODES = {"dead_relu_health": "FULL_HEALTH"}
 
 
 def main(logdir: str, names: list[str]) -> None:
     facts = {}
     for name in names or CASES:
-        instrument.enable_dump_debug_info(f"{logdir}/{name}", tensor_debug_mode="FULL_STATS",
+        instrument.enable_dump_debug_info(f"{logdir}/{name}",
+                                          tensor_debug_mode=MODES.get(name, "FULL_STATS"),
                                           circular_buffer_size=-1)
         facts[name] = CASES[name]()
         instrument.disable_dump_debug_info()

@@ -94,6 +94,20 @@ def test_dead_relus_are_vanishing(trend_dumps):
         assert dump.first_alert() is None and dump.alerts().total == 0
 
 
+def test_dead_relus_in_full_health_from_the_zero_counts(trend_dumps):
+    """FULL_HEALTH counts exact zeros but records no norm: the same vanishing hits,
+    and no gradient norm."""
+    with _open(trend_dumps, "dead_relu_health") as dump, \
+            _open(trend_dumps, "dead_relu") as stats:
+        assert dump.mode == "FULL_HEALTH"
+        assert np.isnan(dump.trends().series["gradient_norm"]).all()
+        def hits(run):  # the model's name differs between the two fits: its layer's
+            return [(h.rule, h.step, h.layer.rsplit("/", 1)[1], h.value, h.baseline)
+                    for h in watch(run).hits]
+
+        assert hits(dump) == hits(stats) and hits(dump)
+
+
 def test_float16_close_to_its_limit(trend_dumps, facts):
     """mixed_float16: the big layer's float16 MatMul reaches 2 x 5000 x 4 = 40,000,
     within 2x of 65,504; the float32 output layer's larger values do not count. The

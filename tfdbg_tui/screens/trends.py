@@ -120,8 +120,13 @@ class TrendsScreen(Screen[None]):
                 "series need FULL_STATS, or FULL_HEALTH for magnitudes and zeros)"))
             return
         available = trends.available()
-        if available:
-            self.series = SERIES.index(available[0])
+        if not available:
+            self.query_one("#trends-title", Static).update(_line(
+                f"Trends: no norm or magnitude in this {trends.mode} run (norms need "
+                "FULL_STATS; FULL_HEALTH gives magnitudes from format 2.2 on)"))
+            self._show_hits()
+            return
+        self.series = SERIES.index(available[0])
         self.action_to_anomaly(quiet=True)
         self._show()
 
@@ -171,8 +176,8 @@ class TrendsScreen(Screen[None]):
     def _show_hits(self) -> None:
         trends, report = self.trends, self.report
         assert trends is not None and report is not None
-        subject = trends.rows[self.row]
-        own = [h for h in report.hits if subject in (h.layer, h.tensor)]
+        subject = trends.rows[self.row] if trends.rows else None
+        own = [h for h in report.hits if subject is not None and subject in (h.layer, h.tensor)]
         text = _line()
         text.append(f"{len(report.hits)} rule hit{'s' if len(report.hits) != 1 else ''}",
                     "bold")
@@ -190,7 +195,7 @@ class TrendsScreen(Screen[None]):
         self.dismiss(None)
 
     def action_next_series(self) -> None:
-        if self.trends is None or self.trends.empty:
+        if self.trends is None or self.trends.empty or not self.trends.available():
             return
         available = self.trends.available() or SERIES
         current = SERIES[self.series]
@@ -200,14 +205,14 @@ class TrendsScreen(Screen[None]):
         self._show()
 
     def action_move(self, rows: int, steps: int) -> None:
-        if self.trends is None or self.trends.empty:
+        if self.trends is None or self.trends.empty or not self.trends.available():
             return
         self.row = min(max(0, self.row + rows), len(self.trends.rows) - 1)
         self.step = min(max(0, self.step + steps), self.trends.steps.size - 1)
         self._show()
 
     def action_edge(self, last: int) -> None:
-        if self.trends is None or self.trends.empty:
+        if self.trends is None or self.trends.empty or not self.trends.available():
             return
         self.step = self.trends.steps.size - 1 if last else 0
         self._show()
@@ -215,7 +220,7 @@ class TrendsScreen(Screen[None]):
     def action_to_anomaly(self, quiet: bool = False) -> None:
         """Select the first anomaly's layer and step."""
         trends, report = self.trends, self.report
-        if trends is None or report is None or trends.empty:
+        if trends is None or report is None or trends.empty or not trends.available():
             return
         first = report.first_anomaly
         if first is None:
