@@ -31,6 +31,7 @@ per-op walk is over the graphs' ops, not over traces.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -59,9 +60,6 @@ _READS = frozenset({"ReadVariableOp"})
 _NOT_ACTIVATIONS = frozenset({"ReadVariableOp", "Const", "Placeholder", "Shape", "Cast"})
 # How far back from a variable's write its gradient is looked for, in ops.
 _GRADIENT_DEPTH = 12
-# TensorFlow's DataType enums of float16 and bfloat16.
-_HALF_DTYPES = [enum for enum, name in fmt.DTYPE_NAMES.items()
-                if name in ("float16", "bfloat16")]
 # Largest finite value per floating dtype (for `float16_headroom`).
 DTYPE_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
              "float32": 3.4028234663852886e38, "float64": 1.7976931348623157e308}
@@ -84,11 +82,10 @@ class Trends:
             exact zero that step (False where there was no gradient).
         relu_zero_share: float64 (rows, steps): the share of zero outputs of the row's
             ReLUs (NaN: no ReLU).
-        trace_tp, trace_step, trace_magnitude, trace_dtype: Per trace that has a role
-            or a half-precision dtype (in order): its trace point, its position on the
-            step axis (-1: no step), its largest finite magnitude (NaN: unknown or
-            not all finite) and its dtype enum (0: unknown), for rules over single
-            tensors.
+        trace_tp, trace_step, trace_magnitude, trace_dtype: Per trace on disk (in
+            order): its trace point, its position on the step axis (-1: no step),
+            its largest finite magnitude (NaN: unknown or not all finite) and its
+            dtype enum (0: unknown), for rules over single tensors.
         mode: The dump's tensor debug mode.
     """
 
@@ -257,34 +254,58 @@ def _assign_roles(reader: IndexedRun) -> _Roles:
     return ordered
 
 
-def _tensor_columns(mode: str, rows: np.ndarray | None, n: int
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per trace: (norm^2, largest finite magnitude, non-finite, all zero, zero share),
-    NaN where the mode cannot say."""
-    nan = np.full(n, np.nan)
-    columns = row_columns(mode) if rows is not None else ()
-    if rows is None or "size" not in columns or "nan" not in columns:
-        return nan, nan.copy(), np.zeros(n, bool), np.zeros(n, bool), nan.copy()
+@dataclass(frozen=True, slots=True)
+class _Measures:
+    """What the series and rules need of each trace, from its summary row."""
+
+    norm2: np.ndarray  # float64 squared L2 norm of the finite elements; inf: non-finite
+    magnitude: np.ndarray  # float64 largest finite |x|; NaN: unknown or non-finite
+    nonfinite: np.ndarray  # bool
+    all_zero: np.ndarray  # bool: every element exactly 0
+    zero_share: np.ndarray  # float32 share of exact zeros (NaN: unknown)
+    dtype: np.ndarray  # int8 TensorFlow dtype enum (0: unknown)
+
+    @staticmethod
+    def join(parts: list[_Measures], n: int) -> _Measures:
+        if not parts:
+            nan = np.full(n, np.nan)
+            return _Measures(nan, nan.copy(), np.zeros(n, bool), np.zeros(n, bool),
+                             np.full(n, np.nan, np.float32), np.zeros(n, np.int8))
+        return _Measures(*(np.concatenate([getattr(p, f) for p in parts])
+                           for f in _Measures.__slots__))
+
+
+def _block_measures(mode: str, rows: np.ndarray) -> _Measures:
+    """`_Measures` of a block of summary rows (read in place: nothing of ``rows`` is
+    kept), NaN where the mode cannot say."""
+    n = rows.shape[0]
+    columns = row_columns(mode)
+    if "size" not in columns or "nan" not in columns:
+        return _Measures.join([], n)
     col = {name: i for i, name in enumerate(columns)}
     size = rows[:, col["size"]]
-    bad = rows[:, col["nan"]] + rows[:, col["neg_inf"]] + rows[:, col["pos_inf"]]
+    bad = rows[:, col["nan"]] + rows[:, col["neg_inf"]]
+    bad += rows[:, col["pos_inf"]]
     nonfinite = bad > 0
-    zero = rows[:, col["zero"]] if "zero" in col else nan
+    zero = rows[:, col["zero"]] if "zero" in col else np.full(n, np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
-        share = np.where(size > 0, zero / np.where(size > 0, size, 1), np.nan)
-    all_zero = (size > 0) & (zero == size) & ~nonfinite
+        share = (zero / size).astype(np.float32)
     magnitude_column = getattr(fmt, "MAGNITUDE_COLUMN", "max_abs")
     if "std" in col:
-        finite = size - bad
         mean, std = rows[:, col["mean"]], rows[:, col["std"]]
-        norm2 = finite * (std * std + mean * mean)
+        norm2 = std * std
+        norm2 += mean * mean
+        norm2 *= size - bad
+        norm2[nonfinite] = np.inf
         magnitude = np.maximum(np.abs(rows[:, col["min"]]), np.abs(rows[:, col["max"]]))
     else:
-        norm2 = nan.copy()
-        magnitude = rows[:, col[magnitude_column]] if magnitude_column in col else nan.copy()
-    norm2 = np.where(nonfinite, np.inf, norm2)
-    magnitude = np.where(nonfinite, np.nan, magnitude)
-    return norm2, magnitude, nonfinite, all_zero, share
+        norm2 = np.full(n, np.nan)
+        magnitude = rows[:, col[magnitude_column]].copy() if magnitude_column in col \
+            else np.full(n, np.nan)
+    magnitude[nonfinite] = np.nan
+    return _Measures(norm2, magnitude, nonfinite, (size > 0) & (zero == size) & ~nonfinite,
+                     share, rows[:, col["dtype"]].astype(np.int8) if "dtype" in col
+                     else np.zeros(n, np.int8))
 
 
 def compute_trends(reader: IndexedRun, steps_of_executions, has_steps: bool) -> Trends:
@@ -298,30 +319,30 @@ def compute_trends(reader: IndexedRun, steps_of_executions, has_steps: bool) -> 
     """
     mode = reader.mode
     roles = _assign_roles(reader)
-    indices, tps, executions, rows = reader.trace_columns(reader.first_trace, reader.num_traces)
+    indices, tps, executions, _ = reader.trace_columns(reader.first_trace, reader.num_traces,
+                                                       summaries=False)
     n = indices.size
+    measures = _Measures.join(reader.map_trace_summaries(
+        reader.first_trace, reader.num_traces, partial(_block_measures, mode)), n)
     step_of = steps_of_executions(executions) if has_steps else executions
     keep = step_of != NO_STEP
-    axis = np.unique(step_of[keep]) if n else np.empty(0, np.int64)
+    kept = step_of[keep]
+    if kept.size and np.all(kept[1:] >= kept[:-1]):  # in order, as traces usually are
+        axis = kept[np.concatenate(([True], kept[1:] != kept[:-1]))]
+    else:
+        axis = np.unique(kept)
     position = np.where(keep, np.searchsorted(axis, step_of), -1)
     size = int(tps.max()) + 1 if n else 0
     size = max(size, max(roles.role, default=-1) + 1)
     role_of = np.zeros(size, np.int8)
     row_of = np.zeros(size, np.int32)
-    relu = np.zeros(size, bool)
+    relu_of = np.zeros(size, bool)
     for tp, code in roles.role.items():
         role_of[tp], row_of[tp] = code, roles.row[tp]
-    relu[list(roles.relu)] = True
+    relu_of[list(roles.relu)] = True
     role = role_of[tps] if n else np.empty(0, np.int8)
-    dtype = rows[:, 0].astype(np.int64) if rows is not None and row_columns(mode)[:1] == (
-        "dtype",) else np.zeros(n, np.int64)
-    # Only the traces a series or a rule reads: a role, or a half-precision dtype.
-    chosen = np.flatnonzero((role != 0) | np.isin(dtype, _HALF_DTYPES))
-    tps, role, dtype, position = tps[chosen], role[chosen], dtype[chosen], position[chosen]
-    keep = keep[chosen]
-    rows = rows[chosen] if rows is not None else None
-    n = chosen.size
-    norm2, magnitude, nonfinite, all_zero, share = _tensor_columns(mode, rows, n)
+    dtype = measures.dtype
+    norm2, magnitude, nonfinite = measures.norm2, measures.magnitude, measures.nonfinite
     nrows, nsteps = len(roles.names), axis.size
     row = row_of[tps] if n else np.empty(0, np.int32)
     cells = nrows * nsteps
@@ -340,15 +361,16 @@ def compute_trends(reader: IndexedRun, steps_of_executions, has_steps: bool) -> 
             with np.errstate(invalid="ignore"):
                 values = np.where(count > 0, np.sqrt(total), np.nan)
         series[name] = values.reshape(nrows, nsteps)
-    gradient = (role == 1) & keep
+    gradient = np.flatnonzero((role == 1) & keep)
     cell = row[gradient] * nsteps + position[gradient]
     count = np.bincount(cell, minlength=cells)
-    zeros = np.bincount(cell, weights=all_zero[gradient], minlength=cells)
+    zeros = np.bincount(cell, weights=measures.all_zero[gradient], minlength=cells)
     zero_gradients = ((count > 0) & (zeros == count)).reshape(nrows, nsteps)
-    relus = relu[tps] & keep if n else np.zeros(0, bool)
+    relus = np.flatnonzero(relu_of[tps] & keep) if n else np.zeros(0, np.int64)
     cell = row[relus] * nsteps + position[relus]
     count = np.bincount(cell, minlength=cells)
-    total = np.bincount(cell, weights=np.nan_to_num(share[relus]), minlength=cells)
+    total = np.bincount(cell, weights=np.nan_to_num(measures.zero_share[relus]),
+                        minlength=cells)
     with np.errstate(invalid="ignore", divide="ignore"):
         relu_share = np.where(count > 0, total / np.maximum(count, 1), np.nan)
     return Trends(axis.astype(np.int64), "step" if has_steps else "execution",
