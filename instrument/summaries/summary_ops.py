@@ -105,7 +105,9 @@ class TensorSummary:
             (CURT_HEALTH's, or a tensor below `STOCK_ROUTE_MIN_ELEMENTS`).
         magnitude: FULL_HEALTH: a float64 scalar whose absolute value is the largest
             |x| of the tensor (`largest_magnitude`), the row's last raw column, which
-            `stack_summaries` appends after ``row`` (and after ``exact``'s row).
+            `stack_summaries` appends after ``row`` (and after ``exact``'s row); NaN
+            for a tensor on the stock route (large, on a CPU), where it would cost a
+            pass over the elements.
     """
 
     row: Any
@@ -149,7 +151,13 @@ def tensor_summary(mode: str, tensor: Any, trace_point: int, *,
                 return TensorSummary(_const(constant[:-1]), after=tensor.op,
                                      magnitude=_const(constant[-1]))
             return TensorSummary(_const(constant), after=tensor.op)
-        magnitude = largest_magnitude(tensor) if mode in fmt.MAGNITUDE_MODES else None
+        magnitude = None
+        if mode in fmt.MAGNITUDE_MODES:
+            # A large tensor on a CPU would pay a pass of its own over its elements for
+            # its magnitude (about as much as its stock row: a third more FULL_HEALTH
+            # overhead on a convolutional fit): it has none.
+            magnitude = _const(float("nan")) if _stock_route(tensor) \
+                else largest_magnitude(tensor)
         batched_stock = batched and mode in BATCHED_STOCK_MODES and not _on_gpu(tensor)
         cheap_kernel = mode == fmt.CURT_HEALTH or not _stock_route(tensor)
         if not batched_stock and cheap_kernel:

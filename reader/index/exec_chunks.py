@@ -163,5 +163,7 @@ def output_rows(record: dict[str, Any], first: int, stop: int, mode: str,
         if slots:
             rows[[j - o0 for j in slots]] = values.summary_rows([stored[j] for j in slots])
     elif width and isinstance(record.get("s"), bytes):
-        rows[:] = np.frombuffer(record["s"], dtype="<f8").reshape(-1, width)[o0:o1]
+        stored = np.frombuffer(record["s"], dtype="<f8").reshape(-1, stored_width(mode))
+        rows[:] = with_magnitudes(mode, stored, stored_magnitudes(record, stored.shape[0]))[
+            o0:o1]
     return rows
