@@ -107,7 +107,10 @@ class TensorSummary:
             |x| of the tensor (`largest_magnitude`), the row's last raw column, which
             `stack_summaries` appends after ``row`` (and after ``exact``'s row); NaN
             for a tensor on the stock route (large, on a CPU), where it would cost a
-            pass over the elements.
+            pass over the elements. None with ``magnitude_of``.
+        magnitude_of: FULL_HEALTH: a small tensor (rank 1 or more, its size known)
+            whose magnitude `stack_summaries` takes together with the batch's other
+            small ones (`pooled_magnitudes`), as ``magnitude`` would be.
     """
 
     row: Any
@@ -117,6 +120,7 @@ class TensorSummary:
     tensor: Any = None
     cheap_kernel: bool = False
     magnitude: Any = None
+    magnitude_of: Any = None
 
 
 def tensor_summary(mode: str, tensor: Any, trace_point: int, *,
@@ -151,17 +155,22 @@ def tensor_summary(mode: str, tensor: Any, trace_point: int, *,
                 return TensorSummary(_const(constant[:-1]), after=tensor.op,
                                      magnitude=_const(constant[-1]))
             return TensorSummary(_const(constant), after=tensor.op)
-        magnitude = None
+        magnitude = magnitude_of = None
         if mode in fmt.MAGNITUDE_MODES:
             # A large tensor on a CPU would pay a pass of its own over its elements for
             # its magnitude (about as much as its stock row: a third more FULL_HEALTH
             # overhead on a convolutional fit): it has none.
-            magnitude = _const(float("nan")) if _stock_route(tensor) \
-                else largest_magnitude(tensor)
+            if _stock_route(tensor):
+                magnitude = _const(float("nan"))
+            elif tensor.shape.rank != 0 and tensor.shape.num_elements() is not None:
+                magnitude_of = tensor
+            else:
+                magnitude = largest_magnitude(tensor)
         batched_stock = batched and mode in BATCHED_STOCK_MODES and not _on_gpu(tensor)
         cheap_kernel = mode == fmt.CURT_HEALTH or not _stock_route(tensor)
         if not batched_stock and cheap_kernel:
-            return TensorSummary(exact(tensor), magnitude=magnitude)
+            return TensorSummary(exact(tensor), magnitude=magnitude,
+                                 magnitude_of=magnitude_of)
         row, total = _finite_row(mode, tensor, trace_point)
         if total is None and tensor.shape.rank == 0:
             # A scalar is its own check: a reduce_sum of it adds a Rank, a Range and a
@@ -176,7 +185,7 @@ def tensor_summary(mode: str, tensor: Any, trace_point: int, *,
             def check() -> Any:
                 return total
         return TensorSummary(row, check, exact, tensor=tensor, cheap_kernel=cheap_kernel,
-                             magnitude=magnitude)
+                             magnitude=magnitude, magnitude_of=magnitude_of)
 
 
 def largest_magnitude(tensor: Any) -> Any:
@@ -217,9 +226,9 @@ def stack_summaries(summaries: list[TensorSummary]) -> Any:
     with ops.name_scope("tfdbg_tui_summaries"):
         stock = [s for s in summaries if s.check is not None]
         if stock and len(stock) < MIN_STOCK_ROWS and all(s.cheap_kernel for s in stock):
-            summaries = [s if s.check is None else TensorSummary(_kernel_row(s),
-                                                                 magnitude=s.magnitude)
-                         for s in summaries]
+            summaries = [s if s.check is None else TensorSummary(
+                _kernel_row(s), magnitude=s.magnitude, magnitude_of=s.magnitude_of)
+                for s in summaries]
         covered = check_elision.covered_checks(
             [s.tensor if s.check is not None else None for s in summaries])
         rows = array_ops_stack.stack([s.row for s in summaries], name="rows")
@@ -271,21 +280,64 @@ def stack_summaries(summaries: list[TensorSummary]) -> Any:
 
 def with_magnitude(summary: TensorSummary) -> Any:
     """One summary's final row (no ``check``): its row, then its magnitude if it has one."""
-    if summary.magnitude is None:
+    magnitude = summary.magnitude
+    if summary.magnitude_of is not None:
+        magnitude = largest_magnitude(summary.magnitude_of)
+    if magnitude is None:
         return summary.row
     from tensorflow.python.ops import array_ops
 
-    return array_ops.concat([summary.row, array_ops.reshape(summary.magnitude, [1])], 0)
+    return array_ops.concat([summary.row, array_ops.reshape(magnitude, [1])], 0)
 
 
 def _with_magnitudes(rows: Any, summaries: list[TensorSummary]) -> Any:
     """``rows`` with the summaries' magnitudes as a last column, when they have them."""
-    if not summaries or summaries[0].magnitude is None:
+    if not summaries or (summaries[0].magnitude is None and summaries[0].magnitude_of is None):
         return rows
-    from tensorflow.python.ops import array_ops, array_ops_stack
+    from tensorflow.python.ops import array_ops
 
-    magnitudes = array_ops_stack.stack([s.magnitude for s in summaries], name="magnitudes")
-    return array_ops.concat([rows, array_ops.expand_dims(magnitudes, 1)], 1)
+    return array_ops.concat([rows, array_ops.expand_dims(pooled_magnitudes(summaries), 1)], 1)
+
+
+def pooled_magnitudes(summaries: list[TensorSummary]) -> Any:
+    """The batch's magnitudes, float64 (n,): each ``magnitude``, and those of the small
+    tensors (``magnitude_of``) taken together, per device and dtype: their elements
+    flattened and joined, |x|, and one segment maximum, where a maximum each cost an
+    op dispatch each (Keras' Adam traces dozens of small tensors a step)."""
+    from tensorflow.python.framework import constant_op, dtypes, ops
+    from tensorflow.python.ops import array_ops, array_ops_stack, math_ops
+
+    with ops.name_scope("tfdbg_tui_magnitudes"):
+        if all(s.magnitude_of is None for s in summaries):
+            return array_ops_stack.stack([s.magnitude for s in summaries])
+        groups: dict[tuple[str, Any], list[int]] = {}
+        for i, summary in enumerate(summaries):
+            if summary.magnitude_of is not None:
+                tensor = summary.magnitude_of
+                groups.setdefault((tensor.device or "", tensor.dtype.base_dtype), []).append(i)
+        pieces, order = [], []
+        single = [i for i, s in enumerate(summaries) if s.magnitude_of is None]
+        if single:
+            pieces.append(array_ops_stack.stack([summaries[i].magnitude for i in single]))
+            order += single
+        for (device, _), members in groups.items():
+            tensors = [summaries[i].magnitude_of for i in members]
+            with ops.device(device):
+                if len(tensors) == 1:
+                    pieces.append(array_ops.reshape(largest_magnitude(tensors[0]), [1]))
+                else:
+                    sizes = [t.shape.num_elements() for t in tensors]
+                    joined = array_ops.concat([array_ops.reshape(t, [-1]) for t in tensors], 0)
+                    segments = constant_op.constant(
+                        np.repeat(np.arange(len(tensors), dtype=np.int32), sizes))
+                    largest = math_ops.unsorted_segment_max(
+                        math_ops.abs(joined), segments, len(tensors))
+                    pieces.append(math_ops.cast(largest, dtypes.float64))
+            order += members
+        joined = pieces[0] if len(pieces) == 1 else array_ops.concat(pieces, 0)
+        if order == sorted(order):
+            return joined
+        return array_ops.gather(joined, np.argsort(np.asarray(order, dtype=np.int32)))
 
 
 def _kernel_row(summary: TensorSummary) -> Any:
