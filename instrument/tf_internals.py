@@ -36,6 +36,7 @@ import logging
 import sys
 import threading
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -107,7 +108,7 @@ def _missing_batching_internals() -> str | None:
         return TRACING_MODULE
     function = getattr(module, TRACING_FUNCTION, None)
     code = getattr(function, "__code__", None)
-    if code is None or not module.__file__.endswith(TRACING_FILE):
+    if code is None or not (module.__file__ or "").endswith(TRACING_FILE):
         return f"{TRACING_MODULE}.{TRACING_FUNCTION}"
     if TRACING_GRAPH_LOCAL not in code.co_varnames or TRANSFORMS_CALL not in code.co_names:
         return f"{TRACING_FUNCTION}'s {TRACING_GRAPH_LOCAL} and its {TRANSFORMS_CALL} call"
@@ -128,7 +129,7 @@ def is_traced_by_tf_function(graph: Any) -> bool:
     """
     if not graph_batching_supported():
         return False
-    frame = sys._getframe(1)  # pylint: disable=protected-access
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         code = frame.f_code
         if code.co_name == TRACING_FUNCTION and code.co_filename.endswith(TRACING_FILE):
@@ -167,7 +168,7 @@ def is_control_flow_body(graph: Any) -> bool:
             "body_batching", _missing_body_batching_internals,
             "control-flow bodies enqueue each traced tensor"):
         return False
-    frame = sys._getframe(1)  # pylint: disable=protected-access
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         code = frame.f_code
         if code.co_name == FUNC_GRAPH_BUILDER and code.co_filename.endswith(FUNC_GRAPH_FILE):
@@ -322,7 +323,7 @@ CAPTURE_SOURCE_LOCAL = "tensor"
 def capture_source() -> Any:
     """The outer tensor whose capture is making the Placeholder being created now, or
     None: not a capture, or TensorFlow no longer captures in `CAPTURE_HELPER`."""
-    frame = sys._getframe(1)  # pylint: disable=protected-access
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         code = frame.f_code
         if code.co_name == CAPTURE_HELPER and code.co_filename.endswith(CAPTURE_HELPER_FILE):
