@@ -5,8 +5,9 @@ Usage: python tape_and_fallback.py LOGDIR MODE normal|fallback
 ``fallback`` renames the TensorFlow tracing frame and capture method that instrument
 looks for, as a TensorFlow release that renamed them would: traces must then take the
 per-tensor route and still be complete. A function taking an iterator as its argument
-(a resource Placeholder that captures nothing) is no sign of a renamed capture. Prints a JSON line: whether batching was used, and the debug
-messages of ``instrument.tf_internals``.
+(a resource Placeholder that captures nothing) is no sign of a renamed capture. Prints
+a JSON line: whether batching was used, and the debug messages of
+``instrument.tf_internals``.
 """
 
 import json
