@@ -118,12 +118,14 @@ class DumpingCallback:
         self.notices = NoticeBoard(writer)
         self.tf1 = Tf1Traces(self.host_traces, self.notices)
         self.enabling_thread = threading.current_thread()
+        self.own = OwnResources(self.trace_queue.handles if self.trace_queue is not None
+                                else ())
         # Tensors inside XLA-compiled graphs (instrument/tracing/xla_traces.py).
-        self.xla_pool = (xla_traces.XlaTracePool(mode, self.trace_queue)
+        self.xla_pool = (xla_traces.XlaTracePool(mode, self.trace_queue,
+                                                 on_block=self.own.add)
                          if self.trace_queue is not None and xla_traces.supports(mode)
                          else None)
         self._calls_seen = False
-        self.own = OwnResources(self._own_handles)
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -138,10 +140,6 @@ class DumpingCallback:
                     source.drain()
                     source.retire()
         self.writer.close()
-
-    def _own_handles(self) -> list[Any]:
-        handles = list(self.trace_queue.handles) if self.trace_queue is not None else []
-        return handles + (self.xla_pool.handles if self.xla_pool is not None else [])
 
     def _busy(self) -> _Busy:
         return _Busy(self._guard)
