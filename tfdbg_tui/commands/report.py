@@ -266,15 +266,15 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
     if span is not None:
         say(f"  alerts per step {span[0]}..{span[1]}: {sparkline(steps, SPARKLINE_WIDTH)}")
     harmful_first = [a for a in sorted(summary.alerts, key=_order_key) if not a.contained]
-    shown = harmful_first[:ALERTS_SHOWN]
+    listed = harmful_first[:ALERTS_SHOWN]
     # CURT_HEALTH records no counts (the reader's -1): no count columns then, as the
     # TUI's Alerts rows give none.
-    counted = any(a.nan >= 0 for a in shown)
+    counted = any(a.nan >= 0 for a in listed)
     table = Table(show_edge=False, pad_edge=False)
     for column in ("kind", "index", "step", "op", "graph",
                    *(("nan", "-inf", "+inf") if counted else ())):
         table.add_column(column)
-    for alert in shown:
+    for alert in listed:
         name = alert.op_type + (f" {alert.op_name}:{alert.slot}" if alert.op_name else "")
         step = steps.of_execution(alert.step) if steps.has_steps else alert.step
         counts = (alert.nan, alert.neg_inf, alert.pos_inf) if counted else ()
