@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from instrument.non_finite import NonFiniteError
 from reader import format as fmt
 
 _lock = threading.Lock()
@@ -231,9 +232,10 @@ def _start(arguments: tuple[Any, ...], tensor_dtypes: Any) -> _Enabled:
         "thread": threading.current_thread().name,
         "task": distributed_task(os.environ.get("TF_CONFIG")),
     }, circular_buffer_size=buffer_size, watch_alerts=buffer_size > 0 or bool(stop))
-    on_alert = None
+    on_alert: Callable[[NonFiniteError], None] | None = None
     if stop == "pdb":
-        from instrument.alert_pdb import stop_in_pdb as on_alert
+        from instrument.alert_pdb import stop_in_pdb
+        on_alert = stop_in_pdb
     callback = DumpingCallback(writer, mode, tensor_filter,
                                snapshot_library_sources=snapshot_library,
                                stop_on_alert=bool(stop), on_alert=on_alert)

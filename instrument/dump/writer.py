@@ -329,9 +329,9 @@ class DumpWriter:
         if span is not None:
             record.update(col=span[0], end_line=span[1], end_col=span[2])
         with self._lock:
-            record["id"] = self._allocate(fmt.KIND_FRAME)
+            record["id"] = ident = self._allocate(fmt.KIND_FRAME)
             self._append(fmt.STREAM_STACKS, record)
-            return record["id"]
+            return ident
 
     def add_stack(self, frame_ids: Sequence[int]) -> int:
         """Define a stack: frame ids from the outermost call to the innermost."""

@@ -344,8 +344,10 @@ def _kernel_row(summary: TensorSummary) -> Any:
     """The exact row of a stock summary's tensor, built where the tensor was placed."""
     from tensorflow.python.framework import ops
 
+    exact = summary.exact
+    assert exact is not None, "a stock summary (with `check`) has its `exact`"
     with ops.device(summary.tensor.device or ""):
-        return summary.exact(summary.tensor)
+        return exact(summary.tensor)
 
 
 def summary_row(mode: str, tensor: Any, trace_point: int) -> Any:
