@@ -25,7 +25,9 @@ FORMAT_NAME = "tfdbg-tui-dump"
 # This reader reads every 1.x dump too.
 # 2.1: a TF1 `Session.run` is an execution (`session_run_op_type`), numbered with `c`;
 # the dumper's own captured resources are no longer a call's inputs or a graph's ops.
-FORMAT_VERSION = (2, 1)
+# 2.2: on an object store (s3://, gs://) a segment is written as consecutive part
+# objects (`part_filename`), each closed at a flush; a 2.1 reader finds no run there.
+FORMAT_VERSION = (2, 2)
 
 FILE_SUFFIX = ".tfdbg"
 
@@ -69,6 +71,24 @@ def parse_segment_filename(name: str) -> tuple[str, int] | None:
     if stream not in STREAMS or len(number) != 6 or not number.isdigit():
         return None
     return stream, int(number)
+
+
+def part_filename(stream: str, segment: int, part: int) -> str:
+    """Name of one part object of a segment on an object store (since 2.2), e.g.
+    ``graph_traces.000003.000017.tfdbg``: the segment's bytes are its parts' bytes,
+    in part order."""
+    return f"{stream}.{segment:06d}.{part:06d}{FILE_SUFFIX}"
+
+
+def parse_part_filename(name: str) -> tuple[str, int, int] | None:
+    """Inverse of `part_filename`; None for a name that is not a part."""
+    if not name.endswith(FILE_SUFFIX):
+        return None
+    stem, _, part = name[: -len(FILE_SUFFIX)].rpartition(".")
+    parsed = parse_segment_filename(stem + FILE_SUFFIX)
+    if parsed is None or len(part) < 6 or not part.isdigit():
+        return None
+    return parsed[0], parsed[1], int(part)
 
 
 # The runtime names of an eager call of a tf.function: `__inference_<name>_<n>`, or
