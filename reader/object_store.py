@@ -133,9 +133,11 @@ class ObjectStore:
     def open_parts(self, parts: list[Part]) -> PartsSource:
         return PartsSource(parts, self.read_ranges)
 
-    def read_ranges(self, ranges: list[tuple[Part, int, int]]) -> list[bytes]:
+    def read_ranges(self, ranges: list[tuple[Part, int, int]],
+                    ahead: list[Part] = ()) -> list[bytes]:  # type: ignore[assignment]
         """The bytes of each ``(part, start, end)``: from the cache, the rest fetched
-        concurrently and cached. Raises OSError."""
+        concurrently and cached, with the parts ``ahead`` not cached yet (up to
+        `WHOLE_OBJECT_BYTES` each). Raises OSError."""
         found: list[bytes | None] = []
         missing: list[int] = []
         fetch: list[tuple[str, int, int]] = []
@@ -151,6 +153,10 @@ class ObjectStore:
                     (held if held <= start else start)
                 stop = part.size if part.size <= WHOLE_OBJECT_BYTES else end
                 fetch.append((part.path, begin, stop))
+        prefetch = [part for part in ahead if part.size <= WHOLE_OBJECT_BYTES
+                    and self.cache.directory is not None
+                    and self.cache.held(part.path, part.size) < part.size]
+        fetch += [(part.path, 0, part.size) for part in prefetch]
         if fetch:
             try:
                 got = self.fs.cat_ranges([self._key(p) for p, _, _ in fetch],
@@ -164,6 +170,9 @@ class ObjectStore:
                 part, start, end = ranges[i]
                 self.cache.add(path, part.size, begin, data)
                 found[i] = bytes(data[start - begin:end - begin])
+            for part, data in zip(prefetch, got[len(missing):]):
+                if not isinstance(data, BaseException):  # read again when it is needed
+                    self.cache.add(part.path, part.size, 0, data)
         return [data or b"" for data in found]
 
     def makedirs(self, path: str) -> None:

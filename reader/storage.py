@@ -21,6 +21,11 @@ from typing import Protocol
 
 from reader import format as fmt
 
+# Bytes of the parts after a read that a bucket's store fetches with it, concurrently:
+# indexing reads a segment from its start to its end, and one round of requests for
+# many parts costs little more than one for a few.
+READ_AHEAD_BYTES = 32 << 20
+
 
 class ByteSource(Protocol):
     """A segment's bytes, read by position while a writer may still add to them."""
@@ -185,7 +190,12 @@ class PartsSource:
             part = self._parts[index]
             ranges.append((part, max(offset - start, 0), min(end - start, part.size)))
             index += 1
-        pieces = self._read_ranges(ranges)
+        ahead, budget = [], READ_AHEAD_BYTES
+        while index < len(self._parts) and budget > 0:
+            ahead.append(self._parts[index])
+            budget -= self._parts[index].size
+            index += 1
+        pieces = self._read_ranges(ranges, ahead)
         return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
     def readinto(self, buffer: memoryview, offset: int) -> int:
@@ -198,7 +208,12 @@ class PartsSource:
 
 
 class ReadRanges(Protocol):
-    def __call__(self, ranges: list[tuple[Part, int, int]]) -> list[bytes]: ...
+    """Reads ``[(part, start, end), ...]`` and returns their bytes in order; ``ahead``
+    are the parts that follow, which a store may fetch at the same time and cache
+    (reading goes on there)."""
+
+    def __call__(self, ranges: list[tuple[Part, int, int]],
+                 ahead: list[Part]) -> list[bytes]: ...
 
 
 class LocalStore:
@@ -245,7 +260,9 @@ class LocalStore:
         os.remove(path)
 
 
-def _read_local_ranges(ranges: list[tuple[Part, int, int]]) -> list[bytes]:
+def _read_local_ranges(ranges: list[tuple[Part, int, int]],
+                       ahead: list[Part]) -> list[bytes]:
+    del ahead  # the page cache reads ahead
     found = []
     for part, start, end in ranges:
         with open(part.path, "rb") as f:

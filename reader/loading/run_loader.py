@@ -74,7 +74,10 @@ class RunLoader:
         listing = list_segments(self.path, self.store)
         if listing is None or not listing[fmt.STREAM_METADATA]:
             raise NoRunsError(f"{self.path}: not a tfdbg-tui run (no metadata file)")
-        self._read_metadata()
+        # The first `update` reads the rest of this listing (a bucket's listing is a
+        # request; a new one would show little more).
+        self._listing: dict[str, dict[int, list[Part]]] | None = listing
+        self._read_stream(fmt.STREAM_METADATA, listing[fmt.STREAM_METADATA])
         if self.run is None:
             detail = f": {self.damage[0]}" if self.damage else ""
             raise DamagedDumpError(f"{self.path}: the run's metadata is unreadable{detail}")
@@ -88,7 +91,7 @@ class RunLoader:
     def update(self) -> UpdateReport:
         """Read what was appended since the last call; see `DumpReader.update`."""
         before = counters(self)
-        listing = list_segments(self.path, self.store)
+        listing, self._listing = self._listing or list_segments(self.path, self.store), None
         if listing is None:
             with self._commit:
                 self.notice(f"{self.path}: the run directory vanished")
@@ -96,10 +99,6 @@ class RunLoader:
         for stream in fmt.STREAMS:
             self._read_stream(stream, listing[stream])
         return report_since(self, before)
-
-    def _read_metadata(self) -> None:
-        listing = list_segments(self.path, self.store)
-        self._read_stream(fmt.STREAM_METADATA, listing[fmt.STREAM_METADATA] if listing else {})
 
     def _read_stream(self, stream: str, present: dict[int, list[Part]]) -> None:
         known = self.segments[stream]
