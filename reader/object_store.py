@@ -21,6 +21,7 @@ import fcntl
 import hashlib
 import os
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from reader.storage import Entry, Part, PartsSource
@@ -103,7 +104,7 @@ class ObjectStore:
         parent = path.rstrip("/").rpartition("/")[0]
         return parent if "://" in parent and not parent.endswith(":/") else path
 
-    def list(self, path: str) -> list[Entry]:
+    def list_dir(self, path: str) -> list[Entry]:
         """Every name directly under ``path``; raises OSError (FileNotFoundError for
         a missing bucket or prefix)."""
         try:
@@ -134,7 +135,7 @@ class ObjectStore:
         return PartsSource(parts, self.read_ranges)
 
     def read_ranges(self, ranges: list[tuple[Part, int, int]],
-                    ahead: list[Part] = ()) -> list[bytes]:  # type: ignore[assignment]
+                    ahead: Sequence[Part] = ()) -> list[bytes]:
         """The bytes of each ``(part, start, end)``: from the cache, the rest fetched
         concurrently and cached, with the parts ``ahead`` not cached yet (up to
         `WHOLE_OBJECT_BYTES` each). Raises OSError."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -71,7 +72,7 @@ class Store(Protocol):
 
     def dirname(self, path: str) -> str: ...
 
-    def list(self, path: str) -> list[Entry]: ...
+    def list_dir(self, path: str) -> list[Entry]: ...
 
     def is_dir(self, path: str) -> bool: ...
 
@@ -213,7 +214,7 @@ class ReadRanges(Protocol):
     (reading goes on there)."""
 
     def __call__(self, ranges: list[tuple[Part, int, int]],
-                 ahead: list[Part]) -> list[bytes]: ...
+                 ahead: Sequence[Part]) -> list[bytes]: ...
 
 
 class LocalStore:
@@ -233,7 +234,7 @@ class LocalStore:
     def dirname(self, path: str) -> str:
         return os.path.dirname(os.path.normpath(path))
 
-    def list(self, path: str) -> list[Entry]:
+    def list_dir(self, path: str) -> list[Entry]:
         """Raises OSError when ``path`` cannot be listed."""
         with os.scandir(path) as entries:
             return [Entry(e.name, e.path, e.is_dir(follow_symlinks=True), 0) for e in entries]
@@ -261,7 +262,7 @@ class LocalStore:
 
 
 def _read_local_ranges(ranges: list[tuple[Part, int, int]],
-                       ahead: list[Part]) -> list[bytes]:
+                       ahead: Sequence[Part]) -> list[bytes]:
     del ahead  # the page cache reads ahead
     found = []
     for part, start, end in ranges:
@@ -281,7 +282,7 @@ def list_segments(run_path: str, store: Store | None = None
     store = store or store_for(run_path)
     found: dict[str, dict[int, list[Part]]] = {stream: {} for stream in fmt.STREAMS}
     try:
-        entries = store.list(run_path)
+        entries = store.list_dir(run_path)
     except OSError:
         return None
     for entry in entries:

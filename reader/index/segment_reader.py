@@ -232,9 +232,9 @@ class SegmentReader(GrowingFile):
             try:
                 got = source.readinto(
                     memoryview(data)[len(leftover):len(leftover) + want], pos)
-            except OSError as error:
-                self.vanished = isinstance(error, FileNotFoundError)
-                self.read_error = f"{self.name}: cannot read ({error.strerror or error})"
+            except OSError as failure:
+                self.vanished = isinstance(failure, FileNotFoundError)
+                self.read_error = f"{self.name}: cannot read ({failure.strerror or failure})"
                 break
             if got <= 0:
                 break

@@ -24,7 +24,7 @@ def is_run_dir(path: str) -> bool:
     """True when ``path`` is a directory (or a bucket prefix) holding a metadata
     segment (``metadata.*.tfdbg``, or its parts)."""
     try:
-        return storage.has_metadata([e.name for e in storage.store_for(path).list(path)])
+        return storage.has_metadata([e.name for e in storage.store_for(path).list_dir(path)])
     except OSError:
         return False
 
@@ -74,7 +74,7 @@ def _list_store_runs(url: str) -> list[RunInfo]:
     try:
         store = storage.store_for(url)
         url = store.normalize(url)
-        entries = store.list(url)
+        entries = store.list_dir(url)
     except OSError as error:
         what = ("no such bucket or prefix" if isinstance(error, FileNotFoundError)
                 else f"cannot list ({error.strerror or error})")

@@ -78,7 +78,8 @@ def run(traces: int) -> dict[str, dict]:
 
 def markdown(results: dict[str, dict]) -> str:
     local = results["local"]["open_s"] + results["local"]["cause_s"]
-    lines = ["| open | index (s) | root cause (s) | total vs local |", "| --- | ---: | ---: | ---: |"]
+    lines = ["| open | index (s) | root cause (s) | total vs local |",
+             "| --- | ---: | ---: | ---: |"]
     for name, found in results.items():
         total = found["open_s"] + found["cause_s"]
         lines.append(f"| {name} | {found['open_s']:.2f} | {found['cause_s']:.3f} | "
