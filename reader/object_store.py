@@ -24,7 +24,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from reader.storage import Entry, Part, PartsSource
+from reader.byte_sources import Entry, Part, PartsSource
 
 # The cache's size is bounded: when a process first opens a bucket, the oldest cached
 # objects are deleted until the cache holds at most this many bytes.

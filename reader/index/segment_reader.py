@@ -19,8 +19,9 @@ import numpy as np
 
 from reader import format as fmt
 from reader import storage
+from reader.byte_sources import ByteSource, LocalFile, Part, PartsSource
 from reader.errors import FormatVersionError
-from reader.storage import ByteSource, LocalFile, Part, PartsSource, Store
+from reader.storage import Store
 
 # Bytes read per `pread`. Large enough that syscalls cost nothing next to decoding,
 # small enough that indexing a 100 MB segment never holds it all in memory at once.

@@ -20,6 +20,7 @@ import numpy as np
 
 from reader import format as fmt
 from reader import storage
+from reader.byte_sources import Part
 from reader.errors import DamagedDumpError, MalformedRecordError, NoRunsError
 from reader.index.definitions import Definitions
 from reader.index.exec_chunks import chunk_columns
@@ -30,7 +31,6 @@ from reader.index.segment_reader import DECODE_ERRORS, SegmentReader, list_segme
 from reader.index.trace_index import TraceIndex
 from reader.model import UpdateReport
 from reader.notices import Notice, notice_from_record
-from reader.storage import Part
 
 # Decoded records kept for repeated fetches (a screenful of executions, a trace chunk
 # whose FULL_TENSOR values are being browsed).

@@ -9,8 +9,8 @@ import pytest
 
 from reader import DumpReader, UnknownIdError
 from reader import format as fmt
+from reader.byte_sources import Part
 from reader.loading import run_loader as run_loader_module
-from reader.storage import Part
 from tests.synthetic import FINITE, NAN, NEG_INF, add_step, make_run, segment_path
 
 
