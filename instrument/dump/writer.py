@@ -33,8 +33,8 @@ from instrument.dump.flight_recorder import (
     summaries_alert,
     values_alert,
 )
-from instrument.dump.record_file import RecordFile
 from instrument.dump.recording_stop import RecordingStop
+from instrument.dump.run_files import RunFiles
 from instrument.dump.value_encoding import COMPRESSION
 from reader import format as fmt
 
@@ -103,20 +103,16 @@ class DumpWriter:
         self._chunk: ExecutionChunk | None = None  # executions not yet packed
         self._traces: TraceChunk | None = None  # traces not yet packed
         self.run_id = run_info.get("run") or new_run_id()
-        self.path = os.path.join(os.fspath(logdir), self.run_id)
-        os.makedirs(self.path, exist_ok=False)
-        # Room for the `recording_stopped` notice should the disk fill up.
-        reserved = recording_stop.make_reserve(self.path)
+        self._run = RunFiles(logdir, self.run_id)
+        self.path = self._run.path
         self.circular_buffer_size = int(circular_buffer_size)
         self.mode = run_info.get("tensor_debug_mode")
         self._recorder = FlightRecorder(self.circular_buffer_size)
         self.watches_alerts = (self.circular_buffer_size > 0 if watch_alerts is None
                               else bool(watch_alerts))
-        self._files: dict[str, RecordFile] = {}
-        self._segments: dict[str, int] = {}
-        self._in_segment: dict[str, int] = {}  # executions or traces in the open segment
-        for stream in fmt.STREAMS:
-            self._open_segment(stream, 0)
+        self._files = self._run.files
+        self._segments = self._run.segments
+        self._in_segment = self._run.in_segment  # executions or traces in the open segment
         self._next_id = {kind: 0 for kind in (fmt.KIND_DEVICE, fmt.KIND_FILE, fmt.KIND_FRAME,
                                                fmt.KIND_STACK, fmt.KIND_GRAPH, fmt.KIND_OP)}
         self.num_executions = 0
@@ -130,7 +126,7 @@ class DumpWriter:
             "pid": os.getpid(),
             "start_time": time.time(),
             "circular_buffer_size": self.circular_buffer_size,
-            "space_reserve": reserved,
+            "space_reserve": self._run.reserved,
         }
         record.update({k: v for k, v in run_info.items() if k != "k"})
         record["run"] = self.run_id
@@ -146,20 +142,6 @@ class DumpWriter:
             self._flusher.start()
 
     # -- files -------------------------------------------------------------------------
-
-    def _open_segment(self, stream: str, segment: int) -> None:
-        header = {
-            "k": fmt.KIND_HEADER,
-            "format": fmt.FORMAT_NAME,
-            "version": list(fmt.FORMAT_VERSION),
-            "stream": stream,
-            "run": self.run_id,
-            "segment": segment,
-        }
-        path = os.path.join(self.path, fmt.segment_filename(stream, segment))
-        self._files[stream] = RecordFile(path, header)
-        self._segments[stream] = segment
-        self._in_segment[stream] = 0
 
     @property
     def stopped(self) -> RecordingStop | None:
@@ -180,7 +162,7 @@ class DumpWriter:
         self._stop.set()
         for file in self._files.values():
             file.discard()
-        recording_stop.release_reserve(self.path)
+        self._run.release_reserve()
         written = True
         try:
             self._files[fmt.STREAM_METADATA].write_now(stop.notice_record())
@@ -231,18 +213,13 @@ class DumpWriter:
         if self._stopped is not None:
             return
         segment = self._segments[stream] + 1
-        path = os.path.join(self.path, fmt.segment_filename(stream, segment))
         try:
-            self._files[stream].close()
-            self._open_segment(stream, segment)
-            self._files[stream].flush()
+            self._run.next_segment(stream)
             # Keep the segment just filled (at least N records) and the new one.
-            stale = os.path.join(self.path, fmt.segment_filename(stream, segment - 2))
-            if segment >= 2 and self._recorder.may_delete(stream, segment - 2) \
-                    and os.path.exists(stale):
-                os.remove(stale)
+            if segment >= 2 and self._recorder.may_delete(stream, segment - 2):
+                self._run.delete_segment(stream, segment - 2)
         except OSError as error:
-            self._stop_recording(error, path)
+            self._stop_recording(error, self._run.segment_path(stream, segment))
 
     def _append(self, stream: str, record: dict[str, Any], *,
                 encode: Callable[[dict[str, Any]], None] | None = None,
@@ -299,7 +276,7 @@ class DumpWriter:
             for stream in fmt.STREAMS:
                 self._files[stream].close(flush=False)
             self._closed = True
-            recording_stop.release_reserve(self.path)
+            self._run.release_reserve()
         self._stop.set()
 
     # -- definitions -------------------------------------------------------------------
