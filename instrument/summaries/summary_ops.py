@@ -38,6 +38,7 @@ import numpy as np
 from instrument import tf_internals
 from instrument.summaries import check_elision
 from instrument.summaries.host_rows import host_row
+from instrument.summaries.magnitudes import largest_magnitude, with_magnitudes
 from reader import format as fmt
 
 # DebugNumericSummaryV2's `tensor_debug_mode` attribute: TensorFlow's enum.
@@ -110,7 +111,7 @@ class TensorSummary:
             pass over the elements. None with ``magnitude_of``.
         magnitude_of: FULL_HEALTH: a small tensor (rank 1 or more, its size known)
             whose magnitude `stack_summaries` takes together with the batch's other
-            small ones (`pooled_magnitudes`), as ``magnitude`` would be.
+            small ones (`instrument.summaries.magnitudes.pooled_magnitudes`).
     """
 
     row: Any
@@ -188,19 +189,6 @@ def tensor_summary(mode: str, tensor: Any, trace_point: int, *,
                              magnitude=magnitude, magnitude_of=magnitude_of)
 
 
-def largest_magnitude(tensor: Any) -> Any:
-    """A float64 scalar whose absolute value is the largest |x| of ``tensor``'s elements
-    (exact: every float dtype converts to float64 exactly). A scalar is its own: the
-    host takes the absolute value (`instrument.summaries.format_rows`), which spares a
-    reduction's ops. Not finite when an element is not, or when the tensor is empty
-    (the maximum of no elements is -inf): the row then keeps no magnitude."""
-    from tensorflow.python.ops import math_ops
-
-    if tensor.shape.rank == 0:
-        return _f64(tensor)
-    return _f64(math_ops.reduce_max(math_ops.abs(tensor)))
-
-
 def shape_row(dtype: float, shape: list[int]) -> list[float]:
     """A SHAPE row's columns as DebugNumericSummaryV2 lays them out: dtype, rank, size,
     then the last `fmt.MAX_SHAPE_RANK` dimensions followed by zeros."""
@@ -243,7 +231,7 @@ def stack_summaries(summaries: list[TensorSummary]) -> Any:
                 with ops.device(summary.tensor.device or ""):
                     checks.append(summary.check())
         if not checks:
-            return _with_magnitudes(rows, summaries)
+            return with_magnitudes(rows, summaries)
         # One stack per dtype of the sums (float32, float64): no op per tensor.
         by_dtype: dict[Any, list[Any]] = {}
         for check in checks:
@@ -275,69 +263,7 @@ def stack_summaries(summaries: list[TensorSummary]) -> Any:
             # it read are updated after it, in place, rather than copied.
             if if_op is not None:
                 tf_internals.defer_variable_writes(if_op, list(if_op.inputs))
-        return _with_magnitudes(rows, summaries)
-
-
-def with_magnitude(summary: TensorSummary) -> Any:
-    """One summary's final row (no ``check``): its row, then its magnitude if it has one."""
-    magnitude = summary.magnitude
-    if summary.magnitude_of is not None:
-        magnitude = largest_magnitude(summary.magnitude_of)
-    if magnitude is None:
-        return summary.row
-    from tensorflow.python.ops import array_ops
-
-    return array_ops.concat([summary.row, array_ops.reshape(magnitude, [1])], 0)
-
-
-def _with_magnitudes(rows: Any, summaries: list[TensorSummary]) -> Any:
-    """``rows`` with the summaries' magnitudes as a last column, when they have them."""
-    if not summaries or (summaries[0].magnitude is None and summaries[0].magnitude_of is None):
-        return rows
-    from tensorflow.python.ops import array_ops
-
-    return array_ops.concat([rows, array_ops.expand_dims(pooled_magnitudes(summaries), 1)], 1)
-
-
-def pooled_magnitudes(summaries: list[TensorSummary]) -> Any:
-    """The batch's magnitudes, float64 (n,): each ``magnitude``, and those of the small
-    tensors (``magnitude_of``) taken together, per device and dtype: their elements
-    flattened and joined, |x|, and one segment maximum, where a maximum each cost an
-    op dispatch each (Keras' Adam traces dozens of small tensors a step)."""
-    from tensorflow.python.framework import constant_op, dtypes, ops
-    from tensorflow.python.ops import array_ops, array_ops_stack, math_ops
-
-    with ops.name_scope("tfdbg_tui_magnitudes"):
-        if all(s.magnitude_of is None for s in summaries):
-            return array_ops_stack.stack([s.magnitude for s in summaries])
-        groups: dict[tuple[str, Any], list[int]] = {}
-        for i, summary in enumerate(summaries):
-            if summary.magnitude_of is not None:
-                tensor = summary.magnitude_of
-                groups.setdefault((tensor.device or "", tensor.dtype.base_dtype), []).append(i)
-        pieces, order = [], []
-        single = [i for i, s in enumerate(summaries) if s.magnitude_of is None]
-        if single:
-            pieces.append(array_ops_stack.stack([summaries[i].magnitude for i in single]))
-            order += single
-        for (device, _), members in groups.items():
-            tensors = [summaries[i].magnitude_of for i in members]
-            with ops.device(device):
-                if len(tensors) == 1:
-                    pieces.append(array_ops.reshape(largest_magnitude(tensors[0]), [1]))
-                else:
-                    sizes = [t.shape.num_elements() for t in tensors]
-                    joined = array_ops.concat([array_ops.reshape(t, [-1]) for t in tensors], 0)
-                    segments = constant_op.constant(
-                        np.repeat(np.arange(len(tensors), dtype=np.int32), sizes))
-                    largest = math_ops.unsorted_segment_max(
-                        math_ops.abs(joined), segments, len(tensors))
-                    pieces.append(math_ops.cast(largest, dtypes.float64))
-            order += members
-        joined = pieces[0] if len(pieces) == 1 else array_ops.concat(pieces, 0)
-        if order == sorted(order):
-            return joined
-        return array_ops.gather(joined, np.argsort(np.asarray(order, dtype=np.int32)))
+        return with_magnitudes(rows, summaries)
 
 
 def _kernel_row(summary: TensorSummary) -> Any:
