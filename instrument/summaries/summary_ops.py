@@ -38,7 +38,7 @@ import numpy as np
 from instrument import tf_internals
 from instrument.summaries import check_elision
 from instrument.summaries.host_rows import host_row
-from instrument.summaries.magnitudes import largest_magnitude, with_magnitudes
+from instrument.summaries.magnitudes import largest_magnitude
 from reader import format as fmt
 
 # DebugNumericSummaryV2's `tensor_debug_mode` attribute: TensorFlow's enum.
@@ -54,8 +54,12 @@ TENSOR_DEBUG_MODE_ENUM = fmt.TF_TENSOR_DEBUG_MODE_ENUM
 #   zero = size - A, pos = (A + S) / 2.
 # FORM_V1 (FULL_STATS only): DebugNumericSummary's first 14 columns: initialized,
 #   size, nan, neg_inf, neg, zero, pos, pos_inf, min, max, mean, variance, dtype, rank.
-# A FULL_HEALTH raw row ends with one more column, whose magnitude is the largest |x|
-# of the tensor's elements (`TensorSummary.magnitude`; the format's `max_abs`).
+# FULL_HEALTH raw rows are as wide as FULL_STATS' and carry the tensor's magnitude, the
+# format's `max_abs`: FORM_V1 rows (a small tensor on a CPU, by DebugNumericSummary in
+# one op, whose min and max give it) or FORM_COUNTS and FORM_SIGN_SUMS rows with the
+# largest |x| in column 11 (NaN on the stock route, where it would cost a pass over a
+# large tensor: a third more FULL_HEALTH overhead on a convolutional fit), then four
+# unused zeros.
 FORM_COUNTS = -1.0
 FORM_SIGN_SUMS = 1.0
 FORM_V1 = 2.0
@@ -63,7 +67,7 @@ FORM_V1 = 2.0
 RAW_WIDTH = {
     fmt.CURT_HEALTH: 2,
     fmt.CONCISE_HEALTH: 5,
-    fmt.FULL_HEALTH: 12,
+    fmt.FULL_HEALTH: 16,
     fmt.FULL_STATS: 16,
     fmt.SHAPE: 10,
 }
@@ -104,14 +108,6 @@ class TensorSummary:
         tensor: The summarised tensor, with ``check``.
         cheap_kernel: With ``check``: the tensor's kernel is as cheap as its stock row
             (CURT_HEALTH's, or a tensor below `STOCK_ROUTE_MIN_ELEMENTS`).
-        magnitude: FULL_HEALTH: a float64 scalar whose absolute value is the largest
-            |x| of the tensor (`largest_magnitude`), the row's last raw column, which
-            `stack_summaries` appends after ``row`` (and after ``exact``'s row); NaN
-            for a tensor on the stock route (large, on a CPU), where it would cost a
-            pass over the elements. None with ``magnitude_of``.
-        magnitude_of: FULL_HEALTH: a small tensor (rank 1 or more, its size known)
-            whose magnitude `stack_summaries` takes together with the batch's other
-            small ones (`instrument.summaries.magnitudes.pooled_magnitudes`).
     """
 
     row: Any
@@ -120,8 +116,6 @@ class TensorSummary:
     after: Any = None
     tensor: Any = None
     cheap_kernel: bool = False
-    magnitude: Any = None
-    magnitude_of: Any = None
 
 
 def tensor_summary(mode: str, tensor: Any, trace_point: int, *,
@@ -152,26 +146,11 @@ def tensor_summary(mode: str, tensor: Any, trace_point: int, *,
             return TensorSummary(_const(row), after=tensor.op)
         constant = _constant_row(mode, tensor, trace_point)
         if constant is not None:
-            if mode in fmt.MAGNITUDE_MODES:
-                return TensorSummary(_const(constant[:-1]), after=tensor.op,
-                                     magnitude=_const(constant[-1]))
             return TensorSummary(_const(constant), after=tensor.op)
-        magnitude = magnitude_of = None
-        if mode in fmt.MAGNITUDE_MODES:
-            # A large tensor on a CPU would pay a pass of its own over its elements for
-            # its magnitude (about as much as its stock row: a third more FULL_HEALTH
-            # overhead on a convolutional fit): it has none.
-            if _stock_route(tensor):
-                magnitude = _const(float("nan"))
-            elif tensor.shape.rank != 0 and tensor.shape.num_elements() is not None:
-                magnitude_of = tensor
-            else:
-                magnitude = largest_magnitude(tensor)
         batched_stock = batched and mode in BATCHED_STOCK_MODES and not _on_gpu(tensor)
         cheap_kernel = mode == fmt.CURT_HEALTH or not _stock_route(tensor)
         if not batched_stock and cheap_kernel:
-            return TensorSummary(exact(tensor), magnitude=magnitude,
-                                 magnitude_of=magnitude_of)
+            return TensorSummary(exact(tensor))
         row, total = _finite_row(mode, tensor, trace_point)
         if total is None and tensor.shape.rank == 0:
             # A scalar is its own check: a reduce_sum of it adds a Rank, a Range and a
@@ -185,8 +164,7 @@ def tensor_summary(mode: str, tensor: Any, trace_point: int, *,
         else:
             def check() -> Any:
                 return total
-        return TensorSummary(row, check, exact, tensor=tensor, cheap_kernel=cheap_kernel,
-                             magnitude=magnitude, magnitude_of=magnitude_of)
+        return TensorSummary(row, check, exact, tensor=tensor, cheap_kernel=cheap_kernel)
 
 
 def shape_row(dtype: float, shape: list[int]) -> list[float]:
@@ -214,9 +192,8 @@ def stack_summaries(summaries: list[TensorSummary]) -> Any:
     with ops.name_scope("tfdbg_tui_summaries"):
         stock = [s for s in summaries if s.check is not None]
         if stock and len(stock) < MIN_STOCK_ROWS and all(s.cheap_kernel for s in stock):
-            summaries = [s if s.check is None else TensorSummary(
-                _kernel_row(s), magnitude=s.magnitude, magnitude_of=s.magnitude_of)
-                for s in summaries]
+            summaries = [s if s.check is None else TensorSummary(_kernel_row(s))
+                         for s in summaries]
         covered = check_elision.covered_checks(
             [s.tensor if s.check is not None else None for s in summaries])
         rows = array_ops_stack.stack([s.row for s in summaries], name="rows")
@@ -231,7 +208,7 @@ def stack_summaries(summaries: list[TensorSummary]) -> Any:
                 with ops.device(summary.tensor.device or ""):
                     checks.append(summary.check())
         if not checks:
-            return with_magnitudes(rows, summaries)
+            return rows
         # One stack per dtype of the sums (float32, float64): no op per tensor.
         by_dtype: dict[Any, list[Any]] = {}
         for check in checks:
@@ -263,7 +240,7 @@ def stack_summaries(summaries: list[TensorSummary]) -> Any:
             # it read are updated after it, in place, rather than copied.
             if if_op is not None:
                 tf_internals.defer_variable_writes(if_op, list(if_op.inputs))
-        return with_magnitudes(rows, summaries)
+        return rows
 
 
 def _kernel_row(summary: TensorSummary) -> Any:
@@ -304,7 +281,7 @@ def _constant_row(mode: str, tensor: Any, trace_point: int) -> list[float] | Non
         return [float(trace_point)] + row
     counts = [float(trace_point), FORM_COUNTS] + row[:9]
     if mode == fmt.FULL_HEALTH:
-        return counts + row[9:]  # its magnitude
+        return counts + row[9:] + [0.0] * 4  # its magnitude, then the unused columns
     # FULL_STATS: the raw row carries m2, the sum of squared deviations, for the std.
     low, high, mean, std = row[9:13]
     finite = row[6] + row[7] + row[8]
@@ -352,6 +329,13 @@ def _kernel(tensor: Any, mode: str, trace_point: int) -> Any:
 
 def exact_row(mode: str, tensor: Any, trace_point: int) -> Any:
     """The row by the fused kernels (a health mode or SHAPE)."""
+    if mode == fmt.FULL_HEALTH:
+        if _on_gpu(tensor):
+            from tensorflow.python.ops import array_ops
+
+            return _concat([_kernel(tensor, mode, trace_point), array_ops.reshape(
+                largest_magnitude(tensor), [1]), _const([0.0] * 4)])
+        return _v1_row(tensor, trace_point)
     if mode != fmt.FULL_STATS:
         return _kernel(tensor, mode, trace_point)
     if _on_gpu(tensor):
@@ -370,8 +354,11 @@ def _v1_row(tensor: Any, trace_point: int) -> Any:
     # `tensor_name` must parse as "op:slot"; nothing is published (no debug URLs). The
     # op has no float16 or bfloat16 kernel: those are summarised as float32, and their
     # own dtype takes the place of float32's.
-    v1 = gen_debug_ops.debug_numeric_summary(_wide(tensor), tensor_name="tfdbg_tui:0",
+    wide = _wide(tensor)
+    v1 = gen_debug_ops.debug_numeric_summary(wide, tensor_name="tfdbg_tui:0",
                                              name="tfdbg_tui_stats")
+    if wide is tensor:  # its own dtype column is right (its shape follows: cut)
+        return _concat([_const([float(trace_point), FORM_V1]), v1[:14]])
     return _concat([_const([float(trace_point), FORM_V1]), v1[:12], _const([dtype]),
                     v1[13:14]])
 
@@ -402,6 +389,8 @@ def _finite_row(mode: str, tensor: Any, trace_point: int) -> tuple[Any, Any]:
     columns = [_const([float(trace_point), FORM_SIGN_SUMS,
                        float(tensor.dtype.as_datatype_enum)]), rank, size,
                _const([0.0, 0.0, 0.0]), sums, _const([0.0])]
+    if mode == fmt.FULL_HEALTH:
+        columns.append(_const([float("nan")] + [0.0] * 4))  # no magnitude
     total = None
     if mode == fmt.FULL_STATS:
         total = math_ops.reduce_sum(_f64(x))
@@ -483,8 +472,8 @@ def xla_row(mode: str, tensor: Any, trace_point: int) -> Any:
     columns += [_const([0.0]), dtype, rank, size, counts]
     if mode == fmt.FULL_STATS:
         columns.append(_finite_stats(tensor, counts[3] + counts[4] + counts[5]))
-    if mode in fmt.MAGNITUDE_MODES:
-        columns.append(array_ops.reshape(largest_magnitude(tensor), [1]))
+    if mode == fmt.FULL_HEALTH:
+        columns += [array_ops.reshape(largest_magnitude(tensor), [1]), _const([0.0] * 4)]
     return _concat(columns)
 
 

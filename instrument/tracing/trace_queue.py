@@ -37,7 +37,7 @@ import numpy as np
 from instrument import summaries
 from instrument.dump.flight_recorder import values_alert
 from instrument.dump.value_encoding import COMPRESSION
-from instrument.summaries import magnitudes, summary_ops
+from instrument.summaries import summary_ops
 from instrument.tf_internals import host_view
 from instrument.tracing import value_batches
 from instrument.tracing.call_counter import CallCounter
@@ -255,9 +255,7 @@ class TraceQueue:
         if self.mode in summaries.SUMMARY_MODES:
             summary = summary_ops.tensor_summary(self.mode, tensor, trace_point)
             if summary.check is None and summary.after is None:
-                # The kernel's row (RAW_WIDTH), enqueued as it is; FULL_HEALTH's with
-                # its magnitude after it.
-                block = magnitudes.with_magnitude(summary)
+                block = summary.row  # the kernel's row (RAW_WIDTH), enqueued as it is
             else:
                 block = array_ops.reshape(summary_ops.stack_summaries([summary]), [-1])
             return gen_data_flow_ops.queue_enqueue_v2(handle, [block, one, ordinal],
