@@ -33,6 +33,10 @@ CACHE_LIMIT_BYTES = 2 << 30
 # written at most 1 MiB (plus one record) at a time, and one request for a part costs
 # the same as one for a piece of it.
 WHOLE_OBJECT_BYTES = 4 << 20
+# The longest one call to the store may take (a listing, a batch of range reads, a
+# write) before it fails as an OSError: a server that stops answering makes a damage
+# notice or a write error, never a reader or writer that waits for ever.
+CALL_TIMEOUT_S = 60.0
 
 _STORES: dict[str, ObjectStore] = {}
 _STORES_LOCK = threading.Lock()
@@ -84,6 +88,10 @@ class ObjectStore:
         self.scheme = scheme
         self.fs = fs
         self.cache = ObjectCache.default()
+        # fsspec's asynchronous implementations (s3fs, gcsfs) take a timeout per call;
+        # a blocking one has its own.
+        self._bounded = {"timeout": CALL_TIMEOUT_S} if getattr(fs, "async_impl", False) \
+            else {}
 
     def _key(self, url: str) -> str:
         return str(self.fs._strip_protocol(url))
@@ -108,7 +116,7 @@ class ObjectStore:
         """Every name directly under ``path``; raises OSError (FileNotFoundError for
         a missing bucket or prefix)."""
         try:
-            found = self.fs.ls(self._key(path), detail=True, refresh=True)
+            found = self.fs.ls(self._key(path), detail=True, refresh=True, **self._bounded)
         except Exception as error:  # the store's own errors, as OSError
             raise as_os_error(error) from None
         entries = []
@@ -121,13 +129,13 @@ class ObjectStore:
 
     def is_dir(self, path: str) -> bool:
         try:
-            return bool(self.fs.isdir(self._key(path)))
+            return bool(self.fs.isdir(self._key(path), **self._bounded))
         except Exception as error:
             raise as_os_error(error) from None
 
     def exists(self, path: str) -> bool:
         try:
-            return bool(self.fs.exists(self._key(path)))
+            return bool(self.fs.exists(self._key(path), **self._bounded))
         except Exception as error:
             raise as_os_error(error) from None
 
@@ -162,7 +170,7 @@ class ObjectStore:
             try:
                 got = self.fs.cat_ranges([self._key(p) for p, _, _ in fetch],
                                          [a for _, a, _ in fetch], [b for _, _, b in fetch],
-                                         on_error="return")
+                                         on_error="return", **self._bounded)
             except Exception as error:
                 raise as_os_error(error) from None
             for i, (path, begin, _), data in zip(missing, fetch, got):
@@ -181,13 +189,13 @@ class ObjectStore:
 
     def put(self, path: str, data: bytes) -> None:
         try:
-            self.fs.pipe_file(self._key(path), data)
+            self.fs.pipe_file(self._key(path), data, **self._bounded)
         except Exception as error:
             raise as_os_error(error) from None
 
     def remove(self, path: str) -> None:
         try:
-            self.fs.rm_file(self._key(path))
+            self.fs.rm_file(self._key(path), **self._bounded)
         except Exception as error:
             raise as_os_error(error) from None
 

@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 import uuid
@@ -49,14 +50,17 @@ def start_server(**env: str) -> S3Server:
             pytest.skip(f'the S3 tests need {module}: pip install "moto[server]" s3fs')
     port = free_port()
     endpoint = f"http://127.0.0.1:{port}"
+    # Its log goes to a file: a pipe nobody reads fills after some 64 KB of request
+    # lines, and the server then blocks every request writing the next one.
+    log = tempfile.TemporaryFile()
     process = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        env=dict(os.environ, **env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        env=dict(os.environ, **env), stdout=subprocess.DEVNULL, stderr=log)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            error = process.stderr.read().decode(errors="replace")[-300:] \
-                if process.stderr else ""
+            log.seek(0)
+            error = log.read().decode(errors="replace")[-300:]
             pytest.skip(f"moto's S3 server did not start: {error}")
         try:
             urllib.request.urlopen(endpoint + "/moto-api/", timeout=1).close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -39,15 +40,23 @@ async def _follow_the_job(s3_server, bucket) -> None:
     logdir = f"{bucket}/job"
     ports = [str(p) for p in _free_ports(2)]
     env = dict(program_env(), **s3_server.env(), STEP_DELAY_S="1.5")
+    # Their output goes to files: pipes nobody reads while the app runs would fill and
+    # block them.
+    logs = [tempfile.TemporaryFile("w+") for _ in range(2)]
     workers = [subprocess.Popen([sys.executable, str(PROGRAM), logdir, str(i), *ports],
-                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True) for i in range(2)]
+                                env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+               for i, log in enumerate(logs)]
+
+    def output(i: int) -> str:
+        logs[i].seek(0)
+        return logs[i].read()[-3000:]
+
     try:
         # The app opens as soon as the first worker's run is in the bucket.
         deadline = time.monotonic() + PROGRAM_TIMEOUT_S
         while not _runs(logdir):
             assert time.monotonic() < deadline, "no run appeared in the bucket"
-            assert all(w.poll() is None for w in workers), workers[0].stderr.read()[-3000:]
+            assert all(w.poll() is None for w in workers), output(0)
             time.sleep(0.2)
         app = DebuggerApp(logdir, _runs(logdir), _runs(logdir)[0].run_id)
         async with app.run_test(size=(120, 30)) as pilot:
@@ -58,8 +67,8 @@ async def _follow_the_job(s3_server, bucket) -> None:
             # The job goes on; the app follows it until both workers finished.
             await wait_for(pilot, lambda: all(w.poll() is not None for w in workers),
                            timeout=PROGRAM_TIMEOUT_S, what="the job to end")
-            for worker in workers:
-                assert worker.returncode == 0, worker.stderr.read()[-3000:]
+            for i, worker in enumerate(workers):
+                assert worker.returncode == 0, output(i)
             await wait_for(pilot, lambda: app.screen.reader.metadata.finished,
                            what="the open run followed to its end")
             assert live_at_open
