@@ -29,11 +29,23 @@ WRITE_BYTES = 256 << 10
 
 
 class RecordFile:
-    """One append-only segment file of msgpack records, buffered in memory."""
+    """One append-only segment file of msgpack records, buffered in memory.
 
-    def __init__(self, path: str, header: dict[str, Any]) -> None:
+    Args:
+        path: The segment file's path.
+        header: Its first record.
+        create: Create the file now; False: at the first `flush` (a segment of a
+            circular buffer that may be dropped before then is never created).
+    """
+
+    def __init__(self, path: str, header: dict[str, Any], *, create: bool = True) -> None:
         self.path = path
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        self._fd = -1
+        self._closed = False
+        self.created = False
+        """Whether the file exists (was created, at once or by a flush)."""
+        if create:
+            self._open()
         # Bytes of complete flushes: where a failed flush is cut back to.
         self._size = 0
         self._packer = msgpack.Packer(use_bin_type=True)
@@ -58,6 +70,11 @@ class RecordFile:
         else:
             self._deferred.append((record, encode or _keep))
             self._deferred_bytes += size_hint
+
+    def _open(self) -> None:
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND,
+                           0o644)
+        self.created = True
 
     def _add(self, packed: bytes) -> None:
         self._buf.append(packed)
@@ -87,6 +104,8 @@ class RecordFile:
         views = [memoryview(b) for b in self._buf]
         total = self._buf_bytes
         self._buf, self._buf_bytes = [], 0
+        if self._fd < 0:
+            self._open()
         try:
             _write_all(self._fd, views)
             if sync:
@@ -128,18 +147,20 @@ class RecordFile:
         Raises:
             OSError: The last flush failed (the file is closed all the same).
         """
-        if self._fd < 0:
+        if self._closed:
             return
         try:
             if flush:
                 self.flush()
         finally:
             self.discard()
+            self._closed = True
             fd, self._fd = self._fd, -1
-            try:
-                os.close(fd)
-            except OSError as error:  # the data of a failed flush is already dropped
-                logger.debug("tfdbg-tui: closing %s failed: %s", self.path, error)
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError as error:  # the data of a failed flush is already dropped
+                    logger.debug("tfdbg-tui: closing %s failed: %s", self.path, error)
 
 
 # Binary values at least this large are written from their own memory (`pack_pieces`).
