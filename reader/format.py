@@ -25,7 +25,10 @@ FORMAT_NAME = "tfdbg-tui-dump"
 # This reader reads every 1.x dump too.
 # 2.1: a TF1 `Session.run` is an execution (`session_run_op_type`), numbered with `c`;
 # the dumper's own captured resources are no longer a call's inputs or a graph's ops.
-FORMAT_VERSION = (2, 1)
+# 2.2: FULL_HEALTH summaries carry the largest magnitude of a finite tensor's elements
+# (`MAGNITUDE_COLUMN`), stored beside the rows (`m`) so that a 2.0 or 2.1 reader, which
+# ignores the key, still reads the rows.
+FORMAT_VERSION = (2, 2)
 
 FILE_SUFFIX = ".tfdbg"
 
@@ -208,6 +211,22 @@ SUMMARY_COLUMNS: dict[str, tuple[str, ...]] = {
     SHAPE: ("dtype", "rank", "size") + tuple(f"shape{i}" for i in range(MAX_SHAPE_RANK)),
     FULL_TENSOR: (),
 }
+
+# The largest magnitude |x| of a tensor's elements when all of them are finite (NaN in
+# a row when one is not, or when the dump does not say: TensorFlow's own dumps, and ours
+# before format 2.2). Our FULL_HEALTH dumps store it per summary apart from the row
+# (`m`, docs/format.md section 5); in memory it is the row's last column (`ROW_COLUMNS`).
+# It shows a tensor's growth step by step, as FULL_STATS' min and max do.
+MAGNITUDE_COLUMN = "max_abs"
+# The modes whose rows store the magnitude beside them (FULL_STATS has min and max).
+MAGNITUDE_MODES = (FULL_HEALTH,)
+# Summary rows as the writer builds them and the reader's indexes keep them: a mode's
+# `SUMMARY_COLUMNS`, and in `MAGNITUDE_MODES` the magnitude after them.
+ROW_COLUMNS: dict[str, tuple[str, ...]] = {
+    mode: columns + ((MAGNITUDE_COLUMN,) if mode in MAGNITUDE_MODES else ())
+    for mode, columns in SUMMARY_COLUMNS.items()}
+# The widths of rows that end with their magnitude.
+MAGNITUDE_ROW_WIDTHS = frozenset(len(ROW_COLUMNS[mode]) for mode in MAGNITUDE_MODES)
 
 # TensorFlow's TensorDebugMode enum (tensorflow/core/protobuf/debug_event.proto): the
 # `tensor_debug_mode` attribute of DebugNumericSummaryV2, and the mode TensorFlow's own

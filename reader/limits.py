@@ -22,6 +22,8 @@ MAX_ID = (1 << 62) - 1
 MAX_TRACE_POINT = (1 << 31) - 1
 # Outputs of one op: TensorFlow's ops have a few (a split into thousands at most).
 MAX_OP_OUTPUTS = 1 << 16
+# An op's Keras layer path (`layer`) longer than this is not kept.
+MAX_LAYER_CHARS = 512
 # Trace points are mapped to their ops by a dense table while their ids stay within
 # this many of the trace points defined so far (a writer numbers them from 0); an id
 # beyond that is kept in a map, so no id sizes the table.

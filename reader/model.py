@@ -80,6 +80,10 @@ class Summary:
     max: float | None = None
     mean: float | None = None
     std: float | None = None
+    # FULL_HEALTH (since format 2.2) and FULL_STATS: the largest magnitude of a finite
+    # tensor's elements (`reader.format.MAGNITUDE_COLUMN`); None when an element is not
+    # finite, or the dump does not say.
+    max_abs: float | None = None
 
     @property
     def is_alert(self) -> bool:
@@ -96,18 +100,23 @@ class Summary:
             ValueError: The row's length does not fit the mode, or a count is not finite.
         """
         values = row.tolist() if hasattr(row, "tolist") else list(row)
-        if len(values) != len(fmt.SUMMARY_COLUMNS[mode]):
-            raise ValueError(f"a {mode} summary has {len(fmt.SUMMARY_COLUMNS[mode])} columns, "
-                             f"not {len(values)}")
+        stored, kept = len(fmt.SUMMARY_COLUMNS[mode]), len(fmt.ROW_COLUMNS[mode])
+        if len(values) not in (stored, kept):
+            raise ValueError(f"a {mode} summary has {kept} columns, not {len(values)}")
         # Positional per mode: painting a screen of rows builds many of these.
         v = values
         if mode == fmt.FULL_HEALTH:
             return cls(mode, _dtype_name(v[0]), int(v[1]), int(v[2]), int(v[3]), int(v[4]),
-                       int(v[5]), int(v[6]), int(v[7]), int(v[8]))
+                       int(v[5]), int(v[6]), int(v[7]), int(v[8]),
+                       max_abs=_stat(v[9]) if len(v) > 9 else None)
         if mode == fmt.FULL_STATS:
+            low, high = _stat(v[9]), _stat(v[10])
+            finite = not (v[3] or v[4] or v[5])
             return cls(mode, _dtype_name(v[0]), int(v[1]), int(v[2]), int(v[3]), int(v[4]),
-                       int(v[5]), int(v[6]), int(v[7]), int(v[8]), min=_stat(v[9]),
-                       max=_stat(v[10]), mean=_stat(v[11]), std=_stat(v[12]))
+                       int(v[5]), int(v[6]), int(v[7]), int(v[8]), min=low,
+                       max=high, mean=_stat(v[11]), std=_stat(v[12]),
+                       max_abs=max(abs(low), abs(high)) if finite and low is not None
+                       and high is not None else None)
         if mode == fmt.CONCISE_HEALTH:
             return cls(mode, None, None, int(v[0]), int(v[1]), int(v[2]), int(v[3]))
         if mode == fmt.CURT_HEALTH:
@@ -200,6 +209,8 @@ class Op:
     device: str | None
     stack_id: int | None
     trace_points: tuple[int | None, ...]
+    # The path of the Keras layer whose call built the op (format 2.2), or None.
+    layer: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -100,7 +100,8 @@ def value_summary(stored: Any) -> Summary | None:
     return Summary(mode=fmt.FULL_TENSOR, dtype=summary.dtype, rank=summary.rank,
                    size=summary.size, neg_inf=summary.neg_inf, pos_inf=summary.pos_inf,
                    nan=summary.nan, neg=summary.neg, zero=summary.zero, pos=summary.pos,
-                   shape=tuple(shape) if isinstance(shape, list) else None)
+                   shape=tuple(shape) if isinstance(shape, list) else None,
+                   max_abs=summary.max_abs)
 
 
 def _list(value: Any) -> list:

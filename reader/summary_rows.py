@@ -14,19 +14,47 @@ from reader import format as fmt
 
 
 def row_columns(mode: str) -> tuple[str, ...]:
-    """The columns of ``mode``'s summary row as the indexes store it (FULL_TENSOR rows
-    are computed in FULL_HEALTH layout)."""
-    return fmt.SUMMARY_COLUMNS[fmt.FULL_HEALTH if mode == fmt.FULL_TENSOR else mode]
+    """The columns of ``mode``'s summary row as the indexes store it (`ROW_COLUMNS`:
+    FULL_HEALTH's magnitude included; FULL_TENSOR rows are computed in FULL_HEALTH
+    layout)."""
+    return fmt.ROW_COLUMNS[fmt.FULL_HEALTH if mode == fmt.FULL_TENSOR else mode]
+
+
+def with_magnitudes(mode: str, rows: np.ndarray, magnitudes: np.ndarray | None
+                    ) -> np.ndarray:
+    """Stored rows (``SUMMARY_COLUMNS[mode]`` wide) as the indexes keep them
+    (`row_columns`): FULL_HEALTH's ``magnitudes`` (docs/format.md's ``m``) appended as its
+    last column, NaN where the dump has none. Other modes' rows come back as they are."""
+    if mode not in fmt.MAGNITUDE_MODES:
+        return rows
+    out = np.empty((rows.shape[0], rows.shape[1] + 1), dtype=np.float64)
+    out[:, :-1] = rows
+    out[:, -1] = np.nan if magnitudes is None else magnitudes
+    return out
 
 
 def count_columns(mode: str) -> tuple[int, int, int] | None:
     """Positions (nan, neg_inf, pos_inf) of the non-finite counts in ``mode``'s summary
-    row (`SUMMARY_COLUMNS`; FULL_TENSOR rows are computed in FULL_HEALTH layout), or
+    row (`row_columns`; FULL_TENSOR rows are computed in FULL_HEALTH layout), or
     None when the mode counts none."""
     columns = row_columns(mode)
     if "nan" not in columns:
         return None
     return columns.index("nan"), columns.index("neg_inf"), columns.index("pos_inf")
+
+
+def stored_magnitudes(record: dict, n: int) -> np.ndarray | None:
+    """A chunk's stored magnitudes (its ``m``: ``n`` little-endian float64), or None when
+    it has none or they are malformed (the rows stay readable without them)."""
+    data = record.get("m")
+    if not isinstance(data, bytes) or len(data) != 8 * n:
+        return None
+    return np.frombuffer(data, dtype="<f8")
+
+
+def stored_width(mode: str) -> int:
+    """Summary columns per tensor as a dump stores them for ``mode`` (its ``sc``)."""
+    return len(fmt.SUMMARY_COLUMNS[fmt.FULL_HEALTH if mode == fmt.FULL_TENSOR else mode])
 
 
 def summary_width(mode: str) -> int:

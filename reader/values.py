@@ -19,7 +19,7 @@ NUMPY_DTYPES = {enum: np.dtype(name) for enum, name in fmt.DTYPE_NAMES.items()
 # Its inverse (a dict lookup by dtype is much cheaper than by `dtype.name`).
 _TF_DTYPE_OF_DTYPE = {dtype: enum for enum, dtype in NUMPY_DTYPES.items()}
 _TF_STRING = 7
-_WIDTH = len(fmt.SUMMARY_COLUMNS[fmt.FULL_HEALTH])
+_WIDTH = len(fmt.ROW_COLUMNS[fmt.FULL_HEALTH])
 
 
 def decode_value(value: Any) -> np.ndarray | None:
@@ -98,11 +98,13 @@ def _decompress(codec: str, data: bytes, size: int, itemsize: int) -> bytes:
 def summary_row(value: Any, problems: list[str] | None = None) -> np.ndarray:
     """One FULL_HEALTH-layout row for a stored value; all zeros when undecodable.
 
-    Columns: dtype, rank, size, neg_inf, pos_inf, nan, neg, zero, pos. Never raises:
+    Columns: dtype, rank, size, neg_inf, pos_inf, nan, neg, zero, pos, max_abs (NaN
+    unless every element is finite, `fmt.MAGNITUDE_COLUMN`). Never raises:
     the index computes these rows while reading, and a damaged value must not stop it
     (asking for the value itself raises); why it is damaged is added to ``problems``.
     """
     row = np.zeros(_WIDTH)
+    row[9] = np.nan
     try:
         array = decode_value(value)
     except DamagedDumpError as error:
@@ -121,6 +123,7 @@ def summary_row(value: Any, problems: list[str] | None = None) -> np.ndarray:
     if array.dtype.kind == "c":
         array = np.abs(array)
     finite = array
+    all_finite = True
     if array.dtype.kind == "f":
         finite_mask = np.isfinite(array)
         if np.count_nonzero(finite_mask) < size:  # rare: count what is not finite
@@ -128,14 +131,17 @@ def summary_row(value: Any, problems: list[str] | None = None) -> np.ndarray:
             row[4] = np.count_nonzero(array == np.inf)
             row[5] = size - np.count_nonzero(finite_mask) - row[3] - row[4]
             finite = array[finite_mask]
+            all_finite = False
     row[6] = np.count_nonzero(finite < 0)
     row[7] = np.count_nonzero(finite == 0)
     row[8] = finite.size - row[6] - row[7]
+    if all_finite and size and array.dtype.kind in "fiub":
+        row[9] = max(abs(float(array.max())), abs(float(array.min())))
     return row
 
 
 def summary_rows(stored: list[Any], problems: list[str] | None = None) -> np.ndarray:
-    """FULL_HEALTH-layout rows, shape (len(stored), 9), for a list of stored values
+    """FULL_HEALTH-layout rows, shape (len(stored), 10), for a list of stored values
     (`summary_row`)."""
     if not stored:
         return np.empty((0, _WIDTH))

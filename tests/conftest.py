@@ -15,12 +15,13 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROGRAMS = os.path.join(REPO, "tests", "programs")
 PATTERNS_PROGRAM = os.path.join(PROGRAMS, "patterns.py")
 HARM_PROGRAM = os.path.join(PROGRAMS, "harm.py")
+TRENDS_PROGRAM = os.path.join(PROGRAMS, "trends.py")
 
 # The `tf` tier: tests that need TensorFlow. Whole folders of them, and elsewhere the
 # tests that use a fixture which runs a TensorFlow program.
 TF_FOLDERS = ("instrument", "flight", "commands")
 TF_FIXTURES = frozenset({
-    "pattern_dumps", "harm_dumps", "harm_tf_dumps", "tf_written",  # here
+    "pattern_dumps", "harm_dumps", "harm_tf_dumps", "tf_written", "trend_dumps",  # here
     "tf_dumps", "runs",  # tests/reader (its conftest, test_diff)
     "example_logdir", "tensorflow_dump", "run_pair",  # tests/tui
 })
@@ -59,6 +60,14 @@ def harm_dumps(tmp_path_factory) -> str:
     return _run_cases(HARM_PROGRAM, tmp_path_factory, "harm")
 
 
+@pytest.fixture(scope="session")
+def trend_dumps(tmp_path_factory) -> str:
+    """One process runs every case of tests/programs/trends.py (Keras fits in
+    FULL_STATS: a learning rate raised mid-run, dead ReLUs, float16 near its limit, a
+    healthy fit); returns the directory holding a logdir per case and facts.json."""
+    return _run_cases(TRENDS_PROGRAM, tmp_path_factory, "trends")
+
+
 def _run_cases(program: str, tmp_path_factory, name: str) -> str:
     """Run a program of cases (``program ROOT``: a logdir per case under ROOT) once in
     a subprocess; return ROOT."""
@@ -77,7 +86,7 @@ HARM_TF_CASES = ("masked_attention:FULL_HEALTH", "masked_attention:CURT_HEALTH",
                  "masked_logsumexp:CURT_HEALTH", "where_trap:FULL_HEALTH",
                  "mixed_precision:FULL_HEALTH", "dataset_batch:FULL_TENSOR",
                  "keras_data:FULL_TENSOR", "py_function:FULL_HEALTH",
-                 "variable_initial:FULL_HEALTH")
+                 "variable_initial:FULL_HEALTH", "diverging:FULL_HEALTH")
 
 
 @pytest.fixture(scope="session")

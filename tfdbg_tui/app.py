@@ -39,6 +39,9 @@ class DebuggerApp(App[int]):
                 tooltip="List every key"),
         Binding("q", "quit", "Quit"),
         Binding("r", "pick_run", "Runs"),
+        Binding("t", "trends", "Trends",
+                tooltip="Trends: per layer and step, the norms and magnitudes, and the "
+                        "watch rules' first anomaly before the first harmful value"),
         Binding("ctrl+p", "command_palette", "Commands", show=False),
     ]
 
@@ -99,11 +102,22 @@ class DebuggerApp(App[int]):
                                   ("D", "previous", "Previous")):
             yield SystemCommand(f"{title} divergence from the compared run", f"Key {key}",
                                 lambda w=which: screen.action_divergence(w))
+        yield SystemCommand("Trends by layer and step, watch rules", "Key t",
+                            self.action_trends)
         yield SystemCommand("Choose a run", "Key r", self.action_pick_run)
         yield SystemCommand("Show every key", "Key ?", self.action_show_keys)
 
     def action_show_keys(self) -> None:
         self.push_screen(HelpScreen(self.BINDINGS))
+
+    def action_trends(self) -> None:
+        """Open the Trends view of the run on screen (once it is open)."""
+        screen = self.screen
+        if not isinstance(screen, DebuggerScreen) or screen.reader is None:
+            return
+        from tfdbg_tui.screens.trends import TrendsScreen
+
+        self.push_screen(TrendsScreen(screen.reader))
 
     def action_pick_run(self) -> None:
         if len(self.runs) < 2:

@@ -37,12 +37,15 @@ class ExecutionChunk:
 
     Args:
         first: The index of the chunk's first execution.
-        summary_width: Summary columns per output, or 0 (NO_TENSOR, FULL_TENSOR).
+        summary_width: Summary columns per output (`fmt.ROW_COLUMNS`), or 0 (NO_TENSOR,
+            FULL_TENSOR).
+        magnitudes: The rows' last column is the magnitude, stored apart (`put_summaries`).
     """
 
-    def __init__(self, first: int, summary_width: int) -> None:
+    def __init__(self, first: int, summary_width: int, magnitudes: bool = False) -> None:
         self.first = first
         self.width = summary_width
+        self.magnitudes = magnitudes
         self.sealed = False  # packed into its record: takes no more executions
         self.estimated_bytes = 0
         self._op_codes: dict[str, int] = {}
@@ -85,8 +88,7 @@ class ExecutionChunk:
         device_ids = _fitted(device_ids, n, -1)
         output_dtypes = _fitted(output_dtypes, n, -1)
         if summaries is not None:
-            summaries = [row if row is not None and len(row) == self.width else None
-                         for row in _fitted(summaries, n, None)]
+            summaries = [self._fitted_row(row) for row in _fitted(summaries, n, None)]
         if values is not None:
             values = _fitted(values, n, None)
         code = self._op_codes.get(op_type)
@@ -117,6 +119,16 @@ class ExecutionChunk:
                 self._values = [None] * (len(self._outputs) - n)
             self._values.extend(values if values is not None else [None] * n)
         self.estimated_bytes += _ROW_BYTES * max(n, 1) + _values_bytes(values)
+
+    def _fitted_row(self, row: Sequence[float] | None) -> Sequence[float] | None:
+        """A row of the chunk's width; one without its magnitude gets a NaN one."""
+        if row is None:
+            return None
+        if len(row) == self.width:
+            return row
+        if self.magnitudes and len(row) == self.width - 1:
+            return [*row, math.nan]
+        return None
 
     def _add_summaries(self, op_type: str, n: int,
                        summaries: Sequence[Sequence[float] | None] | None) -> None:
@@ -157,10 +169,22 @@ class ExecutionChunk:
             record["ths"] = list(self._thread_codes)
             record["th"] = _column(self._thread, "<i4")
         if self.width:
-            record["sc"] = self.width
-            record["s"] = _column(self._summaries, "<f8")
+            put_summaries(record, np.array(self._summaries, dtype="<f8").reshape(
+                -1, self.width), self.magnitudes)
         if self._values is not None:
             record["v"] = self._values
+
+
+def put_summaries(record: dict[str, Any], rows: np.ndarray, magnitudes: bool) -> None:
+    """Store summary rows in a chunk's record: ``sc`` and ``s``, and with ``magnitudes``
+    the rows' last column (`fmt.MAGNITUDE_COLUMN`) apart, as ``m`` (docs/format.md
+    section 5), so that a reader of format 2.0 or 2.1 still reads ``s``. Rows without
+    the magnitude (the mode's `fmt.SUMMARY_COLUMNS` only) are stored without ``m``."""
+    if magnitudes and rows.shape[1] in fmt.MAGNITUDE_ROW_WIDTHS:
+        record["m"] = np.ascontiguousarray(rows[:, -1], dtype="<f8").tobytes()
+        rows = rows[:, :-1]
+    record["sc"] = int(rows.shape[1])
+    record["s"] = np.ascontiguousarray(rows, dtype="<f8").tobytes()
 
 
 def _values_bytes(values: Sequence[Any] | None) -> int:
@@ -187,10 +211,12 @@ class TraceChunk:
 
     Args:
         first: The index of the chunk's first trace.
+        magnitudes: The rows' last column is the magnitude, stored apart (`put_summaries`).
     """
 
-    def __init__(self, first: int) -> None:
+    def __init__(self, first: int, magnitudes: bool = False) -> None:
         self.first = first
+        self.magnitudes = magnitudes
         self.sealed = False
         self.estimated_bytes = 0
         self.count = 0
@@ -241,8 +267,6 @@ class TraceChunk:
         else:
             record["xr"] = np.array(self._steps, dtype="<i8").tobytes()
         if self._summaries:
-            rows = np.concatenate(self._summaries).astype("<f8")
-            record["s"] = rows.tobytes()
-            record["sc"] = int(rows.shape[1])
+            put_summaries(record, np.concatenate(self._summaries), self.magnitudes)
         if self._values:
             record["v"] = self._values

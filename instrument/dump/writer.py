@@ -419,7 +419,8 @@ class DumpWriter:
 
     def add_op(self, *, graph_id: int, op_type: str, op_name: str, inputs: Sequence[str],
                num_outputs: int, output_dtypes: Sequence[int], device_id: int | None,
-               stack_id: int | None, trace_points: Sequence[int | None]) -> int:
+               stack_id: int | None, trace_points: Sequence[int | None],
+               layer: str | None = None) -> int:
         """Define an op created in a graph.
 
         Args:
@@ -427,14 +428,18 @@ class DumpWriter:
             output_dtypes: TF DataType enum value of each output.
             trace_points: Per output slot, the trace point id its graph execution
                 traces carry, or None when that output is not traced.
+            layer: The path of the Keras layer whose call built the op, if any.
         """
         with self._lock:
             ident = self._allocate(fmt.KIND_OP)
-            self._append(fmt.STREAM_GRAPHS, {
+            record = {
                 "k": fmt.KIND_OP, "id": ident, "graph": graph_id, "type": op_type,
                 "name": op_name, "inputs": list(inputs), "num_outputs": int(num_outputs),
                 "dtypes": list(output_dtypes), "device": device_id, "stack": stack_id,
-                "tps": list(trace_points)})
+                "tps": list(trace_points)}
+            if layer is not None:
+                record["layer"] = layer
+            self._append(fmt.STREAM_GRAPHS, record)
             return ident
 
     def add_notice(self, kind: str, message: str, *, level: str = fmt.NOTICE_WARNING,
@@ -501,10 +506,11 @@ class DumpWriter:
         """
         chunk = self._chunk
         if chunk is None or chunk.sealed or chunk.full:
-            width = (len(fmt.SUMMARY_COLUMNS[self.mode])
-                     if self.mode in fmt.SUMMARY_COLUMNS and self.mode != fmt.FULL_TENSOR
+            width = (len(fmt.ROW_COLUMNS[self.mode])
+                     if self.mode in fmt.ROW_COLUMNS and self.mode != fmt.FULL_TENSOR
                      else 0)
-            chunk = self._chunk = ExecutionChunk(index, width)
+            chunk = self._chunk = ExecutionChunk(index, width,
+                                                 self.mode in fmt.MAGNITUDE_MODES)
 
             def pack(record: dict[str, Any], chunk: ExecutionChunk = chunk) -> None:
                 chunk.pack_into(record)
@@ -521,7 +527,7 @@ class DumpWriter:
 
         Args:
             trace_points: int32 array, the trace point id of each trace.
-            summaries: float64 array of shape (n, len(SUMMARY_COLUMNS[mode])), or None.
+            summaries: float64 array of shape (n, len(ROW_COLUMNS[mode])), or None.
             values: FULL_TENSOR values, one `tensor_value_record` per trace, stored as
                 given: compress them (`encode_value`) first, off the lock.
             step: Index of the eager execution (top-level function call) the traces ran
@@ -572,6 +578,6 @@ class DumpWriter:
         `_execution_chunk`)."""
         chunk = self._traces
         if chunk is None or chunk.sealed or chunk.full or not chunk.accepts(summaries, values):
-            chunk = self._traces = TraceChunk(first)
+            chunk = self._traces = TraceChunk(first, self.mode in fmt.MAGNITUDE_MODES)
             self._files[fmt.STREAM_GRAPH_TRACES].append({}, encode=chunk.pack_into)
         return chunk

@@ -31,10 +31,10 @@ _V1_ORDER = [12, 13, 1, 3, 7, 2, 4, 5, 6, 8, 9, 10, 11]
 
 
 def format_rows(mode: str, raw: np.ndarray) -> np.ndarray:
-    """The format's summary columns of raw rows (n, RAW_WIDTH[mode]) from the device."""
+    """The rows (`fmt.ROW_COLUMNS`) of raw rows (n, RAW_WIDTH[mode]) from the device."""
     if mode in _PLAIN_COLUMNS:
         return raw[:, _PLAIN_COLUMNS[mode]]
-    width = len(fmt.SUMMARY_COLUMNS[mode])
+    width = len(fmt.ROW_COLUMNS[mode])
     out = np.empty((raw.shape[0], width), dtype=np.float64)
     out[:, :9] = raw[:, 2:11]
     sign_sums = raw[:, 1] == FORM_SIGN_SUMS
@@ -42,6 +42,12 @@ def format_rows(mode: str, raw: np.ndarray) -> np.ndarray:
         s, a, size = raw[sign_sums, 8], raw[sign_sums, 9], raw[sign_sums, 4]
         out[sign_sums, 6:9] = np.stack([(a - s) / 2, size - a, (a + s) / 2], axis=1)
     if mode == fmt.FULL_HEALTH:
+        # The magnitude (raw column 11), kept only for a finite tensor with elements.
+        with np.errstate(invalid="ignore"):
+            magnitude = np.abs(raw[:, 11])
+            keep = (out[:, 3] == 0) & (out[:, 4] == 0) & (out[:, 5] == 0) & (out[:, 2] > 0) \
+                & np.isfinite(magnitude)
+        out[:, 9] = np.where(keep, magnitude, np.nan)
         return out
     # FULL_STATS: min, max, mean, then std from m2 (or from the variance, FORM_V1).
     out[:, 9:12] = raw[:, 11:14]
@@ -138,7 +144,7 @@ def eager_summary(mode: str, tensor: Any) -> list[float]:
         return shape_row(dtype, tensor.shape.as_list())
     if "CPU" in (tensor.device or "").upper():
         return host_row(mode, dtype, tensor.numpy())
-    from instrument.summaries.summary_ops import exact_row
+    from instrument.summaries.summary_ops import summary_row
 
-    raw = exact_row(mode, tensor, 0).numpy()
+    raw = summary_row(mode, tensor, 0).numpy()
     return format_rows(mode, raw[np.newaxis])[0].tolist()

@@ -55,7 +55,9 @@ def host_row(mode: str, dtype: float, value: np.ndarray) -> list[float]:
     row = [dtype, float(value.ndim), float(size), float(neg_inf), float(pos_inf),
            float(nan), float(neg), float(x.size - neg - pos), float(pos)]
     if mode == fmt.FULL_HEALTH:
-        return row
+        # Its magnitude (`fmt.MAGNITUDE_COLUMN`), subnormals as zero like the counts.
+        largest = float(np.abs(x).max()) if all_finite and x.size else math.nan
+        return row + [0.0 if largest < tiny else largest]
     if not x.size:
         return row + [float("nan")] * len(fmt.STAT_COLUMNS)
     x64 = x.astype(np.float64)

@@ -24,6 +24,7 @@ from instrument.notices import NoticeBoard, recheck_settings
 from instrument.tracing import xla_traces
 from instrument.tracing.graph_batches import GraphBatch, is_traced_by_tf_function
 from instrument.tracing.host_trace_buffer import HostTraceBuffer
+from instrument.tracing.keras_layers import calling_layer_path
 from instrument.tracing.own_resources import OwnResources
 from instrument.tracing.session_runs import session_run_op_type
 from instrument.tracing.stacks import StackRecorder
@@ -441,7 +442,8 @@ class DumpingCallback:
             num_outputs=len(outputs),
             output_dtypes=[t.dtype.as_datatype_enum for t in outputs],
             device_id=self._device_id(device) if device else None,
-            stack_id=self._stacks.capture(), trace_points=trace_points)
+            stack_id=self._stacks.capture(), trace_points=trace_points,
+            layer=calling_layer_path())
         batch = self._graph_batch(graph) if eager_rooted and not in_xla and not remote \
             else None
         if batch is not None and op is not None:

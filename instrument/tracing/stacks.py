@@ -24,6 +24,7 @@ map exists (TensorFlow is then already imported).
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import sys
@@ -86,6 +87,24 @@ def _read_source_lines(path: str) -> tuple[list[str] | None, str | None]:
     except OSError:
         # Frozen modules ("<frozen ...>"), "<string>" and deleted files have no text.
         return None, "unreadable"
+
+
+def _current_frames() -> dict[int, FrameType]:
+    """`sys._current_frames`, with the garbage collector paused during the call.
+
+    Up to Python 3.11 the call holds the interpreter's thread list lock while it makes
+    frame objects; a collection started by one of those allocations can finalize an
+    object whose deallocation takes that lock again, and the thread waits on itself
+    forever (CPython issue 106883, fixed in 3.12). Seen here as a hang, about once in
+    ten runs, of an eager `strategy.run` whose replica threads record their stacks.
+    """
+    if not gc.isenabled():
+        return sys._current_frames()
+    gc.disable()
+    try:
+        return sys._current_frames()
+    finally:
+        gc.enable()
 
 
 def _frame_chain(frame: FrameType | None) -> list[FrameType]:
@@ -170,7 +189,7 @@ class StackRecorder:
     @staticmethod
     def _spawning_thread_frames(me: int) -> tuple[int, list[FrameType]]:
         """The thread blocked in MirroredStrategy's replica dispatch, and its frames."""
-        for ident, top in sys._current_frames().items():  # pylint: disable=protected-access
+        for ident, top in _current_frames().items():
             if ident == me:
                 continue
             chain = _frame_chain(top)

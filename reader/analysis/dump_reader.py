@@ -9,6 +9,7 @@ from reader.analysis.harm import HarmVerdict, classify
 from reader.analysis.model_place import Place, PlaceFinder
 from reader.analysis.root_cause import find_root_cause
 from reader.analysis.steps import Steps
+from reader.analysis.trends import Trends, compute_trends
 from reader.model import Alert, AlertSummary, RootCause
 from reader.run.indexed_run import IndexedRun
 
@@ -25,6 +26,7 @@ class DumpReader(IndexedRun):
         self._steps_cache: tuple[tuple, Steps] | None = None
         self._harm_cache: tuple[tuple, HarmVerdict, Alert | None] | None = None
         self._places: PlaceFinder | None = None
+        self._trends_cache: tuple[tuple, Trends] | None = None
         super().__init__(run_path)
 
     def place(self, alert: Alert) -> Place:
@@ -79,6 +81,17 @@ class DumpReader(IndexedRun):
             if self._steps_cache is None or self._steps_cache[0] != key:
                 self._steps_cache = (key, Steps(self, self.first_alert()))
             return self._steps_cache[1]
+
+    def trends(self) -> Trends:
+        """Per layer and step: gradient, update, weight norms and activation magnitudes
+        (`reader.analysis.trends`); cached until the dump changes."""
+        with self._lock:
+            key = self._state_key()
+            if self._trends_cache is None or self._trends_cache[0] != key:
+                steps = self.steps()
+                self._trends_cache = (key, compute_trends(self, steps.of_executions,
+                                                          steps.has_steps))
+            return self._trends_cache[1]
 
     def root_cause(self, alert: Alert | None = None) -> RootCause | None:
         """The op that made the first harmful tensor (or ``alert``'s), walked back

@@ -4,11 +4,12 @@
   op's name scopes (``gradient_tape/`` and ``gradients/`` are TensorFlow's gradient
   scopes, an optimizer's update runs under its name: ``adam/``), its type (``ReluGrad``,
   ``ResourceApplyAdam``) and its graph (a tf.data function's, a ``__backward_`` one).
-- **layer**: the name-scope path of the Keras layer whose ``call`` built the op
-  (``sequential_1/dense_2``), when the op's creation stack passes through a layer's
-  ``__call__``; a gradient op takes the layer of the forward op it differentiates.
-  The path is TensorFlow's name scope, so it carries TensorFlow's ``_1`` suffixes
-  when a scope was entered twice.
+- **layer**: the path of the Keras layer whose ``call`` built the op
+  (``sequential_1/dense_2``), as our dumper records it (`Op.layer`: Keras 3's
+  ``Layer.path``, since format 2.2); a gradient op takes the layer of the forward op it
+  differentiates. In TensorFlow's own dumps (and ours before 2.2) it is the op's name
+  scope when its creation stack passes through a layer's ``__call__``, which carries
+  TensorFlow's ``_1`` suffixes when a scope was entered twice in one graph.
 - **library frame**: the innermost frame of library code (Keras, another library)
   below the user's own frame that is not op plumbing (TensorFlow's op wrappers,
   ``keras.ops`` and the backend's op modules): the library function that made the op
@@ -198,6 +199,9 @@ class PlaceFinder:
         return self._graphs[graph_id]
 
     def _layer(self, op: Op) -> str | None:
+        if op.layer is not None:
+            return op.layer  # recorded by our dumper (format 2.2)
+        # TensorFlow's dumps, and ours before 2.2: the name scope under a layer's call.
         if op.stack_id is None:
             return None
         try:

@@ -12,8 +12,9 @@ the common evidence (inputs, output) around it. In order:
   not in the gradient (0 * inf = NaN).
 - ``library_nan``: an op made inside library code (an optimizer's update) divided by
   zero: the function and the setting the user can change (an optimizer's ``epsilon``).
-- ``divergence``: the op's inputs grew step after step until it overflowed (FULL_STATS
-  magnitudes: since which step and how fast).
+- ``divergence``: the op's inputs grew step after step until it overflowed (the
+  largest magnitude per tensor, `Summary.max_abs`, of FULL_HEALTH dumps since format
+  2.2, FULL_STATS and FULL_TENSOR: since which step and how fast).
 - ``domain_error``: an op outside its mathematical domain (acos, asin, atanh, acosh,
   lgamma, digamma, ..., and pow of a negative base, from the base's counts).
 """
@@ -183,7 +184,7 @@ def _divergence(reader: DumpReader, cause: RootCause, subject: str) -> Finding |
     steps = reader.steps()
     best = None
     for ref, summary in cause.inputs:
-        if ref.op_id is None or summary is None or summary.max is None:
+        if ref.op_id is None or summary is None:
             continue
         growth = _growth(reader, ref.op_id, ref.slot, cause.trace.index if cause.trace
                          else None)
@@ -220,10 +221,10 @@ def _growth(reader: DumpReader, op_id: int, slot: int, before: int | None
     traces = traces[-DIVERGENCE_MAX_TRACES:]
     points = []
     for index in traces.tolist():
-        summary = reader.trace(index).summary
-        if summary is None or summary.max is None or summary.min is None:
+        trace = reader.trace(index)
+        if trace.summary is None or trace.summary.max_abs is None:
             continue
-        points.append((reader.trace(index).step, max(abs(summary.min), abs(summary.max))))
+        points.append((trace.step, trace.summary.max_abs))
     if len(points) < DIVERGENCE_MIN_STEPS:
         return None
     start = len(points) - 1

@@ -47,4 +47,6 @@ def evidence_line(label: str, summary: Summary | None) -> str:
         body += f"; min {summary.min:.6g}, max {summary.max:.6g}"
         if summary.mean is not None and summary.std is not None:
             body += f", mean {summary.mean:.6g}, std {summary.std:.6g}"
+    elif summary.max_abs is not None:
+        body += f"; max |x| {summary.max_abs:.6g}"
     return f"{label}" + (f" ({head})" if head else "") + f": {body}"

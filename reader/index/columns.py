@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from reader.summary_rows import summary_width
+from reader.summary_rows import stored_width, summary_width
 
 
 class Column:
@@ -198,6 +198,9 @@ class SpannedIndex:
     def __init__(self, mode: str) -> None:
         self.mode = mode
         self.width = summary_width(mode)
+        # The width of a row as the dump stores it: FULL_HEALTH's magnitudes are kept
+        # beside the rows (`reader.summary_rows.with_magnitudes`).
+        self.stored_width = stored_width(mode)
         self.spans = Spans()
         # Why FULL_TENSOR values taken since the loader last looked could not be
         # decoded (their summaries are all zeros): the loader turns them into a notice.

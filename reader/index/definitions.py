@@ -15,7 +15,15 @@ import numpy as np
 from reader import format as fmt
 from reader.errors import MalformedRecordError, UnknownIdError
 from reader.index.columns import Column
-from reader.limits import DENSE_SLACK, MAX_OP_OUTPUTS, MAX_TRACE_POINT, is_id, is_int, is_opt_ref
+from reader.limits import (
+    DENSE_SLACK,
+    MAX_LAYER_CHARS,
+    MAX_OP_OUTPUTS,
+    MAX_TRACE_POINT,
+    is_id,
+    is_int,
+    is_opt_ref,
+)
 from reader.model import Frame, Graph, Op, SourceFile, TensorRef
 
 # Paths of code the user did not write, for a file record without the writer's
@@ -259,7 +267,7 @@ class Definitions:
                 output_dtypes=tuple(fmt.DTYPE_NAMES.get(d, f"dtype{d}")
                                     for d in record.get("dtypes", [])),
                 device=self.device_name(device_id), stack_id=record.get("stack"),
-                trace_points=tuple(record["tps"]))
+                trace_points=tuple(record["tps"]), layer=_layer(record.get("layer")))
         # Cache only what can no longer change: every reference resolved.
         if all(r.op_id is not None for r in refs) and (device_id is None or op.device is not None):
             self._op_cache[op_id] = op
@@ -330,3 +338,10 @@ class Definitions:
         if source is None or source.lines is None or not 1 <= frame.line <= len(source.lines):
             return None
         return source.lines[frame.line - 1]
+
+
+def _layer(value: object) -> str | None:
+    """An op record's ``layer``: a path of at most `MAX_LAYER_CHARS` characters, or None."""
+    if isinstance(value, str) and 0 < len(value) <= MAX_LAYER_CHARS:
+        return value
+    return None

@@ -19,6 +19,7 @@ from reader import format as fmt
 from reader import values
 from reader.errors import MalformedRecordError
 from reader.limits import MAX_ID, is_id, is_int
+from reader.summary_rows import stored_magnitudes, stored_width, with_magnitudes
 
 # Column key -> little-endian dtype, for the per-execution and per-output columns.
 _PER_EXECUTION = {"op": "<i4", "graph": "<i8", "stack": "<i8", "t": "<f8", "c": "<i8",
@@ -97,10 +98,13 @@ def chunk_columns(record: dict[str, Any], mode: str, width: int,
         if slots:
             summaries[slots] = values.summary_rows([stored[j] for j in slots], problems)
     elif width:
-        if record.get("sc") != width:
+        stored = stored_width(mode)
+        if record.get("sc") != stored:
             raise MalformedRecordError(f"an execs chunk whose summaries do not have "
-                                       f"{width} columns")
-        summaries = _array(record, "s", "<f8", outputs * width).reshape(outputs, width)
+                                       f"{stored} columns")
+        summaries = with_magnitudes(
+            mode, _array(record, "s", "<f8", outputs * stored).reshape(outputs, stored),
+            stored_magnitudes(record, outputs))
     return ChunkColumns(first=int(first), op_types=ops, op=op, graph=graph,
                         out_start=out_start, out=out, summaries=summaries)
 
@@ -134,8 +138,11 @@ def execution_record(record: dict[str, Any], row: int) -> dict[str, Any]:
             result["th"] = threads[code]
     width = record.get("sc")
     if is_int(width) and width > 0 and isinstance(record.get("s"), bytes):
-        rows = np.frombuffer(record["s"], dtype="<f8").reshape(-1, width)[o0:o1]
-        result["s"] = [None if np.isnan(r[0]) else r.tolist() for r in rows]
+        rows = np.frombuffer(record["s"], dtype="<f8").reshape(-1, width)
+        magnitudes = stored_magnitudes(record, rows.shape[0])
+        if magnitudes is not None:
+            rows = np.concatenate([rows, magnitudes[:, np.newaxis]], axis=1)
+        result["s"] = [None if np.isnan(r[0]) else r.tolist() for r in rows[o0:o1]]
     stored = record.get("v")
     if isinstance(stored, list):
         result["v"] = stored[o0:o1]
@@ -156,5 +163,7 @@ def output_rows(record: dict[str, Any], first: int, stop: int, mode: str,
         if slots:
             rows[[j - o0 for j in slots]] = values.summary_rows([stored[j] for j in slots])
     elif width and isinstance(record.get("s"), bytes):
-        rows[:] = np.frombuffer(record["s"], dtype="<f8").reshape(-1, width)[o0:o1]
+        stored = np.frombuffer(record["s"], dtype="<f8").reshape(-1, stored_width(mode))
+        rows[:] = with_magnitudes(mode, stored, stored_magnitudes(record, stored.shape[0]))[
+            o0:o1]
     return rows

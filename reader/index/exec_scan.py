@@ -26,7 +26,7 @@ import numpy as np
 
 from reader import format as fmt
 from reader.limits import MAX_ID
-from reader.summary_rows import count_columns, summary_width
+from reader.summary_rows import count_columns, stored_width
 
 # Zero bytes appended to a block so that fixed-size gathers (a key, an int, a summary
 # row of at most 15 floats) past a record's end stay inside it.
@@ -194,7 +194,7 @@ def scan_exec_frames(data: bytes | bytearray, starts: np.ndarray, ends: np.ndarr
     """
     n = starts.size
     block = _Block(data, int(ends[-1]) if n else 0)
-    width = summary_width(mode) if mode not in (fmt.NO_TENSOR, fmt.FULL_TENSOR) else 0
+    width = stored_width(mode) if mode not in (fmt.NO_TENSOR, fmt.FULL_TENSOR) else 0
     count_cols = None if mode == fmt.CURT_HEALTH else count_columns(mode)
     ok = np.zeros(n, dtype=bool)
     index = np.full(n, -1, dtype=np.int64)

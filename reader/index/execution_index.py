@@ -16,7 +16,7 @@ from reader import values
 from reader.errors import MalformedRecordError
 from reader.index.columns import Column, SpannedIndex
 from reader.limits import is_id, is_int
-from reader.summary_rows import alert_counts, alert_flags
+from reader.summary_rows import alert_counts, alert_flags, with_magnitudes
 
 if TYPE_CHECKING:
     from reader.index.exec_chunks import ChunkColumns
@@ -263,9 +263,12 @@ class ExecutionIndex(SpannedIndex):
                 len(slots), -1)
         except (TypeError, ValueError):
             raise MalformedRecordError("an exec record with malformed summaries") from None
-        if rows.shape[1] != self.width:
+        if rows.shape[1] == self.stored_width != self.width:
+            # Rows as stored, without magnitudes (`execution_record` appends a chunk's).
+            rows = with_magnitudes(self.mode, rows, None)
+        elif rows.shape[1] != self.width:
             raise MalformedRecordError(
-                f"an exec record whose summaries do not have {self.width} columns")
+                f"an exec record whose summaries do not have {self.stored_width} columns")
         return slots, rows
 
     def alert_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -16,7 +16,7 @@ from reader import values
 from reader.errors import MalformedRecordError
 from reader.index.columns import Column, SpannedIndex
 from reader.limits import MAX_ID, is_id, is_int
-from reader.summary_rows import alert_counts, alert_flags
+from reader.summary_rows import alert_counts, alert_flags, stored_magnitudes, with_magnitudes
 
 if TYPE_CHECKING:
     pass
@@ -129,11 +129,12 @@ class TraceIndex(SpannedIndex):
         # Not `_pending_end - first`: the chunks may jump over indices not on disk.
         n = sum(len(p[5]) for p in pending) // 4
         if self.summaries is not None:
-            if self.mode == fmt.FULL_TENSOR:
-                rows = np.concatenate([p[6] for p in pending])
-            else:
+            if all(isinstance(p[6], bytes) for p in pending):
                 rows = np.frombuffer(b"".join(p[6] for p in pending), dtype="<f8").reshape(
-                    n, self.width)
+                    n, self.stored_width)
+                rows = with_magnitudes(self.mode, rows, None)
+            else:
+                rows = np.concatenate([self._rows(p[6]) for p in pending])
             self.summaries.extend(rows)
             self.alert.extend(alert_flags(self.mode, rows))
         else:
@@ -169,11 +170,22 @@ class TraceIndex(SpannedIndex):
             return values.summary_rows(vals, self.value_damage)
         if self.width == 0:
             return b""
-        data, sc = record.get("s"), record.get("sc")
-        if sc != self.width or not isinstance(data, bytes) or len(data) != 8 * n * self.width:
+        data, sc, width = record.get("s"), record.get("sc"), self.stored_width
+        if sc != width or not isinstance(data, bytes) or len(data) != 8 * n * width:
             raise MalformedRecordError(
-                f"a traces chunk whose summaries are not {n} rows of {self.width} columns")
-        return data
+                f"a traces chunk whose summaries are not {n} rows of {width} columns")
+        if self.width == width:
+            return data
+        return with_magnitudes(self.mode, np.frombuffer(data, dtype="<f8").reshape(n, width),
+                               stored_magnitudes(record, n))
+
+    def _rows(self, rows: Any) -> np.ndarray:
+        """A chunk's summaries as index rows (`row_columns`): stored bytes (magnitudes
+        unknown) or rows already built."""
+        if not isinstance(rows, bytes):
+            return rows
+        stored = np.frombuffer(rows, dtype="<f8").reshape(-1, self.stored_width)
+        return with_magnitudes(self.mode, stored, None)
 
     def chunk_of(self, index: int) -> int:
         """Row in the chunk table of the chunk holding trace ``index``."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from reader.loading.tf_events.loader import TfRunLoader
 
 _Run = TypeVar("_Run", bound="IndexedRun")
+T = TypeVar("T")
 
 
 class IndexedRun(DefinitionQueries):
@@ -360,19 +362,39 @@ class IndexedRun(DefinitionQueries):
                 return None
             return values.decode_value(stored[position])
 
-    def trace_columns(self, begin: int, end: int
+    def trace_columns(self, begin: int, end: int, *, summaries: bool = True
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
         """The traces on disk among ``begin..end-1`` as columns, for analyses over many
-        traces: (indices, trace points, steps, summary rows or None), each a copy."""
+        traces: (indices, trace points, steps, summary rows or None), each a copy
+        (``summaries=False``: no summary rows, None)."""
         with self._lock:
             t = self._traces
-            rows = slice(t.spans.rows_below(begin), max(t.spans.rows_below(end),
-                                                        t.spans.rows_below(begin)))
+            rows = self._trace_rows(begin, end)
             indices = t.spans.indices_of(np.arange(rows.start, rows.stop, dtype=np.int64))
             steps = t.steps_at(indices).astype(np.int64) if indices.size else \
                 np.empty(0, dtype=np.int64)
-            summaries = t.summaries.view[rows].copy() if t.summaries is not None else None
-            return indices, t.tp.view[rows].astype(np.int64), steps, summaries
+            kept = t.summaries.view[rows].copy() if t.summaries is not None and summaries \
+                else None
+            return indices, t.tp.view[rows].astype(np.int64), steps, kept
+
+    def _trace_rows(self, begin: int, end: int) -> slice:
+        spans = self._traces.spans
+        return slice(spans.rows_below(begin), max(spans.rows_below(end),
+                                                  spans.rows_below(begin)))
+
+    def map_trace_summaries(self, begin: int, end: int, function: Callable[[np.ndarray], T],
+                            block: int = 65_536) -> list[T]:
+        """``function`` of the summary rows of the traces on disk among ``begin..end-1``
+        (in `trace_columns`' order), a block of rows at a time, read in place (no copy
+        of the rows); [] in a mode without summaries. ``function`` must not keep the
+        rows it is given."""
+        with self._lock:
+            if self._traces.summaries is None:
+                return []
+            rows = self._trace_rows(begin, end)
+            view = self._traces.summaries.view
+            return [function(view[start:min(start + block, rows.stop)])
+                    for start in range(rows.start, rows.stop, block)]
 
     def trace_alert_indices(self) -> np.ndarray:
         """Ascending int64 indices of the traces that held NaN or infinity."""

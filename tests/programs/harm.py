@@ -141,7 +141,8 @@ def acos_domain():
 def adam_epsilon():
     """Harmful: Adam with epsilon=0.0 on a weight whose gradient is exactly 0."""
     keras.utils.set_random_seed(1)
-    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1, name="scorer")],
+                             name="ranker")
     model.compile(optimizer=keras.optimizers.Adam(epsilon=0.0), loss="mse")
     x = np.zeros((16, 3), dtype="float32")
     x[:, 0] = 1.0
@@ -258,8 +259,11 @@ CASES = {f.__name__: f for f in (mixed_precision, loss_scale_collapse, masked_at
 CASES.update(masked_attention_curt=masked_attention, masked_logsumexp_curt=masked_logsumexp)
 # The data cases again in FULL_TENSOR, whose values show the element and the column.
 CASES.update(dataset_batch_tensor=dataset_batch, keras_data_tensor=keras_data)
-# Cases dumped in another mode than FULL_HEALTH (the divergence's magnitudes, values).
-MODES = {"diverging": "FULL_STATS", "masked_attention_curt": "CURT_HEALTH",
+# The divergence again in FULL_STATS, whose min and max show the growth as FULL_HEALTH's
+# magnitudes do.
+CASES.update(diverging_stats=diverging)
+# Cases dumped in another mode than FULL_HEALTH (statistics, values).
+MODES = {"diverging_stats": "FULL_STATS", "masked_attention_curt": "CURT_HEALTH",
          "masked_logsumexp_curt": "CURT_HEALTH", "dataset_batch_tensor": "FULL_TENSOR",
          "keras_data_tensor": "FULL_TENSOR"}
 

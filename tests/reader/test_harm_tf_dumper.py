@@ -3,7 +3,7 @@
 tests/programs/harm.py's cases run under `tf.debugging.experimental.enable_dump_debug_info`
 (`harm_tf_dumps`): the reader gives the same verdicts as on ours. What a TensorFlow dump
 cannot give: column spans (so no exact expression: the Python function's name is read
-from the line), FULL_STATS (so no divergence), and the traces of our dumper's own
+from the line), FULL_STATS or magnitudes (so no divergence), and the traces of our dumper's own
 choices (it traces a dataset function's arguments, ours does not).
 """
 
@@ -65,3 +65,13 @@ def test_input_sources(harm_tf_dumps):
             source = diagnosis.source
             assert (source.kind, source.batch, source.element, source.function) == (
                 kind, batch, element, function), case
+
+
+def test_a_divergence_in_tensorflows_dump_is_an_overflow(harm_tf_dumps):
+    """TensorFlow's FULL_HEALTH rows carry no magnitudes: the growth cannot be seen,
+    and the diagnosis stays the overflow (docs/reader.md says which modes show it)."""
+    with _open(harm_tf_dumps, "diverging-FULL_HEALTH") as dump:
+        cause = dump.root_cause()
+        assert cause is not None and cause.trace is not None
+        assert all(dump.trace(i).summary.max_abs is None for i in range(cause.trace.index))
+        assert diagnose_cause(dump, cause).pattern != "divergence"

@@ -23,10 +23,18 @@ from reader.analysis.expressions import expression_of, line_span
 from reader.analysis.model_place import Place, library_frame_text
 from reader.analysis.steps import Gap, Steps
 from reader.analysis.verdict import contained_line, healthy_verdict
+from reader.analysis.watch_rules import RuleSpecError, WatchReport, parse_rule_specs, watch
 from reader.analysis.workers import WorkerRun, first_nonfinite_workers
 from reader.model import DUMPER_TENSORFLOW, Alert, RootCause, Summary
 from reader.notices import Notice
-from tfdbg_tui.exit_codes import EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, EXIT_OK, fail
+from tfdbg_tui.exit_codes import (
+    EXIT_DAMAGED,
+    EXIT_NEWER_FORMAT,
+    EXIT_NO_DUMP,
+    EXIT_OK,
+    EXIT_USAGE,
+    fail,
+)
 from tfdbg_tui.text.literal import literal, literal_columns
 from tfdbg_tui.text.run_state import STATE_WORDS, TENSORFLOW_DUMP
 from tfdbg_tui.text.step_sparkline import sparkline, step_range
@@ -51,6 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="run id or unique prefix (default: the newest run)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object instead of the human report")
+    parser.add_argument("--rule", metavar="NAME:KEY=VALUE", action="append", default=[],
+                        help="a watch rule's threshold, e.g. exploding:k=5 (repeatable; "
+                             "rules: exploding k, window; vanishing n, relu; "
+                             "float16_headroom factor; loss_scale)")
     return parser
 
 
@@ -58,16 +70,24 @@ def main(argv: list[str]) -> int:
     """Run the report; returns the exit status (see `build_parser`'s epilog)."""
     args = build_parser().parse_args(argv)
     try:
+        rules = parse_rule_specs(args.rule)
+    except RuleSpecError as error:
+        import sys
+        print(f"tfdbg-tui report: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
         dump = reader.open_run(args.logdir, args.run)
         with dump:
             summary = dump.alerts(limit_per_type=ALERTS_SHOWN)
             cause = dump.root_cause()
             diagnosis = (diagnose_cause(dump, cause) if cause is not None
                          else healthy_verdict(dump))
+            watched = watch(dump, rules)
             if args.json:
-                print(json.dumps(report_dict(dump, summary, cause, diagnosis)))
+                print(json.dumps(report_dict(dump, summary, cause, diagnosis, watched)))
             else:
                 _print_human(dump, summary, cause, diagnosis)
+                _say_rules(dump, watched)
     except DumpError as error:
         return fail("tfdbg-tui report", error)
     return EXIT_OK
@@ -81,14 +101,18 @@ def summary_dict(summary: Summary | None) -> dict[str, Any] | None:
     if summary is None:
         return None
     return {key: getattr(summary, key) for key in
-            fmt.SUMMARY_COLUMNS[fmt.FULL_STATS] if getattr(summary, key) is not None} | (
+            fmt.SUMMARY_COLUMNS[fmt.FULL_STATS] + (fmt.MAGNITUDE_COLUMN,)
+            if getattr(summary, key) is not None} | (
         {"shape": list(summary.shape)} if summary.shape is not None else {})
 
 
 def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
-                cause: RootCause | None, diagnosis: Diagnosis | None = None) -> dict[str, Any]:
+                cause: RootCause | None, diagnosis: Diagnosis | None = None,
+                watched: WatchReport | None = None) -> dict[str, Any]:
     """The JSON report: the run, its counts, alerts and first alert, the root cause's
-    inputs, the exact expression, the diagnosis and damage (docs/keys.md)."""
+    inputs, the exact expression, the diagnosis, damage and the watch rules' hits
+    (docs/keys.md)."""
+    watched = watched if watched is not None else watch(dump)
     meta = dump.metadata
     steps = dump.steps()
     first_alert = None
@@ -136,6 +160,10 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
         "damage": list(dump.damage),
         "notices": [notice_dict(n) for n in dump.notices()],
         "workers": [_worker_dict(w, dump) for w in first_nonfinite_workers(dump)],
+        "rules": [hit.as_dict() for hit in watched.hits],
+        "first_anomaly": None if watched.first_anomaly is None
+        else watched.first_anomaly.as_dict(),
+        "lead_steps": watched.lead_steps,
     }
 
 
@@ -300,6 +328,38 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
         say("  (no user source frame recorded)")
     if diagnosis is not None:
         _say_diagnosis(say, diagnosis)
+
+
+# Rule hits listed in the human report; the JSON report lists every one.
+RULE_HITS_SHOWN = 10
+
+
+def _say_rules(dump: reader.DumpReader, watched: WatchReport) -> None:
+    """The watch rules' hits (they never change the verdict): the first anomaly and
+    its lead on the first harmful value, then the first hits in step order."""
+    from tfdbg_tui.text.console_output import literal_line, output_console
+
+    console = output_console()
+    unit = dump.trends().unit
+    console.print(literal_line(""))
+    if not watched.hits:
+        console.print(literal_line(("Watch rules:", "bold"), " no rule fired"))
+        return
+    first = watched.first_anomaly
+    lead = ""
+    if first is not None and watched.lead_steps is not None:
+        lead = (f", {watched.lead_steps} {unit}{'s' if watched.lead_steps != 1 else ''} "
+                f"before the first harmful non-finite value ({unit} "
+                f"{watched.first_harmful_step})")
+    console.print(literal_line(("Watch rules:", "bold"),
+                               f" {len(watched.hits)} hit{'s' if len(watched.hits) != 1 else ''}"
+                               f"; first anomaly at {unit} {first.step if first else '-'}"
+                               f"{lead} (shown, not part of the verdict)"))
+    for hit in watched.hits[:RULE_HITS_SHOWN]:
+        console.print(literal_line(f"  {hit.describe(unit)}"))
+    if len(watched.hits) > RULE_HITS_SHOWN:
+        console.print(literal_line(f"  ... and {len(watched.hits) - RULE_HITS_SHOWN} more "
+                                   "(report --json lists every one)"))
 
 
 def _say_diagnosis(say, diagnosis: Diagnosis) -> None:

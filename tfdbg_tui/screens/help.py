@@ -26,6 +26,7 @@ from tfdbg_tui.screens.prompt import PromptScreen
 from tfdbg_tui.screens.run_comparison import RunComparison
 from tfdbg_tui.screens.run_picker import RunPickerScreen
 from tfdbg_tui.screens.tensor_value import TensorValueScreen
+from tfdbg_tui.screens.trends import TrendsScreen
 from tfdbg_tui.widgets.line_list import LineList
 
 _PANES = (AlertsPane, TimelinePane, GraphExecutionPane, GraphStructurePane, SourceCodePane,
@@ -61,6 +62,7 @@ def key_sections(app_bindings: Sequence[Binding | tuple]
         *((pane.TITLE, rows(pane.CONTENT.BINDINGS))
           for pane in sorted(_PANES, key=lambda pane: pane.SECTION.key)),
         ("Tensor value view (v)", rows(TensorValueScreen.BINDINGS)),
+        ("Trends (t)", rows(TrendsScreen.BINDINGS)),
         ("Diagnosis (e)", rows(DiagnosisScreen.BINDINGS)),
         ("Notices (!)", rows(NoticesScreen.BINDINGS)),
         ("Go-to and search prompts", [("Enter", "Accept")] + rows(PromptScreen.BINDINGS)),

@@ -1,4 +1,5 @@
-"""A full-screen view of one tensor's value (FULL_TENSOR dumps)."""
+"""A full-screen view of one tensor's value (FULL_TENSOR dumps): its histogram, then
+its elements."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from textual.widgets import Footer, Static
 
 from tfdbg_tui.panes.tensor_value import TensorValueList
 from tfdbg_tui.text.literal import literal
+from tfdbg_tui.widgets.trend_charts import ValueHistogram
 
 
 class TensorValueScreen(ModalScreen[None]):
@@ -34,6 +36,7 @@ class TensorValueScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(Text("Value of " + literal(self.title_text)), id="value-title")
+        yield ValueHistogram(self.value, id="value-histogram")
         yield TensorValueList(self.value, id="tensor-value")
         yield Footer()
 

@@ -41,7 +41,8 @@ def shape_text(shape: tuple[int, ...] | None, rank: int | None = None) -> str:
 
 def summary_text(summary: Summary | None) -> Text:
     """One line, most telling first: non-finite counts (red), the -, 0, + breakdown,
-    the finite elements' statistics (FULL_STATS), then size, dtype and rank or shape,
+    the finite elements' statistics (FULL_STATS) or largest magnitude (FULL_HEALTH:
+    ``|x|≤4.96e19``), then size, dtype and rank or shape,
     so a narrow pane still shows what matters."""
     text = Text(no_wrap=True, end="")
     if summary is None:
@@ -61,6 +62,8 @@ def summary_text(summary: Summary | None) -> Text:
                         ("std", summary.std)):
         if stat is not None:
             text.append(f"{label}:{fit_number(stat, STAT_DIGITS)} ")
+    if summary.max_abs is not None and summary.max is None:  # FULL_HEALTH's magnitude
+        text.append(f"|x|≤{fit_number(summary.max_abs, STAT_DIGITS)} ")
     if summary.size is not None:
         text.append(f"size {summary.size} ")
     if summary.dtype is not None:

@@ -1,0 +1,287 @@
+"""Watch rules: what in the run's trends announces trouble, before (or without) a NaN.
+
+The rules are a list (`RULES`) of small functions of the run's `Trends` (and, for the
+loss scale, its harm verdict) and their parameters; each returns its hits. A `RuleHit`
+names the step, the layer or the tensor, the value and the baseline it was compared
+with, and the evidence in words. A run of consecutive firing steps of one subject is one
+hit, at its first step. Rules only watch: a hit never makes a run "not healthy" in the
+verdict (`reader.analysis.verdict`), it is shown.
+
+- ``exploding`` (``k``, ``window``): a finite gradient, update or activation value above
+  ``k`` times the rolling median of its previous ``window`` finite values (at least 3).
+- ``vanishing`` (``n``, ``relu``): a layer whose gradients were all exact zeros for
+  ``n`` steps in a row (value 0, baseline: its last non-zero gradient norm); a layer
+  whose ReLUs gave zeros for at least a share ``relu`` of their units for ``n`` steps
+  (value: the share).
+- ``float16_headroom`` (``factor``): a float16 or bfloat16 tensor whose largest
+  magnitude came within ``factor`` x of its dtype's largest finite value (value: the
+  magnitude, baseline: the dtype's largest finite value).
+- ``loss_scale``: a step the dynamic loss scaler skipped (value: the steps skipped so
+  far, baseline: null).
+
+``first_anomaly`` is the first hit in step order; ``lead_steps`` is the first harmful
+alert's step minus the first anomaly's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from reader import format as fmt
+from reader.analysis.model_place import PlaceFinder
+from reader.analysis.trends import DTYPE_MAX, SERIES_TITLES, Trends
+
+if TYPE_CHECKING:
+    from reader.analysis.dump_reader import DumpReader
+
+# The parameters of each rule and their defaults (`--rule NAME:KEY=VALUE,...`).
+DEFAULTS: dict[str, dict[str, float]] = {
+    "exploding": {"k": 10.0, "window": 5},
+    "vanishing": {"n": 3, "relu": 0.99},
+    "float16_headroom": {"factor": 2.0},
+    "loss_scale": {},
+}
+_INTEGER_PARAMETERS = {("exploding", "window"), ("vanishing", "n")}
+# The series `exploding` watches.
+_EXPLODING_SERIES = ("gradient_norm", "update_norm", "activation_max")
+_DTYPE_ENUMS = {enum: name for enum, name in fmt.DTYPE_NAMES.items()}
+
+
+class RuleSpecError(ValueError):
+    """A ``--rule`` argument that cannot be read; its message is one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class RuleHit:
+    """One hit of a watch rule.
+
+    Attributes:
+        rule: The rule's name.
+        step: The step (or execution index in a run without steps).
+        layer: The Keras layer path, or None.
+        tensor: The tensor (``op:slot``) or variable, or None.
+        value: The value that fired.
+        baseline: What it was compared with, or None.
+        evidence: What the rule used, in words.
+    """
+
+    rule: str
+    step: int
+    layer: str | None
+    tensor: str | None
+    value: float
+    baseline: float | None
+    evidence: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """The hit as `report --json` gives it."""
+        return {"rule": self.rule, "step": self.step, "layer": self.layer,
+                "tensor": self.tensor, "value": self.value, "baseline": self.baseline}
+
+    @property
+    def subject(self) -> str:
+        return self.layer or self.tensor or "the run"
+
+    def describe(self, unit: str = "step") -> str:
+        """"step 6: exploding in sequential/dense_1: update norm 50.9 > 10 x ..."."""
+        where = "" if self.layer is None and self.tensor is None else f" in {self.subject}"
+        if self.layer is not None and self.tensor is not None:
+            where = f" in {self.tensor} ({self.layer})"
+        return f"{unit} {self.step}: {self.rule}{where}: {self.evidence}"
+
+
+@dataclass(frozen=True, slots=True)
+class WatchReport:
+    """Every rule's hits in step order, the first anomaly and its lead time."""
+
+    hits: tuple[RuleHit, ...]
+    first_anomaly: RuleHit | None
+    lead_steps: int | None
+    first_harmful_step: int | None
+
+
+def parse_rule_specs(specs: list[str] | None) -> dict[str, dict[str, float]]:
+    """The rules' parameters: `DEFAULTS` with ``NAME:KEY=VALUE[,KEY=VALUE]`` applied.
+
+    Raises:
+        RuleSpecError: An unknown rule or parameter, or a value that is not a
+            positive number.
+    """
+    config = {name: dict(params) for name, params in DEFAULTS.items()}
+    for spec in specs or ():
+        name, _, assignments = spec.partition(":")
+        name = name.strip()
+        if name not in config:
+            raise RuleSpecError(f"unknown rule {name!r} in --rule {spec!r} "
+                                f"(rules: {', '.join(DEFAULTS)})")
+        for assignment in filter(None, (a.strip() for a in assignments.split(","))):
+            key, equals, text = assignment.partition("=")
+            key = key.strip()
+            if key not in config[name]:
+                known = ", ".join(DEFAULTS[name]) or "none"
+                raise RuleSpecError(f"rule {name} has no parameter {key!r} "
+                                    f"(its parameters: {known})")
+            try:
+                value = float(text) if equals else float("nan")
+            except ValueError:
+                value = float("nan")
+            integer = (name, key) in _INTEGER_PARAMETERS
+            if not value > 0 or not np.isfinite(value) or integer and value != int(value):
+                kind = "a positive integer" if integer else "a positive number"
+                raise RuleSpecError(f"--rule {spec!r}: {key} must be {kind}, "
+                                    f"not {text.strip()!r}")
+            config[name][key] = int(value) if integer else value
+    return config
+
+
+def _runs(flags: np.ndarray) -> list[int]:
+    """Positions where a run of True begins."""
+    if not flags.size:
+        return []
+    starts = flags & ~np.concatenate([[False], flags[:-1]])
+    return np.flatnonzero(starts).tolist()
+
+
+def _subject(trends: Trends, row: int) -> tuple[str | None, str | None]:
+    name = trends.rows[row]
+    return (name, None) if trends.row_is_layer[row] else (None, name)
+
+
+def _rolling_medians(values: np.ndarray, window: int) -> np.ndarray:
+    """Per position: the median of the up to ``window`` values before it (NaN with
+    fewer than 3 before it)."""
+    out = np.full(values.size, np.nan)
+    for i in range(3, min(window, values.size)):
+        out[i] = np.median(values[:i])
+    if values.size > window:
+        out[window:] = np.median(sliding_window_view(values, window)[:-1], axis=1)
+    return out
+
+
+def exploding(reader: DumpReader, trends: Trends, k: float, window: int) -> list[RuleHit]:
+    hits = []
+    for series in _EXPLODING_SERIES:
+        table = trends.series[series]
+        for row in range(table.shape[0]):
+            values = table[row]
+            finite = np.flatnonzero(np.isfinite(values))
+            if finite.size <= 3:
+                continue
+            medians = _rolling_medians(values[finite], int(window))
+            fired = np.zeros(values.size, bool)
+            baselines = np.full(values.size, np.nan)
+            with np.errstate(invalid="ignore"):
+                firing = (medians > 0) & (values[finite] > k * medians)
+            fired[finite[firing]] = True
+            baselines[finite] = medians
+            for start in _runs(fired):
+                layer, tensor = _subject(trends, row)
+                hits.append(RuleHit(
+                    "exploding", int(trends.steps[start]), layer, tensor, float(values[start]),
+                    float(baselines[start]),
+                    f"{SERIES_TITLES[series]} {values[start]:.4g} > {k:g} x the median "
+                    f"{baselines[start]:.4g} of its previous {int(window)} values"))
+    return hits
+
+
+def vanishing(reader: DumpReader, trends: Trends, n: int, relu: float) -> list[RuleHit]:
+    hits = []
+    gradient = trends.series["gradient_norm"]
+    for row in range(gradient.shape[0]):
+        layer, tensor = _subject(trends, row)
+        zero = trends.zero_gradients[row]
+        for start in _runs(zero):
+            end = start
+            while end + 1 < zero.size and zero[end + 1]:
+                end += 1
+            if end - start + 1 < n:
+                continue
+            before = gradient[row, :start]
+            nonzero = before[np.isfinite(before) & (before > 0)]
+            baseline = float(nonzero[-1]) if nonzero.size else None
+            at = start + n - 1
+            hits.append(RuleHit("vanishing", int(trends.steps[at]), layer, tensor, 0.0,
+                                baseline, f"every gradient value exactly 0 for "
+                                f"{end - start + 1} steps from step {trends.steps[start]}"))
+        share = trends.relu_zero_share[row]
+        dead = np.nan_to_num(share, nan=0.0) >= relu
+        for start in _runs(dead):
+            end = start
+            while end + 1 < dead.size and dead[end + 1]:
+                end += 1
+            if end - start + 1 < n:
+                continue
+            at = start + n - 1
+            hits.append(RuleHit("vanishing", int(trends.steps[at]), layer, tensor,
+                                float(share[at]), None,
+                                f"{share[at]:.0%} of the ReLU outputs exactly 0 for "
+                                f"{end - start + 1} steps (dead units)"))
+    return hits
+
+
+def float16_headroom(reader: DumpReader, trends: Trends, factor: float) -> list[RuleHit]:
+    hits = []
+    places = PlaceFinder(reader)
+    for enum in np.unique(trends.trace_dtype).tolist():
+        dtype = _DTYPE_ENUMS.get(int(enum))
+        if dtype not in ("float16", "bfloat16"):
+            continue
+        limit = DTYPE_MAX[dtype]
+        close = ((trends.trace_dtype == enum) & (trends.trace_magnitude >= limit / factor)
+                 & (trends.trace_step >= 0))
+        rows = np.flatnonzero(close)
+        if not rows.size:
+            continue
+        tps, first = np.unique(trends.trace_tp[rows], return_index=True)
+        for tp, position in zip(tps.tolist(), rows[first].tolist()):
+            op_id, slot = reader.trace_point(int(tp))
+            name, layer = f"trace point {tp}", None
+            if op_id is not None:
+                op = reader.op(op_id)
+                name = f"{op.name}:{slot}"
+                layer = places.of_op(op).layer
+            value = float(trends.trace_magnitude[position])
+            hits.append(RuleHit(
+                "float16_headroom", int(trends.steps[trends.trace_step[position]]), layer,
+                name, value, limit, f"{dtype} max |x| {value:.6g}, within {factor:g}x of "
+                f"{dtype}'s largest finite value {limit:.6g}"))
+    return hits
+
+
+def loss_scale(reader: DumpReader, trends: Trends) -> list[RuleHit]:
+    skipped = reader.harm().skipped_step_numbers
+    return [RuleHit("loss_scale", int(step), None, None, float(count), None,
+                    f"the loss scaler skipped step {step} ({count} skipped so far) and "
+                    f"lowered its scale")
+            for count, step in enumerate(skipped, start=1)]
+
+
+RULES: dict[str, Callable[..., list[RuleHit]]] = {
+    "exploding": exploding, "vanishing": vanishing, "float16_headroom": float16_headroom,
+    "loss_scale": loss_scale}
+
+
+def watch(reader: DumpReader, config: dict[str, dict[str, float]] | None = None
+          ) -> WatchReport:
+    """Every rule's hits over the run, in step order (ties: `RULES`' order), the first
+    anomaly and its lead on the first harmful alert."""
+    config = config or parse_rule_specs(None)
+    trends = reader.trends()
+    hits: list[RuleHit] = []
+    for name, rule in RULES.items():
+        hits.extend(rule(reader, trends, **config[name]))
+    order = list(RULES)
+    hits.sort(key=lambda h: (h.step, order.index(h.rule)))
+    first = hits[0] if hits else None
+    alert = reader.first_alert()
+    harmful = None
+    if alert is not None:
+        steps = reader.steps()
+        harmful = steps.of_execution(alert.step) if steps.has_steps else alert.step
+    lead = harmful - first.step if first is not None and harmful is not None else None
+    return WatchReport(tuple(hits), first, lead, harmful)

@@ -1,0 +1,118 @@
+"""Keras fits whose trends announce (or do not announce) trouble, in FULL_STATS, for the
+watch rules and the Trends view. Each case is dumped as its own run in one process.
+
+``python trends.py LOGDIR [CASE ...]`` writes ``LOGDIR/<case>`` for each case (all by
+default), and ``LOGDIR/facts.json``: what each case did that the tests check the dump
+against (the step from which the learning rate was raised, the rates).
+
+- ``lr_raised``: SGD at a sane learning rate, raised a thousandfold from step
+  `RAISE_STEP` on: the gradients grow for a few steps, then the loss goes NaN.
+- ``dead_relu``: a ReLU layer whose bias is so negative that no unit ever fires: its
+  gradients are exact zeros every step.
+- ``float16_headroom``: under ``mixed_float16``, activations near 40,000, within 2x of
+  float16's largest finite value (65,504).
+- ``healthy``: a small float32 fit that trains as it should.
+- ``dead_relu_health``: ``dead_relu`` in FULL_HEALTH.
+"""
+import json
+import sys
+
+import keras
+import numpy as np
+
+import instrument
+
+STEPS = 16
+RAISE_STEP = 6
+RAISED_RATE = 20.0
+
+
+def _data(steps: int, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(steps * 8, 4)).astype("float32")
+    y = (x.sum(axis=1, keepdims=True) * scale).astype("float32")
+    return x, y
+
+
+class _RaiseRate(keras.callbacks.Callback):
+    def on_train_batch_begin(self, batch, logs=None):
+        if batch == RAISE_STEP:
+            self.model.optimizer.learning_rate.assign(RAISED_RATE)
+
+
+def lr_raised() -> dict:
+    """Sane for `RAISE_STEP` steps, then a learning rate far too high."""
+    keras.utils.set_random_seed(1)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="tanh"),
+                              keras.layers.Dense(8), keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse")
+    x, y = _data(STEPS)
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False,
+              callbacks=[_RaiseRate()])
+    return {"raise_step": RAISE_STEP, "rate": 0.01, "raised_rate": RAISED_RATE}
+
+
+def dead_relu() -> dict:
+    """The first layer's units never fire: its gradients are exact zeros."""
+    keras.utils.set_random_seed(1)
+    model = keras.Sequential([
+        keras.Input((4,)),
+        keras.layers.Dense(8, activation="relu", name="dead",
+                           bias_initializer=keras.initializers.Constant(-100.0)),
+        keras.layers.Dense(1, name="out")])
+    model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse")
+    x, y = _data(8)
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
+    return {}
+
+
+def float16_headroom() -> dict:
+    """mixed_float16, a layer whose outputs reach about 40,000 of float16's 65,504."""
+    keras.utils.set_random_seed(1)
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        model = keras.Sequential([
+            keras.Input((4,)),
+            keras.layers.Dense(8, name="big", use_bias=False,
+                               kernel_initializer=keras.initializers.Constant(5000.0)),
+            keras.layers.Dense(1, name="out", dtype="float32")])
+        model.compile(optimizer=keras.optimizers.SGD(0.0), loss="mse")
+        x = np.full((8 * 8, 4), 2.0, dtype="float32")
+        y = np.zeros((8 * 8, 1), dtype="float32")
+        model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    return {"kernel": 5000.0, "input": 2.0, "inputs": 4}
+
+
+def healthy() -> dict:
+    """A float32 fit at a sane learning rate."""
+    keras.utils.set_random_seed(1)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"),
+                              keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse")
+    x, y = _data(STEPS)
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
+    return {}
+
+
+CASES = {f.__name__: f for f in (lr_raised, dead_relu, float16_headroom, healthy)}
+# The dead ReLUs again in FULL_HEALTH: exact zeros are counted, no norm is known.
+CASES["dead_relu_health"] = dead_relu
+MODES = {"dead_relu_health": "FULL_HEALTH"}
+
+
+def main(logdir: str, names: list[str]) -> None:
+    facts = {}
+    for name in names or CASES:
+        instrument.enable_dump_debug_info(f"{logdir}/{name}",
+                                          tensor_debug_mode=MODES.get(name, "FULL_STATS"),
+                                          circular_buffer_size=-1)
+        facts[name] = CASES[name]()
+        instrument.disable_dump_debug_info()
+    with open(f"{logdir}/facts.json", "w") as out:
+        json.dump(facts, out)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2:])
