@@ -15,7 +15,9 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from instrument.non_finite import NonFiniteError
 from reader import format as fmt
+from reader import storage
 
 _lock = threading.Lock()
 _active: _Enabled | None = None
@@ -62,7 +64,9 @@ def enable_dump_debug_info(
     arguments does nothing; the run is closed at exit or by `disable_dump_debug_info`.
 
     Args:
-        logdir: Directory that holds runs; created if missing.
+        logdir: Directory that holds runs; created if missing. Or an fsspec URL
+            (``s3://bucket/logdir``, ``gs://...``: needs ``tfdbg-tui[s3]`` or
+            ``[gcs]``), written as closed part objects (docs/format.md).
         tensor_debug_mode: What is recorded of each tensor: ``NO_TENSOR`` (only that
             it was computed), ``CURT_HEALTH``, ``CONCISE_HEALTH``, ``FULL_HEALTH``,
             ``SHAPE`` (numeric summaries), ``FULL_STATS`` (FULL_HEALTH's counts plus
@@ -126,7 +130,8 @@ def enable_dump_debug_info(
         except re.error as error:
             raise ValueError(f"op_regex {op_regex!r} is not a valid regular expression: "
                              f"{error}") from error
-    logdir_path = os.path.abspath(os.fspath(logdir))
+    logdir_path = (os.fspath(logdir) if storage.is_url(logdir)
+                   else os.path.abspath(storage.local_path(logdir)))
     arguments = (logdir_path, tensor_debug_mode, int(circular_buffer_size), op_regex,
                  _dtypes_key(tensor_dtypes), bool(snapshot_library_sources), stop)
     with _lock:
@@ -231,9 +236,10 @@ def _start(arguments: tuple[Any, ...], tensor_dtypes: Any) -> _Enabled:
         "thread": threading.current_thread().name,
         "task": distributed_task(os.environ.get("TF_CONFIG")),
     }, circular_buffer_size=buffer_size, watch_alerts=buffer_size > 0 or bool(stop))
-    on_alert = None
+    on_alert: Callable[[NonFiniteError], None] | None = None
     if stop == "pdb":
-        from instrument.alert_pdb import stop_in_pdb as on_alert
+        from instrument.alert_pdb import stop_in_pdb
+        on_alert = stop_in_pdb
     callback = DumpingCallback(writer, mode, tensor_filter,
                                snapshot_library_sources=snapshot_library,
                                stop_on_alert=bool(stop), on_alert=on_alert)
@@ -257,6 +263,9 @@ def _start(arguments: tuple[Any, ...], tensor_dtypes: Any) -> _Enabled:
 
 
 def _check_writable(logdir: str) -> None:
+    if storage.is_url(logdir):
+        storage.store_for(logdir)  # fsspec and the scheme's implementation are there
+        return  # a bucket's credentials and existence show at the first write
     try:
         os.makedirs(logdir, exist_ok=True)
     except OSError as error:

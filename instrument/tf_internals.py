@@ -26,7 +26,7 @@ drops traces.
 | ``Operation._set_attr``, attribute ``_lower_using_switch_merge`` | a segment's summary ``cond`` kept a functional ``If``: its untaken branch (a kernel for every tensor) is not visited as dead ops each step | the ``cond`` is lowered to ``Switch``/``Merge`` as TensorFlow does by default |
 | tf.data's name for a transformation's function graph, ``Dataset_<transformation>_<function>`` (``structured_function.py``) | not tracing a tf.data function's inputs (dataset elements: Keras' ``fit`` on arrays passes the whole arrays to its map at every step) | they are traced (exact; a kernel over the whole element each call) |
 | tf.data's names ``_remote_init_func``, ``_remote_next_func``, ``_remote_finalize_func`` (``multi_device_iterator_ops.py``, ``prefetching_ops.py``) | recording, not tracing, the functions a multi-device iterator (``MirroredStrategy``'s input) or ``copy_to_device`` runs on the destination device: tf.data runs them on that device alone, where the trace queue and the call counter cannot be reached; their values are the source device's, traced there | such an iterator's call fails with "Could not find variable tfdbg_tui_calls_..." (the conformance suite's MirroredStrategy scenarios catch it) |
-| frame ``_create_placeholder_helper`` in ``capture_container.py`` (its ``tensor`` local) | telling the Placeholder that captures one of the dumper's own resources (the trace queue, the call counter, XLA trace blocks) into a function graph, so that it is not recorded as the program's op (instrument/tracing/own_resources.py) | those placeholders are recorded (named by number), as the graph's inputs |
+| frame ``FunctionCaptures._create_placeholder_helper`` in ``capture_container.py`` (its ``tensor`` local) | telling the Placeholder that captures one of the dumper's own resources (the trace queue, the call counter, XLA trace blocks) into a function graph, so that it is not recorded as the program's op (instrument/tracing/own_resources.py) | those placeholders are recorded (named by number), as the graph's inputs |
 | ``context.default_execution_mode`` | telling a TF1 program's graphs (eager execution disabled after the context started) from a TF2 program's | ``executing_eagerly_outside_functions`` alone, which says True inside a while body of such a TF1 graph |
 """
 
@@ -36,6 +36,7 @@ import logging
 import sys
 import threading
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -107,7 +108,7 @@ def _missing_batching_internals() -> str | None:
         return TRACING_MODULE
     function = getattr(module, TRACING_FUNCTION, None)
     code = getattr(function, "__code__", None)
-    if code is None or not module.__file__.endswith(TRACING_FILE):
+    if code is None or not (module.__file__ or "").endswith(TRACING_FILE):
         return f"{TRACING_MODULE}.{TRACING_FUNCTION}"
     if TRACING_GRAPH_LOCAL not in code.co_varnames or TRANSFORMS_CALL not in code.co_names:
         return f"{TRACING_FUNCTION}'s {TRACING_GRAPH_LOCAL} and its {TRANSFORMS_CALL} call"
@@ -128,7 +129,7 @@ def is_traced_by_tf_function(graph: Any) -> bool:
     """
     if not graph_batching_supported():
         return False
-    frame = sys._getframe(1)  # pylint: disable=protected-access
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         code = frame.f_code
         if code.co_name == TRACING_FUNCTION and code.co_filename.endswith(TRACING_FILE):
@@ -167,7 +168,7 @@ def is_control_flow_body(graph: Any) -> bool:
             "body_batching", _missing_body_batching_internals,
             "control-flow bodies enqueue each traced tensor"):
         return False
-    frame = sys._getframe(1)  # pylint: disable=protected-access
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         code = frame.f_code
         if code.co_name == FUNC_GRAPH_BUILDER and code.co_filename.endswith(FUNC_GRAPH_FILE):
@@ -312,8 +313,11 @@ def eager_rooted() -> bool:
 
 
 # A function graph captures an outer tensor through a Placeholder made in this
-# method (capture_container.py), with the outer tensor in its ``tensor`` local; the
-# Placeholder's op callback runs before the capture is registered in the graph.
+# method of `FunctionCaptures` (capture_container.py), with the outer tensor in its
+# ``tensor`` local; the Placeholder's op callback runs before the capture is registered
+# in the graph.
+CAPTURE_MODULE = "tensorflow.core.function.capture.capture_container"
+CAPTURE_CLASS = "FunctionCaptures"
 CAPTURE_HELPER = "_create_placeholder_helper"
 CAPTURE_HELPER_FILE = "capture_container.py"
 CAPTURE_SOURCE_LOCAL = "tensor"
@@ -321,15 +325,30 @@ CAPTURE_SOURCE_LOCAL = "tensor"
 
 def capture_source() -> Any:
     """The outer tensor whose capture is making the Placeholder being created now, or
-    None: not a capture, or TensorFlow no longer captures in `CAPTURE_HELPER`."""
-    frame = sys._getframe(1)  # pylint: disable=protected-access
+    None: not a capture (a function's own resource argument), or TensorFlow no longer
+    captures in `CAPTURE_HELPER` (said once, checked once per process)."""
+    if not _internals_present("capture_source", _missing_capture_helper,
+                              "the placeholders of the dumper's own captures are recorded"):
+        return None
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         code = frame.f_code
         if code.co_name == CAPTURE_HELPER and code.co_filename.endswith(CAPTURE_HELPER_FILE):
             return frame.f_locals.get(CAPTURE_SOURCE_LOCAL)
         frame = frame.f_back
-    debug_once("capture_source", "tfdbg-tui: the frame of a capture was not found; the "
-               "placeholders of the dumper's own captures are recorded")
+    return None
+
+
+def _missing_capture_helper() -> str | None:
+    try:
+        module = __import__(CAPTURE_MODULE, fromlist=["_"])
+    except ImportError:
+        return CAPTURE_MODULE
+    helper = getattr(getattr(module, CAPTURE_CLASS, None), CAPTURE_HELPER, None)
+    code = getattr(helper, "__code__", None)
+    if (code is None or CAPTURE_SOURCE_LOCAL not in code.co_varnames
+            or not code.co_filename.endswith(CAPTURE_HELPER_FILE)):
+        return f"{CAPTURE_CLASS}.{CAPTURE_HELPER} (its {CAPTURE_SOURCE_LOCAL} argument)"
     return None
 
 

@@ -28,7 +28,9 @@ FORMAT_NAME = "tfdbg-tui-dump"
 # 2.2: FULL_HEALTH summaries carry the largest magnitude of a finite tensor's elements
 # (`MAGNITUDE_COLUMN`), stored beside the rows (`m`) so that a 2.0 or 2.1 reader, which
 # ignores the key, still reads the rows.
-FORMAT_VERSION = (2, 2)
+# 2.3: on an object store (s3://, gs://) a segment is written as consecutive part
+# objects (`part_filename`), each closed at a flush; a 2.2 reader finds no run there.
+FORMAT_VERSION = (2, 3)
 
 FILE_SUFFIX = ".tfdbg"
 
@@ -72,6 +74,24 @@ def parse_segment_filename(name: str) -> tuple[str, int] | None:
     if stream not in STREAMS or len(number) != 6 or not number.isdigit():
         return None
     return stream, int(number)
+
+
+def part_filename(stream: str, segment: int, part: int) -> str:
+    """Name of one part object of a segment on an object store (since 2.2), e.g.
+    ``graph_traces.000003.000017.tfdbg``: the segment's bytes are its parts' bytes,
+    in part order."""
+    return f"{stream}.{segment:06d}.{part:06d}{FILE_SUFFIX}"
+
+
+def parse_part_filename(name: str) -> tuple[str, int, int] | None:
+    """Inverse of `part_filename`; None for a name that is not a part."""
+    if not name.endswith(FILE_SUFFIX):
+        return None
+    stem, _, part = name[: -len(FILE_SUFFIX)].rpartition(".")
+    parsed = parse_segment_filename(stem + FILE_SUFFIX)
+    if parsed is None or len(part) < 6 or not part.isdigit():
+        return None
+    return parsed[0], parsed[1], int(part)
 
 
 # The runtime names of an eager call of a tf.function: `__inference_<name>_<n>`, or

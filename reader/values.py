@@ -96,7 +96,8 @@ def _decompress(codec: str, data: bytes, size: int, itemsize: int) -> bytes:
 
 
 def summary_row(value: Any, problems: list[str] | None = None) -> np.ndarray:
-    """One FULL_HEALTH-layout row for a stored value; all zeros when undecodable.
+    """One FULL_HEALTH-layout row for a stored value; zero counts (and no magnitude)
+    when undecodable.
 
     Columns: dtype, rank, size, neg_inf, pos_inf, nan, neg, zero, pos, max_abs (NaN
     unless every element is finite, `fmt.MAGNITUDE_COLUMN`). Never raises:

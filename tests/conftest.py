@@ -27,6 +27,19 @@ TF_FIXTURES = frozenset({
 })
 
 
+def pytest_ignore_collect(collection_path, config):
+    """Under a marker expression that leaves the `tf` tier out (`-m "not tf"`, also with
+    `and` terms), the TensorFlow folders are not collected at all: their modules import
+    TensorFlow (seconds) only for their tests to be deselected."""
+    words = (config.option.markexpr or "").split()
+    excludes_tf = "or" not in words and any(
+        words[i:i + 2] == ["not", "tf"] for i in range(len(words) - 1))
+    if (excludes_tf and collection_path.name in TF_FOLDERS and collection_path.is_dir()
+            and str(collection_path.parent) == os.path.join(REPO, "tests")):
+        return True
+    return None
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark the tests that need TensorFlow `tf` (`-m "not tf"` runs without it; a few
     tests carry the mark themselves), and leave the benchmarks out unless the marker

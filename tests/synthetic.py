@@ -51,13 +51,18 @@ def segment_path(run_path: str, stream: str, segment: int = 0) -> str:
 
 def make_run(logdir, *, mode: str = fmt.FULL_HEALTH, circular_buffer_size: int = 0,
              run_id: str | None = None, start_time: float | None = None,
-             legacy: bool = False) -> SyntheticRun:
+             legacy: bool = False, task: dict | None = None,
+             flush_interval_s: float | None = None) -> SyntheticRun:
     """A run with definitions (files, frames, stacks, one graph of three ops), no events.
 
     ``legacy``: the files say format 1.2, for executions added with
-    `add_legacy_execution` (the way a 1.x writer wrote them).
+    `add_legacy_execution` (the way a 1.x writer wrote them). ``task``: the `run`
+    record's task (a multi-worker job's). ``flush_interval_s``: the writer's
+    background flush (None: the test flushes).
     """
     info = {"tensor_debug_mode": mode, "argv": ["train.py"], "tf_version": "2.21.0"}
+    if task is not None:
+        info["task"] = task
     if run_id:
         info["run"] = run_id
     if start_time is not None:
@@ -66,7 +71,7 @@ def make_run(logdir, *, mode: str = fmt.FULL_HEALTH, circular_buffer_size: int =
     fmt.FORMAT_VERSION = (1, 2) if legacy else version
     try:
         w = DumpWriter(logdir, info, circular_buffer_size=circular_buffer_size,
-                       flush_interval_s=None)
+                       flush_interval_s=flush_interval_s)
     finally:
         fmt.FORMAT_VERSION = version
     run = SyntheticRun(writer=w, chunked=not legacy)

@@ -176,3 +176,18 @@ def test_notices_in_the_human_and_json_report(logdir, capsys):
     assert "⚠ warning: [bold]step[/] is compiled with XLA" in out
     assert "\x1b" not in out
     assert "info: circular buffer of 1,000" in out
+
+
+def test_curt_health_alerts_have_no_count_columns(logdir, capsys):
+    """CURT_HEALTH records only "has NaN or inf": the alert table gives no counts (the
+    reader's -1 for an unknown count is never printed), as the TUI's Alerts rows."""
+    run = make_run(logdir, mode=fmt.CURT_HEALTH)
+    add_step(run, [[0.0], [1.0], [1.0]])
+    run.writer.close()
+    assert main([logdir]) == EXIT_OK
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if line.startswith("kind "))
+    rows = [line for line in lines if line.startswith(("graph ", "eager "))]
+    assert len(rows) == 3 and header.split()[-1] == "graph"
+    assert not any(word in header for word in ("nan", "-inf", "+inf"))
+    assert all("-1" not in row and "?" not in row for row in rows), rows

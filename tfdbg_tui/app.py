@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 
-from textual import on
+from textual import on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from reader.errors import DumpError
 from reader.model import RunInfo
+from reader.run.run_dir import list_runs
 from tfdbg_tui.dump_watcher import POLL_INTERVAL_S
 from tfdbg_tui.exit_codes import exit_code_for
 from tfdbg_tui.screens.debugger import DebuggerScreen
@@ -120,6 +122,20 @@ class DebuggerApp(App[int]):
         self.push_screen(TrendsScreen(screen.reader))
 
     def action_pick_run(self) -> None:
+        self._list_runs()
+
+    @work(thread=True, exclusive=True, group="list-runs")
+    def _list_runs(self) -> None:
+        """List the logdir again (a job's other workers may have started since; in a
+        bucket a listing is a request, so off the event loop), then show the picker."""
+        try:
+            runs = list_runs(self.logdir)
+        except DumpError:
+            runs = self.runs  # the logdir went away: pick among the runs known
+        self.call_from_thread(self._show_picker, runs)
+
+    def _show_picker(self, runs: list[RunInfo]) -> None:
+        self.runs = list(runs)
         if len(self.runs) < 2:
             self.notify("this logdir holds one run")
             return

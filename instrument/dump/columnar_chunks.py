@@ -179,9 +179,11 @@ def put_summaries(record: dict[str, Any], rows: np.ndarray, magnitudes: bool) ->
     """Store summary rows in a chunk's record: ``sc`` and ``s``, and with ``magnitudes``
     the rows' last column (`fmt.MAGNITUDE_COLUMN`) apart, as ``m`` (docs/format.md
     section 5), so that a reader of format 2.0 or 2.1 still reads ``s``. Rows without
-    the magnitude (the mode's `fmt.SUMMARY_COLUMNS` only) are stored without ``m``."""
+    the magnitude (the mode's `fmt.SUMMARY_COLUMNS` only), or none known, are stored
+    without ``m``."""
     if magnitudes and rows.shape[1] in fmt.MAGNITUDE_ROW_WIDTHS:
-        record["m"] = np.ascontiguousarray(rows[:, -1], dtype="<f8").tobytes()
+        if not np.isnan(rows[:, -1]).all():
+            record["m"] = np.ascontiguousarray(rows[:, -1], dtype="<f8").tobytes()
         rows = rows[:, :-1]
     record["sc"] = int(rows.shape[1])
     record["s"] = np.ascontiguousarray(rows, dtype="<f8").tobytes()

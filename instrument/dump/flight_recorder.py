@@ -133,7 +133,8 @@ class FlightRecorder:
         return segment not in self.pinned[stream]
 
 
-def summaries_alert(mode: str, rows: Sequence[Sequence[float] | None] | np.ndarray | None) -> bool:
+def summaries_alert(mode: str | None,
+                    rows: Sequence[Sequence[float] | None] | np.ndarray | None) -> bool:
     """Whether summary rows (one per tensor, None for unsummarised) hold NaN or infinity."""
     if rows is None or mode not in fmt.HEALTH_MODES:
         return False

@@ -9,43 +9,25 @@ raised to the writer, which stops recording (`instrument.dump.recording_stop`).
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from typing import Any
 
 import msgpack
 
+from instrument.dump.segment_sinks import WRITE_BYTES, LocalSegment, SegmentParts
+from reader.storage import Store
+
 logger = logging.getLogger("instrument.writer")
 
-# Buffers per writev call: IOV_MAX on Linux and macOS.
-_IOV_MAX = 1024
-# Bytes per writev call, at most. Big writes cost the kernel far more per byte: the
-# page cache takes folios as large as the write (ext4's large folios, Linux 6.x), and
-# on a VM high-order pages are the ones the host reclaims, each slow to touch again.
-# Writing 400 MB into a new file on the benchmark VM (Linux 6.18, ext4) cost, in ms of
-# CPU a MB: 2.4 in 2 MB writes, 1.4 in 1 MB, 0.6 in 512 KB, 0.31 in 256 KB, 0.33 in
-# 128 KB, 0.35 in 64 KB, 0.84 in 4 KB (the calls' own cost).
-WRITE_BYTES = 256 << 10
-
-
 class RecordFile:
-    """One append-only segment file of msgpack records, buffered in memory.
+    """One append-only segment file of msgpack records, buffered in memory."""
 
-    Args:
-        path: The segment file's path.
-        header: Its first record.
-        create: Create the file now; False: at the first `flush` (a segment of a
-            circular buffer that may be dropped before then is never created).
-    """
-
-    def __init__(self, path: str, header: dict[str, Any], *, create: bool = True) -> None:
+    def __init__(self, path: str, header: dict[str, Any], store: Store | None = None) -> None:
         self.path = path
-        self._fd = -1
-        self._closed = False
-        self.created = False
-        """Whether the file exists (was created, at once or by a flush)."""
-        if create:
-            self._open()
+        self.sink: LocalSegment | SegmentParts = (
+            SegmentParts(store, path) if store is not None and store.remote
+            else LocalSegment(path))
+        self._open = True
         # Bytes of complete flushes: where a failed flush is cut back to.
         self._size = 0
         self._packer = msgpack.Packer(use_bin_type=True)
@@ -70,11 +52,6 @@ class RecordFile:
         else:
             self._deferred.append((record, encode or _keep))
             self._deferred_bytes += size_hint
-
-    def _open(self) -> None:
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND,
-                           0o644)
-        self.created = True
 
     def _add(self, packed: bytes) -> None:
         self._buf.append(packed)
@@ -104,12 +81,8 @@ class RecordFile:
         views = [memoryview(b) for b in self._buf]
         total = self._buf_bytes
         self._buf, self._buf_bytes = [], 0
-        if self._fd < 0:
-            self._open()
         try:
-            _write_all(self._fd, views)
-            if sync:
-                os.fsync(self._fd)
+            self.sink.write(views, sync)
         except OSError:
             self.cut_back()
             raise
@@ -127,13 +100,7 @@ class RecordFile:
 
     def cut_back(self) -> bool:
         """Cut the file back to its last complete flush; False when that failed too."""
-        try:
-            os.ftruncate(self._fd, self._size)
-        except OSError as error:
-            logger.debug("tfdbg-tui: cannot cut %s back after a failed write: %s",
-                         self.path, error)
-            return False
-        return True
+        return self.sink.cut_back(self._size)
 
     def discard(self) -> None:
         """Drop every buffered record."""
@@ -147,20 +114,15 @@ class RecordFile:
         Raises:
             OSError: The last flush failed (the file is closed all the same).
         """
-        if self._closed:
+        if not self._open:
             return
         try:
             if flush:
                 self.flush()
         finally:
             self.discard()
-            self._closed = True
-            fd, self._fd = self._fd, -1
-            if fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError as error:  # the data of a failed flush is already dropped
-                    logger.debug("tfdbg-tui: closing %s failed: %s", self.path, error)
+            self._open = False
+            self.sink.close()
 
 
 # Binary values at least this large are written from their own memory (`pack_pieces`).
@@ -247,26 +209,7 @@ def _header(n: int, fix: int, code16: int, code32: int) -> bytes:
     return bytes([code32]) + n.to_bytes(4, "big")
 
 
-def _write_all(fd: int, views: list[memoryview]) -> None:
-    views = [piece for view in views for piece in _slices(view)]
-    start = 0
-    while start < len(views):
-        end, size = start, 0
-        while end < len(views) and end - start < _IOV_MAX and size < WRITE_BYTES:
-            size += len(views[end])
-            end += 1
-        written = os.writev(fd, views[start:end])
-        while written and written >= len(views[start]):
-            written -= len(views[start])
-            start += 1
-        if written:
-            views[start] = views[start][written:]
-
-
-def _slices(view: memoryview) -> list[memoryview]:
-    if len(view) <= WRITE_BYTES:
-        return [view]
-    return [view[i:i + WRITE_BYTES] for i in range(0, len(view), WRITE_BYTES)]
+__all__ = ["LARGE_BINARY_BYTES", "WRITE_BYTES", "RecordFile", "pack_pieces"]
 
 
 def _keep(record: dict[str, Any]) -> None:

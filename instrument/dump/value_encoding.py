@@ -69,7 +69,7 @@ def tensor_value_record(array: np.ndarray, *, compress: bool = False,
                          for x in flat.tolist()]}
     # (Not np.ascontiguousarray: it makes a scalar one-dimensional.)
     arr = np.require(arr, dtype=arr.dtype.newbyteorder("<"), requirements="C")
-    data = arr.tobytes() if copy or compress else memoryview(arr.reshape(-1)).cast("B")
+    data = arr.tobytes() if copy or compress else arr.reshape(-1).data.cast("B")
     record = {"dtype": arr.dtype.str, "shape": list(arr.shape), "data": data}
     return encode_value(record) if compress else record
 
@@ -93,7 +93,7 @@ def encode_value(record: Any) -> Any:
     if itemsize > 1 and len(data) % itemsize == 0:
         codec = fmt.CODEC_SHUFFLE_ZLIB
         planes = np.frombuffer(data, dtype=np.uint8).reshape(-1, itemsize).T.copy()
-        content = memoryview(planes).cast("B")
+        content = planes.data.cast("B")
         blocks = [_deflate_plane(plane) for plane in planes]
     else:
         codec = fmt.CODEC_ZLIB
@@ -111,10 +111,10 @@ def _deflate_plane(plane: np.ndarray) -> bytes:
     if _worth_coding(plane):
         compressor = zlib.compressobj(1, zlib.DEFLATED, -zlib.MAX_WBITS, 9, zlib.Z_HUFFMAN_ONLY)
         # A sync flush ends the blocks with an empty stored block, byte-aligned.
-        coded = compressor.compress(plane) + compressor.flush(zlib.Z_SYNC_FLUSH)
+        coded = compressor.compress(plane.data) + compressor.flush(zlib.Z_SYNC_FLUSH)
         if len(coded) < plane.size:
             return coded
-    return _stored_blocks(memoryview(plane).cast("B"))
+    return _stored_blocks(plane.data.cast("B"))
 
 
 def _worth_coding(plane: np.ndarray) -> bool:
@@ -137,7 +137,7 @@ _C_LOG2_C = np.concatenate([[0.0], np.arange(1, PLANE_SAMPLE_BYTES + 1)
 
 def _stored_blocks(data: memoryview) -> bytes:
     """``data`` as non-final stored deflate blocks (each at most 65,535 bytes)."""
-    parts = []
+    parts: list[bytes | memoryview] = []
     for start in range(0, len(data), _MAX_STORED_BLOCK):
         chunk = data[start:start + _MAX_STORED_BLOCK]
         # Header byte: BFINAL 0, BTYPE 00 (stored), padded to the byte boundary.

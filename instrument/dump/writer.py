@@ -33,8 +33,8 @@ from instrument.dump.flight_recorder import (
     summaries_alert,
     values_alert,
 )
-from instrument.dump.record_file import RecordFile
 from instrument.dump.recording_stop import RecordingStop
+from instrument.dump.run_files import RunFiles
 from instrument.dump.value_encoding import COMPRESSION
 from reader import format as fmt
 
@@ -103,26 +103,22 @@ class DumpWriter:
         self._chunk: ExecutionChunk | None = None  # executions not yet packed
         self._traces: TraceChunk | None = None  # traces not yet packed
         self.run_id = run_info.get("run") or new_run_id()
-        self.path = os.path.join(os.fspath(logdir), self.run_id)
-        os.makedirs(self.path, exist_ok=False)
-        # Room for the `recording_stopped` notice should the disk fill up.
-        reserved = recording_stop.make_reserve(self.path)
+        self._run = RunFiles(logdir, self.run_id)
+        self.path = self._run.path
         self.circular_buffer_size = int(circular_buffer_size)
         self.mode = run_info.get("tensor_debug_mode")
         self._recorder = FlightRecorder(self.circular_buffer_size)
         self.watches_alerts = (self.circular_buffer_size > 0 if watch_alerts is None
                               else bool(watch_alerts))
-        self._files: dict[str, RecordFile] = {}
-        self._segments: dict[str, int] = {}
-        self._in_segment: dict[str, int] = {}  # executions or traces in the open segment
+        self._files = self._run.files
+        self._segments = self._run.segments
+        self._in_segment = self._run.in_segment  # executions or traces in the open segment
         # Under a circular buffer, rotation waits for the flush (`_rotate`): segments
         # closed since the last flush, with what they still buffer, and the segments on
         # disk that rotation dropped, deleted once their successors are written.
-        self._closed_segments: dict[str, list[tuple[int, RecordFile]]] = {
+        self._closed_segments: dict[str, list[tuple[int, Any]]] = {
             s: [] for s in fmt.ROTATING_STREAMS}
         self._dropped_segments: dict[str, list[int]] = {s: [] for s in fmt.ROTATING_STREAMS}
-        for stream in fmt.STREAMS:
-            self._open_segment(stream, 0)
         self._next_id = {kind: 0 for kind in (fmt.KIND_DEVICE, fmt.KIND_FILE, fmt.KIND_FRAME,
                                                fmt.KIND_STACK, fmt.KIND_GRAPH, fmt.KIND_OP)}
         self.num_executions = 0
@@ -136,7 +132,7 @@ class DumpWriter:
             "pid": os.getpid(),
             "start_time": time.time(),
             "circular_buffer_size": self.circular_buffer_size,
-            "space_reserve": reserved,
+            "space_reserve": self._run.reserved,
         }
         record.update({k: v for k, v in run_info.items() if k != "k"})
         record["run"] = self.run_id
@@ -152,20 +148,6 @@ class DumpWriter:
             self._flusher.start()
 
     # -- files -------------------------------------------------------------------------
-
-    def _open_segment(self, stream: str, segment: int, *, create: bool = True) -> None:
-        header = {
-            "k": fmt.KIND_HEADER,
-            "format": fmt.FORMAT_NAME,
-            "version": list(fmt.FORMAT_VERSION),
-            "stream": stream,
-            "run": self.run_id,
-            "segment": segment,
-        }
-        path = os.path.join(self.path, fmt.segment_filename(stream, segment))
-        self._files[stream] = RecordFile(path, header, create=create)
-        self._segments[stream] = segment
-        self._in_segment[stream] = 0
 
     @property
     def stopped(self) -> RecordingStop | None:
@@ -190,7 +172,7 @@ class DumpWriter:
             for _, file in closed:
                 file.close(flush=False)
             closed.clear()
-        recording_stop.release_reserve(self.path)
+        self._run.release_reserve()
         written = True
         try:
             self._files[fmt.STREAM_METADATA].write_now(stop.notice_record())
@@ -251,11 +233,9 @@ class DumpWriter:
         else:
             self._traces = None
         closed = self._closed_segments[stream]
-        closed.append((self._segments[stream], self._files[stream]))
-        segment = self._segments[stream] + 1
-        self._open_segment(stream, segment, create=False)
+        closed.append((self._segments[stream], self._run.open_next_later(stream)))
         # Keep the segment just filled (at least N records) and the new one.
-        stale = segment - 2
+        stale = self._segments[stream] - 2
         if stale < 0 or not self._recorder.may_delete(stream, stale):
             return
         for position, (number, file) in enumerate(closed):
@@ -267,23 +247,21 @@ class DumpWriter:
 
     def _write_segments(self, stream: str, *, sync: bool) -> None:
         """Flush a rotating stream: the segments closed since the last flush, then the
-        open one, then delete the segments rotation dropped (their successors are on
-        disk first, so the latest N records are there at every moment).
+        open one, then delete the segments rotation dropped (their successors are
+        written first, so the latest N records are on disk at every moment).
 
         Raises:
             OSError: A write or a deletion failed.
         """
         closed = self._closed_segments[stream]
         while closed:
-            _, file = closed[0]
-            file.close()
+            number, file = closed[0]
+            self._run.close_segment(stream, number, file)
             del closed[0]
         self._files[stream].flush(sync=sync)
         dropped = self._dropped_segments[stream]
         while dropped:
-            path = os.path.join(self.path, fmt.segment_filename(stream, dropped[0]))
-            if os.path.exists(path):
-                os.remove(path)
+            self._run.delete_segment(stream, dropped[0])
             del dropped[0]
 
     def _append(self, stream: str, record: dict[str, Any], *,
@@ -358,7 +336,7 @@ class DumpWriter:
             for stream in fmt.STREAMS:
                 self._files[stream].close(flush=False)
             self._closed = True
-            recording_stop.release_reserve(self.path)
+            self._run.release_reserve()
         self._stop.set()
 
     # -- definitions -------------------------------------------------------------------
@@ -388,9 +366,9 @@ class DumpWriter:
         if span is not None:
             record.update(col=span[0], end_line=span[1], end_col=span[2])
         with self._lock:
-            record["id"] = self._allocate(fmt.KIND_FRAME)
+            record["id"] = ident = self._allocate(fmt.KIND_FRAME)
             self._append(fmt.STREAM_STACKS, record)
-            return record["id"]
+            return ident
 
     def add_stack(self, frame_ids: Sequence[int]) -> int:
         """Define a stack: frame ids from the outermost call to the innermost."""

@@ -42,9 +42,14 @@ def format_rows(mode: str, raw: np.ndarray) -> np.ndarray:
         s, a, size = raw[sign_sums, 8], raw[sign_sums, 9], raw[sign_sums, 4]
         out[sign_sums, 6:9] = np.stack([(a - s) / 2, size - a, (a + s) / 2], axis=1)
     if mode == fmt.FULL_HEALTH:
-        # The magnitude (raw column 11), kept only for a finite tensor with elements.
+        # The magnitude: raw column 11, or FORM_V1's min and max (`summary_ops`), kept
+        # only for a finite tensor with elements.
         with np.errstate(invalid="ignore"):
             magnitude = np.abs(raw[:, 11])
+            v1 = raw[:, 1] == FORM_V1
+            if v1.any():
+                out[v1, :9] = raw[v1][:, [2 + c for c in _V1_ORDER[:9]]]
+                magnitude[v1] = np.maximum(np.abs(raw[v1, 10]), magnitude[v1])
             keep = (out[:, 3] == 0) & (out[:, 4] == 0) & (out[:, 5] == 0) & (out[:, 2] > 0) \
                 & np.isfinite(magnitude)
         out[:, 9] = np.where(keep, magnitude, np.nan)

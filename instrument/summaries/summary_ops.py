@@ -38,6 +38,7 @@ import numpy as np
 from instrument import tf_internals
 from instrument.summaries import check_elision
 from instrument.summaries.host_rows import host_row
+from instrument.summaries.magnitudes import largest_magnitude
 from reader import format as fmt
 
 # DebugNumericSummaryV2's `tensor_debug_mode` attribute: TensorFlow's enum.
@@ -53,8 +54,12 @@ TENSOR_DEBUG_MODE_ENUM = fmt.TF_TENSOR_DEBUG_MODE_ENUM
 #   zero = size - A, pos = (A + S) / 2.
 # FORM_V1 (FULL_STATS only): DebugNumericSummary's first 14 columns: initialized,
 #   size, nan, neg_inf, neg, zero, pos, pos_inf, min, max, mean, variance, dtype, rank.
-# A FULL_HEALTH raw row ends with one more column, whose magnitude is the largest |x|
-# of the tensor's elements (`TensorSummary.magnitude`; the format's `max_abs`).
+# FULL_HEALTH raw rows are as wide as FULL_STATS' and carry the tensor's magnitude, the
+# format's `max_abs`: FORM_V1 rows (a small tensor on a CPU, by DebugNumericSummary in
+# one op, whose min and max give it) or FORM_COUNTS and FORM_SIGN_SUMS rows with the
+# largest |x| in column 11 (NaN on the stock route, where it would cost a pass over a
+# large tensor: a third more FULL_HEALTH overhead on a convolutional fit), then four
+# unused zeros.
 FORM_COUNTS = -1.0
 FORM_SIGN_SUMS = 1.0
 FORM_V1 = 2.0
@@ -62,7 +67,7 @@ FORM_V1 = 2.0
 RAW_WIDTH = {
     fmt.CURT_HEALTH: 2,
     fmt.CONCISE_HEALTH: 5,
-    fmt.FULL_HEALTH: 12,
+    fmt.FULL_HEALTH: 16,
     fmt.FULL_STATS: 16,
     fmt.SHAPE: 10,
 }
@@ -112,11 +117,6 @@ class TensorSummary:
         pooled: With ``check``: the check is the sum of a small tensor's elements
             (at most `POOLED_CHECK_MAX_ELEMENTS`, known when the graph is built), which
             a batch may take together with the other small ones' (`pooled_checks`).
-        magnitude: FULL_HEALTH: a float64 scalar whose absolute value is the largest
-            |x| of the tensor (`largest_magnitude`), the row's last raw column, which
-            `stack_summaries` appends after ``row`` (and after ``exact``'s row); NaN
-            for a tensor on the stock route (large, on a CPU), where it would cost a
-            pass over the elements.
     """
 
     row: Any
@@ -126,7 +126,6 @@ class TensorSummary:
     tensor: Any = None
     cheap_kernel: bool = False
     pooled: bool = False
-    magnitude: Any = None
 
 
 def tensor_summary(mode: str, tensor: Any, trace_point: int, *,
@@ -157,21 +156,11 @@ def tensor_summary(mode: str, tensor: Any, trace_point: int, *,
             return TensorSummary(_const(row), after=tensor.op)
         constant = _constant_row(mode, tensor, trace_point)
         if constant is not None:
-            if mode in fmt.MAGNITUDE_MODES:
-                return TensorSummary(_const(constant[:-1]), after=tensor.op,
-                                     magnitude=_const(constant[-1]))
             return TensorSummary(_const(constant), after=tensor.op)
-        magnitude = None
-        if mode in fmt.MAGNITUDE_MODES:
-            # A large tensor on a CPU would pay a pass of its own over its elements for
-            # its magnitude (about as much as its stock row: a third more FULL_HEALTH
-            # overhead on a convolutional fit): it has none.
-            magnitude = _const(float("nan")) if _stock_route(tensor) \
-                else largest_magnitude(tensor)
         batched_stock = batched and mode in BATCHED_STOCK_MODES and not _on_gpu(tensor)
         cheap_kernel = mode == fmt.CURT_HEALTH or not _stock_route(tensor)
         if not batched_stock and cheap_kernel:
-            return TensorSummary(exact(tensor), magnitude=magnitude)
+            return TensorSummary(exact(tensor))
         row, total = _finite_row(mode, tensor, trace_point)
         if total is None and tensor.shape.rank == 0:
             # A scalar is its own check: a reduce_sum of it adds a Rank, a Range and a
@@ -189,20 +178,7 @@ def tensor_summary(mode: str, tensor: Any, trace_point: int, *,
         pooled = (total is None and tensor.shape.rank != 0 and size is not None
                   and 0 < size <= POOLED_CHECK_MAX_ELEMENTS)
         return TensorSummary(row, check, exact, tensor=tensor, cheap_kernel=cheap_kernel,
-                             pooled=pooled, magnitude=magnitude)
-
-
-def largest_magnitude(tensor: Any) -> Any:
-    """A float64 scalar whose absolute value is the largest |x| of ``tensor``'s elements
-    (exact: every float dtype converts to float64 exactly). A scalar is its own: the
-    host takes the absolute value (`instrument.summaries.format_rows`), which spares a
-    reduction's ops. Not finite when an element is not, or when the tensor is empty
-    (the maximum of no elements is -inf): the row then keeps no magnitude."""
-    from tensorflow.python.ops import math_ops
-
-    if tensor.shape.rank == 0:
-        return _f64(tensor)
-    return _f64(math_ops.reduce_max(math_ops.abs(tensor)))
+                             pooled=pooled)
 
 
 def shape_row(dtype: float, shape: list[int]) -> list[float]:
@@ -230,8 +206,7 @@ def stack_summaries(summaries: list[TensorSummary]) -> Any:
     with ops.name_scope("tfdbg_tui_summaries"):
         stock = [s for s in summaries if s.check is not None]
         if stock and len(stock) < MIN_STOCK_ROWS and all(s.cheap_kernel for s in stock):
-            summaries = [s if s.check is None else TensorSummary(_kernel_row(s),
-                                                                 magnitude=s.magnitude)
+            summaries = [s if s.check is None else TensorSummary(_kernel_row(s))
                          for s in summaries]
         covered = check_elision.covered_checks(
             [s.tensor if s.check is not None else None for s in summaries])
@@ -244,12 +219,12 @@ def stack_summaries(summaries: list[TensorSummary]) -> Any:
                 if s.check is not None and not is_covered]
         checks = pooled_checks([s for s in kept if s.pooled])
         for summary in kept:
-            if not summary.pooled:
+            if not summary.pooled and summary.check is not None:
                 # Where the tensor was placed: the check is built after its graph.
                 with ops.device(summary.tensor.device or ""):
                     checks.append(summary.check())
         if not checks:
-            return _with_magnitudes(rows, summaries)
+            return rows
         # One stack per dtype of the sums (float32, float64): no op per tensor.
         by_dtype: dict[Any, list[Any]] = {}
         for check in checks:
@@ -281,26 +256,7 @@ def stack_summaries(summaries: list[TensorSummary]) -> Any:
             # it read are updated after it, in place, rather than copied.
             if if_op is not None:
                 tf_internals.defer_variable_writes(if_op, list(if_op.inputs))
-        return _with_magnitudes(rows, summaries)
-
-
-def with_magnitude(summary: TensorSummary) -> Any:
-    """One summary's final row (no ``check``): its row, then its magnitude if it has one."""
-    if summary.magnitude is None:
-        return summary.row
-    from tensorflow.python.ops import array_ops
-
-    return array_ops.concat([summary.row, array_ops.reshape(summary.magnitude, [1])], 0)
-
-
-def _with_magnitudes(rows: Any, summaries: list[TensorSummary]) -> Any:
-    """``rows`` with the summaries' magnitudes as a last column, when they have them."""
-    if not summaries or summaries[0].magnitude is None:
         return rows
-    from tensorflow.python.ops import array_ops, array_ops_stack
-
-    magnitudes = array_ops_stack.stack([s.magnitude for s in summaries], name="magnitudes")
-    return array_ops.concat([rows, array_ops.expand_dims(magnitudes, 1)], 1)
 
 
 def pooled_checks(summaries: list[TensorSummary]) -> list[Any]:
@@ -312,7 +268,7 @@ def pooled_checks(summaries: list[TensorSummary]) -> list[Any]:
     from tensorflow.python.ops import array_ops, math_ops
 
     if len(summaries) < 2:
-        return [s.check() for s in summaries]
+        return [s.check() for s in summaries if s.check is not None]
     groups: dict[tuple[str, Any], list[Any]] = {}
     for summary in summaries:
         wide = _wide(summary.tensor)
@@ -332,8 +288,10 @@ def _kernel_row(summary: TensorSummary) -> Any:
     """The exact row of a stock summary's tensor, built where the tensor was placed."""
     from tensorflow.python.framework import ops
 
+    exact = summary.exact
+    assert exact is not None, "a stock summary (with `check`) has its `exact`"
     with ops.device(summary.tensor.device or ""):
-        return summary.exact(summary.tensor)
+        return exact(summary.tensor)
 
 
 def summary_row(mode: str, tensor: Any, trace_point: int) -> Any:
@@ -364,7 +322,7 @@ def _constant_row(mode: str, tensor: Any, trace_point: int) -> list[float] | Non
         return [float(trace_point)] + row
     counts = [float(trace_point), FORM_COUNTS] + row[:9]
     if mode == fmt.FULL_HEALTH:
-        return counts + row[9:]  # its magnitude
+        return counts + row[9:] + [0.0] * 4  # its magnitude, then the unused columns
     # FULL_STATS: the raw row carries m2, the sum of squared deviations, for the std.
     low, high, mean, std = row[9:13]
     finite = row[6] + row[7] + row[8]
@@ -412,6 +370,13 @@ def _kernel(tensor: Any, mode: str, trace_point: int) -> Any:
 
 def exact_row(mode: str, tensor: Any, trace_point: int) -> Any:
     """The row by the fused kernels (a health mode or SHAPE)."""
+    if mode == fmt.FULL_HEALTH:
+        if _on_gpu(tensor):
+            from tensorflow.python.ops import array_ops
+
+            return _concat([_kernel(tensor, mode, trace_point), array_ops.reshape(
+                largest_magnitude(tensor), [1]), _const([0.0] * 4)])
+        return _v1_row(tensor, trace_point)
     if mode != fmt.FULL_STATS:
         return _kernel(tensor, mode, trace_point)
     if _on_gpu(tensor):
@@ -430,8 +395,11 @@ def _v1_row(tensor: Any, trace_point: int) -> Any:
     # `tensor_name` must parse as "op:slot"; nothing is published (no debug URLs). The
     # op has no float16 or bfloat16 kernel: those are summarised as float32, and their
     # own dtype takes the place of float32's.
-    v1 = gen_debug_ops.debug_numeric_summary(_wide(tensor), tensor_name="tfdbg_tui:0",
+    wide = _wide(tensor)
+    v1 = gen_debug_ops.debug_numeric_summary(wide, tensor_name="tfdbg_tui:0",
                                              name="tfdbg_tui_stats")
+    if wide is tensor:  # its own dtype column is right (its shape follows: cut)
+        return _concat([_const([float(trace_point), FORM_V1]), v1[:14]])
     return _concat([_const([float(trace_point), FORM_V1]), v1[:12], _const([dtype]),
                     v1[13:14]])
 
@@ -462,6 +430,8 @@ def _finite_row(mode: str, tensor: Any, trace_point: int) -> tuple[Any, Any]:
     columns = [_const([float(trace_point), FORM_SIGN_SUMS,
                        float(tensor.dtype.as_datatype_enum)]), rank, size,
                _const([0.0, 0.0, 0.0]), sums, _const([0.0])]
+    if mode == fmt.FULL_HEALTH:
+        columns.append(_const([float("nan")] + [0.0] * 4))  # no magnitude
     total = None
     if mode == fmt.FULL_STATS:
         total = math_ops.reduce_sum(_f64(x))
@@ -543,8 +513,8 @@ def xla_row(mode: str, tensor: Any, trace_point: int) -> Any:
     columns += [_const([0.0]), dtype, rank, size, counts]
     if mode == fmt.FULL_STATS:
         columns.append(_finite_stats(tensor, counts[3] + counts[4] + counts[5]))
-    if mode in fmt.MAGNITUDE_MODES:
-        columns.append(array_ops.reshape(largest_magnitude(tensor), [1]))
+    if mode == fmt.FULL_HEALTH:
+        columns += [array_ops.reshape(largest_magnitude(tensor), [1]), _const([0.0] * 4)]
     return _concat(columns)
 
 

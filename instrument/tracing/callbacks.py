@@ -7,6 +7,7 @@ outputs, and after every op created while a graph is built, with symbolic output
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from collections.abc import Callable
@@ -119,12 +120,14 @@ class DumpingCallback:
         self.notices = NoticeBoard(writer)
         self.tf1 = Tf1Traces(self.host_traces, self.notices)
         self.enabling_thread = threading.current_thread()
+        self.own = OwnResources(self.trace_queue.handles if self.trace_queue is not None
+                                else ())
         # Tensors inside XLA-compiled graphs (instrument/tracing/xla_traces.py).
-        self.xla_pool = (xla_traces.XlaTracePool(mode, self.trace_queue)
+        self.xla_pool = (xla_traces.XlaTracePool(mode, self.trace_queue,
+                                                 on_block=self.own.add)
                          if self.trace_queue is not None and xla_traces.supports(mode)
                          else None)
         self._calls_seen = False
-        self.own = OwnResources(self._own_handles)
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -140,12 +143,13 @@ class DumpingCallback:
                     source.retire()
         self.writer.close()
 
-    def _own_handles(self) -> list[Any]:
-        handles = list(self.trace_queue.handles) if self.trace_queue is not None else []
-        return handles + (self.xla_pool.handles if self.xla_pool is not None else [])
-
     def _busy(self) -> _Busy:
         return _Busy(self._guard)
+
+    def _queue(self) -> TraceQueue:
+        """The trace queue, which graphs rooted in eager execution trace into."""
+        assert self.trace_queue is not None, "the queue is made when enabled eagerly"
+        return self.trace_queue
 
     def _write_traces(self, trace_points: np.ndarray, rows: np.ndarray | None,
                       values: list[Any] | None, ordinals: np.ndarray | None,
@@ -237,9 +241,9 @@ class DumpingCallback:
             return batch if batch is not None and not batch.finished else None
         batch = None
         if is_traced_by_tf_function(graph):
-            batch = GraphBatch(graph, self.trace_queue)
+            batch = GraphBatch(graph, self._queue())
         elif tf_internals.is_control_flow_body(graph):
-            batch = GraphBatch(graph, self.trace_queue, body=True)
+            batch = GraphBatch(graph, self._queue(), body=True)
         self._batches[graph] = batch
         return batch
 
@@ -300,8 +304,9 @@ class DumpingCallback:
                 values = [tensor_value_record(t.numpy()) if self._traced(op_type, t.dtype)
                           else None for t in outputs]
             device_ids = [self._device_id(t.device) for t in outputs]
-            record = dict(
-                op_type=op_type, graph_id=graph_id,
+            # The record, written below (checked against `add_execution`'s arguments).
+            add_execution = functools.partial(
+                self.writer.add_execution, op_type=op_type, graph_id=graph_id,
                 input_ids=[tf_internals.tensor_id(t)
                            for t in (self.own.program_inputs(inputs) if is_call else inputs)],
                 output_ids=[tf_internals.tensor_id(t) for t in outputs],
@@ -314,14 +319,14 @@ class DumpingCallback:
                 # The call's traces carry its ordinal; map it to the call's index. The
                 # queue's lock keeps a concurrent drain from seeing one without the other.
                 with self.trace_queue.lock:
-                    index = self.writer.add_execution(**record)
+                    index = add_execution()
                     ordinal = len(self._call_executions)
                     self._call_executions.append(index)
                     self.trace_queue.call_finished()
                 if self.xla_pool is not None and len(self.xla_pool):
-                    self._collect_xla_traces(ordinal, index)
+                    self._collect_xla_traces(self.xla_pool, ordinal, index)
             else:
-                self.writer.add_execution(**record)
+                add_execution()
             if self._stop_on_alert:
                 self._stop_if_alerted(is_call)
 
@@ -359,9 +364,10 @@ class DumpingCallback:
                 "recorded, the tensors inside are not; enable before its first call",
                 function=function_name, runtime_name=op_type)
 
-    def _collect_xla_traces(self, ordinal: int, index: int) -> None:
+    def _collect_xla_traces(self, pool: xla_traces.XlaTracePool, ordinal: int,
+                            index: int) -> None:
         """Write the traces XLA-compiled code left in the pool during call ``index``."""
-        collected = self.xla_pool.collect(ordinal)
+        collected = pool.collect(ordinal)
         if collected is not None:
             trace_points, rows = collected
             self.writer.add_traces(trace_points, summaries=rows, step=index)
@@ -420,7 +426,7 @@ class DumpingCallback:
         dataset_input = op_type in PLACEHOLDER_OPS and tf_internals.is_dataset_function(graph)
         # Graphs that tf.data runs on another device than our queue's: recorded only.
         remote = tf_internals.is_remote_dataset_function(graph)
-        traced_slots = []
+        traced_slots: list[int] = []
         if not elsewhere and not dataset_input and not remote \
                 and op_type not in UNTRACED_OPS and self._filter.op_matches(op_type):
             traced_slots = [slot for slot, t in enumerate(outputs)
@@ -428,11 +434,13 @@ class DumpingCallback:
         if in_xla and (not self._xla_traceable(graph, eager_rooted, bool(traced_slots))
                        or xla_traces.in_while_condition(graph)):
             traced_slots = []
-        trace_points: list[int | None] = [None] * len(outputs)
+        # slot -> trace point, for the traced slots.
+        points: dict[int, int] = {}
         with self._lock:
             for slot in traced_slots:
-                trace_points[slot] = self._next_trace_point
+                points[slot] = self._next_trace_point
                 self._next_trace_point += 1
+        trace_points = [points.get(slot) for slot in range(len(outputs))]
         op = outputs[0].op if outputs else _find_op(graph, op_name)
         device = op.device if op is not None else ""
         self.writer.add_op(
@@ -453,18 +461,18 @@ class DumpingCallback:
         if not traced_slots:
             return None
         if batch is not None:
-            for slot in traced_slots:
-                batch.add(outputs[slot], trace_points[slot])
+            for slot, point in points.items():
+                batch.add(outputs[slot], point)
             return None
         if eager_rooted:
             if op_type in PLACEHOLDER_OPS:
                 pending = self._pending_inputs.setdefault(graph, [])
-                pending.extend((outputs[s], trace_points[s]) for s in traced_slots)
+                pending.extend((outputs[slot], point) for slot, point in points.items())
                 return None
-            for slot in traced_slots:
-                self._add_trace(outputs[slot], trace_points[slot])
+            for slot, point in points.items():
+                self._add_trace(outputs[slot], point)
             return None
-        return self.tf1.instrument(op_type, outputs, traced_slots, trace_points)
+        return self.tf1.instrument(op_type, outputs, points)
 
     def _trace_pending_inputs(self, graph: Any) -> None:
         pending = self._pending_inputs.pop(graph, None)
@@ -475,8 +483,10 @@ class DumpingCallback:
     def _add_trace(self, tensor: Any, trace_point: int) -> None:
         """Trace one tensor of an eager-rooted graph: through the queue, or the XLA pool."""
         if not control_flow_util.GraphOrParentsInXlaContext(tensor.graph):
-            self.trace_queue.add_trace(tensor, trace_point)
+            self._queue().add_trace(tensor, trace_point)
             return
+        # Only with a pool are XLA-compiled graphs traced (`_xla_traceable`).
+        assert self.xla_pool is not None
         with self._busy():  # the pool may create a variable: eager ops of our own
             update = self.xla_pool.add_trace(tensor, trace_point)
         if update is None:

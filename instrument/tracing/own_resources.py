@@ -13,7 +13,7 @@ dumper adds").
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from instrument import tf_internals
@@ -23,27 +23,24 @@ class OwnResources:
     """The dumper's own eager resource handles and their captures in graphs.
 
     Args:
-        handles: Returns the eager handles the dumper made so far (it may make more
-            later: XLA trace blocks are made as XLA-compiled graphs are traced).
+        handles: The eager handles the dumper made when enabled (the trace queue and
+            the call counter); those it makes later (XLA trace blocks, made as
+            XLA-compiled graphs are traced) are told with `add`.
     """
 
-    def __init__(self, handles: Callable[[], Iterable[Any]]) -> None:
-        self._handles = handles
-        self._ids: frozenset[int] = frozenset()
-        self._count = -1
+    def __init__(self, handles: Iterable[Any] = ()) -> None:
+        # Replaced, never changed in place: an eager call reads it without a lock.
+        self._ids: frozenset[int] = frozenset(tf_internals.tensor_id(h) for h in handles)
         # Per graph: the names of the tensors that capture our resources.
         self._captures: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 
-    def _eager_ids(self) -> frozenset[int]:
-        handles = list(self._handles())
-        if len(handles) != self._count:
-            self._ids = frozenset(tf_internals.tensor_id(h) for h in handles)
-            self._count = len(handles)
-        return self._ids
+    def add(self, handle: Any) -> None:
+        """One more eager handle of the dumper's own (an XLA trace block)."""
+        self._ids = self._ids | {tf_internals.tensor_id(handle)}
 
     def program_inputs(self, inputs: Iterable[Any]) -> list[Any]:
         """An eager call's inputs without the dumper's captured resources."""
-        ours = self._eager_ids()
+        ours = self._ids
         return [t for t in inputs if tf_internals.tensor_id(t) not in ours]
 
     def is_own_capture(self, graph: Any, outputs: tuple[Any, ...]) -> bool:
@@ -57,7 +54,7 @@ class OwnResources:
             return False
         source_graph = getattr(source, "graph", None)
         if source_graph is None:  # an eager tensor
-            own = tf_internals.tensor_id(source) in self._eager_ids()
+            own = tf_internals.tensor_id(source) in self._ids
         else:
             own = source.name in self._captures.get(source_graph, ())
         if own:

@@ -256,6 +256,7 @@ class StackRecorder:
         if file_id is not None:
             return file_id
         library = is_library_file(path)
+        omitted: str | None
         if library and not self._snapshot_library_sources:
             lines, omitted = None, "library"
         else:

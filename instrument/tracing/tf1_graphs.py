@@ -49,10 +49,10 @@ class Tf1Traces:
             if trace_op is not None:
                 op._add_control_input(trace_op)  # pylint: disable=protected-access
 
-    def instrument(self, op_type: str, outputs: tuple[Any, ...], traced_slots: list[int],
-                   trace_points: list[int | None]) -> list[Any] | None:
-        """Trace ``outputs[traced_slots]``; returns the replaced outputs (the op
-        callback's answer), or None to keep them."""
+    def instrument(self, op_type: str, outputs: tuple[Any, ...],
+                   trace_points: dict[int, int]) -> list[Any] | None:
+        """Trace the outputs of ``trace_points`` (slot -> trace point); returns the
+        replaced outputs (the op callback's answer), or None to keep them."""
         if op_type in PLACEHOLDER_OPS and not tf_internals.can_add_control_input():
             # Fallback: nothing could make the consumers wait for the trace.
             self._notices.once(
@@ -62,9 +62,9 @@ class Tf1Traces:
                 tensor=outputs[0].name)
             return None
         replaced = list(outputs)
-        for slot in traced_slots:
+        for slot, trace_point in trace_points.items():
             tensor = outputs[slot]
-            trace_op = self.host_traces.add_trace(tensor, trace_points[slot])
+            trace_op = self.host_traces.add_trace(tensor, trace_point)
             if op_type in PLACEHOLDER_OPS:
                 self._placeholder_traces[(id(tensor.graph), tensor.name)] = trace_op
                 continue

@@ -20,7 +20,7 @@ from typing import Any
 from instrument.notices import OWN_THREAD_PREFIX
 
 # threading.setprofile_all_threads (Python 3.12+) also reaches running threads.
-REACHES_RUNNING_THREADS = hasattr(threading, "setprofile_all_threads")
+REACHES_RUNNING_THREADS = sys.version_info >= (3, 12)
 
 
 class ThreadHook:
@@ -45,7 +45,7 @@ class ThreadHook:
         """Start registering in new threads (and running ones, on Python 3.12+)."""
         self._previous = threading.getprofile()
         self._active = True
-        if REACHES_RUNNING_THREADS:
+        if sys.version_info >= (3, 12):  # REACHES_RUNNING_THREADS, as the type check reads it
             threading.setprofile_all_threads(self._first_event)
             # The calling thread needs no hook: its callback is registered.
             sys.setprofile(self._previous)

@@ -259,9 +259,7 @@ class TraceQueue:
         if self.mode in summaries.SUMMARY_MODES:
             summary = summary_ops.tensor_summary(self.mode, tensor, trace_point)
             if summary.check is None and summary.after is None:
-                # The kernel's row (RAW_WIDTH), enqueued as it is; FULL_HEALTH's with
-                # its magnitude after it.
-                block = summary_ops.with_magnitude(summary)
+                block = summary.row  # the kernel's row (RAW_WIDTH), enqueued as it is
             else:
                 block = array_ops.reshape(summary_ops.stack_summaries([summary]), [-1])
             return gen_data_flow_ops.queue_enqueue_v2(handle, [block, one, ordinal],

@@ -119,7 +119,7 @@ def unpack(components: list[np.ndarray]) -> tuple[np.ndarray, list[Any]]:
     tps, enums, ranks, dims, sizes, data, protos = components
     values = []
     all_dims = dims.tolist()
-    raw_bytes = memoryview(data).cast("B") if data.size else memoryview(b"")
+    raw_bytes = data.data.cast("B") if data.size else memoryview(b"")
     dim_at = byte_at = 0
     for enum, rank, size, proto in zip(enums.tolist(), ranks.tolist(), sizes.tolist(),
                                        protos.tolist()):

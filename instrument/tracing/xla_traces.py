@@ -24,6 +24,7 @@ import os
 import threading
 import uuid
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -49,11 +50,15 @@ class XlaTracePool:
     Args:
         mode: The tensor debug mode (`supports`).
         queue: The run's trace queue, whose call counter the rows carry.
+        on_block: Told the eager handle of each block as it is made (graphs capture
+            it; it is the dumper's own, not the program's).
     """
 
-    def __init__(self, mode: str, queue: TraceQueue) -> None:
+    def __init__(self, mode: str, queue: TraceQueue,
+                 on_block: Callable[[Any], None] = lambda handle: None) -> None:
         self.mode = mode
         self._queue = queue
+        self._on_block = on_block
         # Row width: the raw summary (its first column the trace point), then the ordinal.
         self._width = (summaries.RAW_WIDTH[mode] if mode in summaries.SUMMARY_MODES else 1) + 1
         self._lock = threading.Lock()
@@ -63,12 +68,6 @@ class XlaTracePool:
         self._slot_trace_points: list[int] = []
         self._lookups: weakref.WeakKeyDictionary[Any, dict[int, Any]] = \
             weakref.WeakKeyDictionary()
-
-    @property
-    def handles(self) -> list[Any]:
-        """The eager handles of the trace blocks made so far (graphs capture them)."""
-        with self._lock:
-            return list(self._blocks)
 
     def __len__(self) -> int:
         return len(self._slot_trace_points)
@@ -121,6 +120,7 @@ class XlaTracePool:
                                                np.float64(-1.0)))
                 self._blocks.append(handle)
                 self._block_attrs.append(attrs)
+                self._on_block(handle)
             return block, slot
 
     def _handle_in(self, graph: Any, block: int) -> Any:

@@ -14,9 +14,9 @@ The runs of a job are the runs of the logdir with its cluster id, the newest per
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
+from reader import storage
 from reader.analysis.diagnosis import COLLECTIVE_OPS
 from reader.analysis.dump_reader import DumpReader
 from reader.errors import DumpError
@@ -57,13 +57,14 @@ def first_nonfinite_workers(run: DumpReader) -> list[WorkerRun]:
     meta = run.metadata
     if meta.cluster is None:
         return []
-    logdir = os.path.dirname(run.path)
+    store = storage.store_for(run.path)
+    logdir = store.dirname(run.path)
     runs = job_runs(logdir, meta.cluster)
     if len(runs) < 2:
         return []
     found = []
     for run_id, path, task in runs:
-        if os.path.abspath(path) == run.path:
+        if store.normalize(path) == run.path:
             found.append(_worker_run(run, run_id, task))
             continue
         try:

@@ -10,7 +10,7 @@ so the map costs nothing per record.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -190,10 +190,15 @@ class Spans:
         self._empty_at = index
 
 
-class SpannedIndex:
+# The chunk an index takes from the loader: an ``execs`` chunk's columns, a ``traces``
+# record.
+Chunk = TypeVar("Chunk")
+
+
+class SpannedIndex(Generic[Chunk]):
     """The base of a run's columnar indexes (`reader.index.execution_index.ExecutionIndex`,
     `reader.index.trace_index.TraceIndex`): the mode, its summary width, and the `Spans`
-    from absolute indices to rows."""
+    from absolute indices to rows; and the methods the loaders call on either."""
 
     def __init__(self, mode: str) -> None:
         self.mode = mode
@@ -221,8 +226,16 @@ class SpannedIndex:
         """One past the last index in the columns."""
         return self.spans.end
 
-    # What the loaders call on either index. `add_chunk` is not declared here: each
-    # index takes its own kind of chunk (an ``execs`` chunk's columns, a trace record).
+    # What the loaders call on either index.
+
+    def add_chunk(self, chunk: Chunk, segment: int, start: int, end: int) -> int:
+        """Index one chunk read from ``segment`` at bytes [start, end); returns how many
+        executions or traces were new.
+
+        Raises:
+            MalformedRecordError: The chunk does not fit the format or the index.
+        """
+        raise NotImplementedError
 
     def reserve_for_bytes(self, new_bytes: int) -> None:
         """Pre-size the columns for a segment tail of ``new_bytes``, avoiding copies."""

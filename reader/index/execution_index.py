@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from reader.index.exec_scan import ExecScan
 
 
-class ExecutionIndex(SpannedIndex):
+class ExecutionIndex(SpannedIndex["ChunkColumns"]):
     """Eager executions: byte locators, op-type codes and flags, one row each.
 
     Alerting outputs are kept apart, one row per (execution, output slot), since only

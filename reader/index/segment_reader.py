@@ -18,7 +18,10 @@ import msgpack
 import numpy as np
 
 from reader import format as fmt
+from reader import storage
+from reader.byte_sources import ByteSource, LocalFile, Part, PartsSource
 from reader.errors import FormatVersionError
+from reader.storage import Store
 
 # Bytes read per `pread`. Large enough that syscalls cost nothing next to decoding,
 # small enough that indexing a 100 MB segment never holds it all in memory at once.
@@ -34,65 +37,95 @@ def _new_unpacker() -> msgpack.Unpacker:
     return msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=0)
 
 
-def list_segments(run_path: str) -> dict[str, list[int]] | None:
-    """Segment numbers present per stream, ascending; None when the run dir is gone."""
-    found: dict[str, list[int]] = {stream: [] for stream in fmt.STREAMS}
-    try:
-        with os.scandir(run_path) as entries:
-            for entry in entries:
-                parsed = fmt.parse_segment_filename(entry.name)
-                if parsed is not None:
-                    found[parsed[0]].append(parsed[1])
-    except OSError:
-        return None
-    for numbers in found.values():
-        numbers.sort()
-    return found
+def list_segments(run_path: str, store: Store | None = None
+                  ) -> dict[str, dict[int, list[Part]]] | None:
+    """The files of each segment present, per stream, segments ascending (whole files
+    or part objects, `reader.storage.list_segments`); None when the run is gone."""
+    return storage.list_segments(run_path, store)
 
 
 class GrowingFile:
     """A file read by position as a writer appends to it: opened lazily, read-only, kept
     open until `close()`, so records can still be fetched after the file is deleted.
+    Its bytes come from a `reader.storage.ByteSource`: a local file, or the part
+    objects of a segment in a bucket.
+
+    Args:
+        path: The file's path (for a segment in parts, the segment's name in its run).
+        parts: The segment's files as listed (`list_segments`); None: the local file
+            at ``path``.
+        store: Where the parts are; None: the store of ``path``.
 
     Attributes:
         path: The file's path.
         offset: End of the last complete record read: where the next read starts.
         damage: A one-line notice once the file proved unreadable; reading stops there.
-        vanished: True when the file was gone when it was to be opened.
+        vanished: True when the file was gone when it was to be opened (or, in a
+            bucket, when a part not read yet was deleted).
+        read_error: Why the last read stopped early (a network error reading a
+            bucket), or None; the next read tries again.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, parts: list[Part] | None = None,
+                 store: Store | None = None) -> None:
         self.path = path
         self.offset = 0
         self.damage: str | None = None
         self.vanished = False
-        self._fd: int | None = None
+        self.read_error: str | None = None
+        self._parts = parts
+        self._store = store
+        self._source: ByteSource | None = None
 
     @property
     def name(self) -> str:
         """The file name, for notices."""
         return os.path.basename(self.path)
 
-    def _open(self) -> int | None:
-        if self._fd is None and not self.vanished and self.damage is None:
+    def set_parts(self, parts: list[Part]) -> None:
+        """Take a newer listing of the file's parts (a segment in a bucket grows by
+        parts)."""
+        self._parts = parts
+        if isinstance(self._source, PartsSource):
+            self._source.set_parts(parts)
+
+    def _open(self) -> ByteSource | None:
+        if self._source is None and not self.vanished and self.damage is None:
             try:
-                self._fd = os.open(self.path, os.O_RDONLY)
+                if self._parts is None:
+                    self._source = LocalFile(self.path)
+                else:
+                    store = self._store or storage.store_for(self.path)
+                    self._source = store.open_parts(self._parts)
             except FileNotFoundError:
                 self.vanished = True
             except OSError as error:
-                self.damage = f"{self.name}: cannot open ({error.strerror})"
-        return self._fd
+                self.damage = f"{self.name}: cannot open ({error.strerror or error})"
+        return self._source
+
+    def _pread(self, source: ByteSource, length: int, offset: int) -> bytes | None:
+        """``source.pread``; None when it failed (`vanished` or `read_error` say why)."""
+        try:
+            data = source.pread(length, offset)
+        except FileNotFoundError:
+            self.vanished = True
+            return None
+        except OSError as error:
+            self.read_error = f"{self.name}: cannot read ({error.strerror or error})"
+            return None
+        self.read_error = None
+        return data
 
     def close(self) -> None:
         """Close the file; records can no longer be fetched by offset."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        if self._source is not None:
+            self._source.close()
+            self._source = None
 
     def size(self) -> int:
         """The file's current size in bytes (0 when it cannot be opened)."""
-        fd = self._open()
-        return os.fstat(fd).st_size if fd is not None else 0
+        source = self._open()
+        return source.size() if source is not None else 0
 
 
 class SegmentReader(GrowingFile):
@@ -111,20 +144,21 @@ class SegmentReader(GrowingFile):
         vanished: True when the file was gone when it was to be opened.
     """
 
-    def __init__(self, path: str, stream: str, segment: int) -> None:
-        super().__init__(path)
+    def __init__(self, path: str, stream: str, segment: int,
+                 parts: list[Part] | None = None, store: Store | None = None) -> None:
+        super().__init__(path, parts, store)
         self.stream = stream
         self.segment = segment
         self.header: dict[str, Any] | None = None
 
-    def _open_undamaged(self) -> tuple[int, int] | None:
-        """``(fd, size)`` of a file still worth reading; None once damaged or gone."""
+    def _open_undamaged(self) -> tuple[ByteSource, int] | None:
+        """``(source, size)`` of a file still worth reading; None once damaged or gone."""
         if self.damage is not None:
             return None
-        fd = self._open()
-        if fd is None:
+        source = self._open()
+        if source is None:
             return None
-        return fd, os.fstat(fd).st_size
+        return source, source.size()
 
     def read_new(self) -> Iterator[tuple[int, int, dict[str, Any]]]:
         """Yield ``(start, end, record)`` for each complete record past `offset`.
@@ -138,12 +172,12 @@ class SegmentReader(GrowingFile):
         opened = self._open_undamaged()
         if opened is None:
             return
-        fd, size = opened
+        source, size = opened
         unpacker = _new_unpacker()
         base = self.offset  # file offset of the unpacker's position 0
         pos = self.offset  # next file byte to read
         while pos < size:
-            data = os.pread(fd, min(READ_BLOCK_BYTES, size - pos), pos)
+            data = self._pread(source, min(READ_BLOCK_BYTES, size - pos), pos)
             if not data:
                 break
             pos += len(data)
@@ -185,8 +219,8 @@ class SegmentReader(GrowingFile):
         opened = self._open_undamaged()
         if opened is None:
             return
-        fd, size = opened
-        if self.header is None and not self._read_header(fd, size):
+        source, size = opened
+        if self.header is None and not self._read_header(source, size):
             return
         pos = self.offset  # next file byte to read
         leftover = b""
@@ -196,7 +230,13 @@ class SegmentReader(GrowingFile):
             want = min(READ_BLOCK_BYTES, size - pos)
             data = bytearray(len(leftover) + want + pad)
             data[:len(leftover)] = leftover
-            got = os.preadv(fd, [memoryview(data)[len(leftover):len(leftover) + want]], pos)
+            try:
+                got = source.readinto(
+                    memoryview(data)[len(leftover):len(leftover) + want], pos)
+            except OSError as failure:
+                self.vanished = isinstance(failure, FileNotFoundError)
+                self.read_error = f"{self.name}: cannot read ({failure.strerror or failure})"
+                break
             if got <= 0:
                 break
             pos += got
@@ -240,16 +280,22 @@ class SegmentReader(GrowingFile):
             leftover = bytes(memoryview(data)[consumed:valid])
             del data
 
-    def _read_header(self, fd: int, size: int) -> bool:
+    def _read_header(self, source: ByteSource, size: int) -> bool:
         """Read and check the header record; False while it is incomplete or bad."""
         unpacker = _new_unpacker()
-        unpacker.feed(os.pread(fd, min(size, 1 << 16), 0))
+        head = self._pread(source, min(size, 1 << 16), 0)
+        if head is None:
+            return False
+        unpacker.feed(head)
         try:
             record = unpacker.unpack()
         except msgpack.OutOfData:
             if size <= 1 << 16:
                 return False  # not written whole yet
-            unpacker.feed(os.pread(fd, size - (1 << 16), 1 << 16))
+            rest = self._pread(source, size - (1 << 16), 1 << 16)
+            if rest is None:
+                return False
+            unpacker.feed(rest)
             try:
                 record = unpacker.unpack()
             except msgpack.OutOfData:
@@ -287,8 +333,8 @@ class SegmentReader(GrowingFile):
 
     def mark_damaged(self, start: int, what: str) -> None:
         """Record that the record at file byte ``start`` is unusable: reading stops there."""
-        fd = self._open()
-        size = os.fstat(fd).st_size if fd is not None else start
+        source = self._open()
+        size = source.size() if source is not None else start
         self._damaged(start, size, what)
 
     def _check_header(self, record: dict[str, Any], start: int, size: int) -> bool:
@@ -314,11 +360,11 @@ class SegmentReader(GrowingFile):
 
     def fetch(self, offset: int, length: int) -> dict[str, Any] | None:
         """Decode the one record at ``offset``; None when it cannot be read now."""
-        fd = self._open()
-        if fd is None:
+        source = self._open()
+        if source is None:
             return None
-        data = os.pread(fd, length, offset)
-        if len(data) != length:
+        data = self._pread(source, length, offset)
+        if data is None or len(data) != length:
             return None
         try:
             record = msgpack.unpackb(data, raw=False, strict_map_key=False)

@@ -28,7 +28,7 @@ COMMIT_CHUNKS = 4096
 COMMIT_TRACES = 1 << 16
 
 
-class TraceIndex(SpannedIndex):
+class TraceIndex(SpannedIndex[dict[str, Any]]):
     """Graph execution traces: per-trace columns plus a per-chunk locator table.
 
     Traces on disk sit in consecutive rows of the per-trace columns (`spans` maps a

@@ -9,7 +9,6 @@ a screen painting from one, waits for one batch, never for a whole read.
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
@@ -20,6 +19,8 @@ import msgpack
 import numpy as np
 
 from reader import format as fmt
+from reader import storage
+from reader.byte_sources import Part
 from reader.errors import DamagedDumpError, MalformedRecordError, NoRunsError
 from reader.index.definitions import Definitions
 from reader.index.exec_chunks import chunk_columns
@@ -69,10 +70,14 @@ class RunLoader:
         self.damage: list[str] = []
         self.notices: list[Notice] = []
         self.cache: OrderedDict[tuple[str, int, int], dict[str, Any]] = OrderedDict()
-        listing = list_segments(self.path)
+        self.store = storage.store_for(path)
+        listing = list_segments(self.path, self.store)
         if listing is None or not listing[fmt.STREAM_METADATA]:
             raise NoRunsError(f"{self.path}: not a tfdbg-tui run (no metadata file)")
-        self._read_metadata()
+        # The first `update` reads the rest of this listing (a bucket's listing is a
+        # request; a new one would show little more).
+        self._listing: dict[str, dict[int, list[Part]]] | None = listing
+        self._read_stream(fmt.STREAM_METADATA, listing[fmt.STREAM_METADATA])
         if self.run is None:
             detail = f": {self.damage[0]}" if self.damage else ""
             raise DamagedDumpError(f"{self.path}: the run's metadata is unreadable{detail}")
@@ -86,27 +91,25 @@ class RunLoader:
     def update(self) -> UpdateReport:
         """Read what was appended since the last call; see `DumpReader.update`."""
         before = counters(self)
-        listing = list_segments(self.path)
+        listing, self._listing = self._listing or list_segments(self.path, self.store), None
         if listing is None:
             with self._commit:
                 self.notice(f"{self.path}: the run directory vanished")
-            listing = {s: [] for s in fmt.STREAMS}
+            listing = {s: {} for s in fmt.STREAMS}
         for stream in fmt.STREAMS:
             self._read_stream(stream, listing[stream])
         return report_since(self, before)
 
-    def _read_metadata(self) -> None:
-        listing = list_segments(self.path)
-        self._read_stream(fmt.STREAM_METADATA, listing[fmt.STREAM_METADATA] if listing else [])
-
-    def _read_stream(self, stream: str, present: list[int]) -> None:
+    def _read_stream(self, stream: str, present: dict[int, list[Part]]) -> None:
         known = self.segments[stream]
         if stream in fmt.ROTATING_STREAMS:
-            self._drop_vanished(stream, present)
-        for number in present:
+            self._drop_vanished(stream, list(present))
+        for number, parts in present.items():
             if number not in known:
-                path = os.path.join(self.path, fmt.segment_filename(stream, number))
-                known[number] = SegmentReader(path, stream, number)
+                path = self.store.join(self.path, fmt.segment_filename(stream, number))
+                known[number] = SegmentReader(path, stream, number, parts, self.store)
+            else:
+                known[number].set_parts(parts)
         for number in sorted(known):
             segment = known.get(number)
             if segment is None or segment.damage is not None or segment.vanished:
@@ -135,6 +138,9 @@ class RunLoader:
             if segment.damage is not None:
                 with self._commit:
                     self.notice(segment.damage)
+            elif segment.read_error is not None:
+                with self._commit:
+                    self.notice(f"{segment.read_error}; read again at the next update")
             self._value_notice(segment, stream)
             if segment.vanished and stream in fmt.ROTATING_STREAMS:
                 self._drop_vanished(stream, [n for n in known if not known[n].vanished])

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from reader import format as fmt
-from reader import values
+from reader import storage, values
 from reader.errors import UnknownIdError
 from reader.index import exec_chunks
 from reader.index.trace_search import TraceSearch, compile_search
@@ -56,8 +56,9 @@ class IndexedRun(DefinitionQueries):
     """
 
     def __init__(self, run_path: str | os.PathLike[str]) -> None:
-        self.path = os.path.abspath(os.fspath(run_path))
-        self.run_id = os.path.basename(self.path)
+        store = storage.store_for(run_path)
+        self.path = store.normalize(os.fspath(run_path))
+        self.run_id = store.basename(self.path)
         self._lock = threading.RLock()  # queries; the loader's commits
         self._update_lock = threading.Lock()  # one `update()` at a time
         # A file set of TensorFlow's own dumper, or a run directory of ours.

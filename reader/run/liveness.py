@@ -21,6 +21,7 @@ import socket
 from collections.abc import Iterable
 
 from reader import format as fmt
+from reader import storage
 
 FINISHED = "finished"  # the `end` record was read
 STOPPED = "stopped"  # recording stopped on a write error; the process may go on
@@ -61,7 +62,16 @@ def reserve_released(run_path: str, space_reserve: bool) -> bool:
     """Whether the writer of the run at ``run_path``, which kept a space reserve
     (``space_reserve``, from its `run` record), has given it back: it does so when
     recording stops on a write error, and at a clean close after its `end`."""
-    return space_reserve and not os.path.exists(os.path.join(run_path, fmt.RESERVE_FILENAME))
+    return space_reserve and not reserve_exists(run_path)
+
+
+def reserve_exists(run_path: str, store: storage.Store | None = None) -> bool:
+    """Whether the run's space reserve file is there (never, in a bucket: a writer
+    keeps none there)."""
+    store = store or storage.store_for(run_path)
+    if store.remote:
+        return False
+    return os.path.exists(store.join(run_path, fmt.RESERVE_FILENAME))
 
 
 def recording_stopped(finished: bool, notice_kinds: Iterable[str], released: bool) -> bool:

@@ -8,6 +8,7 @@ import time
 import msgpack
 
 from reader import format as fmt
+from reader import storage
 from reader.errors import NoRunsError
 from reader.loading.tf_events import file_sets
 from reader.model import DUMPER_TENSORFLOW, RunInfo
@@ -20,17 +21,12 @@ _METADATA_MAX_BYTES = 4 << 20
 
 
 def is_run_dir(path: str) -> bool:
-    """True when ``path`` is a directory holding a ``metadata.*.tfdbg`` segment."""
+    """True when ``path`` is a directory (or a bucket prefix) holding a metadata
+    segment (``metadata.*.tfdbg``, or its parts)."""
     try:
-        with os.scandir(path) as entries:
-            return any(_is_metadata_name(e.name) for e in entries)
+        return storage.has_metadata([e.name for e in storage.store_for(path).list_dir(path)])
     except OSError:
         return False
-
-
-def _is_metadata_name(name: str) -> bool:
-    parsed = fmt.parse_segment_filename(name)
-    return parsed is not None and parsed[0] == fmt.STREAM_METADATA
 
 
 def list_runs(logdir: str | os.PathLike[str]) -> list[RunInfo]:
@@ -53,6 +49,9 @@ def list_runs(logdir: str | os.PathLike[str]) -> list[RunInfo]:
         NoRunsError: ``logdir`` is missing, not a directory, unreadable, or holds no run.
     """
     path = os.fspath(logdir)
+    if storage.is_url(path):
+        return _list_store_runs(path)
+    path = storage.local_path(path)
     if file_sets.is_file_set(path) and not os.path.isdir(path):
         return [_tf_run_info(os.path.abspath(path))]
     if not os.path.isdir(path):
@@ -67,6 +66,29 @@ def list_runs(logdir: str | os.PathLike[str]) -> list[RunInfo]:
         raise NoRunsError(f"{path}: cannot list directory ({error.strerror})") from None
     runs = [_run_info(c) for c in candidates if is_run_dir(c)]
     runs += [_tf_run_info(os.path.abspath(prefix)) for prefix in file_sets.file_sets_in(path)]
+    return _sorted_runs(path, runs, candidates)
+
+
+def _list_store_runs(url: str) -> list[RunInfo]:
+    """`list_runs` of a logdir in a bucket (a run's prefix lists as its one run)."""
+    try:
+        store = storage.store_for(url)
+        url = store.normalize(url)
+        entries = store.list_dir(url)
+    except OSError as error:
+        what = ("no such bucket or prefix" if isinstance(error, FileNotFoundError)
+                else f"cannot list ({error.strerror or error})")
+        raise NoRunsError(f"{url}: {what}") from None
+    if storage.has_metadata([e.name for e in entries]):
+        return [_run_info(url, store)]
+    candidates = sorted(e.path for e in entries if e.is_dir)
+    if not candidates and not entries:
+        raise NoRunsError(f"{url}: no such bucket or prefix")
+    runs = [_run_info(c, store) for c in candidates if is_run_dir(c)]
+    return _sorted_runs(url, runs, [])
+
+
+def _sorted_runs(path: str, runs: list[RunInfo], candidates: list[str]) -> list[RunInfo]:
     # Run ids start with the UTC start time to the second; within one second (runs a
     # program starts one after another) the start time orders them.
     runs.sort(key=lambda r: (_start_key(r), r.start_time or 0.0, r.run_id))
@@ -113,20 +135,16 @@ def resolve_run_path(logdir: str | os.PathLike[str], run_id: str | None = None) 
     raise NoRunsError(f"no run {run_id!r} in {os.fspath(logdir)} (newest: {known})")
 
 
-def _run_info(run_path: str) -> RunInfo:
+def _run_info(run_path: str, store: storage.Store = storage.LOCAL) -> RunInfo:
     """Peek at a run's metadata segment 0: its header and `run` and `end` records."""
-    run_id = os.path.basename(os.path.normpath(run_path))
+    run_id = store.basename(run_path)
     header: dict = {}
     run: dict = {}
     finished = False
     notice_kinds: set[str] = set()
     # Looked at before the metadata is read (`liveness.recording_stopped`).
-    reserve_gone = not os.path.exists(os.path.join(run_path, fmt.RESERVE_FILENAME))
-    try:
-        with open(os.path.join(run_path, fmt.segment_filename(fmt.STREAM_METADATA, 0)), "rb") as f:
-            data = f.read(_METADATA_MAX_BYTES)
-    except OSError:
-        data = b""
+    reserve_gone = not liveness.reserve_exists(run_path, store)
+    data = _metadata_bytes(run_path, store)
     unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
     unpacker.feed(data)
     try:
@@ -161,6 +179,27 @@ def _run_info(run_path: str) -> RunInfo:
         stopped=liveness.recording_stopped(
             finished, notice_kinds, reserve_gone and run.get("space_reserve") is True),
     )
+
+
+def _metadata_bytes(run_path: str, store: storage.Store) -> bytes:
+    """The first `_METADATA_MAX_BYTES` of the run's metadata segment 0 (b"" when it
+    cannot be read)."""
+    if not store.remote:
+        try:
+            with open(store.join(run_path, fmt.segment_filename(fmt.STREAM_METADATA, 0)),
+                      "rb") as f:
+                return f.read(_METADATA_MAX_BYTES)
+        except OSError:
+            return b""
+    listing = storage.list_segments(run_path, store)
+    parts = listing[fmt.STREAM_METADATA].get(0) if listing else None
+    if not parts:
+        return b""
+    try:
+        source = store.open_parts(parts)
+        return source.pread(min(source.size(), _METADATA_MAX_BYTES), 0)
+    except OSError:
+        return b""
 
 
 def _typed(value, kind):

@@ -191,6 +191,10 @@ def test_xla_function_is_traced_through_variables_except_in_full_tensor(construc
     assert {"Relu", "Mul"} <= {op["type"] for op in ops}
     (call,) = [e for e in dump.executions if e["op"].startswith("__inference_compiled")]
     assert call["graph"] == graph["id"]
+    # The graph captures the dumper's trace blocks and call counter: neither the call's
+    # inputs nor the graph's ops (instrument/tracing/own_resources.py).
+    assert len(call["in"]) == 1
+    assert [op["name"] for op in ops if op["type"] == "Placeholder"] == ["x"]
     points = dump.trace_point_ops()
     traced = {points[t.trace_point][0]["type"] for t in dump.traces if t.step == call["i"]}
     if mode == fmt.FULL_TENSOR:

@@ -1,6 +1,8 @@
 """MultiWorkerMirroredStrategy, two worker processes on this machine, one logdir.
 
 Usage: python multi_worker.py LOGDIR INDEX PORT0 PORT1 (run once per worker index).
+LOGDIR may be a bucket's URL (s3://...). STEP_DELAY_S in the environment: seconds
+between steps (0), so that a reader can follow the job live.
 Worker 1 gets inputs that drive the sigmoid to exactly 0 at step BAD_STEP: its log is
 -inf there, and the all-reduce hands the -inf to worker 0 as well.
 """
@@ -8,6 +10,7 @@ Worker 1 gets inputs that drive the sigmoid to exactly 0 at step BAD_STEP: its l
 import json
 import os
 import sys
+import time
 
 LOGDIR, INDEX, PORTS = sys.argv[1], int(sys.argv[2]), sys.argv[3:5]
 os.environ["TF_CONFIG"] = json.dumps({
@@ -39,5 +42,6 @@ def step(x):
 
 
 for number in range(STEPS):
+    time.sleep(float(os.environ.get("STEP_DELAY_S", "0")))
     scale = -1000.0 if (INDEX == BAD_WORKER and number == BAD_STEP) else 1.0
     print("STEP", number, float(step(tf.ones([2, 4]) * scale)), flush=True)

@@ -2,10 +2,12 @@
 
 Usage: python tape_and_fallback.py LOGDIR MODE normal|fallback
 
-``fallback`` renames the TensorFlow tracing frame that instrument looks for, as a
-TensorFlow release that renamed it would: traces must then take the per-tensor route
-and still be complete. Prints a JSON line: whether batching was used, and the debug
-messages of ``instrument.tf_internals``.
+``fallback`` renames the TensorFlow tracing frame and capture method that instrument
+looks for, as a TensorFlow release that renamed them would: traces must then take the
+per-tensor route and still be complete. A function taking an iterator as its argument
+(a resource Placeholder that captures nothing) is no sign of a renamed capture. Prints
+a JSON line: whether batching was used, and the debug messages of
+``instrument.tf_internals``.
 """
 
 import json
@@ -29,6 +31,7 @@ logging.getLogger("instrument.tf_internals").addHandler(Collect())
 logging.getLogger("instrument.tf_internals").setLevel(logging.DEBUG)
 if sys.argv[3] == "fallback":
     tf_internals.TRACING_FUNCTION = "_a_renamed_tracing_function"
+    tf_internals.CAPTURE_HELPER = "_a_renamed_capture_helper"
 
 instrument.enable_dump_debug_info(sys.argv[1], tensor_debug_mode=sys.argv[2],
                                   circular_buffer_size=-1)
@@ -75,5 +78,13 @@ with tf.GradientTape() as outer:  # second order: a __forward_ of a backward gra
         y = h(x)
     g = inner.gradient(y, x)
 outer.gradient(g, x)
+
+
+@tf.function
+def next_of(iterator):
+    return next(iterator)
+
+
+next_of(iter(tf.data.Dataset.range(3)))
 instrument.disable_dump_debug_info()
 print(json.dumps({"batching": tf_internals.graph_batching_supported(), "messages": messages}))

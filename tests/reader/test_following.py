@@ -9,6 +9,7 @@ import pytest
 
 from reader import DumpReader, UnknownIdError
 from reader import format as fmt
+from reader.byte_sources import Part
 from reader.loading import run_loader as run_loader_module
 from tests.synthetic import FINITE, NAN, NEG_INF, add_step, make_run, segment_path
 
@@ -165,9 +166,9 @@ def test_segment_vanishing_between_listing_and_reading(run, monkeypatch):
     run.writer.flush()
     real = run_loader_module.list_segments
 
-    def listing_with_a_ghost(path):
-        found = real(path)
-        found[fmt.STREAM_EXECUTIONS] = sorted(found[fmt.STREAM_EXECUTIONS] + [7])
+    def listing_with_a_ghost(path, store=None):
+        found = real(path, store)
+        found[fmt.STREAM_EXECUTIONS][7] = [Part(os.path.join(path, "executions.000007.tfdbg"), 0)]
         return found
 
     monkeypatch.setattr(run_loader_module, "list_segments", listing_with_a_ghost)

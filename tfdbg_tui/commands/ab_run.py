@@ -25,6 +25,7 @@ from tfdbg_tui.commands.program_runs import (
     Program,
     harmful_alert,
     in_terminal,
+    logdir_and_run,
     recording_arguments,
     run_child,
     say,
@@ -142,7 +143,7 @@ def _show_comparison(args: argparse.Namespace, good: str, bad: str) -> int:
     if in_terminal() and not args.no_open and not args.json:
         from tfdbg_tui.commands.app_main import main as app_main
 
-        return app_main([os.path.dirname(bad), "--run", os.path.basename(bad),
+        return app_main([*logdir_and_run(bad),
                          "--compare", good] + (["--no-mouse"] if args.no_mouse else []))
     from tfdbg_tui.commands.diff_report import main as diff_main
 

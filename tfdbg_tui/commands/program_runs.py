@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from instrument.runner import RUN_FILE_ENV
+from reader import is_run_dir
+from reader.storage import store_for
 from tfdbg_tui import exit_codes as codes
 
 PROG = "tfdbg-tui run"
@@ -91,6 +93,13 @@ def parse_program(command: list[str]) -> Program:
     return Program(options, script, None, tokens[1:])
 
 
+def logdir_and_run(run_path: str) -> tuple[str, str, str]:
+    """The app's arguments that open ``run_path`` (a directory or a bucket's URL):
+    its logdir, ``--run``, its run id."""
+    store = store_for(run_path)
+    return store.dirname(run_path), "--run", store.basename(run_path)
+
+
 @dataclass
 class Outcome:
     """One run of the program: its status and what the child said of its run."""
@@ -101,7 +110,7 @@ class Outcome:
     @property
     def run_path(self) -> str | None:
         run = self.info.get("run")
-        return run if isinstance(run, str) and os.path.isdir(run) else None
+        return run if isinstance(run, str) and is_run_dir(run) else None
 
     @property
     def signal_name(self) -> str | None:

@@ -293,17 +293,22 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
     span = step_range(steps)
     if span is not None:
         say(f"  alerts per step {span[0]}..{span[1]}: {sparkline(steps, SPARKLINE_WIDTH)}")
-    table = Table(show_edge=False, pad_edge=False)
-    for column in ("kind", "index", "step", "op", "graph", "nan", "-inf", "+inf"):
-        table.add_column(column)
     harmful_first = [a for a in sorted(summary.alerts, key=_order_key) if not a.contained]
-    for alert in harmful_first[:ALERTS_SHOWN]:
+    listed = harmful_first[:ALERTS_SHOWN]
+    # CURT_HEALTH records no counts (the reader's -1): no count columns then, as the
+    # TUI's Alerts rows give none.
+    counted = any(a.nan >= 0 for a in listed)
+    table = Table(show_edge=False, pad_edge=False)
+    for column in ("kind", "index", "step", "op", "graph",
+                   *(("nan", "-inf", "+inf") if counted else ())):
+        table.add_column(column)
+    for alert in listed:
         name = alert.op_type + (f" {alert.op_name}:{alert.slot}" if alert.op_name else "")
         step = steps.of_execution(alert.step) if steps.has_steps else alert.step
+        counts = (alert.nan, alert.neg_inf, alert.pos_inf) if counted else ()
         table.add_row(*(literal_line(cell) for cell in (
             alert.kind, str(alert.index), "-" if step is None else str(step), name,
-            alert.graph_name or "", *(_count_text(c) for c in
-                                      (alert.nan, alert.neg_inf, alert.pos_inf)))))
+            alert.graph_name or "", *(_count_text(c) for c in counts))))
     console.print(table)
     if cause is None:
         return
@@ -390,4 +395,4 @@ def _order_key(alert: Alert) -> tuple[int, int, int]:
 
 
 def _count_text(count: int) -> str:
-    return "?" if count < 0 else f"{count:,}"
+    return "" if count < 0 else f"{count:,}"

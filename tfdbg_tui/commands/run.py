@@ -25,6 +25,7 @@ from tfdbg_tui.commands.program_runs import (
     Outcome,
     harmful_alert,
     in_terminal,
+    logdir_and_run,
     parse_program,
     recording_arguments,
     run_child,
@@ -133,7 +134,7 @@ def show_run(args: argparse.Namespace, run_path: str) -> int:
     if in_terminal() and not args.no_open and not args.json:
         from tfdbg_tui.commands.app_main import main as app_main
 
-        return app_main([os.path.dirname(run_path), "--run", os.path.basename(run_path)]
+        return app_main(list(logdir_and_run(run_path))
                         + (["--no-mouse"] if args.no_mouse else []))
     from tfdbg_tui.commands.report import main as report_main
 

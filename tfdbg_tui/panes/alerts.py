@@ -94,7 +94,7 @@ class AlertList(LineList):
         data_row = self._rows.data_row(row)
         return None if data_row is None else self.summary.alerts[data_row]
 
-    def position_of(self, alert: Alert) -> int | None:
+    def _row_of(self, alert: Alert) -> int | None:
         """Row of an alert of the same kind and index, if listed."""
         if self.summary is None:
             return None
@@ -198,9 +198,12 @@ class AlertList(LineList):
     def action_choose(self) -> None:
         self.cursor_changed(self.cursor)
 
-    def show_cursor_at(self, row: int) -> None:
-        """Put the cursor on `row` and scroll to it without announcing a selection
-        (the other panes are moving to that alert already)."""
+    def show_alert(self, alert: Alert) -> None:
+        """Put the cursor on `alert`'s row (when listed) and scroll to it without
+        announcing a selection (the other panes are moving to that alert already)."""
+        row = self._row_of(alert)
+        if row is None:
+            return
         self.set_reactive(AlertList.cursor, row)
         self.keep_cursor_visible()
         self.refresh()

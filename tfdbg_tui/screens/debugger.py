@@ -267,9 +267,7 @@ class DebuggerScreen(Screen):
         timeline = self.query_one(TimelineCells)
         root = message.root_cause
         if root is not None:
-            position = alert_list.position_of(root.alert)
-            if position is not None:
-                alert_list.show_cursor_at(position)
+            alert_list.show_alert(root.alert)
             if root.trace is not None:
                 graph_list.select_trace(root.trace.index)
                 self.set_focus(graph_list)

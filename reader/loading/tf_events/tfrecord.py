@@ -13,7 +13,6 @@ stops before it and resumes there on the next call.
 
 from __future__ import annotations
 
-import os
 import struct
 from array import array
 from collections.abc import Iterator
@@ -87,13 +86,15 @@ class RecordFile(GrowingFile):
         ``base + starts[r] - 12`` (what `fetch` takes). `offset` moves past each block
         as it is yielded; a header that fails its CRC ends reading, with `damage` set.
         """
-        fd = self._open()
-        if fd is None or self.damage is not None:
+        source = self._open()
+        if source is None or self.damage is not None:
             return
-        size = os.fstat(fd).st_size
+        size = source.size()
         while size - self.offset >= HEADER_BYTES:
             base = self.offset
-            header = os.pread(fd, HEADER_BYTES, base)
+            header = self._pread(source, HEADER_BYTES, base)
+            if header is None:
+                return
             if not length_ok(header):
                 self._damaged(base, size)
                 return
@@ -101,7 +102,9 @@ class RecordFile(GrowingFile):
             (length,) = _LENGTH.unpack_from(header)
             want = min(max(READ_BLOCK_BYTES, length + HEADER_BYTES + FOOTER_BYTES),
                        size - base)
-            data = os.pread(fd, want, base)
+            data = self._pread(source, want, base)
+            if data is None:
+                return
             starts, lengths, stop = _frame(data)
             bad = _first_bad_length(data, starts)
             if bad is not None:
@@ -127,10 +130,12 @@ class RecordFile(GrowingFile):
     def fetch_span(self, offset: int, length: int) -> list[bytes] | None:
         """The data of the consecutive records in ``length`` bytes from ``offset`` (a
         chunk of traces), each checked as `fetch` checks one; None when any fails."""
-        fd = self._open()
-        if fd is None:
+        source = self._open()
+        if source is None:
             return None
-        raw = os.pread(fd, length, offset)
+        raw = self._pread(source, length, offset)
+        if raw is None:
+            return None
         starts, lengths, stop = _frame(raw)
         if len(raw) != length or stop != length or not starts.size:
             return None

@@ -1,0 +1,119 @@
+"""One run's files: its directory (or bucket prefix) and the open segment per stream.
+
+The writer decides when a stream rotates and which segments may go
+(`instrument.dump.flight_recorder`); this module opens, closes and deletes them, on a
+local disk or an object store alike (`reader.storage`). A run in a bucket keeps no
+space reserve: an object store does not fill up, and nothing could be cut back.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from instrument.dump import recording_stop
+from instrument.dump.record_file import RecordFile
+from instrument.dump.segment_sinks import SegmentParts
+from reader import format as fmt
+from reader import storage
+
+
+class RunFiles:
+    """The run directory ``logdir/<run_id>`` and its open segments.
+
+    Raises:
+        OSError: The run directory cannot be made (local disks only: a bucket's
+            errors show at the first write).
+
+    Attributes:
+        store: Where the run is (`reader.storage`).
+        path: The run's directory, or its URL.
+        reserved: Whether the space reserve was set aside.
+        files: The open segment of each stream.
+        segments: The open segment's number, per stream.
+        in_segment: Executions or traces in the open segment, per stream.
+    """
+
+    def __init__(self, logdir: str | os.PathLike[str], run_id: str) -> None:
+        self.store = storage.store_for(logdir)
+        base = self.store.normalize(os.fspath(logdir)) if self.store.remote \
+            else os.fspath(logdir)
+        self.path = self.store.join(base, run_id)
+        self.run_id = run_id
+        self.store.makedirs(self.path)
+        # Room for the `recording_stopped` notice should the disk fill up.
+        self.reserved = (not self.store.remote) and recording_stop.make_reserve(self.path)
+        self.files: dict[str, RecordFile] = {}
+        self.segments: dict[str, int] = {}
+        self.in_segment: dict[str, int] = {}
+        self._parts: dict[tuple[str, int], int] = {}  # parts of closed segments (a bucket)
+        for stream in fmt.STREAMS:
+            self.open_segment(stream, 0)
+
+    def segment_path(self, stream: str, segment: int) -> str:
+        return self.store.join(self.path, fmt.segment_filename(stream, segment))
+
+    def open_segment(self, stream: str, segment: int) -> None:
+        """Make ``segment`` the stream's open one, its header buffered."""
+        header: dict[str, Any] = {
+            "k": fmt.KIND_HEADER,
+            "format": fmt.FORMAT_NAME,
+            "version": list(fmt.FORMAT_VERSION),
+            "stream": stream,
+            "run": self.run_id,
+            "segment": segment,
+        }
+        self.files[stream] = RecordFile(self.segment_path(stream, segment), header,
+                                        self.store)
+        self.segments[stream] = segment
+        self.in_segment[stream] = 0
+
+    def next_segment(self, stream: str) -> None:
+        """Close the stream's open segment and open (and write the header of) the next.
+
+        Raises:
+            OSError: A write failed.
+        """
+        file = self.files[stream]
+        file.close()
+        if isinstance(file.sink, SegmentParts):
+            self._parts[(stream, self.segments[stream])] = file.sink.parts
+        self.open_segment(stream, self.segments[stream] + 1)
+        self.files[stream].flush()
+
+    def open_next_later(self, stream: str) -> RecordFile:
+        """Open the stream's next segment, writing nothing (a circular buffer's
+        rotation, `DumpWriter._rotate`); return the segment it closes, still holding
+        what it buffers, for `close_segment` at the next flush (or dropping)."""
+        closed = self.files[stream]
+        self.open_segment(stream, self.segments[stream] + 1)
+        return closed
+
+    def close_segment(self, stream: str, segment: int, file: RecordFile) -> None:
+        """Write what a segment `open_next_later` closed still buffers, and close it.
+
+        Raises:
+            OSError: A write failed.
+        """
+        file.close()
+        if isinstance(file.sink, SegmentParts):
+            self._parts[(stream, segment)] = file.sink.parts
+
+    def delete_segment(self, stream: str, segment: int) -> None:
+        """Delete a closed segment (its file, or its parts).
+
+        Raises:
+            OSError: A delete failed.
+        """
+        path = self.segment_path(stream, segment)
+        if not self.store.remote:
+            if os.path.exists(path):
+                os.remove(path)
+            return
+        for number in range(self._parts.pop((stream, segment), 0)):
+            self.store.remove(self.store.join(
+                self.path, fmt.part_filename(stream, segment, number)))
+
+    def release_reserve(self) -> None:
+        if self.reserved:
+            recording_stop.release_reserve(self.path)

@@ -1,0 +1,28 @@
+"""FULL_HEALTH's magnitude of a tensor by stock ops: the largest |x| of its elements.
+
+The format's ``max_abs`` (docs/format.md section 5, "Magnitudes") where no kernel gives
+it: inside XLA-compiled functions and on a GPU. On a CPU a small tensor's row comes
+from ``DebugNumericSummary``, whose min and max give it, and a large one has none
+(`instrument.summaries.summary_ops`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    pass
+
+
+def largest_magnitude(tensor: Any) -> Any:
+    """A float64 scalar whose absolute value is the largest |x| of ``tensor``'s elements
+    (exact: every float dtype converts to float64 exactly). A scalar is its own: the
+    host takes the absolute value (`instrument.summaries.format_rows`), which spares a
+    reduction's ops. Not finite when an element is not, or when the tensor is empty
+    (the maximum of no elements is -inf): the row then keeps no magnitude."""
+    from tensorflow.python.framework import dtypes
+    from tensorflow.python.ops import math_ops
+
+    if tensor.shape.rank == 0:
+        return math_ops.cast(tensor, dtypes.float64)
+    return math_ops.cast(math_ops.reduce_max(math_ops.abs(tensor)), dtypes.float64)

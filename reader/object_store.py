@@ -1,0 +1,284 @@
+"""Logdirs in a bucket: `reader.storage.Store` over fsspec (s3://, gs://, any scheme).
+
+Imported only for a URL, and fsspec only here: local paths never need it. Part objects
+never change once written (docs/format.md, "Object stores"), so what is read of them
+is kept in a **local cache** (`ObjectCache`): re-reading a record, or opening the same
+run again, reads the local copy. Reads are range reads of the parts a read spans,
+fetched concurrently (`fsspec`'s ``cat_ranges``), never a whole-object download
+unless the whole object is asked for.
+
+Every error an object store raises leaves this module as an `OSError` (fsspec's
+implementations raise ``PermissionError`` for refused credentials and
+``FileNotFoundError`` for a missing bucket or key; anything else they raise, such as
+a connection error of the HTTP library, becomes an ``OSError`` with its text), so the
+writer's write-error rules and the reader's "cannot list" apply unchanged.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from reader.byte_sources import Entry, Part, PartsSource
+
+# The cache's size is bounded: when a process first opens a bucket, the oldest cached
+# objects are deleted until the cache holds at most this many bytes.
+CACHE_LIMIT_BYTES = 2 << 30
+# Objects at most this large are fetched whole when any of them is read: parts are
+# written at most 1 MiB (plus one record) at a time, and one request for a part costs
+# the same as one for a piece of it.
+WHOLE_OBJECT_BYTES = 4 << 20
+
+_STORES: dict[str, ObjectStore] = {}
+_STORES_LOCK = threading.Lock()
+
+
+def object_store(url: str) -> ObjectStore:
+    """The store for ``url``'s scheme (one per scheme and process).
+
+    Raises:
+        OSError: fsspec, or the scheme's implementation, is not installed.
+    """
+    scheme = url.partition("://")[0]
+    with _STORES_LOCK:
+        store = _STORES.get(scheme)
+        if store is None:
+            store = _STORES[scheme] = ObjectStore(scheme, _filesystem(scheme))
+    return store
+
+
+def _filesystem(scheme: str) -> Any:
+    extra = {"s3": "s3", "gs": "gcs", "gcs": "gcs"}.get(scheme)
+    hint = (f'pip install "tfdbg-tui[{extra}]"' if extra
+            else f"install fsspec and its implementation of {scheme}://")
+    try:
+        import fsspec
+
+        return fsspec.filesystem(scheme)
+    except ImportError as error:
+        raise OSError(errno.ENOPKG, f"{scheme}:// needs {error.name or 'fsspec'}: {hint}") \
+            from None
+    except ValueError as error:  # an unknown scheme
+        raise OSError(errno.EPROTONOSUPPORT, f"{scheme}://: {error}") from None
+
+
+def as_os_error(error: BaseException) -> OSError:
+    """``error`` as an `OSError` with a one-line text."""
+    if isinstance(error, OSError):
+        return error
+    text = " ".join(str(error).split()) or type(error).__name__
+    return OSError(errno.EIO, f"{type(error).__name__}: {text}"[:300])
+
+
+class ObjectStore:
+    """Logdirs under URLs of one scheme. Paths are full URLs (``s3://bucket/key``)."""
+
+    remote = True
+
+    def __init__(self, scheme: str, fs: Any) -> None:
+        self.scheme = scheme
+        self.fs = fs
+        self.cache = ObjectCache.default()
+
+    def _key(self, url: str) -> str:
+        return str(self.fs._strip_protocol(url))
+
+    def _url(self, key: str) -> str:
+        return f"{self.scheme}://{key.lstrip('/')}"
+
+    def normalize(self, path: str) -> str:
+        return self._url(self._key(path).rstrip("/"))
+
+    def join(self, base: str, name: str) -> str:
+        return f"{base.rstrip('/')}/{name}"
+
+    def basename(self, path: str) -> str:
+        return path.rstrip("/").rpartition("/")[2]
+
+    def dirname(self, path: str) -> str:
+        parent = path.rstrip("/").rpartition("/")[0]
+        return parent if "://" in parent and not parent.endswith(":/") else path
+
+    def list_dir(self, path: str) -> list[Entry]:
+        """Every name directly under ``path``; raises OSError (FileNotFoundError for
+        a missing bucket or prefix)."""
+        try:
+            found = self.fs.ls(self._key(path), detail=True, refresh=True)
+        except Exception as error:  # the store's own errors, as OSError
+            raise as_os_error(error) from None
+        entries = []
+        for info in found:
+            key = str(info.get("name", "")).rstrip("/")
+            url = self._url(key)
+            entries.append(Entry(self.basename(url), url, info.get("type") == "directory",
+                                 int(info.get("size") or 0)))
+        return entries
+
+    def is_dir(self, path: str) -> bool:
+        try:
+            return bool(self.fs.isdir(self._key(path)))
+        except Exception as error:
+            raise as_os_error(error) from None
+
+    def exists(self, path: str) -> bool:
+        try:
+            return bool(self.fs.exists(self._key(path)))
+        except Exception as error:
+            raise as_os_error(error) from None
+
+    def open_parts(self, parts: list[Part]) -> PartsSource:
+        return PartsSource(parts, self.read_ranges)
+
+    def read_ranges(self, ranges: list[tuple[Part, int, int]],
+                    ahead: Sequence[Part] = ()) -> list[bytes]:
+        """The bytes of each ``(part, start, end)``: from the cache, the rest fetched
+        concurrently and cached, with the parts ``ahead`` not cached yet (up to
+        `WHOLE_OBJECT_BYTES` each). Raises OSError."""
+        found: list[bytes | None] = []
+        missing: list[int] = []
+        fetch: list[tuple[str, int, int]] = []
+        for i, (part, start, end) in enumerate(ranges):
+            cached = self.cache.read(part.path, part.size, start, end)
+            found.append(cached)
+            if cached is None:
+                missing.append(i)
+                held = self.cache.held(part.path, part.size)
+                # From the end of what is cached, so that the cache grows as a prefix;
+                # a small object whole (one request either way).
+                begin = 0 if part.size <= WHOLE_OBJECT_BYTES else \
+                    (held if held <= start else start)
+                stop = part.size if part.size <= WHOLE_OBJECT_BYTES else end
+                fetch.append((part.path, begin, stop))
+        prefetch = [part for part in ahead if part.size <= WHOLE_OBJECT_BYTES
+                    and self.cache.directory is not None
+                    and self.cache.held(part.path, part.size) < part.size]
+        fetch += [(part.path, 0, part.size) for part in prefetch]
+        if fetch:
+            try:
+                got = self.fs.cat_ranges([self._key(p) for p, _, _ in fetch],
+                                         [a for _, a, _ in fetch], [b for _, _, b in fetch],
+                                         on_error="return")
+            except Exception as error:
+                raise as_os_error(error) from None
+            for i, (path, begin, _), data in zip(missing, fetch, got):
+                if isinstance(data, BaseException):
+                    raise as_os_error(data)
+                part, start, end = ranges[i]
+                self.cache.add(path, part.size, begin, data)
+                found[i] = bytes(data[start - begin:end - begin])
+            for part, data in zip(prefetch, got[len(missing):]):
+                if not isinstance(data, BaseException):  # read again when it is needed
+                    self.cache.add(part.path, part.size, 0, data)
+        return [data or b"" for data in found]
+
+    def makedirs(self, path: str) -> None:
+        """Nothing: a bucket has no directories (a key's prefix is one)."""
+
+    def put(self, path: str, data: bytes) -> None:
+        try:
+            self.fs.pipe_file(self._key(path), data)
+        except Exception as error:
+            raise as_os_error(error) from None
+
+    def remove(self, path: str) -> None:
+        try:
+            self.fs.rm_file(self._key(path))
+        except Exception as error:
+            raise as_os_error(error) from None
+
+
+class ObjectCache:
+    """What was read of immutable objects, on local disk: per object, the bytes from
+    its start to where reading got (a prefix), appended as reading goes on.
+
+    The directory is ``$TFDBG_TUI_CACHE_DIR``, else ``$XDG_CACHE_HOME/tfdbg-tui/objects``
+    (``~/.cache/...``); ``TFDBG_TUI_CACHE_DIR=off`` turns caching off. Several processes
+    may share it: an append takes the file's lock and checks its size first.
+    """
+
+    def __init__(self, directory: str | None) -> None:
+        self.directory = directory
+
+    @classmethod
+    def default(cls) -> ObjectCache:
+        directory = os.environ.get("TFDBG_TUI_CACHE_DIR")
+        if directory == "off":
+            return cls(None)
+        if not directory:
+            base = os.environ.get("XDG_CACHE_HOME") or os.path.join(
+                os.path.expanduser("~"), ".cache")
+            directory = os.path.join(base, "tfdbg-tui", "objects")
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError:
+            return cls(None)
+        cache = cls(directory)
+        cache.trim(CACHE_LIMIT_BYTES)
+        return cache
+
+    def _path(self, url: str, size: int) -> str | None:
+        if self.directory is None:
+            return None
+        digest = hashlib.sha256(f"{url}\0{size}".encode()).hexdigest()[:40]
+        return os.path.join(self.directory, digest)
+
+    def held(self, url: str, size: int) -> int:
+        """How many bytes of the object are cached."""
+        path = self._path(url, size)
+        try:
+            return os.stat(path).st_size if path is not None else 0
+        except OSError:
+            return 0
+
+    def read(self, url: str, size: int, start: int, end: int) -> bytes | None:
+        """Bytes ``start:end`` of the object, or None when they are not all cached."""
+        path = self._path(url, size)
+        if path is None:
+            return None
+        try:
+            with open(path, "rb") as f:
+                if os.fstat(f.fileno()).st_size < end:
+                    return None
+                return os.pread(f.fileno(), end - start, start)
+        except OSError:
+            return None
+
+    def add(self, url: str, size: int, start: int, data: bytes) -> None:
+        """Keep ``data``, the object's bytes from ``start``, where they extend the
+        cached prefix. A cache that cannot be written is skipped, not an error."""
+        path = self._path(url, size)
+        if path is None or not data:
+            return
+        try:
+            with open(path, "ab") as f:
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+                held = os.fstat(f.fileno()).st_size
+                if start <= held < start + len(data):
+                    f.write(memoryview(data)[held - start:])
+        except OSError:
+            return
+
+    def trim(self, limit: int) -> None:
+        """Delete the oldest cached objects until at most ``limit`` bytes are held."""
+        if self.directory is None:
+            return
+        try:
+            with os.scandir(self.directory) as entries:
+                files = [(e.stat().st_mtime, e.stat().st_size, e.path) for e in entries
+                         if e.is_file()]
+        except OSError:
+            return
+        total = sum(size for _, size, _ in files)
+        for _, size, path in sorted(files):
+            if total <= limit:
+                break
+            try:
+                os.remove(path)
+                total -= size
+            except OSError:
+                continue

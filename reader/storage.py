@@ -1,0 +1,156 @@
+"""Where a dump lives: a local directory, or a bucket behind any fsspec URL.
+
+One abstraction for every place a logdir can be, used by the writer and the reader
+alike. A **local** path takes the code path it always did (`os.pread` on an open file
+descriptor, `os.scandir`); only a URL (``s3://bucket/logdir``, ``gs://...``,
+``memory://...``) reaches `reader.object_store`, which imports fsspec when it is first
+needed, so local paths never need fsspec.
+
+On an object store a segment is a sequence of closed **part** objects (docs/format.md,
+"Object stores"); a local directory may hold those too (a bucket copied down). Either
+way a segment reads as one growing byte sequence (`ByteSource`), so the segment reader
+above does not know where its bytes come from.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Protocol
+
+from reader import format as fmt
+from reader.byte_sources import ByteSource, Entry, LocalFile, Part, PartsSource, read_local_ranges
+
+
+class Store(Protocol):
+    """What the writer and the reader ask of a place that holds logdirs."""
+
+    remote: bool
+
+    def normalize(self, path: str) -> str: ...
+
+    def join(self, base: str, name: str) -> str: ...
+
+    def basename(self, path: str) -> str: ...
+
+    def dirname(self, path: str) -> str: ...
+
+    def list_dir(self, path: str) -> list[Entry]: ...
+
+    def is_dir(self, path: str) -> bool: ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def open_parts(self, parts: list[Part]) -> ByteSource: ...
+
+    def makedirs(self, path: str) -> None: ...
+
+    def put(self, path: str, data: bytes) -> None: ...
+
+    def remove(self, path: str) -> None: ...
+
+
+def is_url(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` names an object store (``scheme://...``) rather than a local
+    path (a ``file://`` URL is local)."""
+    text = os.fspath(path)
+    scheme, sep, _ = text.partition("://")
+    return bool(sep) and scheme.isidentifier() and scheme != "file"
+
+
+def store_for(path: str | os.PathLike[str]) -> Store:
+    """The store holding ``path``.
+
+    Raises:
+        OSError: ``path`` is a URL and fsspec (or the scheme's implementation, such
+            as s3fs for ``s3://``) is not installed.
+    """
+    text = os.fspath(path)
+    if not is_url(text):
+        return LOCAL
+    from reader.object_store import object_store
+
+    return object_store(text)
+
+
+def local_path(path: str | os.PathLike[str]) -> str:
+    """``path`` without a ``file://`` prefix."""
+    text = os.fspath(path)
+    return text[len("file://"):] if text.startswith("file://") else text
+
+
+class LocalStore:
+    """Local paths, through `os` as always."""
+
+    remote = False
+
+    def normalize(self, path: str) -> str:
+        return os.path.abspath(local_path(path))
+
+    def join(self, base: str, name: str) -> str:
+        return os.path.join(base, name)
+
+    def basename(self, path: str) -> str:
+        return os.path.basename(os.path.normpath(path))
+
+    def dirname(self, path: str) -> str:
+        return os.path.dirname(os.path.normpath(path))
+
+    def list_dir(self, path: str) -> list[Entry]:
+        """Raises OSError when ``path`` cannot be listed."""
+        with os.scandir(path) as entries:
+            return [Entry(e.name, e.path, e.is_dir(follow_symlinks=True), 0) for e in entries]
+
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def open_parts(self, parts: list[Part]) -> ByteSource:
+        if len(parts) == 1 and parts[0].number is None:
+            return LocalFile(parts[0].path)
+        return PartsSource(parts, read_local_ranges)
+
+    def makedirs(self, path: str) -> None:
+        os.makedirs(path, exist_ok=False)
+
+    def put(self, path: str, data: bytes) -> None:
+        with open(path, "xb") as f:
+            f.write(data)
+
+    def remove(self, path: str) -> None:
+        os.remove(path)
+
+
+LOCAL = LocalStore()
+
+
+def list_segments(run_path: str, store: Store | None = None
+                  ) -> dict[str, dict[int, list[Part]]] | None:
+    """The files of each segment present, per stream (segments ascending): one whole
+    file, or its part objects. None when the run directory cannot be listed."""
+    store = store or store_for(run_path)
+    found: dict[str, dict[int, list[Part]]] = {stream: {} for stream in fmt.STREAMS}
+    try:
+        entries = store.list_dir(run_path)
+    except OSError:
+        return None
+    for entry in entries:
+        whole = fmt.parse_segment_filename(entry.name)
+        if whole is not None:
+            found[whole[0]].setdefault(whole[1], []).append(Part(entry.path, entry.size))
+            continue
+        part = fmt.parse_part_filename(entry.name)
+        if part is not None:
+            found[part[0]].setdefault(part[1], []).append(
+                Part(entry.path, entry.size, part[2]))
+    return {stream: dict(sorted(segments.items())) for stream, segments in found.items()}
+
+
+def has_metadata(names: list[str]) -> bool:
+    """Whether a directory's names hold a metadata segment (a whole file or a part)."""
+    for name in names:
+        parsed = fmt.parse_segment_filename(name) or fmt.parse_part_filename(name)
+        if parsed is not None and parsed[0] == fmt.STREAM_METADATA:
+            return True
+    return False

@@ -1,0 +1,102 @@
+"""Opening a dump in a bucket against opening it on disk: a million graph traces.
+
+    python tests/benchmarks/bench_bucket.py [--traces 1000000]   # prints a Markdown table
+    pytest -m benchmark tests/benchmarks/bench_bucket.py         # 200,000 traces, asserts
+
+The same synthetic FULL_HEALTH run (`tests.synthetic.write_big_dump`, a million traces
+over 100 ops, an execution per 50,000-trace chunk) is written by `DumpWriter` twice:
+into a local directory, and into a bucket of moto's S3 server on 127.0.0.1 (through
+s3fs: the writer puts one part object per flush). Each open runs in a fresh
+subprocess and is timed to the first `root_cause()`: local; the bucket with an empty
+object cache (every part fetched); the bucket again (the cache holds every part: only
+the listing goes to the server). The target: the cold open at most 3x the local one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import uuid
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)
+
+_OPEN = """
+import json, sys, time
+t0 = time.perf_counter()
+import reader
+t1 = time.perf_counter()
+dump = reader.open_run(sys.argv[1])
+t2 = time.perf_counter()
+cause = dump.root_cause()
+t3 = time.perf_counter()
+print(json.dumps({"traces": dump.num_traces, "open_s": t2 - t1, "cause_s": t3 - t2,
+                  "cause": cause.trace.index if cause else None}))
+"""
+
+
+def _open(url: str, env: dict[str, str]) -> dict:
+    done = subprocess.run([sys.executable, "-c", _OPEN, url], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=600, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-2000:])
+    return json.loads(done.stdout)
+
+
+def run(traces: int) -> dict[str, dict]:
+    from tests.cloud.conftest import start_server, stop_server
+    from tests.synthetic import write_big_dump
+
+    server = start_server()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            env = server.env(PYTHONPATH=ROOT, TFDBG_TUI_CACHE_DIR=os.path.join(tmp, "cache"))
+            os.environ.update(server.env())
+            import s3fs
+
+            bucket = f"bench-{uuid.uuid4().hex[:8]}"
+            s3fs.S3FileSystem(skip_instance_cache=True).mkdir(bucket)
+            local = os.path.join(tmp, "logdir")
+            write_big_dump(local, traces, alert_every=traces // 2)
+            url = f"s3://{bucket}/logdir"
+            write_big_dump(url, traces, alert_every=traces // 2)
+            results = {"local": _open(local, env), "bucket, cold cache": _open(url, env),
+                       "bucket, warm cache": _open(url, env)}
+            for name, found in results.items():
+                assert found["traces"] == traces, (name, found)
+                assert found["cause"] == results["local"]["cause"], (name, found)
+            return results
+    finally:
+        stop_server(server)
+
+
+def markdown(results: dict[str, dict]) -> str:
+    local = results["local"]["open_s"] + results["local"]["cause_s"]
+    lines = ["| open | index (s) | root cause (s) | total vs local |",
+             "| --- | ---: | ---: | ---: |"]
+    for name, found in results.items():
+        total = found["open_s"] + found["cause_s"]
+        lines.append(f"| {name} | {found['open_s']:.2f} | {found['cause_s']:.3f} | "
+                     f"{total / local:.2f}x |")
+    return "\n".join(lines)
+
+
+@pytest.mark.benchmark
+def test_a_dump_in_a_bucket_opens_within_three_times_local():
+    results = run(200_000)
+    print("\n" + markdown(results))
+    local = results["local"]["open_s"] + results["local"]["cause_s"]
+    cold = results["bucket, cold cache"]["open_s"] + results["bucket, cold cache"]["cause_s"]
+    assert cold <= 3 * local + 0.5  # half a second of slack for a busy machine
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--traces", type=int, default=1_000_000)
+    print(markdown(run(parser.parse_args().traces)))

@@ -1,0 +1,200 @@
+"""Logdirs in a bucket (s3:// on moto's server, through s3fs): written as closed part
+objects, read in place, followed live; several workers at once, a worker killed,
+credentials refused, the bucket deleted."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import reader
+from reader import format as fmt
+from reader import object_store
+from reader.analysis.workers import first_nonfinite_workers
+from reader.run import liveness
+from tests.cloud.conftest import start_server, stop_server
+from tests.synthetic import FINITE, NAN, add_step, make_run
+
+WORKER = Path(__file__).with_name("bucket_worker.py")
+DEADLINE_S = 60.0
+
+
+def _wait(condition, what: str, timeout: float = DEADLINE_S):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_run_in_a_bucket_reads_as_the_same_run_on_disk(bucket, s3fs_client, tmp_path,
+                                                         monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    remote = make_run(f"{bucket}/logdir")
+    local = make_run(str(tmp_path / "logdir"))
+    for run in (remote, local):
+        add_step(run, [FINITE, FINITE])
+        add_step(run, [FINITE, NAN])
+        run.writer.close()
+    # Nothing local was made for the URL (it once made a directory named "s3:").
+    assert not [name for name in os.listdir(tmp_path) if name.startswith("s3")]
+    names = [n.rpartition("/")[2] for n in s3fs_client.ls(remote.path.removeprefix("s3://"))]
+    assert names and all(fmt.parse_part_filename(n) for n in names), names
+    with reader.open_run(f"{bucket}/logdir") as a, reader.open_run(local.path) as b:
+        assert a.path == remote.path and a.run_id == remote.writer.run_id
+        assert (a.num_executions, a.num_traces) == (b.num_executions, b.num_traces) == (2, 4)
+        cause_a, cause_b = a.root_cause(), b.root_cause()
+        assert (cause_a.op.name, cause_a.trace.index, cause_a.frame.line) == \
+            (cause_b.op.name, cause_b.trace.index, cause_b.frame.line)
+        assert a.damage == () and a.metadata.finished
+
+
+def test_the_reader_follows_a_live_run_reading_only_new_parts(bucket, monkeypatch):
+    run = make_run(f"{bucket}/logdir")
+    add_step(run, [FINITE])
+    run.writer.flush()
+    dump = reader.open_run(f"{bucket}/logdir")
+    assert dump.num_traces == 1
+    store = object_store.object_store(bucket)
+    read: list[tuple[str, int, int]] = []
+    real = store.fs.cat_ranges
+
+    def recording(paths, starts, ends, **kwargs):
+        read.extend(zip((p.rpartition("/")[2] for p in paths), starts, ends))
+        return real(paths, starts, ends, **kwargs)
+
+    monkeypatch.setattr(store.fs, "cat_ranges", recording)
+    add_step(run, [FINITE, NAN])
+    run.writer.flush()
+    report = dump.update()
+    assert (report.new_traces, report.new_executions) == (2, 1) and report.new_alerts
+    # Only the parts the flush added were fetched, each whole from its start.
+    assert sorted(name for name, _, _ in read) == [
+        "executions.000000.000002.tfdbg", "graph_traces.000000.000002.tfdbg"], read
+    assert all(start == 0 for _, start, _ in read)
+    # A record fetched later comes from the local cache, not the bucket.
+    read.clear()
+    assert dump.root_cause().trace.summary.nan == 2
+    assert dump.executions(0, 2)[1].summaries[0].nan == 2
+    assert read == []
+    run.writer.close()
+    assert dump.update().finished
+    dump.close()
+
+
+def test_two_workers_writing_at_once_and_the_first_non_finite(bucket):
+    logdir = f"{bucket}/job"
+    workers = [subprocess.Popen(
+        [sys.executable, str(WORKER), logdir, str(index), "6", nan_step, "0.3"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for index, nan_step in ((0, "4"), (1, "2"))]
+    outputs = [worker.communicate(timeout=DEADLINE_S) for worker in workers]
+    for worker, (out, err) in zip(workers, outputs):
+        assert worker.returncode == 0 and "DONE" in out, err[-2000:]
+    runs = reader.list_runs(logdir)
+    assert sorted(r.task for r in runs) == ["worker 0", "worker 1"]
+    assert all(r.finished for r in runs)
+    worker0 = next(r for r in runs if r.task == "worker 0")
+    with reader.open_run(logdir, worker0.run_id) as dump:
+        assert dump.num_executions == 6 and dump.damage == ()
+        order = first_nonfinite_workers(dump)
+    assert [(w.task, w.first_step) for w in order] == [("worker 1", 2), ("worker 0", 4)]
+    # The report, from the bucket.
+    done = subprocess.run([sys.executable, "-m", "tfdbg_tui.cli", "report", logdir,
+                           "--run", worker0.run_id, "--json"],
+                          capture_output=True, text=True, timeout=DEADLINE_S)
+    assert done.returncode == 0, done.stderr
+    listed = json.loads(done.stdout)["workers"]
+    assert [(w["task"], w["this_run"]) for w in listed] == \
+        [("worker 1", False), ("worker 0", True)]
+
+
+def test_a_worker_killed_mid_run_leaves_a_readable_run(bucket):
+    logdir = f"{bucket}/killed"
+    worker = subprocess.Popen([sys.executable, str(WORKER), logdir, "0", "10000", "-1", "0.05"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert worker.stdout.readline().startswith("RUN")
+        _wait(lambda: reader.list_runs(logdir) and
+              reader.open_run(logdir).num_executions >= 20, "20 steps in the bucket")
+    finally:
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(timeout=DEADLINE_S)
+    with reader.open_run(logdir) as dump:
+        assert dump.num_executions >= 20 and dump.damage == ()
+        # Two traces a step, written before the step's call: a kill between a flush of
+        # the traces and one of the call leaves one step's traces without its call.
+        assert dump.num_traces in (2 * dump.num_executions, 2 * dump.num_executions + 2)
+        assert not dump.metadata.finished
+        gone = liveness.process_gone(dump.metadata.host, dump.metadata.pid,
+                                     dump.metadata.start_time)
+        assert liveness.state_of(False, gone) == liveness.KILLED
+
+
+def test_credentials_refused_say_so_in_one_line(tmp_path):
+    # A server that checks credentials, and knows none: every request is refused.
+    server = start_server(INITIAL_NO_AUTH_ACTION_COUNT="0")
+    try:
+        env = server.env(TFDBG_TUI_CACHE_DIR=str(tmp_path / "cache"))
+        report = subprocess.run([sys.executable, "-m", "tfdbg_tui.cli", "report",
+                                 "s3://somewhere/logdir"], env=env, capture_output=True,
+                                text=True, timeout=DEADLINE_S)
+        assert report.returncode == 3, report.stderr
+        (line,) = report.stderr.strip().splitlines()
+        assert line.startswith("tfdbg-tui report: s3://somewhere/logdir: cannot list (")
+        assert "Traceback" not in report.stderr
+        # The writer: a dump that cannot be written at all fails the enable, in one line.
+        write = subprocess.run(
+            [sys.executable, "-c", "import sys; sys.path.insert(0, '.');"
+             "from tests.synthetic import make_run\n"
+             "try:\n    make_run('s3://somewhere/logdir')\n"
+             "except OSError as error:\n    print('OSError', error)"],
+            env=env, capture_output=True, text=True, timeout=DEADLINE_S,
+            cwd=Path(__file__).parents[2])
+        assert write.stdout.startswith("OSError"), write.stderr[-2000:]
+        assert "s3://somewhere/logdir/" in write.stdout
+    finally:
+        stop_server(server)
+
+
+def test_a_deleted_bucket_stops_the_recording_and_the_reader_says_so(bucket, s3fs_client,
+                                                                     caplog):
+    run = make_run(f"{bucket}/logdir")
+    add_step(run, [FINITE])
+    run.writer.flush()
+    dump = reader.open_run(f"{bucket}/logdir")
+    s3fs_client.rm(bucket.removeprefix("s3://"), recursive=True)
+    _wait(lambda: not s3fs_client.exists(bucket.removeprefix("s3://")), "the bucket gone")
+    add_step(run, [FINITE, NAN])
+    with caplog.at_level("WARNING", logger="instrument.writer"):
+        run.writer.flush()
+        add_step(run, [FINITE])
+        run.writer.close()
+    stop = run.writer.stopped
+    assert stop is not None and stop.file.startswith("executions.000000.")
+    warnings = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "the dump could not say so" in warnings[0].getMessage()
+    report = dump.update()
+    assert dump.num_executions == 1  # what was read stays
+    assert any("vanished" in line for line in report.damage), report.damage
+    dump.close()
+
+
+@pytest.mark.parametrize("mode", ["read"])
+def test_a_missing_fsspec_implementation_is_one_line(mode, tmp_path):
+    """A scheme nobody installed: the reader's one line, exit status 3."""
+    done = subprocess.run([sys.executable, "-m", "tfdbg_tui.cli", "report",
+                           "nosuchscheme://bucket/logdir"], capture_output=True, text=True,
+                          timeout=DEADLINE_S)
+    assert done.returncode == 3
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("tfdbg-tui report: nosuchscheme://bucket/logdir: ")
