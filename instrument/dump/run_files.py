@@ -81,6 +81,24 @@ class RunFiles:
         self.open_segment(stream, self.segments[stream] + 1)
         self.files[stream].flush()
 
+    def open_next_later(self, stream: str) -> RecordFile:
+        """Open the stream's next segment, writing nothing (a circular buffer's
+        rotation, `DumpWriter._rotate`); return the segment it closes, still holding
+        what it buffers, for `close_segment` at the next flush (or dropping)."""
+        closed = self.files[stream]
+        self.open_segment(stream, self.segments[stream] + 1)
+        return closed
+
+    def close_segment(self, stream: str, segment: int, file: RecordFile) -> None:
+        """Write what a segment `open_next_later` closed still buffers, and close it.
+
+        Raises:
+            OSError: A write failed.
+        """
+        file.close()
+        if isinstance(file.sink, SegmentParts):
+            self._parts[(stream, segment)] = file.sink.parts
+
     def delete_segment(self, stream: str, segment: int) -> None:
         """Delete a closed segment (its file, or its parts).
 

@@ -32,20 +32,27 @@ WRITE_BYTES = 256 << 10
 
 
 class LocalSegment:
-    """A segment file, appended to with ``os.writev``."""
+    """A segment file, appended to with ``os.writev``; created by its first write (a
+    circular buffer's segment dropped before its first flush is never created)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        self._fd = -1
+        self._closed = False
 
     def write(self, views: list[memoryview], sync: bool) -> None:
         """Raises OSError."""
+        if self._fd < 0 and not self._closed:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND,
+                               0o644)
         _write_all(self._fd, views)
         if sync:
             os.fsync(self._fd)
 
     def cut_back(self, size: int) -> bool:
         """Cut the file back to ``size`` bytes; False when that failed too."""
+        if self._fd < 0:
+            return True  # not created: nothing was written
         try:
             os.ftruncate(self._fd, size)
         except OSError as error:
@@ -55,6 +62,7 @@ class LocalSegment:
         return True
 
     def close(self) -> None:
+        self._closed = True
         if self._fd < 0:
             return
         fd, self._fd = self._fd, -1

@@ -113,6 +113,12 @@ class DumpWriter:
         self._files = self._run.files
         self._segments = self._run.segments
         self._in_segment = self._run.in_segment  # executions or traces in the open segment
+        # Under a circular buffer, rotation waits for the flush (`_rotate`): segments
+        # closed since the last flush, with what they still buffer, and the segments on
+        # disk that rotation dropped, deleted once their successors are written.
+        self._closed_segments: dict[str, list[tuple[int, Any]]] = {
+            s: [] for s in fmt.ROTATING_STREAMS}
+        self._dropped_segments: dict[str, list[int]] = {s: [] for s in fmt.ROTATING_STREAMS}
         self._next_id = {kind: 0 for kind in (fmt.KIND_DEVICE, fmt.KIND_FILE, fmt.KIND_FRAME,
                                                fmt.KIND_STACK, fmt.KIND_GRAPH, fmt.KIND_OP)}
         self.num_executions = 0
@@ -162,6 +168,10 @@ class DumpWriter:
         self._stop.set()
         for file in self._files.values():
             file.discard()
+        for closed in self._closed_segments.values():
+            for _, file in closed:
+                file.close(flush=False)
+            closed.clear()
         self._run.release_reserve()
         written = True
         try:
@@ -205,21 +215,54 @@ class DumpWriter:
             self._rotate(stream)
 
     def _rotate(self, stream: str) -> None:
-        """Close the open segment, open the next, delete the one before the closed one."""
+        """Close the open segment, open the next, drop the one before the closed one.
+
+        Nothing is written here: the closed segment keeps what it buffers until the
+        next flush, and a segment dropped before then is never written at all (under
+        a circular buffer most of a fast loop's records are dropped within the flush
+        interval; writing them cost FULL_TENSOR more than the values' capture). The
+        disk keeps what the last flush left until the next one writes the successors
+        (`_write_segments`), so a kill loses no more than before.
+        """
         self._recorder.close_window(stream)
-        # Everything before the current segment flushes first, so the new segment's
-        # records never reach disk ahead of the definitions they refer to.
-        self.flush()
         if self._stopped is not None:
             return
-        segment = self._segments[stream] + 1
-        try:
-            self._run.next_segment(stream)
-            # Keep the segment just filled (at least N records) and the new one.
-            if segment >= 2 and self._recorder.may_delete(stream, segment - 2):
-                self._run.delete_segment(stream, segment - 2)
-        except OSError as error:
-            self._stop_recording(error, self._run.segment_path(stream, segment))
+        # The open chunk stays in the closed segment; the next record starts a new one.
+        if stream == fmt.STREAM_EXECUTIONS:
+            self._chunk = None
+        else:
+            self._traces = None
+        closed = self._closed_segments[stream]
+        closed.append((self._segments[stream], self._run.open_next_later(stream)))
+        # Keep the segment just filled (at least N records) and the new one.
+        stale = self._segments[stream] - 2
+        if stale < 0 or not self._recorder.may_delete(stream, stale):
+            return
+        for position, (number, file) in enumerate(closed):
+            if number == stale:
+                del closed[position]
+                file.close(flush=False)
+                break
+        self._dropped_segments[stream].append(stale)
+
+    def _write_segments(self, stream: str, *, sync: bool) -> None:
+        """Flush a rotating stream: the segments closed since the last flush, then the
+        open one, then delete the segments rotation dropped (their successors are
+        written first, so the latest N records are on disk at every moment).
+
+        Raises:
+            OSError: A write or a deletion failed.
+        """
+        closed = self._closed_segments[stream]
+        while closed:
+            number, file = closed[0]
+            self._run.close_segment(stream, number, file)
+            del closed[0]
+        self._files[stream].flush(sync=sync)
+        dropped = self._dropped_segments[stream]
+        while dropped:
+            self._run.delete_segment(stream, dropped[0])
+            del dropped[0]
 
     def _append(self, stream: str, record: dict[str, Any], *,
                 encode: Callable[[dict[str, Any]], None] | None = None,
@@ -230,8 +273,22 @@ class DumpWriter:
             return
         file = self._files[stream]
         file.append(record, encode=encode, size_hint=size_hint)
-        if file.pending_bytes >= FLUSH_BYTES:
+        if file.pending_bytes >= FLUSH_BYTES and not self._rotation_bounds(stream):
             self.flush()
+
+    @property
+    def stores_values_raw(self) -> bool:
+        """Whether FULL_TENSOR values of graph traces are stored uncompressed, whatever
+        `COMPRESSION` says: under a circular buffer most values are dropped before a
+        flush, and what survives is written every half second; compressing (on the drain,
+        as they came) cost ten times the training step on a convolutional network."""
+        return self.circular_buffer_size > 0
+
+    def _rotation_bounds(self, stream: str) -> bool:
+        """Whether rotation bounds what ``stream`` buffers (a circular buffer's stream):
+        it then flushes at the interval only, not by size, and what rotation drops in
+        between is never written."""
+        return self.circular_buffer_size > 0 and stream in fmt.ROTATING_STREAMS
 
     def _allocate(self, kind: str) -> int:
         ident = self._next_id[kind]
@@ -247,7 +304,10 @@ class DumpWriter:
             for stream in fmt.STREAMS:
                 file = self._files[stream]
                 try:
-                    file.flush(sync=sync)
+                    if stream in self._closed_segments:
+                        self._write_segments(stream, sync=sync)
+                    else:
+                        file.flush(sync=sync)
                 except OSError as error:
                     self._stop_recording(error, file.path)
                     return
@@ -410,7 +470,8 @@ class DumpWriter:
                           time_s=time.time() if time_s is None else time_s,
                           call_ordinal=call_ordinal, thread=thread)
             self.num_executions = index + 1
-            if self._chunk is not None and self._chunk.estimated_bytes >= FLUSH_BYTES:
+            if self._chunk is not None and self._chunk.estimated_bytes >= FLUSH_BYTES \
+                    and not self._rotation_bounds(fmt.STREAM_EXECUTIONS):
                 self.flush()
             self._count_and_rotate(fmt.STREAM_EXECUTIONS, 1, index)
             return index
@@ -483,7 +544,8 @@ class DumpWriter:
                 chunk = self._trace_chunk(first, cols, values)
                 chunk.add(tps, cols, None if values is None else list(values), step)
             self.num_traces = first + n
-            if self._traces is not None and self._traces.estimated_bytes >= FLUSH_BYTES:
+            if self._traces is not None and self._traces.estimated_bytes >= FLUSH_BYTES \
+                    and not self._rotation_bounds(fmt.STREAM_GRAPH_TRACES):
                 self.flush()
             self._count_and_rotate(fmt.STREAM_GRAPH_TRACES, n, step)
             return first

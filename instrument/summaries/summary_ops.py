@@ -84,6 +84,12 @@ BATCHED_STOCK_MODES = frozenset({fmt.CURT_HEALTH, fmt.CONCISE_HEALTH})
 # kernels do. Keras' optimizers cut a training step into segments of a tensor or two
 # (at their conds); with a cond each, a Keras fit step cost 0.3 ms more.
 MIN_STOCK_ROWS = 4
+# A batch sums the elements of its small checked tensors (at most this many each)
+# together: one concat and one sum per dtype and device, where a sum each cost an op
+# dispatch each. Keras' Adam traces dozens of small tensors a step (per variable: the
+# moments, their updates, the step); with a Sum each, a convolutional network's fit
+# step paid about as much for them as for reading its large activations.
+POOLED_CHECK_MAX_ELEMENTS = 1 << 14
 # Sums of signs are exact in float32 while no partial sum can pass 2**24; past that
 # (or when the size is only known at run time) they are taken in float64.
 FLOAT32_EXACT_COUNT = 1 << 24
@@ -108,6 +114,9 @@ class TensorSummary:
         tensor: The summarised tensor, with ``check``.
         cheap_kernel: With ``check``: the tensor's kernel is as cheap as its stock row
             (CURT_HEALTH's, or a tensor below `STOCK_ROUTE_MIN_ELEMENTS`).
+        pooled: With ``check``: the check is the sum of a small tensor's elements
+            (at most `POOLED_CHECK_MAX_ELEMENTS`, known when the graph is built), which
+            a batch may take together with the other small ones' (`pooled_checks`).
     """
 
     row: Any
@@ -116,6 +125,7 @@ class TensorSummary:
     after: Any = None
     tensor: Any = None
     cheap_kernel: bool = False
+    pooled: bool = False
 
 
 def tensor_summary(mode: str, tensor: Any, trace_point: int, *,
@@ -164,7 +174,11 @@ def tensor_summary(mode: str, tensor: Any, trace_point: int, *,
         else:
             def check() -> Any:
                 return total
-        return TensorSummary(row, check, exact, tensor=tensor, cheap_kernel=cheap_kernel)
+        size = tensor.shape.num_elements()
+        pooled = (total is None and tensor.shape.rank != 0 and size is not None
+                  and 0 < size <= POOLED_CHECK_MAX_ELEMENTS)
+        return TensorSummary(row, check, exact, tensor=tensor, cheap_kernel=cheap_kernel,
+                             pooled=pooled)
 
 
 def shape_row(dtype: float, shape: list[int]) -> list[float]:
@@ -201,9 +215,11 @@ def stack_summaries(summaries: list[TensorSummary]) -> Any:
         if afters:
             with ops.control_dependencies(afters):
                 rows = array_ops.identity(rows)
-        checks = []
-        for summary, is_covered in zip(summaries, covered):
-            if summary.check is not None and not is_covered:
+        kept = [s for s, is_covered in zip(summaries, covered)
+                if s.check is not None and not is_covered]
+        checks = pooled_checks([s for s in kept if s.pooled])
+        for summary in kept:
+            if not summary.pooled and summary.check is not None:
                 # Where the tensor was placed: the check is built after its graph.
                 with ops.device(summary.tensor.device or ""):
                     checks.append(summary.check())
@@ -241,6 +257,31 @@ def stack_summaries(summaries: list[TensorSummary]) -> Any:
             if if_op is not None:
                 tf_internals.defer_variable_writes(if_op, list(if_op.inputs))
         return rows
+
+
+def pooled_checks(summaries: list[TensorSummary]) -> list[Any]:
+    """The checks of small tensors taken together: per device and dtype, the sum of
+    all their elements (flattened and concatenated), which is not finite whenever one
+    of them holds NaN or infinity (or, rarely, when it overflows: the batch then takes
+    the kernels, and stays exact)."""
+    from tensorflow.python.framework import ops
+    from tensorflow.python.ops import array_ops, math_ops
+
+    if len(summaries) < 2:
+        return [s.check() for s in summaries if s.check is not None]
+    groups: dict[tuple[str, Any], list[Any]] = {}
+    for summary in summaries:
+        wide = _wide(summary.tensor)
+        groups.setdefault((summary.tensor.device or "", wide.dtype.base_dtype), []).append(
+            wide)
+    checks = []
+    with ops.name_scope("tfdbg_tui_check"):
+        for (device, _), tensors in groups.items():
+            with ops.device(device):
+                flat = [array_ops.reshape(t, [-1]) for t in tensors]
+                joined = flat[0] if len(flat) == 1 else array_ops.concat(flat, 0)
+                checks.append(math_ops.reduce_sum(joined))
+    return checks
 
 
 def _kernel_row(summary: TensorSummary) -> Any:

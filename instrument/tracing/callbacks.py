@@ -111,7 +111,8 @@ class DumpingCallback:
 
         if ops.executing_eagerly_outside_functions():
             self.trace_queue = TraceQueue(mode, self._write_traces,
-                                          seeking_alert=seeking_alert)
+                                          seeking_alert=seeking_alert,
+                                          compress=not writer.stores_values_raw)
             DRAINER.register(self.trace_queue)
         self.host_traces = HostTraceBuffer(mode, self._write_traces,
                                            seeking_alert=seeking_alert)

@@ -106,7 +106,8 @@ class GraphBatch:
 
     def add(self, tensor: Any, trace_point: int) -> None:
         """Trace ``tensor`` in the current segment."""
-        self._rows.append(self._queue.batch_row(tensor, trace_point, in_body=self._body))
+        self._rows.append((tensor.op, self._queue.batch_row(tensor, trace_point,
+                                                            in_body=self._body)))
 
     def _cut_before(self, nested_op: Any) -> None:
         self._segments.append((self._rows, nested_op))
@@ -127,7 +128,9 @@ class GraphBatch:
             # Nested ops created after the last callback (e.g. a function call whose
             # result is returned directly) still cut.
             self.before_op(_Sentinel(operations[-1]._id + 1))  # pylint: disable=protected-access
-            segments = self._segments + [(self._rows, None)]
+            dead = dead_ops(self.graph, operations)
+            segments = [([row for op, row in rows if op not in dead], nested_op)
+                        for rows, nested_op in self._segments + [(self._rows, None)]]
             self._segments, self._rows = [], []
             if not self._captured and any(rows for rows, _ in segments):
                 # A body whose only ops are its inputs: too late to capture the queue.
@@ -150,6 +153,32 @@ class GraphBatch:
             keep_deferred_captures_last(self.graph)
         # The graph is done; let it be collected (it is a weak key of the callback).
         self.graph = None
+
+
+def dead_ops(graph: Any, operations: list[Any]) -> set[Any]:
+    """The program's ops of ``graph`` (fully traced) whose results nothing uses.
+
+    TensorFlow prunes them when it runs the function (a gradient no one asked for: the
+    gradient of a first layer with respect to the input data), so the program never
+    computes them; a trace of theirs would make it compute them (a convolution's input
+    gradient cost a quarter of a small network's step). An op is live when it is
+    stateful, an input of the graph, one of its outputs or control outputs, or when a
+    live op of the program takes its output or waits for it; the debugger's own ops
+    keep nothing alive.
+    """
+    roots = [t.op for t in graph.outputs] + list(graph.control_outputs)
+    roots += [op for op in operations
+              if op.type in PLACEHOLDER_OPS or op._is_stateful]  # pylint: disable=protected-access
+    live: set[Any] = set()
+    pending = [op for op in roots if not is_own_op(op)]
+    while pending:
+        op = pending.pop()
+        if op in live:
+            continue
+        live.add(op)
+        pending.extend(t.op for t in op.inputs if t.graph is graph)
+        pending.extend(c for c in op.control_inputs if c.graph is graph)
+    return {op for op in operations if op not in live and not is_own_op(op)}
 
 
 def is_own_op(op: Any) -> bool:

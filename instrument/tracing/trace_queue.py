@@ -97,6 +97,8 @@ class TraceQueue:
         sink: Receives each drained batch.
         seeking_alert: Whether the sink still looks for the first alert: values to be
             compressed are inspected here first only then (`DumpWriter.seeking_alert`).
+        compress: Whether FULL_TENSOR values may be compressed as they are drained
+            (False: stored raw, `DumpWriter.stores_values_raw`).
 
     Attributes:
         lock: Held while a batch is dequeued, and while it is handed to the sink (not
@@ -104,12 +106,14 @@ class TraceQueue:
     """
 
     def __init__(self, mode: str, sink: TraceSink, *,
-                 seeking_alert: Callable[[], bool] = lambda: True) -> None:
+                 seeking_alert: Callable[[], bool] = lambda: True,
+                 compress: bool = True) -> None:
         import tensorflow as tf
 
         self.mode = mode
         self._sink = sink
         self._seeking_alert = seeking_alert
+        self._compress = compress
         # Whether the latest drain found the queue empty (FULL_TENSOR compression).
         self._found_empty = False
         self.lock = threading.RLock()
@@ -342,7 +346,7 @@ class TraceQueue:
                 # core is spare, `COMPRESSION`). Compressing costs far more than the
                 # graph's packing: a drain that falls behind makes the graph wait, and
                 # it then stores raw until it catches up.
-                keeping_up = self._found_empty and count == 1
+                keeping_up = self._compress and self._found_empty and count == 1
                 self._found_empty = count == 0
                 return sum(self._drain_values(compress=keeping_up) for _ in range(count))
             drained = 0

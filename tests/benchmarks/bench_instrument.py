@@ -188,20 +188,28 @@ def run_training(config: str, logdir: str, steps: int, buffer_size: int = -1,
     if config == "plain":
         return result
     tool, mode = config.split(":")
-    if tool == "tf":
-        tf.debugging.experimental.enable_dump_debug_info(
-            logdir, tensor_debug_mode=mode, circular_buffer_size=buffer_size)
-        finish = tf.debugging.experimental.disable_dump_debug_info
-    else:
-        import instrument
-        # Only when asked: a checkout from before the argument existed runs too.
-        kwargs = {"stop_on_alert": True} if stop_on_alert else {}
-        instrument.enable_dump_debug_info(logdir, tensor_debug_mode=mode,
-                                          circular_buffer_size=buffer_size, **kwargs)
-        finish = instrument.disable_dump_debug_info
+    finish = enable_dumper(tool, mode, logdir, buffer_size, stop_on_alert)
     step_s, cpu_s = timed(fresh(), finish)
     result.update(step_s=step_s, cpu_step_s=cpu_s)
     return result
+
+
+def enable_dumper(tool: str, mode: str, logdir: str, buffer_size: int = -1,
+                  stop_on_alert: bool = False) -> Any:
+    """Enable TensorFlow's dumper (``tool`` ``tf``) or ours (``ours``); return the
+    function that disables it (the measured time runs until it returns)."""
+    import tensorflow as tf
+
+    if tool == "tf":
+        tf.debugging.experimental.enable_dump_debug_info(
+            logdir, tensor_debug_mode=mode, circular_buffer_size=buffer_size)
+        return tf.debugging.experimental.disable_dump_debug_info
+    import instrument
+    # Only when asked: a checkout from before the argument existed runs too.
+    kwargs = {"stop_on_alert": True} if stop_on_alert else {}
+    instrument.enable_dump_debug_info(logdir, tensor_debug_mode=mode,
+                                      circular_buffer_size=buffer_size, **kwargs)
+    return instrument.disable_dump_debug_info
 
 
 def dir_bytes(path: str) -> int:

@@ -412,12 +412,15 @@ def test_rows_stay_exact_when_checks_cover_one_another(mode, chain, monkeypatch)
                                            for v in base])
     graph = concrete.graph
     if mode != fmt.FULL_STATS:  # FULL_STATS' check is the sum its row takes anyway
-        checks = [op for op in graph.get_operations()
-                  if "tfdbg_tui_check" in op.name and op.type == "Sum"]
-        # A scalar is its own check, with no op of its own.
-        ranks = [t.shape.rank for t in concrete.structured_outputs[1]]
-        assert len(checks) == sum(not covered and rank != 0 for covered, rank
-                                  in zip(want_covered, ranks)), "covered tensors: no check"
+        # The tensors a check reads (its own Sum, or its place in the small tensors'
+        # pooled sum); a scalar is its own check, with no op of its own.
+        # (The function returns each traced tensor through an Identity of its own.)
+        traced = [graph.get_tensor_by_name(t.name).op.inputs[0]
+                  for t in concrete.structured_outputs[1]]
+        read = [any("tfdbg_tui_check" in c.name for c in t.consumers()) for t in traced]
+        assert read == [not covered and t.shape.rank != 0
+                        for covered, t in zip(want_covered, traced)], \
+            "covered tensors: no check"
     # The batch's cond stays a functional If: its exact branch is not visited each step.
     assert [op.get_attr("_lower_using_switch_merge") for op in graph.get_operations()
             if op.type in ("If", "StatelessIf")] == [False]
@@ -522,6 +525,45 @@ def test_batches_of_few_stock_rows_take_the_kernels(mode):
     raw, types = traced(big)
     assert bool(types & {"If", "StatelessIf"}) == (mode == fmt.CONCISE_HEALTH)
     assert_rows(mode, summaries.format_rows(mode, raw), big, f"{mode} big")
+
+
+@pytest.mark.parametrize("mode", [fmt.CURT_HEALTH, fmt.CONCISE_HEALTH, fmt.FULL_HEALTH])
+def test_small_tensors_share_one_check(mode, monkeypatch):
+    """The checks of a batch's small tensors are one sum per dtype (Keras' Adam traces
+    dozens of them a step), the large ones keep a Sum each; a NaN, +inf or -inf in any
+    of them (float16 widened, float64 apart) sends the batch to the kernels, exactly."""
+    monkeypatch.setattr(summary_ops, "STOCK_ROUTE_MIN_ELEMENTS", 0)
+    rng = np.random.default_rng(13)
+    limit = summary_ops.POOLED_CHECK_MAX_ELEMENTS
+    shapes = [((3, 4), "float32"), ((7,), "float32"), ((2, 2, 2), "float16"),
+              ((5,), "float64"), ((4, 3), "float64"), ((limit + 1,), "float32"),
+              ((9,), "float32")]
+    base = [rng.normal(size=shape) for shape, _ in shapes]
+
+    @tf.function
+    def batch(*ts):
+        # Not the inputs themselves (Placeholders): ops whose outputs are checked.
+        scaled = [t * tf.constant(1.5, t.dtype) for t in ts]
+        return summary_ops.stack_summaries(
+            [summary_ops.tensor_summary(mode, t, i, batched=True)
+             for i, t in enumerate(scaled)]), scaled
+
+    specs = [tf.TensorSpec(shape, dtype) for shape, dtype in shapes]
+    graph = batch.get_concrete_function(*specs).graph
+    sums = [op for op in graph.get_operations()
+            if "tfdbg_tui_check" in op.name and op.type == "Sum"]
+    # float32 and float16 (widened) pooled, float64 pooled, the large one alone.
+    assert len(sums) == 3, [op.name for op in sums]
+    plantings = [("finite", base)]
+    for which in range(len(shapes)):
+        for bad in (np.nan, np.inf, -np.inf):
+            values = [v.copy() for v in base]
+            values[which].flat[-1] = bad
+            plantings.append((f"{bad} in tensor {which}", values))
+    for label, values in plantings:
+        tensors = [tensor(v, dtype) for v, (_, dtype) in zip(values, shapes)]
+        raw, scaled = batch(*tensors)
+        assert_rows(mode, summaries.format_rows(mode, raw.numpy()), scaled, f"{mode} {label}")
 
 
 @pytest.mark.parametrize("mode", [fmt.CURT_HEALTH, fmt.CONCISE_HEALTH])

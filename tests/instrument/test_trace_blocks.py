@@ -124,3 +124,34 @@ def test_single_traces_of_a_graph_share_one_ordinal_read(mode):
     assert queue.drain() == 6
     assert [tp for tps, _ in received for tp in tps] == [0, 1, 2] * 2
     assert [o for _, ords in received for o in ords] == [0] * 3 + [1] * 3
+
+
+@pytest.mark.parametrize("mode", [fmt.NO_TENSOR, fmt.CURT_HEALTH, fmt.FULL_TENSOR])
+def test_values_nothing_uses_are_not_traced(tmp_path, mode):
+    """programs/dead_values.py: the ops whose results nothing uses (an unused `Sin` and
+    the `AddV2` after it, the MatMul's gradient with respect to its input) are
+    recorded with their trace points but never traced, so the traced step does not
+    compute them; the other traced tensors are traced at each of the three steps."""
+    import reader
+    from tests.instrument.conftest import PROGRAMS, run_program
+
+    run_program([str(PROGRAMS / "dead_values.py"), str(tmp_path), mode])
+    with reader.open_run(tmp_path / mode) as dump:
+        traced: dict[str, int] = {}
+        for trace in dump.traces(0, dump.num_traces):
+            name = dump.op(trace.op_id).name
+            traced[name] = traced.get(name, 0) + 1
+        (graph,) = [g for g in dump.graphs() if g.name == "step"]
+        ops = dump.graph_ops(graph.id)
+    by_name = {op.name: op for op in ops}
+    unused_add = [op.name for op in ops if op.op_type == "AddV2"
+                  and op.inputs[0].name == "unused_sin:0"]
+    matmul_grads = [op.name for op in ops
+                    if op.op_type == "MatMul" and op.name.startswith("gradient_tape")]
+    assert len(unused_add) == 1 and len(matmul_grads) == 2  # with respect to x and w
+    for name in ["unused_sin"] + unused_add:
+        assert any(tp is not None for tp in by_name[name].trace_points)
+        assert name not in traced
+    assert sorted(traced.get(name, 0) for name in matmul_grads) == [0, 3]
+    for name in ("MatMul", "mul", "Sum"):  # the forward MatMul, the loss
+        assert traced[name] == 3, (name, traced)

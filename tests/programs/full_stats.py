@@ -33,9 +33,11 @@ def train_step():
         pred = tf.matmul(x, w)                                  # PRED_LINE
         loss = tf.reduce_mean(tf.square(pred - y))
     w.assign_sub(LEARNING_RATE * tape.gradient(loss, w))
-    return pred
+    # The loss is returned, as a training step's is: a value nothing uses is never
+    # computed, nor traced (docs/instrument.md, "What is recorded").
+    return pred, loss
 
 
-predictions = [train_step().numpy().ravel().tolist() for _ in range(STEPS)]
+predictions = [train_step()[0].numpy().ravel().tolist() for _ in range(STEPS)]
 instrument.disable_dump_debug_info()
 print(json.dumps(predictions))

@@ -25,18 +25,17 @@ x = tf.constant([[1.5, -2.0, 0.0], [3.25, -0.5, 7.0]])
 
 @tf.function
 def every_dtype(x):
-    tf.math.multiply(x, 2.0, name="f32")
-    tf.cast(x, tf.float64, name="f64")
-    tf.cast(x, tf.float16, name="f16")
-    tf.cast(x, tf.bfloat16, name="bf16")
+    # Returned, so computed: a value nothing uses is neither computed nor traced.
+    values = [tf.math.multiply(x, 2.0, name="f32"), tf.cast(x, tf.float64, name="f64"),
+              tf.cast(x, tf.float16, name="f16"), tf.cast(x, tf.bfloat16, name="bf16")]
     for dtype in (tf.int8, tf.uint8, tf.int16, tf.uint16, tf.int32, tf.uint32,
                   tf.int64, tf.uint64, tf.complex64, tf.complex128):
-        tf.cast(tf.abs(x), dtype, name=dtype.name)
-    tf.math.greater(x, 0.0, name="bool")
-    tf.strings.as_string(x, precision=2, name="string")
-    tf.reduce_sum(x, name="scalar")
-    tf.slice(x, [0, 0], [0, 3], name="empty")
-    return tf.nn.relu(tf.random.stateless_normal([BIG, BIG], seed=[1, 2]), name="big")
+        values.append(tf.cast(tf.abs(x), dtype, name=dtype.name))
+    values += [tf.math.greater(x, 0.0, name="bool"),
+               tf.strings.as_string(x, precision=2, name="string"),
+               tf.reduce_sum(x, name="scalar"), tf.slice(x, [0, 0], [0, 3], name="empty")]
+    big = tf.nn.relu(tf.random.stateless_normal([BIG, BIG], seed=[1, 2]), name="big")
+    return big, values
 
 
 @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32)])

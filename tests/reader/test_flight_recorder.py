@@ -175,6 +175,7 @@ def test_killed_while_the_window_is_pinned_the_dump_opens(logdir):
     run = make_run(logdir, circular_buffer_size=N)
     for step in range(ALERT_STEP + 1):
         flight_step(run, step)
+    run.writer.flush()  # the periodic flush: the alert's traces are on disk
     # More traces of the alert's step: the pinned segment is still open.
     run.writer.add_traces(np.zeros(3, np.int32), summaries=np.array([NAN] * 3, np.float64),
                           step=run.writer.num_executions - 1)
@@ -244,3 +245,58 @@ def test_alerts_are_looked_for_only_when_something_needs_them(
     else:
         assert writer.first_alert is None
     writer.close()
+
+
+def test_records_the_buffer_drops_before_a_flush_are_never_written(logdir, monkeypatch):
+    """Under a circular buffer, segments that rotate out between two flushes are never
+    created, nor their chunks packed (FULL_TENSOR values encoded); a flush writes the
+    segment before the open one and the open one, then deletes the older files. Until
+    it does, the disk holds what the last flush wrote: a kill loses no more."""
+    from instrument.dump import columnar_chunks
+    from instrument.dump.value_encoding import tensor_value_record
+
+    packed: list[int] = []
+    pack = columnar_chunks.TraceChunk.pack_into
+
+    def counting_pack(chunk, record):
+        packed.append(chunk.count)
+        pack(chunk, record)
+
+    monkeypatch.setattr(columnar_chunks.TraceChunk, "pack_into", counting_pack)
+    run = make_run(logdir, mode=fmt.FULL_TENSOR, circular_buffer_size=N)
+    value = tensor_value_record(np.arange(4, dtype=np.float32))
+
+    def steps(count: int) -> None:
+        for _ in range(count):
+            run.writer.add_traces(np.zeros(3, np.int32), values=[value] * 3)
+            run.writer.add_execution(
+                op_type="__inference_step_7", graph_id=run.graph, input_ids=[1],
+                output_ids=[2], device_ids=[run.device], output_dtypes=[1],
+                stack_id=run.user_stack, values=[value])
+
+    def on_disk(stream: str) -> list[str]:
+        return sorted(os.path.basename(p) for p in glob.glob(os.path.join(run.path,
+                                                                           f"{stream}.*")))
+
+    steps(4)
+    run.writer.flush()
+    assert on_disk("graph_traces") == [fmt.segment_filename("graph_traces", s)
+                                       for s in (0, 1)]
+    packed.clear()
+    steps(40)  # 12 traces fill a segment: 132 fill 0-10, and 11 is open at the flush
+    # No flush yet: the disk is as the last flush left it, its N latest traces readable.
+    assert on_disk("graph_traces") == [fmt.segment_filename("graph_traces", s)
+                                       for s in (0, 1)]
+    with reader.open_run(run.path) as dump:
+        begin, end = dump.kept_traces()[-1]
+        assert end == 12 and end - begin >= N
+    run.writer.flush()
+    assert on_disk("graph_traces") == [fmt.segment_filename("graph_traces", s)
+                                       for s in (10, 11)]
+    assert on_disk("executions") == [fmt.segment_filename("executions", s) for s in (3, 4)]
+    assert sum(packed) <= 2 * N + 3  # only the kept segments' traces were packed
+    run.writer.close()
+    with reader.open_run(run.path) as dump:
+        (kept,) = dump.kept_traces()
+        assert kept[1] == 132 and kept[1] - kept[0] >= N
+        assert dump.trace_value(kept[1] - 1).tolist() == [0.0, 1.0, 2.0, 3.0]
