@@ -59,13 +59,15 @@ class TraceIndex(SpannedIndex[dict[str, Any]]):
     def reserve_for_bytes(self, new_bytes: int) -> None:
         """Pre-size the columns for a segment tail of ``new_bytes``, avoiding copies.
 
-        Each trace takes at least 4 + 8*width bytes on disk, so this bounds the count;
+        Each trace takes at least 4 + 8*stored_width bytes on disk (its trace point
+        and its stored row; FULL_HEALTH's magnitude, when stored, only adds), so this
+        bounds the count;
         untouched reserved pages cost no memory. FULL_TENSOR rows are mostly values,
         where the bound would be far too loose, so those grow by doubling instead.
         """
         if self.mode == fmt.FULL_TENSOR:
             return
-        bound = self.tp.size + new_bytes // (4 + 8 * self.width)
+        bound = self.tp.size + new_bytes // (4 + 8 * self.stored_width)
         self.tp.reserve(bound)
         self.alert.reserve(bound)
         if self.summaries is not None:
