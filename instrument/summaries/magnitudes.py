@@ -8,10 +8,7 @@ from ``DebugNumericSummary``, whose min and max give it, and a large one has non
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    pass
+from typing import Any
 
 
 def largest_magnitude(tensor: Any) -> Any:

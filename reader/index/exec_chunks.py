@@ -140,8 +140,8 @@ def execution_record(record: dict[str, Any], row: int) -> dict[str, Any]:
     if is_int(width) and width > 0 and isinstance(record.get("s"), bytes):
         rows = np.frombuffer(record["s"], dtype="<f8").reshape(-1, width)
         magnitudes = stored_magnitudes(record, rows.shape[0])
-        if magnitudes is not None:
-            rows = np.concatenate([rows, magnitudes[:, np.newaxis]], axis=1)
+        if magnitudes is not None:  # only FULL_HEALTH chunks store them
+            rows = with_magnitudes(fmt.FULL_HEALTH, rows, magnitudes)
         result["s"] = [None if np.isnan(r[0]) else r.tolist() for r in rows[o0:o1]]
     stored = record.get("v")
     if isinstance(stored, list):
