@@ -33,6 +33,16 @@ def with_magnitudes(mode: str, rows: np.ndarray, magnitudes: np.ndarray | None
     return out
 
 
+def stored_rows(mode: str, data: bytes, chunk: dict | None) -> np.ndarray:
+    """Summary rows as a dump stores them (``data``: little-endian float64,
+    `stored_width` a row) as the indexes keep them (`with_magnitudes`): FULL_HEALTH's
+    magnitudes taken from the ``chunk`` record that holds the rows (its ``m``), NaN
+    where it has none or no chunk is given."""
+    rows = np.frombuffer(data, dtype="<f8").reshape(-1, stored_width(mode))
+    magnitudes = None if chunk is None else stored_magnitudes(chunk, rows.shape[0])
+    return with_magnitudes(mode, rows, magnitudes)
+
+
 def count_columns(mode: str) -> tuple[int, int, int] | None:
     """Positions (nan, neg_inf, pos_inf) of the non-finite counts in ``mode``'s summary
     row (`row_columns`; FULL_TENSOR rows are computed in FULL_HEALTH layout), or

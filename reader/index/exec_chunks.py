@@ -19,7 +19,7 @@ from reader import format as fmt
 from reader import values
 from reader.errors import MalformedRecordError
 from reader.limits import MAX_ID, is_id, is_int
-from reader.summary_rows import stored_magnitudes, stored_width, with_magnitudes
+from reader.summary_rows import stored_magnitudes, stored_rows, stored_width, with_magnitudes
 
 # Column key -> little-endian dtype, for the per-execution and per-output columns.
 _PER_EXECUTION = {"op": "<i4", "graph": "<i8", "stack": "<i8", "t": "<f8", "c": "<i8",
@@ -163,7 +163,5 @@ def output_rows(record: dict[str, Any], first: int, stop: int, mode: str,
         if slots:
             rows[[j - o0 for j in slots]] = values.summary_rows([stored[j] for j in slots])
     elif width and isinstance(record.get("s"), bytes):
-        stored = np.frombuffer(record["s"], dtype="<f8").reshape(-1, stored_width(mode))
-        rows[:] = with_magnitudes(mode, stored, stored_magnitudes(record, stored.shape[0]))[
-            o0:o1]
+        rows[:] = stored_rows(mode, record["s"], record)[o0:o1]
     return rows

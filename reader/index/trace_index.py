@@ -7,7 +7,7 @@ records are decoded on demand from their locators.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -16,11 +16,7 @@ from reader import values
 from reader.errors import MalformedRecordError
 from reader.index.columns import Column, SpannedIndex
 from reader.limits import MAX_ID, is_id, is_int
-from reader.summary_rows import alert_counts, alert_flags, stored_magnitudes, with_magnitudes
-
-if TYPE_CHECKING:
-    pass
-
+from reader.summary_rows import alert_counts, alert_flags, stored_rows
 
 # Chunks buffered before one vectorised commit into the columns: amortises numpy's
 # per-call overhead over many small chunks while bounding the buffered bytes.
@@ -88,7 +84,7 @@ class TraceIndex(SpannedIndex[dict[str, Any]]):
                 and isinstance(tp_bytes, bytes) and len(tp_bytes) == 4 * n):
             raise MalformedRecordError("a traces chunk with bad i, n or tp")
         step = _chunk_steps(record, n)
-        rows = self._summary_bytes(record, n)
+        rows = self._summary_rows(record, n)
         self.add_rows(first, step, start, end - start, segment, tp_bytes, rows)
         return n
 
@@ -131,12 +127,13 @@ class TraceIndex(SpannedIndex[dict[str, Any]]):
         # Not `_pending_end - first`: the chunks may jump over indices not on disk.
         n = sum(len(p[5]) for p in pending) // 4
         if self.summaries is not None:
+            # Stored bytes (magnitudes unknown: a TensorFlow dump's rows) or rows already
+            # built (`_summary_rows`); the bytes of a whole commit decode at once.
             if all(isinstance(p[6], bytes) for p in pending):
-                rows = np.frombuffer(b"".join(p[6] for p in pending), dtype="<f8").reshape(
-                    n, self.stored_width)
-                rows = with_magnitudes(self.mode, rows, None)
+                rows = stored_rows(self.mode, b"".join(p[6] for p in pending), None)
             else:
-                rows = np.concatenate([self._rows(p[6]) for p in pending])
+                rows = np.concatenate([stored_rows(self.mode, p[6], None)
+                                       if isinstance(p[6], bytes) else p[6] for p in pending])
             self.summaries.extend(rows)
             self.alert.extend(alert_flags(self.mode, rows))
         else:
@@ -163,8 +160,10 @@ class TraceIndex(SpannedIndex[dict[str, Any]]):
         self.chunk_segment.extend(table[:, 4].astype(np.int32))
         self.chunk_base.extend(table[:, 5])
 
-    def _summary_bytes(self, record: dict[str, Any], n: int) -> Any:
-        """The chunk's summaries: raw little-endian bytes, or FULL_TENSOR rows."""
+    def _summary_rows(self, record: dict[str, Any], n: int) -> Any:
+        """The chunk's summaries: its stored bytes where they are the index's rows as
+        they are (joined at `commit`), else rows (FULL_TENSOR's computed, FULL_HEALTH's
+        with the chunk's magnitudes)."""
         if self.mode == fmt.FULL_TENSOR:
             vals = record.get("v")
             if not isinstance(vals, list) or len(vals) != n:
@@ -178,16 +177,7 @@ class TraceIndex(SpannedIndex[dict[str, Any]]):
                 f"a traces chunk whose summaries are not {n} rows of {width} columns")
         if self.width == width:
             return data
-        return with_magnitudes(self.mode, np.frombuffer(data, dtype="<f8").reshape(n, width),
-                               stored_magnitudes(record, n))
-
-    def _rows(self, rows: Any) -> np.ndarray:
-        """A chunk's summaries as index rows (`row_columns`): stored bytes (magnitudes
-        unknown) or rows already built."""
-        if not isinstance(rows, bytes):
-            return rows
-        stored = np.frombuffer(rows, dtype="<f8").reshape(-1, self.stored_width)
-        return with_magnitudes(self.mode, stored, None)
+        return stored_rows(self.mode, data, record)
 
     def chunk_of(self, index: int) -> int:
         """Row in the chunk table of the chunk holding trace ``index``."""
