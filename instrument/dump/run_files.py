@@ -1,9 +1,9 @@
 """One run's files: its directory (or bucket prefix) and the open segment per stream.
 
-The writer decides when a stream rotates and which segments may go
-(`instrument.dump.flight_recorder`); this module opens, closes and deletes them, on a
-local disk or an object store alike (`reader.storage`). A run in a bucket keeps no
-space reserve: an object store does not fill up, and nothing could be cut back.
+`instrument.dump.segment_rotation` decides when a stream rotates and which segments
+may go; this module opens, closes and deletes them, on a local disk or an object store
+alike (`reader.storage`). A run in a bucket keeps no space reserve: an object store
+does not fill up, and nothing could be cut back.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class RunFiles:
 
     def open_next_later(self, stream: str) -> RecordFile:
         """Open the stream's next segment, writing nothing (a circular buffer's
-        rotation, `DumpWriter._rotate`); return the segment it closes, still holding
+        rotation, `SegmentRotation.rotate`); return the segment it closes, still holding
         what it buffers, for `close_segment` at the next flush (or dropping)."""
         closed = self.files[stream]
         self.open_segment(stream, self.segments[stream] + 1)

@@ -27,14 +27,10 @@ import numpy as np
 
 from instrument.dump import recording_stop
 from instrument.dump.columnar_chunks import ExecutionChunk, TraceChunk
-from instrument.dump.flight_recorder import (
-    FirstAlert,
-    FlightRecorder,
-    summaries_alert,
-    values_alert,
-)
+from instrument.dump.flight_recorder import FirstAlert, summaries_alert, values_alert
 from instrument.dump.recording_stop import RecordingStop
 from instrument.dump.run_files import RunFiles
+from instrument.dump.segment_rotation import SegmentRotation
 from instrument.dump.value_encoding import COMPRESSION
 from reader import format as fmt
 
@@ -107,18 +103,10 @@ class DumpWriter:
         self.path = self._run.path
         self.circular_buffer_size = int(circular_buffer_size)
         self.mode = run_info.get("tensor_debug_mode")
-        self._recorder = FlightRecorder(self.circular_buffer_size)
+        self._rotation = SegmentRotation(self._run, self.circular_buffer_size)
         self.watches_alerts = (self.circular_buffer_size > 0 if watch_alerts is None
                               else bool(watch_alerts))
         self._files = self._run.files
-        self._segments = self._run.segments
-        self._in_segment = self._run.in_segment  # executions or traces in the open segment
-        # Under a circular buffer, rotation waits for the flush (`_rotate`): segments
-        # closed since the last flush, with what they still buffer, and the segments on
-        # disk that rotation dropped, deleted once their successors are written.
-        self._closed_segments: dict[str, list[tuple[int, Any]]] = {
-            s: [] for s in fmt.ROTATING_STREAMS}
-        self._dropped_segments: dict[str, list[int]] = {s: [] for s in fmt.ROTATING_STREAMS}
         self._next_id = {kind: 0 for kind in (fmt.KIND_DEVICE, fmt.KIND_FILE, fmt.KIND_FRAME,
                                                fmt.KIND_STACK, fmt.KIND_GRAPH, fmt.KIND_OP)}
         self.num_executions = 0
@@ -168,10 +156,7 @@ class DumpWriter:
         self._stop.set()
         for file in self._files.values():
             file.discard()
-        for closed in self._closed_segments.values():
-            for _, file in closed:
-                file.close(flush=False)
-            closed.clear()
+        self._rotation.discard()
         self._run.release_reserve()
         written = True
         try:
@@ -185,84 +170,26 @@ class DumpWriter:
     @property
     def first_alert(self) -> FirstAlert | None:
         """The first record written that held NaN or infinity, or None."""
-        return self._recorder.first_alert
+        return self._rotation.first_alert
 
     @property
     def seeking_alert(self) -> bool:
         """Whether records are still inspected for the first alert (watched, none yet)."""
-        return self.watches_alerts and self._recorder.first_alert is None
-
-    def _note_alert(self, stream: str, index: int, step: int) -> None:
-        """A record about to be written holds NaN or infinity: pin the first one's window."""
-        segments = {s: self._segments[s] for s in fmt.ROTATING_STREAMS}
-        self._recorder.alert(stream, index, step, segments)
+        return self.watches_alerts and self._rotation.first_alert is None
 
     def _count_and_rotate(self, stream: str, count: int, step: int) -> None:
-        """Count events into the open segment; start a new one once it holds N.
-
-        While the first alert's window is pinned, the open segment grows until the
-        alert's step is over (`FlightRecorder`).
-        """
-        self._in_segment[stream] += count
-        if self.circular_buffer_size <= 0 or self._stopped is not None:
-            return
-        recorder = self._recorder
-        if recorder.is_pinning(stream):
-            if recorder.ends_after(stream, step, self._in_segment[stream]):
-                self._rotate(stream)
-            return
-        if self._in_segment[stream] >= self.circular_buffer_size:
+        """Count events into the open segment; rotate when it is due (`SegmentRotation`)."""
+        if self._rotation.count(stream, count, step):
             self._rotate(stream)
 
     def _rotate(self, stream: str) -> None:
-        """Close the open segment, open the next, drop the one before the closed one.
-
-        Nothing is written here: the closed segment keeps what it buffers until the
-        next flush, and a segment dropped before then is never written at all (under
-        a circular buffer most of a fast loop's records are dropped within the flush
-        interval; writing them cost FULL_TENSOR more than the values' capture). The
-        disk keeps what the last flush left until the next one writes the successors
-        (`_write_segments`), so a kill loses no more than before.
-        """
-        self._recorder.close_window(stream)
-        if self._stopped is not None:
-            return
-        # The open chunk stays in the closed segment; the next record starts a new one.
+        """Rotate ``stream`` (`SegmentRotation.rotate`): its open chunk stays in the
+        closed segment, and the next record starts a new one."""
+        self._rotation.rotate(stream)
         if stream == fmt.STREAM_EXECUTIONS:
             self._chunk = None
         else:
             self._traces = None
-        closed = self._closed_segments[stream]
-        closed.append((self._segments[stream], self._run.open_next_later(stream)))
-        # Keep the segment just filled (at least N records) and the new one.
-        stale = self._segments[stream] - 2
-        if stale < 0 or not self._recorder.may_delete(stream, stale):
-            return
-        for position, (number, file) in enumerate(closed):
-            if number == stale:
-                del closed[position]
-                file.close(flush=False)
-                break
-        self._dropped_segments[stream].append(stale)
-
-    def _write_segments(self, stream: str, *, sync: bool) -> None:
-        """Flush a rotating stream: the segments closed since the last flush, then the
-        open one, then delete the segments rotation dropped (their successors are
-        written first, so the latest N records are on disk at every moment).
-
-        Raises:
-            OSError: A write or a deletion failed.
-        """
-        closed = self._closed_segments[stream]
-        while closed:
-            number, file = closed[0]
-            self._run.close_segment(stream, number, file)
-            del closed[0]
-        self._files[stream].flush(sync=sync)
-        dropped = self._dropped_segments[stream]
-        while dropped:
-            self._run.delete_segment(stream, dropped[0])
-            del dropped[0]
 
     def _append(self, stream: str, record: dict[str, Any], *,
                 encode: Callable[[dict[str, Any]], None] | None = None,
@@ -273,7 +200,7 @@ class DumpWriter:
             return
         file = self._files[stream]
         file.append(record, encode=encode, size_hint=size_hint)
-        if file.pending_bytes >= FLUSH_BYTES and not self._rotation_bounds(stream):
+        if file.pending_bytes >= FLUSH_BYTES and not self._rotation.bounds(stream):
             self.flush()
 
     @property
@@ -283,12 +210,6 @@ class DumpWriter:
         flush, and what survives is written every half second; compressing (on the drain,
         as they came) cost ten times the training step on a convolutional network."""
         return self.circular_buffer_size > 0
-
-    def _rotation_bounds(self, stream: str) -> bool:
-        """Whether rotation bounds what ``stream`` buffers (a circular buffer's stream):
-        it then flushes at the interval only, not by size, and what rotation drops in
-        between is never written."""
-        return self.circular_buffer_size > 0 and stream in fmt.ROTATING_STREAMS
 
     def _allocate(self, kind: str) -> int:
         ident = self._next_id[kind]
@@ -304,8 +225,8 @@ class DumpWriter:
             for stream in fmt.STREAMS:
                 file = self._files[stream]
                 try:
-                    if stream in self._closed_segments:
-                        self._write_segments(stream, sync=sync)
+                    if self._rotation.rotates(stream):
+                        self._rotation.write(stream, sync=sync)
                     else:
                         file.flush(sync=sync)
                 except OSError as error:
@@ -460,7 +381,7 @@ class DumpWriter:
             if self.seeking_alert and (
                     summaries_alert(self.mode, summaries) if values is None
                     else values_alert(values)):
-                self._note_alert(fmt.STREAM_EXECUTIONS, index, index)
+                self._rotation.note_alert(fmt.STREAM_EXECUTIONS, index, index)
             if self._stopped is None:
                 chunk = self._execution_chunk(index)
                 chunk.add(op_type=op_type, graph_id=graph_id, input_ids=input_ids,
@@ -471,7 +392,7 @@ class DumpWriter:
                           call_ordinal=call_ordinal, thread=thread)
             self.num_executions = index + 1
             if self._chunk is not None and self._chunk.estimated_bytes >= FLUSH_BYTES \
-                    and not self._rotation_bounds(fmt.STREAM_EXECUTIONS):
+                    and not self._rotation.bounds(fmt.STREAM_EXECUTIONS):
                 self.flush()
             self._count_and_rotate(fmt.STREAM_EXECUTIONS, 1, index)
             return index
@@ -527,9 +448,8 @@ class DumpWriter:
                 alert = (summaries_alert(self.mode, summaries) if values is None
                          else values_alert(values))
             if alert:
-                self._note_alert(fmt.STREAM_GRAPH_TRACES, first, step)
-            if self._recorder.before_write(fmt.STREAM_GRAPH_TRACES, step,
-                                           self._segments[fmt.STREAM_GRAPH_TRACES]):
+                self._rotation.note_alert(fmt.STREAM_GRAPH_TRACES, first, step)
+            if self._rotation.due_before(fmt.STREAM_GRAPH_TRACES, step):
                 self._rotate(fmt.STREAM_GRAPH_TRACES)
             cols = None
             if summaries is not None:
@@ -545,7 +465,7 @@ class DumpWriter:
                 chunk.add(tps, cols, None if values is None else list(values), step)
             self.num_traces = first + n
             if self._traces is not None and self._traces.estimated_bytes >= FLUSH_BYTES \
-                    and not self._rotation_bounds(fmt.STREAM_GRAPH_TRACES):
+                    and not self._rotation.bounds(fmt.STREAM_GRAPH_TRACES):
                 self.flush()
             self._count_and_rotate(fmt.STREAM_GRAPH_TRACES, n, step)
             return first
