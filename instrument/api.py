@@ -187,7 +187,7 @@ def disable_dump_debug_info() -> None:
     from tensorflow.python.eager.polymorphic_function import transform
     from tensorflow.python.framework import op_callbacks
 
-    from instrument import tf_internals
+    from instrument.tf_internals import graph_frames
 
     callback = enabled.callback
     enabled.thread_hook.remove()
@@ -200,7 +200,7 @@ def disable_dump_debug_info() -> None:
         transform.CONCRETE_FUNCTION_CALLBACKS.remove(callback.on_concrete_function)
     if callback.on_func_graph_traced in transform.FUNC_GRAPH_TRANSFORMS:
         transform.FUNC_GRAPH_TRANSFORMS.remove(callback.on_func_graph_traced)
-    tf_internals.remove_function_hook(callback.on_function_made)
+    graph_frames.remove_function_hook(callback.on_function_made)
     callback.close()
 
 
@@ -210,10 +210,10 @@ def _start(arguments: tuple[Any, ...], tensor_dtypes: Any) -> _Enabled:
     from tensorflow.python.eager.polymorphic_function import transform
     from tensorflow.python.framework import op_callbacks, ops
 
-    from instrument import tf_internals
     from instrument.dump.writer import DumpWriter
     from instrument.notices import preflight
     from instrument.summaries import TensorFilter
+    from instrument.tf_internals import graph_frames
     from instrument.tracing.callbacks import DumpingCallback
     from instrument.tracing.session_runs import SessionRunHook
     from instrument.tracing.threads import REACHES_RUNNING_THREADS, ThreadHook
@@ -252,7 +252,7 @@ def _start(arguments: tuple[Any, ...], tensor_dtypes: Any) -> _Enabled:
     thread_hook.install()
     transform.CONCRETE_FUNCTION_CALLBACKS.append(callback.on_concrete_function)
     transform.FUNC_GRAPH_TRANSFORMS.append(callback.on_func_graph_traced)
-    tf_internals.install_function_hook(callback.on_function_made)
+    graph_frames.install_function_hook(callback.on_function_made)
     session_hook = SessionRunHook(callback.on_session_run)
     session_hook.install()
     logging.getLogger("instrument").info(

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from instrument.tf_internals import copy_op
+from instrument.tf_internals.graph_edits import copy_op
 
 # Elementwise ops of one tensor input (input 0) whose output holds exactly its
 # elements, or a function of each that keeps NaN and infinity non-finite.

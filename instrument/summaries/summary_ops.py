@@ -35,10 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from instrument import tf_internals
 from instrument.summaries import check_elision
 from instrument.summaries.host_rows import host_row
 from instrument.summaries.magnitudes import largest_magnitude
+from instrument.tf_internals import graph_edits
 from reader import format as fmt
 
 # DebugNumericSummaryV2's `tensor_debug_mode` attribute: TensorFlow's enum.
@@ -250,12 +250,12 @@ def stack_summaries(summaries: list[TensorSummary]) -> Any:
         if len(summaries) > 1 and ops.inside_function():
             # A batch's exact branch holds a kernel for each tensor: lowered, those ops
             # would be visited as dead ones every step.
-            if_op = tf_internals.cond_op(rows)
-            tf_internals.keep_functional_if(if_op)
+            if_op = graph_edits.cond_op(rows)
+            graph_edits.keep_functional_if(if_op)
             # The If holds its inputs until every check of the batch is done: variables
             # it read are updated after it, in place, rather than copied.
             if if_op is not None:
-                tf_internals.defer_variable_writes(if_op, list(if_op.inputs))
+                graph_edits.defer_variable_writes(if_op, list(if_op.inputs))
         return rows
 
 

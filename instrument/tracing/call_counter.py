@@ -7,7 +7,7 @@ callback advances after each call, and the drain maps ordinals to execution indi
 Advancing it is on the path of every call. The eager ``AssignAddVariableOp`` costs
 4 us warm and 17-27 us a call in a training loop (each step evicts its code and data
 from the caches). Where the variable lives in host memory, `CallCounter.advance` instead
-stores the new count into the variable's own buffer (`tf_internals.host_int64_view`):
+stores the new count into the variable's own buffer (`eager_runtime.host_int64_view`):
 a graph's ``ReadVariableOp`` returns that buffer without a copy, so it sees the store.
 Three rules keep this exact and safe:
 
@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from instrument.tf_internals import debug_once, executor_is_async, host_int64_view, raw_eager_op
+from instrument.tf_internals import debug_once
+from instrument.tf_internals.eager_runtime import executor_is_async, host_int64_view, raw_eager_op
 
 
 class CallCounter:

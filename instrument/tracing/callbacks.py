@@ -17,11 +17,12 @@ import numpy as np
 from tensorflow.python.framework import ops
 from tensorflow.python.ops import control_flow_util
 
-from instrument import summaries, tf_internals
+from instrument import summaries
 from instrument.dump.value_encoding import tensor_value_record
 from instrument.dump.writer import DumpWriter
 from instrument.non_finite import NonFiniteError, first_alert_error
 from instrument.notices import NoticeBoard, recheck_settings
+from instrument.tf_internals import debug_once, eager_runtime, graph_frames
 from instrument.tracing import xla_traces
 from instrument.tracing.graph_batches import GraphBatch, is_traced_by_tf_function
 from instrument.tracing.host_trace_buffer import HostTraceBuffer
@@ -209,7 +210,7 @@ class DumpingCallback:
     def on_function_made(self, name: str, graph: Any) -> None:
         """TensorFlow made runtime function ``name`` of FuncGraph ``graph``.
 
-        Called (through `tf_internals.install_function_hook`) for every function,
+        Called (through `graph_frames.install_function_hook`) for every function,
         including the ``__forward_*`` and ``__backward_*`` pairs made when a
         ``GradientTape`` records an eager call of a tf.function, which the
         concrete-function hook never sees.
@@ -220,7 +221,7 @@ class DumpingCallback:
         if batch is not None and not batch.finished:
             # The transform hook should have finished it: enqueue the last segment
             # before the graph becomes a function, or its traces would be lost.
-            tf_internals.debug_once("late_finish", "tfdbg-tui: a tf.function graph was "
+            debug_once("late_finish", "tfdbg-tui: a tf.function graph was "
                                     "made a function before the transform hook ran")
             self.on_func_graph_traced(graph)
         if name.startswith(FUNCTION_PREFIXES):
@@ -242,7 +243,7 @@ class DumpingCallback:
         batch = None
         if is_traced_by_tf_function(graph):
             batch = GraphBatch(graph, self._queue())
-        elif tf_internals.is_control_flow_body(graph):
+        elif graph_frames.is_control_flow_body(graph):
             batch = GraphBatch(graph, self._queue(), body=True)
         self._batches[graph] = batch
         return batch
@@ -307,9 +308,9 @@ class DumpingCallback:
             # The record, written below (checked against `add_execution`'s arguments).
             add_execution = functools.partial(
                 self.writer.add_execution, op_type=op_type, graph_id=graph_id,
-                input_ids=[tf_internals.tensor_id(t)
+                input_ids=[eager_runtime.tensor_id(t)
                            for t in (self.own.program_inputs(inputs) if is_call else inputs)],
-                output_ids=[tf_internals.tensor_id(t) for t in outputs],
+                output_ids=[eager_runtime.tensor_id(t) for t in outputs],
                 device_ids=device_ids,
                 output_dtypes=[t.dtype.as_datatype_enum for t in outputs],
                 stack_id=stack_id, summaries=summary_rows, values=values,
@@ -410,7 +411,7 @@ class DumpingCallback:
             # is unique.
             op_name = outputs[0].name.rsplit(":", 1)[0]
         graph_id = self.graph_id(graph)
-        eager_rooted = tf_internals.eager_rooted()
+        eager_rooted = graph_frames.eager_rooted()
         if eager_rooted and op_type not in PLACEHOLDER_OPS:
             # Never inside a Placeholder's callback: it may be a capture being made,
             # and our enqueue's own capture of the queue must not nest in it.
@@ -423,9 +424,9 @@ class DumpingCallback:
         # A tf.data function's inputs are dataset elements, which can be a whole dataset
         # at every call (Keras' fit on arrays hands them to its `grab_batch` map each
         # step): recorded, not traced; the ops that read them are traced.
-        dataset_input = op_type in PLACEHOLDER_OPS and tf_internals.is_dataset_function(graph)
+        dataset_input = op_type in PLACEHOLDER_OPS and graph_frames.is_dataset_function(graph)
         # Graphs that tf.data runs on another device than our queue's: recorded only.
-        remote = tf_internals.is_remote_dataset_function(graph)
+        remote = graph_frames.is_remote_dataset_function(graph)
         traced_slots: list[int] = []
         if not elsewhere and not dataset_input and not remote \
                 and op_type not in UNTRACED_OPS and self._filter.op_matches(op_type):
@@ -536,7 +537,7 @@ def _is_recorded_graph(graph: Any) -> bool:
     """Whether a graph holds ops of the program: FuncGraphs, or a TF1 graph."""
     if hasattr(graph, "outer_graph"):  # a FuncGraph
         return True
-    return not tf_internals.eager_rooted()
+    return not graph_frames.eager_rooted()
 
 
 def _find_op(graph: Any, op_name: str | None) -> Any:

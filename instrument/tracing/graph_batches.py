@@ -17,7 +17,7 @@ segment is enqueued from a hook TensorFlow calls once the graph is fully traced
 (``FUNC_GRAPH_TRANSFORMS``), and made a control output of the function.
 
 Recognising a graph traced by ``tf.function`` and cutting it into segments use
-TensorFlow internals (instrument/tf_internals.py); without them every graph takes the
+TensorFlow internals (instrument/tf_internals/); without them every graph takes the
 per-tensor route below.
 
 The bodies and conditions of while loops and the branches of conds, and their
@@ -32,12 +32,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from instrument.tf_internals import (
-    NESTED_GRAPH_OPS,
-    WHILE_CONDITION_GRAPH,
-    is_traced_by_tf_function,
-    keep_deferred_captures_last,
-)
+from instrument.tf_internals.graph_edits import NESTED_GRAPH_OPS, keep_deferred_captures_last
+from instrument.tf_internals.graph_frames import WHILE_CONDITION_GRAPH, is_traced_by_tf_function
 from instrument.tracing.tf1_graphs import PLACEHOLDER_OPS
 from instrument.tracing.trace_queue import TraceQueue, in_control_flow_gradient
 
@@ -66,7 +62,7 @@ class GraphBatch:
     Args:
         graph: The FuncGraph.
         queue: The run's trace queue.
-        body: The graph is a control-flow body (`tf_internals.is_control_flow_body`).
+        body: The graph is a control-flow body (`graph_frames.is_control_flow_body`).
     """
 
     def __init__(self, graph: Any, queue: TraceQueue, *, body: bool = False) -> None:

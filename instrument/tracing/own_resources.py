@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Iterable
 from typing import Any
 
-from instrument import tf_internals
+from instrument.tf_internals import eager_runtime, graph_frames
 
 
 class OwnResources:
@@ -30,18 +30,18 @@ class OwnResources:
 
     def __init__(self, handles: Iterable[Any] = ()) -> None:
         # Replaced, never changed in place: an eager call reads it without a lock.
-        self._ids: frozenset[int] = frozenset(tf_internals.tensor_id(h) for h in handles)
+        self._ids: frozenset[int] = frozenset(eager_runtime.tensor_id(h) for h in handles)
         # Per graph: the names of the tensors that capture our resources.
         self._captures: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 
     def add(self, handle: Any) -> None:
         """One more eager handle of the dumper's own (an XLA trace block)."""
-        self._ids = self._ids | {tf_internals.tensor_id(handle)}
+        self._ids = self._ids | {eager_runtime.tensor_id(handle)}
 
     def program_inputs(self, inputs: Iterable[Any]) -> list[Any]:
         """An eager call's inputs without the dumper's captured resources."""
         ours = self._ids
-        return [t for t in inputs if tf_internals.tensor_id(t) not in ours]
+        return [t for t in inputs if eager_runtime.tensor_id(t) not in ours]
 
     def is_own_capture(self, graph: Any, outputs: tuple[Any, ...]) -> bool:
         """Whether a Placeholder being created in ``graph`` (its ``outputs``) captures
@@ -49,12 +49,12 @@ class OwnResources:
         It is then remembered, so that `program_op_inputs` leaves it out."""
         if len(outputs) != 1 or outputs[0].dtype.name != "resource":
             return False
-        source = tf_internals.capture_source()
+        source = graph_frames.capture_source()
         if source is None:
             return False
         source_graph = getattr(source, "graph", None)
         if source_graph is None:  # an eager tensor
-            own = tf_internals.tensor_id(source) in self._ids
+            own = eager_runtime.tensor_id(source) in self._ids
         else:
             own = source.name in self._captures.get(source_graph, ())
         if own:

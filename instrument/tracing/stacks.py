@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from instrument import tf_internals
+from instrument.tf_internals import debug_once, graph_frames
 from instrument.tracing.autograph_spans import AutoGraphSpans
 
 if TYPE_CHECKING:
@@ -123,13 +123,13 @@ def _autograph_source_map(
     first of ``thread_idents`` that has one, completed by the others' maps."""
     found: dict[tuple[str, int], tuple[str, int, str]] | None = None
     for ident in reversed(thread_idents):
-        mappers = tf_internals.autograph_source_mappers(ident)
+        mappers = graph_frames.autograph_source_mappers(ident)
         if not mappers or len(mappers) < 2:  # only TensorFlow's empty sentinel
             continue
         try:
             source_map = mappers[-1].get_effective_source_map()
         except Exception:  # an unmapped frame beats a broken program
-            tf_internals.debug_once("source_map", "tfdbg-tui: AutoGraph's source map is "
+            debug_once("source_map", "tfdbg-tui: AutoGraph's source map is "
                                     "unreadable; frames stay in the generated code")
             continue
         found = source_map if found is None else {**found, **source_map}
@@ -198,7 +198,7 @@ class StackRecorder:
                 if (code.co_name == _REPLICA_DISPATCH_FUNCTION
                         and code.co_filename.endswith(_REPLICA_DISPATCH_FILE)):
                     return ident, chain[: depth + 1]
-        tf_internals.debug_once("replica_dispatch", "tfdbg-tui: no thread in %s (%s); "
+        debug_once("replica_dispatch", "tfdbg-tui: no thread in %s (%s); "
                                 "replica stacks lack the frames of strategy.run's caller",
                                 _REPLICA_DISPATCH_FUNCTION, _REPLICA_DISPATCH_FILE)
         return me, []

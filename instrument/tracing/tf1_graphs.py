@@ -16,8 +16,8 @@ from typing import Any
 from tensorflow.python.framework import ops
 from tensorflow.python.ops import array_ops
 
-from instrument import tf_internals
 from instrument.notices import NoticeBoard
+from instrument.tf_internals import graph_edits
 from instrument.tracing.host_trace_buffer import HostTraceBuffer
 from reader import format as fmt
 
@@ -53,7 +53,7 @@ class Tf1Traces:
                    trace_points: dict[int, int]) -> list[Any] | None:
         """Trace the outputs of ``trace_points`` (slot -> trace point); returns the
         replaced outputs (the op callback's answer), or None to keep them."""
-        if op_type in PLACEHOLDER_OPS and not tf_internals.can_add_control_input():
+        if op_type in PLACEHOLDER_OPS and not graph_edits.can_add_control_input():
             # Fallback: nothing could make the consumers wait for the trace.
             self._notices.once(
                 (fmt.NOTICE_TF1_UNTRACED, "placeholders"), fmt.NOTICE_TF1_UNTRACED,

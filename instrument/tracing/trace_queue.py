@@ -38,7 +38,7 @@ from instrument import summaries
 from instrument.dump.flight_recorder import values_alert
 from instrument.dump.value_encoding import COMPRESSION
 from instrument.summaries import summary_ops
-from instrument.tf_internals import host_view
+from instrument.tf_internals.eager_runtime import host_view
 from instrument.tracing import value_batches
 from instrument.tracing.call_counter import CallCounter
 from reader import format as fmt

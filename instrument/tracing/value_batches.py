@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from instrument.dump.value_encoding import tensor_value_record
-from instrument.tf_internals import defer_variable_writes
+from instrument.tf_internals.graph_edits import defer_variable_writes
 from reader.values import NUMPY_DTYPES
 
 # TF DataType enum -> numpy dtype of the raw bytes, for every dtype `pack` bitcasts:
@@ -82,7 +82,7 @@ def pack(tensors: list[Any], trace_points: list[int]) -> list[Any]:
               else constant_op.constant([], dtype=dtypes.uint8))
     if values.op.type == "ConcatV2":
         # The concat copies the values out: variables read into it are updated after
-        # it, in place, rather than copied (tf_internals.defer_variable_writes).
+        # it, in place, rather than copied (graph_edits.defer_variable_writes).
         defer_variable_writes(values.op, tensors)
     return [
         constant_op.constant(trace_points, dtype=dtypes.int32, name="tfdbg_tui_tps"),

@@ -49,8 +49,8 @@ VARIANTS = ("current", "lowered_cond", "no_recompute", "no_elision", "kernels", 
 
 def _patches(variant: str) -> list[tuple[object, str, object]]:
     """(object, attribute, value) to set while ``variant``'s graph is traced."""
-    from instrument import tf_internals
     from instrument.summaries import check_elision, summary_ops
+    from instrument.tf_internals import graph_edits
 
     class ReadCovered(check_elision.Recomputer):
         def tensor(self, tensor: Any, depth: int = 0) -> Any:
@@ -60,11 +60,11 @@ def _patches(variant: str) -> list[tuple[object, str, object]]:
         return [False] * len(tensors)
 
     single = {
-        "lowered_cond": [(tf_internals, "keep_functional_if", lambda op: None)],
+        "lowered_cond": [(graph_edits, "keep_functional_if", lambda op: None)],
         "no_recompute": [(check_elision, "Recomputer", ReadCovered)],
         "no_elision": [(check_elision, "covered_checks", no_cover)],
         "kernels": [(summary_ops, "BATCHED_STOCK_MODES", frozenset())],
-        "shared_reads": [(tf_internals, "defer_variable_writes", lambda holder, held: 0)],
+        "shared_reads": [(graph_edits, "defer_variable_writes", lambda holder, held: 0)],
     }
     if variant == "before":
         return [patch for patches in single.values() for patch in patches]

@@ -65,27 +65,27 @@ def test_raw_counter_op_and_host_view(monkeypatch):
     from tensorflow.python import pywrap_tfe
     from tensorflow.python.ops import gen_resource_variable_ops
 
-    from instrument import tf_internals
+    from instrument.tf_internals import eager_runtime
 
     counter = tf.Variable(tf.constant(0, dtype=tf.int64))
     one = tf.constant(1, dtype=tf.int64)
     attrs = ("dtype", tf.int64.as_datatype_enum)
     fallback = gen_resource_variable_ops.assign_add_variable_op
-    raw = tf_internals.raw_eager_op("AssignAddVariableOp", attrs, fallback)
+    raw = eager_runtime.raw_eager_op("AssignAddVariableOp", attrs, fallback)
     assert raw is not fallback
     for _ in range(3):
         raw(counter.handle, one)
     assert int(counter.numpy()) == 3
     # Without the internal: the op wrapper, which counts the same.
     monkeypatch.delattr(pywrap_tfe, "TFE_Py_Execute")
-    slow = tf_internals.raw_eager_op("AssignAddVariableOp", attrs, fallback)
+    slow = eager_runtime.raw_eager_op("AssignAddVariableOp", attrs, fallback)
     monkeypatch.undo()
     assert slow is fallback
     slow(counter.handle, one)
     assert int(counter.numpy()) == 4
 
     value = tf.constant(np.arange(12, dtype=np.float32).reshape(3, 4))
-    view = tf_internals.host_view(value)
+    view = eager_runtime.host_view(value)
     np.testing.assert_array_equal(view, np.arange(12).reshape(3, 4))
     assert not view.flags.writeable
     del value  # the view keeps the tensor's memory alive
@@ -95,7 +95,7 @@ def test_raw_counter_op_and_host_view(monkeypatch):
         def numpy(self):
             return np.zeros(2)
 
-    np.testing.assert_array_equal(tf_internals.host_view(NoView()), [0, 0])
+    np.testing.assert_array_equal(eager_runtime.host_view(NoView()), [0, 0])
 
 
 def test_a_record_file_writes_large_values_whole(tmp_path):

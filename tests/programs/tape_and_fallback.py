@@ -17,7 +17,7 @@ import sys
 import tensorflow as tf
 
 import instrument
-from instrument import tf_internals
+from instrument.tf_internals import graph_frames
 
 messages = []
 
@@ -30,8 +30,8 @@ class Collect(logging.Handler):
 logging.getLogger("instrument.tf_internals").addHandler(Collect())
 logging.getLogger("instrument.tf_internals").setLevel(logging.DEBUG)
 if sys.argv[3] == "fallback":
-    tf_internals.TRACING_FUNCTION = "_a_renamed_tracing_function"
-    tf_internals.CAPTURE_HELPER = "_a_renamed_capture_helper"
+    graph_frames.TRACING_FUNCTION = "_a_renamed_tracing_function"
+    graph_frames.CAPTURE_HELPER = "_a_renamed_capture_helper"
 
 instrument.enable_dump_debug_info(sys.argv[1], tensor_debug_mode=sys.argv[2],
                                   circular_buffer_size=-1)
@@ -87,4 +87,4 @@ def next_of(iterator):
 
 next_of(iter(tf.data.Dataset.range(3)))
 instrument.disable_dump_debug_info()
-print(json.dumps({"batching": tf_internals.graph_batching_supported(), "messages": messages}))
+print(json.dumps({"batching": graph_frames.graph_batching_supported(), "messages": messages}))

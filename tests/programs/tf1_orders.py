@@ -8,11 +8,11 @@ import numpy as np
 import tensorflow as tf
 
 import instrument
-from instrument import tf_internals
+from instrument.tf_internals import graph_edits
 
 logdir, order = sys.argv[1:3]
 if sys.argv[3:] == ["fallback"]:
-    tf_internals.can_add_control_input = lambda: False
+    graph_edits.can_add_control_input = lambda: False
 if order == "enable_first":
     instrument.enable_dump_debug_info(logdir, tensor_debug_mode="FULL_HEALTH",
                                       circular_buffer_size=-1)
