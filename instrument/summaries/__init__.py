@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from instrument.summaries.host_rows import host_row
-from instrument.summaries.summary_ops import FORM_SIGN_SUMS, FORM_V1, RAW_WIDTH, shape_row
+from instrument.summaries.raw_rows import FORM_SIGN_SUMS, FORM_V1, RAW_WIDTH, shape_row
 from reader import format as fmt
 
 __all__ = ["RAW_WIDTH", "SUMMARY_MODES", "TensorFilter", "eager_summary", "format_rows",
@@ -42,7 +42,7 @@ def format_rows(mode: str, raw: np.ndarray) -> np.ndarray:
         s, a, size = raw[sign_sums, 8], raw[sign_sums, 9], raw[sign_sums, 4]
         out[sign_sums, 6:9] = np.stack([(a - s) / 2, size - a, (a + s) / 2], axis=1)
     if mode == fmt.FULL_HEALTH:
-        # The magnitude: raw column 11, or FORM_V1's min and max (`summary_ops`), kept
+        # The magnitude: raw column 11, or FORM_V1's min and max (`raw_rows`), kept
         # only for a finite tensor with elements.
         with np.errstate(invalid="ignore"):
             magnitude = np.abs(raw[:, 11])

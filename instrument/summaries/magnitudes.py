@@ -3,7 +3,7 @@
 The format's ``max_abs`` (docs/format.md section 5, "Magnitudes") where no kernel gives
 it: inside XLA-compiled functions and on a GPU. On a CPU a small tensor's row comes
 from ``DebugNumericSummary``, whose min and max give it, and a large one has none
-(`instrument.summaries.summary_ops`).
+(`instrument.summaries.raw_rows`).
 """
 
 from __future__ import annotations

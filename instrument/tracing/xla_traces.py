@@ -3,7 +3,7 @@
 ``DebugNumericSummaryV2`` and the trace queue have no XLA kernels, so inside a function
 compiled with XLA (``jit_compile=True``, Keras' ``jit_compile``) each traced tensor's
 summary row is computed with stock ops XLA compiles (``IsNan``, ``IsInf``, comparisons,
-``Sum``, ``Size``, ``Shape``; `summary_ops.xla_row`), exact like the kernels elsewhere,
+``Sum``, ``Size``, ``Shape``; `raw_rows.xla_row`), exact like the kernels elsewhere,
 followed by the call ordinal, and written with ``ResourceScatterUpdate`` into
 one row of a float64 variable: a **slot** per traced tensor, in blocks of
 `BLOCK_ROWS` rows. Variable updates compile under XLA, and automatic control
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from instrument import summaries
-from instrument.summaries import summary_ops
+from instrument.summaries import raw_rows
 from instrument.tracing.trace_queue import TraceQueue, in_control_flow_gradient
 from reader import format as fmt
 
@@ -89,7 +89,7 @@ class XlaTracePool:
         # A scope of our own: the user's ops keep the names they would have had.
         with graph.name_scope("tfdbg_tui_xla"):
             with ops.control_dependencies(None):
-                row = summary_ops.xla_row(self.mode, tensor, trace_point)
+                row = raw_rows.xla_row(self.mode, tensor, trace_point)
             with ops.control_dependencies([tensor.op] if self.mode == fmt.NO_TENSOR
                                           else None):
                 ordinal = math_ops.cast(self._queue.call_ordinal_in(graph), dtypes.float64)

@@ -1,12 +1,12 @@
 """Summaries are exact on every route: counts equal DebugNumericSummaryV2's, FULL_STATS's
 statistics equal numpy's to float64-accumulation accuracy.
 
-Routes (instrument/summaries/summary_ops.py): the fused kernels, the stock route (forced on small
-tensors by lowering its size threshold), a batch of stock rows whose ``cond`` falls back
-to the kernels, one tensor in a graph, eager, graph constants (rows computed on the host
-while the graph is built), XLA, shapes known only at run time, and tensors of more than
-2**24 elements. The summary ops run in this process: they need no
-op callback.
+Routes (instrument/summaries/summary_ops.py, raw_rows.py): the fused kernels, the stock
+route (forced on small tensors by lowering its size threshold), a batch of stock rows
+whose ``cond`` falls back to the kernels, one tensor in a graph, eager, graph constants
+(rows computed on the host while the graph is built), XLA, shapes known only at run
+time, and tensors of more than 2**24 elements. The summary ops run in this process:
+they need no op callback.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ tf = pytest.importorskip("tensorflow")
 from tensorflow.python.ops import gen_debug_ops  # noqa: E402
 
 from instrument import summaries  # noqa: E402
-from instrument.summaries import summary_ops  # noqa: E402
+from instrument.summaries import raw_rows, summary_ops  # noqa: E402
 from reader import format as fmt  # noqa: E402
 
 DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -175,7 +175,7 @@ def test_xla_rows_are_exact(dtype):
 
     @tf.function(jit_compile=True)
     def rows(*ts):
-        return [[summary_ops.xla_row(mode, t, i) for i, t in enumerate(ts)] for mode in modes]
+        return [[raw_rows.xla_row(mode, t, i) for i, t in enumerate(ts)] for mode in modes]
 
     for mode, mode_rows in zip(modes, rows(*tensors)):
         raw = np.stack([r.numpy() for r in mode_rows])
@@ -198,7 +198,7 @@ def test_shape_rows_are_the_kernels_eager_and_under_xla():
 
     @tf.function(jit_compile=True)
     def rows(*ts):
-        return [summary_ops.xla_row(fmt.SHAPE, t, 0) for t in ts]
+        return [raw_rows.xla_row(fmt.SHAPE, t, 0) for t in ts]
 
     for row, t, expected_row in zip(rows(*tensors), tensors, want):
         np.testing.assert_array_equal(row.numpy()[1:], expected_row, err_msg=f"xla {t.shape}")
