@@ -13,7 +13,6 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 from tensorflow.python.framework import ops
 from tensorflow.python.ops import control_flow_util
 
@@ -24,7 +23,9 @@ from instrument.non_finite import NonFiniteError, first_alert_error
 from instrument.notices import NoticeBoard, recheck_settings
 from instrument.tf_internals import debug_once, eager_runtime, graph_frames
 from instrument.tracing import xla_traces
+from instrument.tracing.call_steps import CallSteps
 from instrument.tracing.graph_batches import GraphBatch, is_traced_by_tf_function
+from instrument.tracing.graph_registry import GraphRegistry
 from instrument.tracing.host_trace_buffer import HostTraceBuffer
 from instrument.tracing.keras_layers import calling_layer_path
 from instrument.tracing.own_resources import OwnResources
@@ -59,7 +60,6 @@ UNRECORDED_EAGER_OPS = frozenset({
 })
 
 
-
 class DumpingCallback:
     """Writes one run: the op callback, the concrete-function hook and the trace route.
 
@@ -88,10 +88,7 @@ class DumpingCallback:
         self._stacks = StackRecorder(writer, snapshot_library_sources=snapshot_library_sources)
         self._guard = threading.local()  # .busy: this thread runs our own TF ops
         self._lock = threading.RLock()
-        self._graph_ids: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
-        self._function_graph_ids: dict[str, int] = {}
-        self._named_graph_ids: set[int] = set()  # graphs whose `function` is written
-        self._device_ids: dict[str, int] = {}
+        self.graphs = GraphRegistry(writer)
         self._next_trace_point = 0
         # Function-input placeholders of graphs being built, traced at the graph's next
         # op: TensorFlow creates them before it starts collecting the graph's stateful
@@ -102,8 +99,7 @@ class DumpingCallback:
         self._batches: weakref.WeakKeyDictionary[Any, GraphBatch | None] = \
             weakref.WeakKeyDictionary()
         self.closed = False
-        # Execution index of each eager function call, by call ordinal.
-        self._call_executions: list[int] = []
+        self.steps = CallSteps(writer)
         # Calls made so far of each function (`fmt.step_function_name`).
         self._calls_of: dict[str, int] = {}
         self.trace_queue: TraceQueue | None = None
@@ -111,11 +107,11 @@ class DumpingCallback:
             return writer.seeking_alert
 
         if ops.executing_eagerly_outside_functions():
-            self.trace_queue = TraceQueue(mode, self._write_traces,
+            self.trace_queue = TraceQueue(mode, self.steps.write_traces,
                                           seeking_alert=seeking_alert,
                                           compress=not writer.stores_values_raw)
             DRAINER.register(self.trace_queue)
-        self.host_traces = HostTraceBuffer(mode, self._write_traces,
+        self.host_traces = HostTraceBuffer(mode, self.steps.write_traces,
                                            seeking_alert=seeking_alert)
         DRAINER.register(self.host_traces)
         self.notices = NoticeBoard(writer)
@@ -152,60 +148,12 @@ class DumpingCallback:
         assert self.trace_queue is not None, "the queue is made when enabled eagerly"
         return self.trace_queue
 
-    def _write_traces(self, trace_points: np.ndarray, rows: np.ndarray | None,
-                      values: list[Any] | None, ordinals: np.ndarray | None,
-                      alert: bool | None) -> None:
-        """Write a drained batch as one chunk per call it ran in."""
-        if self.writer.stopped is not None:
-            return  # recording stopped on a write error: drained, and discarded
-        if ordinals is None:
-            self.writer.add_traces(trace_points, summaries=rows, values=values, alert=alert)
-            return
-        # Runs of equal call ordinals: [start, end) index ranges.
-        cuts = np.flatnonzero(np.diff(ordinals)) + 1
-        bounds = np.concatenate(([0], cuts, [len(ordinals)]))
-        for start, end in zip(bounds[:-1], bounds[1:]):
-            ordinal = int(ordinals[start])
-            # A call still running (or not yet made, for traces computed outside
-            # calls) gets the next execution index.
-            step = (self._call_executions[ordinal] if ordinal < len(self._call_executions)
-                    else self.writer.num_executions)
-            self.writer.add_traces(
-                trace_points[start:end], step=step,
-                summaries=None if rows is None else rows[start:end],
-                values=None if values is None else values[start:end], alert=alert)
-
-    # -- ids ----------------------------------------------------------------------------
-
-    def _device_id(self, name: str) -> int:
-        device_id = self._device_ids.get(name)
-        if device_id is None:
-            with self._lock:
-                device_id = self._device_ids.get(name)
-                if device_id is None:
-                    device_id = self.writer.add_device(name)
-                    self._device_ids[name] = device_id
-        return device_id
-
-    def graph_id(self, graph: Any) -> int:
-        """The id of a graph, defining it (and its outer graphs) on first sight."""
-        graph_id = self._graph_ids.get(graph)
-        if graph_id is not None:
-            return graph_id
-        outer = getattr(graph, "outer_graph", None)
-        outer_id = self.graph_id(outer) if outer is not None and _is_recorded_graph(outer) \
-            else None
-        with self._lock:
-            graph_id = self._graph_ids.get(graph)
-            if graph_id is None:
-                graph_id = self.writer.add_graph(getattr(graph, "name", None), outer_id)
-                self._graph_ids[graph] = graph_id
-        return graph_id
+    # -- functions and graph batches ---------------------------------------------------
 
     def on_concrete_function(self, function: Any) -> None:
         """Learn the runtime name eager calls of a new ConcreteFunction will carry."""
         name = function.name.decode() if isinstance(function.name, bytes) else function.name
-        self._learn_function_name(name, function.graph)
+        self.graphs.learn_function_name(name, function.graph)
 
     def on_function_made(self, name: str, graph: Any) -> None:
         """TensorFlow made runtime function ``name`` of FuncGraph ``graph``.
@@ -225,7 +173,7 @@ class DumpingCallback:
                                     "made a function before the transform hook ran")
             self.on_func_graph_traced(graph)
         if name.startswith(FUNCTION_PREFIXES):
-            self._learn_function_name(name, graph)
+            self.graphs.learn_function_name(name, graph)
 
     def on_func_graph_traced(self, graph: Any) -> None:
         """TensorFlow's hook after a tf.function graph is traced (or a control-flow body
@@ -248,20 +196,6 @@ class DumpingCallback:
         self._batches[graph] = batch
         return batch
 
-    def _learn_function_name(self, name: str, graph: Any) -> int:
-        graph_id = self.graph_id(graph)
-        with self._lock:
-            self._function_graph_ids[name] = graph_id
-            # One graph may run under several names (its __inference_ function and a
-            # __forward_ one): the graph record keeps the first.
-            if graph_id not in self._named_graph_ids:
-                self._named_graph_ids.add(graph_id)
-                self.writer.set_graph_function_name(graph_id, name)
-        return graph_id
-
-    def _function_graph_id(self, op_type: str) -> int | None:
-        return self._function_graph_ids.get(op_type)
-
     # -- the op callback ------------------------------------------------------------------
 
     def __call__(self, op_type: str, inputs: Any, attrs: Any, outputs: Any,
@@ -282,7 +216,7 @@ class DumpingCallback:
             return
         outputs = outputs or ()
         is_call = op_type.startswith(FUNCTION_PREFIXES)
-        graph_id = self._function_graph_id(op_type) if is_call else None
+        graph_id = self.graphs.function_graph_id(op_type) if is_call else None
         call_ordinal = None
         function_name = fmt.step_function_name(op_type) if is_call else None
         if function_name is not None:
@@ -304,7 +238,7 @@ class DumpingCallback:
             elif self.mode == fmt.FULL_TENSOR:
                 values = [tensor_value_record(t.numpy()) if self._traced(op_type, t.dtype)
                           else None for t in outputs]
-            device_ids = [self._device_id(t.device) for t in outputs]
+            device_ids = [self.graphs.device_id(t.device) for t in outputs]
             # The record, written below (checked against `add_execution`'s arguments).
             add_execution = functools.partial(
                 self.writer.add_execution, op_type=op_type, graph_id=graph_id,
@@ -321,8 +255,7 @@ class DumpingCallback:
                 # queue's lock keeps a concurrent drain from seeing one without the other.
                 with self.trace_queue.lock:
                     index = add_execution()
-                    ordinal = len(self._call_executions)
-                    self._call_executions.append(index)
+                    ordinal = self.steps.add_call(index)
                     self.trace_queue.call_finished()
                 if self.xla_pool is not None and len(self.xla_pool):
                     self._collect_xla_traces(self.xla_pool, ordinal, index)
@@ -343,7 +276,7 @@ class DumpingCallback:
             self._calls_of[op_type] = call_ordinal + 1
             thread = threading.current_thread()
             self.writer.add_execution(
-                op_type=op_type, graph_id=self.graph_id(session.graph), input_ids=[],
+                op_type=op_type, graph_id=self.graphs.graph_id(session.graph), input_ids=[],
                 output_ids=[], device_ids=[], output_dtypes=[],
                 summaries=[] if self.mode in summaries.SUMMARY_MODES else None,
                 values=[] if self.mode == fmt.FULL_TENSOR else None,
@@ -410,7 +343,7 @@ class DumpingCallback:
             # Their op_name can be None or repeat (e.g. "resource"); the tensor name
             # is unique.
             op_name = outputs[0].name.rsplit(":", 1)[0]
-        graph_id = self.graph_id(graph)
+        graph_id = self.graphs.graph_id(graph)
         eager_rooted = graph_frames.eager_rooted()
         if eager_rooted and op_type not in PLACEHOLDER_OPS:
             # Never inside a Placeholder's callback: it may be a capture being made,
@@ -450,7 +383,7 @@ class DumpingCallback:
                     for t in self.own.program_op_inputs(graph, inputs)],
             num_outputs=len(outputs),
             output_dtypes=[t.dtype.as_datatype_enum for t in outputs],
-            device_id=self._device_id(device) if device else None,
+            device_id=self.graphs.device_id(device) if device else None,
             stack_id=self._stacks.capture(), trace_points=trace_points,
             layer=calling_layer_path())
         batch = self._graph_batch(graph) if eager_rooted and not in_xla and not remote \
@@ -531,13 +464,6 @@ class _Busy:
 
     def __exit__(self, *exc_info: object) -> None:
         self._guard.busy = self._was_busy
-
-
-def _is_recorded_graph(graph: Any) -> bool:
-    """Whether a graph holds ops of the program: FuncGraphs, or a TF1 graph."""
-    if hasattr(graph, "outer_graph"):  # a FuncGraph
-        return True
-    return not graph_frames.eager_rooted()
 
 
 def _find_op(graph: Any, op_name: str | None) -> Any:
