@@ -10,8 +10,8 @@ import pytest
 
 from instrument.dump.writer import DumpWriter
 from reader import format as fmt
-from tests.reader.hostile_dumps import CASES
 from tests.peak_memory import peak_memory
+from tests.reader.hostile_dumps import CASES
 from tests.reader.test_hostile_values import DAMAGED
 from tests.synthetic import add_step, make_run, write_nan_dump
 from tests.tui.tui_helpers import make_app, screen_text, wait_for, wait_for_hunt
