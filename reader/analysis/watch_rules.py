@@ -9,6 +9,8 @@ verdict (`reader.analysis.verdict`), it is shown.
 
 - ``exploding`` (``k``, ``window``): a finite gradient, update or activation value above
   ``k`` times the rolling median of its previous ``window`` finite values (at least 3).
+  It watches the norms, and a row's gradient or update max |x| where the row has no
+  such norm (FULL_HEALTH).
 - ``vanishing`` (``n``, ``relu``): a layer whose gradients were all exact zeros for
   ``n`` steps in a row (value 0, baseline: its last non-zero gradient norm); a layer
   whose ReLUs gave zeros for at least a share ``relu`` of their units for ``n`` steps
@@ -16,8 +18,9 @@ verdict (`reader.analysis.verdict`), it is shown.
 - ``float16_headroom`` (``factor``): a float16 or bfloat16 tensor whose largest
   magnitude came within ``factor`` x of its dtype's largest finite value (value: the
   magnitude, baseline: the dtype's largest finite value).
-- ``loss_scale``: a step the dynamic loss scaler skipped (value: the steps skipped so
-  far, baseline: null).
+- ``loss_scale``: a step the dynamic loss scaler skipped (value: the scale whose
+  gradients overflowed, where the dump records it, else the steps skipped so far;
+  baseline: null). The scale itself over the steps is the trends' ``loss_scale`` series.
 
 ``first_anomaly`` is the first hit in step order; ``lead_steps`` is the first harmful
 alert's step minus the first anomaly's.
@@ -47,8 +50,11 @@ DEFAULTS: dict[str, dict[str, float]] = {
     "loss_scale": {},
 }
 _INTEGER_PARAMETERS = {("exploding", "window"), ("vanishing", "n")}
-# The series `exploding` watches.
-_EXPLODING_SERIES = ("gradient_norm", "update_norm", "activation_max")
+# The series `exploding` watches; a magnitude series stands in for the norm its row
+# lacks.
+_EXPLODING_SERIES = ("gradient_norm", "update_norm", "activation_max", "gradient_max",
+                     "update_max")
+_NORM_OF = {"gradient_max": "gradient_norm", "update_max": "update_norm"}
 _DTYPE_ENUMS = {enum: name for enum, name in fmt.DTYPE_NAMES.items()}
 
 
@@ -167,7 +173,10 @@ def exploding(reader: DumpReader, trends: Trends, k: float, window: int) -> list
     hits = []
     for series in _EXPLODING_SERIES:
         table = trends.series[series]
+        norms = trends.series.get(_NORM_OF.get(series, ""))
         for row in range(table.shape[0]):
+            if norms is not None and not np.isnan(norms[row]).all():
+                continue
             values = table[row]
             finite = np.flatnonzero(np.isfinite(values))
             if finite.size <= 3:
@@ -255,10 +264,21 @@ def float16_headroom(reader: DumpReader, trends: Trends, factor: float) -> list[
 
 def loss_scale(reader: DumpReader, trends: Trends) -> list[RuleHit]:
     skipped = reader.harm().skipped_step_numbers
-    return [RuleHit("loss_scale", int(step), None, None, float(count), None,
-                    f"the loss scaler skipped step {step} ({count} skipped so far) and "
-                    f"lowered its scale")
-            for count, step in enumerate(skipped, start=1)]
+    scale = trends.loss_scale()
+    hits = []
+    for count, step in enumerate(skipped, start=1):
+        position = int(np.searchsorted(trends.steps, step))
+        value = float(scale[position]) if scale is not None and \
+            position < trends.steps.size and trends.steps[position] == step else float("nan")
+        if np.isfinite(value):
+            hits.append(RuleHit("loss_scale", int(step), None, None, value, None,
+                                f"the loss scaler skipped step {step} ({count} skipped so far): "
+                                f"its scale {value:g} overflowed, halved to {value / 2:g}"))
+        else:
+            hits.append(RuleHit("loss_scale", int(step), None, None, float(count), None,
+                                f"the loss scaler skipped step {step} ({count} skipped so far) "
+                                f"and lowered its scale"))
+    return hits
 
 
 RULES: dict[str, Callable[..., list[RuleHit]]] = {
