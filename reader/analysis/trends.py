@@ -45,8 +45,9 @@ if TYPE_CHECKING:
 SERIES = ("gradient_norm", "update_norm", "weight_norm", "gradient_max", "update_max",
           "weight_max", "activation_max", "slot_norm", "loss_scale")
 SERIES_TITLES = {"gradient_norm": "gradient norm", "update_norm": "update norm",
-                 "weight_norm": "weight norm", "gradient_max": "gradient max |x|", "update_max": "update max |x|",
-                 "weight_max": "weight max |x|", "activation_max": "activation max |x|",
+                 "weight_norm": "weight norm", "gradient_max": "gradient max |x|",
+                 "update_max": "update max |x|", "weight_max": "weight max |x|",
+                 "activation_max": "activation max |x|",
                  "slot_norm": "optimizer slot norm", "loss_scale": "loss scale"}
 # Per series: the role of its tensors, and how a cell is made of them: "norm" (the
 # root of the summed squared norms), "max" (the largest magnitude), "first" (the
@@ -113,10 +114,16 @@ class Trends:
         return self.series["loss_scale"][self.rows.index(roles_.LOSS_SCALE_ROW)]
 
     def available(self) -> tuple[str, ...]:
-        """The series with at least one value."""
-        return tuple(name for name in SERIES
-                     if np.isfinite(self.series[name]).any() or
-                     np.isinf(self.series[name]).any())
+        """The series with at least one value: a finite one, or, where no magnitude
+        was unknown, a non-finite one (a series of unknown magnitudes and infinities
+        alone, as TensorFlow's own FULL_HEALTH dumps give, says nothing of size)."""
+        out = []
+        for name in SERIES:
+            table, unknown = self.series[name], self.unknown.get(name)
+            if np.isfinite(table).any() or (np.isinf(table).any() and (
+                    unknown is None or not unknown.any())):
+                out.append(name)
+        return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,12 @@ against (the step from which the learning rate was raised, the rates).
 - ``float16_headroom``: under ``mixed_float16``, activations near 40,000, within 2x of
   float16's largest finite value (65,504).
 - ``healthy``: a small float32 fit that trains as it should.
-- ``dead_relu_health``: ``dead_relu`` in FULL_HEALTH.
+- ``mixed_fit``, ``mixed_loop``: mixed_float16 under Keras' dynamic loss scale (a first
+  scale too large, halved until it fits, doubled every `GROWTH_STEPS` finite steps), by
+  ``fit`` and by a custom loop.
+- ``dead_relu_health``, ``mixed_fit_health``, ``lr_raised_health``: those fits in
+  FULL_HEALTH; ``big_layer_health``: a FULL_HEALTH fit with a layer whose kernel is too
+  large for a magnitude.
 """
 import json
 import sys
@@ -158,14 +163,34 @@ def mixed_loop() -> dict:
             "steps": MIXED_STEPS}
 
 
+# A kernel of this many elements is summarised the stock way on a CPU in FULL_HEALTH:
+# its row has no magnitude (instrument.summaries.summary_ops.STOCK_ROUTE_MIN_ELEMENTS).
+BIG_UNITS = 128
+
+
+def big_layer() -> dict:
+    """A layer whose kernel (and its gradient) is too large for a magnitude in
+    FULL_HEALTH, between two small ones."""
+    keras.utils.set_random_seed(1)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(BIG_UNITS, name="small"),
+                              keras.layers.Dense(BIG_UNITS, name="big"),
+                              keras.layers.Dense(1, name="out")])
+    model.compile(optimizer=keras.optimizers.SGD(0.001), loss="mse")
+    x, y = _data(4)
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
+    return {"big_elements": BIG_UNITS * BIG_UNITS}
+
+
 CASES = {f.__name__: f for f in (lr_raised, dead_relu, float16_headroom, healthy, mixed_fit,
                                  mixed_loop)}
 # The dead ReLUs again in FULL_HEALTH: exact zeros are counted, no norm is known.
 CASES["dead_relu_health"] = dead_relu
+# In FULL_HEALTH: magnitudes, no norms; and a layer too big for a magnitude.
 CASES["mixed_fit_health"] = mixed_fit
 CASES["lr_raised_health"] = lr_raised
+CASES["big_layer_health"] = big_layer
 MODES = {"dead_relu_health": "FULL_HEALTH", "mixed_fit_health": "FULL_HEALTH",
-         "lr_raised_health": "FULL_HEALTH"}
+         "lr_raised_health": "FULL_HEALTH", "big_layer_health": "FULL_HEALTH"}
 
 
 def main(logdir: str, names: list[str]) -> None:

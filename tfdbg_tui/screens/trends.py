@@ -21,7 +21,7 @@ from textual.widgets import Footer, Static
 
 from reader.analysis.dump_reader import DumpReader
 from reader.analysis.trends import SERIES, SERIES_TITLES, Trends
-from reader.analysis.watch_rules import WatchReport, watch
+from reader.analysis.watch_rules import WatchReport, hits_of_row, watch
 from reader.errors import DumpError
 from tfdbg_tui.models.trend_cells import number
 from tfdbg_tui.text.literal import literal
@@ -201,8 +201,7 @@ class TrendsScreen(Screen[None]):
     def _show_hits(self) -> None:
         trends, report = self.trends, self.report
         assert trends is not None and report is not None
-        subject = trends.rows[self.row] if trends.rows else None
-        own = [h for h in report.hits if subject is not None and subject in (h.layer, h.tensor)]
+        own = hits_of_row(report, trends, self.row) if trends.rows else []
         text = _line()
         text.append(f"{len(report.hits)} rule hit{'s' if len(report.hits) != 1 else ''}",
                     "bold")
