@@ -298,8 +298,8 @@ def loss_scale(reader: DumpReader, trends: Trends) -> list[RuleHit]:
             position < trends.steps.size and trends.steps[position] == step else float("nan")
         if np.isfinite(value):
             hits.append(RuleHit("loss_scale", step, None, None, value, None,
-                                f"the loss scaler skipped step {step} ({count} skipped so far): "
-                                f"its scale {value:g} overflowed, halved to {value / 2:g}"))
+                                f"scale {value:.4g} overflowed: step skipped, scale halved "
+                                f"({count} skipped so far)"))
         else:
             hits.append(RuleHit("loss_scale", step, None, None, float(count), None,
                                 f"the loss scaler skipped step {step} ({count} skipped so far) "
