@@ -29,7 +29,8 @@ class DebuggerApp(App[int]):
         runs: Its runs, oldest first (from `reader.list_runs`).
         run_id: The run to show first; None shows the newest.
         poll_interval_s: Seconds between live-update polls of a growing dump.
-        opening: A future of `reader.open_run(logdir, run_id)` already under way.
+        opening: A future of `tfdbg_tui.models.hunt.open_for_landing(logdir, run_id)`
+            already under way.
         compare: Run A to show beside each run (`--compare`), or None.
     """
 

@@ -131,8 +131,8 @@ def first_harmful(execs: ExecutionIndex, traces: TraceIndex, builder: AlertBuild
 class AlertBuilder:
     """Turns alert rows into `Alert` objects, decoding only what each one needs.
 
-    It asks the reader through its public methods only (`execution`, `trace`, `op`,
-    `graph`, `execution_op_types`).
+    It asks the reader through its public methods only (`execution`,
+    `execution_devices`, `trace_op`, `op`, `graph`, `execution_op_types`).
     """
 
     def __init__(self, reader: IndexedRun) -> None:
@@ -157,10 +157,10 @@ class AlertBuilder:
 
     def graph(self, index: int, step: int, nan: int, neg: int, pos: int) -> Alert:
         reader = self._reader
-        trace = reader.trace(index)
+        op_id, slot = reader.trace_op(index)
         op_type, op_name, graph_name, device = "?", None, None, None
-        if trace.op_id is not None:
-            op = reader.op(trace.op_id)
+        if op_id is not None:
+            op = reader.op(op_id)
             op_type, op_name, device = op.op_type, op.name, op.device
             try:
                 graph_name = reader.graph(op.graph_id).name
@@ -169,7 +169,7 @@ class AlertBuilder:
         if device is None:
             device = self._step_device(step)
         return Alert(kind="graph", index=index, op_type=op_type, op_name=op_name,
-                     slot=trace.slot, graph_name=graph_name, device=device, nan=nan,
+                     slot=slot, graph_name=graph_name, device=device, nan=nan,
                      neg_inf=neg, pos_inf=pos, step=step)
 
     def _step_device(self, step: int) -> str | None:
@@ -177,7 +177,7 @@ class AlertBuilder:
         if step not in self._step_devices:
             device = None
             try:
-                devices = self._reader.execution(step).devices
+                devices = self._reader.execution_devices(step)
                 device = next((d for d in devices if d), None)
             except DumpError:
                 pass  # the call is not recorded yet (still running) or left the disk

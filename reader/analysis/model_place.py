@@ -127,10 +127,10 @@ class PlaceFinder:
         reader = self._reader
         if alert.kind == "graph":
             if op is None:
-                trace = reader.trace(alert.index)
-                if trace.op_id is None:
+                op_id, _ = reader.trace_op(alert.index)
+                if op_id is None:
                     return Place("other")
-                op = reader.op(trace.op_id)
+                op = reader.op(op_id)
             return self.of_op(op)
         phase = phase_of_name(alert.op_type, None)
         if phase is None:

@@ -109,6 +109,15 @@ def chunk_columns(record: dict[str, Any], mode: str, width: int,
                         out_start=out_start, out=out, summaries=summaries)
 
 
+def output_devices(record: dict[str, Any], row: int) -> list[int]:
+    """The device ids of execution ``row``'s outputs in a chunk the index took (its
+    ``dev``, as `execution_record` gives it, without decoding the rest)."""
+    counts = np.frombuffer(record["no"], dtype=_PER_EXECUTION["no"])
+    o0 = int(counts[:row].sum())
+    return np.frombuffer(record["dev"], dtype=_PER_OUTPUT["dev"])[
+        o0:o0 + int(counts[row])].tolist()
+
+
 def execution_record(record: dict[str, Any], row: int) -> dict[str, Any]:
     """Execution ``row`` of a chunk the index took, as the ``exec`` record it stands for
     (docs/format.md section 4, ``exec``)."""
@@ -140,9 +149,10 @@ def execution_record(record: dict[str, Any], row: int) -> dict[str, Any]:
     if is_int(width) and width > 0 and isinstance(record.get("s"), bytes):
         rows = np.frombuffer(record["s"], dtype="<f8").reshape(-1, width)
         magnitudes = stored_magnitudes(record, rows.shape[0])
+        rows = rows[o0:o1]
         if magnitudes is not None:  # only FULL_HEALTH chunks store them
-            rows = with_magnitudes(fmt.FULL_HEALTH, rows, magnitudes)
-        result["s"] = [None if np.isnan(r[0]) else r.tolist() for r in rows[o0:o1]]
+            rows = with_magnitudes(fmt.FULL_HEALTH, rows, magnitudes[o0:o1])
+        result["s"] = [None if np.isnan(r[0]) else r.tolist() for r in rows]
     stored = record.get("v")
     if isinstance(stored, list):
         result["v"] = stored[o0:o1]

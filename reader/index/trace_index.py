@@ -52,6 +52,9 @@ class TraceIndex(SpannedIndex[dict[str, Any]]):
         # segment, tp bytes, summary bytes or rows), and one past their last index.
         self._pending: list[tuple] = []
         self._pending_end = 0
+        # `alert_rows` and `alert_points` until the columns change: the alerts, the
+        # harm classification and the steps each ask for them (~25 ms each at 1M).
+        self._alerts: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None
 
     def __len__(self) -> int:
         return self.tp.size
@@ -127,6 +130,7 @@ class TraceIndex(SpannedIndex[dict[str, Any]]):
         if not pending:
             return
         self._pending = []
+        self._alerts = None
         self.tp.extend(np.frombuffer(b"".join(p[5] for p in pending), dtype="<i4"))
         # Not `_pending_end - first`: the chunks may jump over indices not on disk.
         n = sum(len(p[5]) for p in pending) // 4
@@ -205,21 +209,30 @@ class TraceIndex(SpannedIndex[dict[str, Any]]):
     def alert_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every trace that held NaN or infinity, ascending: (trace index, step,
         (n, 3) counts of nan, neg_inf, pos_inf, -1 where the mode has none)."""
-        rows = np.flatnonzero(self.alert.view)
-        index = self.spans.indices_of(rows)
-        if self.summaries is not None:
-            counts = alert_counts(self.mode, self.summaries.view[rows])
-        else:
-            counts = np.full((rows.size, 3), -1, dtype=np.int64)
-        chunks = np.searchsorted(self.chunk_first.view, index, side="right") - 1
-        step = (self.chunk_step.view[chunks] if rows.size
-                else np.empty(0, dtype=np.int64))
-        return index, step.astype(np.int64), counts
+        return self._alert_table()[0]
 
     def alert_points(self) -> np.ndarray:
         """The trace point of every trace that held NaN or infinity, as `alert_rows`
         lists them."""
-        return self.tp.view[np.flatnonzero(self.alert.view)].astype(np.int64)
+        return self._alert_table()[1]
+
+    def _alert_table(self) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
+        if self._alerts is None:
+            rows = np.flatnonzero(self.alert.view)
+            index = self.spans.indices_of(rows)
+            if self.summaries is not None:
+                counts = alert_counts(self.mode, self.summaries.view[rows])
+            else:
+                counts = np.full((rows.size, 3), -1, dtype=np.int64)
+            chunks = np.searchsorted(self.chunk_first.view, index, side="right") - 1
+            step = (self.chunk_step.view[chunks].astype(np.int64) if rows.size
+                    else np.empty(0, dtype=np.int64))
+            for array in (index, step, counts):
+                array.flags.writeable = False  # shared by every caller
+            points = self.tp.view[rows].astype(np.int64)
+            points.flags.writeable = False
+            self._alerts = ((index, step, counts), points)
+        return self._alerts
 
     def drop_segment(self, segment: int) -> int:
         """Forget the traces of one segment (it left the disk); returns how many."""
@@ -231,6 +244,7 @@ class TraceIndex(SpannedIndex[dict[str, Any]]):
         r1 = (self.spans.row_of(int(self.chunk_first.view[c1])) if c1 < self.chunk_first.size
               else len(self))
         assert r0 is not None and r1 is not None  # a chunk's first trace is on disk
+        self._alerts = None
         for column in (self.tp, self.alert, self.summaries):
             if column is not None:
                 column.delete(r0, r1)

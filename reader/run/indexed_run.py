@@ -198,6 +198,25 @@ class IndexedRun(DefinitionQueries):
             chunk_row = int(e.chunk_row.view[row])
             return record if chunk_row < 0 else exec_chunks.execution_record(record, chunk_row)
 
+    def execution_devices(self, index: int) -> tuple[str | None, ...]:
+        """The devices of execution ``index``'s outputs, as `execution` gives them,
+        without decoding the rest of its record.
+
+        Raises:
+            UnknownIdError: ``index`` is not on disk.
+            DamagedDumpError: Its bytes can no longer be read.
+        """
+        with self._lock:
+            row = self._exec_row(index)
+            e = self._execs
+            record = self._fetch(fmt.STREAM_EXECUTIONS, int(e.segment.view[row]),
+                                 int(e.offset.view[row]), int(e.length.view[row]))
+            chunk_row = int(e.chunk_row.view[row])
+            ids = (record.get("dev") if chunk_row < 0
+                   else exec_chunks.output_devices(record, chunk_row))
+            return tuple(self._defs.device_name(d) for d in
+                         (ids if isinstance(ids, list) else []))
+
     def execution(self, index: int) -> Execution:
         """The full execution record ``index`` (decoded on demand, cached).
 
@@ -339,6 +358,17 @@ class IndexedRun(DefinitionQueries):
             return Trace(index=index, trace_point=tp, op_id=op_id, slot=slot,
                          step=int(t.chunk_step.buffer[chunk]), summary=summary)
 
+    def trace_op(self, index: int) -> tuple[int | None, int]:
+        """(op id, output slot) of graph trace ``index``, as `trace` gives them, without
+        its summary and step (for the many alerts a landing lists); (None, -1) while
+        its op is not read.
+
+        Raises:
+            UnknownIdError: ``index`` is not on disk.
+        """
+        with self._lock:
+            return self._defs.trace_point(int(self._traces.tp.buffer[self._trace_row(index)]))
+
     def traces(self, begin: int, end: int) -> list[Trace]:
         """Traces ``begin..end-1``, clipped to what is on disk (for painting rows)."""
         with self._lock:
@@ -400,7 +430,7 @@ class IndexedRun(DefinitionQueries):
     def trace_alert_indices(self) -> np.ndarray:
         """Ascending int64 indices of the traces that held NaN or infinity."""
         with self._lock:
-            return self._traces.spans.indices_of(np.flatnonzero(self._traces.alert.view))
+            return self._traces.alert_rows()[0]
 
     def trace_steps(self, begin: int, end: int) -> np.ndarray:
         """int64 step (top-level execution index) of traces ``begin..end-1``."""

@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import reader
     from reader.errors import DumpError
+    from tfdbg_tui.models.hunt import open_for_landing
     from tfdbg_tui.text.literal import literal
 
     try:
@@ -76,10 +77,11 @@ def main(argv: list[str] | None = None) -> int:
         return codes.exit_code_for(error)
     # Open the run in a thread while the terminal is still ours: a dump that fails at
     # once (newer format, no such run, damaged metadata) gets its one-line error here;
-    # a big one keeps indexing while the app is imported and paints its first frame.
+    # a big one keeps indexing, then reads what the app lands on, while the app is
+    # imported and paints its first frame.
     started = time.monotonic()
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tfdbg-tui-open")
-    opening = executor.submit(reader.open_run, args.logdir, args.run)
+    opening = executor.submit(open_for_landing, args.logdir, args.run)
     from tfdbg_tui.app import DebuggerApp  # imported while the open is under way
 
     try:

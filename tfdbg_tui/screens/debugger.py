@@ -21,9 +21,8 @@ from textual.widgets import Footer
 
 import reader as dump_reader_module
 from reader import format as fmt
-from reader.analysis.diagnosis import Diagnosis, diagnose_alert, diagnose_cause
+from reader.analysis.diagnosis import Diagnosis, diagnose_alert
 from reader.analysis.steps import Steps, gap_between
-from reader.analysis.verdict import healthy_verdict
 from reader.errors import DumpError
 from reader.model import Alert, AlertSummary, RootCause, RunInfo
 from reader.notices import count_warnings
@@ -36,6 +35,7 @@ from tfdbg_tui.models.context_loader import (
     load_trace_context,
     source_span,
 )
+from tfdbg_tui.models.hunt import Opened, open_for_landing, read_hunt
 from tfdbg_tui.models.source_view import SourceView
 from tfdbg_tui.panes.alerts import AlertList, AlertsPane
 from tfdbg_tui.panes.graph_execution import GraphExecutionList, GraphExecutionPane
@@ -60,7 +60,6 @@ from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.pane import SECTIONS
 from tfdbg_tui.widgets.status_line import StatusLine
 
-ALERT_LIMIT_PER_TYPE = 1000
 # How often the status line rechecks a live run that stopped growing (killed runs
 # never write their `end` record; see `StatusLine`).
 IDLE_CHECK_S = 5.0
@@ -81,7 +80,8 @@ class DebuggerScreen(Screen):
         run_id: The run to open; None opens the newest.
         runs: The logdir's runs (the status line counts them; `c` offers them as A).
         poll_interval_s: Seconds between live-update polls.
-        opening: A future of the opened reader, when opening has begun already.
+        opening: A future of `tfdbg_tui.models.hunt.open_for_landing`, when opening
+            has begun already.
         compare: Run A to show beside this run (`RunComparison`), or None.
     """
 
@@ -108,7 +108,7 @@ class DebuggerScreen(Screen):
 
     def __init__(self, logdir: str, run_id: str | None = None, *,
                  runs: Sequence[RunInfo] = (), poll_interval_s: float = POLL_INTERVAL_S,
-                 opening: Future[dump_reader_module.DumpReader] | None = None,
+                 opening: Future[Opened] | None = None,
                  compare: str | None = None) -> None:
         super().__init__()
         self.opening = opening
@@ -178,16 +178,16 @@ class DebuggerScreen(Screen):
             if self.opening is not None:
                 opened = self.opening.result()
             else:
-                opened = dump_reader_module.open_run(self.logdir, self.run_id)
-            state = opened.writer_state()
+                opened = open_for_landing(self.logdir, self.run_id)
         except DumpError as error:
             self.post_message(OpenFailed(error))
             return
-        self.post_message(ReaderOpened(opened, state))
+        self.post_message(ReaderOpened(opened))
 
     @on(ReaderOpened)
     def _reader_opened(self, message: ReaderOpened) -> None:
-        reader = self.reader = message.reader
+        hunt = message.opened.hunt
+        reader = self.reader = message.opened.reader
         metadata = reader.metadata
         self.run_id = metadata.run_id
         graph_list = self.query_one(GraphExecutionList)
@@ -198,9 +198,10 @@ class DebuggerScreen(Screen):
         self.comparison = RunComparison(self, reader, logdir=self.logdir, runs=self.runs,
                                         graph_list=graph_list, timeline=timeline)
         kept_executions = reader.kept_executions()
-        if kept_executions:
+        if kept_executions and (hunt is None or hunt.root_cause is None):
+            # (A landing loads the root cause's step instead.)
             self.load_execution_detail(kept_executions[0][0], self._next_token("detail"))
-        self.run_state = message.state
+        self.run_state = message.opened.state
         self.update_status()
         damage = reader.damage
         if damage:
@@ -212,9 +213,12 @@ class DebuggerScreen(Screen):
             self.notify(f"{warnings} warning notice(s): part of the program may be missing "
                         "from the dump; press ! to read them", title="Notices",
                         severity="warning", markup=False, timeout=10)
-        self.load_hunt(select=True)
         if self.compare is not None:
             self.comparison.start(self.compare)
+        if hunt is None:
+            self.load_hunt(select=True)
+        else:  # read with the open: land in this frame
+            self._hunt_loaded(HuntLoaded(hunt, select=True))
         if self.live:
             self.watcher = DumpWatcher(reader, self, self.poll_interval_s)
             self.run_worker(self.watcher.run, thread=True, exclusive=True, group="watch",
@@ -226,13 +230,7 @@ class DebuggerScreen(Screen):
         reader = self.reader
         assert reader is not None
         try:
-            alerts = reader.alerts(limit_per_type=ALERT_LIMIT_PER_TYPE)
-            root_cause = reader.root_cause() if alerts.total else None
-            diagnosis = (diagnose_cause(reader, root_cause) if root_cause is not None
-                         else healthy_verdict(reader))
-            places = [reader.place(alert) for alert in alerts.alerts]
-            loaded = HuntLoaded(alerts, root_cause, reader.trace_alert_indices(),
-                                reader.steps(), select, diagnosis, places)
+            loaded = HuntLoaded(read_hunt(reader), select)
         except DumpError as error:
             # A record left the disk while it was read (a circular buffer rotating
             # under a live run): say so; the next update hunts again.
@@ -242,17 +240,18 @@ class DebuggerScreen(Screen):
 
     @on(HuntLoaded)
     def _hunt_loaded(self, message: HuntLoaded) -> None:
-        self.alert_summary = message.alerts
-        self.root_cause = message.root_cause
-        self.steps = message.steps
+        hunt = message.hunt
+        self.alert_summary = hunt.alerts
+        self.root_cause = hunt.root_cause
+        self.steps = hunt.steps
         graph_list = self.query_one(GraphExecutionList)
-        graph_list.show_alert_traces(message.alert_traces)
-        graph_list.steps = message.steps
+        graph_list.show_alert_traces(hunt.alert_traces)
+        graph_list.steps = hunt.steps
         alert_list = self.query_one(AlertList)
-        alert_list.show_alerts(message.alerts, message.steps, message.places)
+        alert_list.show_alerts(hunt.alerts, hunt.steps, hunt.places)
         self.update_status()
         if not self.alert_chosen:
-            self.show_diagnosis(message.diagnosis, "no NaN or infinity in this run" + (
+            self.show_diagnosis(hunt.diagnosis, "no NaN or infinity in this run" + (
                 " so far" if self.live else ""))
         if not message.select or (self.comparison is not None
                                   and self.comparison.defers(message)):
@@ -261,11 +260,11 @@ class DebuggerScreen(Screen):
 
     def land_on_hunt(self, message: HuntLoaded) -> None:
         """Select the root cause in every pane (or the first row without one)."""
-        self.hunt_done = message.root_cause is not None
+        root = message.hunt.root_cause
+        self.hunt_done = root is not None
         alert_list = self.query_one(AlertList)
         graph_list = self.query_one(GraphExecutionList)
         timeline = self.query_one(TimelineCells)
-        root = message.root_cause
         if root is not None:
             alert_list.show_alert(root.alert)
             if root.trace is not None:

@@ -8,26 +8,22 @@ token of their request (`DebuggerScreen._next_token`).
 
 from __future__ import annotations
 
-import numpy as np
 from textual.message import Message
 
 from reader.analysis.diagnosis import Diagnosis
-from reader.analysis.model_place import Place
-from reader.analysis.steps import Steps
-from reader.model import AlertSummary, RootCause
 from tfdbg_tui.messages import DumpFailed
 from tfdbg_tui.models.context_loader import ExecutionContext, TraceContext
+from tfdbg_tui.models.hunt import Hunt, Opened
 from tfdbg_tui.models.source_view import SourceView
 
 
 class ReaderOpened(Message):
-    """The run is open and indexed (`reader` is a `reader.DumpReader`); `state` is
-    its `reader.run.liveness` state."""
+    """The run is open and indexed: its reader, liveness state and hunt
+    (`tfdbg_tui.models.hunt.Opened`)."""
 
-    def __init__(self, reader, state: str) -> None:
+    def __init__(self, opened: Opened) -> None:
         super().__init__()
-        self.reader = reader
-        self.state = state
+        self.opened = opened
 
 
 class OpenFailed(DumpFailed):
@@ -39,21 +35,12 @@ class ReadFailed(DumpFailed):
 
 
 class HuntLoaded(Message):
-    """Alerts, the root cause, the alert trace indices and the steps (which name
-    places and gaps); `select` moves the panes."""
+    """The run's hunt (`tfdbg_tui.models.hunt.Hunt`); `select` moves the panes."""
 
-    def __init__(self, alerts: AlertSummary, root_cause: RootCause | None,
-                 alert_traces: np.ndarray, steps: Steps, select: bool,
-                 diagnosis: Diagnosis | None = None,
-                 places: list[Place] | None = None) -> None:
+    def __init__(self, hunt: Hunt, select: bool) -> None:
         super().__init__()
-        self.places = places  # per listed alert, where in the model it was made
-        self.alerts = alerts
-        self.root_cause = root_cause
-        self.alert_traces = alert_traces
-        self.steps = steps
+        self.hunt = hunt
         self.select = select
-        self.diagnosis = diagnosis
 
 
 class DiagnosisLoaded(Message):
