@@ -220,9 +220,13 @@ def compute_trends(reader: IndexedRun, steps_of_executions, has_steps: bool) -> 
     cells = nrows * nsteps
     series: dict[str, np.ndarray] = {}
     unknown: dict[str, np.ndarray] = {}
+    kept_role = np.where(keep, role, 0)
+    of_role: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # code: (traces, their cells)
     for name, (code, how) in _SERIES_OF.items():
-        mask = (role == code) & keep
-        cell = row[mask] * nsteps + position[mask]
+        if code not in of_role:
+            at = np.flatnonzero(kept_role == code)
+            of_role[code] = at, row[at] * nsteps + position[at]
+        mask, cell = of_role[code]
         if how == "norm":
             total = np.bincount(cell, weights=norm2[mask], minlength=cells)
             count = np.bincount(cell, minlength=cells)
@@ -239,14 +243,13 @@ def compute_trends(reader: IndexedRun, steps_of_executions, has_steps: bool) -> 
             unknown[name] = (blind & ~bad).reshape(nrows, nsteps)
         else:  # the first value of the cell, in trace order
             first = np.full(cells, n)
-            np.minimum.at(first, cell, np.flatnonzero(mask))
+            np.minimum.at(first, cell, mask)
             values = np.full(cells, np.nan)
             known = first < n
             at = first[known]
             values[known] = np.where(nonfinite[at], np.inf, magnitude[at])
         series[name] = values.reshape(nrows, nsteps)
-    gradient = np.flatnonzero((role == roles_.GRADIENT) & keep)
-    cell = row[gradient] * nsteps + position[gradient]
+    gradient, cell = of_role[roles_.GRADIENT]
     count = np.bincount(cell, minlength=cells)
     zeros = np.bincount(cell, weights=measures.all_zero[gradient], minlength=cells)
     zero_gradients = ((count > 0) & (zeros == count)).reshape(nrows, nsteps)
