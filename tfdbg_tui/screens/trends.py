@@ -189,6 +189,10 @@ class TrendsScreen(Screen[None]):
             self._position(report.first_harmful_step))
         value = float(table[self.row, self.step])
         said = number(value) if not np.isnan(value) else "not recorded"
+        step = int(trends.steps[self.step])
+        if np.isnan(value) and any(h.rule == "loss_scale" and h.step == step
+                                   for h in report.hits):
+            said = "none: the loss scaler skipped this step"
         if unknown is not None and unknown[self.row, self.step]:
             said = "unknown (a tensor without max |x|)"
         self.query_one("#trends-cell", Static).update(_line(
