@@ -49,8 +49,9 @@ DOMAINS = {
 }
 POW_DOMAIN = "x >= 0, or any x with an integer exponent"
 _DIVISIONS = {"RealDiv": 1, "Div": 1, "Reciprocal": 0, "Inv": 0, "Xdivy": 1}
-# A divergence: at least this many steps of growth, by at least this factor overall.
-DIVERGENCE_MIN_STEPS = 5
+# A divergence: growth over at least this many values (a learning rate far too high
+# overflows in three or four steps), by at least this factor overall.
+DIVERGENCE_MIN_STEPS = 3
 DIVERGENCE_MIN_GROWTH = 100.0
 # Traces of one tensor read for its growth (the latest ones).
 DIVERGENCE_MAX_TRACES = 4096

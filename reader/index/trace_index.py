@@ -42,6 +42,11 @@ class TraceIndex(SpannedIndex[dict[str, Any]]):
         self.tp = Column(np.int32)
         self.summaries = Column(np.float64, self.width) if self.width else None
         self.alert = Column(np.bool_)
+        # The rows that alert, ascending, and their (nan, neg_inf, pos_inf) counts:
+        # kept as the rows are committed (while they are in cache), so the alerts,
+        # the harm classification and the steps never scan the whole index for them.
+        self.alert_row = Column(np.int64)
+        self.alert_count = Column(np.int64, 3)
         self.chunk_first = Column(np.int64)
         self.chunk_step = Column(np.int64)
         self.chunk_offset = Column(np.int64)
@@ -141,8 +146,12 @@ class TraceIndex(SpannedIndex[dict[str, Any]]):
                 rows = with_magnitudes(self.mode, rows, None)
             else:
                 rows = np.concatenate([self._rows(p[6]) for p in pending])
+            flags = alert_flags(self.mode, rows)
+            hits = np.flatnonzero(flags)
+            self.alert_row.extend(self.alert.size + hits)
+            self.alert_count.extend(alert_counts(self.mode, rows[hits]))
             self.summaries.extend(rows)
-            self.alert.extend(alert_flags(self.mode, rows))
+            self.alert.extend(flags)
         else:
             self.alert.extend(np.zeros(n, dtype=bool))
         for p in pending:
@@ -218,12 +227,9 @@ class TraceIndex(SpannedIndex[dict[str, Any]]):
 
     def _alert_table(self) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
         if self._alerts is None:
-            rows = np.flatnonzero(self.alert.view)
+            rows = self.alert_row.view
             index = self.spans.indices_of(rows)
-            if self.summaries is not None:
-                counts = alert_counts(self.mode, self.summaries.view[rows])
-            else:
-                counts = np.full((rows.size, 3), -1, dtype=np.int64)
+            counts = self.alert_count.view.copy()
             chunks = np.searchsorted(self.chunk_first.view, index, side="right") - 1
             step = (self.chunk_step.view[chunks].astype(np.int64) if rows.size
                     else np.empty(0, dtype=np.int64))
@@ -245,6 +251,10 @@ class TraceIndex(SpannedIndex[dict[str, Any]]):
               else len(self))
         assert r0 is not None and r1 is not None  # a chunk's first trace is on disk
         self._alerts = None
+        a0, a1 = (int(a) for a in np.searchsorted(self.alert_row.view, [r0, r1]))
+        self.alert_row.delete(a0, a1)
+        self.alert_count.delete(a0, a1)
+        self.alert_row.view[a0:] -= r1 - r0
         for column in (self.tp, self.alert, self.summaries):
             if column is not None:
                 column.delete(r0, r1)

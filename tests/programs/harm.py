@@ -128,6 +128,20 @@ def diverging():
         train_step(x, y)
 
 
+def keras_diverging():
+    """Harmful: a Keras fit whose learning rate is far too high: the output layer's
+    values grow ten- to a million-fold a step and the loss overflows at the fourth
+    batch (only three finite values before it)."""
+    keras.utils.set_random_seed(0)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(512, 64)).astype("float32")
+    y = (x @ rng.normal(size=(64, 1))).astype("float32")
+    model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(256, activation="relu"),
+                              keras.layers.Dense(256, activation="relu"), keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.5), loss="mse")
+    model.fit(x, y, batch_size=64, epochs=1, verbose=0)
+
+
 def acos_domain():
     """Harmful: a cosine that rounds just above 1."""
     @tf.function
@@ -251,8 +265,8 @@ def variable_restored(path: str):
 
 
 CASES = {f.__name__: f for f in (mixed_precision, loss_scale_collapse, masked_attention,
-                                 masked_logsumexp, where_trap, diverging, acos_domain,
-                                 adam_epsilon, dataset_batch, py_function,
+                                 masked_logsumexp, where_trap, diverging, keras_diverging,
+                                 acos_domain, adam_epsilon, dataset_batch, py_function,
                                  numpy_function, variable_initial, variable_assigned,
                                  variable_restored, keras_data)}
 # The masked cases again in CURT_HEALTH, which says only "has NaN or inf".

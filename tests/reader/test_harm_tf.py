@@ -156,6 +156,22 @@ def test_divergence_says_since_when_and_how_fast(harm_dumps, case):
         assert int(grew[3]) <= dump.steps().of_execution(cause.alert.step)
 
 
+def test_a_keras_fit_that_diverges_in_a_few_steps_is_a_divergence(harm_dumps):
+    """A learning rate far too high overflows the loss at the fourth batch: three
+    finite values before the overflow are growth enough (x1e7 a step), not `overflow`
+    with advice about softmax."""
+    with reader.open_run(os.path.join(harm_dumps, "keras_diverging")) as dump:
+        cause = dump.root_cause()
+        assert cause is not None and dump.steps().of_execution(cause.alert.step) <= 4
+        diagnosis = diagnose_cause(dump, cause)
+        assert diagnosis.pattern == "divergence", diagnosis
+        grew = re.search(r"grew from ([0-9.e+-]+) at step 0 to ([0-9.e+-]+) at step (\d+), "
+                         r"about x([0-9.e+-]+) per step over (\d+) steps", diagnosis.explanation)
+        assert grew, diagnosis.explanation
+        assert float(grew[2]) / float(grew[1]) >= 1e6 and 3 <= int(grew[5]) <= 5
+        assert "learning rate" in diagnosis.suggestion
+
+
 def test_full_health_magnitudes_are_each_tensors_largest(harm_dumps):
     """Every finite FULL_HEALTH trace of the diverging loop's weight update carries
     its largest |x|; growing step by step."""

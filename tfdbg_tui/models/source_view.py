@@ -2,20 +2,23 @@
 
 `highlight_source` is slow for big files; the debugger's workers call it (through
 `tfdbg_tui.models.context_loader.load_source`) and hand the pane a `SourceView`.
+Pygments' lexers are imported by the first call, in a worker: not at the app's start,
+which they would make ~25 ms longer.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from pygments.lexer import Lexer
-from pygments.lexers import PythonLexer, get_lexer_for_filename
 from pygments.token import Comment, Keyword, Name, Number, Operator, String, Token
-from pygments.util import ClassNotFound
 from rich.style import Style
 from rich.text import Text
 
 from tfdbg_tui.text.literal import literal
+
+if TYPE_CHECKING:
+    from pygments.lexer import Lexer
 
 # Token styles in the 16 ANSI colours, so the code stays readable in any terminal.
 _TOKEN_STYLES: tuple[tuple[object, Style], ...] = (
@@ -73,6 +76,9 @@ def _lexer_for(path: str) -> Lexer:
     entry points for plug-in lexers, which took a quarter of a second at the first
     frame of a landing.
     """
+    from pygments.lexers import PythonLexer, get_lexer_for_filename
+    from pygments.util import ClassNotFound
+
     if path.endswith(_PYTHON_SUFFIXES):
         return PythonLexer(stripnl=False, ensurenl=False)
     try:
