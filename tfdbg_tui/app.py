@@ -41,10 +41,11 @@ class DebuggerApp(App[int]):
         Binding("question_mark", "show_keys", "Keys", key_display="?",
                 tooltip="List every key"),
         Binding("q", "quit", "Quit"),
-        Binding("r", "pick_run", "Runs"),
+        # Before "r": at 80 columns the footer ends here (`?` lists every key).
         Binding("t", "trends", "Trends",
                 tooltip="Trends: per layer and step, the norms and magnitudes, and the "
                         "watch rules' first anomaly before the first harmful value"),
+        Binding("r", "pick_run", "Runs"),
         Binding("ctrl+p", "command_palette", "Commands", show=False),
     ]
 

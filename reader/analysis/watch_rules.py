@@ -9,6 +9,8 @@ verdict (`reader.analysis.verdict`), it is shown.
 
 - ``exploding`` (``k``, ``window``): a finite gradient, update or activation value above
   ``k`` times the rolling median of its previous ``window`` finite values (at least 3).
+  It watches the norms, and a row's gradient or update max |x| where the row has no
+  such norm (FULL_HEALTH).
 - ``vanishing`` (``n``, ``relu``): a layer whose gradients were all exact zeros for
   ``n`` steps in a row (value 0, baseline: its last non-zero gradient norm); a layer
   whose ReLUs gave zeros for at least a share ``relu`` of their units for ``n`` steps
@@ -16,8 +18,10 @@ verdict (`reader.analysis.verdict`), it is shown.
 - ``float16_headroom`` (``factor``): a float16 or bfloat16 tensor whose largest
   magnitude came within ``factor`` x of its dtype's largest finite value (value: the
   magnitude, baseline: the dtype's largest finite value).
-- ``loss_scale``: a step the dynamic loss scaler skipped (value: the steps skipped so
-  far, baseline: null).
+- ``loss_scale``: a step the dynamic loss scaler skipped (`skipped_steps`; value: the
+  scale whose gradients overflowed, where the dump records it, else the steps skipped
+  so far; baseline: null). The scale itself over the steps is the trends'
+  ``loss_scale`` series.
 
 ``first_anomaly`` is the first hit in step order; ``lead_steps`` is the first harmful
 alert's step minus the first anomaly's.
@@ -34,6 +38,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from reader import format as fmt
 from reader.analysis.model_place import PlaceFinder
+from reader.analysis.trend_roles import LOSS_SCALE_ROW
 from reader.analysis.trends import DTYPE_MAX, SERIES_TITLES, Trends
 
 if TYPE_CHECKING:
@@ -47,8 +52,11 @@ DEFAULTS: dict[str, dict[str, float]] = {
     "loss_scale": {},
 }
 _INTEGER_PARAMETERS = {("exploding", "window"), ("vanishing", "n")}
-# The series `exploding` watches.
-_EXPLODING_SERIES = ("gradient_norm", "update_norm", "activation_max")
+# The series `exploding` watches; a magnitude series stands in for the norm its row
+# lacks.
+_EXPLODING_SERIES = ("gradient_norm", "update_norm", "activation_max", "gradient_max",
+                     "update_max")
+_NORM_OF = {"gradient_max": "gradient_norm", "update_max": "update_norm"}
 _DTYPE_ENUMS = {enum: name for enum, name in fmt.DTYPE_NAMES.items()}
 
 
@@ -103,6 +111,15 @@ class WatchReport:
     first_anomaly: RuleHit | None
     lead_steps: int | None
     first_harmful_step: int | None
+
+
+def hits_of_row(report: WatchReport, trends: Trends, row: int) -> list[RuleHit]:
+    """The hits about one row of the trends: its layer's or variable's, and for the
+    loss scale's row the loss scaler's."""
+    name = trends.rows[row]
+    if name == LOSS_SCALE_ROW and not trends.row_is_layer[row]:
+        return [hit for hit in report.hits if hit.rule == "loss_scale"]
+    return [hit for hit in report.hits if name in (hit.layer, hit.tensor)]
 
 
 def parse_rule_specs(specs: list[str] | None) -> dict[str, dict[str, float]]:
@@ -167,7 +184,10 @@ def exploding(reader: DumpReader, trends: Trends, k: float, window: int) -> list
     hits = []
     for series in _EXPLODING_SERIES:
         table = trends.series[series]
+        norms = trends.series.get(_NORM_OF.get(series, ""))
         for row in range(table.shape[0]):
+            if norms is not None and not np.isnan(norms[row]).all():
+                continue
             values = table[row]
             finite = np.flatnonzero(np.isfinite(values))
             if finite.size <= 3:
@@ -253,12 +273,38 @@ def float16_headroom(reader: DumpReader, trends: Trends, factor: float) -> list[
     return hits
 
 
+def skipped_steps(reader: DumpReader, trends: Trends) -> list[int]:
+    """The steps the dynamic loss scaler skipped: where the dump records the scale,
+    each step after which it halved (and the run's last step when the harm analysis
+    says it was skipped); else the harm analysis' steps
+    (`reader.analysis.harm`, from the gradients' overflow)."""
+    by_harm = [int(step) for step in reader.harm().skipped_step_numbers]
+    scale = trends.loss_scale()
+    if scale is None or not np.isfinite(scale).any():
+        return by_harm
+    with np.errstate(invalid="ignore"):
+        halved = np.flatnonzero(scale[1:] == scale[:-1] / 2)
+    steps = [int(trends.steps[i]) for i in halved.tolist()]
+    last = int(trends.steps[-1])
+    return steps + ([last] if last in by_harm and last not in steps else [])
+
+
 def loss_scale(reader: DumpReader, trends: Trends) -> list[RuleHit]:
-    skipped = reader.harm().skipped_step_numbers
-    return [RuleHit("loss_scale", int(step), None, None, float(count), None,
-                    f"the loss scaler skipped step {step} ({count} skipped so far) and "
-                    f"lowered its scale")
-            for count, step in enumerate(skipped, start=1)]
+    scale = trends.loss_scale()
+    hits = []
+    for count, step in enumerate(skipped_steps(reader, trends), start=1):
+        position = int(np.searchsorted(trends.steps, step))
+        value = float(scale[position]) if scale is not None and \
+            position < trends.steps.size and trends.steps[position] == step else float("nan")
+        if np.isfinite(value):
+            hits.append(RuleHit("loss_scale", step, None, None, value, None,
+                                f"scale {value:.4g} overflowed: step skipped, scale halved "
+                                f"({count} skipped so far)"))
+        else:
+            hits.append(RuleHit("loss_scale", step, None, None, float(count), None,
+                                f"the loss scaler skipped step {step} ({count} skipped so far) "
+                                f"and lowered its scale"))
+    return hits
 
 
 RULES: dict[str, Callable[..., list[RuleHit]]] = {

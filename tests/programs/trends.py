@@ -12,7 +12,12 @@ against (the step from which the learning rate was raised, the rates).
 - ``float16_headroom``: under ``mixed_float16``, activations near 40,000, within 2x of
   float16's largest finite value (65,504).
 - ``healthy``: a small float32 fit that trains as it should.
-- ``dead_relu_health``: ``dead_relu`` in FULL_HEALTH.
+- ``mixed_fit``, ``mixed_loop``: mixed_float16 under Keras' dynamic loss scale (a first
+  scale too large, halved until it fits, doubled every `GROWTH_STEPS` finite steps), by
+  ``fit`` and by a custom loop.
+- ``dead_relu_health``, ``mixed_fit_health``, ``lr_raised_health``: those fits in
+  FULL_HEALTH; ``big_layer_health``: a FULL_HEALTH fit with a layer whose kernel is too
+  large for a magnitude.
 """
 import json
 import sys
@@ -96,10 +101,96 @@ def healthy() -> dict:
     return {}
 
 
-CASES = {f.__name__: f for f in (lr_raised, dead_relu, float16_headroom, healthy)}
+# The mixed-precision cases: a first scale that overflows float16's gradients, halved
+# step by step until it fits, then doubled every `GROWTH_STEPS` finite steps.
+MIXED_INITIAL_SCALE = 2.0 ** 22
+GROWTH_STEPS = 3
+MIXED_STEPS = 20
+
+
+def _mixed_model() -> keras.Model:
+    return keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"),
+                             keras.layers.Dense(8), keras.layers.Dense(1, dtype="float32")])
+
+
+def _scale_optimizer() -> keras.optimizers.LossScaleOptimizer:
+    return keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD(0.01),
+                                               initial_scale=MIXED_INITIAL_SCALE,
+                                               dynamic_growth_steps=GROWTH_STEPS)
+
+
+def mixed_fit() -> dict:
+    """mixed_float16 under Keras' dynamic loss scale: the optimizer's writes sit in the
+    branch of the scaler's cond that runs only when the gradients are finite."""
+    keras.utils.set_random_seed(1)
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        model = _mixed_model()
+        model.compile(optimizer=_scale_optimizer(), loss="mse")
+        x, y = _data(MIXED_STEPS)
+        model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    return {"initial_scale": MIXED_INITIAL_SCALE, "growth_steps": GROWTH_STEPS,
+            "steps": MIXED_STEPS}
+
+
+def mixed_loop() -> dict:
+    """The same model and scaler in a custom training loop (`scale_loss`, `apply`)."""
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(1)
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        model = _mixed_model()
+        optimizer = _scale_optimizer()
+        x, y = _data(MIXED_STEPS)
+
+        @tf.function
+        def train_step(x, y):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(model(x) - y))
+                scaled = optimizer.scale_loss(loss)
+            gradients = tape.gradient(scaled, model.trainable_variables)
+            optimizer.apply(gradients, model.trainable_variables)
+            return loss
+
+        for i in range(MIXED_STEPS):
+            train_step(x[i * 8:(i + 1) * 8], y[i * 8:(i + 1) * 8])
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    return {"initial_scale": MIXED_INITIAL_SCALE, "growth_steps": GROWTH_STEPS,
+            "steps": MIXED_STEPS}
+
+
+# A kernel of this many elements is summarised the stock way on a CPU in FULL_HEALTH:
+# its row has no magnitude (instrument.summaries.summary_ops.STOCK_ROUTE_MIN_ELEMENTS).
+BIG_UNITS = 128
+
+
+def big_layer() -> dict:
+    """A layer whose kernel (and its gradient) is too large for a magnitude in
+    FULL_HEALTH, between two small ones."""
+    keras.utils.set_random_seed(1)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(BIG_UNITS, name="small"),
+                              keras.layers.Dense(BIG_UNITS, name="big"),
+                              keras.layers.Dense(1, name="out")])
+    model.compile(optimizer=keras.optimizers.SGD(0.001), loss="mse")
+    x, y = _data(4)
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
+    return {"big_elements": BIG_UNITS * BIG_UNITS}
+
+
+CASES = {f.__name__: f for f in (lr_raised, dead_relu, float16_headroom, healthy, mixed_fit,
+                                 mixed_loop)}
 # The dead ReLUs again in FULL_HEALTH: exact zeros are counted, no norm is known.
 CASES["dead_relu_health"] = dead_relu
-MODES = {"dead_relu_health": "FULL_HEALTH"}
+# In FULL_HEALTH: magnitudes, no norms; and a layer too big for a magnitude.
+CASES["mixed_fit_health"] = mixed_fit
+CASES["lr_raised_health"] = lr_raised
+CASES["big_layer_health"] = big_layer
+MODES = {"dead_relu_health": "FULL_HEALTH", "mixed_fit_health": "FULL_HEALTH",
+         "lr_raised_health": "FULL_HEALTH", "big_layer_health": "FULL_HEALTH"}
 
 
 def main(logdir: str, names: list[str]) -> None:

@@ -54,7 +54,7 @@ async def test_status_line_at_80_columns_keeps_a_short_run_id_whole(nan_logdir):
 
 @pytest.mark.parametrize("pane_key, own_keys", [
     ("1", []),
-    ("3", ["i Input", "v Value", "/ Search", "nN Match", "g Go to #"]),
+    ("3", ["i Input", "v Value", "/ Find", "nN Match", "g Go to #"]),
     ("4", ["⏎ Go to op's trace"]),
     ("6", ["l Library frames"]),
 ])
@@ -64,7 +64,7 @@ async def test_footer_at_80_columns_shows_the_pane_keys_and_the_keys_for_anywher
         await pilot.press(pane_key)
         await wait_for(pilot, lambda: all(key in footer(app) for key in own_keys),
                        what=f"the keys of pane {pane_key}")
-        for key in ("z Zoom", "[] Alert", "? Keys", "q Quit"):
+        for key in ("z Zoom", "[] Alert", "? Keys", "q Quit", "t Trends"):
             assert key in footer(app)
         # The command palette's key makes room at 80 columns; `?` lists it.
         assert "Commands" not in footer(app)

@@ -39,7 +39,7 @@ class GraphExecutionList(LineList):
     BINDINGS = [
         Binding("i", "first_input", "Input", tooltip="Go to the selected op's first input"),
         Binding("v", "show_value", "Value", tooltip="Show the tensor's value (FULL_TENSOR)"),
-        Binding("slash", "search", "Search", tooltip="Search op types and names (regex)"),
+        Binding("slash", "search", "Find", tooltip="Search op types and names (regex)"),
         Binding("n", "search_next", "Next match", group=MATCH_KEYS),
         Binding("N", "search_previous", "Prev match", key_display="N", group=MATCH_KEYS),
         Binding("g", "go_to_index", "Go to #", tooltip="Go to a trace by its index"),

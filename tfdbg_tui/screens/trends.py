@@ -21,7 +21,7 @@ from textual.widgets import Footer, Static
 
 from reader.analysis.dump_reader import DumpReader
 from reader.analysis.trends import SERIES, SERIES_TITLES, Trends
-from reader.analysis.watch_rules import WatchReport, watch
+from reader.analysis.watch_rules import WatchReport, hits_of_row, watch
 from reader.errors import DumpError
 from tfdbg_tui.models.trend_cells import number
 from tfdbg_tui.text.literal import literal
@@ -121,9 +121,13 @@ class TrendsScreen(Screen[None]):
             return
         available = trends.available()
         if not available:
+            blind = any(mask.any() for mask in trends.unknown.values())
             self.query_one("#trends-title", Static).update(_line(
-                f"Trends: no norm or magnitude in this {trends.mode} run (norms need "
-                "FULL_STATS; FULL_HEALTH gives magnitudes from format 2.2 on)"))
+                f"Trends: no norm or magnitude in this {trends.mode} run ("
+                + ("its summaries record no max |x|: TensorFlow's own dumps, or tensors "
+                   "summarised the stock way" if blind else
+                   "norms need FULL_STATS; FULL_HEALTH gives magnitudes from format 2.2 on")
+                + ")"))
             self._show_hits()
             return
         self.series = SERIES.index(available[0])
@@ -139,15 +143,33 @@ class TrendsScreen(Screen[None]):
         position = int(np.searchsorted(trends.steps, step))
         return position if position < trends.steps.size else None
 
+    def _rows(self) -> list[int]:
+        """The rows the chosen series has values for (a layer has no loss scale, the
+        loss scale's row no gradient)."""
+        assert self.trends is not None
+        name = SERIES[self.series]
+        table = self.trends.series[name]
+        unknown = self.trends.unknown.get(name)
+        has = ~np.isnan(table).all(axis=1)
+        if unknown is not None:
+            has |= unknown.any(axis=1)
+        return np.flatnonzero(has).tolist() or list(range(len(self.trends.rows)))
+
     def _show(self) -> None:
         trends, report = self.trends, self.report
         if trends is None or report is None or trends.empty:
             return
         name = SERIES[self.series]
         table = trends.series[name]
+        rows = self._rows()
+        if self.row not in rows:
+            self.row = rows[0]
+        unknown = trends.unknown.get(name)
+        blind = int(unknown.sum()) if unknown is not None else 0
         self.query_one("#trends-title", Static).update(_line(
             (f"Trends: {SERIES_TITLES[name]}", "bold"),
-            f" by layer and {trends.unit}  (s: series, arrows: move)"))
+            f" by layer and {trends.unit}  (s: series, arrows: move)" if not blind else
+            f" ({blind} cell{'s' if blind != 1 else ''} blank: a tensor without max |x|)"))
         marks = _line()
         first = report.first_anomaly
         if first is not None:
@@ -162,22 +184,28 @@ class TrendsScreen(Screen[None]):
                 marks.append(f" (lead {report.lead_steps})")
         self.query_one("#trends-marks", Static).update(marks)
         self.query_one(TrendHeatmap).show(
-            trends.rows, table, trends.steps, trends.unit, self.row, self.step,
-            self._position(first.step if first else None),
+            tuple(trends.rows[r] for r in rows), table[rows], trends.steps, trends.unit,
+            rows.index(self.row), self.step, self._position(first.step if first else None),
             self._position(report.first_harmful_step))
         value = float(table[self.row, self.step])
+        said = number(value) if not np.isnan(value) else "not recorded"
+        step = int(trends.steps[self.step])
+        if np.isnan(value) and any(h.rule == "loss_scale" and h.step == step
+                                   for h in report.hits):
+            said = "none: the loss scaler skipped this step"
+        if unknown is not None and unknown[self.row, self.step]:
+            said = "unknown (a tensor without max |x|)"
         self.query_one("#trends-cell", Static).update(_line(
             (literal(trends.rows[self.row]), "bold"),
             f"  {trends.unit} {trends.steps[self.step]}: {SERIES_TITLES[name]} ",
-            (number(value) if not np.isnan(value) else "not recorded", "bold")))
+            (said, "bold")))
         self.query_one(SeriesChart).show(table[self.row], self.step)
         self._show_hits()
 
     def _show_hits(self) -> None:
         trends, report = self.trends, self.report
         assert trends is not None and report is not None
-        subject = trends.rows[self.row] if trends.rows else None
-        own = [h for h in report.hits if subject is not None and subject in (h.layer, h.tensor)]
+        own = hits_of_row(report, trends, self.row) if trends.rows else []
         text = _line()
         text.append(f"{len(report.hits)} rule hit{'s' if len(report.hits) != 1 else ''}",
                     "bold")
@@ -207,7 +235,9 @@ class TrendsScreen(Screen[None]):
     def action_move(self, rows: int, steps: int) -> None:
         if self.trends is None or self.trends.empty or not self.trends.available():
             return
-        self.row = min(max(0, self.row + rows), len(self.trends.rows) - 1)
+        shown = self._rows()
+        at = shown.index(self.row) if self.row in shown else 0
+        self.row = shown[min(max(0, at + rows), len(shown) - 1)]
         self.step = min(max(0, self.step + steps), self.trends.steps.size - 1)
         self._show()
 

@@ -1,0 +1,263 @@
+"""Which traced tensors the run's trends are made of: each tensor's **role** and its
+**row** (a Keras layer, or a variable outside any layer), from the graphs alone.
+
+- **weight**: a forward ``ReadVariableOp`` of a *trained* variable (one whose write an
+  optimizer computes from a gradient), one read per variable and graph;
+- **gradient**: the gradient handed to the optimizer for a trained variable: walking
+  back from the variable's write (``AssignSubVariableOp``...) through the optimizer's
+  ops (``IdentityN`` by its slot, a slot variable's read to that slot's own write) to
+  the nearest gradient-phase tensors; under a dynamic loss scale, the gradient divided
+  by the scale (the value the optimizer applies), not the scaled one;
+- **update**: the value an ``AssignSub``/``AssignAdd`` write subtracts or adds;
+- **slot**: an optimizer's own variable (Adam's m and v) where the step reads it;
+- **activation**: any other forward tensor made inside a layer's call; a ``Relu``'s
+  output also counts the share of zero units;
+- **loss scale**: every read of a dynamic loss scale's variable (Keras'
+  ``LossScaleOptimizer``): a variable named like one (`LOSS_SCALE_NAME`), or one whose
+  read divides a gradient.
+
+Variables are followed across graphs: an optimizer that runs inside a ``tf.cond``
+branch (Keras' loss scaler applies the step only when the gradients are finite) writes
+through the branch's placeholders, which `reader.analysis.branch_inputs` maps to the
+tensors of the graph around it, so a write in the branch and a read in the forward pass
+meet at one variable.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from reader.analysis.branch_inputs import true_branch_inputs
+from reader.analysis.model_place import PlaceFinder
+from reader.errors import DumpError
+
+if TYPE_CHECKING:
+    from reader.model import Op, TensorRef
+    from reader.run.indexed_run import IndexedRun
+
+# Role codes (0: none).
+GRADIENT, UPDATE, WEIGHT, ACTIVATION, SLOT, LOSS_SCALE = 1, 2, 3, 4, 5, 6
+_DELTA_WRITES = frozenset({"AssignSubVariableOp", "AssignAddVariableOp"})
+_WRITES = _DELTA_WRITES | {"AssignVariableOp"}
+_READS = frozenset({"ReadVariableOp"})
+_NOT_ACTIVATIONS = frozenset({"ReadVariableOp", "Const", "Placeholder", "Shape", "Cast"})
+# How far back from a variable's write its gradient is looked for, in ops.
+_GRADIENT_DEPTH = 12
+# A name component of a dynamic loss scale's variable: Keras 3's `dynamic_scale`,
+# tf_keras' `current_loss_scale`, TensorFlow 1's `loss_scale` (not
+# `loss_scale_optimizer/step_counter`: the scaler's counter).
+LOSS_SCALE_NAME = re.compile(r"^(dynamic_scale|current_loss_scale|loss_scale)(_\d+)?$")
+# The loss scale's row (each traced function captures the variable anew: one row for
+# all of them).
+LOSS_SCALE_ROW = "loss scale"
+
+# A tensor of the run: (graph id, op name, output slot).
+_Tensor = tuple[int, str, int]
+
+
+@dataclass
+class Roles:
+    """Per trace point: role code and row; the row names in the order first met."""
+
+    role: dict[int, int] = field(default_factory=dict)
+    row: dict[int, int] = field(default_factory=dict)
+    relu: set[int] = field(default_factory=set)
+    names: list[str] = field(default_factory=list)
+    is_layer: list[bool] = field(default_factory=list)
+    _index: dict[str, int] = field(default_factory=dict)
+
+    def row_of(self, name: str, is_layer: bool) -> int:
+        if name not in self._index:
+            self._index[name] = len(self.names)
+            self.names.append(name)
+            self.is_layer.append(is_layer)
+        return self._index[name]
+
+    def set(self, tp: int | None, role: int, name: str, is_layer: bool) -> None:
+        if tp is not None and tp not in self.role:
+            self.role[tp] = role
+            self.row[tp] = self.row_of(name, is_layer)
+
+    def set_output(self, op: Op, slot: int, role: int, name: str, is_layer: bool) -> None:
+        self.set(op.trace_points[slot] if slot < len(op.trace_points) else None, role, name,
+                 is_layer)
+
+    def in_model_order(self) -> Roles:
+        """The same roles, the rows ordered by their first trace point."""
+        first = [min((tp for tp, row in self.row.items() if row == r), default=0)
+                 for r in range(len(self.names))]
+        order = sorted(range(len(self.names)), key=lambda r: first[r])
+        new_row = {old: new for new, old in enumerate(order)}
+        ordered = Roles(role=self.role, row={tp: new_row[r] for tp, r in self.row.items()},
+                        relu=self.relu)
+        for r in order:
+            ordered.row_of(self.names[r], self.is_layer[r])
+        return ordered
+
+
+def variable_name(resource: str) -> str:
+    """A variable named by its resource tensor: "dense/kernel/ReadVariableOp/resource:0"
+    -> "dense/kernel"."""
+    name = resource.rsplit(":", 1)[0]
+    for suffix in ("/resource", "/ReadVariableOp", "/Cast", "_readvariableop_resource"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return name or resource
+
+
+class _RunGraphs:
+    """The ops of every graph, keyed by graph and name, and variables followed across
+    cond branches."""
+
+    def __init__(self, reader: IndexedRun) -> None:
+        self.places = PlaceFinder(reader)
+        self.ops_of: dict[int, list[Op]] = {}
+        for graph in reader.graphs():
+            try:
+                self.ops_of[graph.id] = reader.graph_ops(graph.id)
+            except DumpError:
+                continue
+        self.by_name = {(gid, op.name): op for gid, ops in self.ops_of.items() for op in ops}
+        self.fed_by = true_branch_inputs(reader.graphs(), self.ops_of)
+
+    def phase(self, op: Op) -> str:
+        return self.places.phase_of_op(op)
+
+    def source(self, graph_id: int, ref: TensorRef) -> _Tensor:
+        """The tensor ``ref`` names, followed out of cond branches to the tensor that
+        feeds the branch's placeholder."""
+        name, slot = ref.name.rsplit(":", 1)[0], ref.slot or 0
+        for _ in range(len(self.ops_of) + 1):
+            outer = self.fed_by.get((graph_id, name))
+            if outer is None:
+                break
+            graph_id, ref = outer
+            name, slot = ref.name.rsplit(":", 1)[0], ref.slot or 0
+        return graph_id, name, slot
+
+    def producer(self, tensor: _Tensor) -> Op | None:
+        return self.by_name.get(tensor[:2])
+
+
+def _loss_scale_variables(graphs: _RunGraphs, reads: dict[_Tensor, list[Op]]) -> set[_Tensor]:
+    """The variables of dynamic loss scales: named like one, or read to divide a
+    gradient (Keras' loss scaler unscales the gradients with ``g / scale``)."""
+    found = {resource for resource in reads
+             if any(LOSS_SCALE_NAME.match(part) for part in resource[1].split("/"))}
+    for gid, ops in graphs.ops_of.items():
+        for op in ops:
+            if op.op_type != "RealDiv" or len(op.inputs) != 2:
+                continue
+            numerator = graphs.producer(graphs.source(gid, op.inputs[0]))
+            divisor = graphs.producer(graphs.source(gid, op.inputs[1]))
+            if numerator is not None and divisor is not None and divisor.op_type in _READS \
+                    and divisor.inputs and graphs.phase(numerator) == "gradient":
+                found.add(graphs.source(divisor.graph_id, divisor.inputs[0]))
+    return found
+
+
+def assign_roles(reader: IndexedRun) -> Roles:
+    """Every traced tensor's role and row, the rows in model order (by their first
+    trace point)."""
+    graphs = _RunGraphs(reader)
+    reads: dict[_Tensor, list[Op]] = {}
+    writes: dict[_Tensor, list[Op]] = {}
+    for gid, ops in graphs.ops_of.items():
+        for op in ops:
+            if op.op_type in _READS and op.inputs:
+                reads.setdefault(graphs.source(gid, op.inputs[0]), []).append(op)
+            elif op.op_type in _WRITES and len(op.inputs) >= 2:
+                writes.setdefault(graphs.source(gid, op.inputs[0]), []).append(op)
+    scales = _loss_scale_variables(graphs, reads)
+    scale_reads = {op.id for resource in scales for op in reads.get(resource, ())}
+
+    def divides_by_scale(op: Op) -> bool:
+        """A gradient unscaled: ``g / scale``."""
+        if op.op_type != "RealDiv" or len(op.inputs) != 2:
+            return False
+        divisor = graphs.producer(graphs.source(op.graph_id, op.inputs[1]))
+        return divisor is not None and divisor.id in scale_reads
+
+    def gradients_of(write: Op) -> list[tuple[Op, int]]:
+        """The nearest gradient-phase tensors behind a write's value (a gradient
+        unscaled by a loss scale: the division)."""
+        frontier = [graphs.source(write.graph_id, write.inputs[1])]
+        seen: set[_Tensor] = set()
+        for _ in range(_GRADIENT_DEPTH):
+            found: list[tuple[Op, int]] = []
+            nxt: list[_Tensor] = []
+            for tensor in frontier:
+                op = graphs.producer(tensor)
+                if tensor in seen or op is None:
+                    continue
+                seen.add(tensor)
+                slot = tensor[2]
+                if divides_by_scale(op) or graphs.phase(op) == "gradient":
+                    found.append((op, slot))
+                    continue
+                if op.op_type == "IdentityN":
+                    inputs = op.inputs[slot:slot + 1]
+                    nxt.extend(graphs.source(op.graph_id, ref) for ref in inputs)
+                elif op.op_type in _READS and op.inputs:
+                    resource = graphs.source(op.graph_id, op.inputs[0])
+                    nxt.extend(graphs.source(w.graph_id, w.inputs[1])
+                               for w in writes.get(resource, ()))
+                else:
+                    nxt.extend(graphs.source(op.graph_id, ref) for ref in op.inputs)
+            if found:
+                return found
+            frontier = nxt
+        return []
+
+    roles = Roles()
+    phase = graphs.phase
+    layer_of_resource: dict[_Tensor, str | None] = {}
+    for resource, readers in reads.items():
+        forward = [op for op in readers if phase(op) == "forward"]
+        if forward:
+            layer_of_resource[resource] = graphs.places.of_op(forward[0]).layer
+    for resource, written in writes.items():
+        if resource in scales:
+            continue
+        gradient = [g for w in written for g in gradients_of(w)]
+        if resource in layer_of_resource:
+            if not gradient:
+                continue  # a forward-read variable no gradient writes: a metric's
+            layer = layer_of_resource[resource]
+            name, is_layer = (layer, True) if layer else (variable_name(resource[1]), False)
+            for op, slot in gradient:
+                roles.set_output(op, slot, GRADIENT, name, is_layer)
+            for w in written:
+                if w.op_type in _DELTA_WRITES:
+                    value = graphs.source(w.graph_id, w.inputs[1])
+                    producer = graphs.producer(value)
+                    if producer is not None:
+                        roles.set_output(producer, value[2], UPDATE, name, is_layer)
+            first_of_graph: dict[int, Op] = {}
+            for op in reads[resource]:
+                if phase(op) == "forward":
+                    first_of_graph.setdefault(op.graph_id, op)
+            for op in first_of_graph.values():
+                roles.set_output(op, 0, WEIGHT, name, is_layer)
+        elif gradient and resource in reads:
+            first = reads[resource][0]
+            if phase(first) == "optimizer":
+                roles.set_output(first, 0, SLOT, variable_name(resource[1]), False)
+    for resource in scales:
+        for op in reads.get(resource, ()):
+            roles.set_output(op, 0, LOSS_SCALE, LOSS_SCALE_ROW, False)
+    for ops in graphs.ops_of.values():
+        for op in ops:
+            if op.op_type in _NOT_ACTIVATIONS or not op.trace_points or \
+                    phase(op) != "forward":
+                continue
+            layer = graphs.places.of_op(op).layer
+            if layer is None:
+                continue
+            for tp in op.trace_points:
+                roles.set(tp, ACTIVATION, layer, True)
+                if op.op_type == "Relu" and tp is not None:
+                    roles.relu.add(tp)
+    return roles.in_model_order()
