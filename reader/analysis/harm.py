@@ -43,6 +43,7 @@ import numpy as np
 
 from reader.analysis.inputs import input_trace
 from reader.analysis.model_place import PlaceFinder
+from reader.analysis.trend_roles import LOSS_SCALE_NAME, loss_scale_variables
 from reader.errors import DumpError
 from reader.model import CONTAINED_REASONS, HARMFUL, Alert, Op, alert_type_of
 
@@ -398,11 +399,21 @@ GROUP_RULES = (_deliberate, _discarded)
 
 
 def _loss_scale_marks(reader: IndexedRun) -> str | None:
-    """What says the run has a dynamic loss scale (a graph of its), or None."""
+    """What says the run has a dynamic loss scale (a graph of its, or a variable read
+    to unscale the gradients), or None."""
     for graph in reader.graphs():
         name = (graph.name or "").lower()
         if any(mark in name for mark in _LOSS_SCALE_MARKS):
             return f"graph '{graph.name}' of a dynamic loss scale"
+    # A scaler built before the function was first traced names its branches
+    # `cond_true_N`: find its variable by what it does instead.
+    found = loss_scale_variables(reader)
+    named = [name for name in found
+             if any(LOSS_SCALE_NAME.match(part) for part in name.split("/"))]
+    if named:
+        return f"variable '{named[0]}' of a dynamic loss scale"
+    if found:
+        return "a variable read to divide the gradients (a dynamic loss scale unscaling them)"
     return None
 
 

@@ -158,6 +158,21 @@ def _loss_scale_variables(graphs: _RunGraphs, reads: dict[_Tensor, list[Op]]) ->
     return found
 
 
+def loss_scale_variables(reader: IndexedRun) -> list[str]:
+    """The names of the run's dynamic loss scale variables (`_loss_scale_variables`),
+    sorted; [] when it has none. The harm analysis asks when no graph is named after
+    a loss scaler (a scaler built before its first trace names its branches
+    ``cond_true_N``)."""
+    graphs = _RunGraphs(reader)
+    reads: dict[_Tensor, list[Op]] = {}
+    for gid, ops in graphs.ops_of.items():
+        for op in ops:
+            if op.op_type in _READS and op.inputs:
+                reads.setdefault(graphs.source(gid, op.inputs[0]), []).append(op)
+    return sorted({variable_name(f"{name}:{slot}")
+                   for _, name, slot in _loss_scale_variables(graphs, reads)})
+
+
 def assign_roles(reader: IndexedRun) -> Roles:
     """Every traced tensor's role and row, the rows in model order (by their first
     trace point)."""

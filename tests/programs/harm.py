@@ -45,6 +45,36 @@ def mixed_precision():
     _mixed_fit(1.0, lambda: keras.layers.Dense(8, activation="relu"), MIXED_STEPS)
 
 
+def mixed_loop_built():
+    """Healthy: a custom loop under the same scaler, built before its first step (as
+    a restored or re-used optimizer is): its branches are named ``cond_true_N``, not
+    after the scaler."""
+    keras.utils.set_random_seed(1)
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"),
+                                  keras.layers.Dense(8), keras.layers.Dense(1, dtype="float32")])
+        optimizer = keras.optimizers.LossScaleOptimizer(
+            keras.optimizers.SGD(0.01), initial_scale=MIXED_INITIAL_SCALE)
+        optimizer.build(model.trainable_variables)
+        x = np.random.default_rng(0).normal(size=(MIXED_STEPS * 8, 4)).astype("float32")
+        y = x.sum(axis=1, keepdims=True)
+
+        @tf.function
+        def train_step(x, y):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(model(x) - y))
+                scaled = optimizer.scale_loss(loss)
+            gradients = tape.gradient(scaled, model.trainable_variables)
+            optimizer.apply(gradients, model.trainable_variables)
+            return loss
+
+        for i in range(MIXED_STEPS):
+            train_step(x[i * 8:(i + 1) * 8], y[i * 8:(i + 1) * 8])
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
 class _SqrtLayer(keras.layers.Layer):
     """sqrt of a ReLU: the gradient is infinite wherever an input is 0, every step."""
 
@@ -264,7 +294,8 @@ def variable_restored(path: str):
     predict(tf.constant([2.0, 3.0]))
 
 
-CASES = {f.__name__: f for f in (mixed_precision, loss_scale_collapse, masked_attention,
+CASES = {f.__name__: f for f in (mixed_precision, mixed_loop_built, loss_scale_collapse,
+                                 masked_attention,
                                  masked_logsumexp, where_trap, diverging, keras_diverging,
                                  acos_domain, adam_epsilon, dataset_batch, py_function,
                                  numpy_function, variable_initial, variable_assigned,

@@ -62,6 +62,20 @@ def test_mixed_precision_fit_is_healthy(harm_dumps, capsys):
     assert report["num_alerts"] == sum(report["alerts_by_type"].values())  # fields stay
 
 
+def test_a_custom_loop_whose_scaler_was_built_first_is_healthy(harm_dumps, capsys):
+    """No graph is named after the scaler (its branches are `cond_true_N`): the variable
+    that unscales the gradients says there is a dynamic loss scale."""
+    with reader.open_run(os.path.join(harm_dumps, "mixed_loop_built")) as dump:
+        assert not any("scale" in (g.name or "") for g in dump.graphs())
+        summary = dump.alerts()
+        assert summary.total > 0 and summary.contained["loss_scale"] == summary.total
+        assert dump.root_cause() is None
+        assert "divide the gradients" in dump.harm().loss_scale_evidence
+    report = _report(harm_dumps, "mixed_loop_built", capsys)
+    assert report["first_alert"] is None
+    assert report["diagnosis"]["pattern"] == "expected_loss_scaling"
+
+
 def test_masked_attention_is_healthy(harm_dumps, capsys):
     """A causal mask written as -inf, then softmax: deliberate, contained."""
     with reader.open_run(os.path.join(harm_dumps, "masked_attention")) as dump:
