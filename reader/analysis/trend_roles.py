@@ -173,6 +173,48 @@ def loss_scale_variables(reader: IndexedRun) -> list[str]:
                    for _, name, slot in _loss_scale_variables(graphs, reads)})
 
 
+def _slot_rows(slots: list[tuple[Op, _Tensor, list[tuple[Op, int]]]],
+               row_of_gradient: dict[_Tensor, str]) -> list[tuple[Op, str]]:
+    """Each optimizer slot's first read and its row's name.
+
+    A slot is named by its variable where a graph names the variable (Keras 3:
+    ``adam/dense_kernel_momentum``). A graph that captured the variable names the
+    capture after the op that reads it (``adam/Sub_2/ReadVariableOp/resource``), which
+    says nothing: there a slot is the k-th slot of the trained row whose gradient it
+    follows (``sequential/dense slot 2``), and the same k-th slot of another graph that
+    does name it lends it that name, so one slot is one row in every trace.
+    """
+    keyed: list[tuple[Op, tuple[str, int], str | None]] = []
+    count: dict[tuple[int, str], int] = {}
+    for first, resource, gradient in sorted(slots, key=lambda slot: (slot[0].graph_id,
+                                                                      slot[0].id)):
+        owner = next((row_of_gradient[(op.graph_id, op.name, slot)] for op, slot in gradient
+                      if (op.graph_id, op.name, slot) in row_of_gradient), None)
+        own_name = _named_variable(resource[1])
+        if owner is None:
+            keyed.append((first, (own_name or variable_name(resource[1]), 0), own_name))
+            continue
+        k = count.get((first.graph_id, owner), 0) + 1
+        count[(first.graph_id, owner)] = k
+        keyed.append((first, (owner, k), own_name))
+    names: dict[tuple[str, int], str] = {}
+    for _, key, own_name in keyed:
+        if own_name is not None:
+            names.setdefault(key, own_name)
+    return [(first, names.get(key) or f"{key[0]} slot {key[1]}") for first, key, _ in keyed]
+
+
+def _named_variable(resource: str) -> str | None:
+    """The variable's own name, or None when ``resource`` is a capture named after the
+    op that reads it (``<op>/resource``, ``<op>/ReadVariableOp/resource``). Keras 3's
+    unique suffix (``adam/dense_kernel_momentum/638``) is dropped."""
+    name = resource.rsplit(":", 1)[0]
+    if name.endswith("/resource") or name.endswith("_readvariableop_resource"):
+        return None
+    head, _, tail = name.rpartition("/")
+    return head if head and tail.isdigit() else variable_name(name)
+
+
 def assign_roles(reader: IndexedRun) -> Roles:
     """Every traced tensor's role and row, the rows in model order (by their first
     trace point)."""
@@ -233,6 +275,10 @@ def assign_roles(reader: IndexedRun) -> Roles:
         forward = [op for op in readers if phase(op) == "forward"]
         if forward:
             layer_of_resource[resource] = graphs.places.of_op(forward[0]).layer
+    # The row of each trained variable's gradient tensors, and the variables that follow
+    # a gradient without being read forward: an optimizer's slots.
+    row_of_gradient: dict[_Tensor, str] = {}
+    slots: list[tuple[Op, _Tensor, list[tuple[Op, int]]]] = []
     for resource, written in writes.items():
         if resource in scales:
             continue
@@ -244,6 +290,7 @@ def assign_roles(reader: IndexedRun) -> Roles:
             name, is_layer = (layer, True) if layer else (variable_name(resource[1]), False)
             for op, slot in gradient:
                 roles.set_output(op, slot, GRADIENT, name, is_layer)
+                row_of_gradient[(op.graph_id, op.name, slot)] = name
             for w in written:
                 if w.op_type in _DELTA_WRITES:
                     value = graphs.source(w.graph_id, w.inputs[1])
@@ -259,7 +306,9 @@ def assign_roles(reader: IndexedRun) -> Roles:
         elif gradient and resource in reads:
             first = reads[resource][0]
             if phase(first) == "optimizer":
-                roles.set_output(first, 0, SLOT, variable_name(resource[1]), False)
+                slots.append((first, resource, gradient))
+    for first, name in _slot_rows(slots, row_of_gradient):
+        roles.set_output(first, 0, SLOT, name, False)
     for resource in scales:
         for op in reads.get(resource, ()):
             roles.set_output(op, 0, LOSS_SCALE, LOSS_SCALE_ROW, False)

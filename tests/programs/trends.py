@@ -12,6 +12,8 @@ against (the step from which the learning rate was raised, the rates).
 - ``float16_headroom``: under ``mixed_float16``, activations near 40,000, within 2x of
   float16's largest finite value (65,504).
 - ``healthy``: a small float32 fit that trains as it should.
+- ``adam``: a healthy fit under Adam, whose moments (m and v, the optimizer's slots)
+  are read by every step; `facts.json` holds each slot's norm before each batch.
 - ``mixed_fit``, ``mixed_loop``: mixed_float16 under Keras' dynamic loss scale (a first
   scale too large, halved until it fits, doubled every `GROWTH_STEPS` finite steps), by
   ``fit`` and by a custom loop.
@@ -101,6 +103,36 @@ def healthy() -> dict:
     return {}
 
 
+class _SlotNorms(keras.callbacks.Callback):
+    """Each optimizer slot's L2 norm before each batch: the value the step reads."""
+
+    def __init__(self):
+        super().__init__()
+        self.norms: dict[str, list[float]] = {}
+
+    def on_train_batch_begin(self, batch, logs=None):
+        optimizer = self.model.optimizer
+        for variable in optimizer.variables:
+            if variable.path.endswith(("_momentum", "_velocity")):
+                value = keras.ops.convert_to_numpy(variable.value)
+                self.norms.setdefault(variable.path, []).append(
+                    float(np.sqrt(np.sum(np.square(value, dtype=np.float64)))))
+
+
+def adam() -> dict:
+    """Adam on a small regression: its m and v grow from zero over the steps."""
+    keras.utils.set_random_seed(1)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"),
+                              keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
+    x, y = _data(ADAM_STEPS)
+    slots = _SlotNorms()
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False, callbacks=[slots])
+    return {"slot_norms": slots.norms, "steps": ADAM_STEPS}
+
+
+ADAM_STEPS = 6
+
 # The mixed-precision cases: a first scale that overflows float16's gradients, halved
 # step by step until it fits, then doubled every `GROWTH_STEPS` finite steps.
 MIXED_INITIAL_SCALE = 2.0 ** 22
@@ -181,8 +213,8 @@ def big_layer() -> dict:
     return {"big_elements": BIG_UNITS * BIG_UNITS}
 
 
-CASES = {f.__name__: f for f in (lr_raised, dead_relu, float16_headroom, healthy, mixed_fit,
-                                 mixed_loop)}
+CASES = {f.__name__: f for f in (lr_raised, dead_relu, float16_headroom, healthy, adam,
+                                 mixed_fit, mixed_loop)}
 # The dead ReLUs again in FULL_HEALTH: exact zeros are counted, no norm is known.
 CASES["dead_relu_health"] = dead_relu
 # In FULL_HEALTH: magnitudes, no norms; and a layer too big for a magnitude.

@@ -152,3 +152,21 @@ def test_report_json_lists_the_hits_with_the_issue_fields(trend_dumps):
     # A threshold no jump reaches: the rule stays quiet, and so does the lead time.
     quiet = _report_json(trend_dumps, "lr_raised", "exploding:k=1e30")
     assert (quiet["rules"], quiet["first_anomaly"], quiet["lead_steps"]) == ([], None, None)
+
+
+def test_adam_slot_norms_are_the_moments_the_step_reads(trend_dumps, facts):
+    """Adam's m and v, one row each, named as Keras names them: at each step the norm
+    of the value the step read, which is the value before the step's update (zero at
+    the first step, then what a callback saw before each batch)."""
+    seen = facts["adam"]["slot_norms"]
+    with _open(trend_dumps, "adam") as dump:
+        trends = dump.trends()
+        assert "slot_norm" in trends.available()
+        slot_rows = {name: row for row, name in enumerate(trends.rows)
+                     if np.isfinite(trends.series["slot_norm"][row]).any()}
+        assert sorted(slot_rows) == sorted(seen) and len(seen) == 8  # 2 layers x 2 x (m, v)
+        for name, norms in seen.items():
+            np.testing.assert_allclose(trends.series["slot_norm"][slot_rows[name]],
+                                       [0.0, *norms], rtol=1e-5, atol=1e-7)
+            assert not trends.row_is_layer[slot_rows[name]]
+        assert watch(dump).hits == ()
