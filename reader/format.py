@@ -30,7 +30,9 @@ FORMAT_NAME = "tfdbg-tui-dump"
 # ignores the key, still reads the rows.
 # 2.3: on an object store (s3://, gs://) a segment is written as consecutive part
 # objects (`part_filename`), each closed at a flush; a 2.2 reader finds no run there.
-FORMAT_VERSION = (2, 3)
+# 2.4: an op that reads or writes a variable through a function graph's capture of its
+# handle names the variable (`var`); a 2.3 reader ignores the key.
+FORMAT_VERSION = (2, 4)
 
 FILE_SUFFIX = ".tfdbg"
 

@@ -211,6 +211,9 @@ class Op:
     trace_points: tuple[int | None, ...]
     # The path of the Keras layer whose call built the op (format 2.2), or None.
     layer: str | None = None
+    # The variable the op reads or writes through a function graph's capture of its
+    # handle (format 2.4), or None.
+    variable: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

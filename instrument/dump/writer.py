@@ -319,7 +319,7 @@ class DumpWriter:
     def add_op(self, *, graph_id: int, op_type: str, op_name: str, inputs: Sequence[str],
                num_outputs: int, output_dtypes: Sequence[int], device_id: int | None,
                stack_id: int | None, trace_points: Sequence[int | None],
-               layer: str | None = None) -> int:
+               layer: str | None = None, variable: str | None = None) -> int:
         """Define an op created in a graph.
 
         Args:
@@ -328,6 +328,8 @@ class DumpWriter:
             trace_points: Per output slot, the trace point id its graph execution
                 traces carry, or None when that output is not traced.
             layer: The path of the Keras layer whose call built the op, if any.
+            variable: The name of the variable the op reads or writes through a
+                function graph's capture of its handle, if known.
         """
         with self._lock:
             ident = self._allocate(fmt.KIND_OP)
@@ -338,6 +340,8 @@ class DumpWriter:
                 "tps": list(trace_points)}
             if layer is not None:
                 record["layer"] = layer
+            if variable is not None:
+                record["var"] = variable
             self._append(fmt.STREAM_GRAPHS, record)
             return ident
 

@@ -284,3 +284,46 @@ def autograph_source_mappers(thread_ident: int) -> Any:
                    "AutoGraph frames are not mapped back to the user's lines")
         return None
     return stacks.get(thread_ident)
+
+
+# How many graphs out a variable's capture is followed (a cond branch in a while body
+# in a tf.function is three).
+_CAPTURE_DEPTH = 8
+
+
+def captured_variable_name(graph: Any, tensor: Any) -> str | None:
+    """The name of the ``tf.Variable`` whose handle ``tensor`` stands for in ``graph``:
+    the placeholder a function graph (or a cond or loop body in it) captured the
+    variable's eager handle into; None when it is not such a capture or the variable
+    is not known.
+
+    The capture is followed out through the graphs with the public ``captures``; the
+    variable is found among those the outermost function graph watched
+    (``FuncGraph._watched_variables``: a variable is watched when it is read, before
+    its ``ReadVariableOp`` is made).
+    """
+    for _ in range(_CAPTURE_DEPTH):
+        captures = getattr(graph, "captures", None)
+        if captures is None:
+            return None
+        external = next((ext for ext, internal in captures if internal is tensor), None)
+        if external is None:
+            return None
+        outer = getattr(external, "graph", None)  # None: an eager handle
+        if outer is None:
+            return _watched_variable_name(graph, external)
+        graph, tensor = outer, external
+    return None
+
+
+def _watched_variable_name(graph: Any, handle: Any) -> str | None:
+    watched = getattr(graph, "_watched_variables", None)
+    if watched is None:
+        debug_once("watched_variables", "FuncGraph._watched_variables is missing: "
+                   "variables in function graphs are named after the ops that read them")
+        return None
+    for variable in watched:
+        if getattr(variable, "handle", None) is handle:
+            name = getattr(variable, "name", None)
+            return name.rsplit(":", 1)[0] if isinstance(name, str) else None
+    return None

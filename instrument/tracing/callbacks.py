@@ -60,6 +60,24 @@ UNRECORDED_EAGER_OPS = frozenset({
 })
 
 
+
+# DataType enum of a resource handle (a variable's).
+_DT_RESOURCE = 20
+
+
+def _variable_of(graph: Any, inputs: Any) -> str | None:
+    """The variable an op reads or writes through its first input, when that input is
+    a function graph's capture of a variable's handle."""
+    if not inputs:
+        return None
+    handle = inputs[0]
+    dtype = getattr(handle, "dtype", None)
+    if dtype is None or dtype.as_datatype_enum != _DT_RESOURCE \
+            or handle.op.type != "Placeholder":
+        return None
+    return graph_frames.captured_variable_name(graph, handle)
+
+
 class DumpingCallback:
     """Writes one run: the op callback, the concrete-function hook and the trace route.
 
@@ -385,7 +403,7 @@ class DumpingCallback:
             output_dtypes=[t.dtype.as_datatype_enum for t in outputs],
             device_id=self.graphs.device_id(device) if device else None,
             stack_id=self._stacks.capture(), trace_points=trace_points,
-            layer=calling_layer_path())
+            layer=calling_layer_path(), variable=_variable_of(graph, inputs))
         batch = self._graph_batch(graph) if eager_rooted and not in_xla and not remote \
             else None
         if batch is not None and op is not None:

@@ -49,6 +49,9 @@ _GRADIENT_DEPTH = 12
 # tf_keras' `current_loss_scale`, TensorFlow 1's `loss_scale` (not
 # `loss_scale_optimizer/step_counter`: the scaler's counter).
 LOSS_SCALE_NAME = re.compile(r"^(dynamic_scale|current_loss_scale|loss_scale)(_\d+)?$")
+# TensorFlow's name for a variable created without one: every such variable of an
+# eager program has it, so it cannot tell one from another (the op that reads it can).
+_UNNAMED_VARIABLE = re.compile(r"^Variable(_\d+)?$")
 # The loss scale's row (each traced function captures the variable anew: one row for
 # all of them).
 LOSS_SCALE_ROW = "loss scale"
@@ -173,26 +176,26 @@ def loss_scale_variables(reader: IndexedRun) -> list[str]:
                    for _, name, slot in _loss_scale_variables(graphs, reads)})
 
 
-def _slot_rows(slots: list[tuple[Op, _Tensor, list[tuple[Op, int]]]],
+def _slot_rows(slots: list[tuple[Op, str | None, list[tuple[Op, int]]]],
                row_of_gradient: dict[_Tensor, str]) -> list[tuple[Op, str]]:
-    """Each optimizer slot's first read and its row's name.
+    """Each optimizer slot's first read and its row's name, from the slots' first
+    reads, their own names where known, and the gradients they follow.
 
-    A slot is named by its variable where a graph names the variable (Keras 3:
-    ``adam/dense_kernel_momentum``). A graph that captured the variable names the
-    capture after the op that reads it (``adam/Sub_2/ReadVariableOp/resource``), which
-    says nothing: there a slot is the k-th slot of the trained row whose gradient it
+    A slot is named by its variable where the dump names it (Keras 3:
+    ``adam/dense_kernel_momentum``). A dump without ``var`` names a captured variable
+    after the op that reads it (``adam/Sub_2/ReadVariableOp/resource``), which says
+    nothing: there a slot is the k-th slot of the trained row whose gradient it
     follows (``sequential/dense slot 2``), and the same k-th slot of another graph that
     does name it lends it that name, so one slot is one row in every trace.
     """
     keyed: list[tuple[Op, tuple[str, int], str | None]] = []
     count: dict[tuple[int, str], int] = {}
-    for first, resource, gradient in sorted(slots, key=lambda slot: (slot[0].graph_id,
+    for first, own_name, gradient in sorted(slots, key=lambda slot: (slot[0].graph_id,
                                                                       slot[0].id)):
         owner = next((row_of_gradient[(op.graph_id, op.name, slot)] for op, slot in gradient
                       if (op.graph_id, op.name, slot) in row_of_gradient), None)
-        own_name = _named_variable(resource[1])
         if owner is None:
-            keyed.append((first, (own_name or variable_name(resource[1]), 0), own_name))
+            keyed.append((first, (own_name or first.name, 0), own_name))
             continue
         k = count.get((first.graph_id, owner), 0) + 1
         count[(first.graph_id, owner)] = k
@@ -228,6 +231,11 @@ def assign_roles(reader: IndexedRun) -> Roles:
             elif op.op_type in _WRITES and len(op.inputs) >= 2:
                 writes.setdefault(graphs.source(gid, op.inputs[0]), []).append(op)
     scales = _loss_scale_variables(graphs, reads)
+    # The variable's own name, where the dumper recorded it (format 2.4) on an op
+    # that reads or writes it.
+    named = {resource: op.variable for table in (reads, writes)
+             for resource, ops in table.items() for op in ops
+             if op.variable and not _UNNAMED_VARIABLE.match(op.variable)}
     scale_reads = {op.id for resource in scales for op in reads.get(resource, ())}
 
     def divides_by_scale(op: Op) -> bool:
@@ -278,7 +286,7 @@ def assign_roles(reader: IndexedRun) -> Roles:
     # The row of each trained variable's gradient tensors, and the variables that follow
     # a gradient without being read forward: an optimizer's slots.
     row_of_gradient: dict[_Tensor, str] = {}
-    slots: list[tuple[Op, _Tensor, list[tuple[Op, int]]]] = []
+    slots: list[tuple[Op, str | None, list[tuple[Op, int]]]] = []
     for resource, written in writes.items():
         if resource in scales:
             continue
@@ -287,7 +295,8 @@ def assign_roles(reader: IndexedRun) -> Roles:
             if not gradient:
                 continue  # a forward-read variable no gradient writes: a metric's
             layer = layer_of_resource[resource]
-            name, is_layer = (layer, True) if layer else (variable_name(resource[1]), False)
+            name, is_layer = (layer, True) if layer else (
+                named.get(resource) or variable_name(resource[1]), False)
             for op, slot in gradient:
                 roles.set_output(op, slot, GRADIENT, name, is_layer)
                 row_of_gradient[(op.graph_id, op.name, slot)] = name
@@ -306,7 +315,8 @@ def assign_roles(reader: IndexedRun) -> Roles:
         elif gradient and resource in reads:
             first = reads[resource][0]
             if phase(first) == "optimizer":
-                slots.append((first, resource, gradient))
+                slots.append((first, named.get(resource) or _named_variable(resource[1]),
+                              gradient))
     for first, name in _slot_rows(slots, row_of_gradient):
         roles.set_output(first, 0, SLOT, name, False)
     for resource in scales:

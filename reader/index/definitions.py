@@ -267,7 +267,8 @@ class Definitions:
                 output_dtypes=tuple(fmt.DTYPE_NAMES.get(d, f"dtype{d}")
                                     for d in record.get("dtypes", [])),
                 device=self.device_name(device_id), stack_id=record.get("stack"),
-                trace_points=tuple(record["tps"]), layer=_layer(record.get("layer")))
+                trace_points=tuple(record["tps"]), layer=_name(record.get("layer")),
+                variable=_name(record.get("var")))
         # Cache only what can no longer change: every reference resolved.
         if all(r.op_id is not None for r in refs) and (device_id is None or op.device is not None):
             self._op_cache[op_id] = op
@@ -340,8 +341,9 @@ class Definitions:
         return source.lines[frame.line - 1]
 
 
-def _layer(value: object) -> str | None:
-    """An op record's ``layer``: a path of at most `MAX_LAYER_CHARS` characters, or None."""
+def _name(value: object) -> str | None:
+    """An op record's ``layer`` or ``var``: a name of at most `MAX_LAYER_CHARS`
+    characters, or None."""
     if isinstance(value, str) and 0 < len(value) <= MAX_LAYER_CHARS:
         return value
     return None

@@ -14,6 +14,8 @@ against (the step from which the learning rate was raised, the rates).
 - ``healthy``: a small float32 fit that trains as it should.
 - ``adam``: a healthy fit under Adam, whose moments (m and v, the optimizer's slots)
   are read by every step; `facts.json` holds each slot's norm before each batch.
+- ``variables_loop``: a custom loop over two ``tf.Variable`` s (no Keras layer) under
+  Keras' Adam; `facts.json` holds the variables' and the slots' norms before each step.
 - ``mixed_fit``, ``mixed_loop``: mixed_float16 under Keras' dynamic loss scale (a first
   scale too large, halved until it fits, doubled every `GROWTH_STEPS` finite steps), by
   ``fit`` and by a custom loop.
@@ -133,6 +135,39 @@ def adam() -> dict:
 
 ADAM_STEPS = 6
 
+
+def variables_loop() -> dict:
+    """A linear model of two named variables, trained by a `tf.function` step."""
+    import tensorflow as tf
+
+    weights = tf.Variable(tf.ones((4, 1)), name="weights")
+    bias = tf.Variable(tf.zeros((1,)), name="bias")
+    optimizer = keras.optimizers.Adam(0.05)
+    x, y = _data(ADAM_STEPS)
+
+    @tf.function
+    def train_step(x, y):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(x @ weights + bias - y))
+        gradients = tape.gradient(loss, [weights, bias])
+        optimizer.apply_gradients(zip(gradients, [weights, bias]))
+        return loss
+
+    def norm(value) -> float:
+        return float(np.sqrt(np.sum(np.square(np.asarray(value), dtype=np.float64))))
+
+    # Per variable: [step, its norm before that step] (the optimizer's own variables
+    # exist from its first step on).
+    norms: dict[str, list[list[float]]] = {}
+    for i in range(ADAM_STEPS):
+        for variable in [weights, bias, *optimizer.variables]:
+            name = getattr(variable, "path", variable.name.split(":")[0])
+            norms.setdefault(name, []).append([i, norm(variable.numpy())])
+        train_step(x[i * 8:(i + 1) * 8], y[i * 8:(i + 1) * 8])
+    return {"norms": norms, "variables": ["weights", "bias"],
+            "slots": [v.path for v in optimizer.variables
+                      if v.path.endswith(("_momentum", "_velocity"))]}
+
 # The mixed-precision cases: a first scale that overflows float16's gradients, halved
 # step by step until it fits, then doubled every `GROWTH_STEPS` finite steps.
 MIXED_INITIAL_SCALE = 2.0 ** 22
@@ -214,7 +249,7 @@ def big_layer() -> dict:
 
 
 CASES = {f.__name__: f for f in (lr_raised, dead_relu, float16_headroom, healthy, adam,
-                                 mixed_fit, mixed_loop)}
+                                 variables_loop, mixed_fit, mixed_loop)}
 # The dead ReLUs again in FULL_HEALTH: exact zeros are counted, no norm is known.
 CASES["dead_relu_health"] = dead_relu
 # In FULL_HEALTH: magnitudes, no norms; and a layer too big for a magnitude.

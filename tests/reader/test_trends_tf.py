@@ -170,3 +170,28 @@ def test_adam_slot_norms_are_the_moments_the_step_reads(trend_dumps, facts):
                                        [0.0, *norms], rtol=1e-5, atol=1e-7)
             assert not trends.row_is_layer[slot_rows[name]]
         assert watch(dump).hits == ()
+
+
+def test_a_custom_loops_variables_are_rows_named_as_the_program_names_them(trend_dumps,
+                                                                           facts):
+    """Two `tf.Variable`s outside any Keras layer, trained by a `tf.function` step: their
+    rows carry the variables' names (`weights`, `bias`; not the ops that read their
+    captures, `matmul`, `add`), as do Adam's slots; each row's norm at a step is the
+    variable's norm before that step."""
+    loop = facts["variables_loop"]
+    with _open(trend_dumps, "variables_loop") as dump:
+        trends = dump.trends()
+        assert trends.rows[:2] == tuple(loop["variables"])
+        assert sorted(trends.rows[2:]) == sorted(loop["slots"]) and len(loop["slots"]) == 4
+        assert not any(trends.row_is_layer)
+        for name in loop["variables"]:
+            steps, norms = zip(*loop["norms"][name])
+            np.testing.assert_allclose(trends.series["weight_norm"][trends.rows.index(name)],
+                                       norms, rtol=1e-5, atol=1e-7)
+            assert list(steps) == list(trends.steps)
+        for name in loop["slots"]:
+            row = trends.series["slot_norm"][trends.rows.index(name)]
+            for step, norm in loop["norms"][name]:
+                assert row[int(np.searchsorted(trends.steps, step))] == \
+                    pytest.approx(norm, rel=1e-5, abs=1e-7)
+        assert row[0] == 0.0  # the moments start at zero
