@@ -19,7 +19,8 @@ Python process: imports included, from bytecode as an installed package has it: 
 packages are byte-compiled first, since a checkout run with PYTHONDONTWRITEBYTECODE
 would compile ~100 modules from source at every start, ~0.2 s) in a detached tmux
 session at 120x40, and polls the pane every 10 ms until the culprit's op name is on
-screen: the time from starting the process to that frame is "start to root cause".
+screen: the time from starting the process to that frame is "start to root cause";
+the time to the first frame with a pane title on it is "start to first frame".
 Requires tmux.
 """
 
@@ -99,20 +100,30 @@ def write_dump(logdir: str, executions: int, nan_from: float = 0.6) -> str:
     return writer.path
 
 
-def start_to_root_cause(logdir: str, timeout: float = 60.0) -> float:
-    """Seconds from starting ``tfdbg-tui LOGDIR`` in tmux until the culprit is on screen."""
+# A pane title: the app's first frame is on screen (the six panes, "opening…" or
+# already the landing).
+FIRST_FRAME = "Graph Execution"
+
+
+def start_to_root_cause(logdir: str, timeout: float = 60.0) -> tuple[float, float]:
+    """Seconds from starting ``tfdbg-tui LOGDIR`` in tmux until its first frame is on
+    screen, and until the culprit is."""
     session = f"bench_root_cause_{os.getpid()}"
     command = f"{sys.executable} -m tfdbg_tui.cli {logdir}"
     subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
     start = time.perf_counter()
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", str(SIZE[0]),
                     "-y", str(SIZE[1]), command], check=True)
+    first_frame = None
     try:
         while time.perf_counter() - start < timeout:
             screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", session],
                                     capture_output=True, text=True).stdout
+            now = time.perf_counter() - start
+            if first_frame is None and FIRST_FRAME in screen:
+                first_frame = now
             if CULPRIT in screen:
-                return time.perf_counter() - start
+                return first_frame if first_frame is not None else now, now
             time.sleep(0.01)
         raise TimeoutError(f"{CULPRIT} not on screen after {timeout} s:\n{screen}")
     finally:
@@ -151,12 +162,14 @@ def measure(executions: int, repeats: int) -> dict:
         counts = (dump.num_executions, dump.num_traces)
         dump.close()
         compile_packages()
-        times = [start_to_root_cause(workdir) for _ in range(repeats)]
+        frames, times = zip(*(start_to_root_cause(workdir) for _ in range(repeats)))
         return {"executions": counts[0], "traces": counts[1], "write_s": written,
                 "reader_open_s": opened, "harm_s": classified,
                 "harm_share_of_open": classified / opened, "contained": contained,
                 "harmful": harm.harmful, "root_cause_s": analysed,
-                "start_to_root_cause_s": times,
+                "start_to_first_frame_s": list(frames),
+                "first_frame_median_s": statistics.median(frames),
+                "start_to_root_cause_s": list(times),
                 "median_s": statistics.median(times)}
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
