@@ -17,7 +17,9 @@ verdict (`reader.analysis.verdict`), it is shown.
   (value: the share).
 - ``float16_headroom`` (``factor``): a float16 or bfloat16 tensor whose largest
   magnitude came within ``factor`` x of its dtype's largest finite value (value: the
-  magnitude, baseline: the dtype's largest finite value).
+  magnitude, baseline: the dtype's largest finite value). Under a dynamic loss scale
+  the gradients are not watched: the scaler raises the scale until they overflow, by
+  design, and halves it when they do (the ``loss_scale`` rule lists those steps).
 - ``loss_scale``: a step the dynamic loss scaler skipped (`skipped_steps`; value: the
   scale whose gradients overflowed, where the dump records it, else the steps skipped
   so far; baseline: null). The scale itself over the steps is the trends'
@@ -247,6 +249,7 @@ def vanishing(reader: DumpReader, trends: Trends, n: int, relu: float) -> list[R
 def float16_headroom(reader: DumpReader, trends: Trends, factor: float) -> list[RuleHit]:
     hits = []
     places = PlaceFinder(reader)
+    scaled = trends.loss_scale() is not None
     for enum in np.unique(trends.trace_dtype).tolist():
         dtype = _DTYPE_ENUMS.get(int(enum))
         if dtype not in ("float16", "bfloat16"):
@@ -263,6 +266,8 @@ def float16_headroom(reader: DumpReader, trends: Trends, factor: float) -> list[
             name, layer = f"trace point {tp}", None
             if op_id is not None:
                 op = reader.op(op_id)
+                if scaled and places.phase_of_op(op) == "gradient":
+                    continue  # the loss scaler's own probe of the headroom
                 name = f"{op.name}:{slot}"
                 layer = places.of_op(op).layer
             value = float(trends.trace_magnitude[position])
