@@ -61,13 +61,20 @@ def is_traced_by_tf_function(graph: Any) -> bool:
     """
     if not graph_batching_supported():
         return False
-    frame: FrameType | None = sys._getframe(1)
+    frame = _innermost_frame(TRACING_FUNCTION, TRACING_FILE)
+    return frame is not None and frame.f_locals.get(TRACING_GRAPH_LOCAL) is graph
+
+
+def _innermost_frame(function: str, file_suffix: str) -> FrameType | None:
+    """The innermost frame on the calling thread's stack running ``function`` of a file
+    whose path ends with ``file_suffix``, or None."""
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None:
         code = frame.f_code
-        if code.co_name == TRACING_FUNCTION and code.co_filename.endswith(TRACING_FILE):
-            return frame.f_locals.get(TRACING_GRAPH_LOCAL) is graph
+        if code.co_name == function and code.co_filename.endswith(file_suffix):
+            return frame
         frame = frame.f_back
-    return False
+    return None
 
 
 # -- control-flow bodies: graphs while_v2 and cond_v2 make functions of -------------
@@ -100,15 +107,12 @@ def is_control_flow_body(graph: Any) -> bool:
             "body_batching", _missing_body_batching_internals,
             "control-flow bodies enqueue each traced tensor"):
         return False
-    frame: FrameType | None = sys._getframe(1)
-    while frame is not None:
-        code = frame.f_code
-        if code.co_name == FUNC_GRAPH_BUILDER and code.co_filename.endswith(FUNC_GRAPH_FILE):
-            caller = frame.f_back
-            return (frame.f_locals.get(FUNC_GRAPH_LOCAL) is graph and caller is not None
-                    and caller.f_code.co_filename.endswith(CONTROL_FLOW_FILES))
-        frame = frame.f_back
-    return False
+    frame = _innermost_frame(FUNC_GRAPH_BUILDER, FUNC_GRAPH_FILE)
+    if frame is None:
+        return False
+    caller = frame.f_back
+    return (frame.f_locals.get(FUNC_GRAPH_LOCAL) is graph and caller is not None
+            and caller.f_code.co_filename.endswith(CONTROL_FLOW_FILES))
 
 
 def _missing_body_batching_internals() -> str | None:
@@ -251,13 +255,8 @@ def capture_source() -> Any:
     if not internals_present("capture_source", _missing_capture_helper,
                              "the placeholders of the dumper's own captures are recorded"):
         return None
-    frame: FrameType | None = sys._getframe(1)
-    while frame is not None:
-        code = frame.f_code
-        if code.co_name == CAPTURE_HELPER and code.co_filename.endswith(CAPTURE_HELPER_FILE):
-            return frame.f_locals.get(CAPTURE_SOURCE_LOCAL)
-        frame = frame.f_back
-    return None
+    frame = _innermost_frame(CAPTURE_HELPER, CAPTURE_HELPER_FILE)
+    return None if frame is None else frame.f_locals.get(CAPTURE_SOURCE_LOCAL)
 
 
 def _missing_capture_helper() -> str | None:

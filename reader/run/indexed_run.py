@@ -191,12 +191,17 @@ class IndexedRun(DefinitionQueries):
     def execution_record(self, index: int) -> dict[str, Any]:
         """The raw decoded ``exec`` record (for tools; prefer `execution`)."""
         with self._lock:
-            row = self._exec_row(index)
-            e = self._execs
-            record = self._fetch(fmt.STREAM_EXECUTIONS, int(e.segment.view[row]),
-                                 int(e.offset.view[row]), int(e.length.view[row]))
-            chunk_row = int(e.chunk_row.view[row])
+            record, chunk_row = self._stored_execution(index)
             return record if chunk_row < 0 else exec_chunks.execution_record(record, chunk_row)
+
+    def _stored_execution(self, index: int) -> tuple[dict[str, Any], int]:
+        """The record on disk that holds execution ``index`` (its ``exec`` record, or
+        its ``execs`` chunk) and its row in the chunk (-1: an ``exec`` record)."""
+        row = self._exec_row(index)
+        e = self._execs
+        record = self._fetch(fmt.STREAM_EXECUTIONS, int(e.segment.view[row]),
+                             int(e.offset.view[row]), int(e.length.view[row]))
+        return record, int(e.chunk_row.view[row])
 
     def execution_devices(self, index: int) -> tuple[str | None, ...]:
         """The devices of execution ``index``'s outputs, as `execution` gives them,
@@ -207,11 +212,7 @@ class IndexedRun(DefinitionQueries):
             DamagedDumpError: Its bytes can no longer be read.
         """
         with self._lock:
-            row = self._exec_row(index)
-            e = self._execs
-            record = self._fetch(fmt.STREAM_EXECUTIONS, int(e.segment.view[row]),
-                                 int(e.offset.view[row]), int(e.length.view[row]))
-            chunk_row = int(e.chunk_row.view[row])
+            record, chunk_row = self._stored_execution(index)
             ids = (record.get("dev") if chunk_row < 0
                    else exec_chunks.output_devices(record, chunk_row))
             return tuple(self._defs.device_name(d) for d in

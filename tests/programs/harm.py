@@ -13,6 +13,7 @@ import tempfile
 import keras
 import numpy as np
 import tensorflow as tf
+from scaled_loop import train_scaled
 
 import instrument
 
@@ -60,17 +61,7 @@ def mixed_loop_built():
         x = np.random.default_rng(0).normal(size=(MIXED_STEPS * 8, 4)).astype("float32")
         y = x.sum(axis=1, keepdims=True)
 
-        @tf.function
-        def train_step(x, y):
-            with tf.GradientTape() as tape:
-                loss = tf.reduce_mean(tf.square(model(x) - y))
-                scaled = optimizer.scale_loss(loss)
-            gradients = tape.gradient(scaled, model.trainable_variables)
-            optimizer.apply(gradients, model.trainable_variables)
-            return loss
-
-        for i in range(MIXED_STEPS):
-            train_step(x[i * 8:(i + 1) * 8], y[i * 8:(i + 1) * 8])
+        train_scaled(model, optimizer, x, y, MIXED_STEPS)
     finally:
         keras.mixed_precision.set_global_policy("float32")
 

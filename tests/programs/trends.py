@@ -28,6 +28,7 @@ import sys
 
 import keras
 import numpy as np
+from scaled_loop import train_scaled
 
 import instrument
 
@@ -204,7 +205,6 @@ def mixed_fit() -> dict:
 
 def mixed_loop() -> dict:
     """The same model and scaler in a custom training loop (`scale_loss`, `apply`)."""
-    import tensorflow as tf
 
     keras.utils.set_random_seed(1)
     keras.mixed_precision.set_global_policy("mixed_float16")
@@ -213,17 +213,7 @@ def mixed_loop() -> dict:
         optimizer = _scale_optimizer()
         x, y = _data(MIXED_STEPS)
 
-        @tf.function
-        def train_step(x, y):
-            with tf.GradientTape() as tape:
-                loss = tf.reduce_mean(tf.square(model(x) - y))
-                scaled = optimizer.scale_loss(loss)
-            gradients = tape.gradient(scaled, model.trainable_variables)
-            optimizer.apply(gradients, model.trainable_variables)
-            return loss
-
-        for i in range(MIXED_STEPS):
-            train_step(x[i * 8:(i + 1) * 8], y[i * 8:(i + 1) * 8])
+        train_scaled(model, optimizer, x, y, MIXED_STEPS)
     finally:
         keras.mixed_precision.set_global_policy("float32")
     return {"initial_scale": MIXED_INITIAL_SCALE, "growth_steps": GROWTH_STEPS,
