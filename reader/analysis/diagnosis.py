@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from reader.analysis.expressions import expression_of
-from reader.analysis.input_source import DATA_COPY_OPS, InputSource, input_source
+from reader.analysis.input_source import NAN_FREE_OPS, InputSource, input_source
 from reader.analysis.root_cause import DATASET_DELIVERY_OPS, find_root_cause
 from reader.analysis.training_patterns import PATTERNS as TRAINING_PATTERNS
 from reader.analysis.training_patterns import training_finding
@@ -232,7 +232,7 @@ class _Site:
                    and cause.execution.is_function)
         expression = expression_of(reader, cause.frame)
         source = (input_source(reader, cause)
-                  if alert.op_type in SOURCE_OPS or alert.op_type in DATA_COPY_OPS else None)
+                  if alert.op_type in SOURCE_OPS or alert.op_type in NAN_FREE_OPS else None)
         return cls(alert=alert, op_type=alert.op_type, op_name=alert.op_name,
                    expression=expression, output=output, output_dtype=output_dtype,
                    inputs=inputs, input_dtypes=tuple(s.dtype if s else None
@@ -303,12 +303,15 @@ def _nonfinite_input(site: _Site) -> Diagnosis | None:
                        "report names the worker that went non-finite first): the root "
                        "cause is in the first one")
     source = SOURCE_OPS.get(site.op_type)
-    if site.source is not None and site.source.kind == "dataset" \
-            and site.op_type not in DATASET_DELIVERY_OPS:
+    from_data = site.source is not None and site.source.kind == "dataset" \
+        and site.op_type not in DATASET_DELIVERY_OPS
+    if from_data:
         source = "the data the tf.data pipeline was built from"
     if source is None:
         return None
     what = f"{source} read by {site.op_type} '{site.op_name}'" if site.op_name else source
+    if from_data and site.op_type not in SOURCE_OPS and site.op_name:
+        what = f"{source}, handed to {site.op_type} '{site.op_name}' as its element,"
     if site.in_tf1_graph and site.op_type in TF1_FEED_OPS:
         what = f"the value fed (feed_dict) to {site.op_type} '{site.op_name}'"
     used = f", used in {site.subject}" if site.expression else ""
@@ -489,7 +492,8 @@ def _inf_arithmetic(site: _Site) -> Diagnosis | None:
                     f"{_nonfinite_text(out)} ({out.mode} does not tell NaN from "
                     f"infinity): where they are infinities, {how}")
     elif site.op_type in ("Mul", "MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3",
-                          "Einsum", "Sum", "Mean", "Conv2D", "Conv3D", "Tensordot"):
+                          "Einsum", "Sum", "Mean", "Conv2D", "Conv3D", "Tensordot") \
+            and all(s is not None for _, s in site.inputs):
         text = (f"{site.subject} made {_nonfinite_text(out)} from finite inputs: partial "
                 f"results overflowed to inf and cancelled (inf - inf = NaN)")
     else:
@@ -506,4 +510,8 @@ def _inputs_state(site: _Site) -> str:
         return "no inputs"
     if not known:
         return "inputs whose values are not recorded"
+    if len(known) < len(site.inputs):
+        missing = len(site.inputs) - len(known)
+        return (f"finite inputs and {missing} whose values are not recorded "
+                f"(the non-finite values may have come in there)")
     return "finite inputs"

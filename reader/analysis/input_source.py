@@ -48,6 +48,13 @@ _RESTORE_OPS = frozenset({"RestoreV2", "Restore", "RestoreSlice"})
 # Ops that copy or select values and cannot make a NaN or an infinity.
 DATA_COPY_OPS = frozenset({"GatherV2", "Gather", "ResourceGather", "StridedSlice", "Slice",
                            "Identity", "Reshape", "Squeeze", "ExpandDims", "ConcatV2"})
+# Ops that make no NaN from finite inputs (an overflow makes an infinity, never a NaN):
+# a NaN out of one whose recorded inputs are finite came in through an input the dump
+# does not have.
+NAN_FREE_OPS = DATA_COPY_OPS | frozenset({
+    "Mul", "AddV2", "Add", "Sub", "BiasAdd", "Neg", "Abs", "Square", "Cast", "Maximum",
+    "Minimum", "Relu", "Relu6", "Elu", "Tanh", "Sigmoid", "Exp", "Softplus", "Round",
+    "Floor", "Ceil", "Sign", "ClipByValue", "SelectV2", "Select", "Pack", "Tile"})
 _ARGUMENTS = frozenset({"Placeholder", "_Arg"})
 _VARIABLE_READS = frozenset({"ReadVariableOp", "ResourceGather"})
 _VARIABLE_WRITES = frozenset({"AssignVariableOp"})
@@ -164,16 +171,26 @@ def _delivered_batch(reader: DumpReader, cause: RootCause) -> InputSource | None
 
 
 def _takes_dataset_input(reader: DumpReader, cause: RootCause) -> bool:
-    """Whether a root cause is an argument of a dataset function, or an op of one that
-    only copies values (Keras' ``grab_batch`` gathers a batch's rows of
-    ``model.fit``'s arrays) from inputs whose values the dump does not have: the data
-    the pipeline was built from held the non-finite values."""
+    """Whether a root cause is an argument of a dataset function, or an op of one whose
+    values came in through inputs the dump does not have (a dataset function's
+    arguments are its elements, recorded but not traced): an op that only copies
+    values (Keras' ``grab_batch`` gathers a batch's rows of ``model.fit``'s arrays),
+    or one that makes no NaN from finite inputs (``f * 2.0`` in a ``map``) whose NaN
+    cannot have come from its recorded, finite inputs. Then the data the pipeline was
+    built from held the non-finite values."""
     op = cause.op
     if op is None or not is_dataset_graph(reader, op.graph_id):
         return False
     if op.op_type in _ARGUMENTS:
         return True
-    return op.op_type in DATA_COPY_OPS and any(s is None for _, s in cause.inputs)
+    if not any(s is None for _, s in cause.inputs):
+        return False
+    if op.op_type in DATA_COPY_OPS:
+        return True
+    output = cause.trace.summary if cause.trace is not None else None
+    recorded_finite = all(s is None or not s.is_alert for _, s in cause.inputs)
+    return (op.op_type in NAN_FREE_OPS and recorded_finite and output is not None
+            and bool(output.nan))
 
 
 def _rows(value: np.ndarray | None) -> int | None:

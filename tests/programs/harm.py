@@ -267,6 +267,19 @@ def keras_data():
               shuffle=False)
 
 
+def dataset_map():
+    """Harmful: a tf.data pipeline normalises the features in a map; one element of
+    the data it was built from holds a NaN (element 13, batch 3 of 4)."""
+    keras.utils.set_random_seed(1)
+    features = np.ones((16, 3), np.float32)
+    features[13, 1] = np.nan
+    data = tf.data.Dataset.from_tensor_slices((features, np.ones((16, 1), np.float32)))
+    data = data.map(lambda x, y: ((x - 1.0) * 0.5, y)).batch(4)  # HARM dataset_map
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    model.fit(data, epochs=1, verbose=0)
+
+
 def _nan_checkpoint() -> str:
     """A checkpoint of a variable that holds a NaN, written before the dump starts."""
     saved = tf.Variable(np.array([1.0, np.nan], np.float32))
@@ -290,7 +303,7 @@ CASES = {f.__name__: f for f in (mixed_precision, mixed_loop_built, loss_scale_c
                                  masked_logsumexp, where_trap, diverging, keras_diverging,
                                  acos_domain, adam_epsilon, dataset_batch, py_function,
                                  numpy_function, variable_initial, variable_assigned,
-                                 variable_restored, keras_data)}
+                                 variable_restored, keras_data, dataset_map)}
 # The masked cases again in CURT_HEALTH, which says only "has NaN or inf".
 CASES.update(masked_attention_curt=masked_attention, masked_logsumexp_curt=masked_logsumexp)
 # The data cases again in FULL_TENSOR, whose values show the element and the column.

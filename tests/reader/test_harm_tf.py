@@ -287,6 +287,21 @@ def test_dataset_input_names_the_batch_and_element(harm_dumps, case, element, po
     assert report["diagnosis"]["source"]["element"] == element
 
 
+def test_a_nan_in_the_data_a_map_transforms_names_the_data_and_batch(harm_dumps):
+    """A `map` normalises a dataset element that holds a NaN: the element is the map
+    function's argument, recorded but not traced, and `x - 1.0` makes no NaN from
+    finite values, so the NaN came in with the data (not "from finite inputs" by
+    cancelling infinities); the batch is the one the train function received."""
+    with reader.open_run(os.path.join(harm_dumps, "dataset_map")) as dump:
+        cause = dump.root_cause()
+        assert cause.alert.graph_name.startswith("Dataset_map")
+        assert cause.alert.op_type == "Sub" and cause.frame.line == _harm_line("dataset_map")
+        diagnosis = _input_diagnosis(dump)
+        assert (diagnosis.source.kind, diagnosis.source.batch) == ("dataset", 3)
+        assert "the data the tf.data pipeline was built from" in diagnosis.explanation
+        assert "finite inputs" not in diagnosis.explanation
+
+
 @pytest.mark.parametrize("case, element", [("keras_data", None), ("keras_data_tensor", 13)])
 def test_keras_fit_data_names_the_batch_and_sample(harm_dumps, case, element):
     """model.fit on arrays: Keras gathers each batch in a dataset function, whose calls
