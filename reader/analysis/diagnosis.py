@@ -209,6 +209,8 @@ class _Site:
     inputs: tuple[tuple[str, Summary | None], ...]
     input_dtypes: tuple[str | None, ...]
     is_function_call: bool
+    # The op type of each input's producer, where the dump defines it.
+    input_ops: tuple[str | None, ...] = ()
     source: InputSource | None = None
     in_tf1_graph: bool = False
 
@@ -233,11 +235,12 @@ class _Site:
         expression = expression_of(reader, cause.frame)
         source = (input_source(reader, cause)
                   if alert.op_type in SOURCE_OPS or alert.op_type in NAN_FREE_OPS else None)
+        input_ops = tuple(_producer_type(reader, ref.op_id) for ref, _ in cause.inputs)
         return cls(alert=alert, op_type=alert.op_type, op_name=alert.op_name,
                    expression=expression, output=output, output_dtype=output_dtype,
                    inputs=inputs, input_dtypes=tuple(s.dtype if s else None
                                                      for _, s in cause.inputs),
-                   is_function_call=is_call, source=source,
+                   is_function_call=is_call, source=source, input_ops=input_ops,
                    in_tf1_graph=cause.op is not None and _is_tf1_graph(reader, cause.op))
 
     @property
@@ -276,9 +279,20 @@ class _Site:
                          evidence=tuple(evidence), alert=self.alert)
 
 
+def _producer_type(reader: DumpReader, op_id: int | None) -> str | None:
+    if op_id is None:
+        return None
+    try:
+        return reader.op(op_id).op_type
+    except DumpError:
+        return None
+
+
 # -- the rules, in order: each returns a Diagnosis or None ------------------------------
 
 
+# Ops that hold a value written into the program.
+_CONSTANT_OPS = frozenset({"Const", "HostConst", "Fill"})
 # In a TF1 graph a placeholder is what ``Session.run`` feeds, not a function's argument.
 TF1_FEED_OPS = frozenset({"Placeholder", "PlaceholderWithDefault"})
 
@@ -487,6 +501,20 @@ def _inf_arithmetic(site: _Site) -> Diagnosis | None:
             how = "infinities combine to NaN (inf - inf, 0 * inf, inf / inf)"
         names = ", ".join(f"{name} ({_nonfinite_text(s)})" for name, s in infs)
         text = f"{site.subject} got infinite inputs {names}, and {how}"
+        written = [name for (name, s), producer in zip(site.inputs, site.input_ops)
+                   if producer in _CONSTANT_OPS and (name, s) in infs]
+        zeros = [s.zero for name, s in site.inputs
+                 if name not in written and s is not None and s.zero]
+        if written and zeros and site.op_type in ("Mul", "Multiply") and not uncounted:
+            return site.diagnosis(
+                "inf_arithmetic",
+                f"{site.subject} multiplied the infinity written into the program "
+                f"({written[0]}, a mask's value) by {_count(zeros[0], 'exact zero')} of "
+                f"its other input, and 0 * inf = NaN",
+                suggestion="select instead of multiplying: tf.where(mask, x, -np.inf) "
+                           "(the masked elements take the infinity, the others keep "
+                           "theirs), or use a large finite value (-1e9) in place of the "
+                           "infinity")
         if uncounted:
             text = (f"{site.subject} got non-finite inputs {names} and made "
                     f"{_nonfinite_text(out)} ({out.mode} does not tell NaN from "

@@ -100,6 +100,23 @@ def masked_attention():
         step(x)
 
 
+def additive_mask():
+    """Harmful: a causal mask added as (1 - mask) * -inf: where the mask is 1 the
+    product is 0 * -inf = NaN, and every score of the row goes NaN."""
+    rng = np.random.default_rng(0)
+    x = tf.Variable(rng.normal(size=(2, 5, 4)).astype("float32"))
+    mask = tf.linalg.band_part(tf.ones((5, 5)), -1, 0)
+
+    @tf.function
+    def step():
+        scores = tf.matmul(x, x, transpose_b=True)
+        scores = scores + (1.0 - mask) * -np.inf  # HARM additive_mask
+        return tf.reduce_sum(tf.matmul(tf.nn.softmax(scores, axis=-1), x))
+
+    for _ in range(2):
+        step()
+
+
 def masked_logsumexp():
     """Harmful: a fully masked row gives max = -inf and -inf - (-inf) = NaN."""
     @tf.function
@@ -299,7 +316,7 @@ def variable_restored(path: str):
 
 
 CASES = {f.__name__: f for f in (mixed_precision, mixed_loop_built, loss_scale_collapse,
-                                 masked_attention,
+                                 masked_attention, additive_mask,
                                  masked_logsumexp, where_trap, diverging, keras_diverging,
                                  acos_domain, adam_epsilon, dataset_batch, py_function,
                                  numpy_function, variable_initial, variable_assigned,

@@ -117,6 +117,21 @@ def test_masked_logsumexp_lands_on_the_subtraction(harm_dumps, capsys):
     assert report["first_alert"]["phase"] == "forward"
 
 
+def test_an_additive_mask_of_inf_lands_on_the_product(harm_dumps, capsys):
+    """(1 - mask) * -inf: the -inf is written on purpose, the NaN is made where it
+    meets the mask's zeros; the diagnosis says so and suggests a select."""
+    with reader.open_run(os.path.join(harm_dumps, "additive_mask")) as dump:
+        cause = dump.root_cause()
+        assert (cause.alert.op_type, cause.frame.line) == ("Mul", _harm_line("additive_mask"))
+        diagnosis = diagnose_cause(dump, cause)
+        assert diagnosis.pattern == "inf_arithmetic"
+        assert "multiplied the infinity written into the program" in diagnosis.explanation
+        assert "by 15 exact zeros" in diagnosis.explanation  # the kept scores, 5x5 lower
+        assert "tf.where(mask" in diagnosis.suggestion
+    report = _report(harm_dumps, "additive_mask", capsys)
+    assert report["first_alert"]["op_type"] == "Mul"
+
+
 def test_where_gradient_trap(harm_dumps, capsys):
     """log(0) behind tf.where is discarded; the harm is in its gradient."""
     with reader.open_run(os.path.join(harm_dumps, "where_trap")) as dump:
