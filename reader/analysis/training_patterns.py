@@ -15,6 +15,10 @@ the common evidence (inputs, output) around it. In order:
 - ``divergence``: the op's inputs grew step after step until it overflowed (the
   largest magnitude per tensor, `Summary.max_abs`, of FULL_HEALTH dumps since format
   2.2, FULL_STATS and FULL_TENSOR: since which step and how fast).
+- ``spike``: the same growth, but in one step from a flat trend (at most
+  `SPIKE_MAX_TREND` x before it): not a training run that diverged but one step that
+  went wrong; when the step's input batch jumped too (the outputs of the ops that
+  deliver tf.data elements), the batch is named.
 - ``domain_error``: an op outside its mathematical domain (acos, asin, atanh, acosh,
   lgamma, digamma, ..., and pow of a negative base, from the base's counts).
 """
@@ -31,14 +35,16 @@ import numpy as np
 from reader.analysis.alerts import AlertBuilder
 from reader.analysis.expressions import expression_of
 from reader.analysis.model_place import PlaceFinder, library_frame_text
+from reader.analysis.root_cause import DATASET_DELIVERY_OPS
 from reader.analysis.wording import count_text, nonfinite_text, values_text
+from reader.errors import DumpError
 from reader.model import RootCause, Summary
 
 if TYPE_CHECKING:
     from reader.analysis.dump_reader import DumpReader
 
 PATTERNS = ("loss_scale_collapse", "where_gradient_trap", "library_nan", "divergence",
-            "domain_error")
+            "spike", "domain_error")
 # Ops and the domain outside which they give NaN or infinity.
 DOMAINS = {
     "Acos": "[-1, 1]", "Asin": "[-1, 1]", "Atanh": "(-1, 1)", "Acosh": "[1, inf)",
@@ -55,6 +61,13 @@ DIVERGENCE_MIN_STEPS = 3
 DIVERGENCE_MIN_GROWTH = 100.0
 # Traces of one tensor read for its growth (the latest ones).
 DIVERGENCE_MAX_TRACES = 4096
+# A spike, not a divergence: the values grew at most this factor before the last step
+# (a trend is growth spread over the steps; a learning rate far too high grows the
+# values some tenfold or more every step).
+SPIKE_MAX_TREND = 10.0
+# A batch jumped with the spike: its largest magnitude at least this factor over the
+# largest of the batches before it.
+BATCH_JUMP = 100.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,12 +206,14 @@ def _divergence(reader: DumpReader, cause: RootCause, subject: str) -> Finding |
             best = (ref.name, growth)
     if best is None:
         return None
-    name, (first, last, factor, rate, count) = best
+    name, (first, last, factor, rate, count, before_last) = best
     since = steps.of_execution(first[0]) if steps.has_steps else None
     at = steps.of_execution(last[0]) if steps.has_steps else None
     unit = "step" if since is not None else "execution"
     since = first[0] if since is None else since
     at = last[0] if at is None else at
+    if before_last[1] <= first[1] * SPIKE_MAX_TREND:
+        return _spike(reader, cause, subject, name, before_last, last, unit, at, output)
     return Finding(
         "divergence",
         f"Training diverged: the largest magnitude of {name}, an input of {subject}, grew "
@@ -211,11 +226,70 @@ def _divergence(reader: DumpReader, cause: RootCause, subject: str) -> Finding |
          f"{unit} {at} (x{factor:.3g})",))
 
 
+def _spike(reader: DumpReader, cause: RootCause, subject: str, name: str,
+           before: tuple[int, float], last: tuple[int, float], unit: str, at: int,
+           output: Summary) -> Finding:
+    """A jump in one step: the input's magnitude before and at that step, and the
+    step's batch when it jumped too."""
+    jump = last[1] / before[1] if before[1] > 0 else math.inf
+    text = (f"One step went wrong, not the training: the largest magnitude of {name}, "
+            f"an input of {subject}, jumped from {before[1]:.3g} to {last[1]:.3g} "
+            f"(x{jump:.3g}) in {unit} {at}, after steps of little growth, until "
+            f"{subject} overflowed to {nonfinite_text(output)}")
+    evidence = [f"input {name}: max |x| {before[1]:.6g}, then {last[1]:.6g} at {unit} {at}"]
+    batch = _batch_jump(reader, last[0])
+    if batch is not None:
+        tensor, value, earlier = batch
+        text += (f"; the batch of that {unit} held values up to {value:.3g} ({tensor}; "
+                 f"the batches before it at most {earlier:.3g})")
+        evidence.append(f"input batch {tensor}: max |x| {value:.6g} at {unit} {at}, at "
+                        f"most {earlier:.6g} before")
+        suggestion = ("look at that batch's data: filter or clip out-of-range samples, "
+                      "normalise the inputs; gradient clipping does not help once a "
+                      "norm itself overflows")
+    else:
+        suggestion = ("look at what changed in that step (its batch, a learning-rate "
+                      "schedule, a restored or reset variable); clip values "
+                      "(clipvalue) rather than norms, which overflow themselves")
+    return Finding("spike", text, suggestion, tuple(evidence))
+
+
+def _batch_jump(reader: DumpReader, step: int) -> tuple[str, float, float] | None:
+    """The delivered tf.data batch of ``step`` (a trace's step) whose largest magnitude
+    jumped at least `BATCH_JUMP` x over the largest of its earlier batches: (tensor,
+    its magnitude, the earlier largest), or None."""
+    for graph in reader.graphs():
+        try:
+            ops = reader.graph_ops(graph.id)
+        except DumpError:
+            continue
+        for op in ops:
+            if op.op_type not in DATASET_DELIVERY_OPS:
+                continue
+            for slot in range(len(op.trace_points)):
+                traces = reader.traces_of(op.id, slot)[-DIVERGENCE_MAX_TRACES:]
+                now, earlier = None, 0.0
+                for index in traces.tolist():
+                    trace = reader.trace(index)
+                    magnitude = trace.summary.max_abs if trace.summary else None
+                    if magnitude is None:
+                        continue
+                    if trace.step == step:
+                        now = magnitude if now is None else max(now, magnitude)
+                    elif trace.step is not None and trace.step < step:
+                        earlier = max(earlier, magnitude)
+                if now is not None and earlier > 0 and now >= BATCH_JUMP * earlier:
+                    return f"{op.name}:{slot}", now, earlier
+    return None
+
+
 def _growth(reader: DumpReader, op_id: int, slot: int, before: int | None
-            ) -> tuple[tuple[int, float], tuple[int, float], float, float, int] | None:
+            ) -> tuple[tuple[int, float], tuple[int, float], float, float, int,
+                       tuple[int, float]] | None:
     """The trailing stretch over which a tensor's largest finite magnitude grew:
     ((step, magnitude) at its start, at its end, the overall factor, the factor per
-    trace, the number of traces), or None when it did not grow enough."""
+    trace, the number of traces, (step, magnitude) before its end), or None when it
+    did not grow enough."""
     traces = reader.traces_of(op_id, slot)
     if before is not None:
         traces = traces[traces < before]
@@ -238,7 +312,7 @@ def _growth(reader: DumpReader, op_id: int, slot: int, before: int | None
     if not factor >= DIVERGENCE_MIN_GROWTH or not math.isfinite(factor):
         return None
     rate = factor ** (1 / (len(stretch) - 1))
-    return stretch[0], stretch[-1], factor, rate, len(stretch)
+    return stretch[0], stretch[-1], factor, rate, len(stretch), stretch[-2]
 
 
 def _domain_error(reader: DumpReader, cause: RootCause, subject: str) -> Finding | None:

@@ -297,6 +297,26 @@ def dataset_map():
     model.fit(data, epochs=1, verbose=0)
 
 
+# The sample of outlier_batch that is far out of range, and the batch size.
+OUTLIER_SAMPLE = 40
+OUTLIER_BATCH = 8
+
+
+def outlier_batch():
+    """Harmful: one sample far out of range (1e19) in an otherwise normal data set,
+    under global-norm clipping: its batch's gradient overflows the norm's square in one
+    step, which is not a divergence."""
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(4, activation="relu"),
+                              keras.layers.Dense(1)])
+    model.compile(keras.optimizers.SGD(0.01, global_clipnorm=1.0), "mse")
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 4)).astype("float32")
+    x[OUTLIER_SAMPLE] = 1e19
+    model.fit(x, rng.normal(size=(64, 1)).astype("float32"), batch_size=OUTLIER_BATCH,
+              epochs=1, verbose=0, shuffle=False)
+
+
 def _nan_checkpoint() -> str:
     """A checkpoint of a variable that holds a NaN, written before the dump starts."""
     saved = tf.Variable(np.array([1.0, np.nan], np.float32))
@@ -320,7 +340,7 @@ CASES = {f.__name__: f for f in (mixed_precision, mixed_loop_built, loss_scale_c
                                  masked_logsumexp, where_trap, diverging, keras_diverging,
                                  acos_domain, adam_epsilon, dataset_batch, py_function,
                                  numpy_function, variable_initial, variable_assigned,
-                                 variable_restored, keras_data, dataset_map)}
+                                 variable_restored, keras_data, dataset_map, outlier_batch)}
 # The masked cases again in CURT_HEALTH, which says only "has NaN or inf".
 CASES.update(masked_attention_curt=masked_attention, masked_logsumexp_curt=masked_logsumexp)
 # The data cases again in FULL_TENSOR, whose values show the element and the column.

@@ -95,7 +95,8 @@ PATTERN_CASES = {
 # pattern -> case; "unknown" has no case since Atanh has its domain.
 HARM_PATTERN_CASES = {
     "loss_scale_collapse": "loss_scale_collapse", "where_gradient_trap": "where_trap",
-    "library_nan": "adam_epsilon", "divergence": "diverging", "domain_error": "acos_domain",
+    "library_nan": "adam_epsilon", "divergence": "diverging", "spike": "outlier_batch",
+    "domain_error": "acos_domain",
     "contained": "masked_attention", "unknown": None,
 }
 # Cases diagnosed on another case's run.

@@ -132,6 +132,23 @@ def test_an_additive_mask_of_inf_lands_on_the_product(harm_dumps, capsys):
     assert report["first_alert"]["op_type"] == "Mul"
 
 
+def test_one_batch_out_of_range_is_a_spike_not_a_divergence(harm_dumps, capsys):
+    """A sample of 1e19 in batch 5: the gradient jumps in that one step (no trend
+    before it) and the global norm's square overflows. The diagnosis is a spike in
+    step 5 that names the batch's values, not a divergence whose fix is clipping (the
+    program clips already)."""
+    with reader.open_run(os.path.join(harm_dumps, "outlier_batch")) as dump:
+        cause = dump.root_cause()
+        step = dump.steps().of_execution(cause.trace.step)
+        assert step == 40 // 8
+        diagnosis = diagnose_cause(dump, cause)
+        assert diagnosis.pattern == "spike"
+        assert f"in step {step}" in diagnosis.explanation
+        assert "the batch of that step held values up to 1e+19" in diagnosis.explanation
+        assert "clip" not in diagnosis.suggestion.split(":")[0]
+    assert _report(harm_dumps, "outlier_batch", capsys)["diagnosis"]["pattern"] == "spike"
+
+
 def test_where_gradient_trap(harm_dumps, capsys):
     """log(0) behind tf.where is discarded; the harm is in its gradient."""
     with reader.open_run(os.path.join(harm_dumps, "where_trap")) as dump:

@@ -32,6 +32,7 @@ PATTERN_LABELS = {
     "where_gradient_trap": "tf.where gradient trap",
     "library_nan": "made in library code",
     "divergence": "divergence",
+    "spike": "one step's spike",
     "domain_error": "outside the domain",
     "contained": "contained",
     "healthy": "healthy",
