@@ -47,7 +47,9 @@ OVERFLOW_OPS = frozenset({
     "AddV2", "Add", "AddN", "Sub", "Square", "SquaredDifference", "Pow", "Cast", "Sum",
     "Prod", "Mean", "Cumsum", "Cumprod", "Softplus", "Cosh", "Sinh", "Conv2D", "Conv3D",
     "DepthwiseConv2dNative", "BiasAdd", "Einsum", "Tensordot", "Neg", "Multiply",
-    "ScalarMul", "LinSpace", "Range", "Relu"})
+    "ScalarMul", "LinSpace", "Range", "Relu", "Conv2DBackpropInput",
+    "Conv2DBackpropFilter", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2",
+    "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter"})
 # Ops in which infinities meet: inf - inf, 0 * inf, inf / inf give NaN.
 INF_ARITHMETIC_OPS = frozenset({
     "AddV2", "Add", "AddN", "Sub", "Mul", "RealDiv", "Div", "MatMul", "BatchMatMul",
@@ -349,6 +351,9 @@ def _singular_gradient(site: _Site) -> Diagnosis | None:
         text = (f"{site.subject} built {site.op_type}, the gradient of {forward}, which is "
                 f"infinite where {forward}'s output is 0{at}; it made "
                 f"{_nonfinite_text(site.output)}")
+    elif site.op_type in OVERFLOW_OPS and site.output is not None and not site.output.nan \
+            and all(s is not None and not s.is_alert for _, s in site.inputs):
+        return None  # finite inputs, infinite products or sums: an overflow (float16)
     else:
         text = (f"{site.subject} built the gradient op {site.op_type} '{site.op_name}', "
                 f"which made {_nonfinite_text(site.output)} from {_inputs_state(site)}: "
@@ -463,6 +468,9 @@ def _overflow_cause(site: _Site, dtype: str, limit: str | None) -> str:
     """What the inputs' statistics (FULL_STATS) say about the overflow, or ""."""
     stats = [(name, s.min, s.max) for name, s in site.inputs
              if s is not None and s.max is not None and s.min is not None]
+    if not stats:  # FULL_HEALTH: the largest magnitude alone
+        stats = [(name, -s.max_abs, s.max_abs) for name, s in site.inputs
+                 if s is not None and s.max_abs is not None]
     if not stats or limit is None:
         return ""
     name, low, high = max(stats, key=lambda item: max(abs(item[1]), abs(item[2])))

@@ -317,6 +317,18 @@ def outlier_batch():
               epochs=1, verbose=0, shuffle=False)
 
 
+def float16_gradient():
+    """Harmful: a model computed in float16 without a loss scale (no mixed policy):
+    a gradient's products pass 65,504 and overflow; no singular point is involved."""
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((8,), dtype="float16"),
+                              keras.layers.Dense(16, dtype="float16", name="wide"),
+                              keras.layers.Dense(1, dtype="float16")])
+    model.compile("sgd", "mse")
+    x = (np.random.default_rng(0).normal(size=(32, 8)) * 3000).astype("float16")
+    model.fit(x, np.zeros((32, 1), "float16"), batch_size=8, epochs=1, verbose=0)
+
+
 def _nan_checkpoint() -> str:
     """A checkpoint of a variable that holds a NaN, written before the dump starts."""
     saved = tf.Variable(np.array([1.0, np.nan], np.float32))
@@ -340,7 +352,8 @@ CASES = {f.__name__: f for f in (mixed_precision, mixed_loop_built, loss_scale_c
                                  masked_logsumexp, where_trap, diverging, keras_diverging,
                                  acos_domain, adam_epsilon, dataset_batch, py_function,
                                  numpy_function, variable_initial, variable_assigned,
-                                 variable_restored, keras_data, dataset_map, outlier_batch)}
+                                 variable_restored, keras_data, dataset_map, outlier_batch,
+                                 float16_gradient)}
 # The masked cases again in CURT_HEALTH, which says only "has NaN or inf".
 CASES.update(masked_attention_curt=masked_attention, masked_logsumexp_curt=masked_logsumexp)
 # The data cases again in FULL_TENSOR, whose values show the element and the column.

@@ -149,6 +149,18 @@ def test_one_batch_out_of_range_is_a_spike_not_a_divergence(harm_dumps, capsys):
     assert _report(harm_dumps, "outlier_batch", capsys)["diagnosis"]["pattern"] == "spike"
 
 
+def test_a_float16_gradient_that_overflows_is_an_overflow(harm_dumps):
+    """A gradient MatMul in float16 turns finite inputs into infinities: an overflow of
+    float16, with the largest input magnitude, not a "singular point" of a forward op."""
+    with reader.open_run(os.path.join(harm_dumps, "float16_gradient")) as dump:
+        cause = dump.root_cause()
+        assert dump.place(cause.alert).phase == "gradient"
+        diagnosis = diagnose_cause(dump, cause)
+        assert diagnosis.pattern == "overflow"
+        assert "float16's largest finite value is 65504" in diagnosis.explanation
+        assert "the largest finite input magnitude was" in diagnosis.explanation
+
+
 def test_where_gradient_trap(harm_dumps, capsys):
     """log(0) behind tf.where is discarded; the harm is in its gradient."""
     with reader.open_run(os.path.join(harm_dumps, "where_trap")) as dump:
