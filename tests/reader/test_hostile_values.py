@@ -19,7 +19,6 @@ import os
 import shutil
 import signal
 import tempfile
-import tracemalloc
 import zlib
 from collections.abc import Iterator
 from typing import Any
@@ -33,6 +32,7 @@ from hypothesis import strategies as st
 from reader import DumpError, DumpReader
 from reader import format as fmt
 from reader.limits import MAX_INFLATED_VALUE_BYTES
+from tests.peak_memory import peak_memory
 from tests.reader.hostile_dumps import CASES, bomb_value, closed_run, run_every_query, zlib_of_zeros
 from tests.synthetic import FINITE, NAN, add_legacy_execution, make_run
 from tfdbg_tui.commands import report
@@ -77,22 +77,17 @@ def open_and_report(logdir: str) -> tuple[DumpReader | None, int, str, str, int]
     """Open the newest run of ``logdir`` and ask everything, then report it; returns
     (the reader or None when it refused, status, stdout, stderr, peak bytes)."""
     run_path = os.path.join(logdir, sorted(os.listdir(logdir))[-1])
-    tracemalloc.start()
-    try:
-        with watchdog(HANG_SECONDS):
-            dump = None
-            try:
-                dump = DumpReader(run_path)
-            except DumpError:
-                pass
-            if dump is not None:
-                run_every_query(dump)
-                dump.close()
-            status, out, err = report_json(logdir)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    return dump, status, out, err, peak
+    with peak_memory() as peak, watchdog(HANG_SECONDS):
+        dump = None
+        try:
+            dump = DumpReader(run_path)
+        except DumpError:
+            pass
+        if dump is not None:
+            run_every_query(dump)
+            dump.close()
+        status, out, err = report_json(logdir)
+    return dump, status, out, err, peak.growth
 
 
 def assert_clear_outcome(status: int, out: str, err: str, peak: int) -> None:
