@@ -12,6 +12,7 @@ the package while the forbidden packages are made unimportable.
 from __future__ import annotations
 
 import ast
+import functools
 import pathlib
 import subprocess
 import sys
@@ -109,8 +110,10 @@ def _module_name(path: pathlib.Path) -> str:
     return ".".join(parts)
 
 
+@functools.cache
 def import_graph() -> dict[str, set[str]]:
-    """Module -> the modules of the three packages it imports.
+    """Module -> the modules of the three packages it imports (parsed once per test
+    process: the tree does not change under the tests).
 
     Every import statement counts, wherever it is: at module level, inside a function
     (which only delays a circle), and under ``if TYPE_CHECKING:`` (a circle for the type
