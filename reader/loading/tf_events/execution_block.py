@@ -164,11 +164,11 @@ def _summaries(raw: np.ndarray, protos: list[Taken], readable: np.ndarray,
     has_summary = np.zeros(outputs, dtype=bool)
     if not protos:
         return rows, has_summary
+    # The k-th proto of a record (the k-th pass) is its output k's summary.
     owner = np.concatenate([p.message for p in protos])
-    order = np.argsort(owner, kind="stable")  # a record's protos in the order written
-    owner = owner[order]
-    start = np.concatenate([p.start for p in protos])[order]
-    stop = np.concatenate([p.stop for p in protos])[order]
+    slot = np.concatenate([np.full(p.message.size, k) for k, p in enumerate(protos)])
+    start = np.concatenate([p.start for p in protos])
+    stop = np.concatenate([p.stop for p in protos])
     per_record = np.bincount(owner, minlength=n)
     readable[(per_record > 0) & (per_record != np.diff(out_start))] = False
     pos, count = start.copy(), owner.size
@@ -184,8 +184,7 @@ def _summaries(raw: np.ndarray, protos: list[Taken], readable: np.ndarray,
     take_row = readable[owner[content.message]] & (length[content.message] > 0)
     if take_row.any():
         proto = content.message[take_row]
-        slot = proto - np.searchsorted(owner, owner[proto])
-        at = out_start[owner[proto]] + slot
+        at = out_start[owner[proto]] + slot[proto]
         vectors = sliding_window_view(raw, 8 * kept.stop)[content.start[take_row]]
         rows[at] = vectors.view("<f8")[:, kept]
         has_summary[at] = True

@@ -5,9 +5,10 @@ record order, the calls of each step function numbered.
 
 What is decoded is only what differs: the op types, graph ids and code locations of
 a block are a handful of distinct strings, each decoded once (a code location once
-per run); each record costs a dictionary lookup of its bytes. A record whose strings
-are not UTF-8, or whose code location does not parse, is not ``readable``: the
-record-at-a-time path skips it with a notice, as it skips any record protobuf rejects.
+per run), and a record finds its own among them by numpy when it repeats the step
+before (`repeating_spans`). A record whose strings are not UTF-8, or whose code
+location does not parse, is not ``readable``: the record-at-a-time path skips it with
+a notice, as it skips any record protobuf rejects.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from google.protobuf.message import DecodeError
 from reader import format as fmt
 from reader.loading.tf_events.events import Ids
 from reader.loading.tf_events.execution_block import ExecutionColumns, scan
+from reader.loading.tf_events.repeating_spans import RepeatingSpans
 from reader.loading.tf_events.schema import CodeLocation
 from reader.loading.tf_events.tfrecord import FOOTER_BYTES, HEADER_BYTES
 from reader.summary_rows import with_magnitudes
@@ -88,16 +90,15 @@ class ExecutionRows:
         """The records ``data[starts[r]:starts[r] + lengths[r]]``, scanned and interned."""
         columns = scan(data, starts, lengths, self._kept)
         readable = columns.readable.copy()
-        op, op_keys = intern_spans(data, columns.op_start, columns.op_stop)
+        spans = RepeatingSpans(data, starts, lengths)
+        op, op_keys = spans.intern(columns.op_start, columns.op_stop)
         op_types = [_text(key) for key in op_keys]
         _unreadable(readable, op, op_types)
-        graph = np.full(readable.size, -1, dtype=np.int64)
-        named = np.flatnonzero(columns.graph_stop > columns.graph_start)
-        graph[named], graph_keys = intern_spans(data, columns.graph_start[named],
-                                                columns.graph_stop[named])
-        graph_ids = [_text(key) for key in graph_keys]
+        graph, graph_keys = spans.intern(columns.graph_start, columns.graph_stop)
+        graph_ids = [_text(key) if key else "" for key in graph_keys]
         _unreadable(readable, graph, graph_ids)
-        code, code_keys = intern_spans(data, columns.code_start, columns.code_stop)
+        graph[columns.graph_stop == columns.graph_start] = -1
+        code, code_keys = spans.intern(columns.code_start, columns.code_stop)
         for key in code_keys:
             if key not in self._frames:
                 self._frames[key] = _frames(key)
@@ -138,18 +139,6 @@ class ExecutionRows:
                     out=columns.out_ids[o0:o1], summaries=summaries,
                     has_summary=columns.has_summary[o0:o1], times=columns.times[begin:end],
                     definitions=definitions)
-
-
-def intern_spans(data: bytes, start: np.ndarray, stop: np.ndarray
-                 ) -> tuple[np.ndarray, list[bytes]]:
-    """Each span's code among the distinct byte strings of ``data[start:stop]`` (in the
-    order first seen), and those strings."""
-    keys = list(map(data.__getitem__, map(slice, start.tolist(), stop.tolist())))
-    codes: dict[bytes, int] = dict.fromkeys(keys, 0)
-    for code, key in enumerate(codes):
-        codes[key] = code
-    return (np.fromiter(map(codes.__getitem__, keys), dtype=np.int64, count=len(keys)),
-            list(codes))
 
 
 def _text(key: bytes) -> str | None:

@@ -68,9 +68,11 @@ def take(raw: np.ndarray, pos: np.ndarray, end: np.ndarray, number: int, wire: i
          ) -> Taken:
     """Read field ``number`` (below 16, written as ``wire``) in every message whose
     next field it is, and move those messages' ``pos`` past it. A message whose field
-    is cut short or overruns ``end`` keeps its position (it will not end whole)."""
-    live = np.flatnonzero(pos < end)
-    message = live[raw[pos[live]] == (number << 3 | wire)]
+    is cut short or overruns ``end`` keeps its position (it will not end whole).
+    Every ``end`` must be below ``raw.size``."""
+    # Every position is inside the block (a message's end is), so reading the byte
+    # at a message's end is safe; it only counts when the message goes on.
+    message = np.flatnonzero((raw[pos] == (number << 3 | wire)) & (pos < end))
     at = pos[message] + 1
     limit = end[message]
     value = np.empty(0, dtype=np.uint64)
