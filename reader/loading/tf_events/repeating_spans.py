@@ -47,6 +47,13 @@ class RepeatingSpans:
         distinct, counts = np.unique(shifts, return_counts=True)
         self._shifts = distinct[counts >= _MIN_SHIFTED].tolist()
         self._shift_of = shifts
+        # Per shift: the bytes its partners span (one past their last byte, which a
+        # record's footer keeps inside the block), compared once for every interning.
+        self._ranges: dict[int, tuple[int, int]] = {}
+        for shift in self._shifts:
+            paired = partners[shifts == shift]
+            self._ranges[shift] = (int(starts[paired[0]]),
+                                   int(starts[paired[-1]] + lengths[paired[-1]]) + 1)
         self._equal: dict[int, np.ndarray] = {}
 
     def intern(self, start: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
@@ -62,13 +69,12 @@ class RepeatingSpans:
             same = (length[records] == length[partners]) & (length[records] > 0) & (
                 start[records] - start[partners] == shift)
             records, partners = records[same], partners[same]
-            equal = self._shifted(shift)
-            inside = stop[partners] < equal.size
-            records, partners = records[inside], partners[inside]
             if not records.size:
                 continue
+            equal = self._shifted(shift)
+            first = self._ranges[shift][0]
             bounds = np.empty(2 * partners.size, dtype=np.int64)
-            bounds[0::2], bounds[1::2] = start[partners], stop[partners]
+            bounds[0::2], bounds[1::2] = start[partners] - first, stop[partners] - first
             alike = np.logical_and.reduceat(equal, bounds)[0::2]
             parent[records[alike]] = partners[alike]
         roots = np.flatnonzero((parent == np.arange(n)) & ~empty)
@@ -85,10 +91,13 @@ class RepeatingSpans:
         return codes[parent], distinct
 
     def _shifted(self, shift: int) -> np.ndarray:
-        """Per byte x of the block: ``raw[x + shift] == raw[x]``."""
+        """Per byte x of the range of ``shift``'s partners (from its first byte):
+        ``raw[x + shift] == raw[x]``."""
         equal = self._equal.get(shift)
         if equal is None:
-            equal = self._equal[shift] = self.raw[shift:] == self.raw[:-shift]
+            first, end = self._ranges[shift]
+            equal = self._equal[shift] = (self.raw[first + shift:end + shift]
+                                          == self.raw[first:end])
         return equal
 
 
