@@ -27,7 +27,7 @@ from reader.loading.tf_events.wire import FIXED64, LENGTH_DELIMITED, VARINT, Tak
 
 # The fields of an execution record, in the order TensorFlow writes them
 # (debug_event.proto, tensor.proto): (number, wire type).
-_WALL_TIME, _STEP, _EXECUTION = (1, FIXED64), (2, VARINT), (9, LENGTH_DELIMITED)
+_WALL_TIME, _EXECUTION = (1, FIXED64), (9, LENGTH_DELIMITED)
 _OP_TYPE, _NUM_OUTPUTS, _GRAPH_ID = (1, LENGTH_DELIMITED), (2, VARINT), (3, LENGTH_DELIMITED)
 _INPUT_IDS, _OUTPUT_IDS, _MODE = (4, LENGTH_DELIMITED), (5, LENGTH_DELIMITED), (6, VARINT)
 _PROTOS, _CODE_LOCATION, _DEVICE_IDS = ((7, LENGTH_DELIMITED), (8, LENGTH_DELIMITED),
@@ -87,7 +87,6 @@ def scan(data: bytes, starts: np.ndarray, lengths: np.ndarray,
     times = np.zeros(n, dtype=np.float64)
     wall_time = take(raw, pos, end, *_WALL_TIME)
     times[wall_time.message] = wire.fixed64(raw, wall_time.start, "<f8")
-    take(raw, pos, end, *_STEP)
     execution = take(raw, pos, end, *_EXECUTION)
     readable = np.zeros(n, dtype=bool)
     readable[execution.message] = True

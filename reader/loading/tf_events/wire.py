@@ -40,10 +40,11 @@ class Taken:
 
 def varints(raw: np.ndarray, at: np.ndarray, end: np.ndarray
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The varints starting at ``raw[at]``, each to end before ``end``: (values as
-    uint64, the position after each, whether each was whole)."""
+    """The varints starting at ``raw[at]``, each to end before ``end`` (both below
+    ``raw.size``): (values as uint64, the position after each, whether each was
+    whole)."""
     good = at < end
-    byte = raw[np.minimum(at, raw.size - 1)]
+    byte = raw[at]
     value = (byte & 0x7F).astype(np.uint64)
     after = at + 1
     more = np.flatnonzero(good & (byte >= 0x80))
@@ -78,8 +79,8 @@ def take(raw: np.ndarray, pos: np.ndarray, end: np.ndarray, number: int, wire: i
     value = np.empty(0, dtype=np.uint64)
     if wire == LENGTH_DELIMITED:
         length, start, good = varints(raw, at, limit)
-        good &= length <= (limit - start).astype(np.uint64)
-        stop = start + np.where(good, length, 0).astype(np.int64)
+        stop = start + length.view(np.int64)  # a length past 2**63 comes out below start
+        good &= (stop >= start) & (stop <= limit)
     elif wire == VARINT:
         value, stop, good = varints(raw, at, limit)
         start = at
