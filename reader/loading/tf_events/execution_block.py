@@ -9,8 +9,9 @@ times, spans of the op types, graph ids and code locations, every output's tenso
 id, every output's summary row); nothing is decoded per record.
 
 A record is read here only when it is laid out as TensorFlow writes it: an event
-holding an `Execution` and nothing else, the `Execution`'s fields each written once
-(its repeated ints packed), its summaries `float64` vectors of the mode's width. Any
+holding a wall time and an `Execution`, nothing else, the `Execution`'s fields in
+field order, each written once (its repeated ints packed), its summaries `float64`
+vectors of the mode's width, one per output or none. Any
 other record, however valid, is not ``readable`` and is left to the record-at-a-time
 path, which decides what it is (and gives the damage notice when it is none).
 """
@@ -44,7 +45,6 @@ class ExecutionColumns:
         readable: Per record: read whole here; the other records' entries are
             placeholders (empty spans, no outputs).
         times: Wall times.
-        modes: `tensor_debug_mode` numbers.
         op_start, op_stop: Spans of the op types' UTF-8 bytes in the block's data.
         graph_start, graph_stop: Spans of the graph ids (empty: none).
         code_start, code_stop: Spans of the `CodeLocation` messages (empty: none).
@@ -58,7 +58,6 @@ class ExecutionColumns:
 
     readable: np.ndarray
     times: np.ndarray
-    modes: np.ndarray
     op_start: np.ndarray
     op_stop: np.ndarray
     graph_start: np.ndarray
@@ -99,7 +98,7 @@ def scan(data: bytes, starts: np.ndarray, lengths: np.ndarray,
     graph_id = take(raw, pos, end, *_GRAPH_ID)
     packed = [take(raw, pos, end, *_INPUT_IDS)]
     outputs = take(raw, pos, end, *_OUTPUT_IDS)
-    mode = take(raw, pos, end, *_MODE)
+    take(raw, pos, end, *_MODE)  # the run's mode is taken from its first record
     protos = []
     while True:
         proto = take(raw, pos, end, *_PROTOS)
@@ -112,8 +111,6 @@ def scan(data: bytes, starts: np.ndarray, lengths: np.ndarray,
     for ints in packed:
         torn = (ints.stop > ints.start) & (raw[np.maximum(ints.stop - 1, 0)] >= 0x80)
         readable[ints.message[torn]] = False
-    modes = np.zeros(n, dtype=np.int64)
-    modes[mode.message] = mode.value.astype(np.int64)
     out_start, out_ids = _outputs(raw, outputs, readable)
     summaries, has_summary = None, np.zeros(out_ids.size, dtype=bool)
     if kept is not None:
@@ -125,7 +122,7 @@ def scan(data: bytes, starts: np.ndarray, lengths: np.ndarray,
     op_start, op_stop = _spans(op_type, readable)
     graph_start, graph_stop = _spans(graph_id, readable)
     code_start, code_stop = _spans(code_location, readable)
-    return ExecutionColumns(readable=readable, times=times, modes=modes, op_start=op_start,
+    return ExecutionColumns(readable=readable, times=times, op_start=op_start,
                             op_stop=op_stop, graph_start=graph_start, graph_stop=graph_stop,
                             code_start=code_start, code_stop=code_stop, out_start=out_start,
                             out_ids=out_ids, summaries=summaries, has_summary=has_summary)

@@ -23,7 +23,7 @@ from google.protobuf.message import DecodeError
 from reader import format as fmt
 from reader.loading.tf_events.events import Ids
 from reader.loading.tf_events.execution_block import ExecutionColumns, scan
-from reader.loading.tf_events.repeating_spans import RepeatingSpans
+from reader.loading.tf_events.repeating_spans import RepeatingSpans, intern_bytes
 from reader.loading.tf_events.schema import CodeLocation
 from reader.loading.tf_events.tfrecord import FOOTER_BYTES, HEADER_BYTES
 from reader.summary_rows import with_magnitudes
@@ -94,10 +94,13 @@ class ExecutionRows:
         op, op_keys = spans.intern(columns.op_start, columns.op_stop)
         op_types = [_text(key) for key in op_keys]
         _unreadable(readable, op, op_types)
-        graph, graph_keys = spans.intern(columns.graph_start, columns.graph_stop)
-        graph_ids = [_text(key) if key else "" for key in graph_keys]
+        # Only function calls name a graph: few, through a dictionary.
+        graph = np.full(readable.size, -1, dtype=np.int64)
+        named = np.flatnonzero(columns.graph_stop > columns.graph_start)
+        graph[named], graph_keys = intern_bytes(data, columns.graph_start[named],
+                                                columns.graph_stop[named])
+        graph_ids = [_text(key) for key in graph_keys]
         _unreadable(readable, graph, graph_ids)
-        graph[columns.graph_stop == columns.graph_start] = -1
         code, code_keys = spans.intern(columns.code_start, columns.code_stop)
         for key in code_keys:
             if key not in self._frames:

@@ -46,7 +46,8 @@ class RepeatingSpans:
         shifts = starts[self.records] - starts[partners]
         distinct, counts = np.unique(shifts, return_counts=True)
         self._shifts = distinct[counts >= _MIN_SHIFTED].tolist()
-        self._shift_of = shifts
+        self._shift_of = np.zeros(n, dtype=np.int64)
+        self._shift_of[self.records] = shifts
         # Per shift: the bytes its partners span (one past their last byte, which a
         # record's footer keeps inside the block), compared once for every interning.
         self._ranges: dict[int, tuple[int, int]] = {}
@@ -63,23 +64,16 @@ class RepeatingSpans:
         parent = np.arange(n)
         length = stop - start
         empty = length == 0
-        for shift in self._shifts:
-            records = self.records[self._shift_of == shift]
-            partners = records - self.period
-            same = (length[records] == length[partners]) & (length[records] > 0) & (
-                start[records] - start[partners] == shift)
-            records, partners = records[same], partners[same]
-            if not records.size:
-                continue
-            equal = self._shifted(shift)
-            first = self._ranges[shift][0]
-            bounds = np.empty(2 * partners.size, dtype=np.int64)
-            bounds[0::2], bounds[1::2] = start[partners] - first, stop[partners] - first
-            alike = np.logical_and.reduceat(equal, bounds)[0::2]
+        records = self.records
+        partners = records - self.period
+        same = (length[records] == length[partners]) & (length[records] > 0)
+        records, partners = records[same], partners[same]
+        if records.size:
+            alike = self._alike(start, length, records, partners)
             parent[records[alike]] = partners[alike]
         roots = np.flatnonzero((parent == np.arange(n)) & ~empty)
         codes = np.empty(n, dtype=np.int64)
-        codes[roots], distinct = _intern(self.data, start[roots], stop[roots])
+        codes[roots], distinct = intern_bytes(self.data, start[roots], stop[roots])
         if empty.any():
             codes[empty] = len(distinct)
             distinct.append(b"")
@@ -89,6 +83,24 @@ class RepeatingSpans:
                 break
             parent = jumped
         return codes[parent], distinct
+
+    def _alike(self, start: np.ndarray, length: np.ndarray, records: np.ndarray,
+               partners: np.ndarray) -> np.ndarray:
+        """Per record: its span's bytes equal its partner's (spans of equal length)."""
+        alike = np.zeros(records.size, dtype=bool)
+        shift_of = self._shift_of[records]
+        for shift in self._shifts:
+            pick = np.flatnonzero((shift_of == shift)
+                                  & (start[records] - start[partners] == shift))
+            if not pick.size:
+                continue
+            equal = self._shifted(shift)
+            first = self._ranges[shift][0]
+            bounds = np.empty(2 * pick.size, dtype=np.int64)
+            bounds[0::2] = start[partners[pick]] - first
+            bounds[1::2] = start[partners[pick]] + length[partners[pick]] - first
+            alike[pick] = np.logical_and.reduceat(equal, bounds)[0::2]
+        return alike
 
     def _shifted(self, shift: int) -> np.ndarray:
         """Per byte x of the range of ``shift``'s partners (from its first byte):
@@ -101,7 +113,8 @@ class RepeatingSpans:
         return equal
 
 
-def _intern(data: bytes, start: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
+def intern_bytes(data: bytes, start: np.ndarray, stop: np.ndarray
+                 ) -> tuple[np.ndarray, list[bytes]]:
     """Codes of the strings ``data[start:stop]`` and the distinct strings."""
     keys = map(data.__getitem__, map(slice, start.tolist(), stop.tolist()))
     first: dict[bytes, int] = {}
