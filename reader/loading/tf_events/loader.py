@@ -4,7 +4,8 @@
 either, so every query and analysis, the TUI and the CLI read both formats alike.
 TensorFlow's records become our records (`reader.loading.tf_events.events`); graph traces are
 indexed a block at a time into the trace columns, in chunks of consecutive traces of
-one step.
+one step; eager executions a block at a time too (`execution_rows`), the records the
+block path cannot read one at a time through protobuf, in their place in the order.
 
 A trace's step (our ``x``, docs/format.md section 4) is not in TensorFlow's records:
 it is the first execution recorded at or after the trace's wall time (an eager
