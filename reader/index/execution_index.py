@@ -196,40 +196,83 @@ class ExecutionIndex(SpannedIndex["ChunkColumns"]):
         n = chunk.op.size
         if not n:
             return 0
-        if len(self) and chunk.first < self.end:
-            raise MalformedRecordError(f"execs {chunk.first} repeats an index before {self.end}")
-        self._continue_at(chunk.first, n)
+        self._check_new(chunk.first)
         codes_of = np.array([self._intern(t) for t in chunk.op_types], dtype=np.int32)
-        codes = codes_of[chunk.op]
-        self.offset.extend(np.full(n, start, dtype=np.int64))
-        self.length.extend(np.full(n, end - start, dtype=np.int64))
+        self._add_rows(chunk.first, codes_of[chunk.op], chunk.graph >= 0,
+                       np.full(n, start, dtype=np.int64), np.full(n, end - start, dtype=np.int64),
+                       segment, np.arange(n, dtype=np.int32), chunk.out_start, chunk.out,
+                       chunk.summaries, None)
+        return n
+
+    def add_records(self, first: int, op_types: list[str], op: np.ndarray,
+                    has_graph: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                    out_start: np.ndarray, out: np.ndarray, summaries: np.ndarray | None,
+                    has_summary: np.ndarray) -> int:
+        """Index executions ``first..`` that are records of their own (TensorFlow's),
+        given as columns: the same rows as `add` of each would make.
+
+        Args:
+            first: The index of the first.
+            op_types, op: A table of op types, and each execution's position in it.
+            has_graph: Per execution: it names a graph.
+            starts, ends: Each record's bytes in segment 0.
+            out_start, out: n + 1 offsets of each execution's outputs in ``out``, and
+                every output's tensor id.
+            summaries, has_summary: Per output, its summary row in the index's
+                layout, and whether it has one.
+
+        Raises:
+            MalformedRecordError: ``first`` repeats an index already read.
+        """
+        n = op.size
+        if not n:
+            return 0
+        self._check_new(first)
+        codes_of = np.array([self._intern(t) for t in op_types], dtype=np.int32)
+        self._add_rows(first, codes_of[op], has_graph, starts, ends - starts, 0,
+                       np.full(n, -1, dtype=np.int32), out_start, out, summaries, has_summary)
+        return n
+
+    def _check_new(self, first: int) -> None:
+        if len(self) and first < self.end:
+            raise MalformedRecordError(f"execs {first} repeats an index before {self.end}")
+
+    def _add_rows(self, first: int, codes: np.ndarray, has_graph: np.ndarray,
+                  offsets: np.ndarray, lengths: np.ndarray, segment: int,
+                  chunk_rows: np.ndarray, out_start: np.ndarray, out: np.ndarray,
+                  summaries: np.ndarray | None, has_summary: np.ndarray | None) -> None:
+        """Append executions ``first..`` (`add_chunk`, `add_records`); outputs without a
+        summary have NaN rows, or are those not in ``has_summary`` when given."""
+        n = codes.size
+        self._continue_at(first, n)
+        self.offset.extend(offsets)
+        self.length.extend(lengths)
         self.segment.extend(np.full(n, segment, dtype=np.int32))
-        self.chunk_row.extend(np.arange(n, dtype=np.int32))
+        self.chunk_row.extend(chunk_rows)
         self.op_code.extend(codes)
         if len(self._code_is_function) < len(self.op_types):
             self._code_is_function = np.array(
                 [fmt.is_function_call(t) for t in self.op_types], dtype=bool)
-        self.is_function.extend((chunk.graph >= 0) | self._code_is_function[codes])
+        self.is_function.extend(has_graph | self._code_is_function[codes])
         alerting = np.zeros(n, dtype=bool)
-        if chunk.summaries is not None and chunk.out.size:
-            # NaN rows stand for outputs without a summary.
-            flags = alert_flags(self.mode, chunk.summaries) & ~np.isnan(chunk.summaries[:, 0])
+        if summaries is not None and out.size:
+            flags = alert_flags(self.mode, summaries) & (
+                ~np.isnan(summaries[:, 0]) if has_summary is None else has_summary)
             hits = np.flatnonzero(flags)
             if hits.size:
-                record = np.searchsorted(chunk.out_start, hits, side="right") - 1
+                record = np.searchsorted(out_start, hits, side="right") - 1
                 alerting[record] = True
-                self.alert_index.extend(chunk.first + record)
-                self.alert_slot.extend((hits - chunk.out_start[record]).astype(np.int32))
-                self.alert_counts.extend(alert_counts(self.mode, chunk.summaries[hits]))
+                self.alert_index.extend(first + record)
+                self.alert_slot.extend((hits - out_start[record]).astype(np.int32))
+                self.alert_counts.extend(alert_counts(self.mode, summaries[hits]))
         self.is_alert.extend(alerting)
-        self.out_start.extend(chunk.out_start[:-1] + self.out_ids.size)
-        ids = np.where((chunk.out >= 0), chunk.out, -1)
+        self.out_start.extend(out_start[:-1] + self.out_ids.size)
+        ids = np.where(out >= 0, out, -1)
         if ids.size:
             if self.out_sorted and (ids[0] < self._last_out_id or bool((ids[1:] < ids[:-1]).any())):
                 self.out_sorted = False
             self.out_ids.extend(ids)
             self._last_out_id = int(ids[-1])
-        return n
 
     def output_rows(self, record: dict[str, Any]) -> np.ndarray:
         """Summary rows of an ``exec`` record's outputs (the index took it), NaN rows

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from reader import format as fmt
+from reader.index.columns import Column
 from reader.limits import MAX_OP_OUTPUTS
 from reader.loading.tf_events.tensors import stored_value, summary_row
 
@@ -32,9 +35,9 @@ class Ids:
         self.op_devices: dict[str, int] = {}
         self.num_ops = 0
         self.num_files = 0
-        # Eager calls per step function, for the `c` of function calls (steps).
-        self.calls: dict[str, int] = {}
-        self.call_ordinals: dict[int, int] = {}  # execution index -> `c`
+        # Eager calls per step function, for the `c` of function calls (steps): the
+        # execution indices of its calls, ascending; a call's `c` is its position.
+        self.calls: dict[str, Column] = {}
 
     def graph(self, uuid: str) -> int:
         """The int of a graph's UUID."""
@@ -69,16 +72,28 @@ class Ids:
         return found
 
     def call_ordinal(self, index: int, op_type: str) -> int | None:
-        """The `c` of execution ``index``: earlier calls of its step function."""
-        known = self.call_ordinals.get(index)
-        if known is not None:
-            return known
+        """The `c` of execution ``index``: earlier calls of its step function. A call
+        after every one known is the next."""
         function = fmt.step_function_name(op_type)
         if function is None:
             return None
-        ordinal = self.call_ordinals[index] = self.calls.get(function, 0)
-        self.calls[function] = ordinal + 1
-        return ordinal
+        calls = self._calls_of(function)
+        known = calls.view
+        position = int(np.searchsorted(known, index))
+        if position == known.size:
+            calls.append(index)
+        return position
+
+    def add_calls(self, function: str, indices: np.ndarray) -> None:
+        """Number the calls of step function ``function`` at execution ``indices``
+        (ascending, after every call known), as `call_ordinal` of each would."""
+        self._calls_of(function).extend(indices)
+
+    def _calls_of(self, function: str) -> Column:
+        calls = self.calls.get(function)
+        if calls is None:
+            calls = self.calls[function] = Column(np.int64)
+        return calls
 
 
 def definition_records(event: Any, ids: Ids) -> list[dict[str, Any]]:

@@ -4,7 +4,8 @@
 either, so every query and analysis, the TUI and the CLI read both formats alike.
 TensorFlow's records become our records (`reader.loading.tf_events.events`); graph traces are
 indexed a block at a time into the trace columns, in chunks of consecutive traces of
-one step.
+one step; eager executions a block at a time too (`execution_rows`), the records the
+block path cannot read one at a time through protobuf, in their place in the order.
 
 A trace's step (our ``x``, docs/format.md section 4) is not in TensorFlow's records:
 it is the first execution recorded at or after the trace's wall time (an eager
@@ -41,6 +42,7 @@ from reader.loading.tf_events.events import (
     trace_summary,
     trace_value,
 )
+from reader.loading.tf_events.execution_rows import ExecutionRows
 from reader.loading.tf_events.schema import DebugEvent
 from reader.loading.tf_events.tfrecord import FOOTER_BYTES, HEADER_BYTES, RecordFile
 from reader.model import DUMPER_TENSORFLOW, RunInfo, UpdateReport
@@ -80,6 +82,7 @@ class TfRunLoader:
         self.notices: list[Notice] = []
         self.cache: OrderedDict[tuple[str, int], dict[str, Any]] = OrderedDict()
         self._exec_times = Column(np.float64)  # wall time per execution row
+        self._execution_rows: ExecutionRows | None = None
         self._next_execution = 0
         self._next_trace = 0
         # (graph UUID, op name, slot) as the block scan gives them -> trace point
@@ -183,24 +186,65 @@ class TfRunLoader:
 
     def _read_executions(self, record_file: RecordFile) -> None:
         for data, base, starts, lengths in record_file.read_new():
-            view = memoryview(data)
-            taken: list[tuple[dict[str, Any], list[dict[str, Any]], int, int]] = []
-            for start, length in zip(starts.tolist(), lengths.tolist()):
-                offset = base + start - HEADER_BYTES
-                index = self._next_execution
-                self._next_execution += 1
-                event = self._parse_or_note(view[start:start + length], record_file, offset)
-                if event is None or not event.HasField("execution"):
-                    continue
-                if not self._mode_known:
-                    self._learn_mode(event.execution.tensor_debug_mode)
-                record, definitions = execution_record(event, index, self.mode, self.ids)
-                taken.append((record, definitions, offset,
-                              length + HEADER_BYTES + FOOTER_BYTES))
-                if len(taken) >= TAKE_BATCH:
-                    self._take_executions(record_file, taken)
-                    taken = []
-            self._take_executions(record_file, taken)
+            position = 0
+            while not self._mode_known and position < starts.size:
+                # The mode (and so the summaries' width) comes with the first record.
+                self._take_execution_records(record_file, data, base, starts, lengths,
+                                             position, position + 1)
+                position += 1
+            if position == starts.size:
+                continue
+            if self.mode == fmt.FULL_TENSOR:
+                self._take_execution_records(record_file, data, base, starts, lengths,
+                                             position, starts.size)
+            else:
+                self._take_execution_block(record_file, data, base, starts[position:],
+                                           lengths[position:])
+
+    def _take_execution_block(self, record_file: RecordFile, data: bytes, base: int,
+                              starts: np.ndarray, lengths: np.ndarray) -> None:
+        """Index a block of execution records in columns (`execution_rows`), the records
+        it cannot read one at a time."""
+        if self._execution_rows is None or self._execution_rows.mode != self.mode:
+            self._execution_rows = ExecutionRows(self.ids, self.mode)
+        block = self._execution_rows.scan(data, starts, lengths)
+        for begin, end, readable in block.runs():
+            if not readable:
+                self._take_execution_records(record_file, data, base, starts, lengths,
+                                             begin, end)
+                continue
+            rows = self._execution_rows.rows(block, begin, end, self._next_execution, base)
+            self._next_execution += end - begin
+            with self._commit:
+                for definition in rows.definitions:
+                    self.defs.add(definition)
+                self.execs.add_records(rows.first, rows.op_types, rows.op, rows.has_graph,
+                                       rows.starts, rows.ends, rows.out_start, rows.out,
+                                       rows.summaries, rows.has_summary)
+                self._exec_times.extend(rows.times)
+
+    def _take_execution_records(self, record_file: RecordFile, data: bytes, base: int,
+                                starts: np.ndarray, lengths: np.ndarray, begin: int,
+                                end: int) -> None:
+        """Index records ``begin..end-1`` of a block one at a time (protobuf decodes
+        each): any mode, any layout, any damage."""
+        view = memoryview(data)
+        taken: list[tuple[dict[str, Any], list[dict[str, Any]], int, int]] = []
+        for start, length in zip(starts[begin:end].tolist(), lengths[begin:end].tolist()):
+            offset = base + start - HEADER_BYTES
+            index = self._next_execution
+            self._next_execution += 1
+            event = self._parse_or_note(view[start:start + length], record_file, offset)
+            if event is None or not event.HasField("execution"):
+                continue
+            if not self._mode_known:
+                self._learn_mode(event.execution.tensor_debug_mode)
+            record, definitions = execution_record(event, index, self.mode, self.ids)
+            taken.append((record, definitions, offset, length + HEADER_BYTES + FOOTER_BYTES))
+            if len(taken) >= TAKE_BATCH:
+                self._take_executions(record_file, taken)
+                taken = []
+        self._take_executions(record_file, taken)
 
     def _take_executions(self, record_file: RecordFile,
                          taken: list[tuple[dict[str, Any], list[dict[str, Any]], int, int]]

@@ -190,5 +190,6 @@ def _message_class(name: str) -> Any:
 
 
 DebugEvent = _message_class("DebugEvent")
+CodeLocation = _message_class("CodeLocation")
 TraceBlock = _message_class("TraceBlock")
 SlotBlock = _message_class("SlotBlock")

@@ -18,6 +18,7 @@ from array import array
 from collections.abc import Iterator
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from reader.index.segment_reader import GrowingFile
 
@@ -256,7 +257,7 @@ def _frame_by_pattern(raw: np.ndarray, pos: int, pattern: np.ndarray
         guessed, heads, ends = guessed[fits], heads[fits], ends[fits]
         if not guessed.size:
             break
-        stored = raw[heads[:, None] + np.arange(8)].copy().view("<u8").ravel()
+        stored = sliding_window_view(raw, 8)[heads].view("<u8").ravel()
         misses = np.flatnonzero(stored != guessed.astype(np.uint64))
         count = int(misses[0]) if misses.size else guessed.size
         if count:
@@ -275,7 +276,7 @@ def _first_bad_length(data: bytes, starts: np.ndarray) -> int | None:
     if not starts.size:
         return None
     raw = np.frombuffer(data, dtype=np.uint8)
-    headers = raw[(starts - HEADER_BYTES)[:, None] + np.arange(HEADER_BYTES)]
+    headers = sliding_window_view(raw, HEADER_BYTES)[starts - HEADER_BYTES]
     stored = headers[:, 8:].copy().view("<u4").ravel()
     bad = np.flatnonzero(masked_crc32c_rows(headers[:, :8]) != stored)
     return int(bad[0]) if bad.size else None
