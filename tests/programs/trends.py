@@ -95,14 +95,20 @@ def float16_headroom() -> dict:
     return {"kernel": 5000.0, "input": 2.0, "inputs": 4}
 
 
-def healthy() -> dict:
-    """A float32 fit at a sane learning rate."""
+def _small_fit(optimizer: keras.optimizers.Optimizer, steps: int,
+               callbacks: list | None = None) -> None:
+    """A float32 Dense-ReLU-Dense regression fit for ``steps`` batches of 8."""
     keras.utils.set_random_seed(1)
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"),
                               keras.layers.Dense(1)])
-    model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse")
-    x, y = _data(STEPS)
-    model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
+    model.compile(optimizer=optimizer, loss="mse")
+    x, y = _data(steps)
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False, callbacks=callbacks)
+
+
+def healthy() -> dict:
+    """A float32 fit at a sane learning rate."""
+    _small_fit(keras.optimizers.SGD(0.01), STEPS)
     return {}
 
 
@@ -124,13 +130,8 @@ class _SlotNorms(keras.callbacks.Callback):
 
 def adam() -> dict:
     """Adam on a small regression: its m and v grow from zero over the steps."""
-    keras.utils.set_random_seed(1)
-    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"),
-                              keras.layers.Dense(1)])
-    model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
-    x, y = _data(ADAM_STEPS)
     slots = _SlotNorms()
-    model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False, callbacks=[slots])
+    _small_fit(keras.optimizers.Adam(0.01), ADAM_STEPS, [slots])
     return {"slot_norms": slots.norms, "steps": ADAM_STEPS}
 
 

@@ -90,6 +90,16 @@ def assert_same_answers(path: str, monkeypatch: pytest.MonkeyPatch) -> int:
     return read
 
 
+def varint(value: int) -> bytes:
+    """``value`` as a protocol buffer varint."""
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
 def framed(data: bytes) -> bytes:
     """One TFRecord: length, its masked CRC-32C, the data, the data's masked CRC-32C."""
     length = struct.pack("<Q", len(data))

@@ -21,7 +21,7 @@ import reader
 from reader.loading.tf_events.schema import DebugEvent
 from reader.loading.tf_events.tfrecord import FOOTER_BYTES, HEADER_BYTES
 from tests.conftest import HARM_TF_CASES
-from tests.reader.execution_paths import assert_same_answers, framed
+from tests.reader.execution_paths import assert_same_answers, framed, varint
 
 MODES = ("NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH", "SHAPE", "FULL_TENSOR")
 
@@ -101,7 +101,7 @@ def test_a_record_laid_out_otherwise_is_read_by_protobuf(long_block, monkeypatch
     event = DebugEvent.FromString(records[50])
     execution = event.execution.SerializeToString()
     # The execution first, then the wall time: the reverse of TensorFlow's order.
-    records[50] = bytes([9 << 3 | 2]) + _varint(len(execution)) + execution + \
+    records[50] = bytes([9 << 3 | 2]) + varint(len(execution)) + execution + \
         bytes([1 << 3 | 1]) + struct.pack("<d", event.wall_time)
     _write(path, records)
     read = assert_same_answers(logdir, monkeypatch)
@@ -141,11 +141,3 @@ def test_bytes_lost_inside_a_block_keep_what_is_before(long_block, monkeypatch):
         assert any("fails its CRC" in notice for notice in dump.damage)
         assert dump.execution(119).op_type == dump.execution(3).op_type
 
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)

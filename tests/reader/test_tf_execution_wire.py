@@ -19,27 +19,19 @@ from reader import format as fmt
 from reader.loading.tf_events import execution_block, wire
 from reader.loading.tf_events.repeating_spans import RepeatingSpans
 from reader.loading.tf_events.schema import DebugEvent
-from tests.reader.execution_paths import assert_same_answers, framed
+from tests.reader.execution_paths import assert_same_answers, framed, varint
 
 _OPS = ("MatMul", "AddV2", "Relu", "ReadVariableOp", "AssignSubVariableOp", "Mean", "Log")
 _FUNCTION = "__inference_train_step_42"
 _GRAPH = "5d3f0a4e-0000-4000-8000-000000000001"
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
 
 def test_varints_of_every_length():
     values = [0, 1, 127, 128, 300, 16383, 16384, 2**32, 2**63, 2**64 - 1]
-    data = b"".join(map(_varint, values)) + b"\x00"
+    data = b"".join(map(varint, values)) + b"\x00"
     raw = np.frombuffer(data, dtype=np.uint8)
-    at = np.cumsum([0] + [len(_varint(v)) for v in values[:-1]])
+    at = np.cumsum([0] + [len(varint(v)) for v in values[:-1]])
     end = np.full(at.size, len(data) - 1)
     found, after, whole = wire.varints(raw, at, end)
     assert found.tolist() == values and whole.all()
@@ -51,8 +43,8 @@ def test_varints_of_every_length():
 
 def test_packed_varints_by_span():
     spans = [[1, 2, 300], [], [2**40], [5]]
-    data = b"".join(_varint(v) for span in spans for v in span)
-    lengths = [sum(len(_varint(v)) for v in span) for span in spans]
+    data = b"".join(varint(v) for span in spans for v in span)
+    lengths = [sum(len(varint(v)) for v in span) for span in spans]
     offsets = np.concatenate([[0], np.cumsum(lengths)])
     values, starts, whole = wire.packed_varints(np.frombuffer(data, np.uint8), offsets)
     assert values.tolist() == [1, 2, 300, 2**40, 5] and whole.all()
@@ -186,19 +178,19 @@ def test_records_laid_out_otherwise_go_one_at_a_time(tmp_path, monkeypatch):
     records[20] = records[20] + bytes([1 << 3 | 1]) + struct.pack("<d", 5.0)
     event = _event(30, rng)
     execution = event.execution.SerializeToString()
-    records[30] = bytes([9 << 3 | 2]) + _varint(len(execution)) + execution + \
+    records[30] = bytes([9 << 3 | 2]) + varint(len(execution)) + execution + \
         bytes([1 << 3 | 1]) + struct.pack("<d", event.wall_time)
     unpacked = _event(40, rng)
     body = bytearray()
     for tensor in unpacked.execution.output_tensor_ids:
-        body += bytes([5 << 3 | 0]) + _varint(tensor)
+        body += bytes([5 << 3 | 0]) + varint(tensor)
     fields = unpacked.execution
-    rebuilt = (bytes([1 << 3 | 2]) + _varint(len(fields.op_type)) + fields.op_type.encode()
-               + bytes(body) + bytes([6 << 3 | 0]) + _varint(fields.tensor_debug_mode))
+    rebuilt = (bytes([1 << 3 | 2]) + varint(len(fields.op_type)) + fields.op_type.encode()
+               + bytes(body) + bytes([6 << 3 | 0]) + varint(fields.tensor_debug_mode))
     records[40] = bytes([1 << 3 | 1]) + struct.pack("<d", unpacked.wall_time) + \
-        bytes([9 << 3 | 2]) + _varint(len(rebuilt)) + rebuilt
-    ids = b"".join(map(_varint, DebugEvent.FromString(records[50]).execution.output_tensor_ids))
-    field = bytes([5 << 3 | 2]) + _varint(len(ids)) + ids
+        bytes([9 << 3 | 2]) + varint(len(rebuilt)) + rebuilt
+    ids = b"".join(map(varint, DebugEvent.FromString(records[50]).execution.output_tensor_ids))
+    field = bytes([5 << 3 | 2]) + varint(len(ids)) + ids
     broken = bytearray(records[50])
     last = broken.index(field) + len(field) - 1
     broken[last] |= 0x80  # the output ids' last varint goes on past its field
