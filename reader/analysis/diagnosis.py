@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from reader.analysis.expressions import expression_of
 from reader.analysis.input_source import NAN_FREE_OPS, InputSource, input_source
+from reader.analysis.model_place import library_frame_text
 from reader.analysis.root_cause import DATASET_DELIVERY_OPS, find_root_cause
 from reader.analysis.training_patterns import PATTERNS as TRAINING_PATTERNS
 from reader.analysis.training_patterns import training_finding
@@ -26,7 +27,7 @@ from reader.analysis.wording import evidence_line as _evidence_line
 from reader.analysis.wording import nonfinite_text as _nonfinite_text
 from reader.analysis.wording import values_text as _values
 from reader.errors import DumpError
-from reader.model import Alert, Op, RootCause, Summary
+from reader.model import Alert, Frame, Op, RootCause, Summary
 
 if TYPE_CHECKING:
     from reader.analysis.dump_reader import DumpReader
@@ -213,6 +214,8 @@ class _Site:
     is_function_call: bool
     # The op type of each input's producer, where the dump defines it.
     input_ops: tuple[str | None, ...] = ()
+    # The library function that made the op under the user's expression, if one did.
+    library: Frame | None = None
     source: InputSource | None = None
     in_tf1_graph: bool = False
 
@@ -238,16 +241,28 @@ class _Site:
         source = (input_source(reader, cause)
                   if alert.op_type in SOURCE_OPS or alert.op_type in NAN_FREE_OPS else None)
         input_ops = tuple(_producer_type(reader, ref.op_id) for ref, _ in cause.inputs)
+        try:
+            library = reader.place(alert).library_frame
+        except DumpError:
+            library = None
         return cls(alert=alert, op_type=alert.op_type, op_name=alert.op_name,
                    expression=expression, output=output, output_dtype=output_dtype,
                    inputs=inputs, input_dtypes=tuple(s.dtype if s else None
                                                      for _, s in cause.inputs),
                    is_function_call=is_call, source=source, input_ops=input_ops,
+                   library=library,
                    in_tf1_graph=cause.op is not None and _is_tf1_graph(reader, cause.op))
 
     @property
     def subject(self) -> str:
-        """How the explanation names the op: the user's expression when known."""
+        """How the explanation names the op: the user's expression when known; for an
+        op a library function made under it, that function's op under the expression
+        (the user's line alone, `model.fit(...)`, says little of which op it was)."""
+        if self.expression and self.library is not None:
+            function = self.library.function
+            where = (f"at {_short_path(self.library)}" if function.startswith("<")
+                     else f"of {function} ({_short_path(self.library)})")
+            return f"the {self.op_type} {where} under `{self.expression}`"
         if self.expression:
             return f"`{self.expression}`"
         if self.op_name:
@@ -257,7 +272,9 @@ class _Site:
     @property
     def described(self) -> str:
         """The subject, with the op type when the subject is the user's expression."""
-        return f"{self.subject} ({self.op_type})" if self.expression else self.subject
+        if self.expression and self.library is None:
+            return f"{self.subject} ({self.op_type})"
+        return self.subject
 
     @property
     def is_gradient(self) -> bool:
@@ -279,6 +296,11 @@ class _Site:
         return Diagnosis(pattern=pattern, explanation=explanation + ".",
                          suggestion=suggestion or SUGGESTIONS[pattern],
                          evidence=tuple(evidence), alert=self.alert)
+
+
+def _short_path(frame: Frame) -> str:
+    """A library frame's file and line: "keras/src/losses/losses.py:1788"."""
+    return library_frame_text(frame).rsplit(" ", 1)[0]
 
 
 def _producer_type(reader: DumpReader, op_id: int | None) -> str | None:

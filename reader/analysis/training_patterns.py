@@ -218,7 +218,7 @@ def _divergence(reader: DumpReader, cause: RootCause, subject: str) -> Finding |
         "divergence",
         f"Training diverged: the largest magnitude of {name}, an input of {subject}, grew "
         f"from {first[1]:.3g} at {unit} {since} to {last[1]:.3g} at {unit} {at}, about "
-        f"x{rate:.3g} per {unit} over {count} {unit}s, until {subject} overflowed to "
+        f"x{rate:.3g} per {unit} over {count} {unit}s, until it overflowed to "
         f"{nonfinite_text(output)}",
         "lower the learning rate, clip gradients (clipnorm=1.0 on the optimizer, or "
         "tf.clip_by_global_norm), and normalise the inputs",
@@ -234,8 +234,8 @@ def _spike(reader: DumpReader, cause: RootCause, subject: str, name: str,
     jump = last[1] / before[1] if before[1] > 0 else math.inf
     text = (f"One step went wrong, not the training: the largest magnitude of {name}, "
             f"an input of {subject}, jumped from {before[1]:.3g} to {last[1]:.3g} "
-            f"(x{jump:.3g}) in {unit} {at}, after steps of little growth, until "
-            f"{subject} overflowed to {nonfinite_text(output)}")
+            f"(x{jump:.3g}) in {unit} {at}, after steps of little growth, until it "
+            f"overflowed to {nonfinite_text(output)}")
     evidence = [f"input {name}: max |x| {before[1]:.6g}, then {last[1]:.6g} at {unit} {at}"]
     batch = _batch_jump(reader, last[0])
     if batch is not None:
