@@ -9,7 +9,7 @@ import msgpack
 
 from reader import format as fmt
 from reader import storage
-from reader.errors import NoRunsError
+from reader.errors import NoRunsError, NoRunsYetError
 from reader.loading.tf_events import file_sets
 from reader.model import DUMPER_TENSORFLOW, RunInfo
 from reader.records import task_of
@@ -46,7 +46,11 @@ def list_runs(logdir: str | os.PathLike[str]) -> list[RunInfo]:
         with, then, within one second, by the start time it records.
 
     Raises:
-        NoRunsError: ``logdir`` is missing, not a directory, unreadable, or holds no run.
+        NoRunsYetError: No run yet where a program may still write one: ``logdir``
+            is an empty directory, is missing but its parent exists, or is a bucket
+            prefix nothing was written under.
+        NoRunsError: ``logdir`` is not a directory, is unreadable, its parent is
+            missing, or holds TensorFlow's dumps in directories inside it.
     """
     path = os.fspath(logdir)
     if storage.is_url(path):
@@ -55,8 +59,11 @@ def list_runs(logdir: str | os.PathLike[str]) -> list[RunInfo]:
     if file_sets.is_file_set(path) and not os.path.isdir(path):
         return [_tf_run_info(os.path.abspath(path))]
     if not os.path.isdir(path):
-        what = "not a directory" if os.path.exists(path) else "no such directory"
-        raise NoRunsError(f"{path}: {what}")
+        if os.path.exists(path):
+            raise NoRunsError(f"{path}: not a directory")
+        if os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            raise NoRunsYetError(f"{path}: no such directory")
+        raise NoRunsError(f"{path}: no such directory (nor its parent)")
     if is_run_dir(path):
         return [_run_info(os.path.abspath(path))]
     try:
@@ -75,15 +82,15 @@ def _list_store_runs(url: str) -> list[RunInfo]:
         store = storage.store_for(url)
         url = store.normalize(url)
         entries = store.list_dir(url)
+    except FileNotFoundError:
+        raise NoRunsYetError(f"{url}: no such bucket or prefix") from None
     except OSError as error:
-        what = ("no such bucket or prefix" if isinstance(error, FileNotFoundError)
-                else f"cannot list ({error.strerror or error})")
-        raise NoRunsError(f"{url}: {what}") from None
+        raise NoRunsError(f"{url}: cannot list ({error.strerror or error})") from None
     if storage.has_metadata([e.name for e in entries]):
         return [_run_info(url, store)]
     candidates = sorted(e.path for e in entries if e.is_dir)
     if not candidates and not entries:
-        raise NoRunsError(f"{url}: no such bucket or prefix")
+        raise NoRunsYetError(f"{url}: no such bucket or prefix")
     runs = [_run_info(c, store) for c in candidates if is_run_dir(c)]
     return _sorted_runs(url, runs, [])
 
@@ -95,9 +102,12 @@ def _sorted_runs(path: str, runs: list[RunInfo], candidates: list[str]) -> list[
     if not runs:
         # TensorFlow's dumps sit in their dump root, not in directories inside it.
         inside = [os.path.basename(c) for c in candidates if file_sets.file_sets_in(c)]
-        hint = f" (TensorFlow's dumps are in {', '.join(inside[:3])}: open one)" if inside else ""
-        raise NoRunsError(f"{path}: no tfdbg-tui dump and no TensorFlow dump in this "
-                          f"directory{hint}")
+        if inside:
+            raise NoRunsError(f"{path}: no tfdbg-tui dump and no TensorFlow dump in this "
+                              f"directory (TensorFlow's dumps are in "
+                              f"{', '.join(inside[:3])}: open one)")
+        raise NoRunsYetError(f"{path}: no tfdbg-tui dump and no TensorFlow dump in this "
+                             "directory")
     return runs
 
 
@@ -118,7 +128,9 @@ def resolve_run_path(logdir: str | os.PathLike[str], run_id: str | None = None) 
     ``run_id`` matches a run id exactly, or else a unique prefix of one.
 
     Raises:
-        NoRunsError: No run in ``logdir``, or none (or several) match ``run_id``.
+        NoRunsYetError: No run in ``logdir`` yet (`list_runs`), or none matches
+            ``run_id`` yet.
+        NoRunsError: No run in ``logdir`` (`list_runs`), or several match ``run_id``.
     """
     runs = list_runs(logdir)
     if run_id is None:
@@ -132,7 +144,7 @@ def resolve_run_path(logdir: str | os.PathLike[str], run_id: str | None = None) 
     if prefixed:
         raise NoRunsError(f"run {run_id!r} is ambiguous: {len(prefixed)} runs start with it")
     known = ", ".join(r.run_id for r in runs[-3:])
-    raise NoRunsError(f"no run {run_id!r} in {os.fspath(logdir)} (newest: {known})")
+    raise NoRunsYetError(f"no run {run_id!r} in {os.fspath(logdir)} (newest: {known})")
 
 
 def _run_info(run_path: str, store: storage.Store = storage.LOCAL) -> RunInfo:
