@@ -83,16 +83,30 @@ def _list_store_runs(url: str) -> list[RunInfo]:
         url = store.normalize(url)
         entries = store.list_dir(url)
     except FileNotFoundError:
-        raise NoRunsYetError(f"{url}: no such bucket or prefix") from None
+        entries = []
     except OSError as error:
         raise NoRunsError(f"{url}: cannot list ({error.strerror or error})") from None
     if storage.has_metadata([e.name for e in entries]):
         return [_run_info(url, store)]
     candidates = sorted(e.path for e in entries if e.is_dir)
     if not candidates and not entries:
-        raise NoRunsYetError(f"{url}: no such bucket or prefix")
+        _check_bucket(url, store)
+        raise NoRunsYetError(f"{url}: nothing under this prefix (yet)")
     runs = [_run_info(c, store) for c in candidates if is_run_dir(c)]
     return _sorted_runs(url, runs, [])
+
+
+def _check_bucket(url: str, store: storage.Store) -> None:
+    """Raise `NoRunsError` when the bucket of ``url`` does not exist (a prefix exists
+    only once something is written under it; a bucket must exist before)."""
+    scheme, _, key = url.partition("://")
+    bucket = f"{scheme}://{key.split('/')[0]}"
+    try:
+        missing = not store.exists(bucket)
+    except OSError:
+        return  # cannot tell: as a missing prefix
+    if missing:
+        raise NoRunsError(f"{url}: no such bucket ({bucket})")
 
 
 def _sorted_runs(path: str, runs: list[RunInfo], candidates: list[str]) -> list[RunInfo]:
