@@ -9,6 +9,7 @@ import msgpack
 
 from reader import format as fmt
 from reader import storage
+from reader.byte_sources import Part
 from reader.errors import NoRunsError, NoRunsYetError
 from reader.loading.tf_events import file_sets
 from reader.model import DUMPER_TENSORFLOW, RunInfo
@@ -92,7 +93,14 @@ def _list_store_runs(url: str) -> list[RunInfo]:
     if not candidates and not entries:
         _check_bucket(url, store)
         raise NoRunsYetError(f"{url}: nothing under this prefix (yet)")
-    runs = [_run_info(c, store) for c in candidates if is_run_dir(c)]
+    runs = []
+    for candidate in candidates:  # each listed once: a listing is a request
+        try:
+            listed = store.list_dir(candidate)
+        except OSError:
+            continue
+        if storage.has_metadata([e.name for e in listed]):
+            runs.append(_run_info(candidate, store, storage.segments_in(listed)))
     return _sorted_runs(url, runs, [])
 
 
@@ -161,8 +169,10 @@ def resolve_run_path(logdir: str | os.PathLike[str], run_id: str | None = None) 
     raise NoRunsYetError(f"no run {run_id!r} in {os.fspath(logdir)} (newest: {known})")
 
 
-def _run_info(run_path: str, store: storage.Store = storage.LOCAL) -> RunInfo:
-    """Peek at a run's metadata segment 0: its header and `run` and `end` records."""
+def _run_info(run_path: str, store: storage.Store = storage.LOCAL,
+              listing: dict[str, dict[int, list[Part]]] | None = None) -> RunInfo:
+    """Peek at a run's metadata segment 0: its header and `run` and `end` records
+    (in a bucket, from ``listing``, the run's segments, when it was listed already)."""
     run_id = store.basename(run_path)
     header: dict = {}
     run: dict = {}
@@ -170,7 +180,7 @@ def _run_info(run_path: str, store: storage.Store = storage.LOCAL) -> RunInfo:
     notice_kinds: set[str] = set()
     # Looked at before the metadata is read (`liveness.recording_stopped`).
     reserve_gone = not liveness.reserve_exists(run_path, store)
-    data = _metadata_bytes(run_path, store)
+    data = _metadata_bytes(run_path, store, listing)
     unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
     unpacker.feed(data)
     try:
@@ -207,7 +217,8 @@ def _run_info(run_path: str, store: storage.Store = storage.LOCAL) -> RunInfo:
     )
 
 
-def _metadata_bytes(run_path: str, store: storage.Store) -> bytes:
+def _metadata_bytes(run_path: str, store: storage.Store,
+                    listing: dict[str, dict[int, list[Part]]] | None = None) -> bytes:
     """The first `_METADATA_MAX_BYTES` of the run's metadata segment 0 (b"" when it
     cannot be read)."""
     if not store.remote:
@@ -217,7 +228,7 @@ def _metadata_bytes(run_path: str, store: storage.Store) -> bytes:
                 return f.read(_METADATA_MAX_BYTES)
         except OSError:
             return b""
-    listing = storage.list_segments(run_path, store)
+    listing = listing or storage.list_segments(run_path, store)
     parts = listing[fmt.STREAM_METADATA].get(0) if listing else None
     if not parts:
         return b""

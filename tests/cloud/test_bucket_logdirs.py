@@ -92,6 +92,26 @@ def test_the_reader_follows_a_live_run_reading_only_new_parts(bucket, monkeypatc
     dump.close()
 
 
+def test_an_open_lists_the_run_twice_and_fetches_its_first_parts_in_one_batch(
+        bucket, monkeypatch):
+    run = make_run(f"{bucket}/logdir")
+    for _ in range(3):
+        add_step(run, [FINITE, NAN])
+        run.writer.flush()
+    run.writer.close()
+    store = object_store.object_store(bucket)
+    calls: list[str] = []
+    for name in ("ls", "cat_ranges"):
+        real = getattr(store.fs, name)
+        monkeypatch.setattr(store.fs, name, lambda *a, _real=real, _name=name, **k:
+                            calls.append(_name) or _real(*a, **k))
+    with reader.open_run(f"{bucket}/logdir") as dump:
+        assert dump.num_traces == 6 and dump.root_cause() is not None
+    # The logdir and the run (`list_runs`), the run again (the loader); the run's
+    # metadata (`list_runs`), then every part in one batch, ahead of the streams' reads.
+    assert calls == ["ls", "ls", "cat_ranges", "ls", "cat_ranges"], calls
+
+
 def test_two_workers_writing_at_once_and_the_first_non_finite(bucket):
     logdir = f"{bucket}/job"
     workers = [subprocess.Popen(
