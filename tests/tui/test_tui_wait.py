@@ -87,7 +87,8 @@ async def test_a_job_started_after_the_app_lands_on_the_first_non_finite_worker(
         await wait_for(pilot, lambda: getattr(app.screen, "root_cause", None) is not None,
                        what="worker 1's root cause")
         assert app.screen.root_cause.alert.op_type == "Log"
-        assert "worker 1 went non-finite first: showing its run" in screen_text(app)
+        await wait_for(pilot, lambda: "worker 1 went non-finite first: showing its run" in
+                       screen_text(app), what="the notice of the move")
         for run in (zero, one):
             run.writer.close()
 
