@@ -15,15 +15,15 @@ from textual.message import Message
 from textual.message_pump import MessagePump
 
 from reader.analysis.workers import JobWorkers, WorkerRun, origin_worker
-from reader.errors import DamagedDumpError, DumpError, NoRunsYetError
+from reader.errors import DamagedDumpError, DumpError, NoRunsError, NoRunsYetError
 from reader.model import RunInfo
 from reader.run.run_dir import list_runs
 from tfdbg_tui.models.hunt import Opened, open_for_landing
 
-# A run that has just appeared may show its metadata segment before the writer's
-# first records are all in it: its open is tried this many polls before its damage
-# is believed.
-FRESH_RUN_TRIES = 3
+# A failure is believed after this many polls in a row: a run that has just appeared
+# may show its metadata segment before the writer's first records are all in it, and
+# a bucket's listing may fail once (a dropped connection) and answer at the next poll.
+FAILED_TRIES = 3
 
 
 class OriginFound(Message):
@@ -47,15 +47,15 @@ def wait_for_run(logdir: str, run_id: str | None, interval_s: float,
         DumpError: No run can appear there any more (the logdir became a file, the
             bucket refused the listing), or the run that appeared cannot be opened.
     """
-    damaged_tries = 0
+    failures = 0
     while True:
         try:
             opened = open_for_landing(logdir, run_id)
         except NoRunsYetError:
-            pass
-        except DamagedDumpError:
-            damaged_tries += 1
-            if damaged_tries >= FRESH_RUN_TRIES:
+            failures = 0
+        except (DamagedDumpError, NoRunsError):
+            failures += 1
+            if failures >= FAILED_TRIES:
                 raise
         else:
             try:
@@ -72,16 +72,22 @@ def follow_job(logdir: str, cluster: str, target: MessagePump, interval_s: float
     """Rank the runs of the job ``cluster`` in ``logdir`` every ``interval_s``
     (`reader.analysis.workers.JobWorkers`) until the worker that went non-finite first
     is known, then post `OriginFound` to ``target``. Ends without a word when every
-    run of the job ended with no origin, when the logdir cannot be listed any more (the
-    open run's own watcher reports its failures), or when ``cancelled`` is set."""
+    run of the job ended with no origin, when the logdir cannot be listed `FAILED_TRIES`
+    polls in a row (the open run's own watcher reports its failures), or when
+    ``cancelled`` is set."""
     job = JobWorkers(logdir, cluster)
+    failures = 0
     try:
         while not cancelled.wait(interval_s):
             try:
                 origin = origin_worker(job.update())
                 ended = job.ended
             except DumpError:
-                return
+                failures += 1
+                if failures >= FAILED_TRIES:
+                    return
+                continue
+            failures = 0
             if origin is not None:
                 target.post_message(OriginFound(origin))
                 return

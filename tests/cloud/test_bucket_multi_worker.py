@@ -82,9 +82,12 @@ async def _follow_the_job(s3_server, bucket) -> None:
             await wait_for(pilot, lambda: "worker 1 went non-finite first: showing its run"
                            in screen_text(app), timeout=PROGRAM_TIMEOUT_S,
                            what="the move to worker 1")
+            # (Live: a trace may be read before its op's definition; the hunt runs
+            # again as the run grows.)
             await wait_for(pilot, lambda: shown_task() == "worker 1"
-                           and app.screen.root_cause is not None,
-                           what="worker 1's root cause")
+                           and getattr(app.screen.root_cause, "op", None) is not None
+                           and app.screen.root_cause.frame is not None,
+                           timeout=PROGRAM_TIMEOUT_S, what="worker 1's root cause")
             cause = app.screen.root_cause
             assert cause.op.op_type == "Log"
             assert (cause.frame.path, cause.frame.line) == \

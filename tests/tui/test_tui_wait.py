@@ -5,9 +5,16 @@ non-finite first by itself, unless the user has moved (synthetic dumps, no Tenso
 
 from __future__ import annotations
 
+import threading
+
+import pytest
+
+import reader
 from reader.analysis.workers import first_nonfinite_workers
+from reader.errors import NoRunsError
 from tests.synthetic import FINITE, NAN, add_step, make_run, write_nan_dump
 from tests.tui.tui_helpers import screen_text, wait_for, wait_for_hunt
+from tfdbg_tui import logdir_watcher
 from tfdbg_tui.app import DebuggerApp
 from tfdbg_tui.screens.debugger import DebuggerScreen
 from tfdbg_tui.screens.help import HelpScreen
@@ -121,11 +128,39 @@ async def test_a_finished_job_opens_on_the_first_non_finite_worker(tmp_path):
         _step(zero, nan=step >= 3)
     for run in (zero, one):
         run.writer.close()
-    import reader
-
     app = DebuggerApp(str(tmp_path), reader.list_runs(tmp_path))
     async with app.run_test(size=(120, 30), notifications=True) as pilot:
         await wait_for_hunt(pilot)
         assert app.screen.run_id == one.writer.run_id
         assert [w.task for w in first_nonfinite_workers(app.screen.reader)] == \
             ["worker 1", "worker 0"]
+
+
+def test_a_failure_is_tried_again_before_it_is_believed(tmp_path, monkeypatch):
+    """A bucket's listing may fail once (a dropped connection): waiting goes on; a
+    failure `FAILED_TRIES` polls in a row ends it."""
+    dump = write_nan_dump(tmp_path)
+    real = logdir_watcher.open_for_landing
+    calls: list[int] = []
+
+    def once_refused(logdir, run_id):
+        calls.append(1)
+        if len(calls) == 1:
+            raise NoRunsError(f"{logdir}: cannot list (connection reset)")
+        return real(logdir, run_id)
+
+    monkeypatch.setattr(logdir_watcher, "open_for_landing", once_refused)
+    runs, opened = logdir_watcher.wait_for_run(str(tmp_path), None, 0.01, threading.Event())
+    assert len(calls) == 2 and opened.reader.run_id == dump.writer.run_id
+    assert [run.run_id for run in runs] == [dump.writer.run_id]
+    opened.reader.close()
+    calls.clear()
+
+    def refused(logdir, run_id):
+        calls.append(1)
+        raise NoRunsError(f"{logdir}: cannot list (access denied)")
+
+    monkeypatch.setattr(logdir_watcher, "open_for_landing", refused)
+    with pytest.raises(NoRunsError, match="access denied"):
+        logdir_watcher.wait_for_run(str(tmp_path), None, 0.01, threading.Event())
+    assert len(calls) == logdir_watcher.FAILED_TRIES
