@@ -39,7 +39,7 @@ class WorkerRun:
     task: str
     first_step: int | None  # the step of its first alert; None: no alert (or no steps)
     first_time: float | None  # wall time of the execution that ran its first alert
-    op_type: str | None  # its root cause's op
+    op_type: str | None  # its root cause's op; None: no alert, or its op is not read yet
     op_name: str | None
     received: bool  # the root cause is a collective op: the value came from elsewhere
     frame: Frame | None  # the root cause's innermost user frame
@@ -65,9 +65,12 @@ def _job_infos(runs: list[RunInfo], cluster: str) -> list[RunInfo]:
 def origin_worker(workers: list[WorkerRun]) -> WorkerRun | None:
     """The worker where the job's first non-finite value was made: the first of
     ``workers`` (as `first_nonfinite_workers` orders them) when it has alerts and its
-    root cause was not received from elsewhere; None when not known (yet)."""
+    root cause's op is known (a live run's may not be read yet) and did not receive
+    the value from elsewhere; None when not known (yet)."""
     first = workers[0] if workers else None
-    return first if first is not None and first.has_alerts and not first.received else None
+    if first is None or not first.has_alerts or first.op_type is None:
+        return None
+    return None if first.received else first
 
 
 def open_landing_run(logdir: str | os.PathLike[str]) -> DumpReader:
@@ -200,8 +203,12 @@ def _worker_run(run: DumpReader, run_id: str, task: str) -> WorkerRun:
         time = run.execution(position).time
     except DumpError:
         time = None
+    # A live run's trace may be read before its op's definition: then which op made
+    # the value, and so whether it was received, is not known yet.
+    op_known = alert.kind != "graph" or cause.op is not None
+    op_type = alert.op_type if op_known else None
     return WorkerRun(run_id, run.path, task, steps.of_execution(position), time,
-                     alert.op_type, alert.op_name, alert.op_type in COLLECTIVE_OPS,
+                     op_type, alert.op_name, op_type in COLLECTIVE_OPS,
                      cause.frame, True, alert.device)
 
 

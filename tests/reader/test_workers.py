@@ -3,6 +3,8 @@ debugger opens on, and a live job followed until its origin worker is known."""
 
 from __future__ import annotations
 
+import numpy as np
+
 import reader
 from reader.analysis.workers import (
     JobWorkers,
@@ -74,6 +76,10 @@ def test_a_received_value_first_is_no_origin():
     assert origin_worker([]) is None
     made = worker("worker 1", 2, False)
     assert origin_worker([made, worker("worker 0", 2, True)]) is made
+    # A live run whose first alert's op is not read yet: not judged until it is.
+    unread = WorkerRun("run-worker 0", "/logdir/run-worker 0", "worker 0", 2, 1.0, None,
+                       None, False, None, True)
+    assert origin_worker([unread, made]) is None
 
 
 def test_a_live_job_is_followed_until_its_origin_is_known(tmp_path):
@@ -98,3 +104,32 @@ def test_a_live_job_is_followed_until_its_origin_is_known(tmp_path):
         assert job.ended
     finally:
         job.close()
+
+
+def test_a_first_alert_whose_op_is_not_read_yet_is_not_judged(tmp_path):
+    """A live run's trace read before its op's definition: which op made the value
+    (and so whether it was received) is not known, so no worker is named yet."""
+    zero = _worker(tmp_path, 0, "20260101T000000")
+    _steps(zero, 3, -1)
+    one = _worker(tmp_path, 1, "20260101T000001")
+    w = one.writer
+    w.add_traces(np.array([3], dtype=np.int32), summaries=np.array([NAN], np.float64))
+    w.add_execution(op_type="__inference_step_7", graph_id=one.graph, input_ids=[1],
+                    output_ids=[2], device_ids=[one.device], output_dtypes=[1],
+                    stack_id=one.user_stack, summaries=[NAN])
+    w.flush()
+    job = JobWorkers(str(tmp_path), CLUSTER)
+    try:
+        ranked = job.update()
+        assert ranked[0].task == "worker 1" and ranked[0].op_type is None
+        assert origin_worker(ranked) is None
+        w.add_op(graph_id=one.graph, op_type="Sqrt", op_name="Sqrt", inputs=["x:0"],
+                 num_outputs=1, output_dtypes=[1], device_id=None, stack_id=one.user_stack,
+                 trace_points=[3])
+        w.flush()
+        origin = origin_worker(job.update())
+        assert origin is not None and (origin.task, origin.op_type) == ("worker 1", "Sqrt")
+    finally:
+        job.close()
+        for run in (zero, one):
+            run.writer.close()
