@@ -22,6 +22,7 @@ from reader.errors import (
     DumpError,
     FormatVersionError,
     NoRunsError,
+    NoRunsYetError,
     UnknownIdError,
 )
 from reader.model import (
@@ -61,7 +62,7 @@ def open_run(logdir: str | os.PathLike[str], run_id: str | None = None) -> DumpR
 
 __all__ = [
     "ALERT_TYPES", "Alert", "AlertSummary", "DamagedDumpError", "DumpError", "DumpReader",
-    "Execution", "FormatVersionError", "Frame", "Graph", "NoRunsError", "Op", "RootCause",
-    "RunInfo", "RunMetadata", "SourceFile", "Summary", "TensorRef", "Trace", "UnknownIdError",
-    "UpdateReport", "is_run_dir", "list_runs", "open_run", "resolve_run_path",
+    "Execution", "FormatVersionError", "Frame", "Graph", "NoRunsError", "NoRunsYetError", "Op",
+    "RootCause", "RunInfo", "RunMetadata", "SourceFile", "Summary", "TensorRef", "Trace",
+    "UnknownIdError", "UpdateReport", "is_run_dir", "list_runs", "open_run", "resolve_run_path",
 ]

@@ -11,6 +11,13 @@ class NoRunsError(DumpError):
     """The path is missing, is not a directory, or holds no tfdbg-tui run."""
 
 
+class NoRunsYetError(NoRunsError):
+    """No run there yet, but one may appear: an empty directory (or one with nothing
+    but foreign content), a missing directory whose parent exists, a bucket prefix
+    nothing was written under, or a logdir with no run matching the id asked for.
+    A program about to write its run leaves the logdir in one of these states."""
+
+
 class FormatVersionError(DumpError):
     """The dump was written in a newer major format version than this reader knows."""
 

@@ -142,6 +142,12 @@ class ObjectStore:
     def open_parts(self, parts: list[Part]) -> PartsSource:
         return PartsSource(parts, self.read_ranges)
 
+    def prefetch(self, parts: list[Part]) -> None:
+        """Fetch ``parts`` not cached yet into the cache, concurrently, in one batch
+        (nothing when the cache is off: there is nowhere to keep them). A part that
+        cannot be fetched is read again, and fails, where it is needed."""
+        self.read_ranges([], parts)
+
     def read_ranges(self, ranges: list[tuple[Part, int, int]],
                     ahead: Sequence[Part] = ()) -> list[bytes]:
         """The bytes of each ``(part, start, end)``: from the cache, the rest fetched

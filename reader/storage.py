@@ -42,6 +42,8 @@ class Store(Protocol):
 
     def open_parts(self, parts: list[Part]) -> ByteSource: ...
 
+    def prefetch(self, parts: list[Part]) -> None: ...
+
     def makedirs(self, path: str) -> None: ...
 
     def put(self, path: str, data: bytes) -> None: ...
@@ -111,6 +113,9 @@ class LocalStore:
             return LocalFile(parts[0].path)
         return PartsSource(parts, read_local_ranges)
 
+    def prefetch(self, parts: list[Part]) -> None:
+        """Nothing: the page cache reads ahead."""
+
     def makedirs(self, path: str) -> None:
         os.makedirs(path, exist_ok=False)
 
@@ -130,11 +135,16 @@ def list_segments(run_path: str, store: Store | None = None
     """The files of each segment present, per stream (segments ascending): one whole
     file, or its part objects. None when the run directory cannot be listed."""
     store = store or store_for(run_path)
-    found: dict[str, dict[int, list[Part]]] = {stream: {} for stream in fmt.STREAMS}
     try:
         entries = store.list_dir(run_path)
     except OSError:
         return None
+    return segments_in(entries)
+
+
+def segments_in(entries: list[Entry]) -> dict[str, dict[int, list[Part]]]:
+    """`list_segments` of a run directory listed already (its ``entries``)."""
+    found: dict[str, dict[int, list[Part]]] = {stream: {} for stream in fmt.STREAMS}
     for entry in entries:
         whole = fmt.parse_segment_filename(entry.name)
         if whole is not None:
@@ -145,6 +155,23 @@ def list_segments(run_path: str, store: Store | None = None
             found[part[0]].setdefault(part[1], []).append(
                 Part(entry.path, entry.size, part[2]))
     return {stream: dict(sorted(segments.items())) for stream, segments in found.items()}
+
+
+def first_parts(listing: dict[str, dict[int, list[Part]]], budget: int) -> list[Part]:
+    """The parts a run's first read will ask for, in the order it reads its streams
+    (`reader.format.STREAMS`: the definitions before the executions, the traces last),
+    from each stream's first segment on, up to ``budget`` bytes: what an object store
+    fetches in one batch of concurrent requests (`Store.prefetch`) instead of a round
+    trip per stream."""
+    chosen: list[Part] = []
+    for stream in fmt.STREAMS:
+        for parts in listing.get(stream, {}).values():
+            for part in sorted(parts, key=lambda p: p.number or 0):
+                if budget <= 0:
+                    return chosen
+                chosen.append(part)
+                budget -= part.size
+    return chosen
 
 
 def has_metadata(names: list[str]) -> bool:

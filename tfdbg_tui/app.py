@@ -1,4 +1,6 @@
-"""The Textual app: one `DebuggerScreen` per run, the run picker, help, quitting."""
+"""The Textual app: one `DebuggerScreen` per run, the run picker, help, quitting; and,
+opened on a multi-worker job without a run asked for, the landing on the worker that
+went non-finite first once it is known."""
 
 from __future__ import annotations
 
@@ -8,16 +10,19 @@ from textual import on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
+from textual.worker import get_current_worker
 
 from reader.errors import DumpError
 from reader.model import RunInfo
 from reader.run.run_dir import list_runs
-from tfdbg_tui.dump_watcher import POLL_INTERVAL_S
+from tfdbg_tui.dump_watcher import ENDED, POLL_INTERVAL_S
 from tfdbg_tui.exit_codes import exit_code_for
+from tfdbg_tui.logdir_watcher import OriginFound, follow_job
 from tfdbg_tui.screens.debugger import DebuggerScreen
-from tfdbg_tui.screens.debugger_results import OpenFailed
+from tfdbg_tui.screens.debugger_results import OpenFailed, ReaderOpened
 from tfdbg_tui.screens.help import HelpScreen
 from tfdbg_tui.screens.run_picker import RunPickerScreen
+from tfdbg_tui.text.literal import literal
 from tfdbg_tui.widgets.pane import SECTIONS
 
 
@@ -26,12 +31,17 @@ class DebuggerApp(App[int]):
 
     Args:
         logdir: The logdir to open.
-        runs: Its runs, oldest first (from `reader.list_runs`).
-        run_id: The run to show first; None shows the newest.
+        runs: Its runs, oldest first (from `reader.list_runs`); empty with ``wait``.
+        run_id: The run to show first; None lands where
+            `reader.analysis.workers.open_landing_run` says (the newest run, or a
+            multi-worker job's worker that went non-finite first), and follows a live
+            job until that worker is known.
         poll_interval_s: Seconds between live-update polls of a growing dump.
         opening: A future of `tfdbg_tui.models.hunt.open_for_landing(logdir, run_id)`
             already under way.
         compare: Run A to show beside each run (`--compare`), or None.
+        wait: The logdir holds no run yet (`--wait`): start at once, and open the
+            run when it appears.
     """
 
     CSS_PATH = "app.tcss"
@@ -51,8 +61,10 @@ class DebuggerApp(App[int]):
 
     def __init__(self, logdir: str, runs: list[RunInfo], run_id: str | None = None, *,
                  poll_interval_s: float = POLL_INTERVAL_S,
-                 opening: Future | None = None, compare: str | None = None) -> None:
+                 opening: Future | None = None, compare: str | None = None,
+                 wait: bool = False) -> None:
         super().__init__()
+        self.wait = wait
         self.compare = compare
         self.opening = opening
         self.logdir = logdir
@@ -60,6 +72,10 @@ class DebuggerApp(App[int]):
         self.initial_run_id = run_id
         self.poll_interval_s = poll_interval_s
         self.error_message: str | None = None
+        self.landing: DebuggerScreen | None = None
+        """The screen the app chose the run of (no run asked for): a job's worker that
+        went non-finite first replaces it, until the user moves on it by hand."""
+        self._job_followed = False
 
     @on(OpenFailed)
     def _open_failed(self, message: OpenFailed) -> None:
@@ -69,13 +85,52 @@ class DebuggerApp(App[int]):
         self.exit(return_code=exit_code_for(message.error))
 
     def on_mount(self) -> None:
-        self.push_screen(self._debugger_screen(self.initial_run_id, self.opening))
+        screen = self._debugger_screen(self.initial_run_id, self.opening, wait=self.wait)
+        if self.initial_run_id is None:
+            self.landing = screen
+        self.push_screen(screen)
 
-    def _debugger_screen(self, run_id: str | None,
-                         opening: Future | None = None) -> DebuggerScreen:
+    def _debugger_screen(self, run_id: str | None, opening: Future | None = None,
+                         wait: bool = False) -> DebuggerScreen:
         return DebuggerScreen(self.logdir, run_id, runs=self.runs,
                               poll_interval_s=self.poll_interval_s, opening=opening,
-                              compare=self.compare)
+                              compare=self.compare, wait=wait)
+
+    @on(ReaderOpened)
+    def _run_opened(self, message: ReaderOpened) -> None:
+        """A screen opened its run (the message bubbles up from it): follow the run's
+        multi-worker job, when the app chose the run and the job may still write."""
+        if message.runs is not None:
+            self.runs = list(message.runs)
+        metadata = message.opened.reader.metadata
+        if (self.initial_run_id is None and not self._job_followed
+                and metadata.cluster is not None and message.opened.state not in ENDED):
+            self._job_followed = True
+            self._follow_job(metadata.cluster)
+
+    @work(thread=True, exclusive=True, group="follow-job")
+    def _follow_job(self, cluster: str) -> None:
+        follow_job(self.logdir, cluster, self, self.poll_interval_s,
+                   get_current_worker().cancelled_event)
+
+    @on(OriginFound)
+    def _origin_found(self, message: OriginFound) -> None:
+        """Land on the worker that went non-finite first, unless the user has moved
+        (on the screen the app chose, or to another): then say where it is."""
+        worker = message.worker
+        landing = self.landing
+        shown = next((screen for screen in reversed(self.screen_stack)
+                      if isinstance(screen, DebuggerScreen)), None)
+        if shown is not None and shown.run_id == worker.run_id:
+            return
+        said = f"{worker.task} went non-finite first"
+        if landing is not None and self.screen is landing and not landing.moved_by_hand:
+            self.notify(literal(f"{said}: showing its run"), markup=False)
+            self.landing = self._debugger_screen(worker.run_id)
+            self.switch_screen(self.landing)
+        else:
+            self.notify(literal(f"{said} (run {worker.run_id}): press r to open it"),
+                        markup=False, timeout=15)
 
     def get_system_commands(self, screen: Screen):
         """Textual's commands, plus every debugger action, for the command palette."""
@@ -139,7 +194,7 @@ class DebuggerApp(App[int]):
     def _show_picker(self, runs: list[RunInfo]) -> None:
         self.runs = list(runs)
         if len(self.runs) < 2:
-            self.notify("this logdir holds one run")
+            self.notify("this logdir holds one run" if self.runs else "no run in this logdir yet")
             return
         current = self.screen.run_id if isinstance(self.screen, DebuggerScreen) else None
         self.push_screen(RunPickerScreen(self.runs, current), self._run_picked)

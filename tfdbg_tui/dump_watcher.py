@@ -21,7 +21,7 @@ from tfdbg_tui.messages import DumpFailed
 # interval (0.5 s): about 1.5 s, inside the 2 s the design allows.
 POLL_INTERVAL_S = 1.0
 # Run states after which nothing more is written.
-ENDED = (liveness.FINISHED, liveness.STOPPED, liveness.KILLED)
+ENDED = liveness.ENDED
 
 
 class DumpChanged(Message):

@@ -20,7 +20,7 @@ import numpy as np
 
 from reader import format as fmt
 from reader import storage
-from reader.byte_sources import Part
+from reader.byte_sources import READ_AHEAD_BYTES, Part
 from reader.errors import DamagedDumpError, MalformedRecordError, NoRunsError
 from reader.index.definitions import Definitions
 from reader.index.exec_chunks import chunk_columns
@@ -75,8 +75,14 @@ class RunLoader:
         if listing is None or not listing[fmt.STREAM_METADATA]:
             raise NoRunsError(f"{self.path}: not a tfdbg-tui run (no metadata file)")
         # The first `update` reads the rest of this listing (a bucket's listing is a
-        # request; a new one would show little more).
+        # request; a new one would show little more). In a bucket, the parts it reads
+        # first are fetched at once, in one batch, rather than a round trip per stream.
         self._listing: dict[str, dict[int, list[Part]]] | None = listing
+        if self.store.remote:
+            try:
+                self.store.prefetch(storage.first_parts(listing, READ_AHEAD_BYTES))
+            except OSError:
+                pass  # each part is read again, and its failure said, where it is needed
         self._read_stream(fmt.STREAM_METADATA, listing[fmt.STREAM_METADATA])
         if self.run is None:
             detail = f": {self.damage[0]}" if self.damage else ""

@@ -28,6 +28,8 @@ STOPPED = "stopped"  # recording stopped on a write error; the process may go on
 RUNNING = "running"  # no `end` yet; the process is alive on this host
 KILLED = "killed"  # no `end`, and the process is gone from this host
 UNKNOWN = "unknown"  # no `end`; written on another host (running, or killed)
+# The states after which nothing more is written.
+ENDED = (FINISHED, STOPPED, KILLED)
 
 # /proc gives a process's start time to the clock tick, the boot time only to the
 # second: a process that started this much after the run's start is another one.

@@ -9,7 +9,8 @@ import msgpack
 
 from reader import format as fmt
 from reader import storage
-from reader.errors import NoRunsError
+from reader.byte_sources import Part
+from reader.errors import NoRunsError, NoRunsYetError
 from reader.loading.tf_events import file_sets
 from reader.model import DUMPER_TENSORFLOW, RunInfo
 from reader.records import task_of
@@ -46,7 +47,11 @@ def list_runs(logdir: str | os.PathLike[str]) -> list[RunInfo]:
         with, then, within one second, by the start time it records.
 
     Raises:
-        NoRunsError: ``logdir`` is missing, not a directory, unreadable, or holds no run.
+        NoRunsYetError: No run yet where a program may still write one: ``logdir``
+            is an empty directory, is missing but its parent exists, or is a bucket
+            prefix nothing was written under.
+        NoRunsError: ``logdir`` is not a directory, is unreadable, its parent is
+            missing, or holds TensorFlow's dumps in directories inside it.
     """
     path = os.fspath(logdir)
     if storage.is_url(path):
@@ -55,8 +60,11 @@ def list_runs(logdir: str | os.PathLike[str]) -> list[RunInfo]:
     if file_sets.is_file_set(path) and not os.path.isdir(path):
         return [_tf_run_info(os.path.abspath(path))]
     if not os.path.isdir(path):
-        what = "not a directory" if os.path.exists(path) else "no such directory"
-        raise NoRunsError(f"{path}: {what}")
+        if os.path.exists(path):
+            raise NoRunsError(f"{path}: not a directory")
+        if os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            raise NoRunsYetError(f"{path}: no such directory")
+        raise NoRunsError(f"{path}: no such directory (nor its parent)")
     if is_run_dir(path):
         return [_run_info(os.path.abspath(path))]
     try:
@@ -75,17 +83,38 @@ def _list_store_runs(url: str) -> list[RunInfo]:
         store = storage.store_for(url)
         url = store.normalize(url)
         entries = store.list_dir(url)
+    except FileNotFoundError:
+        entries = []
     except OSError as error:
-        what = ("no such bucket or prefix" if isinstance(error, FileNotFoundError)
-                else f"cannot list ({error.strerror or error})")
-        raise NoRunsError(f"{url}: {what}") from None
+        raise NoRunsError(f"{url}: cannot list ({error.strerror or error})") from None
     if storage.has_metadata([e.name for e in entries]):
         return [_run_info(url, store)]
     candidates = sorted(e.path for e in entries if e.is_dir)
     if not candidates and not entries:
-        raise NoRunsError(f"{url}: no such bucket or prefix")
-    runs = [_run_info(c, store) for c in candidates if is_run_dir(c)]
+        _check_bucket(url, store)
+        raise NoRunsYetError(f"{url}: nothing under this prefix (yet)")
+    runs = []
+    for candidate in candidates:  # each listed once: a listing is a request
+        try:
+            listed = store.list_dir(candidate)
+        except OSError:
+            continue
+        if storage.has_metadata([e.name for e in listed]):
+            runs.append(_run_info(candidate, store, storage.segments_in(listed)))
     return _sorted_runs(url, runs, [])
+
+
+def _check_bucket(url: str, store: storage.Store) -> None:
+    """Raise `NoRunsError` when the bucket of ``url`` does not exist (a prefix exists
+    only once something is written under it; a bucket must exist before)."""
+    scheme, _, key = url.partition("://")
+    bucket = f"{scheme}://{key.split('/')[0]}"
+    try:
+        missing = not store.exists(bucket)
+    except OSError:
+        return  # cannot tell: as a missing prefix
+    if missing:
+        raise NoRunsError(f"{url}: no such bucket ({bucket})")
 
 
 def _sorted_runs(path: str, runs: list[RunInfo], candidates: list[str]) -> list[RunInfo]:
@@ -95,9 +124,12 @@ def _sorted_runs(path: str, runs: list[RunInfo], candidates: list[str]) -> list[
     if not runs:
         # TensorFlow's dumps sit in their dump root, not in directories inside it.
         inside = [os.path.basename(c) for c in candidates if file_sets.file_sets_in(c)]
-        hint = f" (TensorFlow's dumps are in {', '.join(inside[:3])}: open one)" if inside else ""
-        raise NoRunsError(f"{path}: no tfdbg-tui dump and no TensorFlow dump in this "
-                          f"directory{hint}")
+        if inside:
+            raise NoRunsError(f"{path}: no tfdbg-tui dump and no TensorFlow dump in this "
+                              f"directory (TensorFlow's dumps are in "
+                              f"{', '.join(inside[:3])}: open one)")
+        raise NoRunsYetError(f"{path}: no tfdbg-tui dump and no TensorFlow dump in this "
+                             "directory")
     return runs
 
 
@@ -118,7 +150,9 @@ def resolve_run_path(logdir: str | os.PathLike[str], run_id: str | None = None) 
     ``run_id`` matches a run id exactly, or else a unique prefix of one.
 
     Raises:
-        NoRunsError: No run in ``logdir``, or none (or several) match ``run_id``.
+        NoRunsYetError: No run in ``logdir`` yet (`list_runs`), or none matches
+            ``run_id`` yet.
+        NoRunsError: No run in ``logdir`` (`list_runs`), or several match ``run_id``.
     """
     runs = list_runs(logdir)
     if run_id is None:
@@ -132,11 +166,13 @@ def resolve_run_path(logdir: str | os.PathLike[str], run_id: str | None = None) 
     if prefixed:
         raise NoRunsError(f"run {run_id!r} is ambiguous: {len(prefixed)} runs start with it")
     known = ", ".join(r.run_id for r in runs[-3:])
-    raise NoRunsError(f"no run {run_id!r} in {os.fspath(logdir)} (newest: {known})")
+    raise NoRunsYetError(f"no run {run_id!r} in {os.fspath(logdir)} (newest: {known})")
 
 
-def _run_info(run_path: str, store: storage.Store = storage.LOCAL) -> RunInfo:
-    """Peek at a run's metadata segment 0: its header and `run` and `end` records."""
+def _run_info(run_path: str, store: storage.Store = storage.LOCAL,
+              listing: dict[str, dict[int, list[Part]]] | None = None) -> RunInfo:
+    """Peek at a run's metadata segment 0: its header and `run` and `end` records
+    (in a bucket, from ``listing``, the run's segments, when it was listed already)."""
     run_id = store.basename(run_path)
     header: dict = {}
     run: dict = {}
@@ -144,7 +180,7 @@ def _run_info(run_path: str, store: storage.Store = storage.LOCAL) -> RunInfo:
     notice_kinds: set[str] = set()
     # Looked at before the metadata is read (`liveness.recording_stopped`).
     reserve_gone = not liveness.reserve_exists(run_path, store)
-    data = _metadata_bytes(run_path, store)
+    data = _metadata_bytes(run_path, store, listing)
     unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
     unpacker.feed(data)
     try:
@@ -181,7 +217,8 @@ def _run_info(run_path: str, store: storage.Store = storage.LOCAL) -> RunInfo:
     )
 
 
-def _metadata_bytes(run_path: str, store: storage.Store) -> bytes:
+def _metadata_bytes(run_path: str, store: storage.Store,
+                    listing: dict[str, dict[int, list[Part]]] | None = None) -> bytes:
     """The first `_METADATA_MAX_BYTES` of the run's metadata segment 0 (b"" when it
     cannot be read)."""
     if not store.remote:
@@ -191,7 +228,7 @@ def _metadata_bytes(run_path: str, store: storage.Store) -> bytes:
                 return f.read(_METADATA_MAX_BYTES)
         except OSError:
             return b""
-    listing = storage.list_segments(run_path, store)
+    listing = listing or storage.list_segments(run_path, store)
     parts = listing[fmt.STREAM_METADATA].get(0) if listing else None
     if not parts:
         return b""

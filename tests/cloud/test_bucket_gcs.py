@@ -69,3 +69,11 @@ def test_the_same_dump_opens_from_gs(gcs, tmp_path):
                     cause.op.name) == want, logdir
             assert dump.damage == ()
     assert os.listdir(tmp_path / "object-cache")  # what was read is cached
+
+
+def test_an_empty_prefix_may_get_a_run_a_missing_bucket_not(gcs):
+    with pytest.raises(reader.NoRunsYetError):
+        reader.list_runs(f"{gcs}/later")
+    with pytest.raises(reader.NoRunsError) as caught:
+        reader.list_runs("gs://no-such-bucket-here/job")
+    assert not isinstance(caught.value, reader.NoRunsYetError)

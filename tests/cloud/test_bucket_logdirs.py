@@ -4,6 +4,7 @@ credentials refused, the bucket deleted."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -91,6 +92,26 @@ def test_the_reader_follows_a_live_run_reading_only_new_parts(bucket, monkeypatc
     dump.close()
 
 
+def test_an_open_lists_the_run_twice_and_fetches_its_first_parts_in_one_batch(
+        bucket, monkeypatch):
+    run = make_run(f"{bucket}/logdir")
+    for _ in range(3):
+        add_step(run, [FINITE, NAN])
+        run.writer.flush()
+    run.writer.close()
+    store = object_store.object_store(bucket)
+    calls: list[str] = []
+    for name in ("ls", "cat_ranges"):
+        real = getattr(store.fs, name)
+        monkeypatch.setattr(store.fs, name, lambda *a, _real=real, _name=name, **k:
+                            calls.append(_name) or _real(*a, **k))
+    with reader.open_run(f"{bucket}/logdir") as dump:
+        assert dump.num_traces == 6 and dump.root_cause() is not None
+    # The logdir and the run (`list_runs`), the run again (the loader); the run's
+    # metadata (`list_runs`), then every part in one batch, ahead of the streams' reads.
+    assert calls == ["ls", "ls", "cat_ranges", "ls", "cat_ranges"], calls
+
+
 def test_two_workers_writing_at_once_and_the_first_non_finite(bucket):
     logdir = f"{bucket}/job"
     workers = [subprocess.Popen(
@@ -116,6 +137,54 @@ def test_two_workers_writing_at_once_and_the_first_non_finite(bucket):
     listed = json.loads(done.stdout)["workers"]
     assert [(w["task"], w["this_run"]) for w in listed] == \
         [("worker 1", False), ("worker 0", True)]
+
+
+def test_a_prefix_nothing_was_written_under_is_waited_for_a_missing_bucket_is_not(
+        bucket, s3_server):
+    with pytest.raises(reader.NoRunsYetError, match="nothing under this prefix"):
+        reader.list_runs(f"{bucket}/later")
+    with pytest.raises(reader.NoRunsError) as caught:
+        reader.list_runs("s3://no-such-bucket-here/job")
+    assert not isinstance(caught.value, reader.NoRunsYetError)
+    assert str(caught.value) == "s3://no-such-bucket-here/job: no such bucket " \
+                                "(s3://no-such-bucket-here)"
+    # `tfdbg-tui --wait` fails at once on the missing bucket, in one line.
+    done = subprocess.run([sys.executable, "-m", "tfdbg_tui.cli",
+                           "s3://no-such-bucket-here/job", "--wait"], env=s3_server.env(),
+                          capture_output=True, text=True, timeout=DEADLINE_S)
+    assert done.returncode == 3 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [f"tfdbg-tui: {caught.value}"]
+    # Without --wait, a prefix where a run may still appear says that --wait waits.
+    done = subprocess.run([sys.executable, "-m", "tfdbg_tui.cli", f"{bucket}/later"],
+                          env=s3_server.env(), capture_output=True, text=True,
+                          timeout=DEADLINE_S)
+    assert done.returncode == 3
+    assert done.stderr.strip().splitlines() == [
+        f"tfdbg-tui: {bucket}/later: nothing under this prefix (yet); add --wait to wait "
+        "for the first run"]
+
+
+def test_the_app_waits_on_an_empty_prefix_and_opens_the_run_written_there(bucket):
+    """(The Pilot run, in an event loop of its own.)"""
+    asyncio.run(_wait_then_open(f"{bucket}/later"))
+
+
+async def _wait_then_open(logdir: str) -> None:
+    from tests.tui.tui_helpers import screen_text, wait_for
+    from tfdbg_tui.app import DebuggerApp
+
+    app = DebuggerApp(logdir, [], poll_interval_s=0.2, wait=True)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: f"waiting for the first run in {logdir}…" in
+                       screen_text(app), what="the waiting line")
+        run = make_run(logdir)
+        add_step(run, [FINITE, NAN])
+        run.writer.flush()
+        await wait_for(pilot, lambda: getattr(app.screen, "root_cause", None) is not None,
+                       what="the run's root cause")
+        assert app.screen.run_id == run.writer.run_id
+        assert app.screen.root_cause.alert.op_type == "Log"
+        run.writer.close()
 
 
 def test_a_worker_killed_mid_run_leaves_a_readable_run(bucket):

@@ -1,6 +1,8 @@
 """A MultiWorkerMirroredStrategy job of two worker processes writing into a bucket of
-the local S3 server, followed live by the app (Pilot): both workers show in the run
-picker as they run, and picking the one marked first lands on its root cause."""
+the local S3 server, followed live by the app (Pilot) started before the job
+(`--wait`): it waits for the empty prefix, opens the first worker's run as it appears,
+and once worker 1 goes non-finite lands on worker 1's root cause by itself; the run
+picker marks worker 1 as the first non-finite."""
 
 from __future__ import annotations
 
@@ -8,14 +10,13 @@ import asyncio
 import subprocess
 import sys
 import tempfile
-import time
 
 import pytest
 
 import reader
 from tests.instrument.conftest import PROGRAM_TIMEOUT_S, PROGRAMS, line_of, program_env
 from tests.instrument.test_multi_worker import _free_ports
-from tests.tui.tui_helpers import screen_text, wait_for, wait_for_hunt
+from tests.tui.tui_helpers import screen_text, wait_for
 from tfdbg_tui.app import DebuggerApp
 
 PROGRAM = PROGRAMS / "multi_worker.py"
@@ -29,49 +30,73 @@ def _runs(logdir: str) -> list:
         return []
 
 
-def test_the_app_follows_a_job_in_a_bucket_to_the_first_non_finite_worker(s3_server, bucket):
+def test_the_app_started_before_a_job_in_a_bucket_lands_on_the_first_non_finite_worker(
+        s3_server, bucket):
     """(The Pilot run, in an event loop of its own.)"""
     asyncio.run(_follow_the_job(s3_server, bucket))
 
 
 async def _follow_the_job(s3_server, bucket) -> None:
+    from textual.widgets import OptionList
+
+    from tfdbg_tui.screens.debugger import DebuggerScreen
     from tfdbg_tui.screens.run_picker import RunPickerScreen
 
     logdir = f"{bucket}/job"
     ports = [str(p) for p in _free_ports(2)]
-    env = dict(program_env(), **s3_server.env(), STEP_DELAY_S="1.5")
+    # Worker 1, the one that goes non-finite, enables its dump a few seconds after
+    # worker 0: the app opens worker 0's run first, and has to move by itself.
+    env = dict(program_env(), **s3_server.env(), STEP_DELAY_S="1.5", BAD_WORKER_DELAY_S="6")
     # Their output goes to files: pipes nobody reads while the app runs would fill and
     # block them.
     logs = [tempfile.TemporaryFile("w+") for _ in range(2)]
-    workers = [subprocess.Popen([sys.executable, str(PROGRAM), logdir, str(i), *ports],
-                                env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
-               for i, log in enumerate(logs)]
+    workers: list[subprocess.Popen] = []
 
     def output(i: int) -> str:
         logs[i].seek(0)
         return logs[i].read()[-3000:]
 
+    def shown_task() -> str | None:
+        """The task of the worker whose run is on screen (None: none open)."""
+        screen = app.screen
+        return screen.reader.metadata.task if isinstance(screen, DebuggerScreen) \
+            and screen.reader else None
+
+    app = DebuggerApp(logdir, [], wait=True)  # `tfdbg-tui s3://.../job --wait`
     try:
-        # The app opens as soon as the first worker's run is in the bucket.
-        deadline = time.monotonic() + PROGRAM_TIMEOUT_S
-        while not _runs(logdir):
-            assert time.monotonic() < deadline, "no run appeared in the bucket"
-            assert all(w.poll() is None for w in workers), output(0)
-            time.sleep(0.2)
-        app = DebuggerApp(logdir, _runs(logdir), _runs(logdir)[0].run_id)
-        async with app.run_test(size=(120, 30)) as pilot:
-            await wait_for(pilot, lambda: getattr(app.screen, "reader", None) is not None,
+        async with app.run_test(size=(120, 30), notifications=True) as pilot:
+            await wait_for(pilot, lambda: f"waiting for the first run in {logdir}…" in
+                           screen_text(app), what="the waiting line")
+            assert not _runs(logdir)
+            workers += [subprocess.Popen([sys.executable, str(PROGRAM), logdir, str(i), *ports],
+                                         env=env, stdout=log, stderr=subprocess.STDOUT,
+                                         text=True)
+                        for i, log in enumerate(logs)]
+            await wait_for(pilot, lambda: shown_task() is not None or
+                           any(w.poll() is not None for w in workers),
                            timeout=PROGRAM_TIMEOUT_S, what="the first run open")
-            opened = app.screen.run_id
-            live_at_open = app.screen.reader.metadata.finished is False
-            # The job goes on; the app follows it until both workers finished.
+            assert all(w.poll() is None for w in workers), output(0) + output(1)
+            assert shown_task() == "worker 0"
+            assert app.screen.reader.metadata.finished is False  # live
+            # No key pressed: the app goes to worker 1 when it goes non-finite.
+            await wait_for(pilot, lambda: "worker 1 went non-finite first: showing its run"
+                           in screen_text(app), timeout=PROGRAM_TIMEOUT_S,
+                           what="the move to worker 1")
+            # (Live: a trace may be read before its op's definition; the hunt runs
+            # again as the run grows.)
+            await wait_for(pilot, lambda: shown_task() == "worker 1"
+                           and getattr(app.screen.root_cause, "op", None) is not None
+                           and app.screen.root_cause.frame is not None,
+                           timeout=PROGRAM_TIMEOUT_S, what="worker 1's root cause")
+            cause = app.screen.root_cause
+            assert cause.op.op_type == "Log"
+            assert (cause.frame.path, cause.frame.line) == \
+                (str(PROGRAM), line_of(PROGRAM, "LOG_LINE"))
             await wait_for(pilot, lambda: all(w.poll() is not None for w in workers),
                            timeout=PROGRAM_TIMEOUT_S, what="the job to end")
             for i, worker in enumerate(workers):
                 assert worker.returncode == 0, output(i)
-            await wait_for(pilot, lambda: app.screen.reader.metadata.finished,
-                           what="the open run followed to its end")
-            assert live_at_open
+            # The run picker marks the same worker.
             await pilot.press("r")
             await wait_for(pilot, lambda: isinstance(app.screen, RunPickerScreen),
                            what="the picker")
@@ -82,21 +107,9 @@ async def _follow_the_job(s3_server, bucket) -> None:
             assert sorted(runs) == ["worker 0", "worker 1"]
             (line,) = marked()
             assert "worker 1" in line and runs["worker 1"].run_id in line
-            picker = app.screen
-            position = next(i for i, r in enumerate(picker.runs)
-                            if r.run_id == runs["worker 1"].run_id)
-            from textual.widgets import OptionList
-
-            picker.query_one(OptionList).highlighted = position
-            await pilot.press("enter")
-            await wait_for(pilot, lambda: getattr(app.screen, "run_id", None)
-                           == runs["worker 1"].run_id, what="worker 1's run")
-            await wait_for_hunt(pilot)
-            cause = app.screen.root_cause
-            assert cause.op.op_type == "Log"
-            assert (cause.frame.path, cause.frame.line) == \
-                (str(PROGRAM), line_of(PROGRAM, "LOG_LINE"))
-            assert opened in {r.run_id for r in runs.values()}
+            assert app.screen.query_one(OptionList).highlighted == next(
+                i for i, r in enumerate(app.screen.runs)
+                if r.run_id == runs["worker 1"].run_id)
     finally:
         for worker in workers:
             if worker.poll() is None:

@@ -2,7 +2,9 @@
 
 Usage: python multi_worker.py LOGDIR INDEX PORT0 PORT1 (run once per worker index).
 LOGDIR may be a bucket's URL (s3://...). STEP_DELAY_S in the environment: seconds
-between steps (0), so that a reader can follow the job live.
+between steps (0), so that a reader can follow the job live; BAD_WORKER_DELAY_S:
+seconds worker 1 waits before it enables the dump (0), so that worker 0's run is in
+the logdir first.
 Worker 1 gets inputs that drive the sigmoid to exactly 0 at step BAD_STEP: its log is
 -inf there, and the all-reduce hands the -inf to worker 0 as well.
 """
@@ -24,6 +26,8 @@ import instrument  # noqa: E402
 STEPS, BAD_STEP, BAD_WORKER = 4, 2, 1
 
 strategy = tf.distribute.MultiWorkerMirroredStrategy()
+if INDEX == BAD_WORKER:
+    time.sleep(float(os.environ.get("BAD_WORKER_DELAY_S", "0")))
 instrument.enable_dump_debug_info(LOGDIR, tensor_debug_mode="FULL_HEALTH",
                                   circular_buffer_size=-1)
 with strategy.scope():

@@ -33,6 +33,28 @@ def test_missing_path(tmp_path):
     assert_one_line_error(run_cli(str(tmp_path / "nope")), exit_codes.EXIT_NO_DUMP)
 
 
+def test_where_a_run_may_still_appear_the_error_says_that_wait_waits(tmp_path):
+    for path in (tmp_path / "nope", tmp_path):  # missing (its parent is there), empty
+        completed = run_cli(str(path))
+        assert_one_line_error(completed, exit_codes.EXIT_NO_DUMP)
+        assert completed.stderr.rstrip().endswith("; add --wait to wait for the first run")
+    write_nan_dump(tmp_path / "logdir")
+    completed = run_cli(str(tmp_path / "logdir"), "--run", "2099")
+    assert_one_line_error(completed, exit_codes.EXIT_NO_DUMP)
+    assert completed.stderr.rstrip().endswith("; add --wait to wait for it")
+
+
+def test_wait_fails_at_once_where_no_run_can_appear(tmp_path):
+    """(Where one can, the app waits: tests/tui/test_tui_wait.py, and in a terminal
+    test_tui_terminal.py.)"""
+    (tmp_path / "file.txt").write_text("not a logdir")
+    for path, why in ((tmp_path / "no_parent" / "logdir", "no such directory (nor its parent)"),
+                      (tmp_path / "file.txt", "not a directory")):
+        completed = run_cli(str(path), "--wait")
+        assert_one_line_error(completed, exit_codes.EXIT_NO_DUMP)
+        assert completed.stderr.strip() == f"tfdbg-tui: {path}: {why}"
+
+
 @pytest.mark.parametrize("command", [[], ["report"]], ids=["tui", "report"])
 def test_a_regular_file_is_not_a_directory(tmp_path, command):
     path = tmp_path / "file.txt"

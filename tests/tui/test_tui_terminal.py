@@ -114,3 +114,19 @@ def test_tfdbg_tui_in_tmux_shows_the_hunt_and_quits_on_q(tmp_path):
         assert terminal.wait_for_exit() == "0"
     finally:
         terminal.kill()
+
+
+def test_tfdbg_tui_wait_starts_before_the_program_and_opens_its_run(tmp_path):
+    logdir = tmp_path / "logdir"  # the program has not made it yet
+    terminal = TmuxTerminal(
+        "wait", [sys.executable, "-m", "tfdbg_tui.cli", str(logdir), "--wait", "--no-mouse"],
+        tmp_path / "status")
+    try:
+        screen = terminal.wait_for_text(" waiting for the first run in ")
+        assert "no run yet: it opens as soon as the program writes it" in screen
+        write_nan_dump(logdir)
+        terminal.wait_for_text("▶ 8 og_probs = tf.math.log(probs)")
+        terminal.send_keys("q")
+        assert terminal.wait_for_exit() == "0"
+    finally:
+        terminal.kill()

@@ -19,6 +19,7 @@ from reader.analysis.diagnosis import Diagnosis, diagnose_cause
 from reader.analysis.model_place import Place
 from reader.analysis.steps import Steps
 from reader.analysis.verdict import healthy_verdict
+from reader.analysis.workers import open_landing_run
 from reader.errors import DumpError
 from reader.model import AlertSummary, RootCause
 
@@ -76,12 +77,15 @@ class Opened:
 
 
 def open_for_landing(logdir: str, run_id: str | None) -> Opened:
-    """Open a run (`reader.open_run`) and read its hunt.
+    """Open a run and read its hunt: ``run_id`` (`reader.open_run`), or when None the
+    run to land on (`reader.analysis.workers.open_landing_run`: the newest, or in a
+    multi-worker job the worker that went non-finite first).
 
     Raises:
         DumpError: The run cannot be opened (its one-line error is the app's).
     """
-    opened = dump_reader_module.open_run(logdir, run_id)
+    opened = (open_landing_run(logdir) if run_id is None
+              else dump_reader_module.open_run(logdir, run_id))
     state = opened.writer_state()
     try:
         hunt = read_hunt(opened)

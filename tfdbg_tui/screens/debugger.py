@@ -15,9 +15,10 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.events import Resize
+from textual.events import Key, MouseDown, Resize
 from textual.screen import Screen
 from textual.widgets import Footer
+from textual.worker import get_current_worker
 
 import reader as dump_reader_module
 from reader import format as fmt
@@ -28,6 +29,7 @@ from reader.model import Alert, AlertSummary, RootCause, RunInfo
 from reader.notices import count_warnings
 from reader.run import liveness
 from tfdbg_tui.dump_watcher import ENDED, POLL_INTERVAL_S, DumpChanged, DumpWatcher, DumpWatchFailed
+from tfdbg_tui.logdir_watcher import wait_for_run
 from tfdbg_tui.models.context_loader import (
     TraceContext,
     load_execution_context,
@@ -67,6 +69,9 @@ IDLE_CHECK_S = 5.0
 # The narrowest screen whose footer shows the command palette's key.
 COMMANDS_IN_FOOTER_WIDTH = 100
 
+# Keys that leave the user where they are (help): they do not count as a move by hand.
+KEYS_THAT_STAY = frozenset({"question_mark"})
+
 
 class DebuggerScreen(Screen):
     """The six panes of one run, a status line and the footer.
@@ -83,6 +88,8 @@ class DebuggerScreen(Screen):
         opening: A future of `tfdbg_tui.models.hunt.open_for_landing`, when opening
             has begun already.
         compare: Run A to show beside this run (`RunComparison`), or None.
+        wait: The logdir holds no run (``run_id``) yet: say so, and open it once it
+            appears (`tfdbg_tui.logdir_watcher.wait_for_run`).
     """
 
     ALERT_KEYS = Binding.Group("Alert", compact=True)
@@ -109,9 +116,10 @@ class DebuggerScreen(Screen):
     def __init__(self, logdir: str, run_id: str | None = None, *,
                  runs: Sequence[RunInfo] = (), poll_interval_s: float = POLL_INTERVAL_S,
                  opening: Future[Opened] | None = None,
-                 compare: str | None = None) -> None:
+                 compare: str | None = None, wait: bool = False) -> None:
         super().__init__()
         self.opening = opening
+        self.wait = wait
         self.compare = compare
         self.logdir = logdir
         self.run_id = run_id
@@ -139,6 +147,9 @@ class DebuggerScreen(Screen):
         # its kind is stale and dropped.
         self._tokens = {"selection": 0, "detail": 0, "source": 0, "diagnosis": 0}
         self.alert_chosen = False  # the user selected an alert: keep its diagnosis
+        self.moved_by_hand = False
+        """The user pressed a key (but `?`) or clicked here since the run opened: the
+        app no longer replaces this screen by itself (`DebuggerApp`'s job landing)."""
 
     def _next_token(self, kind: str) -> int:
         self._tokens[kind] += 1
@@ -160,6 +171,10 @@ class DebuggerScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one("#graph-execution").focus()
+        if self.wait:
+            self.query_one(StatusLine).show_waiting(self.logdir, self.run_id)
+            self.query_one(DiagnosisLine).show(
+                None, "no run yet: it opens as soon as the program writes it (q quits)")
         # Index after the first frame is on screen: indexing a big dump holds the GIL
         # for a while, and the user should see the layout ("opening…") meanwhile.
         self.call_after_refresh(self.open_reader)
@@ -174,15 +189,30 @@ class DebuggerScreen(Screen):
 
     @work(thread=True, exclusive=True, group="open")
     def open_reader(self) -> None:
+        runs = None
         try:
             if self.opening is not None:
                 opened = self.opening.result()
+            elif self.wait:
+                waited = wait_for_run(self.logdir, self.run_id, self.poll_interval_s,
+                                      get_current_worker().cancelled_event)
+                if waited is None:
+                    return  # cancelled: the app is closing
+                runs, opened = waited
             else:
                 opened = open_for_landing(self.logdir, self.run_id)
         except DumpError as error:
             self.post_message(OpenFailed(error))
             return
-        self.post_message(ReaderOpened(opened))
+        self.post_message(ReaderOpened(opened, runs))
+
+    def on_key(self, event: Key) -> None:
+        if self.reader is not None and event.key not in KEYS_THAT_STAY:
+            self.moved_by_hand = True
+
+    def on_mouse_down(self, event: MouseDown) -> None:
+        if self.reader is not None:
+            self.moved_by_hand = True
 
     @on(ReaderOpened)
     def _reader_opened(self, message: ReaderOpened) -> None:
@@ -190,6 +220,8 @@ class DebuggerScreen(Screen):
         reader = self.reader = message.opened.reader
         metadata = reader.metadata
         self.run_id = metadata.run_id
+        if message.runs is not None:
+            self.runs = message.runs
         graph_list = self.query_one(GraphExecutionList)
         graph_list.attach(reader, metadata.tensor_debug_mode)
         timeline = self.query_one(TimelineCells)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from textual.message import Message
 
 from reader.analysis.diagnosis import Diagnosis
+from reader.model import RunInfo
 from tfdbg_tui.messages import DumpFailed
 from tfdbg_tui.models.context_loader import ExecutionContext, TraceContext
 from tfdbg_tui.models.hunt import Hunt, Opened
@@ -19,11 +20,14 @@ from tfdbg_tui.models.source_view import SourceView
 
 class ReaderOpened(Message):
     """The run is open and indexed: its reader, liveness state and hunt
-    (`tfdbg_tui.models.hunt.Opened`)."""
+    (`tfdbg_tui.models.hunt.Opened`); `runs`, the logdir's runs when they were listed
+    again (after waiting for the first run), else None. It bubbles to the app, which
+    follows a multi-worker job from there."""
 
-    def __init__(self, opened: Opened) -> None:
+    def __init__(self, opened: Opened, runs: list[RunInfo] | None = None) -> None:
         super().__init__()
         self.opened = opened
+        self.runs = runs
 
 
 class OpenFailed(DumpFailed):

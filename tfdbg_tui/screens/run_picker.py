@@ -15,7 +15,7 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 import reader as dump_reader_module
-from reader.analysis.workers import first_nonfinite_workers
+from reader.analysis.workers import first_nonfinite_workers, origin_worker
 from reader.errors import DumpError
 from reader.model import DUMPER_TENSORFLOW, RunInfo
 from reader.run import liveness
@@ -122,10 +122,8 @@ class RunPickerScreen(ModalScreen[str | None]):
                 with dump_reader_module.open_run(run.path) as dump:
                     alerts: int | str = dump.alerts(limit_per_type=0).total
                     if run.cluster is not None and run.cluster not in origins:
-                        workers = first_nonfinite_workers(dump)
-                        first = workers[0] if workers else None
-                        origins[run.cluster] = first.run_id if first is not None \
-                            and first.has_alerts and not first.received else None
+                        origin = origin_worker(first_nonfinite_workers(dump))
+                        origins[run.cluster] = origin.run_id if origin is not None else None
             except (DumpError, OSError):
                 alerts = UNCOUNTABLE
             self._alerts[position] = alerts

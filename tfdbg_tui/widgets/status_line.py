@@ -63,6 +63,13 @@ class StatusLine(Widget):
         super().__init__(id=id)
         self.placeholder = placeholder
         self.status: RunStatus | None = None
+        self.waiting: tuple[str, str | None] | None = None
+        """The logdir and run id (None: any run) waited for, until the run opens."""
+
+    def show_waiting(self, logdir: str, run_id: str | None) -> None:
+        """Say that the app waits for ``run_id`` (None: the first run) in ``logdir``."""
+        self.waiting = (logdir, run_id)
+        self.refresh()
 
     def show(self, metadata: RunMetadata, *, state: str, followed: bool, num_executions: int,
              num_traces: int, alerts: int | None, run_count: int,
@@ -77,6 +84,14 @@ class StatusLine(Widget):
         self.refresh()
 
     def render(self) -> Text:
+        if self.status is None and self.waiting is not None:
+            logdir, run_id = self.waiting
+            which = "the first run" if run_id is None else f"run {literal(run_id)}"
+            text = Text(f" waiting for {which} in ", "bold", no_wrap=True, end="")
+            room = max(self.size.width - text.cell_len - 1, RUN_ID_MIN_CELLS)
+            text.append(cut_middle(literal(logdir), room))
+            text.append("…")
+            return text
         if self.status is None:
             return Text(self.placeholder)
         run_id = literal(self.status.metadata.run_id)
