@@ -42,6 +42,9 @@ _OPTIMIZER_SCOPE = re.compile(
 _OPTIMIZER_OP_PREFIXES = ("ResourceApply", "ApplyAdam", "ApplyGradientDescent",
                           "ResourceSparseApply")
 _METRIC_SCOPES = ("compile_metrics", "metrics")
+# Scopes of control flow around an op, skipped to find the scope that says its phase:
+# Keras' loss scaler applies the optimizer in a cond (``cond/adam/Sub_2``).
+_CONTROL_FLOW_SCOPE = re.compile(r"^(cond|while|case|switch_case)(_\d+)?$")
 _OPTIMIZER_FILE = re.compile(r"[\\/]keras[\\/]src[\\/]optimizers[\\/]|[\\/]optimizers?[\\/]")
 # A frame in one of these files is the machinery of a layer call.
 _LAYER_CALL = re.compile(r"([\\/]keras[\\/]src[\\/]layers[\\/]layer\.py|"
@@ -99,8 +102,11 @@ def phase_of_name(op_type: str, op_name: str | None) -> str | None:
         return "data"
     if is_gradient_name(op_type, name):
         return "gradient"
-    head = name.split("/", 1)[0]
-    if (op_type.startswith(_OPTIMIZER_OP_PREFIXES) or "/" in name
+    parts = name.split("/")
+    while len(parts) > 2 and _CONTROL_FLOW_SCOPE.match(parts[0]):
+        parts = parts[1:]
+    head = parts[0]
+    if (op_type.startswith(_OPTIMIZER_OP_PREFIXES) or len(parts) > 1
             and _OPTIMIZER_SCOPE.match(head)):
         return "optimizer"
     if head in _METRIC_SCOPES:

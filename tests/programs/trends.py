@@ -18,7 +18,7 @@ against (the step from which the learning rate was raised, the rates).
   Keras' Adam; `facts.json` holds the variables' and the slots' norms before each step.
 - ``mixed_fit``, ``mixed_loop``: mixed_float16 under Keras' dynamic loss scale (a first
   scale too large, halved until it fits, doubled every `GROWTH_STEPS` finite steps), by
-  ``fit`` and by a custom loop.
+  ``fit`` and by a custom loop; ``mixed_adam``: the fit with Adam under the scaler.
 - ``dead_relu_health``, ``mixed_fit_health``, ``lr_raised_health``: those fits in
   FULL_HEALTH; ``big_layer_health``: a FULL_HEALTH fit with a layer whose kernel is too
   large for a magnitude.
@@ -204,6 +204,23 @@ def mixed_fit() -> dict:
             "steps": MIXED_STEPS}
 
 
+def mixed_adam() -> dict:
+    """mixed_float16 under Keras' loss scaler around Adam: Adam's moments are read and
+    written inside the scaler's branch (``cond/adam/...``), on the applied steps only."""
+    keras.utils.set_random_seed(1)
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        model = _mixed_model()
+        model.compile(optimizer=keras.optimizers.LossScaleOptimizer(
+            keras.optimizers.Adam(0.01), initial_scale=MIXED_INITIAL_SCALE,
+            dynamic_growth_steps=GROWTH_STEPS), loss="mse")
+        x, y = _data(MIXED_STEPS)
+        model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    return {"variables": 2 * 3}
+
+
 def mixed_loop() -> dict:
     """The same model and scaler in a custom training loop (`scale_loss`, `apply`)."""
 
@@ -240,7 +257,7 @@ def big_layer() -> dict:
 
 
 CASES = {f.__name__: f for f in (lr_raised, dead_relu, float16_headroom, healthy, adam,
-                                 variables_loop, mixed_fit, mixed_loop)}
+                                 variables_loop, mixed_fit, mixed_adam, mixed_loop)}
 # The dead ReLUs again in FULL_HEALTH: exact zeros are counted, no norm is known.
 CASES["dead_relu_health"] = dead_relu
 # In FULL_HEALTH: magnitudes, no norms; and a layer too big for a magnitude.

@@ -105,6 +105,30 @@ def test_mixed_precision_series_inside_the_scalers_branch(trend_dumps, facts, ca
                 <= update[:, move] * (1 + 1e-4) + 1e-7).all()
 
 
+def test_adam_under_the_loss_scaler_has_its_gradients_and_slots(trend_dumps, facts):
+    """Adam inside the scaler's branch: its ops are the optimizer's (``cond/adam/...``),
+    so its moments are slot rows, one per variable and moment, with values on the
+    applied steps only (the branch does not run on a skipped step); the layers keep
+    their gradients, which the moments' writes must not take from them."""
+    with _open(trend_dumps, "mixed_adam") as dump:
+        trends = dump.trends()
+        skipped = set(dump.harm().skipped_step_numbers)
+        applied = np.array([s not in skipped for s in trends.steps.tolist()])
+        assert skipped and applied.any()
+        layers = [r for r, layer in enumerate(trends.row_is_layer) if layer]
+        assert len(layers) == 3
+        gradient = trends.series["gradient_norm"][layers]
+        assert np.isfinite(gradient[:, applied]).all()
+        assert np.isnan(gradient[:, ~applied]).all()
+        slots = [r for r, name in enumerate(trends.rows)
+                 if name.endswith(("_momentum", "_velocity"))]
+        assert len(slots) == 2 * facts["mixed_adam"]["variables"]
+        slot = trends.series["slot_norm"][slots]
+        assert np.isfinite(slot[:, applied]).all() and np.isnan(slot[:, ~applied]).all()
+        assert not any(trends.row_is_layer[r] for r in slots)
+        assert dump.place(dump.alerts().alerts[0]).phase != "optimizer"  # the gradients
+
+
 def test_full_health_magnitudes_match_full_stats(trend_dumps):
     """The same seeded mixed fit in FULL_HEALTH and in FULL_STATS: FULL_HEALTH's
     magnitudes give the gradient, update and weight max |x| that FULL_STATS' min and
