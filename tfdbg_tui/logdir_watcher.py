@@ -50,7 +50,8 @@ def wait_for_run(logdir: str, run_id: str | None, interval_s: float,
     failures = 0
     while True:
         try:
-            opened = open_for_landing(logdir, run_id)
+            runs = list_runs(logdir)
+            opened = open_for_landing(logdir, run_id, runs)
         except NoRunsYetError:
             failures = 0
         except (DamagedDumpError, NoRunsError):
@@ -58,10 +59,6 @@ def wait_for_run(logdir: str, run_id: str | None, interval_s: float,
             if failures >= FAILED_TRIES:
                 raise
         else:
-            try:
-                runs = list_runs(logdir)
-            except DumpError:
-                runs = []
             return runs, opened
         if cancelled.wait(interval_s):
             return None

@@ -73,16 +73,18 @@ def origin_worker(workers: list[WorkerRun]) -> WorkerRun | None:
     return None if first.received else first
 
 
-def open_landing_run(logdir: str | os.PathLike[str]) -> DumpReader:
+def open_landing_run(logdir: str | os.PathLike[str],
+                     runs: list[RunInfo] | None = None) -> DumpReader:
     """Open the run a debugger shows first when no run was asked for: in a logdir whose
     newest run belongs to a multi-worker job, the job's origin worker
-    (`origin_worker`); otherwise (no job, or no origin yet) the newest run.
+    (`origin_worker`); otherwise (no job, or no origin yet) the newest run. ``runs``:
+    the logdir's runs when the caller listed them already (`reader.list_runs`).
 
     Raises:
         NoRunsError: No run in ``logdir`` (`reader.list_runs`).
         FormatVersionError, DamagedDumpError: The run cannot be opened.
     """
-    runs = list_runs(logdir)
+    runs = runs or list_runs(logdir)
     newest = runs[-1]
     infos = _job_infos(runs, newest.cluster) if newest.cluster is not None else []
     if len(infos) < 2:

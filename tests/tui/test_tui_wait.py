@@ -42,6 +42,15 @@ def _shown_run(app) -> str | None:
     return screen.run_id if isinstance(screen, DebuggerScreen) and screen.reader else None
 
 
+async def _worker_zero_opens(pilot, logdir):
+    """Worker 0's run appears with one finite step, and the waiting app opens it."""
+    zero = _worker(logdir, 0, "20260101T000000")
+    _step(zero)
+    await wait_for(pilot, lambda: _shown_run(pilot.app) == zero.writer.run_id,
+                   what="worker 0's run open")
+    return zero
+
+
 async def test_waits_for_the_first_run_then_lands_on_its_root_cause(tmp_path):
     logdir = tmp_path / "logdir"  # not there yet: the program makes it
     app = _waiting_app(logdir)
@@ -81,10 +90,7 @@ async def test_a_job_started_after_the_app_lands_on_the_first_non_finite_worker(
     app = _waiting_app(tmp_path)
     async with app.run_test(size=(120, 30), notifications=True) as pilot:
         # Worker 0's run appears first and opens; it stays finite.
-        zero = _worker(tmp_path, 0, "20260101T000000")
-        _step(zero)
-        await wait_for(pilot, lambda: _shown_run(app) == zero.writer.run_id,
-                       what="worker 0's run open")
+        zero = await _worker_zero_opens(pilot, tmp_path)
         one = _worker(tmp_path, 1, "20260101T000001")
         _step(one)
         _step(zero)
@@ -103,10 +109,7 @@ async def test_a_job_started_after_the_app_lands_on_the_first_non_finite_worker(
 async def test_a_user_who_moved_is_told_not_moved(tmp_path):
     app = _waiting_app(tmp_path)
     async with app.run_test(size=(120, 30), notifications=True) as pilot:
-        zero = _worker(tmp_path, 0, "20260101T000000")
-        _step(zero)
-        await wait_for(pilot, lambda: _shown_run(app) == zero.writer.run_id,
-                       what="worker 0's run open")
+        zero = await _worker_zero_opens(pilot, tmp_path)
         await pilot.press("2")  # to the timeline, by hand
         one = _worker(tmp_path, 1, "20260101T000001")
         _step(one, nan=True)
@@ -143,11 +146,11 @@ def test_a_failure_is_tried_again_before_it_is_believed(tmp_path, monkeypatch):
     real = logdir_watcher.open_for_landing
     calls: list[int] = []
 
-    def once_refused(logdir, run_id):
+    def once_refused(logdir, run_id, runs=None):
         calls.append(1)
         if len(calls) == 1:
             raise NoRunsError(f"{logdir}: cannot list (connection reset)")
-        return real(logdir, run_id)
+        return real(logdir, run_id, runs)
 
     monkeypatch.setattr(logdir_watcher, "open_for_landing", once_refused)
     runs, opened = logdir_watcher.wait_for_run(str(tmp_path), None, 0.01, threading.Event())
@@ -156,7 +159,7 @@ def test_a_failure_is_tried_again_before_it_is_believed(tmp_path, monkeypatch):
     opened.reader.close()
     calls.clear()
 
-    def refused(logdir, run_id):
+    def refused(logdir, run_id, runs=None):
         calls.append(1)
         raise NoRunsError(f"{logdir}: cannot list (access denied)")
 

@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         # app is imported and paints its first frame.
         started = time.monotonic()
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tfdbg-tui-open")
-        opening = executor.submit(open_for_landing, args.logdir, args.run)
+        opening = executor.submit(open_for_landing, args.logdir, args.run, runs)
     from tfdbg_tui.app import DebuggerApp  # imported while the open is under way
 
     if opening is not None:

@@ -21,7 +21,7 @@ from reader.analysis.steps import Steps
 from reader.analysis.verdict import healthy_verdict
 from reader.analysis.workers import open_landing_run
 from reader.errors import DumpError
-from reader.model import AlertSummary, RootCause
+from reader.model import AlertSummary, RootCause, RunInfo
 
 # Alerts listed per type (the counts stay exact).
 ALERT_LIMIT_PER_TYPE = 1000
@@ -76,15 +76,17 @@ class Opened:
     hunt: Hunt | None
 
 
-def open_for_landing(logdir: str, run_id: str | None) -> Opened:
+def open_for_landing(logdir: str, run_id: str | None,
+                     runs: list[RunInfo] | None = None) -> Opened:
     """Open a run and read its hunt: ``run_id`` (`reader.open_run`), or when None the
     run to land on (`reader.analysis.workers.open_landing_run`: the newest, or in a
-    multi-worker job the worker that went non-finite first).
+    multi-worker job the worker that went non-finite first), among ``runs`` when the
+    caller listed the logdir already.
 
     Raises:
         DumpError: The run cannot be opened (its one-line error is the app's).
     """
-    opened = (open_landing_run(logdir) if run_id is None
+    opened = (open_landing_run(logdir, runs) if run_id is None
               else dump_reader_module.open_run(logdir, run_id))
     state = opened.writer_state()
     try:
