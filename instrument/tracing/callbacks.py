@@ -60,7 +60,6 @@ UNRECORDED_EAGER_OPS = frozenset({
 })
 
 
-
 # DataType enum of a resource handle (a variable's).
 _DT_RESOURCE = 20
 

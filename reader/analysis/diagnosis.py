@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from reader.analysis.expressions import expression_of
 from reader.analysis.input_source import NAN_FREE_OPS, InputSource, input_source
-from reader.analysis.model_place import library_frame_text
+from reader.analysis.model_place import library_frame_location
 from reader.analysis.root_cause import DATASET_DELIVERY_OPS, find_root_cause
 from reader.analysis.training_patterns import PATTERNS as TRAINING_PATTERNS
 from reader.analysis.training_patterns import training_finding
@@ -260,8 +260,8 @@ class _Site:
         (the user's line alone, `model.fit(...)`, says little of which op it was)."""
         if self.expression and self.library is not None:
             function = self.library.function
-            where = (f"at {_short_path(self.library)}" if function.startswith("<")
-                     else f"of {function} ({_short_path(self.library)})")
+            where = (f"at {library_frame_location(self.library)}" if function.startswith("<")
+                     else f"of {function} ({library_frame_location(self.library)})")
             return f"the {self.op_type} {where} under `{self.expression}`"
         if self.expression:
             return f"`{self.expression}`"
@@ -296,11 +296,6 @@ class _Site:
         return Diagnosis(pattern=pattern, explanation=explanation + ".",
                          suggestion=suggestion or SUGGESTIONS[pattern],
                          evidence=tuple(evidence), alert=self.alert)
-
-
-def _short_path(frame: Frame) -> str:
-    """A library frame's file and line: "keras/src/losses/losses.py:1788"."""
-    return library_frame_text(frame).rsplit(" ", 1)[0]
 
 
 def _producer_type(reader: DumpReader, op_id: int | None) -> str | None:

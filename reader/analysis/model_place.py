@@ -89,10 +89,16 @@ class Place:
 
 def library_frame_text(frame: Frame) -> str:
     """A library frame in a few words: "keras/src/optimizers/adam.py:141 update_step"."""
+    return f"{library_frame_location(frame)} {frame.function}"
+
+
+def library_frame_location(frame: Frame) -> str:
+    """A library frame's file, from its package, and line:
+    "keras/src/optimizers/adam.py:141"."""
     path = frame.path.replace("\\", "/")
     cut = path.rfind("site-packages/")
     short = path[cut + len("site-packages/"):] if cut >= 0 else path
-    return f"{short}:{frame.line} {frame.function}"
+    return f"{short}:{frame.line}"
 
 
 def phase_of_name(op_type: str, op_name: str | None) -> str | None:
