@@ -1,9 +1,9 @@
 """FULL_HEALTH's magnitude of a tensor by stock ops: the largest |x| of its elements.
 
-The format's ``max_abs`` (docs/format.md section 5, "Magnitudes") where no kernel gives
-it: inside XLA-compiled functions and on a GPU. On a CPU a small tensor's row comes
-from ``DebugNumericSummary``, whose min and max give it, and a large one has none
-(`instrument.summaries.raw_rows`).
+The format's ``max_abs`` (docs/format.md section 5, "Magnitudes"), which no kernel of
+the FULL_HEALTH rows gives: beside ``DebugNumericSummaryV2``'s counts (a small tensor, or
+any on a GPU) and inside XLA-compiled functions. A large tensor summarised by the stock
+route on a CPU has none (`instrument.summaries.raw_rows`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Three builders, each exact where it is used (`instrument.summaries.summary_ops` picks
 the route): `exact_row`, by the fused kernels (``DebugNumericSummaryV2``, and
-``DebugNumericSummary`` for FULL_STATS and a CPU's FULL_HEALTH); `finite_row`, by
+``DebugNumericSummary`` for FULL_STATS on a CPU); `finite_row`, by
 vectorised stock ops, which holds only for a tensor without inf or NaN (the stock
 route, whose batch checks that); `xla_row`, by stock ops alone and exact in every
 case, for XLA, which compiles no debug kernel. Below, the forms a raw row takes.
@@ -30,11 +30,12 @@ TENSOR_DEBUG_MODE_ENUM = fmt.TF_TENSOR_DEBUG_MODE_ENUM
 # FORM_V1 (FULL_STATS only): DebugNumericSummary's first 14 columns: initialized,
 #   size, nan, neg_inf, neg, zero, pos, pos_inf, min, max, mean, variance, dtype, rank.
 # FULL_HEALTH raw rows are as wide as FULL_STATS' and carry the tensor's magnitude, the
-# format's `max_abs`: FORM_V1 rows (a small tensor on a CPU, by DebugNumericSummary in
-# one op, whose min and max give it) or FORM_COUNTS and FORM_SIGN_SUMS rows with the
-# largest |x| in column 11 (NaN on the stock route, where it would cost a pass over a
-# large tensor: a third more FULL_HEALTH overhead on a convolutional fit), then four
-# unused zeros.
+# format's `max_abs`: FORM_COUNTS and FORM_SIGN_SUMS rows with the largest |x| in
+# column 11 (an absolute value and a maximum beside the kernel; NaN on the stock route,
+# where it would cost a pass over a large tensor: a third more FULL_HEALTH overhead on a
+# convolutional fit), then four unused zeros. (DebugNumericSummary's min and max would
+# give it in one op, but that kernel costs about 5 us a call more: on an LSTM's loops,
+# 1,586 small tensors a step, a fifth more FULL_HEALTH overhead.)
 FORM_COUNTS = -1.0
 FORM_SIGN_SUMS = 1.0
 FORM_V1 = 2.0
@@ -96,12 +97,10 @@ def _kernel(tensor: Any, mode: str, trace_point: int) -> Any:
 def exact_row(mode: str, tensor: Any, trace_point: int) -> Any:
     """The row by the fused kernels (a health mode or SHAPE)."""
     if mode == fmt.FULL_HEALTH:
-        if on_gpu(tensor):
-            from tensorflow.python.ops import array_ops
+        from tensorflow.python.ops import array_ops
 
-            return _concat([_kernel(tensor, mode, trace_point), array_ops.reshape(
-                largest_magnitude(tensor), [1]), float64_constant([0.0] * 4)])
-        return _v1_row(tensor, trace_point)
+        return _concat([_kernel(tensor, mode, trace_point), array_ops.reshape(
+            largest_magnitude(tensor), [1]), float64_constant([0.0] * 4)])
     if mode != fmt.FULL_STATS:
         return _kernel(tensor, mode, trace_point)
     if on_gpu(tensor):

@@ -93,8 +93,7 @@ def test_single_traces_of_a_graph_share_one_ordinal_read(mode):
     """Enqueues of single traces (a loop body's, each iteration) read the call ordinal
     once per run of their graph, and a kernel's row goes into the queue as it is: per
     traced tensor, one enqueue (and in a health mode its kernel; in FULL_HEALTH the
-    kernel that also gives the magnitude, cut and joined to the trace point), no stack
-    of rows."""
+    kernel's counts joined to the magnitude), no stack of rows."""
     received = []
 
     def sink(trace_points, rows, values, ordinals, alert):
@@ -114,10 +113,14 @@ def test_single_traces_of_a_graph_share_one_ordinal_read(mode):
     types = [op.type for op in graph.get_operations()]
     assert types.count("QueueEnqueueV2") == 3
     assert types.count("ReadVariableOp") == 1 and types.count("Fill") == 1
-    assert "Pack" not in types and "Reshape" not in types
+    assert "Pack" not in types
     if mode == fmt.FULL_HEALTH:
-        assert types.count("DebugNumericSummary") == types.count("ConcatV2") == 3, types
-        assert types.count("StridedSlice") == 3  # the kernel's shape columns cut
+        # The kernel's counts, then the magnitude (an absolute value and a maximum,
+        # made a column).
+        assert types.count("DebugNumericSummaryV2") == types.count("ConcatV2") == 3, types
+        assert types.count("Abs") == types.count("Max") == types.count("Reshape") == 3
+    else:
+        assert "Reshape" not in types
     for _ in range(2):
         f(tf.constant([1.0, 0.0, -1.0]))
         queue.call_finished()
