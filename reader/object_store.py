@@ -21,8 +21,10 @@ import concurrent.futures
 import errno
 import fcntl
 import hashlib
+import math
 import os
 import threading
+import time
 from collections.abc import Sequence
 from functools import partial
 from typing import Any, TypeAlias
@@ -40,6 +42,8 @@ WHOLE_OBJECT_BYTES = 4 << 20
 # write) before it fails as an OSError: a server that stops answering makes a damage
 # notice or a write error, never a reader or writer that waits for ever.
 CALL_TIMEOUT_S = 60.0
+# How long a prefix's listing is kept for a caller that takes one made a moment ago.
+LISTING_KEPT_S = 10.0
 
 _STORES: dict[str, ObjectStore] = {}
 # A fetch under way: per range, its bytes or the exception that failed it.
@@ -101,10 +105,12 @@ class ObjectStore:
         # Whole parts being fetched into the cache ahead of the reads that will want
         # them, by (url, size): such a read waits for the fetch instead of asking again.
         self._ahead: dict[tuple[str, int], concurrent.futures.Future[None]] = {}
-        # Re-entrant: a fetch that is done at once calls `_forget_ahead` back in the
-        # thread that started it, under the lock.
-        self._ahead_lock = threading.RLock()
+        # Guards the two tables here. Re-entrant: a fetch that is done at once calls
+        # `_forget_ahead` back in the thread that started it, under the lock.
+        self._lock = threading.RLock()
         self._writer: concurrent.futures.Executor | None = None
+        # The latest listing of each prefix and when it was made (`list_dir`).
+        self._listed: dict[str, tuple[float, list[Entry]]] = {}
 
     def _key(self, url: str) -> str:
         return str(self.fs._strip_protocol(url))
@@ -125,20 +131,30 @@ class ObjectStore:
         parent = path.rstrip("/").rpartition("/")[0]
         return parent if "://" in parent and not parent.endswith(":/") else path
 
-    def list_dir(self, path: str) -> list[Entry]:
-        """Every name directly under ``path``; raises OSError (FileNotFoundError for
-        a missing bucket or prefix)."""
+    def list_dir(self, path: str, fresh_within: float = 0.0) -> list[Entry]:
+        """Every name directly under ``path``: listed now, or the latest listing of
+        it when that was made at most ``fresh_within`` seconds ago. Raises OSError
+        (FileNotFoundError for a missing bucket or prefix)."""
+        key = self._key(path)
+        now = time.monotonic()
+        with self._lock:
+            made, entries = self._listed.get(key, (-math.inf, []))
+        if now - made <= fresh_within:
+            return list(entries)
         try:
-            found = self.fs.ls(self._key(path), detail=True, refresh=True, **self._bounded)
+            found = self.fs.ls(key, detail=True, refresh=True, **self._bounded)
         except Exception as error:  # the store's own errors, as OSError
             raise as_os_error(error) from None
         entries = []
         for info in found:
-            key = str(info.get("name", "")).rstrip("/")
-            url = self._url(key)
+            url = self._url(str(info.get("name", "")).rstrip("/"))
             entries.append(Entry(self.basename(url), url, info.get("type") == "directory",
                                  int(info.get("size") or 0)))
-        return entries
+        with self._lock:
+            self._listed = {k: v for k, v in self._listed.items()
+                            if now - v[0] <= LISTING_KEPT_S}
+            self._listed[key] = (now, entries)
+        return list(entries)
 
     def is_dir(self, path: str) -> bool:
         try:
@@ -209,7 +225,7 @@ class ObjectStore:
         cached nor being fetched, with a cache to keep them in."""
         if self.cache.directory is None:
             return []
-        with self._ahead_lock:
+        with self._lock:
             return [part for part in parts if part.size <= WHOLE_OBJECT_BYTES
                     and (part.path, part.size) not in self._ahead
                     and self.cache.held(part.path, part.size) < part.size]
@@ -223,7 +239,7 @@ class ObjectStore:
         if not self._async:
             self.read_ranges([], wanted)
             return
-        with self._ahead_lock:
+        with self._lock:
             for part in wanted:
                 key = (part.path, part.size)
                 if key not in self._ahead:
@@ -240,20 +256,20 @@ class ObjectStore:
             self._cache_writer(), self.cache.add, part.path, part.size, 0, data)
 
     def _cache_writer(self) -> concurrent.futures.Executor:
-        with self._ahead_lock:
+        with self._lock:
             if self._writer is None:
                 self._writer = concurrent.futures.ThreadPoolExecutor(
                     1, thread_name_prefix="tfdbg-tui-object-cache")
             return self._writer
 
     def _forget_ahead(self, key: tuple[str, int], _: object) -> None:
-        with self._ahead_lock:
+        with self._lock:
             self._ahead.pop(key, None)
 
     def _wait_ahead(self, parts: Sequence[Part]) -> None:
         """Wait for the fetches under way of ``parts``, each at most `CALL_TIMEOUT_S`
         (one that fails or takes longer is fetched again by the read that wants it)."""
-        with self._ahead_lock:
+        with self._lock:
             futures = [self._ahead.get((part.path, part.size)) for part in parts]
         for future in futures:
             if future is not None:
