@@ -5,7 +5,11 @@ never change once written (docs/format.md, "Object stores"), so what is read of 
 is kept in a **local cache** (`ObjectCache`): re-reading a record, or opening the same
 run again, reads the local copy. Reads are range reads of the parts a read spans,
 fetched concurrently (`fsspec`'s ``cat_ranges``), never a whole-object download
-unless the whole object is asked for.
+unless the whole object is asked for; a part is small (about a flush) and is fetched
+whole. The parts after a read (`reader.byte_sources.READ_AHEAD_BYTES`) are fetched
+**ahead**: on the event loop of fsspec's asynchronous implementations (s3fs, gcsfs),
+into the cache, while the reader decodes the parts before them; a read waits only
+for the parts it spans.
 
 Every error an object store raises leaves this module as an `OSError` (fsspec's
 implementations raise ``PermissionError`` for refused credentials and

@@ -165,8 +165,8 @@ def first_parts(listing: dict[str, dict[int, list[Part]]], budget: int) -> list[
     """The parts a run's first read will ask for, in the order it reads its streams
     (`reader.format.STREAMS`: the definitions before the executions, the traces last),
     from each stream's first segment on, up to ``budget`` bytes: what an object store
-    fetches in one batch of concurrent requests (`Store.prefetch`) instead of a round
-    trip per stream."""
+    starts fetching at once, concurrently, when the run is opened (`Store.prefetch`),
+    instead of a round trip per stream."""
     chosen: list[Part] = []
     for stream in fmt.STREAMS:
         for parts in listing.get(stream, {}).values():

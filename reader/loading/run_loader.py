@@ -79,8 +79,9 @@ class RunLoader:
         if listing is None or not listing[fmt.STREAM_METADATA]:
             raise NoRunsError(f"{self.path}: not a tfdbg-tui run (no metadata file)")
         # The first `update` reads the rest of this listing (a bucket's listing is a
-        # request; a new one would show little more). In a bucket, the parts it reads
-        # first are fetched at once, in one batch, rather than a round trip per stream.
+        # request; a new one would show little more). In a bucket, the fetches of the
+        # parts it reads first start at once, concurrently, and each read waits only
+        # for its own part, rather than a round trip per stream.
         self._listing: dict[str, dict[int, list[Part]]] | None = listing
         if self.store.remote:
             try:
