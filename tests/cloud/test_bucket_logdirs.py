@@ -99,6 +99,15 @@ def record_reads(store: object_store.ObjectStore, monkeypatch) -> list[tuple[str
     return read
 
 
+def record_listings(store: object_store.ObjectStore, monkeypatch) -> list[str]:
+    """The last name of each prefix ``store`` lists from now on, in order."""
+    listed: list[str] = []
+    real = store.fs.ls
+    monkeypatch.setattr(store.fs, "ls", lambda path, *a, **k:
+                        listed.append(path.rpartition("/")[2]) or real(path, *a, **k))
+    return listed
+
+
 def test_an_open_lists_the_run_once_and_fetches_each_part_once_ahead_of_its_read(
         bucket, monkeypatch, tmp_path):
     run = make_run(f"{bucket}/logdir")
@@ -111,14 +120,12 @@ def test_an_open_lists_the_run_once_and_fetches_each_part_once_ahead_of_its_read
         add_step(local, [FINITE, NAN])
     local.writer.close()
     store = object_store.object_store(bucket)
-    listed: list[str] = []
     real_ls = store.fs.ls
-    monkeypatch.setattr(store.fs, "ls", lambda path, *a, **k:
-                        listed.append(path.rpartition("/")[2]) or real_ls(path, *a, **k))
+    listed = record_listings(store, monkeypatch)
     read = record_reads(store, monkeypatch)
     with reader.open_run(f"{bucket}/logdir") as dump, reader.open_run(local.path) as same:
         assert dump.num_traces == 6 and dump.root_cause() is not None
-        assert _contents(dump) == _contents(same)
+        assert contents(dump) == contents(same)
     # The logdir and the run (`list_runs`), whose listing the loader reads.
     assert listed == ["logdir", run.writer.run_id], listed
     # The run's metadata (`list_runs`), then every part once, whole, in the order the
@@ -134,7 +141,7 @@ def test_an_open_lists_the_run_once_and_fetches_each_part_once_ahead_of_its_read
     assert order == sorted(order), names
 
 
-def _contents(dump: reader.DumpReader) -> tuple:
+def contents(dump: reader.DumpReader) -> tuple:
     """What an open shows of a run, for comparing two copies of it."""
     cause = dump.root_cause()
     return (dump.num_executions, dump.num_traces, [(a.kind, a.index) for a in dump.alerts().alerts],

@@ -11,7 +11,7 @@ import pytest
 
 import reader
 from reader import object_store
-from tests.cloud.test_bucket_logdirs import record_reads
+from tests.cloud.test_bucket_logdirs import contents, record_listings, record_reads
 from tests.synthetic import FINITE, NAN, add_step, make_run
 
 
@@ -22,13 +22,6 @@ def _write(logdir: str, steps: int = 3):
         run.writer.flush()
     run.writer.close()
     return run
-
-
-def _shown(dump: reader.DumpReader) -> tuple:
-    cause = dump.root_cause()
-    return (dump.num_executions, dump.num_traces,
-            [t.summary for t in dump.traces(0, dump.num_traces)],
-            (cause.op.name, cause.trace.index) if cause else None, dump.damage)
 
 
 def test_a_part_whose_fetch_ahead_failed_is_fetched_again_by_its_read(bucket, monkeypatch,
@@ -51,7 +44,7 @@ def test_a_part_whose_fetch_ahead_failed_is_fetched_again_by_its_read(bucket, mo
 
     monkeypatch.setattr(store.fs, "_cat_file", failing_once)
     with reader.open_run(run.path) as dump, reader.open_run(local.path) as same:
-        assert _shown(dump) == _shown(same)
+        assert contents(dump) == contents(same)
     names = [name for name, _, _ in read]
     assert failed and names.count(failed[0]) == 2, names
     assert len(names) == len(set(names)) + 1  # every other part fetched once
@@ -70,7 +63,7 @@ def test_a_blocking_implementation_reads_the_same_run_and_follows_it(tmp_path, m
         add_step(each, [FINITE, NAN])
         each.writer.flush()
     with reader.open_run(logdir) as dump, reader.open_run(local.path) as same:
-        assert _shown(dump) == _shown(same)
+        assert contents(dump) == contents(same)
         store = object_store.object_store(logdir)
         parts = store.list_dir(run.path)
         assert parts and all(store.cache.held(p.path, p.size) == p.size for p in parts)
@@ -79,18 +72,14 @@ def test_a_blocking_implementation_reads_the_same_run_and_follows_it(tmp_path, m
             each.writer.close()
         dump.update()
         same.update()
-        assert _shown(dump) == _shown(same) and dump.metadata.finished
+        assert contents(dump) == contents(same) and dump.metadata.finished
 
 
 def test_the_first_read_takes_list_runs_listing_and_updates_list_again(bucket, monkeypatch):
     run = make_run(f"{bucket}/logdir")
     add_step(run, [FINITE])
     run.writer.flush()
-    store = object_store.object_store(bucket)
-    listed: list[str] = []
-    real_ls = store.fs.ls
-    monkeypatch.setattr(store.fs, "ls", lambda path, *a, **k:
-                        listed.append(path.rpartition("/")[2]) or real_ls(path, *a, **k))
+    listed = record_listings(object_store.object_store(bucket), monkeypatch)
     dump = reader.open_run(f"{bucket}/logdir")
     assert listed == ["logdir", run.writer.run_id] and dump.num_traces == 1
     add_step(run, [FINITE, NAN])
