@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-# Bytes of the parts after a read that a bucket's store fetches with it, concurrently:
-# indexing reads a segment from its start to its end, and one round of requests for
-# many parts costs little more than one for a few.
+# Bytes of the parts after a read that a bucket's store starts fetching with it,
+# concurrently, without waiting for them: indexing reads a segment from its start to
+# its end, and the parts arrive while the ones before are decoded.
 READ_AHEAD_BYTES = 32 << 20
 
 

@@ -5,7 +5,11 @@ never change once written (docs/format.md, "Object stores"), so what is read of 
 is kept in a **local cache** (`ObjectCache`): re-reading a record, or opening the same
 run again, reads the local copy. Reads are range reads of the parts a read spans,
 fetched concurrently (`fsspec`'s ``cat_ranges``), never a whole-object download
-unless the whole object is asked for.
+unless the whole object is asked for; a part is small (about a flush) and is fetched
+whole. The parts after a read (`reader.byte_sources.READ_AHEAD_BYTES`) are fetched
+**ahead**: on the event loop of fsspec's asynchronous implementations (s3fs, gcsfs),
+into the cache, while the reader decodes the parts before them; a read waits only
+for the parts it spans.
 
 Every error an object store raises leaves this module as an `OSError` (fsspec's
 implementations raise ``PermissionError`` for refused credentials and
@@ -16,13 +20,18 @@ writer's write-error rules and the reader's "cannot list" apply unchanged.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import errno
 import fcntl
 import hashlib
+import math
 import os
 import threading
+import time
 from collections.abc import Sequence
-from typing import Any
+from functools import partial
+from typing import Any, TypeAlias
 
 from reader.byte_sources import Entry, Part, PartsSource
 
@@ -37,8 +46,12 @@ WHOLE_OBJECT_BYTES = 4 << 20
 # write) before it fails as an OSError: a server that stops answering makes a damage
 # notice or a write error, never a reader or writer that waits for ever.
 CALL_TIMEOUT_S = 60.0
+# How long a prefix's listing is kept for a caller that takes one made a moment ago.
+LISTING_KEPT_S = 10.0
 
 _STORES: dict[str, ObjectStore] = {}
+# A fetch under way: per range, its bytes or the exception that failed it.
+Request: TypeAlias = "concurrent.futures.Future[list[Any]]"
 _STORES_LOCK = threading.Lock()
 
 
@@ -88,10 +101,20 @@ class ObjectStore:
         self.scheme = scheme
         self.fs = fs
         self.cache = ObjectCache.default()
-        # fsspec's asynchronous implementations (s3fs, gcsfs) take a timeout per call;
-        # a blocking one has its own.
-        self._bounded = {"timeout": CALL_TIMEOUT_S} if getattr(fs, "async_impl", False) \
-            else {}
+        # fsspec's asynchronous implementations (s3fs, gcsfs) take a timeout per call,
+        # and their reads run on fsspec's event loop, where a read can go on while the
+        # reader decodes; a blocking one has its own timeout.
+        self._async = bool(getattr(fs, "async_impl", False))
+        self._bounded = {"timeout": CALL_TIMEOUT_S} if self._async else {}
+        # Whole parts being fetched into the cache ahead of the reads that will want
+        # them, by (url, size): such a read waits for the fetch instead of asking again.
+        self._ahead: dict[tuple[str, int], concurrent.futures.Future[None]] = {}
+        # Guards the two tables here. Re-entrant: a fetch that is done at once calls
+        # `_forget_ahead` back in the thread that started it, under the lock.
+        self._lock = threading.RLock()
+        self._writer: concurrent.futures.Executor | None = None
+        # The latest listing of each prefix and when it was made (`list_dir`).
+        self._listed: dict[str, tuple[float, list[Entry]]] = {}
 
     def _key(self, url: str) -> str:
         return str(self.fs._strip_protocol(url))
@@ -112,20 +135,30 @@ class ObjectStore:
         parent = path.rstrip("/").rpartition("/")[0]
         return parent if "://" in parent and not parent.endswith(":/") else path
 
-    def list_dir(self, path: str) -> list[Entry]:
-        """Every name directly under ``path``; raises OSError (FileNotFoundError for
-        a missing bucket or prefix)."""
+    def list_dir(self, path: str, fresh_within: float = 0.0) -> list[Entry]:
+        """Every name directly under ``path``: listed now, or the latest listing of
+        it when that was made at most ``fresh_within`` seconds ago. Raises OSError
+        (FileNotFoundError for a missing bucket or prefix)."""
+        key = self._key(path)
+        now = time.monotonic()
+        with self._lock:
+            made, entries = self._listed.get(key, (-math.inf, []))
+        if now - made <= fresh_within:
+            return list(entries)
         try:
-            found = self.fs.ls(self._key(path), detail=True, refresh=True, **self._bounded)
+            found = self.fs.ls(key, detail=True, refresh=True, **self._bounded)
         except Exception as error:  # the store's own errors, as OSError
             raise as_os_error(error) from None
         entries = []
         for info in found:
-            key = str(info.get("name", "")).rstrip("/")
-            url = self._url(key)
+            url = self._url(str(info.get("name", "")).rstrip("/"))
             entries.append(Entry(self.basename(url), url, info.get("type") == "directory",
                                  int(info.get("size") or 0)))
-        return entries
+        with self._lock:
+            self._listed = {k: v for k, v in self._listed.items()
+                            if now - v[0] <= LISTING_KEPT_S}
+            self._listed[key] = (now, entries)
+        return list(entries)
 
     def is_dir(self, path: str) -> bool:
         try:
@@ -143,16 +176,19 @@ class ObjectStore:
         return PartsSource(parts, self.read_ranges)
 
     def prefetch(self, parts: list[Part]) -> None:
-        """Fetch ``parts`` not cached yet into the cache, concurrently, in one batch
-        (nothing when the cache is off: there is nowhere to keep them). A part that
+        """Start fetching ``parts`` not cached yet into the cache, concurrently, and
+        return at once (nothing when the cache is off: there is nowhere to keep them).
+        A read of one of them waits for its fetch instead of asking again; a part that
         cannot be fetched is read again, and fails, where it is needed."""
-        self.read_ranges([], parts)
+        self._fetch_ahead(parts)
 
     def read_ranges(self, ranges: list[tuple[Part, int, int]],
                     ahead: Sequence[Part] = ()) -> list[bytes]:
-        """The bytes of each ``(part, start, end)``: from the cache, the rest fetched
-        concurrently and cached, with the parts ``ahead`` not cached yet (up to
-        `WHOLE_OBJECT_BYTES` each). Raises OSError."""
+        """The bytes of each ``(part, start, end)``: from the cache (after the fetch
+        of a part still under way ahead), the rest fetched concurrently and cached;
+        the parts ``ahead`` not cached yet (up to `WHOLE_OBJECT_BYTES` each) are
+        fetched too, after them, without being waited for. Raises OSError."""
+        self._wait_ahead([part for part, _, _ in ranges])
         found: list[bytes | None] = []
         missing: list[int] = []
         fetch: list[tuple[str, int, int]] = []
@@ -168,27 +204,113 @@ class ObjectStore:
                     (held if held <= start else start)
                 stop = part.size if part.size <= WHOLE_OBJECT_BYTES else end
                 fetch.append((part.path, begin, stop))
-        prefetch = [part for part in ahead if part.size <= WHOLE_OBJECT_BYTES
-                    and self.cache.directory is not None
-                    and self.cache.held(part.path, part.size) < part.size]
-        fetch += [(part.path, 0, part.size) for part in prefetch]
-        if fetch:
-            try:
-                got = self.fs.cat_ranges([self._key(p) for p, _, _ in fetch],
-                                         [a for _, a, _ in fetch], [b for _, _, b in fetch],
-                                         on_error="return", **self._bounded)
-            except Exception as error:
-                raise as_os_error(error) from None
-            for i, (path, begin, _), data in zip(missing, fetch, got):
-                if isinstance(data, BaseException):
-                    raise as_os_error(data)
-                part, start, end = ranges[i]
-                self.cache.add(path, part.size, begin, data)
-                found[i] = bytes(data[start - begin:end - begin])
-            for part, data in zip(prefetch, got[len(missing):]):
-                if not isinstance(data, BaseException):  # read again when it is needed
-                    self.cache.add(part.path, part.size, 0, data)
+        if not self._async:
+            # A blocking implementation: the parts ahead in the same call.
+            fetch += [(part.path, 0, part.size) for part in self._wanted_ahead(ahead)]
+        request = self._request(fetch) if fetch else None
+        if self._async:
+            self._fetch_ahead(ahead)
+        if request is None:
+            return [data or b"" for data in found]
+        got = self._result(request)
+        for i, (path, begin, _), data in zip(missing, fetch, got):
+            if isinstance(data, BaseException):
+                raise as_os_error(data)
+            part, start, end = ranges[i]
+            self.cache.add(path, part.size, begin, data)
+            found[i] = bytes(data[start - begin:end - begin])
+        for (path, _, size), data in zip(fetch[len(missing):], got[len(missing):]):
+            if not isinstance(data, BaseException):  # read again when it is needed
+                self.cache.add(path, size, 0, data)
         return [data or b"" for data in found]
+
+    def _wanted_ahead(self, parts: Sequence[Part]) -> list[Part]:
+        """The ``parts`` worth fetching ahead: small enough to fetch whole, neither
+        cached nor being fetched, with a cache to keep them in."""
+        if self.cache.directory is None:
+            return []
+        with self._lock:
+            return [part for part in parts if part.size <= WHOLE_OBJECT_BYTES
+                    and (part.path, part.size) not in self._ahead
+                    and self.cache.held(part.path, part.size) < part.size]
+
+    def _fetch_ahead(self, parts: Sequence[Part]) -> None:
+        """Start fetching each of ``parts`` (`_wanted_ahead`) whole into the cache, in
+        order, on the implementation's event loop; `_wait_ahead` waits for them."""
+        wanted = self._wanted_ahead(parts)
+        if not wanted:
+            return
+        if not self._async:
+            self.read_ranges([], wanted)
+            return
+        with self._lock:
+            for part in wanted:
+                key = (part.path, part.size)
+                if key not in self._ahead:
+                    future = asyncio.run_coroutine_threadsafe(self._into_cache(part),
+                                                              self.fs.loop)
+                    self._ahead[key] = future
+                    future.add_done_callback(partial(self._forget_ahead, key))
+
+    async def _into_cache(self, part: Part) -> None:
+        data = await self.fs._cat_file(self._key(part.path), start=0, end=part.size)
+        # Written by a thread of its own: the event loop goes on receiving the other
+        # parts meanwhile (a write of a few MB holds it for milliseconds).
+        await asyncio.get_running_loop().run_in_executor(
+            self._cache_writer(), self.cache.add, part.path, part.size, 0, data)
+
+    def _cache_writer(self) -> concurrent.futures.Executor:
+        with self._lock:
+            if self._writer is None:
+                self._writer = concurrent.futures.ThreadPoolExecutor(
+                    1, thread_name_prefix="tfdbg-tui-object-cache")
+            return self._writer
+
+    def _forget_ahead(self, key: tuple[str, int], _: object) -> None:
+        with self._lock:
+            self._ahead.pop(key, None)
+
+    def _wait_ahead(self, parts: Sequence[Part]) -> None:
+        """Wait for the fetches under way of ``parts``, each at most `CALL_TIMEOUT_S`
+        (one that fails or takes longer is fetched again by the read that wants it)."""
+        with self._lock:
+            futures = [self._ahead.get((part.path, part.size)) for part in parts]
+        for future in futures:
+            if future is not None:
+                try:
+                    future.result(timeout=CALL_TIMEOUT_S)
+                except concurrent.futures.TimeoutError:
+                    future.cancel()
+                except Exception:  # the store's own errors: the read asks again
+                    continue
+
+    def _request(self, fetch: list[tuple[str, int, int]]) -> Request:
+        """Start fetching each ``(url, start, end)`` concurrently."""
+        keys = [self._key(path) for path, _, _ in fetch]
+        starts = [start for _, start, _ in fetch]
+        ends = [end for _, _, end in fetch]
+        if self._async:
+            return asyncio.run_coroutine_threadsafe(
+                self.fs._cat_ranges(keys, starts, ends, on_error="return"), self.fs.loop)
+        request: Request = concurrent.futures.Future()
+        try:
+            request.set_result(self.fs.cat_ranges(keys, starts, ends, on_error="return",
+                                                  **self._bounded))
+        except Exception as error:  # the store's own errors, as OSError
+            request.set_exception(error)
+        return request
+
+    def _result(self, request: Request) -> list[Any]:
+        """What `_request` fetched: bytes, or an exception, per range. Raises OSError
+        when the whole request failed or took longer than `CALL_TIMEOUT_S`."""
+        try:
+            return list(request.result(timeout=CALL_TIMEOUT_S))
+        except concurrent.futures.TimeoutError:
+            request.cancel()
+            raise OSError(errno.ETIMEDOUT, f"no answer from the store within "
+                                           f"{CALL_TIMEOUT_S:.0f} s") from None
+        except Exception as error:
+            raise as_os_error(error) from None
 
     def makedirs(self, path: str) -> None:
         """Nothing: a bucket has no directories (a key's prefix is one)."""

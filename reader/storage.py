@@ -34,7 +34,7 @@ class Store(Protocol):
 
     def dirname(self, path: str) -> str: ...
 
-    def list_dir(self, path: str) -> list[Entry]: ...
+    def list_dir(self, path: str, fresh_within: float = 0.0) -> list[Entry]: ...
 
     def is_dir(self, path: str) -> bool: ...
 
@@ -97,8 +97,10 @@ class LocalStore:
     def dirname(self, path: str) -> str:
         return os.path.dirname(os.path.normpath(path))
 
-    def list_dir(self, path: str) -> list[Entry]:
-        """Raises OSError when ``path`` cannot be listed."""
+    def list_dir(self, path: str, fresh_within: float = 0.0) -> list[Entry]:
+        """Raises OSError when ``path`` cannot be listed. (A listing here is a system
+        call: ``fresh_within`` makes no difference.)"""
+        del fresh_within
         with os.scandir(path) as entries:
             return [Entry(e.name, e.path, e.is_dir(follow_symlinks=True), 0) for e in entries]
 
@@ -130,13 +132,15 @@ class LocalStore:
 LOCAL = LocalStore()
 
 
-def list_segments(run_path: str, store: Store | None = None
+def list_segments(run_path: str, store: Store | None = None, fresh_within: float = 0.0
                   ) -> dict[str, dict[int, list[Part]]] | None:
     """The files of each segment present, per stream (segments ascending): one whole
-    file, or its part objects. None when the run directory cannot be listed."""
+    file, or its part objects. None when the run directory cannot be listed. A
+    listing of the run made at most ``fresh_within`` seconds ago may serve
+    (`Store.list_dir`)."""
     store = store or store_for(run_path)
     try:
-        entries = store.list_dir(run_path)
+        entries = store.list_dir(run_path, fresh_within)
     except OSError:
         return None
     return segments_in(entries)
@@ -161,8 +165,8 @@ def first_parts(listing: dict[str, dict[int, list[Part]]], budget: int) -> list[
     """The parts a run's first read will ask for, in the order it reads its streams
     (`reader.format.STREAMS`: the definitions before the executions, the traces last),
     from each stream's first segment on, up to ``budget`` bytes: what an object store
-    fetches in one batch of concurrent requests (`Store.prefetch`) instead of a round
-    trip per stream."""
+    starts fetching at once, concurrently, when the run is opened (`Store.prefetch`),
+    instead of a round trip per stream."""
     chosen: list[Part] = []
     for stream in fmt.STREAMS:
         for parts in listing.get(stream, {}).values():

@@ -37,11 +37,11 @@ def _new_unpacker() -> msgpack.Unpacker:
     return msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=0)
 
 
-def list_segments(run_path: str, store: Store | None = None
+def list_segments(run_path: str, store: Store | None = None, fresh_within: float = 0.0
                   ) -> dict[str, dict[int, list[Part]]] | None:
     """The files of each segment present, per stream, segments ascending (whole files
     or part objects, `reader.storage.list_segments`); None when the run is gone."""
-    return storage.list_segments(run_path, store)
+    return storage.list_segments(run_path, store, fresh_within)
 
 
 class GrowingFile:

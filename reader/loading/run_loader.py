@@ -40,6 +40,10 @@ RECORD_CACHE_SIZE = 256
 # times per million records, and held for well under a millisecond each time.
 TAKE_BATCH = 256
 TAKE_BATCH_VALUES = 16
+# A listing of the run this recent (`list_runs`', an instant before the run is opened)
+# is the first read's: in a bucket a listing is a round trip, and a new one would show
+# little more (the next update lists again).
+FIRST_LISTING_AGE_S = 2.0
 
 
 class RunLoader:
@@ -71,12 +75,13 @@ class RunLoader:
         self.notices: list[Notice] = []
         self.cache: OrderedDict[tuple[str, int, int], dict[str, Any]] = OrderedDict()
         self.store = storage.store_for(path)
-        listing = list_segments(self.path, self.store)
+        listing = list_segments(self.path, self.store, FIRST_LISTING_AGE_S)
         if listing is None or not listing[fmt.STREAM_METADATA]:
             raise NoRunsError(f"{self.path}: not a tfdbg-tui run (no metadata file)")
         # The first `update` reads the rest of this listing (a bucket's listing is a
-        # request; a new one would show little more). In a bucket, the parts it reads
-        # first are fetched at once, in one batch, rather than a round trip per stream.
+        # request; a new one would show little more). In a bucket, the fetches of the
+        # parts it reads first start at once, concurrently, and each read waits only
+        # for its own part, rather than a round trip per stream.
         self._listing: dict[str, dict[int, list[Part]]] | None = listing
         if self.store.remote:
             try:

@@ -1,6 +1,7 @@
 """Opening a dump in a bucket against opening it on disk: a million graph traces.
 
-    python tests/benchmarks/bench_bucket.py [--traces 1000000]   # prints a Markdown table
+    python tests/benchmarks/bench_bucket.py [--traces 1000000] [--rounds 8] [--before TREE]
+        # prints a Markdown table of medians; --before: that tree against this one
     pytest -m benchmark tests/benchmarks/bench_bucket.py         # 200,000 traces, asserts
 
 The same synthetic FULL_HEALTH run (`tests.synthetic.write_big_dump`, a million traces
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -48,23 +50,28 @@ print(json.dumps({"traces": dump.num_traces, "setup_s": t1 - t0, "open_s": t2 - 
 """
 
 
-def _open(url: str, env: dict[str, str]) -> dict:
-    done = subprocess.run([sys.executable, "-c", _OPEN, url], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=600, check=False)
+def _open(url: str, env: dict[str, str], tree: str = ROOT) -> dict:
+    done = subprocess.run([sys.executable, "-c", _OPEN, url], env=dict(env, PYTHONPATH=tree),
+                          cwd=tree, capture_output=True, text=True, timeout=600, check=False)
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-2000:])
-    return json.loads(done.stdout)
+    found = json.loads(done.stdout)
+    found["load"] = os.getloadavg()[0]
+    return found
 
 
-def run(traces: int) -> dict[str, dict]:
+def run(traces: int, rounds: int = 1, before: str | None = None) -> dict[str, list[dict]]:
+    """Each open's results per row, ``rounds`` times; with ``before`` (another tree of
+    the code) each row is measured with both trees, which take turns going first."""
     from tests.cloud.conftest import start_server, stop_server
     from tests.synthetic import write_big_dump
 
+    trees = {"": ROOT} if before is None else {"before": before, "after": ROOT}
     server = start_server()
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            env = server.env(PYTHONPATH=ROOT, TFDBG_TUI_CACHE_DIR=os.path.join(tmp, "cache"))
-            os.environ.update(server.env())
+            env = server.env()
+            os.environ.update(env)
             import s3fs
 
             bucket = f"bench-{uuid.uuid4().hex[:8]}"
@@ -73,11 +80,24 @@ def run(traces: int) -> dict[str, dict]:
             write_big_dump(local, traces, alert_every=traces // 2)
             url = f"s3://{bucket}/logdir"
             write_big_dump(url, traces, alert_every=traces // 2)
-            results = {"local": _open(local, env), "bucket, cold cache": _open(url, env),
-                       "bucket, warm cache": _open(url, env)}
-            for name, found in results.items():
-                assert found["traces"] == traces, (name, found)
-                assert found["cause"] == results["local"]["cause"], (name, found)
+            results: dict[str, list[dict]] = {}
+            for round_ in range(rounds):
+                order = list(trees.items())
+                for label, tree in order[::-1] if round_ % 2 else order:
+                    cache = os.path.join(tmp, f"cache-{label}-{round_}")
+                    env_tree = dict(env, TFDBG_TUI_CACHE_DIR=cache)
+                    for name, found in (
+                            ("local", _open(local, env_tree, tree)),
+                            ("bucket, cold cache", _open(url, env_tree, tree)),
+                            ("bucket, warm cache", _open(url, env_tree, tree))):
+                        found["tree"] = label
+                        results.setdefault(f"{name}, {label}" if label else name,
+                                           []).append(found)
+            first_local = next(iter(results.values()))[0]
+            for name, founds in results.items():
+                for found in founds:
+                    assert found["traces"] == traces, (name, found)
+                    assert found["cause"] == first_local["cause"], (name, found)
             return results
     finally:
         stop_server(server)
@@ -88,16 +108,21 @@ def _reading(found: dict) -> float:
     return float(found["open_s"] + found["cause_s"])
 
 
-def markdown(results: dict[str, dict]) -> str:
-    local = _reading(results["local"])
-    lines = ["| open | set-up (s) | index (s) | root cause (s) | total vs local | "
-             "without set-up vs local |",
-             "| --- | ---: | ---: | ---: | ---: | ---: |"]
-    for name, found in results.items():
-        total = found["setup_s"] + _reading(found)
-        lines.append(f"| {name} | {found['setup_s']:.2f} | {found['open_s']:.2f} | "
-                     f"{found['cause_s']:.3f} | {total / local:.2f}x | "
-                     f"{_reading(found) / local:.2f}x |")
+def markdown(results: dict[str, list[dict]]) -> str:
+    """Medians per row; each ratio against the median local open of the same tree."""
+    lines = ["| open (s) | set-up | reading | total | total vs local | reading vs local | "
+             "load |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for name, founds in results.items():
+        tree = founds[0]["tree"]
+        local = statistics.median(_reading(f) for row, fs in results.items() for f in fs
+                                  if row.startswith("local") and f["tree"] == tree)
+        setup = statistics.median(f["setup_s"] for f in founds)
+        reading = statistics.median(_reading(f) for f in founds)
+        total = statistics.median(f["setup_s"] + _reading(f) for f in founds)
+        loads = [f["load"] for f in founds]
+        lines.append(f"| {name} | {setup:.2f} | {reading:.2f} | {total:.2f} | "
+                     f"{total / local:.1f}x | {reading / local:.1f}x | "
+                     f"{min(loads):.1f}-{max(loads):.1f} |")
     return "\n".join(lines)
 
 
@@ -108,12 +133,16 @@ def test_a_dump_in_a_bucket_opens_within_three_times_local():
     printed, not asserted."""
     results = run(200_000)
     print("\n" + markdown(results))
-    local = _reading(results["local"])
-    cold = _reading(results["bucket, cold cache"])
+    local = _reading(results["local"][0])
+    cold = _reading(results["bucket, cold cache"][0])
     assert cold <= 3 * local + 0.5  # half a second of slack for a busy machine
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--traces", type=int, default=1_000_000)
-    print(markdown(run(parser.parse_args().traces)))
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--before", metavar="TREE",
+                        help="another checkout of the code, measured taking turns with this one")
+    args = parser.parse_args()
+    print(markdown(run(args.traces, args.rounds, args.before)))

@@ -65,15 +65,7 @@ def test_the_reader_follows_a_live_run_reading_only_new_parts(bucket, monkeypatc
     run.writer.flush()
     dump = reader.open_run(f"{bucket}/logdir")
     assert dump.num_traces == 1
-    store = object_store.object_store(bucket)
-    read: list[tuple[str, int, int]] = []
-    real = store.fs.cat_ranges
-
-    def recording(paths, starts, ends, **kwargs):
-        read.extend(zip((p.rpartition("/")[2] for p in paths), starts, ends))
-        return real(paths, starts, ends, **kwargs)
-
-    monkeypatch.setattr(store.fs, "cat_ranges", recording)
+    read = record_reads(object_store.object_store(bucket), monkeypatch)
     add_step(run, [FINITE, NAN])
     run.writer.flush()
     report = dump.update()
@@ -92,24 +84,69 @@ def test_the_reader_follows_a_live_run_reading_only_new_parts(bucket, monkeypatc
     dump.close()
 
 
-def test_an_open_lists_the_run_twice_and_fetches_its_first_parts_in_one_batch(
-        bucket, monkeypatch):
+def record_reads(store: object_store.ObjectStore, monkeypatch) -> list[tuple[str, int, int]]:
+    """Each object read from ``store`` from now on: (name, start, end), in the order
+    the requests were made (every read of an asynchronous implementation, in a batch
+    or ahead, is one `_cat_file`)."""
+    read: list[tuple[str, int, int]] = []
+    real = store.fs._cat_file
+
+    async def recording(path, start=None, end=None, **kwargs):
+        read.append((path.rpartition("/")[2], start, end))
+        return await real(path, start=start, end=end, **kwargs)
+
+    monkeypatch.setattr(store.fs, "_cat_file", recording)
+    return read
+
+
+def record_listings(store: object_store.ObjectStore, monkeypatch) -> list[str]:
+    """The last name of each prefix ``store`` lists from now on, in order."""
+    listed: list[str] = []
+    real = store.fs.ls
+    monkeypatch.setattr(store.fs, "ls", lambda path, *a, **k:
+                        listed.append(path.rpartition("/")[2]) or real(path, *a, **k))
+    return listed
+
+
+def test_an_open_lists_the_run_once_and_fetches_each_part_once_ahead_of_its_read(
+        bucket, monkeypatch, tmp_path):
     run = make_run(f"{bucket}/logdir")
     for _ in range(3):
         add_step(run, [FINITE, NAN])
         run.writer.flush()
     run.writer.close()
+    local = make_run(str(tmp_path / "logdir"))
+    for _ in range(3):
+        add_step(local, [FINITE, NAN])
+    local.writer.close()
     store = object_store.object_store(bucket)
-    calls: list[str] = []
-    for name in ("ls", "cat_ranges"):
-        real = getattr(store.fs, name)
-        monkeypatch.setattr(store.fs, name, lambda *a, _real=real, _name=name, **k:
-                            calls.append(_name) or _real(*a, **k))
-    with reader.open_run(f"{bucket}/logdir") as dump:
+    real_ls = store.fs.ls
+    listed = record_listings(store, monkeypatch)
+    read = record_reads(store, monkeypatch)
+    with reader.open_run(f"{bucket}/logdir") as dump, reader.open_run(local.path) as same:
         assert dump.num_traces == 6 and dump.root_cause() is not None
-    # The logdir and the run (`list_runs`), the run again (the loader); the run's
-    # metadata (`list_runs`), then every part in one batch, ahead of the streams' reads.
-    assert calls == ["ls", "ls", "cat_ranges", "ls", "cat_ranges"], calls
+        assert contents(dump) == contents(same)
+    # The logdir and the run (`list_runs`), whose listing the loader reads.
+    assert listed == ["logdir", run.writer.run_id], listed
+    # The run's metadata (`list_runs`), then every part once, whole, in the order the
+    # streams are read: each started ahead of its read, none waited for in a batch.
+    sizes = {name.rpartition("/")[2]: size for name, size in
+             ((info["name"], info["size"]) for info in
+              real_ls(run.path.removeprefix("s3://"), detail=True))}
+    names = [name for name, _, _ in read]
+    assert sorted(names) == sorted(sizes), read
+    assert all((start, end) == (0, sizes[name]) for name, start, end in read), read
+    assert names[0].startswith("metadata.")
+    order = [fmt.STREAMS.index(fmt.parse_part_filename(name)[0]) for name in names[1:]]
+    assert order == sorted(order), names
+
+
+def contents(dump: reader.DumpReader) -> tuple:
+    """What an open shows of a run, for comparing two copies of it."""
+    cause = dump.root_cause()
+    return (dump.num_executions, dump.num_traces, [(a.kind, a.index) for a in dump.alerts().alerts],
+            (cause.op.name, cause.trace.index, cause.frame.line) if cause else None,
+            [t.summary for t in dump.traces(0, dump.num_traces)], dump.damage)
 
 
 def test_two_workers_writing_at_once_and_the_first_non_finite(bucket):

@@ -166,8 +166,8 @@ def test_segment_vanishing_between_listing_and_reading(run, monkeypatch):
     run.writer.flush()
     real = run_loader_module.list_segments
 
-    def listing_with_a_ghost(path, store=None):
-        found = real(path, store)
+    def listing_with_a_ghost(path, store=None, fresh_within=0.0):
+        found = real(path, store, fresh_within)
         found[fmt.STREAM_EXECUTIONS][7] = [Part(os.path.join(path, "executions.000007.tfdbg"), 0)]
         return found
 
