@@ -158,12 +158,12 @@ def values_alert(values: Sequence[Any] | None) -> bool:
         array_dtype = np.dtype(dtype)
         if array_dtype.kind not in "fc":
             continue
-        if not _all_finite(np.frombuffer(data, dtype=array_dtype)):
+        if not all_finite(np.frombuffer(data, dtype=array_dtype)):
             return True
     return False
 
 
-def _all_finite(array: np.ndarray) -> bool:
+def all_finite(array: np.ndarray) -> bool:
     """Whether no element of a float or complex array is NaN or infinite.
 
     The extremes decide it: numpy's min and max propagate NaN, and an infinity is one

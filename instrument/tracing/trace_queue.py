@@ -388,9 +388,12 @@ class TraceQueue:
         # The slow part (cutting and compressing the values) holds no lock the
         # training thread takes: it only competes with it for CPU.
         trace_points, values = value_batches.unpack(components)
-        alert = None
+        # Looked at here, off the batch's bytes, while the sink still wants to know
+        # (it would otherwise look at each value; compressed, it cannot).
+        alert = value_batches.holds_nonfinite(components, values) \
+            if self._seeking_alert() else None
         if compress:
-            values, alert = compress_values(values, self._seeking_alert)
+            values, _ = compress_values(values, lambda: False)
         with self.lock:
             self._sink(trace_points, None, values,
                        np.full(len(trace_points), ordinal, dtype=np.int64), alert)

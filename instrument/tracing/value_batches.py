@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from instrument.dump.flight_recorder import all_finite, values_alert
 from instrument.dump.value_encoding import tensor_value_record
 from instrument.tf_internals.graph_edits import defer_variable_writes
 from reader.values import NUMPY_DTYPES
@@ -139,6 +140,39 @@ def unpack(components: list[np.ndarray]) -> tuple[np.ndarray, list[Any]]:
             # The stored record as `tensor_value_record` makes it, without the arrays.
             values.append({"dtype": _NUMPY_DTYPES[enum].str, "shape": shape, "data": raw})
     return tps.astype(np.int32), values
+
+
+def holds_nonfinite(components: list[np.ndarray], values: list[Any]) -> bool:
+    """Whether a drained batch's values hold NaN or infinity, as
+    `flight_recorder.values_alert` finds of its records (``values``, `unpack`'s), but
+    read off the batch's bytes: one check (a min and a max) per run of consecutive
+    values of one dtype, where a check per value cost the drain more than the
+    values' copy on a loop's hundreds of small tensors a step."""
+    _, enums, _, _, sizes, data, protos = components
+    raw = data.data.cast("B") if data.size else memoryview(b"")
+    runs: list[list[int]] = []  # [enum, first byte, end byte]
+    byte_at = 0
+    from_protos = []
+    for enum, size, proto, value in zip(enums.tolist(), sizes.tolist(), protos.tolist(),
+                                        values):
+        if proto:
+            from_protos.append(value)
+            continue
+        if runs and runs[-1][0] == enum:
+            runs[-1][2] += size
+        else:
+            runs.append([enum, byte_at, byte_at + size])
+        byte_at += size
+    for enum, begin, end in runs:
+        if enum == _BFLOAT16:
+            # Not finite exactly when the exponent's bits are all set.
+            bits = np.frombuffer(raw[begin:end], dtype=_NUMPY_DTYPES[enum])
+            if np.any((bits & 0x7F80) == 0x7F80):
+                return True
+        elif _NUMPY_DTYPES[enum].kind in "fc" and end > begin:
+            if not all_finite(np.frombuffer(raw[begin:end], dtype=_NUMPY_DTYPES[enum])):
+                return True
+    return values_alert(from_protos)
 
 
 def _bfloat16_as_float32(bits: np.ndarray) -> np.ndarray:

@@ -113,3 +113,41 @@ def test_a_record_file_writes_large_values_whole(tmp_path):
     assert header == {"k": "header"} and after == {"k": "after"}
     for stored, value in zip(traces["v"], values):
         np.testing.assert_array_equal(np.frombuffer(stored["data"], "<f8"), value)
+
+
+
+def test_a_batchs_finiteness_off_its_bytes_is_the_values():
+    """`holds_nonfinite` reads a drained FULL_TENSOR batch's bytes run by run of one
+    dtype, and finds what `values_alert` finds in its values, in every float dtype
+    the batch carries (bfloat16 by its bits, complex by both parts), wherever the NaN
+    or infinity is, next to integers, bools and strings (serialized protos)."""
+    tf = pytest.importorskip("tensorflow")
+    from instrument.tracing import value_batches
+
+    def batch(specs):
+        @tf.function(autograph=False)
+        def components():
+            tensors = [tf.constant(value, dtype=dtype) for value, dtype in specs]
+            return value_batches.pack(tensors, list(range(len(tensors))))
+
+        arrays = [c.numpy() for c in components()]
+        _, values = value_batches.unpack(arrays)
+        return value_batches.holds_nonfinite(arrays, values), values_alert(values)
+
+    finite = np.linspace(-3.0, 3.0, 37)
+    dtypes = (tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.complex64)
+    others = [([1, 2, 3], tf.int32), ([True, False], tf.bool), (["a", "b"], tf.string)]
+    # Two of a dtype side by side make one run; a different dtype starts the next.
+    clean = [(finite, d) for d in dtypes for _ in range(2)] + others
+    assert batch(clean) == (False, False)
+    for at in range(len(dtypes) * 2):
+        for bad in (np.nan, np.inf, -np.inf):
+            for position in (0, 17, -1):
+                tainted = finite.copy()
+                tainted[position] = bad
+                specs = list(clean)
+                specs[at] = (tainted, clean[at][1])
+                assert batch(specs) == (True, True), (at, bad, position)
+    imaginary = finite + 1j * np.where(finite > 2.9, np.nan, 0.0)
+    assert batch(others + [(imaginary, tf.complex64)]) == (True, True)
+    assert batch(others) == (False, False)
