@@ -65,8 +65,8 @@ def patched(variant: str) -> Iterator[None]:
              (trace_queue.TraceQueue, "batch_row", trace_queue.TraceQueue.batch_row),
              (value_batches, "holds_nonfinite", value_batches.holds_nonfinite),
              (writer, "values_alert", writer.values_alert),
-             (writer.DumpWriter.__init__, "__defaults__",
-              writer.DumpWriter.__init__.__defaults__)]
+             (writer.DumpWriter.__init__, "__kwdefaults__",
+              dict(writer.DumpWriter.__init__.__kwdefaults__ or {}))]
     exact_row, tensor_summary = summary_ops.exact_row, summary_ops.tensor_summary
     batch_row = trace_queue.TraceQueue.batch_row
 
@@ -110,9 +110,8 @@ def patched(variant: str) -> Iterator[None]:
     if variant in ("body_kernels", "body_stock"):
         trace_queue.TraceQueue.batch_row = body_rows
     if "flush_2s" in variant:
-        defaults = list(writer.DumpWriter.__init__.__defaults__ or ())
-        defaults[-1] = 2.0
-        writer.DumpWriter.__init__.__defaults__ = tuple(defaults)
+        writer.DumpWriter.__init__.__kwdefaults__ = {
+            **(writer.DumpWriter.__init__.__kwdefaults__ or {}), "flush_interval_s": 2.0}
     if "no_scan" in variant:
         value_batches.holds_nonfinite = lambda components, values: False
         writer.values_alert = lambda values: False
