@@ -5,6 +5,7 @@ s3fs. Every test that asks for it is skipped, with the reason, where it cannot s
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -66,9 +67,27 @@ def start_server(**env: str) -> S3Server:
             urllib.request.urlopen(endpoint + "/moto-api/", timeout=1).close()
             return S3Server(endpoint, process)
         except OSError:
-            time.sleep(0.2)
+            time.sleep(0.05)
     process.kill()
     pytest.skip(f"moto's S3 server did not answer within {START_TIMEOUT_S:.0f} s")
+
+
+@contextlib.contextmanager
+def credentials_refused(server: S3Server) -> Iterator[None]:
+    """Within the block, the server checks credentials and knows none: it refuses every
+    request (moto's `/moto-api/reset-auth`; after the block it checks none again)."""
+    _check_credentials_after(server, "0")
+    try:
+        yield
+    finally:
+        _check_credentials_after(server, "inf")
+
+
+def _check_credentials_after(server: S3Server, requests: str) -> None:
+    """Have the server check credentials after `requests` more requests."""
+    urllib.request.urlopen(urllib.request.Request(
+        server.endpoint + "/moto-api/reset-auth", data=requests.encode(), method="POST",
+        headers={"Content-Type": "application/json"}), timeout=10).close()
 
 
 def stop_server(server: S3Server) -> None:
