@@ -3,9 +3,9 @@ shows change.
 
 Textual's footer rebuilds all its key widgets each time the screen publishes its
 bindings, and a screen publishes them for every focus change (twice: the focus, then the
-handlers' stack) and some fourteen times while the debugger opens, nearly always with
-the same keys. Each rebuild mounts and styles a widget per key: about a tenth of the
-CPU of opening the debugger and of moving between panes, for an identical footer.
+handlers' stack) and five times while the debugger opens, often with the same keys.
+Each rebuild mounts and styles a widget per key: with two rebuilds, a pane key at 80x24
+took a third more CPU than with the one its new keys need.
 """
 
 from __future__ import annotations
