@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,6 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+
+from tests.program_runs import free_ports
 
 START_TIMEOUT_S = 30.0
 
@@ -36,12 +37,6 @@ class S3Server:
                     **overrides)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def start_server(**env: str) -> S3Server:
     """Start moto's server on a free port; skip the test when it cannot start."""
     for module in ("moto", "flask", "s3fs"):
@@ -49,7 +44,7 @@ def start_server(**env: str) -> S3Server:
             __import__(module)
         except ImportError:
             pytest.skip(f'the S3 tests need {module}: pip install "moto[server]" s3fs')
-    port = free_port()
+    (port,) = free_ports(1)
     endpoint = f"http://127.0.0.1:{port}"
     # Its log goes to a file: a pipe nobody reads fills after some 64 KB of request
     # lines, and the server then blocks every request writing the next one.
