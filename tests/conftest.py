@@ -27,17 +27,32 @@ TF_FIXTURES = frozenset({
 })
 
 
-def pytest_ignore_collect(collection_path, config):
-    """Under a marker expression that leaves the `tf` tier out (`-m "not tf"`, also with
-    `and` terms), the TensorFlow folders are not collected at all: their modules import
-    TensorFlow (seconds) only for their tests to be deselected."""
+def _excludes_tf(config) -> bool:
+    """Whether the marker expression leaves the `tf` tier out (`-m "not tf"`, also with
+    `and` terms)."""
     words = (config.option.markexpr or "").split()
-    excludes_tf = "or" not in words and any(
+    return "or" not in words and any(
         words[i:i + 2] == ["not", "tf"] for i in range(len(words) - 1))
-    if (excludes_tf and collection_path.name in TF_FOLDERS and collection_path.is_dir()
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Without the `tf` tier, the TensorFlow folders are not collected at all: their
+    modules import TensorFlow (seconds) only for their tests to be deselected."""
+    if (_excludes_tf(config) and collection_path.name in TF_FOLDERS
+            and collection_path.is_dir()
             and str(collection_path.parent) == os.path.join(REPO, "tests")):
         return True
     return None
+
+
+def pytest_collection_finish(session):
+    """Without the `tf` tier, collecting must not have imported TensorFlow: each worker
+    would pay its import (seconds) where it is installed, and where it is not (CI's
+    other Pythons) a module that imports it is skipped whole, its other tests with it.
+    Helpers that tests of both tiers use live in modules free of it
+    (tests/program_runs.py)."""
+    if _excludes_tf(session.config) and "tensorflow" in sys.modules:
+        raise pytest.UsageError("collecting the tests without TensorFlow imported it")
 
 
 def pytest_collection_modifyitems(config, items):

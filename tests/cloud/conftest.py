@@ -5,8 +5,8 @@ s3fs. Every test that asks for it is skipped, with the reason, where it cannot s
 
 from __future__ import annotations
 
+import contextlib
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+
+from tests.program_runs import free_ports
 
 START_TIMEOUT_S = 30.0
 
@@ -35,12 +37,6 @@ class S3Server:
                     **overrides)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def start_server(**env: str) -> S3Server:
     """Start moto's server on a free port; skip the test when it cannot start."""
     for module in ("moto", "flask", "s3fs"):
@@ -48,7 +44,7 @@ def start_server(**env: str) -> S3Server:
             __import__(module)
         except ImportError:
             pytest.skip(f'the S3 tests need {module}: pip install "moto[server]" s3fs')
-    port = free_port()
+    (port,) = free_ports(1)
     endpoint = f"http://127.0.0.1:{port}"
     # Its log goes to a file: a pipe nobody reads fills after some 64 KB of request
     # lines, and the server then blocks every request writing the next one.
@@ -66,9 +62,27 @@ def start_server(**env: str) -> S3Server:
             urllib.request.urlopen(endpoint + "/moto-api/", timeout=1).close()
             return S3Server(endpoint, process)
         except OSError:
-            time.sleep(0.2)
+            time.sleep(0.05)
     process.kill()
     pytest.skip(f"moto's S3 server did not answer within {START_TIMEOUT_S:.0f} s")
+
+
+@contextlib.contextmanager
+def credentials_refused(server: S3Server) -> Iterator[None]:
+    """Within the block, the server checks credentials and knows none: it refuses every
+    request (moto's `/moto-api/reset-auth`; after the block it checks none again)."""
+    _check_credentials_after(server, "0")
+    try:
+        yield
+    finally:
+        _check_credentials_after(server, "inf")
+
+
+def _check_credentials_after(server: S3Server, requests: str) -> None:
+    """Have the server check credentials after `requests` more requests."""
+    urllib.request.urlopen(urllib.request.Request(
+        server.endpoint + "/moto-api/reset-auth", data=requests.encode(), method="POST",
+        headers={"Content-Type": "application/json"}), timeout=10).close()
 
 
 def stop_server(server: S3Server) -> None:

@@ -20,7 +20,7 @@ from reader import format as fmt
 from reader import object_store
 from reader.analysis.workers import first_nonfinite_workers
 from reader.run import liveness
-from tests.cloud.conftest import start_server, stop_server
+from tests.cloud.conftest import credentials_refused
 from tests.synthetic import FINITE, NAN, add_step, make_run
 
 WORKER = Path(__file__).with_name("bucket_worker.py")
@@ -246,11 +246,10 @@ def test_a_worker_killed_mid_run_leaves_a_readable_run(bucket):
         assert liveness.state_of(False, gone) == liveness.KILLED
 
 
-def test_credentials_refused_say_so_in_one_line(tmp_path):
-    # A server that checks credentials, and knows none: every request is refused.
-    server = start_server(INITIAL_NO_AUTH_ACTION_COUNT="0")
-    try:
-        env = server.env(TFDBG_TUI_CACHE_DIR=str(tmp_path / "cache"))
+def test_credentials_refused_say_so_in_one_line(s3_server, tmp_path):
+    # The server checks credentials, and knows none: every request is refused.
+    with credentials_refused(s3_server):
+        env = s3_server.env(TFDBG_TUI_CACHE_DIR=str(tmp_path / "cache"))
         report = subprocess.run([sys.executable, "-m", "tfdbg_tui.cli", "report",
                                  "s3://somewhere/logdir"], env=env, capture_output=True,
                                 text=True, timeout=DEADLINE_S)
@@ -268,8 +267,6 @@ def test_credentials_refused_say_so_in_one_line(tmp_path):
             cwd=Path(__file__).parents[2])
         assert write.stdout.startswith("OSError"), write.stderr[-2000:]
         assert "s3://somewhere/logdir/" in write.stdout
-    finally:
-        stop_server(server)
 
 
 def test_a_deleted_bucket_stops_the_recording_and_the_reader_says_so(bucket, s3fs_client,

@@ -14,8 +14,7 @@ import tempfile
 import pytest
 
 import reader
-from tests.instrument.conftest import PROGRAM_TIMEOUT_S, PROGRAMS, line_of, program_env
-from tests.instrument.test_multi_worker import _free_ports
+from tests.program_runs import PROGRAM_TIMEOUT_S, PROGRAMS, free_ports, line_of, program_env
 from tests.tui.tui_helpers import screen_text, wait_for
 from tfdbg_tui.app import DebuggerApp
 
@@ -43,7 +42,7 @@ async def _follow_the_job(s3_server, bucket) -> None:
     from tfdbg_tui.screens.run_picker import RunPickerScreen
 
     logdir = f"{bucket}/job"
-    ports = [str(p) for p in _free_ports(2)]
+    ports = [str(p) for p in free_ports(2)]
     # Worker 1, the one that goes non-finite, enables its dump a few seconds after
     # worker 0: the app opens worker 0's run first, and has to move by itself.
     env = dict(program_env(), **s3_server.env(), STEP_DELAY_S="1.5", BAD_WORKER_DELAY_S="6")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.commands.conftest import PROGRAMS, run_env, tfdbg_run
-from tests.instrument.conftest import line_of
+from tests.program_runs import line_of
 from tfdbg_tui import exit_codes as codes
 
 

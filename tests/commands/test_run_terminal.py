@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from tests.commands.conftest import PROGRAMS, ROOT
-from tests.instrument.conftest import line_of
+from tests.program_runs import line_of
 from tests.tui.test_tui_terminal import TmuxTerminal
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")

@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("tensorflow")
 
-from tests.instrument.conftest import ROOT, line_of, program_env
+from tests.program_runs import ROOT, line_of, program_env
 
 PROGRAM = pathlib.Path(__file__).resolve().parents[1] / "programs" / "late_nan.py"
 NAN_STEP = 250

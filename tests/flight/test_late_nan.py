@@ -9,7 +9,7 @@ import sys
 import reader
 from reader.run import liveness
 from tests.flight.conftest import LOG_LINE, NAN_STEP, PROGRAM, ROOT, STEPS, TIMEOUT_S, report_json
-from tests.instrument.conftest import program_env
+from tests.program_runs import program_env
 
 
 def test_the_root_cause_is_the_log_at_the_users_line(late_nan_logdir):

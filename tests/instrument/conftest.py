@@ -6,8 +6,6 @@ configuration are process-global, and a fresh process is what a user runs.
 
 from __future__ import annotations
 
-import os
-import pathlib
 import subprocess
 import sys
 
@@ -16,18 +14,10 @@ import pytest
 pytest.importorskip("tensorflow")
 
 from tests.instrument.dump_loader import Dump, load_run, run_dirs
+from tests.program_runs import PROGRAM_TIMEOUT_S, PROGRAMS, ROOT, program_env
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-PROGRAMS = ROOT / "tests" / "programs"
 ALL_MODES = ("NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH", "FULL_STATS", "SHAPE",
              "FULL_TENSOR")
-PROGRAM_TIMEOUT_S = 240
-
-
-def program_env() -> dict[str, str]:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    return env
 
 
 def run_program(args: list[str]) -> str:
@@ -36,14 +26,6 @@ def run_program(args: list[str]) -> str:
                             capture_output=True, text=True, timeout=PROGRAM_TIMEOUT_S)
     assert result.returncode == 0, f"{args} failed:\n{result.stderr[-4000:]}"
     return result.stdout
-
-
-def line_of(path: pathlib.Path | str, marker: str) -> int:
-    """1-based number of the line of ``path`` that contains ``marker``."""
-    for number, text in enumerate(pathlib.Path(path).read_text().splitlines(), 1):
-        if marker in text:
-            return number
-    raise AssertionError(f"{marker!r} not in {path}")
 
 
 @pytest.fixture(scope="session")

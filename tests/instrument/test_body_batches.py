@@ -12,8 +12,9 @@ import pytest
 
 from reader import format as fmt
 from reader.values import decode_value
-from tests.instrument.conftest import PROGRAMS, run_program
+from tests.instrument.conftest import run_program
 from tests.instrument.dump_loader import load_run, run_dirs
+from tests.program_runs import PROGRAMS
 
 ITERATIONS = 4
 X = np.array([0.5, -1.0, 2.0], np.float32)

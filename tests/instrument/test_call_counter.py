@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from reader.values import decode_value
-from tests.instrument.conftest import PROGRAMS, run_program
+from tests.instrument.conftest import run_program
 from tests.instrument.dump_loader import load_single_run
+from tests.program_runs import PROGRAMS
 
 PROGRAM = PROGRAMS / "call_counter.py"
 VARIANTS = ("view", "eager", "async")

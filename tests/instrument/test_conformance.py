@@ -26,7 +26,8 @@ import numpy as np
 import pytest
 
 import reader
-from tests.instrument.conftest import PROGRAMS, line_of, run_program
+from tests.instrument.conftest import run_program
+from tests.program_runs import PROGRAMS, line_of
 
 tf = pytest.importorskip("tensorflow")
 from tensorflow.python.debug.lib import debug_events_reader  # noqa: E402

@@ -11,8 +11,9 @@ import pytest
 import instrument
 from reader import format as fmt
 from reader.values import decode_value
-from tests.instrument.conftest import ALL_MODES, PROGRAMS, line_of
+from tests.instrument.conftest import ALL_MODES
 from tests.instrument.dump_loader import Dump
+from tests.program_runs import PROGRAMS, line_of
 
 WHILE_ITERATIONS = 3
 HEALTH = fmt.HEALTH_MODES

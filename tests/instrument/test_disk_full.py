@@ -20,7 +20,7 @@ import pytest
 import reader
 from reader import format as fmt
 from reader.run import liveness
-from tests.instrument.conftest import PROGRAM_TIMEOUT_S, PROGRAMS, ROOT, program_env
+from tests.program_runs import PROGRAM_TIMEOUT_S, PROGRAMS, ROOT, program_env
 
 STEPS = 1500  # FULL_HEALTH fills 2 MB in about 1,000 steps of this loop
 FAKE_DISK_BYTES = 1 << 20

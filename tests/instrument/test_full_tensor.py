@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from reader.values import decode_value
-from tests.instrument.conftest import PROGRAMS, run_program
+from tests.instrument.conftest import run_program
 from tests.instrument.dump_loader import Dump, load_run, run_dirs
+from tests.program_runs import PROGRAMS
 
 X = np.array([[1.5, -2.0, 0.0], [3.25, -0.5, 7.0]], np.float32)
 LOOP_ITERATIONS = 300

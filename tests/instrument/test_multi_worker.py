@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import subprocess
 import sys
 
@@ -16,29 +15,18 @@ import reader
 from instrument.api import distributed_task
 from reader.analysis.diagnosis import diagnose_cause
 from reader.analysis.workers import first_nonfinite_workers
-from tests.instrument.conftest import PROGRAM_TIMEOUT_S, PROGRAMS, line_of, program_env
+from tests.program_runs import PROGRAM_TIMEOUT_S, PROGRAMS, free_ports, line_of, program_env
 from tfdbg_tui.commands.report import main as report_main
 from tfdbg_tui.screens.run_picker import run_label
 
 PROGRAM = PROGRAMS / "multi_worker.py"
 
 
-def _free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
 @pytest.fixture(scope="module")
 def job(tmp_path_factory):
     """The logdir both workers wrote, and what each printed."""
     logdir = tmp_path_factory.mktemp("multi_worker") / "logdir"
-    ports = [str(p) for p in _free_ports(2)]
+    ports = [str(p) for p in free_ports(2)]
     workers = [subprocess.Popen([sys.executable, str(PROGRAM), str(logdir), str(i), *ports],
                                 env=program_env(), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True) for i in range(2)]

@@ -13,8 +13,9 @@ import reader
 from reader import format as fmt
 from reader.analysis.diagnosis import diagnose_alert
 from reader.values import decode_value
-from tests.instrument.conftest import PROGRAMS, ROOT, line_of, program_env, run_program
+from tests.instrument.conftest import run_program
 from tests.instrument.dump_loader import decode_file, load_run, load_single_run, run_dirs
+from tests.program_runs import PROGRAMS, ROOT, line_of, program_env
 
 EXAMPLE = ROOT / "instrument" / "examples" / "debug_mnist.py"
 

@@ -9,7 +9,8 @@ import pytest
 import reader
 from reader import format as fmt
 from reader.analysis.diagnosis import diagnose_cause
-from tests.instrument.conftest import PROGRAMS, line_of, run_program
+from tests.instrument.conftest import run_program
+from tests.program_runs import PROGRAMS, line_of
 
 SHAPES = PROGRAMS / "shapes.py"
 XLA_MODES = ("FULL_HEALTH", "CURT_HEALTH", "CONCISE_HEALTH", "SHAPE", "NO_TENSOR",

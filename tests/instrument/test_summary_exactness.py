@@ -264,7 +264,8 @@ def test_a_diverging_training_loop_reads_back_with_its_statistics(tmp_path):
     import json
 
     import reader
-    from tests.instrument.conftest import PROGRAMS, run_program
+    from tests.instrument.conftest import run_program
+    from tests.program_runs import PROGRAMS
 
     stdout = run_program([str(PROGRAMS / "full_stats.py"), str(tmp_path)])
     predictions = [np.array(p, dtype=np.float32).astype(np.float64)

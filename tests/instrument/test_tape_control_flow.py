@@ -14,8 +14,9 @@ import pytest
 
 from reader import format as fmt
 from reader.values import decode_value
-from tests.instrument.conftest import PROGRAMS, run_program
+from tests.instrument.conftest import run_program
 from tests.instrument.dump_loader import load_single_run
+from tests.program_runs import PROGRAMS
 
 PROGRAM = PROGRAMS / "tape_control_flow.py"
 MODES = (fmt.NO_TENSOR, fmt.FULL_HEALTH, fmt.FULL_TENSOR)

@@ -7,8 +7,9 @@ import json
 import pytest
 
 from reader import format as fmt
-from tests.instrument.conftest import PROGRAMS, run_program
+from tests.instrument.conftest import run_program
 from tests.instrument.dump_loader import load_single_run
+from tests.program_runs import PROGRAMS
 
 PROGRAM = PROGRAMS / "tape_and_fallback.py"
 

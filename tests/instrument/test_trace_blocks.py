@@ -136,7 +136,8 @@ def test_values_nothing_uses_are_not_traced(tmp_path, mode):
     recorded with their trace points but never traced, so the traced step does not
     compute them; the other traced tensors are traced at each of the three steps."""
     import reader
-    from tests.instrument.conftest import PROGRAMS, run_program
+    from tests.instrument.conftest import run_program
+    from tests.program_runs import PROGRAMS
 
     run_program([str(PROGRAMS / "dead_values.py"), str(tmp_path), mode])
     with reader.open_run(tmp_path / mode) as dump:

@@ -123,23 +123,31 @@ def write_metadata_id_2_32(logdir: str) -> str:
     return path
 
 
-# 1 GiB of zeros deflates to about 1 MiB: the bomb's declared shape is honest.
+# 1 GiB of zeros deflates to about 4.5 MiB: the bomb's declared shape is honest.
 BOMB_BYTES = 1 << 30
+# Zeros are compressed in blocks of this many bytes (`zlib_of_zeros`).
+_ZEROS_BLOCK = 1 << 24
 
 
 @functools.lru_cache(maxsize=8)
 def zlib_of_zeros(size: int) -> bytes:
-    """A zlib stream of ``size`` zero bytes, made without holding them all."""
+    """A zlib stream of ``size`` zero bytes, made without compressing them all.
+
+    After a full flush deflate starts afresh, so every further block of zeros compresses
+    to the same bytes: the stream is the first block, the second repeated, the rest, and
+    the Adler-32 of ``size`` zeros, ``(size mod 65521) << 16 | 1``. (Compressing 1 GiB
+    took 1.3 s; this takes 0.07 s.)
+    """
+    blocks, rest = divmod(size, _ZEROS_BLOCK)
     compressor = zlib.compressobj(1)
-    block = bytes(min(size, 1 << 24))
-    parts = []
-    left = size
-    while left:
-        take = min(left, len(block))
-        parts.append(compressor.compress(block[:take] if take < len(block) else block))
-        left -= take
-    parts.append(compressor.flush())
-    return b"".join(parts)
+    if blocks < 2:
+        return compressor.compress(bytes(size)) + compressor.flush()
+    block = bytes(_ZEROS_BLOCK)
+    first = compressor.compress(block) + compressor.flush(zlib.Z_FULL_FLUSH)
+    repeated = compressor.compress(block) + compressor.flush(zlib.Z_FULL_FLUSH)
+    end = compressor.compress(bytes(rest)) + compressor.flush()
+    checksum = ((size % 65521) << 16 | 1).to_bytes(4, "big")
+    return b"".join((first, repeated * (blocks - 1), end[:-4], checksum))
 
 
 def bomb_value(size: int = BOMB_BYTES, codec: str = fmt.CODEC_ZLIB,

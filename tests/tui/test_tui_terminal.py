@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 # How long a screen may take to show what is waited for (a busy machine), and how
 # often it is looked at meanwhile.
 SCREEN_TIMEOUT_S = 60.0
-POLL_S = 0.1
+POLL_S = 0.05
 
 
 class TmuxTerminal:

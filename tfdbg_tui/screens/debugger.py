@@ -17,7 +17,6 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.events import Key, MouseDown, Resize
 from textual.screen import Screen
-from textual.widgets import Footer
 from textual.worker import get_current_worker
 
 import reader as dump_reader_module
@@ -58,6 +57,7 @@ from tfdbg_tui.screens.run_comparison import AlignmentLoaded, ComparisonFailed, 
 from tfdbg_tui.screens.trace_navigation import TraceFound, TraceNavigation, ValueLoaded
 from tfdbg_tui.text.literal import literal
 from tfdbg_tui.widgets.diagnosis_line import DiagnosisLine
+from tfdbg_tui.widgets.key_footer import KeyFooter
 from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.pane import SECTIONS
 from tfdbg_tui.widgets.status_line import StatusLine
@@ -167,7 +167,7 @@ class DebuggerScreen(Screen):
                 yield GraphStructurePane()
                 yield StackTracePane()
                 yield SourceCodePane()
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#graph-execution").focus()
@@ -490,7 +490,8 @@ class DebuggerScreen(Screen):
     def on_resize(self, event: Resize) -> None:
         # The footer's "^p Commands" takes 12 columns the pane keys need at 80
         # (Ctrl+P still works; `?` lists it).
-        self.query_one(Footer).show_command_palette = event.size.width >= COMMANDS_IN_FOOTER_WIDTH
+        footer = self.query_one(KeyFooter)
+        footer.show_command_palette = event.size.width >= COMMANDS_IN_FOOTER_WIDTH
 
     # -- keys -----------------------------------------------------------------------------
 

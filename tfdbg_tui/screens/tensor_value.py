@@ -7,10 +7,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tfdbg_tui.panes.tensor_value import TensorValueList
 from tfdbg_tui.text.literal import literal
+from tfdbg_tui.widgets.key_footer import KeyFooter
 from tfdbg_tui.widgets.trend_charts import ValueHistogram
 
 
@@ -38,7 +39,7 @@ class TensorValueScreen(ModalScreen[None]):
         yield Static(Text("Value of " + literal(self.title_text)), id="value-title")
         yield ValueHistogram(self.value, id="value-histogram")
         yield TensorValueList(self.value, id="tensor-value")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one(TensorValueList).focus()

@@ -17,7 +17,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from reader.analysis.dump_reader import DumpReader
 from reader.analysis.trends import SERIES, SERIES_TITLES, Trends
@@ -25,6 +25,7 @@ from reader.analysis.watch_rules import WatchReport, hits_of_row, watch
 from reader.errors import DumpError
 from tfdbg_tui.models.trend_cells import number
 from tfdbg_tui.text.literal import literal
+from tfdbg_tui.widgets.key_footer import KeyFooter
 from tfdbg_tui.widgets.trend_charts import ANOMALY_MARK, HARMFUL_MARK, SeriesChart, TrendHeatmap
 
 # Rule hits listed under the chart (the selected row's, else the run's first).
@@ -91,7 +92,7 @@ class TrendsScreen(Screen[None]):
         yield Static("", id="trends-cell")
         yield SeriesChart(id="trends-chart")
         yield Static("", id="trends-hits")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         self.load()
