@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from instrument import summaries
+from instrument.dump.flight_recorder import values_alert
 from instrument.dump.value_encoding import tensor_value_record
 from instrument.summaries import summary_ops
 from instrument.tracing.trace_queue import TraceSink, compress_values, discard_traces
@@ -105,7 +106,9 @@ class HostTraceBuffer:
                 self._value_bytes = 0
             alert = None
             if values is not None:
-                values, alert = compress_values(values, self._seeking_alert)
+                # Looked at before they may be compressed (`compress_values`).
+                alert = values_alert(values) if self._seeking_alert() else None
+                values = compress_values(values)
             with self.lock:
                 self._sink(tps, rows, values, None, alert)
             return count

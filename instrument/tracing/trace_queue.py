@@ -35,7 +35,6 @@ from typing import Any, Protocol
 import numpy as np
 
 from instrument import summaries
-from instrument.dump.flight_recorder import values_alert
 from instrument.dump.value_encoding import COMPRESSION
 from instrument.summaries import summary_ops
 from instrument.tf_internals.eager_runtime import host_view
@@ -393,7 +392,7 @@ class TraceQueue:
         alert = value_batches.holds_nonfinite(components, values) \
             if self._seeking_alert() else None
         if compress:
-            values, _ = compress_values(values, lambda: False)
+            values = compress_values(values)
         with self.lock:
             self._sink(trace_points, None, values,
                        np.full(len(trace_points), ordinal, dtype=np.int64), alert)
@@ -425,16 +424,11 @@ def in_control_flow_gradient(graph: Any) -> bool:
     return False
 
 
-def compress_values(values: list[dict[str, Any]], seeking_alert: Callable[[], bool]
-                    ) -> tuple[list[dict[str, Any]], bool | None]:
-    """FULL_TENSOR values compressed if a core is spare (`COMPRESSION`), and whether
-    they held NaN or infinity: the sink cannot look inside compressed values, so they
-    are looked at first, while ``seeking_alert()`` says the sink still wants to know.
-    The flag is None when they were not looked at (the sink looks, if it wants to)."""
-    if not COMPRESSION.core_is_spare():
-        return values, None
-    alert = values_alert(values) if seeking_alert() else None
-    return COMPRESSION.encode_all(values), alert
+def compress_values(values: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """FULL_TENSOR values compressed if a core is spare (`COMPRESSION`). The sink
+    cannot look inside compressed values: a caller that may compress them looks for
+    NaN and infinity first, while the sink still wants to know."""
+    return COMPRESSION.encode_all(values) if COMPRESSION.core_is_spare() else values
 
 
 def discard_traces(trace_points: np.ndarray, rows: np.ndarray | None,

@@ -169,7 +169,7 @@ def holds_nonfinite(components: list[np.ndarray], values: list[Any]) -> bool:
             bits = np.frombuffer(raw[begin:end], dtype=_NUMPY_DTYPES[enum])
             if np.any((bits & 0x7F80) == 0x7F80):
                 return True
-        elif _NUMPY_DTYPES[enum].kind in "fc" and end > begin:
+        elif _NUMPY_DTYPES[enum].kind in "fc":
             if not all_finite(np.frombuffer(raw[begin:end], dtype=_NUMPY_DTYPES[enum])):
                 return True
     return values_alert(from_protos)
