@@ -46,6 +46,8 @@ class DebuggerApp(App[int]):
 
     CSS_PATH = "app.tcss"
     TITLE = "tfdbg-tui"
+    # A zoomed pane keeps the footer below it (Textual's default names its own Footer).
+    ALLOW_IN_MAXIMIZED_VIEW = "KeyFooter"
 
     BINDINGS = [
         Binding("question_mark", "show_keys", "Keys", key_display="?",

@@ -9,7 +9,8 @@ import pytest
 from tests.synthetic import write_nan_dump
 from tests.tui.tui_helpers import hunted_app, screen_text, wait_for
 from tfdbg_tui.app import DebuggerApp
-from tfdbg_tui.screens.help import help_text
+from tfdbg_tui.screens.help import HelpScreen, help_text
+from tfdbg_tui.widgets.key_footer import KeyFooter
 
 LONG_RUN_ID = "20231114T221320-a-rather-long-hostname.cluster.example.org-4242-abcdef"
 
@@ -89,3 +90,24 @@ async def test_keys_hidden_from_the_footer_are_listed_by_question_mark(nan_logdi
         for line in ("Go to the selected op's first input", "Alerts only", "First alert trace",
                      "Ctrl+P"):
             assert line in text
+
+
+async def test_a_footer_key_clicked_is_pressed_and_hovered_shows_its_tooltip(nan_logdir):
+    """The footer is one line of text: a click on a key's label (its description
+    too) runs that key; hovering it shows the binding's tooltip."""
+    async with hunted_app(nan_logdir, (120, 30)) as (app, pilot):
+        await wait_for(pilot, lambda: "? Keys" in footer(app), what="? in the footer")
+        column = footer(app).index("? Keys") + len("? K")
+        await pilot.hover(KeyFooter, offset=(column, 0))
+        await wait_for(pilot, lambda: app.screen.query_one(KeyFooter).tooltip
+                       == "List every key", what="the tooltip of ?")
+        await pilot.click(KeyFooter, offset=(column, 0))
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="the keys")
+        # Between two keys nothing is pressed.
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen), what="close")
+        gap = footer(app).index(" ? Keys")
+        screen = app.screen
+        await pilot.click(KeyFooter, offset=(gap, 0))
+        await pilot.pause()
+        assert app.screen is screen
