@@ -14,9 +14,10 @@ See docs/reader.md. This package imports neither TensorFlow, Textual nor Rich.
 
 from __future__ import annotations
 
+import importlib
 import os
+from typing import TYPE_CHECKING, Any
 
-from reader.analysis.dump_reader import DumpReader
 from reader.errors import (
     DamagedDumpError,
     DumpError,
@@ -25,24 +26,46 @@ from reader.errors import (
     NoRunsYetError,
     UnknownIdError,
 )
-from reader.model import (
-    ALERT_TYPES,
-    Alert,
-    AlertSummary,
-    Execution,
-    Frame,
-    Graph,
-    Op,
-    RootCause,
-    RunInfo,
-    RunMetadata,
-    SourceFile,
-    Summary,
-    TensorRef,
-    Trace,
-    UpdateReport,
-)
-from reader.run.run_dir import is_run_dir, list_runs, resolve_run_path
+
+if TYPE_CHECKING:
+    from reader.analysis.dump_reader import DumpReader
+    from reader.model import (
+        ALERT_TYPES,
+        Alert,
+        AlertSummary,
+        Execution,
+        Frame,
+        Graph,
+        Op,
+        RootCause,
+        RunInfo,
+        RunMetadata,
+        SourceFile,
+        Summary,
+        TensorRef,
+        Trace,
+        UpdateReport,
+    )
+    from reader.run.run_dir import is_run_dir, list_runs, resolve_run_path
+
+# Imported when first asked for: the errors alone (all a command's failure needs,
+# `tfdbg-tui --version` included) come without numpy and the indexes.
+_HOMES = {
+    **dict.fromkeys(("ALERT_TYPES", "Alert", "AlertSummary", "Execution", "Frame", "Graph",
+                     "Op", "RootCause", "RunInfo", "RunMetadata", "SourceFile", "Summary",
+                     "TensorRef", "Trace", "UpdateReport"), "reader.model"),
+    "DumpReader": "reader.analysis.dump_reader",
+    **dict.fromkeys(("is_run_dir", "list_runs", "resolve_run_path"), "reader.run.run_dir"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'reader' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
 
 
 def open_run(logdir: str | os.PathLike[str], run_id: str | None = None) -> DumpReader:
@@ -57,6 +80,9 @@ def open_run(logdir: str | os.PathLike[str], run_id: str | None = None) -> DumpR
         FormatVersionError: The run was written by a newer major format version.
         DamagedDumpError: Not even the run's metadata is readable.
     """
+    from reader.analysis.dump_reader import DumpReader
+    from reader.run.run_dir import resolve_run_path
+
     return DumpReader(resolve_run_path(logdir, run_id))
 
 

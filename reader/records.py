@@ -10,7 +10,6 @@ from collections.abc import Callable
 from typing import Any
 
 from reader import format as fmt
-from reader import values
 from reader.limits import is_int
 from reader.model import DUMPER_TFDBG_TUI, Execution, RunMetadata, Summary
 
@@ -92,6 +91,10 @@ def row_summary(mode: str, row: Any) -> Summary | None:
 
 
 def value_summary(stored: Any) -> Summary | None:
+    # Here, not at the top: listing runs (`reader.run.run_dir`) reads records too, and
+    # needs no numpy.
+    from reader import values
+
     if not isinstance(stored, dict):
         return None
     row = values.summary_row(stored)

@@ -268,3 +268,26 @@ def test_report_json_never_imports_rich(tmp_path: pathlib.Path) -> None:
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.split() == ["0", "[]"], result.stdout
+
+
+def test_a_command_line_the_app_refuses_never_imports_numpy(tmp_path: pathlib.Path) -> None:
+    """`tfdbg-tui --version`, a bad option and a logdir that does not exist answer in
+    one line without loading numpy, the indexes or Textual (the errors alone)."""
+    program = textwrap.dedent(f"""
+        import contextlib, io, sys
+        from tfdbg_tui.cli import main
+        statuses = []
+        for argv in (["--version"], ["--no-such-option"], [{str(tmp_path / "nope")!r}]):
+            with contextlib.redirect_stdout(io.StringIO()), \\
+                    contextlib.redirect_stderr(io.StringIO()):
+                try:
+                    statuses.append(main(argv))
+                except SystemExit as exit:
+                    statuses.append(exit.code)
+        print(*statuses, sorted({{m.split(".")[0] for m in sys.modules}}
+                                & {{"numpy", "textual", "rich", "msgpack"}}))
+    """)
+    result = subprocess.run([sys.executable, "-c", program], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["0", "2", "3", "['msgpack']"], result.stdout

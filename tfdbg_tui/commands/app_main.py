@@ -78,7 +78,6 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import reader
     from reader.errors import DumpError, NoRunsYetError
-    from tfdbg_tui.models.hunt import open_for_landing
 
     try:
         runs = reader.list_runs(args.logdir)
@@ -101,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         # at once (newer format, no such run, damaged metadata) gets its one-line error
         # here; a big one keeps indexing, then reads what the app lands on, while the
         # app is imported and paints its first frame.
+        from tfdbg_tui.models.hunt import open_for_landing
+
         started = time.monotonic()
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tfdbg-tui-open")
         opening = executor.submit(open_for_landing, args.logdir, args.run, runs)
