@@ -193,21 +193,26 @@ _WRITE_TF = _PRELUDE + textwrap.dedent("""
     print(json.dumps({"write_s": time.time() - t}))
 """)
 
+# TensorFlow's DebugDataReader on a dump: argv[2] says which digests its UI lists,
+# "traces" (graph execution traces) or "executions" (eager executions).
 _MEASURE_TF = _PRELUDE + textwrap.dedent("""
     import random
     from tensorflow.python.debug.lib import debug_events_reader
-    path = sys.argv[1]
+    path, kind = sys.argv[1], sys.argv[2]
     base = rss_mb()
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     r = debug_events_reader.DebugDataReader(path)
     r.update()
-    digests = r.graph_execution_traces(digest=True)
-    index_s = time.perf_counter() - t
-    out = {"n": len(digests), "index_s": index_s, "rss_mb": peak_mb() - base}
+    if kind == "traces":
+        digests, read = r.graph_execution_traces(digest=True), r.read_graph_execution_trace
+    else:
+        digests, read = r.executions(digest=True), r.read_execution
+    out = {"n": len(digests), "index_s": time.perf_counter() - t,
+           "index_cpu_s": time.process_time() - cpu, "rss_mb": peak_mb() - base}
     picks = [random.randrange(len(digests)) for _ in range(1000)]
     t = time.perf_counter()
     for i in picks:
-        r.read_graph_execution_trace(digests[i])
+        read(digests[i])
     out["fetch_us"] = (time.perf_counter() - t) / len(picks) * 1e6
     print(json.dumps(out))
 """)
@@ -250,7 +255,7 @@ def bench_tensorflow(workdir: str, traces: int) -> dict:
     out: dict = {}
     tf_dir = os.path.join(workdir, "tf")
     out["tf_write"] = _run(_WRITE_TF, tf_dir, str(iters), "tf")
-    out["tf"] = _run(_MEASURE_TF, tf_dir)
+    out["tf"] = _run(_MEASURE_TF, tf_dir, "traces")
     out["tf"]["dump_mb"] = _dir_mb(tf_dir)
     ours_dir = os.path.join(workdir, "instrumented")
     try:

@@ -161,24 +161,6 @@ _MEASURE_OURS_EAGER = _PRELUDE + textwrap.dedent("""
     print(json.dumps(out))
 """)
 
-_MEASURE_TF_EAGER = _PRELUDE + textwrap.dedent("""
-    import random
-    from tensorflow.python.debug.lib import debug_events_reader
-    path = sys.argv[1]
-    base = rss_mb()
-    t, cpu = time.perf_counter(), time.process_time()
-    r = debug_events_reader.DebugDataReader(path)
-    r.update()
-    digests = r.executions(digest=True)
-    out = {"n": len(digests), "index_s": time.perf_counter() - t,
-           "index_cpu_s": time.process_time() - cpu, "rss_mb": peak_mb() - base}
-    picks = [random.randrange(len(digests)) for _ in range(1000)]
-    t = time.perf_counter()
-    for i in picks:
-        r.read_execution(digests[i])
-    out["fetch_us"] = (time.perf_counter() - t) / len(picks) * 1e6
-    print(json.dumps(out))
-""")
 # Eager executions a step of _WRITE_EAGER.
 _EAGER_PER_STEP = 25
 
@@ -202,7 +184,7 @@ def bench_eager(workdir: str, executions: int, written: int, mode: str, repeats:
     out["ours"]["index_s_runs"] = [round(run["index_s"], 3) for run in runs]
     out["ours"]["index_cpu_s_runs"] = [round(run["index_cpu_s"], 3) for run in runs]
     if with_tensorflow:
-        out["tf"] = _run(_MEASURE_TF_EAGER, path)
+        out["tf"] = _run(_MEASURE_TF, path, "executions")
         out["speedup"] = out["tf"]["index_s"] / out["ours"]["index_s"]
     return out
 
@@ -212,7 +194,7 @@ def bench(workdir: str, traces: int) -> dict:
     path = os.path.join(workdir, "tf")
     out: dict = {"write": _run(_WRITE_TF, path, str(max(traces // 12, 1)), "tf")}
     out["dump_mb"] = _dir_mb(path)
-    out["tf"] = _run(_MEASURE_TF, path)
+    out["tf"] = _run(_MEASURE_TF, path, "traces")
     out["ours"] = _run(_MEASURE_OURS, path)
     out["speedup"] = out["tf"]["index_s"] / out["ours"]["index_s"]
     return out
