@@ -9,6 +9,7 @@ raised to the writer, which stops recording (`instrument.dump.recording_stop`).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +39,8 @@ class RecordFile:
         # Records whose encoding waits for the flush, in order after `_buf`.
         self._deferred: list[tuple[dict[str, Any], Callable[[dict[str, Any]], None]]] = []
         self._deferred_bytes = 0
+        # When a flush first held the buffered records back (`flush`'s ``hold``).
+        self._held_since: float | None = None
         self.append(header)
 
     def append(self, record: dict[str, Any], *,
@@ -61,8 +64,9 @@ class RecordFile:
     def pending_bytes(self) -> int:
         return self._buf_bytes + self._deferred_bytes
 
-    def flush(self, *, sync: bool = False) -> None:
-        """Write every buffered record.
+    def flush(self, *, sync: bool = False, hold: bool = False) -> None:
+        """Write every buffered record; with ``hold``, keep them buffered instead while
+        the sink would rather take them later (`SegmentParts.holds`).
 
         Raises:
             OSError: The write failed; the buffered records are dropped and the file
@@ -78,6 +82,12 @@ class RecordFile:
                     self._add(piece)
             self._deferred.clear()
             self._deferred_bytes = 0
+        if hold and not sync and self._buf_bytes \
+                and self.sink.holds(self._buf_bytes, self._held_since):
+            if self._held_since is None:
+                self._held_since = time.monotonic()
+            return
+        self._held_since = None
         views = [memoryview(b) for b in self._buf]
         total = self._buf_bytes
         self._buf, self._buf_bytes = [], 0

@@ -5,7 +5,8 @@ its sink. A local segment is one file written with ``os.writev`` (and cut back a
 failed write); a segment on an object store, which cannot append and shows an object
 only once it is closed, is written as one closed **part** object per flush
 (docs/format.md, "Object stores"): a failed put leaves no object, so there is nothing
-to cut back.
+to cut back. A part worth it is put compressed (zlib): a reader fetches a tenth of
+the bytes of summary rows, and deflating them costs less than sending them would.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import time
+import zlib
 
 from reader import format as fmt
 from reader.storage import Store
@@ -28,7 +31,24 @@ _IOV_MAX = 1024
 # CPU a MB: 2.4 in 2 MB writes, 1.4 in 1 MB, 0.6 in 512 KB, 0.31 in 256 KB, 0.33 in
 # 128 KB, 0.35 in 64 KB, 0.84 in 4 KB (the calls' own cost).
 WRITE_BYTES = 256 << 10
-
+# Parts at least this large are put compressed when that pays: below it a request
+# costs the same whatever its size.
+COMPRESS_MIN_BYTES = 4 << 10
+# A part is put compressed when a deflated sample of it (its first bytes) shrinks to
+# at most this fraction: FULL_TENSOR values are deflated already where it pays, and
+# deflating them again would cost the writer time for nothing.
+COMPRESS_SAMPLE_BYTES = 64 << 10
+COMPRESS_MAX_RATIO = 0.8
+# zlib's fastest level: FULL_HEALTH rows deflate 9-15x at it (levels above gain a few
+# percent for several times the time).
+COMPRESS_LEVEL = 1
+# A part of the executions or graph traces (outside a circular buffer) is put once it
+# holds this many bytes, or once its first records waited `HOLD_S` (plus a flush
+# interval) to be put: each object costs a request to put and one to read however
+# small it is, and a flush of a few executions made one of some 160 bytes. A kill
+# loses up to 2 s of those streams then (docs/format.md, "Object stores").
+HOLD_BYTES = 64 << 10
+HOLD_S = 1.5
 
 
 class LocalSegment:
@@ -48,6 +68,11 @@ class LocalSegment:
         _write_all(self._fd, views)
         if sync:
             os.fsync(self._fd)
+
+    def holds(self, size: int, since: float | None) -> bool:
+        """False: a flush writes a file's records at once."""
+        del size, since
+        return False
 
     def cut_back(self, size: int) -> bool:
         """Cut the file back to ``size`` bytes; False when that failed too."""
@@ -77,20 +102,23 @@ class SegmentParts:
 
     Attributes:
         parts: How many parts were written.
+        names: The path of each part written, in order.
     """
 
     def __init__(self, store: Store, path: str) -> None:
         self.path = path
         self._store = store
         self.parts = 0
+        self.names: list[str] = []
 
-    def part_path(self, number: int) -> str:
-        """The object of part ``number``: ``<segment file name>`` with its number."""
+    def part_path(self, number: int, raw_size: int | None = None) -> str:
+        """The object of part ``number``: ``<segment file name>`` with its number (and,
+        compressed, the bytes it holds)."""
         parsed = fmt.parse_segment_filename(self._store.basename(self.path))
         if parsed is None:
             raise ValueError(f"not a segment: {self.path}")
         return self._store.join(self._store.dirname(self.path),
-                                fmt.part_filename(parsed[0], parsed[1], number))
+                                fmt.part_filename(parsed[0], parsed[1], number, raw_size))
 
     def write(self, views: list[memoryview], sync: bool) -> None:
         """Put the bytes as the next part (an object is durable once put: ``sync``
@@ -98,13 +126,21 @@ class SegmentParts:
         del sync
         if not any(len(view) for view in views):
             return
-        path = self.part_path(self.parts)
+        data = b"".join(views)
+        packed = compressed(data)
+        path = self.part_path(self.parts, None if packed is None else len(data))
         try:
-            self._store.put(path, b"".join(views))
+            self._store.put(path, data if packed is None else packed)
         except OSError as error:
             raise OSError(error.errno or errno.EIO, error.strerror or str(error), path) \
                 from None
         self.parts += 1
+        self.names.append(path)
+
+    def holds(self, size: int, since: float | None) -> bool:
+        """Whether ``size`` bytes buffered, held back since ``since`` (monotonic;
+        None: not yet), had better wait for more before they make a part."""
+        return size < HOLD_BYTES and (since is None or time.monotonic() - since < HOLD_S)
 
     def cut_back(self, size: int) -> bool:
         """Nothing to undo: a part that failed to be put does not exist."""
@@ -113,6 +149,18 @@ class SegmentParts:
 
     def close(self) -> None:
         """Nothing to close."""
+
+
+def compressed(data: bytes) -> bytes | None:
+    """``data`` as a zlib stream when putting it so pays, else None (`COMPRESS_*`)."""
+    if not COMPRESS_MIN_BYTES <= len(data) <= fmt.MAX_COMPRESSED_PART_BYTES:
+        return None
+    if len(data) > COMPRESS_SAMPLE_BYTES:
+        sample = data[:COMPRESS_SAMPLE_BYTES]
+        if len(zlib.compress(sample, COMPRESS_LEVEL)) > COMPRESS_MAX_RATIO * len(sample):
+            return None
+    packed = zlib.compress(data, COMPRESS_LEVEL)
+    return packed if len(packed) <= COMPRESS_MAX_RATIO * len(data) else None
 
 
 def _write_all(fd: int, views: list[memoryview]) -> None:

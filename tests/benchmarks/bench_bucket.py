@@ -25,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 
 import pytest
@@ -50,19 +51,42 @@ print(json.dumps({"traces": dump.num_traces, "setup_s": t1 - t0, "open_s": t2 - 
 """
 
 
+# This tree's `write_big_dump`, with the writer of the tree on PYTHONPATH.
+_WRITE = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("bench_synthetic", sys.argv[3])
+synthetic = sys.modules["bench_synthetic"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(synthetic)
+synthetic.write_big_dump(sys.argv[1], int(sys.argv[2]), alert_every=int(sys.argv[2]) // 2,
+                         varied=sys.argv[4] == "1")
+"""
+
+
 def _open(url: str, env: dict[str, str], tree: str = ROOT) -> dict:
+    started = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", _OPEN, url], env=dict(env, PYTHONPATH=tree),
                           cwd=tree, capture_output=True, text=True, timeout=600, check=False)
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-2000:])
     found = json.loads(done.stdout)
+    found["process_s"] = time.perf_counter() - started
     found["load"] = os.getloadavg()[0]
     return found
 
 
-def run(traces: int, rounds: int = 1, before: str | None = None) -> dict[str, list[dict]]:
+def _write(url: str, traces: int, varied: bool, env: dict[str, str], tree: str) -> None:
+    """The benchmark's run written into ``url`` by the writer of ``tree``."""
+    synthetic = os.path.join(ROOT, "tests", "synthetic.py")
+    subprocess.run([sys.executable, "-c", _WRITE, url, str(traces), synthetic,
+                    "1" if varied else "0"],
+                   env=dict(env, PYTHONPATH=tree), cwd=tree, timeout=600, check=True)
+
+
+def run(traces: int, rounds: int = 1, before: str | None = None,
+        varied: bool = False) -> dict[str, list[dict]]:
     """Each open's results per row, ``rounds`` times; with ``before`` (another tree of
-    the code) each row is measured with both trees, which take turns going first."""
+    the code) each row is measured with both trees, which take turns going first, each
+    reading the runs its own writer wrote. ``varied``: `write_big_dump`'s varied rows."""
     from tests.cloud.conftest import start_server, stop_server
     from tests.synthetic import write_big_dump
 
@@ -76,14 +100,23 @@ def run(traces: int, rounds: int = 1, before: str | None = None) -> dict[str, li
 
             bucket = f"bench-{uuid.uuid4().hex[:8]}"
             s3fs.S3FileSystem(skip_instance_cache=True).mkdir(bucket)
-            local = os.path.join(tmp, "logdir")
-            write_big_dump(local, traces, alert_every=traces // 2)
-            url = f"s3://{bucket}/logdir"
-            write_big_dump(url, traces, alert_every=traces // 2)
+            # Each tree reads the run its own writer wrote (the format may differ).
+            dumps = {}
+            for label, tree in trees.items():
+                local = os.path.join(tmp, f"logdir-{label}")
+                url = f"s3://{bucket}/logdir-{label}"
+                if tree == ROOT:
+                    write_big_dump(local, traces, alert_every=traces // 2, varied=varied)
+                    write_big_dump(url, traces, alert_every=traces // 2, varied=varied)
+                else:
+                    _write(local, traces, varied, env, tree)
+                    _write(url, traces, varied, env, tree)
+                dumps[label] = (local, url)
             results: dict[str, list[dict]] = {}
             for round_ in range(rounds):
                 order = list(trees.items())
                 for label, tree in order[::-1] if round_ % 2 else order:
+                    local, url = dumps[label]
                     cache = os.path.join(tmp, f"cache-{label}-{round_}")
                     env_tree = dict(env, TFDBG_TUI_CACHE_DIR=cache)
                     for name, found in (
@@ -111,7 +144,7 @@ def _reading(found: dict) -> float:
 def markdown(results: dict[str, list[dict]]) -> str:
     """Medians per row; each ratio against the median local open of the same tree."""
     lines = ["| open (s) | set-up | reading | total | total vs local | reading vs local | "
-             "load |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "process | load |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for name, founds in results.items():
         tree = founds[0]["tree"]
         local = statistics.median(_reading(f) for row, fs in results.items() for f in fs
@@ -119,9 +152,10 @@ def markdown(results: dict[str, list[dict]]) -> str:
         setup = statistics.median(f["setup_s"] for f in founds)
         reading = statistics.median(_reading(f) for f in founds)
         total = statistics.median(f["setup_s"] + _reading(f) for f in founds)
+        process = statistics.median(f["process_s"] for f in founds)
         loads = [f["load"] for f in founds]
         lines.append(f"| {name} | {setup:.2f} | {reading:.2f} | {total:.2f} | "
-                     f"{total / local:.1f}x | {reading / local:.1f}x | "
+                     f"{total / local:.1f}x | {reading / local:.1f}x | {process:.2f} | "
                      f"{min(loads):.1f}-{max(loads):.1f} |")
     return "\n".join(lines)
 
@@ -144,5 +178,7 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--before", metavar="TREE",
                         help="another checkout of the code, measured taking turns with this one")
+    parser.add_argument("--varied", action="store_true",
+                        help="rows that vary (deflate some 5x) instead of identical ones")
     args = parser.parse_args()
-    print(markdown(run(args.traces, args.rounds, args.before)))
+    print(markdown(run(args.traces, args.rounds, args.before, args.varied)))
