@@ -9,7 +9,6 @@ raised to the writer, which stops recording (`instrument.dump.recording_stop`).
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -39,8 +38,6 @@ class RecordFile:
         # Records whose encoding waits for the flush, in order after `_buf`.
         self._deferred: list[tuple[dict[str, Any], Callable[[dict[str, Any]], None]]] = []
         self._deferred_bytes = 0
-        # When a flush first held the buffered records back (`flush`'s ``hold``).
-        self._held_since: float | None = None
         self.append(header)
 
     def append(self, record: dict[str, Any], *,
@@ -65,8 +62,8 @@ class RecordFile:
         return self._buf_bytes + self._deferred_bytes
 
     def flush(self, *, sync: bool = False, hold: bool = False) -> None:
-        """Write every buffered record; with ``hold``, keep them buffered instead while
-        the sink would rather take them later (`SegmentParts.holds`).
+        """Write every buffered record; with ``hold``, a bucket's sink may keep them for
+        a later part (`SegmentParts.write`).
 
         Raises:
             OSError: The write failed; the buffered records are dropped and the file
@@ -82,17 +79,11 @@ class RecordFile:
                     self._add(piece)
             self._deferred.clear()
             self._deferred_bytes = 0
-        if hold and not sync and self._buf_bytes \
-                and self.sink.holds(self._buf_bytes, self._held_since):
-            if self._held_since is None:
-                self._held_since = time.monotonic()
-            return
-        self._held_since = None
         views = [memoryview(b) for b in self._buf]
         total = self._buf_bytes
         self._buf, self._buf_bytes = [], 0
         try:
-            self.sink.write(views, sync)
+            self.sink.write(views, sync, hold)
         except OSError:
             self.cut_back()
             raise

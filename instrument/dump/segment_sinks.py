@@ -16,6 +16,7 @@ import logging
 import os
 import time
 import zlib
+from typing import Any
 
 from reader import format as fmt
 from reader.storage import Store
@@ -34,20 +35,24 @@ WRITE_BYTES = 256 << 10
 # Parts at least this large are put compressed when that pays: below it a request
 # costs the same whatever its size.
 COMPRESS_MIN_BYTES = 4 << 10
-# A part is put compressed when a deflated sample of it (its first bytes) shrinks to
-# at most this fraction: FULL_TENSOR values are deflated already where it pays, and
+# A part is put compressed when a deflated sample of its first bytes shrinks to at
+# most this fraction: FULL_TENSOR values are deflated already where it pays, and
 # deflating them again would cost the writer time for nothing.
 COMPRESS_SAMPLE_BYTES = 64 << 10
 COMPRESS_MAX_RATIO = 0.8
 # zlib's fastest level: FULL_HEALTH rows deflate 9-15x at it (levels above gain a few
 # percent for several times the time).
 COMPRESS_LEVEL = 1
-# A part of the executions or graph traces (outside a circular buffer) is put once it
-# holds this many bytes, or once its first records waited `HOLD_S` (plus a flush
-# interval) to be put: each object costs a request to put and one to read however
-# small it is, and a flush of a few executions made one of some 160 bytes. A kill
-# loses up to 2 s of those streams then (docs/format.md, "Object stores").
-HOLD_BYTES = 64 << 10
+# With `hold` (the periodic flush of the executions and graph traces, outside a
+# circular buffer) a part is put once it is this large as put (deflated), or holds
+# `PART_BYTES` of the segment, or its first bytes waited `HOLD_S` (plus a flush
+# interval): each object costs a request to put and one to read however small it is,
+# and a flush of a few executions made one of some 160 bytes, one of a million traces'
+# 1 MiB flushes twenty objects. A kill loses up to 2 s of those streams then
+# (docs/format.md, "Object stores"). What waits is deflated already: the writer holds
+# at most `HOLD_BYTES` a segment, whatever it holds of the segment.
+HOLD_BYTES = 1 << 20
+PART_BYTES = 16 << 20
 HOLD_S = 1.5
 
 
@@ -60,19 +65,15 @@ class LocalSegment:
         self._fd = -1
         self._closed = False
 
-    def write(self, views: list[memoryview], sync: bool) -> None:
-        """Raises OSError."""
+    def write(self, views: list[memoryview], sync: bool, hold: bool = False) -> None:
+        """Raises OSError. (``hold`` is for a bucket: a file is written at once.)"""
+        del hold
         if self._fd < 0 and not self._closed:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND,
                                0o644)
         _write_all(self._fd, views)
         if sync:
             os.fsync(self._fd)
-
-    def holds(self, size: int, since: float | None) -> bool:
-        """False: a flush writes a file's records at once."""
-        del size, since
-        return False
 
     def cut_back(self, size: int) -> bool:
         """Cut the file back to ``size`` bytes; False when that failed too."""
@@ -98,7 +99,9 @@ class LocalSegment:
 
 
 class SegmentParts:
-    """A segment in a bucket: each write is one closed part object, numbered on.
+    """A segment in a bucket: closed part objects, numbered on. Each write is put as
+    the next part, or, with ``hold``, kept (deflated, when that pays) for a part put
+    later (`HOLD_BYTES`, `PART_BYTES`, `HOLD_S`).
 
     Attributes:
         parts: How many parts were written.
@@ -110,6 +113,13 @@ class SegmentParts:
         self._store = store
         self.parts = 0
         self.names: list[str] = []
+        # The next part, while held: its bytes as they will be put, how many segment
+        # bytes they hold, its deflater (None: put as they are), and when it began.
+        self._chunks: list[bytes] = []
+        self._stored = 0
+        self._raw = 0
+        self._deflater: Any = None
+        self._since = 0.0
 
     def part_path(self, number: int, raw_size: int | None = None) -> str:
         """The object of part ``number``: ``<segment file name>`` with its number (and,
@@ -120,27 +130,45 @@ class SegmentParts:
         return self._store.join(self._store.dirname(self.path),
                                 fmt.part_filename(parsed[0], parsed[1], number, raw_size))
 
-    def write(self, views: list[memoryview], sync: bool) -> None:
-        """Put the bytes as the next part (an object is durable once put: ``sync``
-        changes nothing). Raises OSError naming the part."""
-        del sync
-        if not any(len(view) for view in views):
-            return
-        data = b"".join(views)
-        packed = compressed(data)
-        path = self.part_path(self.parts, None if packed is None else len(data))
+    def write(self, views: list[memoryview], sync: bool, hold: bool = False) -> None:
+        """Add the bytes to the next part and put it (an object is durable once put:
+        ``sync`` only says not to hold); with ``hold``, put it only once it is due.
+        Raises OSError naming the part (what it held is lost)."""
+        size = sum(len(view) for view in views)
+        if size and self._raw and self._raw + size > PART_BYTES:
+            self._put()
+        if size:
+            data = b"".join(views)
+            if not self._raw:
+                self._deflater = zlib.compressobj(COMPRESS_LEVEL) \
+                    if worth_compressing(data) else None
+                self._since = time.monotonic()
+            chunk = data if self._deflater is None else self._deflater.compress(data)
+            self._chunks.append(chunk)
+            self._stored += len(chunk)
+            self._raw += size
+        if self._raw and not (hold and not sync and self._stored < HOLD_BYTES
+                              and self._raw < PART_BYTES
+                              and time.monotonic() - self._since < HOLD_S):
+            self._put()
+
+    def _put(self) -> None:
+        if self._deflater is not None:
+            self._chunks.append(self._deflater.flush())
+        raw_size = None if self._deflater is None else self._raw
+        data = b"".join(self._chunks)
+        self._drop()
+        path = self.part_path(self.parts, raw_size)
         try:
-            self._store.put(path, data if packed is None else packed)
+            self._store.put(path, data)
         except OSError as error:
             raise OSError(error.errno or errno.EIO, error.strerror or str(error), path) \
                 from None
         self.parts += 1
         self.names.append(path)
 
-    def holds(self, size: int, since: float | None) -> bool:
-        """Whether ``size`` bytes buffered, held back since ``since`` (monotonic;
-        None: not yet), had better wait for more before they make a part."""
-        return size < HOLD_BYTES and (since is None or time.monotonic() - since < HOLD_S)
+    def _drop(self) -> None:
+        self._chunks, self._stored, self._raw, self._deflater = [], 0, 0, None
 
     def cut_back(self, size: int) -> bool:
         """Nothing to undo: a part that failed to be put does not exist."""
@@ -148,19 +176,16 @@ class SegmentParts:
         return True
 
     def close(self) -> None:
-        """Nothing to close."""
+        """Drop what is held (a close that writes flushes first)."""
+        self._drop()
 
 
-def compressed(data: bytes) -> bytes | None:
-    """``data`` as a zlib stream when putting it so pays, else None (`COMPRESS_*`)."""
-    if not COMPRESS_MIN_BYTES <= len(data) <= fmt.MAX_COMPRESSED_PART_BYTES:
-        return None
-    if len(data) > COMPRESS_SAMPLE_BYTES:
-        sample = data[:COMPRESS_SAMPLE_BYTES]
-        if len(zlib.compress(sample, COMPRESS_LEVEL)) > COMPRESS_MAX_RATIO * len(sample):
-            return None
-    packed = zlib.compress(data, COMPRESS_LEVEL)
-    return packed if len(packed) <= COMPRESS_MAX_RATIO * len(data) else None
+def worth_compressing(data: bytes) -> bool:
+    """Whether a part that begins with ``data`` is to be put deflated (`COMPRESS_*`)."""
+    if not COMPRESS_MIN_BYTES <= len(data) <= fmt.MAX_COMPRESSED_PART_BYTES - PART_BYTES:
+        return False
+    sample = data[:COMPRESS_SAMPLE_BYTES]
+    return len(zlib.compress(sample, COMPRESS_LEVEL)) <= COMPRESS_MAX_RATIO * len(sample)
 
 
 def _write_all(fd: int, views: list[memoryview]) -> None:

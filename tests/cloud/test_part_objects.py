@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import uuid
-import zlib
 
 import numpy as np
 import pytest
@@ -83,7 +82,7 @@ def test_parts_worth_it_are_compressed_and_read_as_the_run_on_disk(bucket, s3fs_
 def test_parts_of_a_writer_that_compressed_none_still_read(bucket, s3fs_client, tmp_path,
                                                             monkeypatch):
     """A 2.3 or 2.4 writer's parts (never compressed) are read as before."""
-    monkeypatch.setattr(segment_sinks, "compressed", lambda data: None)
+    monkeypatch.setattr(segment_sinks, "worth_compressing", lambda data: False)
     run = _write(f"{bucket}/logdir")
     local = _write(str(tmp_path / "logdir"))
     assert all(fmt.parse_part_filename(n).raw_size is None
@@ -168,17 +167,45 @@ def test_small_parts_of_executions_and_traces_wait_for_more_definitions_never(
         assert len(_parts(store, run, stream)) == 2
     with reader.open_run(run.path) as dump:
         assert (dump.num_executions, dump.num_traces) == (2, 3)
-    # A flush asked for (and a close) puts everything at once; so does a large buffer.
+    # A flush asked for (and a close) puts everything at once.
     monkeypatch.setattr(segment_sinks, "HOLD_S", 60.0)
     add_step(run, [FINITE])
     run.writer.flush()
     assert len(_parts(store, run, fmt.STREAM_EXECUTIONS)) == 3
-    run.writer.add_traces(np.zeros(segment_sinks.HOLD_BYTES // 70, dtype=np.int32),
-                          summaries=np.tile(np.array(FINITE, np.float64),
-                                            (segment_sinks.HOLD_BYTES // 70, 1)))
-    run.writer._flush(hold=True)
-    assert len(_parts(store, run, fmt.STREAM_GRAPH_TRACES)) == 4
+    # So does a part that makes `HOLD_BYTES` as put, or holds `PART_BYTES`.
+    traces = len(_parts(store, run, fmt.STREAM_GRAPH_TRACES))
+    for limit in ("HOLD_BYTES", "PART_BYTES"):
+        kept = getattr(segment_sinks, limit)
+        monkeypatch.setattr(segment_sinks, limit, 50_000)
+        run.writer.add_traces(np.zeros(2000, dtype=np.int32),
+                              summaries=np.random.default_rng(0).random((2000, 9)))
+        run.writer._flush(hold=True)
+        traces += 1
+        assert len(_parts(store, run, fmt.STREAM_GRAPH_TRACES)) == traces, limit
+        monkeypatch.setattr(segment_sinks, limit, kept)
     run.writer.close()
+
+
+def test_flushes_held_in_one_compressed_part_read_as_on_disk(tmp_path, monkeypatch):
+    monkeypatch.setattr(segment_sinks, "HOLD_S", 60.0)
+    run, store = _memory_run(monkeypatch, tmp_path)
+    local = make_run(str(tmp_path / "logdir"))
+    rng = np.random.default_rng(5)
+    for flush in range(3):
+        rows = np.tile(np.array(FINITE, dtype=np.float64), (TRACES_PER_FLUSH, 1))
+        rows[:, 6] = rng.integers(0, 3, TRACES_PER_FLUSH)
+        rows[-1] = NAN if flush == 2 else rows[-1]
+        for each in (run, local):
+            each.writer.add_traces(np.arange(TRACES_PER_FLUSH, dtype=np.int32) % 3,
+                                   summaries=rows)
+            each.writer._flush(hold=True)
+    assert len(_parts(store, run, fmt.STREAM_GRAPH_TRACES)) == 1  # the header
+    run.writer.close()
+    local.writer.close()
+    names = _parts(store, run, fmt.STREAM_GRAPH_TRACES)
+    assert len(names) == 2 and fmt.parse_part_filename(names[1]).raw_size > 3 * 100_000
+    with reader.open_run(run.path) as dump, reader.open_run(local.path) as same:
+        assert contents(dump) == contents(same) and dump.num_traces == 3 * TRACES_PER_FLUSH
 
 
 def test_a_circular_buffer_holds_nothing_back(tmp_path, monkeypatch):
@@ -195,8 +222,7 @@ def test_a_circular_buffer_holds_nothing_back(tmp_path, monkeypatch):
 
 def test_incompressible_parts_are_put_as_they_are():
     noise = np.random.default_rng(0).bytes(200_000)
-    assert segment_sinks.compressed(noise) is None
-    assert segment_sinks.compressed(b"\0" * 1000) is None  # too small to be worth it
+    assert not segment_sinks.worth_compressing(noise)
+    assert not segment_sinks.worth_compressing(b"\0" * 1000)  # too small to be worth it
     rows = np.tile(np.array(FINITE, np.float64), (5000, 1)).tobytes()
-    packed = segment_sinks.compressed(rows)
-    assert packed is not None and zlib.decompress(packed) == rows
+    assert segment_sinks.worth_compressing(rows)
