@@ -61,6 +61,11 @@ class RecordFile:
     def pending_bytes(self) -> int:
         return self._buf_bytes + self._deferred_bytes
 
+    @property
+    def untouched(self) -> bool:
+        """Nothing written yet, and nothing buffered but the header."""
+        return self._size == 0 and len(self._buf) == 1 and not self._deferred
+
     def flush(self, *, sync: bool = False, hold: bool = False) -> None:
         """Write every buffered record; with ``hold``, a bucket's sink may keep them for
         a later part (`SegmentParts.write`).

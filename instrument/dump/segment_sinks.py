@@ -114,11 +114,13 @@ class SegmentParts:
         self.parts = 0
         self.names: list[str] = []
         # The next part, while held: its bytes as they will be put, how many segment
-        # bytes they hold, its deflater (None: put as they are), and when it began.
+        # bytes they hold, its deflater (None: put as they are, or not judged yet:
+        # `_judge`), and when it began.
         self._chunks: list[bytes] = []
         self._stored = 0
         self._raw = 0
         self._deflater: Any = None
+        self._judged = False
         self._since = 0.0
 
     def part_path(self, number: int, raw_size: int | None = None) -> str:
@@ -140,17 +142,29 @@ class SegmentParts:
         if size:
             data = b"".join(views)
             if not self._raw:
-                self._deflater = zlib.compressobj(COMPRESS_LEVEL) \
-                    if worth_compressing(data) else None
                 self._since = time.monotonic()
-            chunk = data if self._deflater is None else self._deflater.compress(data)
-            self._chunks.append(chunk)
-            self._stored += len(chunk)
+                self._judged = False
+            if self._deflater is not None:
+                data = self._deflater.compress(data)
+            self._chunks.append(data)
+            self._stored += len(data)
             self._raw += size
+            if not self._judged and self._raw >= COMPRESS_MIN_BYTES:
+                self._judge()
         if self._raw and not (hold and not sync and self._stored < HOLD_BYTES
                               and self._raw < PART_BYTES
                               and time.monotonic() - self._since < HOLD_S):
             self._put()
+
+    def _judge(self) -> None:
+        """Whether the part is to be deflated, once it has enough bytes to tell: its
+        bytes so far are then deflated, and the rest as they come."""
+        self._judged = True
+        data = b"".join(self._chunks)
+        if worth_compressing(data):
+            self._deflater = zlib.compressobj(COMPRESS_LEVEL)
+            self._chunks = [self._deflater.compress(data)]
+            self._stored = len(self._chunks[0])
 
     def _put(self) -> None:
         if self._deflater is not None:
@@ -169,6 +183,7 @@ class SegmentParts:
 
     def _drop(self) -> None:
         self._chunks, self._stored, self._raw, self._deflater = [], 0, 0, None
+        self._judged = False
 
     def cut_back(self, size: int) -> bool:
         """Nothing to undo: a part that failed to be put does not exist."""
@@ -181,7 +196,9 @@ class SegmentParts:
 
 
 def worth_compressing(data: bytes) -> bool:
-    """Whether a part that begins with ``data`` is to be put deflated (`COMPRESS_*`)."""
+    """Whether a part that begins with ``data`` is to be put deflated (`COMPRESS_*`):
+    its first bytes deflate well, and a part of at most `PART_BYTES` more stays within
+    what a reader inflates."""
     if not COMPRESS_MIN_BYTES <= len(data) <= fmt.MAX_COMPRESSED_PART_BYTES - PART_BYTES:
         return False
     sample = data[:COMPRESS_SAMPLE_BYTES]

@@ -125,9 +125,11 @@ class DumpWriter:
         record.update({k: v for k, v in run_info.items() if k != "k"})
         record["run"] = self.run_id
         self._files[fmt.STREAM_METADATA].append(record)
-        # Not `flush()`: a dump that cannot be written at all fails the enable.
+        # Not `flush()`: a dump that cannot be written at all fails the enable. In a
+        # bucket the metadata's part proves that; the other headers wait for records.
         for stream in fmt.STREAMS:
-            self._files[stream].flush()
+            if stream == fmt.STREAM_METADATA or not self._run.store.remote:
+                self._files[stream].flush()
         self._flusher: threading.Thread | None = None
         if flush_interval_s is not None:
             self._flusher = threading.Thread(
@@ -231,6 +233,9 @@ class DumpWriter:
                 return
             for stream in fmt.STREAMS:
                 file = self._files[stream]
+                if hold and file.untouched and self._run.store.remote \
+                        and not self._rotation.bounds(stream):
+                    continue  # a part of a header alone: one more object to read
                 try:
                     if self._rotation.rotates(stream):
                         self._rotation.write(stream, sync=sync, hold=hold)

@@ -14,6 +14,7 @@ import pytest
 
 import reader
 from instrument.dump import segment_sinks
+from instrument.dump.writer import DumpWriter
 from reader import format as fmt
 from reader import object_store
 from tests.cloud.test_bucket_logdirs import contents
@@ -206,6 +207,35 @@ def test_flushes_held_in_one_compressed_part_read_as_on_disk(tmp_path, monkeypat
     assert len(names) == 2 and fmt.parse_part_filename(names[1]).raw_size > 3 * 100_000
     with reader.open_run(run.path) as dump, reader.open_run(local.path) as same:
         assert contents(dump) == contents(same) and dump.num_traces == 3 * TRACES_PER_FLUSH
+
+
+def test_in_a_bucket_a_header_alone_waits_for_its_streams_first_records(tmp_path,
+                                                                       monkeypatch):
+    pytest.importorskip("fsspec")
+    monkeypatch.setenv("TFDBG_TUI_CACHE_DIR", str(tmp_path / "object-cache"))
+    monkeypatch.setattr(object_store, "_STORES", {})
+    monkeypatch.setattr(segment_sinks, "HOLD_S", 0.0)
+    logdir = f"memory://{uuid.uuid4().hex[:12]}/logdir"
+    writer = DumpWriter(logdir, {"tensor_debug_mode": fmt.FULL_HEALTH},
+                        flush_interval_s=None)
+    store = object_store.object_store(logdir)
+
+    def names() -> list[str]:
+        return sorted(e.name for e in store.list_dir(writer.path))
+
+    assert names() == [fmt.part_filename(fmt.STREAM_METADATA, 0, 0)]
+    writer._flush(hold=True)  # the periodic flush: nothing new
+    assert names() == [fmt.part_filename(fmt.STREAM_METADATA, 0, 0)]
+    writer.add_execution(op_type="Log", graph_id=None, input_ids=[1], output_ids=[2],
+                         device_ids=[], output_dtypes=[1], stack_id=None,
+                         summaries=[FINITE])
+    writer._flush(hold=True)
+    assert names() == sorted([fmt.part_filename(fmt.STREAM_METADATA, 0, 0),
+                              fmt.part_filename(fmt.STREAM_EXECUTIONS, 0, 0)])
+    writer.close()  # the other headers, and the end
+    assert len(names()) == len(fmt.STREAMS) + 1
+    with reader.open_run(writer.path) as dump:
+        assert dump.num_executions == 1 and dump.metadata.finished and dump.damage == ()
 
 
 def test_a_circular_buffer_holds_nothing_back(tmp_path, monkeypatch):
