@@ -78,21 +78,40 @@ class DamagedPart(OSError):
     segment is read up to it), not a read to try again."""
 
 
+def check_part(part: Part, stored: int | None = None) -> None:
+    """Check that a compressed part's name and its size (``stored``, else as listed)
+    fit each other, before it is fetched or inflated: a name claiming more than
+    `MAX_COMPRESSED_PART_BYTES`, or more than zlib's largest ratio allows, or an
+    object larger than its bytes deflate to at worst, is damage.
+
+    Raises:
+        DamagedPart: They do not.
+    """
+    if part.stored is None:
+        return
+    stored = part.stored if stored is None else stored
+    name = os.path.basename(part.path)
+    if part.size > fmt.MAX_COMPRESSED_PART_BYTES \
+            or part.size > ZLIB_MAX_RATIO * stored + ZLIB_SLACK:
+        raise DamagedPart(f"{name}: claims {part.size} bytes, more than its {stored} "
+                          "bytes may inflate to")
+    if stored > part.size + part.size // 1000 + 1024:
+        raise DamagedPart(f"{name}: holds {stored} bytes, more than its {part.size} "
+                          "bytes deflate to")
+
+
 def inflate_part(part: Part, data: bytes) -> bytes:
     """The segment bytes of a whole ``part`` fetched as ``data``: ``data`` itself, or
     for a compressed part its inflated bytes, never more than its name says.
 
     Raises:
         DamagedPart: ``data`` is not a zlib stream of exactly ``part.size`` bytes, or
-            the name claims more than the ceiling or than ``data`` can inflate to.
+            its size and the name's claim do not fit (`check_part`).
     """
     if part.stored is None:
         return data
+    check_part(part, len(data))
     name = os.path.basename(part.path)
-    if part.size > fmt.MAX_COMPRESSED_PART_BYTES \
-            or part.size > ZLIB_MAX_RATIO * len(data) + ZLIB_SLACK:
-        raise DamagedPart(f"{name}: claims {part.size} bytes, more than its {len(data)} "
-                          "bytes may inflate to")
     inflater = zlib.decompressobj()
     try:
         raw = inflater.decompress(data, part.size + 1)
@@ -224,6 +243,7 @@ def read_local_ranges(ranges: list[tuple[Part, int, int]],
                 found.append(f.read(end - start))
                 continue
             try:
+                check_part(part)
                 found.append(inflate_part(part, f.read(part.stored))[start:end])
             except DamagedPart:
                 if not found:

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any, TypeAlias
 
-from reader.byte_sources import DamagedPart, Entry, Part, PartsSource, inflate_part
+from reader.byte_sources import DamagedPart, Entry, Part, PartsSource, check_part, inflate_part
 from reader.object_cache import ObjectCache
 
 # Objects at most this large are fetched whole when any of them is read: parts are
@@ -91,6 +91,15 @@ def as_os_error(error: BaseException) -> OSError:
         return error
     text = " ".join(str(error).split()) or type(error).__name__
     return OSError(errno.EIO, f"{type(error).__name__}: {text}"[:300])
+
+
+def _sound(part: Part) -> bool:
+    """Whether a part may be fetched whole (`check_part`)."""
+    try:
+        check_part(part)
+    except DamagedPart:
+        return False
+    return True
 
 
 class ObjectStore:
@@ -208,6 +217,13 @@ class ObjectStore:
                 cached = self.cache.read(part.path, part.size, start, end)
             found.append(cached)
             if cached is None:
+                try:
+                    check_part(part)  # before fetching what may be anything
+                except DamagedPart:
+                    if i == 0:
+                        raise
+                    ranges, found = ranges[:i], found[:i]  # up to the damage
+                    break
                 missing.append(i)
                 held = self.cache.held(part.path, part.size)
                 # From the end of what is cached, so that the cache grows as a prefix;
@@ -259,7 +275,8 @@ class ObjectStore:
             return [part for part in parts
                     if (part.stored is not None or part.size <= WHOLE_OBJECT_BYTES)
                     and (part.path, part.size) not in self._ahead
-                    and self.cache.held(part.path, part.size) < part.size]
+                    and self.cache.held(part.path, part.size) < part.size
+                    and _sound(part)]
 
     def _fetch_ahead(self, parts: Sequence[Part]) -> None:
         """Start fetching each of ``parts`` (`_wanted_ahead`) whole into the cache, in
