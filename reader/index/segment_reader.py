@@ -131,6 +131,12 @@ class GrowingFile:
         source = self._open()
         return source.size() if source is not None else 0
 
+    def reservable(self) -> int:
+        """The bytes past `offset` the indexes may pre-size their columns for
+        (`reader.byte_sources.ByteSource.reservable`)."""
+        source = self._open()
+        return source.reservable(self.offset) if source is not None else 0
+
 
 class SegmentReader(GrowingFile):
     """Reads the records of one segment file as it grows.
