@@ -103,8 +103,8 @@ class SegmentRotation:
         """Flush a rotating stream: the segments closed since the last flush, then the
         open one, then delete the segments rotation dropped (their successors are
         written first, so the latest N records are on disk at every moment). With
-        ``hold`` the open one may keep its records for a later flush (`RecordFile`),
-        outside a circular buffer only.
+        ``hold`` a bucket's open one may keep its records for a later part
+        (`SegmentParts.write`), outside a circular buffer only.
 
         Raises:
             OSError: A write or a deletion failed.

@@ -3,10 +3,11 @@
 `RecordFile` buffers and packs records; at each flush it hands the packed bytes to
 its sink. A local segment is one file written with ``os.writev`` (and cut back after a
 failed write); a segment on an object store, which cannot append and shows an object
-only once it is closed, is written as one closed **part** object per flush
-(docs/format.md, "Object stores"): a failed put leaves no object, so there is nothing
-to cut back. A part worth it is put compressed (zlib): a reader fetches a tenth of
-the bytes of summary rows, and deflating them costs less than sending them would.
+only once it is closed, is written as closed **part** objects (docs/format.md,
+"Object stores"): one per flush, or, for the executions and graph traces, one per
+1 MiB as put or 1.5 s; a failed put leaves no object, so there is nothing to cut
+back. A part worth it is put compressed (zlib): a reader fetches a tenth of the
+bytes of summary rows or less, and deflating them costs less than sending them.
 """
 
 from __future__ import annotations
