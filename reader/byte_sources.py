@@ -10,21 +10,41 @@ them (`reader.storage`, `reader.object_store`). The segment reader above reads a
 from __future__ import annotations
 
 import os
+import zlib
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from reader import format as fmt
+from reader.limits import ZLIB_MAX_RATIO, ZLIB_SLACK
+
 # Bytes of the parts after a read that a bucket's store starts fetching with it,
 # concurrently, without waiting for them: indexing reads a segment from its start to
 # its end, and the parts arrive while the ones before are decoded.
 READ_AHEAD_BYTES = 32 << 20
+# A read of a segment in parts that reaches the end of a part once it has this many
+# bytes ends there (a short read): the part's bytes are returned as they came, not
+# copied into one buffer with the next part's.
+PIECE_BYTES = 1 << 20
+# The indexes pre-size their columns for the bytes a segment has left to read (pages
+# are touched only when used). For a segment in parts that is at most
+# `RESERVE_BYTES`, a compressed part counting at most `RESERVE_RATIO` times its own
+# size (identical rows deflate some 90x, real ones 9-18x): no name or listing makes
+# the reader reserve more; past it the columns grow as they fill.
+RESERVE_RATIO = 128
+RESERVE_BYTES = 256 << 20
 
 
 class ByteSource(Protocol):
-    """A segment's bytes, read by position while a writer may still add to them."""
+    """A segment's bytes, read by position while a writer may still add to them.
+    Like `os.pread`, a read may return fewer bytes than asked for before the end."""
 
     def size(self) -> int: ...
+
+    def reservable(self, offset: int) -> int:
+        """The bytes from ``offset`` on that the indexes may pre-size for."""
+        ...
 
     def pread(self, length: int, offset: int) -> bytes: ...
 
@@ -45,11 +65,73 @@ class Entry:
 
 @dataclass(frozen=True, slots=True)
 class Part:
-    """One file of a segment: the whole segment (``number`` None) or a part object."""
+    """One file of a segment: the whole segment (``number`` None) or a part object.
+
+    Attributes:
+        size: The segment bytes it holds.
+        stored: A compressed part's own size (since 2.5: a zlib stream of ``size``
+            bytes, fetched and inflated whole); None when its bytes are the segment's.
+    """
 
     path: str
     size: int
     number: int | None = None
+    stored: int | None = None
+
+    @property
+    def fetched(self) -> int:
+        """The bytes to fetch for the whole part."""
+        return self.size if self.stored is None else self.stored
+
+
+class DamagedPart(OSError):
+    """A compressed part that does not inflate to the bytes its name says: damage (its
+    segment is read up to it), not a read to try again."""
+
+
+def check_part(part: Part, stored: int | None = None) -> None:
+    """Check that a compressed part's name and its size (``stored``, else as listed)
+    fit each other, before it is fetched or inflated: a name claiming more than
+    `MAX_COMPRESSED_PART_BYTES`, or more than zlib's largest ratio allows, or an
+    object larger than its bytes deflate to at worst, is damage.
+
+    Raises:
+        DamagedPart: They do not.
+    """
+    if part.stored is None:
+        return
+    stored = part.stored if stored is None else stored
+    name = os.path.basename(part.path)
+    if part.size > fmt.MAX_COMPRESSED_PART_BYTES \
+            or part.size > ZLIB_MAX_RATIO * stored + ZLIB_SLACK:
+        raise DamagedPart(f"{name}: claims {part.size} bytes, more than its {stored} "
+                          "bytes may inflate to")
+    if stored > part.size + part.size // 1000 + 1024:
+        raise DamagedPart(f"{name}: holds {stored} bytes, more than its {part.size} "
+                          "bytes deflate to")
+
+
+def inflate_part(part: Part, data: bytes) -> bytes:
+    """The segment bytes of a whole ``part`` fetched as ``data``: ``data`` itself, or
+    for a compressed part its inflated bytes, never more than its name says.
+
+    Raises:
+        DamagedPart: ``data`` is not a zlib stream of exactly ``part.size`` bytes, or
+            its size and the name's claim do not fit (`check_part`).
+    """
+    if part.stored is None:
+        return data
+    check_part(part, len(data))
+    name = os.path.basename(part.path)
+    inflater = zlib.decompressobj()
+    try:
+        raw = inflater.decompress(data, part.size + 1)
+    except zlib.error as error:
+        raise DamagedPart(f"{name}: not a zlib stream ({error})") from None
+    if len(raw) != part.size or not inflater.eof or inflater.unconsumed_tail \
+            or inflater.unused_data:
+        raise DamagedPart(f"{name}: inflates to other than the {part.size} bytes it claims")
+    return raw
 
 
 class LocalFile:
@@ -65,6 +147,9 @@ class LocalFile:
 
     def size(self) -> int:
         return os.fstat(self._fd).st_size
+
+    def reservable(self, offset: int) -> int:
+        return max(self.size() - offset, 0)
 
     def pread(self, length: int, offset: int) -> bytes:
         return os.pread(self._fd, length, offset)
@@ -116,17 +201,36 @@ class PartsSource:
     def size(self) -> int:
         return self._size
 
+    def reservable(self, offset: int) -> int:
+        """As `size` from ``offset``, at most `RESERVE_BYTES`, a compressed part
+        counted at most `RESERVE_RATIO` times its own size."""
+        index = max(bisect_right(self._starts, offset) - 1, 0)
+        total = 0
+        for start, part in zip(self._starts[index:], self._parts[index:]):
+            held = part.size if part.stored is None else min(part.size,
+                                                              RESERVE_RATIO * part.stored)
+            total += max(held - max(offset - start, 0), 0)
+            if total >= RESERVE_BYTES:
+                return RESERVE_BYTES
+        return total
+
     def pread(self, length: int, offset: int) -> bytes:
+        """Up to ``length`` bytes from ``offset``: fewer when a part of at least
+        `PIECE_BYTES` is read to its end first."""
         end = min(offset + length, self._size)
         if end <= offset:
             return b""
         ranges = []
+        covered = 0
         index = bisect_right(self._starts, offset) - 1
         while index < len(self._parts) and self._starts[index] < end:
             start = self._starts[index]
             part = self._parts[index]
             ranges.append((part, max(offset - start, 0), min(end - start, part.size)))
+            covered += ranges[-1][2] - ranges[-1][1]
             index += 1
+            if covered >= PIECE_BYTES:
+                break  # a short read, at the end of a part
         ahead, budget = [], READ_AHEAD_BYTES
         while index < len(self._parts) and budget > 0:
             ahead.append(self._parts[index])
@@ -155,12 +259,23 @@ class ReadRanges(Protocol):
 
 def read_local_ranges(ranges: list[tuple[Part, int, int]],
                        ahead: Sequence[Part]) -> list[bytes]:
+    """Raises OSError (`DamagedPart` for a compressed part that does not inflate, when
+    it is the first: else the ranges before it are returned alone)."""
     del ahead  # the page cache reads ahead
-    found = []
+    found: list[bytes] = []
     for part, start, end in ranges:
         with open(part.path, "rb") as f:
-            f.seek(start)
-            found.append(f.read(end - start))
+            if part.stored is None:
+                f.seek(start)
+                found.append(f.read(end - start))
+                continue
+            try:
+                check_part(part)
+                found.append(inflate_part(part, f.read(part.stored))[start:end])
+            except DamagedPart:
+                if not found:
+                    raise
+                return found
     return found
 
 

@@ -8,6 +8,7 @@ training job) and `reader` (where TensorFlow is absent) can use it.
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 FORMAT_NAME = "tfdbg-tui-dump"
 # (major, minor). A reader refuses a newer major version; a newer minor version only
@@ -32,7 +33,10 @@ FORMAT_NAME = "tfdbg-tui-dump"
 # objects (`part_filename`), each closed at a flush; a 2.2 reader finds no run there.
 # 2.4: an op that reads or writes a variable through a function graph's capture of its
 # handle names the variable (`var`); a 2.3 reader ignores the key.
-FORMAT_VERSION = (2, 4)
+# 2.5: on an object store a part may be stored compressed (zlib), its name carrying the
+# bytes it holds (`part_filename`'s ``raw_size``); a 2.4 reader, which does not know
+# the name, reads the segment up to the first such part, as a segment still written.
+FORMAT_VERSION = (2, 5)
 
 FILE_SUFFIX = ".tfdbg"
 
@@ -78,22 +82,54 @@ def parse_segment_filename(name: str) -> tuple[str, int] | None:
     return stream, int(number)
 
 
-def part_filename(stream: str, segment: int, part: int) -> str:
-    """Name of one part object of a segment on an object store (since 2.2), e.g.
+class PartName(NamedTuple):
+    """What a part object's name says (`parse_part_filename`)."""
+
+    stream: str
+    segment: int
+    part: int
+    raw_size: int | None
+    """The segment bytes a compressed part holds (since 2.5); None: the object's bytes
+    are the segment's as they are."""
+
+
+def part_filename(stream: str, segment: int, part: int, raw_size: int | None = None) -> str:
+    """Name of one part object of a segment on an object store (since 2.3), e.g.
     ``graph_traces.000003.000017.tfdbg``: the segment's bytes are its parts' bytes,
-    in part order."""
-    return f"{stream}.{segment:06d}.{part:06d}{FILE_SUFFIX}"
+    in part order. With ``raw_size`` (since 2.5) the object is a zlib stream of
+    that many bytes of the segment: ``graph_traces.000003.000017.z3800044.tfdbg``."""
+    name = f"{stream}.{segment:06d}.{part:06d}"
+    if raw_size is not None:
+        name += f".{PART_CODEC_PREFIX}{raw_size}"
+    return name + FILE_SUFFIX
 
 
-def parse_part_filename(name: str) -> tuple[str, int, int] | None:
+def parse_part_filename(name: str) -> PartName | None:
     """Inverse of `part_filename`; None for a name that is not a part."""
     if not name.endswith(FILE_SUFFIX):
         return None
-    stem, _, part = name[: -len(FILE_SUFFIX)].rpartition(".")
+    stem = name[: -len(FILE_SUFFIX)]
+    raw_size = None
+    rest, _, last = stem.rpartition(".")
+    if last.startswith(PART_CODEC_PREFIX):
+        digits = last[len(PART_CODEC_PREFIX):]
+        if not digits.isdigit() or len(digits) > 20:
+            return None
+        stem, raw_size = rest, int(digits)
+    stem, _, part = stem.rpartition(".")
     parsed = parse_segment_filename(stem + FILE_SUFFIX)
     if parsed is None or len(part) < 6 or not part.isdigit():
         return None
-    return parsed[0], parsed[1], int(part)
+    return PartName(parsed[0], parsed[1], int(part), raw_size)
+
+
+# The tag of a compressed part's name (`part_filename`), before the bytes it holds.
+PART_CODEC_PREFIX = "z"
+# The most segment bytes one compressed part may hold: a writer puts a larger part as
+# it is, and a reader takes a name claiming more (or more than zlib's largest ratio
+# allows for the object's size) as damage, so that no few bytes make it inflate
+# gigabytes (docs/format.md sections 8 and 9).
+MAX_COMPRESSED_PART_BYTES = 64 << 20
 
 
 # The runtime names of an eager call of a tf.function: `__inference_<name>_<n>`, or

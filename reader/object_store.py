@@ -2,14 +2,16 @@
 
 Imported only for a URL, and fsspec only here: local paths never need it. Part objects
 never change once written (docs/format.md, "Object stores"), so what is read of them
-is kept in a **local cache** (`ObjectCache`): re-reading a record, or opening the same
-run again, reads the local copy. Reads are range reads of the parts a read spans,
-fetched concurrently (`fsspec`'s ``cat_ranges``), never a whole-object download
-unless the whole object is asked for; a part is small (about a flush) and is fetched
-whole. The parts after a read (`reader.byte_sources.READ_AHEAD_BYTES`) are fetched
+is kept in a **local cache** (`reader.object_cache.ObjectCache`): re-reading a record,
+or opening the same run again, reads the local copy. Reads are range reads of the
+parts a read spans, fetched concurrently (`fsspec`'s ``cat_ranges``), never a
+whole-object download unless the whole object is asked for; a part is small (about a
+flush) and is fetched whole, and so is a compressed part, which is cached inflated.
+The parts after a read (`reader.byte_sources.READ_AHEAD_BYTES`) are fetched
 **ahead**: on the event loop of fsspec's asynchronous implementations (s3fs, gcsfs),
-into the cache, while the reader decodes the parts before them; a read waits only
-for the parts it spans.
+inflated and written to the cache by threads of their own, while the reader decodes
+the parts before them; a read waits only for the parts it spans, and takes a part
+fetched ahead from memory while its cache write is under way.
 
 Every error an object store raises leaves this module as an `OSError` (fsspec's
 implementations raise ``PermissionError`` for refused credentials and
@@ -23,21 +25,17 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import errno
-import fcntl
-import hashlib
 import math
-import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from functools import partial
 from typing import Any, TypeAlias
 
-from reader.byte_sources import Entry, Part, PartsSource
+from reader.byte_sources import DamagedPart, Entry, Part, PartsSource, check_part, inflate_part
+from reader.object_cache import ObjectCache
 
-# The cache's size is bounded: when a process first opens a bucket, the oldest cached
-# objects are deleted until the cache holds at most this many bytes.
-CACHE_LIMIT_BYTES = 2 << 30
 # Objects at most this large are fetched whole when any of them is read: parts are
 # written at most 1 MiB (plus one record) at a time, and one request for a part costs
 # the same as one for a piece of it.
@@ -48,6 +46,9 @@ WHOLE_OBJECT_BYTES = 4 << 20
 CALL_TIMEOUT_S = 60.0
 # How long a prefix's listing is kept for a caller that takes one made a moment ago.
 LISTING_KEPT_S = 10.0
+# The bytes of parts fetched ahead that are kept in memory for the reads that want them
+# (`ObjectStore._fresh`): twice the read-ahead.
+FRESH_BYTES = 64 << 20
 
 _STORES: dict[str, ObjectStore] = {}
 # A fetch under way: per range, its bytes or the exception that failed it.
@@ -92,6 +93,15 @@ def as_os_error(error: BaseException) -> OSError:
     return OSError(errno.EIO, f"{type(error).__name__}: {text}"[:300])
 
 
+def _sound(part: Part) -> bool:
+    """Whether a part may be fetched whole (`check_part`)."""
+    try:
+        check_part(part)
+    except DamagedPart:
+        return False
+    return True
+
+
 class ObjectStore:
     """Logdirs under URLs of one scheme. Paths are full URLs (``s3://bucket/key``)."""
 
@@ -112,7 +122,13 @@ class ObjectStore:
         # Guards the two tables here. Re-entrant: a fetch that is done at once calls
         # `_forget_ahead` back in the thread that started it, under the lock.
         self._lock = threading.RLock()
-        self._writer: concurrent.futures.Executor | None = None
+        # A thread each for inflating fetched parts and for writing the cache.
+        self._threads: dict[str, concurrent.futures.Executor] = {}
+        # Whole parts fetched ahead, by (url, size), until the cache holds them: a read
+        # takes them from here rather than wait for the cache's write (at most
+        # `FRESH_BYTES`, the oldest dropped first: fetched again should a read want one).
+        self._fresh: OrderedDict[tuple[str, int], bytes] = OrderedDict()
+        self._fresh_bytes = 0
         # The latest listing of each prefix and when it was made (`list_dir`).
         self._listed: dict[str, tuple[float, list[Entry]]] = {}
 
@@ -186,43 +202,69 @@ class ObjectStore:
                     ahead: Sequence[Part] = ()) -> list[bytes]:
         """The bytes of each ``(part, start, end)``: from the cache (after the fetch
         of a part still under way ahead), the rest fetched concurrently and cached;
-        the parts ``ahead`` not cached yet (up to `WHOLE_OBJECT_BYTES` each) are
-        fetched too, after them, without being waited for. Raises OSError."""
+        the parts ``ahead`` not cached yet (up to `WHOLE_OBJECT_BYTES` each, or
+        compressed) are fetched too, after them, without being waited for. A
+        compressed part is fetched whole and cached inflated; the bytes before the
+        first one that does not inflate are returned alone (fewer pieces). Raises
+        OSError (`reader.byte_sources.DamagedPart` when the first range's does not)."""
         self._wait_ahead([part for part, _, _ in ranges])
         found: list[bytes | None] = []
         missing: list[int] = []
-        fetch: list[tuple[str, int, int]] = []
+        fetch: list[tuple[Part, int, int]] = []
         for i, (part, start, end) in enumerate(ranges):
-            cached = self.cache.read(part.path, part.size, start, end)
+            cached = self._take_fresh(part, start, end)
+            if cached is None:
+                cached = self.cache.read(part.path, part.size, start, end)
             found.append(cached)
             if cached is None:
+                try:
+                    check_part(part)  # before fetching what may be anything
+                except DamagedPart:
+                    if i == 0:
+                        raise
+                    ranges, found = ranges[:i], found[:i]  # up to the damage
+                    break
                 missing.append(i)
                 held = self.cache.held(part.path, part.size)
                 # From the end of what is cached, so that the cache grows as a prefix;
-                # a small object whole (one request either way).
-                begin = 0 if part.size <= WHOLE_OBJECT_BYTES else \
-                    (held if held <= start else start)
-                stop = part.size if part.size <= WHOLE_OBJECT_BYTES else end
-                fetch.append((part.path, begin, stop))
+                # a small object whole (one request either way), a compressed one too.
+                whole = part.stored is not None or part.size <= WHOLE_OBJECT_BYTES
+                begin = 0 if whole else (held if held <= start else start)
+                fetch.append((part, begin, part.fetched if whole else end))
         if not self._async:
             # A blocking implementation: the parts ahead in the same call.
-            fetch += [(part.path, 0, part.size) for part in self._wanted_ahead(ahead)]
+            fetch += [(part, 0, part.fetched) for part in self._wanted_ahead(ahead)]
         request = self._request(fetch) if fetch else None
         if self._async:
             self._fetch_ahead(ahead)
         if request is None:
             return [data or b"" for data in found]
         got = self._result(request)
-        for i, (path, begin, _), data in zip(missing, fetch, got):
+        for i, (part, begin, _), data in zip(missing, fetch, got):
             if isinstance(data, BaseException):
                 raise as_os_error(data)
-            part, start, end = ranges[i]
-            self.cache.add(path, part.size, begin, data)
+            if part.stored is not None:
+                try:
+                    data = inflate_part(part, data)
+                except DamagedPart:
+                    if i == 0:
+                        raise
+                    return [data or b"" for data in found[:i]]  # up to the damage
+            _, start, end = ranges[i]
+            self.cache.add(part.path, part.size, begin, data)
             found[i] = bytes(data[start - begin:end - begin])
-        for (path, _, size), data in zip(fetch[len(missing):], got[len(missing):]):
+        for (part, _, _), data in zip(fetch[len(missing):], got[len(missing):]):
             if not isinstance(data, BaseException):  # read again when it is needed
-                self.cache.add(path, size, 0, data)
+                self._keep_whole(part, data)
         return [data or b"" for data in found]
+
+    def _keep_whole(self, part: Part, data: bytes) -> None:
+        """Cache a whole part fetched ahead (inflated); one that does not inflate is
+        left out, to fail where it is read."""
+        try:
+            self.cache.add(part.path, part.size, 0, inflate_part(part, data))
+        except OSError:
+            return
 
     def _wanted_ahead(self, parts: Sequence[Part]) -> list[Part]:
         """The ``parts`` worth fetching ahead: small enough to fetch whole, neither
@@ -230,9 +272,11 @@ class ObjectStore:
         if self.cache.directory is None:
             return []
         with self._lock:
-            return [part for part in parts if part.size <= WHOLE_OBJECT_BYTES
+            return [part for part in parts
+                    if (part.stored is not None or part.size <= WHOLE_OBJECT_BYTES)
                     and (part.path, part.size) not in self._ahead
-                    and self.cache.held(part.path, part.size) < part.size]
+                    and self.cache.held(part.path, part.size) < part.size
+                    and _sound(part)]
 
     def _fetch_ahead(self, parts: Sequence[Part]) -> None:
         """Start fetching each of ``parts`` (`_wanted_ahead`) whole into the cache, in
@@ -253,18 +297,44 @@ class ObjectStore:
                     future.add_done_callback(partial(self._forget_ahead, key))
 
     async def _into_cache(self, part: Part) -> None:
-        data = await self.fs._cat_file(self._key(part.path), start=0, end=part.size)
-        # Written by a thread of its own: the event loop goes on receiving the other
-        # parts meanwhile (a write of a few MB holds it for milliseconds).
-        await asyncio.get_running_loop().run_in_executor(
-            self._cache_writer(), self.cache.add, part.path, part.size, 0, data)
-
-    def _cache_writer(self) -> concurrent.futures.Executor:
+        data = await self.fs._cat_file(self._key(part.path), start=0, end=part.fetched)
+        # Inflated, and written to the cache, by threads of their own: the event loop
+        # goes on receiving the other parts meanwhile, and zlib and the file system let
+        # the reader's thread decode; the read takes the bytes without waiting for the
+        # cache.
+        if part.stored is not None:
+            data = await asyncio.get_running_loop().run_in_executor(
+                self._thread("inflate"), inflate_part, part, data)
         with self._lock:
-            if self._writer is None:
-                self._writer = concurrent.futures.ThreadPoolExecutor(
-                    1, thread_name_prefix="tfdbg-tui-object-cache")
-            return self._writer
+            key = (part.path, part.size)
+            self._fresh_bytes += len(data) - len(self._fresh.pop(key, b""))
+            self._fresh[key] = data
+            while self._fresh_bytes > FRESH_BYTES:
+                self._fresh_bytes -= len(self._fresh.popitem(last=False)[1])
+        self._thread("cache").submit(self._cache_fresh, key, data)
+
+    def _cache_fresh(self, key: tuple[str, int], data: bytes) -> None:
+        """Write a part fetched ahead to the cache, then let its bytes in memory go."""
+        self.cache.add(key[0], key[1], 0, data)
+        with self._lock:
+            if self._fresh.get(key) is data:
+                self._fresh_bytes -= len(self._fresh.pop(key))
+
+    def _take_fresh(self, part: Part, start: int, end: int) -> bytes | None:
+        """Bytes ``start:end`` of ``part`` when it was fetched ahead and is still in
+        memory (not in the cache yet)."""
+        with self._lock:
+            data = self._fresh.get((part.path, part.size))
+        if data is None or len(data) < end:
+            return None
+        return data if (start, end) == (0, len(data)) else data[start:end]
+
+    def _thread(self, name: str) -> concurrent.futures.Executor:
+        with self._lock:
+            if name not in self._threads:
+                self._threads[name] = concurrent.futures.ThreadPoolExecutor(
+                    1, thread_name_prefix=f"tfdbg-tui-object-{name}")
+            return self._threads[name]
 
     def _forget_ahead(self, key: tuple[str, int], _: object) -> None:
         with self._lock:
@@ -284,9 +354,10 @@ class ObjectStore:
                 except Exception:  # the store's own errors: the read asks again
                     continue
 
-    def _request(self, fetch: list[tuple[str, int, int]]) -> Request:
-        """Start fetching each ``(url, start, end)`` concurrently."""
-        keys = [self._key(path) for path, _, _ in fetch]
+    def _request(self, fetch: list[tuple[Part, int, int]]) -> Request:
+        """Start fetching each ``(part, start, end)`` concurrently (bytes of the object
+        as stored)."""
+        keys = [self._key(part.path) for part, _, _ in fetch]
         starts = [start for _, start, _ in fetch]
         ends = [end for _, _, end in fetch]
         if self._async:
@@ -326,95 +397,3 @@ class ObjectStore:
             self.fs.rm_file(self._key(path), **self._bounded)
         except Exception as error:
             raise as_os_error(error) from None
-
-
-class ObjectCache:
-    """What was read of immutable objects, on local disk: per object, the bytes from
-    its start to where reading got (a prefix), appended as reading goes on.
-
-    The directory is ``$TFDBG_TUI_CACHE_DIR``, else ``$XDG_CACHE_HOME/tfdbg-tui/objects``
-    (``~/.cache/...``); ``TFDBG_TUI_CACHE_DIR=off`` turns caching off. Several processes
-    may share it: an append takes the file's lock and checks its size first.
-    """
-
-    def __init__(self, directory: str | None) -> None:
-        self.directory = directory
-
-    @classmethod
-    def default(cls) -> ObjectCache:
-        directory = os.environ.get("TFDBG_TUI_CACHE_DIR")
-        if directory == "off":
-            return cls(None)
-        if not directory:
-            base = os.environ.get("XDG_CACHE_HOME") or os.path.join(
-                os.path.expanduser("~"), ".cache")
-            directory = os.path.join(base, "tfdbg-tui", "objects")
-        try:
-            os.makedirs(directory, exist_ok=True)
-        except OSError:
-            return cls(None)
-        cache = cls(directory)
-        cache.trim(CACHE_LIMIT_BYTES)
-        return cache
-
-    def _path(self, url: str, size: int) -> str | None:
-        if self.directory is None:
-            return None
-        digest = hashlib.sha256(f"{url}\0{size}".encode()).hexdigest()[:40]
-        return os.path.join(self.directory, digest)
-
-    def held(self, url: str, size: int) -> int:
-        """How many bytes of the object are cached."""
-        path = self._path(url, size)
-        try:
-            return os.stat(path).st_size if path is not None else 0
-        except OSError:
-            return 0
-
-    def read(self, url: str, size: int, start: int, end: int) -> bytes | None:
-        """Bytes ``start:end`` of the object, or None when they are not all cached."""
-        path = self._path(url, size)
-        if path is None:
-            return None
-        try:
-            with open(path, "rb") as f:
-                if os.fstat(f.fileno()).st_size < end:
-                    return None
-                return os.pread(f.fileno(), end - start, start)
-        except OSError:
-            return None
-
-    def add(self, url: str, size: int, start: int, data: bytes) -> None:
-        """Keep ``data``, the object's bytes from ``start``, where they extend the
-        cached prefix. A cache that cannot be written is skipped, not an error."""
-        path = self._path(url, size)
-        if path is None or not data:
-            return
-        try:
-            with open(path, "ab") as f:
-                fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-                held = os.fstat(f.fileno()).st_size
-                if start <= held < start + len(data):
-                    f.write(memoryview(data)[held - start:])
-        except OSError:
-            return
-
-    def trim(self, limit: int) -> None:
-        """Delete the oldest cached objects until at most ``limit`` bytes are held."""
-        if self.directory is None:
-            return
-        try:
-            with os.scandir(self.directory) as entries:
-                files = [(e.stat().st_mtime, e.stat().st_size, e.path) for e in entries
-                         if e.is_file()]
-        except OSError:
-            return
-        total = sum(size for _, size, _ in files)
-        for _, size, path in sorted(files):
-            if total <= limit:
-                break
-            try:
-                os.remove(path)
-                total -= size
-            except OSError:
-                continue

@@ -99,10 +99,12 @@ class LocalStore:
 
     def list_dir(self, path: str, fresh_within: float = 0.0) -> list[Entry]:
         """Raises OSError when ``path`` cannot be listed. (A listing here is a system
-        call: ``fresh_within`` makes no difference.)"""
+        call: ``fresh_within`` makes no difference.) The sizes of part files are
+        given (a bucket copied down is read by them), others' are 0."""
         del fresh_within
         with os.scandir(path) as entries:
-            return [Entry(e.name, e.path, e.is_dir(follow_symlinks=True), 0) for e in entries]
+            return [Entry(e.name, e.path, e.is_dir(follow_symlinks=True), _part_size(e))
+                    for e in entries]
 
     def is_dir(self, path: str) -> bool:
         return os.path.isdir(path)
@@ -132,6 +134,15 @@ class LocalStore:
 LOCAL = LocalStore()
 
 
+def _part_size(entry: os.DirEntry[str]) -> int:
+    if fmt.parse_part_filename(entry.name) is None:
+        return 0
+    try:
+        return entry.stat(follow_symlinks=True).st_size
+    except OSError:
+        return 0  # gone since the listing: read as empty, and listed again later
+
+
 def list_segments(run_path: str, store: Store | None = None, fresh_within: float = 0.0
                   ) -> dict[str, dict[int, list[Part]]] | None:
     """The files of each segment present, per stream (segments ascending): one whole
@@ -156,8 +167,10 @@ def segments_in(entries: list[Entry]) -> dict[str, dict[int, list[Part]]]:
             continue
         part = fmt.parse_part_filename(entry.name)
         if part is not None:
-            found[part[0]].setdefault(part[1], []).append(
-                Part(entry.path, entry.size, part[2]))
+            # A compressed part holds the segment bytes its name says.
+            held = Part(entry.path, entry.size, part.part) if part.raw_size is None else \
+                Part(entry.path, part.raw_size, part.part, stored=entry.size)
+            found[part.stream].setdefault(part.segment, []).append(held)
     return {stream: dict(sorted(segments.items())) for stream, segments in found.items()}
 
 

@@ -13,6 +13,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -363,13 +364,19 @@ def write_nan_dump(logdir, *, steps: int = 3, finished: bool = True,
 
 
 def write_big_dump(logdir, num_traces: int, *, alert_every: int = 0,
-                   chunk: int = 50_000) -> str:
+                   chunk: int = 50_000, varied: bool = False, paced_s: float = 0.0) -> str:
     """A finished run of `num_traces` FULL_HEALTH traces over 100 ops; returns its id.
 
-    With `alert_every` > 0, every that-many-th trace holds one NaN.
+    With `alert_every` > 0, every that-many-th trace holds one NaN. Every trace has the
+    same row, unless `varied`: then each op has its own dtype, rank and size, and each
+    trace random counts of negative, zero and positive elements (rows that deflate some
+    5x, where real runs' deflate 9-15x and identical ones some 90x). Each `chunk` of
+    traces is one step (an execution); with `paced_s` the steps come that many seconds
+    apart and the writer flushes by itself, as in a training job.
     """
     writer = DumpWriter(logdir, {"tensor_debug_mode": fmt.FULL_HEALTH, "eager_mode": True},
-                        circular_buffer_size=-1, flush_interval_s=None)
+                        circular_buffer_size=-1,
+                        **({} if paced_s else {"flush_interval_s": None}))
     user = writer.add_source_file(USER_FILE, USER_SOURCE, library=False)
     stack = writer.add_stack([writer.add_frame(user, 6, "train_step")])
     graph = writer.add_graph("big_step", None)
@@ -380,11 +387,22 @@ def write_big_dump(logdir, num_traces: int, *, alert_every: int = 0,
                       num_outputs=1, output_dtypes=[FLOAT32], device_id=None,
                       stack_id=stack, trace_points=[op])
     row = np.array([FLOAT32, 2, 4096, 0, 0, 0, 1000, 96, 3000], dtype=np.float64)
+    rng = np.random.default_rng(7)
+    op_rows = np.tile(row, (num_ops, 1))
+    if varied:
+        op_rows[:, 0] = rng.choice([FLOAT32, 2.0, 19.0], num_ops)
+        op_rows[:, 1] = rng.integers(0, 5, num_ops)
+        op_rows[:, 2] = 2.0 ** rng.integers(4, 20, num_ops)
     written = 0
     while written < num_traces:
         n = min(chunk, num_traces - written)
         tps = (np.arange(written, written + n) % num_ops).astype(np.int32)
-        rows = np.tile(row, (n, 1))
+        rows = op_rows[tps]
+        if varied:
+            size = rows[:, 2]
+            rows[:, 6] = np.floor(rng.random(n) * size)
+            rows[:, 7] = np.floor(rng.random(n) * (size - rows[:, 6]) * 0.1)
+            rows[:, 8] = size - rows[:, 6] - rows[:, 7]
         if alert_every:
             bad = (np.arange(written, written + n) % alert_every) == alert_every - 1
             rows[bad, 5] = 1
@@ -392,5 +410,7 @@ def write_big_dump(logdir, num_traces: int, *, alert_every: int = 0,
         writer.add_execution(op_type="__inference_big_step_1", graph_id=graph, input_ids=[],
                              output_ids=[], device_ids=[], output_dtypes=[], stack_id=stack)
         written += n
+        if paced_s:
+            time.sleep(paced_s)
     writer.close()
     return writer.run_id

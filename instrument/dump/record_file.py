@@ -61,8 +61,14 @@ class RecordFile:
     def pending_bytes(self) -> int:
         return self._buf_bytes + self._deferred_bytes
 
-    def flush(self, *, sync: bool = False) -> None:
-        """Write every buffered record.
+    @property
+    def untouched(self) -> bool:
+        """Nothing written yet, and nothing buffered but the header."""
+        return self._size == 0 and len(self._buf) == 1 and not self._deferred
+
+    def flush(self, *, sync: bool = False, hold: bool = False) -> None:
+        """Write every buffered record; with ``hold``, a bucket's sink may keep them for
+        a later part (`SegmentParts.write`).
 
         Raises:
             OSError: The write failed; the buffered records are dropped and the file
@@ -82,7 +88,7 @@ class RecordFile:
         total = self._buf_bytes
         self._buf, self._buf_bytes = [], 0
         try:
-            self.sink.write(views, sync)
+            self.sink.write(views, sync, hold)
         except OSError:
             self.cut_back()
             raise

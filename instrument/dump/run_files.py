@@ -46,7 +46,8 @@ class RunFiles:
         self.files: dict[str, RecordFile] = {}
         self.segments: dict[str, int] = {}
         self.in_segment: dict[str, int] = {}
-        self._parts: dict[tuple[str, int], int] = {}  # parts of closed segments (a bucket)
+        # The parts of closed segments (a bucket), by (stream, segment).
+        self._parts: dict[tuple[str, int], list[str]] = {}
         for stream in fmt.STREAMS:
             self.open_segment(stream, 0)
 
@@ -77,7 +78,7 @@ class RunFiles:
         file = self.files[stream]
         file.close()
         if isinstance(file.sink, SegmentParts):
-            self._parts[(stream, self.segments[stream])] = file.sink.parts
+            self._parts[(stream, self.segments[stream])] = file.sink.names
         self.open_segment(stream, self.segments[stream] + 1)
         self.files[stream].flush()
 
@@ -97,7 +98,7 @@ class RunFiles:
         """
         file.close()
         if isinstance(file.sink, SegmentParts):
-            self._parts[(stream, segment)] = file.sink.parts
+            self._parts[(stream, segment)] = file.sink.names
 
     def delete_segment(self, stream: str, segment: int) -> None:
         """Delete a closed segment (its file, or its parts).
@@ -110,9 +111,8 @@ class RunFiles:
             if os.path.exists(path):
                 os.remove(path)
             return
-        for number in range(self._parts.pop((stream, segment), 0)):
-            self.store.remove(self.store.join(
-                self.path, fmt.part_filename(stream, segment, number)))
+        for part in self._parts.pop((stream, segment), []):
+            self.store.remove(part)
 
     def release_reserve(self) -> None:
         if self.reserved:

@@ -99,10 +99,12 @@ class SegmentRotation:
                 break
         self._dropped[stream].append(stale)
 
-    def write(self, stream: str, *, sync: bool) -> None:
+    def write(self, stream: str, *, sync: bool, hold: bool = False) -> None:
         """Flush a rotating stream: the segments closed since the last flush, then the
         open one, then delete the segments rotation dropped (their successors are
-        written first, so the latest N records are on disk at every moment).
+        written first, so the latest N records are on disk at every moment). With
+        ``hold`` a bucket's open one may keep its records for a later part
+        (`SegmentParts.write`), outside a circular buffer only.
 
         Raises:
             OSError: A write or a deletion failed.
@@ -112,7 +114,7 @@ class SegmentRotation:
             number, file = closed[0]
             self._run.close_segment(stream, number, file)
             del closed[0]
-        self._run.files[stream].flush(sync=sync)
+        self._run.files[stream].flush(sync=sync, hold=hold and not self.bounds(stream))
         dropped = self._dropped[stream]
         while dropped:
             self._run.delete_segment(stream, dropped[0])

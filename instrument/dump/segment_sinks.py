@@ -3,9 +3,11 @@
 `RecordFile` buffers and packs records; at each flush it hands the packed bytes to
 its sink. A local segment is one file written with ``os.writev`` (and cut back after a
 failed write); a segment on an object store, which cannot append and shows an object
-only once it is closed, is written as one closed **part** object per flush
-(docs/format.md, "Object stores"): a failed put leaves no object, so there is nothing
-to cut back.
+only once it is closed, is written as closed **part** objects (docs/format.md,
+"Object stores"): one per flush, or, for the executions and graph traces, one per
+1 MiB as put or 1.5 s; a failed put leaves no object, so there is nothing to cut
+back. A part worth it is put compressed (zlib): a reader fetches a tenth of the
+bytes of summary rows or less, and deflating them costs less than sending them.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import time
+import zlib
+from typing import Any
 
 from reader import format as fmt
 from reader.storage import Store
@@ -28,7 +33,28 @@ _IOV_MAX = 1024
 # CPU a MB: 2.4 in 2 MB writes, 1.4 in 1 MB, 0.6 in 512 KB, 0.31 in 256 KB, 0.33 in
 # 128 KB, 0.35 in 64 KB, 0.84 in 4 KB (the calls' own cost).
 WRITE_BYTES = 256 << 10
-
+# Parts at least this large are put compressed when that pays: below it a request
+# costs the same whatever its size.
+COMPRESS_MIN_BYTES = 4 << 10
+# A part is put compressed when a deflated sample of its first bytes shrinks to at
+# most this fraction: FULL_TENSOR values are deflated already where it pays, and
+# deflating them again would cost the writer time for nothing.
+COMPRESS_SAMPLE_BYTES = 64 << 10
+COMPRESS_MAX_RATIO = 0.8
+# zlib's fastest level: FULL_HEALTH rows deflate 9-15x at it (levels above gain a few
+# percent for several times the time).
+COMPRESS_LEVEL = 1
+# With `hold` (the periodic flush of the executions and graph traces, outside a
+# circular buffer) a part is put once it is this large as put (deflated), or holds
+# `PART_BYTES` of the segment, or its first bytes waited `HOLD_S` (plus a flush
+# interval): each object costs a request to put and one to read however small it is,
+# and a flush of a few executions made one of some 160 bytes, one of a million traces'
+# 1 MiB flushes twenty objects. A kill loses up to 2 s of those streams then
+# (docs/format.md, "Object stores"). What waits is deflated already: the writer holds
+# at most `HOLD_BYTES` a segment, whatever it holds of the segment.
+HOLD_BYTES = 1 << 20
+PART_BYTES = 16 << 20
+HOLD_S = 1.5
 
 
 class LocalSegment:
@@ -40,8 +66,9 @@ class LocalSegment:
         self._fd = -1
         self._closed = False
 
-    def write(self, views: list[memoryview], sync: bool) -> None:
-        """Raises OSError."""
+    def write(self, views: list[memoryview], sync: bool, hold: bool = False) -> None:
+        """Raises OSError. (``hold`` is for a bucket: a file is written at once.)"""
+        del hold
         if self._fd < 0 and not self._closed:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND,
                                0o644)
@@ -73,38 +100,91 @@ class LocalSegment:
 
 
 class SegmentParts:
-    """A segment in a bucket: each write is one closed part object, numbered on.
+    """A segment in a bucket: closed part objects, numbered on. Each write is put as
+    the next part, or, with ``hold``, kept (deflated, when that pays) for a part put
+    later (`HOLD_BYTES`, `PART_BYTES`, `HOLD_S`).
 
     Attributes:
         parts: How many parts were written.
+        names: The path of each part written, in order.
     """
 
     def __init__(self, store: Store, path: str) -> None:
         self.path = path
         self._store = store
         self.parts = 0
+        self.names: list[str] = []
+        # The next part, while held: its bytes as they will be put, how many segment
+        # bytes they hold, its deflater (None: put as they are, or not judged yet:
+        # `_judge`), and when it began.
+        self._chunks: list[bytes] = []
+        self._stored = 0
+        self._raw = 0
+        self._deflater: Any = None
+        self._judged = False
+        self._since = 0.0
 
-    def part_path(self, number: int) -> str:
-        """The object of part ``number``: ``<segment file name>`` with its number."""
+    def part_path(self, number: int, raw_size: int | None = None) -> str:
+        """The object of part ``number``: ``<segment file name>`` with its number (and,
+        compressed, the bytes it holds)."""
         parsed = fmt.parse_segment_filename(self._store.basename(self.path))
         if parsed is None:
             raise ValueError(f"not a segment: {self.path}")
         return self._store.join(self._store.dirname(self.path),
-                                fmt.part_filename(parsed[0], parsed[1], number))
+                                fmt.part_filename(parsed[0], parsed[1], number, raw_size))
 
-    def write(self, views: list[memoryview], sync: bool) -> None:
-        """Put the bytes as the next part (an object is durable once put: ``sync``
-        changes nothing). Raises OSError naming the part."""
-        del sync
-        if not any(len(view) for view in views):
-            return
-        path = self.part_path(self.parts)
+    def write(self, views: list[memoryview], sync: bool, hold: bool = False) -> None:
+        """Add the bytes to the next part and put it (an object is durable once put:
+        ``sync`` only says not to hold); with ``hold``, put it only once it is due.
+        Raises OSError naming the part (what it held is lost)."""
+        size = sum(len(view) for view in views)
+        if size and self._raw and self._raw + size > PART_BYTES:
+            self._put()
+        if size:
+            data = b"".join(views)
+            if not self._raw:
+                self._since = time.monotonic()
+                self._judged = False
+            if self._deflater is not None:
+                data = self._deflater.compress(data)
+            self._chunks.append(data)
+            self._stored += len(data)
+            self._raw += size
+            if not self._judged and self._raw >= COMPRESS_MIN_BYTES:
+                self._judge()
+        if self._raw and not (hold and not sync and self._stored < HOLD_BYTES
+                              and self._raw < PART_BYTES
+                              and time.monotonic() - self._since < HOLD_S):
+            self._put()
+
+    def _judge(self) -> None:
+        """Whether the part is to be deflated, once it has enough bytes to tell: its
+        bytes so far are then deflated, and the rest as they come."""
+        self._judged = True
+        data = b"".join(self._chunks)
+        if worth_compressing(data):
+            self._deflater = zlib.compressobj(COMPRESS_LEVEL)
+            self._chunks = [self._deflater.compress(data)]
+            self._stored = len(self._chunks[0])
+
+    def _put(self) -> None:
+        if self._deflater is not None:
+            self._chunks.append(self._deflater.flush())
+        raw_size = None if self._deflater is None else self._raw
+        data = b"".join(self._chunks)
+        self._drop()
+        path = self.part_path(self.parts, raw_size)
         try:
-            self._store.put(path, b"".join(views))
+            self._store.put(path, data)
         except OSError as error:
             raise OSError(error.errno or errno.EIO, error.strerror or str(error), path) \
                 from None
         self.parts += 1
+        self.names.append(path)
+
+    def _drop(self) -> None:
+        self._chunks, self._stored, self._raw, self._deflater = [], 0, 0, None
+        self._judged = False
 
     def cut_back(self, size: int) -> bool:
         """Nothing to undo: a part that failed to be put does not exist."""
@@ -112,7 +192,18 @@ class SegmentParts:
         return True
 
     def close(self) -> None:
-        """Nothing to close."""
+        """Drop what is held (a close that writes flushes first)."""
+        self._drop()
+
+
+def worth_compressing(data: bytes) -> bool:
+    """Whether a part that begins with ``data`` is to be put deflated (`COMPRESS_*`):
+    its first bytes deflate well, and a part of at most `PART_BYTES` more stays within
+    what a reader inflates."""
+    if not COMPRESS_MIN_BYTES <= len(data) <= fmt.MAX_COMPRESSED_PART_BYTES - PART_BYTES:
+        return False
+    sample = data[:COMPRESS_SAMPLE_BYTES]
+    return len(zlib.compress(sample, COMPRESS_LEVEL)) <= COMPRESS_MAX_RATIO * len(sample)
 
 
 def _write_all(fd: int, views: list[memoryview]) -> None:

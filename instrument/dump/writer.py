@@ -125,9 +125,11 @@ class DumpWriter:
         record.update({k: v for k, v in run_info.items() if k != "k"})
         record["run"] = self.run_id
         self._files[fmt.STREAM_METADATA].append(record)
-        # Not `flush()`: a dump that cannot be written at all fails the enable.
+        # Not `flush()`: a dump that cannot be written at all fails the enable. In a
+        # bucket the metadata's part proves that; the other headers wait for records.
         for stream in fmt.STREAMS:
-            self._files[stream].flush()
+            if stream == fmt.STREAM_METADATA or not self._run.store.remote:
+                self._files[stream].flush()
         self._flusher: threading.Thread | None = None
         if flush_interval_s is not None:
             self._flusher = threading.Thread(
@@ -201,7 +203,7 @@ class DumpWriter:
         file = self._files[stream]
         file.append(record, encode=encode, size_hint=size_hint)
         if file.pending_bytes >= FLUSH_BYTES and not self._rotation.bounds(stream):
-            self.flush()
+            self._flush(hold=True)
 
     @property
     def stores_values_raw(self) -> bool:
@@ -219,14 +221,24 @@ class DumpWriter:
     def flush(self, *, sync: bool = False) -> None:
         """Write every buffered record, definition streams first; ``sync`` also
         waits until the files are on the storage device (``fsync``)."""
+        self._flush(sync=sync)
+
+    def _flush(self, *, sync: bool = False, hold: bool = False) -> None:
+        """`flush`; with ``hold`` (the periodic flush, and one a large buffer makes),
+        a bucket's executions and graph traces may wait for a later one
+        (`instrument.dump.segment_sinks.HOLD_BYTES`). Definitions never wait: a part
+        that refers to them is never put before them."""
         with self._lock:
             if self._closed or self._stopped is not None:
                 return
             for stream in fmt.STREAMS:
                 file = self._files[stream]
+                if hold and file.untouched and self._run.store.remote \
+                        and not self._rotation.bounds(stream):
+                    continue  # a part of a header alone: one more object to read
                 try:
                     if self._rotation.rotates(stream):
-                        self._rotation.write(stream, sync=sync)
+                        self._rotation.write(stream, sync=sync, hold=hold)
                     else:
                         file.flush(sync=sync)
                 except OSError as error:
@@ -238,7 +250,7 @@ class DumpWriter:
             with self._lock:
                 if self._closed or self._stopped is not None:
                     return
-                self.flush()
+                self._flush(hold=True)
 
     def close(self, *, clean: bool = True) -> None:
         """Flush and close every file; ``clean`` writes the ``end`` record first
@@ -397,7 +409,7 @@ class DumpWriter:
             self.num_executions = index + 1
             if self._chunk is not None and self._chunk.estimated_bytes >= FLUSH_BYTES \
                     and not self._rotation.bounds(fmt.STREAM_EXECUTIONS):
-                self.flush()
+                self._flush(hold=True)
             self._count_and_rotate(fmt.STREAM_EXECUTIONS, 1, index)
             return index
 
@@ -470,7 +482,7 @@ class DumpWriter:
             self.num_traces = first + n
             if self._traces is not None and self._traces.estimated_bytes >= FLUSH_BYTES \
                     and not self._rotation.bounds(fmt.STREAM_GRAPH_TRACES):
-                self.flush()
+                self._flush(hold=True)
             self._count_and_rotate(fmt.STREAM_GRAPH_TRACES, n, step)
             return first
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from reader import format as fmt
 from reader import storage
-from reader.byte_sources import ByteSource, LocalFile, Part, PartsSource
+from reader.byte_sources import ByteSource, DamagedPart, LocalFile, Part, PartsSource
 from reader.errors import FormatVersionError
 from reader.storage import Store
 
@@ -104,11 +104,15 @@ class GrowingFile:
         return self._source
 
     def _pread(self, source: ByteSource, length: int, offset: int) -> bytes | None:
-        """``source.pread``; None when it failed (`vanished` or `read_error` say why)."""
+        """``source.pread``; None when it failed (`vanished`, `damage` or `read_error`
+        say why)."""
         try:
             data = source.pread(length, offset)
         except FileNotFoundError:
             self.vanished = True
+            return None
+        except DamagedPart as error:
+            self.damage = f"{self.name}: {error} at byte {offset}"
             return None
         except OSError as error:
             self.read_error = f"{self.name}: cannot read ({error.strerror or error})"
@@ -126,6 +130,12 @@ class GrowingFile:
         """The file's current size in bytes (0 when it cannot be opened)."""
         source = self._open()
         return source.size() if source is not None else 0
+
+    def reservable(self) -> int:
+        """The bytes past `offset` the indexes may pre-size their columns for
+        (`reader.byte_sources.ByteSource.reservable`)."""
+        source = self._open()
+        return source.reservable(self.offset) if source is not None else 0
 
 
 class SegmentReader(GrowingFile):
@@ -233,6 +243,9 @@ class SegmentReader(GrowingFile):
             try:
                 got = source.readinto(
                     memoryview(data)[len(leftover):len(leftover) + want], pos)
+            except DamagedPart as failure:
+                self.damage = f"{self.name}: {failure} at byte {pos}"
+                break
             except OSError as failure:
                 self.vanished = isinstance(failure, FileNotFoundError)
                 self.read_error = f"{self.name}: cannot read ({failure.strerror or failure})"

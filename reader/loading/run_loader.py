@@ -128,13 +128,13 @@ class RunLoader:
             # Growing a column copies it aside and swaps it in, leaving its rows as
             # they were: safe beside queries, so done without their lock.
             if stream == fmt.STREAM_GRAPH_TRACES:
-                self.traces.reserve_for_bytes(max(segment.size() - segment.offset, 0))
+                self.traces.reserve_for_bytes(segment.reservable())
                 self._read_traces(segment, number)
             elif stream == fmt.STREAM_EXECUTIONS and _has_chunks(segment):
                 self._read_exec_chunks(segment, number)
             elif stream == fmt.STREAM_EXECUTIONS and self.mode != fmt.FULL_TENSOR:
                 # Format 1.x: one `exec` record per execution.
-                self.execs.reserve_for_bytes(max(segment.size() - segment.offset, 0))
+                self.execs.reserve_for_bytes(segment.reservable())
                 for data, base, starts, ends in segment.read_new_frames(pad=EXEC_SCAN_PAD):
                     if not self._take_exec_frames(segment, number, data, base, starts, ends):
                         break
@@ -178,7 +178,7 @@ class RunLoader:
     def _read_exec_chunks(self, segment: SegmentReader, number: int) -> None:
         """Take a segment's new ``execs`` chunks (format 2.0). A chunk's columns are
         checked (and FULL_TENSOR summaries computed) before the lock is taken."""
-        self.execs.reserve_for_bytes(max(segment.size() - segment.offset, 0))
+        self.execs.reserve_for_bytes(segment.reservable())
         for start, end, record in segment.read_new():
             if record["k"] != fmt.KIND_EXECUTION_CHUNK:
                 continue

@@ -1,18 +1,24 @@
 """Opening a dump in a bucket against opening it on disk: a million graph traces.
 
     python tests/benchmarks/bench_bucket.py [--traces 1000000] [--rounds 8] [--before TREE]
+        [--shape identical|varied|paced]
         # prints a Markdown table of medians; --before: that tree against this one
     pytest -m benchmark tests/benchmarks/bench_bucket.py         # 200,000 traces, asserts
 
 The same synthetic FULL_HEALTH run (`tests.synthetic.write_big_dump`, a million traces
 over 100 ops, an execution per 50,000-trace chunk) is written by `DumpWriter` twice:
 into a local directory, and into a bucket of moto's S3 server on 127.0.0.1 (through
-s3fs: the writer puts one part object per flush). Each open runs in a fresh
-subprocess and is timed to the first `root_cause()`: local; the bucket with an empty
-object cache (every part fetched); the bucket again (the cache holds every part: only
-the listings go to the server). For the bucket the fixed set-up is timed apart first:
-importing fsspec and s3fs, making the client, and its first listing (of the logdir),
-which every process pays once whatever the dump's size. The target: the cold open at
+s3fs: the writer puts one part object per flush), by each tree's own writer (the
+format may differ). ``--shape``: every row the same (the default), rows that vary
+(`varied`: they deflate some 5x, real runs' 9-15x), or varied rows written as a
+training job writes them (`paced`: 1,200 steps 10 ms apart, the writer flushing by
+itself every 0.5 s). Each open runs in a fresh subprocess and is timed to the first
+`root_cause()`: local; the bucket with an empty object cache (every part fetched);
+the bucket again (the cache holds every part: only the listings go to the server).
+For the bucket the fixed set-up is timed apart first: importing fsspec and s3fs,
+making the client, and its first listing (of the logdir), which every process pays
+once whatever the dump's size. "process" is the subprocess's wall time, start to
+exit (the interpreter, imports, the open, the exit). The target: the cold open at
 most 3x the local one.
 """
 
@@ -25,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 
 import pytest
@@ -50,21 +57,53 @@ print(json.dumps({"traces": dump.num_traces, "setup_s": t1 - t0, "open_s": t2 - 
 """
 
 
+# A paced run: `PACED_STEPS` steps (an execution and its traces), one every 10 ms, the
+# writer flushing every 0.5 s by itself, as a training job writes: some 15 s.
+PACED_STEPS = 1200
+PACED_S = 0.01
+# This tree's `write_big_dump`, with the writer of the tree on PYTHONPATH; arguments:
+# the logdir, traces, synthetic.py's path, the shape, the chunk, the pace.
+_WRITE = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("bench_synthetic", sys.argv[3])
+synthetic = sys.modules["bench_synthetic"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(synthetic)
+synthetic.write_big_dump(sys.argv[1], int(sys.argv[2]), alert_every=int(sys.argv[2]) // 2,
+                         varied=sys.argv[4] != "identical", chunk=int(sys.argv[5]),
+                         paced_s=float(sys.argv[6]))
+"""
+SHAPES = ("identical", "varied", "paced")
+
+
 def _open(url: str, env: dict[str, str], tree: str = ROOT) -> dict:
+    started = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", _OPEN, url], env=dict(env, PYTHONPATH=tree),
                           cwd=tree, capture_output=True, text=True, timeout=600, check=False)
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-2000:])
     found = json.loads(done.stdout)
+    found["process_s"] = time.perf_counter() - started
     found["load"] = os.getloadavg()[0]
     return found
 
 
-def run(traces: int, rounds: int = 1, before: str | None = None) -> dict[str, list[dict]]:
+def _write(url: str, traces: int, shape: str, env: dict[str, str],
+           tree: str) -> subprocess.Popen:
+    """Start writing the benchmark's run into ``url`` with the writer of ``tree``."""
+    synthetic = os.path.join(ROOT, "tests", "synthetic.py")
+    chunk, pace = (max(traces // PACED_STEPS, 1), PACED_S) if shape == "paced" \
+        else (50_000, 0.0)
+    return subprocess.Popen([sys.executable, "-c", _WRITE, url, str(traces), synthetic, shape,
+                             str(chunk), str(pace)], env=dict(env, PYTHONPATH=tree), cwd=tree)
+
+
+def run(traces: int, rounds: int = 1, before: str | None = None,
+        shape: str = "identical") -> dict[str, list[dict]]:
     """Each open's results per row, ``rounds`` times; with ``before`` (another tree of
-    the code) each row is measured with both trees, which take turns going first."""
+    the code) each row is measured with both trees, which take turns going first, each
+    reading the runs its own writer wrote. ``shape``: `write_big_dump`'s identical or
+    varied rows, or varied rows paced as a training job writes them (`PACED_STEPS`)."""
     from tests.cloud.conftest import start_server, stop_server
-    from tests.synthetic import write_big_dump
 
     trees = {"": ROOT} if before is None else {"before": before, "after": ROOT}
     server = start_server()
@@ -76,14 +115,19 @@ def run(traces: int, rounds: int = 1, before: str | None = None) -> dict[str, li
 
             bucket = f"bench-{uuid.uuid4().hex[:8]}"
             s3fs.S3FileSystem(skip_instance_cache=True).mkdir(bucket)
-            local = os.path.join(tmp, "logdir")
-            write_big_dump(local, traces, alert_every=traces // 2)
-            url = f"s3://{bucket}/logdir"
-            write_big_dump(url, traces, alert_every=traces // 2)
+            # Each tree reads the run its own writer wrote (the format may differ).
+            dumps = {label: (os.path.join(tmp, f"logdir-{label}"),
+                             f"s3://{bucket}/logdir-{label}") for label in trees}
+            writers = [_write(path, traces, shape, env, trees[label])
+                       for label, paths in dumps.items() for path in paths]
+            for writer in writers:
+                if writer.wait(timeout=600) != 0:
+                    raise RuntimeError("writing the benchmark's runs failed")
             results: dict[str, list[dict]] = {}
             for round_ in range(rounds):
                 order = list(trees.items())
                 for label, tree in order[::-1] if round_ % 2 else order:
+                    local, url = dumps[label]
                     cache = os.path.join(tmp, f"cache-{label}-{round_}")
                     env_tree = dict(env, TFDBG_TUI_CACHE_DIR=cache)
                     for name, found in (
@@ -111,7 +155,7 @@ def _reading(found: dict) -> float:
 def markdown(results: dict[str, list[dict]]) -> str:
     """Medians per row; each ratio against the median local open of the same tree."""
     lines = ["| open (s) | set-up | reading | total | total vs local | reading vs local | "
-             "load |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "process | load |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for name, founds in results.items():
         tree = founds[0]["tree"]
         local = statistics.median(_reading(f) for row, fs in results.items() for f in fs
@@ -119,9 +163,10 @@ def markdown(results: dict[str, list[dict]]) -> str:
         setup = statistics.median(f["setup_s"] for f in founds)
         reading = statistics.median(_reading(f) for f in founds)
         total = statistics.median(f["setup_s"] + _reading(f) for f in founds)
+        process = statistics.median(f["process_s"] for f in founds)
         loads = [f["load"] for f in founds]
         lines.append(f"| {name} | {setup:.2f} | {reading:.2f} | {total:.2f} | "
-                     f"{total / local:.1f}x | {reading / local:.1f}x | "
+                     f"{total / local:.1f}x | {reading / local:.1f}x | {process:.2f} | "
                      f"{min(loads):.1f}-{max(loads):.1f} |")
     return "\n".join(lines)
 
@@ -144,5 +189,8 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--before", metavar="TREE",
                         help="another checkout of the code, measured taking turns with this one")
+    parser.add_argument("--shape", choices=SHAPES, default="identical",
+                        help="identical rows; varied rows (deflate some 5x); varied rows "
+                             "written as a job writes them, a step every 10 ms")
     args = parser.parse_args()
-    print(markdown(run(args.traces, args.rounds, args.before)))
+    print(markdown(run(args.traces, args.rounds, args.before, args.shape)))

@@ -29,7 +29,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reader import DumpError, DumpReader
+from reader import DumpError, DumpReader, byte_sources
 from reader import format as fmt
 from reader.limits import MAX_INFLATED_VALUE_BYTES
 from tests.peak_memory import peak_memory
@@ -165,6 +165,31 @@ def test_a_value_claiming_more_than_its_bytes_can_inflate_to_is_damaged(tmp_path
     assert "more than its" in dump.damage[0]
     with pytest.raises(DumpError, match="can inflate to"):
         dump.trace_value(0)
+
+
+@pytest.mark.parametrize("claim", ["past the ceiling", "past zlib's ratio",
+                                   "many parts each at the ceiling"])
+def test_a_compressed_part_claiming_too_much_is_damage_and_never_inflated(tmp_path, claim):
+    """A bucket's run copied down (format 2.5): the traces' part 1 claims more than it
+    may hold. Nothing is inflated, nothing is reserved for the claims, the traces of
+    part 0 show."""
+    logdir = str(tmp_path / "logdir")
+    path = closed_run(logdir)
+    whole = os.path.join(path, fmt.segment_filename(fmt.STREAM_GRAPH_TRACES, 0))
+    os.rename(whole, os.path.join(path, fmt.part_filename(fmt.STREAM_GRAPH_TRACES, 0, 0)))
+    bomb = zlib_of_zeros(1 << 20)  # a MiB of zeros, in about a kilobyte
+    size = len(bomb) * 1100 if claim == "past zlib's ratio" else fmt.MAX_COMPRESSED_PART_BYTES
+    for number in range(1, 200 if claim.startswith("many") else 2):
+        name = fmt.part_filename(fmt.STREAM_GRAPH_TRACES, 0, number, size + (number == 1))
+        with open(os.path.join(path, name), "wb") as f:
+            f.write(bomb if claim != "many parts each at the ceiling" else bomb * 70)
+    dump, status, out, err, peak = open_and_report(logdir)
+    assert_clear_outcome(status, out, err, peak)
+    assert dump is not None and status == EXIT_OK and dump.num_traces == 6
+    damage = json.loads(out)["damage"]
+    assert len(damage) == 1 and ".000001.z" in damage[0], damage
+    reserved = dump._loader.traces.tp.buffer.shape[0]
+    assert reserved <= byte_sources.RESERVE_BYTES // (4 + 8 * 9) + 1024, reserved  # rows
 
 
 def test_an_honest_compressed_value_below_the_ceiling_reads(tmp_path):
