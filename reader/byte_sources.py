@@ -69,7 +69,7 @@ class Part:
 
     Attributes:
         size: The segment bytes it holds.
-        stored: A compressed part's own size (since 2.5: a zlib stream of ``size``
+        stored: A compressed part's own size (since 3.0: a zlib stream of ``size``
             bytes, fetched and inflated whole); None when its bytes are the segment's.
     """
 

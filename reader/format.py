@@ -33,10 +33,20 @@ FORMAT_NAME = "tfdbg-tui-dump"
 # objects (`part_filename`), each closed at a flush; a 2.2 reader finds no run there.
 # 2.4: an op that reads or writes a variable through a function graph's capture of its
 # handle names the variable (`var`); a 2.3 reader ignores the key.
-# 2.5: on an object store a part may be stored compressed (zlib), its name carrying the
-# bytes it holds (`part_filename`'s ``raw_size``); a 2.4 reader, which does not know
-# the name, reads the segment up to the first such part, as a segment still written.
-FORMAT_VERSION = (2, 5)
+# 2.5: an object store's executions and graph traces gather several flushes in a part.
+# 3.0: on an object store a part may be stored compressed (zlib), its name carrying the
+# bytes it holds (`part_filename`'s ``raw_size``). A 2.x reader would not know the name
+# and read such a segment only up to it, silently: a run on an object store says 3.0
+# so that a 2.x reader refuses it. Local dumps did not change: they say 2.5 (what a run
+# says: `written_version`), and 2.x readers read them as before.
+FORMAT_VERSION = (3, 0)
+LOCAL_FORMAT_VERSION = (2, 5)
+
+
+def written_version(remote: bool) -> tuple[int, int]:
+    """The version a run's headers say: the oldest that reads it whole (3.0 on an
+    object store, where parts may be compressed; 2.5 on a file system)."""
+    return FORMAT_VERSION if remote else LOCAL_FORMAT_VERSION
 
 FILE_SUFFIX = ".tfdbg"
 

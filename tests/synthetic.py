@@ -68,13 +68,14 @@ def make_run(logdir, *, mode: str = fmt.FULL_HEALTH, circular_buffer_size: int =
         info["run"] = run_id
     if start_time is not None:
         info["start_time"] = start_time
-    version = fmt.FORMAT_VERSION
-    fmt.FORMAT_VERSION = (1, 2) if legacy else version
+    versions = fmt.FORMAT_VERSION, fmt.LOCAL_FORMAT_VERSION
+    if legacy:
+        fmt.FORMAT_VERSION = fmt.LOCAL_FORMAT_VERSION = (1, 2)
     try:
         w = DumpWriter(logdir, info, circular_buffer_size=circular_buffer_size,
                        flush_interval_s=flush_interval_s)
     finally:
-        fmt.FORMAT_VERSION = version
+        fmt.FORMAT_VERSION, fmt.LOCAL_FORMAT_VERSION = versions
     run = SyntheticRun(writer=w, chunked=not legacy)
     run.device = w.add_device("/job:localhost/replica:0/task:0/device:CPU:0")
     run.user_file = w.add_source_file(

@@ -59,7 +59,7 @@ class RunFiles:
         header: dict[str, Any] = {
             "k": fmt.KIND_HEADER,
             "format": fmt.FORMAT_NAME,
-            "version": list(fmt.FORMAT_VERSION),
+            "version": list(fmt.written_version(self.store.remote)),
             "stream": stream,
             "run": self.run_id,
             "segment": segment,

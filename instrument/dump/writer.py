@@ -115,7 +115,7 @@ class DumpWriter:
         record = {
             "k": fmt.KIND_RUN,
             "run": self.run_id,
-            "format_version": list(fmt.FORMAT_VERSION),
+            "format_version": list(fmt.written_version(self._run.store.remote)),
             "host": socket.gethostname(),
             "pid": os.getpid(),
             "start_time": time.time(),

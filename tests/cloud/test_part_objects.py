@@ -1,5 +1,5 @@
-"""How a run's parts are put and read (format 2.5): a part worth it is put compressed
-and read inflated, in a bucket or copied down to a disk; parts of an older writer
+"""How a run's parts are put and read (format 3.0 on object stores): a part worth it
+is put compressed and read inflated, in a bucket or copied down to a disk; parts of an older writer
 (never compressed) still read; a compressed part that does not inflate to what its
 name says is damage, with everything before it kept; small parts of the executions
 and graph traces are held back for a later flush, definitions never."""
@@ -258,3 +258,20 @@ def test_incompressible_parts_are_put_as_they_are():
     assert not segment_sinks.worth_compressing(b"\0" * 1000)  # too small to be worth it
     rows = np.tile(np.array(FINITE, np.float64), (5000, 1)).tobytes()
     assert segment_sinks.worth_compressing(rows)
+
+
+def test_a_run_in_a_bucket_says_3_0_so_that_a_2_x_reader_refuses_it(
+        bucket, tmp_path, monkeypatch):
+    """A 2.x reader would read a bucket segment only up to its first compressed part,
+    and say nothing: the bucket's run says 3.0 and such a reader refuses it, naming
+    both versions. A local run says 2.5: 2.x readers read it whole."""
+    run = _write(f"{bucket}/logdir", flushes=1)
+    local = _write(str(tmp_path / "logdir"), flushes=1)
+    assert [r.format_version for r in reader.list_runs(f"{bucket}/logdir")] == [(3, 0)]
+    assert [r.format_version for r in reader.list_runs(str(tmp_path / "logdir"))] == \
+        [fmt.LOCAL_FORMAT_VERSION] == [(2, 5)]
+    monkeypatch.setattr(fmt, "FORMAT_VERSION", (2, 5))  # a 2.5 reader
+    with pytest.raises(reader.FormatVersionError, match=r"3\.0.*2\.5"):
+        reader.open_run(run.path)
+    with reader.open_run(local.path) as dump:
+        assert dump.num_traces == TRACES_PER_FLUSH

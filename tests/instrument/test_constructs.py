@@ -37,7 +37,7 @@ def call_traces(dump: Dump, function_prefix: str,
 def test_run_metadata_and_clean_end(constructs, mode):
     dump = constructs[mode]
     assert dump.run["tensor_debug_mode"] == mode
-    assert dump.run["format_version"] == list(fmt.FORMAT_VERSION)
+    assert dump.run["format_version"] == list(fmt.LOCAL_FORMAT_VERSION)
     assert dump.run["eager_mode"] is True and dump.run["tf_version"]
     assert dump.end is not None
     assert dump.end["num_executions"] == len(dump.executions)

@@ -36,7 +36,7 @@ def test_several_runs_listed_oldest_first_and_newest_opened(logdir):
     assert [r.run_id for r in listed] == [r.writer.run_id for r in runs]
     assert [r.finished for r in listed] == [True, False, True]
     assert listed[0].tensor_debug_mode == "FULL_HEALTH"
-    assert listed[0].format_version == fmt.FORMAT_VERSION
+    assert listed[0].format_version == fmt.LOCAL_FORMAT_VERSION
     newest = reader.open_run(logdir)
     assert newest.run_id == runs[2].writer.run_id and newest.num_traces == 3
     assert reader.open_run(logdir, runs[0].writer.run_id).num_traces == 1

@@ -108,7 +108,7 @@ def test_unknown_run_id(tmp_path):
 
 
 def test_newer_major_format(tmp_path, monkeypatch):
-    monkeypatch.setattr(fmt, "FORMAT_VERSION", (fmt.FORMAT_VERSION[0] + 1, 0))
+    monkeypatch.setattr(fmt, "LOCAL_FORMAT_VERSION", (fmt.FORMAT_VERSION[0] + 1, 0))
     write_nan_dump(tmp_path)
     assert_one_line_error(run_cli(str(tmp_path)), exit_codes.EXIT_NEWER_FORMAT)
 
