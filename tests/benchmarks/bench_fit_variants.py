@@ -63,7 +63,8 @@ def patched(variant: str) -> Iterator[None]:
     saved = [(summary_ops, "exact_row", summary_ops.exact_row),
              (summary_ops, "tensor_summary", summary_ops.tensor_summary),
              (trace_queue.TraceQueue, "batch_row", trace_queue.TraceQueue.batch_row),
-             (value_batches, "holds_nonfinite", value_batches.holds_nonfinite),
+             (value_batches.PackedBatch, "holds_nonfinite",
+              value_batches.PackedBatch.holds_nonfinite),
              (writer, "values_alert", writer.values_alert),
              (writer.DumpWriter.__init__, "__kwdefaults__",
               dict(writer.DumpWriter.__init__.__kwdefaults__ or {}))]
@@ -113,7 +114,7 @@ def patched(variant: str) -> Iterator[None]:
         writer.DumpWriter.__init__.__kwdefaults__ = {
             **(writer.DumpWriter.__init__.__kwdefaults__ or {}), "flush_interval_s": 2.0}
     if "no_scan" in variant:
-        value_batches.holds_nonfinite = lambda components, values: False
+        value_batches.PackedBatch.holds_nonfinite = lambda self: False  # type: ignore[method-assign]
         writer.values_alert = lambda values: False
     try:
         yield
