@@ -36,6 +36,7 @@ from reader.values import NUMPY_DTYPES
 _NUMPY_DTYPES = {**NUMPY_DTYPES, 14: np.dtype(np.uint16)}
 _BFLOAT16 = 14
 _BOOL = 10
+_FLOAT = 1
 _LITTLE_ENDIAN = sys.byteorder == "little"
 
 # The queue element: the number of tensors, trace points, dtypes (TF enum), ranks,
@@ -74,11 +75,11 @@ def pack(tensors: list[Any], trace_points: list[int]) -> list[Any]:
     """Build, in the current graph, the components of one batch of traced tensors.
 
     Shapes known while the graph is built become constants: at run time a tensor of
-    static shape costs a bitcast and a reshape (neither copies) and its share of the
-    one concat.
+    static shape costs at most a bitcast and a reshape (neither copies) and its share
+    of the one concat (`_concat_bytes`).
     """
     from tensorflow.python.framework import constant_op, dtypes
-    from tensorflow.python.ops import array_ops, gen_parsing_ops, math_ops
+    from tensorflow.python.ops import array_ops, gen_parsing_ops
 
     ranks, dims, sizes, data, protos = [], [], [], [], []
     for tensor in tensors:
@@ -93,22 +94,17 @@ def pack(tensors: list[Any], trace_points: list[int]) -> list[Any]:
         else:
             dims.append(array_ops.shape(tensor, out_type=dtypes.int64))
         if enum in _NUMPY_DTYPES:
-            source = math_ops.cast(tensor, dtypes.uint8) if enum == _BOOL else tensor
-            data.append(array_ops.reshape(array_ops.bitcast(source, dtypes.uint8), [-1]))
+            data.append(tensor)
             protos.append("")
             if static.is_fully_defined():
                 sizes.append(static.num_elements() * _NUMPY_DTYPES[enum].itemsize)
             else:
-                sizes.append(array_ops.size(data[-1], out_type=dtypes.int64))
+                sizes.append(array_ops.size(tensor, out_type=dtypes.int64)
+                             * _NUMPY_DTYPES[enum].itemsize)
         else:
             protos.append(gen_parsing_ops.serialize_tensor(tensor, name="tfdbg_tui_value"))
             sizes.append(0)
-    values = (array_ops.concat(data, 0, name="tfdbg_tui_values") if data
-              else constant_op.constant([], dtype=dtypes.uint8))
-    if values.op.type == "ConcatV2":
-        # The concat copies the values out: variables read into it are updated after
-        # it, in place, rather than copied (graph_edits.defer_variable_writes).
-        defer_variable_writes(values.op, tensors)
+    values = _concat_bytes(data)
     return [
         constant_op.constant(len(tensors), dtype=dtypes.int32, name="tfdbg_tui_count"),
         constant_op.constant(trace_points, dtype=dtypes.int32, name="tfdbg_tui_tps"),
@@ -119,6 +115,42 @@ def pack(tensors: list[Any], trace_points: list[int]) -> list[Any]:
         values,
         _stack(protos, dtypes.string),
     ]
+
+
+def _concat_bytes(tensors: list[Any]) -> Any:
+    """The bytes of ``tensors``, one after the other, as one ``uint8`` vector.
+
+    A concat takes vectors of one dtype. Where every dtype is 4 bytes or a multiple
+    (float32, int32, int64, float64, complex), each tensor is seen as float32 words:
+    a float32 vector as it is, a float32 tensor by a reshape, others by a bitcast
+    (and a reshape if that adds a dimension); the concat's result is seen as bytes
+    once. Otherwise each tensor is seen as bytes (a bitcast to ``uint8`` adds a
+    dimension, which a reshape flattens): two ops a tensor. An LSTM's loop bodies
+    trace mostly float32 and int32 tensors of rank 0 to 2.
+    """
+    from tensorflow.python.framework import constant_op, dtypes
+    from tensorflow.python.ops import array_ops, math_ops
+
+    if not tensors:
+        return constant_op.constant([], dtype=dtypes.uint8)
+    enums = [t.dtype.as_datatype_enum for t in tensors]
+    if all(_NUMPY_DTYPES[e].itemsize % 4 == 0 for e in enums):
+        words = []
+        for tensor, enum in zip(tensors, enums):
+            word = tensor if enum == _FLOAT else array_ops.bitcast(tensor, dtypes.float32)
+            words.append(word if word.shape.rank == 1 else array_ops.reshape(word, [-1]))
+        joined = array_ops.concat(words, 0, name="tfdbg_tui_values")
+        values = array_ops.reshape(array_ops.bitcast(joined, dtypes.uint8), [-1])
+    else:
+        joined = values = array_ops.concat(
+            [array_ops.reshape(array_ops.bitcast(
+                math_ops.cast(t, dtypes.uint8) if e == _BOOL else t, dtypes.uint8), [-1])
+             for t, e in zip(tensors, enums)], 0, name="tfdbg_tui_values")
+    if joined.op.type == "ConcatV2":
+        # The concat copies the values out: variables read into it are updated after
+        # it, in place, rather than copied (graph_edits.defer_variable_writes).
+        defer_variable_writes(joined.op, tensors)
+    return values
 
 
 def _stack(items: list[Any], dtype: Any) -> Any:

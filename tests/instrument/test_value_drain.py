@@ -31,17 +31,20 @@ def drained_queue() -> tuple[trace_queue.TraceQueue, list[tuple]]:
 
 def two_batches(queue: trace_queue.TraceQueue, strings: bool = False):
     """A function whose call enqueues two batches of values of several dtypes and sizes
-    (the second's first value is ``log(x)``; the first's fourth, with ``strings``, the
-    values as text, which travel as a serialized proto)."""
+    (the first's fourth, with ``strings``, the values as text, which travel as a
+    serialized proto; the second's first ``log(x)``, and its dtypes all 4 bytes or a
+    multiple)."""
 
     @tf.function(autograph=False)
     def f(x):
         text = tf.strings.as_string(x) if strings else tf.reverse(x, [0])
         first = [(x * 2.0, 0), (tf.cast(x, tf.int32), 1), (x > 0.0, 2),
-                 (text, 3), (tf.zeros([0, 3]), 4)]
+                 (text, 3), (tf.zeros([0, 3]), 4), (tf.cast(x, tf.bfloat16), 5)]
         after = queue.enqueue_batch([queue.batch_row(t, tp) for t, tp in first], None)
-        second = [(tf.math.log(x), 5), (tf.cast(x, tf.bfloat16), 6),
-                  (tf.tile(x, [100]), 7)]
+        # Words only (dtypes of 4 bytes or a multiple): concatenated as float32.
+        second = [(tf.math.log(x), 6), (tf.reshape(tf.tile(x, [100]), [10, 30]), 7),
+                  (tf.cast(x, tf.int64), 8), (tf.cast(x, tf.complex64), 9),
+                  (tf.reduce_sum(tf.cast(x, tf.float64)), 10), (tf.zeros([0]), 11)]
         queue.enqueue_batch([queue.batch_row(t, tp) for t, tp in second], after)
         return x
 
@@ -51,8 +54,9 @@ def two_batches(queue: trace_queue.TraceQueue, strings: bool = False):
 def expected(x: np.ndarray, strings: bool = False) -> list[np.ndarray]:
     log = tf.math.log(x).numpy()  # TensorFlow's, which numpy's may differ from by an ulp
     text = np.array([f"{v:f}" for v in x], object) if strings else x[::-1]
-    return [x * 2, x.astype(np.int32), x > 0, text, np.zeros((0, 3), np.float32), log, x,
-            np.tile(x, 100)]
+    return [x * 2, x.astype(np.int32), x > 0, text, np.zeros((0, 3), np.float32), x, log,
+            np.tile(x, 100).reshape(10, 30), x.astype(np.int64), x.astype(np.complex64),
+            np.float64(x.sum(dtype=np.float64)), np.zeros(0, np.float32)]
 
 
 def assert_values(got: list[np.ndarray], want: list[np.ndarray]) -> None:
@@ -76,18 +80,18 @@ def test_batches_of_two_calls_are_one_dequeue_cut_back_exactly():
     for x in inputs:
         f(tf.constant(x))
         queue.call_finished()
-    assert queue.drain() == 16
+    assert queue.drain() == 24
     [(trace_points, values, ordinals, alert)] = received
-    assert trace_points == list(range(8)) * 2
-    assert ordinals == [0] * 8 + [1] * 8
+    assert trace_points == list(range(12)) * 2
+    assert ordinals == [0] * 12 + [1] * 12
     assert_values(values, expected(inputs[0]) + expected(inputs[1]))
     assert alert is None
     received.clear()
     f(tf.constant(inputs[0]))
     queue.call_finished()
-    assert queue.drain() == 8 and received[0][3] is False
+    assert queue.drain() == 12 and received[0][3] is False
     f(tf.constant(inputs[1]))
-    assert queue.drain() == 8 and received[1][3] is True  # one call: its own alert
+    assert queue.drain() == 12 and received[1][3] is True  # one call: its own alert
 
 
 def test_large_batches_and_dynamic_shapes_are_dequeued_one_at_a_time(monkeypatch):
@@ -100,7 +104,7 @@ def test_large_batches_and_dynamic_shapes_are_dequeued_one_at_a_time(monkeypatch
     x = np.array([1.0, 2.0, 3.5], np.float32)
     f(tf.constant(x))
     queue.call_finished()
-    assert queue.drain() == 8 and len(received) == 2
+    assert queue.drain() == 12 and len(received) == 2
     assert_values([v for _, values, _, _ in received for v in values], expected(x))
 
     monkeypatch.setattr(value_drain, "DRAIN_BYTES", 1 << 22)
@@ -108,11 +112,11 @@ def test_large_batches_and_dynamic_shapes_are_dequeued_one_at_a_time(monkeypatch
     g = tf.function(two_batches(dynamic).python_function,
                     input_signature=[tf.TensorSpec([None], tf.float32)], autograph=False)
     g(tf.constant(x))
-    assert dynamic.drain() == 8 and len(dynamic_received) == 2
+    assert dynamic.drain() == 12 and len(dynamic_received) == 2
 
     text, text_received = drained_queue()
     two_batches(text, strings=True)(tf.constant(x))
-    assert text.drain() == 8 and len(text_received) == 2
+    assert text.drain() == 12 and len(text_received) == 2
     assert_values([v for _, values, _, _ in text_received for v in values],
                   expected(x, strings=True))
 
