@@ -12,9 +12,10 @@ background flush thread. A reader indexes a chunk with a few numpy calls.
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -189,10 +190,30 @@ def put_summaries(record: dict[str, Any], rows: np.ndarray, magnitudes: bool) ->
     record["s"] = np.ascontiguousarray(rows, dtype="<f8").tobytes()
 
 
+@runtime_checkable
+class DeferredValues(Protocol):
+    """FULL_TENSOR value records made only when iterated: a drained batch's bytes
+    (`instrument.tracing.value_batches.PackedValues`), cut into records when their chunk
+    is packed. Under a circular buffer most chunks are dropped unpacked."""
+
+    @property
+    def nbytes(self) -> int:
+        """About the values' raw bytes."""
+
+    def __len__(self) -> int:
+        """How many values."""
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        """The value records, made now."""
+
+
 def _values_bytes(values: Sequence[Any] | None) -> int:
     """The raw bytes of FULL_TENSOR value records (an estimate of their packed size)."""
-    return 0 if values is None else sum(len(v.get("data") or b"") for v in values
-                                        if isinstance(v, dict))
+    if values is None:
+        return 0
+    if isinstance(values, DeferredValues):
+        return values.nbytes
+    return sum(len(v.get("data") or b"") for v in values if isinstance(v, dict))
 
 
 def _fitted(items: Sequence[Any], n: int, fill: Any) -> list[Any]:
@@ -224,7 +245,9 @@ class TraceChunk:
         self.count = 0
         self._trace_points: list[np.ndarray] = []
         self._summaries: list[np.ndarray] = []
-        self._values: list[Any] = []
+        # Sequences of value records, one per `add` (`DeferredValues` made into records
+        # only when the chunk is packed).
+        self._values: list[Sequence[Any]] = []
         self._steps: list[list[int]] = []  # [step, count] runs
         self._layout: tuple[int | None, bool] | None = None  # (summary columns, values)
 
@@ -246,8 +269,8 @@ class TraceChunk:
         self._trace_points.append(trace_points)
         if summaries is not None:
             self._summaries.append(summaries)
-        if values is not None:
-            self._values.extend(values)
+        if values is not None and len(values):
+            self._values.append(values)
         if self._steps and self._steps[-1][0] == step:
             self._steps[-1][1] += n
         else:
@@ -271,4 +294,4 @@ class TraceChunk:
         if self._summaries:
             put_summaries(record, np.concatenate(self._summaries), self.magnitudes)
         if self._values:
-            record["v"] = self._values
+            record["v"] = list(itertools.chain.from_iterable(self._values))

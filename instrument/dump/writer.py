@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from instrument.dump import recording_stop
-from instrument.dump.columnar_chunks import ExecutionChunk, TraceChunk
+from instrument.dump.columnar_chunks import DeferredValues, ExecutionChunk, TraceChunk
 from instrument.dump.flight_recorder import FirstAlert, summaries_alert, values_alert
 from instrument.dump.recording_stop import RecordingStop
 from instrument.dump.run_files import RunFiles
@@ -444,7 +444,9 @@ class DumpWriter:
             trace_points: int32 array, the trace point id of each trace.
             summaries: float64 array of shape (n, len(ROW_COLUMNS[mode])), or None.
             values: FULL_TENSOR values, one `tensor_value_record` per trace, stored as
-                given: compress them (`encode_value`) first, off the lock.
+                given: compress them (`encode_value`) first, off the lock. A
+                `DeferredValues` is kept as it is and made into records when its chunk
+                is packed (never, if a circular buffer drops the chunk first).
             step: Index of the eager execution (top-level function call) the traces ran
                 in; defaults to the number of executions recorded so far.
             alert: Whether a trace holds NaN or infinity; None: found from
@@ -478,7 +480,9 @@ class DumpWriter:
                 raise RuntimeError(f"dump writer for run {self.run_id} is closed")
             if self._stopped is None and n:
                 chunk = self._trace_chunk(first, cols, values)
-                chunk.add(tps, cols, None if values is None else list(values), step)
+                kept = (values if values is None or isinstance(values, DeferredValues)
+                        else list(values))
+                chunk.add(tps, cols, kept, step)
             self.num_traces = first + n
             if self._traces is not None and self._traces.estimated_bytes >= FLUSH_BYTES \
                     and not self._rotation.bounds(fmt.STREAM_GRAPH_TRACES):

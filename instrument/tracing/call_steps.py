@@ -7,6 +7,7 @@ docs/format.md). This maps the one to the other.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,7 @@ class CallSteps:
         return len(self._call_executions) - 1
 
     def write_traces(self, trace_points: np.ndarray, rows: np.ndarray | None,
-                     values: list[Any] | None, ordinals: np.ndarray | None,
+                     values: Sequence[Any] | None, ordinals: np.ndarray | None,
                      alert: bool | None) -> None:
         """Write a drained batch as one chunk per call it ran in (``ordinals`` None: all
         under the next execution)."""

@@ -18,7 +18,8 @@ from instrument import summaries
 from instrument.dump.flight_recorder import values_alert
 from instrument.dump.value_encoding import tensor_value_record
 from instrument.summaries import summary_ops
-from instrument.tracing.trace_queue import TraceSink, compress_values, discard_traces
+from instrument.tracing.trace_queue import TraceSink, discard_traces
+from instrument.tracing.value_drain import compress_values
 from reader import format as fmt
 
 # TF1 graphs hand FULL_TENSOR values to a host buffer; past this many bytes the thread

@@ -15,7 +15,8 @@ drains the queue in batches of blocks (``QueueSizeV2`` then ``QueueDequeueManyV2
 pads them; the padding is dropped) every `DRAIN_INTERVAL_S` and at exit;
 each run of rows with one call ordinal becomes one ``traces`` chunk. FULL_TENSOR values
 travel as packed batches, one queue element each (instrument/tracing/value_batches.py), through
-a small ``FIFOQueue`` drained while they keep coming.
+a small queue drained while they keep coming, many batches a dequeue
+(instrument/tracing/value_drain.py).
 
 TF1 graphs (``tf.compat.v1.Session``) cannot capture an eager queue: there a
 ``py_func`` per traced tensor appends to a host-side buffer instead
@@ -29,17 +30,16 @@ import os
 import threading
 import uuid
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
 
 from instrument import summaries
-from instrument.dump.value_encoding import COMPRESSION
 from instrument.summaries import summary_ops
-from instrument.tf_internals.eager_runtime import host_view
-from instrument.tracing import value_batches
+from instrument.tracing import value_batches, value_drain
 from instrument.tracing.call_counter import CallCounter
+from instrument.tracing.value_drain import ValueDrain
 from reader import format as fmt
 
 logger = logging.getLogger(__name__)
@@ -56,17 +56,8 @@ QUEUE_CAPACITY = 1 << 20
 # times the blocks taken), so a run of one-row blocks next to a segment's batch of
 # hundreds pads to a bounded scratch array, not to hundreds of times the rows.
 DRAIN_ROW_BUDGET = 1 << 16
-# FULL_TENSOR traces are whole tensors, queued in batches (one per graph segment, or
-# one per tensor on the per-tensor route), and a training loop can produce them faster
-# than they are written. A small queue makes it wait for the drain instead of piling
-# values up in memory: at most this many batches, plus the one being written, are
-# held between the graph and the dump. The drain polls every `ACTIVE_POLL_S` while
-# they keep coming. The fewer batches held, the likelier the drain finds their values
-# still in the CPU's cache: on the benchmark (8.1 MB a step) FULL_TENSOR's overhead was
-# 1.3 times TensorFlow's dumper's at 16 batches, 0.98 at 4, 0.94 at 2 (where the while
-# loop of programs/full_tensor.py, one batch per traced value then, waited for the drain
-# more often); at 64 the held batches were fresh memory, page-faulted in (2.1-3.1).
-FULL_TENSOR_QUEUE_CAPACITY = 4
+# FULL_TENSOR traces are whole tensors, queued in batches in a small queue
+# (`value_drain.QUEUE_CAPACITY`) drained every `ACTIVE_POLL_S` while they keep coming.
 # A graph fills that queue in well under a millisecond (a loop body's values): the
 # drain's first poll after it finds the queue empty comes this soon. At 10 ms a test
 # program's 600 loop-body values took 4.1 s of wall time instead of 2.8 s; the CPU per
@@ -74,11 +65,13 @@ FULL_TENSOR_QUEUE_CAPACITY = 4
 ACTIVE_POLL_S = 0.001
 
 # A sink receives one drained batch: trace point ids (int32), summary rows with the
-# format's columns (float64) or None, FULL_TENSOR values or None, the call ordinal
-# of each trace (int64; None from the TF1 host buffer, which has no calls), and
-# whether a value held NaN or infinity (None: not inspected here; values compressed
-# before they reach the sink are inspected before, as the writer cannot look inside).
-TraceSink = Callable[[np.ndarray, "np.ndarray | None", "list[dict[str, Any]] | None",
+# format's columns (float64) or None, FULL_TENSOR values or None (a sequence of value
+# records, `value_batches.PackedValues` from the queue: cut into records when it is
+# iterated), the call ordinal of each trace (int64; None from the TF1 host buffer,
+# which has no calls), and whether a value held NaN or infinity (None: not inspected
+# here; values compressed before they reach the sink are inspected before, as the
+# writer cannot look inside).
+TraceSink = Callable[[np.ndarray, "np.ndarray | None", "Sequence[dict[str, Any]] | None",
                       "np.ndarray | None", "bool | None"], None]
 
 
@@ -111,10 +104,6 @@ class TraceQueue:
 
         self.mode = mode
         self._sink = sink
-        self._seeking_alert = seeking_alert
-        self._compress = compress
-        # Whether the latest drain found the queue empty (FULL_TENSOR compression).
-        self._found_empty = False
         self.lock = threading.RLock()
         # Serializes drains, so that batches reach the sink in dequeue order.
         self._drain_lock = threading.Lock()
@@ -126,16 +115,15 @@ class TraceQueue:
             # float64 rows, one after the other: the trace point followed by the raw
             # summary. Flat, so that one tensor's row is enqueued as its kernel made it.
             component_dtypes = [tf.float64, tf.int32]
-            shapes: list[list[int | None]] | None = [[None], []]
+            shapes: list[list[int | None]] = [[None], []]
         elif mode == fmt.FULL_TENSOR:
-            # One element per batch of values (instrument/tracing/value_batches.py): the
-            # components' shapes vary, so elements are dequeued one at a time.
-            component_dtypes, shapes = value_batches.component_dtypes(), None
+            # One element per batch of values (instrument/tracing/value_batches.py).
+            component_dtypes = value_batches.component_dtypes()
+            shapes = value_batches.component_shapes()
         else:
             component_dtypes, shapes = [tf.int32, tf.int32], [[None], []]
         # A dequeue of many blocks pads them to the largest.
-        self._make_queue = (gen_data_flow_ops.fifo_queue_v2 if shapes is None
-                            else gen_data_flow_ops.padding_fifo_queue_v2)
+        self._make_queue = gen_data_flow_ops.padding_fifo_queue_v2
         # Rows of the largest block built so far (`DRAIN_ROW_BUDGET`).
         self._largest_block = 1
 
@@ -148,17 +136,18 @@ class TraceQueue:
         full_tensor = mode == fmt.FULL_TENSOR
         self._queue_attrs = dict(
             component_types=component_dtypes + [tf.int64],
-            shapes=[] if shapes is None else shapes + [[]],
-            capacity=FULL_TENSOR_QUEUE_CAPACITY if full_tensor else QUEUE_CAPACITY,
+            shapes=shapes + [[]],
+            capacity=value_drain.QUEUE_CAPACITY if full_tensor else QUEUE_CAPACITY,
             container="", shared_name=f"tfdbg_tui_traces_{unique}")
         with tf.init_scope():
             queue_ref = self._make_queue(**self._queue_attrs, name="tfdbg_tui_traces")
-            self._queue = tf.queue.QueueBase(component_dtypes + [tf.int64],
-                                             None if shapes is None else shapes + [[]],
+            self._queue = tf.queue.QueueBase(component_dtypes + [tf.int64], shapes + [[]],
                                              None, queue_ref)
         self._calls = CallCounter(f"tfdbg_tui_calls_{unique}")
         self._device = queue_ref.device
         self.polls_while_active = full_tensor
+        self._values = ValueDrain(self._queue, self.lock, seeking_alert=seeking_alert,
+                                  compress=compress)
         # Per nested graph: the in-graph lookups of the queue and the counter.
         self._lookups: weakref.WeakKeyDictionary[Any, tuple[Any, Any]] = \
             weakref.WeakKeyDictionary()
@@ -251,6 +240,7 @@ class TraceQueue:
         handle, calls_handle = self.handles_for(tensor.graph)
         ordinal = self._ordinal_in(tensor.graph, calls_handle)
         if self.mode == fmt.FULL_TENSOR:
+            self._values.note_batch([tensor])
             return gen_data_flow_ops.queue_enqueue_v2(
                 handle, value_batches.pack([tensor], [trace_point]) + [ordinal],
                 name="tfdbg_tui_trace")
@@ -312,6 +302,7 @@ class TraceQueue:
         with ops.control_dependencies(None):
             ordinal = self._ordinal_in(graph, calls_handle)
             if self.mode == fmt.FULL_TENSOR:
+                self._values.note_batch([t for t, _ in rows])
                 components = value_batches.pack([t for t, _ in rows], [tp for _, tp in rows])
                 with ops.control_dependencies(deps):
                     return gen_data_flow_ops.queue_enqueue_v2(
@@ -347,14 +338,7 @@ class TraceQueue:
             with self.lock:
                 count = int(self._queue.size().numpy())
             if self.mode == fmt.FULL_TENSOR:
-                # Values are compressed only while the drain has time to spare: it found
-                # the queue empty at its previous poll and a single batch now (and a
-                # core is spare, `COMPRESSION`). Compressing costs far more than the
-                # graph's packing: a drain that falls behind makes the graph wait, and
-                # it then stores raw until it catches up.
-                keeping_up = self._compress and self._found_empty and count == 1
-                self._found_empty = count == 0
-                return sum(self._drain_values(compress=keeping_up) for _ in range(count))
+                return self._values.drain(count, self._sink)
             drained = 0
             while count > 0:
                 take = min(count, max(1, DRAIN_ROW_BUDGET // self._largest_block))
@@ -376,27 +360,6 @@ class TraceQueue:
             else:
                 self._sink(rows.astype(np.int32), None, None, ordinals, None)
         return len(rows)
-
-    def _drain_values(self, *, compress: bool) -> int:
-        """Dequeue one FULL_TENSOR batch into the sink; return how many traces."""
-        with self.lock:
-            *components, ordinal = self._queue.dequeue()
-            # In place: a copy of megabytes a step costs the training's CPU.
-            components = [host_view(component) for component in components]
-            ordinal = int(ordinal.numpy())
-        # The slow part (cutting and compressing the values) holds no lock the
-        # training thread takes: it only competes with it for CPU.
-        trace_points, values = value_batches.unpack(components)
-        # Looked at here, off the batch's bytes, while the sink still wants to know
-        # (it would otherwise look at each value; compressed, it cannot).
-        alert = value_batches.holds_nonfinite(components, values) \
-            if self._seeking_alert() else None
-        if compress:
-            values = compress_values(values)
-        with self.lock:
-            self._sink(trace_points, None, values,
-                       np.full(len(trace_points), ordinal, dtype=np.int64), alert)
-        return len(trace_points)
 
 
 # TensorFlow's FuncGraph classes of the gradients of while bodies and cond branches
@@ -424,15 +387,8 @@ def in_control_flow_gradient(graph: Any) -> bool:
     return False
 
 
-def compress_values(values: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """FULL_TENSOR values compressed if a core is spare (`COMPRESSION`). The sink
-    cannot look inside compressed values: a caller that may compress them looks for
-    NaN and infinity first, while the sink still wants to know."""
-    return COMPRESSION.encode_all(values) if COMPRESSION.core_is_spare() else values
-
-
 def discard_traces(trace_points: np.ndarray, rows: np.ndarray | None,
-                   values: list[dict[str, Any]] | None, ordinals: np.ndarray | None,
+                   values: Sequence[dict[str, Any]] | None, ordinals: np.ndarray | None,
                    alert: bool | None) -> None:
     """The sink of a retired source: drained traces go nowhere."""
     del trace_points, rows, values, ordinals, alert

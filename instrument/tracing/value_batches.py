@@ -1,13 +1,17 @@
 """FULL_TENSOR values on their way from a graph to the host: one packed batch per enqueue.
 
 A batch of traced tensors travels through the trace queue as one queue element of
-flat components (`COMPONENT_DTYPES`): the tensors' raw bytes concatenated into one
-``uint8`` vector (``tf.bitcast``, which copies nothing, then a single concat), their
-shapes, dtypes and byte sizes, and their trace points. Tensors of the dtypes
-``tf.bitcast`` does not take (strings, 8-bit floats, quantized types) travel as a
-serialized ``TensorProto`` instead. On the host, `unpack` cuts the bytes back into
-values with numpy views: per tensor there is no protobuf parsing and no Python-level
-conversion, which is what made the drain, not the graph, the bottleneck of FULL_TENSOR.
+flat components (`COMPONENT_NAMES`): how many tensors, the tensors' raw bytes
+concatenated into one ``uint8`` vector (``tf.bitcast``, which copies nothing, then a
+single concat), their shapes, dtypes and byte sizes, and their trace points. Tensors of
+the dtypes ``tf.bitcast`` does not take (strings, 8-bit floats, quantized types) travel
+as a serialized ``TensorProto`` instead. A dequeue of several elements pads each
+component to the longest; the count cuts them back (`PackedBatch`).
+
+On the host a drained batch stays its components (`PackedBatch`, `PackedValues`) until
+its chunk is packed for writing: only then are the bytes cut into value records, with
+numpy views (per tensor no protobuf parsing and no copy). Under a circular buffer most
+chunks are dropped before a flush, and their values are never cut at all.
 
 Values are little-endian in the dump; the bytes are the host's, so a big-endian host
 swaps them (numpy does, in `tensor_value_record`).
@@ -16,6 +20,7 @@ swaps them (numpy does, in `tensor_value_record`).
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -31,30 +36,50 @@ from reader.values import NUMPY_DTYPES
 _NUMPY_DTYPES = {**NUMPY_DTYPES, 14: np.dtype(np.uint16)}
 _BFLOAT16 = 14
 _BOOL = 10
+_FLOAT = 1
 _LITTLE_ENDIAN = sys.byteorder == "little"
 
-# The queue element: trace points, dtypes (TF enum), ranks, dims (all shapes, one after
-# the other), byte sizes, raw bytes, serialized protos ("" for bitcast tensors).
-COMPONENT_NAMES = ("tps", "dtypes", "ranks", "dims", "sizes", "data", "protos")
+# The queue element: the number of tensors, trace points, dtypes (TF enum), ranks,
+# dims (all shapes, one after the other), byte sizes, raw bytes, serialized protos (""
+# for bitcast tensors).
+COMPONENT_NAMES = ("count", "tps", "dtypes", "ranks", "dims", "sizes", "data", "protos")
 
 
 def component_dtypes() -> list[Any]:
     """The TF dtypes of the components, in `COMPONENT_NAMES` order."""
     from tensorflow.python.framework import dtypes
 
-    return [dtypes.int32, dtypes.int32, dtypes.int32, dtypes.int64, dtypes.int64,
-            dtypes.uint8, dtypes.string]
+    return [dtypes.int32, dtypes.int32, dtypes.int32, dtypes.int32, dtypes.int64,
+            dtypes.int64, dtypes.uint8, dtypes.string]
+
+
+def component_shapes() -> list[list[int | None]]:
+    """The components' shapes in a padding queue: the count a scalar, the rest vectors."""
+    return [[]] + [[None]] * (len(COMPONENT_NAMES) - 1)
+
+
+def static_bytes(tensors: list[Any]) -> int | None:
+    """The bytes of a batch's element known while the graph is built, or None (a shape
+    not fully defined, or a dtype that travels as a serialized proto)."""
+    total = 0
+    for tensor in tensors:
+        enum = tensor.dtype.as_datatype_enum
+        if enum not in _NUMPY_DTYPES or not tensor.shape.is_fully_defined():
+            return None
+        total += tensor.shape.num_elements() * _NUMPY_DTYPES[enum].itemsize
+        total += 8 * (tensor.shape.rank + 3)  # its dims, rank, dtype, size, trace point
+    return total
 
 
 def pack(tensors: list[Any], trace_points: list[int]) -> list[Any]:
     """Build, in the current graph, the components of one batch of traced tensors.
 
     Shapes known while the graph is built become constants: at run time a tensor of
-    static shape costs a bitcast and a reshape (neither copies) and its share of the
-    one concat.
+    static shape costs at most a bitcast and a reshape (neither copies) and its share
+    of the one concat (`_concat_bytes`).
     """
     from tensorflow.python.framework import constant_op, dtypes
-    from tensorflow.python.ops import array_ops, gen_parsing_ops, math_ops
+    from tensorflow.python.ops import array_ops, gen_parsing_ops
 
     ranks, dims, sizes, data, protos = [], [], [], [], []
     for tensor in tensors:
@@ -69,23 +94,19 @@ def pack(tensors: list[Any], trace_points: list[int]) -> list[Any]:
         else:
             dims.append(array_ops.shape(tensor, out_type=dtypes.int64))
         if enum in _NUMPY_DTYPES:
-            source = math_ops.cast(tensor, dtypes.uint8) if enum == _BOOL else tensor
-            data.append(array_ops.reshape(array_ops.bitcast(source, dtypes.uint8), [-1]))
+            data.append(tensor)
             protos.append("")
             if static.is_fully_defined():
                 sizes.append(static.num_elements() * _NUMPY_DTYPES[enum].itemsize)
             else:
-                sizes.append(array_ops.size(data[-1], out_type=dtypes.int64))
+                sizes.append(array_ops.size(tensor, out_type=dtypes.int64)
+                             * _NUMPY_DTYPES[enum].itemsize)
         else:
             protos.append(gen_parsing_ops.serialize_tensor(tensor, name="tfdbg_tui_value"))
             sizes.append(0)
-    values = (array_ops.concat(data, 0, name="tfdbg_tui_values") if data
-              else constant_op.constant([], dtype=dtypes.uint8))
-    if values.op.type == "ConcatV2":
-        # The concat copies the values out: variables read into it are updated after
-        # it, in place, rather than copied (graph_edits.defer_variable_writes).
-        defer_variable_writes(values.op, tensors)
+    values = _concat_bytes(data)
     return [
+        constant_op.constant(len(tensors), dtype=dtypes.int32, name="tfdbg_tui_count"),
         constant_op.constant(trace_points, dtype=dtypes.int32, name="tfdbg_tui_tps"),
         constant_op.constant([t.dtype.as_datatype_enum for t in tensors], dtype=dtypes.int32),
         _stack(ranks, dtypes.int32),
@@ -94,6 +115,42 @@ def pack(tensors: list[Any], trace_points: list[int]) -> list[Any]:
         values,
         _stack(protos, dtypes.string),
     ]
+
+
+def _concat_bytes(tensors: list[Any]) -> Any:
+    """The bytes of ``tensors``, one after the other, as one ``uint8`` vector.
+
+    A concat takes vectors of one dtype. Where every dtype is 4 bytes or a multiple
+    (float32, int32, int64, float64, complex), each tensor is seen as float32 words:
+    a float32 vector as it is, a float32 tensor by a reshape, others by a bitcast
+    (and a reshape if that adds a dimension); the concat's result is seen as bytes
+    once. Otherwise each tensor is seen as bytes (a bitcast to ``uint8`` adds a
+    dimension, which a reshape flattens): two ops a tensor. An LSTM's loop bodies
+    trace mostly float32 and int32 tensors of rank 0 to 2.
+    """
+    from tensorflow.python.framework import constant_op, dtypes
+    from tensorflow.python.ops import array_ops, math_ops
+
+    if not tensors:
+        return constant_op.constant([], dtype=dtypes.uint8)
+    enums = [t.dtype.as_datatype_enum for t in tensors]
+    if all(_NUMPY_DTYPES[e].itemsize % 4 == 0 for e in enums):
+        words = []
+        for tensor, enum in zip(tensors, enums):
+            word = tensor if enum == _FLOAT else array_ops.bitcast(tensor, dtypes.float32)
+            words.append(word if word.shape.rank == 1 else array_ops.reshape(word, [-1]))
+        joined = array_ops.concat(words, 0, name="tfdbg_tui_values")
+        values = array_ops.reshape(array_ops.bitcast(joined, dtypes.uint8), [-1])
+    else:
+        joined = values = array_ops.concat(
+            [array_ops.reshape(array_ops.bitcast(
+                math_ops.cast(t, dtypes.uint8) if e == _BOOL else t, dtypes.uint8), [-1])
+             for t, e in zip(tensors, enums)], 0, name="tfdbg_tui_values")
+    if joined.op.type == "ConcatV2":
+        # The concat copies the values out: variables read into it are updated after
+        # it, in place, rather than copied (graph_edits.defer_variable_writes).
+        defer_variable_writes(joined.op, tensors)
+    return values
 
 
 def _stack(items: list[Any], dtype: Any) -> Any:
@@ -108,71 +165,146 @@ def _stack(items: list[Any], dtype: Any) -> Any:
          for item in items])
 
 
-def unpack(components: list[np.ndarray]) -> tuple[np.ndarray, list[Any]]:
-    """The trace points and raw value records of one drained batch.
-
-    The records' data are views of the components' memory (`tensor_value_record` with
-    ``copy=False``).
+class PackedBatch:
+    """One drained batch's values, kept as its components (numpy arrays, read in place)
+    until they are written.
 
     Args:
-        components: The batch's components as numpy arrays, in `COMPONENT_NAMES` order.
+        components: The element's components in `COMPONENT_NAMES` order; from a dequeue
+            of several elements, padded: cut back here to the batch's count.
     """
-    tps, enums, ranks, dims, sizes, data, protos = components
-    values = []
-    all_dims = dims.tolist()
-    raw_bytes = data.data.cast("B") if data.size else memoryview(b"")
-    dim_at = byte_at = 0
-    for enum, rank, size, proto in zip(enums.tolist(), ranks.tolist(), sizes.tolist(),
-                                       protos.tolist()):
-        shape = all_dims[dim_at:dim_at + rank]
-        dim_at += rank
-        if proto:
-            values.append(_from_proto(proto))
-            continue
-        raw = raw_bytes[byte_at:byte_at + size]
-        byte_at += size
-        if enum == _BFLOAT16 or not _LITTLE_ENDIAN:
-            array = np.frombuffer(raw, dtype=_NUMPY_DTYPES[enum]).reshape(shape)
+
+    __slots__ = ("trace_points", "_enums", "_ranks", "_dims", "_sizes", "_data", "_protos")
+
+    def __init__(self, components: list[np.ndarray]) -> None:
+        count, tps, enums, ranks, dims, sizes, data, protos = components
+        n = int(count)
+        self.trace_points = tps[:n].astype(np.int32)
+        self._enums, self._ranks, self._sizes = enums[:n], ranks[:n], sizes[:n]
+        self._dims = dims[:int(self._ranks.sum())]
+        self._data = data[:int(self._sizes.sum())]
+        self._protos = protos[:n]
+
+    def __len__(self) -> int:
+        return len(self.trace_points)
+
+    @property
+    def nbytes(self) -> int:
+        """The values' raw bytes."""
+        return int(self._data.size)
+
+    def records(self, start: int = 0, end: int | None = None) -> list[dict[str, Any]]:
+        """The raw value records of values ``start`` to ``end``, whose data are views
+        of the batch's memory (`tensor_value_record` with ``copy=False``)."""
+        end = len(self) if end is None else end
+        if start >= end:
+            return []
+        ranks, sizes = self._ranks.tolist(), self._sizes.tolist()
+        dim_at, byte_at = sum(ranks[:start]), sum(sizes[:start])
+        all_dims = self._dims.tolist()
+        raw_bytes = self._data.data.cast("B") if self._data.size else memoryview(b"")
+        values: list[dict[str, Any]] = []
+        for enum, rank, size, proto in zip(self._enums[start:end].tolist(), ranks[start:end],
+                                           sizes[start:end], self._protos[start:end].tolist()):
+            shape = all_dims[dim_at:dim_at + rank]
+            dim_at += rank
+            if proto:
+                values.append(_from_proto(proto))
+                continue
+            raw = raw_bytes[byte_at:byte_at + size]
+            byte_at += size
+            if enum == _BFLOAT16 or not _LITTLE_ENDIAN:
+                array = np.frombuffer(raw, dtype=_NUMPY_DTYPES[enum]).reshape(shape)
+                if enum == _BFLOAT16:
+                    array = _bfloat16_as_float32(array)
+                values.append(tensor_value_record(array, copy=False))
+            else:
+                # The stored record as `tensor_value_record` makes it, without the arrays.
+                values.append({"dtype": _NUMPY_DTYPES[enum].str, "shape": shape, "data": raw})
+        return values
+
+    def holds_nonfinite(self) -> bool:
+        """Whether a value holds NaN or infinity, as `flight_recorder.values_alert`
+        finds of its records, but read off the batch's bytes: one check (a min and a
+        max) per run of consecutive values of one dtype, found with numpy, where a
+        check per value cost the drain more than the values' copy on a loop's hundreds
+        of small tensors a step."""
+        protos = self._protos.astype(bool)
+        if protos.any():
+            if values_alert([_from_proto(p) for p in self._protos[protos].tolist()]):
+                return True
+        # Bitcast values lie one after the other in the bytes (a proto's size is 0).
+        ends = np.cumsum(self._sizes)
+        bitcast = (self._sizes > 0) & ~protos
+        enums, ends = self._enums[bitcast], ends[bitcast]
+        if not len(enums):
+            return False
+        last = np.flatnonzero(enums[1:] != enums[:-1])  # each run's last value
+        run_ends = np.append(ends[last], ends[-1]).tolist()
+        run_enums = np.append(enums[last], enums[-1]).tolist()
+        raw = self._data.data.cast("B")
+        begin = int(ends[0] - self._sizes[bitcast][0])
+        for enum, end in zip(run_enums, run_ends):
             if enum == _BFLOAT16:
-                array = _bfloat16_as_float32(array)
-            values.append(tensor_value_record(array, copy=False))
-        else:
-            # The stored record as `tensor_value_record` makes it, without the arrays.
-            values.append({"dtype": _NUMPY_DTYPES[enum].str, "shape": shape, "data": raw})
-    return tps.astype(np.int32), values
+                # Not finite exactly when the exponent's bits are all set.
+                bits = np.frombuffer(raw[begin:end], dtype=_NUMPY_DTYPES[enum])
+                if np.any((bits & 0x7F80) == 0x7F80):
+                    return True
+            elif _NUMPY_DTYPES[enum].kind in "fc":
+                if not all_finite(np.frombuffer(raw[begin:end], dtype=_NUMPY_DTYPES[enum])):
+                    return True
+            begin = end
+        return False
 
 
-def holds_nonfinite(components: list[np.ndarray], values: list[Any]) -> bool:
-    """Whether a drained batch's values hold NaN or infinity, as
-    `flight_recorder.values_alert` finds of its records (``values``, `unpack`'s), but
-    read off the batch's bytes: one check (a min and a max) per run of consecutive
-    values of one dtype, where a check per value cost the drain more than the
-    values' copy on a loop's hundreds of small tensors a step."""
-    _, enums, _, _, sizes, data, protos = components
-    raw = data.data.cast("B") if data.size else memoryview(b"")
-    runs: list[list[int]] = []  # [enum, first byte, end byte]
-    byte_at = 0
-    from_protos = []
-    for enum, size, proto, value in zip(enums.tolist(), sizes.tolist(), protos.tolist(),
-                                        values):
-        if proto:
-            from_protos.append(value)
-            continue
-        if runs and runs[-1][0] == enum:
-            runs[-1][2] += size
-        else:
-            runs.append([enum, byte_at, byte_at + size])
-        byte_at += size
-    for enum, begin, end in runs:
-        if enum == _BFLOAT16:
-            # Not finite exactly when the exponent's bits are all set.
-            bits = np.frombuffer(raw[begin:end], dtype=_NUMPY_DTYPES[enum])
-            if np.any((bits & 0x7F80) == 0x7F80):
-                return True
-        elif _NUMPY_DTYPES[enum].kind in "fc":
-            if not all_finite(np.frombuffer(raw[begin:end], dtype=_NUMPY_DTYPES[enum])):
-                return True
-    return values_alert(from_protos)
+class PackedValues:
+    """The values of drained batches in trace order: a sequence of value records made
+    only when it is iterated (the writer packs a chunk), or cut by `__getitem__`.
+
+    Args:
+        parts: (batch, first value, end) ranges of `PackedBatch`es.
+    """
+
+    def __init__(self, parts: list[tuple[PackedBatch, int, int]]) -> None:
+        self._parts = parts
+        self._len = sum(end - start for _, start, end in parts)
+
+    @classmethod
+    def of(cls, batches: list[PackedBatch]) -> PackedValues:
+        """All the values of ``batches``, in order."""
+        return cls([(batch, 0, len(batch)) for batch in batches])
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for batch, start, end in self._parts:
+            yield from batch.records(start, end)
+
+    def __getitem__(self, index: slice) -> PackedValues:
+        """Values ``index.start`` to ``index.stop`` (a step of 1 only)."""
+        start, stop, step = index.indices(self._len)
+        if step != 1:
+            raise ValueError("PackedValues takes contiguous slices only")
+        parts, at = [], 0
+        for batch, first, end in self._parts:
+            lo, hi = max(first, first + start - at), min(end, first + stop - at)
+            if lo < hi:
+                parts.append((batch, lo, hi))
+            at += end - first
+        return PackedValues(parts)
+
+    @property
+    def nbytes(self) -> int:
+        """About the values' raw bytes (whole batches': for a writer's flush threshold)."""
+        return sum(batch.nbytes * (end - start) // max(len(batch), 1)
+                   for batch, start, end in self._parts)
+
+    def holds_nonfinite(self) -> bool:
+        """Whether a value of the batches holds NaN or infinity
+        (`PackedBatch.holds_nonfinite`; the whole of each batch is read, also where
+        only part of it is in this sequence)."""
+        return any(batch.holds_nonfinite() for batch, _, _ in self._parts)
 
 
 def _bfloat16_as_float32(bits: np.ndarray) -> np.ndarray:

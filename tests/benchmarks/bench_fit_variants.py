@@ -25,6 +25,9 @@ traced, so each undoes one choice of docs/instrument.md, "How summaries are comp
   takes, and nothing else: no kernel, no check, no ``cond``;
 - ``body_kernels`` / ``body_stock``: control-flow bodies take every tensor's kernel /
   the batch's stock route in every mode;
+- ``bytes_each``: FULL_TENSOR batches of 4-byte words (float32, int32, int64...) packed
+  as the others are, each tensor bitcast to bytes and flattened (two ops a tensor), not
+  seen as float32 words (`value_batches._concat_bytes`);
 - ``flush_2s`` (the writer's flush every 2 s, not `writer.FLUSH_INTERVAL_S`),
   ``no_scan`` (FULL_TENSOR values not looked at for the first alert), and the two
   joined by ``_`` (``flush_2s_no_scan``).
@@ -47,8 +50,26 @@ from tests.benchmarks.bench_instrument import TF_THREADS, WARMUP_STEPS, enable_d
 from tests.benchmarks.bench_suite import MODELS, fresh_program
 
 VARIANTS = ("tf", "current", "no_tensor", "v1_rows", "kernels_only", "constant_rows",
-            "read_floor", "body_kernels", "body_stock", "flush_2s", "no_scan",
+            "read_floor", "body_kernels", "body_stock", "bytes_each", "flush_2s", "no_scan",
             "flush_2s_no_scan")
+
+
+def bytes_each(tensors: list[Any]) -> Any:
+    """`value_batches._concat_bytes` with every tensor seen as bytes (two ops each)."""
+    from tensorflow.python.framework import dtypes
+    from tensorflow.python.ops import array_ops, math_ops
+
+    from instrument.tf_internals.graph_edits import defer_variable_writes
+
+    if not tensors:
+        return array_ops.zeros([0], dtypes.uint8)
+    values = array_ops.concat(
+        [array_ops.reshape(array_ops.bitcast(
+            math_ops.cast(t, dtypes.uint8) if t.dtype == dtypes.bool else t, dtypes.uint8),
+            [-1]) for t in tensors], 0)
+    if values.op.type == "ConcatV2":
+        defer_variable_writes(values.op, tensors)
+    return values
 
 
 @contextlib.contextmanager
@@ -63,8 +84,10 @@ def patched(variant: str) -> Iterator[None]:
     saved = [(summary_ops, "exact_row", summary_ops.exact_row),
              (summary_ops, "tensor_summary", summary_ops.tensor_summary),
              (trace_queue.TraceQueue, "batch_row", trace_queue.TraceQueue.batch_row),
-             (value_batches, "holds_nonfinite", value_batches.holds_nonfinite),
+             (value_batches.PackedBatch, "holds_nonfinite",
+              value_batches.PackedBatch.holds_nonfinite),
              (writer, "values_alert", writer.values_alert),
+             (value_batches, "_concat_bytes", value_batches._concat_bytes),
              (writer.DumpWriter.__init__, "__kwdefaults__",
               dict(writer.DumpWriter.__init__.__kwdefaults__ or {}))]
     exact_row, tensor_summary = summary_ops.exact_row, summary_ops.tensor_summary
@@ -109,11 +132,13 @@ def patched(variant: str) -> Iterator[None]:
         summary_ops.tensor_summary = read_floor
     if variant in ("body_kernels", "body_stock"):
         trace_queue.TraceQueue.batch_row = body_rows
+    if variant == "bytes_each":
+        value_batches._concat_bytes = bytes_each
     if "flush_2s" in variant:
         writer.DumpWriter.__init__.__kwdefaults__ = {
             **(writer.DumpWriter.__init__.__kwdefaults__ or {}), "flush_interval_s": 2.0}
     if "no_scan" in variant:
-        value_batches.holds_nonfinite = lambda components, values: False
+        value_batches.PackedBatch.holds_nonfinite = lambda self: False  # type: ignore[method-assign]
         writer.values_alert = lambda values: False
     try:
         yield

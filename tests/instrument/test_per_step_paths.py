@@ -117,8 +117,8 @@ def test_a_record_file_writes_large_values_whole(tmp_path):
 
 
 def test_a_batchs_finiteness_off_its_bytes_is_the_values():
-    """`holds_nonfinite` reads a drained FULL_TENSOR batch's bytes run by run of one
-    dtype, and finds what `values_alert` finds in its values, in every float dtype
+    """`PackedBatch.holds_nonfinite` reads a drained FULL_TENSOR batch's bytes run by run
+    of one dtype, and finds what `values_alert` finds in its values, in every float dtype
     the batch carries (bfloat16 by its bits, complex by both parts), wherever the NaN
     or infinity is, next to integers, bools and strings (serialized protos)."""
     tf = pytest.importorskip("tensorflow")
@@ -130,9 +130,8 @@ def test_a_batchs_finiteness_off_its_bytes_is_the_values():
             tensors = [tf.constant(value, dtype=dtype) for value, dtype in specs]
             return value_batches.pack(tensors, list(range(len(tensors))))
 
-        arrays = [c.numpy() for c in components()]
-        _, values = value_batches.unpack(arrays)
-        return value_batches.holds_nonfinite(arrays, values), values_alert(values)
+        packed = value_batches.PackedBatch([c.numpy() for c in components()])
+        return packed.holds_nonfinite(), values_alert(packed.records())
 
     finite = np.linspace(-3.0, 3.0, 37)
     dtypes = (tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.complex64)
