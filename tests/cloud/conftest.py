@@ -113,22 +113,28 @@ def s3_server() -> Iterator[S3Server]:
         stop_server(server)
 
 
-@pytest.fixture
-def bucket(s3_server, tmp_path, monkeypatch) -> str:
-    """A new, empty bucket: its URL (``s3://<name>``). The object cache is the test's."""
+@pytest.fixture(scope="session")
+def _s3_admin(s3_server):
+    """The session's s3fs client for the tests' own set-up and checks: making a client
+    costs botocore 0.1-0.2 s. It caches no listing, so each look is the server's."""
     import s3fs
 
+    return s3fs.S3FileSystem(skip_instance_cache=True, use_listings_cache=False)
+
+
+@pytest.fixture
+def bucket(_s3_admin, tmp_path, monkeypatch) -> str:
+    """A new, empty bucket: its URL (``s3://<name>``). The object cache is the test's."""
     monkeypatch.setenv("TFDBG_TUI_CACHE_DIR", str(tmp_path / "object-cache"))
     from reader import object_store
 
     monkeypatch.setattr(object_store, "_STORES", {})  # a store with the test's cache
     name = f"test-{uuid.uuid4().hex[:12]}"
-    s3fs.S3FileSystem(skip_instance_cache=True).mkdir(name)
+    _s3_admin.mkdir(name)
     return f"s3://{name}"
 
 
 @pytest.fixture
-def s3fs_client(s3_server):
-    import s3fs
-
-    return s3fs.S3FileSystem(skip_instance_cache=True)
+def s3fs_client(_s3_admin):
+    """An s3fs client on the session's server (not the reader's or the writer's)."""
+    return _s3_admin
