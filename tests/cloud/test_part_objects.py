@@ -20,7 +20,9 @@ from reader import object_store
 from tests.cloud.test_bucket_logdirs import contents
 from tests.synthetic import FINITE, NAN, add_step, make_run
 
-TRACES_PER_FLUSH = 2_000  # some 170 KB of traces a flush: worth compressing
+TRACES_PER_FLUSH = 500  # some 38 KB of traces a flush: worth compressing
+# The least bytes a flush's traces make (76 a trace).
+FLUSH_BYTES = TRACES_PER_FLUSH * 70
 
 
 def _write(logdir: str, flushes: int = 3):
@@ -65,7 +67,7 @@ def test_parts_worth_it_are_compressed_and_read_as_the_run_on_disk(bucket, s3fs_
     squeezed = [p for p in parsed if p is not None and p.raw_size is not None]
     # The trace parts are compressed, the header parts and small ones are not.
     assert {p.stream for p in squeezed} == {fmt.STREAM_GRAPH_TRACES}, names
-    assert len(squeezed) == 3 and all(p.raw_size > 100_000 for p in squeezed), names
+    assert len(squeezed) == 3 and all(p.raw_size > FLUSH_BYTES for p in squeezed), names
     sizes = {info["name"].rpartition("/")[2]: info["size"]
              for info in s3fs_client.ls(run.path.removeprefix("s3://"), detail=True)}
     assert all(sizes[fmt.part_filename(p.stream, p.segment, p.part, p.raw_size)]
@@ -206,7 +208,7 @@ def test_flushes_held_in_one_compressed_part_read_as_on_disk(tmp_path, monkeypat
     run.writer.close()
     local.writer.close()
     names = _parts(store, run, fmt.STREAM_GRAPH_TRACES)
-    assert len(names) == 2 and fmt.parse_part_filename(names[1]).raw_size > 3 * 100_000
+    assert len(names) == 2 and fmt.parse_part_filename(names[1]).raw_size > 3 * FLUSH_BYTES
     with reader.open_run(run.path) as dump, reader.open_run(local.path) as same:
         assert contents(dump) == contents(same) and dump.num_traces == 3 * TRACES_PER_FLUSH
 
