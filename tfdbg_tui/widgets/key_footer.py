@@ -17,6 +17,7 @@ as the line of keys always puts the screen's own keys first.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Any
 
 from rich.style import Style
@@ -52,14 +53,9 @@ def footer_entries(active_bindings: Any, key_display: Any) -> list[FooterEntry]:
         if binding.show and binding.action not in by_action:
             by_action[binding.action] = (binding, enabled, tooltip)
     entries: list[FooterEntry] = []
-    shown = list(by_action.values())
-    index = 0
-    while index < len(shown):
-        group = shown[index][0].group
-        end = index + 1
-        while group is not None and end < len(shown) and shown[end][0].group == group:
-            end += 1
-        members = shown[index:end]
+    # Consecutive actions of one group; ungrouped ones (group None) each on their own.
+    for group, run in groupby(by_action.values(), key=lambda member: member[0].group):
+        members = list(run)
         if group is not None and len(members) > 1:
             keys = tuple((b.key, key_display(b), enabled, tooltip or b.description)
                          for b, enabled, tooltip in members)
@@ -69,7 +65,6 @@ def footer_entries(active_bindings: Any, key_display: Any) -> list[FooterEntry]:
                 entries.append(FooterEntry(
                     ((binding.key, key_display(binding), enabled, tooltip),),
                     binding.description))
-        index = end
     return entries
 
 
@@ -110,6 +105,7 @@ class KeyFooter(Widget, can_focus=False):
     }
     """
 
+    # Both repaint the line when they change (a reactive's default).
     compact: reactive[bool] = reactive(False)
     show_command_palette: reactive[bool] = reactive(True)
 
@@ -231,9 +227,3 @@ class KeyFooter(Widget, can_focus=False):
             self.app.simulate_key(key)
         else:
             self.app.bell()
-
-    def watch_compact(self) -> None:
-        self.refresh()
-
-    def watch_show_command_palette(self) -> None:
-        self.refresh()
