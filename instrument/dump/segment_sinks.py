@@ -105,14 +105,12 @@ class SegmentParts:
     later (`HOLD_BYTES`, `PART_BYTES`, `HOLD_S`).
 
     Attributes:
-        parts: How many parts were written.
         names: The path of each part written, in order.
     """
 
     def __init__(self, store: Store, path: str) -> None:
         self.path = path
         self._store = store
-        self.parts = 0
         self.names: list[str] = []
         # The next part, while held: its bytes as they will be put, how many segment
         # bytes they hold, its deflater (None: put as they are, or not judged yet:
@@ -173,13 +171,12 @@ class SegmentParts:
         raw_size = None if self._deflater is None else self._raw
         data = b"".join(self._chunks)
         self._drop()
-        path = self.part_path(self.parts, raw_size)
+        path = self.part_path(len(self.names), raw_size)
         try:
             self._store.put(path, data)
         except OSError as error:
             raise OSError(error.errno or errno.EIO, error.strerror or str(error), path) \
                 from None
-        self.parts += 1
         self.names.append(path)
 
     def _drop(self) -> None:
