@@ -9,6 +9,7 @@ them (`reader.storage`, `reader.object_store`). The segment reader above reads a
 
 from __future__ import annotations
 
+import functools
 import os
 import zlib
 from bisect import bisect_right
@@ -34,6 +35,10 @@ PIECE_BYTES = 1 << 20
 # the reader reserve more; past it the columns grow as they fill.
 RESERVE_RATIO = 128
 RESERVE_BYTES = 256 << 20
+# Compressed parts on a local disk (a bucket copied down) kept inflated for the reads
+# after the first (`read_local_ranges`): a part holds at most
+# `format.MAX_COMPRESSED_PART_BYTES` (a writer's, at most 16 MiB).
+LOCAL_INFLATED_PARTS = 2
 
 
 class ByteSource(Protocol):
@@ -264,18 +269,27 @@ def read_local_ranges(ranges: list[tuple[Part, int, int]],
     del ahead  # the page cache reads ahead
     found: list[bytes] = []
     for part, start, end in ranges:
-        with open(part.path, "rb") as f:
-            if part.stored is None:
+        if part.stored is None:
+            with open(part.path, "rb") as f:
                 f.seek(start)
                 found.append(f.read(end - start))
-                continue
-            try:
-                check_part(part)
-                found.append(inflate_part(part, f.read(part.stored))[start:end])
-            except DamagedPart:
-                if not found:
-                    raise
-                return found
+            continue
+        try:
+            found.append(_inflated_local_part(part)[start:end])
+        except DamagedPart:
+            if not found:
+                raise
+            return found
     return found
+
+
+@functools.lru_cache(maxsize=LOCAL_INFLATED_PARTS)
+def _inflated_local_part(part: Part) -> bytes:
+    """The segment bytes of a compressed part copied to a local disk (parts never
+    change): the reads of one part (a segment read in blocks, a record fetched
+    again) inflate it once. Raises OSError (`DamagedPart`: not cached)."""
+    check_part(part)
+    with open(part.path, "rb") as f:
+        return inflate_part(part, f.read(part.stored))
 
 
