@@ -93,6 +93,12 @@ def as_os_error(error: BaseException) -> OSError:
     return OSError(errno.EIO, f"{type(error).__name__}: {text}"[:300])
 
 
+def _fetched_whole(part: Part) -> bool:
+    """Whether a read of any of ``part`` fetches all of it: a small part
+    (`WHOLE_OBJECT_BYTES`), or a compressed one, which is inflated whole."""
+    return part.stored is not None or part.size <= WHOLE_OBJECT_BYTES
+
+
 def _sound(part: Part) -> bool:
     """Whether a part may be fetched whole (`check_part`)."""
     try:
@@ -228,7 +234,7 @@ class ObjectStore:
                 held = self.cache.held(part.path, part.size)
                 # From the end of what is cached, so that the cache grows as a prefix;
                 # a small object whole (one request either way), a compressed one too.
-                whole = part.stored is not None or part.size <= WHOLE_OBJECT_BYTES
+                whole = _fetched_whole(part)
                 begin = 0 if whole else (held if held <= start else start)
                 fetch.append((part, begin, part.fetched if whole else end))
         if not self._async:
@@ -273,7 +279,7 @@ class ObjectStore:
             return []
         with self._lock:
             return [part for part in parts
-                    if (part.stored is not None or part.size <= WHOLE_OBJECT_BYTES)
+                    if _fetched_whole(part)
                     and (part.path, part.size) not in self._ahead
                     and self.cache.held(part.path, part.size) < part.size
                     and _sound(part)]
