@@ -45,6 +45,8 @@ class WorkerRun:
     frame: Frame | None  # the root cause's innermost user frame
     has_alerts: bool
     device: str | None = None  # the root cause's device: the replica, on a multi-device worker
+    live: bool = False  # its writer may still write (`reader.run.liveness`)
+    last_step: int | None = None  # the last step whose call is read; None: none (or no steps)
 
 
 def job_runs(logdir: str, cluster: str) -> list[tuple[str, str, str]]:
@@ -64,13 +66,21 @@ def _job_infos(runs: list[RunInfo], cluster: str) -> list[RunInfo]:
 
 def origin_worker(workers: list[WorkerRun]) -> WorkerRun | None:
     """The worker where the job's first non-finite value was made: the first of
-    ``workers`` (as `first_nonfinite_workers` orders them) when it has alerts and its
+    ``workers`` (as `first_nonfinite_workers` orders them) when it has alerts, its
     root cause's op is known (a live run's may not be read yet) and did not receive
-    the value from elsewhere; None when not known (yet)."""
+    the value from elsewhere, and every other live worker's run is read up to that
+    step's call (a worker's records reach a bucket in batches, seconds late: one whose
+    step is not read yet may have gone non-finite in it, or before); None when not
+    known (yet)."""
     first = workers[0] if workers else None
-    if first is None or not first.has_alerts or first.op_type is None:
+    if first is None or not first.has_alerts or first.op_type is None or first.received:
         return None
-    return None if first.received else first
+    step = first.first_step
+    if step is not None and any(other.live and (other.last_step is None
+                                                or other.last_step < step)
+                                for other in workers[1:]):
+        return None
+    return first
 
 
 def open_landing_run(logdir: str | os.PathLike[str],
@@ -195,23 +205,31 @@ def _ranked(runs: Iterable[tuple[DumpReader, str, str]]) -> list[WorkerRun]:
 
 
 def _worker_run(run: DumpReader, run_id: str, task: str) -> WorkerRun:
+    live = run.writer_state() not in liveness.ENDED
+    steps = run.steps()
+    last_step = max((last for _, last in steps.kept_steps()), default=None)
     cause = run.root_cause()
     if cause is None:
-        return WorkerRun(run_id, run.path, task, None, None, None, None, False, None, False)
+        return WorkerRun(run_id, run.path, task, None, None, None, None, False, None, False,
+                         live=live, last_step=last_step)
     alert = cause.alert
     position = alert.step  # the execution that ran it (a call, or itself)
-    steps = run.steps()
     try:
         time = run.execution(position).time
     except DumpError:
         time = None
-    # A live run's trace may be read before its op's definition: then which op made
-    # the value, and so whether it was received, is not known yet.
-    op_known = alert.kind != "graph" or cause.op is not None
+    # Which op made the value, and so whether it was received, is not known yet when a
+    # live run's trace is read before its op's definition, or when its first alert is
+    # a function call's output: the op of its graph that made it is in traces the
+    # writer may not have written yet (a bucket gets them in batches).
+    if alert.kind == "graph":
+        op_known = cause.op is not None
+    else:
+        op_known = not (live and cause.execution is not None and cause.execution.is_function)
     op_type = alert.op_type if op_known else None
     return WorkerRun(run_id, run.path, task, steps.of_execution(position), time,
                      op_type, alert.op_name, op_type in COLLECTIVE_OPS,
-                     cause.frame, True, alert.device)
+                     cause.frame, True, alert.device, live=live, last_step=last_step)
 
 
 def _order(worker: WorkerRun) -> tuple:

@@ -95,6 +95,11 @@ def test_a_live_job_is_followed_until_its_origin_is_known(tmp_path):
         assert sorted(w.task for w in ranked) == ["worker 0", "worker 1"]
         assert origin_worker(ranked) is None
         _steps(one, 1, 0)
+        # Worker 0's records of that step are not read yet (a bucket gets them seconds
+        # late): it may have gone non-finite there too, or before, so no worker is
+        # named until its step 2 is read, finite.
+        assert origin_worker(job.update()) is None
+        _steps(zero, 1, -1)
         origin = origin_worker(job.update())
         assert origin is not None and origin.run_id == one.writer.run_id
         assert origin.first_step == 2 and not job.ended
@@ -133,3 +138,34 @@ def test_a_first_alert_whose_op_is_not_read_yet_is_not_judged(tmp_path):
         job.close()
         for run in (zero, one):
             run.writer.close()
+
+
+def test_a_function_calls_alert_before_its_traces_is_not_judged_until_the_run_ends(tmp_path):
+    """A live run whose call came out non-finite before the traces of its graph are
+    read: which op made the value is not known (it may be a collective that received
+    it), so that worker is not named the origin; once its run has ended, the call is
+    all there is."""
+    one = _worker(tmp_path, 1, "20260101T000000")
+    _steps(one, 3, -1)
+    zero = _worker(tmp_path, 0, "20260101T000001")
+    _steps(zero, 2, -1)
+    add_step(one, [FINITE, FINITE])
+    one.writer.flush()
+    # Worker 0's call of step 2 alone, with a NaN output, as a reader of a bucket may
+    # see it before the traces of the call.
+    zero.writer.add_execution(op_type="__inference_step_7", graph_id=zero.graph,
+                              input_ids=[1], output_ids=[2], device_ids=[zero.device],
+                              output_dtypes=[1], stack_id=zero.user_stack, summaries=[NAN])
+    zero.writer.flush()
+    job = JobWorkers(str(tmp_path), CLUSTER)
+    try:
+        ranked = job.update()
+        assert ranked[0].task == "worker 0" and ranked[0].op_type is None
+        assert origin_worker(ranked) is None
+        for run in (zero, one):
+            run.writer.close()
+        origin = origin_worker(job.update())
+        assert origin is not None and origin.task == "worker 0"
+        assert origin.op_type == "__inference_step_7" and not origin.live
+    finally:
+        job.close()
