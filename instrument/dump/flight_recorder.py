@@ -46,6 +46,10 @@ _COUNT_COLUMNS = {
 # A pinned segment holds at most this many times N records (the alert step's records
 # past the limit rotate as usual): a step's traces can be many times N.
 PINNED_SEGMENT_LIMIT = 4
+# Elements `all_finite` reads at a time from a large array: 1 MB of float32, which stays
+# in the cache between its min and its max. On a convolutional fit's 74 MB of values a
+# step, 3.5 ms of CPU instead of 4.9 for the whole array's two passes.
+FINITE_CHUNK = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -170,10 +174,18 @@ def all_finite(array: np.ndarray) -> bool:
     of them; a complex array is checked as its real and imaginary parts. Two
     vectorised passes with no scratch array cost ~0.75 of ``isfinite`` plus ``all``,
     whose boolean array (megabytes a step) would be mapped and page-faulted in each
-    time on a VM.
+    time on a VM. A large array is read a chunk at a time (`FINITE_CHUNK`).
     """
     if not array.size:
         return True
     if array.dtype.kind == "c":
         array = np.ascontiguousarray(array).view(array.real.dtype)
-    return bool(np.isfinite(array.min()) and np.isfinite(array.max()))
+    if array.size <= FINITE_CHUNK or not array.flags.c_contiguous:
+        return bool(np.isfinite(array.min()) and np.isfinite(array.max()))
+    # Both passes over a cache-sized chunk: a large array is read from memory once.
+    flat = array.reshape(-1)
+    for start in range(0, flat.size, FINITE_CHUNK):
+        chunk = flat[start:start + FINITE_CHUNK]
+        if not (np.isfinite(chunk.min()) and np.isfinite(chunk.max())):
+            return False
+    return True

@@ -37,6 +37,29 @@ _NUMPY_DTYPES = {**NUMPY_DTYPES, 14: np.dtype(np.uint16)}
 _BFLOAT16 = 14
 _BOOL = 10
 _FLOAT = 1
+# The dtype code of a bool tensor that travels as float32 words (0.0 or 1.0) in a batch
+# of words (`_concat_bytes`); not a TF DataType. Its values are made bool again on the
+# host (`PackedBatch.records`).
+_BOOL_WORDS = 200
+_HOST_DTYPES = {**_NUMPY_DTYPES, _BOOL_WORDS: np.dtype(np.uint32)}
+# The dtype codes whose elements are whole 32-bit words (`_words_all_finite`): every
+# dtype of 4 or 8 bytes and bools as words; bfloat16 and float16 not.
+_WORDS = np.zeros(256, dtype=bool)
+_WORDS[[e for e, d in _HOST_DTYPES.items() if d.itemsize % 4 == 0]] = True
+# A batch of at most these bytes is first checked whole as float32 words: larger ones
+# run by run at once (a whole batch's words that fail, an integer that reads as NaN,
+# would cost a pass over its values more).
+WORDS_CHECK_BYTES = 1 << 20
+# Per dtype code, how a run of its values is checked (`PackedBatch.holds_nonfinite`):
+# as float32 (float32, complex64), float64 (float64, complex128), float16, bfloat16's
+# bits; 0: not at all (integers, bools). Consecutive values of one way make one run.
+_CHECKED_AS = np.zeros(256, dtype=np.int32)
+for _enum, _dtype in _HOST_DTYPES.items():
+    if _dtype.kind in "fc":  # a complex value is checked as its parts
+        _CHECKED_AS[_enum] = {2: 19, 4: 1, 8: 2}[_dtype.itemsize // (1 + (_dtype.kind == "c"))]
+_CHECKED_AS[_BFLOAT16] = _BFLOAT16
+_CHECK_DTYPES: dict[int, np.dtype[Any]] = {
+    1: np.dtype(np.float32), 2: np.dtype(np.float64), 19: np.dtype(np.float16)}
 _LITTLE_ENDIAN = sys.byteorder == "little"
 
 # The queue element: the number of tensors, trace points, dtypes (TF enum), ranks,
@@ -66,7 +89,9 @@ def static_bytes(tensors: list[Any]) -> int | None:
         enum = tensor.dtype.as_datatype_enum
         if enum not in _NUMPY_DTYPES or not tensor.shape.is_fully_defined():
             return None
-        total += tensor.shape.num_elements() * _NUMPY_DTYPES[enum].itemsize
+        # A bool may travel as a word (`_BOOL_WORDS`).
+        itemsize = 4 if enum == _BOOL else _NUMPY_DTYPES[enum].itemsize
+        total += tensor.shape.num_elements() * itemsize
         total += 8 * (tensor.shape.rank + 3)  # its dims, rank, dtype, size, trace point
     return total
 
@@ -81,9 +106,14 @@ def pack(tensors: list[Any], trace_points: list[int]) -> list[Any]:
     from tensorflow.python.framework import constant_op, dtypes
     from tensorflow.python.ops import array_ops, gen_parsing_ops
 
-    ranks, dims, sizes, data, protos = [], [], [], [], []
+    words = as_words([t.dtype.as_datatype_enum for t in tensors
+                      if t.dtype.as_datatype_enum in _NUMPY_DTYPES])
+    ranks, dims, sizes, data, protos, codes = [], [], [], [], [], []
     for tensor in tensors:
         enum = tensor.dtype.as_datatype_enum
+        if words and enum == _BOOL:
+            enum = _BOOL_WORDS
+        codes.append(enum)
         static = tensor.shape
         if static.rank is not None:
             ranks.append(static.rank)
@@ -93,14 +123,14 @@ def pack(tensors: list[Any], trace_points: list[int]) -> list[Any]:
             dims.append(constant_op.constant(static.as_list(), dtype=dtypes.int64))
         else:
             dims.append(array_ops.shape(tensor, out_type=dtypes.int64))
-        if enum in _NUMPY_DTYPES:
+        if enum in _HOST_DTYPES:
             data.append(tensor)
             protos.append("")
             if static.is_fully_defined():
-                sizes.append(static.num_elements() * _NUMPY_DTYPES[enum].itemsize)
+                sizes.append(static.num_elements() * _HOST_DTYPES[enum].itemsize)
             else:
                 sizes.append(array_ops.size(tensor, out_type=dtypes.int64)
-                             * _NUMPY_DTYPES[enum].itemsize)
+                             * _HOST_DTYPES[enum].itemsize)
         else:
             protos.append(gen_parsing_ops.serialize_tensor(tensor, name="tfdbg_tui_value"))
             sizes.append(0)
@@ -108,7 +138,7 @@ def pack(tensors: list[Any], trace_points: list[int]) -> list[Any]:
     return [
         constant_op.constant(len(tensors), dtype=dtypes.int32, name="tfdbg_tui_count"),
         constant_op.constant(trace_points, dtype=dtypes.int32, name="tfdbg_tui_tps"),
-        constant_op.constant([t.dtype.as_datatype_enum for t in tensors], dtype=dtypes.int32),
+        constant_op.constant(codes, dtype=dtypes.int32),
         _stack(ranks, dtypes.int32),
         array_ops.concat(dims, 0) if len(dims) > 1 else dims[0],
         _stack(sizes, dtypes.int64),
@@ -117,16 +147,24 @@ def pack(tensors: list[Any], trace_points: list[int]) -> list[Any]:
     ]
 
 
+def as_words(enums: list[int]) -> bool:
+    """Whether a batch of tensors of these dtypes is packed as float32 words
+    (`_concat_bytes`): each of 4 bytes or a multiple, or bool."""
+    return all(e == _BOOL or _NUMPY_DTYPES[e].itemsize % 4 == 0 for e in enums)
+
+
 def _concat_bytes(tensors: list[Any]) -> Any:
     """The bytes of ``tensors``, one after the other, as one ``uint8`` vector.
 
     A concat takes vectors of one dtype. Where every dtype is 4 bytes or a multiple
-    (float32, int32, int64, float64, complex), each tensor is seen as float32 words:
-    a float32 vector as it is, a float32 tensor by a reshape, others by a bitcast
-    (and a reshape if that adds a dimension); the concat's result is seen as bytes
-    once. Otherwise each tensor is seen as bytes (a bitcast to ``uint8`` adds a
+    (float32, int32, int64, float64, complex) or bool (`as_words`), each tensor is
+    seen as float32 words: a float32 vector as it is, a float32 tensor by a reshape,
+    a bool by a cast to float32 (one word an element, `_BOOL_WORDS`), others by a
+    bitcast (and a reshape if that adds a dimension); the concat's result is seen as
+    bytes once. Otherwise each tensor is seen as bytes (a bitcast to ``uint8`` adds a
     dimension, which a reshape flattens): two ops a tensor. An LSTM's loop bodies
-    trace mostly float32 and int32 tensors of rank 0 to 2.
+    trace mostly float32 and int32 tensors of rank 0 to 2, and its loop conditions'
+    bools.
     """
     from tensorflow.python.framework import constant_op, dtypes
     from tensorflow.python.ops import array_ops, math_ops
@@ -134,10 +172,15 @@ def _concat_bytes(tensors: list[Any]) -> Any:
     if not tensors:
         return constant_op.constant([], dtype=dtypes.uint8)
     enums = [t.dtype.as_datatype_enum for t in tensors]
-    if all(_NUMPY_DTYPES[e].itemsize % 4 == 0 for e in enums):
+    if as_words(enums):
         words = []
         for tensor, enum in zip(tensors, enums):
-            word = tensor if enum == _FLOAT else array_ops.bitcast(tensor, dtypes.float32)
+            if enum == _FLOAT:
+                word = tensor
+            elif enum == _BOOL:
+                word = math_ops.cast(tensor, dtypes.float32)
+            else:
+                word = array_ops.bitcast(tensor, dtypes.float32)
             words.append(word if word.shape.rank == 1 else array_ops.reshape(word, [-1]))
         joined = array_ops.concat(words, 0, name="tfdbg_tui_values")
         values = array_ops.reshape(array_ops.bitcast(joined, dtypes.uint8), [-1])
@@ -213,7 +256,10 @@ class PackedBatch:
                 continue
             raw = raw_bytes[byte_at:byte_at + size]
             byte_at += size
-            if enum == _BFLOAT16 or not _LITTLE_ENDIAN:
+            if enum == _BOOL_WORDS:
+                values.append(tensor_value_record(
+                    np.frombuffer(raw, dtype=np.uint32).reshape(shape) != 0))
+            elif enum == _BFLOAT16 or not _LITTLE_ENDIAN:
                 array = np.frombuffer(raw, dtype=_NUMPY_DTYPES[enum]).reshape(shape)
                 if enum == _BFLOAT16:
                     array = _bfloat16_as_float32(array)
@@ -228,7 +274,12 @@ class PackedBatch:
         finds of its records, but read off the batch's bytes: one check (a min and a
         max) per run of consecutive values of one dtype, found with numpy, where a
         check per value cost the drain more than the values' copy on a loop's hundreds
-        of small tensors a step."""
+        of small tensors a step. Runs are of one way of checking (`_CHECKED_AS`): float32
+        and complex64 values are one run, integers and bools are skipped. A small batch
+        of 32-bit words is first read as float32 words in one check
+        (`_words_all_finite`)."""
+        if self._data.size <= WORDS_CHECK_BYTES and self._words_all_finite():
+            return False
         protos = self._protos.astype(bool)
         if protos.any():
             if values_alert([_from_proto(p) for p in self._protos[protos].tolist()]):
@@ -237,24 +288,38 @@ class PackedBatch:
         ends = np.cumsum(self._sizes)
         bitcast = (self._sizes > 0) & ~protos
         enums, ends = self._enums[bitcast], ends[bitcast]
-        if not len(enums):
+        if not len(enums) or int(enums.max()) >= len(_CHECKED_AS):
             return False
-        last = np.flatnonzero(enums[1:] != enums[:-1])  # each run's last value
+        ways = _CHECKED_AS[enums]
+        last = np.flatnonzero(ways[1:] != ways[:-1])  # each run's last value
         run_ends = np.append(ends[last], ends[-1]).tolist()
-        run_enums = np.append(enums[last], enums[-1]).tolist()
+        run_ways = np.append(ways[last], ways[-1]).tolist()
         raw = self._data.data.cast("B")
         begin = int(ends[0] - self._sizes[bitcast][0])
-        for enum, end in zip(run_enums, run_ends):
-            if enum == _BFLOAT16:
+        for way, end in zip(run_ways, run_ends):
+            if way == _BFLOAT16:
                 # Not finite exactly when the exponent's bits are all set.
-                bits = np.frombuffer(raw[begin:end], dtype=_NUMPY_DTYPES[enum])
+                bits = np.frombuffer(raw[begin:end], dtype=np.uint16)
                 if np.any((bits & 0x7F80) == 0x7F80):
                     return True
-            elif _NUMPY_DTYPES[enum].kind in "fc":
-                if not all_finite(np.frombuffer(raw[begin:end], dtype=_NUMPY_DTYPES[enum])):
+            elif way:
+                if not all_finite(np.frombuffer(raw[begin:end], dtype=_CHECK_DTYPES[way])):
                     return True
             begin = end
         return False
+
+    def _words_all_finite(self) -> bool:
+        """Whether the batch is of dtypes of 4 or 8 bytes and its bytes, read as float32
+        words, are all finite: then no value holds NaN or infinity. A float64 is not
+        finite exactly when its high word, as a float32, is not (their exponents' bits
+        are all set); a complex value is its parts. An integer can read as NaN (-1
+        does): the batch is then checked run by run, as any other. One check instead
+        of one per run of a dtype: an LSTM's loop batches alternate float32 and int32."""
+        enums = self._enums
+        if not len(enums) or int(enums.max()) >= len(_WORDS) or not _WORDS[enums].all():
+            return False
+        data = self._data
+        return not data.size % 4 and all_finite(data.view(np.float32))
 
 
 class PackedValues:

@@ -25,9 +25,9 @@ traced, so each undoes one choice of docs/instrument.md, "How summaries are comp
   takes, and nothing else: no kernel, no check, no ``cond``;
 - ``body_kernels`` / ``body_stock``: control-flow bodies take every tensor's kernel /
   the batch's stock route in every mode;
-- ``bytes_each``: FULL_TENSOR batches of 4-byte words (float32, int32, int64...) packed
-  as the others are, each tensor bitcast to bytes and flattened (two ops a tensor), not
-  seen as float32 words (`value_batches._concat_bytes`);
+- ``bytes_each``: FULL_TENSOR batches of 4-byte words (float32, int32, int64...) and
+  bools packed as the others are, each tensor bitcast to bytes and flattened (two ops a
+  tensor), not seen as float32 words (`value_batches._concat_bytes`);
 - ``flush_2s`` (the writer's flush every 2 s, not `writer.FLUSH_INTERVAL_S`),
   ``no_scan`` (FULL_TENSOR values not looked at for the first alert), and the two
   joined by ``_`` (``flush_2s_no_scan``).
@@ -60,12 +60,16 @@ def bytes_each(tensors: list[Any]) -> Any:
     from tensorflow.python.ops import array_ops, math_ops
 
     from instrument.tf_internals.graph_edits import defer_variable_writes
+    from instrument.tracing import value_batches
 
     if not tensors:
         return array_ops.zeros([0], dtypes.uint8)
+    # A batch of words carries its bools as float32 words (`value_batches.as_words`).
+    bools = (dtypes.float32 if value_batches.as_words([t.dtype.as_datatype_enum for t in tensors])
+             else dtypes.uint8)
     values = array_ops.concat(
         [array_ops.reshape(array_ops.bitcast(
-            math_ops.cast(t, dtypes.uint8) if t.dtype == dtypes.bool else t, dtypes.uint8),
+            math_ops.cast(t, bools) if t.dtype == dtypes.bool else t, dtypes.uint8),
             [-1]) for t in tensors], 0)
     if values.op.type == "ConcatV2":
         defer_variable_writes(values.op, tensors)

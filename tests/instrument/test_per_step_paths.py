@@ -150,3 +150,62 @@ def test_a_batchs_finiteness_off_its_bytes_is_the_values():
     imaginary = finite + 1j * np.where(finite > 2.9, np.nan, 0.0)
     assert batch(others + [(imaginary, tf.complex64)]) == (True, True)
     assert batch(others) == (False, False)
+
+
+@pytest.mark.parametrize("whole_words_first", [True, False], ids=["small", "large"])
+def test_a_batch_of_words_and_bools_is_checked_and_cut_exactly(monkeypatch, whole_words_first):
+    """A batch of 4- and 8-byte dtypes and bools travels as float32 words (a bool as
+    0.0 or 1.0): its records are those the bytes route makes of the same tensors, and
+    its finiteness is `values_alert`'s, whether it is read first as float32 words whole
+    (small batches) or run by run in chunks (large ones), next to integers that read
+    as NaN (-1) and float64 values whose low word reads as NaN."""
+    tf = pytest.importorskip("tensorflow")
+    from instrument.dump import flight_recorder
+    from instrument.tracing import value_batches
+
+    monkeypatch.setattr(flight_recorder, "FINITE_CHUNK", 8)
+    if not whole_words_first:
+        monkeypatch.setattr(value_batches, "WORDS_CHECK_BYTES", 0)
+
+    def packed(specs):
+        @tf.function(autograph=False)
+        def components():
+            tensors = [tf.constant(value, dtype=dtype) for value, dtype in specs]
+            return value_batches.pack(tensors, list(range(len(tensors))))
+
+        return value_batches.PackedBatch([c.numpy() for c in components()])
+
+    def batch(specs):
+        got = packed(specs)
+        return got.holds_nonfinite(), values_alert(got.records())
+
+    finite = np.linspace(-3.0, 3.0, 37)
+    low_word_nan = (np.full(5, 0x3FF00000_7FC00000, np.uint64)).view(np.float64)
+    floats = [(finite, tf.float32), (finite, tf.float64), (finite, tf.complex64),
+              (finite, tf.complex128), (low_word_nan, tf.float64)]
+    others = [([-1, 1, -7], tf.int32), ([True, False, True], tf.bool),
+              ([-1, 2**62], tf.int64), ([2**64 - 1], tf.uint64), (True, tf.bool)]
+    clean = [spec for pair in zip(floats, others) for spec in pair]
+    assert batch(clean) == (False, False)
+    # Without integers that read as NaN the words alone decide.
+    assert packed(floats[:4] + [others[1]])._words_all_finite()
+    assert not packed(clean)._words_all_finite()
+    for at, (_, dtype) in enumerate(clean):
+        if not dtype.is_floating and not dtype.is_complex:
+            continue
+        for bad in (np.nan, np.inf, -np.inf):
+            for position in (0, 17, -1):
+                tainted = np.array(clean[at][0], dtype=np.float64)
+                tainted[position % len(tainted)] = bad
+                specs = list(clean)
+                specs[at] = (tainted, dtype)
+                assert batch(specs) == (True, True), (at, bad, position)
+
+    words = packed(clean)
+    assert value_batches._BOOL_WORDS in words._enums.tolist()
+    as_bytes = packed(clean + [([1.0, 2.0, 3.0], tf.float16)])  # not words: bytes
+    assert value_batches._BOOL not in words._enums.tolist()
+    assert value_batches._BOOL in as_bytes._enums.tolist()
+    packer = msgpack.Packer(use_bin_type=True)
+    assert ([packer.pack(r) for r in words.records()]
+            == [packer.pack(r) for r in as_bytes.records()[:len(clean)]])
