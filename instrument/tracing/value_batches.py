@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from instrument.dump import flight_recorder
 from instrument.dump.flight_recorder import all_finite, values_alert
 from instrument.dump.value_encoding import tensor_value_record
 from instrument.tf_internals.graph_edits import defer_variable_writes
@@ -46,10 +47,6 @@ _HOST_DTYPES = {**_NUMPY_DTYPES, _BOOL_WORDS: np.dtype(np.uint32)}
 # dtype of 4 or 8 bytes and bools as words; bfloat16 and float16 not.
 _WORDS = np.zeros(256, dtype=bool)
 _WORDS[[e for e, d in _HOST_DTYPES.items() if d.itemsize % 4 == 0]] = True
-# A batch of at most these bytes is checked whole as float32 words
-# (`PackedBatch._words_hold_nonfinite`); larger ones run by run, whose values are read
-# once (the words' check takes a scratch array where an integer reads as NaN).
-WORDS_CHECK_BYTES = 1 << 20
 # Per dtype code, how a run of its values is checked (`PackedBatch.holds_nonfinite`):
 # as float32 (float32, complex64), float64 (float64, complex128), float16, bfloat16's
 # bits; 0: not at all (integers, bools). Consecutive values of one way make one run.
@@ -275,8 +272,8 @@ class PackedBatch:
         max) per run of consecutive values of one dtype, found with numpy, where a
         check per value cost the drain more than the values' copy on a loop's hundreds
         of small tensors a step. Runs are of one way of checking (`_CHECKED_AS`): float32
-        and complex64 values are one run, integers and bools are skipped. A small batch
-        of 32-bit words is read as float32 words instead (`_words_hold_nonfinite`)."""
+        and complex64 values are one run, integers and bools are skipped. A batch of
+        32-bit words is read as float32 words instead (`_words_hold_nonfinite`)."""
         found = self._words_hold_nonfinite()
         if found is not None:
             return found
@@ -309,34 +306,41 @@ class PackedBatch:
         return False
 
     def _words_hold_nonfinite(self) -> bool | None:
-        """Whether a batch of at most `WORDS_CHECK_BYTES` of dtypes of 4 or 8 bytes (and
-        bools as words) holds NaN or infinity; None for any other batch.
+        """Whether a batch of dtypes of 4 or 8 bytes (and bools as words) holds NaN or
+        infinity; None for any other batch.
 
-        Its bytes are read as float32 words, all at once: where all are finite, no value
-        holds NaN or infinity (a float64 is not finite exactly when its high word, as a
+        Its bytes are read as float32 words, a chunk at a time
+        (`flight_recorder.FINITE_CHUNK`): where all are finite, no value holds NaN or
+        infinity (a float64 is not finite exactly when its high word, as a
         float32, is not: their exponents' bits are all set; a complex value is its
         parts). Otherwise the values of the words that are not decide: a float32 or
         complex64 value holds one, a float64 or complex128 value is read as itself (a
         finite one's low word may read as NaN), an integer holds none (-1 reads as NaN).
-        A few numpy calls a batch instead of some a run of a dtype: an LSTM's loop
+        A few numpy calls a chunk instead of some a run of a dtype: an LSTM's loop
         batches alternate float32 and int32.
         """
         enums, data = self._enums, self._data
-        if (not len(enums) or data.size > WORDS_CHECK_BYTES or data.size % 4
-                or int(enums.max()) >= len(_WORDS) or not _WORDS[enums].all()):
+        if (not len(enums) or data.size % 4 or int(enums.max()) >= len(_WORDS)
+                or not _WORDS[enums].all()):
             return None
         words = data.view(np.float32)
-        if all_finite(words):
-            return False
-        ends = np.cumsum(self._sizes) // 4
-        owners = np.unique(np.searchsorted(ends, np.flatnonzero(~np.isfinite(words)),
-                                           side="right"))
-        ways = _CHECKED_AS[enums[owners]]
-        if (ways == 1).any():
-            return True
-        starts = ends - self._sizes // 4
-        return any(not all_finite(words[starts[i]:ends[i]].view(np.float64))
-                   for i in owners[ways == 2].tolist())
+        step = flight_recorder.FINITE_CHUNK
+        ends = starts = None
+        for at in range(0, words.size, step):
+            chunk = words[at:at + step]
+            if all_finite(chunk):
+                continue
+            if ends is None or starts is None:
+                ends = np.cumsum(self._sizes) // 4
+                starts = ends - self._sizes // 4
+            owners = np.unique(np.searchsorted(
+                ends, at + np.flatnonzero(~np.isfinite(chunk)), side="right"))
+            ways = _CHECKED_AS[enums[owners]]
+            if (ways == 1).any() or any(
+                    not all_finite(words[starts[i]:ends[i]].view(np.float64))
+                    for i in owners[ways == 2].tolist()):
+                return True
+        return False
 
 
 class PackedValues:

@@ -152,21 +152,19 @@ def test_a_batchs_finiteness_off_its_bytes_is_the_values():
     assert batch(others) == (False, False)
 
 
-@pytest.mark.parametrize("whole_words_first", [True, False], ids=["small", "large"])
-def test_a_batch_of_words_and_bools_is_checked_and_cut_exactly(monkeypatch, whole_words_first):
+@pytest.mark.parametrize("chunk", [8, 1 << 18], ids=["chunks", "whole"])
+def test_a_batch_of_words_and_bools_is_checked_and_cut_exactly(monkeypatch, chunk):
     """A batch of 4- and 8-byte dtypes and bools travels as float32 words (a bool as
     0.0 or 1.0): its records are those the bytes route makes of the same tensors, and
-    its finiteness is `values_alert`'s, whether it is read first as float32 words whole
-    (small batches: the values of the words that read as NaN or infinity then decide)
-    or run by run in chunks (large ones), next to integers that read as NaN (-1) and
-    float64 values whose low word reads as NaN."""
+    its finiteness is `values_alert`'s when it is read as float32 words (the values of
+    the words that read as NaN or infinity then decide), whole or in chunks of 8 words,
+    next to integers that read as NaN (-1) and float64 values whose low word reads as
+    NaN."""
     tf = pytest.importorskip("tensorflow")
     from instrument.dump import flight_recorder
     from instrument.tracing import value_batches
 
-    monkeypatch.setattr(flight_recorder, "FINITE_CHUNK", 8)
-    if not whole_words_first:
-        monkeypatch.setattr(value_batches, "WORDS_CHECK_BYTES", 0)
+    monkeypatch.setattr(flight_recorder, "FINITE_CHUNK", chunk)
 
     def packed(specs):
         @tf.function(autograph=False)
@@ -188,8 +186,9 @@ def test_a_batch_of_words_and_bools_is_checked_and_cut_exactly(monkeypatch, whol
               ([-1, 2**62], tf.int64), ([2**64 - 1], tf.uint64), (True, tf.bool)]
     clean = [spec for pair in zip(floats, others) for spec in pair]
     assert batch(clean) == (False, False)
-    # A small batch of words is decided by its words, a large one run by run.
-    assert packed(clean)._words_hold_nonfinite() is (False if whole_words_first else None)
+    # A batch of words is decided by its words, another run by run.
+    assert packed(clean)._words_hold_nonfinite() is False
+    assert packed(clean + [([1.0], tf.float16)])._words_hold_nonfinite() is None
     for at, (_, dtype) in enumerate(clean):
         if not dtype.is_floating and not dtype.is_complex:
             continue
