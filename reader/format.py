@@ -34,9 +34,10 @@ FORMAT_NAME = "tfdbg-tui-dump"
 # 2.4: an op that reads or writes a variable through a function graph's capture of its
 # handle names the variable (`var`); a 2.3 reader ignores the key.
 # 2.5: an object store's executions and graph traces gather several flushes in a part.
-# 3.0: on an object store a part may be stored compressed (zlib), its name carrying the
-# bytes it holds (`part_filename`'s ``raw_size``). A 2.x reader would not know the name
-# and read such a segment only up to it, silently: a run on an object store says 3.0
+# 3.0: on an object store a part may be stored compressed (one Zstandard frame), its
+# name carrying the bytes it holds (`part_filename`'s ``raw_size``). A 2.x reader would
+# not know the name and read such a segment only up to it, silently: a run on an
+# object store says 3.0
 # so that a 2.x reader refuses it. Local dumps did not change: they say 2.5 (what a run
 # says: `written_version`), and 2.x readers read them as before.
 FORMAT_VERSION = (3, 0)
@@ -106,8 +107,8 @@ class PartName(NamedTuple):
 def part_filename(stream: str, segment: int, part: int, raw_size: int | None = None) -> str:
     """Name of one part object of a segment on an object store (since 2.3), e.g.
     ``graph_traces.000003.000017.tfdbg``: the segment's bytes are its parts' bytes,
-    in part order. With ``raw_size`` (since 2.5) the object is a zlib stream of
-    that many bytes of the segment: ``graph_traces.000003.000017.z3800044.tfdbg``."""
+    in part order. With ``raw_size`` (since 3.0) the object is a Zstandard frame of
+    that many bytes of the segment: ``graph_traces.000003.000017.zst3800044.tfdbg``."""
     name = f"{stream}.{segment:06d}.{part:06d}"
     if raw_size is not None:
         name += f".{PART_CODEC_PREFIX}{raw_size}"
@@ -134,9 +135,9 @@ def parse_part_filename(name: str) -> PartName | None:
 
 
 # The tag of a compressed part's name (`part_filename`), before the bytes it holds.
-PART_CODEC_PREFIX = "z"
+PART_CODEC_PREFIX = "zst"
 # The most segment bytes one compressed part may hold: a writer puts a larger part as
-# it is, and a reader takes a name claiming more (or more than zlib's largest ratio
+# it is, and a reader takes a name claiming more (or more than Zstandard's largest ratio
 # allows for the object's size) as damage, so that no few bytes make it inflate
 # gigabytes (docs/format.md sections 8 and 9).
 MAX_COMPRESSED_PART_BYTES = 64 << 20

@@ -36,6 +36,10 @@ MAX_INFLATED_VALUE_BYTES = fmt.MAX_COMPRESSED_VALUE_BYTES
 # more raw bytes than this allows for its data cannot be what it says.
 ZLIB_MAX_RATIO = 1032
 ZLIB_SLACK = 64
+# A Zstandard frame's largest ratio: a block holds at most 128 KiB and takes at least
+# 4 bytes (an RLE block's header and byte), so 32768:1, plus the frame's header.
+ZSTD_MAX_RATIO = 32768
+ZSTD_SLACK = 64
 
 
 def is_int(value: Any) -> TypeGuard[int]:

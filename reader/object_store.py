@@ -305,9 +305,9 @@ class ObjectStore:
     async def _into_cache(self, part: Part) -> None:
         data = await self.fs._cat_file(self._key(part.path), start=0, end=part.fetched)
         # Inflated, and written to the cache, by threads of their own: the event loop
-        # goes on receiving the other parts meanwhile, and zlib and the file system let
-        # the reader's thread decode; the read takes the bytes without waiting for the
-        # cache.
+        # goes on receiving the other parts meanwhile, and Zstandard and the file system
+        # let the reader's thread decode; the read takes the bytes without waiting for
+        # the cache.
         if part.stored is not None:
             data = await asyncio.get_running_loop().run_in_executor(
                 self._thread("inflate"), inflate_part, part, data)

@@ -6,8 +6,9 @@ failed write); a segment on an object store, which cannot append and shows an ob
 only once it is closed, is written as closed **part** objects (docs/format.md,
 "Object stores"): one per flush, or, for the executions and graph traces, one per
 1 MiB as put or 1.5 s; a failed put leaves no object, so there is nothing to cut
-back. A part worth it is put compressed (zlib): a reader fetches a tenth of the
-bytes of summary rows or less, and deflating them costs less than sending them.
+back. A part worth it is put compressed (one Zstandard frame): a reader fetches a
+tenth of the bytes of summary rows or less, and compressing them costs less than
+sending them.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ import errno
 import logging
 import os
 import time
-import zlib
 from typing import Any
+
+import zstandard
 
 from reader import format as fmt
 from reader.storage import Store
@@ -36,22 +38,24 @@ WRITE_BYTES = 256 << 10
 # Parts at least this large are put compressed when that pays: below it a request
 # costs the same whatever its size.
 COMPRESS_MIN_BYTES = 4 << 10
-# A part is put compressed when a deflated sample of its first bytes shrinks to at
+# A part is put compressed when a compressed sample of its first bytes shrinks to at
 # most this fraction: FULL_TENSOR values are deflated already where it pays, and
-# deflating them again would cost the writer time for nothing.
+# compressing them again would cost the writer time for nothing.
 COMPRESS_SAMPLE_BYTES = 64 << 10
 COMPRESS_MAX_RATIO = 0.8
-# zlib's fastest level: FULL_HEALTH rows deflate 9-15x at it (levels above gain a few
-# percent for several times the time).
+# Zstandard's level 1: a million rows of random counts compress 6.6x at it in 130 ms
+# and decompress in 50 ms, where zlib's fastest level made 4.7x in 490 ms and 210 ms
+# (docs/performance.md, "Zstandard parts"); level 3 compresses less fast for less.
 COMPRESS_LEVEL = 1
 # With `hold` (the periodic flush of the executions and graph traces, outside a
-# circular buffer) a part is put once it is this large as put (deflated), or holds
+# circular buffer) a part is put once it is this large as put (compressed), or holds
 # `PART_BYTES` of the segment, or its first bytes waited `HOLD_S` (plus a flush
 # interval): each object costs a request to put and one to read however small it is,
 # and a flush of a few executions made one of some 160 bytes, one of a million traces'
 # 1 MiB flushes twenty objects. A kill loses up to 2 s of those streams then
-# (docs/format.md, "Object stores"). What waits is deflated already: the writer holds
-# at most `HOLD_BYTES` a segment, whatever it holds of the segment.
+# (docs/format.md, "Object stores"). What waits is compressed already: the writer
+# holds at most `HOLD_BYTES` a segment (and the compressor's window), whatever it
+# holds of the segment.
 HOLD_BYTES = 1 << 20
 PART_BYTES = 16 << 20
 HOLD_S = 1.5
@@ -101,7 +105,7 @@ class LocalSegment:
 
 class SegmentParts:
     """A segment in a bucket: closed part objects, numbered on. Each write is put as
-    the next part, or, with ``hold``, kept (deflated, when that pays) for a part put
+    the next part, or, with ``hold``, kept (compressed, when that pays) for a part put
     later (`HOLD_BYTES`, `PART_BYTES`, `HOLD_S`).
 
     Attributes:
@@ -113,12 +117,12 @@ class SegmentParts:
         self._store = store
         self.names: list[str] = []
         # The next part, while held: its bytes as they will be put, how many segment
-        # bytes they hold, its deflater (None: put as they are, or not judged yet:
+        # bytes they hold, its compressor (None: put as they are, or not judged yet:
         # `_judge`), and when it began.
         self._chunks: list[bytes] = []
         self._stored = 0
         self._raw = 0
-        self._deflater: Any = None
+        self._compressor: Any = None
         self._judged = False
         self._since = 0.0
 
@@ -143,8 +147,8 @@ class SegmentParts:
             if not self._raw:
                 self._since = time.monotonic()
                 self._judged = False
-            if self._deflater is not None:
-                data = self._deflater.compress(data)
+            if self._compressor is not None:
+                data = self._compressor.compress(data)
             self._chunks.append(data)
             self._stored += len(data)
             self._raw += size
@@ -156,19 +160,21 @@ class SegmentParts:
             self._put()
 
     def _judge(self) -> None:
-        """Whether the part is to be deflated, once it has enough bytes to tell: its
-        bytes so far are then deflated, and the rest as they come."""
+        """Whether the part is to be compressed, once it has enough bytes to tell: its
+        bytes so far are then compressed, and the rest as they come (one frame, with
+        its checksum)."""
         self._judged = True
         data = b"".join(self._chunks)
         if worth_compressing(data):
-            self._deflater = zlib.compressobj(COMPRESS_LEVEL)
-            self._chunks = [self._deflater.compress(data)]
+            self._compressor = zstandard.ZstdCompressor(
+                level=COMPRESS_LEVEL, write_checksum=True).compressobj()
+            self._chunks = [self._compressor.compress(data)]
             self._stored = len(self._chunks[0])
 
     def _put(self) -> None:
-        if self._deflater is not None:
-            self._chunks.append(self._deflater.flush())
-        raw_size = None if self._deflater is None else self._raw
+        if self._compressor is not None:
+            self._chunks.append(self._compressor.flush())
+        raw_size = None if self._compressor is None else self._raw
         data = b"".join(self._chunks)
         self._drop()
         path = self.part_path(len(self.names), raw_size)
@@ -180,7 +186,7 @@ class SegmentParts:
         self.names.append(path)
 
     def _drop(self) -> None:
-        self._chunks, self._stored, self._raw, self._deflater = [], 0, 0, None
+        self._chunks, self._stored, self._raw, self._compressor = [], 0, 0, None
         self._judged = False
 
     def cut_back(self, size: int) -> bool:
@@ -194,13 +200,14 @@ class SegmentParts:
 
 
 def worth_compressing(data: bytes) -> bool:
-    """Whether a part that begins with ``data`` is to be put deflated (`COMPRESS_*`):
-    its first bytes deflate well, and a part of at most `PART_BYTES` more stays within
+    """Whether a part that begins with ``data`` is to be put compressed (`COMPRESS_*`):
+    its first bytes compress well, and a part of at most `PART_BYTES` more stays within
     what a reader inflates."""
     if not COMPRESS_MIN_BYTES <= len(data) <= fmt.MAX_COMPRESSED_PART_BYTES - PART_BYTES:
         return False
     sample = data[:COMPRESS_SAMPLE_BYTES]
-    return len(zlib.compress(sample, COMPRESS_LEVEL)) <= COMPRESS_MAX_RATIO * len(sample)
+    compressed = zstandard.ZstdCompressor(level=COMPRESS_LEVEL).compress(sample)
+    return len(compressed) <= COMPRESS_MAX_RATIO * len(sample)
 
 
 def _write_all(fd: int, views: list[memoryview]) -> None:

@@ -11,6 +11,7 @@ import uuid
 
 import numpy as np
 import pytest
+import zstandard
 
 import reader
 from instrument.dump import segment_sinks
@@ -102,16 +103,20 @@ def _damage(data: bytes, raw_size: int, how: str) -> tuple[bytes, int]:
         return data[:20] + bytes(b ^ 0xFF for b in data[20:60]) + data[60:], raw_size
     if how == "claims more than it holds":
         return data, raw_size + 1
-    if how == "claims more than zlib allows":
-        return data[:10], raw_size
-    if how == "larger than its bytes deflate to":
+    if how == "claims more than Zstandard allows":
+        return data[:1], raw_size
+    if how == "larger than its bytes compress to":
         return data, 100  # never fetched: it could be any size
+    if how == "its frame says another size":  # (one a frame of that size would fill)
+        raw = zstandard.ZstdDecompressor().decompress(data, max_output_size=raw_size)
+        return zstandard.ZstdCompressor(write_checksum=True).compress(raw + b"\0"), raw_size
     assert how == "garbage after the stream"
     return data + b"\0" * 16, raw_size
 
 
-DAMAGES = ("flipped", "claims more than it holds", "claims more than zlib allows",
-           "larger than its bytes deflate to", "garbage after the stream")
+DAMAGES = ("flipped", "claims more than it holds", "claims more than Zstandard allows",
+           "larger than its bytes compress to", "its frame says another size",
+           "garbage after the stream")
 
 
 @pytest.mark.parametrize("where", ["bucket", "copied down"])
