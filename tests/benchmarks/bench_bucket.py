@@ -43,6 +43,8 @@ _OPEN = """
 import json, sys, time
 import reader
 from reader import storage
+for name in reader.__all__:  # (reader imports a module when its name is first used)
+    getattr(reader, name)
 t0 = time.perf_counter()
 store = storage.store_for(sys.argv[1])
 if store.remote:
