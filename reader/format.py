@@ -37,9 +37,8 @@ FORMAT_NAME = "tfdbg-tui-dump"
 # 3.0: on an object store a part may be stored compressed (one Zstandard frame), its
 # name carrying the bytes it holds (`part_filename`'s ``raw_size``). A 2.x reader would
 # not know the name and read such a segment only up to it, silently: a run on an
-# object store says 3.0
-# so that a 2.x reader refuses it. Local dumps did not change: they say 2.5 (what a run
-# says: `written_version`), and 2.x readers read them as before.
+# object store says 3.0 so that a 2.x reader refuses it. Local dumps did not change:
+# they say 2.5 (what a run says: `written_version`), and 2.x readers read them as before.
 FORMAT_VERSION = (3, 0)
 LOCAL_FORMAT_VERSION = (2, 5)
 

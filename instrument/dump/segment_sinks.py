@@ -118,12 +118,11 @@ class SegmentParts:
         self.names: list[str] = []
         # The next part, while held: its bytes as they will be put, how many segment
         # bytes they hold, its compressor (None: put as they are, or not judged yet:
-        # `_judge`), and when it began.
+        # `_judge`, once it holds `COMPRESS_MIN_BYTES`), and when it began.
         self._chunks: list[bytes] = []
         self._stored = 0
         self._raw = 0
         self._compressor: Any = None
-        self._judged = False
         self._since = 0.0
 
     def part_path(self, number: int, raw_size: int | None = None) -> str:
@@ -146,13 +145,12 @@ class SegmentParts:
             data = b"".join(views)
             if not self._raw:
                 self._since = time.monotonic()
-                self._judged = False
             if self._compressor is not None:
                 data = self._compressor.compress(data)
             self._chunks.append(data)
             self._stored += len(data)
             self._raw += size
-            if not self._judged and self._raw >= COMPRESS_MIN_BYTES:
+            if self._raw - size < COMPRESS_MIN_BYTES <= self._raw:  # enough to tell now
                 self._judge()
         if self._raw and not (hold and not sync and self._stored < HOLD_BYTES
                               and self._raw < PART_BYTES
@@ -163,7 +161,6 @@ class SegmentParts:
         """Whether the part is to be compressed, once it has enough bytes to tell: its
         bytes so far are then compressed, and the rest as they come (one frame, with
         its checksum)."""
-        self._judged = True
         data = b"".join(self._chunks)
         if worth_compressing(data):
             self._compressor = zstandard.ZstdCompressor(
@@ -187,7 +184,6 @@ class SegmentParts:
 
     def _drop(self) -> None:
         self._chunks, self._stored, self._raw, self._compressor = [], 0, 0, None
-        self._judged = False
 
     def cut_back(self, size: int) -> bool:
         """Nothing to undo: a part that failed to be put does not exist."""
