@@ -131,7 +131,7 @@ def pack(tensors: list[Any], trace_points: list[int]) -> list[Any]:
         else:
             protos.append(gen_parsing_ops.serialize_tensor(tensor, name="tfdbg_tui_value"))
             sizes.append(0)
-    values = _concat_bytes(data)
+    values = _concat_bytes(data, words)
     return [
         constant_op.constant(len(tensors), dtype=dtypes.int32, name="tfdbg_tui_count"),
         constant_op.constant(trace_points, dtype=dtypes.int32, name="tfdbg_tui_tps"),
@@ -150,12 +150,13 @@ def as_words(enums: list[int]) -> bool:
     return all(e == _BOOL or _NUMPY_DTYPES[e].itemsize % 4 == 0 for e in enums)
 
 
-def _concat_bytes(tensors: list[Any]) -> Any:
+def _concat_bytes(tensors: list[Any], words: bool) -> Any:
     """The bytes of ``tensors``, one after the other, as one ``uint8`` vector.
 
-    A concat takes vectors of one dtype. Where every dtype is 4 bytes or a multiple
-    (float32, int32, int64, float64, complex) or bool (`as_words`), each tensor is
-    seen as float32 words: a float32 vector as it is, a float32 tensor by a reshape,
+    A concat takes vectors of one dtype. With ``words`` (every dtype is 4 bytes or a
+    multiple, float32, int32, int64, float64, complex, or bool: `as_words`, which
+    `pack` asks once for its codes and this route), each tensor is seen as float32
+    words: a float32 vector as it is, a float32 tensor by a reshape,
     a bool by a cast to float32 (one word an element, `_BOOL_WORDS`), others by a
     bitcast (and a reshape if that adds a dimension); the concat's result is seen as
     bytes once. Otherwise each tensor is seen as bytes (a bitcast to ``uint8`` adds a
@@ -169,8 +170,8 @@ def _concat_bytes(tensors: list[Any]) -> Any:
     if not tensors:
         return constant_op.constant([], dtype=dtypes.uint8)
     enums = [t.dtype.as_datatype_enum for t in tensors]
-    if as_words(enums):
-        words = []
+    if words:
+        pieces = []
         for tensor, enum in zip(tensors, enums):
             if enum == _FLOAT:
                 word = tensor
@@ -178,8 +179,8 @@ def _concat_bytes(tensors: list[Any]) -> Any:
                 word = math_ops.cast(tensor, dtypes.float32)
             else:
                 word = array_ops.bitcast(tensor, dtypes.float32)
-            words.append(word if word.shape.rank == 1 else array_ops.reshape(word, [-1]))
-        joined = array_ops.concat(words, 0, name="tfdbg_tui_values")
+            pieces.append(word if word.shape.rank == 1 else array_ops.reshape(word, [-1]))
+        joined = array_ops.concat(pieces, 0, name="tfdbg_tui_values")
         values = array_ops.reshape(array_ops.bitcast(joined, dtypes.uint8), [-1])
     else:
         joined = values = array_ops.concat(

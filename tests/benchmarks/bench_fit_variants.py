@@ -54,19 +54,17 @@ VARIANTS = ("tf", "current", "no_tensor", "v1_rows", "kernels_only", "constant_r
             "flush_2s_no_scan")
 
 
-def bytes_each(tensors: list[Any]) -> Any:
+def bytes_each(tensors: list[Any], words: bool) -> Any:
     """`value_batches._concat_bytes` with every tensor seen as bytes (two ops each)."""
     from tensorflow.python.framework import dtypes
     from tensorflow.python.ops import array_ops, math_ops
 
     from instrument.tf_internals.graph_edits import defer_variable_writes
-    from instrument.tracing import value_batches
 
     if not tensors:
         return array_ops.zeros([0], dtypes.uint8)
     # A batch of words carries its bools as float32 words (`value_batches.as_words`).
-    bools = (dtypes.float32 if value_batches.as_words([t.dtype.as_datatype_enum for t in tensors])
-             else dtypes.uint8)
+    bools = dtypes.float32 if words else dtypes.uint8
     values = array_ops.concat(
         [array_ops.reshape(array_ops.bitcast(
             math_ops.cast(t, bools) if t.dtype == dtypes.bool else t, dtypes.uint8),
