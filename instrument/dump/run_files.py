@@ -64,23 +64,24 @@ class RunFiles:
             "run": self.run_id,
             "segment": segment,
         }
-        self.files[stream] = RecordFile(self.segment_path(stream, segment), header,
-                                        self.store)
+        file = RecordFile(self.segment_path(stream, segment), header, self.store)
+        if stream == fmt.STREAM_EXECUTIONS and isinstance(file.sink, SegmentParts):
+            file.sink.before_put = self._put_traces
+        self.files[stream] = file
         self.segments[stream] = segment
         self.in_segment[stream] = 0
 
-    def next_segment(self, stream: str) -> None:
-        """Close the stream's open segment and open (and write the header of) the next.
+    def _put_traces(self) -> None:
+        """Before a part of executions is put: put the graph traces buffered and held
+        (a call's traces are written before it), so that a reader, and a run killed at
+        any moment, never has a call without its traces.
 
         Raises:
             OSError: A write failed.
         """
-        file = self.files[stream]
-        file.close()
-        if isinstance(file.sink, SegmentParts):
-            self._parts[(stream, self.segments[stream])] = file.sink.names
-        self.open_segment(stream, self.segments[stream] + 1)
-        self.files[stream].flush()
+        traces = self.files[fmt.STREAM_GRAPH_TRACES]
+        if not traces.untouched:  # a part of a header alone: one more object to read
+            traces.flush()
 
     def open_next_later(self, stream: str) -> RecordFile:
         """Open the stream's next segment, writing nothing (a circular buffer's

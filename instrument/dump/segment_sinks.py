@@ -17,6 +17,7 @@ import errno
 import logging
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import zstandard
@@ -110,12 +111,15 @@ class SegmentParts:
 
     Attributes:
         names: The path of each part written, in order.
+        before_put: Called before each part is put (the executions' segment puts the
+            graph traces' first: `RunFiles`); raises OSError.
     """
 
     def __init__(self, store: Store, path: str) -> None:
         self.path = path
         self._store = store
         self.names: list[str] = []
+        self.before_put: Callable[[], None] | None = None
         # The next part, while held: its bytes as they will be put, how many segment
         # bytes they hold, its compressor (None: put as they are, or not judged yet:
         # `_judge`, once it holds `COMPRESS_MIN_BYTES`), and when it began.
@@ -169,6 +173,8 @@ class SegmentParts:
             self._stored = len(self._chunks[0])
 
     def _put(self) -> None:
+        if self.before_put is not None:
+            self.before_put()
         if self._compressor is not None:
             self._chunks.append(self._compressor.flush())
         raw_size = None if self._compressor is None else self._raw

@@ -42,6 +42,11 @@ logger = logging.getLogger("instrument.writer")
 FLUSH_INTERVAL_S = 0.5
 # A buffer this large is written at once rather than at the next interval.
 FLUSH_BYTES = 1 << 20
+# The order a flush writes the streams in: definitions before what refers to them, and
+# a call's graph traces (computed before the call is recorded) before the call, so
+# that a run killed between two writes never holds a call without its traces.
+FLUSH_ORDER = (fmt.STREAM_METADATA, fmt.STREAM_SOURCE_FILES, fmt.STREAM_STACKS,
+               fmt.STREAM_GRAPHS, fmt.STREAM_GRAPH_TRACES, fmt.STREAM_EXECUTIONS)
 
 
 def new_run_id(now: float | None = None) -> str:
@@ -231,7 +236,7 @@ class DumpWriter:
         with self._lock:
             if self._closed or self._stopped is not None:
                 return
-            for stream in fmt.STREAMS:
+            for stream in FLUSH_ORDER:
                 file = self._files[stream]
                 if hold and file.untouched and self._run.store.remote \
                         and not self._rotation.bounds(stream):

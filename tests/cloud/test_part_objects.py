@@ -196,6 +196,46 @@ def test_small_parts_of_executions_and_traces_wait_for_more_definitions_never(
     run.writer.close()
 
 
+def test_a_part_of_executions_is_put_after_the_traces_of_its_calls(tmp_path, monkeypatch):
+    """A run killed between two puts never holds a call without its traces: when the
+    executions' part is due and the graph traces' is not, the traces' is put first."""
+    monkeypatch.setattr(segment_sinks, "HOLD_S", 60.0)
+    monkeypatch.setattr(segment_sinks, "HOLD_BYTES", 20_000)
+    run, store = _memory_run(monkeypatch, tmp_path)
+    puts: list[str] = []
+    put = store.put
+    monkeypatch.setattr(store, "put", lambda path, data: (puts.append(path), put(path, data)))
+    add_step(run, [FINITE, NAN])
+    run.writer._flush(hold=True)
+    assert puts == []  # both held
+    rng = np.random.default_rng(3)
+    for output in range(2000):  # eager ops: no traces, enough to make the part due
+        run.writer.add_execution(op_type="Log", graph_id=None, input_ids=[1],
+                                 output_ids=[2 + output], device_ids=[run.device],
+                                 output_dtypes=[1], stack_id=None,
+                                 summaries=rng.random((1, 9)).tolist())
+    run.writer._flush(hold=True)
+    streams = [fmt.parse_part_filename(path.rpartition("/")[2]).stream for path in puts]
+    assert streams == [fmt.STREAM_GRAPH_TRACES, fmt.STREAM_EXECUTIONS], puts
+    # A flush that puts everything puts the traces first too.
+    add_step(run, [FINITE])
+    puts.clear()
+    run.writer.flush()
+    streams = [fmt.parse_part_filename(path.rpartition("/")[2]).stream for path in puts]
+    assert streams == [fmt.STREAM_GRAPH_TRACES, fmt.STREAM_EXECUTIONS], puts
+    # An eager program's executions put no part of a graph traces' header alone.
+    run.writer.add_execution(op_type="Log", graph_id=None, input_ids=[1], output_ids=[9],
+                             device_ids=[run.device], output_dtypes=[1], stack_id=None,
+                             summaries=[FINITE])
+    puts.clear()
+    run.writer.flush()
+    assert [path.rpartition("/")[2].split(".")[0] for path in puts] == \
+        [fmt.STREAM_EXECUTIONS]
+    run.writer.close()
+    with reader.open_run(run.path) as dump:
+        assert (dump.num_executions, dump.num_traces) == (2003, 3)
+
+
 def test_flushes_held_in_one_compressed_part_read_as_on_disk(tmp_path, monkeypatch):
     monkeypatch.setattr(segment_sinks, "HOLD_S", 60.0)
     run, store = _memory_run(monkeypatch, tmp_path)
