@@ -72,9 +72,9 @@ class RunFiles:
         self.in_segment[stream] = 0
 
     def _put_traces(self) -> None:
-        """Before a part of executions is put: put the graph traces buffered and held
-        (a call's traces are written before it), so that a reader, and a run killed at
-        any moment, never has a call without its traces.
+        """Before a part of executions is put: put the graph traces buffered and held,
+        so that the calls never come out ahead of traces the writer had before them
+        (for a reader following the run, and in a run killed between the two puts).
 
         Raises:
             OSError: A write failed.

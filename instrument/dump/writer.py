@@ -43,8 +43,8 @@ FLUSH_INTERVAL_S = 0.5
 # A buffer this large is written at once rather than at the next interval.
 FLUSH_BYTES = 1 << 20
 # The order a flush writes the streams in: definitions before what refers to them, and
-# a call's graph traces (computed before the call is recorded) before the call, so
-# that a run killed between two writes never holds a call without its traces.
+# the graph traces before the executions, so that a run killed between two writes
+# loses calls rather than the traces of calls it kept.
 FLUSH_ORDER = (fmt.STREAM_METADATA, fmt.STREAM_SOURCE_FILES, fmt.STREAM_STACKS,
                fmt.STREAM_GRAPHS, fmt.STREAM_GRAPH_TRACES, fmt.STREAM_EXECUTIONS)
 
