@@ -287,11 +287,11 @@ class ObjectStore:
     def _fetch_ahead(self, parts: Sequence[Part]) -> None:
         """Start fetching each of ``parts`` (`_wanted_ahead`) whole into the cache, in
         order, on the implementation's event loop; `_wait_ahead` waits for them."""
+        if not self._async:
+            self.read_ranges([], parts)  # those wanted, fetched in the one call
+            return
         wanted = self._wanted_ahead(parts)
         if not wanted:
-            return
-        if not self._async:
-            self.read_ranges([], wanted)
             return
         with self._lock:
             for part in wanted:

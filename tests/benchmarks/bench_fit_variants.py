@@ -30,7 +30,10 @@ traced, so each undoes one choice of docs/instrument.md, "How summaries are comp
   tensor), not seen as float32 words (`value_batches._concat_bytes`);
 - ``flush_2s`` (the writer's flush every 2 s, not `writer.FLUSH_INTERVAL_S`),
   ``no_scan`` (FULL_TENSOR values not looked at for the first alert), and the two
-  joined by ``_`` (``flush_2s_no_scan``).
+  joined by ``_`` (``flush_2s_no_scan``);
+- ``capture_floor``: FULL_TENSOR values packed in the graph, queued and dequeued onto
+  the host as they are, and dropped there: no scan, no record, nothing written (what
+  taking every value out of the graph costs by this route, and nothing else).
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ from tests.benchmarks.bench_suite import MODELS, fresh_program
 
 VARIANTS = ("tf", "current", "no_tensor", "v1_rows", "kernels_only", "constant_rows",
             "read_floor", "body_kernels", "body_stock", "bytes_each", "flush_2s", "no_scan",
-            "flush_2s_no_scan")
+            "flush_2s_no_scan", "capture_floor")
 
 
 def bytes_each(tensors: list[Any], words: bool) -> Any:
@@ -80,7 +83,7 @@ def patched(variant: str) -> Iterator[None]:
     from instrument import summaries
     from instrument.dump import writer
     from instrument.summaries import raw_rows, summary_ops
-    from instrument.tracing import trace_queue, value_batches
+    from instrument.tracing import trace_queue, value_batches, value_drain
     from reader import format as fmt
 
     saved = [(summary_ops, "exact_row", summary_ops.exact_row),
@@ -90,6 +93,7 @@ def patched(variant: str) -> Iterator[None]:
               value_batches.PackedBatch.holds_nonfinite),
              (writer, "values_alert", writer.values_alert),
              (value_batches, "_concat_bytes", value_batches._concat_bytes),
+             (value_drain.ValueDrain, "drain", value_drain.ValueDrain.drain),
              (writer.DumpWriter.__init__, "__kwdefaults__",
               dict(writer.DumpWriter.__init__.__kwdefaults__ or {}))]
     exact_row, tensor_summary = summary_ops.exact_row, summary_ops.tensor_summary
@@ -142,6 +146,15 @@ def patched(variant: str) -> Iterator[None]:
     if "no_scan" in variant:
         value_batches.PackedBatch.holds_nonfinite = lambda self: False  # type: ignore[method-assign]
         writer.values_alert = lambda values: False
+    if variant == "capture_floor":
+        drain = value_drain.ValueDrain.drain
+
+        def drain_to_nothing(self: Any, count: int, sink: Any) -> int:
+            del sink
+            self._seeking_alert = lambda: False
+            return drain(self, count, lambda *values: None)
+
+        value_drain.ValueDrain.drain = drain_to_nothing  # type: ignore[method-assign]
     try:
         yield
     finally:
