@@ -185,12 +185,15 @@ def measure(model: str, mode: str, variants: list[str], rounds: int, steps: int,
                     program = fresh_program(model)
                     finish = enable_dumper(tool, run_mode, logdir, buffer_size)
                     start = program(WARMUP_STEPS, steps)
+                    closing = time.process_time()
                     finish()
-                cpu = (time.process_time() - start[1]) / steps * 1e3
+                end = time.process_time()
+                cpu = (end - start[1]) / steps * 1e3
                 shutil.rmtree(logdir, ignore_errors=True)
                 overheads[variant].append(cpu - plain_cpu)
                 report(f"# round {round_} {variant}: {cpu - plain_cpu:+.2f} ms "
-                       f"(plain {plain_cpu:.2f})")
+                       f"(plain {plain_cpu:.2f}; the disable "
+                       f"{(end - closing) / steps * 1e3:.2f} a step of it)")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return overheads
