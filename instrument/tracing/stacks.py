@@ -117,11 +117,11 @@ def _frame_chain(frame: FrameType | None) -> list[FrameType]:
     return chain
 
 
-def _autograph_source_map(
-        thread_idents: tuple[int, ...]) -> dict[tuple[str, int], tuple[str, int, str]] | None:
+def _autograph_source_map(thread_idents: tuple[int, ...]
+                          ) -> dict[tuple[str, int], tuple[str, int, str | None]] | None:
     """The AutoGraph map (generated file, line) -> (user file, line, function) of the
     first of ``thread_idents`` that has one, completed by the others' maps."""
-    found: dict[tuple[str, int], tuple[str, int, str]] | None = None
+    found: dict[tuple[str, int], tuple[str, int, str | None]] | None = None
     for ident in reversed(thread_idents):
         mappers = graph_frames.autograph_source_mappers(ident)
         if not mappers or len(mappers) < 2:  # only TensorFlow's empty sentinel
@@ -228,12 +228,14 @@ class StackRecorder:
         return frame_ids
 
     def _new_frame(self, filename: str, line: int, function: str,
-                   source_map: dict[tuple[str, int], tuple[str, int, str]] | None,
+                   source_map: dict[tuple[str, int], tuple[str, int, str | None]] | None,
                    position: Span | None) -> int:
         origin = source_map.get((filename, line)) if source_map is not None else None
         generated = (filename, line)
         if origin is not None:
-            filename, line, function = origin
+            # AutoGraph names no function for a lambda outside any: the generated code's.
+            filename, line = origin[0], origin[1]
+            function = origin[2] if isinstance(origin[2], str) else function
         path = os.path.abspath(filename) if not filename.startswith("<") else filename
         file_id = self._file_id(path)
         if origin is not None and position is not None:

@@ -138,6 +138,8 @@ class Definitions:
             self._add_file(ident, record)
         elif kind == fmt.KIND_FRAME:
             file_id, line, func = record.get("file"), record.get("line"), record.get("func")
+            if func is None and "func" in record:  # a lambda, by earlier writers (format.md)
+                func = "<lambda>"
             if not (is_int(file_id) and is_int(line) and isinstance(func, str)):
                 raise MalformedRecordError(f"frame {ident} with a bad file, line or func")
             self.frames[ident] = (file_id, line, func, *_span(record, line))

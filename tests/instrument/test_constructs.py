@@ -9,6 +9,7 @@ import re
 import pytest
 
 import instrument
+import reader
 from reader import format as fmt
 from reader.values import decode_value
 from tests.instrument.conftest import ALL_MODES
@@ -212,8 +213,7 @@ def test_tf_data_map_function_is_traced(constructs, mode):
     points = dump.trace_point_ops()
     sqrt = [t for t in dump.traces if points[t.trace_point][0]["type"] == "Sqrt"]
     assert len(sqrt) == 4  # one per dataset element
-    (graph,) = [g for g in dump.graphs.values() if "map" in (g["name"] or "").lower()]
-    assert dump.graphs[points[sqrt[0].trace_point][0]["graph"]] is graph
+    graph = dump.graphs[points[sqrt[0].trace_point][0]["graph"]]
     # The function's input (the dataset element; Keras' fit on arrays passes the whole
     # arrays at every step) is recorded, not traced: tf.data names the graph so.
     assert graph["name"].startswith("Dataset_map")
@@ -223,6 +223,20 @@ def test_tf_data_map_function_is_traced(constructs, mode):
     if mode == fmt.FULL_TENSOR:
         values = sorted(float(decode_value(t.value)) for t in sqrt)  # scalars
         assert values == pytest.approx([math.sqrt(v) for v in range(4)])
+
+
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_a_lambda_outside_any_function_has_frames_the_reader_takes(constructs, mode):
+    """AutoGraph names no function for it: its frame takes the generated code's name
+    (the writer once wrote none, and the reader skipped the frame as damage)."""
+    dump = constructs[mode]
+    (mul,) = [op for op in dump.ops.values() if op["type"] == "Mul"
+              and dump.graphs[op["graph"]]["name"].startswith("Dataset_map")
+              and op["name"].startswith("mul")]
+    line = line_of(PROGRAMS / "constructs.py", "# LAMBDA")
+    assert (str(PROGRAMS / "constructs.py"), line, "<lambda>") in dump.stack_frames(mul["stack"])
+    with reader.open_run(str(constructs["logdir"] / mode)) as run:
+        assert run.damage == ()
 
 
 def test_op_regex_and_dtype_filters(constructs):

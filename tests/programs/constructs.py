@@ -74,6 +74,9 @@ for mode in MODES:
         except ValueError as error:
             api["conflict"] = str(error)
     program()
+    # A lambda outside any function, converted by AutoGraph (which names no function).
+    for _ in tf.data.Dataset.from_tensor_slices([1.0, 4.0]).map(lambda v: v * 0.5):  # LAMBDA
+        pass
     instrument.disable_dump_debug_info()
 
 # A second run into the first mode's logdir, and a run with op and dtype filters.

@@ -58,6 +58,22 @@ def test_the_writers_library_flag_wins_over_the_path(tmp_path):
     assert is_library_file({"library": True}, "/home/me/train.py")
 
 
+def test_a_frame_without_a_function_name_is_a_lambda_not_damage(tmp_path):
+    """Earlier writers wrote a nil `func` for a lambda outside any function that
+    AutoGraph converted (a `tf.data` map's); a frame without the key is still damage."""
+    run = make_run(tmp_path)
+    w = run.writer
+    lam = w.add_frame(run.user_file, 8, None)  # type: ignore[arg-type]
+    stack = w.add_stack([w.add_frame(run.user_file, 5, "<module>"), lam])
+    w._append(fmt.STREAM_STACKS, {"k": fmt.KIND_FRAME, "id": 99, "file": run.user_file,
+                                  "line": 1})
+    w.close()
+    with DumpReader(run.path) as reader:
+        assert [(f.line, f.function) for f in reader.stack(stack)] == \
+            [(5, "<module>"), (8, "<lambda>")]
+        assert len(reader.damage) == 1 and "frame 99 with a bad file" in reader.damage[0]
+
+
 def test_every_module_of_instrument_is_library_code_by_its_path():
     """The path test knows the `instrument` package's sub-packages: a module moved into
     a new one would otherwise show as the user's code in dumps without the flag."""
