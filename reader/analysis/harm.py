@@ -18,8 +18,10 @@ The loss-scale rule decides per step instead (`_loss_scale_steps`).
   NaN (a select, a max, a reshape...), as long as none of it reaches a variable write
   or the function's output: there the infinity escaped, and the chain is harmful.
 - ``discarded``: a tensor whose only readers are selects that did not pick its
-  non-finite elements (their output was finite) and ops that read no values
-  (``ZerosLike``, ``Shape``).
+  non-finite elements (their output was finite), ops that read no values
+  (``ZerosLike``, ``Shape``), and gradient kernels that make a zero of a zero gradient
+  whatever the value (``SqrtGrad``: the backward pass of ``tf.where`` over
+  ``tf.sqrt``), their output finite too.
 - ``loss_scale``: under a dynamic loss scale (Keras' ``LossScaleOptimizer``), a step
   whose non-finite values were all gradients (and the gradients handed to the
   scaler's branch): the optimizer skipped that step and lowered the scale. A stretch
@@ -66,6 +68,11 @@ _INF_CARRIERS = frozenset({
     "Neg", "Pad", "PadV2", "Split", "SplitV", "Reverse", "ReverseV2", "Snapshot",
     "EnsureShape", "Cumsum"})
 _SELECT_OPS = frozenset({"Select", "SelectV2"})
+# Gradient kernels that give 0 where the incoming gradient (input 1) is 0, whatever the
+# forward output (input 0) holds (TensorFlow's SqrtGrad, RsqrtGrad, ReciprocalGrad):
+# the branch a select did not pick gets a zero gradient, so they take its non-finite
+# values in and give none out (`tf.where(x > 0, tf.sqrt(x), 0.0)` trains finite).
+_ZERO_GRADIENT_SAFE_OPS = frozenset({"SqrtGrad", "RsqrtGrad", "ReciprocalGrad", "InvGrad"})
 # Readers of a tensor that look at its shape or type only, or test it for finiteness.
 _VALUE_BLIND_OPS = frozenset({"Shape", "ShapeN", "Size", "Rank", "ZerosLike", "OnesLike",
                               "IsFinite", "IsNan", "IsInf", "CheckNumerics",
@@ -373,23 +380,30 @@ def _discarded(context: _Context, group: int) -> Containment | None:
         return None
     op, slot = found
     at = context.trace_index(group)
-    selects = []
+    selects, gradients = [], []
     for reader_op, position in context.readers(op, slot):
         if reader_op.op_type in _VALUE_BLIND_OPS:
             continue
-        if reader_op.op_type not in _SELECT_OPS or position == 0:
+        if reader_op.op_type in _SELECT_OPS and position != 0:
+            selects.append(reader_op)
+        elif reader_op.op_type in _ZERO_GRADIENT_SAFE_OPS and position == 0:
+            gradients.append(reader_op)
+        else:
             return None
         picked = context.reader.nearest_trace_of(reader_op.id, 0, at, after=True)
         if picked is None or picked < at or context.group_of_trace(picked) is not None:
             return None  # not traced, or it let the non-finite values through
-        selects.append(reader_op)
     if not selects:
         return None
     names = ", ".join(f"{s.op_type} '{s.name}'" for s in selects)
+    meaning = f"{names} did not pick these values: its output was finite"
+    if gradients:
+        gradient_names = ", ".join(f"{g.op_type} '{g.name}'" for g in gradients)
+        meaning += f"; {gradient_names} made zeros of them (their gradient there was zero)"
     return Containment(
-        "discarded", f"{names} did not pick these values: its output was finite",
+        "discarded", meaning,
         (f"'{op.name}:{slot}': {context.nonfinite_text(group)}",
-         *(f"{s.op_type} '{s.name}': finite output" for s in selects)))
+         *(f"{s.op_type} '{s.name}': finite output" for s in selects + gradients)))
 
 
 GROUP_RULES = (_deliberate, _discarded)

@@ -131,6 +131,25 @@ def masked_logsumexp():
     masked_lse(scores, mask)
 
 
+def sqrt_where():
+    """Healthy: tf.where hides the square roots of negatives, and TensorFlow's SqrtGrad
+    makes a zero of the zero gradient the select gives them: the weights stay finite."""
+    weights = tf.Variable([[0.5]])
+    x = tf.constant(np.linspace(-1.0, 1.0, 8, dtype=np.float32).reshape(-1, 1))
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            z = x @ weights
+            safe = tf.where(z > 0, tf.sqrt(z), tf.zeros_like(z))
+            loss = tf.reduce_mean((safe - x * x) ** 2)
+        weights.assign_sub(0.1 * tape.gradient(loss, weights))
+        return loss
+
+    for _ in range(3):
+        step()
+
+
 def where_trap():
     """Harmful: tf.where hides log(0) in the forward pass, not in the gradient."""
     weights = tf.Variable([1.0, 0.0, 2.0])
@@ -349,9 +368,9 @@ def variable_restored(path: str):
 
 CASES = {f.__name__: f for f in (mixed_precision, mixed_loop_built, loss_scale_collapse,
                                  masked_attention, additive_mask,
-                                 masked_logsumexp, where_trap, diverging, keras_diverging,
-                                 acos_domain, adam_epsilon, dataset_batch, py_function,
-                                 numpy_function, variable_initial, variable_assigned,
+                                 masked_logsumexp, sqrt_where, where_trap, diverging,
+                                 keras_diverging, acos_domain, adam_epsilon, dataset_batch,
+                                 py_function, numpy_function, variable_initial, variable_assigned,
                                  variable_restored, keras_data, dataset_map, outlier_batch,
                                  float16_gradient)}
 # The masked cases again in CURT_HEALTH, which says only "has NaN or inf".

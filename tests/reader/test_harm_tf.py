@@ -161,6 +161,19 @@ def test_a_float16_gradient_that_overflows_is_an_overflow(harm_dumps):
         assert "the largest finite input magnitude was" in diagnosis.explanation
 
 
+def test_sqrt_behind_tf_where_is_healthy(harm_dumps, capsys):
+    """The square roots of negatives behind tf.where: the select does not pick them, and
+    SqrtGrad makes zeros of their zero gradient. Not a root cause: the run is healthy."""
+    with reader.open_run(os.path.join(harm_dumps, "sqrt_where")) as dump:
+        summary = dump.alerts()
+        assert {a.op_type for a in summary.alerts} == {"Sqrt"}
+        assert all(a.contained == "discarded" for a in summary.alerts)
+        assert dump.root_cause() is None
+    report = _report(harm_dumps, "sqrt_where", capsys)
+    assert report["first_alert"] is None and report["diagnosis"]["pattern"] == "healthy"
+    assert report["contained"]["discarded"] == report["num_alerts"] == 3
+
+
 def test_where_gradient_trap(harm_dumps, capsys):
     """log(0) behind tf.where is discarded; the harm is in its gradient."""
     with reader.open_run(os.path.join(harm_dumps, "where_trap")) as dump:
