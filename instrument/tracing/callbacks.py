@@ -123,10 +123,14 @@ class DumpingCallback:
         def seeking_alert() -> bool:
             return writer.seeking_alert
 
+        # The dumper's own resources, made when first needed (the trace queue's when a
+        # graph first traces a tensor), kept out of what is recorded.
+        self.own = OwnResources()
         if ops.executing_eagerly_outside_functions():
             self.trace_queue = TraceQueue(mode, self.steps.write_traces,
                                           seeking_alert=seeking_alert,
-                                          compress=not writer.stores_values_raw)
+                                          compress=not writer.stores_values_raw,
+                                          on_handle=self.own.add, unrecorded=self._busy)
             DRAINER.register(self.trace_queue)
         self.host_traces = HostTraceBuffer(mode, self.steps.write_traces,
                                            seeking_alert=seeking_alert)
@@ -134,8 +138,6 @@ class DumpingCallback:
         self.notices = NoticeBoard(writer)
         self.tf1 = Tf1Traces(self.host_traces, self.notices)
         self.enabling_thread = threading.current_thread()
-        self.own = OwnResources(self.trace_queue.handles if self.trace_queue is not None
-                                else ())
         # Tensors inside XLA-compiled graphs (instrument/tracing/xla_traces.py).
         self.xla_pool = (xla_traces.XlaTracePool(mode, self.trace_queue,
                                                  on_block=self.own.add)

@@ -23,9 +23,10 @@ class OwnResources:
     """The dumper's own eager resource handles and their captures in graphs.
 
     Args:
-        handles: The eager handles the dumper made when enabled (the trace queue and
-            the call counter); those it makes later (XLA trace blocks, made as
-            XLA-compiled graphs are traced) are told with `add`.
+        handles: Eager handles of the dumper's known from the start; those it makes
+            later (the trace queue and the call counter when a graph first traces a
+            tensor, XLA trace blocks as XLA-compiled graphs are traced) are told with
+            `add`.
     """
 
     def __init__(self, handles: Iterable[Any] = ()) -> None:

@@ -31,6 +31,8 @@ import threading
 import uuid
 import weakref
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -99,7 +101,9 @@ class TraceQueue:
 
     def __init__(self, mode: str, sink: TraceSink, *,
                  seeking_alert: Callable[[], bool] = lambda: True,
-                 compress: bool = True) -> None:
+                 compress: bool = True,
+                 on_handle: Callable[[Any], None] = lambda handle: None,
+                 unrecorded: Callable[[], AbstractContextManager[Any]] = nullcontext) -> None:
         import tensorflow as tf
 
         self.mode = mode
@@ -132,27 +136,70 @@ class TraceQueue:
         # gradients) can look them up by name instead of capturing their handles
         # (`handles_for`). `tf.queue.FIFOQueue` and `tf.Variable` would make them
         # anonymous in eager mode.
-        unique = f"{os.getpid()}_{uuid.uuid4().hex}"
+        self._unique = f"{os.getpid()}_{uuid.uuid4().hex}"
         full_tensor = mode == fmt.FULL_TENSOR
         self._queue_attrs = dict(
             component_types=component_dtypes + [tf.int64],
             shapes=shapes + [[]],
             capacity=value_drain.QUEUE_CAPACITY if full_tensor else QUEUE_CAPACITY,
-            container="", shared_name=f"tfdbg_tui_traces_{unique}")
-        with tf.init_scope():
-            queue_ref = self._make_queue(**self._queue_attrs, name="tfdbg_tui_traces")
-            self._queue = tf.queue.QueueBase(component_dtypes + [tf.int64], shapes + [[]],
-                                             None, queue_ref)
-        self._calls = CallCounter(f"tfdbg_tui_calls_{unique}")
-        self._device = queue_ref.device
+            container="", shared_name=f"tfdbg_tui_traces_{self._unique}")
         self.polls_while_active = full_tensor
-        self._values = ValueDrain(self._queue, self.lock, seeking_alert=seeking_alert,
-                                  compress=compress)
+        self._seeking_alert, self._compress = seeking_alert, compress
+        self._on_handle = on_handle
+        self._unrecorded = unrecorded
+        # The queue and the counter are made when first needed (`_made`), not here: an
+        # eager op initializes TensorFlow's runtime, after which a program can no longer
+        # set its threads or devices (`tf.config.set_logical_device_configuration`,
+        # `set_memory_growth`), which programs do first, after an enable at their top
+        # or `tfdbg-tui run`'s before them.
+        self._resources: _QueueResources | None = None
+        self._making = threading.Lock()
         # Per nested graph: the in-graph lookups of the queue and the counter.
         self._lookups: weakref.WeakKeyDictionary[Any, tuple[Any, Any]] = \
             weakref.WeakKeyDictionary()
         # Per graph: the call ordinal read its enqueues share (`_ordinal_in`).
         self._ordinals: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+    def _made(self) -> _QueueResources:
+        """The queue, the call counter and the values' drain, made at the first call."""
+        made = self._resources
+        if made is None:
+            with self._making:
+                made = self._resources
+                if made is None:
+                    made = self._resources = self._make()
+        return made
+
+    def _make(self) -> _QueueResources:
+        import tensorflow as tf
+
+        types, shapes = self._queue_attrs["component_types"], self._queue_attrs["shapes"]
+        # Eagerly, also when a graph being built asks first; the dumper's own ops.
+        with self._unrecorded(), tf.init_scope():
+            queue_ref = self._make_queue(**self._queue_attrs, name="tfdbg_tui_traces")
+            queue = tf.queue.QueueBase(types, shapes, None, queue_ref)
+            calls = CallCounter(f"tfdbg_tui_calls_{self._unique}")
+        for handle in (queue_ref, calls.handle):
+            self._on_handle(handle)
+        return _QueueResources(queue, calls, queue_ref.device,
+                               ValueDrain(queue, self.lock, seeking_alert=self._seeking_alert,
+                                          compress=self._compress))
+
+    @property
+    def _queue(self) -> Any:
+        return self._made().queue
+
+    @property
+    def _calls(self) -> CallCounter:
+        return self._made().calls
+
+    @property
+    def _device(self) -> str:
+        return self._made().device
+
+    @property
+    def _values(self) -> ValueDrain:
+        return self._made().values
 
     @property
     def handles(self) -> tuple[Any, Any]:
@@ -334,6 +381,8 @@ class TraceQueue:
 
         # Eager also when the program disabled eager execution after enable (TF1), and
         # in threads a TF1 program starts: the queue is an eager resource.
+        if self._resources is None:
+            return 0  # nothing was made that could enqueue
         with self._drain_lock, context.eager_mode():
             with self.lock:
                 count = int(self._queue.size().numpy())
@@ -392,6 +441,16 @@ def discard_traces(trace_points: np.ndarray, rows: np.ndarray | None,
                    alert: bool | None) -> None:
     """The sink of a retired source: drained traces go nowhere."""
     del trace_points, rows, values, ordinals, alert
+
+
+@dataclass(frozen=True)
+class _QueueResources:
+    """What `TraceQueue` makes in TensorFlow's runtime when first needed."""
+
+    queue: Any
+    calls: CallCounter
+    device: str
+    values: ValueDrain
 
 
 class TraceSource(Protocol):

@@ -19,6 +19,7 @@ from tests.commands.conftest import (
     tfdbg_command,
     tfdbg_run,
 )
+from tests.program_runs import line_of
 from tfdbg_tui import exit_codes as codes
 
 SCRIPT = PROGRAMS / "run_script.py"
@@ -119,6 +120,18 @@ def test_a_keras_fit_is_recorded_and_healthy(workdir):
     assert report["first_alert"] is None
     assert report["num_graph_traces"] > 0
     assert report["steps"]["function"]
+
+
+def test_a_program_that_sets_threads_and_devices_first_runs(workdir):
+    """Enabling makes nothing in TensorFlow's runtime (which would freeze its threads and
+    devices): the trace queue is made when a graph first traces a tensor."""
+    done = tfdbg_run("--json", "--", sys.executable,
+                     str(PROGRAMS / "run_configures_runtime.py"), cwd=workdir)
+    assert done.status == 0, done.stderr[-3000:]
+    assert "CONFIGURED 2" in done.stderr + done.stdout
+    alert = done.json()["first_alert"]
+    assert (alert["op_type"], alert["source"]["line"]) == \
+        ("Log", line_of(PROGRAMS / "run_configures_runtime.py", "# LOG"))
 
 
 def test_a_program_that_enables_its_own_dump_is_recorded_once(workdir, tmp_path):
