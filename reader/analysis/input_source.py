@@ -74,7 +74,8 @@ class InputSource:
         text: Where from, in the user's terms ("batch 1 of the tf.data pipeline ...").
         suggestion: What to check or change there.
         evidence: The records the answer rests on, one line each.
-        batch: ``dataset``: the batch, counted from 0.
+        batch: ``dataset``: the batch, counted from 0; None when a circular buffer
+            dropped deliveries before it.
         element: ``dataset``, FULL_TENSOR: the first non-finite element of the dataset.
         position: ``dataset``, FULL_TENSOR: its index in the batch (row, column...).
         function: ``py_function`` and the like: the Python function's name.
@@ -142,7 +143,9 @@ def _eager_batch(reader: DumpReader, execution: Execution, slot: int) -> InputSo
     rows = [_rows(reader.execution_value(e.index, slot)) for e in earlier] \
         if value is not None else []
     return _batch_source(len(earlier), value, rows, slot,
-                         f"{execution.op_type} (execution {execution.index})")
+                         f"{execution.op_type} (execution {execution.index})",
+                         _kept_from_start(reader.kept_executions(), execution.index)
+                         and len(earlier) < MAX_EXECUTIONS_SCANNED)
 
 
 def _graph_batch(reader: DumpReader, op: Op, trace: int, slot: int) -> InputSource:
@@ -152,7 +155,15 @@ def _graph_batch(reader: DumpReader, op: Op, trace: int, slot: int) -> InputSour
     rows = ([_rows(reader.trace_value(int(i))) for i in before]
             if value is not None and before.size <= MAX_EXECUTIONS_SCANNED else [])
     return _batch_source(int(before.size), value, rows, slot,
-                         f"{op.op_type} '{op.name}' (trace {trace})")
+                         f"{op.op_type} '{op.name}' (trace {trace})",
+                         _kept_from_start(reader.kept_traces(), trace))
+
+
+def _kept_from_start(runs: list[tuple[int, int]], index: int) -> bool:
+    """Whether every record before ``index`` is on disk (``runs``: the kept ``(begin,
+    end)`` ranges): else a circular buffer dropped deliveries, and counting the kept
+    ones does not give the batch."""
+    return bool(runs) and runs[0][0] == 0 and runs[0][1] >= index
 
 
 def _delivered_batch(reader: DumpReader, cause: RootCause) -> InputSource | None:
@@ -198,16 +209,27 @@ def _rows(value: np.ndarray | None) -> int | None:
 
 
 def _batch_source(batch: int, value: np.ndarray | None, rows: list[int | None], slot: int,
-                  record: str) -> InputSource:
+                  record: str, counted: bool) -> InputSource:
+    """``batch`` deliveries of the same iterator came before; ``counted``: all of them
+    are on disk (else the batch is not known, only that it came after those)."""
     component = f", component {slot} of the element" if slot else ""
-    text = f"the tf.data pipeline delivered them in batch {batch} (counted from 0{component})"
-    evidence = [f"{record}: batch {batch}, {batch} earlier deliveries of the same iterator"]
+    if counted:
+        text = (f"the tf.data pipeline delivered them in batch {batch} "
+                f"(counted from 0{component})")
+        evidence = [f"{record}: batch {batch}, {batch} earlier deliveries of the same "
+                    "iterator"]
+    else:
+        kept = f"after {batch:,} kept deliveries" if batch else "kept without those before it"
+        text = (f"the tf.data pipeline delivered them in a batch {kept}{component} (the "
+                "circular buffer did not keep the earlier ones: its number is not known)")
+        evidence = [f"{record}: {batch:,} earlier deliveries of the same iterator on "
+                    "disk; earlier ones not kept"]
     position = element = None
     bad = _nonfinite_positions(value)
     if bad is not None and bad.size:
         position = tuple(int(i) for i in bad[0])
         text += f", first at {_position_text(position)} of the batch"
-        if len(rows) == batch and all(r is not None for r in rows):
+        if counted and len(rows) == batch and all(r is not None for r in rows):
             element = sum(r for r in rows if r is not None) + position[0]
             text += f": element {element} of the dataset"
         evidence.append(f"value of the batch: {int(bad.shape[0])} non-finite, the first "
@@ -216,7 +238,8 @@ def _batch_source(batch: int, value: np.ndarray | None, rows: list[int | None], 
         "dataset", text,
         "look at that element in the source data (filter or impute NaN rows, or "
         "dataset.map(...) with tf.debugging.check_numerics to stop at it)",
-        tuple(evidence), batch=batch, element=element, position=position)
+        tuple(evidence), batch=batch if counted else None, element=element,
+        position=position)
 
 
 def _nonfinite_positions(value: np.ndarray | None) -> np.ndarray | None:

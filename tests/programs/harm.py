@@ -377,6 +377,8 @@ CASES = {f.__name__: f for f in (mixed_precision, mixed_loop_built, loss_scale_c
 CASES.update(masked_attention_curt=masked_attention, masked_logsumexp_curt=masked_logsumexp)
 # The data cases again in FULL_TENSOR, whose values show the element and the column.
 CASES.update(dataset_batch_tensor=dataset_batch, keras_data_tensor=keras_data)
+# The Keras data case again under a small circular buffer, which drops the batches before.
+CASES.update(keras_data_buffered=keras_data)
 # The divergence again in FULL_STATS, whose min and max show the growth as FULL_HEALTH's
 # magnitudes do.
 CASES.update(diverging_stats=diverging)
@@ -384,6 +386,9 @@ CASES.update(diverging_stats=diverging)
 MODES = {"diverging_stats": "FULL_STATS", "masked_attention_curt": "CURT_HEALTH",
          "masked_logsumexp_curt": "CURT_HEALTH", "dataset_batch_tensor": "FULL_TENSOR",
          "keras_data_tensor": "FULL_TENSOR"}
+
+# Cases under a circular buffer (the others keep everything).
+BUFFERS = {"keras_data_buffered": 20}
 
 # Cases that take an argument made before the dump starts.
 SETUP = {"variable_restored": _nan_checkpoint}
@@ -403,7 +408,7 @@ def main(logdir: str, names: list[str]) -> None:
         else:
             instrument.enable_dump_debug_info(
                 f"{logdir}/{name}", tensor_debug_mode=MODES.get(name, "FULL_HEALTH"),
-                circular_buffer_size=-1)
+                circular_buffer_size=BUFFERS.get(name, -1))
         CASES[name](*arguments)
         if tensorflow:
             tf.debugging.experimental.disable_dump_debug_info()

@@ -372,6 +372,17 @@ def test_keras_fit_data_names_the_batch_and_sample(harm_dumps, case, element):
             assert source.position == (1, 1)
 
 
+def test_keras_fit_data_under_a_buffer_that_dropped_earlier_batches(harm_dumps):
+    """The deliveries before the NaN's batch left the disk: the batch is not known, and
+    the diagnosis says how many kept deliveries came before, not a wrong batch."""
+    with reader.open_run(os.path.join(harm_dumps, "keras_data_buffered")) as dump:
+        assert dump.kept_traces()[0][0] > 0
+        diagnosis = _input_diagnosis(dump)
+        assert (diagnosis.source.kind, diagnosis.source.batch) == ("dataset", None)
+        assert "its number is not known" in diagnosis.explanation
+        assert "in batch" not in diagnosis.explanation
+
+
 @pytest.mark.parametrize("case, op_type, kind, function", [
     ("py_function", "EagerPyFunc", "py_function", "load"),
     ("numpy_function", "PyFunc", "numpy_function", "scale"),
