@@ -214,12 +214,21 @@ def _divergence(reader: DumpReader, cause: RootCause, subject: str) -> Finding |
     at = last[0] if at is None else at
     if before_last[1] <= first[1] * SPIKE_MAX_TREND:
         return _spike(reader, cause, subject, name, before_last, last, unit, at, output)
+    if unit == "step" and at > since:
+        # Per step, not per trace: a call that runs several batches (Keras'
+        # steps_per_execution, a loop in the step function) traces the tensor as often.
+        span = at - since
+        pace = (f"about x{factor ** (1 / span):.3g} per step over {span} "
+                f"step{'s' if span != 1 else ''}")
+    elif unit == "step":
+        pace = f"about x{rate:.3g} per run of the op over {count} runs in one step"
+    else:
+        pace = f"about x{rate:.3g} per execution over {count} executions"
     return Finding(
         "divergence",
         f"Training diverged: the largest magnitude of {name}, an input of {subject}, grew "
-        f"from {first[1]:.3g} at {unit} {since} to {last[1]:.3g} at {unit} {at}, about "
-        f"x{rate:.3g} per {unit} over {count} {unit}s, until it overflowed to "
-        f"{nonfinite_text(output)}",
+        f"from {first[1]:.3g} at {unit} {since} to {last[1]:.3g} at {unit} {at}, {pace}, "
+        f"until it overflowed to {nonfinite_text(output)}",
         "lower the learning rate, clip gradients (clipnorm=1.0 on the optimizer, or "
         "tf.clip_by_global_norm), and normalise the inputs",
         (f"input {name}: max |x| {first[1]:.6g} at {unit} {since}, {last[1]:.6g} at "

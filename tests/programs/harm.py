@@ -185,9 +185,9 @@ def diverging():
         train_step(x, y)
 
 
-def keras_diverging():
+def keras_diverging(steps_per_execution: int = 1):
     """Harmful: a Keras fit whose learning rate is far too high: the output layer's
-    values grow ten- to a million-fold a step and the loss overflows at the fourth
+    values grow ten- to a million-fold a batch and the loss overflows at the fourth
     batch (only three finite values before it)."""
     keras.utils.set_random_seed(0)
     rng = np.random.default_rng(0)
@@ -195,7 +195,8 @@ def keras_diverging():
     y = (x @ rng.normal(size=(64, 1))).astype("float32")
     model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(256, activation="relu"),
                               keras.layers.Dense(256, activation="relu"), keras.layers.Dense(1)])
-    model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.5), loss="mse")
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.5), loss="mse",
+                  steps_per_execution=steps_per_execution)
     model.fit(x, y, batch_size=64, epochs=1, verbose=0)
 
 
@@ -377,6 +378,8 @@ CASES = {f.__name__: f for f in (mixed_precision, mixed_loop_built, loss_scale_c
 CASES.update(masked_attention_curt=masked_attention, masked_logsumexp_curt=masked_logsumexp)
 # The data cases again in FULL_TENSOR, whose values show the element and the column.
 CASES.update(dataset_batch_tensor=dataset_batch, keras_data_tensor=keras_data)
+# The Keras divergence again with two batches a call of the train function.
+CASES.update(keras_diverging_spe=lambda: keras_diverging(steps_per_execution=2))
 # The Keras data case again under a small circular buffer, which drops the batches before.
 CASES.update(keras_data_buffered=keras_data)
 # The divergence again in FULL_STATS, whose min and max show the growth as FULL_HEALTH's

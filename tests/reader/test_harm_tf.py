@@ -240,7 +240,27 @@ def test_a_keras_fit_that_diverges_in_a_few_steps_is_a_divergence(harm_dumps):
                          r"about x([0-9.e+-]+) per step over (\d+) steps", diagnosis.explanation)
         assert grew, diagnosis.explanation
         assert float(grew[2]) / float(grew[1]) >= 1e6 and 3 <= int(grew[5]) <= 5
+        # The pace is per step, over the steps between the two named.
+        assert int(grew[5]) == int(grew[3])
+        assert float(grew[4]) ** int(grew[5]) == pytest.approx(
+            float(grew[2]) / float(grew[1]), rel=0.05)
         assert "learning rate" in diagnosis.suggestion
+
+
+def test_a_divergence_over_calls_of_several_batches_is_paced_per_step(harm_dumps):
+    """steps_per_execution=2: each call (step) traces the tensor twice; the pace is per
+    step, over the steps between the two named, not per trace."""
+    with reader.open_run(os.path.join(harm_dumps, "keras_diverging_spe")) as dump:
+        diagnosis = diagnose_cause(dump, dump.root_cause())
+        assert diagnosis.pattern == "divergence", diagnosis
+        grew = re.search(r"grew from ([0-9.e+-]+) at step (\d+) to ([0-9.e+-]+) at step "
+                         r"(\d+), about x([0-9.e+-]+) per step over (\d+) steps?",
+                         diagnosis.explanation)
+        assert grew, diagnosis.explanation
+        steps = int(grew[4]) - int(grew[2])
+        assert int(grew[6]) == steps >= 1
+        assert float(grew[5]) ** steps == pytest.approx(float(grew[3]) / float(grew[1]),
+                                                         rel=0.05)
 
 
 def test_full_health_magnitudes_are_each_tensors_largest(harm_dumps):
