@@ -72,8 +72,10 @@ class HostTraceBuffer:
             self._append(trace_point, value)
             return np.bool_(True)
 
-        done = script_ops.py_func(record, [payload], [dtypes.bool], stateful=True,
-                                  name="tfdbg_tui_trace")
+        # `numpy_function`, not `py_func`: the same PyFunc op without TensorFlow's
+        # deprecation warning printed into the program's output.
+        done = script_ops.numpy_function(record, [payload], [dtypes.bool], stateful=True,
+                                         name="tfdbg_tui_trace")
         return done[0].op
 
     def _append(self, trace_point: int, value: np.ndarray) -> None:
