@@ -43,8 +43,9 @@ _FLOAT = 1
 # host (`PackedBatch.records`).
 _BOOL_WORDS = 200
 _HOST_DTYPES = {**_NUMPY_DTYPES, _BOOL_WORDS: np.dtype(np.uint32)}
-# The dtype codes whose elements are whole 32-bit words (`_words_all_finite`): every
-# dtype of 4 or 8 bytes and bools as words; bfloat16 and float16 not.
+# The dtype codes whose elements are whole 32-bit words (`as_words` when packing,
+# `PackedBatch._words_hold_nonfinite` when scanning): every dtype of 4 or 8 bytes and
+# bools as words; bfloat16 and float16 not.
 _WORDS = np.zeros(256, dtype=bool)
 _WORDS[[e for e, d in _HOST_DTYPES.items() if d.itemsize % 4 == 0]] = True
 # Per dtype code, how a run of its values is checked (`PackedBatch.holds_nonfinite`):
@@ -146,8 +147,8 @@ def pack(tensors: list[Any], trace_points: list[int]) -> list[Any]:
 
 def as_words(enums: list[int]) -> bool:
     """Whether a batch of tensors of these dtypes is packed as float32 words
-    (`_concat_bytes`): each of 4 bytes or a multiple, or bool."""
-    return all(e == _BOOL or _NUMPY_DTYPES[e].itemsize % 4 == 0 for e in enums)
+    (`_concat_bytes`): each of whole words (`_WORDS`), or bool (then `_BOOL_WORDS`)."""
+    return all(e == _BOOL or _WORDS[e] for e in enums)
 
 
 def _concat_bytes(tensors: list[Any], words: bool) -> Any:
