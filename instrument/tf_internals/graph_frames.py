@@ -130,6 +130,28 @@ def _missing_body_batching_internals() -> str | None:
     return None
 
 
+# -- tf.distribute: ops of several devices in one graph -------------------------------
+
+def spans_local_devices() -> bool:
+    """Whether ops are being built under a tf.distribute strategy that has several
+    devices in this process (MirroredStrategy over GPUs or logical CPUs, in its
+    replica or cross-replica context).
+
+    Such a graph holds every device's part of a collective (an all-reduce, a gather),
+    and each part waits for the others: the debugger must add no order between the
+    devices' ops. A strategy whose devices cannot be told counts as several.
+    """
+    from tensorflow.python.distribute import distribute_lib
+
+    if not distribute_lib.has_strategy():
+        return False
+    try:
+        devices = distribute_lib.get_strategy().extended.worker_devices
+    except (AttributeError, NotImplementedError, RuntimeError, ValueError):
+        return True
+    return len(devices) > 1
+
+
 # -- function names: __forward_* / __backward_* functions and their graphs ------------
 
 _hook_lock = threading.Lock()

@@ -16,6 +16,14 @@ which they may have run (creation order respects data dependencies). The graph's
 segment is enqueued from a hook TensorFlow calls once the graph is fully traced
 (``FUNC_GRAPH_TRANSFORMS``), and made a control output of the function.
 
+In a graph that holds the parts of a collective for several devices (built under a
+MirroredStrategy over two GPUs or logical CPUs, or holding collective ops itself), each
+device's part waits for the others, so that order is kept per device: a nested op waits
+only for the enqueue of its own device's traces, and the queue is looked up by name
+rather than captured (`TraceQueue.handles_for`). One order across the devices would
+make one device's part of a collective wait for the other's, which waits for it: the
+job would hang.
+
 Recognising a graph traced by ``tf.function`` and cutting it into segments use
 TensorFlow internals (instrument/tf_internals/); without them every graph takes the
 per-tensor route below.
@@ -30,14 +38,36 @@ dependencies keep in creation order.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from instrument.tf_internals.graph_edits import NESTED_GRAPH_OPS, keep_deferred_captures_last
-from instrument.tf_internals.graph_frames import WHILE_CONDITION_GRAPH, is_traced_by_tf_function
+from instrument.tf_internals.graph_frames import (
+    WHILE_CONDITION_GRAPH,
+    is_traced_by_tf_function,
+    spans_local_devices,
+)
 from instrument.tracing.tf1_graphs import PLACEHOLDER_OPS
 from instrument.tracing.trace_queue import TraceQueue, in_control_flow_gradient
 
-__all__ = ["NESTED_GRAPH_OPS", "GraphBatch", "is_traced_by_tf_function"]
+__all__ = ["COLLECTIVE_OPS", "NESTED_GRAPH_OPS", "GraphBatch", "is_traced_by_tf_function"]
+
+# Ops whose kernels meet their peers on other devices or workers (all-reduce, gather,
+# broadcast, all-to-all, reduce-scatter; NCCL's and the TPU's): each waits until every
+# participant has started.
+COLLECTIVE_OPS = frozenset({
+    "CollectiveReduce", "CollectiveReduceV2", "CollectiveReduceV3",
+    "CollectiveGather", "CollectiveGatherV2", "CollectiveReduceScatterV2",
+    "CollectiveBcastSend", "CollectiveBcastSendV2", "CollectiveBcastRecv",
+    "CollectiveBcastRecvV2", "CollectiveAllToAllV2", "CollectiveAllToAllV3",
+    "CollectiveInitializeCommunicator", "NcclAllReduce", "NcclReduce", "NcclBroadcast",
+    "_NcclReduceSend", "_NcclReduceRecv", "_NcclBroadcastSend", "_NcclBroadcastRecv",
+    "AllToAll", "CrossReplicaSum", "CollectivePermute",
+})
+
+# Graphs (weakly held) that hold collective ops, or a graph nested in them that does:
+# marked when the nested graph is finished, before the graph holding it is.
+_HOLD_COLLECTIVES: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 class GraphBatch:
@@ -73,6 +103,9 @@ class GraphBatch:
         self._outputs_wait = body and (type(graph).__name__ == WHILE_CONDITION_GRAPH
                                        or in_control_flow_gradient(graph))
         self._captured = not body
+        # Ops of several devices meet in collectives here: order is kept per device
+        # and the queue looked up by name (module docstring).
+        self._spans_devices = False
         self._rows: list[Any] = []
         # (rows, nested op) per finished segment: the rows' traces precede the op.
         self._segments: list[tuple[list[Any], Any]] = []
@@ -95,10 +128,12 @@ class GraphBatch:
         self._last_seen_op_id = max(self._last_seen_op_id, op_id)
         if op.type in NESTED_GRAPH_OPS:
             self._cut_before(op)
+        if not self._spans_devices and (op.type in COLLECTIVE_OPS or spans_local_devices()):
+            self._spans_devices = True
         if not self._captured and not self.finished and op.type not in PLACEHOLDER_OPS:
             # Not in an input's callback: the input may be a capture being made.
             self._captured = True
-            self._queue.capture_in(self.graph)
+            self._queue.capture_in(self.graph, by_name=self._spans_devices)
 
     def add(self, tensor: Any, trace_point: int) -> None:
         """Trace ``tensor`` in the current segment."""
@@ -125,30 +160,78 @@ class GraphBatch:
             # result is returned directly) still cut.
             self.before_op(_Sentinel(operations[-1]._id + 1))  # pylint: disable=protected-access
             dead = dead_ops(self.graph, operations)
-            segments = [([row for op, row in rows if op not in dead], nested_op)
+            segments = [([(op, row) for op, row in rows if op not in dead], nested_op)
                         for rows, nested_op in self._segments + [(self._rows, None)]]
             self._segments, self._rows = [], []
+            if self.graph in _HOLD_COLLECTIVES or any(
+                    op.type in COLLECTIVE_OPS for op in operations):
+                self._spans_devices = True
+            if self._spans_devices:
+                _mark_enclosing(self.graph)
             if not self._captured and any(rows for rows, _ in segments):
                 # A body whose only ops are its inputs: too late to capture the queue.
                 self._queue.look_up_in(self.graph)
-            barrier = last_enqueue = None
-            for rows, nested_op in segments:
-                if rows:
-                    last_enqueue = self._queue.enqueue_batch(rows, barrier)
-                    self.graph.control_outputs.append(last_enqueue)
-                if nested_op is not None:
-                    if last_enqueue is not None:
-                        nested_op._add_control_input(last_enqueue)  # pylint: disable=protected-access
-                    barrier = nested_op
-            if self._outputs_wait and last_enqueue is not None:
+            last_enqueues = self._enqueue_segments(segments)
+            if self._outputs_wait and last_enqueues:
                 # A loop condition's (and a control-flow gradient's) outputs wait for the
                 # enqueues, or these would not run (class docstring).
-                with ops.control_dependencies([last_enqueue]):
+                with ops.control_dependencies(last_enqueues):
                     self.graph.outputs = [array_ops.identity(t) for t in self.graph.outputs]
             # The enqueues may have captured the queue after the inputs were laid out.
             keep_deferred_captures_last(self.graph)
         # The graph is done; let it be collected (it is a weak key of the callback).
         self.graph = None
+
+
+    def _enqueue_segments(self, segments: list[tuple[list[tuple[Any, Any]], Any]]) -> list[Any]:
+        """Build the enqueues of ``segments`` in order around their nested ops; returns
+        the last enqueue of each chain.
+
+        One chain, or one per device where the graph spans devices: there a nested op
+        waits only for its own device's traces, and each device's traces wait in
+        ``pending`` for its next nested op. The traces left after the last nested ops
+        are enqueued together, in creation order (nothing waits for that enqueue, so it
+        may wait for every device).
+        """
+        last: dict[str, Any] = {}  # per chain: its last enqueue
+        barriers: dict[str, Any] = {}  # per chain: the nested op its next enqueue waits for
+        pending: dict[str, list[tuple[int, Any]]] = {}  # per chain: (creation index, row)
+        created = 0
+        for rows, nested_op in segments:
+            for op, row in rows:
+                pending.setdefault(self._chain_of(op), []).append((created, row))
+                created += 1
+            if nested_op is None:
+                continue
+            chain = self._chain_of(nested_op)
+            held = pending.pop(chain, None)
+            if held:
+                last[chain] = self._enqueue([row for _, row in held], barriers.get(chain))
+            if chain in last:
+                nested_op._add_control_input(last[chain])  # pylint: disable=protected-access
+            barriers[chain] = nested_op
+        rest = sorted((entry for held in pending.values() for entry in held),
+                      key=lambda entry: entry[0])
+        if rest:
+            final = self._enqueue([row for _, row in rest], list(barriers.values()))
+            return [final]
+        return list(last.values())
+
+    def _chain_of(self, op: Any) -> str:
+        return op.device if self._spans_devices else ""
+
+    def _enqueue(self, rows: list[Any], after: Any) -> Any:
+        enqueue = self._queue.enqueue_batch(rows, after, by_name=self._spans_devices)
+        self.graph.control_outputs.append(enqueue)
+        return enqueue
+
+
+def _mark_enclosing(graph: Any) -> None:
+    """Mark the graphs ``graph`` is nested in as holding collectives."""
+    outer = getattr(graph, "outer_graph", None)
+    while outer is not None and outer not in _HOLD_COLLECTIVES:
+        _HOLD_COLLECTIVES.add(outer)
+        outer = getattr(outer, "outer_graph", None)
 
 
 def dead_ops(graph: Any, operations: list[Any]) -> set[Any]:

@@ -219,7 +219,7 @@ class TraceQueue:
         with self._drain_lock, self.lock:
             self._sink = discard_traces
 
-    def handles_for(self, graph: Any) -> tuple[Any, Any]:
+    def handles_for(self, graph: Any, *, by_name: bool = False) -> tuple[Any, Any]:
         """The queue's and the counter's handles to use in ``graph`` (being built).
 
         The gradient graph of a ``tf.while_loop`` body or a ``tf.cond`` branch (and
@@ -227,7 +227,14 @@ class TraceQueue:
         look the run's queue and counter up by shared name on their device: the
         kernels find the same resources, and the graph captures nothing. There a
         capture of an eager handle breaks TensorFlow's gradient construction
-        (while_v2 cannot route it, cond_v2 reads its ``.graph``). Other graphs
+        (while_v2 cannot route it, cond_v2 reads its ``.graph``). So does a graph
+        built ``by_name``: one built where a tf.distribute strategy spans several
+        local devices (`graph_frames.spans_local_devices`). There a capture would
+        make every control-flow and call op that traces a tensor take the queue as
+        an input, and TensorFlow's automatic control dependencies would run those
+        ops one after another in creation order: one device's collective (an
+        Embedding's sparse gradient gathered inside Adam's ``cond``) would then
+        wait for its peer on the other device, which waits for it. Other graphs
         capture the eager handles: the control-flow and call ops then take the queue
         as an input, and automatic control dependencies keep the enqueues of the
         enclosing graph in order around them.
@@ -235,7 +242,7 @@ class TraceQueue:
         lookups = self._lookups.get(graph)
         if lookups is not None:
             return lookups
-        if not in_control_flow_gradient(graph):
+        if not by_name and not in_control_flow_gradient(graph):
             return self._queue.queue_ref, self._calls.handle
         return self.look_up_in(graph)
 
@@ -250,13 +257,14 @@ class TraceQueue:
         self._lookups[graph] = lookups
         return lookups
 
-    def capture_in(self, graph: Any) -> None:
-        """Capture the queue and read the call ordinal in ``graph`` (being built) now.
+    def capture_in(self, graph: Any, *, by_name: bool = False) -> None:
+        """Capture the queue and read the call ordinal in ``graph`` (being built) now
+        (or, ``by_name``, look them up: `handles_for`).
 
         For control-flow bodies, whose enqueues are built after while_v2 or cond_v2 laid
         out the body's inputs from its captures.
         """
-        handle, calls_handle = self.handles_for(graph)
+        handle, calls_handle = self.handles_for(graph, by_name=by_name)
         if handle is self._queue.queue_ref:
             graph.capture(handle)
         self._ordinal_in(graph, calls_handle)
@@ -275,8 +283,9 @@ class TraceQueue:
             handle = self._calls.lookup()
         return CallCounter.read(handle)
 
-    def add_trace(self, tensor: Any, trace_point: int) -> Any:
-        """Build, in the graph being constructed, the ops that trace ``tensor``.
+    def add_trace(self, tensor: Any, trace_point: int, *, by_name: bool = False) -> Any:
+        """Build, in the graph being constructed, the ops that trace ``tensor``
+        (``by_name``: `handles_for`).
 
         Returns:
             The enqueue op.
@@ -284,7 +293,7 @@ class TraceQueue:
         from tensorflow.python.framework import constant_op, dtypes, ops
         from tensorflow.python.ops import array_ops, gen_data_flow_ops
 
-        handle, calls_handle = self.handles_for(tensor.graph)
+        handle, calls_handle = self.handles_for(tensor.graph, by_name=by_name)
         ordinal = self._ordinal_in(tensor.graph, calls_handle)
         if self.mode == fmt.FULL_TENSOR:
             self._values.note_batch([tensor])
@@ -336,14 +345,15 @@ class TraceQueue:
         # FULL_TENSOR: the tensor itself, packed with the others in `enqueue_batch`.
         return (tensor if self.mode == fmt.FULL_TENSOR else tensor.op, trace_point)
 
-    def enqueue_batch(self, rows: list[Any], after: Any) -> Any:
-        """Build one enqueue of a batch of `batch_row` results, run after op ``after``."""
+    def enqueue_batch(self, rows: list[Any], after: Any, *, by_name: bool = False) -> Any:
+        """Build one enqueue of a batch of `batch_row` results, run after ``after`` (an
+        op, a list of ops, or None; ``by_name``: `handles_for`)."""
         from tensorflow.python.framework import constant_op, dtypes, ops
         from tensorflow.python.ops import array_ops, gen_data_flow_ops
 
-        deps = [after] if after is not None else []
+        deps = list(after) if isinstance(after, list) else [after] if after is not None else []
         graph = ops.get_default_graph()
-        handle, calls_handle = self.handles_for(graph)
+        handle, calls_handle = self.handles_for(graph, by_name=by_name)
         # control_dependencies(None) first: the batch may be built while TensorFlow
         # holds a control-dependency scope on an op that must run after it.
         with ops.control_dependencies(None):

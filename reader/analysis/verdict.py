@@ -13,12 +13,15 @@ from typing import TYPE_CHECKING
 
 from reader.analysis.diagnosis import Diagnosis
 from reader.analysis.harm import HarmVerdict
-from reader.model import AlertSummary
+from reader.model import DUMPER_TENSORFLOW, AlertSummary
+from reader.run import liveness
 
 if TYPE_CHECKING:
     from reader.analysis.dump_reader import DumpReader
 
 VERDICT_PATTERNS = ("healthy", "expected_loss_scaling")
+# What a finished run without any non-finite value says (`no_alert_statement`).
+CLEAN_RUN = "No NaN or infinity in this run."
 
 
 def healthy_verdict(reader: DumpReader) -> Diagnosis | None:
@@ -41,6 +44,30 @@ def healthy_verdict(reader: DumpReader) -> Diagnosis | None:
                      + contained_line(summary, harm)[1:] + ".",
                      "nothing to fix: these values did no harm. Alerts lists them "
                      "dimmed, each with its reason", tuple(evidence))
+
+
+def no_alert_statement(reader: DumpReader, state: str) -> str:
+    """What a run without any non-finite value says, given its liveness ``state``.
+
+    Only a run that finished is clean. One that ended without its end record (killed,
+    or its recording stopped) or is still running had no NaN *so far*: a job killed
+    while it hung, or that crashed, has none because it never got further. It says
+    where it got to ("the last step recorded: 7").
+    """
+    if state == liveness.FINISHED or reader.metadata.dumper == DUMPER_TENSORFLOW:
+        return CLEAN_RUN
+    reached = ("nothing ran" if not reader.num_executions else "the last recorded: "
+               + reader.steps().place(reader.num_executions - 1))
+    if state == liveness.RUNNING:
+        return f"No NaN or infinity so far: the run is live ({reached})."
+    if state == liveness.STOPPED:
+        return (f"No NaN or infinity before the recording stopped on a write error "
+                f"({reached}); the program may have gone on unrecorded.")
+    ended = ("its process ended without finishing the run" if state == liveness.KILLED
+             else "it has no end record (killed, or live on another host)")
+    return (f"No NaN or infinity recorded, but the run never finished: {ended} "
+            f"({reached}). A job killed while it hung, or one that crashed, stops there; "
+            "what it would have done next is not in the dump.")
 
 
 def contained_line(summary: AlertSummary, harm: HarmVerdict) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 import reader
@@ -70,3 +72,44 @@ def test_state_of():
     assert liveness.state_of(False, True) == liveness.KILLED
     assert liveness.state_of(False, False) == liveness.RUNNING
     assert liveness.state_of(False, None) == liveness.UNKNOWN
+
+
+@pytest.mark.parametrize("state,says", [
+    (liveness.FINISHED, "No NaN or infinity in this run."),
+    (liveness.KILLED, "No NaN or infinity recorded, but the run never finished: its "
+                      "process ended without finishing the run (the last recorded: step 2)"),
+    (liveness.UNKNOWN, "the run never finished: it has no end record"),
+    (liveness.RUNNING, "No NaN or infinity so far: the run is live (the last recorded: "
+                       "step 2)."),
+    (liveness.STOPPED, "No NaN or infinity before the recording stopped on a write error "
+                       "(the last recorded: step 2)"),
+])
+def test_a_run_without_alerts_is_clean_only_when_it_finished(tmp_path, state, says):
+    """A job killed while it hung (a deadlocked collective) has no NaN because it
+    never got further: it must not read as a clean run."""
+    from reader.analysis.verdict import no_alert_statement
+    from tests.synthetic import add_step, health_row, make_run
+
+    run = make_run(tmp_path)
+    for _ in range(3):
+        add_step(run, [health_row(np.ones(4))] * 3)
+    run.writer.flush()
+    with reader.open_run(tmp_path) as dump:
+        assert dump.alerts().total == 0
+        assert says in no_alert_statement(dump, state)
+
+
+def test_the_report_of_a_killed_run_without_alerts_says_it_never_finished(tmp_path):
+    child, path = start_writer(tmp_path)
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=60)
+    out = subprocess.run([sys.executable, "-m", "tfdbg_tui.cli", "report", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "No NaN or infinity in this run." not in out.stdout
+    assert "the run never finished: its process ended without finishing the run " \
+           "(nothing ran)" in " ".join(out.stdout.split())
+    report = json.loads(subprocess.run(
+        [sys.executable, "-m", "tfdbg_tui.cli", "report", "--json", str(tmp_path)],
+        capture_output=True, text=True, timeout=120).stdout)
+    assert (report["state"], report["reached"]) == (liveness.KILLED, None)

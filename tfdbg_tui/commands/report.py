@@ -22,7 +22,12 @@ from reader.analysis.diagnosis import Diagnosis, diagnose_cause
 from reader.analysis.expressions import expression_of, line_span
 from reader.analysis.model_place import Place, library_frame_text
 from reader.analysis.steps import Gap, Steps
-from reader.analysis.verdict import contained_line, healthy_verdict
+from reader.analysis.verdict import (
+    CLEAN_RUN,
+    contained_line,
+    healthy_verdict,
+    no_alert_statement,
+)
 from reader.analysis.watch_rules import RuleSpecError, WatchReport, parse_rule_specs, watch
 from reader.analysis.workers import WorkerRun, first_nonfinite_workers
 from reader.model import DUMPER_TENSORFLOW, Alert, RootCause, Summary
@@ -146,6 +151,7 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
         "first_graph_trace": dump.first_trace,
         "finished": dump.finished,
         "state": dump.writer_state(),
+        "reached": _reached_dict(dump, steps),
         "num_alerts": summary.total,
         "alerts_by_type": summary.counts,
         "harmful": summary.harmful,
@@ -165,6 +171,15 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
         else watched.first_anomaly.as_dict(),
         "lead_steps": watched.lead_steps,
     }
+
+
+def _reached_dict(dump: reader.DumpReader, steps: Steps) -> dict[str, Any] | None:
+    """How far the run got: its last execution on disk and that execution's step (a
+    run killed while it hung ends there)."""
+    if not dump.num_executions:
+        return None
+    last = dump.num_executions - 1
+    return {"execution": last, "step": steps.of_execution(last)}
 
 
 def place_dict(place: Place) -> dict[str, Any]:
@@ -276,7 +291,8 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
     _say_workers(say, dump, first_nonfinite_workers(dump))
     if not summary.total:
         say("")
-        say(("No NaN or infinity in this run.", "green"))
+        statement = no_alert_statement(dump, dump.writer_state())
+        say((statement, "green" if statement == CLEAN_RUN else "bold yellow"))
         return
     by_type = ", ".join(f"{k}: {v:,}" for k, v in summary.counts.items())
     say("")

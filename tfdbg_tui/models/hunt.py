@@ -18,7 +18,7 @@ import reader as dump_reader_module
 from reader.analysis.diagnosis import Diagnosis, diagnose_cause
 from reader.analysis.model_place import Place
 from reader.analysis.steps import Steps
-from reader.analysis.verdict import healthy_verdict
+from reader.analysis.verdict import healthy_verdict, no_alert_statement
 from reader.analysis.workers import open_landing_run
 from reader.errors import DumpError
 from reader.model import AlertSummary, RootCause, RunInfo
@@ -39,6 +39,8 @@ class Hunt:
         places: Where in the model each listed alert was made, in `alerts.alerts` order.
         alert_traces: Ascending indices of the graph traces that alerted.
         steps: The run's steps (step numbers, gaps, alerts per step).
+        no_alert: What the run says when it has no alert: clean only when it finished
+            (`reader.analysis.verdict.no_alert_statement`).
     """
 
     alerts: AlertSummary
@@ -47,6 +49,7 @@ class Hunt:
     places: list[Place]
     alert_traces: np.ndarray
     steps: Steps
+    no_alert: str = ""
 
 
 def read_hunt(reader: dump_reader_module.DumpReader) -> Hunt:
@@ -62,7 +65,9 @@ def read_hunt(reader: dump_reader_module.DumpReader) -> Hunt:
                  else healthy_verdict(reader))
     return Hunt(alerts=alerts, root_cause=root_cause, diagnosis=diagnosis,
                 places=[reader.place(alert) for alert in alerts.alerts],
-                alert_traces=reader.trace_alert_indices(), steps=reader.steps())
+                alert_traces=reader.trace_alert_indices(), steps=reader.steps(),
+                no_alert="" if alerts.total
+                else no_alert_statement(reader, reader.writer_state()))
 
 
 @dataclass(frozen=True)

@@ -283,8 +283,7 @@ class DebuggerScreen(Screen):
         alert_list.show_alerts(hunt.alerts, hunt.steps, hunt.places)
         self.update_status()
         if not self.alert_chosen:
-            self.show_diagnosis(hunt.diagnosis, "no NaN or infinity in this run" + (
-                " so far" if self.live else ""))
+            self.show_diagnosis(hunt.diagnosis, hunt.no_alert)
         if not message.select or (self.comparison is not None
                                   and self.comparison.defers(message)):
             return
