@@ -436,8 +436,7 @@ class DumpingCallback:
     def _add_trace(self, tensor: Any, trace_point: int) -> None:
         """Trace one tensor of an eager-rooted graph: through the queue, or the XLA pool."""
         if not control_flow_util.GraphOrParentsInXlaContext(tensor.graph):
-            self._queue().add_trace(tensor, trace_point,
-                                    by_name=graph_frames.spans_local_devices())
+            self._queue().add_trace(tensor, trace_point)
             return
         # Only with a pool are XLA-compiled graphs traced (`_xla_traceable`).
         assert self.xla_pool is not None

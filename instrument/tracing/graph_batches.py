@@ -65,6 +65,11 @@ COLLECTIVE_OPS = frozenset({
     "AllToAll", "CrossReplicaSum", "CollectivePermute",
 })
 
+# Graphs (weakly held) traced by tf.function: a graph nested in one under a strategy
+# over several devices looks the queue up by name. Not a tf.data function's: tf.data
+# runs it on the device of its iterator (a multi-device iterator's: another device than
+# the queue's), where a lookup by name finds nothing; a captured handle works there.
+_TF_FUNCTION_GRAPHS: weakref.WeakSet[Any] = weakref.WeakSet()
 # Graphs (weakly held) that hold collective ops, or a graph nested in them that does:
 # marked when the nested graph is finished, before the graph holding it is.
 _HOLD_COLLECTIVES: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -106,6 +111,10 @@ class GraphBatch:
         # Ops of several devices meet in collectives here: order is kept per device
         # and the queue looked up by name (module docstring).
         self._spans_devices = False
+        if not body:
+            _TF_FUNCTION_GRAPHS.add(graph)
+        # Whether the queue may be looked up by name here (`_TF_FUNCTION_GRAPHS`).
+        self._in_tf_function = _in_tf_function(graph)
         self._rows: list[Any] = []
         # (rows, nested op) per finished segment: the rows' traces precede the op.
         self._segments: list[tuple[list[Any], Any]] = []
@@ -128,7 +137,8 @@ class GraphBatch:
         self._last_seen_op_id = max(self._last_seen_op_id, op_id)
         if op.type in NESTED_GRAPH_OPS:
             self._cut_before(op)
-        if not self._spans_devices and (op.type in COLLECTIVE_OPS or spans_local_devices()):
+        if not self._spans_devices and self._in_tf_function \
+                and (op.type in COLLECTIVE_OPS or spans_local_devices()):
             self._spans_devices = True
         if not self._captured and not self.finished and op.type not in PLACEHOLDER_OPS:
             # Not in an input's callback: the input may be a capture being made.
@@ -163,8 +173,8 @@ class GraphBatch:
             segments = [([(op, row) for op, row in rows if op not in dead], nested_op)
                         for rows, nested_op in self._segments + [(self._rows, None)]]
             self._segments, self._rows = [], []
-            if self.graph in _HOLD_COLLECTIVES or any(
-                    op.type in COLLECTIVE_OPS for op in operations):
+            if self._in_tf_function and (self.graph in _HOLD_COLLECTIVES or any(
+                    op.type in COLLECTIVE_OPS for op in operations)):
                 self._spans_devices = True
             if self._spans_devices:
                 _mark_enclosing(self.graph)
@@ -224,6 +234,15 @@ class GraphBatch:
         enqueue = self._queue.enqueue_batch(rows, after, by_name=self._spans_devices)
         self.graph.control_outputs.append(enqueue)
         return enqueue
+
+
+def _in_tf_function(graph: Any) -> bool:
+    """Whether ``graph`` is traced by tf.function or nested in a graph that is."""
+    while graph is not None:
+        if graph in _TF_FUNCTION_GRAPHS:
+            return True
+        graph = getattr(graph, "outer_graph", None)
+    return False
 
 
 def _mark_enclosing(graph: Any) -> None:

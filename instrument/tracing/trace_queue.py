@@ -251,9 +251,16 @@ class TraceQueue:
         shared names; `handles_for` returns them from now on."""
         from tensorflow.python.framework import ops
 
-        with graph.as_default(), ops.control_dependencies(None), ops.device(self._device):
-            lookups = (self._make_queue(**self._queue_attrs, name="tfdbg_tui_traces"),
-                       self._calls.lookup())
+        # Not colocated with what the graph is building (a variable of another device,
+        # under a strategy's update): the lookups find the resources on their device.
+        with graph.as_default(), ops.control_dependencies(None), \
+                ops.colocate_with(None, ignore_existing=True):
+            # Each on its own resource's device: made under a strategy's replica, the
+            # two may sit on different devices.
+            with ops.device(self._device):
+                queue = self._make_queue(**self._queue_attrs, name="tfdbg_tui_traces")
+            with ops.device(self._calls.handle.device):
+                lookups = (queue, self._calls.lookup())
         self._lookups[graph] = lookups
         return lookups
 
@@ -279,13 +286,14 @@ class TraceQueue:
             return CallCounter.read(self._calls.handle)
         from tensorflow.python.framework import ops
 
-        with graph.as_default(), ops.control_dependencies(None), ops.device(self._device):
+        with graph.as_default(), ops.control_dependencies(None), \
+                ops.colocate_with(None, ignore_existing=True), \
+                ops.device(self._calls.handle.device):
             handle = self._calls.lookup()
         return CallCounter.read(handle)
 
-    def add_trace(self, tensor: Any, trace_point: int, *, by_name: bool = False) -> Any:
-        """Build, in the graph being constructed, the ops that trace ``tensor``
-        (``by_name``: `handles_for`).
+    def add_trace(self, tensor: Any, trace_point: int) -> Any:
+        """Build, in the graph being constructed, the ops that trace ``tensor``.
 
         Returns:
             The enqueue op.
@@ -293,7 +301,7 @@ class TraceQueue:
         from tensorflow.python.framework import constant_op, dtypes, ops
         from tensorflow.python.ops import array_ops, gen_data_flow_ops
 
-        handle, calls_handle = self.handles_for(tensor.graph, by_name=by_name)
+        handle, calls_handle = self.handles_for(tensor.graph)
         ordinal = self._ordinal_in(tensor.graph, calls_handle)
         if self.mode == fmt.FULL_TENSOR:
             self._values.note_batch([tensor])
@@ -321,7 +329,13 @@ class TraceQueue:
         one read a run of the graph (a loop body's iteration), not one per enqueue."""
         ordinal = self._ordinals.get(graph)
         if ordinal is None:
-            with graph.as_default():
+            from tensorflow.python.framework import ops
+
+            # Read on the counter's device, not colocated with the op being built (a
+            # replica's, on another device, whose runtime would look the counter up
+            # there).
+            with graph.as_default(), ops.colocate_with(None, ignore_existing=True), \
+                    ops.device(self._calls.handle.device):
                 ordinal = CallCounter.read(calls_handle)
             self._ordinals[graph] = ordinal
         return ordinal

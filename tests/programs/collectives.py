@@ -77,7 +77,7 @@ def reduce_and_gather():
 
 
 for mode in MODES:
-    if mode != "none": instrument.enable_dump_debug_info(os.path.join(LOGDIR, mode), tensor_debug_mode=mode,
+    instrument.enable_dump_debug_info(os.path.join(LOGDIR, mode), tensor_debug_mode=mode,
                                       circular_buffer_size=-1)
     embedding_loop()
     reduce_and_gather()
