@@ -173,6 +173,27 @@ def enable_for_program(on_replaced: Callable[[str, str], None], logdir: str,
     return path
 
 
+def enable_for_replay(logdir: str, replay_of: dict[str, Any]) -> str:
+    """Record the replay of a watched step (instrument/watch/replay.py): FULL_HEALTH,
+    everything kept, the run record's ``replay_of`` naming the watched run and step.
+
+    Raises:
+        ValueError: A dump is being recorded already (the watch tier and a per-op
+            mode are not recorded at once).
+    """
+    global _active, _atexit_registered
+    arguments = (logdir, fmt.FULL_HEALTH, -1, None, None, False, None)
+    with _lock:
+        if _active is not None:
+            raise ValueError("a tfdbg-tui dump is being recorded already; the watch tier's "
+                             "replay needs the recording to itself")
+        _active = _start(arguments, None, run_info={"replay_of": dict(replay_of)})
+        if not _atexit_registered:
+            atexit.register(disable_dump_debug_info)
+            _atexit_registered = True
+        return str(_active.callback.writer.path)
+
+
 def disable_dump_debug_info() -> None:
     """Stop recording and close the run: pending traces are written, then the ``end``.
 
@@ -204,7 +225,8 @@ def disable_dump_debug_info() -> None:
     callback.close()
 
 
-def _start(arguments: tuple[Any, ...], tensor_dtypes: Any) -> _Enabled:
+def _start(arguments: tuple[Any, ...], tensor_dtypes: Any,
+           run_info: dict[str, Any] | None = None) -> _Enabled:
     logdir, mode, buffer_size, op_regex, _, snapshot_library, stop = arguments
     import tensorflow as tf
     from tensorflow.python.eager.polymorphic_function import transform
@@ -235,6 +257,7 @@ def _start(arguments: tuple[Any, ...], tensor_dtypes: Any) -> _Enabled:
         "eager_mode": ops.executing_eagerly_outside_functions(),
         "thread": threading.current_thread().name,
         "task": distributed_task(os.environ.get("TF_CONFIG")),
+        **(run_info or {}),
     }, circular_buffer_size=buffer_size, watch_alerts=buffer_size > 0 or bool(stop))
     on_alert: Callable[[NonFiniteError], None] | None = None
     if stop == "pdb":

@@ -39,8 +39,10 @@ FORMAT_NAME = "tfdbg-tui-dump"
 # not know the name and read such a segment only up to it, silently: a run on an
 # object store says 3.0 so that a 2.x reader refuses it. Local dumps did not change:
 # they say 2.5 (what a run says: `written_version`), and 2.x readers read them as before.
-FORMAT_VERSION = (3, 0)
-LOCAL_FORMAT_VERSION = (2, 5)
+# 3.1 and 2.6: the watch tier's records (`watch_site`, `watch_steps`, `watch_hit`) and
+# the `run` record's `watch` and `replay_of`; older readers ignore them.
+FORMAT_VERSION = (3, 1)
+LOCAL_FORMAT_VERSION = (2, 6)
 
 
 def written_version(remote: bool) -> tuple[int, int]:
@@ -215,6 +217,9 @@ KIND_EXECUTION = "exec"  # executions: one eager op or function call (format 1.x
 KIND_EXECUTION_CHUNK = "execs"  # executions: a chunk of eager executions, columnar (2.0)
 KIND_TRACES = "traces"  # graph_traces: a chunk of graph execution traces
 KIND_NOTICE = "notice"  # metadata: something the user should know about the recording
+KIND_WATCH_SITE = "watch_site"  # metadata: a watched optimizer and its step columns (2.6)
+KIND_WATCH_STEPS = "watch_steps"  # metadata: rows of a watched optimizer's steps (2.6)
+KIND_WATCH_HIT = "watch_hit"  # metadata: the watch tier's first non-finite step (2.6)
 
 # Notices (docs/format.md section 4, `notice`): what the writer could not record, or
 # recorded differently, and settings that change what a dump holds. A notice's level

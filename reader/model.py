@@ -57,6 +57,20 @@ class RunMetadata:
     cluster: str | None = None
     space_reserve: bool = False  # the writer keeps a space reserve (format 1.2)
     dumper: str = DUMPER_TFDBG_TUI  # or DUMPER_TENSORFLOW (`RunInfo.dumper`)
+    # The watch tier (format 2.6): a watched run's `run` record says so; a replay's
+    # names the watched run and the step it replays (`ReplayOf`).
+    watched: bool = False
+    replay_of: ReplayOf | None = None
+
+
+@dataclass(frozen=True)
+class ReplayOf:
+    """The watched step a replay run replays (its `run` record's ``replay_of``)."""
+
+    run_id: str
+    step: int
+    check: str | None = None
+    tensor: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 from reader import format as fmt
-from reader.limits import is_int
-from reader.model import DUMPER_TFDBG_TUI, Execution, RunMetadata, Summary
+from reader.limits import is_id, is_int
+from reader.model import DUMPER_TFDBG_TUI, Execution, ReplayOf, RunMetadata, Summary
 
 
 def run_metadata(run: dict[str, Any], end: dict[str, Any] | None, run_id: str, mode: str,
@@ -46,7 +46,20 @@ def run_metadata(run: dict[str, Any], end: dict[str, Any] | None, run_id: str, m
         task=task, cluster=cluster,
         space_reserve=run.get("space_reserve") is True,
         dumper=_str_or_none(run.get("dumper")) or DUMPER_TFDBG_TUI,
+        watched=isinstance(run.get("watch"), dict),
+        replay_of=replay_of(run),
     )
+
+
+def replay_of(run: dict[str, Any]) -> ReplayOf | None:
+    """A replay's watched run and step from its `run` record (format 2.6); None when
+    absent or malformed."""
+    link = run.get("replay_of")
+    if not isinstance(link, dict) or not isinstance(link.get("run"), str) \
+            or not is_id(link.get("step")):
+        return None
+    return ReplayOf(link["run"], link["step"], _str_or_none(link.get("check")),
+                    _str_or_none(link.get("tensor")))
 
 
 def task_of(run: dict[str, Any]) -> tuple[str | None, str | None]:

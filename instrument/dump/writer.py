@@ -374,6 +374,15 @@ class DumpWriter:
                 "message": " ".join(message.split()), "details": dict(details or {}),
                 "t": time.time()})
 
+    def add_watch_record(self, kind: str, fields: dict[str, Any]) -> None:
+        """Record one of the watch tier's records (docs/format.md, `watch_site`,
+        `watch_steps`, `watch_hit`) in the metadata stream."""
+        assert kind in (fmt.KIND_WATCH_SITE, fmt.KIND_WATCH_STEPS, fmt.KIND_WATCH_HIT)
+        with self._lock:
+            if self._closed:
+                return
+            self._append(fmt.STREAM_METADATA, {**fields, "k": kind, "t": time.time()})
+
     # -- events --------------------------------------------------------------------------
 
     def add_execution(self, *, op_type: str, graph_id: int | None, input_ids: Sequence[int],

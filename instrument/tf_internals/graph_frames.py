@@ -77,6 +77,36 @@ def _innermost_frame(function: str, file_suffix: str) -> FrameType | None:
     return None
 
 
+TRACING_OPTIONS_LOCAL = "tracing_options"
+TRACING_ARGUMENTS_LOCAL = "placeholder_bound_args"
+
+
+def traced_call(graph: Any) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]] | None:
+    """The Python function tf.function is tracing into ``graph``, with the arguments it
+    is called with (placeholders where the call passes tensors), or None.
+
+    Found in the frame of TensorFlow's tracing that holds ``graph`` (its
+    ``tracing_options.python_function`` and ``placeholder_bound_args``): the watch
+    tier's replay calls the function again, fully recorded, on the values kept.
+    """
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == TRACING_FUNCTION and code.co_filename.endswith(TRACING_FILE) \
+                and frame.f_locals.get(TRACING_GRAPH_LOCAL) is graph:
+            options = frame.f_locals.get(TRACING_OPTIONS_LOCAL)
+            bound = frame.f_locals.get(TRACING_ARGUMENTS_LOCAL)
+            function = getattr(options, "python_function", None)
+            if function is None or bound is None:
+                debug_once("traced_call", "tfdbg-tui: tf.function's tracing frame has no "
+                           "%s.python_function or %s", TRACING_OPTIONS_LOCAL,
+                           TRACING_ARGUMENTS_LOCAL)
+                return None
+            return function, tuple(bound.args), dict(bound.kwargs)
+        frame = frame.f_back
+    return None
+
+
 # -- control-flow bodies: graphs while_v2 and cond_v2 make functions of -------------
 
 # while_v2 and cond_v2 build each body, condition and branch (and their gradients) with

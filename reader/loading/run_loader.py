@@ -31,6 +31,7 @@ from reader.index.segment_reader import DECODE_ERRORS, SegmentReader, list_segme
 from reader.index.trace_index import TraceIndex
 from reader.model import UpdateReport
 from reader.notices import Notice, notice_from_record
+from reader.watch_log import WatchLogBuilder
 
 # Decoded records kept for repeated fetches (a screenful of executions, a trace chunk
 # whose FULL_TENSOR values are being browsed).
@@ -73,6 +74,7 @@ class RunLoader:
         self.end: dict[str, Any] | None = None
         self.damage: list[str] = []
         self.notices: list[Notice] = []
+        self.watch = WatchLogBuilder()
         self.cache: OrderedDict[tuple[str, int, int], dict[str, Any]] = OrderedDict()
         self.store = storage.store_for(path)
         listing = list_segments(self.path, self.store, FIRST_LISTING_AGE_S)
@@ -271,6 +273,12 @@ class RunLoader:
             if notice is None:
                 raise MalformedRecordError("a notice without a kind or message")
             self.notices.append(notice)
+        elif kind == fmt.KIND_WATCH_SITE and stream == fmt.STREAM_METADATA:
+            self.watch.add_site(record)
+        elif kind == fmt.KIND_WATCH_STEPS and stream == fmt.STREAM_METADATA:
+            self.watch.add_steps(record)
+        elif kind == fmt.KIND_WATCH_HIT and stream == fmt.STREAM_METADATA:
+            self.watch.add_hit(record)
         else:
             self.defs.add(record)
 
@@ -354,6 +362,7 @@ class Loader(Protocol):
     end: dict[str, Any] | None
     damage: list[str]
     notices: list[Notice]
+    watch: WatchLogBuilder
     defs: Definitions
     execs: ExecutionIndex
     traces: TraceIndex

@@ -27,6 +27,7 @@ from reader.notices import Notice
 from reader.records import build_execution, row_summary, run_metadata
 from reader.run import liveness
 from reader.run.definition_queries import DefinitionQueries
+from reader.watch_log import WatchLog
 
 if TYPE_CHECKING:
     from reader.loading.tf_events.loader import TfRunLoader
@@ -113,6 +114,15 @@ class IndexedRun(DefinitionQueries):
         """The writer's notices (`reader.notices.Notice`), in the order written."""
         with self._lock:
             return tuple(self._loader.notices)
+
+    def watch_log(self) -> WatchLog | None:
+        """What the watch tier recorded (`reader.watch_log`); None for a run that was
+        not watched."""
+        with self._lock:
+            builder = self._loader.watch
+            if not builder.sites and builder.hit is None:
+                return None
+            return builder.build()
 
     @property
     def finished(self) -> bool:

@@ -22,16 +22,12 @@ from reader.analysis.diagnosis import Diagnosis, diagnose_cause
 from reader.analysis.expressions import expression_of, line_span
 from reader.analysis.model_place import Place, library_frame_text
 from reader.analysis.steps import Gap, Steps
-from reader.analysis.verdict import (
-    CLEAN_RUN,
-    contained_line,
-    healthy_verdict,
-    no_alert_statement,
-)
+from reader.analysis.verdict import CLEAN_RUN, contained_line, healthy_verdict, no_alert_statement
 from reader.analysis.watch_rules import RuleSpecError, WatchReport, parse_rule_specs, watch
 from reader.analysis.workers import WorkerRun, first_nonfinite_workers
 from reader.model import DUMPER_TENSORFLOW, Alert, RootCause, Summary
 from reader.notices import Notice
+from reader.run.watch_pair import WatchPair, watch_pair
 from tfdbg_tui.exit_codes import (
     EXIT_DAMAGED,
     EXIT_NEWER_FORMAT,
@@ -119,6 +115,7 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
     (docs/keys.md)."""
     watched = watched if watched is not None else watch(dump)
     meta = dump.metadata
+    pair = watch_pair(dump)
     steps = dump.steps()
     first_alert = None
     if cause is not None:
@@ -166,6 +163,9 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
         "damage": list(dump.damage),
         "notices": [notice_dict(n) for n in dump.notices()],
         "workers": [_worker_dict(w, dump) for w in first_nonfinite_workers(dump)],
+        "watch": None if pair is None else pair.as_dict(),
+        "replay_of": None if meta.replay_of is None else {
+            "run": meta.replay_of.run_id, "step": meta.replay_of.step},
         "rules": [hit.as_dict() for hit in watched.hits],
         "first_anomaly": None if watched.first_anomaly is None
         else watched.first_anomaly.as_dict(),
@@ -189,6 +189,38 @@ def place_dict(place: Place) -> dict[str, Any]:
             "library_frame": None if frame is None else {
                 "file": frame.path, "line": frame.line, "function": frame.function,
                 "text": library_frame_text(frame)}}
+
+
+def _say_watch(say, dump: reader.DumpReader, pair: WatchPair | None) -> None:
+    """The watch tier's lines: a watched run's steps and hit, or which step a replay
+    replays."""
+    if pair is None:
+        return
+    hit = pair.log.hit
+    if pair.watched_run != dump.metadata.run_id:
+        say(("  replay", "bold"), f" of step {hit.step if hit else '?'} of the watched run "
+            f"{pair.watched_run}" + (f": {hit.tensor} held NaN or infinity" if hit else ""))
+        if hit is not None and hit.verdict:
+            say(f"  verdict: {hit.verdict}")
+        return
+    optimizers = ", ".join(site.optimizer for site in pair.log.sites.values()) \
+        or "no optimizer yet"
+    say(("  watched", "bold"), f": {pair.log.num_steps:,} steps of {optimizers}"
+        + (f" ({pair.log.lost_rows:,} rows not read in time)" if pair.log.lost_rows else ""))
+    if hit is None:
+        say("  no step went non-finite")
+        return
+    say("  ", ("hit:", "bold red"), f" step {hit.step}: {hit.tensor} held NaN or infinity "
+        f"(the {hit.check} check); the update was not applied")
+    if pair.replay_run:
+        say(f"  replay: {pair.replay_run} ({hit.verdict or 'no verdict'}); open it with "
+            f"--run {pair.replay_run}")
+    elif hit.replay_error:
+        say(f"  the replay failed: {hit.replay_error}")
+    for label, path in (("state before the step", hit.saved_state),
+                        ("its batch", hit.saved_batch)):
+        if path:
+            say(f"  {label}: {path}")
 
 
 def _say_workers(say, dump: reader.DumpReader, workers: list[WorkerRun]) -> None:
@@ -289,6 +321,16 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
         say("  ", (f"{'⚠ ' if notice.is_warning else ''}{notice.level}:", style),
             f" {notice.message}")
     _say_workers(say, dump, first_nonfinite_workers(dump))
+    pair = watch_pair(dump)
+    _say_watch(say, dump, pair)
+    if not summary.total and pair is not None and pair.watched_run == meta.run_id:
+        say("")
+        say("A watched run records no op: "
+            + (f"open the replay of step {pair.log.hit.step} for the op and the line "
+               f"(--run {pair.replay_run})." if pair.log.hit and pair.replay_run
+               else "every watched step stayed finite." if pair.log.hit is None
+               else "its hit step was not replayed."))
+        return
     if not summary.total:
         say("")
         statement = no_alert_statement(dump, dump.writer_state())

@@ -47,6 +47,7 @@ from reader.loading.tf_events.schema import DebugEvent
 from reader.loading.tf_events.tfrecord import FOOTER_BYTES, HEADER_BYTES, RecordFile
 from reader.model import DUMPER_TENSORFLOW, RunInfo, UpdateReport
 from reader.notices import Notice
+from reader.watch_log import WatchLogBuilder
 
 _MODE_NAMES = {number: name for name, number in fmt.TF_TENSOR_DEBUG_MODE_ENUM.items()}
 # Traces per chunk of the trace index: bounds what a FULL_TENSOR value fetch decodes
@@ -80,6 +81,7 @@ class TfRunLoader:
         self.end: dict[str, Any] | None = None  # TensorFlow writes no end record
         self.damage: list[str] = []
         self.notices: list[Notice] = []
+        self.watch = WatchLogBuilder()  # TensorFlow's dumper has no watch tier: empty
         self.cache: OrderedDict[tuple[str, int], dict[str, Any]] = OrderedDict()
         self._exec_times = Column(np.float64)  # wall time per execution row
         self._execution_rows: ExecutionRows | None = None

@@ -1,0 +1,288 @@
+"""The watch tier inside the training step's graph: one fused finiteness check, the
+update gated on it, the step's statistics kept, and nothing read by the host.
+
+Built when an optimizer's ``apply`` is traced (`WatchSite.guarded_apply`):
+
+- **The check.** The loss (the target of the ``GradientTape.gradient`` call that made
+  the gradients) and every gradient are reduced to their squared L2 norms, which a
+  NaN or an infinity anywhere makes non-finite; one ``is_finite`` of their sum decides
+  the step. Only when that sum is not finite are the tensors checked one by one (a
+  ``cond``), to name the first bad one and to tell an overflowing sum of finite values
+  from a non-finite value. The check is a value, never ``CheckNumerics`` or
+  ``Assert``, which XLA removes.
+- **The gate.** The optimizer's update runs in a ``cond`` on the check and on the
+  sticky hit flag: a bad step writes nothing (not the weights, not the slots, not the
+  iteration counter), and after the first hit no step writes anything, so the state
+  before the hit survives until the host has read it. The variables written by the
+  update are checked after it the same way (by their norms): a NaN the optimizer
+  makes from finite gradients (Adam with ``epsilon=0``) sets the flag too, and from
+  then on nothing is written.
+- **What is kept.** The batch the step received (its tensors copied into variables of
+  their own, every step until the hit), the non-trainable variables the step's forward
+  pass writes (BatchNormalization's moving statistics, Keras' seed generators' state)
+  as they were before it, restored when the step is skipped, and a row per step in a
+  ring: the loss, and per variable its gradient's and its value's L2 norm.
+
+The host reads the flag, the step counter and the ring from a thread of its own every
+half second (instrument/watch/watcher.py): the program gets no sync it did not have.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+# Steps kept in the ring of per-step statistics. The host reads it every half second;
+# a program faster than RING_STEPS steps in that time loses the oldest rows (the
+# check and the gate never miss a step).
+RING_STEPS = 4096
+
+# What the sticky flag's check number means (the `check` of a `watch_hit` record).
+CHECK_LOSS = "loss"
+CHECK_GRADIENT = "gradient"
+CHECK_UPDATE = "update"
+CHECKS = (CHECK_LOSS, CHECK_GRADIENT, CHECK_UPDATE)
+
+# Per thread: the loss of the tape.gradient call last traced in each graph, and whether
+# a replay is being traced (its apply writes nothing and builds no watch ops).
+_local = threading.local()
+_losses: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def note_loss(target: Any) -> None:
+    """Remember ``target`` (a ``GradientTape.gradient`` target being traced) as the loss
+    of its graph: the check of the apply that follows covers it."""
+    graph = getattr(target, "graph", None)
+    if graph is not None and getattr(target, "dtype", None) is not None \
+            and target.dtype.is_floating:
+        _losses[graph] = target
+
+
+def loss_of(graph: Any) -> Any:
+    """The loss noted for ``graph`` or a graph it is nested in, or None."""
+    while graph is not None:
+        loss = _losses.get(graph)
+        if loss is not None:
+            return loss
+        graph = getattr(graph, "outer_graph", None)
+    return None
+
+
+def replaying() -> bool:
+    """Whether this thread is tracing a replay (`replay_tracing`)."""
+    return getattr(_local, "replaying", False)
+
+
+class replay_tracing:  # noqa: N801 - a context manager, used as a statement
+    """While tracing a replay: watched applies write nothing and add no watch ops."""
+
+    def __enter__(self) -> None:
+        _local.replaying = True
+
+    def __exit__(self, *exc: object) -> None:
+        _local.replaying = False
+
+
+@dataclass
+class KeptBatch:
+    """The batch of the step, copied every step until the hit: its tensors' variables
+    and how to put them back in the step function's arguments."""
+
+    variables: list[Any]
+    """One variable a tensor, of unknown shape."""
+    names: list[str]
+    """A name per tensor (the argument's path: ``"x"``, ``"data[0]"``)."""
+
+    def values(self) -> list[Any]:
+        return [v.read_value() for v in self.variables]
+
+
+@dataclass
+class WatchFlags:
+    """The sticky hit flag, one for the process: the first hit anywhere freezes every
+    watched update. Made at the first trace of a watched step (``init_scope``)."""
+
+    hit_step: Any
+    """int64: the step (of the site that hit) of the first hit, -1 before it."""
+    hit_site: Any
+    """int64: the `WatchSite.site_id` that hit."""
+    hit_check: Any
+    """int64: the `CHECKS` index of the check that failed."""
+    hit_index: Any
+    """int64: which tensor failed it (the loss is 0 and gradients follow; for the
+    update check, the variable's index)."""
+    kept_state: list[tuple[Any, Any]] = field(default_factory=list)
+    """(variable, copy before the step) of the non-trainable variables a Keras
+    model's step writes in its forward pass."""
+
+
+def make_flags() -> WatchFlags:
+    import tensorflow as tf
+
+    with tf.init_scope():
+        return WatchFlags(*(tf.Variable(tf.constant(-1, tf.int64), trainable=False,
+                                        name=f"tfdbg_tui_watch_{name}")
+                            for name in ("hit_step", "hit_site", "hit_check", "hit_index")))
+
+
+@dataclass
+class WatchSite:
+    """One optimizer's watched apply: its step counter, its ring of step rows, its kept
+    batch and what a replay calls. Made at the first trace of the optimizer's
+    ``apply``; a retrace (a new input signature, a new ``tf.function``) reuses it."""
+
+    site_id: int
+    optimizer_name: str
+    variable_names: list[str]
+    steps: Any
+    """int64: the steps this apply saw (skipped ones included)."""
+    ring: Any
+    """float32 [RING_STEPS, columns]: per step, the loss, then per variable the
+    gradient's L2 norm, then per variable its value's L2 norm after the step."""
+    kept_batch: KeptBatch | None = None
+    step_function: Any = None
+    """What a replay calls (`instrument.watch.replay`), or None."""
+
+    @property
+    def columns(self) -> list[str]:
+        return (["loss"] + [f"gradient_norm:{n}" for n in self.variable_names]
+                + [f"weight_norm:{n}" for n in self.variable_names])
+
+
+def make_site(site_id: int, optimizer: Any, variables: list[Any]) -> WatchSite:
+    """The in-graph state of a watched apply, created eagerly (``init_scope``)."""
+    import tensorflow as tf
+
+    with tf.init_scope():
+        return WatchSite(
+            site_id=site_id, optimizer_name=str(getattr(optimizer, "name", "optimizer")),
+            variable_names=[variable_name(v) for v in variables],
+            steps=tf.Variable(tf.constant(0, tf.int64), trainable=False,
+                              name="tfdbg_tui_watch_steps"),
+            ring=tf.Variable(tf.zeros([RING_STEPS, 1 + 2 * len(variables)], tf.float32),
+                             trainable=False, name="tfdbg_tui_watch_ring"))
+
+
+def keep_batch(site: WatchSite, tensors: list[Any], names: list[str]) -> None:
+    """Make the variables that keep the step's batch (once per site)."""
+    import tensorflow as tf
+
+    if site.kept_batch is not None:
+        return
+    with tf.init_scope():
+        variables = [tf.Variable(tf.zeros([0], t.dtype) if t.dtype != tf.string
+                                 else tf.constant([], tf.string),
+                                 shape=tf.TensorShape(None), trainable=False,
+                                 name="tfdbg_tui_watch_batch") for t in tensors]
+    site.kept_batch = KeptBatch(variables, names)
+
+
+def keep_state(flags: WatchFlags, variables: list[Any]) -> None:
+    """Make the copies of the non-trainable variables a step writes (once)."""
+    import tensorflow as tf
+
+    known = {id(v) for v, _ in flags.kept_state}
+    with tf.init_scope():
+        flags.kept_state.extend(
+            (v, tf.Variable(tf.zeros_like(_value(v)), trainable=False,
+                            name="tfdbg_tui_watch_state"))
+            for v in variables if id(v) not in known)
+
+
+def copy_state_before_step(flags: WatchFlags, variables: list[Any]) -> None:
+    """In the step's graph, before its forward pass: copy ``variables`` (non-trainable,
+    kept by `keep_state`) until the first hit."""
+    import tensorflow as tf
+
+    copies = {id(v): kept for v, kept in flags.kept_state}
+    pairs = [(v, copies[id(v)]) for v in variables if id(v) in copies]
+    if not pairs:
+        return
+
+    def copy() -> Any:
+        for variable, kept in pairs:
+            kept.assign(_value(variable))
+        return tf.constant(True)
+
+    tf.cond(flags.hit_step < 0, copy, lambda: tf.constant(False))
+
+
+def guarded_apply(flags: WatchFlags, site: WatchSite, apply: Any, grads: list[Any],
+                  variables: list[Any], batch: list[Any]) -> None:
+    """Build, in the step's graph, the check, the gated ``apply()`` and the row."""
+    import tensorflow as tf
+
+    loss = loss_of(tf.compat.v1.get_default_graph())
+    checked = ([tf.cast(tf.reshape(loss, [-1]), tf.float32)] if loss is not None
+               else [tf.zeros([1], tf.float32)])
+    checked += [_dense(g) for g in grads]
+    squares = [tf.reduce_sum(tf.square(tf.cast(t, tf.float32))) for t in checked]
+    total = tf.add_n(squares)
+
+    def each() -> Any:
+        return tf.stack([tf.reduce_all(tf.math.is_finite(t)) for t in checked])
+
+    def all_fine() -> Any:
+        return tf.ones([len(checked)], tf.bool)
+
+    finite = tf.cond(tf.math.is_finite(total), all_fine, each)
+    ok = tf.reduce_all(finite)
+    hit_step = flags.hit_step.read_value()
+    step = site.steps.read_value()
+    kept_batch = site.kept_batch
+    if kept_batch is not None:
+        def copy_batch() -> Any:
+            for kept, tensor in zip(kept_batch.variables, batch):
+                kept.assign(tensor)
+            return tf.constant(True)
+
+        tf.cond(hit_step < 0, copy_batch, lambda: tf.constant(False))
+    open_gate = tf.logical_and(ok, hit_step < 0)
+
+    def update() -> Any:
+        apply()
+        return tf.stack([tf.reduce_sum(tf.square(tf.cast(_value(v), tf.float32)))
+                         for v in variables])
+
+    def skip() -> Any:
+        for variable, kept in flags.kept_state:
+            variable.assign(kept.read_value())
+        return tf.zeros([len(variables)], tf.float32)
+
+    weights = tf.cond(open_gate, update, skip)
+    updated_fine = tf.math.is_finite(weights)
+    first_hit = tf.logical_and(hit_step < 0, tf.logical_not(
+        tf.logical_and(ok, tf.reduce_all(updated_fine))))
+    check = tf.where(ok, tf.constant(2, tf.int64),
+                     tf.where(tf.logical_and(loss is not None, tf.logical_not(finite[0])),
+                              tf.constant(0, tf.int64), tf.constant(1, tf.int64)))
+    index = tf.where(ok, tf.argmin(tf.cast(updated_fine, tf.int32), output_type=tf.int64),
+                     tf.argmin(tf.cast(finite, tf.int32), output_type=tf.int64))
+    flags.hit_step.assign(tf.where(first_hit, step, hit_step))
+    flags.hit_site.assign(tf.where(first_hit, tf.constant(site.site_id, tf.int64),
+                                   flags.hit_site.read_value()))
+    flags.hit_check.assign(tf.where(first_hit, check, flags.hit_check.read_value()))
+    flags.hit_index.assign(tf.where(first_hit, index, flags.hit_index.read_value()))
+    row = tf.concat([tf.reshape(tf.sqrt(squares[0]), [1]), tf.sqrt(tf.stack(squares[1:])),
+                     tf.sqrt(weights)], 0)
+    site.ring[step % RING_STEPS].assign(row)
+    site.steps.assign_add(1)
+
+
+def _dense(gradient: Any) -> Any:
+    """A gradient's values (an Embedding's ``IndexedSlices`` has only its rows)."""
+    return getattr(gradient, "values", gradient)
+
+
+def _value(variable: Any) -> Any:
+    """A variable's value as a tensor (Keras' variables and TensorFlow's)."""
+    import tensorflow as tf
+
+    return tf.convert_to_tensor(variable)
+
+
+def variable_name(variable: Any) -> str:
+    """A variable's name as the program knows it (Keras' path, or TensorFlow's name)."""
+    return str(getattr(variable, "path", None) or getattr(variable, "name", "variable"))

@@ -1,0 +1,120 @@
+"""Where the watch tier enters a program: Keras' optimizer ``apply``, TensorFlow's
+``GradientTape.gradient``, Keras' ``Model.fit``, and one op callback.
+
+- ``keras.optimizers.Optimizer.apply`` (which ``apply_gradients`` calls, in ``fit``, an
+  overridden ``train_step`` and custom loops alike) is replaced by a watched apply
+  while a graph is traced (`Watcher.apply`); eager applies run as they are. A
+  ``LossScaleOptimizer`` is left as it is: its inner optimizer's apply, which it calls
+  only with finite unscaled gradients, is the watched one, so the loss scaler's
+  skipped steps are not hits.
+- ``GradientTape.gradient`` notes its target, traced in a graph, as that graph's loss.
+- ``Model.fit`` wraps its model's ``train_step`` once (an override included), so that
+  the non-trainable variables a step writes are copied before it and a replay knows
+  the model and the data.
+- The op callback runs in the thread that called ``watch`` for every eager op (the
+  call of each step): it handles a hit the host noted. It does nothing while a graph
+  is traced.
+
+All public API methods; `remove` puts them back.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from instrument.watch import gate
+from instrument.watch.watcher import Watcher
+
+# Set on a model whose train_step is wrapped (its train_function is made again).
+_WRAPPED = "_tfdbg_tui_watched_train_step"
+
+
+class WatchHooks:
+    """The patches of one watch, installed and removed together."""
+
+    def __init__(self, watcher: Watcher) -> None:
+        self._watcher = watcher
+        self._saved: list[tuple[Any, str, Any]] = []
+        self._callback: Any = None
+
+    def install(self) -> None:
+        import keras
+        import tensorflow as tf
+        from tensorflow.python.framework import op_callbacks
+
+        watcher = self._watcher
+        original_apply = keras.optimizers.Optimizer.apply
+
+        @functools.wraps(original_apply)
+        def apply(optimizer: Any, grads: Any, trainable_variables: Any = None) -> Any:
+            if gate.replaying():
+                return None  # the replay records the step; the update stays undone
+            if not tf.inside_function() or trainable_variables is None \
+                    or watcher.closed:
+                return original_apply(optimizer, grads, trainable_variables)
+            grads, variables = list(grads), list(trainable_variables)
+            pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
+            if not pairs:
+                return original_apply(optimizer, grads, trainable_variables)
+
+            def run() -> None:
+                original_apply(optimizer, [g for g, _ in pairs], [v for _, v in pairs])
+
+            watcher.apply(optimizer, run, [g for g, _ in pairs], [v for _, v in pairs])
+            return None
+
+        original_gradient = tf.GradientTape.gradient
+
+        @functools.wraps(original_gradient)
+        def gradient(tape: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
+            if tf.inside_function() and tf.is_tensor(target):
+                gate.note_loss(target)
+            return original_gradient(tape, target, *args, **kwargs)
+
+        original_fit = keras.Model.fit
+
+        @functools.wraps(original_fit)
+        def fit(model: Any, *args: Any, **kwargs: Any) -> Any:
+            if not getattr(model, _WRAPPED, False) and not watcher.closed:
+                train_step = model.train_step
+
+                def watched_train_step(data: Any) -> Any:
+                    return watcher.keras_train_step(model, data, train_step)
+
+                model.train_step = watched_train_step
+                setattr(model, _WRAPPED, True)
+                model.train_function = None  # made again, with the watched step
+            return original_fit(model, *args, **kwargs)
+
+        self._replace(keras.optimizers.Optimizer, "apply", apply)
+        self._replace(tf.GradientTape, "gradient", gradient)
+        self._replace(keras.Model, "fit", fit)
+
+        def on_op(op_type: str, inputs: Any, attrs: Any, outputs: Any,
+                  op_name: str | None = None, graph: Any = None) -> None:
+            if graph is None:
+                watcher.on_eager_op()
+
+        self._callback = on_op
+        op_callbacks.add_op_callback(on_op)
+
+    def _replace(self, owner: Any, name: str, value: Any) -> None:
+        self._saved.append((owner, name, owner.__dict__.get(name)))
+        setattr(owner, name, value)
+
+    def remove(self) -> None:
+        from tensorflow.python.framework import op_callbacks
+
+        for owner, name, value in reversed(self._saved):
+            if value is None:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, value)
+        self._saved.clear()
+        if self._callback is not None:
+            try:
+                op_callbacks.remove_op_callback(self._callback)
+            except KeyError:
+                pass  # removed from another thread than the one that added it
+            self._callback = None

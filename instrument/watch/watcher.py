@@ -1,0 +1,335 @@
+"""The watch tier on the host: the watched sites, the thread that reads them, and what
+happens at a hit.
+
+`Watcher` owns the watched run (a dump with no per-op records: its `watch_site`,
+`watch_steps` and `watch_hit` records, docs/format.md). Its thread reads the sticky
+flag, each site's step counter and the rows of its ring every `POLL_INTERVAL_S` and
+writes them; it never runs in the training thread and adds no sync to the program's
+steps. When the flag is set it notes the hit; the training thread's next eager op (the
+call of the next step) handles it there (`on_eager_op`): the state and batch saved, the
+step replayed fully recorded (instrument/watch/replay.py), then by default
+`NonFiniteError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from instrument.non_finite import NonFiniteError
+from instrument.watch import gate
+from reader import format as fmt
+
+logger = logging.getLogger("instrument")
+
+# How often the host reads the flag and the rows: the lag of the stop after a hit, and
+# (with `gate.RING_STEPS`) how fast a program may step before rows are lost.
+POLL_INTERVAL_S = 0.5
+
+# What a hit does (`instrument.watch`'s ``on_hit``).
+ON_HIT_STOP = "stop"  # replay, save, raise NonFiniteError
+ON_HIT_SKIP = "skip"  # replay, save, skip the step and watch on (up to max_replays)
+ON_HIT_STOP_WITHOUT_REPLAY = "stop_without_replay"  # save, raise
+ON_HIT = (ON_HIT_STOP, ON_HIT_SKIP, ON_HIT_STOP_WITHOUT_REPLAY)
+
+
+@dataclass
+class Hit:
+    """A hit the host has read: which site and step, and the check that failed."""
+
+    site: gate.WatchSite
+    step: int
+    check: str
+    tensor: str
+    """What failed the check: "the loss", "the gradient of dense/kernel", ..."""
+
+
+@dataclass
+class StepOfKeras:
+    """A Keras model's ``train_step`` being traced, and the data it was called with."""
+
+    model: Any
+    data: Any
+
+
+class Watcher:
+    """The watch tier of one process (`instrument.watch`)."""
+
+    def __init__(self, writer: Any, *, on_hit: str, max_replays: int,
+                 poll_interval_s: float = POLL_INTERVAL_S) -> None:
+        self.writer = writer
+        self.on_hit = on_hit
+        self.max_replays = max_replays
+        self.replays = 0
+        self.flags: gate.WatchFlags | None = None
+        self.sites: list[gate.WatchSite] = []
+        self._site_of: weakref.WeakKeyDictionary[Any, gate.WatchSite] = \
+            weakref.WeakKeyDictionary()
+        # Per graph: the Keras train_step traced in it.
+        self._keras_steps: weakref.WeakKeyDictionary[Any, StepOfKeras] = \
+            weakref.WeakKeyDictionary()
+        self._lock = threading.RLock()
+        self._rows_read: dict[int, int] = {}
+        self._said: set[str] = set()
+        self.hit: Hit | None = None
+        self._handling = False
+        self.closed = False
+        # A hit stopped the job: the flag stays set, and is not a new hit.
+        self.stopped = False
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = threading.Thread(
+            target=self._poll_loop, name="tfdbg-tui-watch", args=(poll_interval_s,),
+            daemon=True)
+        self._thread.start()
+
+    # -- tracing (the step's graph) -----------------------------------------------------
+
+    def _flags(self) -> gate.WatchFlags:
+        with self._lock:
+            if self.flags is None:
+                self.flags = gate.make_flags()
+            return self.flags
+
+    def keras_train_step(self, model: Any, data: Any, train_step: Any) -> Any:
+        """Trace a Keras model's ``train_step(data)``, its non-trainable variables (batch
+        statistics, seed generators) copied first, to be restored if the step is
+        skipped and for a replay."""
+        import tensorflow as tf
+
+        if gate.replaying() or not tf.inside_function():
+            return train_step(data)
+        flags = self._flags()
+        state = [v for v in model.variables if not v.trainable]
+        gate.keep_state(flags, state)
+        gate.copy_state_before_step(flags, state)
+        self._keras_steps[tf.compat.v1.get_default_graph()] = StepOfKeras(model, data)
+        return train_step(data)
+
+    def apply(self, optimizer: Any, apply: Any, grads: list[Any],
+              variables: list[Any]) -> None:
+        """Trace a watched ``optimizer.apply(grads, variables)``."""
+        import tensorflow as tf
+
+        if not optimizer.built:
+            optimizer.build(variables)
+            optimizer.built = True
+        flags = self._flags()
+        with self._lock:
+            site = self._site_of.get(optimizer)
+            if site is None:
+                site = gate.make_site(len(self.sites), optimizer, variables)
+                self.sites.append(site)
+                self._site_of[optimizer] = site
+                self.writer.add_watch_record(fmt.KIND_WATCH_SITE, {
+                    "id": site.site_id, "optimizer": site.optimizer_name,
+                    "columns": site.columns, "ring": gate.RING_STEPS})
+        graph = tf.compat.v1.get_default_graph()
+        batch, names = self._step_function(site, graph)
+        if batch:
+            gate.keep_batch(site, batch, names)
+        gate.guarded_apply(flags, site, apply, grads, variables, batch)
+
+    def _step_function(self, site: gate.WatchSite, graph: Any) -> tuple[list[Any], list[str]]:
+        """What a replay of ``site``'s step calls, noted on ``site``, and the batch
+        tensors to keep (with names)."""
+        import tensorflow as tf
+
+        from instrument.tf_internals.graph_frames import traced_call
+
+        scope = graph
+        while scope is not None:
+            keras = self._keras_steps.get(scope)
+            if keras is not None:
+                flat = [t for t in tf.nest.flatten(keras.data) if tf.is_tensor(t)]
+                site.step_function = ("keras", keras.model, keras.data)
+                return flat, [f"data[{i}]" for i in range(len(flat))]
+            outer = getattr(scope, "outer_graph", None)
+            if outer is None or not getattr(outer, "building_function", False):
+                break
+            scope = outer
+        call = traced_call(scope)
+        if call is None:
+            self.say_once("no_step_function", "the watched step's function was not found: "
+                          "a hit stops the job, but the step cannot be replayed")
+            return [], []
+        function, args, kwargs = call
+        flat = [t for t in tf.nest.flatten((args, kwargs))
+                if tf.is_tensor(t) and t.dtype not in (tf.resource, tf.variant)]
+        site.step_function = ("function", function, args, kwargs, flat)
+        if any(tf.is_tensor(t) and t.dtype in (tf.resource, tf.variant)
+               for t in tf.nest.flatten((args, kwargs))):
+            self.say_once("iterator_argument", "the watched step takes an iterator or a "
+                          "dataset: its batch cannot be kept, and the step not replayed")
+            site.step_function = None
+        return flat, [getattr(t, "name", f"arg{i}") for i, t in enumerate(flat)]
+
+    def say_once(self, key: str, message: str) -> None:
+        """Say once, as a warning notice of the watched run and on the logger."""
+        with self._lock:
+            if key in self._said:
+                return
+            self._said.add(key)
+        logger.warning("tfdbg-tui watch: %s", message)
+        self.writer.add_notice("watch", message)
+
+    # -- the host ------------------------------------------------------------------------
+
+    def _poll_loop(self, interval_s: float) -> None:
+        while not self.closed:
+            self._wake.wait(interval_s)
+            if self.closed:
+                break
+            try:
+                self.poll()
+            except Exception as error:  # noqa: BLE001 - the job must never die of it
+                logger.warning("tfdbg-tui watch: reading the watched steps failed: %s", error)
+
+    def poll(self) -> None:
+        """Read the flag and the new rows of every site; note a hit."""
+        with self._lock:
+            flags, sites = self.flags, list(self.sites)
+        if flags is None:
+            return
+        for site in sites:
+            self._read_rows(site)
+        if self.hit is not None or self._handling:
+            return
+        hit_step = int(flags.hit_step.numpy())
+        if hit_step < 0:
+            return
+        site = sites[int(flags.hit_site.numpy())]
+        check = gate.CHECKS[int(flags.hit_check.numpy())]
+        index = int(flags.hit_index.numpy())
+        hit = Hit(site, hit_step, check, _what_failed(site, check, index))
+        self.writer.add_watch_record(fmt.KIND_WATCH_HIT, self._hit_fields(hit))
+        self.hit = hit
+
+    def _read_rows(self, site: gate.WatchSite) -> None:
+        done = self._rows_read.get(site.site_id, 0)
+        steps = int(site.steps.numpy())
+        if steps <= done:
+            return
+        first = max(done, steps - gate.RING_STEPS)
+        ring = site.ring.numpy()
+        rows = np.stack([ring[s % gate.RING_STEPS] for s in range(first, steps)])
+        self.writer.add_watch_record(fmt.KIND_WATCH_STEPS, {
+            "site": site.site_id, "first": first, "lost": first - done,
+            "rows": rows.astype(np.float32).tobytes(), "columns": rows.shape[1]})
+        self._rows_read[site.site_id] = steps
+
+    def _hit_fields(self, hit: Hit, **more: Any) -> dict[str, Any]:
+        return {"site": hit.site.site_id, "step": hit.step, "check": hit.check,
+                "tensor": hit.tensor, **more}
+
+    def on_eager_op(self) -> None:
+        """In the training thread, at each eager op: handle a hit the host noted."""
+        hit = self.hit
+        if hit is None or self._handling or self.closed:
+            return
+        self._handling = True
+        try:
+            self._handle(hit)
+        finally:
+            self._handling = False
+
+    def _handle(self, hit: Hit) -> None:
+        from instrument.watch import replay
+
+        self.poll_rows()
+        run_path = self.writer.path
+        saved = replay.save_state_and_batch(self, hit, run_path)
+        outcome = None
+        if self.on_hit != ON_HIT_STOP_WITHOUT_REPLAY and self.replays < self.max_replays:
+            self.replays += 1
+            outcome = replay.replay_hit(self, hit)
+        fields = self._hit_fields(
+            hit, saved_state=saved.state, saved_batch=saved.batch,
+            replay_run=outcome.run_id if outcome else None,
+            verdict=outcome.verdict if outcome else None,
+            replay_error=outcome.error if outcome else None)
+        self.writer.add_watch_record(fmt.KIND_WATCH_HIT, fields)
+        self.writer.flush()
+        error = replay.hit_error(hit, saved, outcome, run_path)
+        if self.on_hit == ON_HIT_SKIP and self.replays < self.max_replays:
+            logger.warning("tfdbg-tui watch: %s", error)
+            self._rearm()
+            return
+        self.hit = None
+        self.closed = self.stopped = True
+        raise error
+
+    def poll_rows(self) -> None:
+        with self._lock:
+            sites = list(self.sites)
+        for site in sites:
+            self._read_rows(site)
+
+    def _rearm(self) -> None:
+        """Skip the hit step and watch on: the flag cleared, the hit forgotten."""
+        assert self.flags is not None
+        for variable in (self.flags.hit_step, self.flags.hit_site, self.flags.hit_check,
+                         self.flags.hit_index):
+            variable.assign(-1)
+        self.hit = None
+
+    def close(self, *, handle_hit: bool = True) -> None:
+        """Read what is left and close the watched run.
+
+        A hit the host had not read yet (a job that ended before the next read) is
+        handled here: its state and batch saved and its step replayed; with
+        ``handle_hit`` its `NonFiniteError` is raised once the run is closed.
+        """
+        if self._thread is None:
+            return
+        self.closed = True
+        self._wake.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+        self._thread = None
+        error: NonFiniteError | None = None
+        try:
+            self.poll_rows()
+            if self.hit is None and not self._handling and not self.stopped:
+                self.closed = False
+                self.poll()
+                self.closed = True
+            if self.hit is not None and not self._handling:
+                self._handling = True
+                try:
+                    self._handle(self.hit)
+                except NonFiniteError as raised:
+                    error = raised
+        except Exception as failure:  # noqa: BLE001 - closing at exit must not fail
+            logger.warning("tfdbg-tui watch: reading the last watched steps failed: %s",
+                           failure)
+        self.writer.close()
+        if error is not None:
+            if not handle_hit:
+                logger.warning("tfdbg-tui watch: %s", error)
+                return
+            raise error
+
+
+def _what_failed(site: gate.WatchSite, check: str, index: int) -> str:
+    names = site.variable_names
+    if check == gate.CHECK_LOSS:
+        return "the loss"
+    if check == gate.CHECK_GRADIENT:
+        k = index - 1
+        return f"the gradient of {names[k]}" if 0 <= k < len(names) else "a gradient"
+    return (f"{names[index]} after the update" if 0 <= index < len(names)
+            else "a variable after the update")
+
+
+def saved_path(run_path: str, step: int, what: str) -> str:
+    """Where a hit's saved state or batch goes: beside the watched run's segments."""
+    return os.path.join(run_path, f"watch_step_{step}_{what}.npz")
+
+
+__all__ = ["Hit", "NonFiniteError", "Watcher", "ON_HIT", "saved_path"]

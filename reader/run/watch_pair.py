@@ -1,0 +1,83 @@
+"""A watched run and the replay of its hit step, found from either: the pair `report`,
+`report --json` and the TUI show together (docs/format.md, "The watch tier").
+
+The watched run's `watch_hit` record names its replay (``replay_run``); the replay's
+`run` record names the watched run and step (``replay_of``). Both are runs of one
+logdir.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from dataclasses import dataclass
+from typing import Any
+
+from reader import storage
+from reader.errors import DumpError
+from reader.run.indexed_run import IndexedRun
+from reader.run.run_dir import resolve_run_path
+from reader.watch_log import WatchLog
+
+
+@dataclass(frozen=True)
+class WatchPair:
+    """A watched run, what it recorded, and its replay (None before one ran)."""
+
+    watched_run: str
+    log: WatchLog
+    replay_run: str | None
+    replay_path: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report's ``watch`` object."""
+        hit = self.log.hit
+        return {
+            "watched_run": self.watched_run,
+            "steps": self.log.num_steps,
+            "lost_rows": self.log.lost_rows,
+            "optimizers": [site.optimizer for site in self.log.sites.values()],
+            **(hit.as_dict() if hit is not None else {"hit_step": None}),
+            "sinks": [hit.tensor] if hit is not None else [],
+            "replay_run": self.replay_run,
+        }
+
+
+def watch_pair(run: IndexedRun) -> WatchPair | None:
+    """The pair ``run`` belongs to: itself watched, or the replay of a watched run;
+    None for any other run (or when the other half cannot be read)."""
+    log = run.watch_log()
+    meta = run.metadata
+    logdir = _logdir_of(run.path)
+    if log is not None:
+        hit = log.hit
+        replay = hit.replay_run if hit is not None else None
+        return WatchPair(meta.run_id, log, replay, _path_of(logdir, replay))
+    link = meta.replay_of
+    if link is None:
+        return None
+    watched_path = _path_of(logdir, link.run_id)
+    if watched_path is None:
+        return None
+    try:
+        with IndexedRun(watched_path) as watched:
+            watched_log = watched.watch_log()
+    except (DumpError, OSError):
+        return None
+    if watched_log is None:
+        return None
+    return WatchPair(link.run_id, watched_log, meta.run_id, run.path)
+
+
+def _logdir_of(run_path: str) -> str:
+    path = run_path.rstrip("/")
+    return posixpath.dirname(path) if storage.is_url(path) else os.path.dirname(path)
+
+
+def _path_of(logdir: str, run_id: str | None) -> str | None:
+    if run_id is None:
+        return None
+    try:
+        return resolve_run_path(logdir, run_id)
+    except DumpError:
+        return None

@@ -1,0 +1,59 @@
+"""Programs under the watch tier. Usage: python watched.py LOGDIR PROGRAM [ON_HIT].
+
+Each PROGRAM trains a small model whose step goes non-finite at a known step
+(BAD_STEP), or never (the healthy ones); it prints what the watch did, one line each:
+WATCHED <run path>, CAUGHT <NonFiniteError's first lines> or FINISHED, and the
+weights' finiteness after the run.
+"""
+
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+import instrument
+
+LOGDIR, PROGRAM = sys.argv[1], sys.argv[2]
+ON_HIT = sys.argv[3] if len(sys.argv) > 3 else "stop"
+BAD_STEP = 5
+BATCH = 16
+STEPS = 12
+
+rng = np.random.default_rng(0)
+x = rng.normal(size=(BATCH * STEPS, 8)).astype("float32")
+labels = rng.integers(0, 3, size=BATCH * STEPS)
+y = np.eye(3, dtype="float32")[labels]
+
+
+def cross_entropy(y_true, y_pred):
+    return -tf.reduce_mean(tf.reduce_sum(y_true * tf.math.log(y_pred), axis=1))  # LOG_LINE
+
+
+def mlp():
+    return tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(16, activation="relu"),
+                                tf.keras.layers.Dense(3, activation="softmax")])
+
+
+if PROGRAM == "fit_saturated":
+    # The batch of BAD_STEP is scaled so that the softmax saturates to exact zeros.
+    x[BAD_STEP * BATCH:(BAD_STEP + 1) * BATCH] *= 1e4
+elif PROGRAM == "fit_data_nan":
+    x[BAD_STEP * BATCH + 3, 2] = np.nan
+
+print("WATCHED", instrument.watch(LOGDIR, on_hit=ON_HIT), flush=True)
+model = mlp()
+if PROGRAM.startswith("fit"):
+    model.compile(optimizer=tf.keras.optimizers.Adam(1e-2), loss=cross_entropy)
+    try:
+        model.fit(x, y, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
+        print("FINISHED", flush=True)
+    except instrument.NonFiniteError as error:
+        print("CAUGHT", str(error).replace("\n", " | "), flush=True)
+        print("STEP", error.step, error.op_type, error.line, flush=True)
+weights_finite = all(np.isfinite(w).all() for w in model.get_weights())
+print("WEIGHTS_FINITE", weights_finite, flush=True)
+try:
+    instrument.unwatch()  # a hit the host had not read yet is raised here
+except instrument.NonFiniteError as error:
+    print("CAUGHT", str(error).replace("\n", " | "), flush=True)
+    print("STEP", error.step, error.op_type, error.line, flush=True)
