@@ -141,6 +141,8 @@ class WatchSite:
     ring: Any
     """float32 [RING_STEPS, columns]: per step, the loss, then per variable the
     gradient's L2 norm, then per variable its value's L2 norm after the step."""
+    variables: list[Any] = field(default_factory=list)
+    """The variables the apply trains, and then the optimizer's own."""
     kept_batch: KeptBatch | None = None
     step_function: Any = None
     """What a replay calls (`instrument.watch.replay`), or None."""
@@ -159,6 +161,7 @@ def make_site(site_id: int, optimizer: Any, variables: list[Any]) -> WatchSite:
         return WatchSite(
             site_id=site_id, optimizer_name=str(getattr(optimizer, "name", "optimizer")),
             variable_names=[variable_name(v) for v in variables],
+            variables=list(variables) + list(getattr(optimizer, "variables", [])),
             steps=tf.Variable(tf.constant(0, tf.int64), trainable=False,
                               name="tfdbg_tui_watch_steps"),
             ring=tf.Variable(tf.zeros([RING_STEPS, 1 + 2 * len(variables)], tf.float32),
@@ -241,15 +244,18 @@ def guarded_apply(flags: WatchFlags, site: WatchSite, apply: Any, grads: list[An
         tf.cond(hit_step < 0, copy_batch, lambda: tf.constant(False))
     open_gate = tf.logical_and(ok, hit_step < 0)
 
-    def update() -> Any:
-        apply()
+    def squared_norms() -> Any:
         return tf.stack([tf.reduce_sum(tf.square(tf.cast(_value(v), tf.float32)))
                          for v in variables])
+
+    def update() -> Any:
+        apply()
+        return squared_norms()
 
     def skip() -> Any:
         for variable, kept in flags.kept_state:
             variable.assign(kept.read_value())
-        return tf.zeros([len(variables)], tf.float32)
+        return squared_norms()  # the weights as they stay
 
     weights = tf.cond(open_gate, update, skip)
     updated_fine = tf.math.is_finite(weights)

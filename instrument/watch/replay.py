@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from instrument.non_finite import NonFiniteError, first_alert_error
+from instrument.watch.gate import CHECK_UPDATE
 
 if TYPE_CHECKING:
     from instrument.watch.watcher import Hit, Watcher
@@ -81,10 +82,10 @@ def _state_variables(watcher: Watcher, hit: Hit) -> list[tuple[str, np.ndarray]]
     from instrument.watch.gate import variable_name
 
     step = hit.site.step_function
-    variables: list[Any] = []
+    variables: list[Any] = list(hit.site.variables)
     if step is not None and step[0] == "keras":
         model = step[1]
-        variables = list(model.variables) + list(getattr(model.optimizer, "variables", []))
+        variables += list(model.variables) + list(getattr(model.optimizer, "variables", []))
     seen: set[int] = set()
     named = []
     for variable in variables:
@@ -190,10 +191,18 @@ def _verdict(run_path: str) -> str:
 def hit_error(hit: Hit, saved: Saved, replay: Replay | None, run_path: str) -> NonFiniteError:
     """The error the job stops with: the watched step and the check it failed, the
     replay's root cause (op, line) and verdict, and what was saved where."""
-    head = (f"watch: step {hit.step} of {hit.site.optimizer_name}: {hit.tensor} held NaN or "
-            "infinity; the update was not applied, and nothing was written after it")
+    if hit.check == CHECK_UPDATE:
+        head = (f"watch: step {hit.step} of {hit.site.optimizer_name}: {hit.tensor} held NaN "
+                "or infinity: the optimizer made it from finite gradients (an epsilon of 0, "
+                "a division by a zero slot); nothing was written after that step, but its "
+                "own update was (the state before it was not kept)")
+    else:
+        head = (f"watch: step {hit.step} of {hit.site.optimizer_name}: {hit.tensor} held NaN "
+                "or infinity; the update was not applied, and nothing was written after it")
     lines = [head]
     cause = None
+    state_label = ("the state after it" if hit.check == CHECK_UPDATE
+                   else f"the state before step {hit.step}")
     if replay is not None and replay.run_path and replay.verdict == REPRODUCED:
         cause = first_alert_error(replay.run_path)
         lines.append(f"replayed fully recorded ({replay.verdict}): " + str(cause))
@@ -206,7 +215,7 @@ def hit_error(hit: Hit, saved: Saved, replay: Replay | None, run_path: str) -> N
     else:
         lines.append("not replayed")
     if saved.state:
-        lines.append(f"the state before step {hit.step}: {saved.state}")
+        lines.append(f"{state_label}: {saved.state}")
     if saved.batch:
         lines.append(f"its batch: {saved.batch}")
     if saved.why_not:

@@ -245,7 +245,9 @@ class Watcher:
         run_path = self.writer.path
         saved = replay.save_state_and_batch(self, hit, run_path)
         outcome = None
-        if self.on_hit != ON_HIT_STOP_WITHOUT_REPLAY and self.replays < self.max_replays:
+        # A hit of the update check has no state before its step to replay from.
+        if self.on_hit != ON_HIT_STOP_WITHOUT_REPLAY and self.replays < self.max_replays \
+                and hit.check != gate.CHECK_UPDATE:
             self.replays += 1
             outcome = replay.replay_hit(self, hit)
         fields = self._hit_fields(

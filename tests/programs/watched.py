@@ -34,26 +34,73 @@ def mlp():
                                 tf.keras.layers.Dense(3, activation="softmax")])
 
 
-if PROGRAM == "fit_saturated":
+if PROGRAM.endswith("_saturated"):
     # The batch of BAD_STEP is scaled so that the softmax saturates to exact zeros.
     x[BAD_STEP * BATCH:(BAD_STEP + 1) * BATCH] *= 1e4
 elif PROGRAM == "fit_data_nan":
     x[BAD_STEP * BATCH + 3, 2] = np.nan
+elif PROGRAM == "adam_eps0":
+    x[:, 0] = 0.0  # the first layer's first kernel row never gets a gradient: 0/0
+if PROGRAM == "mixed_healthy":
+    tf.keras.mixed_precision.set_global_policy("mixed_float16")
+
+
+class OverriddenStep(tf.keras.Sequential):
+    """A model whose train_step is its own."""
+
+    def train_step(self, data):
+        xb, yb = data
+        with tf.GradientTape() as tape:
+            loss = cross_entropy(yb, self(xb, training=True))
+        grads = tape.gradient(loss, self.trainable_variables)
+        self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+        return {"loss": loss}
+
+
+def where_sqrt_loss(y_true, y_pred):
+    z = y_pred - 0.5
+    safe = tf.where(z > 0, tf.sqrt(z), 0.0)  # NaN forward, discarded; finite gradients
+    return tf.reduce_mean(tf.square(safe - y_true))
+
 
 print("WATCHED", instrument.watch(LOGDIR, on_hit=ON_HIT), flush=True)
-model = mlp()
-if PROGRAM.startswith("fit"):
-    model.compile(optimizer=tf.keras.optimizers.Adam(1e-2), loss=cross_entropy)
-    try:
+if PROGRAM.startswith("override"):
+    model = OverriddenStep([tf.keras.Input((8,)), tf.keras.layers.Dense(16, activation="relu"),
+                            tf.keras.layers.Dense(3, activation="softmax")])
+else:
+    model = mlp()
+
+
+def caught(error):
+    print("CAUGHT", str(error).replace("\n", " | "), flush=True)
+    print("STEP", error.step, error.op_type, error.line, flush=True)
+
+
+try:
+    if PROGRAM.startswith("loop"):
+        optimizer = tf.keras.optimizers.Adam(1e-2)
+
+        @tf.function
+        def train_step(xb, yb):
+            with tf.GradientTape() as tape:
+                loss = cross_entropy(yb, model(xb, training=True))
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+
+        for step in range(STEPS):
+            train_step(x[step * BATCH:(step + 1) * BATCH], y[step * BATCH:(step + 1) * BATCH])
+    else:
+        loss = {"where_sqrt": where_sqrt_loss}.get(PROGRAM, cross_entropy)
+        epsilon = 0.0 if PROGRAM == "adam_eps0" else 1e-7
+        model.compile(optimizer=tf.keras.optimizers.Adam(1e-2, epsilon=epsilon), loss=loss)
         model.fit(x, y, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
-        print("FINISHED", flush=True)
-    except instrument.NonFiniteError as error:
-        print("CAUGHT", str(error).replace("\n", " | "), flush=True)
-        print("STEP", error.step, error.op_type, error.line, flush=True)
-weights_finite = all(np.isfinite(w).all() for w in model.get_weights())
-print("WEIGHTS_FINITE", weights_finite, flush=True)
+    print("FINISHED", flush=True)
+except instrument.NonFiniteError as error:
+    caught(error)
 try:
     instrument.unwatch()  # a hit the host had not read yet is raised here
 except instrument.NonFiniteError as error:
-    print("CAUGHT", str(error).replace("\n", " | "), flush=True)
-    print("STEP", error.step, error.op_type, error.line, flush=True)
+    caught(error)
+weights_finite = all(np.isfinite(w).all() for w in model.get_weights())
+print("WEIGHTS_FINITE", weights_finite, flush=True)

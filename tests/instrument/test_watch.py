@@ -1,0 +1,131 @@
+"""The watch tier on real programs (tests/programs/watched.py): the hit step, the check
+that failed, the update gated, the replay's root cause, the saved state and batch, and
+no hit in healthy runs (mixed precision's skipped steps, a tf.where over sqrt)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import reader
+from tests.instrument.conftest import run_program
+from tests.program_runs import PROGRAMS, ROOT, line_of, program_env
+
+WATCHED = PROGRAMS / "watched.py"
+BAD_STEP, STEPS = 5, 12
+CAUGHT = ("fit_saturated", "loop_saturated", "override_saturated")
+HEALTHY = ("fit_healthy", "mixed_healthy", "where_sqrt")
+PROGRAMS_RUN = CAUGHT + ("fit_data_nan", "adam_eps0") + HEALTHY
+
+
+@pytest.fixture(scope="module")
+def watched(tmp_path_factory):
+    """Each program run once: {program: (logdir, {first word: rest of its line})}."""
+    runs = {}
+    for program in PROGRAMS_RUN:
+        logdir = tmp_path_factory.mktemp(program)
+        stdout = run_program([str(WATCHED), str(logdir), program])
+        lines = {}
+        for line in stdout.splitlines():
+            word, _, rest = line.partition(" ")
+            lines.setdefault(word, rest)
+        runs[program] = (logdir, lines)
+    return runs
+
+
+def report(logdir, *args):
+    result = subprocess.run([sys.executable, "-m", "tfdbg_tui.cli", "report", "--json",
+                             str(logdir), *args], cwd=ROOT, env=program_env(),
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("program", CAUGHT)
+def test_a_hit_stops_the_job_naming_the_replays_op_and_line(watched, program):
+    logdir, lines = watched[program]
+    assert lines["STEP"] == f"{BAD_STEP} Log {line_of(WATCHED, '# LOG_LINE')}"
+    assert "the loss held NaN or infinity; the update was not applied" in lines["CAUGHT"]
+    assert "replayed fully recorded (reproduced)" in lines["CAUGHT"]
+    # The gate froze every write from the hit step on: the weights stayed finite.
+    assert lines["WEIGHTS_FINITE"] == "True"
+
+
+@pytest.mark.parametrize("program", CAUGHT)
+def test_the_logdir_report_lands_on_the_replay_with_the_watch_beside_it(watched, program):
+    logdir, _ = watched[program]
+    data = report(logdir)
+    source = data["first_alert"]["source"]
+    assert (data["first_alert"]["op_type"], source["file"], source["line"]) == \
+        ("Log", str(WATCHED), line_of(WATCHED, "# LOG_LINE"))
+    assert data["diagnosis"]["pattern"] != "unknown"
+    watch = data["watch"]
+    assert (watch["hit_step"], watch["check"], watch["verdict"]) == \
+        (BAD_STEP, "loss", "reproduced")
+    assert watch["replay_run"] == data["run"]
+    assert data["replay_of"] == {"run": watch["watched_run"], "step": BAD_STEP}
+    # The watched run says the same of itself, and has a row per step.
+    own = report(logdir, "--run", watch["watched_run"])
+    assert own["watch"]["replay_run"] == data["run"] and own["num_alerts"] == 0
+    # The job stopped at the first eager op after the host read the hit (or at its end).
+    assert BAD_STEP < own["watch"]["steps"] <= STEPS
+
+
+@pytest.mark.parametrize("program", CAUGHT)
+def test_the_saved_state_and_batch_are_the_step_before_the_hit(watched, program):
+    logdir, _ = watched[program]
+    watch = report(logdir)["watch"]
+    batch = np.load(watch["saved_batch"])
+    arrays = [batch[k] for k in batch.files]
+    # The batch of the hit step: the one scaled by 1e4.
+    assert any(a.dtype == np.float32 and np.abs(a).max() > 1000 for a in arrays)
+    state = np.load(watch["saved_state"])
+    assert state.files and all(np.isfinite(state[k]).all() for k in state.files
+                               if state[k].dtype.kind == "f")
+
+
+def test_the_watched_rows_hold_the_loss_and_norms_per_step(watched):
+    logdir, _ = watched["fit_saturated"]
+    watched_run = report(logdir)["watch"]["watched_run"]
+    with reader.open_run(logdir, watched_run) as dump:
+        log = dump.watch_log()
+    steps, loss = log.column(0, "loss")
+    assert list(steps) == list(range(len(steps))) and len(steps) > BAD_STEP
+    assert np.isfinite(loss[:BAD_STEP]).all() and not np.isfinite(loss[BAD_STEP])
+    site = log.sites[0]
+    assert sum(c.startswith("gradient_norm:") for c in site.columns) == 4  # 2 Dense x 2
+    _, kernel = log.column(0, "weight_norm:" + site.columns[1].split(":", 1)[1])
+    # Frozen from the hit on: the weights' norm no longer changes.
+    assert len(set(kernel[BAD_STEP - 1:].tolist())) == 1
+
+
+def test_a_nan_in_the_data_is_replayed_to_the_batch(watched):
+    logdir, lines = watched["fit_data_nan"]
+    assert lines["WEIGHTS_FINITE"] == "True"
+    data = report(logdir)
+    assert data["watch"]["hit_step"] == BAD_STEP
+    assert data["first_alert"]["op_type"] == "Placeholder"  # the step's own input
+    batch = np.load(data["watch"]["saved_batch"])
+    assert any(np.isnan(batch[k]).any() for k in batch.files if batch[k].dtype.kind == "f")
+
+
+def test_a_nan_the_optimizer_makes_from_finite_gradients_is_a_hit(watched):
+    logdir, lines = watched["adam_eps0"]
+    assert lines["STEP"].split()[0] == "0"
+    assert "after the update held NaN or infinity: the optimizer made it" in lines["CAUGHT"]
+    watch = report(logdir)["watch"]
+    assert (watch["hit_step"], watch["check"], watch["replay_run"]) == (0, "update", None)
+
+
+@pytest.mark.parametrize("program", HEALTHY)
+def test_healthy_runs_have_no_hit(watched, program):
+    logdir, lines = watched[program]
+    assert "FINISHED" in lines and "CAUGHT" not in lines
+    assert lines["WEIGHTS_FINITE"] == "True"
+    data = report(logdir)
+    assert data["watch"]["hit_step"] is None and data["watch"]["steps"] == STEPS
+    assert len(reader.list_runs(logdir)) == 1  # no replay
