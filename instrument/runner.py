@@ -61,6 +61,11 @@ def add_recording_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stop-on-alert", action="store_true",
                         help="stop the program at the first NaN or infinity "
                              "(instrument.NonFiniteError, naming the op and line)")
+    parser.add_argument("--watch", action="store_true",
+                        help="leave it on: record no op, watch each training step's "
+                             "update (instrument.watch), and at the first harmful NaN "
+                             "replay that step fully recorded and stop; --mode and the "
+                             "other recording options do not apply")
     parser.add_argument("--pdb", action="store_true",
                         help="at the first harmful NaN or infinity, stop in pdb at your "
                              "line that ran it, with `culprit` (the op, its values, the "
@@ -165,9 +170,17 @@ def _enable(args: argparse.Namespace, target: str, observations: Observations,
         shutil.rmtree(ours, ignore_errors=True)
         state.update(run=theirs, own_call=True)
         _write_run_file(run_file, state, observations)
-        print(f"{prog}: the program enables its own dump, and its call wins: recording "
-              f"into {theirs}", file=sys.stderr, flush=True)
+        print(f"{prog}: the program enables its own dump, and its call wins: "
+              f"recording into {theirs}", file=sys.stderr, flush=True)
 
+    if getattr(args, "watch", False):
+        from instrument.watch import watch_for_program
+
+        path = watch_for_program(replaced, logdir)
+        run_variants.watch_functions(observations, args.xla)
+        if args.precision:
+            run_variants.set_policy(observations, args.precision)
+        return path
     dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()] if args.dtypes else None
     path = enable_for_program(
         replaced, logdir, tensor_debug_mode=args.mode,

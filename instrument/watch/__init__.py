@@ -29,6 +29,9 @@ from reader import storage
 _lock = threading.Lock()
 _active: tuple[Watcher, Any] | None = None
 _atexit_registered = False
+# Set while the watch was started on a program's behalf (`watch_for_program`): called
+# with (that run's path, the program's run's path) when the program's own call wins.
+_on_replaced: Any = None
 
 
 def watch(logdir: str | os.PathLike[str], *, on_hit: str = ON_HIT_STOP,
@@ -58,18 +61,39 @@ def watch(logdir: str | os.PathLike[str], *, on_hit: str = ON_HIT_STOP,
         raise ValueError(f"max_replays must be 0 or more; got {max_replays}")
     logdir_path = (os.fspath(logdir) if storage.is_url(logdir)
                    else os.path.abspath(storage.local_path(logdir)))
+    global _on_replaced
     with _lock:
+        replaced = None
         if _active is not None:
             watcher = _active[0]
             if os.path.dirname(watcher.writer.path.rstrip("/")) == logdir_path:
                 return str(watcher.writer.path)
-            raise ValueError("tfdbg-tui is watching into another logdir already "
-                             f"({watcher.writer.path}); call instrument.unwatch() first")
+            if _on_replaced is None:
+                raise ValueError("tfdbg-tui is watching into another logdir already "
+                                 f"({watcher.writer.path}); call instrument.unwatch() "
+                                 "first")
+            replaced, on_replaced, _on_replaced = watcher.writer.path, _on_replaced, None
+    if replaced is not None:
+        unwatch()
+    with _lock:
         _active = _start(logdir_path, on_hit, max_replays)
         if not _atexit_registered:
             atexit.register(_unwatch_at_exit)
             _atexit_registered = True
-        return str(_active[0].writer.path)
+        path = str(_active[0].writer.path)
+    if replaced is not None:
+        on_replaced(replaced, path)
+    return path
+
+
+def watch_for_program(on_replaced: Any, logdir: str) -> str:
+    """`watch` on a program's behalf (``python -m instrument --watch``): the program's
+    own call, with another logdir, wins (``on_replaced(ours, theirs)`` is called)."""
+    global _on_replaced
+    path = watch(logdir)
+    with _lock:
+        _on_replaced = on_replaced
+    return path
 
 
 def unwatch() -> None:

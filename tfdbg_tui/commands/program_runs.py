@@ -138,6 +138,8 @@ def recording_arguments(args: argparse.Namespace, logdir: str) -> list[str]:
         arguments.append("--stop-on-alert")
     if args.pdb:
         arguments.append("--pdb")
+    if getattr(args, "watch", False):
+        arguments.append("--watch")
     return arguments
 
 

@@ -130,7 +130,9 @@ def finish(args: argparse.Namespace, outcome: Outcome) -> int:
 
 
 def show_run(args: argparse.Namespace, run_path: str) -> int:
-    """Open the TUI on the run in a terminal (unless --no-open), else print its report."""
+    """Open the TUI on the run in a terminal (unless --no-open), else print its report;
+    a watched run whose hit step was replayed opens on the replay."""
+    run_path = replay_of_watched(run_path) or run_path
     if in_terminal() and not args.no_open and not args.json:
         from tfdbg_tui.commands.app_main import main as app_main
 
@@ -140,6 +142,20 @@ def show_run(args: argparse.Namespace, run_path: str) -> int:
 
     sys.stdout.flush()
     return report_main([run_path] + (["--json"] if args.json else []))
+
+
+def replay_of_watched(run_path: str) -> str | None:
+    """The replay of a watched run's hit step, where there is one."""
+    from reader.errors import DumpError
+    from reader.run.indexed_run import IndexedRun
+    from reader.run.watch_pair import watch_pair
+
+    try:
+        with IndexedRun(run_path) as run:
+            pair = watch_pair(run)
+    except (DumpError, OSError):
+        return None
+    return pair.replay_path if pair is not None else None
 
 
 def interpreter_note(command: list[str]) -> str | None:

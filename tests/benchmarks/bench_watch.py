@@ -1,0 +1,182 @@
+"""What the watch tier costs: plain vs watched steps, per model of the suite.
+
+    python -m tests.benchmarks.bench_watch                  # every model, 5 rounds
+    python -m tests.benchmarks.bench_watch --models conv --rounds 9
+
+Models: bench_suite's Keras fits (``conv``, ``lstm``, ``transformer``), ``mlp`` (the
+suite's MLP, 784-256-256-128-10, batch 256, under Keras' ``fit`` with SGD) and
+``loop`` (the same layers in a custom loop: a ``tf.function`` step calling the
+optimizer's ``apply_gradients``). One process a model: a plain model is built and
+traced first, then ``instrument.watch`` is switched on and a second, identical model
+is built (its step traced watched). Rounds then alternate `--steps` steps of each
+(plain, watched, plain, ...), and each cell is the median over the rounds of process
+CPU time per step (all threads, the watch's own reading thread included). The memory
+the watch keeps is counted from its variables: the ring of step rows, the kept batch
+and the copies of non-trainable variables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+import pytest
+
+from tests.benchmarks.bench_instrument import TF_THREADS, WARMUP_STEPS
+
+MODELS = ("conv", "lstm", "transformer", "mlp", "loop")
+STEPS = {"conv": 30, "lstm": 30, "transformer": 30, "mlp": 60, "loop": 60}
+# The target (issue 40, DESIGN section 5): the watched step costs at most this much more.
+STEP_TARGET = 0.02
+
+
+def _mlp_model() -> Any:
+    import keras
+
+    model = keras.Sequential([keras.layers.Input((784,))]
+                             + [keras.layers.Dense(n, activation="relu") for n in (256, 256, 128)]
+                             + [keras.layers.Dense(10)])
+    model.compile(optimizer=keras.optimizers.SGD(0.01),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+def program(name: str) -> Any:
+    """``run(steps)``: a freshly built program that trains ``steps`` steps per call."""
+    import numpy as np
+    import tensorflow as tf
+
+    from tests.benchmarks.bench_suite import keras_model
+
+    rng = np.random.default_rng(0)
+    if name in ("mlp", "loop"):
+        x = rng.normal(size=(256, 784)).astype(np.float32)
+        y = rng.integers(0, 10, size=256).astype(np.int64)
+        model = _mlp_model()
+        data = tf.data.Dataset.from_tensors((x, y)).repeat()
+    else:
+        model, data = keras_model(name)
+    if name != "loop":
+        def run_fit(steps: int) -> None:
+            model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
+
+        return run_fit
+    loss_fn = model.loss
+    optimizer = model.optimizer
+
+    @tf.function
+    def train_step(xb: Any, yb: Any) -> Any:
+        with tf.GradientTape() as tape:
+            loss = loss_fn(yb, model(xb, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    xt, yt = tf.constant(x), tf.constant(y)
+
+    def run_loop(steps: int) -> None:
+        for _ in range(steps):
+            train_step(xt, yt)
+        train_step(xt, yt).numpy()  # the steps are done when the clock stops
+
+    return run_loop
+
+
+def run_worker(model: str, rounds: int, steps: int) -> dict[str, Any]:
+    import tensorflow as tf
+
+    import instrument
+
+    tf.config.threading.set_intra_op_parallelism_threads(TF_THREADS)
+    tf.config.threading.set_inter_op_parallelism_threads(TF_THREADS)
+    plain = program(model)
+    plain(WARMUP_STEPS)
+    logdir = tempfile.mkdtemp(prefix="bench-watch-")
+    instrument.watch(logdir)
+    from instrument.watch import _active
+
+    watched = program(model)
+    watched(WARMUP_STEPS)
+    cells: dict[str, list[float]] = {"plain": [], "watched": []}
+    for _ in range(rounds):
+        for name, run in (("plain", plain), ("watched", watched)):
+            start = time.process_time()
+            run(steps)
+            cells[name].append((time.process_time() - start) / steps * 1e3)
+    assert _active is not None
+    watcher = _active[0]
+    kept = _kept_bytes(watcher)
+    instrument.unwatch()
+    ratios = [w / p - 1 for p, w in zip(cells["plain"], cells["watched"])]
+    return {"model": model, "plain_cpu_ms": statistics.median(cells["plain"]),
+            "watched_cpu_ms": statistics.median(cells["watched"]),
+            "overhead": statistics.median(ratios), "rounds": rounds, "steps": steps,
+            "kept_bytes": kept}
+
+
+def _kept_bytes(watcher: Any) -> int:
+    variables = []
+    if watcher.flags is not None:
+        variables += [kept for _, kept in watcher.flags.kept_state]
+    for site in watcher.sites:
+        variables.append(site.ring)
+        if site.kept_batch is not None:
+            variables += site.kept_batch.variables
+    return sum(int(v.numpy().nbytes) for v in variables)
+
+
+def measure(model: str, rounds: int, steps: int) -> dict[str, Any]:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
+    out = subprocess.run(
+        [sys.executable, "-m", "tests.benchmarks.bench_watch", "--worker", model,
+         "--rounds", str(rounds), "--steps", str(steps)],
+        capture_output=True, text=True, env=env, timeout=1800, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    lines = ["| model | plain ms/step | watched ms/step | overhead | target | kept |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for r in results:
+        met = "met" if r["overhead"] <= STEP_TARGET else "not met"
+        lines.append(f"| {r['model']} | {r['plain_cpu_ms']:.2f} | {r['watched_cpu_ms']:.2f} "
+                     f"| {r['overhead']:+.1%} | +{STEP_TARGET:.0%} ({met}) "
+                     f"| {r['kept_bytes'] / 1024:.0f} KiB |")
+    return "\n".join(lines)
+
+
+@pytest.mark.benchmark
+def test_watch_cost_table() -> None:
+    results = [measure(model, 3, STEPS[model]) for model in ("mlp", "loop")]
+    print(table(results))
+    assert all(r["watched_cpu_ms"] > 0 for r in results)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=None)
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(run_worker(args.worker, args.rounds,
+                                    args.steps or STEPS[args.worker])))
+        return
+    results = [measure(m, args.rounds, args.steps or STEPS[m]) for m in args.models]
+    print(table(results))
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(results, out, indent=1)
+
+
+if __name__ == "__main__":
+    main()
