@@ -153,6 +153,17 @@ class WatchSite:
                 + [f"weight_norm:{n}" for n in self.variable_names])
 
 
+@dataclass
+class Hit:
+    """A hit the host has read: which site and step, and the check that failed."""
+
+    site: WatchSite
+    step: int
+    check: str
+    tensor: str
+    """What failed the check: "the loss", "the gradient of dense/kernel", ..."""
+
+
 def make_site(site_id: int, optimizer: Any, variables: list[Any]) -> WatchSite:
     """The in-graph state of a watched apply, created eagerly (``init_scope``)."""
     import tensorflow as tf

@@ -21,15 +21,12 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from instrument.non_finite import NonFiniteError, first_alert_error
-from instrument.watch.gate import CHECK_UPDATE
-
-if TYPE_CHECKING:
-    from instrument.watch.watcher import Hit, Watcher
+from instrument.watch.gate import CHECK_UPDATE, Hit
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not_reproduced"
@@ -54,16 +51,20 @@ class Replay:
     error: str | None = None
 
 
-def save_state_and_batch(watcher: Watcher, hit: Hit, run_path: str) -> Saved:
+def saved_path(run_path: str, step: int, what: str) -> str:
+    """Where a hit's saved state or batch goes: beside the watched run's segments."""
+    return os.path.join(run_path, f"watch_step_{step}_{what}.npz")
+
+
+def save_state_and_batch(hit: Hit, run_path: str) -> Saved:
     """Save the variables (the state before the hit step) and the hit step's batch as
     ``.npz`` files beside the watched run's segments; a bucket's run saves nothing."""
-    from instrument.watch.watcher import saved_path
     from reader import storage
 
     if storage.is_url(run_path):
         return Saved(None, None, "the watched run is in a bucket; saved state and batches "
                                  "are written on local disks only")
-    variables = _state_variables(watcher, hit)
+    variables = _state_variables(hit)
     state = saved_path(run_path, hit.step, "state")
     np.savez(state, **{_key(name, i): value  # type: ignore[arg-type]
                        for i, (name, value) in enumerate(variables)})
@@ -76,7 +77,7 @@ def save_state_and_batch(watcher: Watcher, hit: Hit, run_path: str) -> Saved:
     return Saved(state, batch)
 
 
-def _state_variables(watcher: Watcher, hit: Hit) -> list[tuple[str, np.ndarray]]:
+def _state_variables(hit: Hit) -> list[tuple[str, np.ndarray]]:
     """(name, value) of every variable the watched steps write: a Keras model's
     variables and its optimizer's, or the optimizer's and the ones it trains."""
     from instrument.watch.gate import variable_name
@@ -100,7 +101,7 @@ def _key(name: str, index: int) -> str:
     return f"{index:04d}:{name}"
 
 
-def replay_hit(watcher: Watcher, hit: Hit) -> Replay:
+def replay_hit(hit: Hit, watched_path: str, kept_state: list[Any]) -> Replay:
     """Replay the hit step fully recorded; the verdict from the replay's dump.
 
     The replay runs in a thread of its own, which the calling thread waits for: the
@@ -108,14 +109,15 @@ def replay_hit(watcher: Watcher, hit: Hit) -> Replay:
     the ops built, so a replay traced there would record none of its graph.
     """
     outcome: list[Replay] = []
-    thread = threading.Thread(target=lambda: outcome.append(_replay(watcher, hit)),
+    thread = threading.Thread(
+        target=lambda: outcome.append(_replay(hit, watched_path, kept_state)),
                               name="tfdbg-tui-replay", daemon=True)
     thread.start()
     thread.join()
     return outcome[0] if outcome else Replay(None, None, None, "the replay did not finish")
 
 
-def _replay(watcher: Watcher, hit: Hit) -> Replay:
+def _replay(hit: Hit, watched_path: str, kept_state: list[Any]) -> Replay:
     import tensorflow as tf
 
     from instrument import api
@@ -126,10 +128,10 @@ def _replay(watcher: Watcher, hit: Hit) -> Replay:
         return Replay(None, None, None, "the step function or its batch was not kept")
     kept = hit.site.kept_batch
     values = kept.values() if kept is not None else []
-    restore = _snapshot(watcher, step)
-    logdir = os.path.dirname(watcher.writer.path.rstrip("/"))
+    restore = _snapshot(kept_state, step)
+    logdir = os.path.dirname(watched_path.rstrip("/"))
     run_path = api.enable_for_replay(logdir, {
-        "run": os.path.basename(watcher.writer.path.rstrip("/")), "step": hit.step,
+        "run": os.path.basename(watched_path.rstrip("/")), "step": hit.step,
         "site": hit.site.site_id, "check": hit.check, "tensor": hit.tensor})
     error = None
     try:
@@ -162,10 +164,10 @@ def _rebuilt(data: Any, values: list[Any]) -> Any:
     return tf.nest.map_structure(lambda t: queue.pop(0) if tf.is_tensor(t) else t, data)
 
 
-def _snapshot(watcher: Watcher, step: Any) -> Any:
-    """Take what a replay's forward pass writes (non-trainable variables, Keras'
-    metrics); returns the function that puts it back."""
-    variables = [v for v, _ in (watcher.flags.kept_state if watcher.flags else [])]
+def _snapshot(kept_state: list[Any], step: Any) -> Any:
+    """Take what a replay's forward pass writes (``kept_state``: the non-trainable
+    variables; Keras' metrics); returns the function that puts it back."""
+    variables = list(kept_state)
     if step[0] == "keras":
         variables += list(getattr(step[1], "metrics_variables", []))
     values = [(v, v.numpy()) for v in variables]

@@ -14,7 +14,6 @@ step replayed fully recorded (instrument/watch/replay.py), then by default
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import weakref
 from dataclasses import dataclass
@@ -37,17 +36,6 @@ ON_HIT_STOP = "stop"  # replay, save, raise NonFiniteError
 ON_HIT_SKIP = "skip"  # replay, save, skip the step and watch on (up to max_replays)
 ON_HIT_STOP_WITHOUT_REPLAY = "stop_without_replay"  # save, raise
 ON_HIT = (ON_HIT_STOP, ON_HIT_SKIP, ON_HIT_STOP_WITHOUT_REPLAY)
-
-
-@dataclass
-class Hit:
-    """A hit the host has read: which site and step, and the check that failed."""
-
-    site: gate.WatchSite
-    step: int
-    check: str
-    tensor: str
-    """What failed the check: "the loss", "the gradient of dense/kernel", ..."""
 
 
 @dataclass
@@ -77,7 +65,7 @@ class Watcher:
         self._lock = threading.RLock()
         self._rows_read: dict[int, int] = {}
         self._said: set[str] = set()
-        self.hit: Hit | None = None
+        self.hit: gate.Hit | None = None
         self._handling = False
         self.closed = False
         # A hit stopped the job: the flag stays set, and is not a new hit.
@@ -206,7 +194,7 @@ class Watcher:
         site = sites[int(flags.hit_site.numpy())]
         check = gate.CHECKS[int(flags.hit_check.numpy())]
         index = int(flags.hit_index.numpy())
-        hit = Hit(site, hit_step, check, _what_failed(site, check, index))
+        hit = gate.Hit(site, hit_step, check, _what_failed(site, check, index))
         self.writer.add_watch_record(fmt.KIND_WATCH_HIT, self._hit_fields(hit))
         self.hit = hit
 
@@ -223,7 +211,7 @@ class Watcher:
             "rows": rows.astype(np.float32).tobytes(), "columns": rows.shape[1]})
         self._rows_read[site.site_id] = steps
 
-    def _hit_fields(self, hit: Hit, **more: Any) -> dict[str, Any]:
+    def _hit_fields(self, hit: gate.Hit, **more: Any) -> dict[str, Any]:
         return {"site": hit.site.site_id, "step": hit.step, "check": hit.check,
                 "tensor": hit.tensor, **more}
 
@@ -238,18 +226,19 @@ class Watcher:
         finally:
             self._handling = False
 
-    def _handle(self, hit: Hit) -> None:
+    def _handle(self, hit: gate.Hit) -> None:
         from instrument.watch import replay
 
         self.poll_rows()
         run_path = self.writer.path
-        saved = replay.save_state_and_batch(self, hit, run_path)
+        saved = replay.save_state_and_batch(hit, run_path)
         outcome = None
         # A hit of the update check has no state before its step to replay from.
         if self.on_hit != ON_HIT_STOP_WITHOUT_REPLAY and self.replays < self.max_replays \
                 and hit.check != gate.CHECK_UPDATE:
             self.replays += 1
-            outcome = replay.replay_hit(self, hit)
+            kept = [v for v, _ in self.flags.kept_state] if self.flags else []
+            outcome = replay.replay_hit(hit, run_path, kept)
         fields = self._hit_fields(
             hit, saved_state=saved.state, saved_batch=saved.batch,
             replay_run=outcome.run_id if outcome else None,
@@ -329,9 +318,4 @@ def _what_failed(site: gate.WatchSite, check: str, index: int) -> str:
             else "a variable after the update")
 
 
-def saved_path(run_path: str, step: int, what: str) -> str:
-    """Where a hit's saved state or batch goes: beside the watched run's segments."""
-    return os.path.join(run_path, f"watch_step_{step}_{what}.npz")
-
-
-__all__ = ["Hit", "NonFiniteError", "Watcher", "ON_HIT", "saved_path"]
+__all__ = ["NonFiniteError", "Watcher", "ON_HIT"]
