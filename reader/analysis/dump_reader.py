@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from reader.analysis import watch_rules
 from reader.analysis.alerts import AlertBuilder, collect_alerts, first_harmful
 from reader.analysis.harm import HarmVerdict, classify
 from reader.analysis.model_place import Place, PlaceFinder
@@ -92,6 +93,14 @@ class DumpReader(IndexedRun):
                 self._trends_cache = (key, compute_trends(self, steps.of_executions,
                                                           steps.has_steps))
             return self._trends_cache[1]
+
+    def watch(self, config: dict[str, dict[str, float]] | None = None
+              ) -> watch_rules.WatchReport:
+        """The watch rules' hits over the trends, the first anomaly and its lead on the
+        first harmful value (`reader.analysis.watch_rules`; ``config``: each rule's
+        parameters, from `parse_rule_specs`; None: the defaults). Not cached."""
+        return watch_rules.watch(self, self.trends(), self.harm(), self.steps(),
+                                 self.first_alert(), config)
 
     def root_cause(self, alert: Alert | None = None) -> RootCause | None:
         """The op that made the first harmful tensor (or ``alert``'s), walked back

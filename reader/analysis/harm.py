@@ -44,8 +44,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from reader.analysis.inputs import input_trace
+from reader.analysis.loss_scale import LOSS_SCALE_NAME, loss_scale_variables
 from reader.analysis.model_place import PlaceFinder
-from reader.analysis.trend_roles import LOSS_SCALE_NAME, loss_scale_variables
 from reader.errors import DumpError
 from reader.model import CONTAINED_REASONS, HARMFUL, Alert, Op, alert_type_of
 

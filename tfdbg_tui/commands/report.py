@@ -23,7 +23,7 @@ from reader.analysis.expressions import expression_of, line_span
 from reader.analysis.model_place import Place, library_frame_text
 from reader.analysis.steps import Gap, Steps
 from reader.analysis.verdict import CLEAN_RUN, contained_line, healthy_verdict, no_alert_statement
-from reader.analysis.watch_rules import RuleSpecError, WatchReport, parse_rule_specs, watch
+from reader.analysis.watch_rules import RuleSpecError, WatchReport, parse_rule_specs
 from reader.analysis.workers import WorkerRun, first_nonfinite_workers
 from reader.model import DUMPER_TENSORFLOW, Alert, RootCause, Summary
 from reader.notices import Notice
@@ -82,7 +82,7 @@ def main(argv: list[str]) -> int:
             cause = dump.root_cause()
             diagnosis = (diagnose_cause(dump, cause) if cause is not None
                          else healthy_verdict(dump))
-            watched = watch(dump, rules)
+            watched = dump.watch(rules)
             if args.json:
                 print(json.dumps(report_dict(dump, summary, cause, diagnosis, watched)))
             else:
@@ -112,7 +112,7 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
     """The JSON report: the run, its counts, alerts and first alert, the root cause's
     inputs, the exact expression, the diagnosis, damage and the watch rules' hits
     (docs/keys.md)."""
-    watched = watched if watched is not None else watch(dump)
+    watched = watched if watched is not None else dump.watch()
     meta = dump.metadata
     steps = dump.steps()
     first_alert = None
