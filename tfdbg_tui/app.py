@@ -33,7 +33,7 @@ class DebuggerApp(App[int]):
         logdir: The logdir to open.
         runs: Its runs, oldest first (from `reader.list_runs`); empty with ``wait``.
         run_id: The run to show first; None lands where
-            `reader.analysis.workers.open_landing_run` says (the newest run, or a
+            `reader.analysis.jobs.open_landing_run` says (the newest run, or a
             multi-worker job's worker that went non-finite first), and follows a live
             job until that worker is known.
         poll_interval_s: Seconds between live-update polls of a growing dump.

@@ -13,8 +13,8 @@ import pytest
 
 import reader
 from instrument.api import distributed_task
-from reader.analysis.diagnosis import diagnose_cause
-from reader.analysis.workers import first_nonfinite_workers
+from reader.analysis.diagnosis.diagnosis import diagnose_cause
+from reader.analysis.jobs import first_nonfinite_workers
 from tests.program_runs import PROGRAM_TIMEOUT_S, PROGRAMS, free_ports, line_of, program_env
 from tfdbg_tui.commands.report import main as report_main
 from tfdbg_tui.screens.run_picker import run_label

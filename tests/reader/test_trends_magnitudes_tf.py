@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import reader
-from reader.analysis.trend_roles import LOSS_SCALE_ROW
-from reader.analysis.watch_rules import skipped_steps
+from reader.analysis.trends.trend_roles import LOSS_SCALE_ROW
+from reader.analysis.trends.watch_rules import skipped_steps
 from tfdbg_tui.commands import report
 
 MIXED = ["mixed_fit", "mixed_loop", "mixed_fit_health"]

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import reader
-from reader.analysis.watch_rules import parse_rule_specs
+from reader.analysis.trends.watch_rules import parse_rule_specs
 from tfdbg_tui.commands import report
 
 HIT_FIELDS = {"rule", "step", "layer", "tensor", "value", "baseline"}

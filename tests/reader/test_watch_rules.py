@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import reader
-from reader.analysis.watch_rules import RuleSpecError, parse_rule_specs
+from reader.analysis.trends.watch_rules import RuleSpecError, parse_rule_specs
 from tests.synthetic_trends import LEARNING_RATE, write_trends_dump
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

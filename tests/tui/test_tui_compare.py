@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import reader
-from reader.analysis.diff import align_runs
+from reader.analysis.compare.diff import align_runs
 from tests.tui.tui_helpers import make_app, screen_text, wait_for
 from tfdbg_tui.exit_codes import EXIT_NO_DUMP
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
@@ -40,7 +40,7 @@ def run_pair(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def alignment(run_pair):
-    """`reader.analysis.diff.align_runs(base, float16)`: what the app should show."""
+    """`reader.analysis.compare.diff.align_runs(base, float16)`: what the app should show."""
     with reader.open_run(run_pair / "base") as a, reader.open_run(run_pair / "float16") as b:
         return align_runs(a, b)
 

@@ -8,8 +8,8 @@ from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
 
-from reader.analysis.model_place import Place
-from reader.analysis.steps import Steps
+from reader.analysis.hunt.model_place import Place
+from reader.analysis.hunt.steps import Steps
 from reader.model import Alert, AlertSummary
 from tfdbg_tui.models.kept_rows import GappedRows
 from tfdbg_tui.text.literal import literal

@@ -13,7 +13,7 @@ from textual.binding import Binding
 from textual.message import Message
 
 from reader import format as fmt
-from reader.analysis.steps import Steps, gap_between
+from reader.analysis.hunt.steps import Steps, gap_between
 from reader.index.trace_search import compile_search
 from tfdbg_tui.models.trace_rows import TraceRows
 from tfdbg_tui.panes import graph_execution_cells as cells_drawn

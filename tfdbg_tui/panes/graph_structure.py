@@ -2,9 +2,10 @@
 
 Each input and consumer row shows the summary of its trace nearest the selected one;
 choosing a row (Enter) asks the screen to jump to that trace. Under the selected op,
-the history of its output and of each input over the run (`reader.analysis.history`): a
-sparkline over one shared axis of steps (`reader.analysis.history.step_axis`), so that where
-each broke lines up, and each one's history in words.
+the history of its output and of each input over the run
+(`reader.analysis.diagnosis.history`): a sparkline over one shared axis of steps
+(`reader.analysis.diagnosis.history.step_axis`), so that where each broke lines up, and
+each one's history in words.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 
-from reader.analysis.history import TensorHistory, step_axis
+from reader.analysis.diagnosis.history import TensorHistory, step_axis
 from tfdbg_tui.models.context_loader import Neighbour, TraceContext
 from tfdbg_tui.text.literal import literal
 from tfdbg_tui.text.summary_format import summary_text

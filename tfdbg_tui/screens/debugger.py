@@ -21,8 +21,8 @@ from textual.worker import get_current_worker
 
 import reader as dump_reader_module
 from reader import format as fmt
-from reader.analysis.diagnosis import Diagnosis, diagnose_alert
-from reader.analysis.steps import Steps, gap_between
+from reader.analysis.diagnosis.diagnosis import Diagnosis, diagnose_alert
+from reader.analysis.hunt.steps import Steps, gap_between
 from reader.errors import DumpError
 from reader.model import Alert, AlertSummary, RootCause, RunInfo
 from reader.notices import count_warnings
@@ -411,7 +411,8 @@ class DebuggerScreen(Screen):
 
     @work(thread=True, exclusive=True, group="diagnosis")
     def load_diagnosis(self, alert: Alert, token: int) -> None:
-        """The diagnosis of a selected alert (`reader.analysis.diagnosis.diagnose_alert`)."""
+        """The diagnosis of a selected alert
+        (`reader.analysis.diagnosis.diagnosis.diagnose_alert`)."""
         assert self.reader is not None  # alerts are listed once the run is open
         try:
             diagnosis = diagnose_alert(self.reader, alert)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from reader.analysis.diagnosis import Diagnosis
+from reader.analysis.diagnosis.diagnosis import Diagnosis
 from reader.model import RunInfo
 from tfdbg_tui.messages import DumpFailed
 from tfdbg_tui.models.context_loader import ExecutionContext, TraceContext

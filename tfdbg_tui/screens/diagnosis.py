@@ -9,7 +9,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from reader.analysis.diagnosis import Diagnosis
+from reader.analysis.diagnosis.diagnosis import Diagnosis
 from tfdbg_tui.text.literal import literal
 from tfdbg_tui.widgets.diagnosis_line import diagnosis_text
 

@@ -1,7 +1,7 @@
 """Comparing the shown run (B) with another (A): `tfdbg-tui B --compare A`, or `c`.
 
 `RunComparison` is an object the debugger screen holds once B is open. A worker opens
-A and aligns the two runs (`reader.analysis.diff.align_runs`: it walks both, so never
+A and aligns the two runs (`reader.analysis.compare.diff.align_runs`: it walks both, so never
 on the event loop) and posts one `AlignmentLoaded` to the screen, whose handler passes
 it here: the comparison is set on Graph Execution (attributes down) and the screen
 lands on the first divergence. `F`, `d` and `D` move between divergences (the list
@@ -19,7 +19,7 @@ from textual.screen import Screen
 
 import reader as dump_reader_module
 from reader import DumpReader
-from reader.analysis.diff import GRAPH, RunAlignment, align_runs
+from reader.analysis.compare.diff import GRAPH, RunAlignment, align_runs
 from reader.errors import DumpError
 from reader.model import RunInfo
 from tfdbg_tui.messages import DumpFailed

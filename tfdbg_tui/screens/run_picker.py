@@ -15,7 +15,7 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 import reader as dump_reader_module
-from reader.analysis.workers import first_nonfinite_workers, origin_worker
+from reader.analysis.jobs import first_nonfinite_workers, origin_worker
 from reader.errors import DumpError
 from reader.model import DUMPER_TENSORFLOW, RunInfo
 from reader.run import liveness
@@ -31,7 +31,7 @@ def run_label(run: RunInfo, alerts: int | str = COUNTING, *, first_in_job: bool 
     """One line about a run: start time, id, its task in a multi-worker job, alert
     count (`COUNTING` until known, `UNCOUNTABLE` if the run cannot be read), mode,
     finished or not, host and pid. ``first_in_job``: the worker of a multi-worker job
-    that went non-finite first (`reader.analysis.workers`)."""
+    that went non-finite first (`reader.analysis.jobs`)."""
     started = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.start_time))
                if run.start_time else "start unknown")
     text = Text(f"{started}  ")

@@ -20,8 +20,8 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from reader.analysis.dump_reader import DumpReader
-from reader.analysis.trends import SERIES, SERIES_TITLES, Trends
-from reader.analysis.watch_rules import WatchReport, hits_of_row
+from reader.analysis.trends.trends import SERIES, SERIES_TITLES, Trends
+from reader.analysis.trends.watch_rules import WatchReport, hits_of_row
 from reader.errors import DumpError
 from tfdbg_tui.models.trend_cells import number
 from tfdbg_tui.text.literal import literal

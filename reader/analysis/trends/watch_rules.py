@@ -7,7 +7,7 @@ steps (this module sits below `DumpReader`, as the analyses it caches do). A `Ru
 names the step, the layer or the tensor, the value and the baseline it was compared
 with, and the evidence in words. A run of consecutive firing steps of one subject is one
 hit, at its first step. Rules only watch: a hit never makes a run "not healthy" in the
-verdict (`reader.analysis.verdict`), it is shown.
+verdict (`reader.analysis.diagnosis.verdict`), it is shown.
 
 - ``exploding`` (``k``, ``window``): a finite gradient, update or activation value above
   ``k`` times the rolling median of its previous ``window`` finite values (at least 3).
@@ -41,13 +41,13 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from reader import format as fmt
-from reader.analysis.model_place import PlaceFinder
-from reader.analysis.trend_roles import LOSS_SCALE_ROW
-from reader.analysis.trends import DTYPE_MAX, SERIES_TITLES, Trends
+from reader.analysis.hunt.model_place import PlaceFinder
+from reader.analysis.trends.trend_roles import LOSS_SCALE_ROW
+from reader.analysis.trends.trends import DTYPE_MAX, SERIES_TITLES, Trends
 
 if TYPE_CHECKING:
-    from reader.analysis.harm import HarmVerdict
-    from reader.analysis.steps import Steps
+    from reader.analysis.hunt.harm import HarmVerdict
+    from reader.analysis.hunt.steps import Steps
     from reader.model import Alert
     from reader.run.indexed_run import IndexedRun
 
@@ -290,7 +290,7 @@ def skipped_steps(trends: Trends, harm: HarmVerdict) -> list[int]:
     """The steps the dynamic loss scaler skipped: where the dump records the scale,
     each step after which it halved (and the run's last step when the harm analysis
     says it was skipped); else the harm analysis' steps
-    (`reader.analysis.harm`, from the gradients' overflow)."""
+    (`reader.analysis.hunt.harm`, from the gradients' overflow)."""
     by_harm = [int(step) for step in harm.skipped_step_numbers]
     scale = trends.loss_scale()
     if scale is None or not np.isfinite(scale).any():

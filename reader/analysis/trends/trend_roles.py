@@ -13,13 +13,13 @@
 - **activation**: any other forward tensor made inside a layer's call; a ``Relu``'s
   output also counts the share of zero units;
 - **loss scale**: every read of a dynamic loss scale's variable (Keras'
-  ``LossScaleOptimizer``, found by `reader.analysis.loss_scale`): a variable named
+  ``LossScaleOptimizer``, found by `reader.analysis.hunt.loss_scale`): a variable named
   like one, or one whose read divides a gradient.
 
 Variables are followed across graphs: an optimizer that runs inside a ``tf.cond``
 branch (Keras' loss scaler applies the step only when the gradients are finite) writes
-through the branch's placeholders, which `reader.analysis.branch_inputs` maps to the
-tensors of the graph around it (`reader.analysis.loss_scale.RunGraphs` follows them),
+through the branch's placeholders, which `reader.analysis.hunt.branch_inputs` maps to the
+tensors of the graph around it (`reader.analysis.hunt.loss_scale.RunGraphs` follows them),
 so a write in the branch and a read in the forward pass meet at one variable.
 """
 
@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from reader.analysis.loss_scale import (
+from reader.analysis.hunt.loss_scale import (
     VARIABLE_READS,
     GraphTensor,
     RunGraphs,

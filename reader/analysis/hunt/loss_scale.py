@@ -1,13 +1,13 @@
 """Which of the run's variables hold a dynamic loss scale, found in its graphs.
 
-Two analyses ask: the harm analysis (`reader.analysis.harm`: was an overflow in a step
-the scaler skipped?) and the trends' roles (`reader.analysis.trend_roles`: the loss
+Two analyses ask: the harm analysis (`reader.analysis.hunt.harm`: was an overflow in a step
+the scaler skipped?) and the trends' roles (`reader.analysis.trends.trend_roles`: the loss
 scale's row). A loss scale's variable (Keras' ``LossScaleOptimizer``) is one named like
 one (`LOSS_SCALE_NAME`), or one whose read divides a gradient (the scaler unscales the
 gradients with ``g / scale``).
 
 The graphs are read as one (`RunGraphs`): ops by graph and name, and tensors followed
-out of cond branches to the graph around them (`reader.analysis.branch_inputs`), since
+out of cond branches to the graph around them (`reader.analysis.hunt.branch_inputs`), since
 Keras' loss scaler applies the optimizer's step inside a ``tf.cond``. The trends' roles
 walk the same `RunGraphs`.
 """
@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from reader.analysis.branch_inputs import true_branch_inputs
-from reader.analysis.model_place import PlaceFinder
+from reader.analysis.hunt.branch_inputs import true_branch_inputs
+from reader.analysis.hunt.model_place import PlaceFinder
 from reader.errors import DumpError
 
 if TYPE_CHECKING:
