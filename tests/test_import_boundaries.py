@@ -284,11 +284,28 @@ def test_reader_analysis_never_imports_loading() -> None:
     assert not _imports_from("reader.analysis", import_graph(), ("reader.loading",))
 
 
-def test_tui_models_never_import_widgets() -> None:
-    """`tfdbg_tui.models` is data for the panes: no pane, screen, widget or command."""
-    forbidden = ("tfdbg_tui.panes", "tfdbg_tui.screens", "tfdbg_tui.widgets",
-                 "tfdbg_tui.commands", "tfdbg_tui.app")
-    assert not _imports_from("tfdbg_tui.models", import_graph(), forbidden)
+# `tfdbg_tui`'s floors, bottom to top. The modules at the package's top that hold no
+# widget stand on the models' floor: the base message of a failed read, the exit
+# statuses and the two watcher threads; `cli` dispatches to the commands.
+TUI_FLOORS = (
+    ("tfdbg_tui.text",),
+    ("tfdbg_tui.models", "tfdbg_tui.messages", "tfdbg_tui.exit_codes",
+     "tfdbg_tui.dump_watcher", "tfdbg_tui.logdir_watcher"),
+    ("tfdbg_tui.widgets",),
+    ("tfdbg_tui.dialogs",),
+    ("tfdbg_tui.panes",),
+    ("tfdbg_tui.screens",),
+    ("tfdbg_tui.app",),
+    ("tfdbg_tui.commands", "tfdbg_tui.cli"),
+)
+
+
+def test_tui_floors_import_only_downward() -> None:
+    """text < models < widgets < dialogs < panes < screens < app < commands: a pane
+    opens a dialog, never a screen; `models` never imports a widget."""
+    assert not _unplaced("tfdbg_tui", TUI_FLOORS), "place these modules on a floor of TUI_FLOORS"
+    upward = upward_imports(import_graph(), TUI_FLOORS)
+    assert not upward, "\n".join(upward)
 
 
 def test_instrument_dump_never_imports_tensorflow() -> None:

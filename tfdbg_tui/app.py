@@ -15,13 +15,13 @@ from textual.worker import get_current_worker
 from reader.errors import DumpError
 from reader.model import RunInfo
 from reader.run.run_dir import list_runs
+from tfdbg_tui.dialogs.run_picker import RunPickerDialog
 from tfdbg_tui.dump_watcher import ENDED, POLL_INTERVAL_S
 from tfdbg_tui.exit_codes import exit_code_for
 from tfdbg_tui.logdir_watcher import OriginFound, follow_job
 from tfdbg_tui.screens.debugger import DebuggerScreen
 from tfdbg_tui.screens.debugger_results import OpenFailed, ReaderOpened
 from tfdbg_tui.screens.help import HelpScreen
-from tfdbg_tui.screens.run_picker import RunPickerScreen
 from tfdbg_tui.text.literal import literal
 from tfdbg_tui.widgets.pane import SECTIONS
 
@@ -199,7 +199,7 @@ class DebuggerApp(App[int]):
             self.notify("this logdir holds one run" if self.runs else "no run in this logdir yet")
             return
         current = self.screen.run_id if isinstance(self.screen, DebuggerScreen) else None
-        self.push_screen(RunPickerScreen(self.runs, current), self._run_picked)
+        self.push_screen(RunPickerDialog(self.runs, current), self._run_picked)
 
     def _run_picked(self, run_id: str | None) -> None:
         if run_id is None:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 
 from tests.tui.tui_helpers import hunted_app, screen_text, wait_for
+from tfdbg_tui.dialogs.diagnosis import DiagnosisScreen
 from tfdbg_tui.panes.graph_structure import GraphStructureList
 from tfdbg_tui.panes.stack_trace import StackTraceList
-from tfdbg_tui.screens.diagnosis import DiagnosisScreen
 from tfdbg_tui.widgets.diagnosis_line import DiagnosisLine
 
 

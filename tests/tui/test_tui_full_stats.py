@@ -8,8 +8,8 @@ import pytest
 
 from tests.synthetic import write_exp_overflow_run
 from tests.tui.tui_helpers import hunted_app, screen_text, wait_for
+from tfdbg_tui.dialogs.diagnosis import DiagnosisScreen
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
-from tfdbg_tui.screens.diagnosis import DiagnosisScreen
 from tfdbg_tui.widgets.diagnosis_line import DiagnosisLine
 
 

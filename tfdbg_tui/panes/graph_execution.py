@@ -15,10 +15,10 @@ from textual.message import Message
 from reader import format as fmt
 from reader.analysis.hunt.steps import Steps, gap_between
 from reader.index.trace_search import compile_search
+from tfdbg_tui.dialogs.prompt import PromptDialog
+from tfdbg_tui.models.comparison_columns import TraceComparison
 from tfdbg_tui.models.trace_rows import TraceRows
 from tfdbg_tui.panes import graph_execution_cells as cells_drawn
-from tfdbg_tui.panes.comparison_columns import TraceComparison
-from tfdbg_tui.screens.prompt import PromptScreen
 from tfdbg_tui.text.literal import literal
 from tfdbg_tui.text.text_fit import cut_start
 from tfdbg_tui.widgets.line_list import LineList
@@ -327,7 +327,7 @@ class GraphExecutionList(LineList):
                 self._comparison.title_suffix if self._comparison is not None else ""))
 
     def action_go_to_index(self) -> None:
-        self.app.push_screen(PromptScreen("Go to trace #", "a trace index"), self._go_to_index)
+        self.app.push_screen(PromptDialog("Go to trace #", "a trace index"), self._go_to_index)
 
     def _go_to_index(self, value: str | None) -> None:
         if not value:
@@ -341,7 +341,7 @@ class GraphExecutionList(LineList):
             self.notify(f"trace #{index} is not in the dump", severity="warning")
 
     def action_search(self) -> None:
-        self.app.push_screen(PromptScreen("Search op name or type (regex)", "e.g. Log|softmax"),
+        self.app.push_screen(PromptDialog("Search op name or type (regex)", "e.g. Log|softmax"),
                              self._search_entered)
 
     def _search_entered(self, value: str | None) -> None:

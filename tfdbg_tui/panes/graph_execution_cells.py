@@ -17,7 +17,7 @@ from rich.text import Text
 
 from reader import format as fmt
 from reader.model import Op, Summary
-from tfdbg_tui.panes.comparison_columns import CounterpartCells, TraceComparison
+from tfdbg_tui.models.comparison_columns import CounterpartCells, TraceComparison
 from tfdbg_tui.text.literal import literal
 from tfdbg_tui.text.summary_format import count, fit_number
 from tfdbg_tui.text.text_fit import cut_middle, keep_by_priority

@@ -523,7 +523,7 @@ class DebuggerScreen(Screen):
         if self.diagnosis is None:
             self.notify("no diagnosis: no NaN or infinity yet")
             return
-        from tfdbg_tui.screens.diagnosis import DiagnosisScreen
+        from tfdbg_tui.dialogs.diagnosis import DiagnosisScreen
 
         self.app.push_screen(DiagnosisScreen(self.diagnosis))
 
@@ -531,7 +531,7 @@ class DebuggerScreen(Screen):
         """Show every notice the writer recorded about the run."""
         if self.reader is None:
             return
-        from tfdbg_tui.screens.notices import NoticesScreen
+        from tfdbg_tui.dialogs.text_dialog import NoticesScreen
 
         self.app.push_screen(NoticesScreen(self.reader.notices()))
 

@@ -22,13 +22,13 @@ from reader import DumpReader
 from reader.analysis.compare.diff import GRAPH, RunAlignment, align_runs
 from reader.errors import DumpError
 from reader.model import RunInfo
+from tfdbg_tui.dialogs.prompt import PromptDialog
+from tfdbg_tui.dialogs.run_picker import RunPickerDialog
 from tfdbg_tui.messages import DumpFailed
-from tfdbg_tui.panes.comparison_columns import TraceComparison
+from tfdbg_tui.models.comparison_columns import TraceComparison
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 from tfdbg_tui.panes.timeline import TimelineCells
 from tfdbg_tui.screens.debugger_results import HuntLoaded
-from tfdbg_tui.screens.prompt import PromptScreen
-from tfdbg_tui.screens.run_picker import RunPickerScreen
 from tfdbg_tui.text.literal import literal
 
 # What the landing notice adds: the keys that move on from the first divergence.
@@ -218,11 +218,11 @@ class RunComparison:
         others = [run for run in self.runs if run.run_id != run_id_b]
         if others:
             self.screen.app.push_screen(
-                RunPickerScreen(others, None, title="Compare with which run (A, the good one)?"),
+                RunPickerDialog(others, None, title="Compare with which run (A, the good one)?"),
                 self._picked)
         else:
             self.screen.app.push_screen(
-                PromptScreen("Compare with run A (the good one)", "a run directory or logdir"),
+                PromptDialog("Compare with run A (the good one)", "a run directory or logdir"),
                 self._path_entered)
 
     def _picked(self, run_id: str | None) -> None:

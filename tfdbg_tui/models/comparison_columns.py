@@ -1,12 +1,13 @@
 """Graph Execution beside a second run (`tfdbg-tui B --compare A`): what A's side holds.
 
-Each row of B gets, after its own columns, its counterpart in A (`reader.analysis.compare.diff`'s
-alignment): A's trace index and the same summary columns, with the cells that differ
-beyond the tolerance marked on both sides, a `≠` between them on a divergent row, and
-"only in B" where A has no counterpart. What aligns and what diverges is decided in
-`reader.analysis.compare.diff` (`RunAlignment`, `differing_fields`); this module reads A's side
-of a row, and `graph_execution_cells` draws it. No widget and no drawing here: the Graph
-Execution list holds one `TraceComparison`.
+Each row of B gets, after its own columns, its counterpart in A
+(`reader.analysis.compare.diff`'s alignment): A's trace index and the same summary
+columns, with the cells that differ beyond the tolerance marked on both sides, a `≠`
+between them on a divergent row, and "only in B" where A has no counterpart. What aligns
+and what diverges is decided in `reader.analysis.compare.diff` (`RunAlignment`,
+`differing_fields`); this module reads A's side of a row, and
+`tfdbg_tui.panes.graph_execution_cells` draws it. No widget and no drawing here: the
+Graph Execution list holds one `TraceComparison`.
 """
 
 from __future__ import annotations

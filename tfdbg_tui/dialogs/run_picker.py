@@ -67,7 +67,7 @@ _STATE_STYLES = {
 }
 
 
-class RunPickerScreen(ModalScreen[str | None]):
+class RunPickerDialog(ModalScreen[str | None]):
     """Lists the runs, newest first; Enter returns the chosen run id.
 
     Args:
@@ -79,12 +79,12 @@ class RunPickerScreen(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
     DEFAULT_CSS = """
-    RunPickerScreen { align: center middle; }
-    RunPickerScreen > Vertical {
+    RunPickerDialog { align: center middle; }
+    RunPickerDialog > Vertical {
         width: 100; max-width: 100%; height: auto; max-height: 90%;
         border: round $accent; background: $panel;
     }
-    RunPickerScreen OptionList { height: auto; max-height: 20; }
+    RunPickerDialog OptionList { height: auto; max-height: 20; }
     """
 
     def __init__(self, runs: list[RunInfo], current: str | None,
