@@ -27,6 +27,7 @@ from reader.errors import DumpError
 from reader.model import Alert, AlertSummary, RootCause, RunInfo
 from reader.notices import count_warnings
 from reader.run import liveness
+from tfdbg_tui.dialogs.text_dialog import diagnosis_dialog, notices_dialog
 from tfdbg_tui.dump_watcher import ENDED, POLL_INTERVAL_S, DumpChanged, DumpWatcher, DumpWatchFailed
 from tfdbg_tui.logdir_watcher import wait_for_run
 from tfdbg_tui.models.context_loader import (
@@ -523,17 +524,13 @@ class DebuggerScreen(Screen):
         if self.diagnosis is None:
             self.notify("no diagnosis: no NaN or infinity yet")
             return
-        from tfdbg_tui.dialogs.diagnosis import DiagnosisScreen
-
-        self.app.push_screen(DiagnosisScreen(self.diagnosis))
+        self.app.push_screen(diagnosis_dialog(self.diagnosis))
 
     def action_notices(self) -> None:
         """Show every notice the writer recorded about the run."""
         if self.reader is None:
             return
-        from tfdbg_tui.dialogs.text_dialog import NoticesScreen
-
-        self.app.push_screen(NoticesScreen(self.reader.notices()))
+        self.app.push_screen(notices_dialog(self.reader.notices()))
 
     def action_alert_step(self, offset: int) -> None:
         if self.alert_summary is None or not self.alert_summary.alerts:

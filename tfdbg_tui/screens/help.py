@@ -13,10 +13,9 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from tfdbg_tui.dialogs.diagnosis import DiagnosisScreen
 from tfdbg_tui.dialogs.prompt import PromptDialog
 from tfdbg_tui.dialogs.run_picker import RunPickerDialog
-from tfdbg_tui.dialogs.text_dialog import NoticesScreen
+from tfdbg_tui.dialogs.text_dialog import close_binding
 from tfdbg_tui.panes.alerts import AlertsPane
 from tfdbg_tui.panes.graph_execution import GraphExecutionPane
 from tfdbg_tui.panes.graph_structure import GraphStructurePane
@@ -63,8 +62,8 @@ def key_sections(app_bindings: Sequence[Binding | tuple]
           for pane in sorted(_PANES, key=lambda pane: pane.SECTION.key)),
         ("Tensor value view (v)", rows(TensorValueScreen.BINDINGS)),
         ("Trends (t)", rows(TrendsScreen.BINDINGS)),
-        ("Diagnosis (e)", rows(DiagnosisScreen.BINDINGS)),
-        ("Notices (!)", rows(NoticesScreen.BINDINGS)),
+        ("Diagnosis (e)", rows([close_binding("e")])),
+        ("Notices (!)", rows([close_binding("exclamation_mark")])),
         ("Go-to and search prompts", [("Enter", "Accept")] + rows(PromptDialog.BINDINGS)),
         ("Run picker (r)", [("Enter", "Open the run")] + rows(RunPickerDialog.BINDINGS)),
         ("This list", rows(HelpScreen.BINDINGS)),

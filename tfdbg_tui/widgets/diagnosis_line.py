@@ -4,7 +4,7 @@ One line above the panes. On opening it diagnoses the root cause; selecting an a
 diagnoses that alert. The text comes from `reader.analysis.diagnosis.diagnosis`; this
 widget only formats it. A line too long for the screen is cut and ends in a "more" hint:
 `e` (or a click) shows the whole diagnosis with its evidence
-(`tfdbg_tui.dialogs.diagnosis`).
+(`tfdbg_tui.dialogs.text_dialog`).
 """
 
 from __future__ import annotations
