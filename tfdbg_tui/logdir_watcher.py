@@ -10,6 +10,7 @@ at once when their worker is cancelled.
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 
 from textual.message import Message
 from textual.message_pump import MessagePump
@@ -26,13 +27,12 @@ from tfdbg_tui.models.hunt import Opened, open_for_landing
 FAILED_TRIES = 3
 
 
+@dataclass
 class OriginFound(Message):
     """A multi-worker job's worker that went non-finite first is known
     (`reader.analysis.jobs.origin_worker`)."""
 
-    def __init__(self, worker: WorkerRun) -> None:
-        super().__init__()
-        self.worker = worker
+    worker: WorkerRun
 
 
 def wait_for_run(logdir: str, run_id: str | None, interval_s: float,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from rich.text import Text
 from textual.binding import Binding
@@ -50,12 +52,11 @@ class AlertList(LineList):
 
     header_height = 1
 
+    @dataclass
     class AlertSelected(Message):
         """The cursor is on an alert: every pane should move to it."""
 
-        def __init__(self, alert: Alert) -> None:
-            super().__init__()
-            self.alert = alert
+        alert: Alert
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)

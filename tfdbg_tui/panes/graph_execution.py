@@ -7,6 +7,8 @@ fast as a small one.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from rich.text import Text
 from textual.binding import Binding
@@ -70,29 +72,26 @@ class GraphExecutionList(LineList):
 
     header_height = 1
 
+    @dataclass
     class TraceSelected(Message):
         """The cursor is on a trace."""
 
-        def __init__(self, trace_index: int) -> None:
-            super().__init__()
-            self.trace_index = trace_index
+        trace_index: int
 
+    @dataclass
     class SearchRequested(Message):
         """Find the next (or, not `forward`, the previous) trace from `start` whose op
         name or type matches `pattern`; the screen searches in a worker and selects it."""
 
-        def __init__(self, pattern: str, start: int, forward: bool) -> None:
-            super().__init__()
-            self.pattern = pattern
-            self.start = start
-            self.forward = forward
+        pattern: str
+        start: int
+        forward: bool
 
+    @dataclass
     class ValueRequested(Message):
         """Show the FULL_TENSOR value of trace `trace_index` (read in a worker)."""
 
-        def __init__(self, trace_index: int) -> None:
-            super().__init__()
-            self.trace_index = trace_index
+        trace_index: int
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)

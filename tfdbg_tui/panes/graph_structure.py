@@ -11,6 +11,7 @@ each one's history in words.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from rich.text import Text
@@ -71,12 +72,11 @@ class GraphStructureList(LineList):
     }
     """
 
+    @dataclass
     class OpChosen(Message):
         """Jump to `neighbour`'s trace nearest the selected one (None: no trace)."""
 
-        def __init__(self, neighbour: Neighbour) -> None:
-            super().__init__()
-            self.neighbour = neighbour
+        neighbour: Neighbour
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)

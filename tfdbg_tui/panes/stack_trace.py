@@ -3,6 +3,8 @@ eager execution, outermost call first, the user's own frames standing out."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
@@ -36,12 +38,11 @@ class StackTraceList(LineList):
     }
     """
 
+    @dataclass
     class FrameSelected(Message):
         """The cursor is on a frame: Source Code should show its file and line."""
 
-        def __init__(self, frame: Frame) -> None:
-            super().__init__()
-            self.frame = frame
+        frame: Frame
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)

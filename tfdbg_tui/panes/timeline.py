@@ -9,6 +9,8 @@ shown.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.segment import Segment
 from rich.text import Text
 from textual import events
@@ -83,20 +85,18 @@ class TimelineCells(CursorView, can_focus=True):
     }
     """
 
+    @dataclass
     class ExecutionSelected(Message):
         """The cursor is on an execution."""
 
-        def __init__(self, execution_index: int) -> None:
-            super().__init__()
-            self.execution_index = execution_index
+        execution_index: int
 
+    @dataclass
     class GapSelected(Message):
         """The cursor is on a gap: executions ``begin..end-1`` are not kept."""
 
-        def __init__(self, begin: int, end: int) -> None:
-            super().__init__()
-            self.begin = begin
-            self.end = end
+        begin: int
+        end: int
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)

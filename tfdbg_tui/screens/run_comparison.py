@@ -11,6 +11,7 @@ searches the alignment's arrays). The other panes follow B, as always.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import partial
 
 from textual.binding import Binding
@@ -35,22 +36,20 @@ from tfdbg_tui.text.literal import literal
 DIVERGENCE_KEYS_HINT = "F first, d / D next / previous divergence"
 
 
+@dataclass
 class AlignmentLoaded(Message):
     """Runs A and B aligned: what Graph Execution shows beside B's rows."""
 
-    def __init__(self, comparison: TraceComparison, reader_a: DumpReader, token: int) -> None:
-        super().__init__()
-        self.comparison = comparison
-        self.reader_a = reader_a
-        self.token = token
+    comparison: TraceComparison
+    reader_a: DumpReader
+    token: int
 
 
+@dataclass
 class ComparisonFailed(DumpFailed):
     """Run A could not be opened or aligned; B stays shown alone."""
 
-    def __init__(self, error: DumpError, token: int) -> None:
-        super().__init__(error)
-        self.token = token
+    token: int
 
 
 class RunComparison:
