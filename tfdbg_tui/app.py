@@ -19,11 +19,11 @@ from tfdbg_tui.dialogs.run_picker import RunPickerDialog
 from tfdbg_tui.dump_watcher import ENDED, POLL_INTERVAL_S
 from tfdbg_tui.exit_codes import exit_code_for
 from tfdbg_tui.logdir_watcher import OriginFound, follow_job
+from tfdbg_tui.panes.registry import PANES
 from tfdbg_tui.screens.debugger import DebuggerScreen
 from tfdbg_tui.screens.debugger_results import OpenFailed, ReaderOpened
 from tfdbg_tui.screens.help import HelpScreen
 from tfdbg_tui.text.literal import literal
-from tfdbg_tui.widgets.pane import SECTIONS
 
 
 class DebuggerApp(App[int]):
@@ -139,9 +139,9 @@ class DebuggerApp(App[int]):
         yield from super().get_system_commands(screen)
         if not isinstance(screen, DebuggerScreen):
             return
-        for section in SECTIONS:
-            yield SystemCommand(f"Focus {section.name}", f"Key {section.key}",
-                                lambda w=section.content_id: screen.action_focus_pane(w))
+        for pane in PANES:
+            yield SystemCommand(f"Focus {pane.SECTION.name}", f"Key {pane.SECTION.key}",
+                                lambda w=pane.CONTENT_ID: screen.action_focus_pane(w))
         widget_actions = (
             ("graph-execution", "first_alert", "First alert trace", "Graph Execution: f"),
             ("graph-execution", "toggle_alerts_only", "Toggle alerts-only filter",

@@ -17,7 +17,7 @@ from tfdbg_tui.models.kept_rows import GappedRows
 from tfdbg_tui.text.literal import literal
 from tfdbg_tui.text.step_sparkline import sparkline, step_range
 from tfdbg_tui.widgets.line_list import LineList
-from tfdbg_tui.widgets.pane import Pane
+from tfdbg_tui.widgets.pane import Pane, Section
 
 # The alerts-per-step line is drawn when at least this many cells fit.
 SPARKLINE_MIN_CELLS = 8
@@ -224,4 +224,4 @@ class AlertsPane(Pane):
     """Container of the alert list: border, title, zoomable."""
 
     CONTENT = AlertList
-    CONTENT_ID = "alerts"
+    SECTION = Section("1", "alerts", "Alerts")

@@ -24,7 +24,7 @@ from tfdbg_tui.panes import graph_execution_cells as cells_drawn
 from tfdbg_tui.text.literal import literal
 from tfdbg_tui.text.text_fit import cut_start
 from tfdbg_tui.widgets.line_list import LineList
-from tfdbg_tui.widgets.pane import Pane
+from tfdbg_tui.widgets.pane import Pane, Section
 
 
 class GraphExecutionList(LineList):
@@ -384,4 +384,4 @@ class GraphExecutionPane(Pane):
     """Container of the Graph Execution list: border, title, zoomable."""
 
     CONTENT = GraphExecutionList
-    CONTENT_ID = "graph-execution"
+    SECTION = Section("3", "graph-execution", "Graph Execution")

@@ -23,7 +23,7 @@ from tfdbg_tui.models.context_loader import Neighbour, TraceContext
 from tfdbg_tui.text.literal import literal
 from tfdbg_tui.text.summary_format import summary_text
 from tfdbg_tui.widgets.line_list import LineList
-from tfdbg_tui.widgets.pane import Pane
+from tfdbg_tui.widgets.pane import Pane, Section
 
 # Cells of a history sparkline: few enough to leave room for the words at 80 columns.
 HISTORY_CELLS = 12
@@ -194,4 +194,4 @@ class GraphStructurePane(Pane):
     """Container of the graph structure list: border, title, zoomable."""
 
     CONTENT = GraphStructureList
-    CONTENT_ID = "graph-structure"
+    SECTION = Section("4", "graph-structure", "Graph Structure")

@@ -12,7 +12,7 @@ from textual.message import Message
 from reader.model import Frame
 from tfdbg_tui.text.literal import literal
 from tfdbg_tui.widgets.line_list import LineList
-from tfdbg_tui.widgets.pane import Pane
+from tfdbg_tui.widgets.pane import Pane, Section
 
 
 class StackTraceList(LineList):
@@ -120,4 +120,4 @@ class StackTracePane(Pane):
     """Container of the stack frame list: border, title, zoomable."""
 
     CONTENT = StackTraceList
-    CONTENT_ID = "stack-trace"
+    SECTION = Section("6", "stack-trace", "Stack Trace")

@@ -29,7 +29,7 @@ from tfdbg_tui.text.literal import literal
 from tfdbg_tui.text.rich_literal import literal_text
 from tfdbg_tui.text.summary_format import summary_text
 from tfdbg_tui.widgets.cursor_view import CursorView
-from tfdbg_tui.widgets.pane import Pane
+from tfdbg_tui.widgets.pane import Pane, Section
 
 ROW_CACHE_SIZE = 512
 # The cell that stands for executions not kept.
@@ -307,7 +307,7 @@ class TimelinePane(Pane):
     """The cells above a detail of the selected execution; zoomable."""
 
     CONTENT = TimelineCells
-    CONTENT_ID = "timeline"
+    SECTION = Section("2", "timeline", "Python Execution Timeline")
 
     DEFAULT_CSS = """
     TimelinePane > #timeline-detail { height: auto; max-height: 50%; }

@@ -39,11 +39,12 @@ from tfdbg_tui.models.context_loader import (
 )
 from tfdbg_tui.models.hunt import Opened, open_for_landing, read_hunt
 from tfdbg_tui.models.source_view import SourceView
-from tfdbg_tui.panes.alerts import AlertList, AlertsPane
-from tfdbg_tui.panes.graph_execution import GraphExecutionList, GraphExecutionPane
-from tfdbg_tui.panes.graph_structure import GraphStructureList, GraphStructurePane
+from tfdbg_tui.panes.alerts import AlertList
+from tfdbg_tui.panes.graph_execution import GraphExecutionList
+from tfdbg_tui.panes.graph_structure import GraphStructureList
+from tfdbg_tui.panes.registry import COLUMNS, PANES
 from tfdbg_tui.panes.source_code import SourceCodePane
-from tfdbg_tui.panes.stack_trace import StackTraceList, StackTracePane
+from tfdbg_tui.panes.stack_trace import StackTraceList
 from tfdbg_tui.panes.timeline import TimelineCells, TimelinePane
 from tfdbg_tui.screens.debugger_results import (
     ContextLoaded,
@@ -60,7 +61,6 @@ from tfdbg_tui.text.literal import literal
 from tfdbg_tui.widgets.diagnosis_line import DiagnosisLine
 from tfdbg_tui.widgets.key_footer import KeyFooter
 from tfdbg_tui.widgets.line_list import LineList
-from tfdbg_tui.widgets.pane import SECTIONS
 from tfdbg_tui.widgets.status_line import StatusLine
 
 # How often the status line rechecks a live run that stopped growing (killed runs
@@ -95,9 +95,9 @@ class DebuggerScreen(Screen):
 
     ALERT_KEYS = Binding.Group("Alert", compact=True)
     SCREEN_KEYS = [
-        *(Binding(section.key, f"focus_pane('{section.content_id}')", section.name,
+        *(Binding(pane.SECTION.key, f"focus_pane('{pane.CONTENT_ID}')", pane.SECTION.name,
                   show=False)
-          for section in SECTIONS),
+          for pane in PANES),
         Binding("z", "toggle_zoom", "Zoom"),
         Binding("escape", "unzoom", "Unzoom", show=False),
         Binding("left_square_bracket", "alert_step(-1)", "Prev alert", key_display="[",
@@ -160,14 +160,10 @@ class DebuggerScreen(Screen):
         yield StatusLine(id="status")
         yield DiagnosisLine(id="diagnosis")
         with Horizontal(id="columns"):
-            with Vertical(id="left-column"):
-                yield AlertsPane()
-                yield TimelinePane()
-                yield GraphExecutionPane()
-            with Vertical(id="right-column"):
-                yield GraphStructurePane()
-                yield StackTracePane()
-                yield SourceCodePane()
+            for column_id, column in zip(("left-column", "right-column"), COLUMNS):
+                with Vertical(id=column_id):
+                    for pane in column:
+                        yield pane()
         yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
