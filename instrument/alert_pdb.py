@@ -79,7 +79,7 @@ def _short(value: Any) -> str:
 def culprit_of(run_path: str, error: NonFiniteError) -> Culprit:
     """The culprit of the dump at ``run_path``, read back with `reader`."""
     import reader
-    from reader.analysis.diagnosis import diagnose_cause
+    from reader.analysis.diagnosis.diagnosis import diagnose_cause
     from reader.errors import DumpError
 
     culprit = Culprit(error.op_type, error.tensor_name, error.graph_name, error.step,

@@ -266,7 +266,7 @@ class Execution:
 @dataclass(frozen=True, slots=True)
 class EagerInput:
     """An input tensor of an eager execution and, when on disk, the execution that
-    output it (`reader.analysis.inputs.eager_inputs`)."""
+    output it (`reader.analysis.hunt.inputs.eager_inputs`)."""
 
     tensor_id: int
     producer_index: int | None  # None: made outside any op callback, or left the disk
@@ -309,7 +309,7 @@ class Alert:
     neg_inf: int
     pos_inf: int
     step: int  # the execution index of the top-level call (graph) or the execution itself
-    # Why the value did no harm (`reader.analysis.harm.CONTAINED_REASONS`); None: harmful.
+    # Why the value did no harm (`reader.analysis.hunt.harm.CONTAINED_REASONS`); None: harmful.
     contained: str | None = None
 
     @property
@@ -327,7 +327,7 @@ class Alert:
 
 
 ALERT_TYPES = ("NaN", "±inf", "-inf", "+inf", "inf/NaN")
-# Why a non-finite value did no harm (`reader.analysis.harm`); as codes, a harmful
+# Why a non-finite value did no harm (`reader.analysis.hunt.harm`); as codes, a harmful
 # value is `HARMFUL` and reason i is i + 1.
 CONTAINED_REASONS = ("deliberate", "loss_scale", "discarded")
 HARMFUL = 0
@@ -383,7 +383,7 @@ class AlertSummary:
     total: int
     counts: dict[str, int]
     alerts: list[Alert]
-    # Contained alerts per reason (`reader.analysis.harm`), and how many are harmful.
+    # Contained alerts per reason (`reader.analysis.hunt.harm`), and how many are harmful.
     contained: dict[str, int] = field(default_factory=dict)
     harmful: int | None = None
 

@@ -223,16 +223,89 @@ def test_reader_layers_import_only_downward() -> None:
     assert not upward, "\n".join(upward)
 
 
+# `reader.analysis` by question, bottom to top: the hunt, the trends over it, `DumpReader`
+# (the run with its cached analyses, which calls both), then what asks a `DumpReader`:
+# the diagnosis and the comparison of two runs side by side, and the jobs of several
+# workers. Units on one floor may import each other (no circle: tested above).
+ANALYSIS_FLOORS = (
+    ("reader.analysis.hunt",),
+    ("reader.analysis.trends",),
+    ("reader.analysis.dump_reader",),
+    ("reader.analysis.diagnosis", "reader.analysis.compare"),
+    ("reader.analysis.jobs",),
+)
+
+
+def _floor_of(module: str, floors: tuple[tuple[str, ...], ...]) -> int | None:
+    for rank, units in enumerate(floors):
+        if any(module == unit or module.startswith(unit + ".") for unit in units):
+            return rank
+    return None
+
+
+def upward_imports(graph: dict[str, set[str]], floors: tuple[tuple[str, ...], ...]
+                   ) -> list[str]:
+    """Every import of a module on one of ``floors`` from a module on a lower one."""
+    found = []
+    for module, targets in graph.items():
+        rank = _floor_of(module, floors)
+        if rank is None:
+            continue
+        for target in sorted(targets):
+            target_rank = _floor_of(target, floors)
+            if target_rank is not None and target_rank > rank:
+                found.append(f"{module} imports {target}")
+    return sorted(found)
+
+
+def _unplaced(package: str, floors: tuple[tuple[str, ...], ...]) -> list[str]:
+    """The modules under ``package`` (itself excluded) on none of ``floors``."""
+    return sorted(module for module in import_graph() if module.startswith(package + ".")
+                  and _floor_of(module, floors) is None)
+
+
+def test_upward_imports_finds_an_import_from_below() -> None:
+    graph = {"p.low.a": {"p.high.b"}, "p.high.b": {"p.low.c"}, "p.low.c": set(),
+             "p.side.d": {"p.low.a"}, "p.low.e": {"p.side.d"}}
+    floors = (("p.low",), ("p.high", "p.side"))
+    assert upward_imports(graph, floors) == ["p.low.a imports p.high.b",
+                                             "p.low.e imports p.side.d"]
+
+
+def test_reader_analysis_floors_import_only_downward() -> None:
+    assert not _unplaced("reader.analysis", ANALYSIS_FLOORS), \
+        "place these modules on a floor of ANALYSIS_FLOORS"
+    upward = upward_imports(import_graph(), ANALYSIS_FLOORS)
+    assert not upward, "\n".join(upward)
+
+
 def test_reader_analysis_never_imports_loading() -> None:
     """The analyses read a run through `reader.run`, never the loaders behind it."""
     assert not _imports_from("reader.analysis", import_graph(), ("reader.loading",))
 
 
-def test_tui_models_never_import_widgets() -> None:
-    """`tfdbg_tui.models` is data for the panes: no pane, screen, widget or command."""
-    forbidden = ("tfdbg_tui.panes", "tfdbg_tui.screens", "tfdbg_tui.widgets",
-                 "tfdbg_tui.commands", "tfdbg_tui.app")
-    assert not _imports_from("tfdbg_tui.models", import_graph(), forbidden)
+# `tfdbg_tui`'s floors, bottom to top. The modules at the package's top that hold no
+# widget stand on the models' floor: the base message of a failed read, the exit
+# statuses and the two watcher threads; `cli` dispatches to the commands.
+TUI_FLOORS = (
+    ("tfdbg_tui.text",),
+    ("tfdbg_tui.models", "tfdbg_tui.messages", "tfdbg_tui.exit_codes",
+     "tfdbg_tui.dump_watcher", "tfdbg_tui.logdir_watcher"),
+    ("tfdbg_tui.widgets",),
+    ("tfdbg_tui.dialogs",),
+    ("tfdbg_tui.panes",),
+    ("tfdbg_tui.screens",),
+    ("tfdbg_tui.app",),
+    ("tfdbg_tui.commands", "tfdbg_tui.cli"),
+)
+
+
+def test_tui_floors_import_only_downward() -> None:
+    """text < models < widgets < dialogs < panes < screens < app < commands: a pane
+    opens a dialog, never a screen; `models` never imports a widget."""
+    assert not _unplaced("tfdbg_tui", TUI_FLOORS), "place these modules on a floor of TUI_FLOORS"
+    upward = upward_imports(import_graph(), TUI_FLOORS)
+    assert not upward, "\n".join(upward)
 
 
 def test_instrument_dump_never_imports_tensorflow() -> None:

@@ -15,15 +15,15 @@ from textual.worker import get_current_worker
 from reader.errors import DumpError
 from reader.model import RunInfo
 from reader.run.run_dir import list_runs
+from tfdbg_tui.dialogs.run_picker import RunPickerDialog
 from tfdbg_tui.dump_watcher import ENDED, POLL_INTERVAL_S
 from tfdbg_tui.exit_codes import exit_code_for
 from tfdbg_tui.logdir_watcher import OriginFound, follow_job
+from tfdbg_tui.panes.registry import PANES
 from tfdbg_tui.screens.debugger import DebuggerScreen
 from tfdbg_tui.screens.debugger_results import OpenFailed, ReaderOpened
 from tfdbg_tui.screens.help import HelpScreen
-from tfdbg_tui.screens.run_picker import RunPickerScreen
 from tfdbg_tui.text.literal import literal
-from tfdbg_tui.widgets.pane import SECTIONS
 
 
 class DebuggerApp(App[int]):
@@ -33,7 +33,7 @@ class DebuggerApp(App[int]):
         logdir: The logdir to open.
         runs: Its runs, oldest first (from `reader.list_runs`); empty with ``wait``.
         run_id: The run to show first; None lands where
-            `reader.analysis.workers.open_landing_run` says (the newest run, or a
+            `reader.analysis.jobs.open_landing_run` says (the newest run, or a
             multi-worker job's worker that went non-finite first), and follows a live
             job until that worker is known.
         poll_interval_s: Seconds between live-update polls of a growing dump.
@@ -139,9 +139,9 @@ class DebuggerApp(App[int]):
         yield from super().get_system_commands(screen)
         if not isinstance(screen, DebuggerScreen):
             return
-        for section in SECTIONS:
-            yield SystemCommand(f"Focus {section.name}", f"Key {section.key}",
-                                lambda w=section.content_id: screen.action_focus_pane(w))
+        for pane in PANES:
+            yield SystemCommand(f"Focus {pane.SECTION.name}", f"Key {pane.SECTION.key}",
+                                lambda w=pane.CONTENT_ID: screen.action_focus_pane(w))
         widget_actions = (
             ("graph-execution", "first_alert", "First alert trace", "Graph Execution: f"),
             ("graph-execution", "toggle_alerts_only", "Toggle alerts-only filter",
@@ -199,7 +199,7 @@ class DebuggerApp(App[int]):
             self.notify("this logdir holds one run" if self.runs else "no run in this logdir yet")
             return
         current = self.screen.run_id if isinstance(self.screen, DebuggerScreen) else None
-        self.push_screen(RunPickerScreen(self.runs, current), self._run_picked)
+        self.push_screen(RunPickerDialog(self.runs, current), self._run_picked)
 
     def _run_picked(self, run_id: str | None) -> None:
         if run_id is None:

@@ -8,6 +8,7 @@ found gone (killed: nothing more will be written).
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 
 from textual.message import Message
 from textual.message_pump import MessagePump
@@ -24,16 +25,15 @@ POLL_INTERVAL_S = 1.0
 ENDED = liveness.ENDED
 
 
+@dataclass
 class DumpChanged(Message):
     """The dump grew (or was found damaged, or its run ended) since the last poll.
 
     `state` is the run's `reader.run.liveness` state.
     """
 
-    def __init__(self, report: UpdateReport, state: str) -> None:
-        super().__init__()
-        self.report = report
-        self.state = state
+    report: UpdateReport
+    state: str
 
     @property
     def finished(self) -> bool:

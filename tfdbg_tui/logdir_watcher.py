@@ -10,11 +10,12 @@ at once when their worker is cancelled.
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 
 from textual.message import Message
 from textual.message_pump import MessagePump
 
-from reader.analysis.workers import JobWorkers, WorkerRun, origin_worker
+from reader.analysis.jobs import JobWorkers, WorkerRun, origin_worker
 from reader.errors import DamagedDumpError, DumpError, NoRunsError, NoRunsYetError
 from reader.model import RunInfo
 from reader.run.run_dir import list_runs
@@ -26,13 +27,12 @@ from tfdbg_tui.models.hunt import Opened, open_for_landing
 FAILED_TRIES = 3
 
 
+@dataclass
 class OriginFound(Message):
     """A multi-worker job's worker that went non-finite first is known
-    (`reader.analysis.workers.origin_worker`)."""
+    (`reader.analysis.jobs.origin_worker`)."""
 
-    def __init__(self, worker: WorkerRun) -> None:
-        super().__init__()
-        self.worker = worker
+    worker: WorkerRun
 
 
 def wait_for_run(logdir: str, run_id: str | None, interval_s: float,
@@ -67,7 +67,7 @@ def wait_for_run(logdir: str, run_id: str | None, interval_s: float,
 def follow_job(logdir: str, cluster: str, target: MessagePump, interval_s: float,
                cancelled: threading.Event) -> None:
     """Rank the runs of the job ``cluster`` in ``logdir`` every ``interval_s``
-    (`reader.analysis.workers.JobWorkers`) until the worker that went non-finite first
+    (`reader.analysis.jobs.JobWorkers`) until the worker that went non-finite first
     is known, then post `OriginFound` to ``target``. Ends without a word when every
     run of the job ended with no origin, when the logdir cannot be listed `FAILED_TRIES`
     polls in a row (the open run's own watcher reports its failures), or when

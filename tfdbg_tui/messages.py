@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from textual.message import Message
 
 from reader.errors import DumpError
 
 
+@dataclass
 class DumpFailed(Message):
     """A read of the dump raised `error`; subclasses say which read, and so who handles it.
 
@@ -14,6 +17,4 @@ class DumpFailed(Message):
     subclass never sees another's.
     """
 
-    def __init__(self, error: DumpError) -> None:
-        super().__init__()
-        self.error = error
+    error: DumpError

@@ -2,7 +2,7 @@
 
 An op created inside a layer's call carries that layer's path (Keras 3's
 ``Layer.path``, ``"sequential/dense_1"``; the layer's ``name`` in Keras 2), which the
-reader shows as the op's place in the model (`reader.analysis.model_place`). Name
+reader shows as the op's place in the model (`reader.analysis.hunt.model_place`). Name
 scopes tell it only roughly: TensorFlow makes a scope unique within a graph by adding
 ``_1``, ``_2``... when a layer is called again in it.
 """

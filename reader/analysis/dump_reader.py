@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 
-from reader.analysis.alerts import AlertBuilder, collect_alerts, first_harmful
-from reader.analysis.harm import HarmVerdict, classify
-from reader.analysis.model_place import Place, PlaceFinder
-from reader.analysis.root_cause import find_root_cause
-from reader.analysis.steps import Steps
-from reader.analysis.trends import Trends, compute_trends
+from reader.analysis.hunt.alerts import AlertBuilder, collect_alerts, first_harmful
+from reader.analysis.hunt.harm import HarmVerdict, classify
+from reader.analysis.hunt.model_place import Place, PlaceFinder
+from reader.analysis.hunt.root_cause import find_root_cause
+from reader.analysis.hunt.steps import Steps
+from reader.analysis.trends import watch_rules
+from reader.analysis.trends.trends import Trends, compute_trends
 from reader.model import Alert, AlertSummary, RootCause
 from reader.run.indexed_run import IndexedRun
 
@@ -31,14 +32,14 @@ class DumpReader(IndexedRun):
 
     def place(self, alert: Alert) -> Place:
         """Where in the model an alert's tensor was made: phase, Keras layer, library
-        frame (`reader.analysis.model_place`)."""
+        frame (`reader.analysis.hunt.model_place`)."""
         with self._lock:
             if self._places is None:
                 self._places = PlaceFinder(self)
             return self._places.of_alert(alert)
 
     def harm(self) -> HarmVerdict:
-        """Every alert, contained (with its reason) or harmful (`reader.analysis.harm`)."""
+        """Every alert, contained (with its reason) or harmful (`reader.analysis.hunt.harm`)."""
         return self._harm()[0]
 
     def _harm(self) -> tuple[HarmVerdict, Alert | None]:
@@ -75,7 +76,7 @@ class DumpReader(IndexedRun):
         return self._harm()[1]
 
     def steps(self) -> Steps:
-        """The run's steps, alerts per step and gaps (`reader.analysis.steps`); cached."""
+        """The run's steps, alerts per step and gaps (`reader.analysis.hunt.steps`); cached."""
         with self._lock:
             key = self._state_key()
             if self._steps_cache is None or self._steps_cache[0] != key:
@@ -84,7 +85,7 @@ class DumpReader(IndexedRun):
 
     def trends(self) -> Trends:
         """Per layer and step: gradient, update, weight norms and activation magnitudes
-        (`reader.analysis.trends`); cached until the dump changes."""
+        (`reader.analysis.trends.trends`); cached until the dump changes."""
         with self._lock:
             key = self._state_key()
             if self._trends_cache is None or self._trends_cache[0] != key:
@@ -92,6 +93,14 @@ class DumpReader(IndexedRun):
                 self._trends_cache = (key, compute_trends(self, steps.of_executions,
                                                           steps.has_steps))
             return self._trends_cache[1]
+
+    def watch(self, config: dict[str, dict[str, float]] | None = None
+              ) -> watch_rules.WatchReport:
+        """The watch rules' hits over the trends, the first anomaly and its lead on the
+        first harmful value (`reader.analysis.trends.watch_rules`; ``config``: each rule's
+        parameters, from `parse_rule_specs`; None: the defaults). Not cached."""
+        return watch_rules.watch(self, self.trends(), self.harm(), self.steps(),
+                                 self.first_alert(), config)
 
     def root_cause(self, alert: Alert | None = None) -> RootCause | None:
         """The op that made the first harmful tensor (or ``alert``'s), walked back

@@ -27,7 +27,7 @@ from tests.benchmarks.bench_root_cause import CULPRIT, write_dump
 
 def measure(executions: int) -> dict:
     import reader
-    from reader.analysis.diff import align_runs, compare_runs
+    from reader.analysis.compare.diff import align_runs, compare_runs
 
     workdir = tempfile.mkdtemp(prefix="bench_diff_")
     try:

@@ -9,7 +9,7 @@ call every 50th execution whose 50 graph traces (one each of 50 ops) ran in it, 
 1M executions come with about 1M traces. Every call has an attention mask written as
 -inf (``mask/Const``, carried on by ``mask/Select`` into a finite ``Softmax``): two
 contained (deliberate) alerts per call from the first, 40,000 at 1M, which the harm
-classification (`reader.analysis.harm`) must see past. The first harmful NaN is a
+classification (`reader.analysis.hunt.harm`) must see past. The first harmful NaN is a
 graph trace of the op ``culprit/Log`` three fifths of the way in; the program then
 keeps going NaN, as real runs do (every later call alerts), so the alerts and root
 cause have work to do.

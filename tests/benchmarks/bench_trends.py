@@ -7,7 +7,7 @@ steps, `tests.synthetic_trends`, no TensorFlow).
 - open: `reader.open_run` (indexing the dump);
 - trends: `DumpReader.trends()`, the roll-ups by layer and step, the first time (the
   roles of the graph's ops, then numpy over the traces);
-- rules: `watch_rules.watch` on the cached trends (every rule, the alerts' harm
+- rules: `DumpReader.watch()` on the cached trends (every rule, the alerts' harm
   verdict it needs for the first harmful step and the loss scale);
 - trends again: the cached call;
 - app to Trends: from creating the app (120x40, headless) to the Trends screen's
@@ -23,7 +23,6 @@ import time
 import pytest
 
 import reader
-from reader.analysis.watch_rules import watch
 from tests.synthetic_trends import TRACES_PER_LAYER, write_trends_dump
 from tests.tui.tui_helpers import make_app, screen_text
 
@@ -47,7 +46,7 @@ def measure_reader(logdir: str) -> dict[str, float]:
         trends = dump.trends()
         results["trends"] = time.perf_counter() - start
         start = time.perf_counter()
-        report = watch(dump)
+        report = dump.watch()
         results["rules"] = time.perf_counter() - start
         start = time.perf_counter()
         dump.trends()

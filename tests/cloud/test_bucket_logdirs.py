@@ -18,7 +18,7 @@ import pytest
 import reader
 from reader import format as fmt
 from reader import object_store
-from reader.analysis.workers import first_nonfinite_workers
+from reader.analysis.jobs import first_nonfinite_workers
 from reader.run import liveness
 from tests.cloud.conftest import credentials_refused
 from tests.synthetic import FINITE, NAN, add_step, make_run

@@ -38,8 +38,8 @@ def test_the_app_started_before_a_job_in_a_bucket_lands_on_the_first_non_finite_
 async def _follow_the_job(s3_server, bucket) -> None:
     from textual.widgets import OptionList
 
+    from tfdbg_tui.dialogs.run_picker import RunPickerDialog
     from tfdbg_tui.screens.debugger import DebuggerScreen
-    from tfdbg_tui.screens.run_picker import RunPickerScreen
 
     logdir = f"{bucket}/job"
     ports = [str(p) for p in free_ports(2)]
@@ -97,7 +97,7 @@ async def _follow_the_job(s3_server, bucket) -> None:
                 assert worker.returncode == 0, output(i)
             # The run picker marks the same worker.
             await pilot.press("r")
-            await wait_for(pilot, lambda: isinstance(app.screen, RunPickerScreen),
+            await wait_for(pilot, lambda: isinstance(app.screen, RunPickerDialog),
                            what="the picker")
             marked = lambda: [line for line in screen_text(app).splitlines()  # noqa: E731
                               if "worker" in line and "first non-finite" in line]

@@ -13,11 +13,11 @@ import pytest
 
 import reader
 from instrument.api import distributed_task
-from reader.analysis.diagnosis import diagnose_cause
-from reader.analysis.workers import first_nonfinite_workers
+from reader.analysis.diagnosis.diagnosis import diagnose_cause
+from reader.analysis.jobs import first_nonfinite_workers
 from tests.program_runs import PROGRAM_TIMEOUT_S, PROGRAMS, free_ports, line_of, program_env
 from tfdbg_tui.commands.report import main as report_main
-from tfdbg_tui.screens.run_picker import run_label
+from tfdbg_tui.dialogs.run_picker import run_label
 
 PROGRAM = PROGRAMS / "multi_worker.py"
 
@@ -109,11 +109,11 @@ def test_the_run_picker_marks_the_worker_that_went_non_finite_first(job):
 
 async def _pick_in_the_tui(logdir, runs) -> None:
     from tests.tui.tui_helpers import hunted_app, screen_text, wait_for
-    from tfdbg_tui.screens.run_picker import RunPickerScreen
+    from tfdbg_tui.dialogs.run_picker import RunPickerDialog
 
     async with hunted_app(logdir, (120, 30), run_id=runs["worker 0"].run_id) as (app, pilot):
         await pilot.press("r")
-        await wait_for(pilot, lambda: isinstance(app.screen, RunPickerScreen), what="picker")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunPickerDialog), what="picker")
         rows = lambda: [line for line in screen_text(app).splitlines()  # noqa: E731
                         if "worker" in line and "first non-finite" in line]
         await wait_for(pilot, lambda: rows(), what="the first worker marked")

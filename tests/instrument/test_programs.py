@@ -11,7 +11,7 @@ import pytest
 
 import reader
 from reader import format as fmt
-from reader.analysis.diagnosis import diagnose_alert
+from reader.analysis.diagnosis.diagnosis import diagnose_alert
 from reader.values import decode_value
 from tests.instrument.conftest import run_program
 from tests.instrument.dump_loader import decode_file, load_run, load_single_run, run_dirs

@@ -8,7 +8,7 @@ import pytest
 
 import reader
 from reader import format as fmt
-from reader.analysis.diagnosis import diagnose_cause
+from reader.analysis.diagnosis.diagnosis import diagnose_cause
 from tests.instrument.conftest import run_program
 from tests.program_runs import PROGRAMS, line_of
 

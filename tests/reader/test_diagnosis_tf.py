@@ -14,7 +14,12 @@ import sys
 import pytest
 
 import reader
-from reader.analysis.diagnosis import PATTERNS, SUGGESTIONS, diagnose_alert, diagnose_cause
+from reader.analysis.diagnosis.diagnosis import (
+    PATTERNS,
+    SUGGESTIONS,
+    diagnose_alert,
+    diagnose_cause,
+)
 from tests.reader.conftest import HARM_PATTERN_CASES, PATTERN_CASES, PATTERN_RUNS, TF_PROGRAMS
 from tfdbg_tui.commands.report import main as report_main
 
@@ -53,8 +58,8 @@ def test_diagnosis_names_pattern_op_and_expression(pattern_dumps, case):
             assert f"`{expression}`" in diagnosis.explanation
         else:
             assert local.frame.column is None and expression not in diagnosis.explanation
-        # The training patterns (reader.analysis.training_patterns) word their own fix,
-        # and so does an input whose source is known (reader.analysis.input_source).
+        # The training patterns (reader.analysis.diagnosis.training_patterns) word their own fix,
+        # and so does an input whose source is known (reader.analysis.diagnosis.input_source).
         expected = diagnosis.source.suggestion if diagnosis.source else \
             SUGGESTIONS.get(pattern, diagnosis.suggestion)
         assert diagnosis.suggestion == expected

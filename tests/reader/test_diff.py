@@ -1,5 +1,5 @@
-"""Comparing two runs (`reader.analysis.diff`, `tfdbg-tui diff`) on real TensorFlow run pairs:
-float32 against float16, a one-line change, a run against itself, modes that differ."""
+"""Comparing two runs (`reader.analysis.compare.diff`, `tfdbg-tui diff`) on real TensorFlow run
+pairs: float32 against float16, a one-line change, a run against itself, modes that differ."""
 
 from __future__ import annotations
 
@@ -13,7 +13,15 @@ from pathlib import Path
 import pytest
 
 import reader
-from reader.analysis.diff import COUNTS, EAGER, FINITENESS, GRAPH, STATS, VALUES, compare_runs
+from reader.analysis.compare.diff import (
+    COUNTS,
+    EAGER,
+    FINITENESS,
+    GRAPH,
+    STATS,
+    VALUES,
+    compare_runs,
+)
 from tfdbg_tui.commands.diff_report import main as diff_main
 from tfdbg_tui.exit_codes import EXIT_NO_DUMP, EXIT_OK, EXIT_USAGE
 
@@ -199,7 +207,7 @@ def test_the_console_script_runs_diff(runs):
 # -- the alignment the TUI browses (`align_runs`) ------------------------------------------
 
 def test_align_runs_maps_b_traces_to_a_and_lists_the_divergences(runs):
-    from reader.analysis.diff import align_runs
+    from reader.analysis.compare.diff import align_runs
 
     with reader.open_run(str(runs / "FULL_HEALTH" / "base")) as a, \
             reader.open_run(str(runs / "FULL_HEALTH" / "float16")) as b:
@@ -230,7 +238,7 @@ def test_align_runs_maps_b_traces_to_a_and_lists_the_divergences(runs):
 
 
 def test_align_runs_of_a_run_with_itself_is_the_identity(runs):
-    from reader.analysis.diff import align_runs
+    from reader.analysis.compare.diff import align_runs
 
     with reader.open_run(str(runs / "FULL_TENSOR" / "base")) as a, \
             reader.open_run(str(runs / "FULL_TENSOR" / "base")) as b:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reader.analysis.expressions import expression_text, line_span
+from reader.analysis.diagnosis.expressions import expression_text, line_span
 from reader.model import Frame
 
 

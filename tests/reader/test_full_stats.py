@@ -1,5 +1,5 @@
 """FULL_STATS summaries in the reader: the statistics read back, the diagnosis uses them
-(an Exp input above ln(float32 max)), and `reader.analysis.diff` compares them."""
+(an Exp input above ln(float32 max)), and `reader.analysis.compare.diff` compares them."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from instrument.dump.writer import DumpWriter
 from reader import DumpReader
 from reader import format as fmt
-from reader.analysis.diagnosis import diagnose_cause
-from reader.analysis.diff import FINITENESS, STATS, compare_runs
+from reader.analysis.compare.diff import FINITENESS, STATS, compare_runs
+from reader.analysis.diagnosis.diagnosis import diagnose_cause
 from tests.synthetic import FLOAT32, stats_row, write_exp_overflow_run
 
 

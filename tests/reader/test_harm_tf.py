@@ -16,9 +16,9 @@ import re
 import pytest
 
 import reader
-from reader.analysis.diagnosis import diagnose_alert, diagnose_cause
-from reader.analysis.harm import LOSS_SCALE_COLLAPSE_STEPS
-from reader.analysis.verdict import healthy_verdict
+from reader.analysis.diagnosis.diagnosis import diagnose_alert, diagnose_cause
+from reader.analysis.diagnosis.verdict import healthy_verdict
+from reader.analysis.hunt.harm import LOSS_SCALE_COLLAPSE_STEPS
 from tests.reader.conftest import TF_PROGRAMS
 from tfdbg_tui.commands.report import main as report_main
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 
 import reader
-from reader.analysis.diagnosis import diagnose_cause
-from reader.analysis.verdict import healthy_verdict
+from reader.analysis.diagnosis.diagnosis import diagnose_cause
+from reader.analysis.diagnosis.verdict import healthy_verdict
 from reader.model import DUMPER_TENSORFLOW
 
 

@@ -1,5 +1,5 @@
-"""The culprit's history (`reader.analysis.history`): on a real TensorFlow run whose log(0)
-starts after 250 good steps, and its wording on hand-made histories."""
+"""The culprit's history (`reader.analysis.diagnosis.history`): on a real TensorFlow run whose
+log(0) starts after 250 good steps, and its wording on hand-made histories."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 import reader
 from reader import format as fmt
-from reader.analysis.history import TensorHistory, step_axis, tensor_history
+from reader.analysis.diagnosis.history import TensorHistory, step_axis, tensor_history
 from tests.synthetic import FINITE, NAN, NEG_INF, add_step, make_run
 
 # tests/programs/patterns.py, case late_log: 300 steps, log(0) from step 250 on.

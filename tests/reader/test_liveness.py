@@ -87,7 +87,7 @@ def test_state_of():
 def test_a_run_without_alerts_is_clean_only_when_it_finished(tmp_path, state, says):
     """A job killed while it hung (a deadlocked collective) has no NaN because it
     never got further: it must not read as a clean run."""
-    from reader.analysis.verdict import no_alert_statement
+    from reader.analysis.diagnosis.verdict import no_alert_statement
     from tests.synthetic import add_step, health_row, make_run
 
     run = make_run(tmp_path)

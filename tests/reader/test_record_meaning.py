@@ -9,7 +9,7 @@ import numpy as np
 
 from reader import DumpReader
 from reader import format as fmt
-from reader.analysis.inputs import eager_inputs, input_trace
+from reader.analysis.hunt.inputs import eager_inputs, input_trace
 from reader.index.definitions import is_library_file
 from reader.index.trace_search import compile_search
 from tests.synthetic import FINITE, NEG_INF, add_step, make_run

@@ -1,5 +1,5 @@
-"""`reader.analysis.tensor_alignment`: keys packed into one int64 when they fit, and the same
-alignment as the structured keys when they do not."""
+"""`reader.analysis.compare.tensor_alignment`: keys packed into one int64 when they fit, and the
+same alignment as the structured keys when they do not."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from reader import format as fmt
-from reader.analysis.tensor_alignment import KEY_DTYPE, TensorKeys, align
+from reader.analysis.compare.tensor_alignment import KEY_DTYPE, TensorKeys, align
 
 
 def _keys(rows) -> TensorKeys:

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import reader
-from reader.analysis.trend_roles import LOSS_SCALE_ROW
-from reader.analysis.watch_rules import skipped_steps, watch
+from reader.analysis.trends.trend_roles import LOSS_SCALE_ROW
+from reader.analysis.trends.watch_rules import skipped_steps
 from tfdbg_tui.commands import report
 
 MIXED = ["mixed_fit", "mixed_loop", "mixed_fit_health"]
@@ -64,14 +64,14 @@ def test_loss_scale_per_step_is_keras_dynamic_scale(trend_dumps, facts, case):
                                  fact["steps"])
         assert scale.tolist() == expected
         assert any(b == 2 * a for a, b in zip(expected, expected[1:]))  # it grew, too
-        assert skipped_steps(dump, trends) == sorted(skipped)
-        hits = [hit for hit in watch(dump).hits if hit.rule == "loss_scale"]
+        assert skipped_steps(trends, dump.harm()) == sorted(skipped)
+        hits = [hit for hit in dump.watch().hits if hit.rule == "loss_scale"]
         assert [(hit.step, hit.value) for hit in hits] == [
             (step, expected[step]) for step in sorted(skipped)]
         # A healthy fit under the scaler: its skipped steps are the only hits. The
         # scaled gradients near float16's limit are the scaler's probe, not a warning
         # (before they were exempt, 7 of them fired float16_headroom here).
-        assert watch(dump).hits == tuple(hits)
+        assert dump.watch().hits == tuple(hits)
         # Only the loss scale's row has a scale; it has no gradient.
         layers = [r for r, name in enumerate(trends.rows) if name != LOSS_SCALE_ROW]
         assert np.isnan(trends.series["loss_scale"][layers]).all()
@@ -149,7 +149,7 @@ def test_full_health_fit_explodes_at_the_raised_rate(trend_dumps, facts):
     raised, as the update norm does in FULL_STATS: the same first anomaly and lead."""
     with _open(trend_dumps, "lr_raised_health") as health, \
             _open(trend_dumps, "lr_raised") as stats:
-        first, same = watch(health), watch(stats)
+        first, same = health.watch(), stats.watch()
         assert first.first_anomaly is not None and first.first_anomaly.rule == "exploding"
         assert first.first_anomaly.step == facts["lr_raised_health"]["raise_step"]
         assert (first.first_anomaly.step, first.lead_steps) == (
@@ -186,7 +186,7 @@ def test_diverging_loop_full_health_shows_the_growth(harm_dumps):
         np.testing.assert_allclose(weight[finite], np.array(expected)[finite], rtol=1e-3)
         both = np.isfinite(gradient) & np.isfinite(update)
         np.testing.assert_allclose(update[both], DIVERGE_RATE * gradient[both], rtol=1e-6)
-        watched = watch(dump)
+        watched = dump.watch()
         first = watched.first_anomaly
         assert first is not None and first.rule == "exploding" and first.tensor == trends.rows[0]
         assert watched.first_harmful_step is not None

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import reader
-from reader.analysis.watch_rules import parse_rule_specs, watch
+from reader.analysis.trends.watch_rules import parse_rule_specs
 from tfdbg_tui.commands import report
 
 HIT_FIELDS = {"rule", "step", "layer", "tensor", "value", "baseline"}
@@ -41,7 +41,7 @@ def test_raised_learning_rate_explodes_steps_before_the_nan(trend_dumps, facts):
     """The exploding rule fires at the step the rate was raised (the update norm jumps
     with it), before the first harmful NaN; the lead time is the steps between."""
     with _open(trend_dumps, "lr_raised") as dump:
-        watched = watch(dump)
+        watched = dump.watch()
         harmful = dump.steps().first_alert_step
         first = watched.first_anomaly
         assert harmful is not None and first is not None
@@ -83,13 +83,13 @@ def test_dead_relus_are_vanishing(trend_dumps):
         assert trends.zero_gradients[dead].all()
         assert np.all(trends.relu_zero_share[dead] == 1.0)
         assert not trends.zero_gradients[1 - dead].any()
-        watched = watch(dump)
+        watched = dump.watch()
         assert {hit.rule for hit in watched.hits} == {"vanishing"}
         assert {hit.layer for hit in watched.hits} == {trends.rows[dead]}
         assert sorted(hit.value for hit in watched.hits) == [0.0, 1.0]
         # n steps in a row: the hit is at the n-th step of zeros.
         assert watched.first_anomaly.step == int(trends.steps[2])
-        assert watch(dump, parse_rule_specs(["vanishing:n=5"])).first_anomaly.step == \
+        assert dump.watch(parse_rule_specs(["vanishing:n=5"])).first_anomaly.step == \
             int(trends.steps[4])
         assert dump.first_alert() is None and dump.alerts().total == 0
 
@@ -103,7 +103,7 @@ def test_dead_relus_in_full_health_from_the_zero_counts(trend_dumps):
         assert np.isnan(dump.trends().series["gradient_norm"]).all()
         def hits(run):  # the model's name differs between the two fits: its layer's
             return [(h.rule, h.step, h.layer.rsplit("/", 1)[1], h.value, h.baseline)
-                    for h in watch(run).hits]
+                    for h in run.watch().hits]
 
         assert hits(dump) == hits(stats) and hits(dump)
 
@@ -115,7 +115,7 @@ def test_float16_close_to_its_limit(trend_dumps, facts):
     big = facts["float16_headroom"]
     expected = big["kernel"] * big["input"] * big["inputs"]
     with _open(trend_dumps, "float16_headroom") as dump:
-        watched = watch(dump)
+        watched = dump.watch()
         headroom = [hit for hit in watched.hits if hit.rule == "float16_headroom"]
         assert [hit.value for hit in headroom] == [expected]
         assert headroom[0].baseline == 65504.0
@@ -125,7 +125,7 @@ def test_float16_close_to_its_limit(trend_dumps, facts):
             "/big")
         skipped = [hit.step for hit in watched.hits if hit.rule == "loss_scale"]
         assert skipped == list(dump.harm().skipped_step_numbers) and skipped
-        assert watch(dump, parse_rule_specs(["float16_headroom:factor=1.5"])).hits == tuple(
+        assert dump.watch(parse_rule_specs(["float16_headroom:factor=1.5"])).hits == tuple(
             hit for hit in watched.hits if hit.rule == "loss_scale")
         data = _report_json(trend_dumps, "float16_headroom")
         assert data["first_alert"] is None
@@ -137,7 +137,7 @@ def test_healthy_fit_fires_no_rule(trend_dumps):
     with _open(trend_dumps, "healthy") as dump:
         trends = dump.trends()
         assert np.isfinite(trends.series["gradient_norm"]).all()
-        assert watch(dump).hits == ()
+        assert dump.watch().hits == ()
     data = _report_json(trend_dumps, "healthy")
     assert (data["rules"], data["first_anomaly"], data["lead_steps"]) == ([], None, None)
 
@@ -169,7 +169,7 @@ def test_adam_slot_norms_are_the_moments_the_step_reads(trend_dumps, facts):
             np.testing.assert_allclose(trends.series["slot_norm"][slot_rows[name]],
                                        [0.0, *norms], rtol=1e-5, atol=1e-7)
             assert not trends.row_is_layer[slot_rows[name]]
-        assert watch(dump).hits == ()
+        assert dump.watch().hits == ()
 
 
 def test_a_custom_loops_variables_are_rows_named_as_the_program_names_them(trend_dumps,

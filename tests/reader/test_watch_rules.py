@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import reader
-from reader.analysis.watch_rules import RuleSpecError, parse_rule_specs, watch
+from reader.analysis.trends.watch_rules import RuleSpecError, parse_rule_specs
 from tests.synthetic_trends import LEARNING_RATE, write_trends_dump
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -45,14 +45,14 @@ def test_norms_by_layer_are_the_written_norms(trends_run):
 
 def test_exploding_fires_at_the_jump_with_its_lead_time(trends_run):
     with reader.open_run(trends_run, None) as dump:
-        watched = watch(dump)
+        watched = dump.watch()
         assert watched.first_anomaly.rule == "exploding"
         assert watched.first_anomaly.step == 6
         assert watched.first_harmful_step == 9 and watched.lead_steps == 3
         # One hit per run of firing steps and series, not one per step.
         assert len(watched.hits) == 6 and {hit.step for hit in watched.hits} == {6}
         # Step 6 is 100x its median, step 7 10,000x: k=1000 fires a step later.
-        later = watch(dump, parse_rule_specs(["exploding:k=1000"]))
+        later = dump.watch(parse_rule_specs(["exploding:k=1000"]))
         assert later.first_anomaly.step == 7 and later.lead_steps == 2
 
 

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 import reader
-from reader.analysis.diff import align_runs
+from reader.analysis.compare.diff import align_runs
 from tests.tui.tui_helpers import make_app, screen_text, wait_for
+from tfdbg_tui.dialogs.prompt import PromptDialog
+from tfdbg_tui.dialogs.run_picker import RunPickerDialog
 from tfdbg_tui.exit_codes import EXIT_NO_DUMP
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
-from tfdbg_tui.screens.prompt import PromptScreen
-from tfdbg_tui.screens.run_picker import RunPickerScreen
 
 REPO = Path(__file__).resolve().parents[2]
 PROGRAM = REPO / "tests" / "programs" / "diff_pair.py"
@@ -40,7 +40,7 @@ def run_pair(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def alignment(run_pair):
-    """`reader.analysis.diff.align_runs(base, float16)`: what the app should show."""
+    """`reader.analysis.compare.diff.align_runs(base, float16)`: what the app should show."""
     with reader.open_run(run_pair / "base") as a, reader.open_run(run_pair / "float16") as b:
         return align_runs(a, b)
 
@@ -162,13 +162,13 @@ async def test_c_compares_with_a_run_given_by_path(run_pair, alignment):
                        what="the hunt")
         assert not compared(app.screen)
         await pilot.press("c")
-        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen), what="the prompt")
+        await wait_for(pilot, lambda: isinstance(app.screen, PromptDialog), what="the prompt")
         await pilot.press(*str(run_pair / "nowhere"), "enter")
         await wait_for(pilot, lambda: "Could not compare" in screen_text(app),
                        what="the error notice")
         assert not compared(app.screen) and app.screen.comparison.path is None
         await pilot.press("c")
-        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen), what="the prompt")
+        await wait_for(pilot, lambda: isinstance(app.screen, PromptDialog), what="the prompt")
         await pilot.press(*str(run_pair / "base"), "enter")
         await wait_for_comparison(pilot)
         graph_list = app.screen.query_one(GraphExecutionList)
@@ -189,7 +189,7 @@ async def test_c_picks_another_run_of_the_logdir(run_pair, alignment, tmp_path):
         await wait_for(pilot, lambda: getattr(app.screen, "root_cause", None) is not None,
                        what="the hunt")
         await pilot.press("c")
-        await wait_for(pilot, lambda: isinstance(app.screen, RunPickerScreen),
+        await wait_for(pilot, lambda: isinstance(app.screen, RunPickerDialog),
                        what="the run picker")
         assert "Compare with which run" in screen_text(app)
         assert [run.run_id for run in app.screen.runs] == \

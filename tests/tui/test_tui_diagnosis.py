@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 
 from tests.tui.tui_helpers import hunted_app, screen_text, wait_for
+from tfdbg_tui.dialogs.text_dialog import TextDialog
 from tfdbg_tui.panes.graph_structure import GraphStructureList
 from tfdbg_tui.panes.stack_trace import StackTraceList
-from tfdbg_tui.screens.diagnosis import DiagnosisScreen
 from tfdbg_tui.widgets.diagnosis_line import DiagnosisLine
 
 
@@ -42,21 +42,21 @@ async def test_e_shows_the_whole_diagnosis_and_closes(nan_logdir):
         line = app.screen.query_one(DiagnosisLine)
         await wait_for(pilot, lambda: line.diagnosis is not None, what="the diagnosis")
         await pilot.press("e")
-        await wait_for(pilot, lambda: isinstance(app.screen, DiagnosisScreen), what="modal")
+        await wait_for(pilot, lambda: isinstance(app.screen, TextDialog), what="modal")
         await wait_for(pilot, lambda: "Evidence:" in screen_text(app), what="evidence")
         text = " ".join(screen_text(app).split())
         assert "log(0) = -inf." in text and "Fix: clip the input away from zero" in text
         assert "1 zero, 999 positive" in text and "pattern: log_of_nonpositive" in text
         assert "Log Log:0, graph #9, step 3" in text
         await pilot.press("escape")
-        await wait_for(pilot, lambda: not isinstance(app.screen, DiagnosisScreen),
+        await wait_for(pilot, lambda: not isinstance(app.screen, TextDialog),
                        what="closed")
         # A click on the line opens it too.
         await pilot.click(DiagnosisLine)
-        await wait_for(pilot, lambda: isinstance(app.screen, DiagnosisScreen),
+        await wait_for(pilot, lambda: isinstance(app.screen, TextDialog),
                        what="modal on click")
         await pilot.press("e")
-        await wait_for(pilot, lambda: not isinstance(app.screen, DiagnosisScreen),
+        await wait_for(pilot, lambda: not isinstance(app.screen, TextDialog),
                        what="closed by e")
 
 

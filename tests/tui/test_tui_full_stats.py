@@ -8,8 +8,8 @@ import pytest
 
 from tests.synthetic import write_exp_overflow_run
 from tests.tui.tui_helpers import hunted_app, screen_text, wait_for
+from tfdbg_tui.dialogs.text_dialog import TextDialog
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
-from tfdbg_tui.screens.diagnosis import DiagnosisScreen
 from tfdbg_tui.widgets.diagnosis_line import DiagnosisLine
 
 
@@ -44,7 +44,7 @@ async def test_inputs_show_their_statistics_and_the_diagnosis_uses_them(stats_lo
         await wait_for(pilot, lambda: "min:-3.0 max:95." in screen_text(app),
                        what="x's statistics in Graph Structure")
         await pilot.press("e")
-        await wait_for(pilot, lambda: isinstance(app.screen, DiagnosisScreen), what="modal")
+        await wait_for(pilot, lambda: isinstance(app.screen, TextDialog), what="modal")
         await wait_for(pilot, lambda: "reached 95.5" in " ".join(screen_text(app).split()),
                        what="the whole diagnosis")
         diagnosis = app.screen_stack[-2].query_one(DiagnosisLine).diagnosis

@@ -15,10 +15,10 @@ from textual.app import App, ComposeResult
 
 from tests.synthetic import LOG_LINE, write_nan_dump
 from tests.tui.tui_helpers import make_app, screen_text, wait_for, wait_for_hunt
+from tfdbg_tui.dialogs.run_picker import RunPickerDialog
 from tfdbg_tui.models.source_view import SourceView
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 from tfdbg_tui.panes.source_code import SourceCodeView
-from tfdbg_tui.screens.run_picker import RunPickerScreen
 from tfdbg_tui.widgets.line_list import LineList
 
 SIZES = pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)],
@@ -66,7 +66,7 @@ async def test_landing_holds_after_choosing_another_run(tmp_path):
         await wait_for_hunt(pilot)
         await assert_landed(app, pilot, 9, LOG_LINE + 200)
         await pilot.press("r")
-        await wait_for(pilot, lambda: isinstance(app.screen, RunPickerScreen), what="picker")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunPickerDialog), what="picker")
         await pilot.press("up", "enter")
         await wait_for(pilot, lambda: getattr(app.screen, "run_id", "") ==
                        "20240101T000000-host-1-aaaaaa", what="the other run")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.synthetic import write_nan_dump
 from tests.tui.tui_helpers import hunted_app, screen_text, wait_for
-from tfdbg_tui.screens.run_picker import RunPickerScreen
+from tfdbg_tui.dialogs.run_picker import RunPickerDialog
 
 OLD_RUN = "20230101T000000-host-1-aaaaaa"
 NEW_RUN = "20240101T000000-host-2-bbbbbb"
@@ -17,7 +17,7 @@ async def test_several_runs_open_the_newest_and_the_picker_switches(tmp_path):
         assert app.screen.run_id == NEW_RUN
         assert "2 runs (r)" in screen_text(app) and "traces 18" in screen_text(app)
         await pilot.press("r")
-        await wait_for(pilot, lambda: isinstance(app.screen, RunPickerScreen), what="picker")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunPickerDialog), what="picker")
         await wait_for(pilot, lambda: OLD_RUN in screen_text(app), what="the old run listed")
         # Each run's alert count, counted in the background, to compare runs by.
         rows = lambda: {run: line for line in screen_text(app).splitlines()  # noqa: E731

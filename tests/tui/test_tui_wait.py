@@ -10,7 +10,7 @@ import threading
 import pytest
 
 import reader
-from reader.analysis.workers import first_nonfinite_workers
+from reader.analysis.jobs import first_nonfinite_workers
 from reader.errors import NoRunsError
 from tests.synthetic import FINITE, NAN, add_step, make_run, write_nan_dump
 from tests.tui.tui_helpers import screen_text, wait_for, wait_for_hunt

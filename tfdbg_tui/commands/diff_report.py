@@ -1,7 +1,7 @@
 """`tfdbg-tui diff A B [--json] [--rtol R] [--atol A]`: where a good run and a bad run part.
 
 A and B are each a run directory, or a logdir whose newest run is taken (``--run-a`` /
-``--run-b`` pick another). `reader.analysis.diff` aligns their tensors and finds the first
+``--run-b`` pick another). `reader.analysis.compare.diff` aligns their tensors and finds the first
 divergence in B's execution order; this module prints it: the op, its step, both
 summaries, what differs, and B's source line with the expression marked. Dump text is
 shown literally, never read as markup. ``--json`` prints exactly one JSON object.
@@ -16,8 +16,14 @@ from typing import Any
 
 import reader
 from reader import DumpError
-from reader.analysis.diff import DEFAULT_ATOL, DEFAULT_RTOL, Divergence, RunDiff, compare_runs
-from reader.analysis.expressions import expression_of, line_span
+from reader.analysis.compare.diff import (
+    DEFAULT_ATOL,
+    DEFAULT_RTOL,
+    Divergence,
+    RunDiff,
+    compare_runs,
+)
+from reader.analysis.diagnosis.expressions import expression_of, line_span
 from tfdbg_tui.commands.report import caret_lines, summary_dict
 from tfdbg_tui.exit_codes import (
     EXIT_DAMAGED,

@@ -4,8 +4,8 @@ Prints the run, its mode and counts, what of it is kept on disk (the gaps a circ
 buffer leaves around the first alert's window), the alerts by type and per step, the
 root cause of the first NaN/inf (its op, its step, its inputs' summaries, the user's
 source line with the expression marked by carets, as in a Python traceback) and its
-diagnosis (`reader.analysis.diagnosis`: the pattern, why, the usual fix). Human output uses
-Rich; every piece of dump text is escaped, never read as markup. ``--json`` prints
+diagnosis (`reader.analysis.diagnosis.diagnosis`: the pattern, why, the usual fix). Human
+output uses Rich; every piece of dump text is escaped, never read as markup. ``--json`` prints
 exactly one JSON object for scripts and CI.
 """
 
@@ -18,13 +18,18 @@ from typing import Any
 import reader
 from reader import DumpError
 from reader import format as fmt
-from reader.analysis.diagnosis import Diagnosis, diagnose_cause
-from reader.analysis.expressions import expression_of, line_span
-from reader.analysis.model_place import Place, library_frame_text
-from reader.analysis.steps import Gap, Steps
-from reader.analysis.verdict import CLEAN_RUN, contained_line, healthy_verdict, no_alert_statement
-from reader.analysis.watch_rules import RuleSpecError, WatchReport, parse_rule_specs, watch
-from reader.analysis.workers import WorkerRun, first_nonfinite_workers
+from reader.analysis.diagnosis.diagnosis import Diagnosis, diagnose_cause
+from reader.analysis.diagnosis.expressions import expression_of, line_span
+from reader.analysis.diagnosis.verdict import (
+    CLEAN_RUN,
+    contained_line,
+    healthy_verdict,
+    no_alert_statement,
+)
+from reader.analysis.hunt.model_place import Place, library_frame_text
+from reader.analysis.hunt.steps import Gap, Steps
+from reader.analysis.jobs import WorkerRun, first_nonfinite_workers
+from reader.analysis.trends.watch_rules import RuleSpecError, WatchReport, parse_rule_specs
 from reader.model import DUMPER_TENSORFLOW, Alert, RootCause, Summary
 from reader.notices import Notice
 from reader.run.watch_pair import WatchPair, watch_pair
@@ -83,7 +88,7 @@ def main(argv: list[str]) -> int:
             cause = dump.root_cause()
             diagnosis = (diagnose_cause(dump, cause) if cause is not None
                          else healthy_verdict(dump))
-            watched = watch(dump, rules)
+            watched = dump.watch(rules)
             if args.json:
                 print(json.dumps(report_dict(dump, summary, cause, diagnosis, watched)))
             else:
@@ -113,7 +118,7 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
     """The JSON report: the run, its counts, alerts and first alert, the root cause's
     inputs, the exact expression, the diagnosis, damage and the watch rules' hits
     (docs/keys.md)."""
-    watched = watched if watched is not None else watch(dump)
+    watched = watched if watched is not None else dump.watch()
     meta = dump.metadata
     pair = watch_pair(dump)
     steps = dump.steps()

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reader.analysis.expressions import expression_of, line_span
-from reader.analysis.history import TensorHistory, tensor_history
-from reader.analysis.inputs import eager_inputs, input_trace
+from reader.analysis.diagnosis.expressions import expression_of, line_span
+from reader.analysis.diagnosis.history import TensorHistory, tensor_history
+from reader.analysis.hunt.inputs import eager_inputs, input_trace
 from reader.errors import UnknownIdError
 from reader.model import (
     EagerInput,

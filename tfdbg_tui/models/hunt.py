@@ -15,11 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 
 import reader as dump_reader_module
-from reader.analysis.diagnosis import Diagnosis, diagnose_cause
-from reader.analysis.model_place import Place
-from reader.analysis.steps import Steps
-from reader.analysis.verdict import healthy_verdict, no_alert_statement
-from reader.analysis.workers import open_landing_run
+from reader.analysis.diagnosis.diagnosis import Diagnosis, diagnose_cause
+from reader.analysis.diagnosis.verdict import healthy_verdict, no_alert_statement
+from reader.analysis.hunt.model_place import Place
+from reader.analysis.hunt.steps import Steps
+from reader.analysis.jobs import open_landing_run
 from reader.errors import DumpError
 from reader.model import AlertSummary, RootCause, RunInfo
 
@@ -40,7 +40,7 @@ class Hunt:
         alert_traces: Ascending indices of the graph traces that alerted.
         steps: The run's steps (step numbers, gaps, alerts per step).
         no_alert: What the run says when it has no alert: clean only when it finished
-            (`reader.analysis.verdict.no_alert_statement`).
+            (`reader.analysis.diagnosis.verdict.no_alert_statement`).
     """
 
     alerts: AlertSummary
@@ -84,7 +84,7 @@ class Opened:
 def open_for_landing(logdir: str, run_id: str | None,
                      runs: list[RunInfo] | None = None) -> Opened:
     """Open a run and read its hunt: ``run_id`` (`reader.open_run`), or when None the
-    run to land on (`reader.analysis.workers.open_landing_run`: the newest, or in a
+    run to land on (`reader.analysis.jobs.open_landing_run`: the newest, or in a
     multi-worker job the worker that went non-finite first), among ``runs`` when the
     caller listed the logdir already.
 

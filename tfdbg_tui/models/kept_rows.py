@@ -1,7 +1,7 @@
 """Rows of a list over what a dump keeps: records in order, and a row for each gap.
 
 Under a circular buffer the executions and graph traces on disk come in runs: the
-first alert's pinned window, then the latest records (`reader.analysis.steps`). A list that
+first alert's pinned window, then the latest records (`reader.analysis.hunt.steps`). A list that
 numbered them as one stretch would pretend the run is continuous; these rows put a
 gap row where records are missing, and the row says what is not kept.
 """

@@ -1,7 +1,7 @@
 """What the Trends view draws, as data: steps fitted to columns, values to shade levels
 and bar heights, on a log scale (norms span orders of magnitude).
 
-Pure functions of numpy arrays (`reader.analysis.trends.Trends`' series); the widgets
+Pure functions of numpy arrays (`reader.analysis.trends.trends.Trends`' series); the widgets
 in `tfdbg_tui.widgets.trend_charts` only paint them.
 """
 

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from rich.text import Text
 from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
 
-from reader.analysis.model_place import Place
-from reader.analysis.steps import Steps
+from reader.analysis.hunt.model_place import Place
+from reader.analysis.hunt.steps import Steps
 from reader.model import Alert, AlertSummary
 from tfdbg_tui.models.kept_rows import GappedRows
 from tfdbg_tui.text.literal import literal
 from tfdbg_tui.text.step_sparkline import sparkline, step_range
 from tfdbg_tui.widgets.line_list import LineList
-from tfdbg_tui.widgets.pane import Pane
+from tfdbg_tui.widgets.pane import Pane, Section
 
 # The alerts-per-step line is drawn when at least this many cells fit.
 SPARKLINE_MIN_CELLS = 8
@@ -50,12 +52,11 @@ class AlertList(LineList):
 
     header_height = 1
 
+    @dataclass
     class AlertSelected(Message):
         """The cursor is on an alert: every pane should move to it."""
 
-        def __init__(self, alert: Alert) -> None:
-            super().__init__()
-            self.alert = alert
+        alert: Alert
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -223,4 +224,4 @@ class AlertsPane(Pane):
     """Container of the alert list: border, title, zoomable."""
 
     CONTENT = AlertList
-    CONTENT_ID = "alerts"
+    SECTION = Section("1", "alerts", "Alerts")

@@ -7,22 +7,24 @@ fast as a small one.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 
 from reader import format as fmt
-from reader.analysis.steps import Steps, gap_between
+from reader.analysis.hunt.steps import Steps, gap_between
 from reader.index.trace_search import compile_search
+from tfdbg_tui.dialogs.prompt import PromptDialog
+from tfdbg_tui.models.comparison_columns import TraceComparison
 from tfdbg_tui.models.trace_rows import TraceRows
 from tfdbg_tui.panes import graph_execution_cells as cells_drawn
-from tfdbg_tui.panes.comparison_columns import TraceComparison
-from tfdbg_tui.screens.prompt import PromptScreen
 from tfdbg_tui.text.literal import literal
 from tfdbg_tui.text.text_fit import cut_start
 from tfdbg_tui.widgets.line_list import LineList
-from tfdbg_tui.widgets.pane import Pane
+from tfdbg_tui.widgets.pane import Pane, Section
 
 
 class GraphExecutionList(LineList):
@@ -70,29 +72,26 @@ class GraphExecutionList(LineList):
 
     header_height = 1
 
+    @dataclass
     class TraceSelected(Message):
         """The cursor is on a trace."""
 
-        def __init__(self, trace_index: int) -> None:
-            super().__init__()
-            self.trace_index = trace_index
+        trace_index: int
 
+    @dataclass
     class SearchRequested(Message):
         """Find the next (or, not `forward`, the previous) trace from `start` whose op
         name or type matches `pattern`; the screen searches in a worker and selects it."""
 
-        def __init__(self, pattern: str, start: int, forward: bool) -> None:
-            super().__init__()
-            self.pattern = pattern
-            self.start = start
-            self.forward = forward
+        pattern: str
+        start: int
+        forward: bool
 
+    @dataclass
     class ValueRequested(Message):
         """Show the FULL_TENSOR value of trace `trace_index` (read in a worker)."""
 
-        def __init__(self, trace_index: int) -> None:
-            super().__init__()
-            self.trace_index = trace_index
+        trace_index: int
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -327,7 +326,7 @@ class GraphExecutionList(LineList):
                 self._comparison.title_suffix if self._comparison is not None else ""))
 
     def action_go_to_index(self) -> None:
-        self.app.push_screen(PromptScreen("Go to trace #", "a trace index"), self._go_to_index)
+        self.app.push_screen(PromptDialog("Go to trace #", "a trace index"), self._go_to_index)
 
     def _go_to_index(self, value: str | None) -> None:
         if not value:
@@ -341,7 +340,7 @@ class GraphExecutionList(LineList):
             self.notify(f"trace #{index} is not in the dump", severity="warning")
 
     def action_search(self) -> None:
-        self.app.push_screen(PromptScreen("Search op name or type (regex)", "e.g. Log|softmax"),
+        self.app.push_screen(PromptDialog("Search op name or type (regex)", "e.g. Log|softmax"),
                              self._search_entered)
 
     def _search_entered(self, value: str | None) -> None:
@@ -385,4 +384,4 @@ class GraphExecutionPane(Pane):
     """Container of the Graph Execution list: border, title, zoomable."""
 
     CONTENT = GraphExecutionList
-    CONTENT_ID = "graph-execution"
+    SECTION = Section("3", "graph-execution", "Graph Execution")

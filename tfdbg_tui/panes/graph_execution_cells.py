@@ -4,7 +4,7 @@ Which summary columns a mode shows follows from what the mode records
 (`reader.format.SUMMARY_COLUMNS`), for one run's view and for the comparison's
 (`tfdbg-tui B --compare A`) alike; each view only orders its columns and says which to
 keep first when the pane is narrow. A cell reads the same in both runs. What aligns
-and what diverges is decided in `reader.analysis.diff` and held by `TraceComparison`;
+and what diverges is decided in `reader.analysis.compare.diff` and held by `TraceComparison`;
 the Graph Execution list (`graph_execution.py`) owns the rows and calls in here.
 """
 
@@ -17,7 +17,7 @@ from rich.text import Text
 
 from reader import format as fmt
 from reader.model import Op, Summary
-from tfdbg_tui.panes.comparison_columns import CounterpartCells, TraceComparison
+from tfdbg_tui.models.comparison_columns import CounterpartCells, TraceComparison
 from tfdbg_tui.text.literal import literal
 from tfdbg_tui.text.summary_format import count, fit_number
 from tfdbg_tui.text.text_fit import cut_middle, keep_by_priority

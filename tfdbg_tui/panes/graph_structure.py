@@ -2,26 +2,28 @@
 
 Each input and consumer row shows the summary of its trace nearest the selected one;
 choosing a row (Enter) asks the screen to jump to that trace. Under the selected op,
-the history of its output and of each input over the run (`reader.analysis.history`): a
-sparkline over one shared axis of steps (`reader.analysis.history.step_axis`), so that where
-each broke lines up, and each one's history in words.
+the history of its output and of each input over the run
+(`reader.analysis.diagnosis.history`): a sparkline over one shared axis of steps
+(`reader.analysis.diagnosis.history.step_axis`), so that where each broke lines up, and
+each one's history in words.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 
-from reader.analysis.history import TensorHistory, step_axis
+from reader.analysis.diagnosis.history import TensorHistory, step_axis
 from tfdbg_tui.models.context_loader import Neighbour, TraceContext
 from tfdbg_tui.text.literal import literal
 from tfdbg_tui.text.summary_format import summary_text
 from tfdbg_tui.widgets.line_list import LineList
-from tfdbg_tui.widgets.pane import Pane
+from tfdbg_tui.widgets.pane import Pane, Section
 
 # Cells of a history sparkline: few enough to leave room for the words at 80 columns.
 HISTORY_CELLS = 12
@@ -70,12 +72,11 @@ class GraphStructureList(LineList):
     }
     """
 
+    @dataclass
     class OpChosen(Message):
         """Jump to `neighbour`'s trace nearest the selected one (None: no trace)."""
 
-        def __init__(self, neighbour: Neighbour) -> None:
-            super().__init__()
-            self.neighbour = neighbour
+        neighbour: Neighbour
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -193,4 +194,4 @@ class GraphStructurePane(Pane):
     """Container of the graph structure list: border, title, zoomable."""
 
     CONTENT = GraphStructureList
-    CONTENT_ID = "graph-structure"
+    SECTION = Section("4", "graph-structure", "Graph Structure")

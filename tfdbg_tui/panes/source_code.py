@@ -15,7 +15,7 @@ from tfdbg_tui.models.source_view import SourceView
 from tfdbg_tui.text.literal import literal
 from tfdbg_tui.text.rich_literal import literal_text
 from tfdbg_tui.widgets.line_list import LineList
-from tfdbg_tui.widgets.pane import Pane
+from tfdbg_tui.widgets.pane import Pane, Section
 
 # Columns of code kept in view left of the expression when the line must scroll to it.
 SPAN_CONTEXT_COLUMNS = 4
@@ -169,7 +169,7 @@ class SourceCodePane(Pane):
     """Container of the Source Code view: border, title (the file), zoomable."""
 
     CONTENT = SourceCodeView
-    CONTENT_ID = "source-code"
+    SECTION = Section("5", "source-code", "Source Code")
 
     def show(self, view: SourceView) -> None:
         """Show `view`; the title names the file and says the text is a snapshot."""

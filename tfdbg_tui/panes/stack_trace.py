@@ -3,6 +3,8 @@ eager execution, outermost call first, the user's own frames standing out."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
@@ -10,7 +12,7 @@ from textual.message import Message
 from reader.model import Frame
 from tfdbg_tui.text.literal import literal
 from tfdbg_tui.widgets.line_list import LineList
-from tfdbg_tui.widgets.pane import Pane
+from tfdbg_tui.widgets.pane import Pane, Section
 
 
 class StackTraceList(LineList):
@@ -36,12 +38,11 @@ class StackTraceList(LineList):
     }
     """
 
+    @dataclass
     class FrameSelected(Message):
         """The cursor is on a frame: Source Code should show its file and line."""
 
-        def __init__(self, frame: Frame) -> None:
-            super().__init__()
-            self.frame = frame
+        frame: Frame
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -119,4 +120,4 @@ class StackTracePane(Pane):
     """Container of the stack frame list: border, title, zoomable."""
 
     CONTENT = StackTraceList
-    CONTENT_ID = "stack-trace"
+    SECTION = Section("6", "stack-trace", "Stack Trace")

@@ -9,6 +9,8 @@ shown.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.segment import Segment
 from rich.text import Text
 from textual import events
@@ -27,7 +29,7 @@ from tfdbg_tui.text.literal import literal
 from tfdbg_tui.text.rich_literal import literal_text
 from tfdbg_tui.text.summary_format import summary_text
 from tfdbg_tui.widgets.cursor_view import CursorView
-from tfdbg_tui.widgets.pane import Pane
+from tfdbg_tui.widgets.pane import Pane, Section
 
 ROW_CACHE_SIZE = 512
 # The cell that stands for executions not kept.
@@ -83,20 +85,18 @@ class TimelineCells(CursorView, can_focus=True):
     }
     """
 
+    @dataclass
     class ExecutionSelected(Message):
         """The cursor is on an execution."""
 
-        def __init__(self, execution_index: int) -> None:
-            super().__init__()
-            self.execution_index = execution_index
+        execution_index: int
 
+    @dataclass
     class GapSelected(Message):
         """The cursor is on a gap: executions ``begin..end-1`` are not kept."""
 
-        def __init__(self, begin: int, end: int) -> None:
-            super().__init__()
-            self.begin = begin
-            self.end = end
+        begin: int
+        end: int
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -307,7 +307,7 @@ class TimelinePane(Pane):
     """The cells above a detail of the selected execution; zoomable."""
 
     CONTENT = TimelineCells
-    CONTENT_ID = "timeline"
+    SECTION = Section("2", "timeline", "Python Execution Timeline")
 
     DEFAULT_CSS = """
     TimelinePane > #timeline-detail { height: auto; max-height: 50%; }

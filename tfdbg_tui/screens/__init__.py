@@ -1,1 +1,2 @@
-"""The app's screens: the debugger, and the small modal ones it opens."""
+"""The app's screens: the debugger and its collaborators, the Trends view, the tensor
+value view, and the keys (`?`), which lists every screen's."""

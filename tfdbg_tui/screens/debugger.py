@@ -21,12 +21,13 @@ from textual.worker import get_current_worker
 
 import reader as dump_reader_module
 from reader import format as fmt
-from reader.analysis.diagnosis import Diagnosis, diagnose_alert
-from reader.analysis.steps import Steps, gap_between
+from reader.analysis.diagnosis.diagnosis import Diagnosis, diagnose_alert
+from reader.analysis.hunt.steps import Steps, gap_between
 from reader.errors import DumpError
 from reader.model import Alert, AlertSummary, RootCause, RunInfo
 from reader.notices import count_warnings
 from reader.run import liveness
+from tfdbg_tui.dialogs.text_dialog import diagnosis_dialog, notices_dialog
 from tfdbg_tui.dump_watcher import ENDED, POLL_INTERVAL_S, DumpChanged, DumpWatcher, DumpWatchFailed
 from tfdbg_tui.logdir_watcher import wait_for_run
 from tfdbg_tui.models.context_loader import (
@@ -38,11 +39,12 @@ from tfdbg_tui.models.context_loader import (
 )
 from tfdbg_tui.models.hunt import Opened, open_for_landing, read_hunt
 from tfdbg_tui.models.source_view import SourceView
-from tfdbg_tui.panes.alerts import AlertList, AlertsPane
-from tfdbg_tui.panes.graph_execution import GraphExecutionList, GraphExecutionPane
-from tfdbg_tui.panes.graph_structure import GraphStructureList, GraphStructurePane
+from tfdbg_tui.panes.alerts import AlertList
+from tfdbg_tui.panes.graph_execution import GraphExecutionList
+from tfdbg_tui.panes.graph_structure import GraphStructureList
+from tfdbg_tui.panes.registry import COLUMNS, PANES
 from tfdbg_tui.panes.source_code import SourceCodePane
-from tfdbg_tui.panes.stack_trace import StackTraceList, StackTracePane
+from tfdbg_tui.panes.stack_trace import StackTraceList
 from tfdbg_tui.panes.timeline import TimelineCells, TimelinePane
 from tfdbg_tui.screens.debugger_results import (
     ContextLoaded,
@@ -59,7 +61,6 @@ from tfdbg_tui.text.literal import literal
 from tfdbg_tui.widgets.diagnosis_line import DiagnosisLine
 from tfdbg_tui.widgets.key_footer import KeyFooter
 from tfdbg_tui.widgets.line_list import LineList
-from tfdbg_tui.widgets.pane import SECTIONS
 from tfdbg_tui.widgets.status_line import StatusLine
 
 # How often the status line rechecks a live run that stopped growing (killed runs
@@ -94,9 +95,9 @@ class DebuggerScreen(Screen):
 
     ALERT_KEYS = Binding.Group("Alert", compact=True)
     SCREEN_KEYS = [
-        *(Binding(section.key, f"focus_pane('{section.content_id}')", section.name,
+        *(Binding(pane.SECTION.key, f"focus_pane('{pane.CONTENT_ID}')", pane.SECTION.name,
                   show=False)
-          for section in SECTIONS),
+          for pane in PANES),
         Binding("z", "toggle_zoom", "Zoom"),
         Binding("escape", "unzoom", "Unzoom", show=False),
         Binding("left_square_bracket", "alert_step(-1)", "Prev alert", key_display="[",
@@ -159,14 +160,10 @@ class DebuggerScreen(Screen):
         yield StatusLine(id="status")
         yield DiagnosisLine(id="diagnosis")
         with Horizontal(id="columns"):
-            with Vertical(id="left-column"):
-                yield AlertsPane()
-                yield TimelinePane()
-                yield GraphExecutionPane()
-            with Vertical(id="right-column"):
-                yield GraphStructurePane()
-                yield StackTracePane()
-                yield SourceCodePane()
+            for column_id, column in zip(("left-column", "right-column"), COLUMNS):
+                with Vertical(id=column_id):
+                    for pane in column:
+                        yield pane()
         yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
@@ -411,7 +408,8 @@ class DebuggerScreen(Screen):
 
     @work(thread=True, exclusive=True, group="diagnosis")
     def load_diagnosis(self, alert: Alert, token: int) -> None:
-        """The diagnosis of a selected alert (`reader.analysis.diagnosis.diagnose_alert`)."""
+        """The diagnosis of a selected alert
+        (`reader.analysis.diagnosis.diagnosis.diagnose_alert`)."""
         assert self.reader is not None  # alerts are listed once the run is open
         try:
             diagnosis = diagnose_alert(self.reader, alert)
@@ -522,17 +520,13 @@ class DebuggerScreen(Screen):
         if self.diagnosis is None:
             self.notify("no diagnosis: no NaN or infinity yet")
             return
-        from tfdbg_tui.screens.diagnosis import DiagnosisScreen
-
-        self.app.push_screen(DiagnosisScreen(self.diagnosis))
+        self.app.push_screen(diagnosis_dialog(self.diagnosis))
 
     def action_notices(self) -> None:
         """Show every notice the writer recorded about the run."""
         if self.reader is None:
             return
-        from tfdbg_tui.screens.notices import NoticesScreen
-
-        self.app.push_screen(NoticesScreen(self.reader.notices()))
+        self.app.push_screen(notices_dialog(self.reader.notices()))
 
     def action_alert_step(self, offset: int) -> None:
         if self.alert_summary is None or not self.alert_summary.alerts:

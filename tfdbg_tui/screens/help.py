@@ -13,24 +13,15 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from tfdbg_tui.panes.alerts import AlertsPane
-from tfdbg_tui.panes.graph_execution import GraphExecutionPane
-from tfdbg_tui.panes.graph_structure import GraphStructurePane
-from tfdbg_tui.panes.source_code import SourceCodePane
-from tfdbg_tui.panes.stack_trace import StackTracePane
-from tfdbg_tui.panes.timeline import TimelinePane
+from tfdbg_tui.dialogs.prompt import PromptDialog
+from tfdbg_tui.dialogs.run_picker import RunPickerDialog
+from tfdbg_tui.dialogs.text_dialog import close_binding
+from tfdbg_tui.panes.registry import PANES
 from tfdbg_tui.screens.debugger import DebuggerScreen
-from tfdbg_tui.screens.diagnosis import DiagnosisScreen
-from tfdbg_tui.screens.notices import NoticesScreen
-from tfdbg_tui.screens.prompt import PromptScreen
 from tfdbg_tui.screens.run_comparison import RunComparison
-from tfdbg_tui.screens.run_picker import RunPickerScreen
 from tfdbg_tui.screens.tensor_value import TensorValueScreen
 from tfdbg_tui.screens.trends import TrendsScreen
 from tfdbg_tui.widgets.line_list import LineList
-
-_PANES = (AlertsPane, TimelinePane, GraphExecutionPane, GraphStructurePane, SourceCodePane,
-          StackTracePane)
 
 
 def _key_name(binding: Binding) -> str:
@@ -60,13 +51,13 @@ def key_sections(app_bindings: Sequence[Binding | tuple]
          rows(LineList.BINDINGS)),
         ("Comparing two runs (--compare A, or c)", rows(RunComparison.KEYS)),
         *((pane.TITLE, rows(pane.CONTENT.BINDINGS))
-          for pane in sorted(_PANES, key=lambda pane: pane.SECTION.key)),
+          for pane in PANES),
         ("Tensor value view (v)", rows(TensorValueScreen.BINDINGS)),
         ("Trends (t)", rows(TrendsScreen.BINDINGS)),
-        ("Diagnosis (e)", rows(DiagnosisScreen.BINDINGS)),
-        ("Notices (!)", rows(NoticesScreen.BINDINGS)),
-        ("Go-to and search prompts", [("Enter", "Accept")] + rows(PromptScreen.BINDINGS)),
-        ("Run picker (r)", [("Enter", "Open the run")] + rows(RunPickerScreen.BINDINGS)),
+        ("Diagnosis (e)", rows([close_binding("e")])),
+        ("Notices (!)", rows([close_binding("exclamation_mark")])),
+        ("Go-to and search prompts", [("Enter", "Accept")] + rows(PromptDialog.BINDINGS)),
+        ("Run picker (r)", [("Enter", "Open the run")] + rows(RunPickerDialog.BINDINGS)),
         ("This list", rows(HelpScreen.BINDINGS)),
     ]
 

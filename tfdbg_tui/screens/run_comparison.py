@@ -1,7 +1,7 @@
 """Comparing the shown run (B) with another (A): `tfdbg-tui B --compare A`, or `c`.
 
 `RunComparison` is an object the debugger screen holds once B is open. A worker opens
-A and aligns the two runs (`reader.analysis.diff.align_runs`: it walks both, so never
+A and aligns the two runs (`reader.analysis.compare.diff.align_runs`: it walks both, so never
 on the event loop) and posts one `AlignmentLoaded` to the screen, whose handler passes
 it here: the comparison is set on Graph Execution (attributes down) and the screen
 lands on the first divergence. `F`, `d` and `D` move between divergences (the list
@@ -11,6 +11,7 @@ searches the alignment's arrays). The other panes follow B, as always.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import partial
 
 from textual.binding import Binding
@@ -19,38 +20,36 @@ from textual.screen import Screen
 
 import reader as dump_reader_module
 from reader import DumpReader
-from reader.analysis.diff import GRAPH, RunAlignment, align_runs
+from reader.analysis.compare.diff import GRAPH, RunAlignment, align_runs
 from reader.errors import DumpError
 from reader.model import RunInfo
+from tfdbg_tui.dialogs.prompt import PromptDialog
+from tfdbg_tui.dialogs.run_picker import RunPickerDialog
 from tfdbg_tui.messages import DumpFailed
-from tfdbg_tui.panes.comparison_columns import TraceComparison
+from tfdbg_tui.models.comparison_columns import TraceComparison
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 from tfdbg_tui.panes.timeline import TimelineCells
 from tfdbg_tui.screens.debugger_results import HuntLoaded
-from tfdbg_tui.screens.prompt import PromptScreen
-from tfdbg_tui.screens.run_picker import RunPickerScreen
 from tfdbg_tui.text.literal import literal
 
 # What the landing notice adds: the keys that move on from the first divergence.
 DIVERGENCE_KEYS_HINT = "F first, d / D next / previous divergence"
 
 
+@dataclass
 class AlignmentLoaded(Message):
     """Runs A and B aligned: what Graph Execution shows beside B's rows."""
 
-    def __init__(self, comparison: TraceComparison, reader_a: DumpReader, token: int) -> None:
-        super().__init__()
-        self.comparison = comparison
-        self.reader_a = reader_a
-        self.token = token
+    comparison: TraceComparison
+    reader_a: DumpReader
+    token: int
 
 
+@dataclass
 class ComparisonFailed(DumpFailed):
     """Run A could not be opened or aligned; B stays shown alone."""
 
-    def __init__(self, error: DumpError, token: int) -> None:
-        super().__init__(error)
-        self.token = token
+    token: int
 
 
 class RunComparison:
@@ -218,11 +217,11 @@ class RunComparison:
         others = [run for run in self.runs if run.run_id != run_id_b]
         if others:
             self.screen.app.push_screen(
-                RunPickerScreen(others, None, title="Compare with which run (A, the good one)?"),
+                RunPickerDialog(others, None, title="Compare with which run (A, the good one)?"),
                 self._picked)
         else:
             self.screen.app.push_screen(
-                PromptScreen("Compare with run A (the good one)", "a run directory or logdir"),
+                PromptDialog("Compare with run A (the good one)", "a run directory or logdir"),
                 self._path_entered)
 
     def _picked(self, run_id: str | None) -> None:

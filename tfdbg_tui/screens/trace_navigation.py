@@ -9,8 +9,10 @@ the screen, and the screen's handler hands it back here to set on the list
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 
+import numpy as np
 from textual.message import Message
 from textual.screen import Screen
 
@@ -22,22 +24,20 @@ from tfdbg_tui.screens.debugger_results import ReadFailed
 from tfdbg_tui.screens.tensor_value import TensorValueScreen
 
 
+@dataclass
 class TraceFound(Message):
     """A search result: select `trace_index`, or say `note` when None."""
 
-    def __init__(self, trace_index: int | None, note: str) -> None:
-        super().__init__()
-        self.trace_index = trace_index
-        self.note = note
+    trace_index: int | None
+    note: str
 
 
+@dataclass
 class ValueLoaded(Message):
     """A FULL_TENSOR value to show (None: the dump stores no values)."""
 
-    def __init__(self, title: str, value) -> None:
-        super().__init__()
-        self.title = title
-        self.value = value
+    title: str
+    value: np.ndarray | None
 
 
 class TraceNavigation:

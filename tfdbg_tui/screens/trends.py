@@ -1,7 +1,7 @@
 """The `t` screen: the run's trends by layer and step, and the watch rules' hits.
 
-A worker computes the trends and the rules (`DumpReader.trends`,
-`reader.analysis.watch_rules.watch`, cached in the reader) and posts `TrendsLoaded`;
+A worker computes the trends and the rules (`DumpReader.trends`, cached in the reader,
+and `DumpReader.watch`) and posts `TrendsLoaded`;
 its handler sets what the widgets show. Keys move the selection (a layer, a step) and
 cycle the series; the widgets are repainted from the screen's state.
 """
@@ -20,8 +20,8 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from reader.analysis.dump_reader import DumpReader
-from reader.analysis.trends import SERIES, SERIES_TITLES, Trends
-from reader.analysis.watch_rules import WatchReport, hits_of_row, watch
+from reader.analysis.trends.trends import SERIES, SERIES_TITLES, Trends
+from reader.analysis.trends.watch_rules import WatchReport, hits_of_row
 from reader.errors import DumpError
 from tfdbg_tui.models.trend_cells import number
 from tfdbg_tui.text.literal import literal
@@ -101,7 +101,7 @@ class TrendsScreen(Screen[None]):
     def load(self) -> None:
         try:
             trends = self.reader.trends()
-            report = watch(self.reader)
+            report = self.reader.watch()
         except DumpError as error:
             self.post_message(TrendsLoaded(None, None, error))
             return

@@ -1,7 +1,7 @@
 """Alerts per step as one line of text: when trouble started, at a glance.
 
 Used by `tfdbg-tui report` and the TUI's Alerts pane (`panes/alerts.py`). The
-steps, their alert counts and what is kept come from `reader.analysis.steps.Steps`; this
+steps, their alert counts and what is kept come from `reader.analysis.hunt.steps.Steps`; this
 module only draws them.
 """
 
@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from reader.analysis.steps import Steps
+from reader.analysis.hunt.steps import Steps
 
 # Cells: steps kept without alerts, steps not kept, and alerts on a log scale.
 NO_ALERTS = "·"

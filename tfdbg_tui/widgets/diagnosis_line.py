@@ -1,10 +1,10 @@
 """The diagnosis line: why the selected alert's tensor went non-finite, and the fix.
 
-One line above the panes. On opening it diagnoses the root
-cause; selecting an alert diagnoses that alert. The text comes from
-`reader.analysis.diagnosis`; this widget only formats it. A line too long for the screen is
-cut and ends in a "more" hint: `e` (or a click) shows the whole diagnosis with its
-evidence (`tfdbg_tui.screens.diagnosis`).
+One line above the panes. On opening it diagnoses the root cause; selecting an alert
+diagnoses that alert. The text comes from `reader.analysis.diagnosis.diagnosis`; this
+widget only formats it. A line too long for the screen is cut and ends in a "more" hint:
+`e` (or a click) shows the whole diagnosis with its evidence
+(`tfdbg_tui.dialogs.text_dialog`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from textual import events
 from textual.message import Message
 from textual.widget import Widget
 
-from reader.analysis.diagnosis import Diagnosis
-from reader.analysis.verdict import VERDICT_PATTERNS
+from reader.analysis.diagnosis.diagnosis import Diagnosis
+from reader.analysis.diagnosis.verdict import VERDICT_PATTERNS
 from tfdbg_tui.text.literal import literal
 
 # Short names of the patterns for the line's label.

@@ -1,5 +1,6 @@
 """`Pane`: the bordered, titled, zoomable container every debugger section sits in, and
-`SECTIONS`, the one home of the sections' keys and titles."""
+`Section`, what each pane declares it is (its key, its main widget's id, its name);
+`tfdbg_tui.panes.registry` lists the panes."""
 
 from __future__ import annotations
 
@@ -27,22 +28,12 @@ class Section:
         return f"{self.key} {self.name}"
 
 
-SECTIONS = (
-    Section("1", "alerts", "Alerts"),
-    Section("2", "timeline", "Python Execution Timeline"),
-    Section("3", "graph-execution", "Graph Execution"),
-    Section("4", "graph-structure", "Graph Structure"),
-    Section("5", "source-code", "Source Code"),
-    Section("6", "stack-trace", "Stack Trace"),
-)
-
-
 class Pane(Vertical):
     """One section of the debugger: a border titled "N Name" around its main widget.
 
-    Subclasses set `CONTENT` (the main widget's class) and `CONTENT_ID`, which names
-    their `SECTION` (and so `TITLE`); the pane's id is ``CONTENT_ID + "-pane"`` (the
-    layout in app.tcss uses it).
+    Subclasses set `CONTENT` (the main widget's class) and `SECTION`, which gives
+    `CONTENT_ID` (the main widget's id) and `TITLE`; the pane's id is
+    ``CONTENT_ID + "-pane"`` (the layout in app.tcss uses it).
     """
 
     ALLOW_MAXIMIZE = True
@@ -54,7 +45,7 @@ class Pane(Vertical):
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
-        cls.SECTION = next(s for s in SECTIONS if s.content_id == cls.CONTENT_ID)
+        cls.CONTENT_ID = cls.SECTION.content_id
         cls.TITLE = cls.SECTION.title
 
     def __init__(self) -> None:

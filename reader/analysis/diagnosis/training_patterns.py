@@ -1,11 +1,12 @@
-"""Diagnosis patterns that know training: rules run before `reader.analysis.diagnosis`'s own.
+"""Diagnosis patterns that know training: rules run before those of
+`reader.analysis.diagnosis.diagnosis`.
 
 Each rule is a small function of the dump and the root cause that returns a `Finding`
-(pattern, explanation, fix, the evidence it used) or None; `reader.analysis.diagnosis` words
-the common evidence (inputs, output) around it. In order:
+(pattern, explanation, fix, the evidence it used) or None; `reader.analysis.diagnosis.diagnosis`
+words the common evidence (inputs, output) around it. In order:
 
 - ``loss_scale_collapse``: the loss scaler skipped a long stretch of steps
-  (`reader.analysis.harm.LOSS_SCALE_COLLAPSE_STEPS`): the gradients are non-finite at
+  (`reader.analysis.hunt.harm.LOSS_SCALE_COLLAPSE_STEPS`): the gradients are non-finite at
   any scale, the scale keeps falling and the weights never change.
 - ``where_gradient_trap``: a gradient op went non-finite on the input of a forward op
   whose non-finite output a select discarded: ``tf.where`` hid it in the forward pass,
@@ -32,11 +33,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reader.analysis.alerts import AlertBuilder
-from reader.analysis.expressions import expression_of
-from reader.analysis.model_place import PlaceFinder, library_frame_text
-from reader.analysis.root_cause import DATASET_DELIVERY_OPS
-from reader.analysis.wording import count_text, nonfinite_text, values_text
+from reader.analysis.diagnosis.expressions import expression_of
+from reader.analysis.diagnosis.wording import count_text, nonfinite_text, values_text
+from reader.analysis.hunt.alerts import AlertBuilder
+from reader.analysis.hunt.model_place import PlaceFinder, library_frame_text
+from reader.analysis.hunt.root_cause import DATASET_DELIVERY_OPS
 from reader.errors import DumpError
 from reader.model import RootCause, Summary
 

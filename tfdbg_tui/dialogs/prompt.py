@@ -10,7 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
 
-class PromptScreen(ModalScreen[str | None]):
+class PromptDialog(ModalScreen[str | None]):
     """Asks for one line of text; Enter returns it, Escape returns None.
 
     Args:
@@ -21,8 +21,8 @@ class PromptScreen(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
     DEFAULT_CSS = """
-    PromptScreen { align: center middle; }
-    PromptScreen > Vertical {
+    PromptDialog { align: center middle; }
+    PromptDialog > Vertical {
         width: 60; max-width: 100%; height: auto;
         border: round $accent; background: $panel; padding: 0 1;
     }

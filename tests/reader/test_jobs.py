@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 import reader
-from reader.analysis.workers import (
+from reader.analysis.jobs import (
     JobWorkers,
     WorkerRun,
     first_nonfinite_workers,

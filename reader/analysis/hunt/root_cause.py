@@ -2,7 +2,7 @@
 
 The walk starts at the first alert in execution order and moves back through the
 inputs of the op that produced it, as long as one of them was itself non-finite. The
-value behind each input is found by `reader.analysis.inputs` (for a graph op: the input
+value behind each input is found by `reader.analysis.hunt.inputs` (for a graph op: the input
 tensor's latest trace before; for an eager op: the latest earlier execution that
 output the tensor id).
 
@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from reader.analysis.alerts import AlertBuilder
-from reader.analysis.inputs import eager_inputs, input_trace
+from reader.analysis.hunt.alerts import AlertBuilder
+from reader.analysis.hunt.inputs import eager_inputs, input_trace
 from reader.errors import DumpError
 from reader.model import Alert, Execution, RootCause, Summary, TensorRef
 
@@ -70,7 +70,7 @@ def find_root_cause(reader: IndexedRun, first: Alert, *, walk: bool = True,
         walk: False describes ``first``'s own op (its inputs and line) without walking
             back through non-finite inputs.
         contained: Whether a graph trace's non-finite value is contained
-            (`reader.analysis.harm`): the walk does not go back through it.
+            (`reader.analysis.hunt.harm`): the walk does not go back through it.
     """
     steps = MAX_WALK_STEPS if walk else 1
     if first.kind == "graph":

@@ -1,19 +1,20 @@
 """Graph Execution beside a second run (`tfdbg-tui B --compare A`): what A's side holds.
 
-Each row of B gets, after its own columns, its counterpart in A (`reader.analysis.diff`'s
-alignment): A's trace index and the same summary columns, with the cells that differ
-beyond the tolerance marked on both sides, a `≠` between them on a divergent row, and
-"only in B" where A has no counterpart. What aligns and what diverges is decided in
-`reader.analysis.diff` (`RunAlignment`, `differing_fields`); this module reads A's side
-of a row, and `graph_execution_cells` draws it. No widget and no drawing here: the Graph
-Execution list holds one `TraceComparison`.
+Each row of B gets, after its own columns, its counterpart in A
+(`reader.analysis.compare.diff`'s alignment): A's trace index and the same summary
+columns, with the cells that differ beyond the tolerance marked on both sides, a `≠`
+between them on a divergent row, and "only in B" where A has no counterpart. What aligns
+and what diverges is decided in `reader.analysis.compare.diff` (`RunAlignment`,
+`differing_fields`); this module reads A's side of a row, and
+`tfdbg_tui.panes.graph_execution_cells` draws it. No widget and no drawing here: the
+Graph Execution list holds one `TraceComparison`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reader.analysis.diff import RunAlignment, differing_fields
+from reader.analysis.compare.diff import RunAlignment, differing_fields
 from reader.model import Op, Summary, Trace
 from tfdbg_tui.models.trace_rows import TraceRows
 
@@ -24,13 +25,13 @@ _NON_FINITE_FIELDS = frozenset({"is_alert", "nan", "neg_inf", "pos_inf"})
 @dataclass(frozen=True)
 class CounterpartCells:
     """A's side of one B row: its trace and op (None: no counterpart or not on disk)
-    and the summary fields that differ (`reader.analysis.diff.differing_fields`)."""
+    and the summary fields that differ (`reader.analysis.compare.diff.differing_fields`)."""
 
     index: int | None
     trace: Trace | None
     op: Op | None
     diverged: frozenset[str]
-    reason: str | None  # why the row diverges (`reader.analysis.diff` reasons), or None
+    reason: str | None  # why the row diverges (`reader.analysis.compare.diff` reasons), or None
 
 
 class TraceComparison:
@@ -39,7 +40,7 @@ class TraceComparison:
     Built in a worker (`refresh` reads A's kept traces), then set on the list.
 
     Args:
-        alignment: `reader.analysis.diff.align_runs(a, b)`.
+        alignment: `reader.analysis.compare.diff.align_runs(a, b)`.
         reader_a: Run A's `reader.DumpReader` (pages of its traces are read to paint).
         run_id_a: A's run id, for the status line.
     """

@@ -3,7 +3,7 @@ activations' largest magnitude, from the summary rows alone.
 
 Tensors are sorted once per dump state into **roles** (weight, gradient, update,
 optimizer slot, activation, loss scale) by the graph around them
-(`reader.analysis.trend_roles`).
+(`reader.analysis.trends.trend_roles`).
 
 A series row is a Keras layer (its path), or, for a variable read outside any layer
 (a custom loop without Keras), the variable. Per row and step: norms are
@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from reader import format as fmt
-from reader.analysis import trend_roles as roles_
-from reader.analysis.steps import NO_STEP
+from reader.analysis.hunt.steps import NO_STEP
+from reader.analysis.trends import trend_roles as roles_
 from reader.summary_rows import row_columns
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ of one ``op:slot`` on disk, in order, with the step each ran in and whether it h
 NaN or infinity. Only the index's columns are read (no record is decoded), so a
 history over a million traces costs a few array operations.
 
-A step is what the alerts call a step (`reader.analysis.steps`): one call of the run's step
+A step is what the alerts call a step (`reader.analysis.hunt.steps`): one call of the run's step
 function, so "first non-finite at step 250" here and in the Alerts pane agree. A run
 without steps places each trace by the execution it ran in instead (`unit`).
 """
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from reader import format as fmt
-from reader.analysis.steps import NO_STEP
+from reader.analysis.hunt.steps import NO_STEP
 
 if TYPE_CHECKING:
     from reader.analysis.dump_reader import DumpReader
@@ -32,7 +32,7 @@ class TensorHistory:
         op_id: The op.
         slot: Its output slot.
         traces: int64 trace indices.
-        steps: int64 step of each trace (`reader.analysis.steps.NO_STEP`: before the first
+        steps: int64 step of each trace (`reader.analysis.hunt.steps.NO_STEP`: before the first
             step); the execution index instead when ``unit`` is "execution".
         nonfinite: bool, per trace: it held NaN or infinity.
         unit: What ``steps`` counts: "step" or "execution".

@@ -1,5 +1,6 @@
 """How the analyses word counts and summaries: "2 exact zeros", "1 -inf and 2 NaN among
-2,560 values", evidence lines. Shared by `reader.analysis.diagnosis` and `reader.analysis`."""
+2,560 values", evidence lines. Shared by `reader.analysis.diagnosis.diagnosis` and
+`reader.analysis`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The verdict of a run whose non-finite values were all contained: healthy.
 
-A run with alerts but no harmful one (`reader.analysis.harm`) gets a diagnosis of its
+A run with alerts but no harmful one (`reader.analysis.hunt.harm`) gets a diagnosis of its
 own instead of a root cause: ``expected_loss_scaling`` when a dynamic loss scale
 skipped steps, ``healthy`` otherwise, worded in one line ("no harmful non-finite
 values; 9 steps overflowed under the loss scale and were skipped, as designed; 20
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from reader.analysis.diagnosis import Diagnosis
-from reader.analysis.harm import HarmVerdict
+from reader.analysis.diagnosis.diagnosis import Diagnosis
+from reader.analysis.hunt.harm import HarmVerdict
 from reader.model import DUMPER_TENSORFLOW, AlertSummary
 from reader.run import liveness
 

@@ -1,11 +1,13 @@
 """Watch rules: what in the run's trends announces trouble, before (or without) a NaN.
 
 The rules are a list (`RULES`) of small functions of the run's `Trends` (and, for the
-loss scale, its harm verdict) and their parameters; each returns its hits. A `RuleHit`
+loss scale, its harm verdict) and their parameters; each returns its hits. `watch`
+runs them all; `DumpReader.watch` hands it the run's cached trends, harm verdict and
+steps (this module sits below `DumpReader`, as the analyses it caches do). A `RuleHit`
 names the step, the layer or the tensor, the value and the baseline it was compared
 with, and the evidence in words. A run of consecutive firing steps of one subject is one
 hit, at its first step. Rules only watch: a hit never makes a run "not healthy" in the
-verdict (`reader.analysis.verdict`), it is shown.
+verdict (`reader.analysis.diagnosis.verdict`), it is shown.
 
 - ``exploding`` (``k``, ``window``): a finite gradient, update or activation value above
   ``k`` times the rolling median of its previous ``window`` finite values (at least 3).
@@ -39,12 +41,15 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from reader import format as fmt
-from reader.analysis.model_place import PlaceFinder
-from reader.analysis.trend_roles import LOSS_SCALE_ROW
-from reader.analysis.trends import DTYPE_MAX, SERIES_TITLES, Trends
+from reader.analysis.hunt.model_place import PlaceFinder
+from reader.analysis.trends.trend_roles import LOSS_SCALE_ROW
+from reader.analysis.trends.trends import DTYPE_MAX, SERIES_TITLES, Trends
 
 if TYPE_CHECKING:
-    from reader.analysis.dump_reader import DumpReader
+    from reader.analysis.hunt.harm import HarmVerdict
+    from reader.analysis.hunt.steps import Steps
+    from reader.model import Alert
+    from reader.run.indexed_run import IndexedRun
 
 # The parameters of each rule and their defaults (`--rule NAME:KEY=VALUE,...`).
 DEFAULTS: dict[str, dict[str, float]] = {
@@ -182,7 +187,8 @@ def _rolling_medians(values: np.ndarray, window: int) -> np.ndarray:
     return out
 
 
-def exploding(reader: DumpReader, trends: Trends, k: float, window: int) -> list[RuleHit]:
+def exploding(reader: IndexedRun, trends: Trends, harm: HarmVerdict, k: float, window: int
+              ) -> list[RuleHit]:
     hits = []
     for series in _EXPLODING_SERIES:
         table = trends.series[series]
@@ -211,7 +217,8 @@ def exploding(reader: DumpReader, trends: Trends, k: float, window: int) -> list
     return hits
 
 
-def vanishing(reader: DumpReader, trends: Trends, n: int, relu: float) -> list[RuleHit]:
+def vanishing(reader: IndexedRun, trends: Trends, harm: HarmVerdict, n: int, relu: float
+              ) -> list[RuleHit]:
     hits = []
     gradient = trends.series["gradient_norm"]
     for row in range(gradient.shape[0]):
@@ -246,7 +253,8 @@ def vanishing(reader: DumpReader, trends: Trends, n: int, relu: float) -> list[R
     return hits
 
 
-def float16_headroom(reader: DumpReader, trends: Trends, factor: float) -> list[RuleHit]:
+def float16_headroom(reader: IndexedRun, trends: Trends, harm: HarmVerdict, factor: float
+                     ) -> list[RuleHit]:
     hits = []
     places = PlaceFinder(reader)
     scaled = trends.loss_scale() is not None
@@ -278,12 +286,12 @@ def float16_headroom(reader: DumpReader, trends: Trends, factor: float) -> list[
     return hits
 
 
-def skipped_steps(reader: DumpReader, trends: Trends) -> list[int]:
+def skipped_steps(trends: Trends, harm: HarmVerdict) -> list[int]:
     """The steps the dynamic loss scaler skipped: where the dump records the scale,
     each step after which it halved (and the run's last step when the harm analysis
     says it was skipped); else the harm analysis' steps
-    (`reader.analysis.harm`, from the gradients' overflow)."""
-    by_harm = [int(step) for step in reader.harm().skipped_step_numbers]
+    (`reader.analysis.hunt.harm`, from the gradients' overflow)."""
+    by_harm = [int(step) for step in harm.skipped_step_numbers]
     scale = trends.loss_scale()
     if scale is None or not np.isfinite(scale).any():
         return by_harm
@@ -294,10 +302,10 @@ def skipped_steps(reader: DumpReader, trends: Trends) -> list[int]:
     return steps + ([last] if last in by_harm and last not in steps else [])
 
 
-def loss_scale(reader: DumpReader, trends: Trends) -> list[RuleHit]:
+def loss_scale(reader: IndexedRun, trends: Trends, harm: HarmVerdict) -> list[RuleHit]:
     scale = trends.loss_scale()
     hits = []
-    for count, step in enumerate(skipped_steps(reader, trends), start=1):
+    for count, step in enumerate(skipped_steps(trends, harm), start=1):
         position = int(np.searchsorted(trends.steps, step))
         value = float(scale[position]) if scale is not None and \
             position < trends.steps.size and trends.steps[position] == step else float("nan")
@@ -317,22 +325,26 @@ RULES: dict[str, Callable[..., list[RuleHit]]] = {
     "loss_scale": loss_scale}
 
 
-def watch(reader: DumpReader, config: dict[str, dict[str, float]] | None = None
+def watch(reader: IndexedRun, trends: Trends, harm: HarmVerdict, steps: Steps,
+          first_alert: Alert | None, config: dict[str, dict[str, float]] | None = None
           ) -> WatchReport:
     """Every rule's hits over the run, in step order (ties: `RULES`' order), the first
-    anomaly and its lead on the first harmful alert."""
+    anomaly and its lead on the first harmful alert (`DumpReader.watch` passes the
+    run's own trends, harm verdict, steps and first harmful alert).
+
+    Args:
+        config: Each rule's parameters (`parse_rule_specs`); None: `DEFAULTS`.
+    """
     config = config or parse_rule_specs(None)
-    trends = reader.trends()
     hits: list[RuleHit] = []
     for name, rule in RULES.items():
-        hits.extend(rule(reader, trends, **config[name]))
+        hits.extend(rule(reader, trends, harm, **config[name]))
     order = list(RULES)
     hits.sort(key=lambda h: (h.step, order.index(h.rule)))
     first = hits[0] if hits else None
-    alert = reader.first_alert()
     harmful = None
-    if alert is not None:
-        steps = reader.steps()
-        harmful = steps.of_execution(alert.step) if steps.has_steps else alert.step
+    if first_alert is not None:
+        harmful = (steps.of_execution(first_alert.step) if steps.has_steps
+                   else first_alert.step)
     lead = harmful - first.step if first is not None and harmful is not None else None
     return WatchReport(tuple(hits), first, lead, harmful)

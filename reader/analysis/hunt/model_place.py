@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from reader.analysis.root_cause import DATASET_DELIVERY_OPS, is_dataset_graph
+from reader.analysis.hunt.root_cause import DATASET_DELIVERY_OPS, is_dataset_graph
 from reader.errors import DumpError
 from reader.model import Alert, Frame, Op
 

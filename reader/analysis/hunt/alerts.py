@@ -47,7 +47,7 @@ def collect_alerts(execs: ExecutionIndex, traces: TraceIndex, builder: AlertBuil
         limit_per_type: How many alerts of each type to list; totals stay exact.
         harm: Per eager and per graph alert (as the indexes list them), `HARMFUL` or
             1 + the position of its reason in `CONTAINED_REASONS`
-            (`reader.analysis.harm`): listed alerts carry their reason, the summary
+            (`reader.analysis.hunt.harm`): listed alerts carry their reason, the summary
             counts them apart.
     """
     eager_index, eager_slot, eager_counts = execs.alert_rows()

@@ -13,14 +13,14 @@
 - **activation**: any other forward tensor made inside a layer's call; a ``Relu``'s
   output also counts the share of zero units;
 - **loss scale**: every read of a dynamic loss scale's variable (Keras'
-  ``LossScaleOptimizer``): a variable named like one (`LOSS_SCALE_NAME`), or one whose
-  read divides a gradient.
+  ``LossScaleOptimizer``, found by `reader.analysis.hunt.loss_scale`): a variable named
+  like one, or one whose read divides a gradient.
 
 Variables are followed across graphs: an optimizer that runs inside a ``tf.cond``
 branch (Keras' loss scaler applies the step only when the gradients are finite) writes
-through the branch's placeholders, which `reader.analysis.branch_inputs` maps to the
-tensors of the graph around it, so a write in the branch and a read in the forward pass
-meet at one variable.
+through the branch's placeholders, which `reader.analysis.hunt.branch_inputs` maps to the
+tensors of the graph around it (`reader.analysis.hunt.loss_scale.RunGraphs` follows them),
+so a write in the branch and a read in the forward pass meet at one variable.
 """
 
 from __future__ import annotations
@@ -29,35 +29,31 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from reader.analysis.branch_inputs import true_branch_inputs
-from reader.analysis.model_place import PlaceFinder
-from reader.errors import DumpError
+from reader.analysis.hunt.loss_scale import (
+    VARIABLE_READS,
+    GraphTensor,
+    RunGraphs,
+    loss_scale_tensors,
+    variable_name,
+)
 
 if TYPE_CHECKING:
-    from reader.model import Op, TensorRef
+    from reader.model import Op
     from reader.run.indexed_run import IndexedRun
 
 # Role codes (0: none).
 GRADIENT, UPDATE, WEIGHT, ACTIVATION, SLOT, LOSS_SCALE = 1, 2, 3, 4, 5, 6
 _DELTA_WRITES = frozenset({"AssignSubVariableOp", "AssignAddVariableOp"})
 _WRITES = _DELTA_WRITES | {"AssignVariableOp"}
-_READS = frozenset({"ReadVariableOp"})
 _NOT_ACTIVATIONS = frozenset({"ReadVariableOp", "Const", "Placeholder", "Shape", "Cast"})
 # How far back from a variable's write its gradient is looked for, in ops.
 _GRADIENT_DEPTH = 12
-# A name component of a dynamic loss scale's variable: Keras 3's `dynamic_scale`,
-# tf_keras' `current_loss_scale`, TensorFlow 1's `loss_scale` (not
-# `loss_scale_optimizer/step_counter`: the scaler's counter).
-LOSS_SCALE_NAME = re.compile(r"^(dynamic_scale|current_loss_scale|loss_scale)(_\d+)?$")
 # TensorFlow's name for a variable created without one: every such variable of an
 # eager program has it, so it cannot tell one from another (the op that reads it can).
 _UNNAMED_VARIABLE = re.compile(r"^Variable(_\d+)?$")
 # The loss scale's row (each traced function captures the variable anew: one row for
 # all of them).
 LOSS_SCALE_ROW = "loss scale"
-
-# A tensor of the run: (graph id, op name, output slot).
-_Tensor = tuple[int, str, int]
 
 
 @dataclass
@@ -100,84 +96,8 @@ class Roles:
         return ordered
 
 
-def variable_name(resource: str) -> str:
-    """A variable named by its resource tensor: "dense/kernel/ReadVariableOp/resource:0"
-    -> "dense/kernel"."""
-    name = resource.rsplit(":", 1)[0]
-    for suffix in ("/resource", "/ReadVariableOp", "/Cast", "_readvariableop_resource"):
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
-    return name or resource
-
-
-class _RunGraphs:
-    """The ops of every graph, keyed by graph and name, and variables followed across
-    cond branches."""
-
-    def __init__(self, reader: IndexedRun) -> None:
-        self.places = PlaceFinder(reader)
-        self.ops_of: dict[int, list[Op]] = {}
-        for graph in reader.graphs():
-            try:
-                self.ops_of[graph.id] = reader.graph_ops(graph.id)
-            except DumpError:
-                continue
-        self.by_name = {(gid, op.name): op for gid, ops in self.ops_of.items() for op in ops}
-        self.fed_by = true_branch_inputs(reader.graphs(), self.ops_of)
-
-    def phase(self, op: Op) -> str:
-        return self.places.phase_of_op(op)
-
-    def source(self, graph_id: int, ref: TensorRef) -> _Tensor:
-        """The tensor ``ref`` names, followed out of cond branches to the tensor that
-        feeds the branch's placeholder."""
-        name, slot = ref.name.rsplit(":", 1)[0], ref.slot or 0
-        for _ in range(len(self.ops_of) + 1):
-            outer = self.fed_by.get((graph_id, name))
-            if outer is None:
-                break
-            graph_id, ref = outer
-            name, slot = ref.name.rsplit(":", 1)[0], ref.slot or 0
-        return graph_id, name, slot
-
-    def producer(self, tensor: _Tensor) -> Op | None:
-        return self.by_name.get(tensor[:2])
-
-
-def _loss_scale_variables(graphs: _RunGraphs, reads: dict[_Tensor, list[Op]]) -> set[_Tensor]:
-    """The variables of dynamic loss scales: named like one, or read to divide a
-    gradient (Keras' loss scaler unscales the gradients with ``g / scale``)."""
-    found = {resource for resource in reads
-             if any(LOSS_SCALE_NAME.match(part) for part in resource[1].split("/"))}
-    for gid, ops in graphs.ops_of.items():
-        for op in ops:
-            if op.op_type != "RealDiv" or len(op.inputs) != 2:
-                continue
-            numerator = graphs.producer(graphs.source(gid, op.inputs[0]))
-            divisor = graphs.producer(graphs.source(gid, op.inputs[1]))
-            if numerator is not None and divisor is not None and divisor.op_type in _READS \
-                    and divisor.inputs and graphs.phase(numerator) == "gradient":
-                found.add(graphs.source(divisor.graph_id, divisor.inputs[0]))
-    return found
-
-
-def loss_scale_variables(reader: IndexedRun) -> list[str]:
-    """The names of the run's dynamic loss scale variables (`_loss_scale_variables`),
-    sorted; [] when it has none. The harm analysis asks when no graph is named after
-    a loss scaler (a scaler built before its first trace names its branches
-    ``cond_true_N``)."""
-    graphs = _RunGraphs(reader)
-    reads: dict[_Tensor, list[Op]] = {}
-    for gid, ops in graphs.ops_of.items():
-        for op in ops:
-            if op.op_type in _READS and op.inputs:
-                reads.setdefault(graphs.source(gid, op.inputs[0]), []).append(op)
-    return sorted({variable_name(f"{name}:{slot}")
-                   for _, name, slot in _loss_scale_variables(graphs, reads)})
-
-
 def _slot_rows(slots: list[tuple[Op, str | None, list[tuple[Op, int]]]],
-               row_of_gradient: dict[_Tensor, str]) -> list[tuple[Op, str]]:
+               row_of_gradient: dict[GraphTensor, str]) -> list[tuple[Op, str]]:
     """Each optimizer slot's first read and its row's name, from the slots' first
     reads, their own names where known, and the gradients they follow.
 
@@ -221,16 +141,16 @@ def _named_variable(resource: str) -> str | None:
 def assign_roles(reader: IndexedRun) -> Roles:
     """Every traced tensor's role and row, the rows in model order (by their first
     trace point)."""
-    graphs = _RunGraphs(reader)
-    reads: dict[_Tensor, list[Op]] = {}
-    writes: dict[_Tensor, list[Op]] = {}
+    graphs = RunGraphs(reader)
+    reads: dict[GraphTensor, list[Op]] = {}
+    writes: dict[GraphTensor, list[Op]] = {}
     for gid, ops in graphs.ops_of.items():
         for op in ops:
-            if op.op_type in _READS and op.inputs:
+            if op.op_type in VARIABLE_READS and op.inputs:
                 reads.setdefault(graphs.source(gid, op.inputs[0]), []).append(op)
             elif op.op_type in _WRITES and len(op.inputs) >= 2:
                 writes.setdefault(graphs.source(gid, op.inputs[0]), []).append(op)
-    scales = _loss_scale_variables(graphs, reads)
+    scales = loss_scale_tensors(graphs, reads)
     # The variable's own name, where the dumper recorded it (format 2.4) on an op
     # that reads or writes it.
     named = {resource: op.variable for table in (reads, writes)
@@ -249,10 +169,10 @@ def assign_roles(reader: IndexedRun) -> Roles:
         """The nearest gradient-phase tensors behind a write's value (a gradient
         unscaled by a loss scale: the division)."""
         frontier = [graphs.source(write.graph_id, write.inputs[1])]
-        seen: set[_Tensor] = set()
+        seen: set[GraphTensor] = set()
         for _ in range(_GRADIENT_DEPTH):
             found: list[tuple[Op, int]] = []
-            nxt: list[_Tensor] = []
+            nxt: list[GraphTensor] = []
             for tensor in frontier:
                 op = graphs.producer(tensor)
                 if tensor in seen or op is None:
@@ -265,7 +185,7 @@ def assign_roles(reader: IndexedRun) -> Roles:
                 if op.op_type == "IdentityN":
                     inputs = op.inputs[slot:slot + 1]
                     nxt.extend(graphs.source(op.graph_id, ref) for ref in inputs)
-                elif op.op_type in _READS and op.inputs:
+                elif op.op_type in VARIABLE_READS and op.inputs:
                     resource = graphs.source(op.graph_id, op.inputs[0])
                     nxt.extend(graphs.source(w.graph_id, w.inputs[1])
                                for w in writes.get(resource, ()))
@@ -278,14 +198,14 @@ def assign_roles(reader: IndexedRun) -> Roles:
 
     roles = Roles()
     phase = graphs.phase
-    layer_of_resource: dict[_Tensor, str | None] = {}
+    layer_of_resource: dict[GraphTensor, str | None] = {}
     for resource, readers in reads.items():
         forward = [op for op in readers if phase(op) == "forward"]
         if forward:
             layer_of_resource[resource] = graphs.places.of_op(forward[0]).layer
     # The row of each trained variable's gradient tensors, and the variables that follow
     # a gradient without being read forward: an optimizer's slots.
-    row_of_gradient: dict[_Tensor, str] = {}
+    row_of_gradient: dict[GraphTensor, str] = {}
     slots: list[tuple[Op, str | None, list[tuple[Op, int]]]] = []
     for resource, written in writes.items():
         if resource in scales:

@@ -4,7 +4,7 @@
 week's commit and not today's": the question is the first place the two runs differ,
 not the first NaN of one of them.
 
-**Alignment.** A graph tensor is known by its step (`reader.analysis.steps`; the whole run when
+**Alignment.** A graph tensor is known by its step (`reader.analysis.hunt.steps`; the whole run when
 there are no steps), its graph's name (without TensorFlow's numeric suffix), its op's
 name, its output slot and its occurrence: the k-th trace of that tensor in the step,
 so loop iterations align one by one. An eager output is known by its step, its op
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from reader import format as fmt
-from reader.analysis.tensor_alignment import (
+from reader.analysis.compare.tensor_alignment import (
     TensorKeys,
     TensorTable,
     align,
@@ -228,8 +228,8 @@ def _align(a: DumpReader, b: DumpReader, rtol: float, atol: float, every: bool
 
 class _Comparison:
     """One kind of record (graph traces or eager outputs) of two runs, aligned and
-    compared in columns (`reader.analysis.tensor_alignment`); records are decoded only for the
-    divergences reported, and for FULL_TENSOR values."""
+    compared in columns (`reader.analysis.compare.tensor_alignment`); records are decoded
+    only for the divergences reported, and for FULL_TENSOR values."""
 
     def __init__(self, kind: str, a: _Walk, b: _Walk, keys_a: TensorKeys, keys_b: TensorKeys,
                  table: TensorTable, values: bool, rtol: float, atol: float,

@@ -43,14 +43,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reader.analysis.inputs import input_trace
-from reader.analysis.model_place import PlaceFinder
-from reader.analysis.trend_roles import LOSS_SCALE_NAME, loss_scale_variables
+from reader.analysis.hunt.inputs import input_trace
+from reader.analysis.hunt.loss_scale import LOSS_SCALE_NAME, loss_scale_variables
+from reader.analysis.hunt.model_place import PlaceFinder
 from reader.errors import DumpError
 from reader.model import CONTAINED_REASONS, HARMFUL, Alert, Op, alert_type_of
 
 if TYPE_CHECKING:
-    from reader.analysis.steps import Steps
+    from reader.analysis.hunt.steps import Steps
     from reader.run.indexed_run import IndexedRun
 
 # Consecutive steps skipped by the loss scaler beyond which its scale is collapsing:

@@ -15,7 +15,7 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 import reader as dump_reader_module
-from reader.analysis.workers import first_nonfinite_workers, origin_worker
+from reader.analysis.jobs import first_nonfinite_workers, origin_worker
 from reader.errors import DumpError
 from reader.model import DUMPER_TENSORFLOW, RunInfo
 from reader.run import liveness
@@ -31,7 +31,7 @@ def run_label(run: RunInfo, alerts: int | str = COUNTING, *, first_in_job: bool 
     """One line about a run: start time, id, its task in a multi-worker job, alert
     count (`COUNTING` until known, `UNCOUNTABLE` if the run cannot be read), mode,
     finished or not, host and pid. ``first_in_job``: the worker of a multi-worker job
-    that went non-finite first (`reader.analysis.workers`)."""
+    that went non-finite first (`reader.analysis.jobs`)."""
     started = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.start_time))
                if run.start_time else "start unknown")
     text = Text(f"{started}  ")
@@ -67,7 +67,7 @@ _STATE_STYLES = {
 }
 
 
-class RunPickerScreen(ModalScreen[str | None]):
+class RunPickerDialog(ModalScreen[str | None]):
     """Lists the runs, newest first; Enter returns the chosen run id.
 
     Args:
@@ -79,12 +79,12 @@ class RunPickerScreen(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
     DEFAULT_CSS = """
-    RunPickerScreen { align: center middle; }
-    RunPickerScreen > Vertical {
+    RunPickerDialog { align: center middle; }
+    RunPickerDialog > Vertical {
         width: 100; max-width: 100%; height: auto; max-height: 90%;
         border: round $accent; background: $panel;
     }
-    RunPickerScreen OptionList { height: auto; max-height: 20; }
+    RunPickerDialog OptionList { height: auto; max-height: 20; }
     """
 
     def __init__(self, runs: list[RunInfo], current: str | None,

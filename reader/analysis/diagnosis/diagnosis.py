@@ -1,6 +1,6 @@
 """Diagnosis: why an op made NaN or infinity, in the user's terms, and the usual fix.
 
-The root cause (`reader.analysis.root_cause`) says where; this module says why. It classifies
+The root cause (`reader.analysis.hunt.root_cause`) says where; this module says why. It classifies
 the op that made a non-finite tensor from its type, dtypes and the summaries of its
 inputs and output into one of `PATTERNS`, and words an explanation (the expression
 the user wrote, with the counts that convict it), the usual fix, and the evidence.
@@ -16,16 +16,16 @@ import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from reader.analysis.expressions import expression_of
-from reader.analysis.input_source import NAN_FREE_OPS, InputSource, input_source
-from reader.analysis.model_place import library_frame_location
-from reader.analysis.root_cause import DATASET_DELIVERY_OPS, find_root_cause
-from reader.analysis.training_patterns import PATTERNS as TRAINING_PATTERNS
-from reader.analysis.training_patterns import training_finding
-from reader.analysis.wording import count_text as _count
-from reader.analysis.wording import evidence_line as _evidence_line
-from reader.analysis.wording import nonfinite_text as _nonfinite_text
-from reader.analysis.wording import values_text as _values
+from reader.analysis.diagnosis.expressions import expression_of
+from reader.analysis.diagnosis.input_source import NAN_FREE_OPS, InputSource, input_source
+from reader.analysis.diagnosis.training_patterns import PATTERNS as TRAINING_PATTERNS
+from reader.analysis.diagnosis.training_patterns import training_finding
+from reader.analysis.diagnosis.wording import count_text as _count
+from reader.analysis.diagnosis.wording import evidence_line as _evidence_line
+from reader.analysis.diagnosis.wording import nonfinite_text as _nonfinite_text
+from reader.analysis.diagnosis.wording import values_text as _values
+from reader.analysis.hunt.model_place import library_frame_location
+from reader.analysis.hunt.root_cause import DATASET_DELIVERY_OPS, find_root_cause
 from reader.errors import DumpError
 from reader.model import Alert, Frame, Op, RootCause, Summary
 
@@ -71,7 +71,7 @@ SOURCE_OPS = {
     "EagerPyFunc": "the Python function (tf.py_function)",
 }
 # Collective ops: what they output non-finite was sent by another worker or replica,
-# which made it (`reader.analysis.workers` finds the worker that went non-finite first).
+# which made it (`reader.analysis.jobs` finds the worker that went non-finite first).
 COLLECTIVE_OPS = frozenset({
     "CollectiveReduce", "CollectiveReduceV2", "CollectiveReduceV3", "CollectiveGather",
     "CollectiveGatherV2", "CollectiveBcastRecv", "CollectiveBcastRecvV2",
@@ -182,7 +182,7 @@ def diagnose_alert(reader: DumpReader, alert: Alert) -> Diagnosis:
 
 def diagnose_cause(reader: DumpReader, cause: RootCause) -> Diagnosis:
     """Classify a root cause (an op whose known inputs were finite): the rules that
-    know training first (`reader.analysis.training_patterns`), then the op's own."""
+    know training first (`reader.analysis.diagnosis.training_patterns`), then the op's own."""
     site = _Site.of(reader, cause)
     finding = training_finding(reader, cause, site.subject)
     if finding is not None:

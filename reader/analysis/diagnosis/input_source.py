@@ -1,6 +1,6 @@
 """Where a non-finite input came from: the batch, the Python function, the variable.
 
-A root cause at an op that brings values in (`reader.analysis.diagnosis.SOURCE_OPS`)
+A root cause at an op that brings values in (`reader.analysis.diagnosis.diagnosis.SOURCE_OPS`)
 says only "no op in the dump made these values". This module follows them one step
 further, from what the dump recorded around that op:
 
@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reader.analysis.expressions import expression_of
-from reader.analysis.root_cause import DATASET_DELIVERY_OPS, is_dataset_graph
-from reader.analysis.wording import nonfinite_text
+from reader.analysis.diagnosis.expressions import expression_of
+from reader.analysis.diagnosis.wording import nonfinite_text
+from reader.analysis.hunt.root_cause import DATASET_DELIVERY_OPS, is_dataset_graph
 from reader.errors import DumpError
 from reader.model import Execution, Frame, Op, RootCause
 

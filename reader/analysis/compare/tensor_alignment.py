@@ -1,5 +1,5 @@
-"""`reader.analysis.diff` in columns: keys, alignment and divergence of every graph trace and
-eager output of two runs with a few numpy calls, not an object per record.
+"""`reader.analysis.compare.diff` in columns: keys, alignment and divergence of every graph trace
+and eager output of two runs with a few numpy calls, not an object per record.
 
 A graph trace's key is (step, tensor, occurrence, 0): the step it ran in, the tensor
 (graph name without TensorFlow's numeric suffix, op name, output slot, interned in a
@@ -183,7 +183,7 @@ def compare_rows(a: TensorKeys, b: TensorKeys, in_a: np.ndarray, in_b: np.ndarra
                  count_fields: tuple[str, ...], stat_fields: tuple[str, ...],
                  rtol: float, atol: float) -> np.ndarray:
     """Per aligned pair, what differs: 0 nothing, 1 finiteness, 2 a count, 3 a statistic
-    (as `reader.analysis.diff.differing_fields` decides for one pair)."""
+    (as `reader.analysis.compare.diff.differing_fields` decides for one pair)."""
     reason = np.zeros(in_a.size, dtype=np.int8)
     if a.rows is None or b.rows is None or not in_a.size:
         return reason

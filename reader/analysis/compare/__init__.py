@@ -1,0 +1,2 @@
+"""Two runs side by side: their tensors aligned, and where they part (`tfdbg-tui diff`,
+`--compare`)."""
