@@ -44,7 +44,7 @@ _LIBRARY_PATH = re.compile(
 # sub-packages, not its example programs (which stand in for user code) nor a user's
 # own files under some other directory called `instrument` (a/instrument/programs/train.py).
 _INSTRUMENT_PATH = re.compile(
-    r"[\\/]instrument[\\/](?:(?:dump|summaries|tf_internals|tracing)[\\/])?[A-Za-z_][A-Za-z0-9_]*\.py$")
+    r"[\\/]instrument[\\/](?:(?:dump|summaries|tf_internals|tracing|watch)[\\/])?[A-Za-z_][A-Za-z0-9_]*\.py$")
 
 
 def is_library_path(path: str) -> bool:
