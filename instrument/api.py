@@ -267,7 +267,9 @@ def _start(arguments: tuple[Any, ...], tensor_dtypes: Any,
                                snapshot_library_sources=snapshot_library,
                                stop_on_alert=bool(stop), on_alert=on_alert)
     preflight(callback.notices, tf, circular_buffer_size=buffer_size, op_regex=op_regex,
-              tensor_dtypes=writer_dtypes, running_threads_seen=REACHES_RUNNING_THREADS)
+              tensor_dtypes=writer_dtypes,
+              # A replay records its own thread's step alone: other threads are not its.
+              running_threads_seen=REACHES_RUNNING_THREADS or "replay_of" in (run_info or {}))
     op_callbacks.add_op_callback(callback)
     # Op callbacks are per thread: register in every other thread as it starts.
     thread_hook = ThreadHook(lambda: op_callbacks.add_op_callback(callback),

@@ -328,14 +328,6 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
     _say_workers(say, dump, first_nonfinite_workers(dump))
     pair = watch_pair(dump)
     _say_watch(say, dump, pair)
-    if not summary.total and pair is not None and pair.watched_run == meta.run_id:
-        say("")
-        say("A watched run records no op: "
-            + (f"open the replay of step {pair.log.hit.step} for the op and the line "
-               f"(--run {pair.replay_run})." if pair.log.hit and pair.replay_run
-               else "every watched step stayed finite." if pair.log.hit is None
-               else "its hit step was not replayed."))
-        return
     if not summary.total:
         say("")
         statement = no_alert_statement(dump, dump.writer_state())

@@ -54,6 +54,9 @@ def no_alert_statement(reader: DumpReader, state: str) -> str:
     while it hung, or that crashed, has none because it never got further. It says
     where it got to ("the last step recorded: 7").
     """
+    watched = _watched_statement(reader)
+    if watched is not None:
+        return watched
     if state == liveness.FINISHED or reader.metadata.dumper == DUMPER_TENSORFLOW:
         return CLEAN_RUN
     reached = ("nothing ran" if not reader.num_executions else "the last recorded: "
@@ -68,6 +71,22 @@ def no_alert_statement(reader: DumpReader, state: str) -> str:
     return (f"No NaN or infinity recorded, but the run never finished: {ended} "
             f"({reached}). A job killed while it hung, or one that crashed, stops there; "
             "what it would have done next is not in the dump.")
+
+
+def _watched_statement(reader: DumpReader) -> str | None:
+    """A watched run records no op: what its watch saw instead (None for other runs)."""
+    log = reader.watch_log()
+    if log is None:
+        return None
+    hit = log.hit
+    if hit is None:
+        return (f"A watched run: every one of its {log.num_steps:,} watched steps stayed "
+                "finite (it records no op).")
+    replay = (f"its replay, run {hit.replay_run} ({hit.verdict or 'no verdict'}), has the "
+              "op and the line" if hit.replay_run else "it was not replayed"
+              + (f" ({hit.replay_error})" if hit.replay_error else ""))
+    return (f"A watched run: step {hit.step}'s {hit.check} check failed ({hit.tensor} held "
+            f"NaN or infinity) and nothing was written after it; {replay}.")
 
 
 def contained_line(summary: AlertSummary, harm: HarmVerdict) -> str:
