@@ -228,6 +228,9 @@ class Op:
     # The variable the op reads or writes through a function graph's capture of its
     # handle (format 2.4), or None.
     variable: str | None = None
+    # A ``Const`` whose value holds a NaN, known when its graph was built (format 2.6):
+    # never a deliberate infinity, also where the mode cannot tell NaN from infinity.
+    constant_nan: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -336,7 +336,8 @@ class DumpWriter:
     def add_op(self, *, graph_id: int, op_type: str, op_name: str, inputs: Sequence[str],
                num_outputs: int, output_dtypes: Sequence[int], device_id: int | None,
                stack_id: int | None, trace_points: Sequence[int | None],
-               layer: str | None = None, variable: str | None = None) -> int:
+               layer: str | None = None, variable: str | None = None,
+               constant_nan: bool = False) -> int:
         """Define an op created in a graph.
 
         Args:
@@ -347,6 +348,9 @@ class DumpWriter:
             layer: The path of the Keras layer whose call built the op, if any.
             variable: The name of the variable the op reads or writes through a
                 function graph's capture of its handle, if known.
+            constant_nan: A ``Const`` whose value, known when its graph was built, holds
+                a NaN (a mode that does not count NaN apart from infinities cannot
+                tell it from a deliberate infinity).
         """
         with self._lock:
             ident = self._allocate(fmt.KIND_OP)
@@ -359,6 +363,8 @@ class DumpWriter:
                 record["layer"] = layer
             if variable is not None:
                 record["var"] = variable
+            if constant_nan:
+                record["cnan"] = True
             self._append(fmt.STREAM_GRAPHS, record)
             return ident
 

@@ -13,6 +13,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from tensorflow.python.framework import ops
 from tensorflow.python.ops import control_flow_util
 
@@ -404,7 +405,8 @@ class DumpingCallback:
             output_dtypes=[t.dtype.as_datatype_enum for t in outputs],
             device_id=self.graphs.device_id(device) if device else None,
             stack_id=self._stacks.capture(), trace_points=trace_points,
-            layer=calling_layer_path(), variable=_variable_of(graph, inputs))
+            layer=calling_layer_path(), variable=_variable_of(graph, inputs),
+            constant_nan=op_type == "Const" and _constant_holds_nan(outputs))
         batch = self._graph_batch(graph) if eager_rooted and not in_xla and not remote \
             else None
         if batch is not None and op is not None:
@@ -483,6 +485,24 @@ class _Busy:
 
     def __exit__(self, *exc_info: object) -> None:
         self._guard.busy = self._was_busy
+
+
+# Constants larger than this are not read at trace time for a NaN (a table baked into
+# the graph); their NaN is then told as any other value's.
+CONSTANT_NAN_MAX_ELEMENTS = 1 << 20
+
+
+def _constant_holds_nan(outputs: tuple[Any, ...]) -> bool:
+    """Whether a ``Const`` op's floating value holds a NaN, read from its attribute."""
+    from tensorflow.python.framework import tensor_util
+
+    if not outputs or not outputs[0].dtype.is_floating:
+        return False
+    shape = outputs[0].shape
+    if not shape.is_fully_defined() or shape.num_elements() > CONSTANT_NAN_MAX_ELEMENTS:
+        return False
+    value = tensor_util.constant_value(outputs[0])
+    return value is not None and bool(np.isnan(np.asarray(value, dtype=np.float64)).any())
 
 
 def _find_op(graph: Any, op_name: str | None) -> Any:

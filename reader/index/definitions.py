@@ -270,7 +270,7 @@ class Definitions:
                                     for d in record.get("dtypes", [])),
                 device=self.device_name(device_id), stack_id=record.get("stack"),
                 trace_points=tuple(record["tps"]), layer=_name(record.get("layer")),
-                variable=_name(record.get("var")))
+                variable=_name(record.get("var")), constant_nan=record.get("cnan") is True)
         # Cache only what can no longer change: every reference resolved.
         if all(r.op_id is not None for r in refs) and (device_id is None or op.device is not None):
             self._op_cache[op_id] = op

@@ -335,6 +335,8 @@ def _deliberate(context: _Context, group: int) -> Containment | None:
         return None
     op, slot = found
     what = context.nonfinite_text(group)
+    if op.constant_nan:
+        return None  # a NaN written into the program is never deliberate
     if op.op_type in _CONSTANT_OPS:
         explanation = f"the constant '{op.name}' holds {what}, written into the program"
         evidence = [f"{op.op_type} '{op.name}': {what}"]
