@@ -50,8 +50,15 @@ class WatchHooks:
         def apply(optimizer: Any, grads: Any, trainable_variables: Any = None) -> Any:
             if gate.replaying():
                 return None  # the replay records the step; the update stays undone
-            if not tf.inside_function() or trainable_variables is None \
-                    or watcher.closed:
+            if watcher.closed or trainable_variables is None:
+                return original_apply(optimizer, grads, trainable_variables)
+            if not tf.inside_function():
+                watcher.say_once("eager", "an optimizer update ran eagerly (outside any "
+                                 "tf.function): eager updates are not watched")
+                return original_apply(optimizer, grads, trainable_variables)
+            if tf.distribute.has_strategy():
+                watcher.say_once("strategy", "the step runs under a tf.distribute "
+                                 "strategy: its updates are not watched yet")
                 return original_apply(optimizer, grads, trainable_variables)
             grads, variables = list(grads), list(trainable_variables)
             pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]

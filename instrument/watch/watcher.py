@@ -90,7 +90,7 @@ class Watcher:
         skipped and for a replay."""
         import tensorflow as tf
 
-        if gate.replaying() or not tf.inside_function():
+        if gate.replaying() or not tf.inside_function() or tf.distribute.has_strategy():
             return train_step(data)
         flags = self._flags()
         state = [v for v in model.variables if not v.trainable]
