@@ -1,7 +1,7 @@
-"""TF1 graphs' traces: handed to the host by a ``py_func`` per traced tensor, buffered.
+"""TF1 graphs' traces: handed to the host by a ``numpy_function`` per traced tensor, buffered.
 
 A ``tf.compat.v1.Session`` graph cannot capture the eager trace queue
-(instrument/tracing/trace_queue.py): there each traced tensor gets a ``py_func`` that appends its
+(instrument/tracing/trace_queue.py): there each traced tensor gets a ``numpy_function`` that appends its
 row (or value) to a `HostTraceBuffer`, which the trace queue's background thread
 drains with the queues (`trace_queue.TraceDrainer`).
 """
@@ -28,7 +28,7 @@ HOST_BUFFER_MAX_BYTES = 64 << 20
 
 
 class HostTraceBuffer:
-    """Traces handed over by ``py_func`` (TF1 graphs), buffered until the next drain.
+    """Traces handed over by ``numpy_function`` (TF1 graphs), buffered until the next drain.
 
     Args:
         mode: The tensor debug mode.
@@ -55,7 +55,7 @@ class HostTraceBuffer:
             self._sink = discard_traces
 
     def add_trace(self, tensor: Any, trace_point: int) -> Any:
-        """Build a ``py_func`` that hands ``tensor``'s trace to this buffer; return its op."""
+        """Build a ``numpy_function`` that hands ``tensor``'s trace to this buffer; return its op."""
         from tensorflow.python.framework import constant_op, dtypes, ops
         from tensorflow.python.ops import script_ops
 
@@ -72,7 +72,7 @@ class HostTraceBuffer:
             self._append(trace_point, value)
             return np.bool_(True)
 
-        # `numpy_function`, not `py_func`: the same PyFunc op without TensorFlow's
+        # `numpy_function`, not `numpy_function`: the same PyFunc op without TensorFlow's
         # deprecation warning printed into the program's output.
         done = script_ops.numpy_function(record, [payload], [dtypes.bool], stateful=True,
                                          name="tfdbg_tui_trace")

@@ -3,7 +3,7 @@
 A ``tf.compat.v1.Session`` graph runs no eager function call: without a record of each
 ``Session.run``, every trace of a TF1 loop falls in one step. While a dump is enabled,
 ``BaseSession.run`` (the public ``Session.run``, also under ``MonitoredSession``) is
-wrapped: after each run the traces its ``py_func``s handed over are drained, then the
+wrapped: after each run the traces its ``numpy_function`` ops handed over are drained, then the
 run is recorded as an execution of its graph, named by its fetches
 (`reader.format.session_run_op_type`) and numbered per fetches as calls of a function
 are. Traces written while it ran carry the index that record gets (the writer's
@@ -69,7 +69,7 @@ class SessionRunHook:
         hook = self
 
         def run(session_self: Any, fetches: Any, *args: Any, **kwargs: Any) -> Any:
-            # A run inside a run (a py_func that runs a session) is recorded once.
+            # A run inside a run (a numpy_function that runs a session) is recorded once.
             if getattr(hook._local, "running", False):
                 return original(session_self, fetches, *args, **kwargs)
             hook._local.running = True

@@ -1,7 +1,7 @@
 """Traces in TF1 graphs (``tf.compat.v1.Session``): through the host buffer, kept alive.
 
 A TF1 graph runs only what a fetch needs, and it cannot capture the eager trace queue.
-So each traced tensor gets a ``py_func`` that appends to the host buffer
+So each traced tensor gets a ``numpy_function`` that appends to the host buffer
 (`host_trace_buffer.HostTraceBuffer`), and the op's output is replaced by an identity that
 depends on that trace: whatever reads the output runs the trace first. A
 Placeholder's output cannot be replaced (it must stay feedable): its consumers are
@@ -28,7 +28,7 @@ class Tf1Traces:
     """The trace ops of one run's TF1 graphs.
 
     Args:
-        host_traces: Where the ``py_func``s hand their rows.
+        host_traces: Where the ``numpy_function`` ops hand their rows.
         notices: The run's notices.
     """
 

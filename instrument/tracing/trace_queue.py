@@ -19,7 +19,7 @@ a small queue drained while they keep coming, many batches a dequeue
 (instrument/tracing/value_drain.py).
 
 TF1 graphs (``tf.compat.v1.Session``) cannot capture an eager queue: there a
-``py_func`` per traced tensor appends to a host-side buffer instead
+``numpy_function`` per traced tensor appends to a host-side buffer instead
 (`host_trace_buffer.HostTraceBuffer`), which the same background thread flushes.
 """
 
