@@ -127,5 +127,8 @@ def test_healthy_runs_have_no_hit(watched, program):
     assert "FINISHED" in lines and "CAUGHT" not in lines
     assert lines["WEIGHTS_FINITE"] == "True"
     data = report(logdir)
-    assert data["watch"]["hit_step"] is None and data["watch"]["steps"] == STEPS
+    # Under mixed precision the loss scaler's skipped steps never reach the watched
+    # update (its inner optimizer's): they are not counted, and are not hits.
+    assert data["watch"]["hit_step"] is None
+    assert 0 < data["watch"]["steps"] <= STEPS
     assert len(reader.list_runs(logdir)) == 1  # no replay
