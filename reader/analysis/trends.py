@@ -36,6 +36,7 @@ import numpy as np
 from reader import format as fmt
 from reader.analysis import trend_roles as roles_
 from reader.analysis.steps import NO_STEP
+from reader.limits import MAX_TRACE_POINT
 from reader.summary_rows import row_columns
 
 if TYPE_CHECKING:
@@ -180,6 +181,30 @@ def _block_measures(mode: str, rows: np.ndarray) -> _Measures:
                      else np.zeros(n, np.int8))
 
 
+def _roles_of_traces(roles: roles_.Roles, tps: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per trace: its role code (0: none), its row and whether it is a ReLU's output,
+    looked up by trace point among the points that have a role.
+
+    The tables are as long as the roles, never as the largest trace point: a trace
+    chunk's int32 ``tp`` is the dump's word (a flipped bit makes it 2**31 - 1 or
+    negative), and a point outside ``0..MAX_TRACE_POINT`` (damage, or an op's output
+    left untraced) has no role.
+    """
+    points = np.array(sorted(tp for tp in roles.role if 0 <= tp <= MAX_TRACE_POINT),
+                      np.int64)
+    codes = np.array([roles.role[tp] for tp in points.tolist()], np.int8)
+    rows = np.array([roles.row[tp] for tp in points.tolist()], np.int32)
+    relus = np.isin(points, np.fromiter(roles.relu, np.int64, len(roles.relu)))
+    if not points.size or not tps.size:
+        return (np.zeros(tps.size, np.int8), np.zeros(tps.size, np.int32),
+                np.zeros(tps.size, bool))
+    at = np.minimum(np.searchsorted(points, tps), points.size - 1)
+    found = points[at] == tps
+    return (np.where(found, codes[at], 0).astype(np.int8),
+            np.where(found, rows[at], 0).astype(np.int32), found & relus[at])
+
+
 def compute_trends(reader: IndexedRun, steps_of_executions, has_steps: bool) -> Trends:
     """The run's trends from the traces on disk now (build through `DumpReader.trends`).
 
@@ -204,19 +229,10 @@ def compute_trends(reader: IndexedRun, steps_of_executions, has_steps: bool) -> 
     else:
         axis = np.unique(kept)
     position = np.where(keep, np.searchsorted(axis, step_of), -1)
-    size = int(tps.max()) + 1 if n else 0
-    size = max(size, max(roles.role, default=-1) + 1)
-    role_of = np.zeros(size, np.int8)
-    row_of = np.zeros(size, np.int32)
-    relu_of = np.zeros(size, bool)
-    for tp, code in roles.role.items():
-        role_of[tp], row_of[tp] = code, roles.row[tp]
-    relu_of[list(roles.relu)] = True
-    role = role_of[tps] if n else np.empty(0, np.int8)
+    role, row, relu = _roles_of_traces(roles, tps)
     dtype = measures.dtype
     norm2, magnitude, nonfinite = measures.norm2, measures.magnitude, measures.nonfinite
     nrows, nsteps = len(roles.names), axis.size
-    row = row_of[tps] if n else np.empty(0, np.int32)
     cells = nrows * nsteps
     series: dict[str, np.ndarray] = {}
     unknown: dict[str, np.ndarray] = {}
@@ -253,7 +269,7 @@ def compute_trends(reader: IndexedRun, steps_of_executions, has_steps: bool) -> 
     count = np.bincount(cell, minlength=cells)
     zeros = np.bincount(cell, weights=measures.all_zero[gradient], minlength=cells)
     zero_gradients = ((count > 0) & (zeros == count)).reshape(nrows, nsteps)
-    relus = np.flatnonzero(relu_of[tps] & keep) if n else np.zeros(0, np.int64)
+    relus = np.flatnonzero(relu & keep)
     cell = row[relus] * nsteps + position[relus]
     count = np.bincount(cell, minlength=cells)
     total = np.bincount(cell, weights=np.nan_to_num(measures.zero_share[relus]),

@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from reader import DumpError, DumpReader, byte_sources
 from reader import format as fmt
 from reader.limits import MAX_INFLATED_VALUE_BYTES
-from tests.peak_memory import peak_memory
+from tests.peak_memory import address_space_limit, peak_memory
 from tests.reader.hostile_dumps import CASES, bomb_value, closed_run, run_every_query, zlib_of_zeros
 from tests.synthetic import FINITE, NAN, add_legacy_execution, make_run
 from tfdbg_tui.commands import report
@@ -42,6 +42,9 @@ from tfdbg_tui.exit_codes import EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, 
 # and `report` allocate (Python and numpy memory, as tracemalloc sees it): one value
 # inflated up to the ceiling, and the arrays that summarise it.
 MEMORY_BOUND = 4 * MAX_INFLATED_VALUE_BYTES
+# What it may reserve without touching (`address_space_limit`): an array of zeros sized
+# by an id the dump claims touches a few pages of gigabytes.
+ADDRESS_SPACE_HEADROOM = 4 * MEMORY_BOUND
 # Seconds one dump may take to open and report before the test calls it a hang.
 HANG_SECONDS = 30
 
@@ -77,7 +80,8 @@ def open_and_report(logdir: str) -> tuple[DumpReader | None, int, str, str, int]
     """Open the newest run of ``logdir`` and ask everything, then report it; returns
     (the reader or None when it refused, status, stdout, stderr, peak bytes)."""
     run_path = os.path.join(logdir, sorted(os.listdir(logdir))[-1])
-    with peak_memory() as peak, watchdog(HANG_SECONDS):
+    with peak_memory() as peak, address_space_limit(ADDRESS_SPACE_HEADROOM), \
+            watchdog(HANG_SECONDS):
         dump = None
         try:
             dump = DumpReader(run_path)
