@@ -77,8 +77,9 @@ def reduce_and_gather():
 
 
 for mode in MODES:
-    if mode != "none": instrument.enable_dump_debug_info(os.path.join(LOGDIR, mode), tensor_debug_mode=mode,
-                                      circular_buffer_size=-1)
+    if mode != "none":
+        instrument.enable_dump_debug_info(os.path.join(LOGDIR, mode), tensor_debug_mode=mode,
+                                          circular_buffer_size=-1)
     embedding_loop()
     reduce_and_gather()
     instrument.disable_dump_debug_info()

@@ -22,12 +22,7 @@ from reader.analysis.diagnosis import Diagnosis, diagnose_cause
 from reader.analysis.expressions import expression_of, line_span
 from reader.analysis.model_place import Place, library_frame_text
 from reader.analysis.steps import Gap, Steps
-from reader.analysis.verdict import (
-    CLEAN_RUN,
-    contained_line,
-    healthy_verdict,
-    no_alert_statement,
-)
+from reader.analysis.verdict import CLEAN_RUN, contained_line, healthy_verdict, no_alert_statement
 from reader.analysis.watch_rules import RuleSpecError, WatchReport, parse_rule_specs, watch
 from reader.analysis.workers import WorkerRun, first_nonfinite_workers
 from reader.model import DUMPER_TENSORFLOW, Alert, RootCause, Summary
