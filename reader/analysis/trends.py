@@ -150,7 +150,17 @@ class _Measures:
 
 def _block_measures(mode: str, rows: np.ndarray) -> _Measures:
     """`_Measures` of a block of summary rows (read in place: nothing of ``rows`` is
-    kept), NaN where the mode cannot say."""
+    kept), NaN where the mode cannot say.
+
+    The rows are the dump's word: a norm of values near float64's limit overflows to
+    inf, a count may be NaN, and numpy is told not to warn of it (on a command's
+    stderr, beside its result); a dtype that is no TensorFlow enum is unknown (0).
+    """
+    with np.errstate(all="ignore"):
+        return _measures_of_rows(mode, rows)
+
+
+def _measures_of_rows(mode: str, rows: np.ndarray) -> _Measures:
     n = rows.shape[0]
     columns = row_columns(mode)
     if "size" not in columns or "nan" not in columns:
@@ -161,8 +171,7 @@ def _block_measures(mode: str, rows: np.ndarray) -> _Measures:
     bad += rows[:, col["pos_inf"]]
     nonfinite = bad > 0
     zero = rows[:, col["zero"]] if "zero" in col else np.full(n, np.nan)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        share = (zero / size).astype(np.float32)
+    share = (zero / size).astype(np.float32)
     magnitude_column = fmt.MAGNITUDE_COLUMN
     if "std" in col:
         mean, std = rows[:, col["mean"]], rows[:, col["std"]]
@@ -176,9 +185,13 @@ def _block_measures(mode: str, rows: np.ndarray) -> _Measures:
         magnitude = rows[:, col[magnitude_column]].copy() if magnitude_column in col \
             else np.full(n, np.nan)
     magnitude[nonfinite] = np.nan
+    dtype = np.zeros(n, np.int8)
+    if "dtype" in col:
+        enum = rows[:, col["dtype"]]
+        known = (enum > 0) & (enum <= np.iinfo(np.int8).max) & (enum == np.floor(enum))
+        dtype[known] = enum[known]
     return _Measures(norm2, magnitude, nonfinite, (size > 0) & (zero == size) & ~nonfinite,
-                     share, rows[:, col["dtype"]].astype(np.int8) if "dtype" in col
-                     else np.zeros(n, np.int8))
+                     share, dtype)
 
 
 def _roles_of_traces(roles: roles_.Roles, tps: np.ndarray
