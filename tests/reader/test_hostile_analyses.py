@@ -23,19 +23,19 @@ import tempfile
 import msgpack
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 import reader
 from reader import DumpError
 from reader import format as fmt
 from tests.peak_memory import address_space_limit, peak_memory
-from tests.reader.hostile_dumps import hostile_seed, run_every_query
+from tests.reader.hostile_dumps import run_every_query
 from tests.reader.test_hostile_values import (
     ADDRESS_SPACE_HEADROOM,
     HANG_SECONDS,
     _packed,
     assert_clear_outcome,
+    hostile_search,
     ints,
     mutate_records,
     no_runtime_warnings,
@@ -260,23 +260,16 @@ def check_analyses(templates: dict[str, str], data: st.DataObject) -> None:
         assert_clear_outcome(status, out, err, peak.growth, command=command, is_json=is_json)
 
 
-_SUPPRESSED = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-               HealthCheck.data_too_large]
 # The short profile's examples for this search: each reports and compares five times.
 CI_EXAMPLES = 100
 
 
-@settings(max_examples=CI_EXAMPLES, suppress_health_check=_SUPPRESSED)
-@seed(hostile_seed())
-@given(data=st.data())
+@hostile_search(max_examples=CI_EXAMPLES)
 def test_every_analysis_of_a_hostile_run_ends_clearly(analysis_templates, data):
     check_analyses(analysis_templates, data)
 
 
-@pytest.mark.benchmark
-@settings(settings.get_profile("hostile-long"), suppress_health_check=_SUPPRESSED)
-@seed(hostile_seed())
-@given(data=st.data())
+@hostile_search(long=True)
 def test_every_analysis_of_a_hostile_run_long_search(analysis_templates, data):
     """The long profile: ``python -m pytest -m benchmark -k hostile``."""
     check_analyses(analysis_templates, data)

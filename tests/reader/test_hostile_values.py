@@ -430,17 +430,27 @@ _SUPPRESSED = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                HealthCheck.data_too_large]
 
 
-@settings(suppress_health_check=_SUPPRESSED)
-@seed(hostile_seed())
-@given(data=st.data())
+def hostile_search(*, long: bool = False, max_examples: int | None = None
+                   ) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Make a test of ``(fixtures..., data)`` a hostile-dump search: one `st.data()`
+    drawn from per example, the session's seed, the short profile (``max_examples``
+    of it when given) or, ``long``, the benchmark-marked long one."""
+    base = settings.get_profile("hostile-long") if long else settings.default
+    chosen = settings(base, suppress_health_check=_SUPPRESSED,
+                      **({} if max_examples is None else {"max_examples": max_examples}))
+
+    def decorate(test: Callable[..., None]) -> Callable[..., None]:
+        search = chosen(seed(hostile_seed())(given(data=st.data())(test)))
+        return pytest.mark.benchmark(search) if long else search
+    return decorate
+
+
+@hostile_search()
 def test_hostile_records_open_or_fail_clearly(templates, data):
     check_mutated_dump(templates, data)
 
 
-@pytest.mark.benchmark
-@settings(settings.get_profile("hostile-long"), suppress_health_check=_SUPPRESSED)
-@seed(hostile_seed())
-@given(data=st.data())
+@hostile_search(long=True)
 def test_hostile_records_long_run(templates, data):
     """The long profile: ``python -m pytest -m benchmark -k hostile``."""
     check_mutated_dump(templates, data)
