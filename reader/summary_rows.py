@@ -83,8 +83,11 @@ def alert_flags(mode: str, rows: np.ndarray) -> np.ndarray:
 
 
 def alert_counts(mode: str, rows: np.ndarray) -> np.ndarray:
-    """(n, 3) int64 counts (nan, neg_inf, pos_inf) of summary rows; -1 when unknown."""
+    """(n, 3) int64 counts (nan, neg_inf, pos_inf) of summary rows; -1 when unknown
+    (also where a damaged row's count is no count: NaN, infinite or negative)."""
     cols = count_columns(mode)
     if cols is None:
         return np.full((rows.shape[0], 3), -1, dtype=np.int64)
-    return rows[:, list(cols)].astype(np.int64)
+    counts = rows[:, list(cols)]
+    known = (counts >= 0) & (counts < 2.0 ** 63)
+    return np.where(known, counts, -1).astype(np.int64)

@@ -147,12 +147,35 @@ def tf_written(tmp_path_factory) -> str:
     return root
 
 
-# Hypothesis profiles of the property tests (tests/reader/test_hostile_values.py):
-# "hostile-ci", the default, runs with every test run in well under a minute,
-# derandomized so that a run is repeatable; "hostile-long" is the benchmark-marked
-# search (README, tests). HYPOTHESIS_PROFILE selects another.
-settings.register_profile("hostile-ci", max_examples=300, deadline=10_000, derandomize=True,
-                          database=None, print_blob=True)
+# Hypothesis profiles of the property tests (tests/reader/test_hostile_values.py,
+# tests/reader/test_hostile_analyses.py): "hostile-ci", the default, runs with every
+# test run in well under a minute; "hostile-long" is the benchmark-marked search
+# (README, tests). HYPOTHESIS_PROFILE selects another. Their examples come from one seed
+# per session (`tests.reader.hostile_dumps.hostile_seed`), fixed so that a run is
+# repeatable; the session's summary prints it.
+settings.register_profile("hostile-ci", max_examples=300, deadline=10_000, database=None,
+                          print_blob=True)
 settings.register_profile("hostile-long", max_examples=3000, deadline=30_000, database=None,
                           print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "hostile-ci"))
+
+
+def pytest_configure(config):
+    """``HOSTILE_SEED=random`` draws the hostile searches' seed here, once, into the
+    environment the xdist workers inherit, so that every worker searches from it."""
+    if os.environ.get("HOSTILE_SEED") == "random":
+        import random
+        os.environ["HOSTILE_SEED"] = str(random.getrandbits(32))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """After a session that ran the hostile-dump searches (also under ``-q``): their
+    seed, to repeat the run."""
+    from tests.reader.hostile_dumps import hostile_seed
+
+    ran = [report for outcome in ("passed", "failed") for report in
+           terminalreporter.stats.get(outcome, ()) if "/test_hostile_" in report.nodeid]
+    if ran:
+        terminalreporter.write_line(
+            f"hostile-dump searches: seed {hostile_seed()} (HOSTILE_SEED=<seed> repeats "
+            "the run, HOSTILE_SEED=random draws a seed)")

@@ -5,7 +5,8 @@ writing 5 to /proc/self/clear_refs, then read as VmHWM from /proc/self/status. I
 nothing, where tracemalloc (the fallback elsewhere) makes the code under it about three
 times slower: a Pilot test of the whole app under tracemalloc took 3-4 s, 1-1.5 s
 without. It counts the pages the block touched (Python objects, numpy arrays filled
-with data), not address space reserved and never written.
+with data), not address space reserved and never written: `address_space_limit`
+catches those (``np.zeros`` of 8 GiB touches a few pages of it).
 """
 
 from __future__ import annotations
@@ -56,3 +57,31 @@ def peak_memory() -> Iterator[PeakMemory]:
         result.growth = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+
+@contextlib.contextmanager
+def address_space_limit(headroom: int) -> Iterator[None]:
+    """Make an allocation that takes the process's address space more than
+    ``headroom`` bytes above where it stands fail in the block (numpy and Python raise
+    `MemoryError`), as one of that size would on a machine without the memory.
+
+    A soft `RLIMIT_AS`, restored on exit. The block must start no threads (each
+    reserves a stack and a malloc arena). Where there is no ``/proc`` or no
+    `resource` (not Linux), the block runs unlimited.
+    """
+    try:
+        import resource
+        here = _resident_kib("VmSize") * 1024
+    except (ImportError, OSError):
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = here + headroom
+    for ceiling in (soft, hard):
+        if ceiling != resource.RLIM_INFINITY:
+            limit = min(limit, ceiling)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))

@@ -12,6 +12,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
+from reader.analysis.compare.diff import SIDE_NAMES
 from reader.errors import DumpError
 from reader.model import RunInfo
 from reader.run.run_dir import list_runs
@@ -40,6 +41,7 @@ class DebuggerApp(App[int]):
         opening: A future of `tfdbg_tui.models.hunt.open_for_landing(logdir, run_id)`
             already under way.
         compare: Run A to show beside each run (`--compare`), or None.
+        compare_names: What that comparison calls A and the run shown.
         wait: The logdir holds no run yet (`--wait`): start at once, and open the
             run when it appears.
     """
@@ -64,10 +66,11 @@ class DebuggerApp(App[int]):
     def __init__(self, logdir: str, runs: list[RunInfo], run_id: str | None = None, *,
                  poll_interval_s: float = POLL_INTERVAL_S,
                  opening: Future | None = None, compare: str | None = None,
-                 wait: bool = False) -> None:
+                 compare_names: tuple[str, str] = SIDE_NAMES, wait: bool = False) -> None:
         super().__init__()
         self.wait = wait
         self.compare = compare
+        self.compare_names = compare_names
         self.opening = opening
         self.logdir = logdir
         self.runs = list(runs)
@@ -96,7 +99,8 @@ class DebuggerApp(App[int]):
                          wait: bool = False) -> DebuggerScreen:
         return DebuggerScreen(self.logdir, run_id, runs=self.runs,
                               poll_interval_s=self.poll_interval_s, opening=opening,
-                              compare=self.compare, wait=wait)
+                              compare=self.compare, compare_names=self.compare_names,
+                              wait=wait)
 
     @on(ReaderOpened)
     def _run_opened(self, message: ReaderOpened) -> None:

@@ -1,8 +1,8 @@
 """TF1 graphs' traces: handed to the host by a ``numpy_function`` per traced tensor, buffered.
 
 A ``tf.compat.v1.Session`` graph cannot capture the eager trace queue
-(instrument/tracing/trace_queue.py): there each traced tensor gets a ``numpy_function`` that appends its
-row (or value) to a `HostTraceBuffer`, which the trace queue's background thread
+(instrument/tracing/trace_queue.py): there each traced tensor gets a
+``numpy_function`` that appends its row (or value) to a `HostTraceBuffer`, which the trace queue's background thread
 drains with the queues (`trace_queue.TraceDrainer`).
 """
 
@@ -55,7 +55,8 @@ class HostTraceBuffer:
             self._sink = discard_traces
 
     def add_trace(self, tensor: Any, trace_point: int) -> Any:
-        """Build a ``numpy_function`` that hands ``tensor``'s trace to this buffer; return its op."""
+        """Build a ``numpy_function`` that hands ``tensor``'s trace to this buffer;
+        return its op."""
         from tensorflow.python.framework import constant_op, dtypes, ops
         from tensorflow.python.ops import script_ops
 

@@ -20,6 +20,16 @@ from reader import DumpError, DumpReader
 from reader import format as fmt
 from tests.synthetic import FINITE, NAN, NEG_INF, add_step, make_run, segment_path
 
+# The hostile-dump searches' seed unless HOSTILE_SEED names another (tests/conftest.py
+# prints it after the session).
+HOSTILE_SEED = 43
+
+
+def hostile_seed() -> int:
+    """The seed of the property-based hostile-dump searches this session."""
+    return int(os.environ.get("HOSTILE_SEED", HOSTILE_SEED))
+
+
 # The case names, as `python -m tests.reader.hostile_dumps CASE LOGDIR` takes them.
 CASES: dict[str, Callable[[str], str]] = {}
 
@@ -191,7 +201,8 @@ def run_every_query(reader: DumpReader) -> None:
                   lambda: [reader.op(o) for o in range(4)], lambda: reader.graphs(),
                   lambda: [reader.stack(s) for s in range(3)],
                   lambda: reader.find_trace("Log", 0), lambda: reader.metadata,
-                  lambda: reader.steps()):
+                  lambda: reader.steps(), lambda: reader.harm(), lambda: reader.trends(),
+                  lambda: [reader.place(a) for a in reader.alerts().alerts]):
         try:
             query()
         except DumpError:

@@ -19,21 +19,29 @@ import os
 import shutil
 import signal
 import tempfile
+import warnings
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import msgpack
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from reader import DumpError, DumpReader, byte_sources
 from reader import format as fmt
 from reader.limits import MAX_INFLATED_VALUE_BYTES
-from tests.peak_memory import peak_memory
-from tests.reader.hostile_dumps import CASES, bomb_value, closed_run, run_every_query, zlib_of_zeros
+from tests.peak_memory import address_space_limit, peak_memory
+from tests.reader.hostile_dumps import (
+    CASES,
+    bomb_value,
+    closed_run,
+    hostile_seed,
+    run_every_query,
+    zlib_of_zeros,
+)
 from tests.synthetic import FINITE, NAN, add_legacy_execution, make_run
 from tfdbg_tui.commands import report
 from tfdbg_tui.exit_codes import EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, EXIT_OK
@@ -42,6 +50,9 @@ from tfdbg_tui.exit_codes import EXIT_DAMAGED, EXIT_NEWER_FORMAT, EXIT_NO_DUMP, 
 # and `report` allocate (Python and numpy memory, as tracemalloc sees it): one value
 # inflated up to the ceiling, and the arrays that summarise it.
 MEMORY_BOUND = 4 * MAX_INFLATED_VALUE_BYTES
+# What it may reserve without touching (`address_space_limit`): an array of zeros sized
+# by an id the dump claims touches a few pages of gigabytes.
+ADDRESS_SPACE_HEADROOM = 4 * MEMORY_BOUND
 # Seconds one dump may take to open and report before the test calls it a hang.
 HANG_SECONDS = 30
 
@@ -65,19 +76,37 @@ def watchdog(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def report_json(logdir: str) -> tuple[int, str, str]:
-    """`tfdbg-tui report LOGDIR --json`, in-process: (status, stdout, stderr)."""
+@contextlib.contextmanager
+def no_runtime_warnings() -> Iterator[None]:
+    """Fail when the block warns at run time (numpy's overflow or invalid value): a
+    command would print the warning on its stderr, beside its result."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        yield
+    found = [f"{w.filename}:{w.lineno}: {w.message}" for w in caught
+             if issubclass(w.category, RuntimeWarning)]
+    assert not found, found
+
+
+def run_command(main: Callable[[list[str]], int], argv: list[str]) -> tuple[int, str, str]:
+    """A `tfdbg-tui` command's ``main(argv)``, in-process: (status, stdout, stderr)."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = report.main([logdir, "--json"])
+        status = main(argv)
     return status, out.getvalue(), err.getvalue()
+
+
+def report_json(logdir: str) -> tuple[int, str, str]:
+    """`tfdbg-tui report LOGDIR --json`, in-process: (status, stdout, stderr)."""
+    return run_command(report.main, [logdir, "--json"])
 
 
 def open_and_report(logdir: str) -> tuple[DumpReader | None, int, str, str, int]:
     """Open the newest run of ``logdir`` and ask everything, then report it; returns
     (the reader or None when it refused, status, stdout, stderr, peak bytes)."""
     run_path = os.path.join(logdir, sorted(os.listdir(logdir))[-1])
-    with peak_memory() as peak, watchdog(HANG_SECONDS):
+    with peak_memory() as peak, address_space_limit(ADDRESS_SPACE_HEADROOM), \
+            watchdog(HANG_SECONDS), no_runtime_warnings():
         dump = None
         try:
             dump = DumpReader(run_path)
@@ -90,13 +119,17 @@ def open_and_report(logdir: str) -> tuple[DumpReader | None, int, str, str, int]
     return dump, status, out, err, peak.growth
 
 
-def assert_clear_outcome(status: int, out: str, err: str, peak: int) -> None:
-    """A report, or one line and a documented status; bounded memory."""
-    assert status in (EXIT_OK, EXIT_NO_DUMP, EXIT_NEWER_FORMAT, EXIT_DAMAGED)
+def assert_clear_outcome(status: int, out: str, err: str, peak: int, *,
+                         command: str = "report", is_json: bool = True) -> None:
+    """A result (one JSON object when ``is_json``), or one line and a documented
+    status; bounded memory."""
+    assert status in (EXIT_OK, EXIT_NO_DUMP, EXIT_NEWER_FORMAT, EXIT_DAMAGED), (status, err)
     if status == EXIT_OK:
-        json.loads(out)
+        assert not err, err
+        if is_json:
+            json.loads(out)
     else:
-        assert len(err.splitlines()) == 1 and err.startswith("tfdbg-tui report: "), err
+        assert len(err.splitlines()) == 1 and err.startswith(f"tfdbg-tui {command}: "), err
     assert peak < MEMORY_BOUND, f"{peak / 2**20:.0f} MiB"
 
 
@@ -285,7 +318,7 @@ def _field(original: Any) -> st.SearchStrategy[Any]:
     return ints | ints | scalars
 
 
-def _template(root: str, kind: str) -> str:
+def write_template(root: str, kind: str) -> str:
     """A small closed run of each shape the reader reads differently; its logdir."""
     logdir = os.path.join(root, kind)
     if kind == "full_health":
@@ -317,11 +350,11 @@ TEMPLATES = ("full_health", "legacy", "full_tensor")
 @pytest.fixture(scope="module")
 def templates(tmp_path_factory) -> dict[str, str]:
     root = str(tmp_path_factory.mktemp("hostile_templates"))
-    return {kind: _template(root, kind) for kind in TEMPLATES}
+    return {kind: write_template(root, kind) for kind in TEMPLATES}
 
 
-def _read_segments(logdir: str) -> dict[str, list[dict]]:
-    run = os.path.join(logdir, os.listdir(logdir)[0])
+def read_segments(run: str) -> dict[str, list[dict]]:
+    """Segment file name -> its records, of the run directory ``run``."""
     found = {}
     for name in sorted(os.listdir(run)):
         if fmt.parse_segment_filename(name) is None:
@@ -335,7 +368,15 @@ def _read_segments(logdir: str) -> dict[str, list[dict]]:
 def mutated_dumps(draw: st.DrawFn, templates: dict[str, str]) -> tuple[str, dict]:
     """(template, segment name -> records): a template's records, mutated."""
     kind = draw(st.sampled_from(TEMPLATES))
-    segments = _read_segments(templates[kind])
+    logdir = templates[kind]
+    segments = read_segments(os.path.join(logdir, os.listdir(logdir)[0]))
+    mutate_records(draw, segments)
+    return kind, segments
+
+
+def mutate_records(draw: st.DrawFn, segments: dict[str, list[dict]]) -> None:
+    """Mutate ``segments`` (segment name -> records) in place: one to three fields set
+    to hostile values, keys dropped or added, records inserted, swapped or deleted."""
     names = sorted(segments)
     for _ in range(draw(st.integers(1, 3))):
         fields = [(name, j, key) for name in names for j, record in enumerate(segments[name])
@@ -365,7 +406,6 @@ def mutated_dumps(draw: st.DrawFn, templates: dict[str, str]) -> tuple[str, dict
             del records[j]
             continue
         records[j] = record
-    return kind, segments
 
 
 def _write(logdir: str, template: str, segments: dict[str, list[dict]]) -> None:
@@ -390,15 +430,27 @@ _SUPPRESSED = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                HealthCheck.data_too_large]
 
 
-@settings(suppress_health_check=_SUPPRESSED)
-@given(data=st.data())
+def hostile_search(*, long: bool = False, max_examples: int | None = None
+                   ) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Make a test of ``(fixtures..., data)`` a hostile-dump search: one `st.data()`
+    drawn from per example, the session's seed, the short profile (``max_examples``
+    of it when given) or, ``long``, the benchmark-marked long one."""
+    base = settings.get_profile("hostile-long") if long else settings.default
+    chosen = settings(base, suppress_health_check=_SUPPRESSED,
+                      **({} if max_examples is None else {"max_examples": max_examples}))
+
+    def decorate(test: Callable[..., None]) -> Callable[..., None]:
+        search = chosen(seed(hostile_seed())(given(data=st.data())(test)))
+        return pytest.mark.benchmark(search) if long else search
+    return decorate
+
+
+@hostile_search()
 def test_hostile_records_open_or_fail_clearly(templates, data):
     check_mutated_dump(templates, data)
 
 
-@pytest.mark.benchmark
-@settings(settings.get_profile("hostile-long"), suppress_health_check=_SUPPRESSED)
-@given(data=st.data())
+@hostile_search(long=True)
 def test_hostile_records_long_run(templates, data):
     """The long profile: ``python -m pytest -m benchmark -k hostile``."""
     check_mutated_dump(templates, data)

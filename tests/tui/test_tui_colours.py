@@ -100,8 +100,8 @@ async def test_snapshot_of_the_landing_in_16_colours(tmp_path, snapshot):
     """The landing at 80x24 as TERM=xterm shows it. In the picture: the Log:0 row of
     Graph Execution under a cyan cursor with its -inf count "1" in a red cell; alert rows
     below it in red text; the cursors of Alerts, Graph Structure and Stack Trace grey,
-    not red; Source Code's line 8 marked in yellow; the timeline's function cells cyan
-    and its alert cell red."""
+    not red; Source Code's line 8 marked in yellow, its start, a grey "…" and the
+    expression; the timeline's function cells cyan and its alert cell red."""
     write_nan_dump(tmp_path, run_id="20231114T221320-snapshot-4242-abcdef")
     async with hunted_app(tmp_path, (80, 24)) as (app, pilot):
         graph_list = app.screen.query_one(GraphExecutionList)

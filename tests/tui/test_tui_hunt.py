@@ -40,7 +40,9 @@ async def test_open_selects_root_cause_its_stack_and_source_line(nan_logdir):
         await wait_for(pilot, lambda: _source_shows(app, USER_FILE, LOG_LINE),
                        what="source line of Log")
         text = screen_text(app)
-        assert "▶ 8 og_probs = tf.math.log(probs)" in text  # shifted: the expression whole
+        # The line's start, then the whole expression; the lines around it from their start.
+        assert "▶ 8     log_pr…tf.math.log(probs)" in text
+        assert "  5 def train_step(x, labels):" in text
         assert "Log:0" in text and "Source Code train_model.py:8" in text
 
 
@@ -263,20 +265,21 @@ async def test_selecting_a_hidden_trace_turns_the_alert_filter_off(nan_logdir):
 async def test_source_code_scrolls_sideways(nan_logdir):
     async with hunted_app(nan_logdir, (80, 24)) as (app, pilot):
         await wait_for(pilot, lambda: _source_shows(app, USER_FILE, LOG_LINE), what="line")
-        # Shifted 5 columns, so that `tf.math.log(probs)` is whole in the narrow pane.
-        await wait_for(pilot, lambda: "▶ 8 og_probs = tf.math.log(probs)" in screen_text(app),
+        # The narrow pane cuts the marked line between its start and `tf.math.log(probs)`.
+        await wait_for(pilot, lambda: "▶ 8     log_pr…tf.math.log(probs)" in screen_text(app),
                        what="the expression in view")
         await pilot.press("5", "right")
-        await wait_for(pilot, lambda: "▶ 8  = tf.math.log(probs)  # -inf" in
-                       screen_text(app), what="the line scrolled by 8 more columns")
+        await wait_for(pilot, lambda: "▶ 8 …robs = tf.math.log(probs)  #" in
+                       screen_text(app), what="the lines scrolled by 8 columns, marked")
+        assert "  5 …_step(x, labels):" in screen_text(app)
         await pilot.press("left")
-        await wait_for(pilot, lambda: "▶ 8 og_probs" in screen_text(app), what="back")
+        await wait_for(pilot, lambda: "▶ 8     log_pr…" in screen_text(app), what="back")
         await pilot.press("right", "z")
         await wait_for(pilot, lambda: "▶ 8     log_probs = tf.math.log(probs)" in
                        screen_text(app), what="zoom showing the line from its first column")
         assert app.screen.maximized is not None
         await pilot.press("right", "z")
-        await wait_for(pilot, lambda: "▶ 8 og_probs = tf.math.log(probs)" in screen_text(app),
+        await wait_for(pilot, lambda: "▶ 8     log_pr…tf.math.log(probs)" in screen_text(app),
                        what="unzoomed: the expression in view again")
 
 

@@ -45,8 +45,9 @@ def test_landing_at_80x24(snap_compare, snapshot_logdir):
     diagnosis " log of ≤0 " and "`tf.math.log(probs)` got 1 exact zero among 1,000
     values…", ending in "e: more"; Graph Execution on row 9 Log:0; Graph Structure
     ending with Log:0's history row "·██ Log:0 finite for…"; Stack Trace on
-    train_model.py:8; Source Code's line 8 marked and shifted 5 columns so that the
-    culprit expression `tf.math.log(probs)` is whole, on a red band."""
+    train_model.py:8; Source Code's lines from their first column, line 8 marked:
+    its start "    log_pr", a grey "…", then the culprit expression
+    `tf.math.log(probs)` whole, on a red band."""
     assert snap_compare(make_app(snapshot_logdir), terminal_size=(80, 24),
                         run_before=settle_then())
 

@@ -4,7 +4,9 @@ Run A is the program as it is; run B changes one thing: XLA (off for the functio
 that ask for it; on when none does), the precision (Keras' ``mixed_float16`` policy
 against float32) or one environment variable. The run that holds a harmful NaN or
 infinity is the bad one (B when both or neither do); the comparison opens on it in
-the TUI (``--compare`` the good one), or `diff` is printed. When a variant cannot
+the TUI (``--compare`` the good one), or `diff` is printed. The comparison names each
+run by what it is beside good or bad ("good (XLA off)", "bad (as it is)"), never by
+A and B: the good run may be B's. When a variant cannot
 apply (the program makes no tf.function, sets its own dtype policy, ...) this says so
 instead of comparing two identical runs.
 """
@@ -32,6 +34,8 @@ from tfdbg_tui.commands.program_runs import (
 )
 
 MIXED_POLICY = "mixed_float16"
+# What run A is: the program as it is.
+AS_IT_IS = "as it is"
 
 
 @dataclass
@@ -92,7 +96,7 @@ def main(args: argparse.Namespace, program: Program) -> int:
         raise CommandError("--pdb stops one run; it does not go with --ab", codes.EXIT_USAGE)
     root = args.logdir or new_logdir(program.name)
     stdout = sys.stderr if args.json else None
-    say(f"--ab {args.ab}: run A, the program as it is, into {os.path.join(root, 'A')}")
+    say(f"--ab {args.ab}: run A, the program {AS_IT_IS}, into {os.path.join(root, 'A')}")
     a = run_child(program, recording_arguments(args, os.path.join(root, "A")), stdout=stdout)
     if a.run_path is None:
         say(f"run A recorded nothing (status {a.exit_status()})")
@@ -109,8 +113,8 @@ def main(args: argparse.Namespace, program: Program) -> int:
     except NotApplicable as reason:
         say(f"--ab {args.ab} cannot apply: {reason}; no comparison (run A: {a.run_path})")
         return a.exit_status() or codes.EXIT_AB_NOT_APPLICABLE
-    good, bad, names = _good_and_bad(a, b, label)
-    say(f"comparing {names}")
+    good, bad, sentence = _good_and_bad(a, b, label)
+    say(f"comparing {sentence}")
     status = _show_comparison(args, good, bad)
     for outcome in (a, b):
         if outcome.status != 0:
@@ -123,8 +127,25 @@ def main(args: argparse.Namespace, program: Program) -> int:
     return codes.EXIT_OK
 
 
-def _good_and_bad(a: Outcome, b: Outcome, label: str) -> tuple[str, str, str]:
-    """(the good run, the bad run, how they read): the bad one holds a harmful alert."""
+@dataclass(frozen=True)
+class ComparedRun:
+    """One run of the comparison: its path, whether it is the good or the bad one, and
+    what it is ("as it is", "XLA off")."""
+
+    path: str
+    role: str  # "good" or "bad": what the TUI's narrow columns call it
+    what: str
+
+    @property
+    def name(self) -> str:
+        """Its name in the printed comparison: "good (XLA off)", "bad (as it is)"."""
+        return f"{self.role} ({self.what})"
+
+
+def _good_and_bad(a: Outcome, b: Outcome, label: str
+                  ) -> tuple[ComparedRun, ComparedRun, str]:
+    """(the good run, the bad run, how they read): the bad one holds a harmful alert.
+    Each is named by what it is (``label``: what B changed), beside good or bad."""
     a_path, b_path = str(a.run_path), str(b.run_path)
     a_harm, b_harm = harmful_alert(a_path), harmful_alert(b_path)
 
@@ -133,19 +154,23 @@ def _good_and_bad(a: Outcome, b: Outcome, label: str) -> tuple[str, str, str]:
                 None: "unreadable"}[harm]
 
     if a_harm and not b_harm:
-        return b_path, a_path, (f"B ({label}: {state(b_harm)}) as the good run with A (as it "
-                                f"is: {state(a_harm)}) as the bad one")
-    return a_path, b_path, (f"A (as it is: {state(a_harm)}) as the good run with B ({label}: "
-                            f"{state(b_harm)}) as the bad one")
+        return (ComparedRun(b_path, "good", label), ComparedRun(a_path, "bad", AS_IT_IS),
+                f"B ({label}: {state(b_harm)}) as the good run with A ({AS_IT_IS}: "
+                f"{state(a_harm)}) as the bad one")
+    return (ComparedRun(a_path, "good", AS_IT_IS), ComparedRun(b_path, "bad", label),
+            f"A ({AS_IT_IS}: {state(a_harm)}) as the good run with B ({label}: "
+            f"{state(b_harm)}) as the bad one")
 
 
-def _show_comparison(args: argparse.Namespace, good: str, bad: str) -> int:
+def _show_comparison(args: argparse.Namespace, good: ComparedRun, bad: ComparedRun) -> int:
     if in_terminal() and not args.no_open and not args.json:
         from tfdbg_tui.commands.app_main import main as app_main
 
-        return app_main([*logdir_and_run(bad),
-                         "--compare", good] + (["--no-mouse"] if args.no_mouse else []))
+        return app_main([*logdir_and_run(bad.path), "--compare", good.path,
+                         "--name-a", good.role, "--name-b", bad.role]
+                        + (["--no-mouse"] if args.no_mouse else []))
     from tfdbg_tui.commands.diff_report import main as diff_main
 
     sys.stdout.flush()
-    return diff_main([good, bad] + (["--json"] if args.json else []))
+    return diff_main([good.path, bad.path, "--name-a", good.name, "--name-b", bad.name]
+                     + (["--json"] if args.json else []))

@@ -45,6 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show a second run beside this one: A, the good run (a run "
                              "directory, or a logdir whose newest run is taken); Graph "
                              "Execution shows both runs' summaries, F/d/D go to divergences")
+    parser.add_argument("--name-a", metavar="NAME", default=None,
+                        help="with --compare: what the comparison calls A (default A)")
+    parser.add_argument("--name-b", metavar="NAME", default=None,
+                        help="with --compare: what the comparison calls this run (default B)")
     parser.add_argument("--wait", action="store_true",
                         help="start before the program: when LOGDIR holds no run yet (an "
                              "empty or missing directory whose parent exists, a bucket "
@@ -105,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tfdbg-tui-open")
         opening = executor.submit(open_for_landing, args.logdir, args.run, runs)
+    from reader.analysis.compare.diff import SIDE_NAMES
     from tfdbg_tui.app import DebuggerApp  # imported while the open is under way
 
     if opening is not None:
@@ -117,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             executor.shutdown(wait=False)
     app = DebuggerApp(args.logdir, runs, args.run, opening=opening, compare=args.compare,
+                      compare_names=(args.name_a or SIDE_NAMES[0], args.name_b or SIDE_NAMES[1]),
                       wait=not runs)
     app.run(mouse=not args.no_mouse)
     if app.error_message is not None:

@@ -5,6 +5,9 @@ A and B are each a run directory, or a logdir whose newest run is taken (``--run
 divergence in B's execution order; this module prints it: the op, its step, both
 summaries, what differs, and B's source line with the expression marked. Dump text is
 shown literally, never read as markup. ``--json`` prints exactly one JSON object.
+``--name-a`` and ``--name-b`` say what the human output calls the runs ("A" and "B"
+unless given: ``run --ab`` names them by what each run is, since its good run may be
+the one it made under ``.../B/``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from reader import DumpError
 from reader.analysis.compare.diff import (
     DEFAULT_ATOL,
     DEFAULT_RTOL,
+    SIDE_NAMES,
     Divergence,
     RunDiff,
     compare_runs,
@@ -60,6 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--atol", type=float, default=DEFAULT_ATOL,
                         help=f"absolute tolerance for counts and values (default "
                              f"{DEFAULT_ATOL:g})")
+    parser.add_argument("--name-a", metavar="NAME", default=SIDE_NAMES[0],
+                        help="what the human report calls A (default A)")
+    parser.add_argument("--name-b", metavar="NAME", default=SIDE_NAMES[1],
+                        help="what the human report calls B (default B)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object instead of the human report")
     return parser
@@ -73,7 +81,9 @@ def main(argv: list[str]) -> int:
         return EXIT_USAGE
     try:
         with reader.open_run(args.a, args.run_a) as a, reader.open_run(args.b, args.run_b) as b:
-            diff = compare_runs(a, b, rtol=args.rtol, atol=args.atol)
+            # The JSON object's keys name the runs "a" and "b"; so does its detail.
+            names = SIDE_NAMES if args.json else (args.name_a, args.name_b)
+            diff = compare_runs(a, b, rtol=args.rtol, atol=args.atol, names=names)
             if args.json:
                 print(json.dumps(diff_dict(a, b, diff)))
             else:
@@ -123,13 +133,15 @@ def _print_human(a: reader.DumpReader, b: reader.DumpReader, diff: RunDiff) -> N
     def line(*parts: str | tuple[str, str]) -> None:
         console.print(literal_line(*parts))
 
-    for label, run in (("A", a), ("B", b)):
-        line((f"{label} ", "bold"), run.path,
+    name_a, name_b = diff.names
+    width = max(len(name_a), len(name_b))
+    for label, run in ((name_a, a), (name_b, b)):
+        line((f"{label.ljust(width)} ", "bold"), run.path,
              f"  ({run.metadata.tensor_debug_mode}, {run.num_executions:,} eager "
              f"executions, {run.num_traces:,} graph traces)")
     line(f"aligned {diff.aligned_graph:,} graph tensors and {diff.aligned_eager:,} eager "
          f"outputs; compared {diff.compared} (rtol {diff.rtol:g}, atol {diff.atol:g})")
-    for label, unmatched in (("A", diff.unmatched_a), ("B", diff.unmatched_b)):
+    for label, unmatched in ((name_a, diff.unmatched_a), (name_b, diff.unmatched_b)):
         if unmatched:
             shown = ", ".join(f"{op} {n:,}"
                               for op, n in unmatched.most_common(UNMATCHED_SHOWN))
@@ -150,10 +162,10 @@ def _print_human(a: reader.DumpReader, b: reader.DumpReader, diff: RunDiff) -> N
     line("")
     line(("First divergence: ", "bold"), what + where + when + nth)
     line(("  ", ""), (d.detail, "bold red"))
-    line(f"  A #{d.a.index}: {summary_text(d.a.summary).plain}")
-    line(f"  B #{d.b.index}: {summary_text(d.b.summary).plain}")
+    line(f"  {name_a} #{d.a.index}: {summary_text(d.a.summary).plain}")
+    line(f"  {name_b} #{d.b.index}: {summary_text(d.b.summary).plain}")
     if d.frame is None:
-        line("  (no user source frame recorded in B)")
+        line(f"  (no user source frame recorded in {name_b})")
         return
     line("  ", (f"{d.frame.path}:{d.frame.line}", "bold"),
          f" in {d.frame.function}")

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.text import Text
+
 from reader.analysis.compare.diff import RunAlignment, differing_fields
 from reader.model import Op, Summary, Trace
 from tfdbg_tui.models.trace_rows import TraceRows
+from tfdbg_tui.text.rich_literal import literal_text
 
 # Summary fields whose difference shows in the combined "inf/NaN" column.
 _NON_FINITE_FIELDS = frozenset({"is_alert", "nan", "neg_inf", "pos_inf"})
@@ -56,17 +59,24 @@ class TraceComparison:
         self.rows_a.refresh()
 
     @property
-    def title_suffix(self) -> str:
+    def title_suffix(self) -> Text:
         """What Graph Execution's border adds: the divergences, or that there are none."""
+        versus = f" vs {self.name_a}:"
         divergent = int(self.alignment.divergent.shape[0])
-        if divergent:
-            return f" vs A: {divergent:,} divergent"
         first = self.alignment.diff.first_divergence
-        return " vs A: no divergence" if first is None else " vs A: eager divergence only"
+        if divergent:
+            return literal_text(f"{versus} {divergent:,} divergent")
+        return literal_text(f"{versus} no divergence" if first is None
+                            else f"{versus} eager divergence only")
+
+    @property
+    def name_a(self) -> str:
+        """What the comparison calls A ("A", or "good" under `run --ab`)."""
+        return self.alignment.diff.names[0]
 
     def a_index_width(self) -> int:
-        """Cells of A's trace index column."""
-        return max(3, len(str(self.rows_a.num_traces)))
+        """Cells of A's trace index column (its header, "A #", included)."""
+        return max(3, len(str(self.rows_a.num_traces)), len(self.name_a) + 2)
 
     def counterpart(self, b_index: int, summary_b: Summary | None) -> CounterpartCells:
         """A's side of B's trace `b_index`."""

@@ -322,8 +322,8 @@ class GraphExecutionList(LineList):
     def border_title_changed(self) -> None:
         if isinstance(self.parent, Pane):
             alerts_only = self.rows is not None and self.rows.alerts_only
-            self.parent.set_title_suffix((" (alerts only)" if alerts_only else "") + (
-                self._comparison.title_suffix if self._comparison is not None else ""))
+            self.parent.set_title_suffix(Text(" (alerts only)" if alerts_only else "") + (
+                self._comparison.title_suffix if self._comparison is not None else Text()))
 
     def action_go_to_index(self) -> None:
         self.app.push_screen(PromptDialog("Go to trace #", "a trace index"), self._go_to_index)

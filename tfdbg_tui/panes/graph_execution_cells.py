@@ -140,7 +140,8 @@ def header(columns: list[Column], index_cells: int, name_width: int,
     for column in columns:
         text.append(" " + _aligned(column))
     if comparison is not None:
-        text.append(SEPARATOR + " " + "A #".rjust(comparison.a_index_width()))
+        text.append(SEPARATOR + " "
+                    + literal(f"{comparison.name_a} #").rjust(comparison.a_index_width()))
         for column in columns:
             if column.both:
                 text.append(" " + _aligned(column))
@@ -204,7 +205,8 @@ def append_a_side(text: Text, comparison: TraceComparison, b_index: int,
     if cells.trace is None:
         room = max(0, width - text.cell_len)
         if cells.index is None:
-            note = "only in B" if b_index < comparison.alignment.counterpart.shape[0] \
+            note = literal(f"only in {comparison.alignment.diff.names[1]}") \
+                if b_index < comparison.alignment.counterpart.shape[0] \
                 else "not compared (newer than the comparison)"
         else:
             note = f"#{cells.index} not on disk"

@@ -17,35 +17,45 @@ from tfdbg_tui.text.rich_literal import literal_text
 from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.pane import Pane, Section
 
-# Columns of code kept in view left of the expression when the line must scroll to it.
-SPAN_CONTEXT_COLUMNS = 4
+# What stands where code is cut away: at the start of a row scrolled sideways, and in
+# the marked line between its start and its expression.
+CUT_MARK = "…"
 
 
 def expression_offset(span: tuple[int, int], code_width: int) -> int:
-    """The sideways offset that shows columns ``span`` in ``code_width`` cells of code.
-
-    The smallest shift that shows the whole expression with `SPAN_CONTEXT_COLUMNS` of
-    code before it (0 when the line shows it unshifted); an expression wider than the
-    pane starts one column in, so its start is in view.
-    """
+    """The sideways offset of every line for an expression at columns ``span`` in
+    ``code_width`` cells of code: 0, the lines from their start, unless the expression
+    is as wide as the code; then it starts one column in, after the cut mark."""
     start, end = span
-    if end - start + SPAN_CONTEXT_COLUMNS <= code_width:
-        return max(0, min(start - SPAN_CONTEXT_COLUMNS, end - code_width))
-    return max(0, start - 1)
+    return 0 if end - start < code_width else max(0, start - 1)
+
+
+def marked_line_cut(span: tuple[int, int], code_width: int) -> int | None:
+    """How many cells of its start the marked line keeps before `CUT_MARK` and its
+    expression, when the expression at columns ``span`` ends past ``code_width`` cells
+    of code but fits in them: the line's start and the whole expression both show.
+    None when the line shows as it is (its expression ends in view, or is as wide as
+    the code: then every line is shifted, `expression_offset`)."""
+    start, end = span
+    if end <= code_width or end - start >= code_width:
+        return None
+    return code_width - len(CUT_MARK) - (end - start)
 
 
 class SourceCodeView(LineList):
     """The lines of one source file with line numbers; the marked line stands out.
 
-    Left and Right scroll the code sideways (the line numbers stay), for long lines
-    in a narrow pane.
+    The lines show from their start. A marked expression that ends past the pane's edge
+    is brought into view in its line alone, after the line's start and `CUT_MARK`;
+    one wider than the pane shifts every line. Left and Right scroll the code sideways
+    (the line numbers stay); a row scrolled sideways starts with `CUT_MARK`.
     """
 
     BINDINGS = [*LineList.SIDEWAYS_BINDINGS]
 
     COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
         "source-code--marked", "source-code--gutter", "source-code--note",
-        "source-code--expression"}
+        "source-code--expression", "source-code--cut"}
 
     DEFAULT_CSS = """
     SourceCodeView {
@@ -55,6 +65,7 @@ class SourceCodeView(LineList):
         }
         & > .source-code--gutter { color: $text-muted; }
         & > .source-code--note { color: $warning; }
+        & > .source-code--cut { color: $text-muted; text-style: bold; }
     }
     """
 
@@ -70,7 +81,7 @@ class SourceCodeView(LineList):
             self.sideways_offset = 0
             self.invalidate()
         elif previous.line != view.line or previous.span != view.span:
-            # A new marked line starts unshifted; `show_expression` shifts it if need be.
+            # A new marked line starts unshifted; `show_expression` shifts it if it must.
             self.sideways_offset = 0
             self.refresh()
         rows = len(view.lines) if view.lines is not None else len(self._note_rows(view))
@@ -82,10 +93,11 @@ class SourceCodeView(LineList):
             self.move_cursor(0)
 
     def show_expression(self) -> None:
-        """Scroll sideways so the marked line's expression is in view, no further than
-        it needs (`expression_offset`). Called on every show and resize (a zoom, a
-        terminal resize): the new width decides afresh. Without an expression the
-        offset is only cut back so that the longest line's end stays in view.
+        """Scroll sideways only when the marked line's expression is as wide as the
+        code (`expression_offset`; a narrower one is brought into view in its line,
+        `marked_line_cut`). Called on every show and resize (a zoom, a terminal
+        resize): the new width decides afresh. Without an expression the offset is
+        only cut back so that the longest line's end stays in view.
         """
         view = self.view
         if view is None or view.lines is None:
@@ -129,6 +141,19 @@ class SourceCodeView(LineList):
         """Cells of the "▶123 " gutter before the code."""
         return len(str(len(view.lines or ()))) + 2
 
+    def _code_shown(self, code: Text, span: tuple[int, int] | None, code_width: int) -> Text:
+        """The part of a line a row shows: from its start; scrolled sideways, after
+        `CUT_MARK`; the marked line (``span``: its expression) cut between its start and
+        its expression when that ends past the edge (`marked_line_cut`)."""
+        mark = Text(CUT_MARK, style=self.component_style("source-code--cut"))
+        if self.sideways_offset:
+            shifted = self.shift_sideways(code)
+            return mark + shifted[len(CUT_MARK):] if code.cell_len else shifted
+        kept = marked_line_cut(span, code_width) if span is not None else None
+        if span is None or kept is None:
+            return code
+        return code[:kept] + mark + code[span[0]:]
+
     @staticmethod
     def _note_rows(view: SourceView) -> list[str]:
         return ["No source text in the dump for this frame:",
@@ -157,7 +182,8 @@ class SourceCodeView(LineList):
         if marked and view.span is not None:
             code = code.copy()
             code.stylize(self.component_style("source-code--expression"), *view.span)
-        text = gutter + self.shift_sideways(code)
+        text = gutter + self._code_shown(code, view.span if marked else None,
+                                         width - gutter.cell_len - 1)
         if marked:
             # The mark spans the pane; a longer line keeps its "…" at the edge.
             text.pad_right(max(0, width - text.cell_len))

@@ -21,6 +21,7 @@ from textual.worker import get_current_worker
 
 import reader as dump_reader_module
 from reader import format as fmt
+from reader.analysis.compare.diff import SIDE_NAMES
 from reader.analysis.diagnosis.diagnosis import Diagnosis, diagnose_alert
 from reader.analysis.hunt.steps import Steps, gap_between
 from reader.errors import DumpError
@@ -89,6 +90,7 @@ class DebuggerScreen(Screen):
         opening: A future of `tfdbg_tui.models.hunt.open_for_landing`, when opening
             has begun already.
         compare: Run A to show beside this run (`RunComparison`), or None.
+        compare_names: What that comparison calls A and this run.
         wait: The logdir holds no run (``run_id``) yet: say so, and open it once it
             appears (`tfdbg_tui.logdir_watcher.wait_for_run`).
     """
@@ -117,11 +119,13 @@ class DebuggerScreen(Screen):
     def __init__(self, logdir: str, run_id: str | None = None, *,
                  runs: Sequence[RunInfo] = (), poll_interval_s: float = POLL_INTERVAL_S,
                  opening: Future[Opened] | None = None,
-                 compare: str | None = None, wait: bool = False) -> None:
+                 compare: str | None = None, compare_names: tuple[str, str] = SIDE_NAMES,
+                 wait: bool = False) -> None:
         super().__init__()
         self.opening = opening
         self.wait = wait
         self.compare = compare
+        self.compare_names = compare_names
         self.logdir = logdir
         self.run_id = run_id
         self.runs = runs
@@ -243,7 +247,7 @@ class DebuggerScreen(Screen):
                         "from the dump; press ! to read them", title="Notices",
                         severity="warning", markup=False, timeout=10)
         if self.compare is not None:
-            self.comparison.start(self.compare)
+            self.comparison.start(self.compare, names=self.compare_names)
         if hunt is None:
             self.load_hunt(select=True)
         else:  # read with the open: land in this frame
@@ -482,7 +486,8 @@ class DebuggerScreen(Screen):
             idle_s=time.monotonic() - self.last_growth if self.live else 0.0,
             alerts=self.alert_summary.total if self.alert_summary is not None else None,
             run_count=len(self.runs), notices=len(notices), warnings=count_warnings(notices),
-            compared_with=self.comparison.compared_run_id if self.comparison else None)
+            compared_with=self.comparison.compared_run_id if self.comparison else None,
+            compared_name=self.comparison.compared_name if self.comparison else SIDE_NAMES[0])
 
     def on_resize(self, event: Resize) -> None:
         # The footer's "^p Commands" takes 12 columns the pane keys need at 80

@@ -20,7 +20,7 @@ from textual.screen import Screen
 
 import reader as dump_reader_module
 from reader import DumpReader
-from reader.analysis.compare.diff import GRAPH, RunAlignment, align_runs
+from reader.analysis.compare.diff import GRAPH, SIDE_NAMES, RunAlignment, align_runs
 from reader.errors import DumpError
 from reader.model import RunInfo
 from tfdbg_tui.dialogs.prompt import PromptDialog
@@ -104,24 +104,32 @@ class RunComparison:
         """A's run id while B is shown beside it (the status line says so)."""
         return self.shown.run_id_a if self.shown is not None else None
 
-    def start(self, path: str, run_id: str | None = None) -> None:
+    @property
+    def compared_name(self) -> str:
+        """What the comparison shown calls A (the status line says so)."""
+        return self.shown.name_a if self.shown is not None else SIDE_NAMES[0]
+
+    def start(self, path: str, run_id: str | None = None,
+              names: tuple[str, str] = SIDE_NAMES) -> None:
         """Open run A (`path`: a run directory or a logdir, whose newest run, or
-        `run_id`, is taken) and compare B with it, in a worker."""
+        `run_id`, is taken) and compare B with it, in a worker; `names`: what the
+        comparison calls A and B (`tfdbg-tui run --ab` names them by what each is)."""
         self.path = path
         self._token += 1
         self.screen.notify(literal(f"aligning with {path}…"), title="Compare", markup=False,
                            timeout=3)
-        self.screen.run_worker(partial(self._load, path, run_id, self._token),
+        self.screen.run_worker(partial(self._load, path, run_id, names, self._token),
                                name="compare", group="compare", exclusive=True, thread=True)
 
-    def _load(self, path: str, run_id: str | None, token: int) -> None:
+    def _load(self, path: str, run_id: str | None, names: tuple[str, str],
+              token: int) -> None:
         try:
             reader_a = dump_reader_module.open_run(path, run_id)
         except DumpError as error:
             self.screen.post_message(ComparisonFailed(error, token))
             return
         try:
-            alignment = align_runs(reader_a, self.reader_b)
+            alignment = align_runs(reader_a, self.reader_b, names=names)
             comparison = TraceComparison(alignment, reader_a, reader_a.metadata.run_id)
             comparison.refresh()
         except DumpError as error:
@@ -184,7 +192,8 @@ class RunComparison:
         first = diff.first_divergence
         if first is None:
             self.screen.notify(f"no divergence: the {diff.aligned:,} aligned tensors agree "
-                               f"(compared {diff.compared})", title="vs A", timeout=10)
+                               f"(compared {diff.compared})", title=literal(f"vs {diff.names[0]}"),
+                               timeout=10)
             return self._release_deferred_hunt()
         self._deferred_hunt = None
         if first.kind == GRAPH:
@@ -197,8 +206,8 @@ class RunComparison:
             where = f"eager {first.op_type} #{first.b.index}"
         step = f" at step {first.step}" if first.step is not None else ""
         self.screen.notify(literal(f"first divergence: {where}{step}: {first.detail}. "
-                                   f"{DIVERGENCE_KEYS_HINT}"), title="vs A", markup=False,
-                           timeout=10)
+                                   f"{DIVERGENCE_KEYS_HINT}"), title=literal(f"vs {diff.names[0]}"),
+                           markup=False, timeout=10)
         return None
 
     # -- keys -----------------------------------------------------------------------------

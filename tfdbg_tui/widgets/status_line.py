@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.widget import Widget
 
+from reader.analysis.compare.diff import SIDE_NAMES
 from reader.model import DUMPER_TENSORFLOW, RunMetadata
 from reader.run import liveness
 from tfdbg_tui.text.literal import literal
@@ -21,9 +22,8 @@ IDLE_AFTER_S = 10.0
 # The fewest cells of the run id the line keeps (its start and end) before it drops
 # words elsewhere to make room.
 RUN_ID_MIN_CELLS = 15
-# While comparing (`--compare`): what stands between the two run ids, and the fewest
-# cells each keeps (two ids share the room one had).
-COMPARED_LABEL = " vs A: "
+# While comparing (`--compare`): the fewest cells each run id keeps (two ids share the
+# room one had); " vs A: " (A's name in the comparison) stands between them.
 COMPARED_ID_MIN_CELLS = 10
 
 
@@ -49,6 +49,7 @@ class RunStatus:
     notices: int = 0  # the writer's notices (`reader.notices`)
     warnings: int = 0  # of which warnings
     compared_with: str | None = None  # run A's id while B is shown beside it
+    compared_name: str = SIDE_NAMES[0]  # what the comparison calls run A
 
 
 class StatusLine(Widget):
@@ -74,13 +75,14 @@ class StatusLine(Widget):
     def show(self, metadata: RunMetadata, *, state: str, followed: bool, num_executions: int,
              num_traces: int, alerts: int | None, run_count: int,
              idle_s: float = 0.0, notices: int = 0, warnings: int = 0,
-             compared_with: str | None = None) -> None:
+             compared_with: str | None = None,
+             compared_name: str = SIDE_NAMES[0]) -> None:
         """Rewrite the line (`RunStatus` says what each argument means). A killed run
         says so; a live one idle for `IDLE_AFTER_S` or more, whose process cannot be
         checked, may have been killed: it says that."""
         self.status = RunStatus(metadata, state, followed, num_executions, num_traces,
                                 alerts, run_count, idle_s, notices, warnings,
-                                compared_with)
+                                compared_with, compared_name)
         self.refresh()
 
     def render(self) -> Text:
@@ -97,7 +99,7 @@ class StatusLine(Widget):
         run_id = literal(self.status.metadata.run_id)
         other = self.status.compared_with
         other = None if other is None else literal(other)
-        versus = COMPARED_LABEL if other is not None else ""
+        versus = f" vs {literal(self.status.compared_name)}: " if other is not None else ""
         for compact in (False, True):
             text = self._words(self.status, compact)
             room = self.size.width - text.cell_len

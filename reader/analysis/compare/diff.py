@@ -19,6 +19,9 @@ the first whose values differ beyond the tolerance: the element counts (size, -i
 +inf, NaN, negative, zero, positive) when both sides have them, the values when both
 runs are FULL_TENSOR. Modes that differ are compared on what both record.
 
+The words that describe a divergence name the runs "A" and "B", or the ``names`` the
+caller gives them (``tfdbg-tui run --ab`` names them by what each run is).
+
 Decided here once; ``tfdbg-tui diff`` only formats it.
 """
 
@@ -59,6 +62,8 @@ REASONS = (FINITENESS, COUNTS, VALUES, STATS)
 # FULL_STATS fields compared, when both sides have them (std follows from the rest
 # closely enough that it would only repeat them).
 STAT_FIELDS = ("min", "max", "mean")
+# How a divergence's words name runs A and B unless the caller names them.
+SIDE_NAMES = ("A", "B")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +109,7 @@ class RunDiff:
     compared: str = ""  # what was compared: "finiteness and counts", "values", ...
     rtol: float = DEFAULT_RTOL
     atol: float = DEFAULT_ATOL
+    names: tuple[str, str] = SIDE_NAMES  # what the divergence's detail calls A and B
 
     @property
     def aligned(self) -> int:
@@ -111,9 +117,10 @@ class RunDiff:
 
 
 def compare_runs(a: DumpReader, b: DumpReader, *, rtol: float = DEFAULT_RTOL,
-                 atol: float = DEFAULT_ATOL) -> RunDiff:
-    """Align ``a`` and ``b`` and find their first divergence (None: none found)."""
-    return _align(a, b, rtol, atol, every=False)[0]
+                 atol: float = DEFAULT_ATOL, names: tuple[str, str] = SIDE_NAMES) -> RunDiff:
+    """Align ``a`` and ``b`` and find their first divergence (None: none found);
+    ``names``: what its detail calls ``a`` and ``b``."""
+    return _align(a, b, rtol, atol, names, every=False)[0]
 
 
 @dataclass(frozen=True)
@@ -167,10 +174,11 @@ class RunAlignment:
 
 
 def align_runs(a: DumpReader, b: DumpReader, *, rtol: float = DEFAULT_RTOL,
-               atol: float = DEFAULT_ATOL) -> RunAlignment:
+               atol: float = DEFAULT_ATOL, names: tuple[str, str] = SIDE_NAMES
+               ) -> RunAlignment:
     """Align ``a`` and ``b`` as `compare_runs` does, comparing every aligned pair (not
     only up to the first divergence) and keeping B's graph traces' counterparts."""
-    diff, counterpart, divergent, reasons = _align(a, b, rtol, atol, every=True)
+    diff, counterpart, divergent, reasons = _align(a, b, rtol, atol, names, every=True)
     return RunAlignment(diff, counterpart, np.asarray(divergent, dtype=np.int64),
                         np.asarray(reasons, dtype=np.uint8))
 
@@ -190,17 +198,19 @@ def differing_fields(a: Summary | None, b: Summary | None, *, rtol: float = DEFA
     return frozenset(fields)
 
 
-def _align(a: DumpReader, b: DumpReader, rtol: float, atol: float, every: bool
-           ) -> tuple[RunDiff, np.ndarray, list[int], list[int]]:
+def _align(a: DumpReader, b: DumpReader, rtol: float, atol: float, names: tuple[str, str],
+           every: bool) -> tuple[RunDiff, np.ndarray, list[int], list[int]]:
     """The comparison behind `compare_runs` (``every`` False: the first divergence only)
     and `align_runs` (``every``: every divergent graph trace, and the counterparts)."""
     values = a.metadata.tensor_debug_mode == fmt.FULL_TENSOR == b.metadata.tensor_debug_mode
     side_a, side_b = _Walk(a), _Walk(b)
     graph_table, eager_table = TensorTable(), TensorTable()
     graph = _Comparison(GRAPH, side_a, side_b, trace_keys(a, graph_table),
-                        trace_keys(b, graph_table), graph_table, values, rtol, atol, every)
+                        trace_keys(b, graph_table), graph_table, values, rtol, atol, names,
+                        every)
     eager = _Comparison(EAGER, side_a, side_b, output_keys(a, eager_table),
-                        output_keys(b, eager_table), eager_table, values, rtol, atol, every)
+                        output_keys(b, eager_table), eager_table, values, rtol, atol, names,
+                        every)
     # The first divergence: finite on one side first, then any other; in B's order (a
     # call's graph traces before the call).
     candidates = list(graph.candidates()) + list(eager.candidates())
@@ -220,7 +230,8 @@ def _align(a: DumpReader, b: DumpReader, rtol: float, atol: float, every: bool
     diff = RunDiff(aligned_graph=graph.aligned, aligned_eager=eager.aligned,
                    unmatched_a=graph.unmatched(a=True) + eager.unmatched(a=True),
                    unmatched_b=graph.unmatched(a=False) + eager.unmatched(a=False),
-                   first_divergence=first, compared=compared, rtol=rtol, atol=atol)
+                   first_divergence=first, compared=compared, rtol=rtol, atol=atol,
+                   names=names)
     counterpart = graph.counterparts(b.num_traces) if every else np.empty(0, np.int64)
     divergent, reasons = graph.divergent() if every else ([], [])
     return diff, counterpart, divergent, reasons
@@ -233,12 +244,13 @@ class _Comparison:
 
     def __init__(self, kind: str, a: _Walk, b: _Walk, keys_a: TensorKeys, keys_b: TensorKeys,
                  table: TensorTable, values: bool, rtol: float, atol: float,
-                 every: bool) -> None:
+                 names: tuple[str, str], every: bool) -> None:
         self.kind, self.a, self.b, self.table = kind, a, b, table
         self.keys_a, self.keys_b = keys_a, keys_b
         self.in_a, self.in_b = align(keys_a, keys_b)
         self.aligned = int(self.in_a.size)
         self.values, self.rtol, self.atol, self.every = values, rtol, atol, every
+        self.names = names
         self.reason = compare_rows(keys_a, keys_b, self.in_a, self.in_b,
                                    () if values else COUNT_FIELDS,
                                    () if values else STAT_FIELDS, rtol, atol)
@@ -266,7 +278,7 @@ class _Comparison:
         for k in np.flatnonzero(self.reason == 0).tolist():
             key, side_a, side_b = self._pair(k)
             found = _compare(key, side_a, side_b, True, self.a.run, self.b.run,
-                             self.rtol, self.atol)
+                             self.rtol, self.atol, self.names)
             if found is not None:
                 self._found[k] = found
                 self.reason[k] = _REASON_CODES.index(found[0])
@@ -285,7 +297,8 @@ class _Comparison:
             k = int(hits[np.lexsort((rows_b, self.keys_b.position[rows_b]))[0]])
             key, side_a, side_b = self._pair(k)
             found = self._found.get(k) or _compare(key, side_a, side_b, False, self.a.run,
-                                                   self.b.run, self.rtol, self.atol)
+                                                   self.b.run, self.rtol, self.atol,
+                                                   self.names)
             if found is not None:
                 yield ((priority, side_b.position, kind_order, side_b.index),
                        (key, side_a, side_b, found))
@@ -335,21 +348,23 @@ class _Key:
 
 
 def _compare(key: _Key, a: Side, b: Side, values: bool, run_a: DumpReader,
-             run_b: DumpReader, rtol: float, atol: float
+             run_b: DumpReader, rtol: float, atol: float, names: tuple[str, str]
              ) -> tuple[str, str, float | None, float | None] | None:
-    """(reason, detail, max abs error, max rel error) when ``a`` and ``b`` differ."""
+    """(reason, detail, max abs error, max rel error) when ``a`` and ``b`` differ; the
+    detail calls the runs ``names``."""
     sa, sb = a.summary, b.summary
+    name_a, name_b = names
     fields = differing_fields(sa, sb, rtol=rtol, atol=atol)
     if "is_alert" in fields:
         assert sa is not None and sb is not None
-        bad, good = ("B", "A") if sb.is_alert else ("A", "B")
+        bad, good = (name_b, name_a) if sb.is_alert else (name_a, name_b)
         return FINITENESS, f"non-finite in {bad}, finite in {good}", None, None
     if values:
         va, vb = _value(run_a, key.kind, a, key.slot), _value(run_b, key.kind, b, key.slot)
         if va is None or vb is None:
             return None
         if va.shape != vb.shape:
-            return VALUES, f"shape {va.shape} in A, {vb.shape} in B", None, None
+            return VALUES, f"shape {va.shape} in {name_a}, {vb.shape} in {name_b}", None, None
         if va.size == 0 or not (np.issubdtype(va.dtype, np.number)
                                 and np.issubdtype(vb.dtype, np.number)):
             return None if np.array_equal(va, vb) else \
@@ -367,12 +382,12 @@ def _compare(key: _Key, a: Side, b: Side, values: bool, run_a: DumpReader,
                     f"{rel_error:.3g} ({int(beyond.sum()):,} of {x.size:,} values)",
                     abs_error, rel_error)
         return None
-    differing = [f"{_COUNT_WORDS[name]} {getattr(sa, name):,} in A, {getattr(sb, name):,} in B"
-                 for name in COUNT_FIELDS if name in fields]
+    differing = [f"{_COUNT_WORDS[name]} {getattr(sa, name):,} in {name_a}, "
+                 f"{getattr(sb, name):,} in {name_b}" for name in COUNT_FIELDS if name in fields]
     if differing:
         return COUNTS, "; ".join(differing), None, None
-    differing = [f"{name} {getattr(sa, name):.6g} in A, {getattr(sb, name):.6g} in B"
-                 for name in STAT_FIELDS if name in fields]
+    differing = [f"{name} {getattr(sa, name):.6g} in {name_a}, {getattr(sb, name):.6g} in "
+                 f"{name_b}" for name in STAT_FIELDS if name in fields]
     if differing:
         return STATS, "; ".join(differing), None, None
     return None

@@ -36,6 +36,7 @@ import numpy as np
 from reader import format as fmt
 from reader.analysis.hunt.steps import NO_STEP
 from reader.analysis.trends import trend_roles as roles_
+from reader.limits import MAX_TRACE_POINT
 from reader.summary_rows import row_columns
 
 if TYPE_CHECKING:
@@ -149,7 +150,17 @@ class _Measures:
 
 def _block_measures(mode: str, rows: np.ndarray) -> _Measures:
     """`_Measures` of a block of summary rows (read in place: nothing of ``rows`` is
-    kept), NaN where the mode cannot say."""
+    kept), NaN where the mode cannot say.
+
+    The rows are the dump's word: a norm of values near float64's limit overflows to
+    inf, a count may be NaN, and numpy is told not to warn of it (on a command's
+    stderr, beside its result); a dtype that is no TensorFlow enum is unknown (0).
+    """
+    with np.errstate(all="ignore"):
+        return _measures_of_rows(mode, rows)
+
+
+def _measures_of_rows(mode: str, rows: np.ndarray) -> _Measures:
     n = rows.shape[0]
     columns = row_columns(mode)
     if "size" not in columns or "nan" not in columns:
@@ -160,8 +171,7 @@ def _block_measures(mode: str, rows: np.ndarray) -> _Measures:
     bad += rows[:, col["pos_inf"]]
     nonfinite = bad > 0
     zero = rows[:, col["zero"]] if "zero" in col else np.full(n, np.nan)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        share = (zero / size).astype(np.float32)
+    share = (zero / size).astype(np.float32)
     magnitude_column = fmt.MAGNITUDE_COLUMN
     if "std" in col:
         mean, std = rows[:, col["mean"]], rows[:, col["std"]]
@@ -175,9 +185,37 @@ def _block_measures(mode: str, rows: np.ndarray) -> _Measures:
         magnitude = rows[:, col[magnitude_column]].copy() if magnitude_column in col \
             else np.full(n, np.nan)
     magnitude[nonfinite] = np.nan
+    dtype = np.zeros(n, np.int8)
+    if "dtype" in col:
+        enum = rows[:, col["dtype"]]
+        known = (enum > 0) & (enum <= np.iinfo(np.int8).max) & (enum == np.floor(enum))
+        dtype[known] = enum[known]
     return _Measures(norm2, magnitude, nonfinite, (size > 0) & (zero == size) & ~nonfinite,
-                     share, rows[:, col["dtype"]].astype(np.int8) if "dtype" in col
-                     else np.zeros(n, np.int8))
+                     share, dtype)
+
+
+def _roles_of_traces(roles: roles_.Roles, tps: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per trace: its role code (0: none), its row and whether it is a ReLU's output,
+    looked up by trace point among the points that have a role.
+
+    The tables are as long as the roles, never as the largest trace point: a trace
+    chunk's int32 ``tp`` is the dump's word (a flipped bit makes it 2**31 - 1 or
+    negative), and a point outside ``0..MAX_TRACE_POINT`` (damage, or an op's output
+    left untraced) has no role.
+    """
+    points = np.array(sorted(tp for tp in roles.role if 0 <= tp <= MAX_TRACE_POINT),
+                      np.int64)
+    codes = np.array([roles.role[tp] for tp in points.tolist()], np.int8)
+    rows = np.array([roles.row[tp] for tp in points.tolist()], np.int32)
+    relus = np.isin(points, np.fromiter(roles.relu, np.int64, len(roles.relu)))
+    if not points.size or not tps.size:
+        return (np.zeros(tps.size, np.int8), np.zeros(tps.size, np.int32),
+                np.zeros(tps.size, bool))
+    at = np.minimum(np.searchsorted(points, tps), points.size - 1)
+    found = points[at] == tps
+    return (np.where(found, codes[at], 0).astype(np.int8),
+            np.where(found, rows[at], 0).astype(np.int32), found & relus[at])
 
 
 def compute_trends(reader: IndexedRun, steps_of_executions, has_steps: bool) -> Trends:
@@ -204,19 +242,10 @@ def compute_trends(reader: IndexedRun, steps_of_executions, has_steps: bool) -> 
     else:
         axis = np.unique(kept)
     position = np.where(keep, np.searchsorted(axis, step_of), -1)
-    size = int(tps.max()) + 1 if n else 0
-    size = max(size, max(roles.role, default=-1) + 1)
-    role_of = np.zeros(size, np.int8)
-    row_of = np.zeros(size, np.int32)
-    relu_of = np.zeros(size, bool)
-    for tp, code in roles.role.items():
-        role_of[tp], row_of[tp] = code, roles.row[tp]
-    relu_of[list(roles.relu)] = True
-    role = role_of[tps] if n else np.empty(0, np.int8)
+    role, row, relu = _roles_of_traces(roles, tps)
     dtype = measures.dtype
     norm2, magnitude, nonfinite = measures.norm2, measures.magnitude, measures.nonfinite
     nrows, nsteps = len(roles.names), axis.size
-    row = row_of[tps] if n else np.empty(0, np.int32)
     cells = nrows * nsteps
     series: dict[str, np.ndarray] = {}
     unknown: dict[str, np.ndarray] = {}
@@ -253,7 +282,7 @@ def compute_trends(reader: IndexedRun, steps_of_executions, has_steps: bool) -> 
     count = np.bincount(cell, minlength=cells)
     zeros = np.bincount(cell, weights=measures.all_zero[gradient], minlength=cells)
     zero_gradients = ((count > 0) & (zeros == count)).reshape(nrows, nsteps)
-    relus = np.flatnonzero(relu_of[tps] & keep) if n else np.zeros(0, np.int64)
+    relus = np.flatnonzero(relu & keep)
     cell = row[relus] * nsteps + position[relus]
     count = np.bincount(cell, minlength=cells)
     total = np.bincount(cell, weights=np.nan_to_num(measures.zero_share[relus]),
