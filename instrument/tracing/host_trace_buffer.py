@@ -2,8 +2,8 @@
 
 A ``tf.compat.v1.Session`` graph cannot capture the eager trace queue
 (instrument/tracing/trace_queue.py): there each traced tensor gets a
-``numpy_function`` that appends its row (or value) to a `HostTraceBuffer`, which the trace queue's background thread
-drains with the queues (`trace_queue.TraceDrainer`).
+``numpy_function`` that appends its row (or value) to a `HostTraceBuffer`, which the
+trace queue's background thread drains with the queues (`trace_queue.TraceDrainer`).
 """
 
 from __future__ import annotations
