@@ -73,7 +73,7 @@ class HostTraceBuffer:
             self._append(trace_point, value)
             return np.bool_(True)
 
-        # `numpy_function`, not `numpy_function`: the same PyFunc op without TensorFlow's
+        # `numpy_function`, not `py_func`: the same PyFunc op without TensorFlow's
         # deprecation warning printed into the program's output.
         done = script_ops.numpy_function(record, [payload], [dtypes.bool], stateful=True,
                                          name="tfdbg_tui_trace")
