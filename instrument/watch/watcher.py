@@ -184,8 +184,7 @@ class Watcher:
             flags, sites = self.flags, list(self.sites)
         if flags is None:
             return
-        for site in sites:
-            self._read_rows(site)
+        self.poll_rows()
         if self.hit is not None or self._handling:
             return
         hit_step = int(flags.hit_step.numpy())
@@ -285,11 +284,11 @@ class Watcher:
         self._thread = None
         error: NonFiniteError | None = None
         try:
-            self.poll_rows()
-            if self.hit is None and not self._handling and not self.stopped:
-                self.closed = False
+            # A job the watch stopped still has its flag set: that is not a new hit.
+            if self.stopped:
+                self.poll_rows()
+            else:
                 self.poll()
-                self.closed = True
             if self.hit is not None and not self._handling:
                 self._handling = True
                 try:
