@@ -6,8 +6,11 @@ configuration are process-global, and a fresh process is what a user runs.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pytest
 
@@ -18,6 +21,21 @@ from tests.program_runs import PROGRAM_TIMEOUT_S, PROGRAMS, ROOT, program_env
 
 ALL_MODES = ("NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH", "FULL_STATS", "SHAPE",
              "FULL_TENSOR")
+
+
+@contextlib.contextmanager
+def program_runs(program: Any, logdir: Any, parts: Sequence[str]) -> Iterator[dict[str, Any]]:
+    """Run ``program LOGDIR PART...`` once, each part writing its run into LOGDIR/PART:
+    yields {part: its DumpReader, "stdout": the program's output}; closes them after."""
+    import reader
+
+    stdout = run_program([str(program), str(logdir), *parts])
+    dumps = {part: reader.open_run(logdir / part) for part in parts}
+    try:
+        yield {**dumps, "stdout": stdout}
+    finally:
+        for dump in dumps.values():
+            dump.close()
 
 
 def run_program(args: list[str]) -> str:

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-import reader
 from reader import format as fmt
-from tests.instrument.conftest import ALL_MODES, run_program
+from tests.instrument.conftest import ALL_MODES, program_runs
 from tests.program_runs import PROGRAMS, line_of
 
 COLLECTIVES = PROGRAMS / "collectives.py"
@@ -24,13 +23,9 @@ def collectives(tmp_path_factory):
     """collectives.py run once in every mode: {mode: DumpReader, "stdout": ...}.
 
     A hang fails here, at the program's timeout, with its output so far."""
-    logdir = tmp_path_factory.mktemp("collectives")
-    stdout = run_program([str(COLLECTIVES), str(logdir), *ALL_MODES])
-    dumps = {mode: reader.open_run(logdir / mode) for mode in ALL_MODES}
-    dumps["stdout"] = stdout
-    yield dumps
-    for mode in ALL_MODES:
-        dumps[mode].close()
+    with program_runs(COLLECTIVES, tmp_path_factory.mktemp("collectives"),
+                      ALL_MODES) as dumps:
+        yield dumps
 
 
 def graph_ops(dump):

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-import reader
 from reader import format as fmt
-from tests.instrument.conftest import run_program
+from tests.instrument.conftest import program_runs
 from tests.program_runs import PROGRAMS, line_of
 
 PROGRAM = PROGRAMS / "nan_constant.py"
@@ -17,12 +16,8 @@ MODES = [m for m in fmt.ALERT_MODES]
 
 @pytest.fixture(scope="module")
 def dumps(tmp_path_factory):
-    logdir = tmp_path_factory.mktemp("nan_constant")
-    run_program([str(PROGRAM), str(logdir), *MODES])
-    opened = {mode: reader.open_run(logdir / mode) for mode in MODES}
-    yield opened
-    for dump in opened.values():
-        dump.close()
+    with program_runs(PROGRAM, tmp_path_factory.mktemp("nan_constant"), MODES) as opened:
+        yield opened
 
 
 @pytest.mark.parametrize("mode", MODES)

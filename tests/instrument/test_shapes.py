@@ -9,7 +9,7 @@ import pytest
 import reader
 from reader import format as fmt
 from reader.analysis.diagnosis.diagnosis import diagnose_cause
-from tests.instrument.conftest import run_program
+from tests.instrument.conftest import program_runs, run_program
 from tests.program_runs import PROGRAMS, line_of
 
 SHAPES = PROGRAMS / "shapes.py"
@@ -23,13 +23,8 @@ PARTS = [f"xla_{mode}" for mode in XLA_MODES] + [
 @pytest.fixture(scope="module")
 def shapes(tmp_path_factory):
     """shapes.py run once with every part: {part: DumpReader}."""
-    logdir = tmp_path_factory.mktemp("shapes")
-    stdout = run_program([str(SHAPES), str(logdir), *PARTS])
-    dumps = {part: reader.open_run(logdir / part) for part in PARTS}
-    dumps["stdout"] = stdout
-    yield dumps
-    for part in PARTS:
-        dumps[part].close()
+    with program_runs(SHAPES, tmp_path_factory.mktemp("shapes"), PARTS) as dumps:
+        yield dumps
 
 
 def notices(dump, kind):
