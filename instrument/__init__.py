@@ -18,5 +18,10 @@ from instrument.api import disable_dump_debug_info, enable_dump_debug_info
 from instrument.non_finite import NonFiniteError
 from instrument.watch import unwatch, watch
 
-__all__ = ["enable_dump_debug_info", "disable_dump_debug_info", "NonFiniteError", "watch",
-           "unwatch"]
+__all__ = [
+    "enable_dump_debug_info",
+    "disable_dump_debug_info",
+    "NonFiniteError",
+    "watch",
+    "unwatch",
+]

@@ -56,12 +56,16 @@ class Culprit:
     def __str__(self) -> str:
         where = f" in graph {self.graph_name!r}" if self.graph_name else ""
         step = "" if self.step is None else f" at step {self.step}"
-        lines = [f"culprit: {self.op_type} {self.tensor_name!r}{where}{step}",
-                 f"  values: {self.values}"]
-        for name, value in [*self.inputs.items(), (f"{self.tensor_name} (output)",
-                                                    self.output)]:
-            shown = _short(value) if value is not None else \
-                str(self.summaries.get(name.removesuffix(" (output)")))
+        lines = [
+            f"culprit: {self.op_type} {self.tensor_name!r}{where}{step}",
+            f"  values: {self.values}",
+        ]
+        for name, value in [*self.inputs.items(), (f"{self.tensor_name} (output)", self.output)]:
+            shown = (
+                _short(value)
+                if value is not None
+                else str(self.summaries.get(name.removesuffix(" (output)")))
+            )
             lines.append(f"  {name}: {shown}")
         if self.diagnosis:
             lines.append("  " + self.diagnosis.replace("\n", "\n  "))
@@ -82,8 +86,9 @@ def culprit_of(run_path: str, error: NonFiniteError) -> Culprit:
     from reader.analysis.diagnosis.diagnosis import diagnose_cause
     from reader.errors import DumpError
 
-    culprit = Culprit(error.op_type, error.tensor_name, error.graph_name, error.step,
-                      run_path=run_path)
+    culprit = Culprit(
+        error.op_type, error.tensor_name, error.graph_name, error.step, run_path=run_path
+    )
     try:
         with reader.DumpReader(run_path) as dump:
             cause = dump.root_cause()
@@ -91,22 +96,38 @@ def culprit_of(run_path: str, error: NonFiniteError) -> Culprit:
                 return culprit
             alert = cause.alert
             full = dump.metadata.tensor_debug_mode == "FULL_TENSOR"
-            culprit.values = "FULL_TENSOR" if full else (
-                f"none: mode {dump.metadata.tensor_debug_mode} keeps summaries only (run "
-                "with --mode FULL_TENSOR for the values)")
+            culprit.values = (
+                "FULL_TENSOR"
+                if full
+                else (
+                    f"none: mode {dump.metadata.tensor_debug_mode} keeps summaries only (run "
+                    "with --mode FULL_TENSOR for the values)"
+                )
+            )
             for (ref, summary), index in zip(cause.inputs, cause.input_indices):
                 culprit.summaries[ref.name] = summary
-                culprit.inputs[ref.name] = None if not full or index is None else (
-                    dump.trace_value(index) if alert.kind == "graph"
-                    else dump.execution_value(index, ref.slot))
+                culprit.inputs[ref.name] = (
+                    None
+                    if not full or index is None
+                    else (
+                        dump.trace_value(index)
+                        if alert.kind == "graph"
+                        else dump.execution_value(index, ref.slot)
+                    )
+                )
             if cause.trace is not None:
                 culprit.summaries[alert.tensor_name] = cause.trace.summary
             if full:
-                culprit.output = (dump.trace_value(alert.index) if alert.kind == "graph"
-                                  else dump.execution_value(alert.index, alert.slot))
+                culprit.output = (
+                    dump.trace_value(alert.index)
+                    if alert.kind == "graph"
+                    else dump.execution_value(alert.index, alert.slot)
+                )
             diagnosis = diagnose_cause(dump, cause)
-            culprit.diagnosis = (f"diagnosis: {diagnosis.pattern}: {diagnosis.explanation}\n"
-                                 f"fix: {diagnosis.suggestion}")
+            culprit.diagnosis = (
+                f"diagnosis: {diagnosis.pattern}: {diagnosis.explanation}\n"
+                f"fix: {diagnosis.suggestion}"
+            )
     except (DumpError, OSError) as failure:
         culprit.values = f"the dump could not be read back: {failure}"
     return culprit
@@ -125,8 +146,7 @@ class _AlertPdb(pdb.Pdb):
 
     def stop_here(self, frame: FrameType) -> bool:
         path = frame.f_code.co_filename
-        return not (path.startswith("<") or is_library_file(path)) \
-            and super().stop_here(frame)
+        return not (path.startswith("<") or is_library_file(path)) and super().stop_here(frame)
 
 
 def stop_in_pdb(error: NonFiniteError) -> None:
@@ -134,8 +154,11 @@ def stop_in_pdb(error: NonFiniteError) -> None:
     raise ``error`` when the user quits."""
     frame = user_frame(sys._getframe(1))
     culprit = culprit_of(error.run_path, error)
-    print(f"{error}\n{culprit}\n(pdb) '{CULPRIT_NAME}' holds the op, its values and the "
-          "diagnosis; 'continue' runs on, 'quit' stops the program", flush=True)
+    print(
+        f"{error}\n{culprit}\n(pdb) '{CULPRIT_NAME}' holds the op, its values and the "
+        "diagnosis; 'continue' runs on, 'quit' stops the program",
+        flush=True,
+    )
     if frame is None:
         raise error
     debugger = _AlertPdb(nosigint=True)

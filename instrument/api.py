@@ -27,8 +27,14 @@ _atexit_registered = False
 class _Enabled:
     """What one enable call set up, and the arguments it was made with."""
 
-    def __init__(self, arguments: tuple[Any, ...], callback: Any, thread: threading.Thread,
-                 thread_hook: Any, session_hook: Any) -> None:
+    def __init__(
+        self,
+        arguments: tuple[Any, ...],
+        callback: Any,
+        thread: threading.Thread,
+        thread_hook: Any,
+        session_hook: Any,
+    ) -> None:
         self.arguments = arguments
         self.callback = callback
         self.thread = thread
@@ -113,27 +119,44 @@ def enable_dump_debug_info(
     if tensor_debug_mode not in fmt.TENSOR_DEBUG_MODES:
         raise ValueError(
             f"unknown tensor_debug_mode {tensor_debug_mode!r}; expected one of "
-            f"{', '.join(fmt.TENSOR_DEBUG_MODES)}")
-    if tensor_dtypes is not None and not callable(tensor_dtypes) \
-            and not isinstance(tensor_dtypes, (list, tuple)):
-        raise ValueError("tensor_dtypes must be a list or tuple of dtypes, or a callable "
-                         f"taking a tf.DType; got {tensor_dtypes!r}")
+            f"{', '.join(fmt.TENSOR_DEBUG_MODES)}"
+        )
+    if (
+        tensor_dtypes is not None
+        and not callable(tensor_dtypes)
+        and not isinstance(tensor_dtypes, (list, tuple))
+    ):
+        raise ValueError(
+            "tensor_dtypes must be a list or tuple of dtypes, or a callable "
+            f"taking a tf.DType; got {tensor_dtypes!r}"
+        )
     if stop and tensor_debug_mode not in fmt.ALERT_MODES:
         raise ValueError(
             f"stop_on_alert needs a mode that records NaN and infinity "
             f"({', '.join(fmt.ALERT_MODES)}); tensor_debug_mode {tensor_debug_mode!r} "
-            "records none")
+            "records none"
+        )
     if op_regex is not None:
         import re
+
         try:
             re.compile(op_regex)
         except re.error as error:
-            raise ValueError(f"op_regex {op_regex!r} is not a valid regular expression: "
-                             f"{error}") from error
-    logdir_path = (os.fspath(logdir) if storage.is_url(logdir)
-                   else os.path.abspath(storage.local_path(logdir)))
-    arguments = (logdir_path, tensor_debug_mode, int(circular_buffer_size), op_regex,
-                 _dtypes_key(tensor_dtypes), bool(snapshot_library_sources), stop)
+            raise ValueError(
+                f"op_regex {op_regex!r} is not a valid regular expression: {error}"
+            ) from error
+    logdir_path = (
+        os.fspath(logdir) if storage.is_url(logdir) else os.path.abspath(storage.local_path(logdir))
+    )
+    arguments = (
+        logdir_path,
+        tensor_debug_mode,
+        int(circular_buffer_size),
+        op_regex,
+        _dtypes_key(tensor_dtypes),
+        bool(snapshot_library_sources),
+        stop,
+    )
     with _lock:
         replaced = _active
         if _active is not None:
@@ -143,7 +166,8 @@ def enable_dump_debug_info(
                 raise ValueError(
                     "tfdbg-tui instrumentation is already enabled with different arguments "
                     f"({_describe(_active.arguments)}); call disable_dump_debug_info() "
-                    f"first to start a run with ({_describe(arguments)})")
+                    f"first to start a run with ({_describe(arguments)})"
+                )
     if replaced is not None:
         disable_dump_debug_info()
     with _lock:
@@ -158,8 +182,7 @@ def enable_dump_debug_info(
     return path
 
 
-def enable_for_program(on_replaced: Callable[[str, str], None], logdir: str,
-                       **options: Any) -> str:
+def enable_for_program(on_replaced: Callable[[str, str], None], logdir: str, **options: Any) -> str:
     """`enable_dump_debug_info` on a program's behalf (``python -m instrument``).
 
     The program's own call, if it makes one with other arguments, wins: this run is
@@ -185,8 +208,10 @@ def enable_for_replay(logdir: str, replay_of: dict[str, Any]) -> str:
     arguments = (logdir, fmt.FULL_HEALTH, -1, None, None, False, None)
     with _lock:
         if _active is not None:
-            raise ValueError("a tfdbg-tui dump is being recorded already; the watch tier's "
-                             "replay needs the recording to itself")
+            raise ValueError(
+                "a tfdbg-tui dump is being recorded already; the watch tier's "
+                "replay needs the recording to itself"
+            )
         _active = _start(arguments, None, run_info={"replay_of": dict(replay_of)})
         if not _atexit_registered:
             atexit.register(disable_dump_debug_info)
@@ -225,8 +250,9 @@ def disable_dump_debug_info() -> None:
     callback.close()
 
 
-def _start(arguments: tuple[Any, ...], tensor_dtypes: Any,
-           run_info: dict[str, Any] | None = None) -> _Enabled:
+def _start(
+    arguments: tuple[Any, ...], tensor_dtypes: Any, run_info: dict[str, Any] | None = None
+) -> _Enabled:
     logdir, mode, buffer_size, op_regex, _, snapshot_library, stop = arguments
     import tensorflow as tf
     from tensorflow.python.eager.polymorphic_function import transform
@@ -241,39 +267,64 @@ def _start(arguments: tuple[Any, ...], tensor_dtypes: Any,
     from instrument.tracing.threads import REACHES_RUNNING_THREADS, ThreadHook
 
     if stop and not ops.executing_eagerly_outside_functions():
-        raise ValueError("stop_on_alert needs eager execution (TensorFlow 2 behaviour); "
-                         "in a tf.compat.v1 graph use tf.debugging.check_numerics")
+        raise ValueError(
+            "stop_on_alert needs eager execution (TensorFlow 2 behaviour); "
+            "in a tf.compat.v1 graph use tf.debugging.check_numerics"
+        )
     tensor_filter = TensorFilter(mode, op_regex, tensor_dtypes)
-    writer_dtypes = None if tensor_dtypes is None else (
-        [str(getattr(d, "name", d)) for d in tensor_dtypes]
-        if isinstance(tensor_dtypes, (list, tuple)) else [repr(tensor_dtypes)])
-    writer = DumpWriter(logdir, {
-        "tensor_debug_mode": mode,
-        "tf_version": tf.__version__,
-        "python_version": platform.python_version(),
-        "argv": list(sys.argv),
-        "op_regex": op_regex,
-        "tensor_dtypes": writer_dtypes,
-        "eager_mode": ops.executing_eagerly_outside_functions(),
-        "thread": threading.current_thread().name,
-        "task": distributed_task(os.environ.get("TF_CONFIG")),
-        **(run_info or {}),
-    }, circular_buffer_size=buffer_size, watch_alerts=buffer_size > 0 or bool(stop))
+    writer_dtypes = (
+        None
+        if tensor_dtypes is None
+        else (
+            [str(getattr(d, "name", d)) for d in tensor_dtypes]
+            if isinstance(tensor_dtypes, (list, tuple))
+            else [repr(tensor_dtypes)]
+        )
+    )
+    writer = DumpWriter(
+        logdir,
+        {
+            "tensor_debug_mode": mode,
+            "tf_version": tf.__version__,
+            "python_version": platform.python_version(),
+            "argv": list(sys.argv),
+            "op_regex": op_regex,
+            "tensor_dtypes": writer_dtypes,
+            "eager_mode": ops.executing_eagerly_outside_functions(),
+            "thread": threading.current_thread().name,
+            "task": distributed_task(os.environ.get("TF_CONFIG")),
+            **(run_info or {}),
+        },
+        circular_buffer_size=buffer_size,
+        watch_alerts=buffer_size > 0 or bool(stop),
+    )
     on_alert: Callable[[NonFiniteError], None] | None = None
     if stop == "pdb":
         from instrument.alert_pdb import stop_in_pdb
+
         on_alert = stop_in_pdb
-    callback = DumpingCallback(writer, mode, tensor_filter,
-                               snapshot_library_sources=snapshot_library,
-                               stop_on_alert=bool(stop), on_alert=on_alert)
-    preflight(callback.notices, tf, circular_buffer_size=buffer_size, op_regex=op_regex,
-              tensor_dtypes=writer_dtypes,
-              # A replay records its own thread's step alone: other threads are not its.
-              running_threads_seen=REACHES_RUNNING_THREADS or "replay_of" in (run_info or {}))
+    callback = DumpingCallback(
+        writer,
+        mode,
+        tensor_filter,
+        snapshot_library_sources=snapshot_library,
+        stop_on_alert=bool(stop),
+        on_alert=on_alert,
+    )
+    preflight(
+        callback.notices,
+        tf,
+        circular_buffer_size=buffer_size,
+        op_regex=op_regex,
+        tensor_dtypes=writer_dtypes,
+        # A replay records its own thread's step alone: other threads are not its.
+        running_threads_seen=REACHES_RUNNING_THREADS or "replay_of" in (run_info or {}),
+    )
     op_callbacks.add_op_callback(callback)
     # Op callbacks are per thread: register in every other thread as it starts.
-    thread_hook = ThreadHook(lambda: op_callbacks.add_op_callback(callback),
-                             threading.current_thread())
+    thread_hook = ThreadHook(
+        lambda: op_callbacks.add_op_callback(callback), threading.current_thread()
+    )
     thread_hook.install()
     transform.CONCRETE_FUNCTION_CALLBACKS.append(callback.on_concrete_function)
     transform.FUNC_GRAPH_TRANSFORMS.append(callback.on_func_graph_traced)
@@ -282,8 +333,13 @@ def _start(arguments: tuple[Any, ...], tensor_dtypes: Any,
     session_hook.install()
     logging.getLogger("instrument").info(
         "tfdbg-tui: recording into %s (run directory %s), tensor_debug_mode=%s, "
-        "circular_buffer_size=%d (%s)", logdir, writer.path, mode, buffer_size,
-        f"the latest {buffer_size} kept" if buffer_size > 0 else "everything kept")
+        "circular_buffer_size=%d (%s)",
+        logdir,
+        writer.path,
+        mode,
+        buffer_size,
+        f"the latest {buffer_size} kept" if buffer_size > 0 else "everything kept",
+    )
     return _Enabled(arguments, callback, threading.current_thread(), thread_hook, session_hook)
 
 
@@ -294,8 +350,9 @@ def _check_writable(logdir: str) -> None:
     try:
         os.makedirs(logdir, exist_ok=True)
     except OSError as error:
-        raise OSError(error.errno, f"cannot create the dump logdir {logdir!r}: "
-                                   f"{error.strerror}") from error
+        raise OSError(
+            error.errno, f"cannot create the dump logdir {logdir!r}: {error.strerror}"
+        ) from error
     if not os.access(logdir, os.W_OK | os.X_OK):
         raise PermissionError(f"the dump logdir {logdir!r} is not writable")
 
@@ -308,10 +365,12 @@ def _dtypes_key(tensor_dtypes: Any) -> Any:
 
 def _describe(arguments: tuple[Any, ...]) -> str:
     logdir, mode, buffer_size, op_regex, dtypes, snapshot, stop = arguments
-    return (f"logdir={logdir!r}, tensor_debug_mode={mode!r}, "
-            f"circular_buffer_size={buffer_size}, op_regex={op_regex!r}, "
-            f"tensor_dtypes={dtypes!r}, snapshot_library_sources={snapshot}, "
-            f"on_alert={stop!r}")
+    return (
+        f"logdir={logdir!r}, tensor_debug_mode={mode!r}, "
+        f"circular_buffer_size={buffer_size}, op_regex={op_regex!r}, "
+        f"tensor_dtypes={dtypes!r}, snapshot_library_sources={snapshot}, "
+        f"on_alert={stop!r}"
+    )
 
 
 def distributed_task(tf_config: str | None) -> dict[str, Any] | None:
@@ -331,4 +390,3 @@ def distributed_task(tf_config: str | None) -> dict[str, Any] | None:
         return None
     spec = json.dumps(cluster, sort_keys=True).encode()
     return {"type": kind, "index": index, "cluster": hashlib.sha1(spec).hexdigest()[:12]}
-

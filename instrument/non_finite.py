@@ -30,10 +30,18 @@ class NonFiniteError(FloatingPointError):
         line: That file's line, or None.
     """
 
-    def __init__(self, message: str, *, run_path: str, op_type: str | None = None,
-                 tensor_name: str | None = None, graph_name: str | None = None,
-                 step: int | None = None, file: str | None = None,
-                 line: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        run_path: str,
+        op_type: str | None = None,
+        tensor_name: str | None = None,
+        graph_name: str | None = None,
+        step: int | None = None,
+        file: str | None = None,
+        line: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.run_path = run_path
         self.op_type = op_type
@@ -59,29 +67,42 @@ def first_alert_error(run_path: str) -> NonFiniteError:
             cause = dump.root_cause()
             steps = dump.steps()
     except (DumpError, OSError) as error:
-        return NonFiniteError(f"a tensor held NaN or infinity; reading {open_hint} "
-                              f"failed: {error}", run_path=run_path)
+        return NonFiniteError(
+            f"a tensor held NaN or infinity; reading {open_hint} failed: {error}", run_path=run_path
+        )
     if cause is None:
-        return NonFiniteError(f"a tensor held NaN or infinity; {open_hint}",
-                              run_path=run_path)
+        return NonFiniteError(f"a tensor held NaN or infinity; {open_hint}", run_path=run_path)
     alert = cause.alert
     step = steps.of_execution(alert.step)
     what = f"{alert.op_type} {alert.tensor_name!r}"
     if alert.graph_name:
         what += f" in graph {alert.graph_name!r}"
-    counts = ", ".join(f"{label} {value}" for label, value in (
-        ("NaN", alert.nan), ("-inf", alert.neg_inf), ("+inf", alert.pos_inf)) if value > 0)
-    lines = [f"the first NaN or infinity: {what} at {steps.place(alert.step)}"
-             + (f" ({counts})" if counts else "")]
+    counts = ", ".join(
+        f"{label} {value}"
+        for label, value in (("NaN", alert.nan), ("-inf", alert.neg_inf), ("+inf", alert.pos_inf))
+        if value > 0
+    )
+    lines = [
+        f"the first NaN or infinity: {what} at {steps.place(alert.step)}"
+        + (f" ({counts})" if counts else "")
+    ]
     frame = cause.frame
     if frame is not None:
-        lines.append(f"  created at {frame.path}:{frame.line} in {frame.function}"
-                     if alert.kind == "graph"
-                     else f"  run at {frame.path}:{frame.line} in {frame.function}")
+        lines.append(
+            f"  created at {frame.path}:{frame.line} in {frame.function}"
+            if alert.kind == "graph"
+            else f"  run at {frame.path}:{frame.line} in {frame.function}"
+        )
         if cause.line_text:
             lines.append("    " + cause.line_text.strip()[:LINE_TEXT_LIMIT])
     lines.append(open_hint)
     return NonFiniteError(
-        "\n".join(lines), run_path=run_path, op_type=alert.op_type,
-        tensor_name=alert.tensor_name, graph_name=alert.graph_name, step=step,
-        file=frame.path if frame else None, line=frame.line if frame else None)
+        "\n".join(lines),
+        run_path=run_path,
+        op_type=alert.op_type,
+        tensor_name=alert.tensor_name,
+        graph_name=alert.graph_name,
+        step=step,
+        file=frame.path if frame else None,
+        line=frame.line if frame else None,
+    )

@@ -33,8 +33,9 @@ class NoticeBoard:
         self._seen: set[Any] = set()
         self._lock = threading.Lock()
 
-    def once(self, key: Any, kind: str, message: str, *, level: str = fmt.NOTICE_WARNING,
-             **details: Any) -> bool:
+    def once(
+        self, key: Any, kind: str, message: str, *, level: str = fmt.NOTICE_WARNING, **details: Any
+    ) -> bool:
         """Record a notice unless one with ``key`` was recorded; True when recorded."""
         with self._lock:
             if key in self._seen:
@@ -44,9 +45,15 @@ class NoticeBoard:
         return True
 
 
-def preflight(board: NoticeBoard, tf: Any, *, circular_buffer_size: int,
-              op_regex: str | None, tensor_dtypes: list[str] | None,
-              running_threads_seen: bool = False) -> None:
+def preflight(
+    board: NoticeBoard,
+    tf: Any,
+    *,
+    circular_buffer_size: int,
+    op_regex: str | None,
+    tensor_dtypes: list[str] | None,
+    running_threads_seen: bool = False,
+) -> None:
     """Record the notices about the process's settings at enable.
 
     ``running_threads_seen``: the op callback reaches threads already running
@@ -55,25 +62,45 @@ def preflight(board: NoticeBoard, tf: Any, *, circular_buffer_size: int,
     _settings(board, tf)
     if op_regex is not None or tensor_dtypes is not None:
         parts = ([f"op_regex {op_regex!r}"] if op_regex is not None else []) + (
-            [f"tensor_dtypes {', '.join(tensor_dtypes)}"] if tensor_dtypes is not None else [])
-        board.once(fmt.NOTICE_FILTERS, fmt.NOTICE_FILTERS,
-                   f"only tensors that pass the filters are traced ({'; '.join(parts)}); "
-                   "executions of other ops are recorded without summaries",
-                   level=fmt.NOTICE_INFO, op_regex=op_regex, tensor_dtypes=tensor_dtypes)
+            [f"tensor_dtypes {', '.join(tensor_dtypes)}"] if tensor_dtypes is not None else []
+        )
+        board.once(
+            fmt.NOTICE_FILTERS,
+            fmt.NOTICE_FILTERS,
+            f"only tensors that pass the filters are traced ({'; '.join(parts)}); "
+            "executions of other ops are recorded without summaries",
+            level=fmt.NOTICE_INFO,
+            op_regex=op_regex,
+            tensor_dtypes=tensor_dtypes,
+        )
     if circular_buffer_size > 0:
-        board.once(fmt.NOTICE_CIRCULAR_BUFFER, fmt.NOTICE_CIRCULAR_BUFFER,
-                   f"circular buffer of {circular_buffer_size:,}: the dump keeps the latest "
-                   f"{circular_buffer_size:,} executions and graph traces, and the first "
-                   "alert's window", level=fmt.NOTICE_INFO, size=circular_buffer_size)
+        board.once(
+            fmt.NOTICE_CIRCULAR_BUFFER,
+            fmt.NOTICE_CIRCULAR_BUFFER,
+            f"circular buffer of {circular_buffer_size:,}: the dump keeps the latest "
+            f"{circular_buffer_size:,} executions and graph traces, and the first "
+            "alert's window",
+            level=fmt.NOTICE_INFO,
+            size=circular_buffer_size,
+        )
     current = threading.current_thread()
-    others = sorted(t.name for t in threading.enumerate()
-                    if t is not current and t.is_alive() and not t.daemon
-                    and not t.name.startswith(OWN_THREAD_PREFIX))
+    others = sorted(
+        t.name
+        for t in threading.enumerate()
+        if t is not current
+        and t.is_alive()
+        and not t.daemon
+        and not t.name.startswith(OWN_THREAD_PREFIX)
+    )
     if others and not running_threads_seen:
-        board.once(fmt.NOTICE_THREADS_BEFORE_ENABLE, fmt.NOTICE_THREADS_BEFORE_ENABLE,
-                   f"{len(others)} Python thread(s) started before enable are not recorded "
-                   f"({', '.join(others[:5])}{', …' if len(others) > 5 else ''}); start "
-                   "TensorFlow threads after enable_dump_debug_info", threads=others)
+        board.once(
+            fmt.NOTICE_THREADS_BEFORE_ENABLE,
+            fmt.NOTICE_THREADS_BEFORE_ENABLE,
+            f"{len(others)} Python thread(s) started before enable are not recorded "
+            f"({', '.join(others[:5])}{', …' if len(others) > 5 else ''}); start "
+            "TensorFlow threads after enable_dump_debug_info",
+            threads=others,
+        )
 
 
 def recheck_settings(board: NoticeBoard) -> None:
@@ -86,26 +113,37 @@ def recheck_settings(board: NoticeBoard) -> None:
 def _settings(board: NoticeBoard, tf: Any) -> None:
     jit = _auto_jit(tf)
     if jit:
-        board.once(fmt.NOTICE_XLA_AUTO_CLUSTERING, fmt.NOTICE_XLA_AUTO_CLUSTERING,
-                   f"XLA auto-clustering is on ({jit}): TensorFlow compiles clusters of "
-                   "ops; the debugger's summary ops stay outside them, which can split "
-                   "clusters (slower steps, the same traces)", level=fmt.NOTICE_INFO,
-                   setting=jit)
+        board.once(
+            fmt.NOTICE_XLA_AUTO_CLUSTERING,
+            fmt.NOTICE_XLA_AUTO_CLUSTERING,
+            f"XLA auto-clustering is on ({jit}): TensorFlow compiles clusters of "
+            "ops; the debugger's summary ops stay outside them, which can split "
+            "clusters (slower steps, the same traces)",
+            level=fmt.NOTICE_INFO,
+            setting=jit,
+        )
     try:
         eagerly = bool(tf.config.functions_run_eagerly())
     except AttributeError:
         eagerly = False
     if eagerly:
-        board.once(fmt.NOTICE_FUNCTIONS_RUN_EAGERLY, fmt.NOTICE_FUNCTIONS_RUN_EAGERLY,
-                   "tf.config.run_functions_eagerly(True): tf.functions run op by op, so "
-                   "every op is an eager execution; there are no graph traces and no steps",
-                   level=fmt.NOTICE_INFO)
+        board.once(
+            fmt.NOTICE_FUNCTIONS_RUN_EAGERLY,
+            fmt.NOTICE_FUNCTIONS_RUN_EAGERLY,
+            "tf.config.run_functions_eagerly(True): tf.functions run op by op, so "
+            "every op is an eager execution; there are no graph traces and no steps",
+            level=fmt.NOTICE_INFO,
+        )
     policy = _mixed_precision_policy()
     if policy is not None and policy != "float32":
-        board.once((fmt.NOTICE_MIXED_PRECISION, policy), fmt.NOTICE_MIXED_PRECISION,
-                   f"Keras mixed-precision policy {policy!r}: layers compute in a 16-bit "
-                   "float, which overflows to inf past its largest value (float16: 65504)",
-                   level=fmt.NOTICE_INFO, policy=policy)
+        board.once(
+            (fmt.NOTICE_MIXED_PRECISION, policy),
+            fmt.NOTICE_MIXED_PRECISION,
+            f"Keras mixed-precision policy {policy!r}: layers compute in a 16-bit "
+            "float, which overflows to inf past its largest value (float16: 65504)",
+            level=fmt.NOTICE_INFO,
+            policy=policy,
+        )
 
 
 def _auto_jit(tf: Any) -> str:

@@ -49,9 +49,14 @@ class Observations:
                 self.final_policy = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"functions": self.functions, "xla_functions": self.xla_functions[:20],
-                "num_xla_functions": len(self.xla_functions), "xla_forced": self.xla_forced,
-                "policy_set": self.policy_set, "final_policy": self.final_policy}
+        return {
+            "functions": self.functions,
+            "xla_functions": self.xla_functions[:20],
+            "num_xla_functions": len(self.xla_functions),
+            "xla_forced": self.xla_forced,
+            "policy_set": self.policy_set,
+            "final_policy": self.final_policy,
+        }
 
 
 def watch_functions(observations: Observations, force: str | None = None) -> None:

@@ -42,50 +42,94 @@ EXIT_USAGE = 2
 
 def add_recording_options(parser: argparse.ArgumentParser) -> None:
     """The options that mirror `enable_dump_debug_info` (shared with `tfdbg-tui run`)."""
-    parser.add_argument("--mode", default=DEFAULT_MODE, choices=fmt.TENSOR_DEBUG_MODES,
-                        metavar="MODE", help="tensor_debug_mode: what is recorded of each "
-                        f"tensor, one of {', '.join(fmt.TENSOR_DEBUG_MODES)} (default "
-                        f"{DEFAULT_MODE})")
-    parser.add_argument("--logdir", default=None,
-                        help=f"where to record (default: a new directory under "
-                             f"./{DEFAULT_LOGDIR_ROOT}/, printed at start)")
-    parser.add_argument("--circular-buffer", type=int, default=DEFAULT_CIRCULAR_BUFFER,
-                        metavar="N", help="keep the latest N executions and graph traces "
-                        "(and the first alert's window); 0 or less keeps everything "
-                        f"(default {DEFAULT_CIRCULAR_BUFFER})")
-    parser.add_argument("--op-regex", default=None, metavar="REGEX",
-                        help="trace only tensors of ops whose type matches")
-    parser.add_argument("--dtypes", default=None, metavar="LIST",
-                        help="trace only tensors of these dtypes, comma-separated "
-                             "(float32,float16)")
-    parser.add_argument("--stop-on-alert", action="store_true",
-                        help="stop the program at the first NaN or infinity "
-                             "(instrument.NonFiniteError, naming the op and line)")
-    parser.add_argument("--watch", action="store_true",
-                        help="leave it on: record no op, watch each training step's "
-                             "update (instrument.watch), and at the first harmful NaN "
-                             "replay that step fully recorded and stop; --mode and the "
-                             "other recording options do not apply")
-    parser.add_argument("--pdb", action="store_true",
-                        help="at the first harmful NaN or infinity, stop in pdb at your "
-                             "line that ran it, with `culprit` (the op, its values, the "
-                             "diagnosis); `continue` runs on, `quit` stops")
+    parser.add_argument(
+        "--mode",
+        default=DEFAULT_MODE,
+        choices=fmt.TENSOR_DEBUG_MODES,
+        metavar="MODE",
+        help="tensor_debug_mode: what is recorded of each "
+        f"tensor, one of {', '.join(fmt.TENSOR_DEBUG_MODES)} (default "
+        f"{DEFAULT_MODE})",
+    )
+    parser.add_argument(
+        "--logdir",
+        default=None,
+        help=f"where to record (default: a new directory under "
+        f"./{DEFAULT_LOGDIR_ROOT}/, printed at start)",
+    )
+    parser.add_argument(
+        "--circular-buffer",
+        type=int,
+        default=DEFAULT_CIRCULAR_BUFFER,
+        metavar="N",
+        help="keep the latest N executions and graph traces "
+        "(and the first alert's window); 0 or less keeps everything "
+        f"(default {DEFAULT_CIRCULAR_BUFFER})",
+    )
+    parser.add_argument(
+        "--op-regex",
+        default=None,
+        metavar="REGEX",
+        help="trace only tensors of ops whose type matches",
+    )
+    parser.add_argument(
+        "--dtypes",
+        default=None,
+        metavar="LIST",
+        help="trace only tensors of these dtypes, comma-separated (float32,float16)",
+    )
+    parser.add_argument(
+        "--stop-on-alert",
+        action="store_true",
+        help="stop the program at the first NaN or infinity "
+        "(instrument.NonFiniteError, naming the op and line)",
+    )
+    parser.add_argument(
+        "--watch",
+        action="store_true",
+        help="leave it on: record no op, watch each training step's "
+        "update (instrument.watch), and at the first harmful NaN "
+        "replay that step fully recorded and stop; --mode and the "
+        "other recording options do not apply",
+    )
+    parser.add_argument(
+        "--pdb",
+        action="store_true",
+        help="at the first harmful NaN or infinity, stop in pdb at your "
+        "line that ran it, with `culprit` (the op, its values, the "
+        "diagnosis); `continue` runs on, `quit` stops",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=PROG, usage=f"{PROG} [OPTIONS] PROGRAM.py ARGS... | {PROG} [OPTIONS] -m MODULE "
-                         "ARGS...",
+        prog=PROG,
+        usage=f"{PROG} [OPTIONS] PROGRAM.py ARGS... | {PROG} [OPTIONS] -m MODULE ARGS...",
         description="Run a TensorFlow program with a tfdbg-tui dump enabled, unchanged "
-                    "(its arguments, __main__, working directory and exit status), then "
-                    "open the dump with tfdbg-tui LOGDIR.")
+        "(its arguments, __main__, working directory and exit status), then "
+        "open the dump with tfdbg-tui LOGDIR.",
+    )
     add_recording_options(parser)
-    parser.add_argument("--xla", choices=("on", "off"), default=None,
-                        help="build every tf.function with jit_compile on or off")
-    parser.add_argument("--precision", default=None, metavar="POLICY",
-                        help="set Keras' global dtype policy first (mixed_float16)")
-    parser.add_argument("-m", dest="module", nargs=argparse.REMAINDER, default=None,
-                        metavar="MODULE", help="run a module, as python -m does")
+    parser.add_argument(
+        "--xla",
+        choices=("on", "off"),
+        default=None,
+        help="build every tf.function with jit_compile on or off",
+    )
+    parser.add_argument(
+        "--precision",
+        default=None,
+        metavar="POLICY",
+        help="set Keras' global dtype policy first (mixed_float16)",
+    )
+    parser.add_argument(
+        "-m",
+        dest="module",
+        nargs=argparse.REMAINDER,
+        default=None,
+        metavar="MODULE",
+        help="run a module, as python -m does",
+    )
     parser.add_argument("program", nargs="?", metavar="PROGRAM.py")
     parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")
     return parser
@@ -113,8 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     prog = "tfdbg-tui run" if run_file else PROG
     module = args.module[0] if args.module else None
     if module is None and args.program is None:
-        print(f"{prog}: no program to run (PROGRAM.py ARGS or -m MODULE ARGS)",
-              file=sys.stderr)
+        print(f"{prog}: no program to run (PROGRAM.py ARGS or -m MODULE ARGS)", file=sys.stderr)
         return EXIT_USAGE
     target = module or args.program
     if module is None and not os.path.isfile(args.program):
@@ -156,8 +199,14 @@ def _find_module(module: str) -> Any:
         return None
 
 
-def _enable(args: argparse.Namespace, target: str, observations: Observations,
-            run_file: str | None, state: dict[str, Any], prog: str) -> str:
+def _enable(
+    args: argparse.Namespace,
+    target: str,
+    observations: Observations,
+    run_file: str | None,
+    state: dict[str, Any],
+    prog: str,
+) -> str:
     from instrument import run_variants
     from instrument.api import enable_for_program
 
@@ -170,8 +219,11 @@ def _enable(args: argparse.Namespace, target: str, observations: Observations,
         shutil.rmtree(ours, ignore_errors=True)
         state.update(run=theirs, own_call=True)
         _write_run_file(run_file, state, observations)
-        print(f"{prog}: the program enables its own dump, and its call wins: "
-              f"recording into {theirs}", file=sys.stderr, flush=True)
+        print(
+            f"{prog}: the program enables its own dump, and its call wins: recording into {theirs}",
+            file=sys.stderr,
+            flush=True,
+        )
 
     if getattr(args, "watch", False):
         from instrument.watch import watch_for_program
@@ -183,18 +235,24 @@ def _enable(args: argparse.Namespace, target: str, observations: Observations,
         return path
     dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()] if args.dtypes else None
     path = enable_for_program(
-        replaced, logdir, tensor_debug_mode=args.mode,
-        circular_buffer_size=args.circular_buffer, op_regex=args.op_regex,
-        tensor_dtypes=dtypes, stop_on_alert=args.stop_on_alert,
-        on_alert="pdb" if args.pdb else None)
+        replaced,
+        logdir,
+        tensor_debug_mode=args.mode,
+        circular_buffer_size=args.circular_buffer,
+        op_regex=args.op_regex,
+        tensor_dtypes=dtypes,
+        stop_on_alert=args.stop_on_alert,
+        on_alert="pdb" if args.pdb else None,
+    )
     run_variants.watch_functions(observations, args.xla)
     if args.precision:
         run_variants.set_policy(observations, args.precision)
     return path
 
 
-def _write_run_file(run_file: str | None, state: dict[str, Any],
-                    observations: Observations) -> None:
+def _write_run_file(
+    run_file: str | None, state: dict[str, Any], observations: Observations
+) -> None:
     if run_file is None:
         return
     temporary = run_file + ".tmp"
@@ -204,17 +262,23 @@ def _write_run_file(run_file: str | None, state: dict[str, Any],
 
 
 # The frames an uncaught exception passes through before the program's own.
-_OUR_FILES = frozenset({os.path.abspath(__file__), os.path.abspath(runpy.__file__),
-                        "<frozen runpy>", os.path.join(os.path.dirname(
-                            os.path.abspath(__file__)), "__main__.py")})
+_OUR_FILES = frozenset(
+    {
+        os.path.abspath(__file__),
+        os.path.abspath(runpy.__file__),
+        "<frozen runpy>",
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "__main__.py"),
+    }
+)
 
 
 def _without_our_frames(hook: Any) -> Any:
     """An excepthook that shows the program's traceback as ``python PROGRAM.py``
     would: the frames of this runner and `runpy` above the program's are dropped."""
 
-    def excepthook(kind: type[BaseException], error: BaseException,
-                   traceback: types.TracebackType | None) -> None:
+    def excepthook(
+        kind: type[BaseException], error: BaseException, traceback: types.TracebackType | None
+    ) -> None:
         while traceback is not None and _is_ours(traceback.tb_frame.f_code.co_filename):
             traceback = traceback.tb_next
         # Python's own hook prints the exception's `__traceback__`, not its argument.

@@ -107,13 +107,17 @@ def check_part(part: Part, stored: int | None = None) -> None:
         return
     stored = part.stored if stored is None else stored
     name = os.path.basename(part.path)
-    if part.size > fmt.MAX_COMPRESSED_PART_BYTES \
-            or part.size > ZSTD_MAX_RATIO * stored + ZSTD_SLACK:
-        raise DamagedPart(f"{name}: claims {part.size} bytes, more than its {stored} "
-                          "bytes may inflate to")
+    if (
+        part.size > fmt.MAX_COMPRESSED_PART_BYTES
+        or part.size > ZSTD_MAX_RATIO * stored + ZSTD_SLACK
+    ):
+        raise DamagedPart(
+            f"{name}: claims {part.size} bytes, more than its {stored} bytes may inflate to"
+        )
     if stored > part.size + part.size // 256 + 1024:  # (ZSTD_compressBound, and more)
-        raise DamagedPart(f"{name}: holds {stored} bytes, more than its {part.size} "
-                          "bytes compress to")
+        raise DamagedPart(
+            f"{name}: holds {stored} bytes, more than its {part.size} bytes compress to"
+        )
 
 
 def inflate_part(part: Part, data: bytes) -> bytes:
@@ -136,10 +140,13 @@ def inflate_part(part: Part, data: bytes) -> bytes:
         # the limit: it must say the name's; one that does not is never let past it.
         frame = zstandard.get_frame_parameters(data)
         if not frame.has_checksum or frame.content_size not in (
-                zstandard.CONTENTSIZE_UNKNOWN, part.size):
+            zstandard.CONTENTSIZE_UNKNOWN,
+            part.size,
+        ):
             raise DamagedPart(f"{name}: its frame does not say what a part's must")
         raw = zstandard.ZstdDecompressor().decompress(
-            data, max_output_size=part.size, allow_extra_data=False)
+            data, max_output_size=part.size, allow_extra_data=False
+        )
     except zstandard.ZstdError as error:
         raise DamagedPart(f"{name}: not a Zstandard frame of its bytes ({error})") from None
     if len(raw) != part.size:
@@ -220,8 +227,7 @@ class PartsSource:
         index = max(bisect_right(self._starts, offset) - 1, 0)
         total = 0
         for start, part in zip(self._starts[index:], self._parts[index:]):
-            held = part.size if part.stored is None else min(part.size,
-                                                              RESERVE_RATIO * part.stored)
+            held = part.size if part.stored is None else min(part.size, RESERVE_RATIO * part.stored)
             total += max(held - max(offset - start, 0), 0)
             if total >= RESERVE_BYTES:
                 return RESERVE_BYTES
@@ -254,7 +260,7 @@ class PartsSource:
 
     def readinto(self, buffer: memoryview, offset: int) -> int:
         data = self.pread(len(buffer), offset)
-        buffer[:len(data)] = data
+        buffer[: len(data)] = data
         return len(data)
 
     def close(self) -> None:
@@ -266,12 +272,12 @@ class ReadRanges(Protocol):
     are the parts that follow, which a store may fetch at the same time and cache
     (reading goes on there)."""
 
-    def __call__(self, ranges: list[tuple[Part, int, int]],
-                 ahead: Sequence[Part]) -> list[bytes]: ...
+    def __call__(
+        self, ranges: list[tuple[Part, int, int]], ahead: Sequence[Part]
+    ) -> list[bytes]: ...
 
 
-def read_local_ranges(ranges: list[tuple[Part, int, int]],
-                       ahead: Sequence[Part]) -> list[bytes]:
+def read_local_ranges(ranges: list[tuple[Part, int, int]], ahead: Sequence[Part]) -> list[bytes]:
     """Raises OSError (`DamagedPart` for a compressed part that does not inflate, when
     it is the first: else the ranges before it are returned alone)."""
     del ahead  # the page cache reads ahead
@@ -299,5 +305,3 @@ def _inflated_local_part(part: Part) -> bytes:
     check_part(part)
     with open(part.path, "rb") as f:
         return inflate_part(part, f.read(part.stored))
-
-

@@ -50,6 +50,7 @@ def written_version(remote: bool) -> tuple[int, int]:
     object store, where parts may be compressed; 2.5 on a file system)."""
     return FORMAT_VERSION if remote else LOCAL_FORMAT_VERSION
 
+
 FILE_SUFFIX = ".tfdbg"
 
 # Streams, in the order the writer flushes them: definitions before the records that
@@ -124,7 +125,7 @@ def parse_part_filename(name: str) -> PartName | None:
     raw_size = None
     rest, _, last = stem.rpartition(".")
     if last.startswith(PART_CODEC_PREFIX):
-        digits = last[len(PART_CODEC_PREFIX):]
+        digits = last[len(PART_CODEC_PREFIX) :]
         if not digits.isdigit() or len(digits) > 20:
             return None
         stem, raw_size = rest, int(digits)
@@ -162,7 +163,7 @@ def function_base_name(op_type: str) -> str:
     ``step_7``); an eager op's type unchanged."""
     for prefix in FUNCTION_PREFIXES:
         if op_type.startswith(prefix):
-            return op_type[len(prefix):]
+            return op_type[len(prefix) :]
     return op_type
 
 
@@ -181,7 +182,7 @@ def session_run_op_type(fetch_names: list[str]) -> str:
     """The op type of a ``Session.run`` that fetched ``fetch_names``."""
     names = ", ".join(fetch_names)
     if len(names) > SESSION_RUN_MAX_NAME:
-        names = names[:SESSION_RUN_MAX_NAME - 3] + "..."
+        names = names[: SESSION_RUN_MAX_NAME - 3] + "..."
     return f"{SESSION_RUN_PREFIX}{names})"
 
 
@@ -252,8 +253,15 @@ FULL_TENSOR = "FULL_TENSOR"
 # Not a TensorFlow mode (since format 2.0): FULL_HEALTH plus statistics of the finite
 # elements, which TensorFlow's first summary op had and DebugNumericSummaryV2 dropped.
 FULL_STATS = "FULL_STATS"
-TENSOR_DEBUG_MODES = (NO_TENSOR, CURT_HEALTH, CONCISE_HEALTH, FULL_HEALTH, FULL_STATS, SHAPE,
-                      FULL_TENSOR)
+TENSOR_DEBUG_MODES = (
+    NO_TENSOR,
+    CURT_HEALTH,
+    CONCISE_HEALTH,
+    FULL_HEALTH,
+    FULL_STATS,
+    SHAPE,
+    FULL_TENSOR,
+)
 # The modes whose summaries count NaN and infinities.
 HEALTH_MODES = (CURT_HEALTH, CONCISE_HEALTH, FULL_HEALTH, FULL_STATS)
 # The modes that record whether a tensor held NaN or infinity.
@@ -297,7 +305,8 @@ MAGNITUDE_MODES = (FULL_HEALTH,)
 # `SUMMARY_COLUMNS`, and in `MAGNITUDE_MODES` the magnitude after them.
 ROW_COLUMNS: dict[str, tuple[str, ...]] = {
     mode: columns + ((MAGNITUDE_COLUMN,) if mode in MAGNITUDE_MODES else ())
-    for mode, columns in SUMMARY_COLUMNS.items()}
+    for mode, columns in SUMMARY_COLUMNS.items()
+}
 # The widths of rows that end with their magnitude.
 MAGNITUDE_ROW_WIDTHS = frozenset(len(ROW_COLUMNS[mode]) for mode in MAGNITUDE_MODES)
 

@@ -62,8 +62,10 @@ def inflation_problem(raw_bytes: int, stored_bytes: int) -> str | None:
     """Why a compressed value of ``stored_bytes`` cannot hold ``raw_bytes``; None when
     it may."""
     if raw_bytes > MAX_INFLATED_VALUE_BYTES:
-        return (f"claims {raw_bytes} bytes, more than the {MAX_INFLATED_VALUE_BYTES} a "
-                "compressed value may hold")
+        return (
+            f"claims {raw_bytes} bytes, more than the {MAX_INFLATED_VALUE_BYTES} a "
+            "compressed value may hold"
+        )
     if raw_bytes > ZLIB_MAX_RATIO * stored_bytes + ZLIB_SLACK:
         return f"claims {raw_bytes} bytes, more than its {stored_bytes} bytes can inflate to"
     return None

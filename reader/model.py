@@ -120,25 +120,54 @@ class Summary:
         # Positional per mode: painting a screen of rows builds many of these.
         v = values
         if mode == fmt.FULL_HEALTH:
-            return cls(mode, _dtype_name(v[0]), int(v[1]), int(v[2]), int(v[3]), int(v[4]),
-                       int(v[5]), int(v[6]), int(v[7]), int(v[8]),
-                       max_abs=_stat(v[9]) if len(v) > 9 else None)
+            return cls(
+                mode,
+                _dtype_name(v[0]),
+                int(v[1]),
+                int(v[2]),
+                int(v[3]),
+                int(v[4]),
+                int(v[5]),
+                int(v[6]),
+                int(v[7]),
+                int(v[8]),
+                max_abs=_stat(v[9]) if len(v) > 9 else None,
+            )
         if mode == fmt.FULL_STATS:
             low, high = _stat(v[9]), _stat(v[10])
             finite = not (v[3] or v[4] or v[5])
-            return cls(mode, _dtype_name(v[0]), int(v[1]), int(v[2]), int(v[3]), int(v[4]),
-                       int(v[5]), int(v[6]), int(v[7]), int(v[8]), min=low,
-                       max=high, mean=_stat(v[11]), std=_stat(v[12]),
-                       max_abs=max(abs(low), abs(high)) if finite and low is not None
-                       and high is not None else None)
+            return cls(
+                mode,
+                _dtype_name(v[0]),
+                int(v[1]),
+                int(v[2]),
+                int(v[3]),
+                int(v[4]),
+                int(v[5]),
+                int(v[6]),
+                int(v[7]),
+                int(v[8]),
+                min=low,
+                max=high,
+                mean=_stat(v[11]),
+                std=_stat(v[12]),
+                max_abs=max(abs(low), abs(high))
+                if finite and low is not None and high is not None
+                else None,
+            )
         if mode == fmt.CONCISE_HEALTH:
             return cls(mode, None, None, int(v[0]), int(v[1]), int(v[2]), int(v[3]))
         if mode == fmt.CURT_HEALTH:
             return cls(mode, has_inf_or_nan=bool(v[0]))
         if mode == fmt.SHAPE:
             rank = int(v[1])
-            return cls(mode, _dtype_name(v[0]), rank, int(v[2]),
-                       shape=tuple(int(d) for d in v[3:3 + min(rank, fmt.MAX_SHAPE_RANK)]))
+            return cls(
+                mode,
+                _dtype_name(v[0]),
+                rank,
+                int(v[2]),
+                shape=tuple(int(d) for d in v[3 : 3 + min(rank, fmt.MAX_SHAPE_RANK)]),
+            )
         return cls(mode)
 
 
@@ -364,10 +393,19 @@ class UpdateReport:
     @property
     def changed(self) -> bool:
         """True when anything visible changed."""
-        return bool(self.new_executions or self.new_traces or self.new_alerts
-                    or self.new_graphs or self.new_ops or self.damage
-                    or self.dropped_executions or self.dropped_traces
-                    or self.new_definitions or self.finished or self.new_notices)
+        return bool(
+            self.new_executions
+            or self.new_traces
+            or self.new_alerts
+            or self.new_graphs
+            or self.new_ops
+            or self.damage
+            or self.dropped_executions
+            or self.dropped_traces
+            or self.new_definitions
+            or self.finished
+            or self.new_notices
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,7 +52,8 @@ def notice_from_record(record: dict[str, Any]) -> Notice | None:
         level=level if level in fmt.NOTICE_LEVELS else fmt.NOTICE_WARNING,
         message=" ".join(message.split()),
         details={str(k): v for k, v in details.items()} if isinstance(details, dict) else {},
-        time=float(when) if isinstance(when, (int, float)) else None)
+        time=float(when) if isinstance(when, (int, float)) else None,
+    )
 
 
 def count_warnings(notices: tuple[Notice, ...] | list[Notice]) -> int:

@@ -35,7 +35,8 @@ class ObjectCache:
             return cls(None)
         if not directory:
             base = os.environ.get("XDG_CACHE_HOME") or os.path.join(
-                os.path.expanduser("~"), ".cache")
+                os.path.expanduser("~"), ".cache"
+            )
             directory = os.path.join(base, "tfdbg-tui", "objects")
         try:
             os.makedirs(directory, exist_ok=True)
@@ -83,7 +84,7 @@ class ObjectCache:
                 fcntl.flock(f.fileno(), fcntl.LOCK_EX)
                 held = os.fstat(f.fileno()).st_size
                 if start <= held < start + len(data):
-                    f.write(memoryview(data)[held - start:])
+                    f.write(memoryview(data)[held - start :])
         except OSError:
             return
 
@@ -93,8 +94,9 @@ class ObjectCache:
             return
         try:
             with os.scandir(self.directory) as entries:
-                files = [(e.stat().st_mtime, e.stat().st_size, e.path) for e in entries
-                         if e.is_file()]
+                files = [
+                    (e.stat().st_mtime, e.stat().st_size, e.path) for e in entries if e.is_file()
+                ]
         except OSError:
             return
         total = sum(size for _, size, _ in files)

@@ -72,15 +72,17 @@ def object_store(url: str) -> ObjectStore:
 
 def _filesystem(scheme: str) -> Any:
     extra = {"s3": "s3", "gs": "gcs", "gcs": "gcs"}.get(scheme)
-    hint = (f'pip install "tfdbg-tui[{extra}]"' if extra
-            else f"install fsspec and its implementation of {scheme}://")
+    hint = (
+        f'pip install "tfdbg-tui[{extra}]"'
+        if extra
+        else f"install fsspec and its implementation of {scheme}://"
+    )
     try:
         import fsspec
 
         return fsspec.filesystem(scheme)
     except ImportError as error:
-        raise OSError(errno.ENOPKG, f"{scheme}:// needs {error.name or 'fsspec'}: {hint}") \
-            from None
+        raise OSError(errno.ENOPKG, f"{scheme}:// needs {error.name or 'fsspec'}: {hint}") from None
     except ValueError as error:  # an unknown scheme
         raise OSError(errno.EPROTONOSUPPORT, f"{scheme}://: {error}") from None
 
@@ -174,11 +176,16 @@ class ObjectStore:
         entries = []
         for info in found:
             url = self._url(str(info.get("name", "")).rstrip("/"))
-            entries.append(Entry(self.basename(url), url, info.get("type") == "directory",
-                                 int(info.get("size") or 0)))
+            entries.append(
+                Entry(
+                    self.basename(url),
+                    url,
+                    info.get("type") == "directory",
+                    int(info.get("size") or 0),
+                )
+            )
         with self._lock:
-            self._listed = {k: v for k, v in self._listed.items()
-                            if now - v[0] <= LISTING_KEPT_S}
+            self._listed = {k: v for k, v in self._listed.items() if now - v[0] <= LISTING_KEPT_S}
             self._listed[key] = (now, entries)
         return list(entries)
 
@@ -204,8 +211,9 @@ class ObjectStore:
         cannot be fetched is read again, and fails, where it is needed."""
         self._fetch_ahead(parts)
 
-    def read_ranges(self, ranges: list[tuple[Part, int, int]],
-                    ahead: Sequence[Part] = ()) -> list[bytes]:
+    def read_ranges(
+        self, ranges: list[tuple[Part, int, int]], ahead: Sequence[Part] = ()
+    ) -> list[bytes]:
         """The bytes of each ``(part, start, end)``: from the cache (after the fetch
         of a part still under way ahead), the rest fetched concurrently and cached;
         the parts ``ahead`` not cached yet (up to `WHOLE_OBJECT_BYTES` each, or
@@ -258,8 +266,8 @@ class ObjectStore:
                     return [data or b"" for data in found[:i]]  # up to the damage
             _, start, end = ranges[i]
             self.cache.add(part.path, part.size, begin, data)
-            found[i] = bytes(data[start - begin:end - begin])
-        for (part, _, _), data in zip(fetch[len(missing):], got[len(missing):]):
+            found[i] = bytes(data[start - begin : end - begin])
+        for (part, _, _), data in zip(fetch[len(missing) :], got[len(missing) :]):
             if not isinstance(data, BaseException):  # read again when it is needed
                 self._keep_whole(part, data)
         return [data or b"" for data in found]
@@ -278,11 +286,14 @@ class ObjectStore:
         if self.cache.directory is None:
             return []
         with self._lock:
-            return [part for part in parts
-                    if _fetched_whole(part)
-                    and (part.path, part.size) not in self._ahead
-                    and self.cache.held(part.path, part.size) < part.size
-                    and _sound(part)]
+            return [
+                part
+                for part in parts
+                if _fetched_whole(part)
+                and (part.path, part.size) not in self._ahead
+                and self.cache.held(part.path, part.size) < part.size
+                and _sound(part)
+            ]
 
     def _fetch_ahead(self, parts: Sequence[Part]) -> None:
         """Start fetching each of ``parts`` (`_wanted_ahead`) whole into the cache, in
@@ -297,8 +308,7 @@ class ObjectStore:
             for part in wanted:
                 key = (part.path, part.size)
                 if key not in self._ahead:
-                    future = asyncio.run_coroutine_threadsafe(self._into_cache(part),
-                                                              self.fs.loop)
+                    future = asyncio.run_coroutine_threadsafe(self._into_cache(part), self.fs.loop)
                     self._ahead[key] = future
                     future.add_done_callback(partial(self._forget_ahead, key))
 
@@ -310,7 +320,8 @@ class ObjectStore:
         # the cache.
         if part.stored is not None:
             data = await asyncio.get_running_loop().run_in_executor(
-                self._thread("inflate"), inflate_part, part, data)
+                self._thread("inflate"), inflate_part, part, data
+            )
         with self._lock:
             key = (part.path, part.size)
             self._fresh_bytes += len(data) - len(self._fresh.pop(key, b""))
@@ -339,7 +350,8 @@ class ObjectStore:
         with self._lock:
             if name not in self._threads:
                 self._threads[name] = concurrent.futures.ThreadPoolExecutor(
-                    1, thread_name_prefix=f"tfdbg-tui-object-{name}")
+                    1, thread_name_prefix=f"tfdbg-tui-object-{name}"
+                )
             return self._threads[name]
 
     def _forget_ahead(self, key: tuple[str, int], _: object) -> None:
@@ -368,11 +380,13 @@ class ObjectStore:
         ends = [end for _, _, end in fetch]
         if self._async:
             return asyncio.run_coroutine_threadsafe(
-                self.fs._cat_ranges(keys, starts, ends, on_error="return"), self.fs.loop)
+                self.fs._cat_ranges(keys, starts, ends, on_error="return"), self.fs.loop
+            )
         request: Request = concurrent.futures.Future()
         try:
-            request.set_result(self.fs.cat_ranges(keys, starts, ends, on_error="return",
-                                                  **self._bounded))
+            request.set_result(
+                self.fs.cat_ranges(keys, starts, ends, on_error="return", **self._bounded)
+            )
         except Exception as error:  # the store's own errors, as OSError
             request.set_exception(error)
         return request
@@ -384,8 +398,9 @@ class ObjectStore:
             return list(request.result(timeout=CALL_TIMEOUT_S))
         except concurrent.futures.TimeoutError:
             request.cancel()
-            raise OSError(errno.ETIMEDOUT, f"no answer from the store within "
-                                           f"{CALL_TIMEOUT_S:.0f} s") from None
+            raise OSError(
+                errno.ETIMEDOUT, f"no answer from the store within {CALL_TIMEOUT_S:.0f} s"
+            ) from None
         except Exception as error:
             raise as_os_error(error) from None
 

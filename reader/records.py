@@ -14,8 +14,9 @@ from reader.limits import is_id, is_int
 from reader.model import DUMPER_TFDBG_TUI, Execution, ReplayOf, RunMetadata, Summary
 
 
-def run_metadata(run: dict[str, Any], end: dict[str, Any] | None, run_id: str, mode: str,
-                 devices: dict[int, str]) -> RunMetadata:
+def run_metadata(
+    run: dict[str, Any], end: dict[str, Any] | None, run_id: str, mode: str, devices: dict[int, str]
+) -> RunMetadata:
     """The run's description from its ``run`` record, its ``end`` record (None while
     running) and the devices read so far."""
     version = run.get("format_version")
@@ -25,8 +26,11 @@ def run_metadata(run: dict[str, Any], end: dict[str, Any] | None, run_id: str, m
     end_time = end.get("time") if end else None
     return RunMetadata(
         run_id=str(run.get("run") or run_id),
-        format_version=(tuple(version[:2]) if isinstance(version, list)
-                        and len(version) >= 2 else fmt.FORMAT_VERSION),
+        format_version=(
+            tuple(version[:2])
+            if isinstance(version, list) and len(version) >= 2
+            else fmt.FORMAT_VERSION
+        ),
         tensor_debug_mode=mode,
         circular_buffer_size=_int_or(run.get("circular_buffer_size"), 0),
         host=_str_or_none(run.get("host")),
@@ -39,11 +43,11 @@ def run_metadata(run: dict[str, Any], end: dict[str, Any] | None, run_id: str, m
         finished=end is not None,
         devices=tuple(devices[i] for i in sorted(devices)),
         op_regex=_str_or_none(run.get("op_regex")),
-        tensor_dtypes=(tuple(str(d) for d in dtypes) if isinstance(dtypes, list)
-                       else None),
+        tensor_dtypes=(tuple(str(d) for d in dtypes) if isinstance(dtypes, list) else None),
         end_time=_float_or_none(end_time),
         thread=_str_or_none(run.get("thread")),
-        task=task, cluster=cluster,
+        task=task,
+        cluster=cluster,
         space_reserve=run.get("space_reserve") is True,
         dumper=_str_or_none(run.get("dumper")) or DUMPER_TFDBG_TUI,
         watched=isinstance(run.get("watch"), dict),
@@ -55,25 +59,33 @@ def replay_of(run: dict[str, Any]) -> ReplayOf | None:
     """A replay's watched run and step from its `run` record (format 2.6); None when
     absent or malformed."""
     link = run.get("replay_of")
-    if not isinstance(link, dict) or not isinstance(link.get("run"), str) \
-            or not is_id(link.get("step")):
+    if (
+        not isinstance(link, dict)
+        or not isinstance(link.get("run"), str)
+        or not is_id(link.get("step"))
+    ):
         return None
-    return ReplayOf(link["run"], link["step"], _str_or_none(link.get("check")),
-                    _str_or_none(link.get("tensor")))
+    return ReplayOf(
+        link["run"], link["step"], _str_or_none(link.get("check")), _str_or_none(link.get("tensor"))
+    )
 
 
 def task_of(run: dict[str, Any]) -> tuple[str | None, str | None]:
     """A multi-worker run's task ("worker 1") and cluster id from its `run` record's
     ``task`` (format 1.2); Nones when absent or malformed."""
     task = run.get("task")
-    if not isinstance(task, dict) or not isinstance(task.get("type"), str) \
-            or not is_int(task.get("index")):
+    if (
+        not isinstance(task, dict)
+        or not isinstance(task.get("type"), str)
+        or not is_int(task.get("index"))
+    ):
         return None, None
     return f"{task['type']} {task['index']}", _str_or_none(task.get("cluster"))
 
 
-def build_execution(mode: str, index: int, record: dict[str, Any],
-                    device_name: Callable[[int], str | None]) -> Execution:
+def build_execution(
+    mode: str, index: int, record: dict[str, Any], device_name: Callable[[int], str | None]
+) -> Execution:
     """An `Execution` from its decoded ``exec`` record."""
     summaries: tuple[Summary | None, ...] | None = None
     if mode == fmt.FULL_TENSOR and isinstance(record.get("v"), list):
@@ -81,14 +93,20 @@ def build_execution(mode: str, index: int, record: dict[str, Any],
     elif isinstance(record.get("s"), list):
         summaries = tuple(row_summary(mode, s) for s in record["s"])
     return Execution(
-        index=index, op_type=record["op"], graph_id=_int_or(record.get("graph"), None),
-        input_ids=_ints(record.get("in")), output_ids=_ints(record.get("out")),
+        index=index,
+        op_type=record["op"],
+        graph_id=_int_or(record.get("graph"), None),
+        input_ids=_ints(record.get("in")),
+        output_ids=_ints(record.get("out")),
         devices=tuple(device_name(d) for d in _list(record.get("dev"))),
-        output_dtypes=tuple(fmt.DTYPE_NAMES.get(d, f"dtype{d}")
-                            for d in _ints(record.get("dtypes"))),
+        output_dtypes=tuple(
+            fmt.DTYPE_NAMES.get(d, f"dtype{d}") for d in _ints(record.get("dtypes"))
+        ),
         stack_id=_int_or(record.get("stack"), None),
-        time=_float_or_none(record.get("t")), summaries=summaries,
-        thread=_str_or_none(record.get("th")))
+        time=_float_or_none(record.get("t")),
+        summaries=summaries,
+        thread=_str_or_none(record.get("th")),
+    )
 
 
 def row_summary(mode: str, row: Any) -> Summary | None:
@@ -113,11 +131,20 @@ def value_summary(stored: Any) -> Summary | None:
     row = values.summary_row(stored)
     summary = Summary.from_row(fmt.FULL_HEALTH, row)
     shape = stored.get("shape")
-    return Summary(mode=fmt.FULL_TENSOR, dtype=summary.dtype, rank=summary.rank,
-                   size=summary.size, neg_inf=summary.neg_inf, pos_inf=summary.pos_inf,
-                   nan=summary.nan, neg=summary.neg, zero=summary.zero, pos=summary.pos,
-                   shape=tuple(shape) if isinstance(shape, list) else None,
-                   max_abs=summary.max_abs)
+    return Summary(
+        mode=fmt.FULL_TENSOR,
+        dtype=summary.dtype,
+        rank=summary.rank,
+        size=summary.size,
+        neg_inf=summary.neg_inf,
+        pos_inf=summary.pos_inf,
+        nan=summary.nan,
+        neg=summary.neg,
+        zero=summary.zero,
+        pos=summary.pos,
+        shape=tuple(shape) if isinstance(shape, list) else None,
+        max_abs=summary.max_abs,
+    )
 
 
 def _list(value: Any) -> list:

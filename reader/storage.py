@@ -77,7 +77,7 @@ def store_for(path: str | os.PathLike[str]) -> Store:
 def local_path(path: str | os.PathLike[str]) -> str:
     """``path`` without a ``file://`` prefix."""
     text = os.fspath(path)
-    return text[len("file://"):] if text.startswith("file://") else text
+    return text[len("file://") :] if text.startswith("file://") else text
 
 
 class LocalStore:
@@ -103,8 +103,10 @@ class LocalStore:
         given (a bucket copied down is read by them), others' are 0."""
         del fresh_within
         with os.scandir(path) as entries:
-            return [Entry(e.name, e.path, e.is_dir(follow_symlinks=True), _part_size(e))
-                    for e in entries]
+            return [
+                Entry(e.name, e.path, e.is_dir(follow_symlinks=True), _part_size(e))
+                for e in entries
+            ]
 
     def is_dir(self, path: str) -> bool:
         return os.path.isdir(path)
@@ -143,8 +145,9 @@ def _part_size(entry: os.DirEntry[str]) -> int:
         return 0  # gone since the listing: read as empty, and listed again later
 
 
-def list_segments(run_path: str, store: Store | None = None, fresh_within: float = 0.0
-                  ) -> dict[str, dict[int, list[Part]]] | None:
+def list_segments(
+    run_path: str, store: Store | None = None, fresh_within: float = 0.0
+) -> dict[str, dict[int, list[Part]]] | None:
     """The files of each segment present, per stream (segments ascending): one whole
     file, or its part objects. None when the run directory cannot be listed. A
     listing of the run made at most ``fresh_within`` seconds ago may serve
@@ -168,8 +171,11 @@ def segments_in(entries: list[Entry]) -> dict[str, dict[int, list[Part]]]:
         part = fmt.parse_part_filename(entry.name)
         if part is not None:
             # A compressed part holds the segment bytes its name says.
-            held = Part(entry.path, entry.size, part.part) if part.raw_size is None else \
-                Part(entry.path, part.raw_size, part.part, stored=entry.size)
+            held = (
+                Part(entry.path, entry.size, part.part)
+                if part.raw_size is None
+                else Part(entry.path, part.raw_size, part.part, stored=entry.size)
+            )
             found[part.stream].setdefault(part.segment, []).append(held)
     return {stream: dict(sorted(segments.items())) for stream, segments in found.items()}
 

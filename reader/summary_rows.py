@@ -20,8 +20,7 @@ def row_columns(mode: str) -> tuple[str, ...]:
     return fmt.ROW_COLUMNS[fmt.FULL_HEALTH if mode == fmt.FULL_TENSOR else mode]
 
 
-def with_magnitudes(mode: str, rows: np.ndarray, magnitudes: np.ndarray | None
-                    ) -> np.ndarray:
+def with_magnitudes(mode: str, rows: np.ndarray, magnitudes: np.ndarray | None) -> np.ndarray:
     """Stored rows (``SUMMARY_COLUMNS[mode]`` wide) as the indexes keep them
     (`row_columns`): FULL_HEALTH's ``magnitudes`` (docs/format.md's ``m``) appended as its
     last column, NaN where the dump has none. Other modes' rows come back as they are."""
@@ -89,5 +88,5 @@ def alert_counts(mode: str, rows: np.ndarray) -> np.ndarray:
     if cols is None:
         return np.full((rows.shape[0], 3), -1, dtype=np.int64)
     counts = rows[:, list(cols)]
-    known = (counts >= 0) & (counts < 2.0 ** 63)
+    known = (counts >= 0) & (counts < 2.0**63)
     return np.where(known, counts, -1).astype(np.int64)

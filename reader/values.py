@@ -14,8 +14,11 @@ from reader.limits import inflation_problem
 
 # TF DataType enum -> numpy dtype, for the `fmt.DTYPE_NAMES` numpy has (not bfloat16,
 # which is stored as float32 and reads back as float32, nor strings or quantized types).
-NUMPY_DTYPES = {enum: np.dtype(name) for enum, name in fmt.DTYPE_NAMES.items()
-                if name in np.sctypeDict and name != "string"}
+NUMPY_DTYPES = {
+    enum: np.dtype(name)
+    for enum, name in fmt.DTYPE_NAMES.items()
+    if name in np.sctypeDict and name != "string"
+}
 # Its inverse (a dict lookup by dtype is much cheaper than by `dtype.name`).
 _TF_DTYPE_OF_DTYPE = {dtype: enum for enum, dtype in NUMPY_DTYPES.items()}
 _TF_STRING = 7
@@ -48,8 +51,10 @@ def decode_value(value: Any) -> np.ndarray | None:
         return np.array([str(e) for e in elements], dtype=object)
     codec = value.get("codec")
     if codec is not None and codec not in fmt.VALUE_CODECS:
-        raise DamagedDumpError(f"a tensor value stored with codec {codec!r}, which this "
-                               f"reader does not know (it knows {', '.join(fmt.VALUE_CODECS)})")
+        raise DamagedDumpError(
+            f"a tensor value stored with codec {codec!r}, which this "
+            f"reader does not know (it knows {', '.join(fmt.VALUE_CODECS)})"
+        )
     if not isinstance(dtype, str) or not isinstance(data, bytes):
         if codec is not None:
             raise DamagedDumpError(f"a {codec}-compressed tensor value without dtype or data")
@@ -60,7 +65,8 @@ def decode_value(value: Any) -> np.ndarray | None:
     except (TypeError, ValueError):
         if codec is not None:
             raise DamagedDumpError(
-                f"a {codec}-compressed tensor value of unknown dtype {dtype!r}") from None
+                f"a {codec}-compressed tensor value of unknown dtype {dtype!r}"
+            ) from None
         return None
     size = count * np_dtype.itemsize
     if codec is not None:
@@ -88,7 +94,8 @@ def _decompress(codec: str, data: bytes, size: int, itemsize: int) -> bytes:
     if not decompressor.eof or decompressor.unused_data or len(raw) != size:
         raise DamagedDumpError(
             f"a {codec}-compressed tensor value does not hold the {size} bytes its dtype and "
-            "shape call for" + ("" if decompressor.eof else " (its data is cut short)"))
+            "shape call for" + ("" if decompressor.eof else " (its data is cut short)")
+        )
     if codec == fmt.CODEC_SHUFFLE_ZLIB and itemsize > 1:
         # Byte j of element i was stored at j * count + i.
         raw = np.frombuffer(raw, dtype=np.uint8).reshape(itemsize, -1).T.tobytes()

@@ -55,10 +55,17 @@ class WatchHit:
     replay_error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"site": self.site_id, "hit_step": self.step, "check": self.check,
-                "tensor": self.tensor, "replay_run": self.replay_run,
-                "verdict": self.verdict, "saved_state": self.saved_state,
-                "saved_batch": self.saved_batch, "replay_error": self.replay_error}
+        return {
+            "site": self.site_id,
+            "hit_step": self.step,
+            "check": self.check,
+            "tensor": self.tensor,
+            "replay_run": self.replay_run,
+            "verdict": self.verdict,
+            "saved_state": self.saved_state,
+            "saved_batch": self.saved_batch,
+            "replay_error": self.replay_error,
+        }
 
 
 @dataclass(frozen=True)
@@ -97,26 +104,39 @@ class WatchLogBuilder:
 
     def add_site(self, record: dict[str, Any]) -> None:
         ident, columns = record.get("id"), record.get("columns")
-        if not is_id(ident) or not isinstance(columns, list) \
-                or not 0 < len(columns) <= MAX_COLUMNS \
-                or not all(isinstance(c, str) for c in columns):
+        if (
+            not is_id(ident)
+            or not isinstance(columns, list)
+            or not 0 < len(columns) <= MAX_COLUMNS
+            or not all(isinstance(c, str) for c in columns)
+        ):
             raise MalformedRecordError("a watch_site without an id or with bad columns")
-        self.sites[ident] = WatchSite(ident, str(record.get("optimizer") or "optimizer"),
-                                      tuple(columns))
+        self.sites[ident] = WatchSite(
+            ident, str(record.get("optimizer") or "optimizer"), tuple(columns)
+        )
         self._cached = None
 
     def add_steps(self, record: dict[str, Any]) -> None:
-        site, first, data, width = (record.get("site"), record.get("first"),
-                                    record.get("rows"), record.get("columns"))
-        if not is_id(site) or not is_id(first) or not isinstance(data, bytes) \
-                or not is_int(width) or not 0 < width <= MAX_COLUMNS \
-                or len(data) % (4 * width):
-            raise MalformedRecordError("a watch_steps record with a bad site, first step "
-                                       "or rows")
+        site, first, data, width = (
+            record.get("site"),
+            record.get("first"),
+            record.get("rows"),
+            record.get("columns"),
+        )
+        if (
+            not is_id(site)
+            or not is_id(first)
+            or not isinstance(data, bytes)
+            or not is_int(width)
+            or not 0 < width <= MAX_COLUMNS
+            or len(data) % (4 * width)
+        ):
+            raise MalformedRecordError("a watch_steps record with a bad site, first step or rows")
         known = self.sites.get(site)
         if known is None or len(known.columns) != width:
-            raise MalformedRecordError(f"watch_steps of an unknown site {site}, or of "
-                                       "another width than its columns")
+            raise MalformedRecordError(
+                f"watch_steps of an unknown site {site}, or of another width than its columns"
+            )
         rows = np.frombuffer(data, dtype=np.float32).reshape(-1, width)
         self._chunks.setdefault(site, []).append((first, rows))
         lost = record.get("lost")
@@ -130,12 +150,16 @@ class WatchLogBuilder:
             raise MalformedRecordError("a watch_hit without a site, a step or a known check")
         verdict = record.get("verdict")
         self.hit = WatchHit(
-            site, step, check, _text(record.get("tensor")) or "a tensor",
+            site,
+            step,
+            check,
+            _text(record.get("tensor")) or "a tensor",
             replay_run=_text(record.get("replay_run")),
             verdict=verdict if verdict in VERDICTS else None,
             saved_state=_text(record.get("saved_state")),
             saved_batch=_text(record.get("saved_batch")),
-            replay_error=_text(record.get("replay_error")))
+            replay_error=_text(record.get("replay_error")),
+        )
         self._cached = None
 
     def build(self) -> WatchLog:
@@ -147,8 +171,7 @@ class WatchLogBuilder:
             numbers = [np.arange(first, first + len(r), dtype=np.int64) for first, r in chunks]
             values = [r for _, r in chunks]
             all_steps = np.concatenate(numbers) if numbers else np.zeros(0, np.int64)
-            all_rows = (np.concatenate(values) if values
-                        else np.zeros((0, width), np.float32))
+            all_rows = np.concatenate(values) if values else np.zeros((0, width), np.float32)
             order = np.argsort(all_steps, kind="stable")[-MAX_ROWS:]
             steps[site], rows[site] = all_steps[order], all_rows[order]
         self._cached = WatchLog(dict(self.sites), steps, rows, self.hit, self.lost_rows)

@@ -20,11 +20,20 @@ TRENDS_PROGRAM = os.path.join(PROGRAMS, "trends.py")
 # The `tf` tier: tests that need TensorFlow. Whole folders of them, and elsewhere the
 # tests that use a fixture which runs a TensorFlow program.
 TF_FOLDERS = ("instrument", "flight", "commands")
-TF_FIXTURES = frozenset({
-    "pattern_dumps", "harm_dumps", "harm_tf_dumps", "tf_written", "trend_dumps",  # here
-    "tf_dumps", "runs",  # tests/reader (its conftest, test_diff)
-    "example_logdir", "tensorflow_dump", "run_pair",  # tests/tui
-})
+TF_FIXTURES = frozenset(
+    {
+        "pattern_dumps",
+        "harm_dumps",
+        "harm_tf_dumps",
+        "tf_written",
+        "trend_dumps",  # here
+        "tf_dumps",
+        "runs",  # tests/reader (its conftest, test_diff)
+        "example_logdir",
+        "tensorflow_dump",
+        "run_pair",  # tests/tui
+    }
+)
 
 
 def _excludes_tf(config) -> bool:
@@ -32,15 +41,19 @@ def _excludes_tf(config) -> bool:
     `and` terms)."""
     words = (config.option.markexpr or "").split()
     return "or" not in words and any(
-        words[i:i + 2] == ["not", "tf"] for i in range(len(words) - 1))
+        words[i : i + 2] == ["not", "tf"] for i in range(len(words) - 1)
+    )
 
 
 def pytest_ignore_collect(collection_path, config):
     """Without the `tf` tier, the TensorFlow folders are not collected at all: their
     modules import TensorFlow (seconds) only for their tests to be deselected."""
-    if (_excludes_tf(config) and collection_path.name in TF_FOLDERS
-            and collection_path.is_dir()
-            and str(collection_path.parent) == os.path.join(REPO, "tests")):
+    if (
+        _excludes_tf(config)
+        and collection_path.name in TF_FOLDERS
+        and collection_path.is_dir()
+        and str(collection_path.parent) == os.path.join(REPO, "tests")
+    ):
         return True
     return None
 
@@ -103,18 +116,26 @@ def _run_cases(program: str, tmp_path_factory, name: str) -> str:
     root = str(tmp_path_factory.mktemp(name))
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
-    completed = subprocess.run([sys.executable, program, root], env=env,
-                               capture_output=True, text=True, timeout=600)
+    completed = subprocess.run(
+        [sys.executable, program, root], env=env, capture_output=True, text=True, timeout=600
+    )
     assert completed.returncode == 0, completed.stderr[-3000:]
     return root
 
 
 # The harm cases run under TensorFlow's own dumper (`harm_tf_dumps`), as CASE:MODE.
-HARM_TF_CASES = ("masked_attention:FULL_HEALTH", "masked_attention:CURT_HEALTH",
-                 "masked_logsumexp:CURT_HEALTH", "where_trap:FULL_HEALTH",
-                 "mixed_precision:FULL_HEALTH", "dataset_batch:FULL_TENSOR",
-                 "keras_data:FULL_TENSOR", "py_function:FULL_HEALTH",
-                 "variable_initial:FULL_HEALTH", "diverging:FULL_HEALTH")
+HARM_TF_CASES = (
+    "masked_attention:FULL_HEALTH",
+    "masked_attention:CURT_HEALTH",
+    "masked_logsumexp:CURT_HEALTH",
+    "where_trap:FULL_HEALTH",
+    "mixed_precision:FULL_HEALTH",
+    "dataset_batch:FULL_TENSOR",
+    "keras_data:FULL_TENSOR",
+    "py_function:FULL_HEALTH",
+    "variable_initial:FULL_HEALTH",
+    "diverging:FULL_HEALTH",
+)
 
 
 @pytest.fixture(scope="session")
@@ -125,9 +146,13 @@ def harm_tf_dumps(tmp_path_factory) -> str:
     root = str(tmp_path_factory.mktemp("harm_tf"))
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
-    completed = subprocess.run([sys.executable, HARM_PROGRAM, root, "--tensorflow",
-                                *HARM_TF_CASES], env=env, capture_output=True, text=True,
-                               timeout=600)
+    completed = subprocess.run(
+        [sys.executable, HARM_PROGRAM, root, "--tensorflow", *HARM_TF_CASES],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert completed.returncode == 0, completed.stderr[-3000:]
     return root
 
@@ -141,8 +166,13 @@ def tf_written(tmp_path_factory) -> str:
     root = str(tmp_path_factory.mktemp("tf_written"))
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
-    done = subprocess.run([sys.executable, os.path.join(PROGRAMS, "tf_dumper.py"), root],
-                          env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, os.path.join(PROGRAMS, "tf_dumper.py"), root],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return root
 
@@ -153,10 +183,12 @@ def tf_written(tmp_path_factory) -> str:
 # (README, tests). HYPOTHESIS_PROFILE selects another. Their examples come from one seed
 # per session (`tests.reader.hostile_dumps.hostile_seed`), fixed so that a run is
 # repeatable; the session's summary prints it.
-settings.register_profile("hostile-ci", max_examples=300, deadline=10_000, database=None,
-                          print_blob=True)
-settings.register_profile("hostile-long", max_examples=3000, deadline=30_000, database=None,
-                          print_blob=True)
+settings.register_profile(
+    "hostile-ci", max_examples=300, deadline=10_000, database=None, print_blob=True
+)
+settings.register_profile(
+    "hostile-long", max_examples=3000, deadline=30_000, database=None, print_blob=True
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "hostile-ci"))
 
 
@@ -165,6 +197,7 @@ def pytest_configure(config):
     environment the xdist workers inherit, so that every worker searches from it."""
     if os.environ.get("HOSTILE_SEED") == "random":
         import random
+
         os.environ["HOSTILE_SEED"] = str(random.getrandbits(32))
 
 
@@ -173,9 +206,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     seed, to repeat the run."""
     from tests.reader.hostile_dumps import hostile_seed
 
-    ran = [report for outcome in ("passed", "failed") for report in
-           terminalreporter.stats.get(outcome, ()) if "/test_hostile_" in report.nodeid]
+    ran = [
+        report
+        for outcome in ("passed", "failed")
+        for report in terminalreporter.stats.get(outcome, ())
+        if "/test_hostile_" in report.nodeid
+    ]
     if ran:
         terminalreporter.write_line(
             f"hostile-dump searches: seed {hostile_seed()} (HOSTILE_SEED=<seed> repeats "
-            "the run, HOSTILE_SEED=random draws a seed)")
+            "the run, HOSTILE_SEED=random draws a seed)"
+        )

@@ -71,6 +71,7 @@ def address_space_limit(headroom: int) -> Iterator[None]:
     """
     try:
         import resource
+
         here = _resident_kib("VmSize") * 1024
     except (ImportError, OSError):
         yield

@@ -17,14 +17,18 @@ PACKAGES = ("instrument", "reader", "tfdbg_tui")
 
 def _holds_code(path: pathlib.Path) -> bool:
     body = ast.parse(path.read_text(encoding="utf-8")).body
-    return any(not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))
-               for node in body)
+    return any(
+        not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)) for node in body
+    )
 
 
 def modules_in_tree() -> set[str]:
-    return {path.relative_to(ROOT).as_posix() for package in PACKAGES
-            for path in (ROOT / package).rglob("*.py")
-            if path.name != "__init__.py" or _holds_code(path)}
+    return {
+        path.relative_to(ROOT).as_posix()
+        for package in PACKAGES
+        for path in (ROOT / package).rglob("*.py")
+        if path.name != "__init__.py" or _holds_code(path)
+    }
 
 
 def modules_in_doc() -> set[str]:

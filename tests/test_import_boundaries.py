@@ -44,9 +44,14 @@ def _imported_top_level_names(path: pathlib.Path) -> set[str]:
             names.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.add(node.module.split(".")[0])
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and node.func.attr == "import_module" and node.args
-              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
             names.add(node.args[0].value.split(".")[0])
     return names
 
@@ -76,10 +81,14 @@ def _modules_of(package: str) -> list[str]:
     return modules
 
 
-@pytest.mark.parametrize("package", [
-    # most modules of `instrument` import TensorFlow
-    pytest.param(name, marks=pytest.mark.tf) if name == "instrument" else name
-    for name in sorted(BLOCKED_AT_RUNTIME)])
+@pytest.mark.parametrize(
+    "package",
+    [
+        # most modules of `instrument` import TensorFlow
+        pytest.param(name, marks=pytest.mark.tf) if name == "instrument" else name
+        for name in sorted(BLOCKED_AT_RUNTIME)
+    ],
+)
 def test_modules_import_with_forbidden_packages_blocked(package: str) -> None:
     import_with_blocked(_modules_of(package), sorted(BLOCKED_AT_RUNTIME[package]))
 
@@ -94,8 +103,9 @@ def import_with_blocked(modules: list[str], blocked: list[str]) -> None:
             importlib.import_module(module)
         print("imported", len({modules!r}))
     """)
-    result = subprocess.run([sys.executable, "-c", program], cwd=ROOT,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", program], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"imported {len(modules)}" in result.stdout
 
@@ -120,8 +130,9 @@ def import_graph() -> dict[str, set[str]]:
     checker and for the reader of the code). ``from package import name`` names the
     submodule when ``name`` is one, else the package itself.
     """
-    paths = {_module_name(p): p for package in PACKAGES
-             for p in sorted((ROOT / package).rglob("*.py"))}
+    paths = {
+        _module_name(p): p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))
+    }
     graph: dict[str, set[str]] = {}
     for module, path in paths.items():
         is_package = path.name == "__init__.py"
@@ -133,7 +144,7 @@ def import_graph() -> dict[str, set[str]]:
                 base = node.module or ""
                 if node.level:
                     anchor = module.split(".")
-                    anchor = anchor[:len(anchor) - node.level + (1 if is_package else 0)]
+                    anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
                     base = ".".join(anchor + ([base] if base else []))
                 for alias in node.names:
                     submodule = f"{base}.{alias.name}"
@@ -186,8 +197,7 @@ def test_import_graph_has_no_circles() -> None:
     graph = import_graph()
     assert {"reader.analysis.dump_reader", "tfdbg_tui.app", "instrument.api"} <= set(graph)
     cycles = find_cycles(graph)
-    assert not cycles, "import circles:\n" + "\n".join(
-        " <-> ".join(cycle) for cycle in cycles)
+    assert not cycles, "import circles:\n" + "\n".join(" <-> ".join(cycle) for cycle in cycles)
 
 
 # -- layer contracts (docs/architecture.md) ----------------------------------------------
@@ -208,18 +218,25 @@ def _reader_rank(module: str) -> int:
 
 
 def _imports_from(prefix: str, graph: dict[str, set[str]], forbidden: tuple[str, ...]) -> list[str]:
-    return sorted(f"{module} imports {target}" for module, targets in graph.items()
-                  if module == prefix or module.startswith(prefix + ".")
-                  for target in targets
-                  if any(target == f or target.startswith(f + ".") for f in forbidden))
+    return sorted(
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        if module == prefix or module.startswith(prefix + ".")
+        for target in targets
+        if any(target == f or target.startswith(f + ".") for f in forbidden)
+    )
 
 
 def test_reader_layers_import_only_downward() -> None:
     graph = import_graph()
     assert set(READER_LAYERS) <= set(graph)
-    upward = sorted(f"{module} imports {target}" for module, targets in graph.items()
-                    if module.startswith("reader") for target in targets
-                    if target.startswith("reader") and _reader_rank(target) > _reader_rank(module))
+    upward = sorted(
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        if module.startswith("reader")
+        for target in targets
+        if target.startswith("reader") and _reader_rank(target) > _reader_rank(module)
+    )
     assert not upward, "\n".join(upward)
 
 
@@ -243,8 +260,7 @@ def _floor_of(module: str, floors: tuple[tuple[str, ...], ...]) -> int | None:
     return None
 
 
-def upward_imports(graph: dict[str, set[str]], floors: tuple[tuple[str, ...], ...]
-                   ) -> list[str]:
+def upward_imports(graph: dict[str, set[str]], floors: tuple[tuple[str, ...], ...]) -> list[str]:
     """Every import of a module on one of ``floors`` from a module on a lower one."""
     found = []
     for module, targets in graph.items():
@@ -260,21 +276,29 @@ def upward_imports(graph: dict[str, set[str]], floors: tuple[tuple[str, ...], ..
 
 def _unplaced(package: str, floors: tuple[tuple[str, ...], ...]) -> list[str]:
     """The modules under ``package`` (itself excluded) on none of ``floors``."""
-    return sorted(module for module in import_graph() if module.startswith(package + ".")
-                  and _floor_of(module, floors) is None)
+    return sorted(
+        module
+        for module in import_graph()
+        if module.startswith(package + ".") and _floor_of(module, floors) is None
+    )
 
 
 def test_upward_imports_finds_an_import_from_below() -> None:
-    graph = {"p.low.a": {"p.high.b"}, "p.high.b": {"p.low.c"}, "p.low.c": set(),
-             "p.side.d": {"p.low.a"}, "p.low.e": {"p.side.d"}}
+    graph = {
+        "p.low.a": {"p.high.b"},
+        "p.high.b": {"p.low.c"},
+        "p.low.c": set(),
+        "p.side.d": {"p.low.a"},
+        "p.low.e": {"p.side.d"},
+    }
     floors = (("p.low",), ("p.high", "p.side"))
-    assert upward_imports(graph, floors) == ["p.low.a imports p.high.b",
-                                             "p.low.e imports p.side.d"]
+    assert upward_imports(graph, floors) == ["p.low.a imports p.high.b", "p.low.e imports p.side.d"]
 
 
 def test_reader_analysis_floors_import_only_downward() -> None:
-    assert not _unplaced("reader.analysis", ANALYSIS_FLOORS), \
+    assert not _unplaced("reader.analysis", ANALYSIS_FLOORS), (
         "place these modules on a floor of ANALYSIS_FLOORS"
+    )
     upward = upward_imports(import_graph(), ANALYSIS_FLOORS)
     assert not upward, "\n".join(upward)
 
@@ -289,8 +313,13 @@ def test_reader_analysis_never_imports_loading() -> None:
 # statuses and the two watcher threads; `cli` dispatches to the commands.
 TUI_FLOORS = (
     ("tfdbg_tui.text",),
-    ("tfdbg_tui.models", "tfdbg_tui.messages", "tfdbg_tui.exit_codes",
-     "tfdbg_tui.dump_watcher", "tfdbg_tui.logdir_watcher"),
+    (
+        "tfdbg_tui.models",
+        "tfdbg_tui.messages",
+        "tfdbg_tui.exit_codes",
+        "tfdbg_tui.dump_watcher",
+        "tfdbg_tui.logdir_watcher",
+    ),
     ("tfdbg_tui.widgets",),
     ("tfdbg_tui.dialogs",),
     ("tfdbg_tui.panes",),
@@ -313,14 +342,21 @@ def test_instrument_dump_never_imports_tensorflow() -> None:
     the parts of `instrument` that import it."""
     sources = sorted((ROOT / "instrument" / "dump").rglob("*.py"))
     assert len(sources) > 5
-    offenders = [f"{path.relative_to(ROOT)} imports {sorted(bad)}" for path in sources
-                 if (bad := _imported_top_level_names(path) & {"tensorflow", "keras"})]
-    offenders += _imports_from("instrument.dump", import_graph(),
-                               ("instrument.tracing", "instrument.summaries",
-                                "instrument.tf_internals", "instrument.api"))
+    offenders = [
+        f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+        for path in sources
+        if (bad := _imported_top_level_names(path) & {"tensorflow", "keras"})
+    ]
+    offenders += _imports_from(
+        "instrument.dump",
+        import_graph(),
+        ("instrument.tracing", "instrument.summaries", "instrument.tf_internals", "instrument.api"),
+    )
     assert not offenders, "\n".join(offenders)
-    import_with_blocked([m for m in _modules_of("instrument") if m.startswith("instrument.dump")],
-                        ["tensorflow", "keras"])
+    import_with_blocked(
+        [m for m in _modules_of("instrument") if m.startswith("instrument.dump")],
+        ["tensorflow", "keras"],
+    )
 
 
 def test_report_json_never_imports_rich(tmp_path: pathlib.Path) -> None:
@@ -337,8 +373,9 @@ def test_report_json_never_imports_rich(tmp_path: pathlib.Path) -> None:
         assert json.loads(out.getvalue())["first_alert"]["source"], out.getvalue()[:500]
         print(status, sorted(m for m in sys.modules if m.split(".")[0] in ("rich", "textual")))
     """)
-    result = subprocess.run([sys.executable, "-c", program], cwd=ROOT,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", program], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.split() == ["0", "[]"], result.stdout
 
@@ -360,7 +397,8 @@ def test_a_command_line_the_app_refuses_never_imports_numpy(tmp_path: pathlib.Pa
         print(*statuses, sorted({{m.split(".")[0] for m in sys.modules}}
                                 & {{"numpy", "textual", "rich", "msgpack"}}))
     """)
-    result = subprocess.run([sys.executable, "-c", program], cwd=ROOT,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", program], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.split() == ["0", "2", "3", "['msgpack']"], result.stdout

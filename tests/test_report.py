@@ -41,14 +41,25 @@ def test_json_report_has_the_issue_keys(logdir, capsys):
     assert (report["num_executions"], report["num_graph_traces"], report["num_alerts"]) == (2, 6, 3)
     first = report["first_alert"]
     assert {k: first[k] for k in ("kind", "index", "op_type", "op_name", "graph_name")} == {
-        "kind": "graph", "index": 4, "op_type": "Log", "op_name": "Log", "graph_name": "step"}
+        "kind": "graph",
+        "index": 4,
+        "op_type": "Log",
+        "op_name": "Log",
+        "graph_name": "step",
+    }
     assert first["device"].endswith("CPU:0")
     assert first["counts"] == {"nan": 0, "neg_inf": 1, "pos_inf": 0}
     assert {k: first["source"][k] for k in ("file", "line", "function")} == {
-        "file": "/home/me/project/train.py", "line": 4, "function": "step"}
+        "file": "/home/me/project/train.py",
+        "line": 4,
+        "function": "step",
+    }
     # This synthetic dump records no expression spans (as format 1.0 dumps): null fields.
-    assert (first["source"]["column"], first["source"]["end_column"],
-            first["source"]["expression"]) == (None, None, None)
+    assert (
+        first["source"]["column"],
+        first["source"]["end_column"],
+        first["source"]["expression"],
+    ) == (None, None, None)
     assert report["diagnosis"]["pattern"] in ("log_of_nonpositive", "unknown")
 
 
@@ -64,13 +75,22 @@ def test_json_report_without_alerts_has_null_first_alert(logdir, capsys):
 def test_human_report_names_op_line_and_escapes_markup(logdir, capsys):
     run = make_run(logdir)
     w = run.writer
-    evil = w.add_source_file("/home/me/[red]evil[/red].py", ["x = [bold]boom[/bold](y)"],
-                             library=False)
+    evil = w.add_source_file(
+        "/home/me/[red]evil[/red].py", ["x = [bold]boom[/bold](y)"], library=False
+    )
     frame = w.add_frame(evil, 1, "[link=http://x]f[/link]")
     stack = w.add_stack([frame])
-    op = w.add_op(graph_id=run.graph, op_type="Log", op_name="scope/[b]log[/b]",
-                  inputs=["x:0"], num_outputs=1, output_dtypes=[1], device_id=None,
-                  stack_id=stack, trace_points=[7])
+    op = w.add_op(
+        graph_id=run.graph,
+        op_type="Log",
+        op_name="scope/[b]log[/b]",
+        inputs=["x:0"],
+        num_outputs=1,
+        output_dtypes=[1],
+        device_id=None,
+        stack_id=stack,
+        trace_points=[7],
+    )
     import numpy as np
 
     w.add_traces(np.array([0, 7], np.int32), summaries=np.array([FINITE, NEG_INF], float))
@@ -83,10 +103,16 @@ def test_human_report_names_op_line_and_escapes_markup(logdir, capsys):
     assert op == 3
 
 
-@pytest.mark.parametrize("layout,status", [
-    ("missing", EXIT_NO_DUMP), ("empty", EXIT_NO_DUMP), ("foreign", EXIT_NO_DUMP),
-    ("newer", EXIT_NEWER_FORMAT), ("damaged", EXIT_DAMAGED),
-])
+@pytest.mark.parametrize(
+    "layout,status",
+    [
+        ("missing", EXIT_NO_DUMP),
+        ("empty", EXIT_NO_DUMP),
+        ("foreign", EXIT_NO_DUMP),
+        ("newer", EXIT_NEWER_FORMAT),
+        ("damaged", EXIT_DAMAGED),
+    ],
+)
 def test_error_exits_are_one_line_without_traceback(tmp_path, layout, status):
     logdir = str(tmp_path / "logdir")
     if layout == "empty":
@@ -98,12 +124,21 @@ def test_error_exits_are_one_line_without_traceback(tmp_path, layout, status):
         run = _nan_run(logdir)
         with open(segment_path(run.path, fmt.STREAM_METADATA), "wb") as f:
             if layout == "newer":
-                f.write(msgpack.packb({"k": "header", "format": fmt.FORMAT_NAME,
-                                       "version": [9, 0], "stream": "metadata"}))
+                f.write(
+                    msgpack.packb(
+                        {
+                            "k": "header",
+                            "format": fmt.FORMAT_NAME,
+                            "version": [9, 0],
+                            "stream": "metadata",
+                        }
+                    )
+                )
             else:
                 f.write(b"\x00\xc1\xc1")
-    result = subprocess.run([sys.executable, "-m", "tfdbg_tui.cli", "report", logdir],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "tfdbg_tui.cli", "report", logdir], capture_output=True, text=True
+    )
     assert result.returncode == status, result.stderr
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
@@ -160,16 +195,24 @@ def test_a_generic_dump_error_has_one_status_in_report_and_app(logdir, monkeypat
 def test_notices_in_the_human_and_json_report(logdir, capsys):
     run = make_run(logdir)
     add_step(run, [FINITE, FINITE, FINITE])
-    run.writer.add_notice(fmt.NOTICE_XLA_UNTRACED, "[bold]step[/] is compiled with XLA\x1b[2J",
-                          details={"function": "step"})
-    run.writer.add_notice(fmt.NOTICE_CIRCULAR_BUFFER, "circular buffer of 1,000",
-                          level=fmt.NOTICE_INFO, details={"size": 1000})
+    run.writer.add_notice(
+        fmt.NOTICE_XLA_UNTRACED,
+        "[bold]step[/] is compiled with XLA\x1b[2J",
+        details={"function": "step"},
+    )
+    run.writer.add_notice(
+        fmt.NOTICE_CIRCULAR_BUFFER,
+        "circular buffer of 1,000",
+        level=fmt.NOTICE_INFO,
+        details={"size": 1000},
+    )
     run.writer.close()
     assert main([logdir, "--json"]) == EXIT_OK
     notices = json.loads(capsys.readouterr().out)["notices"]
     assert [(n["kind"], n["level"], n["details"]) for n in notices] == [
         ("xla_untraced", "warning", {"function": "step"}),
-        ("circular_buffer", "info", {"size": 1000})]
+        ("circular_buffer", "info", {"size": 1000}),
+    ]
     assert main([logdir]) == EXIT_OK
     out = capsys.readouterr().out
     # Dump text is never markup, and control characters are shown, not sent.

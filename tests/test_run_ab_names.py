@@ -18,20 +18,22 @@ def _fake_child(harmful: str):
     """A `run_child` that records a synthetic run into the logdir it is given: a
     harmful -inf in Log in run ``harmful`` ("A" or "B"), finite values in the other;
     its run file says the program made a tf.function that asked for XLA."""
+
     def run_child(program, arguments, *, env=None, stdout=None) -> Outcome:
         logdir = arguments[arguments.index("--logdir") + 1]
         dump = make_run(logdir)
         add_step(dump, [FINITE, FINITE, FINITE])
-        add_step(dump, [FINITE, NEG_INF, NAN] if logdir.endswith(harmful)
-                 else [FINITE, FINITE, FINITE])
+        add_step(
+            dump, [FINITE, NEG_INF, NAN] if logdir.endswith(harmful) else [FINITE, FINITE, FINITE]
+        )
         dump.writer.close()
         return Outcome(0, {"run": dump.path, "functions": 1, "num_xla_functions": 1})
+
     return run_child
 
 
 @pytest.mark.parametrize("harmful", ["A", "B"])
-def test_the_comparison_names_the_runs_by_what_they_are(tmp_path, monkeypatch, capsys,
-                                                        harmful):
+def test_the_comparison_names_the_runs_by_what_they_are(tmp_path, monkeypatch, capsys, harmful):
     """Run A (as it is) in .../A/, run B (XLA off) in .../B/. When A holds the NaN, B is
     the good run: the diff printed "A .../B/..." and "B .../A/...". Each line now
     names the run by what it is beside good or bad, and the divergence's words too."""
@@ -39,8 +41,9 @@ def test_the_comparison_names_the_runs_by_what_they_are(tmp_path, monkeypatch, c
     script = tmp_path / "train.py"
     script.write_text("")
     logdir = tmp_path / "ab"
-    status = run.main(["--ab", "xla", "--no-open", "--logdir", str(logdir), "--",
-                       "python", str(script)])
+    status = run.main(
+        ["--ab", "xla", "--no-open", "--logdir", str(logdir), "--", "python", str(script)]
+    )
     out = capsys.readouterr().out
     assert status == codes.EXIT_OK, out
     good, bad = ("B", "A") if harmful == "A" else ("A", "B")
@@ -59,7 +62,8 @@ def test_the_comparison_names_the_runs_by_what_they_are(tmp_path, monkeypatch, c
 
 
 def test_in_a_terminal_the_tui_compares_the_bad_run_with_the_good_one_by_those_names(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     """The TUI shows the bad run beside the good one, and its narrow columns call them
     "good" and "bad" (tests/tui/test_tui_compare_names.py shows where)."""
     from tfdbg_tui.commands import app_main
@@ -71,8 +75,10 @@ def test_in_a_terminal_the_tui_compares_the_bad_run_with_the_good_one_by_those_n
     script = tmp_path / "train.py"
     script.write_text("")
     logdir = tmp_path / "ab"
-    assert run.main(["--ab", "xla", "--logdir", str(logdir), "--", "python",
-                     str(script)]) == codes.EXIT_OK
+    assert (
+        run.main(["--ab", "xla", "--logdir", str(logdir), "--", "python", str(script)])
+        == codes.EXIT_OK
+    )
     argv = opened[0]
     assert argv[0] == str(logdir / "A")  # the bad run, shown
     assert argv[argv.index("--compare") + 1].startswith(str(logdir / "B"))

@@ -52,21 +52,32 @@ class DebuggerApp(App[int]):
     ALLOW_IN_MAXIMIZED_VIEW = "KeyFooter"
 
     BINDINGS = [
-        Binding("question_mark", "show_keys", "Keys", key_display="?",
-                tooltip="List every key"),
+        Binding("question_mark", "show_keys", "Keys", key_display="?", tooltip="List every key"),
         Binding("q", "quit", "Quit"),
         # Before "r": at 80 columns the footer ends here (`?` lists every key).
-        Binding("t", "trends", "Trends",
-                tooltip="Trends: per layer and step, the norms and magnitudes, and the "
-                        "watch rules' first anomaly before the first harmful value"),
+        Binding(
+            "t",
+            "trends",
+            "Trends",
+            tooltip="Trends: per layer and step, the norms and magnitudes, and the "
+            "watch rules' first anomaly before the first harmful value",
+        ),
         Binding("r", "pick_run", "Runs"),
         Binding("ctrl+p", "command_palette", "Commands", show=False),
     ]
 
-    def __init__(self, logdir: str, runs: list[RunInfo], run_id: str | None = None, *,
-                 poll_interval_s: float = POLL_INTERVAL_S,
-                 opening: Future | None = None, compare: str | None = None,
-                 compare_names: tuple[str, str] = SIDE_NAMES, wait: bool = False) -> None:
+    def __init__(
+        self,
+        logdir: str,
+        runs: list[RunInfo],
+        run_id: str | None = None,
+        *,
+        poll_interval_s: float = POLL_INTERVAL_S,
+        opening: Future | None = None,
+        compare: str | None = None,
+        compare_names: tuple[str, str] = SIDE_NAMES,
+        wait: bool = False,
+    ) -> None:
         super().__init__()
         self.wait = wait
         self.compare = compare
@@ -95,12 +106,19 @@ class DebuggerApp(App[int]):
             self.landing = screen
         self.push_screen(screen)
 
-    def _debugger_screen(self, run_id: str | None, opening: Future | None = None,
-                         wait: bool = False) -> DebuggerScreen:
-        return DebuggerScreen(self.logdir, run_id, runs=self.runs,
-                              poll_interval_s=self.poll_interval_s, opening=opening,
-                              compare=self.compare, compare_names=self.compare_names,
-                              wait=wait)
+    def _debugger_screen(
+        self, run_id: str | None, opening: Future | None = None, wait: bool = False
+    ) -> DebuggerScreen:
+        return DebuggerScreen(
+            self.logdir,
+            run_id,
+            runs=self.runs,
+            poll_interval_s=self.poll_interval_s,
+            opening=opening,
+            compare=self.compare,
+            compare_names=self.compare_names,
+            wait=wait,
+        )
 
     @on(ReaderOpened)
     def _run_opened(self, message: ReaderOpened) -> None:
@@ -109,15 +127,20 @@ class DebuggerApp(App[int]):
         if message.runs is not None:
             self.runs = list(message.runs)
         metadata = message.opened.reader.metadata
-        if (self.initial_run_id is None and not self._job_followed
-                and metadata.cluster is not None and message.opened.state not in ENDED):
+        if (
+            self.initial_run_id is None
+            and not self._job_followed
+            and metadata.cluster is not None
+            and message.opened.state not in ENDED
+        ):
             self._job_followed = True
             self._follow_job(metadata.cluster)
 
     @work(thread=True, exclusive=True, group="follow-job")
     def _follow_job(self, cluster: str) -> None:
-        follow_job(self.logdir, cluster, self, self.poll_interval_s,
-                   get_current_worker().cancelled_event)
+        follow_job(
+            self.logdir, cluster, self, self.poll_interval_s, get_current_worker().cancelled_event
+        )
 
     @on(OriginFound)
     def _origin_found(self, message: OriginFound) -> None:
@@ -125,8 +148,14 @@ class DebuggerApp(App[int]):
         (on the screen the app chose, or to another): then say where it is."""
         worker = message.worker
         landing = self.landing
-        shown = next((screen for screen in reversed(self.screen_stack)
-                      if isinstance(screen, DebuggerScreen)), None)
+        shown = next(
+            (
+                screen
+                for screen in reversed(self.screen_stack)
+                if isinstance(screen, DebuggerScreen)
+            ),
+            None,
+        )
         if shown is not None and shown.run_id == worker.run_id:
             return
         said = f"{worker.task} went non-finite first"
@@ -135,8 +164,11 @@ class DebuggerApp(App[int]):
             self.landing = self._debugger_screen(worker.run_id)
             self.switch_screen(self.landing)
         else:
-            self.notify(literal(f"{said} (run {worker.run_id}): press r to open it"),
-                        markup=False, timeout=15)
+            self.notify(
+                literal(f"{said} (run {worker.run_id}): press r to open it"),
+                markup=False,
+                timeout=15,
+            )
 
     def get_system_commands(self, screen: Screen):
         """Textual's commands, plus every debugger action, for the command palette."""
@@ -144,31 +176,50 @@ class DebuggerApp(App[int]):
         if not isinstance(screen, DebuggerScreen):
             return
         for pane in PANES:
-            yield SystemCommand(f"Focus {pane.SECTION.name}", f"Key {pane.SECTION.key}",
-                                lambda w=pane.CONTENT_ID: screen.action_focus_pane(w))
+            yield SystemCommand(
+                f"Focus {pane.SECTION.name}",
+                f"Key {pane.SECTION.key}",
+                lambda w=pane.CONTENT_ID: screen.action_focus_pane(w),
+            )
         widget_actions = (
             ("graph-execution", "first_alert", "First alert trace", "Graph Execution: f"),
-            ("graph-execution", "toggle_alerts_only", "Toggle alerts-only filter",
-             "Graph Execution: a"),
+            (
+                "graph-execution",
+                "toggle_alerts_only",
+                "Toggle alerts-only filter",
+                "Graph Execution: a",
+            ),
             ("graph-execution", "go_to_index", "Go to trace index", "Graph Execution: g"),
             ("graph-execution", "search", "Search op name or type", "Graph Execution: /"),
-            ("graph-execution", "show_value", "Show tensor value (FULL_TENSOR)",
-             "Graph Execution: v"),
+            (
+                "graph-execution",
+                "show_value",
+                "Show tensor value (FULL_TENSOR)",
+                "Graph Execution: v",
+            ),
             ("stack-trace", "toggle_library", "Hide/show library frames", "Stack Trace: l"),
         )
         for widget_id, action, title, help_text in widget_actions:
-            yield SystemCommand(title, help_text, lambda w=widget_id, a=action: getattr(
-                screen.query_one(f"#{w}"), f"action_{a}")())
+            yield SystemCommand(
+                title,
+                help_text,
+                lambda w=widget_id, a=action: getattr(screen.query_one(f"#{w}"), f"action_{a}")(),
+            )
         yield SystemCommand("Zoom or unzoom the focused pane", "Key z", screen.action_toggle_zoom)
         yield SystemCommand("Next alert", "Key ]", lambda: screen.action_alert_step(1))
         yield SystemCommand("Previous alert", "Key [", lambda: screen.action_alert_step(-1))
         yield SystemCommand("Compare with another run", "Key c", screen.action_compare)
-        for key, which, title in (("F", "first", "First"), ("d", "next", "Next"),
-                                  ("D", "previous", "Previous")):
-            yield SystemCommand(f"{title} divergence from the compared run", f"Key {key}",
-                                lambda w=which: screen.action_divergence(w))
-        yield SystemCommand("Trends by layer and step, watch rules", "Key t",
-                            self.action_trends)
+        for key, which, title in (
+            ("F", "first", "First"),
+            ("d", "next", "Next"),
+            ("D", "previous", "Previous"),
+        ):
+            yield SystemCommand(
+                f"{title} divergence from the compared run",
+                f"Key {key}",
+                lambda w=which: screen.action_divergence(w),
+            )
+        yield SystemCommand("Trends by layer and step, watch rules", "Key t", self.action_trends)
         yield SystemCommand("Choose a run", "Key r", self.action_pick_run)
         yield SystemCommand("Show every key", "Key ?", self.action_show_keys)
 

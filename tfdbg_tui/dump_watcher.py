@@ -71,8 +71,9 @@ class DumpWatcher:
         gone = self._reader.process_gone()
         released = self._reader.reserve_released()
         report = self._reader.update()
-        self.state = liveness.state_of(self._reader.finished, gone,
-                                       self._reader.recording_stopped(released))
+        self.state = liveness.state_of(
+            self._reader.finished, gone, self._reader.recording_stopped(released)
+        )
         if report.changed or self.state in ENDED:
             self._target.post_message(DumpChanged(report, self.state))
         return report

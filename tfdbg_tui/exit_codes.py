@@ -45,4 +45,3 @@ def fail(command: str, error: DumpError) -> int:
     text = str(error).splitlines()[0] if str(error) else type(error).__name__
     print(f"{command}: {literal(text)}", file=sys.stderr)
     return exit_code_for(error)
-

@@ -35,8 +35,9 @@ class OriginFound(Message):
     worker: WorkerRun
 
 
-def wait_for_run(logdir: str, run_id: str | None, interval_s: float,
-                 cancelled: threading.Event) -> tuple[list[RunInfo], Opened] | None:
+def wait_for_run(
+    logdir: str, run_id: str | None, interval_s: float, cancelled: threading.Event
+) -> tuple[list[RunInfo], Opened] | None:
     """Poll ``logdir`` every ``interval_s`` until it holds a run (``run_id``, or any),
     then open it for landing (`open_for_landing`).
 
@@ -64,8 +65,9 @@ def wait_for_run(logdir: str, run_id: str | None, interval_s: float,
             return None
 
 
-def follow_job(logdir: str, cluster: str, target: MessagePump, interval_s: float,
-               cancelled: threading.Event) -> None:
+def follow_job(
+    logdir: str, cluster: str, target: MessagePump, interval_s: float, cancelled: threading.Event
+) -> None:
     """Rank the runs of the job ``cluster`` in ``logdir`` every ``interval_s``
     (`reader.analysis.jobs.JobWorkers`) until the worker that went non-finite first
     is known, then post `OriginFound` to ``target``. Ends without a word when every

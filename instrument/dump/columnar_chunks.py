@@ -73,12 +73,22 @@ class ExecutionChunk:
     def full(self) -> bool:
         return len(self._op) >= EXECUTION_ROWS
 
-    def add(self, *, op_type: str, graph_id: int | None, input_ids: Sequence[int],
-            output_ids: Sequence[int], device_ids: Sequence[int],
-            output_dtypes: Sequence[int], stack_id: int | None,
-            summaries: Sequence[Sequence[float] | None] | None,
-            values: Sequence[dict[str, Any] | None] | None, time_s: float,
-            call_ordinal: int | None, thread: str | None) -> None:
+    def add(
+        self,
+        *,
+        op_type: str,
+        graph_id: int | None,
+        input_ids: Sequence[int],
+        output_ids: Sequence[int],
+        device_ids: Sequence[int],
+        output_dtypes: Sequence[int],
+        stack_id: int | None,
+        summaries: Sequence[Sequence[float] | None] | None,
+        values: Sequence[dict[str, Any] | None] | None,
+        time_s: float,
+        call_ordinal: int | None,
+        thread: str | None,
+    ) -> None:
         """Take one execution (the fields of `DumpWriter.add_execution`).
 
         Per-output lists are fitted to the outputs (cut, or padded with -1, None or a
@@ -131,8 +141,9 @@ class ExecutionChunk:
             return [*row, math.nan]
         return None
 
-    def _add_summaries(self, op_type: str, n: int,
-                       summaries: Sequence[Sequence[float] | None] | None) -> None:
+    def _add_summaries(
+        self, op_type: str, n: int, summaries: Sequence[Sequence[float] | None] | None
+    ) -> None:
         # An output without a summary gets a row of NaN: no mode's first column
         # (has_inf_or_nan, size or dtype) is ever NaN in a real row.
         if summaries is None:
@@ -151,27 +162,34 @@ class ExecutionChunk:
         the training thread when the background flush writes them.
         """
         self.sealed = True
-        record.update({
-            "k": fmt.KIND_EXECUTION_CHUNK, "i": self.first, "n": len(self._op),
-            "ops": list(self._op_codes),
-            "op": _column(self._op, "<i4"),
-            "graph": _column(self._graph, "<i8"),
-            "stack": _column(self._stack, "<i8"),
-            "t": _column(self._time, "<f8"),
-            "c": _column(self._call, "<i8"),
-            "ni": _column(self._num_inputs, "<i4"),
-            "in": _column(self._inputs, "<i8"),
-            "no": _column(self._num_outputs, "<i4"),
-            "out": _column(self._outputs, "<i8"),
-            "dev": _column(self._devices, "<i4"),
-            "dtypes": _column(self._dtypes, "<i4"),
-        })
+        record.update(
+            {
+                "k": fmt.KIND_EXECUTION_CHUNK,
+                "i": self.first,
+                "n": len(self._op),
+                "ops": list(self._op_codes),
+                "op": _column(self._op, "<i4"),
+                "graph": _column(self._graph, "<i8"),
+                "stack": _column(self._stack, "<i8"),
+                "t": _column(self._time, "<f8"),
+                "c": _column(self._call, "<i8"),
+                "ni": _column(self._num_inputs, "<i4"),
+                "in": _column(self._inputs, "<i8"),
+                "no": _column(self._num_outputs, "<i4"),
+                "out": _column(self._outputs, "<i8"),
+                "dev": _column(self._devices, "<i4"),
+                "dtypes": _column(self._dtypes, "<i4"),
+            }
+        )
         if self._thread_codes:
             record["ths"] = list(self._thread_codes)
             record["th"] = _column(self._thread, "<i4")
         if self.width:
-            put_summaries(record, np.array(self._summaries, dtype="<f8").reshape(
-                -1, self.width), self.magnitudes)
+            put_summaries(
+                record,
+                np.array(self._summaries, dtype="<f8").reshape(-1, self.width),
+                self.magnitudes,
+            )
         if self._values is not None:
             record["v"] = self._values
 
@@ -260,12 +278,16 @@ class TraceChunk:
         layout = (None if summaries is None else int(summaries.shape[1]), values is not None)
         return self._layout is None or self._layout == layout
 
-    def add(self, trace_points: np.ndarray, summaries: np.ndarray | None,
-            values: Sequence[Any] | None, step: int) -> None:
+    def add(
+        self,
+        trace_points: np.ndarray,
+        summaries: np.ndarray | None,
+        values: Sequence[Any] | None,
+        step: int,
+    ) -> None:
         """Take the traces of one `DumpWriter.add_traces` call (already checked)."""
         n = int(trace_points.shape[0])
-        self._layout = (None if summaries is None else int(summaries.shape[1]),
-                        values is not None)
+        self._layout = (None if summaries is None else int(summaries.shape[1]), values is not None)
         self._trace_points.append(trace_points)
         if summaries is not None:
             self._summaries.append(summaries)
@@ -276,17 +298,25 @@ class TraceChunk:
         else:
             self._steps.append([step, n])
         self.count += n
-        self.estimated_bytes += trace_points.nbytes + (
-            0 if summaries is None else summaries.nbytes) + _values_bytes(values)
+        self.estimated_bytes += (
+            trace_points.nbytes
+            + (0 if summaries is None else summaries.nbytes)
+            + _values_bytes(values)
+        )
 
     def pack_into(self, record: dict[str, Any]) -> None:
         """Fill the chunk's ``traces`` record; the chunk is sealed."""
         self.sealed = True
-        record.update({
-            "k": fmt.KIND_TRACES, "i": self.first, "n": self.count,
-            "tp": np.concatenate(self._trace_points).astype("<i4").tobytes()
-            if self._trace_points else b"",
-        })
+        record.update(
+            {
+                "k": fmt.KIND_TRACES,
+                "i": self.first,
+                "n": self.count,
+                "tp": np.concatenate(self._trace_points).astype("<i4").tobytes()
+                if self._trace_points
+                else b"",
+            }
+        )
         if len(self._steps) == 1:
             record["x"] = self._steps[0][0]
         else:

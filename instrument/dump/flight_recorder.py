@@ -39,8 +39,11 @@ from reader.summary_rows import alert_flags
 
 # Per health mode, the summary columns that count (or flag) non-finite elements.
 _COUNT_COLUMNS = {
-    mode: tuple(fmt.SUMMARY_COLUMNS[mode].index(c) for c in fmt.SUMMARY_COLUMNS[mode]
-                if c in ("has_inf_or_nan", "nan", "neg_inf", "pos_inf"))
+    mode: tuple(
+        fmt.SUMMARY_COLUMNS[mode].index(c)
+        for c in fmt.SUMMARY_COLUMNS[mode]
+        if c in ("has_inf_or_nan", "nan", "neg_inf", "pos_inf")
+    )
     for mode in fmt.HEALTH_MODES
 }
 # A pinned segment holds at most this many times N records (the alert step's records
@@ -83,8 +86,9 @@ class FlightRecorder:
         # Streams to pin when the first record of the alert's step reaches them.
         self._waiting: set[str] = set()
 
-    def alert(self, stream: str, index: int, step: int,
-              open_segments: dict[str, int]) -> FirstAlert | None:
+    def alert(
+        self, stream: str, index: int, step: int, open_segments: dict[str, int]
+    ) -> FirstAlert | None:
         """Note an alert; return it if it is the run's first (its window is pinned)."""
         if self.first_alert is not None:
             return None
@@ -117,8 +121,7 @@ class FlightRecorder:
         if stream in self._waiting and step >= first.step:
             self._waiting.discard(stream)
             self._pin(stream, open_segment)
-        return (stream == fmt.STREAM_GRAPH_TRACES and stream in self._pinning
-                and step > first.step)
+        return stream == fmt.STREAM_GRAPH_TRACES and stream in self._pinning and step > first.step
 
     def ends_after(self, stream: str, step: int, in_segment: int) -> bool:
         """A record of ``step`` was written: does the pinned window close now?"""
@@ -137,8 +140,9 @@ class FlightRecorder:
         return segment not in self.pinned[stream]
 
 
-def summaries_alert(mode: str | None,
-                    rows: Sequence[Sequence[float] | None] | np.ndarray | None) -> bool:
+def summaries_alert(
+    mode: str | None, rows: Sequence[Sequence[float] | None] | np.ndarray | None
+) -> bool:
     """Whether summary rows (one per tensor, None for unsummarised) hold NaN or infinity."""
     if rows is None or mode not in fmt.HEALTH_MODES:
         return False
@@ -185,7 +189,7 @@ def all_finite(array: np.ndarray) -> bool:
     # Both passes over a cache-sized chunk: a large array is read from memory once.
     flat = array.reshape(-1)
     for start in range(0, flat.size, FINITE_CHUNK):
-        chunk = flat[start:start + FINITE_CHUNK]
+        chunk = flat[start : start + FINITE_CHUNK]
         if not (np.isfinite(chunk.min()) and np.isfinite(chunk.max())):
             return False
     return True

@@ -19,14 +19,15 @@ from reader.storage import Store
 
 logger = logging.getLogger("instrument.writer")
 
+
 class RecordFile:
     """One append-only segment file of msgpack records, buffered in memory."""
 
     def __init__(self, path: str, header: dict[str, Any], store: Store | None = None) -> None:
         self.path = path
         self.sink: LocalSegment | SegmentParts = (
-            SegmentParts(store, path) if store is not None and store.remote
-            else LocalSegment(path))
+            SegmentParts(store, path) if store is not None and store.remote else LocalSegment(path)
+        )
         self._open = True
         # Bytes of complete flushes: where a failed flush is cut back to.
         self._size = 0
@@ -40,9 +41,13 @@ class RecordFile:
         self._deferred_bytes = 0
         self.append(header)
 
-    def append(self, record: dict[str, Any], *,
-               encode: Callable[[dict[str, Any]], None] | None = None,
-               size_hint: int = 0) -> None:
+    def append(
+        self,
+        record: dict[str, Any],
+        *,
+        encode: Callable[[dict[str, Any]], None] | None = None,
+        size_hint: int = 0,
+    ) -> None:
         """Buffer a record; ``encode`` (which changes the record in place) runs at flush.
 
         ``size_hint`` estimates the deferred record's bytes, for `pending_bytes`.
@@ -197,8 +202,10 @@ def _pack_into(packer: msgpack.Packer, value: Any, pieces: list[Any]) -> None:
         pieces.append(_header(len(value), 0x90, 0xDC, 0xDD))
         for item in value:
             _pack_into(packer, item, pieces)
-    elif isinstance(value, (bytes, bytearray, memoryview)) \
-            and memoryview(value).nbytes >= LARGE_BINARY_BYTES:
+    elif (
+        isinstance(value, (bytes, bytearray, memoryview))
+        and memoryview(value).nbytes >= LARGE_BINARY_BYTES
+    ):
         view = memoryview(value).cast("B")
         pieces.append(b"\xc6" + view.nbytes.to_bytes(4, "big"))  # bin 32
         pieces.append(view)

@@ -68,17 +68,21 @@ class RecordingStop:
         """The error in one line: ``[Errno 28] No space left on device``."""
         strerror = self.error.strerror or str(self.error) or type(self.error).__name__
         code = self.error.errno
-        return " ".join(f"[Errno {code}] {strerror}".split()) if code is not None \
+        return (
+            " ".join(f"[Errno {code}] {strerror}".split())
+            if code is not None
             else " ".join(strerror.split())
+        )
 
     def notice_record(self) -> dict[str, Any]:
         """The `notice` record (docs/format.md) that says it in the dump."""
         code = self.error.errno
         return {
-            "k": fmt.KIND_NOTICE, "kind": fmt.NOTICE_RECORDING_STOPPED,
+            "k": fmt.KIND_NOTICE,
+            "kind": fmt.NOTICE_RECORDING_STOPPED,
             "level": fmt.NOTICE_WARNING,
             "message": f"recording stopped at {self.where}: {self.reason} "
-                       f"(writing {self.file}); the program went on unrecorded",
+            f"(writing {self.file}); the program went on unrecorded",
             "details": {
                 "error": self.reason,
                 "errno": code,
@@ -94,18 +98,34 @@ class RecordingStop:
 
     def warning(self, run_path: str, notice_written: bool) -> str:
         """The one line said to the user."""
-        said = ("; the dump says so" if notice_written
-                else "; the dump could not say so")
-        return (f"tfdbg-tui: recording of the dump {run_path} stopped at {self.where}: "
-                f"{self.reason} (writing {self.file}); the program goes on unrecorded{said}")
+        said = "; the dump says so" if notice_written else "; the dump could not say so"
+        return (
+            f"tfdbg-tui: recording of the dump {run_path} stopped at {self.where}: "
+            f"{self.reason} (writing {self.file}); the program goes on unrecorded{said}"
+        )
 
 
-def make_stop(error: OSError, path: str, run_path: str, *, executions: int, traces: int,
-              function: str | None, call: int | None) -> RecordingStop:
+def make_stop(
+    error: OSError,
+    path: str,
+    run_path: str,
+    *,
+    executions: int,
+    traces: int,
+    function: str | None,
+    call: int | None,
+) -> RecordingStop:
     """The `RecordingStop` of ``error``, raised writing ``path``."""
     file = os.path.relpath(path, run_path) if path else "?"
-    return RecordingStop(error=error, file=file, executions=executions, traces=traces,
-                         function=function, call=call, time=time.time())
+    return RecordingStop(
+        error=error,
+        file=file,
+        executions=executions,
+        traces=traces,
+        function=function,
+        call=call,
+        time=time.time(),
+    )
 
 
 def reserve_path(run_path: str) -> str:

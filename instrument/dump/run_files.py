@@ -36,8 +36,7 @@ class RunFiles:
 
     def __init__(self, logdir: str | os.PathLike[str], run_id: str) -> None:
         self.store = storage.store_for(logdir)
-        base = self.store.normalize(os.fspath(logdir)) if self.store.remote \
-            else os.fspath(logdir)
+        base = self.store.normalize(os.fspath(logdir)) if self.store.remote else os.fspath(logdir)
         self.path = self.store.join(base, run_id)
         self.run_id = run_id
         self.store.makedirs(self.path)

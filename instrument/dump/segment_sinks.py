@@ -75,8 +75,7 @@ class LocalSegment:
         """Raises OSError. (``hold`` is for a bucket: a file is written at once.)"""
         del hold
         if self._fd < 0 and not self._closed:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND,
-                               0o644)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
         _write_all(self._fd, views)
         if sync:
             os.fsync(self._fd)
@@ -88,8 +87,7 @@ class LocalSegment:
         try:
             os.ftruncate(self._fd, size)
         except OSError as error:
-            logger.debug("tfdbg-tui: cannot cut %s back after a failed write: %s",
-                         self.path, error)
+            logger.debug("tfdbg-tui: cannot cut %s back after a failed write: %s", self.path, error)
             return False
         return True
 
@@ -135,8 +133,10 @@ class SegmentParts:
         parsed = fmt.parse_segment_filename(self._store.basename(self.path))
         if parsed is None:
             raise ValueError(f"not a segment: {self.path}")
-        return self._store.join(self._store.dirname(self.path),
-                                fmt.part_filename(parsed[0], parsed[1], number, raw_size))
+        return self._store.join(
+            self._store.dirname(self.path),
+            fmt.part_filename(parsed[0], parsed[1], number, raw_size),
+        )
 
     def write(self, views: list[memoryview], sync: bool, hold: bool = False) -> None:
         """Add the bytes to the next part and put it (an object is durable once put:
@@ -156,9 +156,13 @@ class SegmentParts:
             self._raw += size
             if self._raw - size < COMPRESS_MIN_BYTES <= self._raw:  # enough to tell now
                 self._judge()
-        if self._raw and not (hold and not sync and self._stored < HOLD_BYTES
-                              and self._raw < PART_BYTES
-                              and time.monotonic() - self._since < HOLD_S):
+        if self._raw and not (
+            hold
+            and not sync
+            and self._stored < HOLD_BYTES
+            and self._raw < PART_BYTES
+            and time.monotonic() - self._since < HOLD_S
+        ):
             self._put()
 
     def _judge(self) -> None:
@@ -168,7 +172,8 @@ class SegmentParts:
         data = b"".join(self._chunks)
         if worth_compressing(data):
             self._compressor = zstandard.ZstdCompressor(
-                level=COMPRESS_LEVEL, write_checksum=True).compressobj()
+                level=COMPRESS_LEVEL, write_checksum=True
+            ).compressobj()
             self._chunks = [self._compressor.compress(data)]
             self._stored = len(self._chunks[0])
 
@@ -184,8 +189,7 @@ class SegmentParts:
         try:
             self._store.put(path, data)
         except OSError as error:
-            raise OSError(error.errno or errno.EIO, error.strerror or str(error), path) \
-                from None
+            raise OSError(error.errno or errno.EIO, error.strerror or str(error), path) from None
         self.names.append(path)
 
     def _drop(self) -> None:
@@ -231,6 +235,4 @@ def _write_all(fd: int, views: list[memoryview]) -> None:
 def _slices(view: memoryview) -> list[memoryview]:
     if len(view) <= WRITE_BYTES:
         return [view]
-    return [view[i:i + WRITE_BYTES] for i in range(0, len(view), WRITE_BYTES)]
-
-
+    return [view[i : i + WRITE_BYTES] for i in range(0, len(view), WRITE_BYTES)]

@@ -48,8 +48,9 @@ _FINAL_BLOCK = b"\x01\x00\x00\xff\xff"
 _MAX_STORED_BLOCK = 0xFFFF
 
 
-def tensor_value_record(array: np.ndarray, *, compress: bool = False,
-                        copy: bool = True) -> dict[str, Any]:
+def tensor_value_record(
+    array: np.ndarray, *, compress: bool = False, copy: bool = True
+) -> dict[str, Any]:
     """A FULL_TENSOR value as stored: numpy dtype string, shape and little-endian bytes.
 
     bfloat16 (which numpy cannot name portably) is stored as float32; strings and other
@@ -64,9 +65,15 @@ def tensor_value_record(array: np.ndarray, *, compress: bool = False,
         arr = arr.astype(np.float32)
     if arr.dtype.kind not in "biufc":
         flat = arr.reshape(-1)[:MAX_REPR_ELEMENTS]
-        return {"dtype": None, "shape": list(arr.shape), "data": None,
-                "repr": [x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x)
-                         for x in flat.tolist()]}
+        return {
+            "dtype": None,
+            "shape": list(arr.shape),
+            "data": None,
+            "repr": [
+                x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x)
+                for x in flat.tolist()
+            ],
+        }
     # (Not np.ascontiguousarray: it makes a scalar one-dimensional.)
     arr = np.require(arr, dtype=arr.dtype.newbyteorder("<"), requirements="C")
     data = arr.tobytes() if copy or compress else arr.reshape(-1).data.cast("B")
@@ -86,8 +93,11 @@ def encode_value(record: Any) -> Any:
     if not isinstance(record, dict):
         return record
     data = record.get("data")
-    if (record.get("codec") is not None or not isinstance(data, (bytes, memoryview))
-            or not MIN_COMPRESSED_BYTES <= len(data) <= fmt.MAX_COMPRESSED_VALUE_BYTES):
+    if (
+        record.get("codec") is not None
+        or not isinstance(data, (bytes, memoryview))
+        or not MIN_COMPRESSED_BYTES <= len(data) <= fmt.MAX_COMPRESSED_VALUE_BYTES
+    ):
         return record
     itemsize = np.dtype(record["dtype"]).itemsize
     if itemsize > 1 and len(data) % itemsize == 0:
@@ -101,8 +111,9 @@ def encode_value(record: Any) -> Any:
         blocks = [_deflate_plane(np.frombuffer(data, dtype=np.uint8))]
     if sum(len(b) for b in blocks) > len(data) - len(data) * MIN_SAVING:
         return record
-    packed = b"".join([_ZLIB_HEADER, *blocks, _FINAL_BLOCK,
-                       struct.pack(">I", zlib.adler32(content))])
+    packed = b"".join(
+        [_ZLIB_HEADER, *blocks, _FINAL_BLOCK, struct.pack(">I", zlib.adler32(content))]
+    )
     return {**record, "codec": codec, "data": packed}
 
 
@@ -123,7 +134,7 @@ def _worth_coding(plane: np.ndarray) -> bool:
     The prediction is the byte entropy of an evenly strided sample: a Huffman code
     needs at least that many bits per byte (and rarely much more).
     """
-    sample = plane[::max(1, plane.size // PLANE_SAMPLE_BYTES)][:PLANE_SAMPLE_BYTES]
+    sample = plane[:: max(1, plane.size // PLANE_SAMPLE_BYTES)][:PLANE_SAMPLE_BYTES]
     counts = np.bincount(sample, minlength=256)
     # Entropy in bits per byte: log2(n) - sum(c * log2(c)) / n.
     bits_per_byte = np.log2(sample.size) - _C_LOG2_C[counts].sum() / sample.size
@@ -131,15 +142,16 @@ def _worth_coding(plane: np.ndarray) -> bool:
 
 
 # c * log2(c) for every possible count of one byte value in a sample (0 for c = 0).
-_C_LOG2_C = np.concatenate([[0.0], np.arange(1, PLANE_SAMPLE_BYTES + 1)
-                            * np.log2(np.arange(1, PLANE_SAMPLE_BYTES + 1))])
+_C_LOG2_C = np.concatenate(
+    [[0.0], np.arange(1, PLANE_SAMPLE_BYTES + 1) * np.log2(np.arange(1, PLANE_SAMPLE_BYTES + 1))]
+)
 
 
 def _stored_blocks(data: memoryview) -> bytes:
     """``data`` as non-final stored deflate blocks (each at most 65,535 bytes)."""
     parts: list[bytes | memoryview] = []
     for start in range(0, len(data), _MAX_STORED_BLOCK):
-        chunk = data[start:start + _MAX_STORED_BLOCK]
+        chunk = data[start : start + _MAX_STORED_BLOCK]
         # Header byte: BFINAL 0, BTYPE 00 (stored), padded to the byte boundary.
         parts.append(struct.pack("<BHH", 0, len(chunk), len(chunk) ^ 0xFFFF))
         parts.append(chunk)
@@ -171,8 +183,12 @@ class SpareCoreCompression:
         cpu_time: The process's CPU time in seconds, all threads (`time.process_time`).
     """
 
-    def __init__(self, interval_s: float = 0.5, cores: int | None = None,
-                 cpu_time: Callable[[], float] = time.process_time) -> None:
+    def __init__(
+        self,
+        interval_s: float = 0.5,
+        cores: int | None = None,
+        cpu_time: Callable[[], float] = time.process_time,
+    ) -> None:
         self._interval_s = interval_s
         self._cores = cores or _available_cores()
         self._cpu_time = cpu_time

@@ -45,8 +45,14 @@ FLUSH_BYTES = 1 << 20
 # The order a flush writes the streams in: definitions before what refers to them, and
 # the graph traces before the executions, so that a run killed between two writes
 # loses calls rather than the traces of calls it kept.
-FLUSH_ORDER = (fmt.STREAM_METADATA, fmt.STREAM_SOURCE_FILES, fmt.STREAM_STACKS,
-               fmt.STREAM_GRAPHS, fmt.STREAM_GRAPH_TRACES, fmt.STREAM_EXECUTIONS)
+FLUSH_ORDER = (
+    fmt.STREAM_METADATA,
+    fmt.STREAM_SOURCE_FILES,
+    fmt.STREAM_STACKS,
+    fmt.STREAM_GRAPHS,
+    fmt.STREAM_GRAPH_TRACES,
+    fmt.STREAM_EXECUTIONS,
+)
 
 
 def new_run_id(now: float | None = None) -> str:
@@ -109,11 +115,21 @@ class DumpWriter:
         self.circular_buffer_size = int(circular_buffer_size)
         self.mode = run_info.get("tensor_debug_mode")
         self._rotation = SegmentRotation(self._run, self.circular_buffer_size)
-        self.watches_alerts = (self.circular_buffer_size > 0 if watch_alerts is None
-                              else bool(watch_alerts))
+        self.watches_alerts = (
+            self.circular_buffer_size > 0 if watch_alerts is None else bool(watch_alerts)
+        )
         self._files = self._run.files
-        self._next_id = {kind: 0 for kind in (fmt.KIND_DEVICE, fmt.KIND_FILE, fmt.KIND_FRAME,
-                                               fmt.KIND_STACK, fmt.KIND_GRAPH, fmt.KIND_OP)}
+        self._next_id = {
+            kind: 0
+            for kind in (
+                fmt.KIND_DEVICE,
+                fmt.KIND_FILE,
+                fmt.KIND_FRAME,
+                fmt.KIND_STACK,
+                fmt.KIND_GRAPH,
+                fmt.KIND_OP,
+            )
+        }
         self.num_executions = 0
         self.num_traces = 0
         self._closed = False
@@ -138,8 +154,11 @@ class DumpWriter:
         self._flusher: threading.Thread | None = None
         if flush_interval_s is not None:
             self._flusher = threading.Thread(
-                target=self._flush_periodically, args=(flush_interval_s,),
-                name="tfdbg-tui-dump-flush", daemon=True)
+                target=self._flush_periodically,
+                args=(flush_interval_s,),
+                name="tfdbg-tui-dump-flush",
+                daemon=True,
+            )
             self._flusher.start()
 
     # -- files -------------------------------------------------------------------------
@@ -156,9 +175,14 @@ class DumpWriter:
             return
         function, call = self._latest_call or (None, None)
         stop = recording_stop.make_stop(
-            error, getattr(error, "filename", None) or path, self.path,
-            executions=self.num_executions, traces=self.num_traces,
-            function=function, call=call)
+            error,
+            getattr(error, "filename", None) or path,
+            self.path,
+            executions=self.num_executions,
+            traces=self.num_traces,
+            function=function,
+            call=call,
+        )
         self._stopped = stop
         self._stop.set()
         for file in self._files.values():
@@ -170,8 +194,7 @@ class DumpWriter:
             self._files[fmt.STREAM_METADATA].write_now(stop.notice_record())
         except OSError as again:
             written = False
-            logger.debug("tfdbg-tui: the recording_stopped notice was not written: %s",
-                         again)
+            logger.debug("tfdbg-tui: the recording_stopped notice was not written: %s", again)
         logger.warning(stop.warning(self.path, written))
 
     @property
@@ -198,9 +221,14 @@ class DumpWriter:
         else:
             self._traces = None
 
-    def _append(self, stream: str, record: dict[str, Any], *,
-                encode: Callable[[dict[str, Any]], None] | None = None,
-                size_hint: int = 0) -> None:
+    def _append(
+        self,
+        stream: str,
+        record: dict[str, Any],
+        *,
+        encode: Callable[[dict[str, Any]], None] | None = None,
+        size_hint: int = 0,
+    ) -> None:
         if self._closed:
             raise RuntimeError(f"dump writer for run {self.run_id} is closed")
         if self._stopped is not None:
@@ -238,8 +266,12 @@ class DumpWriter:
                 return
             for stream in FLUSH_ORDER:
                 file = self._files[stream]
-                if hold and file.untouched and self._run.store.remote \
-                        and not self._rotation.bounds(stream):
+                if (
+                    hold
+                    and file.untouched
+                    and self._run.store.remote
+                    and not self._rotation.bounds(stream)
+                ):
                     continue  # a part of a header alone: one more object to read
                 try:
                     if self._rotation.rotates(stream):
@@ -264,12 +296,14 @@ class DumpWriter:
             if self._closed:
                 return
             if clean and self._stopped is None:
-                self._files[fmt.STREAM_METADATA].append({
-                    "k": fmt.KIND_END,
-                    "time": time.time(),
-                    "num_executions": self.num_executions,
-                    "num_traces": self.num_traces,
-                })
+                self._files[fmt.STREAM_METADATA].append(
+                    {
+                        "k": fmt.KIND_END,
+                        "time": time.time(),
+                        "num_executions": self.num_executions,
+                        "num_traces": self.num_traces,
+                    }
+                )
             self.flush()
             for stream in fmt.STREAMS:
                 self._files[stream].close(flush=False)
@@ -285,20 +319,29 @@ class DumpWriter:
             self._append(fmt.STREAM_METADATA, {"k": fmt.KIND_DEVICE, "id": ident, "name": name})
             return ident
 
-    def add_source_file(self, path: str, lines: Sequence[str] | None, *, library: bool,
-                        omitted: str | None = None) -> int:
+    def add_source_file(
+        self, path: str, lines: Sequence[str] | None, *, library: bool, omitted: str | None = None
+    ) -> int:
         """Define a source file; ``lines`` is its snapshot, None when ``omitted`` says why."""
         with self._lock:
             ident = self._allocate(fmt.KIND_FILE)
-            self._append(fmt.STREAM_SOURCE_FILES, {
-                "k": fmt.KIND_FILE, "id": ident, "path": path, "host": socket.gethostname(),
-                "lines": list(lines) if lines is not None else None,
-                "library": bool(library), "omitted": omitted,
-            })
+            self._append(
+                fmt.STREAM_SOURCE_FILES,
+                {
+                    "k": fmt.KIND_FILE,
+                    "id": ident,
+                    "path": path,
+                    "host": socket.gethostname(),
+                    "lines": list(lines) if lines is not None else None,
+                    "library": bool(library),
+                    "omitted": omitted,
+                },
+            )
             return ident
 
-    def add_frame(self, file_id: int, line: int, function: str,
-                  span: tuple[int, int, int] | None = None) -> int:
+    def add_frame(
+        self, file_id: int, line: int, function: str, span: tuple[int, int, int] | None = None
+    ) -> int:
         """Define a frame; ``span`` is its expression's (column, end line, end column)."""
         record = {"k": fmt.KIND_FRAME, "file": file_id, "line": int(line), "func": function}
         if span is not None:
@@ -312,32 +355,53 @@ class DumpWriter:
         """Define a stack: frame ids from the outermost call to the innermost."""
         with self._lock:
             ident = self._allocate(fmt.KIND_STACK)
-            self._append(fmt.STREAM_STACKS, {
-                "k": fmt.KIND_STACK, "id": ident, "frames": list(frame_ids)})
+            self._append(
+                fmt.STREAM_STACKS, {"k": fmt.KIND_STACK, "id": ident, "frames": list(frame_ids)}
+            )
             return ident
 
-    def add_graph(self, name: str | None, outer_graph_id: int | None, *,
-                  function_name: str | None = None) -> int:
+    def add_graph(
+        self, name: str | None, outer_graph_id: int | None, *, function_name: str | None = None
+    ) -> int:
         """Define a graph; ``function_name`` is the name eager calls of it carry."""
         with self._lock:
             ident = self._allocate(fmt.KIND_GRAPH)
-            self._append(fmt.STREAM_GRAPHS, {
-                "k": fmt.KIND_GRAPH, "id": ident, "name": name, "outer": outer_graph_id,
-                "function": function_name})
+            self._append(
+                fmt.STREAM_GRAPHS,
+                {
+                    "k": fmt.KIND_GRAPH,
+                    "id": ident,
+                    "name": name,
+                    "outer": outer_graph_id,
+                    "function": function_name,
+                },
+            )
             return ident
 
     def set_graph_function_name(self, graph_id: int, function_name: str) -> None:
         """Record (again) a graph, now with the function name its eager calls carry."""
         with self._lock:
-            self._append(fmt.STREAM_GRAPHS, {
-                "k": fmt.KIND_GRAPH, "id": graph_id, "function": function_name,
-                "update": True})
+            self._append(
+                fmt.STREAM_GRAPHS,
+                {"k": fmt.KIND_GRAPH, "id": graph_id, "function": function_name, "update": True},
+            )
 
-    def add_op(self, *, graph_id: int, op_type: str, op_name: str, inputs: Sequence[str],
-               num_outputs: int, output_dtypes: Sequence[int], device_id: int | None,
-               stack_id: int | None, trace_points: Sequence[int | None],
-               layer: str | None = None, variable: str | None = None,
-               constant_nan: bool = False) -> int:
+    def add_op(
+        self,
+        *,
+        graph_id: int,
+        op_type: str,
+        op_name: str,
+        inputs: Sequence[str],
+        num_outputs: int,
+        output_dtypes: Sequence[int],
+        device_id: int | None,
+        stack_id: int | None,
+        trace_points: Sequence[int | None],
+        layer: str | None = None,
+        variable: str | None = None,
+        constant_nan: bool = False,
+    ) -> int:
         """Define an op created in a graph.
 
         Args:
@@ -355,10 +419,18 @@ class DumpWriter:
         with self._lock:
             ident = self._allocate(fmt.KIND_OP)
             record = {
-                "k": fmt.KIND_OP, "id": ident, "graph": graph_id, "type": op_type,
-                "name": op_name, "inputs": list(inputs), "num_outputs": int(num_outputs),
-                "dtypes": list(output_dtypes), "device": device_id, "stack": stack_id,
-                "tps": list(trace_points)}
+                "k": fmt.KIND_OP,
+                "id": ident,
+                "graph": graph_id,
+                "type": op_type,
+                "name": op_name,
+                "inputs": list(inputs),
+                "num_outputs": int(num_outputs),
+                "dtypes": list(output_dtypes),
+                "device": device_id,
+                "stack": stack_id,
+                "tps": list(trace_points),
+            }
             if layer is not None:
                 record["layer"] = layer
             if variable is not None:
@@ -368,17 +440,30 @@ class DumpWriter:
             self._append(fmt.STREAM_GRAPHS, record)
             return ident
 
-    def add_notice(self, kind: str, message: str, *, level: str = fmt.NOTICE_WARNING,
-                   details: dict[str, Any] | None = None) -> None:
+    def add_notice(
+        self,
+        kind: str,
+        message: str,
+        *,
+        level: str = fmt.NOTICE_WARNING,
+        details: dict[str, Any] | None = None,
+    ) -> None:
         """Record a notice (docs/format.md, `notice`): something the user should know
         about this recording. ``message`` is one line; ``details`` holds plain values."""
         with self._lock:
             if self._closed:
                 return
-            self._append(fmt.STREAM_METADATA, {
-                "k": fmt.KIND_NOTICE, "kind": kind, "level": level,
-                "message": " ".join(message.split()), "details": dict(details or {}),
-                "t": time.time()})
+            self._append(
+                fmt.STREAM_METADATA,
+                {
+                    "k": fmt.KIND_NOTICE,
+                    "kind": kind,
+                    "level": level,
+                    "message": " ".join(message.split()),
+                    "details": dict(details or {}),
+                    "t": time.time(),
+                },
+            )
 
     def add_watch_record(self, kind: str, fields: dict[str, Any]) -> None:
         """Record one of the watch tier's records (docs/format.md, `watch_site`,
@@ -391,13 +476,22 @@ class DumpWriter:
 
     # -- events --------------------------------------------------------------------------
 
-    def add_execution(self, *, op_type: str, graph_id: int | None, input_ids: Sequence[int],
-                      output_ids: Sequence[int], device_ids: Sequence[int],
-                      output_dtypes: Sequence[int], stack_id: int | None,
-                      summaries: Sequence[Sequence[float] | None] | None = None,
-                      values: Sequence[dict[str, Any] | None] | None = None,
-                      time_s: float | None = None, call_ordinal: int | None = None,
-                      thread: str | None = None) -> int:
+    def add_execution(
+        self,
+        *,
+        op_type: str,
+        graph_id: int | None,
+        input_ids: Sequence[int],
+        output_ids: Sequence[int],
+        device_ids: Sequence[int],
+        output_dtypes: Sequence[int],
+        stack_id: int | None,
+        summaries: Sequence[Sequence[float] | None] | None = None,
+        values: Sequence[dict[str, Any] | None] | None = None,
+        time_s: float | None = None,
+        call_ordinal: int | None = None,
+        thread: str | None = None,
+    ) -> int:
         """Record one eager execution (an op or a function call); returns its index.
 
         ``values`` (FULL_TENSOR, `tensor_value_record` results) are compressed when
@@ -415,20 +509,31 @@ class DumpWriter:
                 self._latest_call = (fmt.step_function_name(op_type), int(call_ordinal))
             # Only the first alert matters: later records are not inspected.
             if self.seeking_alert and (
-                    summaries_alert(self.mode, summaries) if values is None
-                    else values_alert(values)):
+                summaries_alert(self.mode, summaries) if values is None else values_alert(values)
+            ):
                 self._rotation.note_alert(fmt.STREAM_EXECUTIONS, index, index)
             if self._stopped is None:
                 chunk = self._execution_chunk(index)
-                chunk.add(op_type=op_type, graph_id=graph_id, input_ids=input_ids,
-                          output_ids=output_ids, device_ids=device_ids,
-                          output_dtypes=output_dtypes, stack_id=stack_id,
-                          summaries=summaries, values=values,
-                          time_s=time.time() if time_s is None else time_s,
-                          call_ordinal=call_ordinal, thread=thread)
+                chunk.add(
+                    op_type=op_type,
+                    graph_id=graph_id,
+                    input_ids=input_ids,
+                    output_ids=output_ids,
+                    device_ids=device_ids,
+                    output_dtypes=output_dtypes,
+                    stack_id=stack_id,
+                    summaries=summaries,
+                    values=values,
+                    time_s=time.time() if time_s is None else time_s,
+                    call_ordinal=call_ordinal,
+                    thread=thread,
+                )
             self.num_executions = index + 1
-            if self._chunk is not None and self._chunk.estimated_bytes >= FLUSH_BYTES \
-                    and not self._rotation.bounds(fmt.STREAM_EXECUTIONS):
+            if (
+                self._chunk is not None
+                and self._chunk.estimated_bytes >= FLUSH_BYTES
+                and not self._rotation.bounds(fmt.STREAM_EXECUTIONS)
+            ):
                 self._flush(hold=True)
             self._count_and_rotate(fmt.STREAM_EXECUTIONS, 1, index)
             return index
@@ -441,11 +546,12 @@ class DumpWriter:
         """
         chunk = self._chunk
         if chunk is None or chunk.sealed or chunk.full:
-            width = (len(fmt.ROW_COLUMNS[self.mode])
-                     if self.mode in fmt.ROW_COLUMNS and self.mode != fmt.FULL_TENSOR
-                     else 0)
-            chunk = self._chunk = ExecutionChunk(index, width,
-                                                 self.mode in fmt.MAGNITUDE_MODES)
+            width = (
+                len(fmt.ROW_COLUMNS[self.mode])
+                if self.mode in fmt.ROW_COLUMNS and self.mode != fmt.FULL_TENSOR
+                else 0
+            )
+            chunk = self._chunk = ExecutionChunk(index, width, self.mode in fmt.MAGNITUDE_MODES)
 
             def pack(record: dict[str, Any], chunk: ExecutionChunk = chunk) -> None:
                 chunk.pack_into(record)
@@ -455,9 +561,15 @@ class DumpWriter:
             self._files[fmt.STREAM_EXECUTIONS].append({}, encode=pack)
         return chunk
 
-    def add_traces(self, trace_points: np.ndarray, *, summaries: np.ndarray | None = None,
-                   values: Sequence[dict[str, Any]] | None = None,
-                   step: int | None = None, alert: bool | None = None) -> int:
+    def add_traces(
+        self,
+        trace_points: np.ndarray,
+        *,
+        summaries: np.ndarray | None = None,
+        values: Sequence[dict[str, Any]] | None = None,
+        step: int | None = None,
+        alert: bool | None = None,
+    ) -> int:
         """Record a chunk of graph execution traces, in execution order.
 
         Args:
@@ -483,8 +595,11 @@ class DumpWriter:
             if not self.seeking_alert:
                 alert = False
             elif alert is None:
-                alert = (summaries_alert(self.mode, summaries) if values is None
-                         else values_alert(values))
+                alert = (
+                    summaries_alert(self.mode, summaries)
+                    if values is None
+                    else values_alert(values)
+                )
             if alert:
                 self._rotation.note_alert(fmt.STREAM_GRAPH_TRACES, first, step)
             if self._rotation.due_before(fmt.STREAM_GRAPH_TRACES, step):
@@ -500,18 +615,23 @@ class DumpWriter:
                 raise RuntimeError(f"dump writer for run {self.run_id} is closed")
             if self._stopped is None and n:
                 chunk = self._trace_chunk(first, cols, values)
-                kept = (values if values is None or isinstance(values, DeferredValues)
-                        else list(values))
+                kept = (
+                    values if values is None or isinstance(values, DeferredValues) else list(values)
+                )
                 chunk.add(tps, cols, kept, step)
             self.num_traces = first + n
-            if self._traces is not None and self._traces.estimated_bytes >= FLUSH_BYTES \
-                    and not self._rotation.bounds(fmt.STREAM_GRAPH_TRACES):
+            if (
+                self._traces is not None
+                and self._traces.estimated_bytes >= FLUSH_BYTES
+                and not self._rotation.bounds(fmt.STREAM_GRAPH_TRACES)
+            ):
                 self._flush(hold=True)
             self._count_and_rotate(fmt.STREAM_GRAPH_TRACES, n, step)
             return first
 
-    def _trace_chunk(self, first: int, summaries: np.ndarray | None,
-                     values: Sequence[Any] | None) -> TraceChunk:
+    def _trace_chunk(
+        self, first: int, summaries: np.ndarray | None, values: Sequence[Any] | None
+    ) -> TraceChunk:
         """The open chunk of traces, or a new one from ``first`` on (as
         `_execution_chunk`)."""
         chunk = self._traces

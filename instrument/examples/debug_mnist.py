@@ -36,30 +36,50 @@ BAD_BATCH_SCALE = 1000.0
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Train a digit classifier that runs into log(0); optionally dump it "
-                    "for tfdbg-tui.")
+        "for tfdbg-tui."
+    )
     parser.add_argument("--max_steps", type=int, default=10, help="training steps")
     parser.add_argument("--train_batch_size", type=int, default=100)
     parser.add_argument("--hidden_size", type=int, default=100, help="units of the hidden layer")
     parser.add_argument("--learning_rate", type=float, default=0.05)
-    parser.add_argument("--init_stddev", type=float, default=0.1,
-                        help="stddev of the initial weights")
+    parser.add_argument(
+        "--init_stddev", type=float, default=0.1, help="stddev of the initial weights"
+    )
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--fix", action="store_true",
-                        help="clip the probabilities before the log: the model then trains")
-    parser.add_argument("--bad_batch_step", type=int, default=-1,
-                        help="at this step, train on one corrupt batch (pixels 1000 times "
-                             "too bright), as a data glitch would (default: never)")
-    parser.add_argument("--dump_dir", default="",
-                        help="write a tfdbg-tui dump into this logdir (off when empty)")
-    parser.add_argument("--dump_tensor_debug_mode", default="FULL_HEALTH",
-                        help="NO_TENSOR, CURT_HEALTH, CONCISE_HEALTH, FULL_HEALTH, SHAPE, "
-                             "FULL_TENSOR, or FULL_STATS: FULL_HEALTH's counts plus min, "
-                             "max, mean and std of the finite elements")
-    parser.add_argument("--dump_circular_buffer_size", type=int, default=-1,
-                        help="keep only the latest N executions and traces (N <= 0: all), "
-                             "and the first NaN's window")
-    parser.add_argument("--dump_stop_on_alert", action="store_true",
-                        help="stop at the first NaN or infinity (instrument.NonFiniteError)")
+    parser.add_argument(
+        "--fix",
+        action="store_true",
+        help="clip the probabilities before the log: the model then trains",
+    )
+    parser.add_argument(
+        "--bad_batch_step",
+        type=int,
+        default=-1,
+        help="at this step, train on one corrupt batch (pixels 1000 times "
+        "too bright), as a data glitch would (default: never)",
+    )
+    parser.add_argument(
+        "--dump_dir", default="", help="write a tfdbg-tui dump into this logdir (off when empty)"
+    )
+    parser.add_argument(
+        "--dump_tensor_debug_mode",
+        default="FULL_HEALTH",
+        help="NO_TENSOR, CURT_HEALTH, CONCISE_HEALTH, FULL_HEALTH, SHAPE, "
+        "FULL_TENSOR, or FULL_STATS: FULL_HEALTH's counts plus min, "
+        "max, mean and std of the finite elements",
+    )
+    parser.add_argument(
+        "--dump_circular_buffer_size",
+        type=int,
+        default=-1,
+        help="keep only the latest N executions and traces (N <= 0: all), "
+        "and the first NaN's window",
+    )
+    parser.add_argument(
+        "--dump_stop_on_alert",
+        action="store_true",
+        help="stop at the first NaN or infinity (instrument.NonFiniteError)",
+    )
     return parser.parse_args(argv)
 
 
@@ -85,9 +105,11 @@ def main(argv: list[str] | None = None) -> int:
         import instrument
 
         instrument.enable_dump_debug_info(
-            args.dump_dir, tensor_debug_mode=args.dump_tensor_debug_mode,
+            args.dump_dir,
+            tensor_debug_mode=args.dump_tensor_debug_mode,
             circular_buffer_size=args.dump_circular_buffer_size,
-            stop_on_alert=args.dump_stop_on_alert)
+            stop_on_alert=args.dump_stop_on_alert,
+        )
 
     tf.random.set_seed(args.seed)
 
@@ -96,8 +118,9 @@ def main(argv: list[str] | None = None) -> int:
 
         def __init__(self, fan_in: int, fan_out: int, activation=None, name=None):
             super().__init__(name=name)
-            self.w = tf.Variable(tf.random.normal([fan_in, fan_out], stddev=args.init_stddev),
-                                 name="weights")
+            self.w = tf.Variable(
+                tf.random.normal([fan_in, fan_out], stddev=args.init_stddev), name="weights"
+            )
             self.b = tf.Variable(tf.zeros([fan_out]), name="biases")
             self.activation = activation
 

@@ -28,14 +28,21 @@ BATCH = 4
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Train a small regression in float32 or float16; optionally dump it "
-                    "for tfdbg-tui.")
-    parser.add_argument("--dtype", choices=("float32", "float16"), default="float32",
-                        help="the dtype the model computes in")
+        "for tfdbg-tui."
+    )
+    parser.add_argument(
+        "--dtype",
+        choices=("float32", "float16"),
+        default="float32",
+        help="the dtype the model computes in",
+    )
     parser.add_argument("--max_steps", type=int, default=5, help="training steps")
-    parser.add_argument("--dump_dir", default=None,
-                        help="write a tfdbg-tui dump of the run into this logdir")
-    parser.add_argument("--dump_tensor_debug_mode", default="FULL_HEALTH",
-                        help="tensor debug mode of the dump")
+    parser.add_argument(
+        "--dump_dir", default=None, help="write a tfdbg-tui dump of the run into this logdir"
+    )
+    parser.add_argument(
+        "--dump_tensor_debug_mode", default="FULL_HEALTH", help="tensor debug mode of the dump"
+    )
     return parser.parse_args(argv)
 
 
@@ -46,9 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.dump_dir:
         import instrument
 
-        instrument.enable_dump_debug_info(args.dump_dir,
-                                          tensor_debug_mode=args.dump_tensor_debug_mode,
-                                          circular_buffer_size=-1)
+        instrument.enable_dump_debug_info(
+            args.dump_dir, tensor_debug_mode=args.dump_tensor_debug_mode, circular_buffer_size=-1
+        )
     dtype = tf.as_dtype(args.dtype)
     weights = tf.Variable(tf.fill([FEATURES, FEATURES], 0.2), name="weights")
     readout = tf.Variable(tf.fill([FEATURES, 1], 0.01), name="readout")
@@ -60,10 +67,10 @@ def main(argv: list[str] | None = None) -> int:
             energy = tf.reduce_sum(tf.square(h), axis=1)
             prediction = tf.matmul(h, tf.cast(readout, dtype))
             error = tf.cast(prediction, tf.float32) - y
-            loss = tf.reduce_mean(tf.square(error)) + \
-                1e-6 * tf.reduce_mean(tf.cast(energy, tf.float32))
-        for variable, gradient in zip((weights, readout),
-                                      tape.gradient(loss, [weights, readout])):
+            loss = tf.reduce_mean(tf.square(error)) + 1e-6 * tf.reduce_mean(
+                tf.cast(energy, tf.float32)
+            )
+        for variable, gradient in zip((weights, readout), tape.gradient(loss, [weights, readout])):
             variable.assign_sub(1e-7 * gradient)
         return loss
 

@@ -16,16 +16,25 @@ from instrument.summaries.host_rows import host_row
 from instrument.summaries.raw_rows import FORM_SIGN_SUMS, FORM_V1, RAW_WIDTH, shape_row
 from reader import format as fmt
 
-__all__ = ["RAW_WIDTH", "SUMMARY_MODES", "TensorFilter", "eager_summary", "format_rows",
-           "trace_points_of"]
+__all__ = [
+    "RAW_WIDTH",
+    "SUMMARY_MODES",
+    "TensorFilter",
+    "eager_summary",
+    "format_rows",
+    "trace_points_of",
+]
 
 # Modes whose traces carry a summary row.
 SUMMARY_MODES = fmt.HEALTH_MODES + (fmt.SHAPE,)
 
 # Raw columns that are already the format's, per mode whose rows take one form: those
 # of DebugNumericSummaryV2 that the format keeps.
-_PLAIN_COLUMNS = {mode: columns for mode, columns in fmt.TF_SUMMARY_KEPT_COLUMNS.items()
-                  if mode != fmt.FULL_HEALTH}
+_PLAIN_COLUMNS = {
+    mode: columns
+    for mode, columns in fmt.TF_SUMMARY_KEPT_COLUMNS.items()
+    if mode != fmt.FULL_HEALTH
+}
 # FORM_V1 columns (after the trace point and the form) in FULL_STATS order.
 _V1_ORDER = [12, 13, 1, 3, 7, 2, 4, 5, 6, 8, 9, 10, 11]
 
@@ -50,8 +59,13 @@ def format_rows(mode: str, raw: np.ndarray) -> np.ndarray:
             if v1.any():
                 out[v1, :9] = raw[v1][:, [2 + c for c in _V1_ORDER[:9]]]
                 magnitude[v1] = np.maximum(np.abs(raw[v1, 10]), magnitude[v1])
-            keep = (out[:, 3] == 0) & (out[:, 4] == 0) & (out[:, 5] == 0) & (out[:, 2] > 0) \
+            keep = (
+                (out[:, 3] == 0)
+                & (out[:, 4] == 0)
+                & (out[:, 5] == 0)
+                & (out[:, 2] > 0)
                 & np.isfinite(magnitude)
+            )
         out[:, 9] = np.where(keep, magnitude, np.nan)
         return out
     # FULL_STATS: min, max, mean, then std from m2 (or from the variance, FORM_V1).
@@ -83,8 +97,12 @@ class TensorFilter:
             are traced, or those for which this callable, given a ``tf.DType``, is true.
     """
 
-    def __init__(self, mode: str, op_regex: Any = None,
-                 tensor_dtypes: Sequence[Any] | Callable[[Any], bool] | None = None) -> None:
+    def __init__(
+        self,
+        mode: str,
+        op_regex: Any = None,
+        tensor_dtypes: Sequence[Any] | Callable[[Any], bool] | None = None,
+    ) -> None:
         import re
 
         from tensorflow.python.framework import dtypes

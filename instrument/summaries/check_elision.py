@@ -35,13 +35,33 @@ from instrument.tf_internals.graph_edits import copy_op
 
 # Elementwise ops of one tensor input (input 0) whose output holds exactly its
 # elements, or a function of each that keeps NaN and infinity non-finite.
-_SAME_ELEMENTS = frozenset({
-    "Identity", "Snapshot", "StopGradient", "PreventGradient", "Reshape", "Squeeze",
-    "ExpandDims", "Transpose", "Neg", "Abs", "Square", "Sqrt", "Log", "Cast",
-})
+_SAME_ELEMENTS = frozenset(
+    {
+        "Identity",
+        "Snapshot",
+        "StopGradient",
+        "PreventGradient",
+        "Reshape",
+        "Squeeze",
+        "ExpandDims",
+        "Transpose",
+        "Neg",
+        "Abs",
+        "Square",
+        "Sqrt",
+        "Log",
+        "Cast",
+    }
+)
 # Binary elementwise ops with broadcasting: the inputs that carry a non-finite value.
-_BROADCASTING = {"Add": (0, 1), "AddV2": (0, 1), "Sub": (0, 1), "Mul": (0, 1),
-                 "SquaredDifference": (0, 1), "RealDiv": (0,)}
+_BROADCASTING = {
+    "Add": (0, 1),
+    "AddV2": (0, 1),
+    "Sub": (0, 1),
+    "Mul": (0, 1),
+    "SquaredDifference": (0, 1),
+    "RealDiv": (0,),
+}
 # Reductions where each input element adds into one output element (input 0).
 _SUMS = frozenset({"Sum", "Mean", "BiasAddGrad", "L2Loss"})
 # Ops whose output holds every element of each tensor input (the axis is not one).
@@ -69,8 +89,11 @@ def covered_checks(tensors: Sequence[Any | None]) -> list[bool]:
         for op in tensor.consumers():
             if not op.outputs or checked.get(_key(op.outputs[0]), i) == i:
                 continue
-            if any(_carries(op, position) for position, source in enumerate(op.inputs)
-                   if source is tensor):
+            if any(
+                _carries(op, position)
+                for position, source in enumerate(op.inputs)
+                if source is tensor
+            ):
                 flags[i] = True
                 break
     return flags
@@ -103,7 +126,8 @@ def _carries(op: Any, position: int) -> bool:
         return position == 0 or _nonempty(output)
     if kind in _BROADCASTING:
         return position in _BROADCASTING[kind] and _reaches_output(
-            op.inputs[position], op.inputs[1 - position], output)
+            op.inputs[position], op.inputs[1 - position], output
+        )
     if kind == "MatMul":
         return _matmul_carries(op, position)
     return False
@@ -153,8 +177,9 @@ def _matmul_carries(op: Any, position: int) -> bool:
 
 
 # Pure, deterministic ops of one output that `Recomputer` may repeat.
-_RECOMPUTABLE = (_SAME_ELEMENTS | set(_BROADCASTING) | _SUMS | _JOINS
-                 | {"AddN", "BiasAdd", "MatMul", "Relu"})
+_RECOMPUTABLE = (
+    _SAME_ELEMENTS | set(_BROADCASTING) | _SUMS | _JOINS | {"AddN", "BiasAdd", "MatMul", "Relu"}
+)
 # How many ops deep a recomputation may go before it reads a tensor as it is.
 _MAX_DEPTH = 8
 
@@ -179,8 +204,7 @@ class Recomputer:
         if key not in self._done:
             op = tensor.op
             copy = None
-            if (op.type in _RECOMPUTABLE and len(op.outputs) == 1
-                    and not op.op_def.is_stateful):
+            if op.type in _RECOMPUTABLE and len(op.outputs) == 1 and not op.op_def.is_stateful:
                 copy = copy_op(op, [self.tensor(t, depth + 1) for t in op.inputs])
             self._done[key] = tensor if copy is None else copy.outputs[0]
         return self._done[key]

@@ -30,8 +30,7 @@ def host_row(mode: str, dtype: float, value: np.ndarray) -> list[float]:
         number = float(value)  # exact for every float dtype
         if mode == fmt.CURT_HEALTH:
             return [0.0 if math.isfinite(number) else 1.0]
-        return [1.0, float(number == -math.inf), float(number == math.inf),
-                float(number != number)]
+        return [1.0, float(number == -math.inf), float(number == math.inf), float(number != number)]
     x = value.reshape(-1)
     if x.dtype not in (np.float32, np.float64):
         x = x.astype(np.float32)
@@ -52,8 +51,17 @@ def host_row(mode: str, dtype: float, value: np.ndarray) -> list[float]:
     tiny = np.finfo(x.dtype).tiny
     neg = int(np.count_nonzero(x <= -tiny))
     pos = int(np.count_nonzero(x >= tiny))
-    row = [dtype, float(value.ndim), float(size), float(neg_inf), float(pos_inf),
-           float(nan), float(neg), float(x.size - neg - pos), float(pos)]
+    row = [
+        dtype,
+        float(value.ndim),
+        float(size),
+        float(neg_inf),
+        float(pos_inf),
+        float(nan),
+        float(neg),
+        float(x.size - neg - pos),
+        float(pos),
+    ]
     if mode == fmt.FULL_HEALTH:
         # Its magnitude (`fmt.MAGNITUDE_COLUMN`), subnormals as zero like the counts.
         largest = float(np.abs(x).max()) if all_finite and x.size else math.nan

@@ -55,12 +55,11 @@ FLOAT32_EXACT_COUNT = 1 << 24
 def shape_row(dtype: float, shape: list[int]) -> list[float]:
     """A SHAPE row's columns as DebugNumericSummaryV2 lays them out: dtype, rank, size,
     then the last `fmt.MAX_SHAPE_RANK` dimensions followed by zeros."""
-    dims = [float(d) for d in shape[-fmt.MAX_SHAPE_RANK:]] if shape else []
+    dims = [float(d) for d in shape[-fmt.MAX_SHAPE_RANK :]] if shape else []
     size = 1.0
     for d in shape:
         size *= d
-    return [dtype, float(len(shape)), float(size)] + dims + [0.0] * (
-        fmt.MAX_SHAPE_RANK - len(dims))
+    return [dtype, float(len(shape)), float(size)] + dims + [0.0] * (fmt.MAX_SHAPE_RANK - len(dims))
 
 
 def on_gpu(tensor: Any) -> bool:
@@ -90,8 +89,12 @@ def _kernel(tensor: Any, mode: str, trace_point: int) -> Any:
     from tensorflow.python.ops import gen_debug_ops
 
     return gen_debug_ops.debug_numeric_summary_v2(
-        tensor, output_dtype=dtypes.float64, tensor_debug_mode=TENSOR_DEBUG_MODE_ENUM[mode],
-        tensor_id=trace_point, name="tfdbg_tui_summary")
+        tensor,
+        output_dtype=dtypes.float64,
+        tensor_debug_mode=TENSOR_DEBUG_MODE_ENUM[mode],
+        tensor_id=trace_point,
+        name="tfdbg_tui_summary",
+    )
 
 
 def exact_row(mode: str, tensor: Any, trace_point: int) -> Any:
@@ -99,8 +102,13 @@ def exact_row(mode: str, tensor: Any, trace_point: int) -> Any:
     if mode == fmt.FULL_HEALTH:
         from tensorflow.python.ops import array_ops
 
-        return _concat([_kernel(tensor, mode, trace_point), array_ops.reshape(
-            largest_magnitude(tensor), [1]), float64_constant([0.0] * 4)])
+        return _concat(
+            [
+                _kernel(tensor, mode, trace_point),
+                array_ops.reshape(largest_magnitude(tensor), [1]),
+                float64_constant([0.0] * 4),
+            ]
+        )
     if mode != fmt.FULL_STATS:
         return _kernel(tensor, mode, trace_point)
     if on_gpu(tensor):
@@ -120,12 +128,19 @@ def _v1_row(tensor: Any, trace_point: int) -> Any:
     # op has no float16 or bfloat16 kernel: those are summarised as float32, and their
     # own dtype takes the place of float32's.
     wide = as_wide(tensor)
-    v1 = gen_debug_ops.debug_numeric_summary(wide, tensor_name="tfdbg_tui:0",
-                                             name="tfdbg_tui_stats")
+    v1 = gen_debug_ops.debug_numeric_summary(
+        wide, tensor_name="tfdbg_tui:0", name="tfdbg_tui_stats"
+    )
     if wide is tensor:  # its own dtype column is right (its shape follows: cut)
         return _concat([float64_constant([float(trace_point), FORM_V1]), v1[:14]])
-    return _concat([float64_constant([float(trace_point), FORM_V1]), v1[:12],
-                    float64_constant([dtype]), v1[13:14]])
+    return _concat(
+        [
+            float64_constant([float(trace_point), FORM_V1]),
+            v1[:12],
+            float64_constant([dtype]),
+            v1[13:14],
+        ]
+    )
 
 
 def finite_row(mode: str, tensor: Any, trace_point: int) -> tuple[Any, Any]:
@@ -137,31 +152,51 @@ def finite_row(mode: str, tensor: Any, trace_point: int) -> tuple[Any, Any]:
     if mode == fmt.CURT_HEALTH:
         return float64_constant([float(trace_point), 0.0]), None
     static_size = tensor.shape.num_elements()
-    size = (float64_constant([float(static_size)]) if static_size is not None
-            else _f64(array_ops.reshape(array_ops.size(tensor, out_type=dtypes.int64), [1])))
+    size = (
+        float64_constant([float(static_size)])
+        if static_size is not None
+        else _f64(array_ops.reshape(array_ops.size(tensor, out_type=dtypes.int64), [1]))
+    )
     if mode == fmt.CONCISE_HEALTH:
-        return _concat([float64_constant([float(trace_point)]), size,
-                        float64_constant([0.0, 0.0, 0.0])]), None
+        return _concat(
+            [float64_constant([float(trace_point)]), size, float64_constant([0.0, 0.0, 0.0])]
+        ), None
     x = as_wide(tensor)
     signs = math_ops.sign(x)
     large = static_size is None or static_size > FLOAT32_EXACT_COUNT
     if large and x.dtype.base_dtype != dtypes.float64:
         signs = math_ops.cast(signs, dtypes.float64)
-    sums = _f64(array_ops_stack.stack([math_ops.reduce_sum(signs),
-                                 math_ops.reduce_sum(math_ops.abs(signs))]))
+    sums = _f64(
+        array_ops_stack.stack(
+            [math_ops.reduce_sum(signs), math_ops.reduce_sum(math_ops.abs(signs))]
+        )
+    )
     rank = tensor.shape.rank
-    rank = float64_constant([float(rank)]) if rank is not None else _f64(
-        array_ops.reshape(array_ops.rank(tensor), [1]))
-    columns = [float64_constant([float(trace_point), FORM_SIGN_SUMS,
-                                 float(tensor.dtype.as_datatype_enum)]), rank, size,
-               float64_constant([0.0, 0.0, 0.0]), sums, float64_constant([0.0])]
+    rank = (
+        float64_constant([float(rank)])
+        if rank is not None
+        else _f64(array_ops.reshape(array_ops.rank(tensor), [1]))
+    )
+    columns = [
+        float64_constant(
+            [float(trace_point), FORM_SIGN_SUMS, float(tensor.dtype.as_datatype_enum)]
+        ),
+        rank,
+        size,
+        float64_constant([0.0, 0.0, 0.0]),
+        sums,
+        float64_constant([0.0]),
+    ]
     if mode == fmt.FULL_HEALTH:
         columns.append(float64_constant([float("nan")] + [0.0] * 4))  # no magnitude
     total = None
     if mode == fmt.FULL_STATS:
         total = math_ops.reduce_sum(_f64(x))
-        columns.append(_finite_stats(x, None, float(static_size)
-                                     if static_size is not None else size[0], total))
+        columns.append(
+            _finite_stats(
+                x, None, float(static_size) if static_size is not None else size[0], total
+            )
+        )
     return _concat(columns), total
 
 
@@ -188,8 +223,9 @@ def _finite_stats(tensor: Any, finite_count: Any, size: Any = None, total: Any =
         zeros = array_ops.zeros_like(x64)
         inf = array_ops.fill(array_ops.shape(x64), float64_constant(float("inf")))
         mean = math_ops.reduce_sum(array_ops.where_v2(finite, x64, zeros)) / finite_count
-        m2 = math_ops.reduce_sum(array_ops.where_v2(
-            finite, math_ops.squared_difference(x64, mean), zeros))
+        m2 = math_ops.reduce_sum(
+            array_ops.where_v2(finite, math_ops.squared_difference(x64, mean), zeros)
+        )
         low = math_ops.reduce_min(array_ops.where_v2(finite, x64, inf))
         high = math_ops.reduce_max(array_ops.where_v2(finite, x64, -inf))
     return array_ops_stack.stack([low, high, mean, m2, array_ops.zeros([], dtypes.float64)])
@@ -212,8 +248,13 @@ def xla_row(mode: str, tensor: Any, trace_point: int) -> Any:
         rank = tensor.shape.rank
         dims = _f64(array_ops.shape(tensor, out_type=dtypes.int64))
         # The last dimensions, as DebugNumericSummaryV2 keeps them.
-        dims = array_ops.concat([dims[-fmt.MAX_SHAPE_RANK:], array_ops.zeros(
-            [max(fmt.MAX_SHAPE_RANK - rank, 0)], dtype=dtypes.float64)], 0)
+        dims = array_ops.concat(
+            [
+                dims[-fmt.MAX_SHAPE_RANK :],
+                array_ops.zeros([max(fmt.MAX_SHAPE_RANK - rank, 0)], dtype=dtypes.float64),
+            ],
+            0,
+        )
         return _concat(columns + [dtype, float64_constant([float(rank)]), size, dims])
     nan = math_ops.is_nan(tensor)
     inf = math_ops.is_inf(tensor)
@@ -225,22 +266,32 @@ def xla_row(mode: str, tensor: Any, trace_point: int) -> Any:
     # separate reductions read every tensor six times).
     zero = array_ops.zeros([], dtype=tensor.dtype)
     code = array_ops.where_v2(
-        nan, 2, array_ops.where_v2(
-            inf, array_ops.where_v2(tensor < zero, 0, 1),
-            array_ops.where_v2(tensor < zero, 3, array_ops.where_v2(tensor > zero, 5, 4))))
-    counts = _f64(math_ops.reduce_sum(
-        array_ops.one_hot(array_ops.reshape(code, [-1]), 6, dtype=dtypes.int32), 0))
+        nan,
+        2,
+        array_ops.where_v2(
+            inf,
+            array_ops.where_v2(tensor < zero, 0, 1),
+            array_ops.where_v2(tensor < zero, 3, array_ops.where_v2(tensor > zero, 5, 4)),
+        ),
+    )
+    counts = _f64(
+        math_ops.reduce_sum(
+            array_ops.one_hot(array_ops.reshape(code, [-1]), 6, dtype=dtypes.int32), 0
+        )
+    )
     # counts: neg_inf, pos_inf, nan, neg, zero, pos
     if mode == fmt.CONCISE_HEALTH:
         return _concat(columns + [size, counts[:3]])
-    rank = float64_constant([float(tensor.shape.rank)]) if tensor.shape.rank is not None \
+    rank = (
+        float64_constant([float(tensor.shape.rank)])
+        if tensor.shape.rank is not None
         else _f64(array_ops.reshape(array_ops.rank(tensor), [1]))
+    )
     columns += [float64_constant([0.0]), dtype, rank, size, counts]
     if mode == fmt.FULL_STATS:
         columns.append(_finite_stats(tensor, counts[3] + counts[4] + counts[5]))
     if mode == fmt.FULL_HEALTH:
-        columns += [array_ops.reshape(largest_magnitude(tensor), [1]),
-                    float64_constant([0.0] * 4)]
+        columns += [array_ops.reshape(largest_magnitude(tensor), [1]), float64_constant([0.0] * 4)]
     return _concat(columns)
 
 

@@ -102,8 +102,9 @@ class TensorSummary:
     pooled: bool = False
 
 
-def tensor_summary(mode: str, tensor: Any, trace_point: int, *,
-                   batched: bool = False) -> TensorSummary:
+def tensor_summary(
+    mode: str, tensor: Any, trace_point: int, *, batched: bool = False
+) -> TensorSummary:
     """Build, in the current graph (or eagerly), the ops that summarise ``tensor``.
 
     Args:
@@ -125,8 +126,9 @@ def tensor_summary(mode: str, tensor: Any, trace_point: int, *,
         if mode == fmt.SHAPE:
             if not tensor.shape.is_fully_defined():
                 return TensorSummary(exact(tensor))
-            row = [float(trace_point)] + shape_row(float(tensor.dtype.as_datatype_enum),
-                                                   tensor.shape.as_list())
+            row = [float(trace_point)] + shape_row(
+                float(tensor.dtype.as_datatype_enum), tensor.shape.as_list()
+            )
             return TensorSummary(float64_constant(row), after=tensor.op)
         constant = _constant_row(mode, tensor, trace_point)
         if constant is not None:
@@ -142,17 +144,25 @@ def tensor_summary(mode: str, tensor: Any, trace_point: int, *,
             def check() -> Any:
                 return as_wide(tensor)
         elif total is None:
+
             def check() -> Any:
                 with ops.name_scope("tfdbg_tui_check"):
                     return math_ops.reduce_sum(as_wide(tensor))
         else:
+
             def check() -> Any:
                 return total
+
         size = tensor.shape.num_elements()
-        pooled = (total is None and tensor.shape.rank != 0 and size is not None
-                  and 0 < size <= POOLED_CHECK_MAX_ELEMENTS)
-        return TensorSummary(row, check, exact, tensor=tensor, cheap_kernel=cheap_kernel,
-                             pooled=pooled)
+        pooled = (
+            total is None
+            and tensor.shape.rank != 0
+            and size is not None
+            and 0 < size <= POOLED_CHECK_MAX_ELEMENTS
+        )
+        return TensorSummary(
+            row, check, exact, tensor=tensor, cheap_kernel=cheap_kernel, pooled=pooled
+        )
 
 
 def stack_summaries(summaries: list[TensorSummary]) -> Any:
@@ -169,17 +179,18 @@ def stack_summaries(summaries: list[TensorSummary]) -> Any:
     with ops.name_scope("tfdbg_tui_summaries"):
         stock = [s for s in summaries if s.check is not None]
         if stock and len(stock) < MIN_STOCK_ROWS and all(s.cheap_kernel for s in stock):
-            summaries = [s if s.check is None else TensorSummary(_kernel_row(s))
-                         for s in summaries]
+            summaries = [s if s.check is None else TensorSummary(_kernel_row(s)) for s in summaries]
         covered = check_elision.covered_checks(
-            [s.tensor if s.check is not None else None for s in summaries])
+            [s.tensor if s.check is not None else None for s in summaries]
+        )
         rows = array_ops_stack.stack([s.row for s in summaries], name="rows")
         afters = [s.after for s in summaries if s.after is not None]
         if afters:
             with ops.control_dependencies(afters):
                 rows = array_ops.identity(rows)
-        kept = [s for s, is_covered in zip(summaries, covered)
-                if s.check is not None and not is_covered]
+        kept = [
+            s for s, is_covered in zip(summaries, covered) if s.check is not None and not is_covered
+        ]
         checks = pooled_checks([s for s in kept if s.pooled])
         for summary in kept:
             if not summary.pooled and summary.check is not None:
@@ -192,19 +203,26 @@ def stack_summaries(summaries: list[TensorSummary]) -> Any:
         by_dtype: dict[Any, list[Any]] = {}
         for check in checks:
             by_dtype.setdefault(check.dtype.base_dtype, []).append(check)
-        finite = [math_ops.reduce_all(math_ops.is_finite(array_ops_stack.stack(group)))
-                  for group in by_dtype.values()]
+        finite = [
+            math_ops.reduce_all(math_ops.is_finite(array_ops_stack.stack(group)))
+            for group in by_dtype.values()
+        ]
         not_finite = math_ops.logical_not(
-            finite[0] if len(finite) == 1 else math_ops.logical_and(*finite))
+            finite[0] if len(finite) == 1 else math_ops.logical_and(*finite)
+        )
 
         def exact_rows() -> Any:
             # A covered tensor is recomputed here rather than read: reading it would
             # cost every step what dropping its check saved.
             recompute = check_elision.Recomputer(
-                [s.tensor for s, c in zip(summaries, covered) if c])
-            return array_ops_stack.stack([
-                s.row if s.exact is None else s.exact(recompute.tensor(s.tensor))
-                for s in summaries])
+                [s.tensor for s, c in zip(summaries, covered) if c]
+            )
+            return array_ops_stack.stack(
+                [
+                    s.row if s.exact is None else s.exact(recompute.tensor(s.tensor))
+                    for s in summaries
+                ]
+            )
 
         def stock_rows() -> Any:
             return array_ops.identity(rows)
@@ -235,8 +253,7 @@ def pooled_checks(summaries: list[TensorSummary]) -> list[Any]:
     groups: dict[tuple[str, Any], list[Any]] = {}
     for summary in summaries:
         wide = as_wide(summary.tensor)
-        groups.setdefault((summary.tensor.device or "", wide.dtype.base_dtype), []).append(
-            wide)
+        groups.setdefault((summary.tensor.device or "", wide.dtype.base_dtype), []).append(wide)
     checks = []
     with ops.name_scope("tfdbg_tui_check"):
         for (device, _), tensors in groups.items():
@@ -298,5 +315,3 @@ def _stock_route(tensor: Any) -> bool:
     if size is not None and size < STOCK_ROUTE_MIN_ELEMENTS:
         return False
     return not on_gpu(tensor)
-
-

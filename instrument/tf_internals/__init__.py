@@ -71,15 +71,13 @@ def debug_once(key: str, message: str, *args: Any) -> None:
 _internals_found: dict[str, bool] = {}
 
 
-def internals_present(key: str, find_missing: Callable[[], str | None],
-                      consequence: str) -> bool:
+def internals_present(key: str, find_missing: Callable[[], str | None], consequence: str) -> bool:
     """Whether ``find_missing`` found nothing missing; checked once per process, and
     what is missing logged once at debug level, followed by ``consequence``."""
     found = _internals_found.get(key)
     if found is None:
         missing = find_missing()
         if missing:
-            debug_once(key, "tfdbg-tui: %s not found in this TensorFlow; " + consequence,
-                       missing)
+            debug_once(key, "tfdbg-tui: %s not found in this TensorFlow; " + consequence, missing)
         found = _internals_found[key] = not missing
     return found

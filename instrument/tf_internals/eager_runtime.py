@@ -21,8 +21,9 @@ def tensor_id(tensor: Any) -> int:
     return ident
 
 
-def raw_eager_op(op_type: str, attrs: tuple[Any, ...], fallback: Callable[..., Any]
-                 ) -> Callable[..., Any]:
+def raw_eager_op(
+    op_type: str, attrs: tuple[Any, ...], fallback: Callable[..., Any]
+) -> Callable[..., Any]:
     """A caller of eager op ``op_type`` (no outputs) on the default device that skips
     the Python op dispatch and the op callbacks (``TFE_Py_Execute``, as TensorFlow's own
     ``execute.quick_execute`` calls it); ``fallback`` (the generated op wrapper, which
@@ -36,8 +37,10 @@ def raw_eager_op(op_type: str, attrs: tuple[Any, ...], fallback: Callable[..., A
         ctx.ensure_initialized()
         handle = ctx._handle  # pylint: disable=protected-access
     except (ImportError, AttributeError):
-        debug_once("raw_eager_op", "tfdbg-tui: TFE_Py_Execute not found; the call counter "
-                   "runs through the op wrapper")
+        debug_once(
+            "raw_eager_op",
+            "tfdbg-tui: TFE_Py_Execute not found; the call counter runs through the op wrapper",
+        )
         return fallback
     if handle is None:
         return fallback
@@ -68,8 +71,12 @@ def host_int64_view(tensor: Any) -> Any:
 
         array = np.from_dlpack(_Exporter())
     except (ImportError, AttributeError, TypeError, RuntimeError, BufferError) as exc:
-        debug_once("host_int64_view", "tfdbg-tui: no DLPack view of a host tensor (%s); the "
-                   "call counter advances by an eager op", exc)
+        debug_once(
+            "host_int64_view",
+            "tfdbg-tui: no DLPack view of a host tensor (%s); the "
+            "call counter advances by an eager op",
+            exc,
+        )
         return None
     if array.dtype != np.int64 or array.shape != ():
         return None
@@ -93,8 +100,10 @@ def executor_is_async() -> Callable[[], bool]:
     except (ImportError, AttributeError):
         handle = None
     if handle is None:
-        debug_once("executor_is_async", "tfdbg-tui: TFE_ExecutorIsAsync not found; "
-                   "Context.is_async asks instead")
+        debug_once(
+            "executor_is_async",
+            "tfdbg-tui: TFE_ExecutorIsAsync not found; Context.is_async asks instead",
+        )
         return ctx.is_async
 
     def check() -> bool:
@@ -112,8 +121,9 @@ def host_view(tensor: Any) -> Any:
     (``EagerTensor._numpy``; the array keeps the tensor alive), or ``numpy()``'s copy."""
     view = getattr(tensor, "_numpy", None)
     if view is None:
-        debug_once("host_view", "tfdbg-tui: EagerTensor._numpy not found; drained values "
-                   "are copied")
+        debug_once(
+            "host_view", "tfdbg-tui: EagerTensor._numpy not found; drained values are copied"
+        )
         return tensor.numpy()
     array = view()
     if isinstance(array, np.ndarray):

@@ -11,10 +11,18 @@ from instrument.tf_internals import debug_once
 
 # Ops that run other graphs (bodies, branches, functions): where instrument/tracing/graph_batches.py
 # cuts a graph into segments, and never made to wait by `defer_variable_writes`.
-NESTED_GRAPH_OPS = frozenset({
-    "While", "StatelessWhile", "If", "StatelessIf", "Case", "StatelessCase",
-    "PartitionedCall", "StatefulPartitionedCall",
-})
+NESTED_GRAPH_OPS = frozenset(
+    {
+        "While",
+        "StatelessWhile",
+        "If",
+        "StatelessIf",
+        "Case",
+        "StatelessCase",
+        "PartitionedCall",
+        "StatefulPartitionedCall",
+    }
+)
 
 
 def can_add_control_input() -> bool:
@@ -23,12 +31,15 @@ def can_add_control_input() -> bool:
 
     present = hasattr(ops.Operation, "_add_control_input")
     if not present:
-        debug_once("add_control_input", "tfdbg-tui: Operation._add_control_input not found; "
-                   "TF1 placeholders are not traced")
+        debug_once(
+            "add_control_input",
+            "tfdbg-tui: Operation._add_control_input not found; TF1 placeholders are not traced",
+        )
     return present
 
 
 # -- captures added after a graph's inputs were laid out ----------------------------------
+
 
 def keep_deferred_captures_last(graph: Any) -> None:
     """Move a FuncGraph's call-time captures back to the end of its inputs.
@@ -60,13 +71,20 @@ def copy_op(op: Any, inputs: list[Any]) -> Any | None:
     graph = ops.get_default_graph()
     create = getattr(graph, "_create_op_internal", None)
     if create is None:
-        debug_once("copy_op", "tfdbg-tui: Graph._create_op_internal not found; covered "
-                   "tensors are read by the exact-rows branch itself")
+        debug_once(
+            "copy_op",
+            "tfdbg-tui: Graph._create_op_internal not found; covered "
+            "tensors are read by the exact-rows branch itself",
+        )
         return None
-    attrs = {key: value for key, value in op.node_def.attr.items()
-             if not key.startswith("_")}
-    return create(op.type, list(inputs), dtypes=[t.dtype for t in op.outputs],
-                  attrs=attrs, name="tfdbg_tui_recomputed")
+    attrs = {key: value for key, value in op.node_def.attr.items() if not key.startswith("_")}
+    return create(
+        op.type,
+        list(inputs),
+        dtypes=[t.dtype for t in op.outputs],
+        attrs=attrs,
+        name="tfdbg_tui_recomputed",
+    )
 
 
 def cond_op(output: Any) -> Any | None:
@@ -85,21 +103,22 @@ def keep_functional_if(op: Any | None) -> None:
 
     set_attr = getattr(op, "_set_attr", None)
     if op is None or set_attr is None:
-        debug_once("keep_functional_if", "tfdbg-tui: cannot keep a summary cond "
-                   "functional; TensorFlow lowers it")
+        debug_once(
+            "keep_functional_if",
+            "tfdbg-tui: cannot keep a summary cond functional; TensorFlow lowers it",
+        )
         return
     set_attr("_lower_using_switch_merge", attr_value_pb2.AttrValue(b=False))
 
 
 # Ops that take a variable's handle without writing the variable.
-_VARIABLE_READERS = frozenset({
-    "ReadVariableOp", "VariableShape", "VarIsInitializedOp", "ResourceGather",
-    "ResourceGatherNd",
-})
+_VARIABLE_READERS = frozenset(
+    {"ReadVariableOp", "VariableShape", "VarIsInitializedOp", "ResourceGather", "ResourceGatherNd"}
+)
 # Ops whose output 0 shares input 0's buffer.
-_BUFFER_ALIASES = frozenset({
-    "Identity", "StopGradient", "Reshape", "Squeeze", "ExpandDims", "Bitcast",
-})
+_BUFFER_ALIASES = frozenset(
+    {"Identity", "StopGradient", "Reshape", "Squeeze", "ExpandDims", "Bitcast"}
+)
 
 
 def defer_variable_writes(holder: Any, held: list[Any]) -> int:
@@ -127,14 +146,21 @@ def defer_variable_writes(holder: Any, held: list[Any]) -> int:
     from tensorflow.python.framework import ops
 
     if not hasattr(ops.Operation, "_add_control_input"):
-        debug_once("defer_variable_writes", "tfdbg-tui: Operation._add_control_input not "
-                   "found; variables a summary batch reads are copied when written")
+        debug_once(
+            "defer_variable_writes",
+            "tfdbg-tui: Operation._add_control_input not "
+            "found; variables a summary batch reads are copied when written",
+        )
         return 0
     writers = []
     for handle in handles.values():
         for op in handle.consumers():
-            if (op is not holder and op.type not in _VARIABLE_READERS
-                    and op.type not in NESTED_GRAPH_OPS and op not in writers):
+            if (
+                op is not holder
+                and op.type not in _VARIABLE_READERS
+                and op.type not in NESTED_GRAPH_OPS
+                and op not in writers
+            ):
                 writers.append(op)
     if not writers:
         return 0

@@ -27,8 +27,11 @@ def graph_batching_supported() -> bool:
 
     Checked once per process. False means every traced tensor gets its own enqueue.
     """
-    return internals_present("batching", _missing_batching_internals,
-                             "graph traces use one enqueue per tensor (slower, same traces)")
+    return internals_present(
+        "batching",
+        _missing_batching_internals,
+        "graph traces use one enqueue per tensor (slower, same traces)",
+    )
 
 
 def _missing_batching_internals() -> str | None:
@@ -92,15 +95,21 @@ def traced_call(graph: Any) -> tuple[Callable[..., Any], tuple[Any, ...], dict[s
     frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         code = frame.f_code
-        if code.co_name == TRACING_FUNCTION and code.co_filename.endswith(TRACING_FILE) \
-                and frame.f_locals.get(TRACING_GRAPH_LOCAL) is graph:
+        if (
+            code.co_name == TRACING_FUNCTION
+            and code.co_filename.endswith(TRACING_FILE)
+            and frame.f_locals.get(TRACING_GRAPH_LOCAL) is graph
+        ):
             options = frame.f_locals.get(TRACING_OPTIONS_LOCAL)
             bound = frame.f_locals.get(TRACING_ARGUMENTS_LOCAL)
             function = getattr(options, "python_function", None)
             if function is None or bound is None:
-                debug_once("traced_call", "tfdbg-tui: tf.function's tracing frame has no "
-                           "%s.python_function or %s", TRACING_OPTIONS_LOCAL,
-                           TRACING_ARGUMENTS_LOCAL)
+                debug_once(
+                    "traced_call",
+                    "tfdbg-tui: tf.function's tracing frame has no %s.python_function or %s",
+                    TRACING_OPTIONS_LOCAL,
+                    TRACING_ARGUMENTS_LOCAL,
+                )
                 return None
             return function, tuple(bound.args), dict(bound.kwargs)
         frame = frame.f_back
@@ -134,15 +143,20 @@ def is_control_flow_body(graph: Any) -> bool:
     not where expected (then its traced tensors get one enqueue each).
     """
     if not graph_batching_supported() or not internals_present(
-            "body_batching", _missing_body_batching_internals,
-            "control-flow bodies enqueue each traced tensor"):
+        "body_batching",
+        _missing_body_batching_internals,
+        "control-flow bodies enqueue each traced tensor",
+    ):
         return False
     frame = _innermost_frame(FUNC_GRAPH_BUILDER, FUNC_GRAPH_FILE)
     if frame is None:
         return False
     caller = frame.f_back
-    return (frame.f_locals.get(FUNC_GRAPH_LOCAL) is graph and caller is not None
-            and caller.f_code.co_filename.endswith(CONTROL_FLOW_FILES))
+    return (
+        frame.f_locals.get(FUNC_GRAPH_LOCAL) is graph
+        and caller is not None
+        and caller.f_code.co_filename.endswith(CONTROL_FLOW_FILES)
+    )
 
 
 def _missing_body_batching_internals() -> str | None:
@@ -161,6 +175,7 @@ def _missing_body_batching_internals() -> str | None:
 
 
 # -- tf.distribute: ops of several devices in one graph -------------------------------
+
 
 def spans_local_devices() -> bool:
     """Whether ops are being built under a tf.distribute strategy that has several
@@ -205,8 +220,11 @@ def install_function_hook(listener: Callable[[str, Any], None]) -> bool:
             atomic_function = None
         original = getattr(atomic_function, "from_func_graph", None)
         if original is None:
-            debug_once("from_func_graph", "tfdbg-tui: atomic_function.from_func_graph not "
-                       "found; calls of __forward_/__backward_ functions get no graph id")
+            debug_once(
+                "from_func_graph",
+                "tfdbg-tui: atomic_function.from_func_graph not "
+                "found; calls of __forward_/__backward_ functions get no graph id",
+            )
             return False
         if _original_from_func_graph is None:
             _original_from_func_graph = original
@@ -215,8 +233,7 @@ def install_function_hook(listener: Callable[[str, Any], None]) -> bool:
                 listener = _function_listener
                 if listener is not None:
                     try:
-                        listener(name.decode() if isinstance(name, bytes) else str(name),
-                                 graph)
+                        listener(name.decode() if isinstance(name, bytes) else str(name), graph)
                     except Exception:  # never break TensorFlow's tracing
                         logger.debug("tfdbg-tui: function hook failed", exc_info=True)
                 return original(name, graph, *args, **kwargs)
@@ -258,8 +275,9 @@ def is_dataset_function(graph: Any) -> bool:
 # (multi_device_iterator_ops.py, prefetching_ops.py). tf.data runs them on that device
 # alone: a resource of another device (the trace queue, the call counter) cannot be
 # reached from them.
-REMOTE_DATASET_FUNCTIONS = frozenset({"_remote_init_func", "_remote_next_func",
-                                      "_remote_finalize_func"})
+REMOTE_DATASET_FUNCTIONS = frozenset(
+    {"_remote_init_func", "_remote_next_func", "_remote_finalize_func"}
+)
 
 
 def is_remote_dataset_function(graph: Any) -> bool:
@@ -283,8 +301,11 @@ def eager_rooted() -> bool:
         return False
     mode = getattr(context, "default_execution_mode", None)
     if mode is None:
-        debug_once("default_execution_mode", "tfdbg-tui: context.default_execution_mode "
-                   "not found; a TF1 program's while bodies may be taken for TF2 graphs")
+        debug_once(
+            "default_execution_mode",
+            "tfdbg-tui: context.default_execution_mode "
+            "not found; a TF1 program's while bodies may be taken for TF2 graphs",
+        )
         return True
     return mode == context.EAGER_MODE
 
@@ -304,8 +325,11 @@ def capture_source() -> Any:
     """The outer tensor whose capture is making the Placeholder being created now, or
     None: not a capture (a function's own resource argument), or TensorFlow no longer
     captures in `CAPTURE_HELPER` (said once, checked once per process)."""
-    if not internals_present("capture_source", _missing_capture_helper,
-                             "the placeholders of the dumper's own captures are recorded"):
+    if not internals_present(
+        "capture_source",
+        _missing_capture_helper,
+        "the placeholders of the dumper's own captures are recorded",
+    ):
         return None
     frame = _innermost_frame(CAPTURE_HELPER, CAPTURE_HELPER_FILE)
     return None if frame is None else frame.f_locals.get(CAPTURE_SOURCE_LOCAL)
@@ -318,8 +342,11 @@ def _missing_capture_helper() -> str | None:
         return CAPTURE_MODULE
     helper = getattr(getattr(module, CAPTURE_CLASS, None), CAPTURE_HELPER, None)
     code = getattr(helper, "__code__", None)
-    if (code is None or CAPTURE_SOURCE_LOCAL not in code.co_varnames
-            or not code.co_filename.endswith(CAPTURE_HELPER_FILE)):
+    if (
+        code is None
+        or CAPTURE_SOURCE_LOCAL not in code.co_varnames
+        or not code.co_filename.endswith(CAPTURE_HELPER_FILE)
+    ):
         return f"{CAPTURE_CLASS}.{CAPTURE_HELPER} (its {CAPTURE_SOURCE_LOCAL} argument)"
     return None
 
@@ -331,8 +358,11 @@ def autograph_source_mappers(thread_ident: int) -> Any:
         return None
     stacks = getattr(tf_stack, "_source_mapper_stacks", None)
     if stacks is None:
-        debug_once("source_mapper", "tfdbg-tui: tf_stack._source_mapper_stacks not found; "
-                   "AutoGraph frames are not mapped back to the user's lines")
+        debug_once(
+            "source_mapper",
+            "tfdbg-tui: tf_stack._source_mapper_stacks not found; "
+            "AutoGraph frames are not mapped back to the user's lines",
+        )
         return None
     return stacks.get(thread_ident)
 
@@ -370,8 +400,11 @@ def captured_variable_name(graph: Any, tensor: Any) -> str | None:
 def _watched_variable_name(graph: Any, handle: Any) -> str | None:
     watched = getattr(graph, "_watched_variables", None)
     if watched is None:
-        debug_once("watched_variables", "FuncGraph._watched_variables is missing: "
-                   "variables in function graphs are named after the ops that read them")
+        debug_once(
+            "watched_variables",
+            "FuncGraph._watched_variables is missing: "
+            "variables in function graphs are named after the ops that read them",
+        )
         return None
     for variable in watched:
         if getattr(variable, "handle", None) is handle:

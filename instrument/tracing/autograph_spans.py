@@ -30,8 +30,7 @@ class _Unconvert(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
         name = _autograph_function(node.func)
-        if name == "converted_call" and len(node.args) >= 2 \
-                and isinstance(node.args[1], ast.Tuple):
+        if name == "converted_call" and len(node.args) >= 2 and isinstance(node.args[1], ast.Tuple):
             keywords = _keywords(node.args[2]) if len(node.args) >= 3 else []
             return ast.Call(func=node.args[0], args=list(node.args[1].elts), keywords=keywords)
         if name == "ld" and len(node.args) == 1:
@@ -44,8 +43,12 @@ class _Unconvert(ast.NodeTransformer):
 def _keywords(node: ast.AST) -> list[ast.keyword]:
     """The keyword arguments AutoGraph passes to `converted_call`: ``dict(axis=1)`` (what
     it writes), or a ``{"axis": 1}`` literal; None (``None``) has none."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-            and node.func.id == "dict" and not node.args:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "dict"
+        and not node.args
+    ):
         return list(node.keywords)
     keywords = []
     if isinstance(node, ast.Dict):
@@ -58,8 +61,11 @@ def _keywords(node: ast.AST) -> list[ast.keyword]:
 
 
 def _autograph_function(func: ast.AST) -> str | None:
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
-            and func.value.id == _AUTOGRAPH_MODULE:
+    if (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == _AUTOGRAPH_MODULE
+    ):
         return func.attr
     return None
 
@@ -77,8 +83,14 @@ class AutoGraphSpans:
         self._user_index: dict[str, dict[int, list[tuple[str, Span]]]] = {}
         self._generated_lines: dict[str, list[str] | None] = {}
 
-    def user_span(self, generated_path: str, generated_position: tuple[int, int, int, int],
-                  user_path: str, user_lines: list[str] | None, user_line: int) -> Span | None:
+    def user_span(
+        self,
+        generated_path: str,
+        generated_position: tuple[int, int, int, int],
+        user_path: str,
+        user_lines: list[str] | None,
+        user_line: int,
+    ) -> Span | None:
         """The span on ``user_line`` of the expression AutoGraph converted into the
         generated instruction at ``generated_position`` (line, end line, column, end
         column); None when it cannot be matched."""
@@ -109,7 +121,7 @@ class AutoGraphSpans:
         line, end_line, column, end_column = position
         if lines is None or not 1 <= line <= end_line <= len(lines):
             return None
-        chunk = [text.encode("utf-8") for text in lines[line - 1:end_line]]
+        chunk = [text.encode("utf-8") for text in lines[line - 1 : end_line]]
         if line == end_line:
             return chunk[0][column:end_column].decode("utf-8", errors="replace")
         chunk[0] = chunk[0][column:]
@@ -125,9 +137,13 @@ class AutoGraphSpans:
             except (SyntaxError, ValueError):
                 tree = None
             for node in ast.walk(tree) if tree is not None else ():
-                if isinstance(node, ast.expr) and node.end_lineno is not None \
-                        and node.end_col_offset is not None:
+                if (
+                    isinstance(node, ast.expr)
+                    and node.end_lineno is not None
+                    and node.end_col_offset is not None
+                ):
                     index.setdefault(node.lineno, []).append(
-                        (_shape(node), (node.col_offset, node.end_lineno, node.end_col_offset)))
+                        (_shape(node), (node.col_offset, node.end_lineno, node.end_col_offset))
+                    )
             self._user_index[path] = index
         return index

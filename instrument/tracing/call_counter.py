@@ -48,26 +48,35 @@ class CallCounter:
 
         self._attrs = dict(dtype=tf.int64, shape=[], container="", shared_name=shared_name)
         with tf.init_scope():
-            self.handle = gen_resource_variable_ops.var_handle_op(**self._attrs,
-                                                                  name="tfdbg_tui_calls")
+            self.handle = gen_resource_variable_ops.var_handle_op(
+                **self._attrs, name="tfdbg_tui_calls"
+            )
             gen_resource_variable_ops.assign_variable_op(
-                self.handle, tf.constant(0, dtype=tf.int64))
+                self.handle, tf.constant(0, dtype=tf.int64)
+            )
             # Made once: the eager route runs after every call.
             self._one = tf.constant(1, dtype=tf.int64)
             # The assign shares the buffer of its value, here TensorFlow's cached
             # constant 0 (every int64 zero made from a Python int): an update copies
             # a shared buffer first, so after this one the variable owns its own.
             gen_resource_variable_ops.assign_add_variable_op(
-                self.handle, tf.constant(0, dtype=tf.int64))
+                self.handle, tf.constant(0, dtype=tf.int64)
+            )
             self._view = host_int64_view(
-                gen_resource_variable_ops.read_variable_op(self.handle, tf.int64))
+                gen_resource_variable_ops.read_variable_op(self.handle, tf.int64)
+            )
         self._assign_add = raw_eager_op(
-            "AssignAddVariableOp", ("dtype", tf.int64.as_datatype_enum),
-            gen_resource_variable_ops.assign_add_variable_op)
+            "AssignAddVariableOp",
+            ("dtype", tf.int64.as_datatype_enum),
+            gen_resource_variable_ops.assign_add_variable_op,
+        )
         self._executor_is_async = executor_is_async()
         if self._view is not None and not self._view_is_the_variable():
-            debug_once("call_counter_view", "tfdbg-tui: the call counter's variable does not "
-                       "share its buffer with a read; it advances by an eager op")
+            debug_once(
+                "call_counter_view",
+                "tfdbg-tui: the call counter's variable does not "
+                "share its buffer with a read; it advances by an eager op",
+            )
             self._view = None
 
     def _view_is_the_variable(self) -> bool:
@@ -106,6 +115,7 @@ class CallCounter:
         from tensorflow.python.ops import array_ops, gen_resource_variable_ops
 
         with ops.control_dependencies(None):
-            count = gen_resource_variable_ops.read_variable_op(handle, dtypes.int64,
-                                                               name="tfdbg_tui_call_ordinal")
+            count = gen_resource_variable_ops.read_variable_op(
+                handle, dtypes.int64, name="tfdbg_tui_call_ordinal"
+            )
             return array_ops.fill(list(shape), count, name="tfdbg_tui_call_ordinals")

@@ -32,9 +32,14 @@ class CallSteps:
         self._call_executions.append(index)
         return len(self._call_executions) - 1
 
-    def write_traces(self, trace_points: np.ndarray, rows: np.ndarray | None,
-                     values: Sequence[Any] | None, ordinals: np.ndarray | None,
-                     alert: bool | None) -> None:
+    def write_traces(
+        self,
+        trace_points: np.ndarray,
+        rows: np.ndarray | None,
+        values: Sequence[Any] | None,
+        ordinals: np.ndarray | None,
+        alert: bool | None,
+    ) -> None:
         """Write a drained batch as one chunk per call it ran in (``ordinals`` None: all
         under the next execution)."""
         writer = self._writer
@@ -50,9 +55,15 @@ class CallSteps:
             ordinal = int(ordinals[start])
             # A call still running (or not yet made, for traces computed outside
             # calls) gets the next execution index.
-            step = (self._call_executions[ordinal] if ordinal < len(self._call_executions)
-                    else writer.num_executions)
+            step = (
+                self._call_executions[ordinal]
+                if ordinal < len(self._call_executions)
+                else writer.num_executions
+            )
             writer.add_traces(
-                trace_points[start:end], step=step,
+                trace_points[start:end],
+                step=step,
                 summaries=None if rows is None else rows[start:end],
-                values=None if values is None else values[start:end], alert=alert)
+                values=None if values is None else values[start:end],
+                alert=alert,
+            )

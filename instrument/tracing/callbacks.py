@@ -46,19 +46,39 @@ FUNCTION_PREFIXES = fmt.FUNCTION_PREFIXES
 #   with a control dependency on every stateful op of the function, the trace
 #   enqueues included; tracing them would close a cycle;
 # - TF1 control-flow primitives, which must stay in their frames.
-UNTRACED_OPS = frozenset({
-    "Identity", "IdentityN", "NoOp",
-    "If", "StatelessIf", "While", "StatelessWhile", "Case", "StatelessCase",
-    "PartitionedCall", "StatefulPartitionedCall", "RemoteCall",
-    "Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond", "RefEnter",
-    "RefExit", "RefMerge", "RefSwitch", "RefNextIteration",
-    "DestroyResourceOp",
-})
+UNTRACED_OPS = frozenset(
+    {
+        "Identity",
+        "IdentityN",
+        "NoOp",
+        "If",
+        "StatelessIf",
+        "While",
+        "StatelessWhile",
+        "Case",
+        "StatelessCase",
+        "PartitionedCall",
+        "StatefulPartitionedCall",
+        "RemoteCall",
+        "Enter",
+        "Exit",
+        "Merge",
+        "Switch",
+        "NextIteration",
+        "LoopCond",
+        "RefEnter",
+        "RefExit",
+        "RefMerge",
+        "RefSwitch",
+        "RefNextIteration",
+        "DestroyResourceOp",
+    }
+)
 # Ops whose eager executions are not recorded: the queue and summary ops this package
 # runs itself (already excluded by the reentrancy guard; listed for other threads).
-UNRECORDED_EAGER_OPS = frozenset({
-    "DebugNumericSummaryV2", "QueueSizeV2", "QueueDequeueManyV2", "DestroyResourceOp",
-})
+UNRECORDED_EAGER_OPS = frozenset(
+    {"DebugNumericSummaryV2", "QueueSizeV2", "QueueDequeueManyV2", "DestroyResourceOp"}
+)
 
 
 # DataType enum of a resource handle (a variable's).
@@ -72,8 +92,7 @@ def _variable_of(graph: Any, inputs: Any) -> str | None:
         return None
     handle = inputs[0]
     dtype = getattr(handle, "dtype", None)
-    if dtype is None or dtype.as_datatype_enum != _DT_RESOURCE \
-            or handle.op.type != "Placeholder":
+    if dtype is None or dtype.as_datatype_enum != _DT_RESOURCE or handle.op.type != "Placeholder":
         return None
     return graph_frames.captured_variable_name(graph, handle)
 
@@ -92,9 +111,16 @@ class DumpingCallback:
             the program runs on when it returns.
     """
 
-    def __init__(self, writer: DumpWriter, mode: str, tensor_filter: summaries.TensorFilter,
-                 *, snapshot_library_sources: bool = False, stop_on_alert: bool = False,
-                 on_alert: Callable[[NonFiniteError], None] | None = None) -> None:
+    def __init__(
+        self,
+        writer: DumpWriter,
+        mode: str,
+        tensor_filter: summaries.TensorFilter,
+        *,
+        snapshot_library_sources: bool = False,
+        stop_on_alert: bool = False,
+        on_alert: Callable[[NonFiniteError], None] | None = None,
+    ) -> None:
         if stop_on_alert and not writer.watches_alerts:
             raise ValueError("stop_on_alert needs a dump writer that watches alerts")
         self.writer = writer
@@ -111,16 +137,19 @@ class DumpingCallback:
         # Function-input placeholders of graphs being built, traced at the graph's next
         # op: TensorFlow creates them before it starts collecting the graph's stateful
         # ops, so an enqueue built right away would be pruned.
-        self._pending_inputs: weakref.WeakKeyDictionary[Any, list[tuple[Any, int]]] = \
+        self._pending_inputs: weakref.WeakKeyDictionary[Any, list[tuple[Any, int]]] = (
             weakref.WeakKeyDictionary()
+        )
         # tf.function graphs whose traces are enqueued in batches (None: per tensor).
-        self._batches: weakref.WeakKeyDictionary[Any, GraphBatch | None] = \
+        self._batches: weakref.WeakKeyDictionary[Any, GraphBatch | None] = (
             weakref.WeakKeyDictionary()
+        )
         self.closed = False
         self.steps = CallSteps(writer)
         # Calls made so far of each function (`fmt.step_function_name`).
         self._calls_of: dict[str, int] = {}
         self.trace_queue: TraceQueue | None = None
+
         def seeking_alert() -> bool:
             return writer.seeking_alert
 
@@ -128,22 +157,28 @@ class DumpingCallback:
         # graph first traces a tensor), kept out of what is recorded.
         self.own = OwnResources()
         if ops.executing_eagerly_outside_functions():
-            self.trace_queue = TraceQueue(mode, self.steps.write_traces,
-                                          seeking_alert=seeking_alert,
-                                          compress=not writer.stores_values_raw,
-                                          on_handle=self.own.add, unrecorded=self._busy)
+            self.trace_queue = TraceQueue(
+                mode,
+                self.steps.write_traces,
+                seeking_alert=seeking_alert,
+                compress=not writer.stores_values_raw,
+                on_handle=self.own.add,
+                unrecorded=self._busy,
+            )
             DRAINER.register(self.trace_queue)
-        self.host_traces = HostTraceBuffer(mode, self.steps.write_traces,
-                                           seeking_alert=seeking_alert)
+        self.host_traces = HostTraceBuffer(
+            mode, self.steps.write_traces, seeking_alert=seeking_alert
+        )
         DRAINER.register(self.host_traces)
         self.notices = NoticeBoard(writer)
         self.tf1 = Tf1Traces(self.host_traces, self.notices)
         self.enabling_thread = threading.current_thread()
         # Tensors inside XLA-compiled graphs (instrument/tracing/xla_traces.py).
-        self.xla_pool = (xla_traces.XlaTracePool(mode, self.trace_queue,
-                                                 on_block=self.own.add)
-                         if self.trace_queue is not None and xla_traces.supports(mode)
-                         else None)
+        self.xla_pool = (
+            xla_traces.XlaTracePool(mode, self.trace_queue, on_block=self.own.add)
+            if self.trace_queue is not None and xla_traces.supports(mode)
+            else None
+        )
         self._calls_seen = False
 
     # -- lifecycle --------------------------------------------------------------------
@@ -189,8 +224,10 @@ class DumpingCallback:
         if batch is not None and not batch.finished:
             # The transform hook should have finished it: enqueue the last segment
             # before the graph becomes a function, or its traces would be lost.
-            debug_once("late_finish", "tfdbg-tui: a tf.function graph was "
-                                    "made a function before the transform hook ran")
+            debug_once(
+                "late_finish",
+                "tfdbg-tui: a tf.function graph was made a function before the transform hook ran",
+            )
             self.on_func_graph_traced(graph)
         if name.startswith(FUNCTION_PREFIXES):
             self.graphs.learn_function_name(name, graph)
@@ -218,8 +255,15 @@ class DumpingCallback:
 
     # -- the op callback ------------------------------------------------------------------
 
-    def __call__(self, op_type: str, inputs: Any, attrs: Any, outputs: Any,
-                 op_name: str | None = None, graph: Any = None) -> Any:
+    def __call__(
+        self,
+        op_type: str,
+        inputs: Any,
+        attrs: Any,
+        outputs: Any,
+        op_name: str | None = None,
+        graph: Any = None,
+    ) -> Any:
         if self.closed or getattr(self._guard, "busy", False):
             return None
         if isinstance(op_type, bytes):
@@ -247,29 +291,42 @@ class DumpingCallback:
         thread = threading.current_thread()
         if thread is not self.enabling_thread:
             self.notices.once(
-                (fmt.NOTICE_THREAD, thread.name), fmt.NOTICE_THREAD,
+                (fmt.NOTICE_THREAD, thread.name),
+                fmt.NOTICE_THREAD,
                 f"TensorFlow work in Python thread {thread.name!r} is recorded; its "
-                "executions name the thread", level=fmt.NOTICE_INFO, thread=thread.name)
+                "executions name the thread",
+                level=fmt.NOTICE_INFO,
+                thread=thread.name,
+            )
         stack_id = self._stacks.capture()
         with self._busy():
             summary_rows = values = None
             if self.mode in summaries.SUMMARY_MODES:
                 summary_rows = [self._eager_summary(op_type, t) for t in outputs]
             elif self.mode == fmt.FULL_TENSOR:
-                values = [tensor_value_record(t.numpy()) if self._traced(op_type, t.dtype)
-                          else None for t in outputs]
+                values = [
+                    tensor_value_record(t.numpy()) if self._traced(op_type, t.dtype) else None
+                    for t in outputs
+                ]
             device_ids = [self.graphs.device_id(t.device) for t in outputs]
             # The record, written below (checked against `add_execution`'s arguments).
             add_execution = functools.partial(
-                self.writer.add_execution, op_type=op_type, graph_id=graph_id,
-                input_ids=[eager_runtime.tensor_id(t)
-                           for t in (self.own.program_inputs(inputs) if is_call else inputs)],
+                self.writer.add_execution,
+                op_type=op_type,
+                graph_id=graph_id,
+                input_ids=[
+                    eager_runtime.tensor_id(t)
+                    for t in (self.own.program_inputs(inputs) if is_call else inputs)
+                ],
                 output_ids=[eager_runtime.tensor_id(t) for t in outputs],
                 device_ids=device_ids,
                 output_dtypes=[t.dtype.as_datatype_enum for t in outputs],
-                stack_id=stack_id, summaries=summary_rows, values=values,
+                stack_id=stack_id,
+                summaries=summary_rows,
+                values=values,
                 call_ordinal=call_ordinal,
-                thread=None if thread is self.enabling_thread else thread.name)
+                thread=None if thread is self.enabling_thread else thread.name,
+            )
             if is_call and self.trace_queue is not None:
                 # The call's traces carry its ordinal; map it to the call's index. The
                 # queue's lock keeps a concurrent drain from seeing one without the other.
@@ -296,15 +353,20 @@ class DumpingCallback:
             self._calls_of[op_type] = call_ordinal + 1
             thread = threading.current_thread()
             self.writer.add_execution(
-                op_type=op_type, graph_id=self.graphs.graph_id(session.graph), input_ids=[],
-                output_ids=[], device_ids=[], output_dtypes=[],
+                op_type=op_type,
+                graph_id=self.graphs.graph_id(session.graph),
+                input_ids=[],
+                output_ids=[],
+                device_ids=[],
+                output_dtypes=[],
                 summaries=[] if self.mode in summaries.SUMMARY_MODES else None,
                 values=[] if self.mode == fmt.FULL_TENSOR else None,
-                stack_id=self._stacks.capture(), call_ordinal=call_ordinal,
-                thread=None if thread is self.enabling_thread else thread.name)
+                stack_id=self._stacks.capture(),
+                call_ordinal=call_ordinal,
+                thread=None if thread is self.enabling_thread else thread.name,
+            )
 
-    def _check_call(self, op_type: str, graph_id: int | None,
-                    function_name: str | None) -> None:
+    def _check_call(self, op_type: str, graph_id: int | None, function_name: str | None) -> None:
         """Notices about an eager function call: settings changed since enable (at the
         first call), a function traced before enable (blind inside)."""
         if not self._calls_seen:
@@ -316,10 +378,11 @@ class DumpingCallback:
                 fmt.NOTICE_TRACED_BEFORE_ENABLE,
                 f"{function_name} was traced before enable_dump_debug_info: its calls are "
                 "recorded, the tensors inside are not; enable before its first call",
-                function=function_name, runtime_name=op_type)
+                function=function_name,
+                runtime_name=op_type,
+            )
 
-    def _collect_xla_traces(self, pool: xla_traces.XlaTracePool, ordinal: int,
-                            index: int) -> None:
+    def _collect_xla_traces(self, pool: xla_traces.XlaTracePool, ordinal: int, index: int) -> None:
         """Write the traces XLA-compiled code left in the pool during call ``index``."""
         collected = pool.collect(ordinal)
         if collected is not None:
@@ -354,8 +417,9 @@ class DumpingCallback:
 
     # -- graph construction -------------------------------------------------------------
 
-    def _on_graph_op(self, op_type: str, inputs: Any, outputs: Any, op_name: str | None,
-                     graph: Any) -> Any:
+    def _on_graph_op(
+        self, op_type: str, inputs: Any, outputs: Any, op_name: str | None, graph: Any
+    ) -> Any:
         outputs = tuple(outputs or ())
         if op_type in PLACEHOLDER_OPS and self.own.is_own_capture(graph, outputs):
             return None
@@ -381,12 +445,20 @@ class DumpingCallback:
         # Graphs that tf.data runs on another device than our queue's: recorded only.
         remote = graph_frames.is_remote_dataset_function(graph)
         traced_slots: list[int] = []
-        if not elsewhere and not dataset_input and not remote \
-                and op_type not in UNTRACED_OPS and self._filter.op_matches(op_type):
-            traced_slots = [slot for slot, t in enumerate(outputs)
-                            if self._filter.dtype_traced(t.dtype)]
-        if in_xla and (not self._xla_traceable(graph, eager_rooted, bool(traced_slots))
-                       or xla_traces.in_while_condition(graph)):
+        if (
+            not elsewhere
+            and not dataset_input
+            and not remote
+            and op_type not in UNTRACED_OPS
+            and self._filter.op_matches(op_type)
+        ):
+            traced_slots = [
+                slot for slot, t in enumerate(outputs) if self._filter.dtype_traced(t.dtype)
+            ]
+        if in_xla and (
+            not self._xla_traceable(graph, eager_rooted, bool(traced_slots))
+            or xla_traces.in_while_condition(graph)
+        ):
             traced_slots = []
         # slot -> trace point, for the traced slots.
         points: dict[int, int] = {}
@@ -398,17 +470,23 @@ class DumpingCallback:
         op = outputs[0].op if outputs else _find_op(graph, op_name)
         device = op.device if op is not None else ""
         self.writer.add_op(
-            graph_id=graph_id, op_type=op_type, op_name=op_name or "",
-            inputs=[self.tf1.aliases.get(t.name, t.name)
-                    for t in self.own.program_op_inputs(graph, inputs)],
+            graph_id=graph_id,
+            op_type=op_type,
+            op_name=op_name or "",
+            inputs=[
+                self.tf1.aliases.get(t.name, t.name)
+                for t in self.own.program_op_inputs(graph, inputs)
+            ],
             num_outputs=len(outputs),
             output_dtypes=[t.dtype.as_datatype_enum for t in outputs],
             device_id=self.graphs.device_id(device) if device else None,
-            stack_id=self._stacks.capture(), trace_points=trace_points,
-            layer=calling_layer_path(), variable=_variable_of(graph, inputs),
-            constant_nan=op_type == "Const" and _constant_holds_nan(outputs))
-        batch = self._graph_batch(graph) if eager_rooted and not in_xla and not remote \
-            else None
+            stack_id=self._stacks.capture(),
+            trace_points=trace_points,
+            layer=calling_layer_path(),
+            variable=_variable_of(graph, inputs),
+            constant_nan=op_type == "Const" and _constant_holds_nan(outputs),
+        )
+        batch = self._graph_batch(graph) if eager_rooted and not in_xla and not remote else None
         if batch is not None and op is not None:
             batch.before_op(op)
         if not eager_rooted:
@@ -446,9 +524,12 @@ class DumpingCallback:
             update = self.xla_pool.add_trace(tensor, trace_point)
         if update is None:
             self.notices.once(
-                (fmt.NOTICE_XLA_UNTRACED, "rank"), fmt.NOTICE_XLA_UNTRACED,
+                (fmt.NOTICE_XLA_UNTRACED, "rank"),
+                fmt.NOTICE_XLA_UNTRACED,
                 f"tensors of unknown rank inside XLA-compiled functions are not traced "
-                f"(first: {tensor.name!r})", tensor=tensor.name)
+                f"(first: {tensor.name!r})",
+                tensor=tensor.name,
+            )
 
     def _xla_traceable(self, graph: Any, eager_rooted: bool, wanted: bool) -> bool:
         """Whether an op of an XLA-compiled graph is traced (`XlaTracePool`); says once
@@ -457,18 +538,27 @@ class DumpingCallback:
         traceable = eager_rooted and self.xla_pool is not None
         if traceable:
             self.notices.once(
-                (fmt.NOTICE_XLA_TRACED, function), fmt.NOTICE_XLA_TRACED,
+                (fmt.NOTICE_XLA_TRACED, function),
+                fmt.NOTICE_XLA_TRACED,
                 f"{function} is compiled with XLA: its tensors are summarised by XLA ops "
                 "and read after each call; a tensor computed several times in one call "
                 "(a loop body, a function called twice) keeps its last value",
-                level=fmt.NOTICE_INFO, function=function)
+                level=fmt.NOTICE_INFO,
+                function=function,
+            )
         elif wanted:
-            why = (f"{self.mode} values cannot be recorded inside XLA"
-                   if eager_rooted else "TF1 graphs cannot be traced inside XLA")
+            why = (
+                f"{self.mode} values cannot be recorded inside XLA"
+                if eager_rooted
+                else "TF1 graphs cannot be traced inside XLA"
+            )
             self.notices.once(
-                (fmt.NOTICE_XLA_UNTRACED, function), fmt.NOTICE_XLA_UNTRACED,
+                (fmt.NOTICE_XLA_UNTRACED, function),
+                fmt.NOTICE_XLA_UNTRACED,
                 f"{function} is compiled with XLA and its tensors are not traced ({why}); "
-                "its calls and their outputs are recorded", function=function)
+                "its calls and their outputs are recorded",
+                function=function,
+            )
         return traceable
 
 

@@ -55,15 +55,33 @@ __all__ = ["COLLECTIVE_OPS", "NESTED_GRAPH_OPS", "GraphBatch", "is_traced_by_tf_
 # Ops whose kernels meet their peers on other devices or workers (all-reduce, gather,
 # broadcast, all-to-all, reduce-scatter; NCCL's and the TPU's): each waits until every
 # participant has started.
-COLLECTIVE_OPS = frozenset({
-    "CollectiveReduce", "CollectiveReduceV2", "CollectiveReduceV3",
-    "CollectiveGather", "CollectiveGatherV2", "CollectiveReduceScatterV2",
-    "CollectiveBcastSend", "CollectiveBcastSendV2", "CollectiveBcastRecv",
-    "CollectiveBcastRecvV2", "CollectiveAllToAllV2", "CollectiveAllToAllV3",
-    "CollectiveInitializeCommunicator", "NcclAllReduce", "NcclReduce", "NcclBroadcast",
-    "_NcclReduceSend", "_NcclReduceRecv", "_NcclBroadcastSend", "_NcclBroadcastRecv",
-    "AllToAll", "CrossReplicaSum", "CollectivePermute",
-})
+COLLECTIVE_OPS = frozenset(
+    {
+        "CollectiveReduce",
+        "CollectiveReduceV2",
+        "CollectiveReduceV3",
+        "CollectiveGather",
+        "CollectiveGatherV2",
+        "CollectiveReduceScatterV2",
+        "CollectiveBcastSend",
+        "CollectiveBcastSendV2",
+        "CollectiveBcastRecv",
+        "CollectiveBcastRecvV2",
+        "CollectiveAllToAllV2",
+        "CollectiveAllToAllV3",
+        "CollectiveInitializeCommunicator",
+        "NcclAllReduce",
+        "NcclReduce",
+        "NcclBroadcast",
+        "_NcclReduceSend",
+        "_NcclReduceRecv",
+        "_NcclBroadcastSend",
+        "_NcclBroadcastRecv",
+        "AllToAll",
+        "CrossReplicaSum",
+        "CollectivePermute",
+    }
+)
 
 # Graphs (weakly held) traced by tf.function: a graph nested in one under a strategy
 # over several devices looks the queue up by name. Not a tf.data function's: tf.data
@@ -105,8 +123,9 @@ class GraphBatch:
         self._queue = queue
         self._body = body
         # Graphs whose outputs must wait for the enqueues (`finish`).
-        self._outputs_wait = body and (type(graph).__name__ == WHILE_CONDITION_GRAPH
-                                       or in_control_flow_gradient(graph))
+        self._outputs_wait = body and (
+            type(graph).__name__ == WHILE_CONDITION_GRAPH or in_control_flow_gradient(graph)
+        )
         self._captured = not body
         # Ops of several devices meet in collectives here: order is kept per device
         # and the queue looked up by name (module docstring).
@@ -137,8 +156,11 @@ class GraphBatch:
         self._last_seen_op_id = max(self._last_seen_op_id, op_id)
         if op.type in NESTED_GRAPH_OPS:
             self._cut_before(op)
-        if not self._spans_devices and self._in_tf_function \
-                and (op.type in COLLECTIVE_OPS or spans_local_devices()):
+        if (
+            not self._spans_devices
+            and self._in_tf_function
+            and (op.type in COLLECTIVE_OPS or spans_local_devices())
+        ):
             self._spans_devices = True
         if not self._captured and not self.finished and op.type not in PLACEHOLDER_OPS:
             # Not in an input's callback: the input may be a capture being made.
@@ -147,8 +169,9 @@ class GraphBatch:
 
     def add(self, tensor: Any, trace_point: int) -> None:
         """Trace ``tensor`` in the current segment."""
-        self._rows.append((tensor.op, self._queue.batch_row(tensor, trace_point,
-                                                            in_body=self._body)))
+        self._rows.append(
+            (tensor.op, self._queue.batch_row(tensor, trace_point, in_body=self._body))
+        )
 
     def _cut_before(self, nested_op: Any) -> None:
         self._segments.append((self._rows, nested_op))
@@ -170,11 +193,15 @@ class GraphBatch:
             # result is returned directly) still cut.
             self.before_op(_Sentinel(operations[-1]._id + 1))  # pylint: disable=protected-access
             dead = dead_ops(self.graph, operations)
-            segments = [([(op, row) for op, row in rows if op not in dead], nested_op)
-                        for rows, nested_op in self._segments + [(self._rows, None)]]
+            segments = [
+                ([(op, row) for op, row in rows if op not in dead], nested_op)
+                for rows, nested_op in self._segments + [(self._rows, None)]
+            ]
             self._segments, self._rows = [], []
-            if self._in_tf_function and (self.graph in _HOLD_COLLECTIVES or any(
-                    op.type in COLLECTIVE_OPS for op in operations)):
+            if self._in_tf_function and (
+                self.graph in _HOLD_COLLECTIVES
+                or any(op.type in COLLECTIVE_OPS for op in operations)
+            ):
                 self._spans_devices = True
             if self._spans_devices:
                 _mark_enclosing(self.graph)
@@ -191,7 +218,6 @@ class GraphBatch:
             keep_deferred_captures_last(self.graph)
         # The graph is done; let it be collected (it is a weak key of the callback).
         self.graph = None
-
 
     def _enqueue_segments(self, segments: list[tuple[list[tuple[Any, Any]], Any]]) -> list[Any]:
         """Build the enqueues of ``segments`` in order around their nested ops; returns
@@ -220,8 +246,9 @@ class GraphBatch:
             if chain in last:
                 nested_op._add_control_input(last[chain])  # pylint: disable=protected-access
             barriers[chain] = nested_op
-        rest = sorted((entry for held in pending.values() for entry in held),
-                      key=lambda entry: entry[0])
+        rest = sorted(
+            (entry for held in pending.values() for entry in held), key=lambda entry: entry[0]
+        )
         if rest:
             final = self._enqueue([row for _, row in rest], list(barriers.values()))
             return [final]
@@ -265,8 +292,7 @@ def dead_ops(graph: Any, operations: list[Any]) -> set[Any]:
     keep nothing alive.
     """
     roots = [t.op for t in graph.outputs] + list(graph.control_outputs)
-    roots += [op for op in operations
-              if op.type in PLACEHOLDER_OPS or op._is_stateful]  # pylint: disable=protected-access
+    roots += [op for op in operations if op.type in PLACEHOLDER_OPS or op._is_stateful]  # pylint: disable=protected-access
     live: set[Any] = set()
     pending = [op for op in roots if not is_own_op(op)]
     while pending:

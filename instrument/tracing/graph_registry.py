@@ -48,8 +48,7 @@ class GraphRegistry:
         if graph_id is not None:
             return graph_id
         outer = getattr(graph, "outer_graph", None)
-        outer_id = self.graph_id(outer) if outer is not None and _is_recorded_graph(outer) \
-            else None
+        outer_id = self.graph_id(outer) if outer is not None and _is_recorded_graph(outer) else None
         with self._lock:
             graph_id = self._graph_ids.get(graph)
             if graph_id is None:

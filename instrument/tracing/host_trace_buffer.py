@@ -36,8 +36,9 @@ class HostTraceBuffer:
         seeking_alert: As `trace_queue.TraceQueue`'s.
     """
 
-    def __init__(self, mode: str, sink: TraceSink, *,
-                 seeking_alert: Callable[[], bool] = lambda: True) -> None:
+    def __init__(
+        self, mode: str, sink: TraceSink, *, seeking_alert: Callable[[], bool] = lambda: True
+    ) -> None:
         self.mode = mode
         self._sink = sink
         self._seeking_alert = seeking_alert
@@ -66,8 +67,7 @@ class HostTraceBuffer:
             payload = tensor
         else:
             with ops.control_dependencies([tensor.op]):
-                payload = constant_op.constant(trace_point, dtype=dtypes.int32,
-                                               name="tfdbg_tui_tp")
+                payload = constant_op.constant(trace_point, dtype=dtypes.int32, name="tfdbg_tui_tp")
 
         def record(value: np.ndarray) -> np.bool_:
             self._append(trace_point, value)
@@ -75,8 +75,9 @@ class HostTraceBuffer:
 
         # `numpy_function`, not `py_func`: the same PyFunc op without TensorFlow's
         # deprecation warning printed into the program's output.
-        done = script_ops.numpy_function(record, [payload], [dtypes.bool], stateful=True,
-                                         name="tfdbg_tui_trace")
+        done = script_ops.numpy_function(
+            record, [payload], [dtypes.bool], stateful=True, name="tfdbg_tui_trace"
+        )
         return done[0].op
 
     def _append(self, trace_point: int, value: np.ndarray) -> None:

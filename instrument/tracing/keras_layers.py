@@ -16,9 +16,11 @@ from types import CodeType, FrameType
 from reader.limits import MAX_LAYER_CHARS
 
 # The files of the layer-call machinery (Keras 3; Keras 2 as `tf_keras` or `keras`).
-_LAYER_CALL_FILE = re.compile(r"([\\/]keras[\\/]src[\\/]layers[\\/]layer\.py|"
-                              r"[\\/]tf_keras[\\/]src[\\/]engine[\\/]base_layer\.py|"
-                              r"[\\/]keras[\\/]engine[\\/]base_layer\.py)$")
+_LAYER_CALL_FILE = re.compile(
+    r"([\\/]keras[\\/]src[\\/]layers[\\/]layer\.py|"
+    r"[\\/]tf_keras[\\/]src[\\/]engine[\\/]base_layer\.py|"
+    r"[\\/]keras[\\/]engine[\\/]base_layer\.py)$"
+)
 # Deeper than this the stack is not searched (a layer's call is near the op).
 MAX_FRAMES = 200
 # A longer path is not kept (the reader's bound).

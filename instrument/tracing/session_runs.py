@@ -41,8 +41,9 @@ def fetch_names(fetches: Any, aliases: dict[str, str]) -> list[str]:
             names.append(item.decode(errors="replace") if isinstance(item, bytes) else item)
         else:
             name = getattr(item, "name", None)
-            names.append(aliases.get(str(name), str(name)) if name is not None
-                         else type(item).__name__)
+            names.append(
+                aliases.get(str(name), str(name)) if name is not None else type(item).__name__
+            )
 
     visit(fetches)
     return names
@@ -86,8 +87,10 @@ class SessionRunHook:
     def remove(self) -> None:
         from tensorflow.python.client import session
 
-        if self._original is not None and \
-                getattr(session.BaseSession.run, "__wrapped__", None) is self._original:
+        if (
+            self._original is not None
+            and getattr(session.BaseSession.run, "__wrapped__", None) is self._original
+        ):
             session.BaseSession.run = self._original
         self._original = None
 

@@ -55,8 +55,11 @@ _REPLICA_THREAD_CLASS = "_MirroredReplicaThread"
 
 def _library_prefixes() -> tuple[str, ...]:
     paths = sysconfig.get_paths()
-    prefixes = {os.path.abspath(paths[key]) + os.sep
-                for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
+    prefixes = {
+        os.path.abspath(paths[key]) + os.sep
+        for key in ("stdlib", "platstdlib", "purelib", "platlib")
+        if key in paths
+    }
     return tuple(sorted(prefixes))
 
 
@@ -117,8 +120,9 @@ def _frame_chain(frame: FrameType | None) -> list[FrameType]:
     return chain
 
 
-def _autograph_source_map(thread_idents: tuple[int, ...]
-                          ) -> dict[tuple[str, int], tuple[str, int, str | None]] | None:
+def _autograph_source_map(
+    thread_idents: tuple[int, ...],
+) -> dict[tuple[str, int], tuple[str, int, str | None]] | None:
     """The AutoGraph map (generated file, line) -> (user file, line, function) of the
     first of ``thread_idents`` that has one, completed by the others' maps."""
     found: dict[tuple[str, int], tuple[str, int, str | None]] | None = None
@@ -129,8 +133,11 @@ def _autograph_source_map(thread_idents: tuple[int, ...]
         try:
             source_map = mappers[-1].get_effective_source_map()
         except Exception:  # an unmapped frame beats a broken program
-            debug_once("source_map", "tfdbg-tui: AutoGraph's source map is "
-                                    "unreadable; frames stay in the generated code")
+            debug_once(
+                "source_map",
+                "tfdbg-tui: AutoGraph's source map is "
+                "unreadable; frames stay in the generated code",
+            )
             continue
         found = source_map if found is None else {**found, **source_map}
     return found
@@ -165,8 +172,11 @@ class StackRecorder:
     def capture(self) -> int:
         """Intern the calling thread's stack (outermost frame first); return its id."""
         frame: FrameType | None = sys._getframe(1)  # pylint: disable=protected-access
-        while frame is not None and frame.f_code.co_filename.startswith(_INSTRUMENT_DIR) \
-                and not frame.f_code.co_filename.startswith(_EXAMPLES_DIR):
+        while (
+            frame is not None
+            and frame.f_code.co_filename.startswith(_INSTRUMENT_DIR)
+            and not frame.f_code.co_filename.startswith(_EXAMPLES_DIR)
+        ):
             frame = frame.f_back
         me = threading.get_ident()
         with self._lock:
@@ -195,12 +205,17 @@ class StackRecorder:
             chain = _frame_chain(top)
             for depth, frame in enumerate(chain):
                 code = frame.f_code
-                if (code.co_name == _REPLICA_DISPATCH_FUNCTION
-                        and code.co_filename.endswith(_REPLICA_DISPATCH_FILE)):
+                if code.co_name == _REPLICA_DISPATCH_FUNCTION and code.co_filename.endswith(
+                    _REPLICA_DISPATCH_FILE
+                ):
                     return ident, chain[: depth + 1]
-        debug_once("replica_dispatch", "tfdbg-tui: no thread in %s (%s); "
-                                "replica stacks lack the frames of strategy.run's caller",
-                                _REPLICA_DISPATCH_FUNCTION, _REPLICA_DISPATCH_FILE)
+        debug_once(
+            "replica_dispatch",
+            "tfdbg-tui: no thread in %s (%s); "
+            "replica stacks lack the frames of strategy.run's caller",
+            _REPLICA_DISPATCH_FUNCTION,
+            _REPLICA_DISPATCH_FILE,
+        )
         return me, []
 
     def _frame_ids(self, frames: Iterable[FrameType], threads: tuple[int, ...]) -> list[int]:
@@ -218,8 +233,13 @@ class StackRecorder:
                     source_map = _autograph_source_map(threads)
                     source_map_read = True
                 line = frame.f_lineno or code.co_firstlineno
-                frame_id = self._new_frame(code.co_filename, line, code.co_name, source_map,
-                                           _code_position(code, frame.f_lasti, line))
+                frame_id = self._new_frame(
+                    code.co_filename,
+                    line,
+                    code.co_name,
+                    source_map,
+                    _code_position(code, frame.f_lasti, line),
+                )
                 # Remapped frames depend on the AutoGraph map in force; only frames
                 # that were not remapped are cached by code object.
                 if source_map is None or (code.co_filename, line) not in source_map:
@@ -227,9 +247,14 @@ class StackRecorder:
             frame_ids.append(frame_id)
         return frame_ids
 
-    def _new_frame(self, filename: str, line: int, function: str,
-                   source_map: dict[tuple[str, int], tuple[str, int, str | None]] | None,
-                   position: Span | None) -> int:
+    def _new_frame(
+        self,
+        filename: str,
+        line: int,
+        function: str,
+        source_map: dict[tuple[str, int], tuple[str, int, str | None]] | None,
+        position: Span | None,
+    ) -> int:
         origin = source_map.get((filename, line)) if source_map is not None else None
         generated = (filename, line)
         if origin is not None:
@@ -241,8 +266,12 @@ class StackRecorder:
         if origin is not None and position is not None:
             # The columns are those of AutoGraph's generated code: find the user's.
             position = self._autograph_spans.user_span(
-                generated[0], (generated[1], position[1], position[0], position[2]), path,
-                self._file_lines.get(path), int(line))
+                generated[0],
+                (generated[1], position[1], position[0], position[2]),
+                path,
+                self._file_lines.get(path),
+                int(line),
+            )
         elif origin is not None:
             position = None
         span = _character_span(int(line), position, self._file_lines.get(path))
@@ -297,8 +326,11 @@ def _character_span(line: int, position: Span | None, lines: list[str] | None) -
     column, end_line, end_column = position
     if not 1 <= line <= end_line <= len(lines):
         return None
-    return (_character_column(lines[line - 1], column), end_line,
-            _character_column(lines[end_line - 1], end_column))
+    return (
+        _character_column(lines[line - 1], column),
+        end_line,
+        _character_column(lines[end_line - 1], end_column),
+    )
 
 
 def _character_column(text: str, byte_offset: int) -> int:

@@ -49,17 +49,20 @@ class Tf1Traces:
             if trace_op is not None:
                 op._add_control_input(trace_op)  # pylint: disable=protected-access
 
-    def instrument(self, op_type: str, outputs: tuple[Any, ...],
-                   trace_points: dict[int, int]) -> list[Any] | None:
+    def instrument(
+        self, op_type: str, outputs: tuple[Any, ...], trace_points: dict[int, int]
+    ) -> list[Any] | None:
         """Trace the outputs of ``trace_points`` (slot -> trace point); returns the
         replaced outputs (the op callback's answer), or None to keep them."""
         if op_type in PLACEHOLDER_OPS and not graph_edits.can_add_control_input():
             # Fallback: nothing could make the consumers wait for the trace.
             self._notices.once(
-                (fmt.NOTICE_TF1_UNTRACED, "placeholders"), fmt.NOTICE_TF1_UNTRACED,
+                (fmt.NOTICE_TF1_UNTRACED, "placeholders"),
+                fmt.NOTICE_TF1_UNTRACED,
                 "this TensorFlow lacks Operation._add_control_input: the feeds "
                 "(placeholders) of TF1 graphs are not traced; the ops that read them are",
-                tensor=outputs[0].name)
+                tensor=outputs[0].name,
+            )
             return None
         replaced = list(outputs)
         for slot, trace_point in trace_points.items():

@@ -63,9 +63,12 @@ class ThreadHook:
         # From now on this thread runs the profile function it would have run anyway.
         sys.setprofile(previous)
         thread = threading.current_thread()
-        if self._active and not thread.name.startswith(OWN_THREAD_PREFIX) \
-                and thread is not self._enabling_thread \
-                and not getattr(self._registered, "done", False):
+        if (
+            self._active
+            and not thread.name.startswith(OWN_THREAD_PREFIX)
+            and thread is not self._enabling_thread
+            and not getattr(self._registered, "done", False)
+        ):
             self._registered.done = True
             self._register()
         if previous is not None:

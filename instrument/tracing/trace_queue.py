@@ -73,8 +73,16 @@ ACTIVE_POLL_S = 0.001
 # which has no calls), and whether a value held NaN or infinity (None: not inspected
 # here; values compressed before they reach the sink are inspected before, as the
 # writer cannot look inside).
-TraceSink = Callable[[np.ndarray, "np.ndarray | None", "Sequence[dict[str, Any]] | None",
-                      "np.ndarray | None", "bool | None"], None]
+TraceSink = Callable[
+    [
+        np.ndarray,
+        "np.ndarray | None",
+        "Sequence[dict[str, Any]] | None",
+        "np.ndarray | None",
+        "bool | None",
+    ],
+    None,
+]
 
 
 class TraceQueue:
@@ -99,11 +107,16 @@ class TraceQueue:
             while FULL_TENSOR values are parsed and compressed in between).
     """
 
-    def __init__(self, mode: str, sink: TraceSink, *,
-                 seeking_alert: Callable[[], bool] = lambda: True,
-                 compress: bool = True,
-                 on_handle: Callable[[Any], None] = lambda handle: None,
-                 unrecorded: Callable[[], AbstractContextManager[Any]] = nullcontext) -> None:
+    def __init__(
+        self,
+        mode: str,
+        sink: TraceSink,
+        *,
+        seeking_alert: Callable[[], bool] = lambda: True,
+        compress: bool = True,
+        on_handle: Callable[[Any], None] = lambda handle: None,
+        unrecorded: Callable[[], AbstractContextManager[Any]] = nullcontext,
+    ) -> None:
         import tensorflow as tf
 
         self.mode = mode
@@ -142,7 +155,9 @@ class TraceQueue:
             component_types=component_dtypes + [tf.int64],
             shapes=shapes + [[]],
             capacity=value_drain.QUEUE_CAPACITY if full_tensor else QUEUE_CAPACITY,
-            container="", shared_name=f"tfdbg_tui_traces_{self._unique}")
+            container="",
+            shared_name=f"tfdbg_tui_traces_{self._unique}",
+        )
         self.polls_while_active = full_tensor
         self._seeking_alert, self._compress = seeking_alert, compress
         self._on_handle = on_handle
@@ -155,8 +170,7 @@ class TraceQueue:
         self._resources: _QueueResources | None = None
         self._making = threading.Lock()
         # Per nested graph: the in-graph lookups of the queue and the counter.
-        self._lookups: weakref.WeakKeyDictionary[Any, tuple[Any, Any]] = \
-            weakref.WeakKeyDictionary()
+        self._lookups: weakref.WeakKeyDictionary[Any, tuple[Any, Any]] = weakref.WeakKeyDictionary()
         # Per graph: the call ordinal read its enqueues share (`_ordinal_in`).
         self._ordinals: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
@@ -181,9 +195,14 @@ class TraceQueue:
             calls = CallCounter(f"tfdbg_tui_calls_{self._unique}")
         for handle in (queue_ref, calls.handle):
             self._on_handle(handle)
-        return _QueueResources(queue, calls, queue_ref.device,
-                               ValueDrain(queue, self.lock, seeking_alert=self._seeking_alert,
-                                          compress=self._compress))
+        return _QueueResources(
+            queue,
+            calls,
+            queue_ref.device,
+            ValueDrain(
+                queue, self.lock, seeking_alert=self._seeking_alert, compress=self._compress
+            ),
+        )
 
     @property
     def _queue(self) -> Any:
@@ -253,8 +272,11 @@ class TraceQueue:
 
         # Not colocated with what the graph is building (a variable of another device,
         # under a strategy's update): the lookups find the resources on their device.
-        with graph.as_default(), ops.control_dependencies(None), \
-                ops.colocate_with(None, ignore_existing=True):
+        with (
+            graph.as_default(),
+            ops.control_dependencies(None),
+            ops.colocate_with(None, ignore_existing=True),
+        ):
             # Each on its own resource's device: made under a strategy's replica, the
             # two may sit on different devices.
             with ops.device(self._device):
@@ -286,9 +308,12 @@ class TraceQueue:
             return CallCounter.read(self._calls.handle)
         from tensorflow.python.framework import ops
 
-        with graph.as_default(), ops.control_dependencies(None), \
-                ops.colocate_with(None, ignore_existing=True), \
-                ops.device(self._calls.handle.device):
+        with (
+            graph.as_default(),
+            ops.control_dependencies(None),
+            ops.colocate_with(None, ignore_existing=True),
+            ops.device(self._calls.handle.device),
+        ):
             handle = self._calls.lookup()
         return CallCounter.read(handle)
 
@@ -306,8 +331,10 @@ class TraceQueue:
         if self.mode == fmt.FULL_TENSOR:
             self._values.note_batch([tensor])
             return gen_data_flow_ops.queue_enqueue_v2(
-                handle, value_batches.pack([tensor], [trace_point]) + [ordinal],
-                name="tfdbg_tui_trace")
+                handle,
+                value_batches.pack([tensor], [trace_point]) + [ordinal],
+                name="tfdbg_tui_trace",
+            )
         one = constant_op.constant(1, dtype=dtypes.int32, name="tfdbg_tui_rows")
         if self.mode in summaries.SUMMARY_MODES:
             summary = summary_ops.tensor_summary(self.mode, tensor, trace_point)
@@ -315,14 +342,16 @@ class TraceQueue:
                 block = summary.row  # the kernel's row (RAW_WIDTH), enqueued as it is
             else:
                 block = array_ops.reshape(summary_ops.stack_summaries([summary]), [-1])
-            return gen_data_flow_ops.queue_enqueue_v2(handle, [block, one, ordinal],
-                                                      name="tfdbg_tui_trace")
+            return gen_data_flow_ops.queue_enqueue_v2(
+                handle, [block, one, ordinal], name="tfdbg_tui_trace"
+            )
         # NO_TENSOR: only the fact that the tensor was computed, so the enqueue waits
         # for the tensor's op without reading its value.
         with ops.control_dependencies([tensor.op]):
             tp = constant_op.constant([trace_point], dtype=dtypes.int32, name="tfdbg_tui_tp")
-            return gen_data_flow_ops.queue_enqueue_v2(handle, [tp, one, ordinal],
-                                                      name="tfdbg_tui_trace")
+            return gen_data_flow_ops.queue_enqueue_v2(
+                handle, [tp, one, ordinal], name="tfdbg_tui_trace"
+            )
 
     def _ordinal_in(self, graph: Any, calls_handle: Any) -> Any:
         """The call ordinal read once in ``graph`` (being built) for all its enqueues:
@@ -334,8 +363,11 @@ class TraceQueue:
             # Read on the counter's device, not colocated with the op being built (a
             # replica's, on another device, whose runtime would look the counter up
             # there).
-            with graph.as_default(), ops.colocate_with(None, ignore_existing=True), \
-                    ops.device(self._calls.handle.device):
+            with (
+                graph.as_default(),
+                ops.colocate_with(None, ignore_existing=True),
+                ops.device(self._calls.handle.device),
+            ):
                 ordinal = CallCounter.read(calls_handle)
             self._ordinals[graph] = ordinal
         return ordinal
@@ -354,8 +386,7 @@ class TraceQueue:
             # the batch's checks and cond (2.4 against 3.1).
             batched = not in_body or self.mode == fmt.CONCISE_HEALTH
             with ops.control_dependencies(None):
-                return summary_ops.tensor_summary(self.mode, tensor, trace_point,
-                                                  batched=batched)
+                return summary_ops.tensor_summary(self.mode, tensor, trace_point, batched=batched)
         # FULL_TENSOR: the tensor itself, packed with the others in `enqueue_batch`.
         return (tensor if self.mode == fmt.FULL_TENSOR else tensor.op, trace_point)
 
@@ -377,12 +408,16 @@ class TraceQueue:
                 components = value_batches.pack([t for t, _ in rows], [tp for _, tp in rows])
                 with ops.control_dependencies(deps):
                     return gen_data_flow_ops.queue_enqueue_v2(
-                        handle, components + [ordinal], name="tfdbg_tui_traces")
+                        handle, components + [ordinal], name="tfdbg_tui_traces"
+                    )
             if self.mode in summaries.SUMMARY_MODES:
                 components = [array_ops.reshape(summary_ops.stack_summaries(rows), [-1])]
             else:
-                components = [constant_op.constant([tp for _, tp in rows], dtype=dtypes.int32,
-                                                   name="tfdbg_tui_tps")]
+                components = [
+                    constant_op.constant(
+                        [tp for _, tp in rows], dtype=dtypes.int32, name="tfdbg_tui_tps"
+                    )
+                ]
                 # NO_TENSOR: only the fact that the tensors were computed, so the
                 # enqueue waits for their ops without reading their values.
                 deps = deps + [op for op, _ in rows]
@@ -390,7 +425,8 @@ class TraceQueue:
             size = constant_op.constant(len(rows), dtype=dtypes.int32, name="tfdbg_tui_rows")
             with ops.control_dependencies(deps):
                 return gen_data_flow_ops.queue_enqueue_v2(
-                    handle, components + [size, ordinal], name="tfdbg_tui_traces")
+                    handle, components + [size, ordinal], name="tfdbg_tui_traces"
+                )
 
     def drain(self) -> int:
         """Dequeue everything queued now into the sink.
@@ -428,8 +464,13 @@ class TraceQueue:
             ordinals = np.repeat(ordinals, sizes)
             if self.mode in summaries.SUMMARY_MODES:
                 rows = rows.reshape(-1, width)
-                self._sink(summaries.trace_points_of(rows),
-                           summaries.format_rows(self.mode, rows), None, ordinals, None)
+                self._sink(
+                    summaries.trace_points_of(rows),
+                    summaries.format_rows(self.mode, rows),
+                    None,
+                    ordinals,
+                    None,
+                )
             else:
                 self._sink(rows.astype(np.int32), None, None, ordinals, None)
         return len(rows)
@@ -460,9 +501,13 @@ def in_control_flow_gradient(graph: Any) -> bool:
     return False
 
 
-def discard_traces(trace_points: np.ndarray, rows: np.ndarray | None,
-                   values: Sequence[dict[str, Any]] | None, ordinals: np.ndarray | None,
-                   alert: bool | None) -> None:
+def discard_traces(
+    trace_points: np.ndarray,
+    rows: np.ndarray | None,
+    values: Sequence[dict[str, Any]] | None,
+    ordinals: np.ndarray | None,
+    alert: bool | None,
+) -> None:
     """The sink of a retired source: drained traces go nowhere."""
     del trace_points, rows, values, ordinals, alert
 
@@ -510,8 +555,9 @@ class TraceDrainer:
         with self._lock:
             self._sources.append(source)
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="tfdbg-tui-trace-drain",
-                                                daemon=True)
+                self._thread = threading.Thread(
+                    target=self._run, name="tfdbg-tui-trace-drain", daemon=True
+                )
                 self._thread.start()
 
     def _run(self) -> None:

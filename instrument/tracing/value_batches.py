@@ -57,7 +57,10 @@ for _enum, _dtype in _HOST_DTYPES.items():
         _CHECKED_AS[_enum] = {2: 19, 4: 1, 8: 2}[_dtype.itemsize // (1 + (_dtype.kind == "c"))]
 _CHECKED_AS[_BFLOAT16] = _BFLOAT16
 _CHECK_DTYPES: dict[int, np.dtype[Any]] = {
-    1: np.dtype(np.float32), 2: np.dtype(np.float64), 19: np.dtype(np.float16)}
+    1: np.dtype(np.float32),
+    2: np.dtype(np.float64),
+    19: np.dtype(np.float16),
+}
 _LITTLE_ENDIAN = sys.byteorder == "little"
 
 # The queue element: the number of tensors, trace points, dtypes (TF enum), ranks,
@@ -70,8 +73,16 @@ def component_dtypes() -> list[Any]:
     """The TF dtypes of the components, in `COMPONENT_NAMES` order."""
     from tensorflow.python.framework import dtypes
 
-    return [dtypes.int32, dtypes.int32, dtypes.int32, dtypes.int32, dtypes.int64,
-            dtypes.int64, dtypes.uint8, dtypes.string]
+    return [
+        dtypes.int32,
+        dtypes.int32,
+        dtypes.int32,
+        dtypes.int32,
+        dtypes.int64,
+        dtypes.int64,
+        dtypes.uint8,
+        dtypes.string,
+    ]
 
 
 def component_shapes() -> list[list[int | None]]:
@@ -104,8 +115,9 @@ def pack(tensors: list[Any], trace_points: list[int]) -> list[Any]:
     from tensorflow.python.framework import constant_op, dtypes
     from tensorflow.python.ops import array_ops, gen_parsing_ops
 
-    words = as_words([t.dtype.as_datatype_enum for t in tensors
-                      if t.dtype.as_datatype_enum in _NUMPY_DTYPES])
+    words = as_words(
+        [t.dtype.as_datatype_enum for t in tensors if t.dtype.as_datatype_enum in _NUMPY_DTYPES]
+    )
     ranks, dims, sizes, data, protos, codes = [], [], [], [], [], []
     for tensor in tensors:
         enum = tensor.dtype.as_datatype_enum
@@ -127,8 +139,9 @@ def pack(tensors: list[Any], trace_points: list[int]) -> list[Any]:
             if static.is_fully_defined():
                 sizes.append(static.num_elements() * _HOST_DTYPES[enum].itemsize)
             else:
-                sizes.append(array_ops.size(tensor, out_type=dtypes.int64)
-                             * _HOST_DTYPES[enum].itemsize)
+                sizes.append(
+                    array_ops.size(tensor, out_type=dtypes.int64) * _HOST_DTYPES[enum].itemsize
+                )
         else:
             protos.append(gen_parsing_ops.serialize_tensor(tensor, name="tfdbg_tui_value"))
             sizes.append(0)
@@ -185,9 +198,18 @@ def _concat_bytes(tensors: list[Any], words: bool) -> Any:
         values = array_ops.reshape(array_ops.bitcast(joined, dtypes.uint8), [-1])
     else:
         joined = values = array_ops.concat(
-            [array_ops.reshape(array_ops.bitcast(
-                math_ops.cast(t, dtypes.uint8) if e == _BOOL else t, dtypes.uint8), [-1])
-             for t, e in zip(tensors, enums)], 0, name="tfdbg_tui_values")
+            [
+                array_ops.reshape(
+                    array_ops.bitcast(
+                        math_ops.cast(t, dtypes.uint8) if e == _BOOL else t, dtypes.uint8
+                    ),
+                    [-1],
+                )
+                for t, e in zip(tensors, enums)
+            ],
+            0,
+            name="tfdbg_tui_values",
+        )
     if joined.op.type == "ConcatV2":
         # The concat copies the values out: variables read into it are updated after
         # it, in place, rather than copied (graph_edits.defer_variable_writes).
@@ -203,8 +225,8 @@ def _stack(items: list[Any], dtype: Any) -> Any:
     if not any(tensor_util.is_tf_type(item) for item in items):
         return constant_op.constant(items, dtype=dtype)
     return array_ops_stack.stack(
-        [math_ops.cast(item, dtype) if tensor_util.is_tf_type(item) else item
-         for item in items])
+        [math_ops.cast(item, dtype) if tensor_util.is_tf_type(item) else item for item in items]
+    )
 
 
 class PackedBatch:
@@ -223,8 +245,8 @@ class PackedBatch:
         n = int(count)
         self.trace_points = tps[:n].astype(np.int32)
         self._enums, self._ranks, self._sizes = enums[:n], ranks[:n], sizes[:n]
-        self._dims = dims[:int(self._ranks.sum())]
-        self._data = data[:int(self._sizes.sum())]
+        self._dims = dims[: int(self._ranks.sum())]
+        self._data = data[: int(self._sizes.sum())]
         self._protos = protos[:n]
 
     def __len__(self) -> int:
@@ -246,18 +268,23 @@ class PackedBatch:
         all_dims = self._dims.tolist()
         raw_bytes = self._data.data.cast("B") if self._data.size else memoryview(b"")
         values: list[dict[str, Any]] = []
-        for enum, rank, size, proto in zip(self._enums[start:end].tolist(), ranks[start:end],
-                                           sizes[start:end], self._protos[start:end].tolist()):
-            shape = all_dims[dim_at:dim_at + rank]
+        for enum, rank, size, proto in zip(
+            self._enums[start:end].tolist(),
+            ranks[start:end],
+            sizes[start:end],
+            self._protos[start:end].tolist(),
+        ):
+            shape = all_dims[dim_at : dim_at + rank]
             dim_at += rank
             if proto:
                 values.append(_from_proto(proto))
                 continue
-            raw = raw_bytes[byte_at:byte_at + size]
+            raw = raw_bytes[byte_at : byte_at + size]
             byte_at += size
             if enum == _BOOL_WORDS:
-                values.append(tensor_value_record(
-                    np.frombuffer(raw, dtype=np.uint32).reshape(shape) != 0))
+                values.append(
+                    tensor_value_record(np.frombuffer(raw, dtype=np.uint32).reshape(shape) != 0)
+                )
             elif enum == _BFLOAT16 or not _LITTLE_ENDIAN:
                 array = np.frombuffer(raw, dtype=_NUMPY_DTYPES[enum]).reshape(shape)
                 if enum == _BFLOAT16:
@@ -322,25 +349,31 @@ class PackedBatch:
         batches alternate float32 and int32.
         """
         enums, data = self._enums, self._data
-        if (not len(enums) or data.size % 4 or int(enums.max()) >= len(_WORDS)
-                or not _WORDS[enums].all()):
+        if (
+            not len(enums)
+            or data.size % 4
+            or int(enums.max()) >= len(_WORDS)
+            or not _WORDS[enums].all()
+        ):
             return None
         words = data.view(np.float32)
         step = flight_recorder.FINITE_CHUNK
         ends = starts = None
         for at in range(0, words.size, step):
-            chunk = words[at:at + step]
+            chunk = words[at : at + step]
             if all_finite(chunk):
                 continue
             if ends is None or starts is None:
                 ends = np.cumsum(self._sizes) // 4
                 starts = ends - self._sizes // 4
-            owners = np.unique(np.searchsorted(
-                ends, at + np.flatnonzero(~np.isfinite(chunk)), side="right"))
+            owners = np.unique(
+                np.searchsorted(ends, at + np.flatnonzero(~np.isfinite(chunk)), side="right")
+            )
             ways = _CHECKED_AS[enums[owners]]
             if (ways == 1).any() or any(
-                    not all_finite(words[starts[i]:ends[i]].view(np.float64))
-                    for i in owners[ways == 2].tolist()):
+                not all_finite(words[starts[i] : ends[i]].view(np.float64))
+                for i in owners[ways == 2].tolist()
+            ):
                 return True
         return False
 
@@ -385,8 +418,9 @@ class PackedValues:
     @property
     def nbytes(self) -> int:
         """About the values' raw bytes (whole batches': for a writer's flush threshold)."""
-        return sum(batch.nbytes * (end - start) // max(len(batch), 1)
-                   for batch, start, end in self._parts)
+        return sum(
+            batch.nbytes * (end - start) // max(len(batch), 1) for batch, start, end in self._parts
+        )
 
     def holds_nonfinite(self) -> bool:
         """Whether a value of the batches holds NaN or infinity
@@ -406,4 +440,3 @@ def _from_proto(serialized: bytes) -> Any:
 
     proto = tensor_pb2.TensorProto.FromString(serialized)
     return tensor_value_record(tensor_util.MakeNdarray(proto))
-

@@ -43,8 +43,7 @@ QUEUE_CAPACITY = 4
 DRAIN_BYTES = 4 << 20
 
 # The sink of `trace_queue.TraceSink`.
-Sink = Callable[[np.ndarray, "np.ndarray | None", Any, "np.ndarray | None", "bool | None"],
-                None]
+Sink = Callable[[np.ndarray, "np.ndarray | None", Any, "np.ndarray | None", "bool | None"], None]
 
 
 class ValueDrain:
@@ -57,8 +56,14 @@ class ValueDrain:
         compress: Whether values may be compressed as they are drained.
     """
 
-    def __init__(self, queue: Any, lock: threading.RLock, *,
-                 seeking_alert: Callable[[], bool], compress: bool) -> None:
+    def __init__(
+        self,
+        queue: Any,
+        lock: threading.RLock,
+        *,
+        seeking_alert: Callable[[], bool],
+        compress: bool,
+    ) -> None:
         self._queue = queue
         self._lock = lock
         self._seeking_alert = seeking_alert
@@ -107,13 +112,17 @@ class ValueDrain:
             else:
                 *components, ordinal = self._queue.dequeue_many(take)
                 arrays = [host_view(component) for component in components]
-                batches = [value_batches.PackedBatch([array[i] for array in arrays])
-                           for i in range(take)]
+                batches = [
+                    value_batches.PackedBatch([array[i] for array in arrays]) for i in range(take)
+                ]
                 ordinals = host_view(ordinal).tolist()
         # The slow part (looking at the values, compressing them) holds no lock the
         # training thread takes: it only competes with it for CPU.
-        trace_points = (batches[0].trace_points if take == 1
-                        else np.concatenate([b.trace_points for b in batches]))
+        trace_points = (
+            batches[0].trace_points
+            if take == 1
+            else np.concatenate([b.trace_points for b in batches])
+        )
         values: Any = value_batches.PackedValues.of(batches)
         # Looked at here, off the batches' bytes, while the sink still wants to know.
         # Where batches of several calls hold NaN or infinity, the sink looks again at
@@ -124,8 +133,7 @@ class ValueDrain:
             alert = None if found and len(set(ordinals)) > 1 else found
         if compress:
             values = compress_values(list(values))
-        ordinal_of_each = np.repeat(np.asarray(ordinals, dtype=np.int64),
-                                    [len(b) for b in batches])
+        ordinal_of_each = np.repeat(np.asarray(ordinals, dtype=np.int64), [len(b) for b in batches])
         with self._lock:
             sink(trace_points, None, values, ordinal_of_each, alert)
         return len(trace_points)

@@ -54,8 +54,9 @@ class XlaTracePool:
             it; it is the dumper's own, not the program's).
     """
 
-    def __init__(self, mode: str, queue: TraceQueue,
-                 on_block: Callable[[Any], None] = lambda handle: None) -> None:
+    def __init__(
+        self, mode: str, queue: TraceQueue, on_block: Callable[[Any], None] = lambda handle: None
+    ) -> None:
         self.mode = mode
         self._queue = queue
         self._on_block = on_block
@@ -66,8 +67,7 @@ class XlaTracePool:
         self._blocks: list[Any] = []  # eager handles
         self._block_attrs: list[dict[str, Any]] = []
         self._slot_trace_points: list[int] = []
-        self._lookups: weakref.WeakKeyDictionary[Any, dict[int, Any]] = \
-            weakref.WeakKeyDictionary()
+        self._lookups: weakref.WeakKeyDictionary[Any, dict[int, Any]] = weakref.WeakKeyDictionary()
 
     def __len__(self) -> int:
         return len(self._slot_trace_points)
@@ -90,14 +90,15 @@ class XlaTracePool:
         with graph.name_scope("tfdbg_tui_xla"):
             with ops.control_dependencies(None):
                 row = raw_rows.xla_row(self.mode, tensor, trace_point)
-            with ops.control_dependencies([tensor.op] if self.mode == fmt.NO_TENSOR
-                                          else None):
+            with ops.control_dependencies([tensor.op] if self.mode == fmt.NO_TENSOR else None):
                 ordinal = math_ops.cast(self._queue.call_ordinal_in(graph), dtypes.float64)
                 row = array_ops.concat([row, array_ops.reshape(ordinal, [1])], 0)
             return gen_resource_variable_ops.resource_scatter_update(
                 self._handle_in(graph, block),
                 constant_op.constant([slot], dtype=dtypes.int32),
-                array_ops.expand_dims(row, 0), name="trace")
+                array_ops.expand_dims(row, 0),
+                name="trace",
+            )
 
     def _allocate(self, trace_point: int) -> tuple[int, int]:
         from tensorflow.python.framework import dtypes, ops
@@ -108,16 +109,20 @@ class XlaTracePool:
             self._slot_trace_points.append(trace_point)
             block, slot = divmod(index, BLOCK_ROWS)
             if block == len(self._blocks):
-                attrs = {"dtype": dtypes.float64, "shape": [BLOCK_ROWS, self._width],
-                         "container": "",
-                         "shared_name": f"tfdbg_tui_xla_{self._unique}_{block}"}
+                attrs = {
+                    "dtype": dtypes.float64,
+                    "shape": [BLOCK_ROWS, self._width],
+                    "container": "",
+                    "shared_name": f"tfdbg_tui_xla_{self._unique}_{block}",
+                }
                 with ops.init_scope():
                     handle = gen_resource_variable_ops.var_handle_op(
-                        **attrs, name="tfdbg_tui_xla_traces")
+                        **attrs, name="tfdbg_tui_xla_traces"
+                    )
                     # Ordinal -1: no call has written the slot yet.
                     gen_resource_variable_ops.assign_variable_op(
-                        handle, array_ops.fill([BLOCK_ROWS, self._width],
-                                               np.float64(-1.0)))
+                        handle, array_ops.fill([BLOCK_ROWS, self._width], np.float64(-1.0))
+                    )
                 self._blocks.append(handle)
                 self._block_attrs.append(attrs)
                 self._on_block(handle)
@@ -133,10 +138,14 @@ class XlaTracePool:
             from tensorflow.python.framework import ops
             from tensorflow.python.ops import gen_resource_variable_ops
 
-            with graph.as_default(), ops.control_dependencies(None), \
-                    ops.device(self._blocks[block].device):
+            with (
+                graph.as_default(),
+                ops.control_dependencies(None),
+                ops.device(self._blocks[block].device),
+            ):
                 lookups[block] = gen_resource_variable_ops.var_handle_op(
-                    **self._block_attrs[block], name="tfdbg_tui_xla_traces")
+                    **self._block_attrs[block], name="tfdbg_tui_xla_traces"
+                )
         return lookups[block]
 
     def collect(self, ordinal: int) -> tuple[np.ndarray, np.ndarray | None] | None:
@@ -153,9 +162,12 @@ class XlaTracePool:
             count = len(self._slot_trace_points)
         if not blocks:
             return None
-        rows = np.concatenate([
-            gen_resource_variable_ops.read_variable_op(handle, dtypes.float64).numpy()
-            for handle in blocks])[:count]
+        rows = np.concatenate(
+            [
+                gen_resource_variable_ops.read_variable_op(handle, dtypes.float64).numpy()
+                for handle in blocks
+            ]
+        )[:count]
         rows = rows[rows[:, -1] == ordinal]
         if not len(rows):
             return None
@@ -182,7 +194,10 @@ def function_name(graph: Any) -> str:
     from tensorflow.python.ops import control_flow_util
 
     outer = getattr(graph, "outer_graph", None)
-    while outer is not None and hasattr(outer, "outer_graph") \
-            and control_flow_util.GraphOrParentsInXlaContext(outer):
+    while (
+        outer is not None
+        and hasattr(outer, "outer_graph")
+        and control_flow_util.GraphOrParentsInXlaContext(outer)
+    ):
         graph, outer = outer, outer.outer_graph
     return str(getattr(graph, "name", None) or "a function")

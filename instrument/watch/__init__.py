@@ -34,8 +34,9 @@ _atexit_registered = False
 _on_replaced: Any = None
 
 
-def watch(logdir: str | os.PathLike[str], *, on_hit: str = ON_HIT_STOP,
-          max_replays: int = 1) -> str:
+def watch(
+    logdir: str | os.PathLike[str], *, on_hit: str = ON_HIT_STOP, max_replays: int = 1
+) -> str:
     """Watch this process's training steps, writing a watched run into ``logdir``.
 
     Args:
@@ -59,8 +60,9 @@ def watch(logdir: str | os.PathLike[str], *, on_hit: str = ON_HIT_STOP,
         raise ValueError(f"on_hit must be one of {', '.join(ON_HIT)}; got {on_hit!r}")
     if max_replays < 0:
         raise ValueError(f"max_replays must be 0 or more; got {max_replays}")
-    logdir_path = (os.fspath(logdir) if storage.is_url(logdir)
-                   else os.path.abspath(storage.local_path(logdir)))
+    logdir_path = (
+        os.fspath(logdir) if storage.is_url(logdir) else os.path.abspath(storage.local_path(logdir))
+    )
     global _on_replaced
     with _lock:
         replaced = None
@@ -69,9 +71,11 @@ def watch(logdir: str | os.PathLike[str], *, on_hit: str = ON_HIT_STOP,
             if os.path.dirname(watcher.writer.path.rstrip("/")) == logdir_path:
                 return str(watcher.writer.path)
             if _on_replaced is None:
-                raise ValueError("tfdbg-tui is watching into another logdir already "
-                                 f"({watcher.writer.path}); call instrument.unwatch() "
-                                 "first")
+                raise ValueError(
+                    "tfdbg-tui is watching into another logdir already "
+                    f"({watcher.writer.path}); call instrument.unwatch() "
+                    "first"
+                )
             replaced, on_replaced, _on_replaced = watcher.writer.path, _on_replaced, None
     if replaced is not None:
         unwatch()
@@ -132,14 +136,18 @@ def _start(logdir: str, on_hit: str, max_replays: int) -> tuple[Watcher, Any]:
     from instrument.watch.keras_hooks import WatchHooks
     from reader import format as fmt
 
-    writer = DumpWriter(logdir, {
-        "tensor_debug_mode": fmt.NO_TENSOR,
-        "tf_version": tf.__version__,
-        "python_version": platform.python_version(),
-        "argv": list(sys.argv),
-        "thread": threading.current_thread().name,
-        "watch": {"on_hit": on_hit, "max_replays": max_replays},
-    }, flush_interval_s=0.5)
+    writer = DumpWriter(
+        logdir,
+        {
+            "tensor_debug_mode": fmt.NO_TENSOR,
+            "tf_version": tf.__version__,
+            "python_version": platform.python_version(),
+            "argv": list(sys.argv),
+            "thread": threading.current_thread().name,
+            "watch": {"on_hit": on_hit, "max_replays": max_replays},
+        },
+        flush_interval_s=0.5,
+    )
     watcher = Watcher(writer, on_hit=on_hit, max_replays=max_replays)
     hooks = WatchHooks(watcher)
     hooks.install()

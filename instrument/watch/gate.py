@@ -55,8 +55,11 @@ def note_loss(target: Any) -> None:
     """Remember ``target`` (a ``GradientTape.gradient`` target being traced) as the loss
     of its graph: the check of the apply that follows covers it."""
     graph = getattr(target, "graph", None)
-    if graph is not None and getattr(target, "dtype", None) is not None \
-            and target.dtype.is_floating:
+    if (
+        graph is not None
+        and getattr(target, "dtype", None) is not None
+        and target.dtype.is_floating
+    ):
         _losses[graph] = target
 
 
@@ -122,9 +125,14 @@ def make_flags() -> WatchFlags:
     import tensorflow as tf
 
     with tf.init_scope():
-        return WatchFlags(*(tf.Variable(tf.constant(-1, tf.int64), trainable=False,
-                                        name=f"tfdbg_tui_watch_{name}")
-                            for name in ("hit_step", "hit_site", "hit_check", "hit_index")))
+        return WatchFlags(
+            *(
+                tf.Variable(
+                    tf.constant(-1, tf.int64), trainable=False, name=f"tfdbg_tui_watch_{name}"
+                )
+                for name in ("hit_step", "hit_site", "hit_check", "hit_index")
+            )
+        )
 
 
 @dataclass
@@ -149,8 +157,11 @@ class WatchSite:
 
     @property
     def columns(self) -> list[str]:
-        return (["loss"] + [f"gradient_norm:{n}" for n in self.variable_names]
-                + [f"weight_norm:{n}" for n in self.variable_names])
+        return (
+            ["loss"]
+            + [f"gradient_norm:{n}" for n in self.variable_names]
+            + [f"weight_norm:{n}" for n in self.variable_names]
+        )
 
 
 @dataclass
@@ -170,13 +181,19 @@ def make_site(site_id: int, optimizer: Any, variables: list[Any]) -> WatchSite:
 
     with tf.init_scope():
         return WatchSite(
-            site_id=site_id, optimizer_name=str(getattr(optimizer, "name", "optimizer")),
+            site_id=site_id,
+            optimizer_name=str(getattr(optimizer, "name", "optimizer")),
             variable_names=[variable_name(v) for v in variables],
             variables=list(variables) + list(getattr(optimizer, "variables", [])),
-            steps=tf.Variable(tf.constant(0, tf.int64), trainable=False,
-                              name="tfdbg_tui_watch_steps"),
-            ring=tf.Variable(tf.zeros([RING_STEPS, 1 + 2 * len(variables)], tf.float32),
-                             trainable=False, name="tfdbg_tui_watch_ring"))
+            steps=tf.Variable(
+                tf.constant(0, tf.int64), trainable=False, name="tfdbg_tui_watch_steps"
+            ),
+            ring=tf.Variable(
+                tf.zeros([RING_STEPS, 1 + 2 * len(variables)], tf.float32),
+                trainable=False,
+                name="tfdbg_tui_watch_ring",
+            ),
+        )
 
 
 def keep_batch(site: WatchSite, tensors: list[Any], names: list[str]) -> None:
@@ -186,10 +203,15 @@ def keep_batch(site: WatchSite, tensors: list[Any], names: list[str]) -> None:
     if site.kept_batch is not None:
         return
     with tf.init_scope():
-        variables = [tf.Variable(tf.zeros([0], t.dtype) if t.dtype != tf.string
-                                 else tf.constant([], tf.string),
-                                 shape=tf.TensorShape(None), trainable=False,
-                                 name="tfdbg_tui_watch_batch") for t in tensors]
+        variables = [
+            tf.Variable(
+                tf.zeros([0], t.dtype) if t.dtype != tf.string else tf.constant([], tf.string),
+                shape=tf.TensorShape(None),
+                trainable=False,
+                name="tfdbg_tui_watch_batch",
+            )
+            for t in tensors
+        ]
     site.kept_batch = KeptBatch(variables, names)
 
 
@@ -200,9 +222,15 @@ def keep_state(flags: WatchFlags, variables: list[Any]) -> None:
     known = {id(v) for v, _ in flags.kept_state}
     with tf.init_scope():
         flags.kept_state.extend(
-            (v, tf.Variable(tf.zeros_like(_value(v)), trainable=False,
-                            name="tfdbg_tui_watch_state"))
-            for v in variables if id(v) not in known)
+            (
+                v,
+                tf.Variable(
+                    tf.zeros_like(_value(v)), trainable=False, name="tfdbg_tui_watch_state"
+                ),
+            )
+            for v in variables
+            if id(v) not in known
+        )
 
 
 def copy_state_before_step(flags: WatchFlags, variables: list[Any]) -> None:
@@ -223,14 +251,23 @@ def copy_state_before_step(flags: WatchFlags, variables: list[Any]) -> None:
     tf.cond(flags.hit_step < 0, copy, lambda: tf.constant(False))
 
 
-def guarded_apply(flags: WatchFlags, site: WatchSite, apply: Any, grads: list[Any],
-                  variables: list[Any], batch: list[Any]) -> None:
+def guarded_apply(
+    flags: WatchFlags,
+    site: WatchSite,
+    apply: Any,
+    grads: list[Any],
+    variables: list[Any],
+    batch: list[Any],
+) -> None:
     """Build, in the step's graph, the check, the gated ``apply()`` and the row."""
     import tensorflow as tf
 
     loss = loss_of(tf.compat.v1.get_default_graph())
-    checked = ([tf.cast(tf.reshape(loss, [-1]), tf.float32)] if loss is not None
-               else [tf.zeros([1], tf.float32)])
+    checked = (
+        [tf.cast(tf.reshape(loss, [-1]), tf.float32)]
+        if loss is not None
+        else [tf.zeros([1], tf.float32)]
+    )
     checked += [_dense(g) for g in grads]
     squares = [tf.reduce_sum(tf.square(tf.cast(t, tf.float32))) for t in checked]
     total = tf.add_n(squares)
@@ -247,6 +284,7 @@ def guarded_apply(flags: WatchFlags, site: WatchSite, apply: Any, grads: list[An
     step = site.steps.read_value()
     kept_batch = site.kept_batch
     if kept_batch is not None:
+
         def copy_batch() -> Any:
             for kept, tensor in zip(kept_batch.variables, batch):
                 kept.assign(tensor)
@@ -256,8 +294,9 @@ def guarded_apply(flags: WatchFlags, site: WatchSite, apply: Any, grads: list[An
     open_gate = tf.logical_and(ok, hit_step < 0)
 
     def squared_norms() -> Any:
-        return tf.stack([tf.reduce_sum(tf.square(tf.cast(_value(v), tf.float32)))
-                         for v in variables])
+        return tf.stack(
+            [tf.reduce_sum(tf.square(tf.cast(_value(v), tf.float32))) for v in variables]
+        )
 
     def update() -> Any:
         apply()
@@ -270,20 +309,32 @@ def guarded_apply(flags: WatchFlags, site: WatchSite, apply: Any, grads: list[An
 
     weights = tf.cond(open_gate, update, skip)
     updated_fine = tf.math.is_finite(weights)
-    first_hit = tf.logical_and(hit_step < 0, tf.logical_not(
-        tf.logical_and(ok, tf.reduce_all(updated_fine))))
-    check = tf.where(ok, tf.constant(2, tf.int64),
-                     tf.where(tf.logical_and(loss is not None, tf.logical_not(finite[0])),
-                              tf.constant(0, tf.int64), tf.constant(1, tf.int64)))
-    index = tf.where(ok, tf.argmin(tf.cast(updated_fine, tf.int32), output_type=tf.int64),
-                     tf.argmin(tf.cast(finite, tf.int32), output_type=tf.int64))
+    first_hit = tf.logical_and(
+        hit_step < 0, tf.logical_not(tf.logical_and(ok, tf.reduce_all(updated_fine)))
+    )
+    check = tf.where(
+        ok,
+        tf.constant(2, tf.int64),
+        tf.where(
+            tf.logical_and(loss is not None, tf.logical_not(finite[0])),
+            tf.constant(0, tf.int64),
+            tf.constant(1, tf.int64),
+        ),
+    )
+    index = tf.where(
+        ok,
+        tf.argmin(tf.cast(updated_fine, tf.int32), output_type=tf.int64),
+        tf.argmin(tf.cast(finite, tf.int32), output_type=tf.int64),
+    )
     flags.hit_step.assign(tf.where(first_hit, step, hit_step))
-    flags.hit_site.assign(tf.where(first_hit, tf.constant(site.site_id, tf.int64),
-                                   flags.hit_site.read_value()))
+    flags.hit_site.assign(
+        tf.where(first_hit, tf.constant(site.site_id, tf.int64), flags.hit_site.read_value())
+    )
     flags.hit_check.assign(tf.where(first_hit, check, flags.hit_check.read_value()))
     flags.hit_index.assign(tf.where(first_hit, index, flags.hit_index.read_value()))
-    row = tf.concat([tf.reshape(tf.sqrt(squares[0]), [1]), tf.sqrt(tf.stack(squares[1:])),
-                     tf.sqrt(weights)], 0)
+    row = tf.concat(
+        [tf.reshape(tf.sqrt(squares[0]), [1]), tf.sqrt(tf.stack(squares[1:])), tf.sqrt(weights)], 0
+    )
     site.ring[step % RING_STEPS].assign(row)
     site.steps.assign_add(1)
 

@@ -53,12 +53,17 @@ class WatchHooks:
             if watcher.closed or trainable_variables is None:
                 return original_apply(optimizer, grads, trainable_variables)
             if not tf.inside_function():
-                watcher.say_once("eager", "an optimizer update ran eagerly (outside any "
-                                 "tf.function): eager updates are not watched")
+                watcher.say_once(
+                    "eager",
+                    "an optimizer update ran eagerly (outside any "
+                    "tf.function): eager updates are not watched",
+                )
                 return original_apply(optimizer, grads, trainable_variables)
             if tf.distribute.has_strategy():
-                watcher.say_once("strategy", "the step runs under a tf.distribute "
-                                 "strategy: its updates are not watched yet")
+                watcher.say_once(
+                    "strategy",
+                    "the step runs under a tf.distribute strategy: its updates are not watched yet",
+                )
                 return original_apply(optimizer, grads, trainable_variables)
             grads, variables = list(grads), list(trainable_variables)
             pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
@@ -98,8 +103,14 @@ class WatchHooks:
         self._replace(tf.GradientTape, "gradient", gradient)
         self._replace(keras.Model, "fit", fit)
 
-        def on_op(op_type: str, inputs: Any, attrs: Any, outputs: Any,
-                  op_name: str | None = None, graph: Any = None) -> None:
+        def on_op(
+            op_type: str,
+            inputs: Any,
+            attrs: Any,
+            outputs: Any,
+            op_name: str | None = None,
+            graph: Any = None,
+        ) -> None:
             if graph is None:
                 watcher.on_eager_op()
 

@@ -62,18 +62,32 @@ def save_state_and_batch(hit: Hit, run_path: str) -> Saved:
     from reader import storage
 
     if storage.is_url(run_path):
-        return Saved(None, None, "the watched run is in a bucket; saved state and batches "
-                                 "are written on local disks only")
+        return Saved(
+            None,
+            None,
+            "the watched run is in a bucket; saved state and batches "
+            "are written on local disks only",
+        )
     variables = _state_variables(hit)
     state = saved_path(run_path, hit.step, "state")
-    np.savez(state, **{_key(name, i): value  # type: ignore[arg-type]
-                       for i, (name, value) in enumerate(variables)})
+    np.savez(
+        state,
+        **{
+            _key(name, i): value  # type: ignore[arg-type]
+            for i, (name, value) in enumerate(variables)
+        },
+    )
     batch = None
     kept = hit.site.kept_batch
     if kept is not None:
         batch = saved_path(run_path, hit.step, "batch")
-        np.savez(batch, **{_key(name, i): v.numpy()
-                           for i, (name, v) in enumerate(zip(kept.names, kept.variables))})
+        np.savez(
+            batch,
+            **{
+                _key(name, i): v.numpy()
+                for i, (name, v) in enumerate(zip(kept.names, kept.variables))
+            },
+        )
     return Saved(state, batch)
 
 
@@ -111,7 +125,9 @@ def replay_hit(hit: Hit, watched_path: str, kept_state: list[Any]) -> Replay:
     outcome: list[Replay] = []
     thread = threading.Thread(
         target=lambda: outcome.append(_replay(hit, watched_path, kept_state)),
-                              name="tfdbg-tui-replay", daemon=True)
+        name="tfdbg-tui-replay",
+        daemon=True,
+    )
     thread.start()
     thread.join()
     return outcome[0] if outcome else Replay(None, None, None, "the replay did not finish")
@@ -130,9 +146,16 @@ def _replay(hit: Hit, watched_path: str, kept_state: list[Any]) -> Replay:
     values = kept.values() if kept is not None else []
     restore = _snapshot(kept_state, step)
     logdir = os.path.dirname(watched_path.rstrip("/"))
-    run_path = api.enable_for_replay(logdir, {
-        "run": os.path.basename(watched_path.rstrip("/")), "step": hit.step,
-        "site": hit.site.site_id, "check": hit.check, "tensor": hit.tensor})
+    run_path = api.enable_for_replay(
+        logdir,
+        {
+            "run": os.path.basename(watched_path.rstrip("/")),
+            "step": hit.step,
+            "site": hit.site.site_id,
+            "check": hit.check,
+            "tensor": hit.tensor,
+        },
+    )
     error = None
     try:
         with gate.replay_tracing():
@@ -144,15 +167,20 @@ def _replay(hit: Hit, watched_path: str, kept_state: list[Any]) -> Replay:
                 function, args, kwargs, placeholders = step[1], step[2], step[3], step[4]
                 by_placeholder = {id(p): v for p, v in zip(placeholders, values)}
                 args, kwargs = tf.nest.map_structure(
-                    lambda t: by_placeholder.get(id(t), t), (args, kwargs))
+                    lambda t: by_placeholder.get(id(t), t), (args, kwargs)
+                )
                 tf.function(function)(*args, **kwargs)
     except Exception as failure:  # noqa: BLE001 - the replay must not take the job down
         error = f"{type(failure).__name__}: {' '.join(str(failure).split())[:300]}"
     finally:
         api.disable_dump_debug_info()
         restore()
-    return Replay(os.path.basename(run_path.rstrip("/")), run_path,
-                  _verdict(run_path) if error is None else None, error)
+    return Replay(
+        os.path.basename(run_path.rstrip("/")),
+        run_path,
+        _verdict(run_path) if error is None else None,
+        error,
+    )
 
 
 def _rebuilt(data: Any, values: list[Any]) -> Any:
@@ -194,26 +222,33 @@ def hit_error(hit: Hit, saved: Saved, replay: Replay | None, run_path: str) -> N
     """The error the job stops with: the watched step and the check it failed, the
     replay's root cause (op, line) and verdict, and what was saved where."""
     if hit.check == CHECK_UPDATE:
-        head = (f"watch: step {hit.step} of {hit.site.optimizer_name}: {hit.tensor} held NaN "
-                "or infinity: the optimizer made it from finite gradients (an epsilon of 0, "
-                "a division by a zero slot); nothing was written after that step, but its "
-                "own update was (the state before it was not kept)")
+        head = (
+            f"watch: step {hit.step} of {hit.site.optimizer_name}: {hit.tensor} held NaN "
+            "or infinity: the optimizer made it from finite gradients (an epsilon of 0, "
+            "a division by a zero slot); nothing was written after that step, but its "
+            "own update was (the state before it was not kept)"
+        )
     else:
-        head = (f"watch: step {hit.step} of {hit.site.optimizer_name}: {hit.tensor} held NaN "
-                "or infinity; the update was not applied, and nothing was written after it")
+        head = (
+            f"watch: step {hit.step} of {hit.site.optimizer_name}: {hit.tensor} held NaN "
+            "or infinity; the update was not applied, and nothing was written after it"
+        )
     lines = [head]
     cause = None
-    state_label = ("the state after it" if hit.check == CHECK_UPDATE
-                   else f"the state before step {hit.step}")
+    state_label = (
+        "the state after it" if hit.check == CHECK_UPDATE else f"the state before step {hit.step}"
+    )
     if replay is not None and replay.run_path and replay.verdict == REPRODUCED:
         cause = first_alert_error(replay.run_path)
         lines.append(f"replayed fully recorded ({replay.verdict}): " + str(cause))
     elif replay is not None and replay.error:
         lines.append(f"the replay failed: {replay.error}")
     elif replay is not None:
-        lines.append(f"replayed fully recorded: {replay.verdict}: the replay stayed finite "
-                     "(nondeterminism, a fault of the hardware, or an input the step read "
-                     f"that was not kept); the replay: {replay.run_path}")
+        lines.append(
+            f"replayed fully recorded: {replay.verdict}: the replay stayed finite "
+            "(nondeterminism, a fault of the hardware, or an input the step read "
+            f"that was not kept); the replay: {replay.run_path}"
+        )
     else:
         lines.append("not replayed")
     if saved.state:
@@ -222,11 +257,19 @@ def hit_error(hit: Hit, saved: Saved, replay: Replay | None, run_path: str) -> N
         lines.append(f"its batch: {saved.batch}")
     if saved.why_not:
         lines.append(saved.why_not)
-    lines.append(f"the watched run: {run_path} (open it with: tfdbg-tui "
-                 f"{os.path.dirname(run_path.rstrip('/'))})")
+    lines.append(
+        f"the watched run: {run_path} (open it with: tfdbg-tui "
+        f"{os.path.dirname(run_path.rstrip('/'))})"
+    )
     if cause is not None:
-        return NonFiniteError("\n".join(lines), run_path=cause.run_path,
-                              op_type=cause.op_type, tensor_name=cause.tensor_name,
-                              graph_name=cause.graph_name, step=hit.step, file=cause.file,
-                              line=cause.line)
+        return NonFiniteError(
+            "\n".join(lines),
+            run_path=cause.run_path,
+            op_type=cause.op_type,
+            tensor_name=cause.tensor_name,
+            graph_name=cause.graph_name,
+            step=hit.step,
+            file=cause.file,
+            line=cause.line,
+        )
     return NonFiniteError("\n".join(lines), run_path=run_path, step=hit.step)

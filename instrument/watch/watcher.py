@@ -49,19 +49,23 @@ class StepOfKeras:
 class Watcher:
     """The watch tier of one process (`instrument.watch`)."""
 
-    def __init__(self, writer: Any, *, on_hit: str, max_replays: int,
-                 poll_interval_s: float = POLL_INTERVAL_S) -> None:
+    def __init__(
+        self,
+        writer: Any,
+        *,
+        on_hit: str,
+        max_replays: int,
+        poll_interval_s: float = POLL_INTERVAL_S,
+    ) -> None:
         self.writer = writer
         self.on_hit = on_hit
         self.max_replays = max_replays
         self.replays = 0
         self.flags: gate.WatchFlags | None = None
         self.sites: list[gate.WatchSite] = []
-        self._site_of: weakref.WeakKeyDictionary[Any, gate.WatchSite] = \
-            weakref.WeakKeyDictionary()
+        self._site_of: weakref.WeakKeyDictionary[Any, gate.WatchSite] = weakref.WeakKeyDictionary()
         # Per graph: the Keras train_step traced in it.
-        self._keras_steps: weakref.WeakKeyDictionary[Any, StepOfKeras] = \
-            weakref.WeakKeyDictionary()
+        self._keras_steps: weakref.WeakKeyDictionary[Any, StepOfKeras] = weakref.WeakKeyDictionary()
         self._lock = threading.RLock()
         self._rows_read: dict[int, int] = {}
         self._said: set[str] = set()
@@ -72,8 +76,8 @@ class Watcher:
         self.stopped = False
         self._wake = threading.Event()
         self._thread: threading.Thread | None = threading.Thread(
-            target=self._poll_loop, name="tfdbg-tui-watch", args=(poll_interval_s,),
-            daemon=True)
+            target=self._poll_loop, name="tfdbg-tui-watch", args=(poll_interval_s,), daemon=True
+        )
         self._thread.start()
 
     # -- tracing (the step's graph) -----------------------------------------------------
@@ -99,8 +103,7 @@ class Watcher:
         self._keras_steps[tf.compat.v1.get_default_graph()] = StepOfKeras(model, data)
         return train_step(data)
 
-    def apply(self, optimizer: Any, apply: Any, grads: list[Any],
-              variables: list[Any]) -> None:
+    def apply(self, optimizer: Any, apply: Any, grads: list[Any], variables: list[Any]) -> None:
         """Trace a watched ``optimizer.apply(grads, variables)``."""
         import tensorflow as tf
 
@@ -114,9 +117,15 @@ class Watcher:
                 site = gate.make_site(len(self.sites), optimizer, variables)
                 self.sites.append(site)
                 self._site_of[optimizer] = site
-                self.writer.add_watch_record(fmt.KIND_WATCH_SITE, {
-                    "id": site.site_id, "optimizer": site.optimizer_name,
-                    "columns": site.columns, "ring": gate.RING_STEPS})
+                self.writer.add_watch_record(
+                    fmt.KIND_WATCH_SITE,
+                    {
+                        "id": site.site_id,
+                        "optimizer": site.optimizer_name,
+                        "columns": site.columns,
+                        "ring": gate.RING_STEPS,
+                    },
+                )
         graph = tf.compat.v1.get_default_graph()
         batch, names = self._step_function(site, graph)
         if batch:
@@ -143,17 +152,28 @@ class Watcher:
             scope = outer
         call = traced_call(scope)
         if call is None:
-            self.say_once("no_step_function", "the watched step's function was not found: "
-                          "a hit stops the job, but the step cannot be replayed")
+            self.say_once(
+                "no_step_function",
+                "the watched step's function was not found: "
+                "a hit stops the job, but the step cannot be replayed",
+            )
             return [], []
         function, args, kwargs = call
-        flat = [t for t in tf.nest.flatten((args, kwargs))
-                if tf.is_tensor(t) and t.dtype not in (tf.resource, tf.variant)]
+        flat = [
+            t
+            for t in tf.nest.flatten((args, kwargs))
+            if tf.is_tensor(t) and t.dtype not in (tf.resource, tf.variant)
+        ]
         site.step_function = ("function", function, args, kwargs, flat)
-        if any(tf.is_tensor(t) and t.dtype in (tf.resource, tf.variant)
-               for t in tf.nest.flatten((args, kwargs))):
-            self.say_once("iterator_argument", "the watched step takes an iterator or a "
-                          "dataset: its batch cannot be kept, and the step not replayed")
+        if any(
+            tf.is_tensor(t) and t.dtype in (tf.resource, tf.variant)
+            for t in tf.nest.flatten((args, kwargs))
+        ):
+            self.say_once(
+                "iterator_argument",
+                "the watched step takes an iterator or a "
+                "dataset: its batch cannot be kept, and the step not replayed",
+            )
             site.step_function = None
         return flat, [getattr(t, "name", f"arg{i}") for i, t in enumerate(flat)]
 
@@ -205,14 +225,26 @@ class Watcher:
         first = max(done, steps - gate.RING_STEPS)
         ring = site.ring.numpy()
         rows = np.stack([ring[s % gate.RING_STEPS] for s in range(first, steps)])
-        self.writer.add_watch_record(fmt.KIND_WATCH_STEPS, {
-            "site": site.site_id, "first": first, "lost": first - done,
-            "rows": rows.astype(np.float32).tobytes(), "columns": rows.shape[1]})
+        self.writer.add_watch_record(
+            fmt.KIND_WATCH_STEPS,
+            {
+                "site": site.site_id,
+                "first": first,
+                "lost": first - done,
+                "rows": rows.astype(np.float32).tobytes(),
+                "columns": rows.shape[1],
+            },
+        )
         self._rows_read[site.site_id] = steps
 
     def _hit_fields(self, hit: gate.Hit, **more: Any) -> dict[str, Any]:
-        return {"site": hit.site.site_id, "step": hit.step, "check": hit.check,
-                "tensor": hit.tensor, **more}
+        return {
+            "site": hit.site.site_id,
+            "step": hit.step,
+            "check": hit.check,
+            "tensor": hit.tensor,
+            **more,
+        }
 
     def on_eager_op(self) -> None:
         """In the training thread, at each eager op: handle a hit the host noted."""
@@ -233,16 +265,22 @@ class Watcher:
         saved = replay.save_state_and_batch(hit, run_path)
         outcome = None
         # A hit of the update check has no state before its step to replay from.
-        if self.on_hit != ON_HIT_STOP_WITHOUT_REPLAY and self.replays < self.max_replays \
-                and hit.check != gate.CHECK_UPDATE:
+        if (
+            self.on_hit != ON_HIT_STOP_WITHOUT_REPLAY
+            and self.replays < self.max_replays
+            and hit.check != gate.CHECK_UPDATE
+        ):
             self.replays += 1
             kept = [v for v, _ in self.flags.kept_state] if self.flags else []
             outcome = replay.replay_hit(hit, run_path, kept)
         fields = self._hit_fields(
-            hit, saved_state=saved.state, saved_batch=saved.batch,
+            hit,
+            saved_state=saved.state,
+            saved_batch=saved.batch,
             replay_run=outcome.run_id if outcome else None,
             verdict=outcome.verdict if outcome else None,
-            replay_error=outcome.error if outcome else None)
+            replay_error=outcome.error if outcome else None,
+        )
         self.writer.add_watch_record(fmt.KIND_WATCH_HIT, fields)
         self.writer.flush()
         error = replay.hit_error(hit, saved, outcome, run_path)
@@ -263,8 +301,12 @@ class Watcher:
     def _rearm(self) -> None:
         """Skip the hit step and watch on: the flag cleared, the hit forgotten."""
         assert self.flags is not None
-        for variable in (self.flags.hit_step, self.flags.hit_site, self.flags.hit_check,
-                         self.flags.hit_index):
+        for variable in (
+            self.flags.hit_step,
+            self.flags.hit_site,
+            self.flags.hit_check,
+            self.flags.hit_index,
+        ):
             variable.assign(-1)
         self.hit = None
 
@@ -296,8 +338,7 @@ class Watcher:
                 except NonFiniteError as raised:
                     error = raised
         except Exception as failure:  # noqa: BLE001 - closing at exit must not fail
-            logger.warning("tfdbg-tui watch: reading the last watched steps failed: %s",
-                           failure)
+            logger.warning("tfdbg-tui watch: reading the last watched steps failed: %s", failure)
         self.writer.close()
         if error is not None:
             if not handle_hit:
@@ -313,8 +354,11 @@ def _what_failed(site: gate.WatchSite, check: str, index: int) -> str:
     if check == gate.CHECK_GRADIENT:
         k = index - 1
         return f"the gradient of {names[k]}" if 0 <= k < len(names) else "a gradient"
-    return (f"{names[index]} after the update" if 0 <= index < len(names)
-            else "a variable after the update")
+    return (
+        f"{names[index]} after the update"
+        if 0 <= index < len(names)
+        else "a variable after the update"
+    )
 
 
 __all__ = ["NonFiniteError", "Watcher", "ON_HIT"]

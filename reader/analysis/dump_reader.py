@@ -48,8 +48,16 @@ class DumpReader(IndexedRun):
             if self._harm_cache is None or self._harm_cache[0] != key:
                 index, step, counts = self._traces.alert_rows()
                 eager_index, eager_slot, _ = self._execs.alert_rows()
-                verdict = classify(self, index, step, counts, self._traces.alert_points(),
-                                   eager_index, eager_slot, lambda: Steps(self, None))
+                verdict = classify(
+                    self,
+                    index,
+                    step,
+                    counts,
+                    self._traces.alert_points(),
+                    eager_index,
+                    eager_slot,
+                    lambda: Steps(self, None),
+                )
                 codes = (verdict.eager_codes, verdict.graph_codes)
                 first = first_harmful(self._execs, self._traces, AlertBuilder(self), codes)
                 self._harm_cache = (key, verdict, first)
@@ -65,9 +73,16 @@ class DumpReader(IndexedRun):
             key = self._state_key() + (limit_per_type,)
             if self._alerts_cache is None or self._alerts_cache[0] != key:
                 harm = self.harm()
-                self._alerts_cache = (key, collect_alerts(
-                    self._execs, self._traces, AlertBuilder(self), limit_per_type,
-                    (harm.eager_codes, harm.graph_codes)))
+                self._alerts_cache = (
+                    key,
+                    collect_alerts(
+                        self._execs,
+                        self._traces,
+                        AlertBuilder(self),
+                        limit_per_type,
+                        (harm.eager_codes, harm.graph_codes),
+                    ),
+                )
             return self._alerts_cache[1]
 
     def first_alert(self) -> Alert | None:
@@ -90,17 +105,19 @@ class DumpReader(IndexedRun):
             key = self._state_key()
             if self._trends_cache is None or self._trends_cache[0] != key:
                 steps = self.steps()
-                self._trends_cache = (key, compute_trends(self, steps.of_executions,
-                                                          steps.has_steps))
+                self._trends_cache = (
+                    key,
+                    compute_trends(self, steps.of_executions, steps.has_steps),
+                )
             return self._trends_cache[1]
 
-    def watch(self, config: dict[str, dict[str, float]] | None = None
-              ) -> watch_rules.WatchReport:
+    def watch(self, config: dict[str, dict[str, float]] | None = None) -> watch_rules.WatchReport:
         """The watch rules' hits over the trends, the first anomaly and its lead on the
         first harmful value (`reader.analysis.trends.watch_rules`; ``config``: each rule's
         parameters, from `parse_rule_specs`; None: the defaults). Not cached."""
-        return watch_rules.watch(self, self.trends(), self.harm(), self.steps(),
-                                 self.first_alert(), config)
+        return watch_rules.watch(
+            self, self.trends(), self.harm(), self.steps(), self.first_alert(), config
+        )
 
     def root_cause(self, alert: Alert | None = None) -> RootCause | None:
         """The op that made the first harmful tensor (or ``alert``'s), walked back

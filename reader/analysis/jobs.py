@@ -51,8 +51,9 @@ class WorkerRun:
 
 def job_runs(logdir: str, cluster: str) -> list[tuple[str, str, str]]:
     """``(run id, path, task)`` of the job's runs in ``logdir``, newest per task."""
-    return [(info.run_id, info.path, info.task or "")
-            for info in _job_infos(list_runs(logdir), cluster)]
+    return [
+        (info.run_id, info.path, info.task or "") for info in _job_infos(list_runs(logdir), cluster)
+    ]
 
 
 def _job_infos(runs: list[RunInfo], cluster: str) -> list[RunInfo]:
@@ -76,15 +77,16 @@ def origin_worker(workers: list[WorkerRun]) -> WorkerRun | None:
     if first is None or not first.has_alerts or first.op_type is None or first.received:
         return None
     step = first.first_step
-    if step is not None and any(other.live and (other.last_step is None
-                                                or other.last_step < step)
-                                for other in workers[1:]):
+    if step is not None and any(
+        other.live and (other.last_step is None or other.last_step < step) for other in workers[1:]
+    ):
         return None
     return first
 
 
-def open_landing_run(logdir: str | os.PathLike[str],
-                     runs: list[RunInfo] | None = None) -> DumpReader:
+def open_landing_run(
+    logdir: str | os.PathLike[str], runs: list[RunInfo] | None = None
+) -> DumpReader:
     """Open the run a debugger shows first when no run was asked for: in a logdir whose
     newest run belongs to a multi-worker job, the job's origin worker
     (`origin_worker`); otherwise (no job, or no origin yet) the newest run. ``runs``:
@@ -107,8 +109,11 @@ def open_landing_run(logdir: str | os.PathLike[str],
             except DumpError:
                 if info.run_id == newest.run_id:
                     raise
-        origin = origin_worker(_ranked((readers[i.run_id], i.run_id, i.task or "")
-                                       for i in infos if i.run_id in readers))
+        origin = origin_worker(
+            _ranked(
+                (readers[i.run_id], i.run_id, i.task or "") for i in infos if i.run_id in readers
+            )
+        )
         chosen = origin.run_id if origin is not None else newest.run_id
         return readers.pop(chosen)
     finally:
@@ -151,15 +156,15 @@ class JobWorkers:
         current = {info.run_id for info in infos}
         for run_id in [r for r in self._readers if r not in current]:  # a re-run's older run
             self._readers.pop(run_id)[0].close()
-        return _ranked((reader, run_id, task)
-                       for run_id, (reader, task) in self._readers.items())
+        return _ranked((reader, run_id, task) for run_id, (reader, task) in self._readers.items())
 
     @property
     def ended(self) -> bool:
         """Whether every run of the job seen so far has ended (finished, stopped,
         killed): nothing more will be written."""
-        return bool(self._readers) and all(reader.writer_state() in liveness.ENDED
-                                           for reader, _ in self._readers.values())
+        return bool(self._readers) and all(
+            reader.writer_state() in liveness.ENDED for reader, _ in self._readers.values()
+        )
 
     def close(self) -> None:
         for reader, _ in self._readers.values():
@@ -210,8 +215,20 @@ def _worker_run(run: DumpReader, run_id: str, task: str) -> WorkerRun:
     last_step = max((last for _, last in steps.kept_steps()), default=None)
     cause = run.root_cause()
     if cause is None:
-        return WorkerRun(run_id, run.path, task, None, None, None, None, False, None, False,
-                         live=live, last_step=last_step)
+        return WorkerRun(
+            run_id,
+            run.path,
+            task,
+            None,
+            None,
+            None,
+            None,
+            False,
+            None,
+            False,
+            live=live,
+            last_step=last_step,
+        )
     alert = cause.alert
     position = alert.step  # the execution that ran it (a call, or itself)
     try:
@@ -227,9 +244,21 @@ def _worker_run(run: DumpReader, run_id: str, task: str) -> WorkerRun:
     else:
         op_known = not (live and cause.execution is not None and cause.execution.is_function)
     op_type = alert.op_type if op_known else None
-    return WorkerRun(run_id, run.path, task, steps.of_execution(position), time,
-                     op_type, alert.op_name, op_type in COLLECTIVE_OPS,
-                     cause.frame, True, alert.device, live=live, last_step=last_step)
+    return WorkerRun(
+        run_id,
+        run.path,
+        task,
+        steps.of_execution(position),
+        time,
+        op_type,
+        alert.op_name,
+        op_type in COLLECTIVE_OPS,
+        cause.frame,
+        True,
+        alert.device,
+        live=live,
+        last_step=last_step,
+    )
 
 
 def _order(worker: WorkerRun) -> tuple:

@@ -39,7 +39,7 @@ class Column:
         end = self.size + n
         if end > self._data.shape[0]:
             self.reserve(max(end, 2 * self._data.shape[0]))
-        self._data[self.size:end] = rows
+        self._data[self.size : end] = rows
         self.size = end
 
     def append(self, value: Any) -> None:
@@ -68,9 +68,10 @@ class Column:
         end = min(end, self.size)
         if begin >= end:
             return
-        kept = np.concatenate([self._data[:begin], self._data[end: self.size]])
-        self._data = np.empty((max(kept.shape[0], 1024),) + self._shape_tail,
-                              dtype=self._data.dtype)
+        kept = np.concatenate([self._data[:begin], self._data[end : self.size]])
+        self._data = np.empty(
+            (max(kept.shape[0], 1024),) + self._shape_tail, dtype=self._data.dtype
+        )
         self._data[: kept.shape[0]] = kept
         self.size = kept.shape[0]
 
@@ -174,8 +175,10 @@ class Spans:
         ranges = []
         for (first, stop), row in zip(self.runs(), self.rows):
             # This run's rows [row, row + stop - first) minus [begin, end).
-            for lo, hi in ((row, min(row + stop - first, begin)),
-                           (max(row, end), row + stop - first)):
+            for lo, hi in (
+                (row, min(row + stop - first, begin)),
+                (max(row, end), row + stop - first),
+            ):
                 if lo < hi:
                     ranges.append((first + lo - row, hi - lo))
         if not ranges:

@@ -39,12 +39,14 @@ _LIBRARY_PATH = re.compile(
     # AutoGraph's converted code (a tf.function's body, a MirroredStrategy replica
     # function): the writer maps its frames back to the user's lines; one it could not
     # map is generated code, never what the user wrote.
-    r"|[\\/]__autograph_generated_file[^\\/]*\.py$")
+    r"|[\\/]__autograph_generated_file[^\\/]*\.py$"
+)
 # Our own instrumentation: the modules of the `instrument` package itself and of its
 # sub-packages, not its example programs (which stand in for user code) nor a user's
 # own files under some other directory called `instrument` (a/instrument/programs/train.py).
 _INSTRUMENT_PATH = re.compile(
-    r"[\\/]instrument[\\/](?:(?:dump|summaries|tf_internals|tracing|watch)[\\/])?[A-Za-z_][A-Za-z0-9_]*\.py$")
+    r"[\\/]instrument[\\/](?:(?:dump|summaries|tf_internals|tracing|watch)[\\/])?[A-Za-z_][A-Za-z0-9_]*\.py$"
+)
 
 
 def is_library_path(path: str) -> bool:
@@ -76,10 +78,18 @@ def _opt_str(value: Any) -> bool:
 
 def _span(record: dict[str, Any], line: int) -> tuple[int | None, int | None, int | None]:
     """A frame's expression span (format 1.1); (None, None, None) when absent or unusable."""
-    column, end_line, end_column = record.get("col"), record.get("end_line", line), \
-        record.get("end_col")
-    if (is_int(column) and is_int(end_line) and is_int(end_column) and column >= 0
-            and (end_line > line or (end_line == line and end_column > column))):
+    column, end_line, end_column = (
+        record.get("col"),
+        record.get("end_line", line),
+        record.get("end_col"),
+    )
+    if (
+        is_int(column)
+        and is_int(end_line)
+        and is_int(end_column)
+        and column >= 0
+        and (end_line > line or (end_line == line and end_column > column))
+    ):
         return column, end_line, end_column
     return None, None, None
 
@@ -123,8 +133,14 @@ class Definitions:
             MalformedRecordError: The record's fields have the wrong types.
         """
         kind = record["k"]
-        if kind not in (fmt.KIND_DEVICE, fmt.KIND_FILE, fmt.KIND_FRAME, fmt.KIND_STACK,
-                        fmt.KIND_GRAPH, fmt.KIND_OP):
+        if kind not in (
+            fmt.KIND_DEVICE,
+            fmt.KIND_FILE,
+            fmt.KIND_FRAME,
+            fmt.KIND_STACK,
+            fmt.KIND_GRAPH,
+            fmt.KIND_OP,
+        ):
             return None
         ident = record.get("id")
         if not is_id(ident):
@@ -158,22 +174,30 @@ class Definitions:
 
     def _add_file(self, ident: int, record: dict[str, Any]) -> None:
         path, lines = record.get("path"), record.get("lines")
-        lines_ok = lines is None or (isinstance(lines, list)
-                                     and all(isinstance(x, str) for x in lines))
+        lines_ok = lines is None or (
+            isinstance(lines, list) and all(isinstance(x, str) for x in lines)
+        )
         if not isinstance(path, str) or not lines_ok:
             raise MalformedRecordError(f"source file {ident} with a bad path or lines")
         host, omitted = record.get("host"), record.get("omitted")
         self.files[ident] = SourceFile(
-            id=ident, path=path, host=host if isinstance(host, str) else None,
+            id=ident,
+            path=path,
+            host=host if isinstance(host, str) else None,
             lines=tuple(lines) if lines is not None else None,
             is_library=is_library_file(record, path),
-            omitted=omitted if isinstance(omitted, str) else None)
+            omitted=omitted if isinstance(omitted, str) else None,
+        )
 
     def _add_graph(self, ident: int, record: dict[str, Any]) -> None:
-        fields: dict[str, Any] = {key: record[key] for key in ("name", "outer", "function")
-                                  if key in record}
-        if not (_opt_str(fields.get("name")) and _opt_int(fields.get("outer"))
-                and _opt_str(fields.get("function"))):
+        fields: dict[str, Any] = {
+            key: record[key] for key in ("name", "outer", "function") if key in record
+        }
+        if not (
+            _opt_str(fields.get("name"))
+            and _opt_int(fields.get("outer"))
+            and _opt_str(fields.get("function"))
+        ):
             raise MalformedRecordError(f"graph {ident} with a bad name, outer or function")
         merged = self._graphs.setdefault(ident, {"name": None, "outer": None, "function": None})
         if record.get("update"):
@@ -186,13 +210,21 @@ class Definitions:
         graph, op_type, name = record.get("graph"), record.get("type"), record.get("name")
         inputs, tps = record.get("inputs"), record.get("tps")
         dtypes = record.get("dtypes", [])
-        if not (is_id(graph) and isinstance(op_type, str) and isinstance(name, str)
-                and isinstance(inputs, list) and all(isinstance(x, str) for x in inputs)
-                and isinstance(tps, list) and all(_trace_point_ok(t) for t in tps)
-                and isinstance(dtypes, list) and all(is_int(d) for d in dtypes)
-                and _opt_int(record.get("device")) and _opt_int(record.get("stack"))
-                and is_int(num_outputs := record.get("num_outputs", 0))
-                and 0 <= num_outputs <= MAX_OP_OUTPUTS):
+        if not (
+            is_id(graph)
+            and isinstance(op_type, str)
+            and isinstance(name, str)
+            and isinstance(inputs, list)
+            and all(isinstance(x, str) for x in inputs)
+            and isinstance(tps, list)
+            and all(_trace_point_ok(t) for t in tps)
+            and isinstance(dtypes, list)
+            and all(is_int(d) for d in dtypes)
+            and _opt_int(record.get("device"))
+            and _opt_int(record.get("stack"))
+            and is_int(num_outputs := record.get("num_outputs", 0))
+            and 0 <= num_outputs <= MAX_OP_OUTPUTS
+        ):
             raise MalformedRecordError(f"op {ident} with fields of the wrong type")
         self._ops[ident] = record
         self._op_cache.pop(ident, None)
@@ -227,8 +259,12 @@ class Definitions:
         fields = self._graphs.get(graph_id)
         if fields is None:
             raise UnknownIdError(f"graph {graph_id} is not defined in this dump (yet)")
-        return Graph(id=graph_id, name=fields.get("name"), outer_id=fields.get("outer"),
-                     function_name=fields.get("function"))
+        return Graph(
+            id=graph_id,
+            name=fields.get("name"),
+            outer_id=fields.get("outer"),
+            function_name=fields.get("function"),
+        )
 
     def graph_ids(self) -> list[int]:
         """Ids of every graph read, ascending."""
@@ -261,16 +297,27 @@ class Definitions:
         refs = []
         for tensor in record["inputs"]:
             producer, slot = parse_tensor_name(tensor.lstrip("^"))
-            refs.append(TensorRef(name=tensor, op_id=self._op_ids_by_name.get((graph, producer)),
-                                  slot=slot))
+            refs.append(
+                TensorRef(name=tensor, op_id=self._op_ids_by_name.get((graph, producer)), slot=slot)
+            )
         device_id = record.get("device")
-        op = Op(id=op_id, graph_id=graph, op_type=record["type"], name=record["name"],
-                inputs=tuple(refs), num_outputs=int(record.get("num_outputs", len(record["tps"]))),
-                output_dtypes=tuple(fmt.DTYPE_NAMES.get(d, f"dtype{d}")
-                                    for d in record.get("dtypes", [])),
-                device=self.device_name(device_id), stack_id=record.get("stack"),
-                trace_points=tuple(record["tps"]), layer=_name(record.get("layer")),
-                variable=_name(record.get("var")), constant_nan=record.get("cnan") is True)
+        op = Op(
+            id=op_id,
+            graph_id=graph,
+            op_type=record["type"],
+            name=record["name"],
+            inputs=tuple(refs),
+            num_outputs=int(record.get("num_outputs", len(record["tps"]))),
+            output_dtypes=tuple(
+                fmt.DTYPE_NAMES.get(d, f"dtype{d}") for d in record.get("dtypes", [])
+            ),
+            device=self.device_name(device_id),
+            stack_id=record.get("stack"),
+            trace_points=tuple(record["tps"]),
+            layer=_name(record.get("layer")),
+            variable=_name(record.get("var")),
+            constant_nan=record.get("cnan") is True,
+        )
         # Cache only what can no longer change: every reference resolved.
         if all(r.op_id is not None for r in refs) and (device_id is None or op.device is not None):
             self._op_cache[op_id] = op
@@ -317,16 +364,36 @@ class Definitions:
         """A frame; one not read yet (or of an unread file) is a placeholder."""
         known = self.frames.get(frame_id)
         if known is None:
-            return Frame(id=frame_id, file_id=-1, path=f"<frame {frame_id} not read yet>",
-                         line=0, function="?", is_user=False)
+            return Frame(
+                id=frame_id,
+                file_id=-1,
+                path=f"<frame {frame_id} not read yet>",
+                line=0,
+                function="?",
+                is_user=False,
+            )
         file_id, line, function, column, end_line, end_column = known
         source = self.files.get(file_id)
         if source is None:
-            return Frame(id=frame_id, file_id=file_id, path=f"<file {file_id} not read yet>",
-                         line=line, function=function, is_user=False)
-        return Frame(id=frame_id, file_id=file_id, path=source.path, line=line,
-                     function=function, is_user=not source.is_library, column=column,
-                     end_line=end_line, end_column=end_column)
+            return Frame(
+                id=frame_id,
+                file_id=file_id,
+                path=f"<file {file_id} not read yet>",
+                line=line,
+                function=function,
+                is_user=False,
+            )
+        return Frame(
+            id=frame_id,
+            file_id=file_id,
+            path=source.path,
+            line=line,
+            function=function,
+            is_user=not source.is_library,
+            column=column,
+            end_line=end_line,
+            end_column=end_column,
+        )
 
     def stack(self, stack_id: int) -> list[Frame]:
         """A stack's frames, outermost first."""

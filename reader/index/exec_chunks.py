@@ -22,8 +22,15 @@ from reader.limits import MAX_ID, is_id, is_int
 from reader.summary_rows import stored_magnitudes, stored_rows, stored_width, with_magnitudes
 
 # Column key -> little-endian dtype, for the per-execution and per-output columns.
-_PER_EXECUTION = {"op": "<i4", "graph": "<i8", "stack": "<i8", "t": "<f8", "c": "<i8",
-                  "ni": "<i4", "no": "<i4"}
+_PER_EXECUTION = {
+    "op": "<i4",
+    "graph": "<i8",
+    "stack": "<i8",
+    "t": "<f8",
+    "c": "<i8",
+    "ni": "<i4",
+    "no": "<i4",
+}
 _PER_OUTPUT = {"out": "<i8", "dev": "<i4", "dtypes": "<i4"}
 
 
@@ -58,8 +65,9 @@ def _array(record: dict[str, Any], key: str, dtype: str, count: int) -> np.ndarr
     return np.frombuffer(data, dtype=dtype)
 
 
-def chunk_columns(record: dict[str, Any], mode: str, width: int,
-                  problems: list[str] | None = None) -> ChunkColumns:
+def chunk_columns(
+    record: dict[str, Any], mode: str, width: int, problems: list[str] | None = None
+) -> ChunkColumns:
     """The index's columns of an ``execs`` record.
 
     Args:
@@ -72,8 +80,14 @@ def chunk_columns(record: dict[str, Any], mode: str, width: int,
         MalformedRecordError: A field is missing or its length does not fit ``n``.
     """
     first, n, ops = record.get("i"), record.get("n"), record.get("ops")
-    if not (is_id(first) and is_int(n) and n >= 0 and first + n <= MAX_ID and isinstance(ops, list)
-            and all(isinstance(op, str) for op in ops)):
+    if not (
+        is_id(first)
+        and is_int(n)
+        and n >= 0
+        and first + n <= MAX_ID
+        and isinstance(ops, list)
+        and all(isinstance(op, str) for op in ops)
+    ):
         raise MalformedRecordError("an execs chunk with bad i, n or ops")
     per_execution = {key: _array(record, key, dtype, n) for key, dtype in _PER_EXECUTION.items()}
     op = per_execution["op"]
@@ -100,13 +114,23 @@ def chunk_columns(record: dict[str, Any], mode: str, width: int,
     elif width:
         stored = stored_width(mode)
         if record.get("sc") != stored:
-            raise MalformedRecordError(f"an execs chunk whose summaries do not have "
-                                       f"{stored} columns")
+            raise MalformedRecordError(
+                f"an execs chunk whose summaries do not have {stored} columns"
+            )
         summaries = with_magnitudes(
-            mode, _array(record, "s", "<f8", outputs * stored).reshape(outputs, stored),
-            stored_magnitudes(record, outputs))
-    return ChunkColumns(first=int(first), op_types=ops, op=op, graph=graph,
-                        out_start=out_start, out=out, summaries=summaries)
+            mode,
+            _array(record, "s", "<f8", outputs * stored).reshape(outputs, stored),
+            stored_magnitudes(record, outputs),
+        )
+    return ChunkColumns(
+        first=int(first),
+        op_types=ops,
+        op=op,
+        graph=graph,
+        out_start=out_start,
+        out=out,
+        summaries=summaries,
+    )
 
 
 def output_devices(record: dict[str, Any], row: int) -> list[int]:
@@ -115,7 +139,8 @@ def output_devices(record: dict[str, Any], row: int) -> list[int]:
     counts = np.frombuffer(record["no"], dtype=_PER_EXECUTION["no"])
     o0 = int(counts[:row].sum())
     return np.frombuffer(record["dev"], dtype=_PER_OUTPUT["dev"])[
-        o0:o0 + int(counts[row])].tolist()
+        o0 : o0 + int(counts[row])
+    ].tolist()
 
 
 def execution_record(record: dict[str, Any], row: int) -> dict[str, Any]:
@@ -126,11 +151,14 @@ def execution_record(record: dict[str, Any], row: int) -> dict[str, Any]:
     o1 = o0 + int(per["no"][row])
     i0 = int(per["ni"][:row].sum())
     i1 = i0 + int(per["ni"][row])
-    outputs = {key: np.frombuffer(record[key], dtype=dtype)[o0:o1].tolist()
-               for key, dtype in _PER_OUTPUT.items()}
+    outputs = {
+        key: np.frombuffer(record[key], dtype=dtype)[o0:o1].tolist()
+        for key, dtype in _PER_OUTPUT.items()
+    }
     graph, stack, call = (int(per[key][row]) for key in ("graph", "stack", "c"))
     result: dict[str, Any] = {
-        "k": fmt.KIND_EXECUTION, "i": record["i"] + row,
+        "k": fmt.KIND_EXECUTION,
+        "i": record["i"] + row,
         "op": record["ops"][int(per["op"][row])],
         "graph": None if graph < 0 else graph,
         "in": np.frombuffer(record["in"], dtype="<i8")[i0:i1].tolist(),
@@ -159,8 +187,7 @@ def execution_record(record: dict[str, Any], row: int) -> dict[str, Any]:
     return result
 
 
-def output_rows(record: dict[str, Any], first: int, stop: int, mode: str,
-                width: int) -> np.ndarray:
+def output_rows(record: dict[str, Any], first: int, stop: int, mode: str, width: int) -> np.ndarray:
     """Summary rows of the outputs of executions ``first..stop-1`` of a chunk the index
     took, in the index's layout (FULL_TENSOR: computed from the values); NaN rows for
     outputs without a summary."""

@@ -40,18 +40,31 @@ MAX_TEMPLATES = 4
 # scalar this module skips (strings, bin, ext, arrays and maps are not scalars).
 _SCALAR_SIZE = np.zeros(256, np.int64)
 _SCALAR_SIZE[0x00:0x80] = 1  # positive fixint
-_SCALAR_SIZE[0xe0:0x100] = 1  # negative fixint
-for _byte, _size in {0xc0: 1, 0xc2: 1, 0xc3: 1, 0xca: 5, 0xcb: 9, 0xcc: 2, 0xcd: 3,
-                     0xce: 5, 0xcf: 9, 0xd0: 2, 0xd1: 3, 0xd2: 5, 0xd3: 9}.items():
+_SCALAR_SIZE[0xE0:0x100] = 1  # negative fixint
+for _byte, _size in {
+    0xC0: 1,
+    0xC2: 1,
+    0xC3: 1,
+    0xCA: 5,
+    0xCB: 9,
+    0xCC: 2,
+    0xCD: 3,
+    0xCE: 5,
+    0xCF: 9,
+    0xD0: 2,
+    0xD1: 3,
+    0xD2: 5,
+    0xD3: 9,
+}.items():
     _SCALAR_SIZE[_byte] = _size
 # Size of a non-negative int as the reader accepts it for ids (fixint, uint8..uint64);
 # 0 otherwise. Signed encodings and values >= 2**63 go to the caller.
 _UINT_SIZE = np.zeros(256, np.int64)
 _UINT_SIZE[0x00:0x80] = 1
-for _byte, _size in {0xcc: 2, 0xcd: 3, 0xce: 5, 0xcf: 9}.items():
+for _byte, _size in {0xCC: 2, 0xCD: 3, 0xCE: 5, 0xCF: 9}.items():
     _UINT_SIZE[_byte] = _size
 _UINT_SHIFT = np.zeros(256, np.uint64)  # big-endian 8-byte window >> shift = the value
-for _byte, _shift in {0xcc: 56, 0xcd: 48, 0xce: 32, 0xcf: 0}.items():
+for _byte, _shift in {0xCC: 56, 0xCD: 48, 0xCE: 32, 0xCF: 0}.items():
     _UINT_SHIFT[_byte] = _shift
 _KIND_EXEC = b"\xa4" + fmt.KIND_EXECUTION.encode()  # the fixstr "exec"
 # Keys without which a record is malformed (the caller raises for it).
@@ -123,7 +136,7 @@ class _Pass:
     def expect(self, prefix: bytes) -> None:
         """The bytes at each row's position must be ``prefix``; move past them."""
         for at in range(0, len(prefix), 8):
-            part = prefix[at:at + 8]
+            part = prefix[at : at + 8]
             word = self.block.le64[self.pos + at] if at else self.block.le64[self.pos]
             if len(part) < 8:
                 word &= np.uint64((1 << (8 * len(part))) - 1)
@@ -146,9 +159,9 @@ class _Pass:
         """(count, header size) of the array at ``at``; header size 0 where none."""
         pos = self.pos if at is None else at
         first = self.buf[pos].astype(np.int64)
-        count = np.where((first & 0xf0) == 0x90, first & 0x0f, 0)
-        header = np.where((first & 0xf0) == 0x90, 1, 0)
-        is16 = first == 0xdc
+        count = np.where((first & 0xF0) == 0x90, first & 0x0F, 0)
+        header = np.where((first & 0xF0) == 0x90, 1, 0)
+        is16 = first == 0xDC
         if is16.any():
             count[is16] = (self.buf[pos[is16] + 1].astype(np.int64) << 8) | self.buf[pos[is16] + 2]
             header[is16] = 3
@@ -182,8 +195,13 @@ def _kind(p: _Pass) -> None:
     p.expect(_KIND_EXEC)
 
 
-def scan_exec_frames(data: bytes | bytearray, starts: np.ndarray, ends: np.ndarray, mode: str,
-                     intern: Callable[[bytes], int | None]) -> ExecScan:
+def scan_exec_frames(
+    data: bytes | bytearray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    mode: str,
+    intern: Callable[[bytes], int | None],
+) -> ExecScan:
     """Index the records framed at ``data[starts[r]:ends[r]]`` that fit a template.
 
     Args:
@@ -222,7 +240,7 @@ def scan_exec_frames(data: bytes | bytearray, starts: np.ndarray, ends: np.ndarr
         pass_outs: list = []
         pass_alerts: list = []
         for key in template:
-            p.expect(bytes([0xa0 | len(key)]) + key.encode())
+            p.expect(bytes([0xA0 | len(key)]) + key.encode())
             if key == "k":
                 _kind(p)
             elif key == "i":
@@ -232,9 +250,9 @@ def scan_exec_frames(data: bytes | bytearray, starts: np.ndarray, ends: np.ndarr
                 p.pos += size
             elif key == "op":
                 first = p.buf[p.pos].astype(np.int64)
-                length = np.where((first & 0xe0) == 0xa0, first & 0x1f, 0)
-                header = np.where((first & 0xe0) == 0xa0, 1, 0)
-                is8 = first == 0xd9
+                length = np.where((first & 0xE0) == 0xA0, first & 0x1F, 0)
+                header = np.where((first & 0xE0) == 0xA0, 1, 0)
+                is8 = first == 0xD9
                 length[is8] = p.buf[p.pos[is8] + 1]
                 header[is8] = 2
                 p.fail(header == 0)
@@ -242,7 +260,7 @@ def scan_exec_frames(data: bytes | bytearray, starts: np.ndarray, ends: np.ndarr
                 op_len[pending] = length
                 p.pos += header + length
             elif key == "graph":
-                is_nil = p.buf[p.pos] == 0xc0
+                is_nil = p.buf[p.pos] == 0xC0
                 _, size = p.uint()
                 p.fail(~is_nil & (size == 0))
                 has_graph[pending] = ~is_nil
@@ -300,15 +318,24 @@ def scan_exec_frames(data: bytes | bytearray, starts: np.ndarray, ends: np.ndarr
         alert_record = np.empty(0, np.int64)
         alert_slot = np.empty(0, np.int64)
         alert_counts = np.empty((0, 3), np.int64)
-    return ExecScan(ok=ok, index=index, op_code=op_code, has_graph=has_graph,
-                    out_start=out_start, out_ids=out_ids, alert_record=alert_record,
-                    alert_slot=alert_slot, alert_counts=alert_counts)
+    return ExecScan(
+        ok=ok,
+        index=index,
+        op_code=op_code,
+        has_graph=has_graph,
+        out_start=out_start,
+        out_ids=out_ids,
+        alert_record=alert_record,
+        alert_slot=alert_slot,
+        alert_counts=alert_counts,
+    )
 
 
-def _summaries(p: _Pass, width: int, mode: str, count_cols: tuple[int, int, int] | None,
-               found: list) -> None:
+def _summaries(
+    p: _Pass, width: int, mode: str, count_cols: tuple[int, int, int] | None, found: list
+) -> None:
     """``s``: nil, or an array of (nil | ``width`` float64) rows; collects alert rows."""
-    is_nil = p.buf[p.pos] == 0xc0
+    is_nil = p.buf[p.pos] == 0xC0
     count, header = p.array_header()
     p.fail(~is_nil & (header == 0))
     count[~p.good | is_nil] = 0
@@ -320,10 +347,10 @@ def _summaries(p: _Pass, width: int, mode: str, count_cols: tuple[int, int, int]
         active = np.flatnonzero(count > k)
         pos = p.pos[active]
         first = p.buf[pos]
-        nil = first == 0xc0
+        nil = first == 0xC0
         row = first == row_header if row_header is not None else np.zeros(active.size, bool)
         markers = p.buf[pos[:, None] + float_at]
-        row &= (markers == 0xcb).all(axis=1)
+        row &= (markers == 0xCB).all(axis=1)
         p.good[active[~(nil | row)]] = False
         p.pos[active] += np.where(row, 1 + 9 * width, 1)
         p.clip()
@@ -353,8 +380,11 @@ def _template(data: bytes | bytearray, start: int, end: int) -> list[str] | None
         record = msgpack.unpackb(data[start:end], raw=False, strict_map_key=False)
     except Exception:  # any decoding failure: the caller's record
         return None
-    if not isinstance(record, dict) or record.get("k") != fmt.KIND_EXECUTION \
-            or not 0 < len(record) <= 15:
+    if (
+        not isinstance(record, dict)
+        or record.get("k") != fmt.KIND_EXECUTION
+        or not 0 < len(record) <= 15
+    ):
         return None
     keys = list(record)
     if not all(isinstance(k, str) and k.isascii() and 0 < len(k) <= 31 for k in keys):
@@ -362,8 +392,13 @@ def _template(data: bytes | bytearray, start: int, end: int) -> list[str] | None
     return keys
 
 
-def _op_codes(block: _Block, ok: np.ndarray, op_start: np.ndarray, op_len: np.ndarray,
-              intern: Callable[[bytes], int | None]) -> np.ndarray:
+def _op_codes(
+    block: _Block,
+    ok: np.ndarray,
+    op_start: np.ndarray,
+    op_len: np.ndarray,
+    intern: Callable[[bytes], int | None],
+) -> np.ndarray:
     """Interned op-type code per ok record; records whose op is not UTF-8 lose ``ok``.
 
     Records are grouped by a 64-bit hash of their op bytes (read 8 at a time); each
@@ -398,11 +433,11 @@ def _op_codes(block: _Block, ok: np.ndarray, op_start: np.ndarray, op_len: np.nd
     looked_up = np.full(first.size, -1, dtype=np.int64)
     data = block.buf
     for g, r in enumerate(first.tolist()):
-        code = intern(data[start[r]:start[r] + length[r]].tobytes())
+        code = intern(data[start[r] : start[r] + length[r]].tobytes())
         looked_up[g] = -1 if code is None else code
     result = looked_up[group]
     for r in np.flatnonzero(~exact).tolist():  # a hash collision: intern on its own
-        code = intern(data[start[r]:start[r] + length[r]].tobytes())
+        code = intern(data[start[r] : start[r] + length[r]].tobytes())
         result[r] = -1 if code is None else code
     codes[rows] = result
     ok &= codes >= 0

@@ -58,8 +58,16 @@ class ExecutionIndex(SpannedIndex["ChunkColumns"]):
 
     @property
     def _per_execution(self) -> tuple[Column, ...]:
-        return (self.offset, self.length, self.segment, self.chunk_row, self.op_code,
-                self.is_function, self.is_alert, self.out_start)
+        return (
+            self.offset,
+            self.length,
+            self.segment,
+            self.chunk_row,
+            self.op_code,
+            self.is_function,
+            self.is_alert,
+            self.out_start,
+        )
 
     def __len__(self) -> int:
         return self.offset.size
@@ -84,8 +92,12 @@ class ExecutionIndex(SpannedIndex["ChunkColumns"]):
         """
         index, op_type, outputs = record.get("i"), record.get("op"), record.get("out")
         graph = record.get("graph")
-        if not (is_id(index) and isinstance(op_type, str)
-                and isinstance(outputs, list) and (graph is None or is_int(graph))):
+        if not (
+            is_id(index)
+            and isinstance(op_type, str)
+            and isinstance(outputs, list)
+            and (graph is None or is_int(graph))
+        ):
             raise MalformedRecordError("an exec record with bad i, op, out or graph")
         if len(self) and index < self.end:
             raise MalformedRecordError(f"exec {index} repeats an index before {self.end}")
@@ -148,8 +160,16 @@ class ExecutionIndex(SpannedIndex["ChunkColumns"]):
             self.op_types.append(op_type)
         return code
 
-    def add_scanned(self, scan: ExecScan, a: int, b: int, segment: int, base: int,
-                    starts: np.ndarray, ends: np.ndarray) -> int:
+    def add_scanned(
+        self,
+        scan: ExecScan,
+        a: int,
+        b: int,
+        segment: int,
+        base: int,
+        starts: np.ndarray,
+        ends: np.ndarray,
+    ) -> int:
         """Index records ``a..b-1`` of a scanned block (`exec_scan`), all ``ok`` and
         numbered consecutively; the same rows as `add` of each would make.
 
@@ -167,7 +187,8 @@ class ExecutionIndex(SpannedIndex["ChunkColumns"]):
         self.op_code.extend(codes)
         if len(self._code_is_function) < len(self.op_types):
             self._code_is_function = np.array(
-                [fmt.is_function_call(t) for t in self.op_types], dtype=bool)
+                [fmt.is_function_call(t) for t in self.op_types], dtype=bool
+            )
         self.is_function.extend(scan.has_graph[a:b] | self._code_is_function[codes])
         lo, hi = np.searchsorted(scan.alert_record, [a, b])
         alerting = np.zeros(n, dtype=bool)
@@ -198,16 +219,34 @@ class ExecutionIndex(SpannedIndex["ChunkColumns"]):
             return 0
         self._check_new(chunk.first)
         codes_of = np.array([self._intern(t) for t in chunk.op_types], dtype=np.int32)
-        self._add_rows(chunk.first, codes_of[chunk.op], chunk.graph >= 0,
-                       np.full(n, start, dtype=np.int64), np.full(n, end - start, dtype=np.int64),
-                       segment, np.arange(n, dtype=np.int32), chunk.out_start, chunk.out,
-                       chunk.summaries, None)
+        self._add_rows(
+            chunk.first,
+            codes_of[chunk.op],
+            chunk.graph >= 0,
+            np.full(n, start, dtype=np.int64),
+            np.full(n, end - start, dtype=np.int64),
+            segment,
+            np.arange(n, dtype=np.int32),
+            chunk.out_start,
+            chunk.out,
+            chunk.summaries,
+            None,
+        )
         return n
 
-    def add_records(self, first: int, op_types: list[str], op: np.ndarray,
-                    has_graph: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-                    out_start: np.ndarray, out: np.ndarray, summaries: np.ndarray | None,
-                    has_summary: np.ndarray) -> int:
+    def add_records(
+        self,
+        first: int,
+        op_types: list[str],
+        op: np.ndarray,
+        has_graph: np.ndarray,
+        starts: np.ndarray,
+        ends: np.ndarray,
+        out_start: np.ndarray,
+        out: np.ndarray,
+        summaries: np.ndarray | None,
+        has_summary: np.ndarray,
+    ) -> int:
         """Index executions ``first..`` that are records of their own (TensorFlow's),
         given as columns: the same rows as `add` of each would make.
 
@@ -229,18 +268,39 @@ class ExecutionIndex(SpannedIndex["ChunkColumns"]):
             return 0
         self._check_new(first)
         codes_of = np.array([self._intern(t) for t in op_types], dtype=np.int32)
-        self._add_rows(first, codes_of[op], has_graph, starts, ends - starts, 0,
-                       np.full(n, -1, dtype=np.int32), out_start, out, summaries, has_summary)
+        self._add_rows(
+            first,
+            codes_of[op],
+            has_graph,
+            starts,
+            ends - starts,
+            0,
+            np.full(n, -1, dtype=np.int32),
+            out_start,
+            out,
+            summaries,
+            has_summary,
+        )
         return n
 
     def _check_new(self, first: int) -> None:
         if len(self) and first < self.end:
             raise MalformedRecordError(f"execs {first} repeats an index before {self.end}")
 
-    def _add_rows(self, first: int, codes: np.ndarray, has_graph: np.ndarray,
-                  offsets: np.ndarray, lengths: np.ndarray, segment: int,
-                  chunk_rows: np.ndarray, out_start: np.ndarray, out: np.ndarray,
-                  summaries: np.ndarray | None, has_summary: np.ndarray | None) -> None:
+    def _add_rows(
+        self,
+        first: int,
+        codes: np.ndarray,
+        has_graph: np.ndarray,
+        offsets: np.ndarray,
+        lengths: np.ndarray,
+        segment: int,
+        chunk_rows: np.ndarray,
+        out_start: np.ndarray,
+        out: np.ndarray,
+        summaries: np.ndarray | None,
+        has_summary: np.ndarray | None,
+    ) -> None:
         """Append executions ``first..`` (`add_chunk`, `add_records`); outputs without a
         summary have NaN rows, or are those not in ``has_summary`` when given."""
         n = codes.size
@@ -252,12 +312,14 @@ class ExecutionIndex(SpannedIndex["ChunkColumns"]):
         self.op_code.extend(codes)
         if len(self._code_is_function) < len(self.op_types):
             self._code_is_function = np.array(
-                [fmt.is_function_call(t) for t in self.op_types], dtype=bool)
+                [fmt.is_function_call(t) for t in self.op_types], dtype=bool
+            )
         self.is_function.extend(has_graph | self._code_is_function[codes])
         alerting = np.zeros(n, dtype=bool)
         if summaries is not None and out.size:
             flags = alert_flags(self.mode, summaries) & (
-                ~np.isnan(summaries[:, 0]) if has_summary is None else has_summary)
+                ~np.isnan(summaries[:, 0]) if has_summary is None else has_summary
+            )
             hits = np.flatnonzero(flags)
             if hits.size:
                 record = np.searchsorted(out_start, hits, side="right") - 1
@@ -282,11 +344,12 @@ class ExecutionIndex(SpannedIndex["ChunkColumns"]):
         found = self._summary_rows(record) if self.width else None
         if found is not None:
             slots = [j for j in found[0] if j < rows.shape[0]]
-            rows[slots] = found[1][:len(slots)]
+            rows[slots] = found[1][: len(slots)]
         return rows
 
-    def _summary_rows(self, record: dict[str, Any], problems: list[str] | None = None
-                      ) -> tuple[list[int], np.ndarray] | None:
+    def _summary_rows(
+        self, record: dict[str, Any], problems: list[str] | None = None
+    ) -> tuple[list[int], np.ndarray] | None:
         """(slots, rows) of the outputs that carry a summary, or None; why a value
         could not be decoded is added to ``problems``."""
         if self.mode == fmt.FULL_TENSOR:
@@ -302,8 +365,7 @@ class ExecutionIndex(SpannedIndex["ChunkColumns"]):
         if not slots:
             return None
         try:
-            rows = np.array([summaries[j] for j in slots], dtype=np.float64).reshape(
-                len(slots), -1)
+            rows = np.array([summaries[j] for j in slots], dtype=np.float64).reshape(len(slots), -1)
         except (TypeError, ValueError):
             raise MalformedRecordError("an exec record with malformed summaries") from None
         if rows.shape[1] == self.stored_width != self.width:
@@ -311,14 +373,18 @@ class ExecutionIndex(SpannedIndex["ChunkColumns"]):
             rows = with_magnitudes(self.mode, rows, None)
         elif rows.shape[1] != self.width:
             raise MalformedRecordError(
-                f"an exec record whose summaries do not have {self.stored_width} columns")
+                f"an exec record whose summaries do not have {self.stored_width} columns"
+            )
         return slots, rows
 
     def alert_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every alerting output, in execution then slot order: (execution index,
         slot, (n, 3) counts of nan, neg_inf, pos_inf, -1 where the mode has none)."""
-        return (self.alert_index.view.astype(np.int64), self.alert_slot.view.astype(np.int64),
-                self.alert_counts.view.reshape(-1, 3))
+        return (
+            self.alert_index.view.astype(np.int64),
+            self.alert_slot.view.astype(np.int64),
+            self.alert_counts.view.reshape(-1, 3),
+        )
 
     def producer_of(self, tensor_id: int, before: int | None = None) -> tuple[int, int] | None:
         """(execution index, output slot) of the latest execution that output

@@ -37,8 +37,9 @@ def _new_unpacker() -> msgpack.Unpacker:
     return msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=0)
 
 
-def list_segments(run_path: str, store: Store | None = None, fresh_within: float = 0.0
-                  ) -> dict[str, dict[int, list[Part]]] | None:
+def list_segments(
+    run_path: str, store: Store | None = None, fresh_within: float = 0.0
+) -> dict[str, dict[int, list[Part]]] | None:
     """The files of each segment present, per stream, segments ascending (whole files
     or part objects, `reader.storage.list_segments`); None when the run is gone."""
     return storage.list_segments(run_path, store, fresh_within)
@@ -66,8 +67,9 @@ class GrowingFile:
             bucket), or None; the next read tries again.
     """
 
-    def __init__(self, path: str, parts: list[Part] | None = None,
-                 store: Store | None = None) -> None:
+    def __init__(
+        self, path: str, parts: list[Part] | None = None, store: Store | None = None
+    ) -> None:
         self.path = path
         self.offset = 0
         self.damage: str | None = None
@@ -154,8 +156,14 @@ class SegmentReader(GrowingFile):
         vanished: True when the file was gone when it was to be opened.
     """
 
-    def __init__(self, path: str, stream: str, segment: int,
-                 parts: list[Part] | None = None, store: Store | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        stream: str,
+        segment: int,
+        parts: list[Part] | None = None,
+        store: Store | None = None,
+    ) -> None:
         super().__init__(path, parts, store)
         self.stream = stream
         self.segment = segment
@@ -211,8 +219,9 @@ class SegmentReader(GrowingFile):
                     continue
                 yield start, self.offset, record
 
-    def read_new_frames(self, pad: int = 0
-                        ) -> Iterator[tuple[bytearray, int, np.ndarray, np.ndarray]]:
+    def read_new_frames(
+        self, pad: int = 0
+    ) -> Iterator[tuple[bytearray, int, np.ndarray, np.ndarray]]:
         """Yield ``(data, base, starts, ends)``: blocks of complete records past `offset`,
         framed but not decoded.
 
@@ -239,10 +248,9 @@ class SegmentReader(GrowingFile):
             # `pad` zero bytes (room for the caller's fixed-size reads past a record).
             want = min(READ_BLOCK_BYTES, size - pos)
             data = bytearray(len(leftover) + want + pad)
-            data[:len(leftover)] = leftover
+            data[: len(leftover)] = leftover
             try:
-                got = source.readinto(
-                    memoryview(data)[len(leftover):len(leftover) + want], pos)
+                got = source.readinto(memoryview(data)[len(leftover) : len(leftover) + want], pos)
             except DamagedPart as failure:
                 self.damage = f"{self.name}: {failure} at byte {pos}"
                 break
@@ -339,8 +347,11 @@ class SegmentReader(GrowingFile):
             if opened is None or not self._read_header(*opened):
                 return None
         version = self.header.get("version") if self.header is not None else None
-        if isinstance(version, list) and len(version) >= 2 \
-                and all(isinstance(v, int) for v in version[:2]):
+        if (
+            isinstance(version, list)
+            and len(version) >= 2
+            and all(isinstance(v, int) for v in version[:2])
+        ):
             return version[0], version[1]
         return None
 
@@ -355,21 +366,27 @@ class SegmentReader(GrowingFile):
             self._damaged(start, size, "not a tfdbg-tui dump file (no header)")
             return False
         version = record.get("version")
-        if (not isinstance(version, list) or len(version) < 2
-                or not all(isinstance(v, int) for v in version[:2])):
+        if (
+            not isinstance(version, list)
+            or len(version) < 2
+            or not all(isinstance(v, int) for v in version[:2])
+        ):
             self._damaged(start, size, "header without a valid format version")
             return False
         if version[0] > fmt.FORMAT_VERSION[0]:
             raise FormatVersionError(
                 f"{self.name}: dump format version {version[0]}.{version[1]} is newer than "
                 f"this reader's {fmt.FORMAT_VERSION[0]}.{fmt.FORMAT_VERSION[1]}; "
-                "upgrade tfdbg-tui to read it")
+                "upgrade tfdbg-tui to read it"
+            )
         self.header = record
         return True
 
     def _damaged(self, start: int, size: int, what: str) -> None:
-        self.damage = (f"{self.name}: {what} at byte {start}; "
-                       f"the {size - start} bytes from there on are ignored")
+        self.damage = (
+            f"{self.name}: {what} at byte {start}; "
+            f"the {size - start} bytes from there on are ignored"
+        )
 
     def fetch(self, offset: int, length: int) -> dict[str, Any] | None:
         """Decode the one record at ``offset``; None when it cannot be read now."""

@@ -88,16 +88,30 @@ class TraceIndex(SpannedIndex[dict[str, Any]]):
             MalformedRecordError: A field has the wrong type or size.
         """
         first, n, tp_bytes = record.get("i"), record.get("n"), record.get("tp")
-        if not (is_id(first) and is_int(n) and n >= 0 and first + n <= MAX_ID
-                and isinstance(tp_bytes, bytes) and len(tp_bytes) == 4 * n):
+        if not (
+            is_id(first)
+            and is_int(n)
+            and n >= 0
+            and first + n <= MAX_ID
+            and isinstance(tp_bytes, bytes)
+            and len(tp_bytes) == 4 * n
+        ):
             raise MalformedRecordError("a traces chunk with bad i, n or tp")
         step = _chunk_steps(record, n)
         rows = self._summary_rows(record, n)
         self.add_rows(first, step, start, end - start, segment, tp_bytes, rows)
         return n
 
-    def add_rows(self, first: int, step: int | np.ndarray, offset: int, length: int,
-                 segment: int, tp_bytes: bytes, rows: Any) -> None:
+    def add_rows(
+        self,
+        first: int,
+        step: int | np.ndarray,
+        offset: int,
+        length: int,
+        segment: int,
+        tp_bytes: bytes,
+        rows: Any,
+    ) -> None:
         """Take one chunk already validated: ``len(tp_bytes) // 4`` traces from
         ``first`` on, located at ``offset``/``length`` of ``segment``; ``rows`` are
         their summaries (little-endian float64 bytes; FULL_TENSOR: an array of rows).
@@ -119,7 +133,8 @@ class TraceIndex(SpannedIndex[dict[str, Any]]):
         """Enough chunks are taken for one `commit` to be worth its numpy calls."""
         return bool(self._pending) and (
             len(self._pending) >= COMMIT_CHUNKS
-            or self._pending_end - self._pending[0][0] >= COMMIT_TRACES)
+            or self._pending_end - self._pending[0][0] >= COMMIT_TRACES
+        )
 
     def commit(self) -> None:
         """Move the chunks taken since the last commit into the columns.
@@ -141,8 +156,12 @@ class TraceIndex(SpannedIndex[dict[str, Any]]):
             if all(isinstance(p[6], bytes) for p in pending):
                 rows = stored_rows(self.mode, b"".join(p[6] for p in pending), None)
             else:
-                rows = np.concatenate([stored_rows(self.mode, p[6], None)
-                                       if isinstance(p[6], bytes) else p[6] for p in pending])
+                rows = np.concatenate(
+                    [
+                        stored_rows(self.mode, p[6], None) if isinstance(p[6], bytes) else p[6]
+                        for p in pending
+                    ]
+                )
             flags = alert_flags(self.mode, rows)
             hits = np.flatnonzero(flags)
             self.alert_row.extend(self.alert.size + hits)
@@ -158,13 +177,23 @@ class TraceIndex(SpannedIndex[dict[str, Any]]):
             if isinstance(step, np.ndarray):
                 counts = step[:, 1]
                 starts = first + np.cumsum(counts) - counts
-                parts.append(np.stack([starts, step[:, 0], np.full_like(starts, offset),
-                                       np.full_like(starts, length),
-                                       np.full_like(starts, segment),
-                                       np.full_like(starts, first)], axis=1))
+                parts.append(
+                    np.stack(
+                        [
+                            starts,
+                            step[:, 0],
+                            np.full_like(starts, offset),
+                            np.full_like(starts, length),
+                            np.full_like(starts, segment),
+                            np.full_like(starts, first),
+                        ],
+                        axis=1,
+                    )
+                )
             else:
-                parts.append(np.array([[first, step, offset, length, segment, first]],
-                                      dtype=np.int64))
+                parts.append(
+                    np.array([[first, step, offset, length, segment, first]], dtype=np.int64)
+                )
         table = np.concatenate(parts)
         self.chunk_first.extend(table[:, 0])
         self.chunk_step.extend(table[:, 1])
@@ -187,7 +216,8 @@ class TraceIndex(SpannedIndex[dict[str, Any]]):
         data, sc, width = record.get("s"), record.get("sc"), self.stored_width
         if sc != width or not isinstance(data, bytes) or len(data) != 8 * n * width:
             raise MalformedRecordError(
-                f"a traces chunk whose summaries are not {n} rows of {width} columns")
+                f"a traces chunk whose summaries are not {n} rows of {width} columns"
+            )
         if self.width == width:
             return data
         return stored_rows(self.mode, data, record)
@@ -221,8 +251,11 @@ class TraceIndex(SpannedIndex[dict[str, Any]]):
             index = self.spans.indices_of(rows)
             counts = self.alert_count.view.copy()
             chunks = np.searchsorted(self.chunk_first.view, index, side="right") - 1
-            step = (self.chunk_step.view[chunks].astype(np.int64) if rows.size
-                    else np.empty(0, dtype=np.int64))
+            step = (
+                self.chunk_step.view[chunks].astype(np.int64)
+                if rows.size
+                else np.empty(0, dtype=np.int64)
+            )
             for array in (index, step, counts):
                 array.flags.writeable = False  # shared by every caller
             points = self.tp.view[rows].astype(np.int64)
@@ -237,8 +270,11 @@ class TraceIndex(SpannedIndex[dict[str, Any]]):
         if c0 == c1:
             return 0
         r0 = self.spans.row_of(int(self.chunk_first.view[c0]))
-        r1 = (self.spans.row_of(int(self.chunk_first.view[c1])) if c1 < self.chunk_first.size
-              else len(self))
+        r1 = (
+            self.spans.row_of(int(self.chunk_first.view[c1]))
+            if c1 < self.chunk_first.size
+            else len(self)
+        )
         assert r0 is not None and r1 is not None  # a chunk's first trace is on disk
         self._alerts = None
         a0, a1 = (int(a) for a in np.searchsorted(self.alert_row.view, [r0, r1]))
@@ -248,8 +284,14 @@ class TraceIndex(SpannedIndex[dict[str, Any]]):
         for column in (self.tp, self.alert, self.summaries):
             if column is not None:
                 column.delete(r0, r1)
-        for column in (self.chunk_first, self.chunk_step, self.chunk_offset,
-                       self.chunk_length, self.chunk_segment, self.chunk_base):
+        for column in (
+            self.chunk_first,
+            self.chunk_step,
+            self.chunk_offset,
+            self.chunk_length,
+            self.chunk_segment,
+            self.chunk_base,
+        ):
             column.delete(c0, c1)
         self.spans.delete_rows(r0, r1)
         return r1 - r0

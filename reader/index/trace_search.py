@@ -25,8 +25,10 @@ def compile_search(pattern: str) -> tuple[re.Pattern[str], str | None]:
     try:
         return re.compile(pattern), None
     except re.error as error:
-        return (re.compile(re.escape(pattern)),
-                f"not a regular expression ({error}): searching for the text itself")
+        return (
+            re.compile(re.escape(pattern)),
+            f"not a regular expression ({error}): searching for the text itself",
+        )
 
 
 class TraceSearch:
@@ -45,13 +47,19 @@ class TraceSearch:
         if not tps.size or not len(t):
             return None
         # The first row at or after `start`, or the last at or before it.
-        row = (min(t.spans.rows_below(start), len(t) - 1) if forward
-               else t.spans.rows_below(start + 1) - 1)
+        row = (
+            min(t.spans.rows_below(start), len(t) - 1)
+            if forward
+            else t.spans.rows_below(start + 1) - 1
+        )
         if row < 0:
             return None
         column = t.tp.view
-        hits = (np.flatnonzero(np.isin(column[row:], tps)) if forward
-                else np.flatnonzero(np.isin(column[: row + 1], tps)))
+        hits = (
+            np.flatnonzero(np.isin(column[row:], tps))
+            if forward
+            else np.flatnonzero(np.isin(column[: row + 1], tps))
+        )
         if not hits.size:
             return None
         return t.spans.index_of(int((hits[0] + row) if forward else hits[-1]))
@@ -61,9 +69,11 @@ class TraceSearch:
         key = (regex.pattern, self._defs.num_ops)
         if self._cache is not None and self._cache[0] == key:
             return self._cache[1]
-        matching = [op_id for op_id in self._defs.traced_op_ids()
-                    if regex.search(self._defs.op(op_id).name)
-                    or regex.search(self._defs.op(op_id).op_type)]
+        matching = [
+            op_id
+            for op_id in self._defs.traced_op_ids()
+            if regex.search(self._defs.op(op_id).name) or regex.search(self._defs.op(op_id).op_type)
+        ]
         tps = self._defs.trace_points_of(matching)
         self._cache = (key, tps)
         return tps

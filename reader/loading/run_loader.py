@@ -64,8 +64,7 @@ class RunLoader:
         DamagedDumpError: Not even the run's metadata record is readable.
     """
 
-    def __init__(self, path: str,
-                 commit_lock: AbstractContextManager[Any] | None = None) -> None:
+    def __init__(self, path: str, commit_lock: AbstractContextManager[Any] | None = None) -> None:
         self.path = path
         self._commit = commit_lock if commit_lock is not None else threading.RLock()
         self.segments: dict[str, dict[int, SegmentReader]] = {s: {} for s in fmt.STREAMS}
@@ -185,16 +184,22 @@ class RunLoader:
             if record["k"] != fmt.KIND_EXECUTION_CHUNK:
                 continue
             try:
-                columns = chunk_columns(record, self.mode, self.execs.width,
-                                        self.execs.value_damage)
+                columns = chunk_columns(
+                    record, self.mode, self.execs.width, self.execs.value_damage
+                )
                 with self._commit:
                     self.execs.add_chunk(columns, number, start, end)
             except MalformedRecordError as error:
                 segment.damage = f"{segment.name}: {error} at byte {start}"
                 break
 
-    def _take_batch(self, stream: str, segment: SegmentReader, number: int,
-                    batch: list[tuple[int, int, dict[str, Any]]]) -> bool:
+    def _take_batch(
+        self,
+        stream: str,
+        segment: SegmentReader,
+        number: int,
+        batch: list[tuple[int, int, dict[str, Any]]],
+    ) -> bool:
         """Take decoded records (under the lock); False once the segment is damaged."""
         for start, end, record in batch:
             try:
@@ -206,8 +211,15 @@ class RunLoader:
                 self.notice(f"{segment.name}: {error} at byte {start}; record skipped")
         return True
 
-    def _take_exec_frames(self, segment: SegmentReader, number: int, data: bytearray, base: int,
-                          starts: np.ndarray, ends: np.ndarray) -> bool:
+    def _take_exec_frames(
+        self,
+        segment: SegmentReader,
+        number: int,
+        data: bytearray,
+        base: int,
+        starts: np.ndarray,
+        ends: np.ndarray,
+    ) -> bool:
         """Index a block of framed ``exec`` records; False once the segment is damaged.
 
         Records that fit the block's template are indexed from the vectorised scan, in
@@ -218,8 +230,16 @@ class RunLoader:
         with self._commit:
             return self._take_scanned(scan, segment, number, data, base, starts, ends)
 
-    def _take_scanned(self, scan: ExecScan, segment: SegmentReader, number: int,
-                      data: bytearray, base: int, starts: np.ndarray, ends: np.ndarray) -> bool:
+    def _take_scanned(
+        self,
+        scan: ExecScan,
+        segment: SegmentReader,
+        number: int,
+        data: bytearray,
+        base: int,
+        starts: np.ndarray,
+        ends: np.ndarray,
+    ) -> bool:
         """The part of `_take_exec_frames` that changes the index (under the lock)."""
         n = starts.size
         # A run starts at every record that is not ok, follows one that is not, or
@@ -239,8 +259,7 @@ class RunLoader:
                     return False
                 continue
             try:
-                record = msgpack.unpackb(data[starts[a]:ends[a]], raw=False,
-                                         strict_map_key=False)
+                record = msgpack.unpackb(data[starts[a] : ends[a]], raw=False, strict_map_key=False)
             except DECODE_ERRORS as error:
                 segment.mark_damaged(start, f"undecodable record ({short_error(error)})")
                 return False
@@ -254,8 +273,9 @@ class RunLoader:
                 return False
         return True
 
-    def _take(self, stream: str, segment: int, start: int, end: int,
-              record: dict[str, Any]) -> None:
+    def _take(
+        self, stream: str, segment: int, start: int, end: int, record: dict[str, Any]
+    ) -> None:
         kind = record["k"]
         if stream == fmt.STREAM_GRAPH_TRACES:
             if kind == fmt.KIND_TRACES:
@@ -290,9 +310,12 @@ class RunLoader:
         index = self.traces if stream == fmt.STREAM_GRAPH_TRACES else self.execs
         problems = index.value_damage
         if problems:
-            what = (f"{problems[0]}; it is shown" if len(problems) == 1 else
-                    f"{len(problems)} tensor values cannot be decoded (the first: "
-                    f"{problems[0]}); they are shown")
+            what = (
+                f"{problems[0]}; it is shown"
+                if len(problems) == 1
+                else f"{len(problems)} tensor values cannot be decoded (the first: "
+                f"{problems[0]}); they are shown"
+            )
             with self._commit:
                 self.notice(f"{segment.name}: {what} without a summary")
             problems.clear()
@@ -327,7 +350,8 @@ class RunLoader:
         if record is None:
             raise DamagedDumpError(
                 f"{fmt.segment_filename(stream, segment)}: record at byte {offset} is no "
-                "longer readable")
+                "longer readable"
+            )
         self.cache[key] = record
         if len(self.cache) > RECORD_CACHE_SIZE:
             self.cache.popitem(last=False)
@@ -396,12 +420,19 @@ def counters(loader: Loader) -> Counters:
     """What ``loader`` holds now."""
     defs, execs, traces = loader.defs, loader.execs, loader.traces
     return Counters(
-        exec_end=execs.end, trace_end=traces.end, exec_alerts=execs.alert_index.size,
-        trace_alerts=int(np.count_nonzero(traces.alert.view)), graphs=defs.num_graphs,
-        ops=defs.num_ops, damage=len(loader.damage), executions=len(execs),
-        traces=len(traces), finished=loader.end is not None,
+        exec_end=execs.end,
+        trace_end=traces.end,
+        exec_alerts=execs.alert_index.size,
+        trace_alerts=int(np.count_nonzero(traces.alert.view)),
+        graphs=defs.num_graphs,
+        ops=defs.num_ops,
+        damage=len(loader.damage),
+        executions=len(execs),
+        traces=len(traces),
+        finished=loader.end is not None,
         definitions=len(defs.files) + len(defs.frames) + len(defs.stacks) + len(defs.devices),
-        notices=len(loader.notices))
+        notices=len(loader.notices),
+    )
 
 
 def report_since(loader: Loader, before: Counters) -> UpdateReport:
@@ -415,11 +446,12 @@ def report_since(loader: Loader, before: Counters) -> UpdateReport:
     return UpdateReport(
         new_executions=new_e,
         new_traces=new_t,
-        new_alerts=max(now.exec_alerts - before.exec_alerts
-                       + now.trace_alerts - before.trace_alerts, 0),
+        new_alerts=max(
+            now.exec_alerts - before.exec_alerts + now.trace_alerts - before.trace_alerts, 0
+        ),
         new_graphs=now.graphs - before.graphs,
         new_ops=now.ops - before.ops,
-        damage=tuple(loader.damage[before.damage:]),
+        damage=tuple(loader.damage[before.damage :]),
         dropped_executions=max(before.executions - (len(execs) - new_e), 0),
         dropped_traces=max(before.traces - (len(traces) - new_t), 0),
         new_definitions=now.definitions - before.definitions,

@@ -32,8 +32,11 @@ class DefinitionQueries:
     def graph_ops(self, graph_id: int) -> list[Op]:
         """The ops of one graph, in creation order."""
         with self._lock:
-            return [op for op in (self._defs.op(i) for i in self._defs.op_ids())
-                    if op.graph_id == graph_id]
+            return [
+                op
+                for op in (self._defs.op(i) for i in self._defs.op_ids())
+                if op.graph_id == graph_id
+            ]
 
     def op(self, op_id: int) -> Op:
         """An op by id; `UnknownIdError` while not defined."""

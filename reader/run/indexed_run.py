@@ -64,8 +64,10 @@ class IndexedRun(DefinitionQueries):
         self._update_lock = threading.Lock()  # one `update()` at a time
         # A file set of TensorFlow's own dumper, or a run directory of ours.
         self._loader: Loader = (
-            _tf_loader(self.path, self._lock) if is_tf_run(self.path)
-            else RunLoader(self.path, commit_lock=self._lock))
+            _tf_loader(self.path, self._lock)
+            if is_tf_run(self.path)
+            else RunLoader(self.path, commit_lock=self._lock)
+        )
         # The loader fills these in place, changing them only under `_lock`; queries
         # read them under it.
         self._defs = self._loader.defs
@@ -101,8 +103,9 @@ class IndexedRun(DefinitionQueries):
     def metadata(self) -> RunMetadata:
         """The run's description, with the devices read so far."""
         with self._lock:
-            return run_metadata(self._loader.run or {}, self._loader.end, self.run_id,
-                                self.mode, self._defs.devices)
+            return run_metadata(
+                self._loader.run or {}, self._loader.end, self.run_id, self.mode, self._defs.devices
+            )
 
     @property
     def damage(self) -> tuple[str, ...]:
@@ -142,7 +145,8 @@ class IndexedRun(DefinitionQueries):
         """Whether recording stopped on a write error (`liveness.recording_stopped`);
         ``released`` is `reserve_released`, looked at before the last `update`."""
         return liveness.recording_stopped(
-            self.finished, (notice.kind for notice in self.notices()), released)
+            self.finished, (notice.kind for notice in self.notices()), released
+        )
 
     def writer_state(self) -> str:
         """`reader.run.liveness` state of the run: finished, stopped (on a write error),
@@ -183,8 +187,10 @@ class IndexedRun(DefinitionQueries):
     def _exec_row(self, index: int) -> int:
         row = self._execs.spans.row_of(index)
         if row is None:
-            raise UnknownIdError(f"execution {index} is not on disk (have "
-                                 f"{_describe_runs(self._execs.spans.runs())})")
+            raise UnknownIdError(
+                f"execution {index} is not on disk (have "
+                f"{_describe_runs(self._execs.spans.runs())})"
+            )
         return row
 
     def kept_executions(self) -> list[tuple[int, int]]:
@@ -209,8 +215,12 @@ class IndexedRun(DefinitionQueries):
         its ``execs`` chunk) and its row in the chunk (-1: an ``exec`` record)."""
         row = self._exec_row(index)
         e = self._execs
-        record = self._fetch(fmt.STREAM_EXECUTIONS, int(e.segment.view[row]),
-                             int(e.offset.view[row]), int(e.length.view[row]))
+        record = self._fetch(
+            fmt.STREAM_EXECUTIONS,
+            int(e.segment.view[row]),
+            int(e.offset.view[row]),
+            int(e.length.view[row]),
+        )
         return record, int(e.chunk_row.view[row])
 
     def execution_devices(self, index: int) -> tuple[str | None, ...]:
@@ -223,10 +233,12 @@ class IndexedRun(DefinitionQueries):
         """
         with self._lock:
             record, chunk_row = self._stored_execution(index)
-            ids = (record.get("dev") if chunk_row < 0
-                   else exec_chunks.output_devices(record, chunk_row))
-            return tuple(self._defs.device_name(d) for d in
-                         (ids if isinstance(ids, list) else []))
+            ids = (
+                record.get("dev")
+                if chunk_row < 0
+                else exec_chunks.output_devices(record, chunk_row)
+            )
+            return tuple(self._defs.device_name(d) for d in (ids if isinstance(ids, list) else []))
 
     def execution(self, index: int) -> Execution:
         """The full execution record ``index`` (decoded on demand, cached).
@@ -242,8 +254,11 @@ class IndexedRun(DefinitionQueries):
     def executions(self, begin: int, end: int) -> list[Execution]:
         """Executions ``begin..end-1``, clipped to what is on disk."""
         with self._lock:
-            return [self.execution(i) for b, e in _clip_runs(self._execs.spans.runs(), begin, end)
-                    for i in range(b, e)]
+            return [
+                self.execution(i)
+                for b, e in _clip_runs(self._execs.spans.runs(), begin, end)
+                for i in range(b, e)
+            ]
 
     def _exec_slice(self, begin: int, end: int) -> slice:
         """Rows of the executions on disk among ``begin..end-1`` (a range's rows are
@@ -274,24 +289,28 @@ class IndexedRun(DefinitionQueries):
         with self._lock:
             e = self._execs
             rows = self._exec_slice(begin, end)
-            starts = e.out_start.view[rows.start:rows.stop + 1].astype(np.int64)
+            starts = e.out_start.view[rows.start : rows.stop + 1].astype(np.int64)
             if rows.stop >= len(e):
-                starts = np.append(starts[:rows.stop - rows.start], e.out_ids.size)
+                starts = np.append(starts[: rows.stop - rows.start], e.out_ids.size)
             counts = np.diff(starts)
             parts = []
             row = rows.start
             while row < rows.stop:
                 segment, offset = int(e.segment.view[row]), int(e.offset.view[row])
-                record = self._fetch(fmt.STREAM_EXECUTIONS, segment, offset,
-                                     int(e.length.view[row]))
+                record = self._fetch(
+                    fmt.STREAM_EXECUTIONS, segment, offset, int(e.length.view[row])
+                )
                 chunk_row = int(e.chunk_row.view[row])
                 if chunk_row < 0:
                     parts.append(e.output_rows(record))
                     row += 1
                     continue
                 stop = min(rows.stop, row + record["n"] - chunk_row)
-                parts.append(exec_chunks.output_rows(record, chunk_row, chunk_row + stop - row,
-                                                     self.mode, e.width))
+                parts.append(
+                    exec_chunks.output_rows(
+                        record, chunk_row, chunk_row + stop - row, self.mode, e.width
+                    )
+                )
                 row = stop
             summaries = np.concatenate(parts) if parts else np.empty((0, e.width))
             return counts, summaries
@@ -346,8 +365,9 @@ class IndexedRun(DefinitionQueries):
     def _trace_row(self, index: int) -> int:
         row = self._traces.spans.row_of(index)
         if row is None:
-            raise UnknownIdError(f"trace {index} is not on disk (have "
-                                 f"{_describe_runs(self._traces.spans.runs())})")
+            raise UnknownIdError(
+                f"trace {index} is not on disk (have {_describe_runs(self._traces.spans.runs())})"
+            )
         return row
 
     def trace(self, index: int) -> Trace:
@@ -366,8 +386,14 @@ class IndexedRun(DefinitionQueries):
             summary = None
             if t.summaries is not None:
                 summary = row_summary(self.mode, t.summaries.buffer[row])
-            return Trace(index=index, trace_point=tp, op_id=op_id, slot=slot,
-                         step=int(t.chunk_step.buffer[chunk]), summary=summary)
+            return Trace(
+                index=index,
+                trace_point=tp,
+                op_id=op_id,
+                slot=slot,
+                step=int(t.chunk_step.buffer[chunk]),
+                summary=summary,
+            )
 
     def trace_op(self, index: int) -> tuple[int | None, int]:
         """(op id, output slot) of graph trace ``index``, as `trace` gives them, without
@@ -383,8 +409,11 @@ class IndexedRun(DefinitionQueries):
     def traces(self, begin: int, end: int) -> list[Trace]:
         """Traces ``begin..end-1``, clipped to what is on disk (for painting rows)."""
         with self._lock:
-            return [self.trace(i) for b, e in _clip_runs(self._traces.spans.runs(), begin, end)
-                    for i in range(b, e)]
+            return [
+                self.trace(i)
+                for b, e in _clip_runs(self._traces.spans.runs(), begin, end)
+                for i in range(b, e)
+            ]
 
     def trace_value(self, index: int) -> np.ndarray | None:
         """FULL_TENSOR: the value of trace ``index``; None in other modes.
@@ -396,16 +425,21 @@ class IndexedRun(DefinitionQueries):
             t = self._traces
             self._trace_row(index)
             chunk = t.chunk_of(index)
-            record = self._fetch(fmt.STREAM_GRAPH_TRACES, int(t.chunk_segment.view[chunk]),
-                                 int(t.chunk_offset.view[chunk]), int(t.chunk_length.view[chunk]))
+            record = self._fetch(
+                fmt.STREAM_GRAPH_TRACES,
+                int(t.chunk_segment.view[chunk]),
+                int(t.chunk_offset.view[chunk]),
+                int(t.chunk_length.view[chunk]),
+            )
             stored = record.get("v")
             position = index - int(t.chunk_base.view[chunk])
             if not isinstance(stored, list) or position >= len(stored):
                 return None
             return values.decode_value(stored[position])
 
-    def trace_columns(self, begin: int, end: int, *, summaries: bool = True
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    def trace_columns(
+        self, begin: int, end: int, *, summaries: bool = True
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
         """The traces on disk among ``begin..end-1`` as columns, for analyses over many
         traces: (indices, trace points, steps, summary rows or None), each a copy
         (``summaries=False``: no summary rows, None)."""
@@ -413,19 +447,21 @@ class IndexedRun(DefinitionQueries):
             t = self._traces
             rows = self._trace_rows(begin, end)
             indices = t.spans.indices_of(np.arange(rows.start, rows.stop, dtype=np.int64))
-            steps = t.steps_at(indices).astype(np.int64) if indices.size else \
-                np.empty(0, dtype=np.int64)
-            kept = t.summaries.view[rows].copy() if t.summaries is not None and summaries \
-                else None
+            steps = (
+                t.steps_at(indices).astype(np.int64)
+                if indices.size
+                else np.empty(0, dtype=np.int64)
+            )
+            kept = t.summaries.view[rows].copy() if t.summaries is not None and summaries else None
             return indices, t.tp.view[rows].astype(np.int64), steps, kept
 
     def _trace_rows(self, begin: int, end: int) -> slice:
         spans = self._traces.spans
-        return slice(spans.rows_below(begin), max(spans.rows_below(end),
-                                                  spans.rows_below(begin)))
+        return slice(spans.rows_below(begin), max(spans.rows_below(end), spans.rows_below(begin)))
 
-    def map_trace_summaries(self, begin: int, end: int, function: Callable[[np.ndarray], T],
-                            block: int = 65_536) -> list[T]:
+    def map_trace_summaries(
+        self, begin: int, end: int, function: Callable[[np.ndarray], T], block: int = 65_536
+    ) -> list[T]:
         """``function`` of the summary rows of the traces on disk among ``begin..end-1``
         (in `trace_columns`' order), a block of rows at a time, read in place (no copy
         of the rows); [] in a mode without summaries. ``function`` must not keep the
@@ -435,8 +471,10 @@ class IndexedRun(DefinitionQueries):
                 return []
             rows = self._trace_rows(begin, end)
             view = self._traces.summaries.view
-            return [function(view[start:min(start + block, rows.stop)])
-                    for start in range(rows.start, rows.stop, block)]
+            return [
+                function(view[start : min(start + block, rows.stop)])
+                for start in range(rows.start, rows.stop, block)
+            ]
 
     def trace_alert_indices(self) -> np.ndarray:
         """Ascending int64 indices of the traces that held NaN or infinity."""
@@ -446,12 +484,16 @@ class IndexedRun(DefinitionQueries):
     def trace_steps(self, begin: int, end: int) -> np.ndarray:
         """int64 step (top-level execution index) of traces ``begin..end-1``."""
         with self._lock:
-            indices = [np.arange(b, e, dtype=np.int64)
-                       for b, e in _clip_runs(self._traces.spans.runs(), begin, end)]
+            indices = [
+                np.arange(b, e, dtype=np.int64)
+                for b, e in _clip_runs(self._traces.spans.runs(), begin, end)
+            ]
             if not indices:
                 return np.empty(0, dtype=np.int64)
-            return self._traces.chunk_step.view[self._traces.chunk_first.view.searchsorted(
-                np.concatenate(indices), side="right") - 1]
+            return self._traces.chunk_step.view[
+                self._traces.chunk_first.view.searchsorted(np.concatenate(indices), side="right")
+                - 1
+            ]
 
     def trace_steps_at(self, indices: np.ndarray) -> np.ndarray:
         """int64 step (top-level execution index) of each trace in ``indices``, which
@@ -470,11 +512,11 @@ class IndexedRun(DefinitionQueries):
             tps = self._defs.op(op_id).trace_points
             if not 0 <= slot < len(tps) or tps[slot] is None:
                 return np.empty(0, dtype=np.int64)
-            return self._traces.spans.indices_of(
-                np.flatnonzero(self._traces.tp.view == tps[slot]))
+            return self._traces.spans.indices_of(np.flatnonzero(self._traces.tp.view == tps[slot]))
 
-    def nearest_trace_of(self, op_id: int, slot: int, near_index: int, *,
-                         after: bool = False) -> int | None:
+    def nearest_trace_of(
+        self, op_id: int, slot: int, near_index: int, *, after: bool = False
+    ) -> int | None:
         """The trace of ``(op_id, slot)`` at or before ``near_index``, else the first after
         (``after``: at or after, else the last before: where a consumer computed).
 
@@ -510,9 +552,16 @@ class IndexedRun(DefinitionQueries):
 
     def _state_key(self) -> tuple:
         """Changes whenever records arrive or leave (for caches of analyses)."""
-        return (self._execs.first, self._execs.end, len(self._execs), self._traces.first,
-                self._traces.end, len(self._traces), self._defs.num_ops,
-                len(self._defs.devices))
+        return (
+            self._execs.first,
+            self._execs.end,
+            len(self._execs),
+            self._traces.first,
+            self._traces.end,
+            len(self._traces),
+            self._defs.num_ops,
+            len(self._defs.devices),
+        )
 
     def alert_positions(self) -> tuple[np.ndarray, np.ndarray]:
         """Where each alerting tensor ran, as int64 execution indices: (the eager

@@ -39,8 +39,7 @@ _PID_REUSE_SLACK_S = 2.0
 def process_gone(host: str | None, pid: int | None, start_time: float | None) -> bool | None:
     """Whether the process ``pid`` of ``host`` that started a run at ``start_time`` is
     gone; None when that cannot be told (another host, no pid, not a POSIX system)."""
-    if os.name != "posix" or not host or not pid or pid <= 0 \
-            or host != socket.gethostname():
+    if os.name != "posix" or not host or not pid or pid <= 0 or host != socket.gethostname():
         return None
     try:
         os.kill(pid, 0)
@@ -56,8 +55,9 @@ def process_gone(host: str | None, pid: int | None, start_time: float | None) ->
     state, started = stat
     if state in ("Z", "X"):
         return True  # killed, and not yet reaped by its parent
-    return start_time is not None and started is not None \
-        and started > start_time + _PID_REUSE_SLACK_S
+    return (
+        start_time is not None and started is not None and started > start_time + _PID_REUSE_SLACK_S
+    )
 
 
 def reserve_released(run_path: str, space_reserve: bool) -> bool:
@@ -106,17 +106,24 @@ def _proc_stat(pid: int) -> tuple[str, float | None] | None:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read().decode("ascii", "replace")
         with open("/proc/stat", "rb") as f:
-            boot = next((line.split()[1] for line in f.read().decode("ascii", "replace")
-                         .splitlines() if line.startswith("btime ")), None)
+            boot = next(
+                (
+                    line.split()[1]
+                    for line in f.read().decode("ascii", "replace").splitlines()
+                    if line.startswith("btime ")
+                ),
+                None,
+            )
     except OSError:
         return None
     # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-    fields = stat[stat.rfind(")") + 2:].split()
+    fields = stat[stat.rfind(")") + 2 :].split()
     if not fields:
         return None
     try:
-        started = int(boot) + int(fields[19]) / os.sysconf("SC_CLK_TCK") \
-            if boot is not None else None
+        started = (
+            int(boot) + int(fields[19]) / os.sysconf("SC_CLK_TCK") if boot is not None else None
+        )
     except (IndexError, ValueError, OSError):
         started = None
     return fields[0], started

@@ -125,11 +125,12 @@ def _sorted_runs(path: str, runs: list[RunInfo], candidates: list[str]) -> list[
         # TensorFlow's dumps sit in their dump root, not in directories inside it.
         inside = [os.path.basename(c) for c in candidates if file_sets.file_sets_in(c)]
         if inside:
-            raise NoRunsError(f"{path}: no tfdbg-tui dump and no TensorFlow dump in this "
-                              f"directory (TensorFlow's dumps are in "
-                              f"{', '.join(inside[:3])}: open one)")
-        raise NoRunsYetError(f"{path}: no tfdbg-tui dump and no TensorFlow dump in this "
-                             "directory")
+            raise NoRunsError(
+                f"{path}: no tfdbg-tui dump and no TensorFlow dump in this "
+                f"directory (TensorFlow's dumps are in "
+                f"{', '.join(inside[:3])}: open one)"
+            )
+        raise NoRunsYetError(f"{path}: no tfdbg-tui dump and no TensorFlow dump in this directory")
     return runs
 
 
@@ -169,8 +170,11 @@ def resolve_run_path(logdir: str | os.PathLike[str], run_id: str | None = None) 
     raise NoRunsYetError(f"no run {run_id!r} in {os.fspath(logdir)} (newest: {known})")
 
 
-def _run_info(run_path: str, store: storage.Store = storage.LOCAL,
-              listing: dict[str, dict[int, list[Part]]] | None = None) -> RunInfo:
+def _run_info(
+    run_path: str,
+    store: storage.Store = storage.LOCAL,
+    listing: dict[str, dict[int, list[Part]]] | None = None,
+) -> RunInfo:
     """Peek at a run's metadata segment 0: its header and `run` and `end` records
     (in a bucket, from ``listing``, the run's segments, when it was listed already)."""
     run_id = store.basename(run_path)
@@ -199,8 +203,13 @@ def _run_info(run_path: str, store: storage.Store = storage.LOCAL,
     except (ValueError, TypeError, msgpack.UnpackException):
         pass  # a damaged metadata file: report what was read before the damage
     version = header.get("version")
-    format_version = (tuple(version[:2]) if isinstance(version, list) and len(version) >= 2
-                      and all(isinstance(v, int) for v in version[:2]) else None)
+    format_version = (
+        tuple(version[:2])
+        if isinstance(version, list)
+        and len(version) >= 2
+        and all(isinstance(v, int) for v in version[:2])
+        else None
+    )
     task, cluster = task_of(run)
     return RunInfo(
         run_id=run_id,
@@ -211,20 +220,24 @@ def _run_info(run_path: str, store: storage.Store = storage.LOCAL,
         tensor_debug_mode=_typed(run.get("tensor_debug_mode"), str),
         finished=finished,
         format_version=format_version,
-        task=task, cluster=cluster,
+        task=task,
+        cluster=cluster,
         stopped=liveness.recording_stopped(
-            finished, notice_kinds, reserve_gone and run.get("space_reserve") is True),
+            finished, notice_kinds, reserve_gone and run.get("space_reserve") is True
+        ),
     )
 
 
-def _metadata_bytes(run_path: str, store: storage.Store,
-                    listing: dict[str, dict[int, list[Part]]] | None = None) -> bytes:
+def _metadata_bytes(
+    run_path: str, store: storage.Store, listing: dict[str, dict[int, list[Part]]] | None = None
+) -> bytes:
     """The first `_METADATA_MAX_BYTES` of the run's metadata segment 0 (b"" when it
     cannot be read)."""
     if not store.remote:
         try:
-            with open(store.join(run_path, fmt.segment_filename(fmt.STREAM_METADATA, 0)),
-                      "rb") as f:
+            with open(
+                store.join(run_path, fmt.segment_filename(fmt.STREAM_METADATA, 0)), "rb"
+            ) as f:
                 return f.read(_METADATA_MAX_BYTES)
         except OSError:
             return b""

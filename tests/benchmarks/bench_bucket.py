@@ -79,8 +79,15 @@ SHAPES = ("identical", "varied", "paced")
 
 def _open(url: str, env: dict[str, str], tree: str = ROOT) -> dict:
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", _OPEN, url], env=dict(env, PYTHONPATH=tree),
-                          cwd=tree, capture_output=True, text=True, timeout=600, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", _OPEN, url],
+        env=dict(env, PYTHONPATH=tree),
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-2000:])
     found = json.loads(done.stdout)
@@ -89,18 +96,20 @@ def _open(url: str, env: dict[str, str], tree: str = ROOT) -> dict:
     return found
 
 
-def _write(url: str, traces: int, shape: str, env: dict[str, str],
-           tree: str) -> subprocess.Popen:
+def _write(url: str, traces: int, shape: str, env: dict[str, str], tree: str) -> subprocess.Popen:
     """Start writing the benchmark's run into ``url`` with the writer of ``tree``."""
     synthetic = os.path.join(ROOT, "tests", "synthetic.py")
-    chunk, pace = (max(traces // PACED_STEPS, 1), PACED_S) if shape == "paced" \
-        else (50_000, 0.0)
-    return subprocess.Popen([sys.executable, "-c", _WRITE, url, str(traces), synthetic, shape,
-                             str(chunk), str(pace)], env=dict(env, PYTHONPATH=tree), cwd=tree)
+    chunk, pace = (max(traces // PACED_STEPS, 1), PACED_S) if shape == "paced" else (50_000, 0.0)
+    return subprocess.Popen(
+        [sys.executable, "-c", _WRITE, url, str(traces), synthetic, shape, str(chunk), str(pace)],
+        env=dict(env, PYTHONPATH=tree),
+        cwd=tree,
+    )
 
 
-def run(traces: int, rounds: int = 1, before: str | None = None,
-        shape: str = "identical") -> dict[str, list[dict]]:
+def run(
+    traces: int, rounds: int = 1, before: str | None = None, shape: str = "identical"
+) -> dict[str, list[dict]]:
     """Each open's results per row, ``rounds`` times; with ``before`` (another tree of
     the code) each row is measured with both trees, which take turns going first, each
     reading the runs its own writer wrote. ``shape``: `write_big_dump`'s identical or
@@ -118,10 +127,15 @@ def run(traces: int, rounds: int = 1, before: str | None = None,
             bucket = f"bench-{uuid.uuid4().hex[:8]}"
             s3fs.S3FileSystem(skip_instance_cache=True).mkdir(bucket)
             # Each tree reads the run its own writer wrote (the format may differ).
-            dumps = {label: (os.path.join(tmp, f"logdir-{label}"),
-                             f"s3://{bucket}/logdir-{label}") for label in trees}
-            writers = [_write(path, traces, shape, env, trees[label])
-                       for label, paths in dumps.items() for path in paths]
+            dumps = {
+                label: (os.path.join(tmp, f"logdir-{label}"), f"s3://{bucket}/logdir-{label}")
+                for label in trees
+            }
+            writers = [
+                _write(path, traces, shape, env, trees[label])
+                for label, paths in dumps.items()
+                for path in paths
+            ]
             for writer in writers:
                 if writer.wait(timeout=600) != 0:
                     raise RuntimeError("writing the benchmark's runs failed")
@@ -133,12 +147,12 @@ def run(traces: int, rounds: int = 1, before: str | None = None,
                     cache = os.path.join(tmp, f"cache-{label}-{round_}")
                     env_tree = dict(env, TFDBG_TUI_CACHE_DIR=cache)
                     for name, found in (
-                            ("local", _open(local, env_tree, tree)),
-                            ("bucket, cold cache", _open(url, env_tree, tree)),
-                            ("bucket, warm cache", _open(url, env_tree, tree))):
+                        ("local", _open(local, env_tree, tree)),
+                        ("bucket, cold cache", _open(url, env_tree, tree)),
+                        ("bucket, warm cache", _open(url, env_tree, tree)),
+                    ):
                         found["tree"] = label
-                        results.setdefault(f"{name}, {label}" if label else name,
-                                           []).append(found)
+                        results.setdefault(f"{name}, {label}" if label else name, []).append(found)
             first_local = next(iter(results.values()))[0]
             for name, founds in results.items():
                 for found in founds:
@@ -156,20 +170,29 @@ def _reading(found: dict) -> float:
 
 def markdown(results: dict[str, list[dict]]) -> str:
     """Medians per row; each ratio against the median local open of the same tree."""
-    lines = ["| open (s) | set-up | reading | total | total vs local | reading vs local | "
-             "process | load |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "| open (s) | set-up | reading | total | total vs local | reading vs local | "
+        "process | load |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for name, founds in results.items():
         tree = founds[0]["tree"]
-        local = statistics.median(_reading(f) for row, fs in results.items() for f in fs
-                                  if row.startswith("local") and f["tree"] == tree)
+        local = statistics.median(
+            _reading(f)
+            for row, fs in results.items()
+            for f in fs
+            if row.startswith("local") and f["tree"] == tree
+        )
         setup = statistics.median(f["setup_s"] for f in founds)
         reading = statistics.median(_reading(f) for f in founds)
         total = statistics.median(f["setup_s"] + _reading(f) for f in founds)
         process = statistics.median(f["process_s"] for f in founds)
         loads = [f["load"] for f in founds]
-        lines.append(f"| {name} | {setup:.2f} | {reading:.2f} | {total:.2f} | "
-                     f"{total / local:.1f}x | {reading / local:.1f}x | {process:.2f} | "
-                     f"{min(loads):.1f}-{max(loads):.1f} |")
+        lines.append(
+            f"| {name} | {setup:.2f} | {reading:.2f} | {total:.2f} | "
+            f"{total / local:.1f}x | {reading / local:.1f}x | {process:.2f} | "
+            f"{min(loads):.1f}-{max(loads):.1f} |"
+        )
     return "\n".join(lines)
 
 
@@ -189,10 +212,17 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--traces", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--before", metavar="TREE",
-                        help="another checkout of the code, measured taking turns with this one")
-    parser.add_argument("--shape", choices=SHAPES, default="identical",
-                        help="identical rows; varied rows (deflate some 5x); varied rows "
-                             "written as a job writes them, a step every 10 ms")
+    parser.add_argument(
+        "--before",
+        metavar="TREE",
+        help="another checkout of the code, measured taking turns with this one",
+    )
+    parser.add_argument(
+        "--shape",
+        choices=SHAPES,
+        default="identical",
+        help="identical rows; varied rows (deflate some 5x); varied rows "
+        "written as a job writes them, a step every 10 ms",
+    )
     args = parser.parse_args()
     print(markdown(run(args.traces, args.rounds, args.before, args.shape)))

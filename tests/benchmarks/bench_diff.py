@@ -44,9 +44,15 @@ def measure(executions: int) -> dict:
         aligned = time.perf_counter() - started
         first = diff.first_divergence
         assert first is not None and first.op_name == CULPRIT, first
-        return {"executions": executions, "traces": b.num_traces, "open_both_s": opened,
-                "compare_runs_s": compared, "align_runs_s": aligned,
-                "aligned": diff.aligned, "divergent_traces": int(alignment.divergent.size)}
+        return {
+            "executions": executions,
+            "traces": b.num_traces,
+            "open_both_s": opened,
+            "compare_runs_s": compared,
+            "align_runs_s": aligned,
+            "aligned": diff.aligned,
+            "divergent_traces": int(alignment.divergent.size),
+        }
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

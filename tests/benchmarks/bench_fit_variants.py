@@ -52,9 +52,22 @@ from typing import Any
 from tests.benchmarks.bench_instrument import TF_THREADS, WARMUP_STEPS, enable_dumper
 from tests.benchmarks.bench_suite import MODELS, fresh_program
 
-VARIANTS = ("tf", "current", "no_tensor", "v1_rows", "kernels_only", "constant_rows",
-            "read_floor", "body_kernels", "body_stock", "bytes_each", "flush_2s", "no_scan",
-            "flush_2s_no_scan", "capture_floor")
+VARIANTS = (
+    "tf",
+    "current",
+    "no_tensor",
+    "v1_rows",
+    "kernels_only",
+    "constant_rows",
+    "read_floor",
+    "body_kernels",
+    "body_stock",
+    "bytes_each",
+    "flush_2s",
+    "no_scan",
+    "flush_2s_no_scan",
+    "capture_floor",
+)
 
 
 def bytes_each(tensors: list[Any], words: bool) -> Any:
@@ -69,9 +82,17 @@ def bytes_each(tensors: list[Any], words: bool) -> Any:
     # A batch of words carries its bools as float32 words (`value_batches.as_words`).
     bools = dtypes.float32 if words else dtypes.uint8
     values = array_ops.concat(
-        [array_ops.reshape(array_ops.bitcast(
-            math_ops.cast(t, bools) if t.dtype == dtypes.bool else t, dtypes.uint8),
-            [-1]) for t in tensors], 0)
+        [
+            array_ops.reshape(
+                array_ops.bitcast(
+                    math_ops.cast(t, bools) if t.dtype == dtypes.bool else t, dtypes.uint8
+                ),
+                [-1],
+            )
+            for t in tensors
+        ],
+        0,
+    )
     if values.op.type == "ConcatV2":
         defer_variable_writes(values.op, tensors)
     return values
@@ -86,22 +107,27 @@ def patched(variant: str) -> Iterator[None]:
     from instrument.tracing import trace_queue, value_batches, value_drain
     from reader import format as fmt
 
-    saved = [(summary_ops, "exact_row", summary_ops.exact_row),
-             (summary_ops, "tensor_summary", summary_ops.tensor_summary),
-             (trace_queue.TraceQueue, "batch_row", trace_queue.TraceQueue.batch_row),
-             (value_batches.PackedBatch, "holds_nonfinite",
-              value_batches.PackedBatch.holds_nonfinite),
-             (writer, "values_alert", writer.values_alert),
-             (value_batches, "_concat_bytes", value_batches._concat_bytes),
-             (value_drain.ValueDrain, "drain", value_drain.ValueDrain.drain),
-             (writer.DumpWriter.__init__, "__kwdefaults__",
-              dict(writer.DumpWriter.__init__.__kwdefaults__ or {}))]
+    saved = [
+        (summary_ops, "exact_row", summary_ops.exact_row),
+        (summary_ops, "tensor_summary", summary_ops.tensor_summary),
+        (trace_queue.TraceQueue, "batch_row", trace_queue.TraceQueue.batch_row),
+        (value_batches.PackedBatch, "holds_nonfinite", value_batches.PackedBatch.holds_nonfinite),
+        (writer, "values_alert", writer.values_alert),
+        (value_batches, "_concat_bytes", value_batches._concat_bytes),
+        (value_drain.ValueDrain, "drain", value_drain.ValueDrain.drain),
+        (
+            writer.DumpWriter.__init__,
+            "__kwdefaults__",
+            dict(writer.DumpWriter.__init__.__kwdefaults__ or {}),
+        ),
+    ]
     exact_row, tensor_summary = summary_ops.exact_row, summary_ops.tensor_summary
     batch_row = trace_queue.TraceQueue.batch_row
 
     def constant(mode: str, trace_point: int) -> Any:
         return raw_rows.float64_constant(
-            [float(trace_point)] + [0.0] * (raw_rows.RAW_WIDTH[mode] - 1))
+            [float(trace_point)] + [0.0] * (raw_rows.RAW_WIDTH[mode] - 1)
+        )
 
     def other_rows(mode: str, tensor: Any, trace_point: int) -> Any:
         if mode != fmt.FULL_HEALTH:
@@ -109,9 +135,12 @@ def patched(variant: str) -> Iterator[None]:
         if variant == "v1_rows":
             return raw_rows._v1_row(tensor, trace_point)
         if variant == "kernels_only":
-            return raw_rows._concat([
-                raw_rows._kernel(tensor, mode, trace_point),
-                raw_rows.float64_constant([float("nan")] + [0.0] * 4)])
+            return raw_rows._concat(
+                [
+                    raw_rows._kernel(tensor, mode, trace_point),
+                    raw_rows.float64_constant([float("nan")] + [0.0] * 4),
+                ]
+            )
         return constant(mode, trace_point)
 
     def read_floor(mode: str, tensor: Any, trace_point: int, *, batched: bool = False) -> Any:
@@ -129,8 +158,7 @@ def patched(variant: str) -> Iterator[None]:
         if self.mode not in summaries.SUMMARY_MODES or not in_body:
             return batch_row(self, tensor, trace_point, in_body=in_body)
         with ops.control_dependencies(None):
-            return tensor_summary(self.mode, tensor, trace_point,
-                                  batched=variant == "body_stock")
+            return tensor_summary(self.mode, tensor, trace_point, batched=variant == "body_stock")
 
     if variant in ("v1_rows", "kernels_only", "constant_rows"):
         summary_ops.exact_row = other_rows
@@ -142,7 +170,9 @@ def patched(variant: str) -> Iterator[None]:
         value_batches._concat_bytes = bytes_each
     if "flush_2s" in variant:
         writer.DumpWriter.__init__.__kwdefaults__ = {
-            **(writer.DumpWriter.__init__.__kwdefaults__ or {}), "flush_interval_s": 2.0}
+            **(writer.DumpWriter.__init__.__kwdefaults__ or {}),
+            "flush_interval_s": 2.0,
+        }
     if "no_scan" in variant:
         value_batches.PackedBatch.holds_nonfinite = lambda self: False  # type: ignore[method-assign]
         writer.values_alert = lambda values: False
@@ -162,8 +192,15 @@ def patched(variant: str) -> Iterator[None]:
             setattr(owner, name, value)
 
 
-def measure(model: str, mode: str, variants: list[str], rounds: int, steps: int,
-            buffer_size: int, report: Callable[[str], None]) -> dict[str, list[float]]:
+def measure(
+    model: str,
+    mode: str,
+    variants: list[str],
+    rounds: int,
+    steps: int,
+    buffer_size: int,
+    report: Callable[[str], None],
+) -> dict[str, list[float]]:
     """Each variant's overhead per round, CPU ms a step over the plain step."""
     import tensorflow as tf
 
@@ -191,9 +228,11 @@ def measure(model: str, mode: str, variants: list[str], rounds: int, steps: int,
                 cpu = (end - start[1]) / steps * 1e3
                 shutil.rmtree(logdir, ignore_errors=True)
                 overheads[variant].append(cpu - plain_cpu)
-                report(f"# round {round_} {variant}: {cpu - plain_cpu:+.2f} ms "
-                       f"(plain {plain_cpu:.2f}; the disable "
-                       f"{(end - closing) / steps * 1e3:.2f} a step of it)")
+                report(
+                    f"# round {round_} {variant}: {cpu - plain_cpu:+.2f} ms "
+                    f"(plain {plain_cpu:.2f}; the disable "
+                    f"{(end - closing) / steps * 1e3:.2f} a step of it)"
+                )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return overheads
@@ -206,19 +245,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=["tf", "current"])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--buffer", type=int, default=-1,
-                        help="circular_buffer_size of every variant (default: keep all)")
+    parser.add_argument(
+        "--buffer",
+        type=int,
+        default=-1,
+        help="circular_buffer_size of every variant (default: keep all)",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    overheads = measure(args.model, args.mode, args.variants, args.rounds, args.steps,
-                        args.buffer, report=lambda line: print(line, flush=True))
-    print(f"# {args.model}, {args.mode}, buffer {args.buffer}, {args.rounds} rounds of "
-          f"{args.steps} steps, load average {os.getloadavg()[0]:.2f}")
+    overheads = measure(
+        args.model,
+        args.mode,
+        args.variants,
+        args.rounds,
+        args.steps,
+        args.buffer,
+        report=lambda line: print(line, flush=True),
+    )
+    print(
+        f"# {args.model}, {args.mode}, buffer {args.buffer}, {args.rounds} rounds of "
+        f"{args.steps} steps, load average {os.getloadavg()[0]:.2f}"
+    )
     print("| variant | overhead, CPU ms a step (median) | rounds |")
     print("| --- | ---: | --- |")
     for variant, values in overheads.items():
-        print(f"| {variant} | {statistics.median(values):+.2f} | "
-              f"{', '.join(f'{v:+.2f}' for v in values)} |")
+        print(
+            f"| {variant} | {statistics.median(values):+.2f} | "
+            f"{', '.join(f'{v:+.2f}' for v in values)} |"
+        )
     return 0
 
 

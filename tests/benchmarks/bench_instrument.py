@@ -47,8 +47,15 @@ from typing import Any
 
 import pytest
 
-MODES = ("NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH", "FULL_STATS", "SHAPE",
-         "FULL_TENSOR")
+MODES = (
+    "NO_TENSOR",
+    "CURT_HEALTH",
+    "CONCISE_HEALTH",
+    "FULL_HEALTH",
+    "FULL_STATS",
+    "SHAPE",
+    "FULL_TENSOR",
+)
 # TensorFlow's dumper has no FULL_STATS: its run in that row is FULL_HEALTH, the mode
 # FULL_STATS must cost no more than.
 TF_MODE = {"FULL_STATS": "FULL_HEALTH"}
@@ -71,8 +78,9 @@ TF_THREADS = 1
 PROGRAMS = ("mlp", "keras")
 
 
-def training_program(sizes: tuple[int, ...] = SIZES, batch: int = BATCH,
-                     tf_threads: int = TF_THREADS) -> tuple[Any, Any, Any]:
+def training_program(
+    sizes: tuple[int, ...] = SIZES, batch: int = BATCH, tf_threads: int = TF_THREADS
+) -> tuple[Any, Any, Any]:
     """The measured program: its training step (a plain function, for ``tf.function``)
     and its input batch ``x``, ``y``."""
     import numpy as np
@@ -85,8 +93,10 @@ def training_program(sizes: tuple[int, ...] = SIZES, batch: int = BATCH,
     rng = np.random.default_rng(0)
     x = tf.constant(rng.normal(size=(batch, sizes[0])).astype(np.float32))
     y = tf.constant(rng.integers(0, sizes[-1], size=batch).astype(np.int64))
-    weights = [tf.Variable(tf.random.normal([a, b], stddev=0.05, seed=i))
-               for i, (a, b) in enumerate(zip(sizes, sizes[1:]))]
+    weights = [
+        tf.Variable(tf.random.normal([a, b], stddev=0.05, seed=i))
+        for i, (a, b) in enumerate(zip(sizes, sizes[1:]))
+    ]
     biases = [tf.Variable(tf.zeros([b])) for b in sizes[1:]]
     variables = weights + biases
 
@@ -98,7 +108,8 @@ def training_program(sizes: tuple[int, ...] = SIZES, batch: int = BATCH,
                 if i < len(weights) - 1:
                     h = tf.nn.relu(h)
             loss = tf.reduce_mean(
-                tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=h))
+                tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=h)
+            )
         grads = tape.gradient(loss, variables)
         for v, g in zip(variables, grads):
             v.assign_sub(0.01 * g)
@@ -107,8 +118,12 @@ def training_program(sizes: tuple[int, ...] = SIZES, batch: int = BATCH,
     return train_step, x, y
 
 
-def keras_program(sizes: tuple[int, ...] = SIZES, batch: int = BATCH,
-                  tf_threads: int = TF_THREADS, jit: bool = False) -> Any:
+def keras_program(
+    sizes: tuple[int, ...] = SIZES,
+    batch: int = BATCH,
+    tf_threads: int = TF_THREADS,
+    jit: bool = False,
+) -> Any:
     """The Keras program: ``run(n)`` trains a fresh model's ``fit`` for ``n`` steps of
     one repeated batch (a ``tf.data`` input); the model and its traced functions are
     made by the first call of the function this returns, and reused by later ones."""
@@ -121,16 +136,22 @@ def keras_program(sizes: tuple[int, ...] = SIZES, batch: int = BATCH,
     import keras
 
     rng = np.random.default_rng(0)
-    data = tf.data.Dataset.from_tensors((
-        rng.normal(size=(batch, sizes[0])).astype(np.float32),
-        rng.integers(0, sizes[-1], size=batch).astype(np.int64))).repeat()
+    data = tf.data.Dataset.from_tensors(
+        (
+            rng.normal(size=(batch, sizes[0])).astype(np.float32),
+            rng.integers(0, sizes[-1], size=batch).astype(np.int64),
+        )
+    ).repeat()
 
     def new_model() -> Any:
         layers = [keras.layers.Input((sizes[0],))]
         layers += [keras.layers.Dense(width, activation="relu") for width in sizes[1:-1]]
         model = keras.Sequential(layers + [keras.layers.Dense(sizes[-1])])
-        model.compile(optimizer="adam", jit_compile=jit,
-                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        model.compile(
+            optimizer="adam",
+            jit_compile=jit,
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        )
 
         def run(steps: int) -> None:
             model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
@@ -140,10 +161,18 @@ def keras_program(sizes: tuple[int, ...] = SIZES, batch: int = BATCH,
     return new_model
 
 
-def run_training(config: str, logdir: str, steps: int, buffer_size: int = -1,
-                 stop_on_alert: bool = False, jit: bool = False,
-                 sizes: tuple[int, ...] = SIZES, batch: int = BATCH,
-                 tf_threads: int = TF_THREADS, program: str = "mlp") -> dict[str, float]:
+def run_training(
+    config: str,
+    logdir: str,
+    steps: int,
+    buffer_size: int = -1,
+    stop_on_alert: bool = False,
+    jit: bool = False,
+    sizes: tuple[int, ...] = SIZES,
+    batch: int = BATCH,
+    tf_threads: int = TF_THREADS,
+    program: str = "mlp",
+) -> dict[str, float]:
     """The measured program; ``config`` is ``plain``, ``tf:<MODE>`` or ``ours:<MODE>``.
 
     An instrumented config first runs the plain program in the same process (its own
@@ -180,8 +209,7 @@ def run_training(config: str, logdir: str, steps: int, buffer_size: int = -1,
         run(steps)
         if finish is not None:
             finish()
-        return ((time.perf_counter() - start) / steps,
-                (time.process_time() - cpu_start) / steps)
+        return ((time.perf_counter() - start) / steps, (time.process_time() - cpu_start) / steps)
 
     plain_s, plain_cpu_s = timed(fresh())
     result = {"plain_step_s": plain_s, "plain_cpu_step_s": plain_cpu_s, "steps": steps}
@@ -194,21 +222,25 @@ def run_training(config: str, logdir: str, steps: int, buffer_size: int = -1,
     return result
 
 
-def enable_dumper(tool: str, mode: str, logdir: str, buffer_size: int = -1,
-                  stop_on_alert: bool = False) -> Any:
+def enable_dumper(
+    tool: str, mode: str, logdir: str, buffer_size: int = -1, stop_on_alert: bool = False
+) -> Any:
     """Enable TensorFlow's dumper (``tool`` ``tf``) or ours (``ours``); return the
     function that disables it (the measured time runs until it returns)."""
     import tensorflow as tf
 
     if tool == "tf":
         tf.debugging.experimental.enable_dump_debug_info(
-            logdir, tensor_debug_mode=mode, circular_buffer_size=buffer_size)
+            logdir, tensor_debug_mode=mode, circular_buffer_size=buffer_size
+        )
         return tf.debugging.experimental.disable_dump_debug_info
     import instrument
+
     # Only when asked: a checkout from before the argument existed runs too.
     kwargs = {"stop_on_alert": True} if stop_on_alert else {}
-    instrument.enable_dump_debug_info(logdir, tensor_debug_mode=mode,
-                                      circular_buffer_size=buffer_size, **kwargs)
+    instrument.enable_dump_debug_info(
+        logdir, tensor_debug_mode=mode, circular_buffer_size=buffer_size, **kwargs
+    )
     return instrument.disable_dump_debug_info
 
 
@@ -219,20 +251,50 @@ def dir_bytes(path: str) -> int:
     return total
 
 
-def measure(config: str, steps: int, workdir: str, buffer_size: int = -1,
-            stop_on_alert: bool = False, jit: bool = False,
-            sizes: tuple[int, ...] = SIZES, batch: int = BATCH,
-            tf_threads: int = TF_THREADS, program: str = "mlp") -> dict[str, float]:
+def measure(
+    config: str,
+    steps: int,
+    workdir: str,
+    buffer_size: int = -1,
+    stop_on_alert: bool = False,
+    jit: bool = False,
+    sizes: tuple[int, ...] = SIZES,
+    batch: int = BATCH,
+    tf_threads: int = TF_THREADS,
+    program: str = "mlp",
+) -> dict[str, float]:
     """Run one config in a fresh interpreter; return its step time and dump bytes."""
     logdir = os.path.join(workdir, config.replace(":", "_"))
     os.makedirs(logdir)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
     out = subprocess.run(
-        [sys.executable, __file__, "--worker", config, "--logdir", logdir, "--steps", str(steps),
-         "--circular-buffer-size", str(buffer_size), "--batch", str(batch),
-         "--tf-threads", str(tf_threads), "--program", program, "--sizes", *map(str, sizes)]
-        + (["--stop-on-alert"] if stop_on_alert else []) + (["--jit"] if jit else []),
-        check=True, capture_output=True, text=True, env=env)
+        [
+            sys.executable,
+            __file__,
+            "--worker",
+            config,
+            "--logdir",
+            logdir,
+            "--steps",
+            str(steps),
+            "--circular-buffer-size",
+            str(buffer_size),
+            "--batch",
+            str(batch),
+            "--tf-threads",
+            str(tf_threads),
+            "--program",
+            program,
+            "--sizes",
+            *map(str, sizes),
+        ]
+        + (["--stop-on-alert"] if stop_on_alert else [])
+        + (["--jit"] if jit else []),
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     result = json.loads(out.stdout.strip().splitlines()[-1])
     result["dump_bytes"] = dir_bytes(logdir)
     # Measured, then deleted: kept dumps (a FULL_TENSOR run writes ~800 MB) would make
@@ -242,11 +304,20 @@ def measure(config: str, steps: int, workdir: str, buffer_size: int = -1,
     return result
 
 
-def benchmark(modes: tuple[str, ...], steps: int, rounds: int = 3, *,
-              tools: tuple[str, ...] = TOOLS, buffer_size: int = -1,
-              stop_on_alert: bool = False, jit: bool = False,
-              sizes: tuple[int, ...] = SIZES, batch: int = BATCH,
-              tf_threads: int = TF_THREADS, program: str = "mlp") -> list[dict[str, object]]:
+def benchmark(
+    modes: tuple[str, ...],
+    steps: int,
+    rounds: int = 3,
+    *,
+    tools: tuple[str, ...] = TOOLS,
+    buffer_size: int = -1,
+    stop_on_alert: bool = False,
+    jit: bool = False,
+    sizes: tuple[int, ...] = SIZES,
+    batch: int = BATCH,
+    tf_threads: int = TF_THREADS,
+    program: str = "mlp",
+) -> list[dict[str, object]]:
     """Measure every mode; each dumper runs ``rounds`` times, the two alternating.
 
     Each run measures its overhead within its own process (`run_training`); a mode's
@@ -264,9 +335,20 @@ def benchmark(modes: tuple[str, ...], steps: int, rounds: int = 3, *,
                     tool_mode = TF_MODE.get(mode, mode) if tool == "tf" else mode
                     run_dir = os.path.join(workdir, f"{mode}-{round_index}")
                     os.makedirs(run_dir, exist_ok=True)
-                    results[tool].append(measure(f"{tool}:{tool_mode}", mode_steps, run_dir,
-                                                 buffer_size, stop_on_alert, jit, sizes,
-                                                 batch, tf_threads, program))
+                    results[tool].append(
+                        measure(
+                            f"{tool}:{tool_mode}",
+                            mode_steps,
+                            run_dir,
+                            buffer_size,
+                            stop_on_alert,
+                            jit,
+                            sizes,
+                            batch,
+                            tf_threads,
+                            program,
+                        )
+                    )
             row: dict[str, object] = {"mode": mode, "steps": mode_steps}
             plains = [r for runs in results.values() for r in runs]
             for key, field in (("plain_ms", "plain_step_s"), ("plain_cpu_ms", "plain_cpu_step_s")):
@@ -276,17 +358,22 @@ def benchmark(modes: tuple[str, ...], steps: int, rounds: int = 3, *,
                 row[f"{tool}_ms"] = _median([r["step_s"] for r in runs]) * 1e3
                 row[f"{tool}_cpu_ms"] = _median([r["cpu_step_s"] for r in runs]) * 1e3
                 row[f"{tool}_overhead_pct"] = 100 * _median(
-                    [r["step_s"] / r["plain_step_s"] - 1 for r in runs])
+                    [r["step_s"] / r["plain_step_s"] - 1 for r in runs]
+                )
                 row[f"{tool}_cpu_overhead_ms"] = 1e3 * _median([_overhead(r) for r in runs])
                 row[f"{tool}_cpu_overhead_pct"] = 100 * _median(
-                    [r["cpu_step_s"] / r["plain_cpu_step_s"] - 1 for r in runs])
+                    [r["cpu_step_s"] / r["plain_cpu_step_s"] - 1 for r in runs]
+                )
                 row[f"{tool}_bytes"] = runs[0]["dump_bytes"] if runs else 0
                 row[f"{tool}_cpu_overhead_range"] = _range([1e3 * _overhead(r) for r in runs])
             # Each round's ratio: the two runs of a round are neighbours in time, so a
             # machine whose costs drift (a VM's memory, docs/performance.md) moves
             # both; the ratio of the medians mixes rounds far apart.
-            paired = [_overhead(o) / _overhead(t)
-                      for t, o in zip(results["tf"], results["ours"]) if _overhead(t) > 0]
+            paired = [
+                _overhead(o) / _overhead(t)
+                for t, o in zip(results["tf"], results["ours"])
+                if _overhead(t) > 0
+            ]
             row["paired_ratio"] = _median(paired)
             row["paired_ratio_range"] = _range(paired)
             rows.append(row)
@@ -306,26 +393,30 @@ def _overhead(run: dict[str, float]) -> float:
     return run["cpu_step_s"] - run["plain_cpu_step_s"]
 
 
-HEADER = ("| mode | steps | CPU ms/step plain / TF / ours | CPU overhead ms/step TF / ours "
-          "(ratio) | overhead range TF; ours | ratio per round: median (range) "
-          "| wall ms/step plain / TF / ours | TF dump bytes | our dump bytes (ratio) |\n"
-          "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+HEADER = (
+    "| mode | steps | CPU ms/step plain / TF / ours | CPU overhead ms/step TF / ours "
+    "(ratio) | overhead range TF; ours | ratio per round: median (range) "
+    "| wall ms/step plain / TF / ours | TF dump bytes | our dump bytes (ratio) |\n"
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+)
 
 
 def format_row(row: dict[str, object]) -> str:
     """One row of the results table; the targets are on the CPU overhead (docs/performance.md)."""
     tf_ms, ours_ms = row["tf_cpu_overhead_ms"], row["ours_cpu_overhead_ms"]
     ratio = ours_ms / tf_ms if tf_ms > 0 else math.nan
-    return (f"| {row['mode']} | {row['steps']} | "
-            f"{row['plain_cpu_ms']:.2f} / {row['tf_cpu_ms']:.2f} / {row['ours_cpu_ms']:.2f} | "
-            f"{tf_ms:+.2f} / {ours_ms:+.2f} ({ratio:.2f}) | "
-            f"{_span(row.get('tf_cpu_overhead_range'))}; "
-            f"{_span(row.get('ours_cpu_overhead_range'))} | "
-            f"{row.get('paired_ratio', math.nan):.2f} "
-            f"({_span(row.get('paired_ratio_range'))}) | "
-            f"{row['plain_ms']:.2f} / {row['tf_ms']:.2f} / {row['ours_ms']:.2f} | "
-            f"{row['tf_bytes']:,} | {row['ours_bytes']:,} "
-            f"({row['ours_bytes'] / max(row['tf_bytes'], 1):.2f}) |")
+    return (
+        f"| {row['mode']} | {row['steps']} | "
+        f"{row['plain_cpu_ms']:.2f} / {row['tf_cpu_ms']:.2f} / {row['ours_cpu_ms']:.2f} | "
+        f"{tf_ms:+.2f} / {ours_ms:+.2f} ({ratio:.2f}) | "
+        f"{_span(row.get('tf_cpu_overhead_range'))}; "
+        f"{_span(row.get('ours_cpu_overhead_range'))} | "
+        f"{row.get('paired_ratio', math.nan):.2f} "
+        f"({_span(row.get('paired_ratio_range'))}) | "
+        f"{row['plain_ms']:.2f} / {row['tf_ms']:.2f} / {row['ours_ms']:.2f} | "
+        f"{row['tf_bytes']:,} | {row['ours_bytes']:,} "
+        f"({row['ours_bytes'] / max(row['tf_bytes'], 1):.2f}) |"
+    )
 
 
 def _span(bounds: object) -> str:
@@ -336,52 +427,103 @@ def _span(bounds: object) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES),
-                        help="layer widths, input first (default: %(default)s)")
-    parser.add_argument("--batch", type=int, default=BATCH,
-                        help="batch size (default: %(default)s)")
-    parser.add_argument("--rounds", type=int, default=5,
-                        help="runs per dumper; the median counts")
+    parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=list(SIZES),
+        help="layer widths, input first (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--batch", type=int, default=BATCH, help="batch size (default: %(default)s)"
+    )
+    parser.add_argument("--rounds", type=int, default=5, help="runs per dumper; the median counts")
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
-    parser.add_argument("--tools", nargs="+", default=list(TOOLS), choices=TOOLS,
-                        help="which dumpers to run (default: both; plain runs in each)")
-    parser.add_argument("--circular-buffer-size", type=int, default=-1,
-                        help="for both dumpers (default -1: keep everything)")
-    parser.add_argument("--stop-on-alert", action="store_true",
-                        help="ours with stop_on_alert=True (drains after every call)")
-    parser.add_argument("--jit", action="store_true",
-                        help="compile the step with XLA (jit_compile=True); TensorFlow's "
-                             "dumper fails on it: use --tools plain ours")
-    parser.add_argument("--tf-threads", type=int, default=TF_THREADS,
-                        help="TensorFlow's intra- and inter-op threads; 0: its defaults "
-                             "(default: %(default)s, see TF_THREADS)")
-    parser.add_argument("--program", default="mlp", choices=PROGRAMS,
-                        help="the training loop (mlp, the acceptance configuration) or "
-                             "Keras' fit with Adam (keras); default: %(default)s")
+    parser.add_argument(
+        "--tools",
+        nargs="+",
+        default=list(TOOLS),
+        choices=TOOLS,
+        help="which dumpers to run (default: both; plain runs in each)",
+    )
+    parser.add_argument(
+        "--circular-buffer-size",
+        type=int,
+        default=-1,
+        help="for both dumpers (default -1: keep everything)",
+    )
+    parser.add_argument(
+        "--stop-on-alert",
+        action="store_true",
+        help="ours with stop_on_alert=True (drains after every call)",
+    )
+    parser.add_argument(
+        "--jit",
+        action="store_true",
+        help="compile the step with XLA (jit_compile=True); TensorFlow's "
+        "dumper fails on it: use --tools plain ours",
+    )
+    parser.add_argument(
+        "--tf-threads",
+        type=int,
+        default=TF_THREADS,
+        help="TensorFlow's intra- and inter-op threads; 0: its defaults "
+        "(default: %(default)s, see TF_THREADS)",
+    )
+    parser.add_argument(
+        "--program",
+        default="mlp",
+        choices=PROGRAMS,
+        help="the training loop (mlp, the acceptance configuration) or "
+        "Keras' fit with Adam (keras); default: %(default)s",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--logdir", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        print(json.dumps(run_training(args.worker, args.logdir, args.steps,
-                                      args.circular_buffer_size, args.stop_on_alert,
-                                      args.jit, tuple(args.sizes), args.batch,
-                                      args.tf_threads, args.program)))
+        print(
+            json.dumps(
+                run_training(
+                    args.worker,
+                    args.logdir,
+                    args.steps,
+                    args.circular_buffer_size,
+                    args.stop_on_alert,
+                    args.jit,
+                    tuple(args.sizes),
+                    args.batch,
+                    args.tf_threads,
+                    args.program,
+                )
+            )
+        )
         return 0
-    print(f"# {platform.node()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-          f"{time.strftime('%Y-%m-%d')}: MLP {'-'.join(map(str, args.sizes))}"
-          f"{' (Keras fit, Adam)' if args.program == 'keras' else ''}, batch "
-          f"{args.batch}; median of {args.rounds} runs per dumper, alternating, each "
-          f"{args.steps} plain steps then {args.steps} instrumented ones in one process "
-          f"(after {WARMUP_STEPS} warm-up steps each), timed until the dump is complete; "
-          f"circular_buffer_size={args.circular_buffer_size}; TensorFlow "
-          f"threads: {args.tf_threads or 'default'}"
-          + (", ours with stop_on_alert" if args.stop_on_alert else "")
-          + (", step compiled with XLA" if args.jit else ""))
+    print(
+        f"# {platform.node()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"{time.strftime('%Y-%m-%d')}: MLP {'-'.join(map(str, args.sizes))}"
+        f"{' (Keras fit, Adam)' if args.program == 'keras' else ''}, batch "
+        f"{args.batch}; median of {args.rounds} runs per dumper, alternating, each "
+        f"{args.steps} plain steps then {args.steps} instrumented ones in one process "
+        f"(after {WARMUP_STEPS} warm-up steps each), timed until the dump is complete; "
+        f"circular_buffer_size={args.circular_buffer_size}; TensorFlow "
+        f"threads: {args.tf_threads or 'default'}"
+        + (", ours with stop_on_alert" if args.stop_on_alert else "")
+        + (", step compiled with XLA" if args.jit else "")
+    )
     print(HEADER, flush=True)
-    benchmark(tuple(args.modes), args.steps, args.rounds, tools=tuple(args.tools),
-              buffer_size=args.circular_buffer_size, stop_on_alert=args.stop_on_alert,
-              jit=args.jit, sizes=tuple(args.sizes), batch=args.batch,
-              tf_threads=args.tf_threads, program=args.program)
+    benchmark(
+        tuple(args.modes),
+        args.steps,
+        args.rounds,
+        tools=tuple(args.tools),
+        buffer_size=args.circular_buffer_size,
+        stop_on_alert=args.stop_on_alert,
+        jit=args.jit,
+        sizes=tuple(args.sizes),
+        batch=args.batch,
+        tf_threads=args.tf_threads,
+        program=args.program,
+    )
     return 0
 
 

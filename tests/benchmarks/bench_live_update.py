@@ -57,6 +57,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 # -- the writer process -----------------------------------------------------------------
 
+
 def _write(writer, first: int, count: int, chunk: int, graph: int, stack: int) -> None:
     row = np.array([1, 2, 4096, 0, 0, 0, 1000, 96, 3000], dtype=np.float64)
     for begin in range(first, first + count, chunk):
@@ -64,8 +65,15 @@ def _write(writer, first: int, count: int, chunk: int, graph: int, stack: int) -
         rows = np.tile(row, (chunk, 1))
         rows[indices % ALERT_EVERY == ALERT_EVERY - 1, 5] = 1  # one NaN
         writer.add_traces((indices % NUM_OPS).astype(np.int32), summaries=rows)
-        writer.add_execution(op_type="__inference_big_step_1", graph_id=graph, input_ids=[],
-                             output_ids=[], device_ids=[], output_dtypes=[], stack_id=stack)
+        writer.add_execution(
+            op_type="__inference_big_step_1",
+            graph_id=graph,
+            input_ids=[],
+            output_ids=[],
+            device_ids=[],
+            output_dtypes=[],
+            stack_id=stack,
+        )
 
 
 def writer_main(logdir: str) -> None:
@@ -77,17 +85,27 @@ def writer_main(logdir: str) -> None:
 
     # Nothing reaches the disk until `flush()`: the batch lands in one piece.
     writer_module.FLUSH_BYTES = 1 << 40
-    writer = writer_module.DumpWriter(logdir, {"tensor_debug_mode": fmt.FULL_HEALTH,
-                                               "eager_mode": True},
-                                      circular_buffer_size=-1, flush_interval_s=None)
+    writer = writer_module.DumpWriter(
+        logdir,
+        {"tensor_debug_mode": fmt.FULL_HEALTH, "eager_mode": True},
+        circular_buffer_size=-1,
+        flush_interval_s=None,
+    )
     user = writer.add_source_file(USER_FILE, USER_SOURCE, library=False)
     stack = writer.add_stack([writer.add_frame(user, 6, "train_step")])
     graph = writer.add_graph("big_step", None)
     for op in range(NUM_OPS):
-        writer.add_op(graph_id=graph, op_type="MatMul" if op % 2 else "Relu",
-                      op_name=f"layer_{op}/op", inputs=[f"layer_{op - 1}/op:0"] if op else [],
-                      num_outputs=1, output_dtypes=[1], device_id=None,
-                      stack_id=stack, trace_points=[op])
+        writer.add_op(
+            graph_id=graph,
+            op_type="MatMul" if op % 2 else "Relu",
+            op_name=f"layer_{op}/op",
+            inputs=[f"layer_{op - 1}/op:0"] if op else [],
+            num_outputs=1,
+            output_dtypes=[1],
+            device_id=None,
+            stack_id=stack,
+            trace_points=[op],
+        )
     _write(writer, 0, BASE_TRACES, BASE_CHUNK, graph, stack)
     writer.flush()
     print("ready", flush=True)
@@ -101,6 +119,7 @@ def writer_main(logdir: str) -> None:
 
 
 # -- the app ----------------------------------------------------------------------------
+
 
 class Recorder:
     """Times of `update()` calls and of the graph list rendering its cursor row."""
@@ -196,13 +215,15 @@ async def measure(logdir: str, writer: subprocess.Popen) -> dict[str, float]:
                     await asyncio.sleep(KEY_GAP_S)
                 # The update that read most of the batch (the only one, unless a poll
                 # met the writer halfway through its write).
-                start, end, _ = max((u for u in recorder.updates if u[0] >= sent),
-                                    key=lambda u: u[2])
+                start, end, _ = max(
+                    (u for u in recorder.updates if u[0] >= sent), key=lambda u: u[2]
+                )
                 update_ms.append((end - start) * 1000)
                 # Keys waiting on the screen while the update read: posted before it
                 # ended, painted after it began.
-                during += [ms for posted, ms in keys
-                           if posted <= end and posted + ms / 1000 >= start]
+                during += [
+                    ms for posted, ms in keys if posted <= end and posted + ms / 1000 >= start
+                ]
                 window += [ms for _, ms in keys]
             results["update_median_ms"] = statistics.median(update_ms)
             results["keys_during_update"] = len(during)
@@ -215,12 +236,17 @@ async def measure(logdir: str, writer: subprocess.Popen) -> dict[str, float]:
 
 
 def run() -> dict[str, float]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
+    )
     with tempfile.TemporaryDirectory() as logdir:
-        writer = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--write", logdir],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                  env=env)
+        writer = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--write", logdir],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         try:
             assert writer.stdout is not None
             if writer.stdout.readline().strip() != "ready":

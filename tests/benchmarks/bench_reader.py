@@ -219,8 +219,13 @@ _MEASURE_TF = _PRELUDE + textwrap.dedent("""
 
 
 def _run(program: str, *args: str, timeout: float = 3600) -> dict:
-    result = subprocess.run([sys.executable, "-c", program, *args], capture_output=True,
-                            text=True, cwd=ROOT, timeout=timeout)
+    result = subprocess.run(
+        [sys.executable, "-c", program, *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=timeout,
+    )
     if result.returncode != 0:
         raise RuntimeError(f"benchmark step failed:\n{result.stderr[-3000:]}")
     return json.loads(result.stdout.strip().splitlines()[-1])
@@ -232,8 +237,9 @@ def _dir_mb(path: str) -> float:
 
 def bench_synthetic(workdir: str, traces: int, chunk: int) -> dict:
     """Write and index an N-trace synthetic dump; returns the measurements."""
-    run_path = _run(_WRITE_SYNTHETIC, os.path.join(workdir, "ours"), str(traces),
-                    str(chunk))["path"]
+    run_path = _run(_WRITE_SYNTHETIC, os.path.join(workdir, "ours"), str(traces), str(chunk))[
+        "path"
+    ]
     result = _run(_MEASURE_OURS, run_path, "0")
     result["tracemalloc_peak_mb"] = _run(_MEASURE_OURS, run_path, "1")["tracemalloc_peak_mb"]
     result["dump_mb"] = _dir_mb(run_path)
@@ -242,8 +248,7 @@ def bench_synthetic(workdir: str, traces: int, chunk: int) -> dict:
 
 def bench_executions(workdir: str, executions: int) -> dict:
     """Write and index an N-execution synthetic dump (eager ops); returns the measurements."""
-    run_path = _run(_WRITE_EXECUTIONS, os.path.join(workdir, "executions"),
-                    str(executions))["path"]
+    run_path = _run(_WRITE_EXECUTIONS, os.path.join(workdir, "executions"), str(executions))["path"]
     result = _run(_MEASURE_EXECUTIONS, run_path)
     result["dump_mb"] = _dir_mb(run_path)
     return result
@@ -273,18 +278,30 @@ def bench_tensorflow(workdir: str, traces: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--traces", type=int, default=1_000_000,
-                        help="graph traces in the synthetic dump (0: skip)")
+    parser.add_argument(
+        "--traces", type=int, default=1_000_000, help="graph traces in the synthetic dump (0: skip)"
+    )
     parser.add_argument("--chunk", type=int, default=256, help="traces per synthetic chunk")
-    parser.add_argument("--executions", type=int, default=1_000_000,
-                        help="eager executions in the synthetic executions dump (0: skip)")
-    parser.add_argument("--tf-traces", type=int, default=1_000_000,
-                        help="graph traces in the TensorFlow dumps (0: skip)")
+    parser.add_argument(
+        "--executions",
+        type=int,
+        default=1_000_000,
+        help="eager executions in the synthetic executions dump (0: skip)",
+    )
+    parser.add_argument(
+        "--tf-traces",
+        type=int,
+        default=1_000_000,
+        help="graph traces in the TensorFlow dumps (0: skip)",
+    )
     parser.add_argument("--workdir", default=None, help="keep the dumps here")
     args = parser.parse_args(argv)
     workdir = args.workdir or tempfile.mkdtemp(prefix="bench_reader_")
-    report = {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, "
-              f"{os.cpu_count()} cores, Python {platform.python_version()}"}
+    report = {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": f"{platform.machine()}, "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}",
+    }
     if args.traces:
         report["synthetic"] = bench_synthetic(workdir, args.traces, args.chunk)
     if args.executions:

@@ -52,24 +52,46 @@ SIZE = (120, 40)
 def write_dump(logdir: str, executions: int, nan_from: float = 0.6) -> str:
     """A finished FULL_HEALTH run whose culprit goes NaN ``nan_from`` of the way in;
     returns its path."""
-    writer = DumpWriter(logdir, {"tensor_debug_mode": fmt.FULL_HEALTH, "eager_mode": True},
-                        flush_interval_s=None)
+    writer = DumpWriter(
+        logdir, {"tensor_debug_mode": fmt.FULL_HEALTH, "eager_mode": True}, flush_interval_s=None
+    )
     device = writer.add_device("/job:localhost/replica:0/task:0/device:CPU:0")
-    user = writer.add_source_file("/home/me/train.py", [
-        "import tensorflow as tf", "", "@tf.function", "def train_step(x):",
-        "    y = tf.math.log(x, name='culprit')", "    return y * 2"], library=False)
+    user = writer.add_source_file(
+        "/home/me/train.py",
+        [
+            "import tensorflow as tf",
+            "",
+            "@tf.function",
+            "def train_step(x):",
+            "    y = tf.math.log(x, name='culprit')",
+            "    return y * 2",
+        ],
+        library=False,
+    )
     stack = writer.add_stack([writer.add_frame(user, 5, "train_step")])
     graph = writer.add_graph("train_step", None, function_name="__inference_train_step_7")
-    mask = {1: ("Const", "mask/Const", []),
-            2: ("SelectV2", "mask/Select", ["layer_0/op:0", "mask/Const:0", "layer_0/op:0"]),
-            3: ("Softmax", "layer_3/op", ["mask/Select:0"])}
+    mask = {
+        1: ("Const", "mask/Const", []),
+        2: ("SelectV2", "mask/Select", ["layer_0/op:0", "mask/Const:0", "layer_0/op:0"]),
+        3: ("Softmax", "layer_3/op", ["mask/Select:0"]),
+    }
     for op in range(OPS):
         name = CULPRIT if op == OPS // 2 else f"layer_{op}/op"
-        op_type, name, inputs = mask.get(op, ("Log" if op == OPS // 2 else "MatMul", name,
-                                              [f"layer_{op - 1}/op:0"] if op else []))
-        writer.add_op(graph_id=graph, op_type=op_type, op_name=name, inputs=inputs,
-                      num_outputs=1, output_dtypes=[1], device_id=None, stack_id=stack,
-                      trace_points=[op])
+        op_type, name, inputs = mask.get(
+            op,
+            ("Log" if op == OPS // 2 else "MatMul", name, [f"layer_{op - 1}/op:0"] if op else []),
+        )
+        writer.add_op(
+            graph_id=graph,
+            op_type=op_type,
+            op_name=name,
+            inputs=inputs,
+            num_outputs=1,
+            output_dtypes=[1],
+            device_id=None,
+            stack_id=stack,
+            trace_points=[op],
+        )
     finite = [1.0, 2.0, 4096.0, 0.0, 0.0, 0.0, 1000.0, 96.0, 3000.0]
     nan_row = finite[:5] + [1.0] + finite[6:]
     rows = np.tile(np.array(finite), (OPS, 1))
@@ -83,18 +105,30 @@ def write_dump(logdir: str, executions: int, nan_from: float = 0.6) -> str:
             step_rows = rows
             if call >= first_nan_call:
                 step_rows = rows.copy()
-                step_rows[OPS // 2:] = nan_row  # the culprit, then what it feeds
+                step_rows[OPS // 2 :] = nan_row  # the culprit, then what it feeds
             writer.add_traces(np.arange(OPS, dtype=np.int32), summaries=step_rows, step=i)
-            writer.add_execution(op_type="__inference_train_step_7", graph_id=graph,
-                                 input_ids=[tensor - 1], output_ids=[tensor],
-                                 device_ids=[device], output_dtypes=[1], stack_id=stack,
-                                 summaries=[nan_row if call >= first_nan_call else finite],
-                                 call_ordinal=call)
+            writer.add_execution(
+                op_type="__inference_train_step_7",
+                graph_id=graph,
+                input_ids=[tensor - 1],
+                output_ids=[tensor],
+                device_ids=[device],
+                output_dtypes=[1],
+                stack_id=stack,
+                summaries=[nan_row if call >= first_nan_call else finite],
+                call_ordinal=call,
+            )
         else:
-            writer.add_execution(op_type=op_types[i % len(op_types)], graph_id=None,
-                                 input_ids=[tensor - 1] if tensor else [],
-                                 output_ids=[tensor], device_ids=[device],
-                                 output_dtypes=[1], stack_id=stack, summaries=[finite])
+            writer.add_execution(
+                op_type=op_types[i % len(op_types)],
+                graph_id=None,
+                input_ids=[tensor - 1] if tensor else [],
+                output_ids=[tensor],
+                device_ids=[device],
+                output_dtypes=[1],
+                stack_id=stack,
+                summaries=[finite],
+            )
         tensor += 1
     writer.close()
     return writer.path
@@ -112,13 +146,27 @@ def start_to_root_cause(logdir: str, timeout: float = 60.0) -> tuple[float, floa
     command = f"{sys.executable} -m tfdbg_tui.cli {logdir}"
     subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
     start = time.perf_counter()
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", str(SIZE[0]),
-                    "-y", str(SIZE[1]), command], check=True)
+    subprocess.run(
+        [
+            "tmux",
+            "new-session",
+            "-d",
+            "-s",
+            session,
+            "-x",
+            str(SIZE[0]),
+            "-y",
+            str(SIZE[1]),
+            command,
+        ],
+        check=True,
+    )
     first_frame = None
     try:
         while time.perf_counter() - start < timeout:
-            screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", session],
-                                    capture_output=True, text=True).stdout
+            screen = subprocess.run(
+                ["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True
+            ).stdout
             now = time.perf_counter() - start
             if first_frame is None and FIRST_FRAME in screen:
                 first_frame = now
@@ -163,14 +211,21 @@ def measure(executions: int, repeats: int) -> dict:
         dump.close()
         compile_packages()
         frames, times = zip(*(start_to_root_cause(workdir) for _ in range(repeats)))
-        return {"executions": counts[0], "traces": counts[1], "write_s": written,
-                "reader_open_s": opened, "harm_s": classified,
-                "harm_share_of_open": classified / opened, "contained": contained,
-                "harmful": harm.harmful, "root_cause_s": analysed,
-                "start_to_first_frame_s": list(frames),
-                "first_frame_median_s": statistics.median(frames),
-                "start_to_root_cause_s": list(times),
-                "median_s": statistics.median(times)}
+        return {
+            "executions": counts[0],
+            "traces": counts[1],
+            "write_s": written,
+            "reader_open_s": opened,
+            "harm_s": classified,
+            "harm_share_of_open": classified / opened,
+            "contained": contained,
+            "harmful": harm.harmful,
+            "root_cause_s": analysed,
+            "start_to_first_frame_s": list(frames),
+            "first_frame_median_s": statistics.median(frames),
+            "start_to_root_cause_s": list(times),
+            "median_s": statistics.median(times),
+        }
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -63,16 +63,31 @@ from tests.benchmarks.bench_instrument import (
 )
 
 # Each mode's row: the mode, and the circular buffer both dumpers run with.
-MODES = ("NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH", "SHAPE", "FULL_STATS",
-         "FULL_TENSOR", "FULL_TENSOR/1000")
+MODES = (
+    "NO_TENSOR",
+    "CURT_HEALTH",
+    "CONCISE_HEALTH",
+    "FULL_HEALTH",
+    "SHAPE",
+    "FULL_STATS",
+    "FULL_TENSOR",
+    "FULL_TENSOR/1000",
+)
 MODELS = ("conv", "lstm", "transformer", "mlp")
 # Measured steps per cell: about a quarter to half a second of plain work each.
 STEPS = {"conv": 30, "lstm": 30, "transformer": 30, "mlp": 150}
 # The targets (DESIGN section 5): our overhead at most this times TensorFlow's in the
 # same mode (FULL_STATS: against TensorFlow's FULL_HEALTH).
-RATIO_TARGETS = {"NO_TENSOR": 1.0, "CURT_HEALTH": 0.5, "CONCISE_HEALTH": 0.5,
-                 "FULL_HEALTH": 0.5, "SHAPE": 1.0, "FULL_STATS": 1.0, "FULL_TENSOR": 1.0,
-                 "FULL_TENSOR/1000": 1.0}
+RATIO_TARGETS = {
+    "NO_TENSOR": 1.0,
+    "CURT_HEALTH": 0.5,
+    "CONCISE_HEALTH": 0.5,
+    "FULL_HEALTH": 0.5,
+    "SHAPE": 1.0,
+    "FULL_STATS": 1.0,
+    "FULL_TENSOR": 1.0,
+    "FULL_TENSOR/1000": 1.0,
+}
 # CURT_HEALTH, the always-on tier: at most this fraction of the plain step.
 CURT_HEALTH_STEP_TARGET = 0.10
 
@@ -98,17 +113,25 @@ def keras_model(name: str) -> tuple[Any, Any]:
     layers = keras.layers
     if name == "conv":
         x = rng.normal(size=(32, 28, 28, 1)).astype(np.float32)
-        model = keras.Sequential([
-            layers.Input((28, 28, 1)),
-            layers.Conv2D(32, 3, activation="relu"), layers.BatchNormalization(),
-            layers.MaxPooling2D(),
-            layers.Conv2D(64, 3, activation="relu"), layers.BatchNormalization(),
-            layers.MaxPooling2D(),
-            layers.Flatten(), layers.Dropout(0.5), layers.Dense(10)])
+        model = keras.Sequential(
+            [
+                layers.Input((28, 28, 1)),
+                layers.Conv2D(32, 3, activation="relu"),
+                layers.BatchNormalization(),
+                layers.MaxPooling2D(),
+                layers.Conv2D(64, 3, activation="relu"),
+                layers.BatchNormalization(),
+                layers.MaxPooling2D(),
+                layers.Flatten(),
+                layers.Dropout(0.5),
+                layers.Dense(10),
+            ]
+        )
     elif name == "lstm":
         x = rng.normal(size=(32, 20, 16)).astype(np.float32)
-        model = keras.Sequential([layers.Input((20, 16)),
-                                  layers.LSTM(32, use_cudnn=False), layers.Dense(10)])
+        model = keras.Sequential(
+            [layers.Input((20, 16)), layers.LSTM(32, use_cudnn=False), layers.Dense(10)]
+        )
     elif name == "transformer":
         x = rng.normal(size=(32, 32, 64)).astype(np.float32)
         tokens = layers.Input((32, 64))
@@ -121,8 +144,9 @@ def keras_model(name: str) -> tuple[Any, Any]:
     else:
         raise ValueError(f"unknown model {name!r}")
     y = rng.integers(0, 10, size=len(x)).astype(np.int64)
-    model.compile(optimizer="adam",
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.compile(
+        optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
     return model, tf.data.Dataset.from_tensors((x, y)).repeat()
 
 
@@ -158,15 +182,15 @@ def fresh_program(name: str) -> Any:
     def run_fit(warmup: int, steps: int) -> tuple[float, float]:
         clock = StartClock()
         clock.warmup = warmup
-        model.fit(data, steps_per_epoch=warmup + steps, epochs=1, verbose=0,
-                  callbacks=[clock])
+        model.fit(data, steps_per_epoch=warmup + steps, epochs=1, verbose=0, callbacks=[clock])
         return clock.clocks
 
     return run_fit
 
 
-def run_worker(model: str, tool: str, row_modes: list[str], steps: int,
-               workdir: str) -> list[dict[str, Any]]:
+def run_worker(
+    model: str, tool: str, row_modes: list[str], steps: int, workdir: str
+) -> list[dict[str, Any]]:
     """One process's cells: for each mode, plain then instrumented (`tool`)."""
     import tensorflow as tf
 
@@ -185,30 +209,59 @@ def run_worker(model: str, tool: str, row_modes: list[str], steps: int,
         start = program(WARMUP_STEPS, steps)
         finish()
         wall, cpu = time.perf_counter() - start[0], time.process_time() - start[1]
-        cells.append({"mode": row_mode, "plain_cpu_ms": plain_cpu / steps * 1e3,
-                      "plain_ms": plain_wall / steps * 1e3, "cpu_ms": cpu / steps * 1e3,
-                      "ms": wall / steps * 1e3, "dump_bytes": dir_bytes(logdir)})
+        cells.append(
+            {
+                "mode": row_mode,
+                "plain_cpu_ms": plain_cpu / steps * 1e3,
+                "plain_ms": plain_wall / steps * 1e3,
+                "cpu_ms": cpu / steps * 1e3,
+                "ms": wall / steps * 1e3,
+                "dump_bytes": dir_bytes(logdir),
+            }
+        )
         # Measured, then deleted (bench_instrument.measure says why).
         shutil.rmtree(logdir, ignore_errors=True)
     return cells
 
 
-def measure(model: str, tool: str, row_modes: list[str], steps: int,
-            workdir: str) -> list[dict[str, Any]]:
+def measure(
+    model: str, tool: str, row_modes: list[str], steps: int, workdir: str
+) -> list[dict[str, Any]]:
     """`run_worker` in a fresh interpreter."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
     out = subprocess.run(
-        [sys.executable, "-m", "tests.benchmarks.bench_suite", "--worker", tool,
-         "--models", model, "--steps", str(steps), "--workdir", workdir,
-         "--modes", *row_modes],
-        check=True, capture_output=True, text=True, env=env,
-        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+        [
+            sys.executable,
+            "-m",
+            "tests.benchmarks.bench_suite",
+            "--worker",
+            tool,
+            "--models",
+            model,
+            "--steps",
+            str(steps),
+            "--workdir",
+            workdir,
+            "--modes",
+            *row_modes,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    )
     cells: list[dict[str, Any]] = json.loads(out.stdout.strip().splitlines()[-1])
     return cells
 
 
-def suite(models: list[str], row_modes: list[str], rounds: int,
-          steps: int | None = None, report: Any = print) -> list[dict[str, Any]]:
+def suite(
+    models: list[str],
+    row_modes: list[str],
+    rounds: int,
+    steps: int | None = None,
+    report: Any = print,
+) -> list[dict[str, Any]]:
     """Measure every model in every mode; ``report`` is given each row when done."""
     tf_modes = list(dict.fromkeys(tf_row_mode(m) for m in row_modes))
     rows = []
@@ -219,21 +272,32 @@ def suite(models: list[str], row_modes: list[str], rounds: int,
             for round_index in range(rounds):
                 order = ("tf", "ours") if round_index % 2 == 0 else ("ours", "tf")
                 for tool in order:
-                    cells = measure(model, tool, tf_modes if tool == "tf" else row_modes,
-                                    model_steps, workdir)
+                    cells = measure(
+                        model, tool, tf_modes if tool == "tf" else row_modes, model_steps, workdir
+                    )
                     runs[tool].append({cell["mode"]: cell for cell in cells})
             for row_mode in row_modes:
-                row = summarise(model, row_mode, model_steps,
-                                [r[tf_row_mode(row_mode)] for r in runs["tf"]],
-                                [r[row_mode] for r in runs["ours"]])
+                row = summarise(
+                    model,
+                    row_mode,
+                    model_steps,
+                    [r[tf_row_mode(row_mode)] for r in runs["tf"]],
+                    [r[row_mode] for r in runs["ours"]],
+                )
                 rows.append(row)
                 report(format_row(row))
     return rows
 
 
-def summarise(model: str, row_mode: str, steps: int, tf_cells: list[dict[str, Any]],
-              our_cells: list[dict[str, Any]]) -> dict[str, Any]:
+def summarise(
+    model: str,
+    row_mode: str,
+    steps: int,
+    tf_cells: list[dict[str, Any]],
+    our_cells: list[dict[str, Any]],
+) -> dict[str, Any]:
     """One row: medians over the rounds; overheads within each process."""
+
     def overhead(cell: dict[str, Any]) -> float:
         return float(cell["cpu_ms"] - cell["plain_cpu_ms"])
 
@@ -241,28 +305,40 @@ def summarise(model: str, row_mode: str, steps: int, tf_cells: list[dict[str, An
         return statistics.median(values) if values else math.nan
 
     plain = median([c["plain_cpu_ms"] for c in tf_cells + our_cells])
-    tf_ms, ours_ms = median([overhead(c) for c in tf_cells]), median(
-        [overhead(c) for c in our_cells])
-    ratios = [overhead(o) / overhead(t) for t, o in zip(tf_cells, our_cells)
-              if overhead(t) > 0]
+    tf_ms, ours_ms = (
+        median([overhead(c) for c in tf_cells]),
+        median([overhead(c) for c in our_cells]),
+    )
+    ratios = [overhead(o) / overhead(t) for t, o in zip(tf_cells, our_cells) if overhead(t) > 0]
     ours_pct = median([overhead(c) / c["plain_cpu_ms"] for c in our_cells]) * 100
     tf_pct = median([overhead(c) / c["plain_cpu_ms"] for c in tf_cells]) * 100
     ratio = median(ratios)
     met = ratio <= RATIO_TARGETS[row_mode]
     if row_mode == "CURT_HEALTH":
         met = met and ours_pct <= CURT_HEALTH_STEP_TARGET * 100
-    return {"model": model, "mode": row_mode, "steps": steps, "plain_cpu_ms": plain,
-            "tf_overhead_ms": tf_ms, "ours_overhead_ms": ours_ms, "tf_pct": tf_pct,
-            "ours_pct": ours_pct, "ratio": ratio,
-            "ratio_range": (min(ratios), max(ratios)) if ratios else (math.nan, math.nan),
-            "target": RATIO_TARGETS[row_mode], "met": met,
-            "tf_bytes": median([c["dump_bytes"] for c in tf_cells]),
-            "ours_bytes": median([c["dump_bytes"] for c in our_cells])}
+    return {
+        "model": model,
+        "mode": row_mode,
+        "steps": steps,
+        "plain_cpu_ms": plain,
+        "tf_overhead_ms": tf_ms,
+        "ours_overhead_ms": ours_ms,
+        "tf_pct": tf_pct,
+        "ours_pct": ours_pct,
+        "ratio": ratio,
+        "ratio_range": (min(ratios), max(ratios)) if ratios else (math.nan, math.nan),
+        "target": RATIO_TARGETS[row_mode],
+        "met": met,
+        "tf_bytes": median([c["dump_bytes"] for c in tf_cells]),
+        "ours_bytes": median([c["dump_bytes"] for c in our_cells]),
+    }
 
 
-HEADER = ("| model | mode | plain CPU ms/step | overhead TF | overhead ours | ratio "
-          "(per round) | target | met | dump MB TF / ours |\n"
-          "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+HEADER = (
+    "| model | mode | plain CPU ms/step | overhead TF | overhead ours | ratio "
+    "(per round) | target | met | dump MB TF / ours |\n"
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+)
 
 
 def format_row(row: dict[str, Any]) -> str:
@@ -272,45 +348,62 @@ def format_row(row: dict[str, Any]) -> str:
         target += f", <= +{CURT_HEALTH_STEP_TARGET:.0%}"
     if row["mode"] == "FULL_STATS":
         target += " of TF's FULL_HEALTH"
-    return (f"| {row['model']} | {row['mode']} | {row['plain_cpu_ms']:.2f} | "
-            f"{row['tf_overhead_ms']:+.2f} ms ({row['tf_pct']:+.0f}%) | "
-            f"{row['ours_overhead_ms']:+.2f} ms ({row['ours_pct']:+.0f}%) | "
-            f"{row['ratio']:.2f} ({low:.2f}-{high:.2f}) | {target} | "
-            f"{'yes' if row['met'] else 'NO'} | "
-            f"{row['tf_bytes'] / 1e6:.1f} / {row['ours_bytes'] / 1e6:.1f} |")
+    return (
+        f"| {row['model']} | {row['mode']} | {row['plain_cpu_ms']:.2f} | "
+        f"{row['tf_overhead_ms']:+.2f} ms ({row['tf_pct']:+.0f}%) | "
+        f"{row['ours_overhead_ms']:+.2f} ms ({row['ours_pct']:+.0f}%) | "
+        f"{row['ratio']:.2f} ({low:.2f}-{high:.2f}) | {target} | "
+        f"{'yes' if row['met'] else 'NO'} | "
+        f"{row['tf_bytes'] / 1e6:.1f} / {row['ours_bytes'] / 1e6:.1f} |"
+    )
 
 
 def describe_machine() -> str:
     load = os.getloadavg() if hasattr(os, "getloadavg") else (math.nan,) * 3
-    return (f"{platform.node()}, {os.cpu_count()} CPUs, load average "
-            f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, Python "
-            f"{platform.python_version()}, {time.strftime('%Y-%m-%d %H:%M')}")
+    return (
+        f"{platform.node()}, {os.cpu_count()} CPUs, load average "
+        f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, Python "
+        f"{platform.python_version()}, {time.strftime('%Y-%m-%d %H:%M')}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="processes per dumper and model; medians count")
-    parser.add_argument("--steps", type=int,
-                        help="measured steps per cell (default: per model, STEPS)")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="processes per dumper and model; medians count"
+    )
+    parser.add_argument(
+        "--steps", type=int, help="measured steps per cell (default: per model, STEPS)"
+    )
     parser.add_argument("--json", help="also write the rows to this file")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--workdir", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        print(json.dumps(run_worker(args.models[0], args.worker, args.modes,
-                                    args.steps, args.workdir)))
+        print(
+            json.dumps(
+                run_worker(args.models[0], args.worker, args.modes, args.steps, args.workdir)
+            )
+        )
         return 0
     start = time.perf_counter()
-    print(f"# {describe_machine()}; median of {args.rounds} rounds, process CPU time "
-          f"per step, one TensorFlow thread")
+    print(
+        f"# {describe_machine()}; median of {args.rounds} rounds, process CPU time "
+        f"per step, one TensorFlow thread"
+    )
     print(HEADER, flush=True)
-    rows = suite(args.models, args.modes, args.rounds, args.steps,
-                 report=lambda line: print(line, flush=True))
-    print(f"# {time.perf_counter() - start:.0f} s; load average at the end "
-          f"{os.getloadavg()[0]:.2f}")
+    rows = suite(
+        args.models,
+        args.modes,
+        args.rounds,
+        args.steps,
+        report=lambda line: print(line, flush=True),
+    )
+    print(
+        f"# {time.perf_counter() - start:.0f} s; load average at the end {os.getloadavg()[0]:.2f}"
+    )
     if args.json:
         with open(args.json, "w") as out:
             json.dump(rows, out, indent=1)

@@ -43,8 +43,15 @@ from bench_instrument import BATCH, SIZES, TF_THREADS, training_program  # noqa:
 
 BLOCK_CALLS = 100
 WARMUP_CALLS = 5
-VARIANTS = ("current", "lowered_cond", "no_recompute", "no_elision", "kernels", "shared_reads",
-            "before")
+VARIANTS = (
+    "current",
+    "lowered_cond",
+    "no_recompute",
+    "no_elision",
+    "kernels",
+    "shared_reads",
+    "before",
+)
 
 
 def _patches(variant: str) -> list[tuple[object, str, object]]:
@@ -99,8 +106,7 @@ def compare(mode: str, variants: tuple[str, ...], blocks: int) -> dict[str, dict
     for _ in range(WARMUP_CALLS):
         untraced(x, y).numpy()
     with tempfile.TemporaryDirectory(prefix="bench-summary-routes-") as logdir:
-        instrument.enable_dump_debug_info(logdir, tensor_debug_mode=mode,
-                                          circular_buffer_size=-1)
+        instrument.enable_dump_debug_info(logdir, tensor_debug_mode=mode, circular_buffer_size=-1)
         try:
             functions = {"untraced": untraced}
             functions.update({v: _traced(v, step, x, y) for v in variants})
@@ -123,12 +129,18 @@ def compare(mode: str, variants: tuple[str, ...], blocks: int) -> dict[str, dict
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", default="CONCISE_HEALTH",
-                        choices=("CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH",
-                                 "FULL_STATS"))
+    parser.add_argument(
+        "--mode",
+        default="CONCISE_HEALTH",
+        choices=("CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH", "FULL_STATS"),
+    )
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
-    parser.add_argument("--blocks", type=int, default=15,
-                        help=f"blocks of {BLOCK_CALLS} calls per variant (default 15)")
+    parser.add_argument(
+        "--blocks",
+        type=int,
+        default=15,
+        help=f"blocks of {BLOCK_CALLS} calls per variant (default 15)",
+    )
     args = parser.parse_args(argv)
     results = compare(args.mode, tuple(args.variants), args.blocks)
     print(f"| {args.mode}: variant | summaries' cost, ms a call (median) | quartiles |")

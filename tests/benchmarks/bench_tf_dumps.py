@@ -165,22 +165,34 @@ _MEASURE_OURS_EAGER = _PRELUDE + textwrap.dedent("""
 _EAGER_PER_STEP = 25
 
 
-def bench_eager(workdir: str, executions: int, written: int, mode: str, repeats: int = 3,
-                with_tensorflow: bool = True) -> dict:
+def bench_eager(
+    workdir: str,
+    executions: int,
+    written: int,
+    mode: str,
+    repeats: int = 3,
+    with_tensorflow: bool = True,
+) -> dict:
     """Write a TF dump of about ``written`` eager executions in ``mode``, repeat its
     records to ``executions``, and open it: ours ``repeats`` times (medians, and
     every run's index time), TensorFlow's once."""
     real = os.path.join(workdir, f"eager_{mode}_written")
-    out: dict = {"mode": mode, "write": _run(
-        _WRITE_EAGER, real, str(max(written // _EAGER_PER_STEP, 1)), mode)}
+    out: dict = {
+        "mode": mode,
+        "write": _run(_WRITE_EAGER, real, str(max(written // _EAGER_PER_STEP, 1)), mode),
+    }
     path = real
     if executions > written:
         path = os.path.join(workdir, f"eager_{mode}_{executions}")
         out["repeat"] = _run(_REPEAT_EAGER, real, path, str(executions))
     out["dump_mb"] = _dir_mb(path)
     runs = [_run(_MEASURE_OURS_EAGER, path) for _ in range(repeats)]
-    out["ours"] = {key: statistics.median(run[key] for run in runs)
-                   if isinstance(runs[0][key], float) else runs[0][key] for key in runs[0]}
+    out["ours"] = {
+        key: statistics.median(run[key] for run in runs)
+        if isinstance(runs[0][key], float)
+        else runs[0][key]
+        for key in runs[0]
+    }
     out["ours"]["index_s_runs"] = [round(run["index_s"], 3) for run in runs]
     out["ours"]["index_cpu_s_runs"] = [round(run["index_cpu_s"], 3) for run in runs]
     if with_tensorflow:
@@ -202,30 +214,56 @@ def bench(workdir: str, traces: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tf-traces", type=int, default=1_000_000,
-                        help="graph traces in the traces dump (0: skip)")
-    parser.add_argument("--eager", type=int, default=1_000_000,
-                        help="eager executions in the executions dumps (0: skip)")
-    parser.add_argument("--eager-written", type=int, default=100_000,
-                        help="eager executions written by TensorFlow's dumper, repeated "
-                             "up to --eager")
-    parser.add_argument("--modes", nargs="+", default=["FULL_HEALTH", "CURT_HEALTH"],
-                        help="tensor debug modes of the executions dumps")
+    parser.add_argument(
+        "--tf-traces", type=int, default=1_000_000, help="graph traces in the traces dump (0: skip)"
+    )
+    parser.add_argument(
+        "--eager",
+        type=int,
+        default=1_000_000,
+        help="eager executions in the executions dumps (0: skip)",
+    )
+    parser.add_argument(
+        "--eager-written",
+        type=int,
+        default=100_000,
+        help="eager executions written by TensorFlow's dumper, repeated up to --eager",
+    )
+    parser.add_argument(
+        "--modes",
+        nargs="+",
+        default=["FULL_HEALTH", "CURT_HEALTH"],
+        help="tensor debug modes of the executions dumps",
+    )
     parser.add_argument("--repeats", type=int, default=3, help="runs of our reader")
-    parser.add_argument("--no-tf-reader", action="store_true",
-                        help="do not time TensorFlow's reader on the executions dumps")
+    parser.add_argument(
+        "--no-tf-reader",
+        action="store_true",
+        help="do not time TensorFlow's reader on the executions dumps",
+    )
     parser.add_argument("--workdir", default=None, help="keep the dumps here")
     args = parser.parse_args(argv)
     workdir = args.workdir or tempfile.mkdtemp(prefix="bench_tf_")
-    report: dict = {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, "
-                    f"{os.cpu_count()} cores, Python {platform.python_version()}",
-                    "load_before": os.getloadavg()}
+    report: dict = {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": f"{platform.machine()}, "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}",
+        "load_before": os.getloadavg(),
+    }
     if args.tf_traces:
         report["tensorflow_dump"] = bench(workdir, args.tf_traces)
     if args.eager:
-        report["eager"] = [bench_eager(workdir, args.eager, min(args.eager_written, args.eager),
-                                       mode, args.repeats, not args.no_tf_reader)
-                           for mode in args.modes]
+        report["eager"] = [
+            bench_eager(
+                workdir,
+                args.eager,
+                min(args.eager_written, args.eager),
+                mode,
+                args.repeats,
+                not args.no_tf_reader,
+            )
+            for mode in args.modes
+        ]
     report["load_after"] = os.getloadavg()
     print(json.dumps(report, indent=1))
     return 0

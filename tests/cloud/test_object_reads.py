@@ -24,8 +24,9 @@ def _write(logdir: str, steps: int = 3):
     return run
 
 
-def test_a_part_whose_fetch_ahead_failed_is_fetched_again_by_its_read(bucket, monkeypatch,
-                                                                      tmp_path):
+def test_a_part_whose_fetch_ahead_failed_is_fetched_again_by_its_read(
+    bucket, monkeypatch, tmp_path
+):
     run = _write(f"{bucket}/logdir")
     local = _write(str(tmp_path / "logdir"))
     store = object_store.object_store(bucket)
@@ -35,8 +36,7 @@ def test_a_part_whose_fetch_ahead_failed_is_fetched_again_by_its_read(bucket, mo
 
     async def failing_once(path, start=None, end=None, **kwargs):
         name = path.rpartition("/")[2]
-        if name.startswith("graph_traces.") and name.endswith(".000001.tfdbg") \
-                and not failed:
+        if name.startswith("graph_traces.") and name.endswith(".000001.tfdbg") and not failed:
             failed.append(name)
             await recording(path, start=start, end=end, **kwargs)
             raise ConnectionResetError("the connection dropped")

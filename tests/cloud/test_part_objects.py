@@ -36,11 +36,16 @@ def _write(logdir: str, flushes: int = 3):
         rows[:, 6] = rng.integers(0, 3, TRACES_PER_FLUSH)
         if flush == flushes - 1:
             rows[-1] = NAN
-        run.writer.add_traces(np.arange(TRACES_PER_FLUSH, dtype=np.int32) % 3,
-                              summaries=rows)
-        run.writer.add_execution(op_type="__inference_step_7", graph_id=run.graph,
-                                 input_ids=[], output_ids=[], device_ids=[run.device],
-                                 output_dtypes=[], stack_id=run.user_stack)
+        run.writer.add_traces(np.arange(TRACES_PER_FLUSH, dtype=np.int32) % 3, summaries=rows)
+        run.writer.add_execution(
+            op_type="__inference_step_7",
+            graph_id=run.graph,
+            input_ids=[],
+            output_ids=[],
+            device_ids=[run.device],
+            output_dtypes=[],
+            stack_id=run.user_stack,
+        )
         run.writer.flush()
     run.writer.close()
     return run
@@ -59,8 +64,7 @@ def _download(s3fs_client, run_path: str, directory) -> str:
     return str(directory / run_id)
 
 
-def test_parts_worth_it_are_compressed_and_read_as_the_run_on_disk(bucket, s3fs_client,
-                                                                  tmp_path):
+def test_parts_worth_it_are_compressed_and_read_as_the_run_on_disk(bucket, s3fs_client, tmp_path):
     run = _write(f"{bucket}/logdir")
     local = _write(str(tmp_path / "logdir"))
     names = _names(s3fs_client, run.path)
@@ -69,31 +73,41 @@ def test_parts_worth_it_are_compressed_and_read_as_the_run_on_disk(bucket, s3fs_
     # The trace parts are compressed, the header parts and small ones are not.
     assert {p.stream for p in squeezed} == {fmt.STREAM_GRAPH_TRACES}, names
     assert len(squeezed) == 3 and all(p.raw_size > FLUSH_BYTES for p in squeezed), names
-    sizes = {info["name"].rpartition("/")[2]: info["size"]
-             for info in s3fs_client.ls(run.path.removeprefix("s3://"), detail=True)}
-    assert all(sizes[fmt.part_filename(p.stream, p.segment, p.part, p.raw_size)]
-               < p.raw_size / 4 for p in squeezed)
+    sizes = {
+        info["name"].rpartition("/")[2]: info["size"]
+        for info in s3fs_client.ls(run.path.removeprefix("s3://"), detail=True)
+    }
+    assert all(
+        sizes[fmt.part_filename(p.stream, p.segment, p.part, p.raw_size)] < p.raw_size / 4
+        for p in squeezed
+    )
     with reader.open_run(run.path) as dump, reader.open_run(local.path) as same:
         assert dump.num_traces == 3 * TRACES_PER_FLUSH
         assert contents(dump) == contents(same)
     # Opened again from the cache, and from a copy on a local disk.
     copied = _download(s3fs_client, run.path, tmp_path / "copied")
-    with reader.open_run(run.path) as dump, reader.open_run(local.path) as same, \
-            reader.open_run(copied) as copy:
+    with (
+        reader.open_run(run.path) as dump,
+        reader.open_run(local.path) as same,
+        reader.open_run(copied) as copy,
+    ):
         assert contents(dump) == contents(same) == contents(copy)
 
 
-def test_parts_of_a_writer_that_compressed_none_still_read(bucket, s3fs_client, tmp_path,
-                                                            monkeypatch):
+def test_parts_of_a_writer_that_compressed_none_still_read(
+    bucket, s3fs_client, tmp_path, monkeypatch
+):
     """A 2.3 or 2.4 writer's parts (never compressed) are read as before."""
     monkeypatch.setattr(segment_sinks, "worth_compressing", lambda data: False)
     run = _write(f"{bucket}/logdir")
     local = _write(str(tmp_path / "logdir"))
-    assert all(fmt.parse_part_filename(n).raw_size is None
-               for n in _names(s3fs_client, run.path))
+    assert all(fmt.parse_part_filename(n).raw_size is None for n in _names(s3fs_client, run.path))
     copied = _download(s3fs_client, run.path, tmp_path / "copied")
-    with reader.open_run(run.path) as dump, reader.open_run(local.path) as same, \
-            reader.open_run(copied) as copy:
+    with (
+        reader.open_run(run.path) as dump,
+        reader.open_run(local.path) as same,
+        reader.open_run(copied) as copy,
+    ):
         assert contents(dump) == contents(same) == contents(copy)
 
 
@@ -114,18 +128,27 @@ def _damage(data: bytes, raw_size: int, how: str) -> tuple[bytes, int]:
     return data + b"\0" * 16, raw_size
 
 
-DAMAGES = ("flipped", "claims more than it holds", "claims more than Zstandard allows",
-           "larger than its bytes compress to", "its frame says another size",
-           "garbage after the stream")
+DAMAGES = (
+    "flipped",
+    "claims more than it holds",
+    "claims more than Zstandard allows",
+    "larger than its bytes compress to",
+    "its frame says another size",
+    "garbage after the stream",
+)
 
 
 @pytest.mark.parametrize("where", ["bucket", "copied down"])
 @pytest.mark.parametrize("how", DAMAGES)
 def test_a_compressed_part_that_does_not_inflate_is_damage_after_what_came_before(
-        bucket, s3fs_client, tmp_path, how, where):
+    bucket, s3fs_client, tmp_path, how, where
+):
     run = _write(f"{bucket}/logdir")
-    second = next(name for name in _names(s3fs_client, run.path)
-                  if name.startswith("graph_traces.000000.000002."))
+    second = next(
+        name
+        for name in _names(s3fs_client, run.path)
+        if name.startswith("graph_traces.000000.000002.")
+    )
     parsed = fmt.parse_part_filename(second)
     key = f"{run.path.removeprefix('s3://')}/{second}"
     data, claimed = _damage(s3fs_client.cat_file(key), parsed.raw_size, how)
@@ -156,7 +179,8 @@ def _parts(store, run, stream: str) -> list[str]:
 
 
 def test_small_parts_of_executions_and_traces_wait_for_more_definitions_never(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     run, store = _memory_run(monkeypatch, tmp_path)
     held = {s: _parts(store, run, s) for s in fmt.STREAMS}
     # The headers, put at the start.
@@ -187,8 +211,9 @@ def test_small_parts_of_executions_and_traces_wait_for_more_definitions_never(
     for limit in ("HOLD_BYTES", "PART_BYTES"):
         kept = getattr(segment_sinks, limit)
         monkeypatch.setattr(segment_sinks, limit, 50_000)
-        run.writer.add_traces(np.zeros(2000, dtype=np.int32),
-                              summaries=np.random.default_rng(0).random((2000, 9)))
+        run.writer.add_traces(
+            np.zeros(2000, dtype=np.int32), summaries=np.random.default_rng(0).random((2000, 9))
+        )
         run.writer._flush(hold=True)
         traces += 1
         assert len(_parts(store, run, fmt.STREAM_GRAPH_TRACES)) == traces, limit
@@ -210,10 +235,16 @@ def test_a_part_of_executions_is_put_after_the_traces_of_its_calls(tmp_path, mon
     assert puts == []  # both held
     rng = np.random.default_rng(3)
     for output in range(2000):  # eager ops: no traces, enough to make the part due
-        run.writer.add_execution(op_type="Log", graph_id=None, input_ids=[1],
-                                 output_ids=[2 + output], device_ids=[run.device],
-                                 output_dtypes=[1], stack_id=None,
-                                 summaries=rng.random((1, 9)).tolist())
+        run.writer.add_execution(
+            op_type="Log",
+            graph_id=None,
+            input_ids=[1],
+            output_ids=[2 + output],
+            device_ids=[run.device],
+            output_dtypes=[1],
+            stack_id=None,
+            summaries=rng.random((1, 9)).tolist(),
+        )
     run.writer._flush(hold=True)
     streams = [fmt.parse_part_filename(path.rpartition("/")[2]).stream for path in puts]
     assert streams == [fmt.STREAM_GRAPH_TRACES, fmt.STREAM_EXECUTIONS], puts
@@ -224,13 +255,19 @@ def test_a_part_of_executions_is_put_after_the_traces_of_its_calls(tmp_path, mon
     streams = [fmt.parse_part_filename(path.rpartition("/")[2]).stream for path in puts]
     assert streams == [fmt.STREAM_GRAPH_TRACES, fmt.STREAM_EXECUTIONS], puts
     # An eager program's executions put no part of a graph traces' header alone.
-    run.writer.add_execution(op_type="Log", graph_id=None, input_ids=[1], output_ids=[9],
-                             device_ids=[run.device], output_dtypes=[1], stack_id=None,
-                             summaries=[FINITE])
+    run.writer.add_execution(
+        op_type="Log",
+        graph_id=None,
+        input_ids=[1],
+        output_ids=[9],
+        device_ids=[run.device],
+        output_dtypes=[1],
+        stack_id=None,
+        summaries=[FINITE],
+    )
     puts.clear()
     run.writer.flush()
-    assert [path.rpartition("/")[2].split(".")[0] for path in puts] == \
-        [fmt.STREAM_EXECUTIONS]
+    assert [path.rpartition("/")[2].split(".")[0] for path in puts] == [fmt.STREAM_EXECUTIONS]
     run.writer.close()
     with reader.open_run(run.path) as dump:
         assert (dump.num_executions, dump.num_traces) == (2003, 3)
@@ -246,8 +283,7 @@ def test_flushes_held_in_one_compressed_part_read_as_on_disk(tmp_path, monkeypat
         rows[:, 6] = rng.integers(0, 3, TRACES_PER_FLUSH)
         rows[-1] = NAN if flush == 2 else rows[-1]
         for each in (run, local):
-            each.writer.add_traces(np.arange(TRACES_PER_FLUSH, dtype=np.int32) % 3,
-                                   summaries=rows)
+            each.writer.add_traces(np.arange(TRACES_PER_FLUSH, dtype=np.int32) % 3, summaries=rows)
             each.writer._flush(hold=True)
     assert len(_parts(store, run, fmt.STREAM_GRAPH_TRACES)) == 1  # the header
     run.writer.close()
@@ -258,15 +294,13 @@ def test_flushes_held_in_one_compressed_part_read_as_on_disk(tmp_path, monkeypat
         assert contents(dump) == contents(same) and dump.num_traces == 3 * TRACES_PER_FLUSH
 
 
-def test_in_a_bucket_a_header_alone_waits_for_its_streams_first_records(tmp_path,
-                                                                       monkeypatch):
+def test_in_a_bucket_a_header_alone_waits_for_its_streams_first_records(tmp_path, monkeypatch):
     pytest.importorskip("fsspec")
     monkeypatch.setenv("TFDBG_TUI_CACHE_DIR", str(tmp_path / "object-cache"))
     monkeypatch.setattr(object_store, "_STORES", {})
     monkeypatch.setattr(segment_sinks, "HOLD_S", 0.0)
     logdir = f"memory://{uuid.uuid4().hex[:12]}/logdir"
-    writer = DumpWriter(logdir, {"tensor_debug_mode": fmt.FULL_HEALTH},
-                        flush_interval_s=None)
+    writer = DumpWriter(logdir, {"tensor_debug_mode": fmt.FULL_HEALTH}, flush_interval_s=None)
     store = object_store.object_store(logdir)
 
     def names() -> list[str]:
@@ -275,12 +309,23 @@ def test_in_a_bucket_a_header_alone_waits_for_its_streams_first_records(tmp_path
     assert names() == [fmt.part_filename(fmt.STREAM_METADATA, 0, 0)]
     writer._flush(hold=True)  # the periodic flush: nothing new
     assert names() == [fmt.part_filename(fmt.STREAM_METADATA, 0, 0)]
-    writer.add_execution(op_type="Log", graph_id=None, input_ids=[1], output_ids=[2],
-                         device_ids=[], output_dtypes=[1], stack_id=None,
-                         summaries=[FINITE])
+    writer.add_execution(
+        op_type="Log",
+        graph_id=None,
+        input_ids=[1],
+        output_ids=[2],
+        device_ids=[],
+        output_dtypes=[1],
+        stack_id=None,
+        summaries=[FINITE],
+    )
     writer._flush(hold=True)
-    assert names() == sorted([fmt.part_filename(fmt.STREAM_METADATA, 0, 0),
-                              fmt.part_filename(fmt.STREAM_EXECUTIONS, 0, 0)])
+    assert names() == sorted(
+        [
+            fmt.part_filename(fmt.STREAM_METADATA, 0, 0),
+            fmt.part_filename(fmt.STREAM_EXECUTIONS, 0, 0),
+        ]
+    )
     writer.close()  # the other headers, and the end
     assert len(names()) == len(fmt.STREAMS) + 1
     with reader.open_run(writer.path) as dump:
@@ -307,16 +352,18 @@ def test_incompressible_parts_are_put_as_they_are():
     assert segment_sinks.worth_compressing(rows)
 
 
-def test_a_run_in_a_bucket_says_3_x_so_that_a_2_x_reader_refuses_it(
-        bucket, tmp_path, monkeypatch):
+def test_a_run_in_a_bucket_says_3_x_so_that_a_2_x_reader_refuses_it(bucket, tmp_path, monkeypatch):
     """A 2.x reader would read a bucket segment only up to its first compressed part,
     and say nothing: the bucket's run says 3.1 and such a reader refuses it, naming
     both versions. A local run says 2.6: 2.x readers read it whole."""
     run = _write(f"{bucket}/logdir", flushes=1)
     local = _write(str(tmp_path / "logdir"), flushes=1)
     assert [r.format_version for r in reader.list_runs(f"{bucket}/logdir")] == [(3, 1)]
-    assert [r.format_version for r in reader.list_runs(str(tmp_path / "logdir"))] == \
-        [fmt.LOCAL_FORMAT_VERSION] == [(2, 6)]
+    assert (
+        [r.format_version for r in reader.list_runs(str(tmp_path / "logdir"))]
+        == [fmt.LOCAL_FORMAT_VERSION]
+        == [(2, 6)]
+    )
     monkeypatch.setattr(fmt, "FORMAT_VERSION", (2, 6))  # a 2.6 reader
     with pytest.raises(reader.FormatVersionError, match=r"3\.1.*2\.6"):
         reader.open_run(run.path)

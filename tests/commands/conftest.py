@@ -48,9 +48,15 @@ class Finished:
 
 def tfdbg_run(*args: str, cwd: pathlib.Path, env: dict[str, str] | None = None) -> Finished:
     """`tfdbg-tui run ARGS` to its end, in a pipe (no terminal: the report is printed)."""
-    done = subprocess.run(tfdbg_command("run", *args), cwd=cwd, env=env or run_env(),
-                          capture_output=True, text=True, timeout=TIMEOUT_S,
-                          stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        tfdbg_command("run", *args),
+        cwd=cwd,
+        env=env or run_env(),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        stdin=subprocess.DEVNULL,
+    )
     return Finished(done.returncode, done.stdout, done.stderr)
 
 

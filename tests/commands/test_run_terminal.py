@@ -20,20 +20,34 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 SCRIPT = PROGRAMS / "run_script.py"
 
 
-def _terminal(name: str, tmp_path, *options: str, width: int = 160,
-              height: int = 50) -> TmuxTerminal:
+def _terminal(
+    name: str, tmp_path, *options: str, width: int = 160, height: int = 50
+) -> TmuxTerminal:
     """`tfdbg-tui run OPTIONS -- python run_script.py` in tmux, in a directory with the
     script's data; its exit status is the terminal's `exit_status()`."""
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "values.txt").write_text("0 1 2.5\n")
-    command = " ".join(shlex.quote(part) for part in [
-        sys.executable, "-m", "tfdbg_tui.cli", "run", *options, "--", "python",
-        str(SCRIPT), "--data", "data/values.txt"])
+    command = " ".join(
+        shlex.quote(part)
+        for part in [
+            sys.executable,
+            "-m",
+            "tfdbg_tui.cli",
+            "run",
+            *options,
+            "--",
+            "python",
+            str(SCRIPT),
+            "--data",
+            "data/values.txt",
+        ]
+    )
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    shell = (f"cd {shlex.quote(str(tmp_path))} && TF_CPP_MIN_LOG_LEVEL=3 "
-             f"PYTHONPATH={shlex.quote(path)} {command}")
-    return TmuxTerminal(name, ["sh", "-c", shell], tmp_path / "status",
-                        width=width, height=height)
+    shell = (
+        f"cd {shlex.quote(str(tmp_path))} && TF_CPP_MIN_LOG_LEVEL=3 "
+        f"PYTHONPATH={shlex.quote(path)} {command}"
+    )
+    return TmuxTerminal(name, ["sh", "-c", shell], tmp_path / "status", width=width, height=height)
 
 
 def test_the_tui_opens_on_the_run_when_the_program_ends(tmp_path):

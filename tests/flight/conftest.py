@@ -27,18 +27,28 @@ TIMEOUT_S = 240
 
 def run_late_nan(logdir: pathlib.Path, *args: str) -> list[str]:
     """Run late_nan.py to its end; return its stdout lines (it must exit 0)."""
-    result = subprocess.run([sys.executable, str(PROGRAM), str(logdir), *args], cwd=ROOT,
-                            env=program_env(), capture_output=True, text=True,
-                            timeout=TIMEOUT_S)
+    result = subprocess.run(
+        [sys.executable, str(PROGRAM), str(logdir), *args],
+        cwd=ROOT,
+        env=program_env(),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     return result.stdout.splitlines()
 
 
 def report_json(logdir: pathlib.Path) -> dict:
     """`tfdbg-tui report --json` of the newest run, through the real CLI."""
-    result = subprocess.run([sys.executable, "-m", "tfdbg_tui.cli", "report", str(logdir),
-                             "--json"], cwd=ROOT, env=program_env(), capture_output=True,
-                            text=True, timeout=TIMEOUT_S)
+    result = subprocess.run(
+        [sys.executable, "-m", "tfdbg_tui.cli", "report", str(logdir), "--json"],
+        cwd=ROOT,
+        env=program_env(),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 

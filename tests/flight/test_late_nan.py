@@ -39,9 +39,14 @@ def test_the_gap_between_the_pinned_window_and_the_tail_is_reported(late_nan_log
 
 
 def test_sigkill_while_a_window_is_pinned_leaves_a_dump_that_opens(tmp_path):
-    process = subprocess.Popen([sys.executable, str(PROGRAM), str(tmp_path), "--forever"],
-                               cwd=ROOT, env=program_env(), stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True)
+    process = subprocess.Popen(
+        [sys.executable, str(PROGRAM), str(tmp_path), "--forever"],
+        cwd=ROOT,
+        env=program_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         for line in process.stdout:
             if line.strip() in ("READY", "DONE"):

@@ -30,13 +30,21 @@ FLAVOURS = {
 @pytest.mark.parametrize("flavour", list(FLAVOURS))
 def test_the_program_stops_in_the_step_of_the_first_nan(tmp_path, flavour):
     extra, graph, tensor = FLAVOURS[flavour]
-    lines = run_late_nan(tmp_path, "--stop-on-alert", "--steps", str(SHORT_STEPS),
-                         "--nan-step", str(NAN_STEP), *extra)
+    lines = run_late_nan(
+        tmp_path,
+        "--stop-on-alert",
+        "--steps",
+        str(SHORT_STEPS),
+        "--nan-step",
+        str(NAN_STEP),
+        *extra,
+    )
     # Every step before the NaN ran; the NaN's step was cut short, no later one ran.
-    assert [line for line in lines if line.startswith("step ")] == \
-        [f"step {s}" for s in range(NAN_STEP)]
+    assert [line for line in lines if line.startswith("step ")] == [
+        f"step {s}" for s in range(NAN_STEP)
+    ]
     assert lines[-1].startswith("STOPPED ")
-    error = json.loads(lines[-1][len("STOPPED "):])
+    error = json.loads(lines[-1][len("STOPPED ") :])
     assert error["is_floating_point_error"]
     assert error["op_type"] == "Log" and error["tensor_name"] == tensor
     assert error["graph_name"] == graph

@@ -19,8 +19,15 @@ pytest.importorskip("tensorflow")
 from tests.instrument.dump_loader import Dump, load_run, run_dirs
 from tests.program_runs import PROGRAM_TIMEOUT_S, PROGRAMS, ROOT, program_env
 
-ALL_MODES = ("NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH", "FULL_STATS", "SHAPE",
-             "FULL_TENSOR")
+ALL_MODES = (
+    "NO_TENSOR",
+    "CURT_HEALTH",
+    "CONCISE_HEALTH",
+    "FULL_HEALTH",
+    "FULL_STATS",
+    "SHAPE",
+    "FULL_TENSOR",
+)
 
 
 @contextlib.contextmanager
@@ -40,8 +47,14 @@ def program_runs(program: Any, logdir: Any, parts: Sequence[str]) -> Iterator[di
 
 def run_program(args: list[str]) -> str:
     """Run a Python program to completion; return its stdout, fail with its stderr."""
-    result = subprocess.run([sys.executable, *args], cwd=ROOT, env=program_env(),
-                            capture_output=True, text=True, timeout=PROGRAM_TIMEOUT_S)
+    result = subprocess.run(
+        [sys.executable, *args],
+        cwd=ROOT,
+        env=program_env(),
+        capture_output=True,
+        text=True,
+        timeout=PROGRAM_TIMEOUT_S,
+    )
     assert result.returncode == 0, f"{args} failed:\n{result.stderr[-4000:]}"
     return result.stdout
 
@@ -53,8 +66,10 @@ def constructs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     stdout = run_program([str(PROGRAMS / "constructs.py"), str(logdir), *ALL_MODES])
     import json
 
-    dumps: dict[str, object] = {"api": json.loads(stdout.strip().splitlines()[-1]),
-                                "logdir": logdir}
+    dumps: dict[str, object] = {
+        "api": json.loads(stdout.strip().splitlines()[-1]),
+        "logdir": logdir,
+    }
     for mode in ALL_MODES:
         dumps[mode] = load_run(run_dirs(str(logdir / mode))[0])
     dumps["filtered"] = load_run(run_dirs(str(logdir / "filtered"))[0])
@@ -65,6 +80,7 @@ def constructs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
 def mnist_dump(tmp_path_factory: pytest.TempPathFactory) -> tuple[Dump, str]:
     """The example program, FULL_HEALTH, 4 steps: its dump and its stdout."""
     logdir = tmp_path_factory.mktemp("mnist")
-    stdout = run_program(["-m", "instrument.examples.debug_mnist", "--max_steps", "4",
-                          "--dump_dir", str(logdir)])
+    stdout = run_program(
+        ["-m", "instrument.examples.debug_mnist", "--max_steps", "4", "--dump_dir", str(logdir)]
+    )
     return load_run(run_dirs(str(logdir))[0]), stdout

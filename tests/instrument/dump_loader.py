@@ -82,8 +82,14 @@ class Dump:
 
     def stack_frames(self, stack_id: int) -> list[tuple[str, int, str]]:
         """(path, line, function) of each frame, outermost first."""
-        return [(self.files[self.frames[f]["file"]]["path"], self.frames[f]["line"],
-                 self.frames[f]["func"]) for f in self.stacks[stack_id]]
+        return [
+            (
+                self.files[self.frames[f]["file"]]["path"],
+                self.frames[f]["line"],
+                self.frames[f]["func"],
+            )
+            for f in self.stacks[stack_id]
+        ]
 
     def graph_named(self, prefix: str) -> list[dict[str, Any]]:
         return [g for g in self.graphs.values() if (g["name"] or "").startswith(prefix)]
@@ -132,7 +138,8 @@ def _add(dump: Dump, record: dict[str, Any]) -> None:
     elif kind == fmt.KIND_GRAPH:
         if record.get("update"):
             dump.graphs[record["id"]].update(
-                {k: v for k, v in record.items() if k not in ("k", "update")})
+                {k: v for k, v in record.items() if k not in ("k", "update")}
+            )
         else:
             dump.graphs[record["id"]] = record
     elif kind == fmt.KIND_OP:
@@ -157,10 +164,15 @@ def _add(dump: Dump, record: dict[str, Any]) -> None:
             steps = [record["x"]] * n
         assert len(steps) == n
         for j in range(n):
-            dump.traces.append(Trace(
-                index=record["i"] + j, step=steps[j], trace_point=int(tps[j]),
-                summary=None if rows is None else rows[j].tolist(),
-                value=None if values is None else values[j]))
+            dump.traces.append(
+                Trace(
+                    index=record["i"] + j,
+                    step=steps[j],
+                    trace_point=int(tps[j]),
+                    summary=None if rows is None else rows[j].tolist(),
+                    value=None if values is None else values[j],
+                )
+            )
 
 
 def _chunk_executions(chunk: dict[str, Any]) -> list[dict[str, Any]]:
@@ -170,31 +182,44 @@ def _chunk_executions(chunk: dict[str, Any]) -> list[dict[str, Any]]:
     def column(key: str, dtype: str) -> list:
         return np.frombuffer(chunk[key], dtype=dtype).tolist()
 
-    op, graph, stack, t, c = (column(k, d) for k, d in (
-        ("op", "<i4"), ("graph", "<i8"), ("stack", "<i8"), ("t", "<f8"), ("c", "<i8")))
+    op, graph, stack, t, c = (
+        column(k, d)
+        for k, d in (("op", "<i4"), ("graph", "<i8"), ("stack", "<i8"), ("t", "<f8"), ("c", "<i8"))
+    )
     ni, no = column("ni", "<i4"), column("no", "<i4")
-    ins, outs, devs, dtypes = (column(k, d) for k, d in (
-        ("in", "<i8"), ("out", "<i8"), ("dev", "<i4"), ("dtypes", "<i4")))
+    ins, outs, devs, dtypes = (
+        column(k, d) for k, d in (("in", "<i8"), ("out", "<i8"), ("dev", "<i4"), ("dtypes", "<i4"))
+    )
     threads = column("th", "<i4") if "th" in chunk else [-1] * n
-    rows = (np.frombuffer(chunk["s"], dtype="<f8").reshape(-1, chunk["sc"]).tolist()
-            if "s" in chunk else None)
+    rows = (
+        np.frombuffer(chunk["s"], dtype="<f8").reshape(-1, chunk["sc"]).tolist()
+        if "s" in chunk
+        else None
+    )
     assert len(op) == n and len(ins) == sum(ni) and len(outs) == sum(no)
     executions = []
     a = o = 0
     for r in range(n):
-        record = {"k": fmt.KIND_EXECUTION, "i": chunk["i"] + r, "op": chunk["ops"][op[r]],
-                  "graph": None if graph[r] < 0 else graph[r], "in": ins[a:a + ni[r]],
-                  "out": outs[o:o + no[r]], "dev": devs[o:o + no[r]],
-                  "dtypes": dtypes[o:o + no[r]], "stack": None if stack[r] < 0 else stack[r],
-                  "t": t[r]}
+        record = {
+            "k": fmt.KIND_EXECUTION,
+            "i": chunk["i"] + r,
+            "op": chunk["ops"][op[r]],
+            "graph": None if graph[r] < 0 else graph[r],
+            "in": ins[a : a + ni[r]],
+            "out": outs[o : o + no[r]],
+            "dev": devs[o : o + no[r]],
+            "dtypes": dtypes[o : o + no[r]],
+            "stack": None if stack[r] < 0 else stack[r],
+            "t": t[r],
+        }
         if c[r] >= 0:
             record["c"] = c[r]
         if threads[r] >= 0:
             record["th"] = chunk["ths"][threads[r]]
         if rows is not None:
-            record["s"] = [None if row[0] != row[0] else row for row in rows[o:o + no[r]]]
+            record["s"] = [None if row[0] != row[0] else row for row in rows[o : o + no[r]]]
         if "v" in chunk:
-            record["v"] = chunk["v"][o:o + no[r]]
+            record["v"] = chunk["v"][o : o + no[r]]
         executions.append(record)
         a += ni[r]
         o += no[r]

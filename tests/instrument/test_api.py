@@ -36,16 +36,19 @@ def test_disable_without_enable_does_nothing():
 
 
 def test_import_does_not_import_tensorflow():
-    code = ("import sys, instrument, instrument.dump.writer; "
-            "assert 'tensorflow' not in sys.modules, 'tensorflow imported'")
+    code = (
+        "import sys, instrument, instrument.dump.writer; "
+        "assert 'tensorflow' not in sys.modules, 'tensorflow imported'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_library_files():
     assert is_library_file(os.__file__)
     assert is_library_file(instrument.__file__)
-    assert not is_library_file(os.path.join(os.path.dirname(instrument.__file__),
-                                            "examples", "debug_mnist.py"))
+    assert not is_library_file(
+        os.path.join(os.path.dirname(instrument.__file__), "examples", "debug_mnist.py")
+    )
     assert not is_library_file("/home/user/train.py")
 
 

@@ -42,8 +42,11 @@ def test_a_loop_body_enqueues_once_a_segment(tmp_path, mode):
         (call,) = [e["i"] for e in dump.executions if e["op"].startswith(prefix)]
         return [(points[t.trace_point][0], t) for t in dump.traces if t.step == call]
 
-    backward = [op["type"] for op, _ in call_traces("__inference_g_")
-                if "_grad_" in dump.graphs[op["graph"]]["name"]]
+    backward = [
+        op["type"]
+        for op, _ in call_traces("__inference_g_")
+        if "_grad_" in dump.graphs[op["graph"]]["name"]
+    ]
     assert backward.count("Cos") == ITERATIONS, backward
     traced = call_traces("__inference_f_")
     types = [op["type"] for op, _ in traced]
@@ -51,14 +54,17 @@ def test_a_loop_body_enqueues_once_a_segment(tmp_path, mode):
     # Per iteration: the body's first segment, then the branch taken, then Tanh.
     sins = [i for i, t in enumerate(types) if t == "Sin"]
     tanhs = [i for i, t in enumerate(types) if t == "Tanh"]
-    branches = [i for i, (op, _) in enumerate(traced)
-                if dump.graphs[op["graph"]]["name"].startswith("while_cond_")]
+    branches = [
+        i
+        for i, (op, _) in enumerate(traced)
+        if dump.graphs[op["graph"]]["name"].startswith("while_cond_")
+    ]
     for k in range(ITERATIONS):
         assert sins[k] < tanhs[k] and (k == 0 or tanhs[k - 1] < sins[k])
         assert any(sins[k] < b < tanhs[k] for b in branches), k
     if mode == fmt.FULL_TENSOR:
         y = X
-        for (_, trace) in [traced[i] for i in tanhs]:
+        for _, trace in [traced[i] for i in tanhs]:
             y = np.sin(y) * np.float32(0.5) + np.cos(y)
             y = np.sqrt(y * y) * np.float32(2.0) if y.sum() > 0 else np.abs(y) - np.float32(1)
             y = np.tanh(y)

@@ -26,8 +26,7 @@ def counted(tmp_path_factory):
     for variant in VARIANTS:
         logdir = tmp_path_factory.mktemp(variant)
         info = json.loads(run_program([str(PROGRAM), str(logdir), variant]).splitlines()[-1])
-        out[variant] = (info, {mode: load_single_run(os.path.join(logdir, mode))
-                               for mode in MODES})
+        out[variant] = (info, {mode: load_single_run(os.path.join(logdir, mode)) for mode in MODES})
     return out
 
 
@@ -71,8 +70,11 @@ def test_each_call_keeps_its_own_traces(counted, variant):
         assert any(op["type"] == "AddV2" and "while" in op["name"] for op, _ in traces)
     values = dumps["FULL_TENSOR"]
     for k, call in enumerate(_calls(values, "__inference_f_")):
-        xs = [decode_value(t.value) for op, t in _traces_of(values, call)
-              if op["type"] == "Placeholder" and op["name"] == "x"]
+        xs = [
+            decode_value(t.value)
+            for op, t in _traces_of(values, call)
+            if op["type"] == "Placeholder" and op["name"] == "x"
+        ]
         assert xs, k
         for x in xs:
             np.testing.assert_array_equal(x, np.where(np.arange(8) < k, -1.0, 1.0))
@@ -88,10 +90,19 @@ def test_each_call_keeps_its_own_traces(counted, variant):
 def test_variants_record_the_same_traces(counted):
     def by_call(dump):  # f's and g's calls (Keras' initial weights are random)
         points = dump.trace_point_ops()
-        calls = [e for e in dump.executions
-                 if e["op"].startswith(("__inference_f_", "__forward_g_", "__inference___"))]
-        return [[(points[t.trace_point][0]["name"], t.summary) for t in dump.traces
-                 if t.step == call["i"]] for call in calls]
+        calls = [
+            e
+            for e in dump.executions
+            if e["op"].startswith(("__inference_f_", "__forward_g_", "__inference___"))
+        ]
+        return [
+            [
+                (points[t.trace_point][0]["name"], t.summary)
+                for t in dump.traces
+                if t.step == call["i"]
+            ]
+            for call in calls
+        ]
 
     for mode in ("FULL_HEALTH", "NO_TENSOR"):
         expected = by_call(counted["view"][1][mode])

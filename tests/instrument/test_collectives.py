@@ -23,8 +23,7 @@ def collectives(tmp_path_factory):
     """collectives.py run once in every mode: {mode: DumpReader, "stdout": ...}.
 
     A hang fails here, at the program's timeout, with its output so far."""
-    with program_runs(COLLECTIVES, tmp_path_factory.mktemp("collectives"),
-                      ALL_MODES) as dumps:
+    with program_runs(COLLECTIVES, tmp_path_factory.mktemp("collectives"), ALL_MODES) as dumps:
         yield dumps
 
 
@@ -33,8 +32,11 @@ def graph_ops(dump):
 
 
 def test_every_part_finishes_in_every_mode(collectives):
-    lines = [line for line in collectives["stdout"].splitlines()
-             if line.startswith(("EMBEDDING_LOOP", "REDUCE_AND_GATHER"))]
+    lines = [
+        line
+        for line in collectives["stdout"].splitlines()
+        if line.startswith(("EMBEDDING_LOOP", "REDUCE_AND_GATHER"))
+    ]
     assert lines == ["EMBEDDING_LOOP True", "REDUCE_AND_GATHER [-inf, -inf]"] * len(ALL_MODES)
 
 
@@ -52,7 +54,8 @@ def test_the_collectives_ran_instrumented_on_both_replicas(collectives, mode):
 def test_the_root_cause_is_the_log_on_replica_0(collectives, mode):
     cause = collectives[mode].root_cause()
     assert cause is not None
-    assert (cause.alert.kind, cause.alert.op_type, cause.alert.op_name) == \
-        ("graph", "Log", "Log")
-    assert (cause.frame.path, cause.frame.line) == \
-        (str(COLLECTIVES), line_of(COLLECTIVES, "# LOG_LINE"))
+    assert (cause.alert.kind, cause.alert.op_type, cause.alert.op_name) == ("graph", "Log", "Log")
+    assert (cause.frame.path, cause.frame.line) == (
+        str(COLLECTIVES),
+        line_of(COLLECTIVES, "# LOG_LINE"),
+    )

@@ -34,8 +34,17 @@ from tensorflow.python.debug.lib import debug_events_reader  # noqa: E402
 
 PROGRAM = PROGRAMS / "conformance.py"
 SUMMARY_MODES = ("CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH", "SHAPE")
-FILTERS = ("float", "float_only_sum", "float_no_sum", "int", "int_via_lambda",
-           "exclude_sum", "regex_addv2", "regex_log", "regex_addv2_log")
+FILTERS = (
+    "float",
+    "float_only_sum",
+    "float_no_sum",
+    "int",
+    "int_via_lambda",
+    "exclude_sum",
+    "regex_addv2",
+    "regex_log",
+    "regex_addv2_log",
+)
 PLAN = (
     [f"eager_collatz:{m}" for m in ("NO_TENSOR", *SUMMARY_MODES, "FULL_TENSOR")]
     + [f"bad_values:{m}" for m in SUMMARY_MODES]
@@ -45,15 +54,29 @@ PLAN = (
     + ["two_compilations:NO_TENSOR", "duplicate_names:NO_TENSOR"]
     + [f"{name}:FULL_TENSOR" for name in FILTERS]
     + ["while_doubling:NO_TENSOR", "while_doubling:FULL_TENSOR"]
-    + [f"threads:{m}" for m in ("NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "SHAPE",
-                                "FULL_TENSOR")]
-    + ["keras_recurrent:NO_TENSOR", "keras_recurrent:FULL_TENSOR",
-       "mobilenet:NO_TENSOR", "mobilenet:FULL_TENSOR", "circular:CURT_HEALTH"]
+    + [
+        f"threads:{m}"
+        for m in ("NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "SHAPE", "FULL_TENSOR")
+    ]
+    + [
+        "keras_recurrent:NO_TENSOR",
+        "keras_recurrent:FULL_TENSOR",
+        "mobilenet:NO_TENSOR",
+        "mobilenet:FULL_TENSOR",
+        "circular:CURT_HEALTH",
+    ]
     + [f"call_inputs:{m}" for m in ("NO_TENSOR", "CURT_HEALTH", "FULL_TENSOR")]
-    + [f"{scenario}:{m}" for scenario in ("mirrored_fit", "mirrored_loop_function")
-       for m in ("NO_TENSOR", *SUMMARY_MODES, "FULL_TENSOR")]
-    + [f"{scenario}:{m}" for scenario in ("mirrored_fit_in_scope", "mirrored_loop")
-       for m in ("NO_TENSOR", "FULL_TENSOR")])
+    + [
+        f"{scenario}:{m}"
+        for scenario in ("mirrored_fit", "mirrored_loop_function")
+        for m in ("NO_TENSOR", *SUMMARY_MODES, "FULL_TENSOR")
+    ]
+    + [
+        f"{scenario}:{m}"
+        for scenario in ("mirrored_fit_in_scope", "mirrored_loop")
+        for m in ("NO_TENSOR", "FULL_TENSOR")
+    ]
+)
 DEVICES = ("CPU:0", "CPU:1")
 
 # Where the two dumps differ on purpose (docs/instrument.md says why):
@@ -115,12 +138,20 @@ def _tf_summary(mode: str, row) -> dict | None:
     if mode == "CONCISE_HEALTH":
         return dict(zip(("size", "neg_inf", "pos_inf", "nan"), map(int, v[1:5])))
     if mode == "FULL_HEALTH":
-        out = dict(zip(("rank", "size", "neg_inf", "pos_inf", "nan", "neg", "zero", "pos"),
-                       map(int, v[3:11])))
+        out = dict(
+            zip(
+                ("rank", "size", "neg_inf", "pos_inf", "nan", "neg", "zero", "pos"),
+                map(int, v[3:11]),
+            )
+        )
         return {**out, "dtype": tf.as_dtype(int(v[2])).name}
     rank = int(v[2])  # SHAPE: dtype, rank, size, then the shape padded to 6
-    return {"dtype": tf.as_dtype(int(v[1])).name, "rank": rank, "size": int(v[3]),
-            "shape": tuple(int(x) for x in v[4:4 + min(rank, 6)])}
+    return {
+        "dtype": tf.as_dtype(int(v[1])).name,
+        "rank": rank,
+        "size": int(v[3]),
+        "shape": tuple(int(x) for x in v[4 : 4 + min(rank, 6)]),
+    }
 
 
 def _our_summary(mode: str, s) -> dict | None:
@@ -131,10 +162,23 @@ def _our_summary(mode: str, s) -> dict | None:
     if mode == "CONCISE_HEALTH":
         return {"size": s.size, "neg_inf": s.neg_inf, "pos_inf": s.pos_inf, "nan": s.nan}
     if mode == "FULL_HEALTH":
-        return {"rank": s.rank, "size": s.size, "neg_inf": s.neg_inf, "pos_inf": s.pos_inf,
-                "nan": s.nan, "neg": s.neg, "zero": s.zero, "pos": s.pos, "dtype": s.dtype}
-    return {"dtype": s.dtype, "rank": s.rank, "size": s.size,
-            "shape": tuple(s.shape[:6]) if s.shape is not None else None}
+        return {
+            "rank": s.rank,
+            "size": s.size,
+            "neg_inf": s.neg_inf,
+            "pos_inf": s.pos_inf,
+            "nan": s.nan,
+            "neg": s.neg,
+            "zero": s.zero,
+            "pos": s.pos,
+            "dtype": s.dtype,
+        }
+    return {
+        "dtype": s.dtype,
+        "rank": s.rank,
+        "size": s.size,
+        "shape": tuple(s.shape[:6]) if s.shape is not None else None,
+    }
 
 
 def _no_summaries(summaries) -> tuple | None:
@@ -164,16 +208,24 @@ def tf_facts(path, mode: str) -> Facts:
                 sums = _no_summaries(_tf_summary(mode, v) for v in e.debug_tensor_values or ())
             device_ids = e.output_tensor_device_ids or ()
             device = dump.device_name_by_id(device_ids[0]) if device_ids else None
-            executions.append(Exec(_function_name(e.op_type), e.graph_id, sums, values,
-                                   len(e.input_tensor_ids or ()), device))
+            executions.append(
+                Exec(
+                    _function_name(e.op_type),
+                    e.graph_id,
+                    sums,
+                    values,
+                    len(e.input_tensor_ids or ()),
+                    device,
+                )
+            )
         traces, log_line = [], None
         for t in dump.graph_execution_traces():
             digest = dump.graph_by_id(t.graph_id).get_op_creation_digest(t.op_name)
             value = _tf_trace_value(dump, t) if mode == "FULL_TENSOR" else None
-            summary = _tf_summary(mode, t.debug_tensor_value) \
-                if mode in SUMMARY_MODES else None
-            traces.append(Trace(digest.op_type, t.op_name, t.output_slot, summary, value,
-                                t.device_name))
+            summary = _tf_summary(mode, t.debug_tensor_value) if mode in SUMMARY_MODES else None
+            traces.append(
+                Trace(digest.op_type, t.op_name, t.output_slot, summary, value, t.device_name)
+            )
             if digest.op_type == "Log":
                 _, frames = dump.read_graph_op_creation_stack_trace(digest)
                 user = [line for path, line, _ in frames if path.endswith("conformance.py")]
@@ -189,12 +241,21 @@ def our_facts(path, mode: str) -> Facts:
                 e = dump.execution(index)
                 values = sums = None
                 if mode == "FULL_TENSOR":
-                    values = tuple(dump.execution_value(index, slot)
-                                   for slot in range(len(e.output_ids)))
+                    values = tuple(
+                        dump.execution_value(index, slot) for slot in range(len(e.output_ids))
+                    )
                 elif mode != "NO_TENSOR":
                     sums = _no_summaries(_our_summary(mode, s) for s in e.summaries)
-                executions.append(Exec(_function_name(e.op_type), e.graph_id, sums, values,
-                                       len(e.input_ids), e.devices[0] if e.devices else None))
+                executions.append(
+                    Exec(
+                        _function_name(e.op_type),
+                        e.graph_id,
+                        sums,
+                        values,
+                        len(e.input_ids),
+                        e.devices[0] if e.devices else None,
+                    )
+                )
         traces, log_line = [], None
         for begin, end in dump.kept_traces():
             for t in dump.traces(begin, end):
@@ -203,14 +264,18 @@ def our_facts(path, mode: str) -> Facts:
                 summary = _our_summary(mode, t.summary) if mode in SUMMARY_MODES else None
                 traces.append(Trace(op.op_type, op.name, t.slot, summary, value, op.device))
                 if op.op_type == "Log":
-                    user = [f.line for f in dump.stack(op.stack_id)
-                            if f.path.endswith("conformance.py")]
+                    user = [
+                        f.line for f in dump.stack(op.stack_id) if f.path.endswith("conformance.py")
+                    ]
                     log_line = user[-1] if user else None
         traced_ops = {(t.op_type, t.op_name) for t in traces}
-        unused = frozenset(op.op_type for graph in dump.graphs()
-                           for op in _unused_ops(dump, graph.id)
-                           if (op.op_type, op.name) not in traced_ops
-                           and any(tp is not None for tp in op.trace_points))
+        unused = frozenset(
+            op.op_type
+            for graph in dump.graphs()
+            for op in _unused_ops(dump, graph.id)
+            if (op.op_type, op.name) not in traced_ops
+            and any(tp is not None for tp in op.trace_points)
+        )
     return Facts(executions, traces, log_line, unused)
 
 
@@ -226,8 +291,11 @@ def _unused_ops(dump, graph_id: int) -> list:
     used: dict[int, bool] = {}
     for op in sorted(ops, key=lambda o: o.id, reverse=True):  # consumers come later
         consumers = [c for c, _ in dump.consumers(op.id)]
-        used[op.id] = (op.num_outputs == 0 or op.op_type in _SINKS
-                       or any(used.get(c.id, True) for c in consumers))
+        used[op.id] = (
+            op.num_outputs == 0
+            or op.op_type in _SINKS
+            or any(used.get(c.id, True) for c in consumers)
+        )
     return [op for op in ops if not used[op.id]]
 
 
@@ -271,15 +339,15 @@ def conformance(tmp_path_factory) -> Conformance:
             # Once in about ten runs of the whole suite the program hung (faulthandler
             # printed its stacks): kept visible as a warning while it is diagnosed, and
             # the scenarios run again into a fresh directory.
-            warnings.warn(f"conformance.py hung under {dumper!r}: {str(hung)[-3000:]}",
-                          stacklevel=1)
+            warnings.warn(
+                f"conformance.py hung under {dumper!r}: {str(hung)[-3000:]}", stacklevel=1
+            )
             again = root / f"{dumper}-again"
             stdout = run_program([str(PROGRAM), dumper, str(again), *PLAN])
             shutil.rmtree(root / dumper, ignore_errors=True)
             again.rename(root / dumper)
         seen[dumper] = json.loads(stdout.strip().splitlines()[-1])
     return Conformance(root, seen)
-
 
 
 def _same_values(tf_values, our_values) -> None:
@@ -294,16 +362,27 @@ def _paired(tf_facts: Facts, our_facts: Facts) -> list[tuple[Trace, Trace]]:
     """Traces of both dumps paired in order, ours without the traces only we make."""
     ours = [t for t in our_facts.traces if t.op_type not in OURS_ONLY]
     theirs = [t for t in tf_facts.traces if t.op_type not in TF_ONLY]
-    assert [(t.op_type, t.op_name, t.slot) for t in theirs] == \
-        [(t.op_type, t.op_name, t.slot) for t in ours]
+    assert [(t.op_type, t.op_name, t.slot) for t in theirs] == [
+        (t.op_type, t.op_name, t.slot) for t in ours
+    ]
     return list(zip(theirs, ours))
 
 
 # -- eager ops ----------------------------------------------------------------------------
 
-COLLATZ = ["Greater", "FloorMod", "Equal", "RealDiv",
-           "Greater", "FloorMod", "Equal", "Mul", "AddV2",
-           *["Greater", "FloorMod", "Equal", "RealDiv"] * 4, "Greater"]
+COLLATZ = [
+    "Greater",
+    "FloorMod",
+    "Equal",
+    "RealDiv",
+    "Greater",
+    "FloorMod",
+    "Equal",
+    "Mul",
+    "AddV2",
+    *["Greater", "FloorMod", "Equal", "RealDiv"] * 4,
+    "Greater",
+]
 
 
 @pytest.mark.parametrize("mode", ["NO_TENSOR", *SUMMARY_MODES, "FULL_TENSOR"])
@@ -319,11 +398,17 @@ def test_eager_ops_are_recorded_alike(conformance, mode):
     if mode == "FULL_TENSOR":
         for t, o in zip(theirs.executions, ours.executions):
             _same_values(t.values, o.values)
-        assert [float(e.values[0]) for e in ours.executions if e.op_type == "RealDiv"] == \
-            [5, 8, 4, 2, 1]
+        assert [float(e.values[0]) for e in ours.executions if e.op_type == "RealDiv"] == [
+            5,
+            8,
+            4,
+            2,
+            1,
+        ]
 
 
 # -- graph traces and their summaries --------------------------------------------------------
+
 
 @pytest.mark.parametrize("mode", SUMMARY_MODES)
 def test_summaries_of_bad_values_match_per_mode(conformance, mode):
@@ -334,11 +419,22 @@ def test_summaries_of_bad_values_match_per_mode(conformance, mode):
     for t, o in pairs:
         assert o.summary == t.summary, o.op_type
     division = pairs[-1][1].summary
-    expected = {"CURT_HEALTH": {"alert": True},
-                "CONCISE_HEALTH": {"size": 8, "neg_inf": 1, "pos_inf": 3, "nan": 2},
-                "FULL_HEALTH": {"rank": 1, "size": 8, "neg_inf": 1, "pos_inf": 3, "nan": 2,
-                                "neg": 1, "zero": 0, "pos": 1, "dtype": "float16"},
-                "SHAPE": {"dtype": "float16", "rank": 1, "size": 8, "shape": (8,)}}[mode]
+    expected = {
+        "CURT_HEALTH": {"alert": True},
+        "CONCISE_HEALTH": {"size": 8, "neg_inf": 1, "pos_inf": 3, "nan": 2},
+        "FULL_HEALTH": {
+            "rank": 1,
+            "size": 8,
+            "neg_inf": 1,
+            "pos_inf": 3,
+            "nan": 2,
+            "neg": 1,
+            "zero": 0,
+            "pos": 1,
+            "dtype": "float16",
+        },
+        "SHAPE": {"dtype": "float16", "rank": 1, "size": 8, "shape": (8,)},
+    }[mode]
     assert division == expected
     # On purpose: we also trace the function's two inputs.
     assert [t.op_type for t in ours.traces].count("Placeholder") == 2
@@ -354,14 +450,16 @@ def test_summaries_of_a_training_step_that_turns_nan_match(conformance, mode):
     assert len(pairs) > 40
     for t, o in pairs:
         assert o.summary == t.summary, (o.op_type, o.op_name)
-    second = pairs[len(pairs) // 2:]
+    second = pairs[len(pairs) // 2 :]
     matmul = next(o for _, o in second if o.op_type == "MatMul")
     if mode == "CURT_HEALTH":
         assert matmul.summary == {"alert": True}
     else:
         assert matmul.summary["nan"] == 5  # the input's row, times every column
-    assert not any((o.summary or {}).get("alert") or (o.summary or {}).get("nan")
-                   for _, o in pairs[:len(pairs) // 2])
+    assert not any(
+        (o.summary or {}).get("alert") or (o.summary or {}).get("nan")
+        for _, o in pairs[: len(pairs) // 2]
+    )
 
 
 def test_boolean_tensors_have_shapes(conformance):
@@ -369,8 +467,7 @@ def test_boolean_tensors_have_shapes(conformance):
     pairs = _paired(theirs, ours)
     assert [t.op_type for t, _ in pairs] == ["LogicalAnd", "LogicalNot"]
     for t, o in pairs:
-        assert o.summary == t.summary == {"dtype": "bool", "rank": 2, "size": 4,
-                                          "shape": (2, 2)}
+        assert o.summary == t.summary == {"dtype": "bool", "rank": 2, "size": 4, "shape": (2, 2)}
 
 
 @pytest.mark.parametrize("mode", ["NO_TENSOR", *SUMMARY_MODES, "FULL_TENSOR"])
@@ -434,8 +531,9 @@ def test_while_loop_in_a_function(conformance, mode):
             assert [bool(t.value) for t in facts.traces_of("Less")] == [True] * 4 + [False]
 
 
-@pytest.mark.parametrize("mode", ["NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "SHAPE",
-                                  "FULL_TENSOR"])
+@pytest.mark.parametrize(
+    "mode", ["NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "SHAPE", "FULL_TENSOR"]
+)
 def test_calls_from_several_threads(conformance, mode):
     """One call on the enabling thread, three on other threads: all four traced."""
     theirs, ours = conformance.both(f"threads-{mode}")
@@ -446,10 +544,14 @@ def test_calls_from_several_threads(conformance, mode):
 
     def kinds(traces):
         return collections.Counter(
-            (t.op_type, t.op_name, t.slot,
-             tuple(sorted(t.summary.items())) if mode in SUMMARY_MODES and t.summary
-             else None)
-            for t in traces)
+            (
+                t.op_type,
+                t.op_name,
+                t.slot,
+                tuple(sorted(t.summary.items())) if mode in SUMMARY_MODES and t.summary else None,
+            )
+            for t in traces
+        )
 
     assert kinds(ours_traces) == kinds(theirs_traces)
     types = [t.op_type for t in ours_traces]
@@ -468,6 +570,7 @@ def test_calls_from_several_threads(conformance, mode):
 
 # -- Keras models ---------------------------------------------------------------------------
 
+
 def _traced_kinds(facts: Facts) -> collections.Counter:
     return collections.Counter((t.op_type, t.slot) for t in facts.traces)
 
@@ -475,8 +578,9 @@ def _traced_kinds(facts: Facts) -> collections.Counter:
 def _assert_untraced_inputs_are_dataset_elements(theirs: Facts, ours: Facts) -> None:
     """The inputs TensorFlow traces and we do not are tf.data functions' (``args_N``):
     Keras' fit hands its data maps the whole arrays at every step."""
-    untraced = ({t.op_name for t in theirs.traces if t.op_type == "Placeholder"}
-                - {t.op_name for t in ours.traces if t.op_type == "Placeholder"})
+    untraced = {t.op_name for t in theirs.traces if t.op_type == "Placeholder"} - {
+        t.op_name for t in ours.traces if t.op_type == "Placeholder"
+    }
     assert all(name.startswith("args_") for name in untraced), untraced
 
 
@@ -497,8 +601,7 @@ def test_keras_recurrent_model_predict_and_fit(conformance, mode):
     # forward loop body, are not traced by us; function inputs are, but for tf.data
     # functions' (Keras' fit hands its data maps the whole arrays at every step).
     # Keras' RNN runs a first step outside its loop and throws it away: not traced.
-    assert {op for op, _ in only_theirs} <= \
-        TF_ONLY | {"Shape", "Placeholder"} | _unused_kinds(ours)
+    assert {op for op, _ in only_theirs} <= TF_ONLY | {"Shape", "Placeholder"} | _unused_kinds(ours)
     _assert_untraced_inputs_are_dataset_elements(theirs, ours)
     allowed = OURS_ONLY | ({"Const", "TensorListPopBack"} if mode == "FULL_TENSOR" else set())
     assert {op for op, _ in only_ours} <= allowed
@@ -508,8 +611,7 @@ def test_keras_recurrent_model_predict_and_fit(conformance, mode):
 def test_mobilenet_v2_fit(conformance, mode):
     theirs, ours = conformance.both(f"mobilenet-{mode}")
     for facts in (theirs, ours):
-        assert {"Conv2D", "Relu6", "Conv2DBackpropFilter", "Relu6Grad"} <= \
-            set(facts.trace_types())
+        assert {"Conv2D", "Relu6", "Conv2DBackpropFilter", "Relu6Grad"} <= set(facts.trace_types())
     assert [e.op_type for e in ours.executions] == [e.op_type for e in theirs.executions]
     only_theirs = _traced_kinds(theirs) - _traced_kinds(ours)
     only_ours = _traced_kinds(ours) - _traced_kinds(theirs)
@@ -524,6 +626,7 @@ def test_mobilenet_v2_fit(conformance, mode):
 
 
 # -- circular buffer and arguments -----------------------------------------------------------
+
 
 def test_circular_buffer_keeps_the_latest_and_also_the_first_alert(conformance):
     """A buffer of 5: both keep the latest 5 executions; we also keep the first
@@ -543,12 +646,21 @@ def test_bad_arguments_raise_value_error_as_in_tensorflow(conformance):
     """The same error class; the message names what TensorFlow's names: the offending
     value and the valid options."""
     theirs, ours = conformance.seen["tf"]["errors"], conformance.seen["ours"]["errors"]
-    assert {k: v[0] for k, v in theirs.items()} == {k: v[0] for k, v in ours.items()} == \
-        {"mode": "ValueError", "dtypes_dict": "ValueError", "dtypes_str": "ValueError"}
+    assert (
+        {k: v[0] for k, v in theirs.items()}
+        == {k: v[0] for k, v in ours.items()}
+        == {"mode": "ValueError", "dtypes_dict": "ValueError", "dtypes_str": "ValueError"}
+    )
     mode_message = ours["mode"][1]
     assert "NONSENSICAL" in mode_message and "tensor_debug_mode" in mode_message
-    for valid in ("NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH", "SHAPE",
-                  "FULL_TENSOR"):
+    for valid in (
+        "NO_TENSOR",
+        "CURT_HEALTH",
+        "CONCISE_HEALTH",
+        "FULL_HEALTH",
+        "SHAPE",
+        "FULL_TENSOR",
+    ):
         assert valid in theirs["mode"][1] and valid in mode_message
     for label, offending in (("dtypes_dict", "{}"), ("dtypes_str", "float32")):
         message = ours[label][1]
@@ -558,25 +670,37 @@ def test_bad_arguments_raise_value_error_as_in_tensorflow(conformance):
 
 # -- what the dumper adds, and distribution (TensorFlow's distributed_callbacks_test) ------
 
+
 @pytest.mark.parametrize("mode", ["NO_TENSOR", "CURT_HEALTH", "FULL_TENSOR"])
 def test_calls_are_recorded_with_the_program_s_inputs(conformance, mode):
     """A call of ``outer(x, y)`` has the inputs TensorFlow's dumper records (the two
     arguments and the captured variable of the function it calls), ``single(x)`` one:
     not the dumper's own queue and counter; nor are they ops of the graphs."""
     theirs, ours = conformance.both(f"call_inputs-{mode}")
+
     def calls(facts):
-        return [(e.op_type, e.inputs) for e in facts.executions
-                if e.op_type.startswith("__inference_")]
+        return [
+            (e.op_type, e.inputs) for e in facts.executions if e.op_type.startswith("__inference_")
+        ]
+
     assert calls(ours) == calls(theirs)
     assert [n for _, n in calls(ours)] == [3, 1]
     with reader.open_run(str(conformance.root / "ours" / f"call_inputs-{mode}")) as dump:
         # Each graph's inputs: its arguments, then the capture of ``scale`` (a resource
         # placeholder), and nothing of the dumper's.
-        inputs = {graph.name: [op.output_dtypes[0] for op in dump.graph_ops(graph.id)
-                               if op.op_type == "Placeholder"]
-                  for graph in dump.graphs()}
-        assert inputs == {"outer": ["float32", "float32", "resource"],
-                          "inner": ["float32", "resource"], "single": ["float32"]}
+        inputs = {
+            graph.name: [
+                op.output_dtypes[0]
+                for op in dump.graph_ops(graph.id)
+                if op.op_type == "Placeholder"
+            ]
+            for graph in dump.graphs()
+        }
+        assert inputs == {
+            "outer": ["float32", "float32", "resource"],
+            "inner": ["float32", "resource"],
+            "single": ["float32"],
+        }
 
 
 def _per_device(facts: Facts, op_types) -> dict[str, collections.Counter]:
@@ -591,18 +715,27 @@ def _per_device(facts: Facts, op_types) -> dict[str, collections.Counter]:
 FIT_OPS = ("MatMul", "BiasAdd", "Relu", "ReluGrad")
 
 
-@pytest.mark.parametrize("scenario,mode", [
-    *(("mirrored_fit", m) for m in ("NO_TENSOR", *SUMMARY_MODES, "FULL_TENSOR")),
-    ("mirrored_fit_in_scope", "NO_TENSOR"), ("mirrored_fit_in_scope", "FULL_TENSOR")])
+@pytest.mark.parametrize(
+    "scenario,mode",
+    [
+        *(("mirrored_fit", m) for m in ("NO_TENSOR", *SUMMARY_MODES, "FULL_TENSOR")),
+        ("mirrored_fit_in_scope", "NO_TENSOR"),
+        ("mirrored_fit_in_scope", "FULL_TENSOR"),
+    ],
+)
 def test_keras_fit_under_mirrored_strategy_on_two_devices(conformance, scenario, mode):
     """Keras fit on two replicas runs in every mode, enabled before or inside the
     strategy's scope; its ops are traced on both devices equally, as TensorFlow's
     dumper traces them, and the step is one function call (one epoch of one batch)."""
     theirs, ours = conformance.both(f"{scenario}-{mode}")
-    assert conformance.seen["ours"][scenario.replace("_in_scope", "")] == \
-        conformance.seen["tf"][scenario.replace("_in_scope", "")]
+    assert (
+        conformance.seen["ours"][scenario.replace("_in_scope", "")]
+        == conformance.seen["tf"][scenario.replace("_in_scope", "")]
+    )
+
     def calls(facts):
         return [e for e in facts.executions if e.op_type.startswith("__inference_")]
+
     assert len(calls(ours)) == len(calls(theirs)) == 1
     ours_by_device, theirs_by_device = _per_device(ours, FIT_OPS), _per_device(theirs, FIT_OPS)
     assert ours_by_device == theirs_by_device
@@ -610,9 +743,13 @@ def test_keras_fit_under_mirrored_strategy_on_two_devices(conformance, scenario,
     assert set(ours_by_device["CPU:0"]) >= {"MatMul", "Relu", "ReluGrad"}
     if mode == "FULL_TENSOR":
         for device in DEVICES:
-            relus = [(t.value, o.value) for t, o in zip(
-                [t for t in theirs.traces if t.op_type == "Relu" and t.device.endswith(device)],
-                [o for o in ours.traces if o.op_type == "Relu" and o.device.endswith(device)])]
+            relus = [
+                (t.value, o.value)
+                for t, o in zip(
+                    [t for t in theirs.traces if t.op_type == "Relu" and t.device.endswith(device)],
+                    [o for o in ours.traces if o.op_type == "Relu" and o.device.endswith(device)],
+                )
+            ]
             assert relus
             for their_value, our_value in relus:
                 np.testing.assert_array_equal(their_value, our_value)
@@ -624,8 +761,10 @@ def test_custom_loop_under_mirrored_strategy_in_a_function(conformance, mode):
     on both devices as TensorFlow's dumper traces them, and the weights reach what
     two SGD steps on summed gradients give."""
     theirs, ours = conformance.both(f"mirrored_loop_function-{mode}")
-    assert conformance.seen["ours"]["mirrored_loop_function"] == \
-        conformance.seen["tf"]["mirrored_loop_function"]
+    assert (
+        conformance.seen["ours"]["mirrored_loop_function"]
+        == conformance.seen["tf"]["mirrored_loop_function"]
+    )
     by_device = _per_device(ours, ("MatMul", "BiasAdd"))
     assert by_device == _per_device(theirs, ("MatMul", "BiasAdd"))
     assert by_device["CPU:0"]["BiasAdd"] == by_device["CPU:1"]["BiasAdd"] == 2
@@ -640,8 +779,13 @@ def test_custom_loop_under_mirrored_strategy_run_eagerly(conformance, mode):
     step's ops eagerly; both dumpers record MatMul and BiasAdd on both devices."""
     theirs, ours = conformance.both(f"mirrored_loop-{mode}")
     assert conformance.seen["ours"]["mirrored_loop"] == conformance.seen["tf"]["mirrored_loop"]
+
     def executed(facts):
-        return collections.Counter((e.op_type, (e.device or "")[-5:]) for e in facts.executions
-                                   if e.op_type in ("MatMul", "BiasAdd"))
+        return collections.Counter(
+            (e.op_type, (e.device or "")[-5:])
+            for e in facts.executions
+            if e.op_type in ("MatMul", "BiasAdd")
+        )
+
     assert executed(ours) == executed(theirs)
     assert executed(ours)[("BiasAdd", "CPU:0")] == executed(ours)[("BiasAdd", "CPU:1")] == 1

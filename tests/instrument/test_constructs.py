@@ -20,8 +20,9 @@ WHILE_ITERATIONS = 3
 HEALTH = fmt.HEALTH_MODES
 
 
-def call_traces(dump: Dump, function_prefix: str,
-                occurrence: int = 0) -> list[tuple[str, str, str]]:
+def call_traces(
+    dump: Dump, function_prefix: str, occurrence: int = 0
+) -> list[tuple[str, str, str]]:
     """(graph name, op type, op name) of the traces of one eager call, in order."""
     calls = [e for e in dump.executions if e["op"].startswith(function_prefix)]
     step = calls[occurrence]["i"]
@@ -87,8 +88,12 @@ def test_function_calls_map_to_their_graphs(constructs, mode):
     assert graph["outer"] is None
     (inner,) = dump.graph_named("inner")
     assert inner["outer"] == graph["id"]
-    bodies = dump.graph_named("while_body") + dump.graph_named("while_cond") \
-        + dump.graph_named("cond_true") + dump.graph_named("cond_false")
+    bodies = (
+        dump.graph_named("while_body")
+        + dump.graph_named("while_cond")
+        + dump.graph_named("cond_true")
+        + dump.graph_named("cond_false")
+    )
     assert len(bodies) == 4 and all(b["outer"] == graph["id"] for b in bodies)
 
 
@@ -110,14 +115,20 @@ def test_graph_traces_follow_execution_order(constructs, mode):
     # Function input first, then every loop iteration, the taken branch only, then the
     # nested function, whose Log comes before its Mul.
     assert names[0] == ("outer", "x")
-    body_muls = [i for i, (g, n) in enumerate(names)
-                 if g.startswith("while_body") and n == "while/mul"]
+    body_muls = [
+        i for i, (g, n) in enumerate(names) if g.startswith("while_body") and n == "while/mul"
+    ]
     assert len(body_muls) == WHILE_ITERATIONS
     taken = [i for i, (g, _) in enumerate(names) if g.startswith("cond_true")]
     assert taken and not any(g.startswith("cond_false") for g, _ in names)
     log = names.index(("inner", "Log"))
-    assert (body_muls[-1] < taken[0] < names.index(("outer", "sub")) < log
-            < names.index(("inner", "mul")))
+    assert (
+        body_muls[-1]
+        < taken[0]
+        < names.index(("outer", "sub"))
+        < log
+        < names.index(("inner", "mul"))
+    )
 
 
 @pytest.mark.parametrize("mode", ALL_MODES)
@@ -154,6 +165,7 @@ def test_health_summaries_count_the_nonfinite(constructs, mode):
 def test_concise_rows_agree_with_full_health_for_every_trace(constructs):
     """CONCISE_HEALTH counts equal FULL_HEALTH's for the same traces of the same
     program, batched and per-tensor routes alike."""
+
     def rows(mode, columns):
         dump = constructs[mode]
         out = []
@@ -173,13 +185,20 @@ def test_concise_rows_agree_with_full_health_for_every_trace(constructs):
 @pytest.mark.parametrize("mode", ALL_MODES)
 def test_dtypes_traced_per_mode(constructs, mode):
     dump = constructs[mode]
-    (less,) = [op for op in dump.ops_of_type("Less")
-               if dump.graphs[op["graph"]]["name"].startswith("while_cond")]
+    (less,) = [
+        op
+        for op in dump.ops_of_type("Less")
+        if dump.graphs[op["graph"]]["name"].startswith("while_cond")
+    ]
     int_traced = less["tps"][0] is not None  # a bool output
     assert int_traced == (mode in (fmt.NO_TENSOR, fmt.SHAPE, fmt.FULL_TENSOR))
-    dtypes = {op["dtypes"][0] for op in dump.ops.values()
-              if op["tps"] and op["tps"][0] is not None
-              and dump.graphs[op["graph"]]["name"] == "low_precision"}
+    dtypes = {
+        op["dtypes"][0]
+        for op in dump.ops.values()
+        if op["tps"]
+        and op["tps"][0] is not None
+        and dump.graphs[op["graph"]]["name"] == "low_precision"
+    }
     assert {19, 14} <= dtypes  # float16 and bfloat16 are traced in every mode
     for op in dump.ops.values():
         assert op["type"] not in ("VarHandleOp",) or op["tps"] == [None]
@@ -217,8 +236,9 @@ def test_tf_data_map_function_is_traced(constructs, mode):
     # The function's input (the dataset element; Keras' fit on arrays passes the whole
     # arrays at every step) is recorded, not traced: tf.data names the graph so.
     assert graph["name"].startswith("Dataset_map")
-    inputs = [op for op in dump.ops.values()
-              if op["graph"] == graph["id"] and op["type"] == "Placeholder"]
+    inputs = [
+        op for op in dump.ops.values() if op["graph"] == graph["id"] and op["type"] == "Placeholder"
+    ]
     assert inputs and all(tp is None for op in inputs for tp in op["tps"])
     if mode == fmt.FULL_TENSOR:
         values = sorted(float(decode_value(t.value)) for t in sqrt)  # scalars
@@ -230,9 +250,13 @@ def test_a_lambda_outside_any_function_has_frames_the_reader_takes(constructs, m
     """AutoGraph names no function for it: its frame takes the generated code's name
     (the writer once wrote none, and the reader skipped the frame as damage)."""
     dump = constructs[mode]
-    (mul,) = [op for op in dump.ops.values() if op["type"] == "Mul"
-              and dump.graphs[op["graph"]]["name"].startswith("Dataset_map")
-              and op["name"].startswith("mul")]
+    (mul,) = [
+        op
+        for op in dump.ops.values()
+        if op["type"] == "Mul"
+        and dump.graphs[op["graph"]]["name"].startswith("Dataset_map")
+        and op["name"].startswith("mul")
+    ]
     line = line_of(PROGRAMS / "constructs.py", "# LAMBDA")
     assert (str(PROGRAMS / "constructs.py"), line, "<lambda>") in dump.stack_frames(mul["stack"])
     with reader.open_run(str(constructs["logdir"] / mode)) as run:
@@ -252,8 +276,10 @@ def test_definitions_are_written_once(constructs, mode):
     dump = constructs[mode]
     # A frame is a place and the expression running there: two ops made on one line
     # by different calls are two frames.
-    locations = [(f["file"], f["line"], f["func"], f.get("col"), f.get("end_line"),
-                  f.get("end_col")) for f in dump.frames.values()]
+    locations = [
+        (f["file"], f["line"], f["func"], f.get("col"), f.get("end_line"), f.get("end_col"))
+        for f in dump.frames.values()
+    ]
     assert len(locations) == len(set(locations))
     stacks = [tuple(s) for s in dump.stacks.values()]
     assert len(stacks) == len(set(stacks))
@@ -268,8 +294,9 @@ def test_library_sources_are_not_snapshotted(constructs, mode):
     user = by_path[str(PROGRAMS / "constructs.py")]
     assert user["library"] is False and user["lines"][0].startswith('"""Exercise')
     tf_files = [f for p, f in by_path.items() if "/tensorflow/" in p]
-    assert tf_files and all(f["library"] and f["lines"] is None and f["omitted"] == "library"
-                            for f in tf_files)
+    assert tf_files and all(
+        f["library"] and f["lines"] is None and f["omitted"] == "library" for f in tf_files
+    )
     package = os.path.dirname(instrument.__file__) + os.sep
     # The callback's own frames are left out of stacks.
     assert not [p for p in by_path if p.startswith(package)]

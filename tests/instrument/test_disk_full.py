@@ -34,8 +34,13 @@ def tiny_disk(tmp_path):
     if os.name != "posix" or os.geteuid() != 0 or shutil.which("mount") is None:
         yield None
         return
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs",
-                              str(mount_point)], capture_output=True).returncode == 0
+    mounted = (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount_point)],
+            capture_output=True,
+        ).returncode
+        == 0
+    )
     try:
         yield mount_point if mounted else None
     finally:
@@ -45,7 +50,8 @@ def tiny_disk(tmp_path):
 
 @pytest.mark.parametrize("disk", ["tmpfs", "fake"])
 def test_training_on_a_full_disk_goes_on_and_the_dump_says_recording_stopped(
-        tmp_path, tiny_disk, disk, capsys):
+    tmp_path, tiny_disk, disk, capsys
+):
     if disk == "tmpfs":
         if tiny_disk is None:
             pytest.skip("a tmpfs cannot be mounted here (needs root on Linux)")
@@ -54,15 +60,20 @@ def test_training_on_a_full_disk_goes_on_and_the_dump_says_recording_stopped(
         logdir, extra = tmp_path / "logdir", [str(FAKE_DISK_BYTES)]
     result = subprocess.run(
         [sys.executable, str(PROGRAMS / "disk_full.py"), str(logdir), str(STEPS), *extra],
-        cwd=ROOT, env=program_env(), capture_output=True, text=True,
-        timeout=PROGRAM_TIMEOUT_S)
+        cwd=ROOT,
+        env=program_env(),
+        capture_output=True,
+        text=True,
+        timeout=PROGRAM_TIMEOUT_S,
+    )
 
     assert result.returncode == 0, result.stderr[-4000:]
     out = result.stdout.splitlines()
     assert out[0].startswith("RUN ")
     assert out[1:] == [line for line in out[1:] if line.startswith(("step ", "DONE "))]
     assert [line.split(" loss")[0] for line in out if line.startswith("step ")] == [
-        f"step {step}" for step in range(0, STEPS, 500)]
+        f"step {step}" for step in range(0, STEPS, 500)
+    ]
     assert out[-1].startswith(f"DONE {STEPS} steps")
     assert "Traceback" not in result.stderr
     about_dump = [line for line in result.stderr.splitlines() if "tfdbg-tui" in line]
@@ -89,5 +100,6 @@ def test_training_on_a_full_disk_goes_on_and_the_dump_says_recording_stopped(
     assert report_main([str(logdir), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["state"] == liveness.STOPPED and report["finished"] is False
-    assert len([n for n in report["notices"]
-                if n["kind"] == fmt.NOTICE_RECORDING_STOPPED]) == len(stops)
+    assert len([n for n in report["notices"] if n["kind"] == fmt.NOTICE_RECORDING_STOPPED]) == len(
+        stops
+    )

@@ -33,26 +33,29 @@ def values_of(dump: Dump, op_name: str) -> list[np.ndarray]:
     return out
 
 
-@pytest.mark.parametrize("name,expected", [
-    ("f32", X * 2),
-    ("f64", X.astype(np.float64)),
-    ("f16", X.astype(np.float16)),
-    ("bf16", X),  # bfloat16 is stored widened to float32; these values are exact in it
-    ("int8", np.abs(X).astype(np.int8)),
-    ("uint8", np.abs(X).astype(np.uint8)),
-    ("int16", np.abs(X).astype(np.int16)),
-    ("uint16", np.abs(X).astype(np.uint16)),
-    ("int32", np.abs(X).astype(np.int32)),
-    ("uint32", np.abs(X).astype(np.uint32)),
-    ("int64", np.abs(X).astype(np.int64)),
-    ("uint64", np.abs(X).astype(np.uint64)),
-    ("complex64", np.abs(X).astype(np.complex64)),
-    ("complex128", np.abs(X).astype(np.complex128)),
-    ("bool", X > 0),
-    ("scalar", np.float32(X.sum())),
-    ("empty", np.zeros((0, 3), np.float32)),
-    ("dynamic", X - 1),
-])
+@pytest.mark.parametrize(
+    "name,expected",
+    [
+        ("f32", X * 2),
+        ("f64", X.astype(np.float64)),
+        ("f16", X.astype(np.float16)),
+        ("bf16", X),  # bfloat16 is stored widened to float32; these values are exact in it
+        ("int8", np.abs(X).astype(np.int8)),
+        ("uint8", np.abs(X).astype(np.uint8)),
+        ("int16", np.abs(X).astype(np.int16)),
+        ("uint16", np.abs(X).astype(np.uint16)),
+        ("int32", np.abs(X).astype(np.int32)),
+        ("uint32", np.abs(X).astype(np.uint32)),
+        ("int64", np.abs(X).astype(np.int64)),
+        ("uint64", np.abs(X).astype(np.uint64)),
+        ("complex64", np.abs(X).astype(np.complex64)),
+        ("complex128", np.abs(X).astype(np.complex128)),
+        ("bool", X > 0),
+        ("scalar", np.float32(X.sum())),
+        ("empty", np.zeros((0, 3), np.float32)),
+        ("dynamic", X - 1),
+    ],
+)
 def test_value_is_exact_with_dtype_and_shape(dump, name, expected):
     [value] = values_of(dump, name)
     expected = np.asarray(expected)

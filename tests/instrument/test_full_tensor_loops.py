@@ -35,9 +35,10 @@ def test_every_iteration_of_a_while_loop_is_exact_and_in_order(loops):
     are those the loop computed (recomputed here in float32, IEEE like TensorFlow's
     kernels), three calls of 40 iterations each, in iteration order."""
     dump, _ = loops
-    got = {name: values_of(dump, f"while/{name}")
-           for name in ("scaled", "grown", "big", "label", "wide", "folded", "chosen",
-                        "quarter")}
+    got = {
+        name: values_of(dump, f"while/{name}")
+        for name in ("scaled", "grown", "big", "label", "wide", "folded", "chosen", "quarter")
+    }
     assert all(len(values) == ITERATIONS * CALLS for values in got.values())
     at = 0
     for call in range(CALLS):
@@ -46,10 +47,17 @@ def test_every_iteration_of_a_while_loop_is_exact_and_in_order(loops):
             scaled = v * np.float32(0.5)
             grown = scaled + np.float32(i)
             folded = (grown + grown) + grown
-            want = {"scaled": scaled, "grown": grown, "big": grown > 3,
-                    # Text decodes as a flat array of its elements (reader.values).
-                    "label": np.array([str(i)], object), "wide": np.tile(grown, (3, 1)),
-                    "folded": folded, "chosen": folded, "quarter": folded * np.float32(0.25)}
+            want = {
+                "scaled": scaled,
+                "grown": grown,
+                "big": grown > 3,
+                # Text decodes as a flat array of its elements (reader.values).
+                "label": np.array([str(i)], object),
+                "wide": np.tile(grown, (3, 1)),
+                "folded": folded,
+                "chosen": folded,
+                "quarter": folded * np.float32(0.25),
+            }
             for name, value in want.items():
                 assert got[name][at].shape == value.shape, (name, call, i)
                 np.testing.assert_array_equal(got[name][at], value, err_msg=f"{name} {i}")
@@ -65,14 +73,15 @@ def test_an_lstm_fits_inputs_arrive_exact_at_each_timestep(loops):
     batches = [v for v in values_of(dump, "IteratorGetNext") if v.dtype == np.float32]
     assert len(batches) == FIT_STEPS
     for step, batch in enumerate(batches):
-        np.testing.assert_array_equal(batch, x[step * BATCH:(step + 1) * BATCH])
+        np.testing.assert_array_equal(batch, x[step * BATCH : (step + 1) * BATCH])
     name = "sequential_1/lstm_1/while/TensorArrayV2Read/TensorListGetItem"
     traces = [t for t in dump.traces if dump.trace_op(t)["name"] == name]
     assert len(traces) == FIT_STEPS * TIMESTEPS
     for n, trace in enumerate(traces):
         step, t = divmod(n, TIMESTEPS)
-        np.testing.assert_array_equal(decode_value(trace.value),
-                                      x[step * BATCH:(step + 1) * BATCH, t, :])
+        np.testing.assert_array_equal(
+            decode_value(trace.value), x[step * BATCH : (step + 1) * BATCH, t, :]
+        )
     steps = [trace.step for trace in traces]
     assert steps == sorted(steps) and len(set(steps)) == FIT_STEPS
     assert dump.end is not None and dump.end["num_traces"] == len(dump.traces)

@@ -12,7 +12,8 @@ def test_full_tensor_values_past_the_bound_are_drained_by_the_handing_thread():
     received = []
     buffer = HostTraceBuffer(
         "FULL_TENSOR",
-        lambda tps, rows, values, ordinals, alert: received.append((tps.tolist(), values)))
+        lambda tps, rows, values, ordinals, alert: received.append((tps.tolist(), values)),
+    )
     quarter = np.arange(HOST_BUFFER_MAX_BYTES // 16, dtype=np.float32)  # a quarter of the bound
     for trace_point in range(4):
         buffer._append(trace_point, quarter)  # what the graph's py_func calls

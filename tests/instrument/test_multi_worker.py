@@ -27,15 +27,21 @@ def job(tmp_path_factory):
     """The logdir both workers wrote, and what each printed."""
     logdir = tmp_path_factory.mktemp("multi_worker") / "logdir"
     ports = [str(p) for p in free_ports(2)]
-    workers = [subprocess.Popen([sys.executable, str(PROGRAM), str(logdir), str(i), *ports],
-                                env=program_env(), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True) for i in range(2)]
+    workers = [
+        subprocess.Popen(
+            [sys.executable, str(PROGRAM), str(logdir), str(i), *ports],
+            env=program_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(2)
+    ]
     outputs = []
     for worker in workers:
         out, err = worker.communicate(timeout=PROGRAM_TIMEOUT_S)
         assert worker.returncode == 0, err[-3000:]
-        outputs.append([line.split()[1:] for line in out.splitlines()
-                        if line.startswith("STEP")])
+        outputs.append([line.split()[1:] for line in out.splitlines() if line.startswith("STEP")])
     return logdir, outputs
 
 
@@ -43,8 +49,9 @@ def test_both_workers_train_and_both_runs_are_complete(job):
     logdir, outputs = job
     # Instrumented, the job computes what it computes without us: -inf at step 2 only.
     for printed in outputs:
-        assert [value for _, value in printed] == ["-1.0260303020477295"] * 2 + ["-inf"] + \
-            ["-1.0260303020477295"]
+        assert [value for _, value in printed] == ["-1.0260303020477295"] * 2 + ["-inf"] + [
+            "-1.0260303020477295"
+        ]
     runs = reader.list_runs(logdir)
     assert sorted(r.task for r in runs) == ["worker 0", "worker 1"]
     assert len({r.cluster for r in runs}) == 1 and runs[0].cluster
@@ -62,11 +69,14 @@ def test_the_worker_that_went_non_finite_first_is_named(job):
         origin, other = first_nonfinite_workers(dump)
         # Worker 0 only received the -inf through the all-reduce.
         diagnosis = diagnose_cause(dump, dump.root_cause())
-    assert (origin.task, origin.op_type, origin.received, origin.first_step) == \
-        ("worker 1", "Log", False, 2)
+    assert (origin.task, origin.op_type, origin.received, origin.first_step) == (
+        "worker 1",
+        "Log",
+        False,
+        2,
+    )
     assert (origin.frame.path, origin.frame.line) == (str(PROGRAM), line_of(PROGRAM, "LOG_LINE"))
-    assert (other.task, other.received, other.op_type) == \
-        ("worker 0", True, "CollectiveReduceV2")
+    assert (other.task, other.received, other.op_type) == ("worker 0", True, "CollectiveReduceV2")
     assert diagnosis.pattern == "nonfinite_input"
     assert "from another worker or replica" in diagnosis.explanation
 
@@ -76,8 +86,10 @@ def test_report_names_the_workers(job, capsys):
     worker0 = next(r for r in reader.list_runs(logdir) if r.task == "worker 0")
     assert report_main([str(logdir), "--run", worker0.run_id, "--json"]) == 0
     workers = json.loads(capsys.readouterr().out)["workers"]
-    assert [(w["task"], w["received"], w["this_run"]) for w in workers] == \
-        [("worker 1", False, False), ("worker 0", True, True)]
+    assert [(w["task"], w["received"], w["this_run"]) for w in workers] == [
+        ("worker 1", False, False),
+        ("worker 0", True, True),
+    ]
     assert workers[0]["source"]["line"] == line_of(PROGRAM, "LOG_LINE")
     assert report_main([str(logdir), "--run", worker0.run_id]) == 0
     out = capsys.readouterr().out
@@ -87,11 +99,19 @@ def test_report_names_the_workers(job, capsys):
     assert "worker 0" in run_label(worker0).plain
 
 
-@pytest.mark.parametrize("tf_config, task", [
-    (None, None), ("", None), ("not json", None), ('{"task": {}}', None),
-    ('{"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 1}}',
-     ("worker", 1)),
-])
+@pytest.mark.parametrize(
+    "tf_config, task",
+    [
+        (None, None),
+        ("", None),
+        ("not json", None),
+        ('{"task": {}}', None),
+        (
+            '{"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 1}}',
+            ("worker", 1),
+        ),
+    ],
+)
 def test_the_task_comes_from_tf_config(tf_config, task):
     found = distributed_task(tf_config)
     assert (found["type"], found["index"]) == task if task else found is None
@@ -114,8 +134,11 @@ async def _pick_in_the_tui(logdir, runs) -> None:
     async with hunted_app(logdir, (120, 30), run_id=runs["worker 0"].run_id) as (app, pilot):
         await pilot.press("r")
         await wait_for(pilot, lambda: isinstance(app.screen, RunPickerDialog), what="picker")
-        rows = lambda: [line for line in screen_text(app).splitlines()  # noqa: E731
-                        if "worker" in line and "first non-finite" in line]
+        rows = lambda: [  # noqa: E731
+            line
+            for line in screen_text(app).splitlines()
+            if "worker" in line and "first non-finite" in line
+        ]
         await wait_for(pilot, lambda: rows(), what="the first worker marked")
         (marked,) = rows()
         assert runs["worker 1"].run_id in marked and "worker 1" in marked

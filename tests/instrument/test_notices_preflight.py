@@ -23,8 +23,8 @@ class RecordingWriter:
 
 def fake_tf(jit="", eagerly=False):
     config = types.SimpleNamespace(
-        optimizer=types.SimpleNamespace(get_jit=lambda: jit),
-        functions_run_eagerly=lambda: eagerly)
+        optimizer=types.SimpleNamespace(get_jit=lambda: jit), functions_run_eagerly=lambda: eagerly
+    )
     return types.SimpleNamespace(config=config)
 
 
@@ -38,15 +38,27 @@ def test_each_setting_is_a_notice_once(monkeypatch):
     monkeypatch.delenv("TF_XLA_FLAGS", raising=False)
     writer = RecordingWriter()
     board = NoticeBoard(writer)
-    preflight(board, fake_tf(jit="autoclustering", eagerly=True), circular_buffer_size=1000,
-              op_regex="^MatMul$", tensor_dtypes=["float32"])
-    preflight(board, fake_tf(jit="autoclustering", eagerly=True), circular_buffer_size=1000,
-              op_regex="^MatMul$", tensor_dtypes=["float32"])
+    preflight(
+        board,
+        fake_tf(jit="autoclustering", eagerly=True),
+        circular_buffer_size=1000,
+        op_regex="^MatMul$",
+        tensor_dtypes=["float32"],
+    )
+    preflight(
+        board,
+        fake_tf(jit="autoclustering", eagerly=True),
+        circular_buffer_size=1000,
+        op_regex="^MatMul$",
+        tensor_dtypes=["float32"],
+    )
     kinds = {kind: (level, details) for kind, level, details, _ in writer.notices}
     assert len(writer.notices) == len(kinds)  # once each
     assert kinds == {
-        fmt.NOTICE_XLA_AUTO_CLUSTERING: ("info", {"setting": "tf.config.optimizer.set_jit: "
-                                                             "autoclustering"}),
+        fmt.NOTICE_XLA_AUTO_CLUSTERING: (
+            "info",
+            {"setting": "tf.config.optimizer.set_jit: autoclustering"},
+        ),
         fmt.NOTICE_FUNCTIONS_RUN_EAGERLY: ("info", {}),
         fmt.NOTICE_MIXED_PRECISION: ("info", {"policy": "mixed_float16"}),
         fmt.NOTICE_FILTERS: ("info", {"op_regex": "^MatMul$", "tensor_dtypes": ["float32"]}),
@@ -58,13 +70,15 @@ def test_defaults_make_no_notice_and_the_flag_route_is_seen(monkeypatch):
     monkeypatch.setitem(sys.modules, "keras", fake_keras("float32"))
     monkeypatch.setenv("TF_XLA_FLAGS", "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit")
     writer = RecordingWriter()
-    preflight(NoticeBoard(writer), fake_tf(), circular_buffer_size=-1, op_regex=None,
-              tensor_dtypes=None)
+    preflight(
+        NoticeBoard(writer), fake_tf(), circular_buffer_size=-1, op_regex=None, tensor_dtypes=None
+    )
     assert [kind for kind, *_ in writer.notices] == [fmt.NOTICE_XLA_AUTO_CLUSTERING]
     monkeypatch.setenv("TF_XLA_FLAGS", "--tf_xla_auto_jit=0")
     writer = RecordingWriter()
-    preflight(NoticeBoard(writer), fake_tf(), circular_buffer_size=-1, op_regex=None,
-              tensor_dtypes=None)
+    preflight(
+        NoticeBoard(writer), fake_tf(), circular_buffer_size=-1, op_regex=None, tensor_dtypes=None
+    )
     assert writer.notices == []
 
 
@@ -78,7 +92,8 @@ def test_a_policy_set_after_enable_is_noticed_at_the_first_call(monkeypatch):
     monkeypatch.setitem(sys.modules, "keras", fake_keras("mixed_bfloat16"))
     recheck_settings(board)
     assert [(k, d) for k, _, d, _ in writer.notices] == [
-        (fmt.NOTICE_MIXED_PRECISION, {"policy": "mixed_bfloat16"})]
+        (fmt.NOTICE_MIXED_PRECISION, {"policy": "mixed_bfloat16"})
+    ]
 
 
 @pytest.mark.parametrize("seen", [False, True])
@@ -88,11 +103,20 @@ def test_threads_running_at_enable_are_a_warning_unless_reached(seen):
     worker.start()
     try:
         writer = RecordingWriter()
-        preflight(NoticeBoard(writer), fake_tf(), circular_buffer_size=-1, op_regex=None,
-                  tensor_dtypes=None, running_threads_seen=seen)
+        preflight(
+            NoticeBoard(writer),
+            fake_tf(),
+            circular_buffer_size=-1,
+            op_regex=None,
+            tensor_dtypes=None,
+            running_threads_seen=seen,
+        )
     finally:
         stop.set()
         worker.join()
-    found = [(level, details) for kind, level, details, _ in writer.notices
-             if kind == fmt.NOTICE_THREADS_BEFORE_ENABLE]
+    found = [
+        (level, details)
+        for kind, level, details, _ in writer.notices
+        if kind == fmt.NOTICE_THREADS_BEFORE_ENABLE
+    ]
     assert found == ([] if seen else [("warning", {"threads": ["loader"]})])

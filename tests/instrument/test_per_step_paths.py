@@ -17,12 +17,23 @@ def test_packed_pieces_are_msgpacks_bytes():
     packer = msgpack.Packer(use_bin_type=True)
     big = np.arange(LARGE_BINARY_BYTES, dtype=np.float32)  # four times the threshold
     record = {
-        "k": "traces", "i": 7, "tp": b"\x01\x00\x00\x00",
-        "v": [tensor_value_record(big, copy=False), tensor_value_record(big[:3]),
-              {"dtype": "<u1", "shape": [LARGE_BINARY_BYTES],
-               "data": bytes(LARGE_BINARY_BYTES)},  # exactly the threshold: bin 32
-              {"dtype": "<u1", "shape": [LARGE_BINARY_BYTES - 1],
-               "data": bytes(LARGE_BINARY_BYTES - 1)}]  # one less: bin 16
+        "k": "traces",
+        "i": 7,
+        "tp": b"\x01\x00\x00\x00",
+        "v": [
+            tensor_value_record(big, copy=False),
+            tensor_value_record(big[:3]),
+            {
+                "dtype": "<u1",
+                "shape": [LARGE_BINARY_BYTES],
+                "data": bytes(LARGE_BINARY_BYTES),
+            },  # exactly the threshold: bin 32
+            {
+                "dtype": "<u1",
+                "shape": [LARGE_BINARY_BYTES - 1],
+                "data": bytes(LARGE_BINARY_BYTES - 1),
+            },
+        ]  # one less: bin 16
         + [{"n": i} for i in range(17)],
         **{f"column{i}": i for i in range(16)},  # a map of more than 15 keys
     }
@@ -56,8 +67,9 @@ def test_values_alert_finds_nan_and_infinity_anywhere():
     complex_values[5] = complex(-np.inf, 0.0)
     assert values_alert([tensor_value_record(complex_values)])
     # Integers are never alerts; empty values are finite.
-    assert not values_alert([tensor_value_record(np.arange(5)),
-                             tensor_value_record(np.zeros(0, np.float32))])
+    assert not values_alert(
+        [tensor_value_record(np.arange(5)), tensor_value_record(np.zeros(0, np.float32))]
+    )
 
 
 def test_raw_counter_op_and_host_view(monkeypatch):
@@ -113,7 +125,6 @@ def test_a_record_file_writes_large_values_whole(tmp_path):
     assert header == {"k": "header"} and after == {"k": "after"}
     for stored, value in zip(traces["v"], values):
         np.testing.assert_array_equal(np.frombuffer(stored["data"], "<f8"), value)
-
 
 
 def test_a_batchs_finiteness_off_its_bytes_is_the_values():
@@ -180,10 +191,20 @@ def test_a_batch_of_words_and_bools_is_checked_and_cut_exactly(monkeypatch, chun
 
     finite = np.linspace(-3.0, 3.0, 37)
     low_word_nan = (np.full(5, 0x3FF00000_7FC00000, np.uint64)).view(np.float64)
-    floats = [(finite, tf.float32), (finite, tf.float64), (finite, tf.complex64),
-              (finite, tf.complex128), (low_word_nan, tf.float64)]
-    others = [([-1, 1, -7], tf.int32), ([True, False, True], tf.bool),
-              ([-1, 2**62], tf.int64), ([2**64 - 1], tf.uint64), (True, tf.bool)]
+    floats = [
+        (finite, tf.float32),
+        (finite, tf.float64),
+        (finite, tf.complex64),
+        (finite, tf.complex128),
+        (low_word_nan, tf.float64),
+    ]
+    others = [
+        ([-1, 1, -7], tf.int32),
+        ([True, False, True], tf.bool),
+        ([-1, 2**62], tf.int64),
+        ([2**64 - 1], tf.uint64),
+        (True, tf.bool),
+    ]
     clean = [spec for pair in zip(floats, others) for spec in pair]
     assert batch(clean) == (False, False)
     # A batch of words is decided by its words, another run by run.
@@ -206,5 +227,6 @@ def test_a_batch_of_words_and_bools_is_checked_and_cut_exactly(monkeypatch, chun
     assert value_batches._BOOL not in words._enums.tolist()
     assert value_batches._BOOL in as_bytes._enums.tolist()
     packer = msgpack.Packer(use_bin_type=True)
-    assert ([packer.pack(r) for r in words.records()]
-            == [packer.pack(r) for r in as_bytes.records()[:len(clean)]])
+    assert [packer.pack(r) for r in words.records()] == [
+        packer.pack(r) for r in as_bytes.records()[: len(clean)]
+    ]

@@ -31,8 +31,11 @@ def first_nonfinite(dump):
 
 def test_example_is_stuck_near_chance(mnist_dump):
     _, stdout = mnist_dump
-    accuracies = [float(line.rsplit(":", 1)[1]) for line in stdout.splitlines()
-                  if line.startswith("Accuracy at step")]
+    accuracies = [
+        float(line.rsplit(":", 1)[1])
+        for line in stdout.splitlines()
+        if line.startswith("Accuracy at step")
+    ]
     assert len(accuracies) == 4
     assert all(0.05 < a < 0.15 for a in accuracies[1:])
 
@@ -63,9 +66,11 @@ def test_keras_fit_with_a_custom_layer(tmp_path, jit):
     calls = [e for e in dump.executions if "step_on" in e["op"]]
     assert calls and all(c["graph"] is not None for c in calls)
     line = line_of(PROGRAMS / "keras_fit.py", "# CUSTOM_LAYER_LINE")
-    scale_muls = [op for op in dump.ops_of_type("Mul")
-                  if (str(PROGRAMS / "keras_fit.py"), line, "call")
-                  in dump.stack_frames(op["stack"])]
+    scale_muls = [
+        op
+        for op in dump.ops_of_type("Mul")
+        if (str(PROGRAMS / "keras_fit.py"), line, "call") in dump.stack_frames(op["stack"])
+    ]
     assert scale_muls
     points = dump.trace_point_ops()
     traced_ops = {points[t.trace_point][0]["id"] for t in dump.traces}
@@ -124,8 +129,10 @@ def test_tf1_training_loop_has_steps(tmp_path, mode):
     7, and enabling logs one line naming the logdir, run directory, mode and buffer."""
     stdout = run_program([str(PROGRAMS / "tf1_training.py"), str(tmp_path), mode])
     run_dir = run_dirs(str(tmp_path))[0]
-    assert (f"tfdbg-tui: recording into {tmp_path} (run directory {run_dir}), "
-            f"tensor_debug_mode={mode}, circular_buffer_size=-1 (everything kept)") in stdout
+    assert (
+        f"tfdbg-tui: recording into {tmp_path} (run directory {run_dir}), "
+        f"tensor_debug_mode={mode}, circular_buffer_size=-1 (everything kept)"
+    ) in stdout
     with reader.open_run(run_dir) as dump:
         steps = dump.steps()
         assert steps.function == "Session.run(train, loss:0)"
@@ -141,19 +148,28 @@ def test_tf1_training_loop_has_steps(tmp_path, mode):
         assert runs.count("Session.run(error:0)") == 4
 
 
-@pytest.mark.parametrize("mode,buffer_size", [
-    ("FULL_HEALTH", 20), ("FULL_HEALTH", -1),
-    # FULL_TENSOR's graph may be waiting on its bounded queue when the kill comes.
-    ("FULL_TENSOR", 20), ("FULL_TENSOR", -1),
-])
+@pytest.mark.parametrize(
+    "mode,buffer_size",
+    [
+        ("FULL_HEALTH", 20),
+        ("FULL_HEALTH", -1),
+        # FULL_TENSOR's graph may be waiting on its bounded queue when the kill comes.
+        ("FULL_TENSOR", 20),
+        ("FULL_TENSOR", -1),
+    ],
+)
 def test_sigkill_leaves_a_dump_that_opens(tmp_path, mode, buffer_size):
     logdir = tmp_path / "logdir"
     stderr_path = tmp_path / "stderr.txt"
     with open(stderr_path, "w") as stderr:
         process = subprocess.Popen(
-            [sys.executable, str(PROGRAMS / "killed.py"), str(logdir), mode,
-             str(buffer_size)],
-            cwd=ROOT, env=program_env(), stdout=subprocess.PIPE, stderr=stderr, text=True)
+            [sys.executable, str(PROGRAMS / "killed.py"), str(logdir), mode, str(buffer_size)],
+            cwd=ROOT,
+            env=program_env(),
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
     try:
         # Blocks until the program says READY (or gives up after its own deadline).
         line = process.stdout.readline()
@@ -167,7 +183,8 @@ def test_sigkill_leaves_a_dump_that_opens(tmp_path, mode, buffer_size):
     (run,) = run_dirs(str(logdir))
     # The killed writer's space reserve stays; every other file is a segment.
     assert set(os.listdir(run)) - {fmt.RESERVE_FILENAME} == {
-        n for n in os.listdir(run) if fmt.parse_segment_filename(n)}
+        n for n in os.listdir(run) if fmt.parse_segment_filename(n)
+    }
     segments = sorted(n for n in os.listdir(run) if fmt.parse_segment_filename(n))
     newest = {fmt.parse_segment_filename(n)[0]: n for n in segments}  # sorted: last wins
     for name in segments:

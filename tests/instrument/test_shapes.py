@@ -13,11 +13,18 @@ from tests.instrument.conftest import program_runs, run_program
 from tests.program_runs import PROGRAMS, line_of
 
 SHAPES = PROGRAMS / "shapes.py"
-XLA_MODES = ("FULL_HEALTH", "CURT_HEALTH", "CONCISE_HEALTH", "SHAPE", "NO_TENSOR",
-             "FULL_TENSOR")
+XLA_MODES = ("FULL_HEALTH", "CURT_HEALTH", "CONCISE_HEALTH", "SHAPE", "NO_TENSOR", "FULL_TENSOR")
 PARTS = [f"xla_{mode}" for mode in XLA_MODES] + [
-    "before", "preflight", "thread", "data", "data_filter", "data_interleave",
-    "data_generator", "mirrored", "mirrored_closure"]
+    "before",
+    "preflight",
+    "thread",
+    "data",
+    "data_filter",
+    "data_interleave",
+    "data_generator",
+    "mirrored",
+    "mirrored_closure",
+]
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +60,9 @@ def traces_by_op(dump, step):
     return found
 
 
-@pytest.mark.parametrize("mode", [m for m in XLA_MODES if m in fmt.ALERT_MODES
-                                  and m != "FULL_TENSOR"])
+@pytest.mark.parametrize(
+    "mode", [m for m in XLA_MODES if m in fmt.ALERT_MODES and m != "FULL_TENSOR"]
+)
 def test_xla_root_cause_is_the_log_at_the_users_line(shapes, mode):
     dump = shapes[f"xla_{mode}"]
     xla_call = calls(dump)[0]
@@ -64,8 +72,9 @@ def test_xla_root_cause_is_the_log_at_the_users_line(shapes, mode):
     assert not notices(dump, fmt.NOTICE_XLA_UNTRACED)
 
 
-@pytest.mark.parametrize("mode", ["FULL_HEALTH", "CURT_HEALTH", "CONCISE_HEALTH", "SHAPE",
-                                  "NO_TENSOR"])
+@pytest.mark.parametrize(
+    "mode", ["FULL_HEALTH", "CURT_HEALTH", "CONCISE_HEALTH", "SHAPE", "NO_TENSOR"]
+)
 def test_xla_summaries_are_exactly_debug_numeric_summary_v2s(shapes, mode):
     """The same function with and without XLA on the same input: every tensor the XLA
     call traced has the summary DebugNumericSummaryV2 gave the plain call (a loop body's
@@ -104,8 +113,11 @@ def test_function_traced_before_enable_is_a_warning(shapes):
 def test_preflight_notices(shapes):
     dump = shapes["preflight"]
     kinds = {n.kind: n for n in dump.notices()}
-    assert {fmt.NOTICE_FUNCTIONS_RUN_EAGERLY, fmt.NOTICE_FILTERS,
-            fmt.NOTICE_CIRCULAR_BUFFER} <= kinds.keys()
+    assert {
+        fmt.NOTICE_FUNCTIONS_RUN_EAGERLY,
+        fmt.NOTICE_FILTERS,
+        fmt.NOTICE_CIRCULAR_BUFFER,
+    } <= kinds.keys()
     assert kinds[fmt.NOTICE_FILTERS].details["op_regex"] == "^Log$"
     assert kinds[fmt.NOTICE_CIRCULAR_BUFFER].details == {"size": 100}
     assert not any(n.is_warning for n in dump.notices())
@@ -118,8 +130,9 @@ def test_function_first_called_in_another_thread(shapes):
     shorts = [f"short-{number}" for number in range(4)]
     assert [call.thread for call in calls(dump)] == ["trainer", *shorts]
     assert dump.metadata.thread == "MainThread"
-    assert [n.details for n in notices(dump, fmt.NOTICE_THREAD)] == \
-        [{"thread": name} for name in ["trainer", *shorts]]
+    assert [n.details for n in notices(dump, fmt.NOTICE_THREAD)] == [
+        {"thread": name} for name in ["trainer", *shorts]
+    ]
 
 
 def test_nan_born_in_a_dataset_map_function(shapes):
@@ -131,10 +144,13 @@ def test_nan_born_in_a_dataset_map_function(shapes):
     assert cause.alert.graph_name == "Dataset_map_parse"
 
 
-@pytest.mark.parametrize("part, op_type, marker, graph", [
-    ("data_filter", "Log", "# FILTER_LOG_LINE", "Dataset_filter_lambda"),
-    ("data_interleave", "Log", "# INTERLEAVE_LOG_LINE", "Dataset_interleave_element"),
-])
+@pytest.mark.parametrize(
+    "part, op_type, marker, graph",
+    [
+        ("data_filter", "Log", "# FILTER_LOG_LINE", "Dataset_filter_lambda"),
+        ("data_interleave", "Log", "# INTERLEAVE_LOG_LINE", "Dataset_interleave_element"),
+    ],
+)
 def test_nan_born_in_other_dataset_functions(shapes, part, op_type, marker, graph):
     cause = assert_root_cause(shapes[part], op_type, marker)
     assert cause.alert.graph_name == graph
@@ -162,7 +178,7 @@ def test_mirrored_replica_function_defined_inside_the_tf_function(shapes):
     and expression."""
     cause = assert_root_cause(shapes["mirrored_closure"], "Log", "# CLOSURE_LOG_LINE")
     assert "__autograph_generated" not in cause.frame.path
-    assert cause.line_text[cause.frame.column:cause.frame.end_column] == "tf.math.log(x)"
+    assert cause.line_text[cause.frame.column : cause.frame.end_column] == "tf.math.log(x)"
 
 
 @pytest.mark.parametrize("order", ["enable_first", "disable_first fallback"])
@@ -174,9 +190,11 @@ def test_tf1_session_with_a_while_loop_in_either_order(tmp_path, order):
         assert dump.finished and dump.num_traces > 0
         assert_root_cause(dump, "Log", "# TF1_LOG_LINE", program)
         traced = {dump.op(t.op_id).name for t in dump.traces(0, dump.num_traces)}
-        assert "while_body" in {dump.graph(dump.op(t.op_id).graph_id).name.rsplit("_", 1)[0]
-                                for t in dump.traces(0, dump.num_traces)
-                                if dump.graph(dump.op(t.op_id).graph_id).name}
+        assert "while_body" in {
+            dump.graph(dump.op(t.op_id).graph_id).name.rsplit("_", 1)[0]
+            for t in dump.traces(0, dump.num_traces)
+            if dump.graph(dump.op(t.op_id).graph_id).name
+        }
         kinds = [n.kind for n in dump.notices()]
         if "fallback" in order:
             assert "x" not in traced and fmt.NOTICE_TF1_UNTRACED in kinds

@@ -29,8 +29,9 @@ BIG = (1 << 24) + 3  # past float32's exact integers
 
 def cases(dtype: str) -> dict[str, np.ndarray]:
     """Random and adversarial values (float64 arrays, cast to ``dtype`` by `tensor`)."""
-    info = np.finfo(np.float16 if dtype == "float16" else
-                    np.float64 if dtype == "float64" else np.float32)
+    info = np.finfo(
+        np.float16 if dtype == "float16" else np.float64 if dtype == "float64" else np.float32
+    )
     rng = np.random.default_rng(sum(map(ord, dtype)))
     tiny = float(info.smallest_subnormal)
     huge = 60000.0 if dtype == "float16" else 1e30
@@ -63,7 +64,8 @@ def expected(mode: str, t) -> np.ndarray:
     """The format's columns from DebugNumericSummaryV2, and for FULL_STATS numpy's
     statistics of the finite elements as TensorFlow's CPU kernels see them."""
     full = gen_debug_ops.debug_numeric_summary_v2(
-        t, output_dtype=tf.float64, tensor_debug_mode=4).numpy()[2:]
+        t, output_dtype=tf.float64, tensor_debug_mode=4
+    ).numpy()[2:]
     if mode == fmt.CURT_HEALTH:
         return np.array([float(full[3:6].any())])
     if mode == fmt.CONCISE_HEALTH:
@@ -79,8 +81,9 @@ def expected(mode: str, t) -> np.ndarray:
     if not x.size:
         return np.concatenate([full, [np.nan] * 4])
     mean = x.sum() / x.size
-    return np.concatenate([full, [x.min(), x.max(), mean,
-                                  np.sqrt(((x - mean) ** 2).sum() / x.size)]])
+    return np.concatenate(
+        [full, [x.min(), x.max(), mean, np.sqrt(((x - mean) ** 2).sum() / x.size)]]
+    )
 
 
 def assert_rows(mode: str, rows: np.ndarray, tensors: list, label: str) -> None:
@@ -92,7 +95,7 @@ def assert_rows(mode: str, rows: np.ndarray, tensors: list, label: str) -> None:
         np.testing.assert_array_equal(row[9:11], want[9:11], err_msg=f"{label}: min, max")
         # Float64 accumulation: each sum is within n * 2**-53 of its terms' magnitude.
         size = max(int(t.shape.num_elements()), 1)
-        bound = 2 * size * 2.0 ** -53 * (abs(want[11]) + want[12]) + 1e-300
+        bound = 2 * size * 2.0**-53 * (abs(want[11]) + want[12]) + 1e-300
         if np.isnan(want[11]):
             assert np.isnan(row[11:]).all(), label
             continue
@@ -112,19 +115,24 @@ def route(request, monkeypatch):
 def test_graph_batches_are_exact(route, dtype):
     """A batch with a non-finite tensor (the cond's kernel branch) and one without."""
     values = cases(dtype)
-    for label, names in (("all", list(values)),
-                         ("finite", [n for n, v in values.items() if np.isfinite(v).all()])):
+    for label, names in (
+        ("all", list(values)),
+        ("finite", [n for n, v in values.items() if np.isfinite(v).all()]),
+    ):
         tensors = [tensor(values[n], dtype) for n in names]
         for mode in MODES:
+
             @tf.function
             def batch(*ts, mode=mode):
                 return summary_ops.stack_summaries(
-                    [summary_ops.tensor_summary(mode, t, i) for i, t in enumerate(ts)])
+                    [summary_ops.tensor_summary(mode, t, i) for i, t in enumerate(ts)]
+                )
 
             raw = batch(*tensors).numpy()
             np.testing.assert_array_equal(summaries.trace_points_of(raw), range(len(names)))
-            assert_rows(mode, summaries.format_rows(mode, raw), tensors,
-                        f"{route} {dtype} {label} {mode}")
+            assert_rows(
+                mode, summaries.format_rows(mode, raw), tensors, f"{route} {dtype} {label} {mode}"
+            )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -134,12 +142,15 @@ def test_eager_and_single_graph_rows_are_exact(route, dtype):
         eager = np.array([summaries.eager_summary(mode, t) for t in tensors])
         assert_rows(mode, eager, tensors, f"eager {route} {dtype} {mode}")
         # Shapes unknown until run time: sizes, ranks and sums take their float64 path.
-        single = tf.function(lambda t, mode=mode: summary_ops.summary_row(mode, t, 5),
-                             input_signature=[tf.TensorSpec(None, getattr(tf, dtype))])
+        single = tf.function(
+            lambda t, mode=mode: summary_ops.summary_row(mode, t, 5),
+            input_signature=[tf.TensorSpec(None, getattr(tf, dtype))],
+        )
         rows = np.stack([single(t).numpy() for t in tensors])
         assert (rows[:, 0] == 5).all()
-        assert_rows(mode, summaries.format_rows(mode, rows), tensors,
-                    f"graph {route} {dtype} {mode}")
+        assert_rows(
+            mode, summaries.format_rows(mode, rows), tensors, f"graph {route} {dtype} {mode}"
+        )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -150,15 +161,20 @@ def test_rows_of_graph_constants_are_exact_and_cost_no_op(dtype):
     values = cases(dtype)
     constants = {n: tensor(v, dtype).numpy() for n, v in values.items()}
     for mode in MODES:
+
         @tf.function
         def batch(mode=mode):
             ts = [tf.constant(v, dtype=getattr(tf, dtype)) for v in constants.values()]
             return summary_ops.stack_summaries(
-                [summary_ops.tensor_summary(mode, t, i) for i, t in enumerate(ts)])
+                [summary_ops.tensor_summary(mode, t, i) for i, t in enumerate(ts)]
+            )
 
         graph = batch.get_concrete_function().graph
-        assert not [op for op in graph.get_operations()
-                    if op.type in ("DebugNumericSummaryV2", "DebugNumericSummary", "Sum")]
+        assert not [
+            op
+            for op in graph.get_operations()
+            if op.type in ("DebugNumericSummaryV2", "DebugNumericSummary", "Sum")
+        ]
         raw = batch().numpy()
         np.testing.assert_array_equal(summaries.trace_points_of(raw), range(len(values)))
         tensors = [tf.constant(v, dtype=getattr(tf, dtype)) for v in constants.values()]
@@ -182,18 +198,29 @@ def test_xla_rows_are_exact(dtype):
         assert_rows(mode, summaries.format_rows(mode, raw), tensors, f"xla {dtype} {mode}")
 
 
-SHAPE_CASES = [((), "float32"), ((0, 3), "float16"), ((2, 3), "int32"), ((4,), "bool"),
-               ((2, 3, 4, 5, 6, 7, 8), "float32"), ((1, 1, 1, 1, 1, 2), "uint8")]
+SHAPE_CASES = [
+    ((), "float32"),
+    ((0, 3), "float16"),
+    ((2, 3), "int32"),
+    ((4,), "bool"),
+    ((2, 3, 4, 5, 6, 7, 8), "float32"),
+    ((1, 1, 1, 1, 1, 2), "uint8"),
+]
 
 
 def test_shape_rows_are_the_kernels_eager_and_under_xla():
     """SHAPE's dtype, rank, size and dimensions (the last six past rank 6, as the kernel
     keeps them) from an eager tensor's shape and from XLA's ops, against the kernel."""
     tensors = [tf.zeros(shape, dtype=getattr(tf, dtype)) for shape, dtype in SHAPE_CASES]
-    want = [gen_debug_ops.debug_numeric_summary_v2(
-        t, output_dtype=tf.float64, tensor_debug_mode=5).numpy()[1:] for t in tensors]
-    for row, t, expected_row in zip((summaries.eager_summary(fmt.SHAPE, t) for t in tensors),
-                                    tensors, want):
+    want = [
+        gen_debug_ops.debug_numeric_summary_v2(
+            t, output_dtype=tf.float64, tensor_debug_mode=5
+        ).numpy()[1:]
+        for t in tensors
+    ]
+    for row, t, expected_row in zip(
+        (summaries.eager_summary(fmt.SHAPE, t) for t in tensors), tensors, want
+    ):
         np.testing.assert_array_equal(row, expected_row, err_msg=f"eager {t.shape}")
 
     @tf.function(jit_compile=True)
@@ -207,16 +234,20 @@ def test_shape_rows_are_the_kernels_eager_and_under_xla():
     @tf.function
     def batch(*ts):
         return summary_ops.stack_summaries(
-            [summary_ops.tensor_summary(fmt.SHAPE, t, i) for i, t in enumerate(ts)])
+            [summary_ops.tensor_summary(fmt.SHAPE, t, i) for i, t in enumerate(ts)]
+        )
 
     for i, (row, expected_row) in enumerate(zip(batch(*tensors).numpy(), want)):
         assert row[0] == i
         np.testing.assert_array_equal(row[1:], expected_row, err_msg=f"graph {i}")
     for t, expected_row in zip(tensors, want):
-        unknown = tf.function(lambda x: summary_ops.summary_row(fmt.SHAPE, x, 3),
-                              input_signature=[tf.TensorSpec(None, t.dtype)])
-        np.testing.assert_array_equal(unknown(t).numpy()[1:], expected_row,
-                                      err_msg=f"unknown shape {t.shape}")
+        unknown = tf.function(
+            lambda x: summary_ops.summary_row(fmt.SHAPE, x, 3),
+            input_signature=[tf.TensorSpec(None, t.dtype)],
+        )
+        np.testing.assert_array_equal(
+            unknown(t).numpy()[1:], expected_row, err_msg=f"unknown shape {t.shape}"
+        )
 
 
 def test_eager_rows_of_large_tensors_are_exact():
@@ -225,8 +256,9 @@ def test_eager_rows_of_large_tensors_are_exact():
     rng = np.random.default_rng(3)
     for dtype in DTYPES:
         values = rng.normal(size=50_000)
-        values[::997] = float(np.finfo(np.float16 if dtype == "float16" else np.float32)
-                              .smallest_subnormal) * rng.choice([-1, 1, 5], size=51)
+        values[::997] = float(
+            np.finfo(np.float16 if dtype == "float16" else np.float32).smallest_subnormal
+        ) * rng.choice([-1, 1, 5], size=51)
         with_inf = values.copy()
         with_inf[[5, 600]] = [np.inf, -np.nan]
         tensors = [tensor(values, dtype), tensor(with_inf, dtype)]
@@ -247,14 +279,22 @@ def test_counts_past_two_to_the_24th_are_exact(dtype):
 
     @tf.function
     def rows(a, b):
-        return [summary_ops.summary_row(mode, t, 0) for mode in
-                (fmt.FULL_HEALTH, fmt.FULL_STATS) for t in (a, b)]
+        return [
+            summary_ops.summary_row(mode, t, 0)
+            for mode in (fmt.FULL_HEALTH, fmt.FULL_STATS)
+            for t in (a, b)
+        ]
 
     got = [r.numpy() for r in rows(finite, non_finite)]
-    for index, (mode, t) in enumerate([(m, t) for m in (fmt.FULL_HEALTH, fmt.FULL_STATS)
-                                       for t in (finite, non_finite)]):
-        assert_rows(mode, summaries.format_rows(mode, got[index][np.newaxis]), [t],
-                    f"big {dtype} {mode} {index}")
+    for index, (mode, t) in enumerate(
+        [(m, t) for m in (fmt.FULL_HEALTH, fmt.FULL_STATS) for t in (finite, non_finite)]
+    ):
+        assert_rows(
+            mode,
+            summaries.format_rows(mode, got[index][np.newaxis]),
+            [t],
+            f"big {dtype} {mode} {index}",
+        )
 
 
 def test_a_diverging_training_loop_reads_back_with_its_statistics(tmp_path):
@@ -268,18 +308,22 @@ def test_a_diverging_training_loop_reads_back_with_its_statistics(tmp_path):
     from tests.program_runs import PROGRAMS
 
     stdout = run_program([str(PROGRAMS / "full_stats.py"), str(tmp_path)])
-    predictions = [np.array(p, dtype=np.float32).astype(np.float64)
-                   for p in json.loads(stdout.strip().splitlines()[-1])]
+    predictions = [
+        np.array(p, dtype=np.float32).astype(np.float64)
+        for p in json.loads(stdout.strip().splitlines()[-1])
+    ]
     with reader.open_run(tmp_path) as dump:
         assert dump.metadata.tensor_debug_mode == fmt.FULL_STATS
-        traces = [t for t in dump.traces(0, dump.num_traces)
-                  if dump.op(t.op_id).name == "MatMul"]
+        traces = [t for t in dump.traces(0, dump.num_traces) if dump.op(t.op_id).name == "MatMul"]
         assert len(traces) == len(predictions)
         overflowed = 0
         for trace, values in zip(traces, predictions):
             summary, finite = trace.summary, values[np.isfinite(values)]
             assert (summary.size, summary.pos_inf + summary.neg_inf, summary.nan) == (
-                values.size, np.isinf(values).sum(), np.isnan(values).sum())
+                values.size,
+                np.isinf(values).sum(),
+                np.isnan(values).sum(),
+            )
             if not finite.size:
                 assert summary.min is None or np.isnan(summary.min)
                 continue
@@ -293,8 +337,7 @@ def test_a_diverging_training_loop_reads_back_with_its_statistics(tmp_path):
         cause = dump.root_cause()
         assert cause is not None and cause.alert.op_type == "Square"
         (at_cause,) = [t for t in traces if t.step == cause.alert.step]
-        assert np.sqrt(np.finfo(np.float32).max) < max(-at_cause.summary.min,
-                                                       at_cause.summary.max)
+        assert np.sqrt(np.finfo(np.float32).max) < max(-at_cause.summary.min, at_cause.summary.max)
 
 
 # -- checks that cover one another (instrument/summaries/check_elision.py) ----------------------
@@ -333,16 +376,46 @@ def _chain_of_other_ops(p, q):
     loss = tf.nn.l2_loss(bias_grad)
     twice = loss * 2.0
     stacked = tf.stack([loss, twice])
-    return [p, q, t, qt, a, root, joined, shifted, logs, squared, bias_grad, loss, twice,
-            stacked, tf.exp(stacked)]
+    return [
+        p,
+        q,
+        t,
+        qt,
+        a,
+        root,
+        joined,
+        shifted,
+        logs,
+        squared,
+        bias_grad,
+        loss,
+        twice,
+        stacked,
+        tf.exp(stacked),
+    ]
 
 
 OTHER_COVERED = [True] * 13 + [False, False]
 OTHER_SHAPES = ((4, 3), (4, 3))
-OTHER_RECOMPUTED = sorted(["Transpose", "Transpose", "Abs", "Sqrt", "ConcatV2", "AddV2",
-                           "Log", "SquaredDifference", "BiasAddGrad", "L2Loss", "Mul"])
-CHAINS = {"layer": (_chain, CHAIN_SHAPES, CHAIN_COVERED, CHAIN_RECOMPUTED),
-          "other_ops": (_chain_of_other_ops, OTHER_SHAPES, OTHER_COVERED, OTHER_RECOMPUTED)}
+OTHER_RECOMPUTED = sorted(
+    [
+        "Transpose",
+        "Transpose",
+        "Abs",
+        "Sqrt",
+        "ConcatV2",
+        "AddV2",
+        "Log",
+        "SquaredDifference",
+        "BiasAddGrad",
+        "L2Loss",
+        "Mul",
+    ]
+)
+CHAINS = {
+    "layer": (_chain, CHAIN_SHAPES, CHAIN_COVERED, CHAIN_RECOMPUTED),
+    "other_ops": (_chain_of_other_ops, OTHER_SHAPES, OTHER_COVERED, OTHER_RECOMPUTED),
+}
 
 
 @pytest.mark.parametrize("chain", CHAINS)
@@ -374,12 +447,14 @@ def test_unknown_batch_dimensions_keep_the_checks_shapes_cannot_prove():
     @tf.function
     def trace(*inputs):
         m, b, a, v, c = layer(*inputs)
-        found.extend([covered_checks([m, b, a]), covered_checks([m, v, c]),
-                      covered_checks([m, None, None])])
+        found.extend(
+            [covered_checks([m, b, a]), covered_checks([m, v, c]), covered_checks([m, None, None])]
+        )
         return tf.constant(0)
 
-    trace.get_concrete_function(*[tf.TensorSpec(s, tf.float32)
-                                  for s in ((None, 3), (3, 5), (5,), (None, 5))])
+    trace.get_concrete_function(
+        *[tf.TensorSpec(s, tf.float32) for s in ((None, 3), (3, 5), (5,), (None, 5))]
+    )
     # m reaches a whatever the batch (b cannot broadcast it away); b reaches a only if
     # the batch is not empty, which nothing proves; m + v may broadcast m (batch 1)
     # against v's empty batch.
@@ -405,32 +480,39 @@ def test_rows_stay_exact_when_checks_cover_one_another(mode, chain, monkeypatch)
     def run(*inputs):
         traced = build(*inputs)
         raw = summary_ops.stack_summaries(
-            [summary_ops.tensor_summary(mode, t, i, batched=True)
-             for i, t in enumerate(traced)])
+            [summary_ops.tensor_summary(mode, t, i, batched=True) for i, t in enumerate(traced)]
+        )
         return raw, traced
 
-    concrete = run.get_concrete_function(*[tf.TensorSpec(v.shape, tf.float32)
-                                           for v in base])
+    concrete = run.get_concrete_function(*[tf.TensorSpec(v.shape, tf.float32) for v in base])
     graph = concrete.graph
     if mode != fmt.FULL_STATS:  # FULL_STATS' check is the sum its row takes anyway
         # The tensors a check reads (its own Sum, or its place in the small tensors'
         # pooled sum); a scalar is its own check, with no op of its own.
         # (The function returns each traced tensor through an Identity of its own.)
-        traced = [graph.get_tensor_by_name(t.name).op.inputs[0]
-                  for t in concrete.structured_outputs[1]]
+        traced = [
+            graph.get_tensor_by_name(t.name).op.inputs[0] for t in concrete.structured_outputs[1]
+        ]
         read = [any("tfdbg_tui_check" in c.name for c in t.consumers()) for t in traced]
-        assert read == [not covered and t.shape.rank != 0
-                        for covered, t in zip(want_covered, traced)], \
-            "covered tensors: no check"
+        assert read == [
+            not covered and t.shape.rank != 0 for covered, t in zip(want_covered, traced)
+        ], "covered tensors: no check"
     # The batch's cond stays a functional If: its exact branch is not visited each step.
-    assert [op.get_attr("_lower_using_switch_merge") for op in graph.get_operations()
-            if op.type in ("If", "StatelessIf")] == [False]
+    assert [
+        op.get_attr("_lower_using_switch_merge")
+        for op in graph.get_operations()
+        if op.type in ("If", "StatelessIf")
+    ] == [False]
     recomputed = [op for op in graph.get_operations() if "tfdbg_tui_recomputed" in op.name]
     assert recomputed == [], "recomputations live in the branch, not the step"
     branches = graph.as_graph_def().library.function
     # Every covered tensor but the inputs is recomputed in the exact branch.
-    assert sorted(node.op for f in branches for node in f.node_def
-                  if "tfdbg_tui_recomputed" in node.name) == want_recomputed
+    assert (
+        sorted(
+            node.op for f in branches for node in f.node_def if "tfdbg_tui_recomputed" in node.name
+        )
+        == want_recomputed
+    )
     plantings = [("finite", base)]
     for which in range(len(shapes)):
         for bad in (np.nan, np.inf, -np.inf):
@@ -468,8 +550,8 @@ def test_variables_read_by_a_batch_are_written_after_its_cond(mode, monkeypatch)
         update = v.assign_sub(0.5 * read)
         traced = [read, out]
         raw = summary_ops.stack_summaries(
-            [summary_ops.tensor_summary(mode, t, i, batched=True)
-             for i, t in enumerate(traced)])
+            [summary_ops.tensor_summary(mode, t, i, batched=True) for i, t in enumerate(traced)]
+        )
         with tf.control_dependencies([update]):
             return raw, traced
 
@@ -479,8 +561,7 @@ def test_variables_read_by_a_batch_are_written_after_its_cond(mode, monkeypatch)
     writers = [op for op in graph.get_operations() if op.type == "AssignSubVariableOp"]
     assert writers and all(if_op in op.control_inputs for op in writers)
     # Only the written variable's ops wait; the bias is read, never written.
-    assert not any(if_op in op.control_inputs for op in graph.get_operations()
-                   if op not in writers)
+    assert not any(if_op in op.control_inputs for op in graph.get_operations() if op not in writers)
 
     planted = start.copy()
     planted[3, 1] = np.inf
@@ -498,15 +579,21 @@ def test_batches_of_few_stock_rows_take_the_kernels(mode):
     cut a step into such segments) takes the fused kernels: no cond, and exact rows,
     non-finite values too. From MIN_STOCK_ROWS on, the stock route and its cond; a
     tensor whose kernel is dear (CONCISE_HEALTH's, from 16,384 elements) keeps it."""
-    values = [np.array([1.0, np.nan]), np.array([[np.inf, 2.0]]), np.array(-3.0),
-              np.arange(6.0), np.array([-np.inf]), np.ones(5)]
+    values = [
+        np.array([1.0, np.nan]),
+        np.array([[np.inf, 2.0]]),
+        np.array(-3.0),
+        np.arange(6.0),
+        np.array([-np.inf]),
+        np.ones(5),
+    ]
 
     def traced(tensors):
         @tf.function
         def batch(*ts):
             return summary_ops.stack_summaries(
-                [summary_ops.tensor_summary(mode, t, i, batched=True)
-                 for i, t in enumerate(ts)])
+                [summary_ops.tensor_summary(mode, t, i, batched=True) for i, t in enumerate(ts)]
+            )
 
         graph = batch.get_concrete_function(*tensors).graph
         return batch(*tensors).numpy(), {op.type for op in graph.get_operations()}
@@ -518,7 +605,7 @@ def test_batches_of_few_stock_rows_take_the_kernels(mode):
         assert not types & {"If", "StatelessIf"}, (n, types)
         assert "DebugNumericSummaryV2" in types
         assert_rows(mode, summaries.format_rows(mode, raw), tensors, f"{mode} {n} tensors")
-    tensors = [tensor(v, "float32") for v in values[:summary_ops.MIN_STOCK_ROWS]]
+    tensors = [tensor(v, "float32") for v in values[: summary_ops.MIN_STOCK_ROWS]]
     raw, types = traced(tensors)
     assert types & {"If", "StatelessIf"}
     assert_rows(mode, summaries.format_rows(mode, raw), tensors, f"{mode} stock")
@@ -536,9 +623,15 @@ def test_small_tensors_share_one_check(mode, monkeypatch):
     monkeypatch.setattr(summary_ops, "STOCK_ROUTE_MIN_ELEMENTS", 0)
     rng = np.random.default_rng(13)
     limit = summary_ops.POOLED_CHECK_MAX_ELEMENTS
-    shapes = [((3, 4), "float32"), ((7,), "float32"), ((2, 2, 2), "float16"),
-              ((5,), "float64"), ((4, 3), "float64"), ((limit + 1,), "float32"),
-              ((9,), "float32")]
+    shapes = [
+        ((3, 4), "float32"),
+        ((7,), "float32"),
+        ((2, 2, 2), "float16"),
+        ((5,), "float64"),
+        ((4, 3), "float64"),
+        ((limit + 1,), "float32"),
+        ((9,), "float32"),
+    ]
     base = [rng.normal(size=shape) for shape, _ in shapes]
 
     @tf.function
@@ -546,13 +639,14 @@ def test_small_tensors_share_one_check(mode, monkeypatch):
         # Not the inputs themselves (Placeholders): ops whose outputs are checked.
         scaled = [t * tf.constant(1.5, t.dtype) for t in ts]
         return summary_ops.stack_summaries(
-            [summary_ops.tensor_summary(mode, t, i, batched=True)
-             for i, t in enumerate(scaled)]), scaled
+            [summary_ops.tensor_summary(mode, t, i, batched=True) for i, t in enumerate(scaled)]
+        ), scaled
 
     specs = [tf.TensorSpec(shape, dtype) for shape, dtype in shapes]
     graph = batch.get_concrete_function(*specs).graph
-    sums = [op for op in graph.get_operations()
-            if "tfdbg_tui_check" in op.name and op.type == "Sum"]
+    sums = [
+        op for op in graph.get_operations() if "tfdbg_tui_check" in op.name and op.type == "Sum"
+    ]
     # float32 and float16 (widened) pooled, float64 pooled, the large one alone.
     assert len(sums) == 3, [op.name for op in sums]
     plantings = [("finite", base)]
@@ -573,15 +667,14 @@ def test_a_scalar_is_its_own_check(mode, dtype):
     """Scalars of a segment's batch (Keras' optimizers trace dozens a step) are checked
     as they are: no Sum, Rank or Range of their own. The rows stay exact, and a
     non-finite scalar among finite ones sends the batch to the kernels."""
-    values = [np.array(2.0), np.array(-0.0), np.array(5e-324), np.array(3.0),
-              np.array(-1.0)]
+    values = [np.array(2.0), np.array(-0.0), np.array(5e-324), np.array(3.0), np.array(-1.0)]
 
     @tf.function
     def batch(*ts):
         scaled = [t * tf.constant(1.5, t.dtype) for t in ts]  # not constants: stock rows
         return summary_ops.stack_summaries(
-            [summary_ops.tensor_summary(mode, t, i, batched=True)
-             for i, t in enumerate(scaled)]), scaled
+            [summary_ops.tensor_summary(mode, t, i, batched=True) for i, t in enumerate(scaled)]
+        ), scaled
 
     tensors = [tensor(v, dtype) for v in values]
     graph = batch.get_concrete_function(*tensors).graph

@@ -55,8 +55,11 @@ def _traces_by_op(dump):
 
 def _one(found, graph_prefix, op_type):
     """The traces of the one forward (not gradient) graph's ``op_type`` op."""
-    keys = [k for k in found if k[0].startswith(graph_prefix) and k[1] == op_type
-            and "_grad_" not in k[0]]
+    keys = [
+        k
+        for k in found
+        if k[0].startswith(graph_prefix) and k[1] == op_type and "_grad_" not in k[0]
+    ]
     assert len(keys) == 1, (graph_prefix, op_type, sorted(found))
     return found[keys[0]]
 
@@ -89,8 +92,7 @@ def test_while_body_traces_reach_the_dump(runs, mode):
     forward_step = _step(dump, "__forward_looped_")
     assert {t.step for t in sins} == {forward_step}
     # The gradient loop body's ops are traced too, one per iteration, in the backward call.
-    coss = [
-        t for k, ts in found.items() if "_grad_" in k[0] and k[1] == "Cos" for t in ts]
+    coss = [t for k, ts in found.items() if "_grad_" in k[0] and k[1] == "Cos" for t in ts]
     assert len(coss) == 3
     assert {t.step for t in coss} == {_step(dump, "__inference___backward_looped_")}
     ys = _loop_states()
@@ -103,8 +105,17 @@ def test_while_body_traces_reach_the_dump(runs, mode):
     if mode == fmt.FULL_HEALTH:
         for trace, y in zip(sins, ys[:3]):
             s = np.sin(y)
-            assert trace.summary == [1.0, 1.0, 3.0, 0.0, 0.0, 0.0, float((s < 0).sum()),
-                                     float((s == 0).sum()), float((s > 0).sum())]
+            assert trace.summary == [
+                1.0,
+                1.0,
+                3.0,
+                0.0,
+                0.0,
+                0.0,
+                float((s < 0).sum()),
+                float((s == 0).sum()),
+                float((s > 0).sum()),
+            ]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -114,13 +125,13 @@ def test_cond_branch_traces_reach_the_dump(runs, mode):
     (sqrt,) = _one(found, "cond_true_", "Sqrt")
     assert sqrt.step == _step(dump, "__forward_branched_")
     assert not any(k[1] == "Square" for k in found)  # the branch not taken
-    (sqrt_grad,) = [t for k, ts in found.items() if "_grad_" in k[0] and k[1] == "SqrtGrad"
-                    for t in ts]
+    (sqrt_grad,) = [
+        t for k, ts in found.items() if "_grad_" in k[0] and k[1] == "SqrtGrad" for t in ts
+    ]
     assert sqrt_grad.step == _step(dump, "__inference___backward_branched_")
     if mode == fmt.FULL_TENSOR:
         np.testing.assert_allclose(decode_value(sqrt.value), np.sqrt(X), rtol=1e-6)
         # SqrtGrad(y, dy) with dy = v (from the Mul by v).
-        np.testing.assert_allclose(decode_value(sqrt_grad.value), 0.5 / np.sqrt(X) * V,
-                                   rtol=1e-6)
+        np.testing.assert_allclose(decode_value(sqrt_grad.value), 0.5 / np.sqrt(X) * V, rtol=1e-6)
     if mode == fmt.FULL_HEALTH:
         assert sqrt.summary == [1.0, 1.0, 3.0, 0.0, 0.0, 0.0, 0.0, 0.0, 3.0]

@@ -26,8 +26,11 @@ def tape_dumps(tmp_path_factory):
 
 
 def _function_calls(dump):
-    return [e for e in dump.executions if e["op"].startswith(("__inference_", "__forward_",
-                                                              "__backward_"))]
+    return [
+        e
+        for e in dump.executions
+        if e["op"].startswith(("__inference_", "__forward_", "__backward_"))
+    ]
 
 
 @pytest.mark.parametrize("variant", ["normal", "fallback"])
@@ -61,10 +64,20 @@ def _traces_by_call(dump):
     points = dump.trace_point_ops()
     out = []
     for call in _function_calls(dump):
-        out.append((call["op"].rsplit("_", 1)[0], [
-            (dump.graphs[points[t.trace_point][0]["graph"]]["name"],
-             points[t.trace_point][0]["name"], list(t.summary))
-            for t in dump.traces if t.step == call["i"]]))
+        out.append(
+            (
+                call["op"].rsplit("_", 1)[0],
+                [
+                    (
+                        dump.graphs[points[t.trace_point][0]["graph"]]["name"],
+                        points[t.trace_point][0]["name"],
+                        list(t.summary),
+                    )
+                    for t in dump.traces
+                    if t.step == call["i"]
+                ],
+            )
+        )
     return out
 
 
@@ -84,10 +97,10 @@ def test_forced_fallback_is_logged_once_and_traces_are_unchanged(tape_dumps):
     # Same traces, same summaries, in the same order, call by call (graph names drop
     # the run-specific uid suffixes).
     strip = lambda name: name.rstrip("0123456789_")  # noqa: E731
-    by_call = [[(strip(g), op, s) for g, op, s in traces]
-               for _, traces in _traces_by_call(fallback)]
-    expected = [[(strip(g), op, s) for g, op, s in traces]
-                for _, traces in _traces_by_call(normal)]
+    by_call = [
+        [(strip(g), op, s) for g, op, s in traces] for _, traces in _traces_by_call(fallback)
+    ]
+    expected = [[(strip(g), op, s) for g, op, s in traces] for _, traces in _traces_by_call(normal)]
     assert by_call == expected
     nested_call = _traces_by_call(fallback)[0][1]
     ops = [op for _, op, _ in nested_call]

@@ -21,8 +21,9 @@ def test_blocks_of_every_size_drain_in_order(monkeypatch, mode, budget):
     received = []
 
     def sink(trace_points, rows, values, ordinals, alert):
-        received.append((trace_points.tolist(), None if rows is None else rows.tolist(),
-                         ordinals.tolist()))
+        received.append(
+            (trace_points.tolist(), None if rows is None else rows.tolist(), ordinals.tolist())
+        )
 
     queue = trace_queue.TraceQueue(mode, sink)
 
@@ -30,9 +31,13 @@ def test_blocks_of_every_size_drain_in_order(monkeypatch, mode, budget):
     def f(x):
         y = x * 2.0
         queue.add_trace(y, 10)
-        queue.enqueue_batch([queue.batch_row(t, tp) for t, tp in
-                             ((x, 0), (y, 1), (y + 1.0, 2), (y * y, 3), (tf.math.log(x), 4))],
-                            None)
+        queue.enqueue_batch(
+            [
+                queue.batch_row(t, tp)
+                for t, tp in ((x, 0), (y, 1), (y + 1.0, 2), (y * y, 3), (tf.math.log(x), 4))
+            ],
+            None,
+        )
         queue.add_trace(x, 11)
         return y
 
@@ -148,10 +153,12 @@ def test_values_nothing_uses_are_not_traced(tmp_path, mode):
         (graph,) = [g for g in dump.graphs() if g.name == "step"]
         ops = dump.graph_ops(graph.id)
     by_name = {op.name: op for op in ops}
-    unused_add = [op.name for op in ops if op.op_type == "AddV2"
-                  and op.inputs[0].name == "unused_sin:0"]
-    matmul_grads = [op.name for op in ops
-                    if op.op_type == "MatMul" and op.name.startswith("gradient_tape")]
+    unused_add = [
+        op.name for op in ops if op.op_type == "AddV2" and op.inputs[0].name == "unused_sin:0"
+    ]
+    matmul_grads = [
+        op.name for op in ops if op.op_type == "MatMul" and op.name.startswith("gradient_tape")
+    ]
     assert len(unused_add) == 1 and len(matmul_grads) == 2  # with respect to x and w
     for name in ["unused_sin"] + unused_add:
         assert any(tp is not None for tp in by_name[name].trace_points)

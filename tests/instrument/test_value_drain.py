@@ -23,8 +23,14 @@ def drained_queue() -> tuple[trace_queue.TraceQueue, list[tuple]]:
     received: list[tuple] = []
 
     def sink(trace_points, rows, values, ordinals, alert):
-        received.append((trace_points.tolist(), [decode_value(stored(v)) for v in values],
-                         ordinals.tolist(), alert))
+        received.append(
+            (
+                trace_points.tolist(),
+                [decode_value(stored(v)) for v in values],
+                ordinals.tolist(),
+                alert,
+            )
+        )
 
     return trace_queue.TraceQueue(fmt.FULL_TENSOR, sink), received
 
@@ -38,13 +44,24 @@ def two_batches(queue: trace_queue.TraceQueue, strings: bool = False):
     @tf.function(autograph=False)
     def f(x):
         text = tf.strings.as_string(x) if strings else tf.reverse(x, [0])
-        first = [(x * 2.0, 0), (tf.cast(x, tf.int32), 1), (x > 0.0, 2),
-                 (text, 3), (tf.zeros([0, 3]), 4), (tf.cast(x, tf.bfloat16), 5)]
+        first = [
+            (x * 2.0, 0),
+            (tf.cast(x, tf.int32), 1),
+            (x > 0.0, 2),
+            (text, 3),
+            (tf.zeros([0, 3]), 4),
+            (tf.cast(x, tf.bfloat16), 5),
+        ]
         after = queue.enqueue_batch([queue.batch_row(t, tp) for t, tp in first], None)
         # Words only (dtypes of 4 bytes or a multiple): concatenated as float32.
-        second = [(tf.math.log(x), 6), (tf.reshape(tf.tile(x, [100]), [10, 30]), 7),
-                  (tf.cast(x, tf.int64), 8), (tf.cast(x, tf.complex64), 9),
-                  (tf.reduce_sum(tf.cast(x, tf.float64)), 10), (tf.zeros([0]), 11)]
+        second = [
+            (tf.math.log(x), 6),
+            (tf.reshape(tf.tile(x, [100]), [10, 30]), 7),
+            (tf.cast(x, tf.int64), 8),
+            (tf.cast(x, tf.complex64), 9),
+            (tf.reduce_sum(tf.cast(x, tf.float64)), 10),
+            (tf.zeros([0]), 11),
+        ]
         queue.enqueue_batch([queue.batch_row(t, tp) for t, tp in second], after)
         return x
 
@@ -54,9 +71,20 @@ def two_batches(queue: trace_queue.TraceQueue, strings: bool = False):
 def expected(x: np.ndarray, strings: bool = False) -> list[np.ndarray]:
     log = tf.math.log(x).numpy()  # TensorFlow's, which numpy's may differ from by an ulp
     text = np.array([f"{v:f}" for v in x], object) if strings else x[::-1]
-    return [x * 2, x.astype(np.int32), x > 0, text, np.zeros((0, 3), np.float32), x, log,
-            np.tile(x, 100).reshape(10, 30), x.astype(np.int64), x.astype(np.complex64),
-            np.float64(x.sum(dtype=np.float64)), np.zeros(0, np.float32)]
+    return [
+        x * 2,
+        x.astype(np.int32),
+        x > 0,
+        text,
+        np.zeros((0, 3), np.float32),
+        x,
+        log,
+        np.tile(x, 100).reshape(10, 30),
+        x.astype(np.int64),
+        x.astype(np.complex64),
+        np.float64(x.sum(dtype=np.float64)),
+        np.zeros(0, np.float32),
+    ]
 
 
 def assert_values(got: list[np.ndarray], want: list[np.ndarray]) -> None:
@@ -109,38 +137,48 @@ def test_large_batches_and_dynamic_shapes_are_dequeued_one_at_a_time(monkeypatch
 
     monkeypatch.setattr(value_drain, "DRAIN_BYTES", 1 << 22)
     dynamic, dynamic_received = drained_queue()
-    g = tf.function(two_batches(dynamic).python_function,
-                    input_signature=[tf.TensorSpec([None], tf.float32)], autograph=False)
+    g = tf.function(
+        two_batches(dynamic).python_function,
+        input_signature=[tf.TensorSpec([None], tf.float32)],
+        autograph=False,
+    )
     g(tf.constant(x))
     assert dynamic.drain() == 12 and len(dynamic_received) == 2
 
     text, text_received = drained_queue()
     two_batches(text, strings=True)(tf.constant(x))
     assert text.drain() == 12 and len(text_received) == 2
-    assert_values([v for _, values, _, _ in text_received for v in values],
-                  expected(x, strings=True))
+    assert_values(
+        [v for _, values, _, _ in text_received for v in values], expected(x, strings=True)
+    )
 
 
 def hand_batch(values: list[np.ndarray], first_tp: int, pad: int = 0) -> value_batches.PackedBatch:
     """The components of a batch of float32 values as a dequeue of several pads them."""
     data = b"".join(v.tobytes() for v in values)
-    return value_batches.PackedBatch([
-        np.int32(len(values)),
-        np.arange(first_tp, first_tp + len(values) + pad, dtype=np.int32),
-        np.full(len(values) + pad, 1, np.int32),  # DT_FLOAT
-        np.array([v.ndim for v in values] + [0] * pad, np.int32),
-        np.array([d for v in values for d in v.shape] + [0] * pad, np.int64),
-        np.array([v.nbytes for v in values] + [0] * pad, np.int64),
-        np.frombuffer(data + b"\0" * (4 * pad), np.uint8),
-        np.array([b""] * (len(values) + pad), object)])
+    return value_batches.PackedBatch(
+        [
+            np.int32(len(values)),
+            np.arange(first_tp, first_tp + len(values) + pad, dtype=np.int32),
+            np.full(len(values) + pad, 1, np.int32),  # DT_FLOAT
+            np.array([v.ndim for v in values] + [0] * pad, np.int32),
+            np.array([d for v in values for d in v.shape] + [0] * pad, np.int64),
+            np.array([v.nbytes for v in values] + [0] * pad, np.int64),
+            np.frombuffer(data + b"\0" * (4 * pad), np.uint8),
+            np.array([b""] * (len(values) + pad), object),
+        ]
+    )
 
 
 def test_packed_values_cut_anywhere_are_the_records_of_those_values():
     """Slices of the values of several batches (padded as a dequeue pads them), across
     the batches' boundaries, make the records of exactly the values sliced, in order."""
     arrays = [np.full((i % 3 + 1, 2), i, np.float32) for i in range(9)]
-    batches = [hand_batch(arrays[:4], 0, pad=3), hand_batch(arrays[4:5], 4, pad=1),
-               hand_batch(arrays[5:], 5)]
+    batches = [
+        hand_batch(arrays[:4], 0, pad=3),
+        hand_batch(arrays[4:5], 4, pad=1),
+        hand_batch(arrays[5:], 5),
+    ]
     values = value_batches.PackedValues.of(batches)
     assert len(values) == 9 and values.nbytes == sum(a.nbytes for a in arrays)
     for start in range(10):
@@ -165,13 +203,21 @@ def test_values_a_circular_buffer_drops_are_never_cut(tmp_path, monkeypatch):
         return made
 
     monkeypatch.setattr(value_batches.PackedBatch, "records", counted)
-    writer = DumpWriter(str(tmp_path), {"tensor_debug_mode": fmt.FULL_TENSOR},
-                        circular_buffer_size=10, flush_interval_s=None)
+    writer = DumpWriter(
+        str(tmp_path),
+        {"tensor_debug_mode": fmt.FULL_TENSOR},
+        circular_buffer_size=10,
+        flush_interval_s=None,
+    )
     arrays = [np.full(3, i, np.float32) for i in range(100)]
     for first in range(0, 100, 5):
-        batch = hand_batch(arrays[first:first + 5], first)
-        writer.add_traces(batch.trace_points, values=value_batches.PackedValues.of([batch]),
-                          step=first // 5, alert=False)
+        batch = hand_batch(arrays[first : first + 5], first)
+        writer.add_traces(
+            batch.trace_points,
+            values=value_batches.PackedValues.of([batch]),
+            step=first // 5,
+            alert=False,
+        )
     writer.flush()
     writer.close()
     assert 0 < sum(cut) <= 30  # the last two segments (and the one filling), not 100
@@ -181,5 +227,4 @@ def test_values_a_circular_buffer_drops_are_never_cut(tmp_path, monkeypatch):
         traces = dump.traces(0, dump.num_traces)
         assert len(traces) >= 10
         for trace in traces:  # the trace points are the values' indices
-            np.testing.assert_array_equal(dump.trace_value(trace.index),
-                                          arrays[trace.trace_point])
+            np.testing.assert_array_equal(dump.trace_value(trace.index), arrays[trace.trace_point])

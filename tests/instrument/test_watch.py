@@ -30,9 +30,15 @@ def watched(tmp_path_factory):
 
     logdirs = {program: tmp_path_factory.mktemp(program) for program in PROGRAMS_RUN}
     with ThreadPoolExecutor(max_workers=2) as pool:
-        outputs = dict(zip(PROGRAMS_RUN, pool.map(
-            lambda program: run_program([str(WATCHED), str(logdirs[program]), program]),
-            PROGRAMS_RUN)))
+        outputs = dict(
+            zip(
+                PROGRAMS_RUN,
+                pool.map(
+                    lambda program: run_program([str(WATCHED), str(logdirs[program]), program]),
+                    PROGRAMS_RUN,
+                ),
+            )
+        )
     runs = {}
     for program, stdout in outputs.items():
         lines = {}
@@ -44,9 +50,14 @@ def watched(tmp_path_factory):
 
 
 def report(logdir, *args):
-    result = subprocess.run([sys.executable, "-m", "tfdbg_tui.cli", "report", "--json",
-                             str(logdir), *args], cwd=ROOT, env=program_env(),
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "tfdbg_tui.cli", "report", "--json", str(logdir), *args],
+        cwd=ROOT,
+        env=program_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -66,12 +77,14 @@ def test_the_logdir_report_lands_on_the_replay_with_the_watch_beside_it(watched,
     logdir, _ = watched[program]
     data = report(logdir)
     source = data["first_alert"]["source"]
-    assert (data["first_alert"]["op_type"], source["file"], source["line"]) == \
-        ("Log", str(WATCHED), line_of(WATCHED, "# LOG_LINE"))
+    assert (data["first_alert"]["op_type"], source["file"], source["line"]) == (
+        "Log",
+        str(WATCHED),
+        line_of(WATCHED, "# LOG_LINE"),
+    )
     assert data["diagnosis"]["pattern"] != "unknown"
     watch = data["watch"]
-    assert (watch["hit_step"], watch["check"], watch["verdict"]) == \
-        (BAD_STEP, "loss", "reproduced")
+    assert (watch["hit_step"], watch["check"], watch["verdict"]) == (BAD_STEP, "loss", "reproduced")
     assert watch["replay_run"] == data["run"]
     assert data["replay_of"] == {"run": watch["watched_run"], "step": BAD_STEP}
     # The watched run says the same of itself, and has a row per step.
@@ -90,8 +103,9 @@ def test_the_saved_state_and_batch_are_the_step_before_the_hit(watched, program)
     # The batch of the hit step: the one scaled by 1e4.
     assert any(a.dtype == np.float32 and np.abs(a).max() > 1000 for a in arrays)
     state = np.load(watch["saved_state"])
-    assert state.files and all(np.isfinite(state[k]).all() for k in state.files
-                               if state[k].dtype.kind == "f")
+    assert state.files and all(
+        np.isfinite(state[k]).all() for k in state.files if state[k].dtype.kind == "f"
+    )
 
 
 def test_the_watched_rows_hold_the_loss_and_norms_per_step(watched):
@@ -106,7 +120,7 @@ def test_the_watched_rows_hold_the_loss_and_norms_per_step(watched):
     assert sum(c.startswith("gradient_norm:") for c in site.columns) == 4  # 2 Dense x 2
     _, kernel = log.column(0, "weight_norm:" + site.columns[1].split(":", 1)[1])
     # Frozen from the hit on: the weights' norm no longer changes.
-    assert len(set(kernel[BAD_STEP - 1:].tolist())) == 1
+    assert len(set(kernel[BAD_STEP - 1 :].tolist())) == 1
 
 
 def test_a_nan_in_the_data_is_replayed_to_the_batch(watched):

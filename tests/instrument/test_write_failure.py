@@ -41,7 +41,7 @@ class FakeDisk:
             if self.free <= 0:
                 self.failures += 1
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-            data = b"".join(bytes(b) for b in buffers)[:self.free]
+            data = b"".join(bytes(b) for b in buffers)[: self.free]
             written = real_writev(fd, [data])
             self.free -= written
             return written
@@ -56,12 +56,14 @@ class FakeDisk:
 
 
 def _dump_warnings(caplog) -> list[logging.LogRecord]:
-    return [r for r in caplog.records if r.name == "instrument.writer"
-            and r.levelno >= logging.WARNING]
+    return [
+        r for r in caplog.records if r.name == "instrument.writer" and r.levelno >= logging.WARNING
+    ]
 
 
-def test_a_full_disk_stops_recording_once_and_the_dump_says_where(tmp_path, monkeypatch,
-                                                                    caplog, capsys):
+def test_a_full_disk_stops_recording_once_and_the_dump_says_where(
+    tmp_path, monkeypatch, caplog, capsys
+):
     disk = FakeDisk(monkeypatch, reserve_gives=recording_stop.RESERVE_BYTES)
     run = make_run(tmp_path)
     writer = run.writer
@@ -104,8 +106,7 @@ def test_a_full_disk_stops_recording_once_and_the_dump_says_where(tmp_path, monk
     assert fmt.NOTICE_RECORDING_STOPPED in [n["kind"] for n in report["notices"]]
 
 
-def test_when_not_even_the_notice_fits_the_reader_infers_the_stop(tmp_path, monkeypatch,
-                                                                   caplog):
+def test_when_not_even_the_notice_fits_the_reader_infers_the_stop(tmp_path, monkeypatch, caplog):
     disk = FakeDisk(monkeypatch)  # deleting the reserve frees nothing (an I/O error)
     run = make_run(tmp_path)
     add_step(run, [FINITE])
@@ -120,7 +121,8 @@ def test_when_not_even_the_notice_fits_the_reader_infers_the_stop(tmp_path, monk
     assert "could not say so" in warning.getMessage()
     with reader.DumpReader(run.path) as dump:
         assert dump.notices() == () or fmt.NOTICE_RECORDING_STOPPED not in {
-            n.kind for n in dump.notices()}
+            n.kind for n in dump.notices()
+        }
         assert dump.damage == ()
         assert dump.writer_state() == liveness.STOPPED  # its reserve is gone, no `end`
     assert reader.list_runs(tmp_path)[0].stopped

@@ -18,17 +18,18 @@ import instrument
 
 ITERATIONS = 4
 
-instrument.enable_dump_debug_info(sys.argv[1], tensor_debug_mode=sys.argv[2],
-                                  circular_buffer_size=-1)
+instrument.enable_dump_debug_info(
+    sys.argv[1], tensor_debug_mode=sys.argv[2], circular_buffer_size=-1
+)
 
 
 @tf.function
 def f(x):
     def body(i, y):
         y = tf.sin(y) * 0.5 + tf.cos(y)
-        y = tf.cond(tf.reduce_sum(y) > 0.0, lambda: tf.sqrt(y * y) * 2.0,
-                    lambda: tf.abs(y) - 1.0)
+        y = tf.cond(tf.reduce_sum(y) > 0.0, lambda: tf.sqrt(y * y) * 2.0, lambda: tf.abs(y) - 1.0)
         return i + 1, tf.tanh(y)
+
     return tf.while_loop(lambda i, y: i < ITERATIONS, body, (tf.constant(0), x))[1]
 
 
@@ -36,8 +37,9 @@ def f(x):
 def g(x):
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = tf.while_loop(lambda i, y: i < ITERATIONS, lambda i, y: (i + 1, tf.sin(y)),
-                          (tf.constant(0), x))[1]
+        y = tf.while_loop(
+            lambda i, y: i < ITERATIONS, lambda i, y: (i + 1, tf.sin(y)), (tf.constant(0), x)
+        )[1]
         total = tf.reduce_sum(y)
     return tape.gradient(total, x)  # the gradient loop: Cos, then Mul, per iteration
 

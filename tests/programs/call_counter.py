@@ -49,16 +49,18 @@ def functions():
 
     @tf.function
     def g(x):
-        return tf.reduce_sum(tf.while_loop(lambda i, y: i < 2, lambda i, y: (i + 1, y * x),
-                                           (tf.constant(0), x))[1])
+        return tf.reduce_sum(
+            tf.while_loop(lambda i, y: i < 2, lambda i, y: (i + 1, y * x), (tf.constant(0), x))[1]
+        )
 
     return f, g
 
 
 result = {}
 for mode in ("FULL_HEALTH", "FULL_TENSOR", "NO_TENSOR"):
-    instrument.enable_dump_debug_info(os.path.join(logdir, mode), tensor_debug_mode=mode,
-                                      circular_buffer_size=-1)
+    instrument.enable_dump_debug_info(
+        os.path.join(logdir, mode), tensor_debug_mode=mode, circular_buffer_size=-1
+    )
     result.setdefault("view_before", []).append(counter()._view is not None)
     f, g = functions()
     if variant == "async":

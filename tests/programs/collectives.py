@@ -19,7 +19,8 @@ import tensorflow as tf
 
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(
-    cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
+    cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()]
+)
 
 import instrument  # noqa: E402
 
@@ -28,16 +29,20 @@ SUM = tf.distribute.ReduceOp.SUM
 
 strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 with strategy.scope():
-    model = tf.keras.Sequential([tf.keras.layers.Embedding(20, 4),
-                                 tf.keras.layers.GlobalAveragePooling1D(),
-                                 tf.keras.layers.Dense(1)])
+    model = tf.keras.Sequential(
+        [
+            tf.keras.layers.Embedding(20, 4),
+            tf.keras.layers.GlobalAveragePooling1D(),
+            tf.keras.layers.Dense(1),
+        ]
+    )
     model.build((None, 3))
     optimizer = tf.keras.optimizers.Adam(1e-2)
     optimizer.build(model.trainable_variables)
 rng = np.random.default_rng(0)
 data = tf.data.Dataset.from_tensor_slices(
-    (rng.integers(0, 20, size=(16, 3)).astype("int32"),
-     rng.random((16, 1)).astype("float32"))).batch(8)
+    (rng.integers(0, 20, size=(16, 3)).astype("int32"), rng.random((16, 1)).astype("float32"))
+).batch(8)
 
 
 def embedding_loop():
@@ -77,8 +82,9 @@ def reduce_and_gather():
 
 
 for mode in MODES:
-    instrument.enable_dump_debug_info(os.path.join(LOGDIR, mode), tensor_debug_mode=mode,
-                                      circular_buffer_size=-1)
+    instrument.enable_dump_debug_info(
+        os.path.join(LOGDIR, mode), tensor_debug_mode=mode, circular_buffer_size=-1
+    )
     embedding_loop()
     reduce_and_gather()
     instrument.disable_dump_debug_info()

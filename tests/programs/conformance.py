@@ -23,7 +23,8 @@ import tensorflow as tf
 # (MirroredStrategy on two devices); the other scenarios run on the first.
 tf.config.set_logical_device_configuration(
     tf.config.list_physical_devices("CPU")[0],
-    [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
+    [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()],
+)
 
 import instrument  # noqa: E402
 
@@ -42,8 +43,7 @@ CURRENT: list = []
 def enable(path, mode, **options):
     options.setdefault("circular_buffer_size", -1)
     if DUMPER == "tf":
-        tf.debugging.experimental.enable_dump_debug_info(path, tensor_debug_mode=mode,
-                                                         **options)
+        tf.debugging.experimental.enable_dump_debug_info(path, tensor_debug_mode=mode, **options)
     else:
         instrument.enable_dump_debug_info(path, tensor_debug_mode=mode, **options)
 
@@ -56,6 +56,7 @@ def disable():
 
 
 # -- the scenarios --------------------------------------------------------------------
+
 
 def eager_collatz():
     """Eager ops only: the Collatz sequence from 10."""
@@ -70,9 +71,10 @@ def eager_collatz():
 
 def bad_values():
     """(x + y) / (x - y) in float16: [0.2, -inf, nan, nan, inf, inf, inf, -5]."""
+
     @tf.function
     def func(x, y):
-        return (x + y) / (x - y)                                    # BAD_LINE
+        return (x + y) / (x - y)  # BAD_LINE
 
     x = np.array([-3, -1, 0, 0, 1, 1, 1, 2], dtype=np.float16)
     y = np.array([2, -1, 0, 0, 1, 1, 1, 3], dtype=np.float16)
@@ -86,9 +88,12 @@ def training_nan():
     rng = np.random.default_rng(0)
     first = rng.normal(size=(6, 5)).astype(np.float32)
     first[2] = 0.0
-    variables = [tf.Variable(first), tf.Variable(np.zeros(5, np.float32)),
-                 tf.Variable(rng.normal(size=(5, 3)).astype(np.float32)),
-                 tf.Variable(np.zeros(3, np.float32))]
+    variables = [
+        tf.Variable(first),
+        tf.Variable(np.zeros(5, np.float32)),
+        tf.Variable(rng.normal(size=(5, 3)).astype(np.float32)),
+        tf.Variable(np.zeros(3, np.float32)),
+    ]
 
     @tf.function
     def step(x, y):
@@ -96,8 +101,9 @@ def training_nan():
         with tf.GradientTape() as tape:
             hidden = tf.nn.relu(tf.matmul(x, w1) + b1)
             logits = tf.matmul(hidden, w2) + b2
-            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-                labels=y, logits=logits))
+            loss = tf.reduce_mean(
+                tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+            )
         for v, g in zip(variables, tape.gradient(loss, variables)):
             v.assign_sub(0.1 * g)
         return loss
@@ -120,9 +126,10 @@ def booleans():
 
 def nested():
     """A function called from a function, without control flow."""
+
     @tf.function
     def log_sum(x, y):
-        return tf.math.log(x + y)                                   # NESTED_LOG_LINE
+        return tf.math.log(x + y)  # NESTED_LOG_LINE
 
     @tf.function
     def sin1p_log_sum(x, y):
@@ -133,6 +140,7 @@ def nested():
 
 def two_compilations():
     """One Python function, two dtypes: two graphs, called alternately."""
+
     @tf.function
     def ceil_times_two(x):
         return tf.math.ceil(x) * 2.0
@@ -143,6 +151,7 @@ def two_compilations():
 
 def duplicate_names():
     """Two objects' methods of the same name: two graphs."""
+
     class Model:
         @tf.function
         def ceil_times_two(self, x):
@@ -165,6 +174,7 @@ def unique_sum():
 
 def while_doubling():
     """A while loop in a function: Less runs 5 times, Mul 4."""
+
     @tf.function
     def iterative_doubling(x, times):
         i = tf.constant(0, dtype=tf.int32)
@@ -173,8 +183,9 @@ def while_doubling():
             i += 1
         return x
 
-    SEEN["while_doubling"] = float(iterative_doubling(tf.constant(0.5),
-                                                      tf.constant(4, dtype=tf.int32)))
+    SEEN["while_doubling"] = float(
+        iterative_doubling(tf.constant(0.5), tf.constant(4, dtype=tf.int32))
+    )
 
 
 def threads():
@@ -197,10 +208,13 @@ def threads():
 
 
 def _recurrent_model():
-    model = tf.keras.Sequential([
-        tf.keras.Input((3, 4)),
-        tf.keras.layers.LSTM(10, kernel_initializer="zeros", recurrent_initializer="zeros"),
-        tf.keras.layers.Dense(1, kernel_initializer="zeros")])
+    model = tf.keras.Sequential(
+        [
+            tf.keras.Input((3, 4)),
+            tf.keras.layers.LSTM(10, kernel_initializer="zeros", recurrent_initializer="zeros"),
+            tf.keras.layers.Dense(1, kernel_initializer="zeros"),
+        ]
+    )
     model.compile(loss="mse", optimizer="sgd")
     return model
 
@@ -210,16 +224,16 @@ def keras_recurrent():
     (the orthogonal one runs eager ops by a bytes name)."""
     tf.keras.layers.LSTM(2)(np.ones([1, 2, 3], dtype=np.float32))
     model = _recurrent_model()
-    SEEN.setdefault("keras_recurrent", {})["predict"] = \
-        model.predict(np.ones([5, 3, 4]), verbose=0).tolist()
+    SEEN.setdefault("keras_recurrent", {})["predict"] = model.predict(
+        np.ones([5, 3, 4]), verbose=0
+    ).tolist()
     history = model.fit(np.ones([5, 3, 4]), np.ones([5, 1]), epochs=3, verbose=0)
     SEEN["keras_recurrent"]["loss"] = history.history["loss"]
 
 
 def mobilenet():
     """MobileNetV2 (alpha 0.1, 32x32), cut after layer 22, one epoch of fit."""
-    base = tf.keras.applications.MobileNetV2(input_shape=(32, 32, 3), alpha=0.1,
-                                             weights=None)
+    base = tf.keras.applications.MobileNetV2(input_shape=(32, 32, 3), alpha=0.1, weights=None)
     y = tf.keras.layers.Flatten()(base.layers[22].output)
     model = tf.keras.Model(inputs=base.inputs, outputs=tf.keras.layers.Dense(1)(y))
     model.compile(optimizer="sgd", loss="mse")
@@ -275,9 +289,13 @@ def _mirrored_keras_fit(strategy, enable_in_scope=False):
     with strategy.scope():
         if enable_in_scope:
             enable(*CURRENT[:2], **CURRENT[2])
-        model = tf.keras.Sequential([tf.keras.Input((5,)),
-                                     tf.keras.layers.Dense(10, activation="relu"),
-                                     tf.keras.layers.Dense(1)])
+        model = tf.keras.Sequential(
+            [
+                tf.keras.Input((5,)),
+                tf.keras.layers.Dense(10, activation="relu"),
+                tf.keras.layers.Dense(1),
+            ]
+        )
         model.compile(loss="mse", optimizer="sgd")
         history = model.fit(np.ones([20, 5]), np.ones([20, 1]), epochs=1, verbose=0)
     SEEN.setdefault("mirrored_fit", []).append(history.history["loss"])
@@ -324,13 +342,33 @@ def mirrored_loop_function():
     step()
     step()
     SEEN.setdefault("mirrored_loop_function", []).append(
-        [float(w.numpy().ravel()[0]) for w in weights])
+        [float(w.numpy().ravel()[0]) for w in weights]
+    )
 
 
-SCENARIOS = {f.__name__: f for f in (
-    eager_collatz, bad_values, training_nan, booleans, nested, two_compilations, duplicate_names,
-    unique_sum, while_doubling, threads, keras_recurrent, mobilenet, circular, call_inputs,
-    mirrored_fit, mirrored_fit_in_scope, mirrored_loop, mirrored_loop_function)}
+SCENARIOS = {
+    f.__name__: f
+    for f in (
+        eager_collatz,
+        bad_values,
+        training_nan,
+        booleans,
+        nested,
+        two_compilations,
+        duplicate_names,
+        unique_sum,
+        while_doubling,
+        threads,
+        keras_recurrent,
+        mobilenet,
+        circular,
+        call_inputs,
+        mirrored_fit,
+        mirrored_fit_in_scope,
+        mirrored_loop,
+        mirrored_loop_function,
+    )
+}
 # Scenarios that enable the dumper themselves.
 ENABLING = {"mirrored_fit_in_scope"}
 
@@ -357,8 +395,7 @@ def main():
         if scenario in FILTERS:  # a filter, on unique_sum or nested
             dtypes, regex = FILTERS[scenario]
             options = {"tensor_dtypes": dtypes, "op_regex": regex}
-            name, scenario = scenario, "nested" if scenario.startswith("regex") \
-                else "unique_sum"
+            name, scenario = scenario, "nested" if scenario.startswith("regex") else "unique_sum"
         if scenario == "circular":
             options["circular_buffer_size"] = 5
         path = os.path.join(ROOT, f"{name}-{mode}")
@@ -371,13 +408,16 @@ def main():
             disable()
     # Argument checks, outside any run.
     errors = {}
-    for label, kwargs in {"mode": {"tensor_debug_mode": "NONSENSICAL"},
-                          "dtypes_dict": {"tensor_dtypes": {}},
-                          "dtypes_str": {"tensor_dtypes": "float32"}}.items():
+    for label, kwargs in {
+        "mode": {"tensor_debug_mode": "NONSENSICAL"},
+        "dtypes_dict": {"tensor_dtypes": {}},
+        "dtypes_str": {"tensor_dtypes": "float32"},
+    }.items():
         try:
             if DUMPER == "tf":
                 tf.debugging.experimental.enable_dump_debug_info(
-                    os.path.join(ROOT, "bad"), **kwargs)
+                    os.path.join(ROOT, "bad"), **kwargs
+                )
             else:
                 instrument.enable_dump_debug_info(os.path.join(ROOT, "bad"), **kwargs)
             errors[label] = None

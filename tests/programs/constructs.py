@@ -19,17 +19,18 @@ WHILE_ITERATIONS = 3
 
 def program():
     """One pass over the constructs; returns nothing, the dump is what is checked."""
-    x = tf.constant([0.0, -1.0, 2.0]) * 1.0                   # eager op: Mul
+    x = tf.constant([0.0, -1.0, 2.0]) * 1.0  # eager op: Mul
 
     @tf.function
     def inner(z):
-        return tf.math.log(z) * 2.0                             # LOG_LINE
+        return tf.math.log(z) * 2.0  # LOG_LINE
 
     @tf.function
     def outer(x):
         i = tf.constant(0)
-        _, y = tf.while_loop(lambda i, y: i < WHILE_ITERATIONS,
-                             lambda i, y: (i + 1, y * 2.0), [i, x])
+        _, y = tf.while_loop(
+            lambda i, y: i < WHILE_ITERATIONS, lambda i, y: (i + 1, y * 2.0), [i, x]
+        )
         z = tf.cond(tf.reduce_sum(y) > 0.0, lambda: y + 1.0, lambda: y - 1.0)
         return inner(tf.abs(z) - 1.0)
 
@@ -61,15 +62,22 @@ def program():
 api = {}
 for mode in MODES:
     logdir = os.path.join(LOGDIR, mode)
-    path = instrument.enable_dump_debug_info(logdir, tensor_debug_mode=mode,
-                                             circular_buffer_size=-1)
+    path = instrument.enable_dump_debug_info(
+        logdir, tensor_debug_mode=mode, circular_buffer_size=-1
+    )
     if mode == MODES[0]:
-        api["idempotent"] = instrument.enable_dump_debug_info(
-            logdir, tensor_debug_mode=mode, circular_buffer_size=-1) == path
+        api["idempotent"] = (
+            instrument.enable_dump_debug_info(
+                logdir, tensor_debug_mode=mode, circular_buffer_size=-1
+            )
+            == path
+        )
         try:
-            instrument.enable_dump_debug_info(logdir, tensor_debug_mode="SHAPE"
-                                              if mode != "SHAPE" else "NO_TENSOR",
-                                              circular_buffer_size=-1)
+            instrument.enable_dump_debug_info(
+                logdir,
+                tensor_debug_mode="SHAPE" if mode != "SHAPE" else "NO_TENSOR",
+                circular_buffer_size=-1,
+            )
             api["conflict"] = "no error"
         except ValueError as error:
             api["conflict"] = str(error)
@@ -80,13 +88,18 @@ for mode in MODES:
     instrument.disable_dump_debug_info()
 
 # A second run into the first mode's logdir, and a run with op and dtype filters.
-instrument.enable_dump_debug_info(os.path.join(LOGDIR, MODES[0]), tensor_debug_mode=MODES[0],
-                                  circular_buffer_size=-1)
+instrument.enable_dump_debug_info(
+    os.path.join(LOGDIR, MODES[0]), tensor_debug_mode=MODES[0], circular_buffer_size=-1
+)
 tf.constant([1.0]) + 1.0
 instrument.disable_dump_debug_info()
-instrument.enable_dump_debug_info(os.path.join(LOGDIR, "filtered"),
-                                  tensor_debug_mode="FULL_HEALTH", circular_buffer_size=-1,
-                                  op_regex="^(Log|Mul)$", tensor_dtypes=[tf.float32])
+instrument.enable_dump_debug_info(
+    os.path.join(LOGDIR, "filtered"),
+    tensor_debug_mode="FULL_HEALTH",
+    circular_buffer_size=-1,
+    op_regex="^(Log|Mul)$",
+    tensor_dtypes=[tf.float32],
+)
 program()
 instrument.disable_dump_debug_info()
 print(json.dumps(api))

@@ -17,8 +17,9 @@ import instrument
 def record(logdir: str, mode: str) -> None:
     x = tf.constant(np.linspace(-1.0, 1.0, 12, dtype=np.float32).reshape(3, 4))
     w = tf.Variable(tf.ones([4, 2]))
-    instrument.enable_dump_debug_info(f"{logdir}/{mode}", tensor_debug_mode=mode,
-                                      circular_buffer_size=-1)
+    instrument.enable_dump_debug_info(
+        f"{logdir}/{mode}", tensor_debug_mode=mode, circular_buffer_size=-1
+    )
 
     @tf.function
     def step(x):

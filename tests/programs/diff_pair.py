@@ -31,8 +31,8 @@ def train(variant):
     def step(x, w):
         if half:
             x, w = tf.cast(x, tf.float16), tf.cast(w, tf.float16)
-        h = tf.matmul(x, w) * scale                               # MUL_LINE
-        energy = tf.reduce_sum(tf.square(h), axis=1)              # SUM_LINE
+        h = tf.matmul(x, w) * scale  # MUL_LINE
+        energy = tf.reduce_sum(tf.square(h), axis=1)  # SUM_LINE
         return tf.reduce_mean(tf.math.log1p(tf.cast(energy, tf.float32)))
 
     x = tf.fill([4, 16], -60.0 if variant == "negated" else 60.0)
@@ -42,7 +42,8 @@ def train(variant):
 
 
 for variant in VARIANTS:
-    instrument.enable_dump_debug_info(os.path.join(LOGDIR, variant), tensor_debug_mode=MODE,
-                                      circular_buffer_size=-1)
+    instrument.enable_dump_debug_info(
+        os.path.join(LOGDIR, variant), tensor_debug_mode=MODE, circular_buffer_size=-1
+    )
     train(variant)
     instrument.disable_dump_debug_info()

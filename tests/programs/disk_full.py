@@ -28,8 +28,9 @@ if len(sys.argv) > 3:
 
     os.writev = writev
 
-run = instrument.enable_dump_debug_info(logdir, tensor_debug_mode="FULL_HEALTH",
-                                        circular_buffer_size=-1)
+run = instrument.enable_dump_debug_info(
+    logdir, tensor_debug_mode="FULL_HEALTH", circular_buffer_size=-1
+)
 print("RUN", run, flush=True)
 tf.random.set_seed(0)
 w1 = tf.Variable(tf.random.normal([16, 32], stddev=0.1))

@@ -17,8 +17,9 @@ import instrument
 STEPS = 12
 LEARNING_RATE = 0.5
 
-instrument.enable_dump_debug_info(sys.argv[1], tensor_debug_mode="FULL_STATS",
-                                  circular_buffer_size=-1)
+instrument.enable_dump_debug_info(
+    sys.argv[1], tensor_debug_mode="FULL_STATS", circular_buffer_size=-1
+)
 rng = np.random.default_rng(3)
 # Rows of very different scales: some predictions overflow a step before the others.
 scales = 10.0 ** np.repeat(np.arange(-4, 4), 8)[:, np.newaxis]
@@ -30,7 +31,7 @@ w = tf.Variable(tf.ones([4, 1]))
 @tf.function
 def train_step():
     with tf.GradientTape() as tape:
-        pred = tf.matmul(x, w)                                  # PRED_LINE
+        pred = tf.matmul(x, w)  # PRED_LINE
         loss = tf.reduce_mean(tf.square(pred - y))
     w.assign_sub(LEARNING_RATE * tape.gradient(loss, w))
     # The loss is returned, as a training step's is: a value nothing uses is never

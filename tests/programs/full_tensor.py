@@ -17,8 +17,7 @@ LOGDIR = sys.argv[1]
 LOOP_ITERATIONS = 300
 BIG = 512  # a BIG x BIG float32 ReLU output: a megabyte, half zeros
 
-instrument.enable_dump_debug_info(LOGDIR, tensor_debug_mode="FULL_TENSOR",
-                                  circular_buffer_size=-1)
+instrument.enable_dump_debug_info(LOGDIR, tensor_debug_mode="FULL_TENSOR", circular_buffer_size=-1)
 
 x = tf.constant([[1.5, -2.0, 0.0], [3.25, -0.5, 7.0]])
 
@@ -26,14 +25,31 @@ x = tf.constant([[1.5, -2.0, 0.0], [3.25, -0.5, 7.0]])
 @tf.function
 def every_dtype(x):
     # Returned, so computed: a value nothing uses is neither computed nor traced.
-    values = [tf.math.multiply(x, 2.0, name="f32"), tf.cast(x, tf.float64, name="f64"),
-              tf.cast(x, tf.float16, name="f16"), tf.cast(x, tf.bfloat16, name="bf16")]
-    for dtype in (tf.int8, tf.uint8, tf.int16, tf.uint16, tf.int32, tf.uint32,
-                  tf.int64, tf.uint64, tf.complex64, tf.complex128):
+    values = [
+        tf.math.multiply(x, 2.0, name="f32"),
+        tf.cast(x, tf.float64, name="f64"),
+        tf.cast(x, tf.float16, name="f16"),
+        tf.cast(x, tf.bfloat16, name="bf16"),
+    ]
+    for dtype in (
+        tf.int8,
+        tf.uint8,
+        tf.int16,
+        tf.uint16,
+        tf.int32,
+        tf.uint32,
+        tf.int64,
+        tf.uint64,
+        tf.complex64,
+        tf.complex128,
+    ):
         values.append(tf.cast(tf.abs(x), dtype, name=dtype.name))
-    values += [tf.math.greater(x, 0.0, name="bool"),
-               tf.strings.as_string(x, precision=2, name="string"),
-               tf.reduce_sum(x, name="scalar"), tf.slice(x, [0, 0], [0, 3], name="empty")]
+    values += [
+        tf.math.greater(x, 0.0, name="bool"),
+        tf.strings.as_string(x, precision=2, name="string"),
+        tf.reduce_sum(x, name="scalar"),
+        tf.slice(x, [0, 0], [0, 3], name="empty"),
+    ]
     big = tf.nn.relu(tf.random.stateless_normal([BIG, BIG], seed=[1, 2]), name="big")
     return big, values
 
@@ -45,9 +61,11 @@ def dynamic_shape(x):
 
 @tf.function
 def loop(v):
-    _, v = tf.while_loop(lambda i, v: i < LOOP_ITERATIONS,
-                         lambda i, v: (i + 1, tf.math.add(v, 1.0, name="step")),
-                         [tf.constant(0), v])
+    _, v = tf.while_loop(
+        lambda i, v: i < LOOP_ITERATIONS,
+        lambda i, v: (i + 1, tf.math.add(v, 1.0, name="step")),
+        [tf.constant(0), v],
+    )
     return v
 
 

@@ -19,8 +19,7 @@ ITERATIONS = 40
 CALLS = 3
 TIMESTEPS, FEATURES, BATCH, FIT_STEPS = 6, 3, 4, 3
 
-instrument.enable_dump_debug_info(LOGDIR, tensor_debug_mode="FULL_TENSOR",
-                                  circular_buffer_size=-1)
+instrument.enable_dump_debug_info(LOGDIR, tensor_debug_mode="FULL_TENSOR", circular_buffer_size=-1)
 
 
 @tf.function
@@ -37,8 +36,9 @@ def loop(v):
         chosen = tf.where(big, folded, folded, name="chosen")
         return i + 1, tf.math.multiply(chosen, 0.25, name="quarter"), label
 
-    _, v, _ = tf.while_loop(lambda i, v, text: i < ITERATIONS, body,
-                            [tf.constant(0), v, tf.constant("")])
+    _, v, _ = tf.while_loop(
+        lambda i, v, text: i < ITERATIONS, body, [tf.constant(0), v, tf.constant("")]
+    )
     return v
 
 
@@ -48,11 +48,14 @@ for call in range(CALLS):
 rng = np.random.default_rng(7)
 x = rng.normal(size=(BATCH * FIT_STEPS, TIMESTEPS, FEATURES)).astype(np.float32)
 y = rng.integers(0, 2, size=(BATCH * FIT_STEPS,)).astype(np.int32)
-model = tf.keras.Sequential([tf.keras.Input((TIMESTEPS, FEATURES)),
-                             tf.keras.layers.LSTM(4, use_cudnn=False),
-                             tf.keras.layers.Dense(2)])
-model.compile(optimizer="sgd",
-              loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+model = tf.keras.Sequential(
+    [
+        tf.keras.Input((TIMESTEPS, FEATURES)),
+        tf.keras.layers.LSTM(4, use_cudnn=False),
+        tf.keras.layers.Dense(2),
+    ]
+)
+model.compile(optimizer="sgd", loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
 model.fit(x, y, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
 instrument.disable_dump_debug_info()
 print(json.dumps({"x": x.tolist()}))

@@ -1,12 +1,14 @@
 """Infinity bug: the gradient of sqrt at zero (the forward pass is finite)."""
+
 import sys
 
 import tensorflow as tf
 
 import instrument
 
-instrument.enable_dump_debug_info(sys.argv[1], tensor_debug_mode="FULL_HEALTH",
-                                  circular_buffer_size=-1)
+instrument.enable_dump_debug_info(
+    sys.argv[1], tensor_debug_mode="FULL_HEALTH", circular_buffer_size=-1
+)
 weights = tf.Variable([0.0, 4.0])
 
 

@@ -7,6 +7,7 @@ default); ``python harm.py LOGDIR --tensorflow CASE:MODE ...`` runs cases under
 TensorFlow's own dumper into ``LOGDIR/<case>-<MODE>``. A harmful case marks the line of
 its culprit with ``# HARM <case>``.
 """
+
 import sys
 import tempfile
 
@@ -19,7 +20,7 @@ import instrument
 
 # The mixed-precision fits: an initial loss scale of 2**24 overflows float16
 # gradients for about a dozen steps before the scaler has halved it far enough.
-MIXED_INITIAL_SCALE = 2.0 ** 24
+MIXED_INITIAL_SCALE = 2.0**24
 MIXED_STEPS = 24
 COLLAPSE_STEPS = 26
 DIVERGE_STEPS = 60
@@ -29,10 +30,17 @@ def _mixed_fit(data_scale: float, make_layer, steps: int) -> None:
     keras.utils.set_random_seed(1)
     keras.mixed_precision.set_global_policy("mixed_float16")
     try:
-        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"),
-                                  make_layer(), keras.layers.Dense(1)])
+        model = keras.Sequential(
+            [
+                keras.Input((4,)),
+                keras.layers.Dense(8, activation="relu"),
+                make_layer(),
+                keras.layers.Dense(1),
+            ]
+        )
         optimizer = keras.optimizers.LossScaleOptimizer(
-            keras.optimizers.SGD(0.01), initial_scale=MIXED_INITIAL_SCALE)
+            keras.optimizers.SGD(0.01), initial_scale=MIXED_INITIAL_SCALE
+        )
         model.compile(optimizer=optimizer, loss="mse")
         x = np.random.default_rng(0).normal(size=(steps * 8, 4)).astype("float32")
         y = (x.sum(axis=1, keepdims=True) * data_scale).astype("float32")
@@ -53,10 +61,17 @@ def mixed_loop_built():
     keras.utils.set_random_seed(1)
     keras.mixed_precision.set_global_policy("mixed_float16")
     try:
-        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"),
-                                  keras.layers.Dense(8), keras.layers.Dense(1, dtype="float32")])
+        model = keras.Sequential(
+            [
+                keras.Input((4,)),
+                keras.layers.Dense(8, activation="relu"),
+                keras.layers.Dense(8),
+                keras.layers.Dense(1, dtype="float32"),
+            ]
+        )
         optimizer = keras.optimizers.LossScaleOptimizer(
-            keras.optimizers.SGD(0.01), initial_scale=MIXED_INITIAL_SCALE)
+            keras.optimizers.SGD(0.01), initial_scale=MIXED_INITIAL_SCALE
+        )
         optimizer.build(model.trainable_variables)
         x = np.random.default_rng(0).normal(size=(MIXED_STEPS * 8, 4)).astype("float32")
         y = x.sum(axis=1, keepdims=True)
@@ -119,6 +134,7 @@ def additive_mask():
 
 def masked_logsumexp():
     """Harmful: a fully masked row gives max = -inf and -inf - (-inf) = NaN."""
+
     @tf.function
     def masked_lse(scores, mask):
         masked = tf.where(mask, scores, -np.inf)
@@ -193,15 +209,25 @@ def keras_diverging(steps_per_execution: int = 1):
     rng = np.random.default_rng(0)
     x = rng.normal(size=(512, 64)).astype("float32")
     y = (x @ rng.normal(size=(64, 1))).astype("float32")
-    model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(256, activation="relu"),
-                              keras.layers.Dense(256, activation="relu"), keras.layers.Dense(1)])
-    model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.5), loss="mse",
-                  steps_per_execution=steps_per_execution)
+    model = keras.Sequential(
+        [
+            keras.Input((64,)),
+            keras.layers.Dense(256, activation="relu"),
+            keras.layers.Dense(256, activation="relu"),
+            keras.layers.Dense(1),
+        ]
+    )
+    model.compile(
+        optimizer=keras.optimizers.SGD(learning_rate=0.5),
+        loss="mse",
+        steps_per_execution=steps_per_execution,
+    )
     model.fit(x, y, batch_size=64, epochs=1, verbose=0)
 
 
 def acos_domain():
     """Harmful: a cosine that rounds just above 1."""
+
     @tf.function
     def angle(cosine):
         cosine = cosine * 1.0
@@ -213,8 +239,9 @@ def acos_domain():
 def adam_epsilon():
     """Harmful: Adam with epsilon=0.0 on a weight whose gradient is exactly 0."""
     keras.utils.set_random_seed(1)
-    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1, name="scorer")],
-                             name="ranker")
+    model = keras.Sequential(
+        [keras.Input((3,)), keras.layers.Dense(1, name="scorer")], name="ranker"
+    )
     model.compile(optimizer=keras.optimizers.Adam(epsilon=0.0), loss="mse")
     x = np.zeros((16, 3), dtype="float32")
     x[:, 0] = 1.0
@@ -246,6 +273,7 @@ def dataset_batch():
 
 def py_function():
     """Harmful: a tf.py_function hands a NaN to the graph."""
+
     def load(i):
         return np.array([1.0, np.nan], np.float32) * float(i)
 
@@ -259,6 +287,7 @@ def py_function():
 
 def numpy_function():
     """Harmful: a tf.numpy_function hands an infinity to the graph."""
+
     def scale(x):
         return (x / np.float32(0.0)).astype(np.float32)
 
@@ -300,8 +329,7 @@ def keras_data():
     model.compile(optimizer="sgd", loss="mse")
     x = np.ones((16, 3), np.float32)
     x[13, 1] = np.nan
-    model.fit(x, np.ones((16, 1), "float32"), batch_size=4, epochs=1, verbose=0,
-              shuffle=False)
+    model.fit(x, np.ones((16, 1), "float32"), batch_size=4, epochs=1, verbose=0, shuffle=False)
 
 
 def dataset_map():
@@ -327,23 +355,34 @@ def outlier_batch():
     under global-norm clipping: its batch's gradient overflows the norm's square in one
     step, which is not a divergence."""
     keras.utils.set_random_seed(0)
-    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(4, activation="relu"),
-                              keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(4, activation="relu"), keras.layers.Dense(1)]
+    )
     model.compile(keras.optimizers.SGD(0.01, global_clipnorm=1.0), "mse")
     rng = np.random.default_rng(0)
     x = rng.normal(size=(64, 4)).astype("float32")
     x[OUTLIER_SAMPLE] = 1e19
-    model.fit(x, rng.normal(size=(64, 1)).astype("float32"), batch_size=OUTLIER_BATCH,
-              epochs=1, verbose=0, shuffle=False)
+    model.fit(
+        x,
+        rng.normal(size=(64, 1)).astype("float32"),
+        batch_size=OUTLIER_BATCH,
+        epochs=1,
+        verbose=0,
+        shuffle=False,
+    )
 
 
 def float16_gradient():
     """Harmful: a model computed in float16 without a loss scale (no mixed policy):
     a gradient's products pass 65,504 and overflow; no singular point is involved."""
     keras.utils.set_random_seed(0)
-    model = keras.Sequential([keras.Input((8,), dtype="float16"),
-                              keras.layers.Dense(16, dtype="float16", name="wide"),
-                              keras.layers.Dense(1, dtype="float16")])
+    model = keras.Sequential(
+        [
+            keras.Input((8,), dtype="float16"),
+            keras.layers.Dense(16, dtype="float16", name="wide"),
+            keras.layers.Dense(1, dtype="float16"),
+        ]
+    )
     model.compile("sgd", "mse")
     x = (np.random.default_rng(0).normal(size=(32, 8)) * 3000).astype("float16")
     model.fit(x, np.zeros((32, 1), "float16"), batch_size=8, epochs=1, verbose=0)
@@ -367,13 +406,33 @@ def variable_restored(path: str):
     predict(tf.constant([2.0, 3.0]))
 
 
-CASES = {f.__name__: f for f in (mixed_precision, mixed_loop_built, loss_scale_collapse,
-                                 masked_attention, additive_mask,
-                                 masked_logsumexp, sqrt_where, where_trap, diverging,
-                                 keras_diverging, acos_domain, adam_epsilon, dataset_batch,
-                                 py_function, numpy_function, variable_initial, variable_assigned,
-                                 variable_restored, keras_data, dataset_map, outlier_batch,
-                                 float16_gradient)}
+CASES = {
+    f.__name__: f
+    for f in (
+        mixed_precision,
+        mixed_loop_built,
+        loss_scale_collapse,
+        masked_attention,
+        additive_mask,
+        masked_logsumexp,
+        sqrt_where,
+        where_trap,
+        diverging,
+        keras_diverging,
+        acos_domain,
+        adam_epsilon,
+        dataset_batch,
+        py_function,
+        numpy_function,
+        variable_initial,
+        variable_assigned,
+        variable_restored,
+        keras_data,
+        dataset_map,
+        outlier_batch,
+        float16_gradient,
+    )
+}
 # The masked cases again in CURT_HEALTH, which says only "has NaN or inf".
 CASES.update(masked_attention_curt=masked_attention, masked_logsumexp_curt=masked_logsumexp)
 # The data cases again in FULL_TENSOR, whose values show the element and the column.
@@ -386,16 +445,19 @@ CASES.update(keras_data_buffered=keras_data)
 # magnitudes do.
 CASES.update(diverging_stats=diverging)
 # Cases dumped in another mode than FULL_HEALTH (statistics, values).
-MODES = {"diverging_stats": "FULL_STATS", "masked_attention_curt": "CURT_HEALTH",
-         "masked_logsumexp_curt": "CURT_HEALTH", "dataset_batch_tensor": "FULL_TENSOR",
-         "keras_data_tensor": "FULL_TENSOR"}
+MODES = {
+    "diverging_stats": "FULL_STATS",
+    "masked_attention_curt": "CURT_HEALTH",
+    "masked_logsumexp_curt": "CURT_HEALTH",
+    "dataset_batch_tensor": "FULL_TENSOR",
+    "keras_data_tensor": "FULL_TENSOR",
+}
 
 # Cases under a circular buffer (the others keep everything).
 BUFFERS = {"keras_data_buffered": 20}
 
 # Cases that take an argument made before the dump starts.
 SETUP = {"variable_restored": _nan_checkpoint}
-
 
 
 def main(logdir: str, names: list[str]) -> None:
@@ -407,11 +469,14 @@ def main(logdir: str, names: list[str]) -> None:
         arguments = (SETUP[name](),) if name in SETUP else ()
         if tensorflow:
             tf.debugging.experimental.enable_dump_debug_info(
-                f"{logdir}/{name}-{mode}", tensor_debug_mode=mode, circular_buffer_size=-1)
+                f"{logdir}/{name}-{mode}", tensor_debug_mode=mode, circular_buffer_size=-1
+            )
         else:
             instrument.enable_dump_debug_info(
-                f"{logdir}/{name}", tensor_debug_mode=MODES.get(name, "FULL_HEALTH"),
-                circular_buffer_size=BUFFERS.get(name, -1))
+                f"{logdir}/{name}",
+                tensor_debug_mode=MODES.get(name, "FULL_HEALTH"),
+                circular_buffer_size=BUFFERS.get(name, -1),
+            )
         CASES[name](*arguments)
         if tensorflow:
             tf.debugging.experimental.disable_dump_debug_info()

@@ -21,7 +21,7 @@ class Scale(keras.layers.Layer):
         self.scale = self.add_weight(shape=(input_shape[-1],), initializer="ones")
 
     def call(self, inputs):
-        return inputs * self.scale                              # CUSTOM_LAYER_LINE
+        return inputs * self.scale  # CUSTOM_LAYER_LINE
 
 
 model = keras.Sequential([keras.Input((4,)), Scale(), keras.layers.Dense(2)])

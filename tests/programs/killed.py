@@ -24,8 +24,10 @@ def _has_traces_chunk(path):
     except (msgpack.OutOfData, ValueError):
         return False
 
-run = instrument.enable_dump_debug_info(sys.argv[1], tensor_debug_mode=sys.argv[2],
-                                        circular_buffer_size=int(sys.argv[3]))
+
+run = instrument.enable_dump_debug_info(
+    sys.argv[1], tensor_debug_mode=sys.argv[2], circular_buffer_size=int(sys.argv[3])
+)
 weight = tf.Variable(tf.ones([8, 8]))
 
 

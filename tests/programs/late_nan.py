@@ -35,8 +35,9 @@ parser.add_argument("--forever", action="store_true")
 args = parser.parse_args()
 
 kwargs = {"stop_on_alert": True} if args.stop_on_alert else {}
-run = instrument.enable_dump_debug_info(args.logdir, tensor_debug_mode=args.mode,
-                                        circular_buffer_size=args.buffer, **kwargs)
+run = instrument.enable_dump_debug_info(
+    args.logdir, tensor_debug_mode=args.mode, circular_buffer_size=args.buffer, **kwargs
+)
 tf.random.set_seed(1)
 features = tf.random.normal([16, 8])
 labels = tf.one_hot(tf.range(16) % 4, 4)
@@ -61,19 +62,29 @@ def stopped(error):
     """Print the error and die at once, without closing the dump: what it holds was
     on disk before the error was raised."""
     attributes = ("run_path", "op_type", "tensor_name", "graph_name", "step", "file", "line")
-    print("STOPPED " + json.dumps({"message": str(error), "is_floating_point_error":
-                                   isinstance(error, FloatingPointError),
-                                   **{a: getattr(error, a) for a in attributes}}), flush=True)
+    print(
+        "STOPPED "
+        + json.dumps(
+            {
+                "message": str(error),
+                "is_floating_point_error": isinstance(error, FloatingPointError),
+                **{a: getattr(error, a) for a in attributes},
+            }
+        ),
+        flush=True,
+    )
     os._exit(0)
 
 
 if args.keras:
+
     class HandWrittenLoss(tf.keras.losses.Loss):
         def call(self, y_true, y_pred):
             return cross_entropy(y_pred, y_true)
 
-    model = tf.keras.Sequential([tf.keras.Input([8]), tf.keras.layers.Dense(16, "relu"),
-                                 tf.keras.layers.Dense(4)])
+    model = tf.keras.Sequential(
+        [tf.keras.Input([8]), tf.keras.layers.Dense(16, "relu"), tf.keras.layers.Dense(4)]
+    )
     model.compile(optimizer=tf.keras.optimizers.SGD(0.1), loss=HandWrittenLoss())
 
     class Progress(tf.keras.callbacks.Callback):
@@ -83,8 +94,7 @@ if args.keras:
     xs = tf.concat([batch_of(s) for s in range(args.steps)], axis=0)
     ys = tf.concat([labels] * args.steps, axis=0)
     try:
-        model.fit(xs, ys, batch_size=16, epochs=1, shuffle=False, verbose=0,
-                  callbacks=[Progress()])
+        model.fit(xs, ys, batch_size=16, epochs=1, shuffle=False, verbose=0, callbacks=[Progress()])
     except instrument.NonFiniteError as error:
         stopped(error)
     finish("DONE")
@@ -106,9 +116,11 @@ def train_step(x, y):
 
 def has_gap(run_dir):
     """Whether the numbers of the run's graph_traces segments on disk skip one."""
-    numbers = sorted(parsed[1] for parsed in map(fmt.parse_segment_filename,
-                                                 os.listdir(run_dir))
-                     if parsed is not None and parsed[0] == fmt.STREAM_GRAPH_TRACES)
+    numbers = sorted(
+        parsed[1]
+        for parsed in map(fmt.parse_segment_filename, os.listdir(run_dir))
+        if parsed is not None and parsed[0] == fmt.STREAM_GRAPH_TRACES
+    )
     return len(numbers) >= 2 and numbers[-1] - numbers[0] + 1 > len(numbers)
 
 

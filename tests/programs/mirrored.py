@@ -6,19 +6,21 @@ import tensorflow as tf
 
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(
-    cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
+    cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()]
+)
 
 import instrument  # noqa: E402
 
-instrument.enable_dump_debug_info(sys.argv[1], tensor_debug_mode=sys.argv[2],
-                                  circular_buffer_size=-1)
+instrument.enable_dump_debug_info(
+    sys.argv[1], tensor_debug_mode=sys.argv[2], circular_buffer_size=-1
+)
 strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 with strategy.scope():
     weight = tf.Variable([[1.0], [2.0]])
 
 
 def replica_step(x):
-    return tf.reduce_sum(tf.matmul(x, weight) * 0.5)             # REPLICA_LINE
+    return tf.reduce_sum(tf.matmul(x, weight) * 0.5)  # REPLICA_LINE
 
 
 @tf.function

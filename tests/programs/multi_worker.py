@@ -15,9 +15,12 @@ import sys
 import time
 
 LOGDIR, INDEX, PORTS = sys.argv[1], int(sys.argv[2]), sys.argv[3:5]
-os.environ["TF_CONFIG"] = json.dumps({
-    "cluster": {"worker": [f"127.0.0.1:{port}" for port in PORTS]},
-    "task": {"type": "worker", "index": INDEX}})
+os.environ["TF_CONFIG"] = json.dumps(
+    {
+        "cluster": {"worker": [f"127.0.0.1:{port}" for port in PORTS]},
+        "task": {"type": "worker", "index": INDEX},
+    }
+)
 
 import tensorflow as tf  # noqa: E402 (after TF_CONFIG)
 
@@ -28,15 +31,14 @@ STEPS, BAD_STEP, BAD_WORKER = 4, 2, 1
 strategy = tf.distribute.MultiWorkerMirroredStrategy()
 if INDEX == BAD_WORKER:
     time.sleep(float(os.environ.get("BAD_WORKER_DELAY_S", "0")))
-instrument.enable_dump_debug_info(LOGDIR, tensor_debug_mode="FULL_HEALTH",
-                                  circular_buffer_size=-1)
+instrument.enable_dump_debug_info(LOGDIR, tensor_debug_mode="FULL_HEALTH", circular_buffer_size=-1)
 with strategy.scope():
     weights = tf.Variable(tf.ones([4, 1]) * 0.1)
 
 
 def replica_step(x):
     probs = tf.nn.sigmoid(tf.matmul(x, weights))
-    return tf.reduce_mean(tf.math.log(probs))                    # LOG_LINE
+    return tf.reduce_mean(tf.math.log(probs))  # LOG_LINE
 
 
 @tf.function

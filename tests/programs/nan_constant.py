@@ -14,8 +14,9 @@ import instrument
 LOGDIR, MODES = sys.argv[1], sys.argv[2:]
 
 for mode in MODES:
-    instrument.enable_dump_debug_info(os.path.join(LOGDIR, mode), tensor_debug_mode=mode,
-                                      circular_buffer_size=-1)
+    instrument.enable_dump_debug_info(
+        os.path.join(LOGDIR, mode), tensor_debug_mode=mode, circular_buffer_size=-1
+    )
 
     @tf.function
     def add_nan(t):

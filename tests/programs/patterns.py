@@ -5,6 +5,7 @@
 default). Each case marks the line of its culprit with ``# BUG <case>``; the expression
 the diagnosis must name is in `tests.reader.conftest.PATTERN_CASES`.
 """
+
 import sys
 
 import numpy as np
@@ -118,6 +119,7 @@ def atanh_one():
 
 def late_log():
     """log_zero's bug after 250 good steps: the culprit's history shows when it broke."""
+
     @tf.function
     def loss(probs):
         probs = probs * 1.0
@@ -130,14 +132,29 @@ def late_log():
 
 LATE_STEPS, LATE_FIRST_BAD_STEP = 300, 250
 
-CASES = {f.__name__: f for f in (log_zero, div_zero, zero_by_zero, eager_div, sqrt_negative,
-                                 pow_half, exp_overflow, cast_half, sqrt_grad, nan_variable,
-                                 atanh_one, late_log)}
+CASES = {
+    f.__name__: f
+    for f in (
+        log_zero,
+        div_zero,
+        zero_by_zero,
+        eager_div,
+        sqrt_negative,
+        pow_half,
+        exp_overflow,
+        cast_half,
+        sqrt_grad,
+        nan_variable,
+        atanh_one,
+        late_log,
+    )
+}
 
 if __name__ == "__main__":
     logdir = sys.argv[1]
     for name in sys.argv[2:] or CASES:
-        instrument.enable_dump_debug_info(f"{logdir}/{name}", tensor_debug_mode="FULL_HEALTH",
-                                          circular_buffer_size=-1)
+        instrument.enable_dump_debug_info(
+            f"{logdir}/{name}", tensor_debug_mode="FULL_HEALTH", circular_buffer_size=-1
+        )
         CASES[name]()
         instrument.disable_dump_debug_info()

@@ -25,24 +25,40 @@ def frames(dump, stack_id):
 def summary_row(summary):
     if summary is None:
         return None
-    return {k: getattr(summary, k) for k in ("dtype", "rank", "size", "neg_inf", "pos_inf",
-                                            "nan", "neg", "zero", "pos", "has_inf_or_nan")}
+    return {
+        k: getattr(summary, k)
+        for k in (
+            "dtype",
+            "rank",
+            "size",
+            "neg_inf",
+            "pos_inf",
+            "nan",
+            "neg",
+            "zero",
+            "pos",
+            "has_inf_or_nan",
+        )
+    }
 
 
 def read(path: str) -> dict:
     runs = reader.list_runs(path)
     dump = reader.open_run(path)
-    out: dict = {"runs": [[r.run_id, r.host, r.tensor_debug_mode, r.dumper] for r in runs],
-                 "mode": dump.mode, "damage": list(dump.damage)}
+    out: dict = {
+        "runs": [[r.run_id, r.host, r.tensor_debug_mode, r.dumper] for r in runs],
+        "mode": dump.mode,
+        "damage": list(dump.damage),
+    }
     executions = dump.executions(0, dump.num_executions)
     out["executions"] = [e.op_type for e in executions]
-    out["execution_summaries"] = [[summary_row(s) for s in e.summaries or ()]
-                                  for e in executions]
+    out["execution_summaries"] = [[summary_row(s) for s in e.summaries or ()] for e in executions]
     traces = dump.traces(0, dump.num_traces)
     out["traces"] = [[dump.op(t.op_id).name, t.slot, dump.op(t.op_id).op_type] for t in traces]
     out["trace_summaries"] = [summary_row(t.summary) for t in traces]
-    out["trace_shapes"] = [list(t.summary.shape) if t.summary and t.summary.shape is not None
-                           else None for t in traces]
+    out["trace_shapes"] = [
+        list(t.summary.shape) if t.summary and t.summary.shape is not None else None for t in traces
+    ]
     out["trace_steps"] = [t.step for t in traces]
     if dump.mode == "FULL_TENSOR":
         out["trace_values"] = [dump.trace_value(t.index).tolist() for t in traces]
@@ -51,9 +67,16 @@ def read(path: str) -> dict:
     first = dump.first_alert()
     out["first_alert"] = None if first is None else [first.op_name, first.slot, first.op_type]
     cause = dump.root_cause()
-    out["root_cause"] = None if cause is None else {
-        "op": cause.op.name if cause.op else None, "path": cause.frame.path,
-        "line": cause.frame.line, "text": cause.line_text}
+    out["root_cause"] = (
+        None
+        if cause is None
+        else {
+            "op": cause.op.name if cause.op else None,
+            "path": cause.frame.path,
+            "line": cause.frame.line,
+            "text": cause.line_text,
+        }
+    )
     log = next(op for g in dump.graphs() for op in dump.graph_ops(g.id) if op.op_type == "Log")
     out["log_stack"] = frames(dump, log.stack_id)
     out["first_execution_stack"] = frames(dump, executions[0].stack_id)
@@ -61,8 +84,9 @@ def read(path: str) -> dict:
     out["tf_version"] = dump.metadata.tf_version
     out["function_graph"] = dump.graph(executions[1].graph_id).name
     out["steps"] = dump.steps().function
-    out["tensorflow_imported"] = "tensorflow" in sys.modules and sys.modules["tensorflow"] \
-        is not None
+    out["tensorflow_imported"] = (
+        "tensorflow" in sys.modules and sys.modules["tensorflow"] is not None
+    )
     return out
 
 

@@ -13,11 +13,13 @@ if "--policy" in sys.argv:
     keras.config.set_dtype_policy(sys.argv[sys.argv.index("--policy") + 1])
 x = np.full((64, 16), 300.0, dtype="float32")
 y = np.ones((64, 1), dtype="float32")
-model = keras.Sequential([
-    keras.Input((16,)),
-    keras.layers.Dense(16, kernel_initializer=keras.initializers.Constant(20.0)),
-    keras.layers.Dense(1, dtype="float32"),
-])
+model = keras.Sequential(
+    [
+        keras.Input((16,)),
+        keras.layers.Dense(16, kernel_initializer=keras.initializers.Constant(20.0)),
+        keras.layers.Dense(1, dtype="float32"),
+    ]
+)
 model.compile(optimizer=keras.optimizers.SGD(1e-12), loss="mse")
 model.fit(x, y, batch_size=32, epochs=1, verbose=0)
 print("FIT DONE", flush=True)

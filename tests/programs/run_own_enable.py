@@ -1,6 +1,6 @@
 """A program that enables its own dump (`tfdbg-tui run` must not record it twice).
 
-    run_own_enable.py LOGDIR
+run_own_enable.py LOGDIR
 """
 
 import sys

@@ -22,8 +22,18 @@ args = parser.parse_args()
 with open(args.data) as data:
     values = tf.constant([float(v) for v in data.read().split()])
 logs = tf.math.log(values)  # LOG_LINE
-print(json.dumps({"argv": sys.argv, "name": __name__, "cwd": os.getcwd(),
-                  "path0": sys.path[0], "logs": [float(v) for v in logs]}), flush=True)
+print(
+    json.dumps(
+        {
+            "argv": sys.argv,
+            "name": __name__,
+            "cwd": os.getcwd(),
+            "path0": sys.path[0],
+            "logs": [float(v) for v in logs],
+        }
+    ),
+    flush=True,
+)
 if args.crash:
     raise RuntimeError("the program's own error")
 if args.wait:

@@ -1,5 +1,6 @@
 """A custom training loop under Keras' loss scaler (``scale_loss``, then ``apply``), for
 the programs that train a mixed-precision model by hand (harm.py, trends.py)."""
+
 import tensorflow as tf
 
 
@@ -16,4 +17,4 @@ def train_scaled(model, optimizer, x, y, steps: int, batch: int = 8) -> None:
         return loss
 
     for i in range(steps):
-        train_step(x[i * batch:(i + 1) * batch], y[i * batch:(i + 1) * batch])
+        train_step(x[i * batch : (i + 1) * batch], y[i * batch : (i + 1) * batch])

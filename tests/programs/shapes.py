@@ -20,7 +20,8 @@ import tensorflow as tf
 
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(
-    cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
+    cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()]
+)
 
 import instrument  # noqa: E402 (after the logical devices are set)
 
@@ -31,15 +32,14 @@ SHORT_THREADS = 4
 
 def enable(part, mode="FULL_HEALTH", **kwargs):
     kwargs.setdefault("circular_buffer_size", -1)
-    instrument.enable_dump_debug_info(os.path.join(LOGDIR, part), tensor_debug_mode=mode,
-                                      **kwargs)
+    instrument.enable_dump_debug_info(os.path.join(LOGDIR, part), tensor_debug_mode=mode, **kwargs)
 
 
 def xla(mode):
     enable(f"xla_{mode}", mode)
 
     def body(x):
-        y = tf.math.log(x)                                            # XLA_LOG_LINE
+        y = tf.math.log(x)  # XLA_LOG_LINE
         z = tf.sqrt(y + 1.0) * tf.constant([-1.0, 0.0, 2.0, 3.0])
         _, w = tf.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * 0.5), (0, z))
         return tf.reduce_sum(w)
@@ -69,10 +69,11 @@ def thread():
 
     @tf.function
     def thread_step(x):
-        return tf.reduce_sum(tf.math.log(x) * 2.0)                     # THREAD_LOG_LINE
+        return tf.reduce_sum(tf.math.log(x) * 2.0)  # THREAD_LOG_LINE
 
-    worker = threading.Thread(target=lambda: print("THREAD", float(thread_step(DATA))),
-                              name="trainer")
+    worker = threading.Thread(
+        target=lambda: print("THREAD", float(thread_step(DATA))), name="trainer"
+    )
     worker.start()
     worker.join()
     # Short threads one after another: each ends before the next starts, so the next
@@ -87,7 +88,7 @@ def data():
     enable("data")
 
     def parse(x):
-        return tf.math.log(x) + 1.0                                    # DATA_LOG_LINE
+        return tf.math.log(x) + 1.0  # DATA_LOG_LINE
 
     dataset = tf.data.Dataset.from_tensor_slices(tf.reshape(DATA, [2, 2]))
     for batch in dataset.map(parse, num_parallel_calls=2).batch(1):
@@ -106,7 +107,7 @@ def data_interleave():
     enable("data_interleave")
 
     def element(i):
-        value = tf.math.log(tf.cast(i, tf.float32))                    # INTERLEAVE_LOG_LINE
+        value = tf.math.log(tf.cast(i, tf.float32))  # INTERLEAVE_LOG_LINE
         return tf.data.Dataset.from_tensors(value)
 
     for value in tf.data.Dataset.range(2).interleave(element, cycle_length=2):
@@ -120,8 +121,9 @@ def data_generator():
         for value in (1.0, 0.0):
             yield np.log(np.float32(value))  # -inf for 0 (numpy warns on stderr)
 
-    dataset = tf.data.Dataset.from_generator(                          # GENERATOR_LINE
-        rows, output_signature=tf.TensorSpec([], tf.float32))
+    dataset = tf.data.Dataset.from_generator(  # GENERATOR_LINE
+        rows, output_signature=tf.TensorSpec([], tf.float32)
+    )
     for value in dataset.map(lambda x: x * 2.0):
         print("GENERATOR", float(value))
 
@@ -131,7 +133,7 @@ def mirrored():
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 
     def replica_step(x):
-        return tf.reduce_sum(tf.math.log(x) * 0.5)                     # REPLICA_LOG_LINE
+        return tf.reduce_sum(tf.math.log(x) * 0.5)  # REPLICA_LOG_LINE
 
     @tf.function
     def step(x):
@@ -148,7 +150,7 @@ def mirrored_closure():
     @tf.function
     def step(x):
         def replica_step(x):
-            return tf.reduce_sum(tf.math.log(x) * 0.5)                 # CLOSURE_LOG_LINE
+            return tf.reduce_sum(tf.math.log(x) * 0.5)  # CLOSURE_LOG_LINE
 
         per_replica = strategy.run(replica_step, args=(x,))
         return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)

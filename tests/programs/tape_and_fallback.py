@@ -33,8 +33,9 @@ if sys.argv[3] == "fallback":
     graph_frames.TRACING_FUNCTION = "_a_renamed_tracing_function"
     graph_frames.CAPTURE_HELPER = "_a_renamed_capture_helper"
 
-instrument.enable_dump_debug_info(sys.argv[1], tensor_debug_mode=sys.argv[2],
-                                  circular_buffer_size=-1)
+instrument.enable_dump_debug_info(
+    sys.argv[1], tensor_debug_mode=sys.argv[2], circular_buffer_size=-1
+)
 v = tf.Variable([1.0, 2.0, 3.0])
 
 

@@ -17,8 +17,9 @@ import instrument  # noqa: E402
 # The line enabling logs, on stdout for the test.
 logging.getLogger("instrument").addHandler(logging.StreamHandler(sys.stdout))
 logging.getLogger("instrument").setLevel(logging.INFO)
-instrument.enable_dump_debug_info(sys.argv[1], tensor_debug_mode=sys.argv[2],
-                                  circular_buffer_size=-1)
+instrument.enable_dump_debug_info(
+    sys.argv[1], tensor_debug_mode=sys.argv[2], circular_buffer_size=-1
+)
 x = tf.compat.v1.placeholder(tf.float32, shape=[None, 4], name="features")
 y = tf.compat.v1.placeholder(tf.float32, shape=[None, 1], name="labels")
 w = tf.compat.v1.get_variable("w", initializer=tf.ones([4, 1]) * 0.1)
@@ -32,7 +33,7 @@ with tf.compat.v1.Session() as session:
     for batch in range(10):
         features = rng.normal(size=(8, 4)).astype(np.float32)
         if batch == 7:
-            features[3, 2] = np.nan                                  # NAN_BATCH_LINE
+            features[3, 2] = np.nan  # NAN_BATCH_LINE
         labels = features.sum(axis=1, keepdims=True)
         session.run([train, loss], feed_dict={x: features, y: labels})
         if batch % 3 == 0:

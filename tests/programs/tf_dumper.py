@@ -61,8 +61,11 @@ def expected(path: str, mode: str) -> dict:
         if health:
             for t in traces:
                 summary = t.debug_tensor_value
-                counts = {"CURT_HEALTH": (1,), "CONCISE_HEALTH": (2, 3, 4),
-                          "FULL_HEALTH": (5, 6, 7)}[mode]
+                counts = {
+                    "CURT_HEALTH": (1,),
+                    "CONCISE_HEALTH": (2, 3, 4),
+                    "FULL_HEALTH": (5, 6, 7),
+                }[mode]
                 flagged = any(summary[i] for i in counts)
                 if flagged:
                     out["first_trace_alert"] = [t.op_name, t.output_slot, t.op_type]
@@ -70,7 +73,8 @@ def expected(path: str, mode: str) -> dict:
             out["trace_summaries"] = [list(t.debug_tensor_value) for t in traces]
             out["execution_summaries"] = [
                 [list(v) if v is not None else None for v in e.debug_tensor_values or ()]
-                for e in executions]
+                for e in executions
+            ]
         if mode == "FULL_TENSOR":
             for t in traces:
                 value = r.graph_execution_trace_to_tensor_value(t)
@@ -78,7 +82,8 @@ def expected(path: str, mode: str) -> dict:
                     out["first_trace_alert"] = [t.op_name, t.output_slot, t.op_type]
                     break
             out["trace_values"] = [
-                r.graph_execution_trace_to_tensor_value(t).tolist() for t in traces]
+                r.graph_execution_trace_to_tensor_value(t).tolist() for t in traces
+            ]
         if mode == "SHAPE":
             out["trace_summaries"] = [list(t.debug_tensor_value) for t in traces]
         log_ops = [d for d in r.graph_op_digests() if d.op_type == "Log"]
@@ -95,7 +100,8 @@ def main(root: str, modes: list[str]) -> None:
     for mode in modes:
         path = os.path.join(root, mode)
         tf.debugging.experimental.enable_dump_debug_info(
-            path, tensor_debug_mode=mode, circular_buffer_size=-1)
+            path, tensor_debug_mode=mode, circular_buffer_size=-1
+        )
         program()
         tf.debugging.experimental.disable_dump_debug_info()
         with open(os.path.join(root, f"{mode}.expected.json"), "w", encoding="utf-8") as f:

@@ -23,6 +23,7 @@ against (the step from which the learning rate was raised, the rates).
   FULL_HEALTH; ``big_layer_health``: a FULL_HEALTH fit with a layer whose kernel is too
   large for a magnitude.
 """
+
 import json
 import sys
 
@@ -53,23 +54,35 @@ class _RaiseRate(keras.callbacks.Callback):
 def lr_raised() -> dict:
     """Sane for `RAISE_STEP` steps, then a learning rate far too high."""
     keras.utils.set_random_seed(1)
-    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="tanh"),
-                              keras.layers.Dense(8), keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [
+            keras.Input((4,)),
+            keras.layers.Dense(8, activation="tanh"),
+            keras.layers.Dense(8),
+            keras.layers.Dense(1),
+        ]
+    )
     model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse")
     x, y = _data(STEPS)
-    model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False,
-              callbacks=[_RaiseRate()])
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False, callbacks=[_RaiseRate()])
     return {"raise_step": RAISE_STEP, "rate": 0.01, "raised_rate": RAISED_RATE}
 
 
 def dead_relu() -> dict:
     """The first layer's units never fire: its gradients are exact zeros."""
     keras.utils.set_random_seed(1)
-    model = keras.Sequential([
-        keras.Input((4,)),
-        keras.layers.Dense(8, activation="relu", name="dead",
-                           bias_initializer=keras.initializers.Constant(-100.0)),
-        keras.layers.Dense(1, name="out")])
+    model = keras.Sequential(
+        [
+            keras.Input((4,)),
+            keras.layers.Dense(
+                8,
+                activation="relu",
+                name="dead",
+                bias_initializer=keras.initializers.Constant(-100.0),
+            ),
+            keras.layers.Dense(1, name="out"),
+        ]
+    )
     model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse")
     x, y = _data(8)
     model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
@@ -81,11 +94,18 @@ def float16_headroom() -> dict:
     keras.utils.set_random_seed(1)
     keras.mixed_precision.set_global_policy("mixed_float16")
     try:
-        model = keras.Sequential([
-            keras.Input((4,)),
-            keras.layers.Dense(8, name="big", use_bias=False,
-                               kernel_initializer=keras.initializers.Constant(5000.0)),
-            keras.layers.Dense(1, name="out", dtype="float32")])
+        model = keras.Sequential(
+            [
+                keras.Input((4,)),
+                keras.layers.Dense(
+                    8,
+                    name="big",
+                    use_bias=False,
+                    kernel_initializer=keras.initializers.Constant(5000.0),
+                ),
+                keras.layers.Dense(1, name="out", dtype="float32"),
+            ]
+        )
         model.compile(optimizer=keras.optimizers.SGD(0.0), loss="mse")
         x = np.full((8 * 8, 4), 2.0, dtype="float32")
         y = np.zeros((8 * 8, 1), dtype="float32")
@@ -95,12 +115,14 @@ def float16_headroom() -> dict:
     return {"kernel": 5000.0, "input": 2.0, "inputs": 4}
 
 
-def _small_fit(optimizer: keras.optimizers.Optimizer, steps: int,
-               callbacks: list | None = None) -> None:
+def _small_fit(
+    optimizer: keras.optimizers.Optimizer, steps: int, callbacks: list | None = None
+) -> None:
     """A float32 Dense-ReLU-Dense regression fit for ``steps`` batches of 8."""
     keras.utils.set_random_seed(1)
-    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"),
-                              keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(1)]
+    )
     model.compile(optimizer=optimizer, loss="mse")
     x, y = _data(steps)
     model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False, callbacks=callbacks)
@@ -125,7 +147,8 @@ class _SlotNorms(keras.callbacks.Callback):
             if variable.path.endswith(("_momentum", "_velocity")):
                 value = keras.ops.convert_to_numpy(variable.value)
                 self.norms.setdefault(variable.path, []).append(
-                    float(np.sqrt(np.sum(np.square(value, dtype=np.float64)))))
+                    float(np.sqrt(np.sum(np.square(value, dtype=np.float64))))
+                )
 
 
 def adam() -> dict:
@@ -165,27 +188,40 @@ def variables_loop() -> dict:
         for variable in [weights, bias, *optimizer.variables]:
             name = getattr(variable, "path", variable.name.split(":")[0])
             norms.setdefault(name, []).append([i, norm(variable.numpy())])
-        train_step(x[i * 8:(i + 1) * 8], y[i * 8:(i + 1) * 8])
-    return {"norms": norms, "variables": ["weights", "bias"],
-            "slots": [v.path for v in optimizer.variables
-                      if v.path.endswith(("_momentum", "_velocity"))]}
+        train_step(x[i * 8 : (i + 1) * 8], y[i * 8 : (i + 1) * 8])
+    return {
+        "norms": norms,
+        "variables": ["weights", "bias"],
+        "slots": [
+            v.path for v in optimizer.variables if v.path.endswith(("_momentum", "_velocity"))
+        ],
+    }
+
 
 # The mixed-precision cases: a first scale that overflows float16's gradients, halved
 # step by step until it fits, then doubled every `GROWTH_STEPS` finite steps.
-MIXED_INITIAL_SCALE = 2.0 ** 22
+MIXED_INITIAL_SCALE = 2.0**22
 GROWTH_STEPS = 3
 MIXED_STEPS = 20
 
 
 def _mixed_model() -> keras.Model:
-    return keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"),
-                             keras.layers.Dense(8), keras.layers.Dense(1, dtype="float32")])
+    return keras.Sequential(
+        [
+            keras.Input((4,)),
+            keras.layers.Dense(8, activation="relu"),
+            keras.layers.Dense(8),
+            keras.layers.Dense(1, dtype="float32"),
+        ]
+    )
 
 
 def _scale_optimizer() -> keras.optimizers.LossScaleOptimizer:
-    return keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD(0.01),
-                                               initial_scale=MIXED_INITIAL_SCALE,
-                                               dynamic_growth_steps=GROWTH_STEPS)
+    return keras.optimizers.LossScaleOptimizer(
+        keras.optimizers.SGD(0.01),
+        initial_scale=MIXED_INITIAL_SCALE,
+        dynamic_growth_steps=GROWTH_STEPS,
+    )
 
 
 def mixed_fit() -> dict:
@@ -200,8 +236,11 @@ def mixed_fit() -> dict:
         model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
     finally:
         keras.mixed_precision.set_global_policy("float32")
-    return {"initial_scale": MIXED_INITIAL_SCALE, "growth_steps": GROWTH_STEPS,
-            "steps": MIXED_STEPS}
+    return {
+        "initial_scale": MIXED_INITIAL_SCALE,
+        "growth_steps": GROWTH_STEPS,
+        "steps": MIXED_STEPS,
+    }
 
 
 def mixed_adam() -> dict:
@@ -211,9 +250,14 @@ def mixed_adam() -> dict:
     keras.mixed_precision.set_global_policy("mixed_float16")
     try:
         model = _mixed_model()
-        model.compile(optimizer=keras.optimizers.LossScaleOptimizer(
-            keras.optimizers.Adam(0.01), initial_scale=MIXED_INITIAL_SCALE,
-            dynamic_growth_steps=GROWTH_STEPS), loss="mse")
+        model.compile(
+            optimizer=keras.optimizers.LossScaleOptimizer(
+                keras.optimizers.Adam(0.01),
+                initial_scale=MIXED_INITIAL_SCALE,
+                dynamic_growth_steps=GROWTH_STEPS,
+            ),
+            loss="mse",
+        )
         x, y = _data(MIXED_STEPS)
         model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
     finally:
@@ -234,8 +278,11 @@ def mixed_loop() -> dict:
         train_scaled(model, optimizer, x, y, MIXED_STEPS)
     finally:
         keras.mixed_precision.set_global_policy("float32")
-    return {"initial_scale": MIXED_INITIAL_SCALE, "growth_steps": GROWTH_STEPS,
-            "steps": MIXED_STEPS}
+    return {
+        "initial_scale": MIXED_INITIAL_SCALE,
+        "growth_steps": GROWTH_STEPS,
+        "steps": MIXED_STEPS,
+    }
 
 
 # A kernel of this many elements is summarised the stock way on a CPU in FULL_HEALTH:
@@ -247,33 +294,56 @@ def big_layer() -> dict:
     """A layer whose kernel (and its gradient) is too large for a magnitude in
     FULL_HEALTH, between two small ones."""
     keras.utils.set_random_seed(1)
-    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(BIG_UNITS, name="small"),
-                              keras.layers.Dense(BIG_UNITS, name="big"),
-                              keras.layers.Dense(1, name="out")])
+    model = keras.Sequential(
+        [
+            keras.Input((4,)),
+            keras.layers.Dense(BIG_UNITS, name="small"),
+            keras.layers.Dense(BIG_UNITS, name="big"),
+            keras.layers.Dense(1, name="out"),
+        ]
+    )
     model.compile(optimizer=keras.optimizers.SGD(0.001), loss="mse")
     x, y = _data(4)
     model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
     return {"big_elements": BIG_UNITS * BIG_UNITS}
 
 
-CASES = {f.__name__: f for f in (lr_raised, dead_relu, float16_headroom, healthy, adam,
-                                 variables_loop, mixed_fit, mixed_adam, mixed_loop)}
+CASES = {
+    f.__name__: f
+    for f in (
+        lr_raised,
+        dead_relu,
+        float16_headroom,
+        healthy,
+        adam,
+        variables_loop,
+        mixed_fit,
+        mixed_adam,
+        mixed_loop,
+    )
+}
 # The dead ReLUs again in FULL_HEALTH: exact zeros are counted, no norm is known.
 CASES["dead_relu_health"] = dead_relu
 # In FULL_HEALTH: magnitudes, no norms; and a layer too big for a magnitude.
 CASES["mixed_fit_health"] = mixed_fit
 CASES["lr_raised_health"] = lr_raised
 CASES["big_layer_health"] = big_layer
-MODES = {"dead_relu_health": "FULL_HEALTH", "mixed_fit_health": "FULL_HEALTH",
-         "lr_raised_health": "FULL_HEALTH", "big_layer_health": "FULL_HEALTH"}
+MODES = {
+    "dead_relu_health": "FULL_HEALTH",
+    "mixed_fit_health": "FULL_HEALTH",
+    "lr_raised_health": "FULL_HEALTH",
+    "big_layer_health": "FULL_HEALTH",
+}
 
 
 def main(logdir: str, names: list[str]) -> None:
     facts = {}
     for name in names or CASES:
-        instrument.enable_dump_debug_info(f"{logdir}/{name}",
-                                          tensor_debug_mode=MODES.get(name, "FULL_STATS"),
-                                          circular_buffer_size=-1)
+        instrument.enable_dump_debug_info(
+            f"{logdir}/{name}",
+            tensor_debug_mode=MODES.get(name, "FULL_STATS"),
+            circular_buffer_size=-1,
+        )
         facts[name] = CASES[name]()
         instrument.disable_dump_debug_info()
     with open(f"{logdir}/facts.json", "w") as out:

@@ -30,13 +30,18 @@ def cross_entropy(y_true, y_pred):
 
 
 def mlp():
-    return tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(16, activation="relu"),
-                                tf.keras.layers.Dense(3, activation="softmax")])
+    return tf.keras.Sequential(
+        [
+            tf.keras.Input((8,)),
+            tf.keras.layers.Dense(16, activation="relu"),
+            tf.keras.layers.Dense(3, activation="softmax"),
+        ]
+    )
 
 
 if PROGRAM.endswith("_saturated"):
     # The batch of BAD_STEP is scaled so that the softmax saturates to exact zeros.
-    x[BAD_STEP * BATCH:(BAD_STEP + 1) * BATCH] *= 1e4
+    x[BAD_STEP * BATCH : (BAD_STEP + 1) * BATCH] *= 1e4
 elif PROGRAM == "fit_data_nan":
     x[BAD_STEP * BATCH + 3, 2] = np.nan
 elif PROGRAM == "adam_eps0":
@@ -65,8 +70,13 @@ def where_sqrt_loss(y_true, y_pred):
 
 print("WATCHED", instrument.watch(LOGDIR, on_hit=ON_HIT), flush=True)
 if PROGRAM.startswith("override"):
-    model = OverriddenStep([tf.keras.Input((8,)), tf.keras.layers.Dense(16, activation="relu"),
-                            tf.keras.layers.Dense(3, activation="softmax")])
+    model = OverriddenStep(
+        [
+            tf.keras.Input((8,)),
+            tf.keras.layers.Dense(16, activation="relu"),
+            tf.keras.layers.Dense(3, activation="softmax"),
+        ]
+    )
 else:
     model = mlp()
 
@@ -89,7 +99,7 @@ try:
             return loss
 
         for step in range(STEPS):
-            train_step(x[step * BATCH:(step + 1) * BATCH], y[step * BATCH:(step + 1) * BATCH])
+            train_step(x[step * BATCH : (step + 1) * BATCH], y[step * BATCH : (step + 1) * BATCH])
     else:
         loss = {"where_sqrt": where_sqrt_loss}.get(PROGRAM, cross_entropy)
         epsilon = 0.0 if PROGRAM == "adam_eps0" else 1e-7

@@ -1,12 +1,14 @@
 """NaN bug: inside a while loop, a square root of a value that turns negative."""
+
 import sys
 
 import tensorflow as tf
 
 import instrument
 
-instrument.enable_dump_debug_info(sys.argv[1], tensor_debug_mode="FULL_HEALTH",
-                                  circular_buffer_size=-1)
+instrument.enable_dump_debug_info(
+    sys.argv[1], tensor_debug_mode="FULL_HEALTH", circular_buffer_size=-1
+)
 
 
 @tf.function

@@ -61,9 +61,17 @@ def tf_dumps(tmp_path_factory) -> dict[str, TfDump]:
     for name in TF_BUGS:
         program = os.path.join(TF_PROGRAMS, f"{name}.py")
         logdir = str(root / name)
-        started[name] = (program, logdir, subprocess.Popen(
-            [sys.executable, program, logdir], env=env, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, text=True))
+        started[name] = (
+            program,
+            logdir,
+            subprocess.Popen(
+                [sys.executable, program, logdir],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            ),
+        )
     dumps = {}
     for name, (program, logdir, process) in started.items():
         _, stderr = process.communicate(timeout=600)
@@ -94,10 +102,14 @@ PATTERN_CASES = {
 # Patterns tested on tests/programs/harm.py (tests/reader/test_harm_tf.py):
 # pattern -> case; "unknown" has no case since Atanh has its domain.
 HARM_PATTERN_CASES = {
-    "loss_scale_collapse": "loss_scale_collapse", "where_gradient_trap": "where_trap",
-    "library_nan": "adam_epsilon", "divergence": "diverging", "spike": "outlier_batch",
+    "loss_scale_collapse": "loss_scale_collapse",
+    "where_gradient_trap": "where_trap",
+    "library_nan": "adam_epsilon",
+    "divergence": "diverging",
+    "spike": "outlier_batch",
     "domain_error": "acos_domain",
-    "contained": "masked_attention", "unknown": None,
+    "contained": "masked_attention",
+    "unknown": None,
 }
 # Cases diagnosed on another case's run.
 PATTERN_RUNS = {"inf_minus_inf": "exp_overflow"}

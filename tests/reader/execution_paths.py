@@ -55,10 +55,12 @@ def assert_same_answers(path: str, monkeypatch: pytest.MonkeyPatch) -> int:
         codes, types = by_block.execution_op_codes(0, n)
         assert types == by_record.execution_op_codes(0, n)[1]
         np.testing.assert_array_equal(codes, by_record.execution_op_codes(0, n)[0])
-        np.testing.assert_array_equal(by_block.execution_alert_flags(0, n),
-                                      by_record.execution_alert_flags(0, n))
-        np.testing.assert_array_equal(by_block.execution_function_flags(0, n),
-                                      by_record.execution_function_flags(0, n))
+        np.testing.assert_array_equal(
+            by_block.execution_alert_flags(0, n), by_record.execution_alert_flags(0, n)
+        )
+        np.testing.assert_array_equal(
+            by_block.execution_function_flags(0, n), by_record.execution_function_flags(0, n)
+        )
         counts, rows = by_block.execution_outputs(0, n)
         np.testing.assert_array_equal(counts, by_record.execution_outputs(0, n)[0])
         np.testing.assert_array_equal(rows, by_record.execution_outputs(0, n)[1])
@@ -73,8 +75,7 @@ def assert_same_answers(path: str, monkeypatch: pytest.MonkeyPatch) -> int:
                 for tensor in execution.output_ids:
                     assert by_block.producer_of(tensor) == by_record.producer_of(tensor)
                 if execution.stack_id is not None:
-                    assert by_block.stack(execution.stack_id) == \
-                        by_record.stack(execution.stack_id)
+                    assert by_block.stack(execution.stack_id) == by_record.stack(execution.stack_id)
         assert by_block.graphs() == by_record.graphs()
         assert by_block.num_traces == by_record.num_traces
         steps = [t.step for t in by_block.traces(0, by_block.num_traces)]
@@ -85,8 +86,9 @@ def assert_same_answers(path: str, monkeypatch: pytest.MonkeyPatch) -> int:
         assert steps.function == record_steps.function
         assert steps.kept_steps() == record_steps.kept_steps()
         assert steps.gaps == record_steps.gaps
-        np.testing.assert_array_equal(steps.of_executions(np.arange(n)),
-                                      record_steps.of_executions(np.arange(n)))
+        np.testing.assert_array_equal(
+            steps.of_executions(np.arange(n)), record_steps.of_executions(np.arange(n))
+        )
     return read
 
 
@@ -103,5 +105,9 @@ def varint(value: int) -> bytes:
 def framed(data: bytes) -> bytes:
     """One TFRecord: length, its masked CRC-32C, the data, the data's masked CRC-32C."""
     length = struct.pack("<Q", len(data))
-    return (length + struct.pack("<I", masked_crc(crc32c(length))) + data
-            + struct.pack("<I", masked_crc(crc32c(data))))
+    return (
+        length
+        + struct.pack("<I", masked_crc(crc32c(length)))
+        + data
+        + struct.pack("<I", masked_crc(crc32c(data)))
+    )

@@ -60,9 +60,19 @@ def append_records(run_path: str, stream: str, *records: dict, segment: int = 0)
 
 
 def _op(ident: int, name: str, tps: list, **changes) -> dict:
-    record = {"k": fmt.KIND_OP, "id": ident, "graph": 0, "type": "Exp", "name": name,
-              "inputs": ["Neg:0"], "num_outputs": len(tps), "dtypes": [1] * len(tps),
-              "device": None, "stack": None, "tps": tps}
+    record = {
+        "k": fmt.KIND_OP,
+        "id": ident,
+        "graph": 0,
+        "type": "Exp",
+        "name": name,
+        "inputs": ["Neg:0"],
+        "num_outputs": len(tps),
+        "dtypes": [1] * len(tps),
+        "device": None,
+        "stack": None,
+        "tps": tps,
+    }
     record.update(changes)
     return record
 
@@ -70,9 +80,13 @@ def _op(ident: int, name: str, tps: list, **changes) -> dict:
 def _device_case(device_id: int) -> Callable[[str], str]:
     def write(logdir: str) -> str:
         path = closed_run(logdir)
-        append_records(path, fmt.STREAM_METADATA,
-                       {"k": fmt.KIND_DEVICE, "id": device_id, "name": "/device:GPU:0"})
+        append_records(
+            path,
+            fmt.STREAM_METADATA,
+            {"k": fmt.KIND_DEVICE, "id": device_id, "name": "/device:GPU:0"},
+        )
         return path
+
     return write
 
 
@@ -86,6 +100,7 @@ def _trace_point_case(tp: int) -> Callable[[str], str]:
         path = closed_run(logdir)
         append_records(path, fmt.STREAM_GRAPHS, _op(3, "Exp", [tp]))
         return path
+
     return write
 
 
@@ -102,9 +117,15 @@ def write_op_id_2_63(logdir: str) -> str:
 
 
 def _traces(first: int, n: int = 1, **changes) -> dict:
-    record = {"k": fmt.KIND_TRACES, "i": first, "n": n, "x": 1,
-              "tp": np.zeros(n, "<i4").tobytes(), "sc": 9,
-              "s": np.array([FINITE] * n, "<f8").tobytes()}
+    record = {
+        "k": fmt.KIND_TRACES,
+        "i": first,
+        "n": n,
+        "x": 1,
+        "tp": np.zeros(n, "<i4").tobytes(),
+        "sc": 9,
+        "s": np.array([FINITE] * n, "<f8").tobytes(),
+    }
     record.update(changes)
     return record
 
@@ -127,9 +148,12 @@ def write_trace_step_2_63(logdir: str) -> str:
 def write_metadata_id_2_32(logdir: str) -> str:
     """A device record whose id was shifted by 2**32, then a record whose kind is False."""
     path = closed_run(logdir)
-    append_records(path, fmt.STREAM_METADATA,
-                   {"k": fmt.KIND_DEVICE, "id": (1 << 32) + 0, "name": "/device:CPU:0"},
-                   {"k": False, "id": 1})
+    append_records(
+        path,
+        fmt.STREAM_METADATA,
+        {"k": fmt.KIND_DEVICE, "id": (1 << 32) + 0, "name": "/device:CPU:0"},
+        {"k": False, "id": 1},
+    )
     return path
 
 
@@ -160,20 +184,34 @@ def zlib_of_zeros(size: int) -> bytes:
     return b"".join((first, repeated * (blocks - 1), end[:-4], checksum))
 
 
-def bomb_value(size: int = BOMB_BYTES, codec: str = fmt.CODEC_ZLIB,
-               shape: list[int] | None = None) -> dict:
+def bomb_value(
+    size: int = BOMB_BYTES, codec: str = fmt.CODEC_ZLIB, shape: list[int] | None = None
+) -> dict:
     """A float32 value of ``size`` zero bytes, compressed with ``codec``."""
-    return {"dtype": "<f4", "shape": shape if shape is not None else [size // 4],
-            "codec": codec, "data": zlib_of_zeros(size)}
+    return {
+        "dtype": "<f4",
+        "shape": shape if shape is not None else [size // 4],
+        "codec": codec,
+        "data": zlib_of_zeros(size),
+    }
 
 
 @_case
 def write_value_bomb(logdir: str) -> str:
     """A FULL_TENSOR trace whose compressed value inflates to 1 GiB."""
     path = closed_run(logdir, mode=fmt.FULL_TENSOR)
-    append_records(path, fmt.STREAM_GRAPH_TRACES,
-                   {"k": fmt.KIND_TRACES, "i": 0, "n": 1, "x": 0,
-                    "tp": np.zeros(1, "<i4").tobytes(), "v": [bomb_value()]})
+    append_records(
+        path,
+        fmt.STREAM_GRAPH_TRACES,
+        {
+            "k": fmt.KIND_TRACES,
+            "i": 0,
+            "n": 1,
+            "x": 0,
+            "tp": np.zeros(1, "<i4").tobytes(),
+            "v": [bomb_value()],
+        },
+    )
     return path
 
 
@@ -184,9 +222,20 @@ def write_exec_value_bomb(logdir: str) -> str:
 
     path = closed_run(logdir, mode=fmt.FULL_TENSOR)
     chunk = ExecutionChunk(0, 0)
-    chunk.add(op_type="Exp", graph_id=None, input_ids=[1], output_ids=[2], device_ids=[0],
-              output_dtypes=[1], stack_id=None, summaries=None, values=[bomb_value()],
-              time_s=1.0, call_ordinal=None, thread=None)
+    chunk.add(
+        op_type="Exp",
+        graph_id=None,
+        input_ids=[1],
+        output_ids=[2],
+        device_ids=[0],
+        output_dtypes=[1],
+        stack_id=None,
+        summaries=None,
+        values=[bomb_value()],
+        time_s=1.0,
+        call_ordinal=None,
+        thread=None,
+    )
     record: dict = {}
     chunk.pack_into(record)
     append_records(path, fmt.STREAM_EXECUTIONS, record)
@@ -195,14 +244,21 @@ def write_exec_value_bomb(logdir: str) -> str:
 
 def run_every_query(reader: DumpReader) -> None:
     """Ask ``reader`` everything a user can; each query may fail only as a `DumpError`."""
-    for query in (lambda: reader.alerts(), lambda: reader.root_cause(),
-                  lambda: reader.traces(0, reader.num_traces),
-                  lambda: reader.executions(0, reader.num_executions),
-                  lambda: [reader.op(o) for o in range(4)], lambda: reader.graphs(),
-                  lambda: [reader.stack(s) for s in range(3)],
-                  lambda: reader.find_trace("Log", 0), lambda: reader.metadata,
-                  lambda: reader.steps(), lambda: reader.harm(), lambda: reader.trends(),
-                  lambda: [reader.place(a) for a in reader.alerts().alerts]):
+    for query in (
+        lambda: reader.alerts(),
+        lambda: reader.root_cause(),
+        lambda: reader.traces(0, reader.num_traces),
+        lambda: reader.executions(0, reader.num_executions),
+        lambda: [reader.op(o) for o in range(4)],
+        lambda: reader.graphs(),
+        lambda: [reader.stack(s) for s in range(3)],
+        lambda: reader.find_trace("Log", 0),
+        lambda: reader.metadata,
+        lambda: reader.steps(),
+        lambda: reader.harm(),
+        lambda: reader.trends(),
+        lambda: [reader.place(a) for a in reader.alerts().alerts],
+    ):
         try:
             query()
         except DumpError:

@@ -17,10 +17,16 @@ BOTH_INF = [1, 1, 4, 1, 1, 0, 0, 1, 1]
 def _eager(run, row, op_type="Mul", inputs=(), outputs=None):
     w = run.writer
     outputs = list(outputs if outputs is not None else [5000 + w.num_executions])
-    return w.add_execution(op_type=op_type, graph_id=None, input_ids=list(inputs),
-                           output_ids=outputs, device_ids=[run.device] * len(outputs),
-                           output_dtypes=[1] * len(outputs), stack_id=run.user_stack,
-                           summaries=[row] * len(outputs))
+    return w.add_execution(
+        op_type=op_type,
+        graph_id=None,
+        input_ids=list(inputs),
+        output_ids=outputs,
+        device_ids=[run.device] * len(outputs),
+        output_dtypes=[1] * len(outputs),
+        stack_id=run.user_stack,
+        summaries=[row] * len(outputs),
+    )
 
 
 def test_alerts_interleave_eager_and_graph_in_execution_order(logdir):
@@ -35,13 +41,24 @@ def test_alerts_interleave_eager_and_graph_in_execution_order(logdir):
     run.writer.close()
     summary = DumpReader(run.path).alerts()
     order = [(a.kind, a.index) for a in summary.alerts]
-    assert order == [("eager", 0), ("graph", 1), ("eager", 2), ("graph", 3), ("graph", 5),
-                     ("graph", 6)]
+    assert order == [
+        ("eager", 0),
+        ("graph", 1),
+        ("eager", 2),
+        ("graph", 3),
+        ("graph", 5),
+        ("graph", 6),
+    ]
     assert summary.total == 6
     assert summary.counts == {"NaN": 2, "+inf": 1, "-inf": 2, "±inf": 1}
     log = summary.alerts[1]
     assert (log.op_type, log.op_name, log.slot, log.graph_name, log.step) == (
-        "Log", "Log", 0, "step", 1)
+        "Log",
+        "Log",
+        0,
+        "step",
+        1,
+    )
     assert (log.nan, log.neg_inf, log.pos_inf) == (0, 0, 1)
     assert log.device == "/job:localhost/replica:0/task:0/device:CPU:0"  # from its call
     assert summary.alerts[0].op_type == "Mul" and summary.alerts[0].op_name is None
@@ -58,7 +75,8 @@ def test_alert_cap_per_type_keeps_exact_totals(logdir):
     assert len(summary.alerts) == 10
     assert [a.index for a in summary.alerts] == [0, 1, 3, 4, 6, 7, 9, 10, 12, 13]
     assert reader.trace_alert_indices().tolist() == sorted(
-        [3 * k for k in range(30)] + [3 * k + 1 for k in range(30)])
+        [3 * k for k in range(30)] + [3 * k + 1 for k in range(30)]
+    )
 
 
 def test_curt_health_alerts_have_unknown_counts(logdir):
@@ -78,8 +96,7 @@ def test_root_cause_walks_back_to_the_op_with_finite_inputs(logdir):
     run = make_run(logdir)
     w = run.writer
     # Call 5's traces (Neg non-finite, its input Log non-finite) were recorded first ...
-    w.add_traces(np.array([0, 1], np.int32), summaries=np.array([FINITE, NEG_INF], float),
-                 step=5)
+    w.add_traces(np.array([0, 1], np.int32), summaries=np.array([FINITE, NEG_INF], float), step=5)
     # ... and a later chunk, of step 2, holds only Neg's trace: the first alert in order.
     w.add_traces(np.array([2], np.int32), summaries=np.array([NEG_INF], float), step=2)
     w.close()
@@ -134,11 +151,19 @@ def test_full_tensor_values_summaries_and_alerts(logdir):
     x = np.array([1.0, 0.0, 2.0], np.float32)
     with np.errstate(divide="ignore"):
         log = np.log(x)
-    w.add_traces(np.array([0, 1], np.int32),
-                 values=[tensor_value_record(x), tensor_value_record(log)])
-    w.add_execution(op_type="Cast", graph_id=None, input_ids=[], output_ids=[3],
-                    device_ids=[run.device], output_dtypes=[3], stack_id=None,
-                    values=[tensor_value_record(np.array([[1, -2]], np.int32))])
+    w.add_traces(
+        np.array([0, 1], np.int32), values=[tensor_value_record(x), tensor_value_record(log)]
+    )
+    w.add_execution(
+        op_type="Cast",
+        graph_id=None,
+        input_ids=[],
+        output_ids=[3],
+        device_ids=[run.device],
+        output_dtypes=[3],
+        stack_id=None,
+        values=[tensor_value_record(np.array([[1, -2]], np.int32))],
+    )
     w.close()
     reader = DumpReader(run.path)
     np.testing.assert_array_equal(reader.trace_value(1), log)
@@ -153,10 +178,18 @@ def test_full_tensor_values_summaries_and_alerts(logdir):
     assert reader.execution_value(0, 1) is None
 
 
-@pytest.mark.parametrize("pattern,start,forward,expected", [
-    ("Log", 0, True, 1), ("Log", 2, True, 4), ("^Ne", 0, True, 2), ("Neg|Placeholder", 3, False, 3),
-    ("Log", 3, False, 1), ("Nope", 0, True, None), ("[", 0, True, None),
-])
+@pytest.mark.parametrize(
+    "pattern,start,forward,expected",
+    [
+        ("Log", 0, True, 1),
+        ("Log", 2, True, 4),
+        ("^Ne", 0, True, 2),
+        ("Neg|Placeholder", 3, False, 3),
+        ("Log", 3, False, 1),
+        ("Nope", 0, True, None),
+        ("[", 0, True, None),
+    ],
+)
 def test_find_trace(run, pattern, start, forward, expected):
     add_step(run, [FINITE, FINITE, FINITE])
     add_step(run, [FINITE, FINITE, FINITE])
@@ -182,12 +215,26 @@ def test_traces_of_and_nearest_trace(run):
 def test_execution_with_only_unsummarised_outputs(run):
     """A resource handle's output has no summary (None); an op without outputs has []."""
     w = run.writer
-    w.add_execution(op_type="VarHandleOp", graph_id=None, input_ids=[], output_ids=[6],
-                    device_ids=[run.device], output_dtypes=[20], stack_id=None,
-                    summaries=[None])
-    w.add_execution(op_type="AssignVariableOp", graph_id=None, input_ids=[6, 5],
-                    output_ids=[], device_ids=[], output_dtypes=[], stack_id=None,
-                    summaries=[])
+    w.add_execution(
+        op_type="VarHandleOp",
+        graph_id=None,
+        input_ids=[],
+        output_ids=[6],
+        device_ids=[run.device],
+        output_dtypes=[20],
+        stack_id=None,
+        summaries=[None],
+    )
+    w.add_execution(
+        op_type="AssignVariableOp",
+        graph_id=None,
+        input_ids=[6, 5],
+        output_ids=[],
+        device_ids=[],
+        output_dtypes=[],
+        stack_id=None,
+        summaries=[],
+    )
     w.flush()
     reader = DumpReader(run.path)
     assert reader.num_executions == 2 and reader.damage == ()

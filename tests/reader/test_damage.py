@@ -17,8 +17,14 @@ from tests.synthetic import FINITE, NAN, NEG_INF, add_step, make_run, segment_pa
 
 
 def _header(stream: str, version=(1, 0), segment: int = 0) -> dict:
-    return {"k": "header", "format": fmt.FORMAT_NAME, "version": list(version),
-            "stream": stream, "run": "r", "segment": segment}
+    return {
+        "k": "header",
+        "format": fmt.FORMAT_NAME,
+        "version": list(version),
+        "stream": stream,
+        "run": "r",
+        "segment": segment,
+    }
 
 
 def _closed_run(logdir):
@@ -29,17 +35,35 @@ def _closed_run(logdir):
     return run
 
 
-@pytest.mark.parametrize("garbage", [b"\xc1", b"\xc1\x00\x01\x02", msgpack.packb(7),
-                                     msgpack.packb({"no_kind": 1}), msgpack.packb([1, 2])])
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"\xc1",
+        b"\xc1\x00\x01\x02",
+        msgpack.packb(7),
+        msgpack.packb({"no_kind": 1}),
+        msgpack.packb([1, 2]),
+    ],
+)
 def test_garbage_after_valid_records_keeps_everything_before(logdir, garbage):
     run = _closed_run(logdir)
     path = segment_path(run.path, fmt.STREAM_GRAPH_TRACES)
     size = os.path.getsize(path)
     with open(path, "ab") as f:
         f.write(garbage)
-        f.write(msgpack.packb({"k": "traces", "i": 6, "n": 1, "x": 2,
-                               "tp": np.array([0], "<i4").tobytes(), "sc": 9,
-                               "s": np.array(FINITE, "<f8").tobytes()}))
+        f.write(
+            msgpack.packb(
+                {
+                    "k": "traces",
+                    "i": 6,
+                    "n": 1,
+                    "x": 2,
+                    "tp": np.array([0], "<i4").tobytes(),
+                    "sc": 9,
+                    "s": np.array(FINITE, "<f8").tobytes(),
+                }
+            )
+        )
     reader = DumpReader(run.path)
     assert reader.num_traces == 6  # the chunk after the garbage is not trusted
     [notice] = reader.damage
@@ -61,9 +85,17 @@ def test_foreign_file_with_a_segment_name(logdir):
 def test_definition_with_wrong_types_is_skipped_and_reported(logdir):
     run = make_run(logdir)
     run.writer._append(fmt.STREAM_GRAPHS, {"k": "op", "id": 3, "graph": "zero", "type": 1})
-    run.writer.add_op(graph_id=run.graph, op_type="Exp", op_name="Exp", inputs=["Neg:0"],
-                      num_outputs=1, output_dtypes=[1], device_id=None, stack_id=None,
-                      trace_points=[3])
+    run.writer.add_op(
+        graph_id=run.graph,
+        op_type="Exp",
+        op_name="Exp",
+        inputs=["Neg:0"],
+        num_outputs=1,
+        output_dtypes=[1],
+        device_id=None,
+        stack_id=None,
+        trace_points=[3],
+    )
     run.writer.close()
     reader = DumpReader(run.path)
     assert reader.op_by_name(run.graph, "Exp").op_type == "Exp"
@@ -73,22 +105,37 @@ def test_definition_with_wrong_types_is_skipped_and_reported(logdir):
 def _execs_chunk(**changes) -> dict:
     """A well-formed ``execs`` chunk of one execution (index 2), then ``changes``."""
     chunk = ExecutionChunk(2, len(fmt.SUMMARY_COLUMNS[fmt.FULL_HEALTH]))
-    chunk.add(op_type="Add", graph_id=None, input_ids=[1], output_ids=[9], device_ids=[0],
-              output_dtypes=[1], stack_id=None, summaries=[FINITE], values=None,
-              time_s=1.0, call_ordinal=None, thread=None)
+    chunk.add(
+        op_type="Add",
+        graph_id=None,
+        input_ids=[1],
+        output_ids=[9],
+        device_ids=[0],
+        output_dtypes=[1],
+        stack_id=None,
+        summaries=[FINITE],
+        values=None,
+        time_s=1.0,
+        call_ordinal=None,
+        thread=None,
+    )
     record: dict = {}
     chunk.pack_into(record)
     record.update(changes)
     return record
 
 
-@pytest.mark.parametrize("bad", [
-    {"ops": [5]},  # an op type that is not a string
-    {"i": "2"},
-    {"s": b"\x00" * 16},  # a summary row of two columns
-    {"no": b"\x02\x00\x00\x00"},  # two outputs, one output id
-    {"op": b"\x07\x00\x00\x00"},  # an op code past the chunk's table
-], ids=["op_type", "index", "summary_width", "outputs", "op_code"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"ops": [5]},  # an op type that is not a string
+        {"i": "2"},
+        {"s": b"\x00" * 16},  # a summary row of two columns
+        {"no": b"\x02\x00\x00\x00"},  # two outputs, one output id
+        {"op": b"\x07\x00\x00\x00"},  # an op code past the chunk's table
+    ],
+    ids=["op_type", "index", "summary_width", "outputs", "op_code"],
+)
 def test_execution_chunk_with_wrong_types_stops_its_segment(logdir, bad):
     run = _closed_run(logdir)
     with open(segment_path(run.path, fmt.STREAM_EXECUTIONS), "ab") as f:
@@ -108,11 +155,14 @@ def test_a_well_formed_chunk_after_the_run_reads(logdir):
     assert reader.execution(2).op_type == "Add" and reader.execution(2).output_ids == (9,)
 
 
-@pytest.mark.parametrize("bad", [
-    {"k": "traces", "i": 6, "n": 2, "x": 2, "tp": b"\x00" * 4},
-    {"k": "traces", "i": 6, "n": 1, "x": 2, "tp": b"\x00" * 4, "sc": 4, "s": b"\x00" * 32},
-    {"k": "traces", "i": 3, "n": 1, "x": 2, "tp": b"\x00" * 4, "sc": 9, "s": b"\x00" * 72},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"k": "traces", "i": 6, "n": 2, "x": 2, "tp": b"\x00" * 4},
+        {"k": "traces", "i": 6, "n": 1, "x": 2, "tp": b"\x00" * 4, "sc": 4, "s": b"\x00" * 32},
+        {"k": "traces", "i": 3, "n": 1, "x": 2, "tp": b"\x00" * 4, "sc": 9, "s": b"\x00" * 72},
+    ],
+)
 def test_trace_chunk_with_wrong_sizes_or_repeated_indices(logdir, bad):
     run = _closed_run(logdir)
     with open(segment_path(run.path, fmt.STREAM_GRAPH_TRACES), "ab") as f:
@@ -125,8 +175,7 @@ def test_newer_major_version_is_refused_with_both_versions(logdir):
     run = _closed_run(logdir)
     path = segment_path(run.path, fmt.STREAM_GRAPH_TRACES, 1)
     with open(path, "wb") as f:
-        f.write(msgpack.packb(_header(fmt.STREAM_GRAPH_TRACES,
-                                      (fmt.FORMAT_VERSION[0] + 1, 3), 1)))
+        f.write(msgpack.packb(_header(fmt.STREAM_GRAPH_TRACES, (fmt.FORMAT_VERSION[0] + 1, 3), 1)))
     with pytest.raises(FormatVersionError) as caught:
         DumpReader(run.path)
     message = str(caught.value)
@@ -142,9 +191,20 @@ def test_newer_minor_version_with_unknown_kinds_and_keys_reads(logdir):
     with open(path, "wb") as f:
         f.write(msgpack.packb(_header(fmt.STREAM_GRAPH_TRACES, (1, 9))))
         f.write(msgpack.packb({"k": "hologram", "x": 1}))
-        f.write(msgpack.packb({"k": "traces", "i": 0, "n": 1, "x": 0, "new_key": [1],
-                               "tp": np.array([1], "<i4").tobytes(), "sc": 9,
-                               "s": np.array(NAN, "<f8").tobytes()}))
+        f.write(
+            msgpack.packb(
+                {
+                    "k": "traces",
+                    "i": 0,
+                    "n": 1,
+                    "x": 0,
+                    "new_key": [1],
+                    "tp": np.array([1], "<i4").tobytes(),
+                    "sc": 9,
+                    "s": np.array(NAN, "<f8").tobytes(),
+                }
+            )
+        )
     reader = DumpReader(run.path)
     assert reader.num_traces == 1 and reader.damage == ()
     assert reader.trace(0).summary.nan == 2
@@ -175,7 +235,7 @@ def test_random_byte_damage_raises_only_dump_errors(logdir, seed):
         elif action == "insert":
             data[where:where] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
         else:
-            del data[where:where + rng.randint(1, 8)]
+            del data[where : where + rng.randint(1, 8)]
     open(path, "wb").write(bytes(data))
     try:
         reader = DumpReader(run.path)

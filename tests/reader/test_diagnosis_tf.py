@@ -42,8 +42,9 @@ def _diagnosed_alert(dump: reader.DumpReader, case: str, op_type: str):
 
 
 def test_every_pattern_has_a_case():
-    assert ({pattern for _, pattern, _ in PATTERN_CASES.values()} | set(HARM_PATTERN_CASES)
-            == set(PATTERNS))
+    assert {pattern for _, pattern, _ in PATTERN_CASES.values()} | set(HARM_PATTERN_CASES) == set(
+        PATTERNS
+    )
 
 
 @pytest.mark.parametrize("case", sorted(PATTERN_CASES))
@@ -60,8 +61,11 @@ def test_diagnosis_names_pattern_op_and_expression(pattern_dumps, case):
             assert local.frame.column is None and expression not in diagnosis.explanation
         # The training patterns (reader.analysis.diagnosis.training_patterns) word their own fix,
         # and so does an input whose source is known (reader.analysis.diagnosis.input_source).
-        expected = diagnosis.source.suggestion if diagnosis.source else \
-            SUGGESTIONS.get(pattern, diagnosis.suggestion)
+        expected = (
+            diagnosis.source.suggestion
+            if diagnosis.source
+            else SUGGESTIONS.get(pattern, diagnosis.suggestion)
+        )
         assert diagnosis.suggestion == expected
         assert diagnosis.suggestion
         assert diagnosis.evidence and all(isinstance(e, str) for e in diagnosis.evidence)
@@ -82,13 +86,18 @@ def test_report_json_carries_diagnosis_and_expression(pattern_dumps, case, capsy
     source = report["first_alert"]["source"]
     if SPANS:
         assert source["expression"] == expression
-        assert source["text"][source["column"]:source["end_column"]] == expression
+        assert source["text"][source["column"] : source["end_column"]] == expression
     else:
         assert source["expression"] is None and source["column"] is None
         assert expression in source["text"]
     assert report["diagnosis"]["pattern"] == pattern
-    assert set(report["diagnosis"]) == {"pattern", "explanation", "suggestion", "evidence",
-                                        "source"}
+    assert set(report["diagnosis"]) == {
+        "pattern",
+        "explanation",
+        "suggestion",
+        "evidence",
+        "source",
+    }
     assert (report["diagnosis"]["source"] is None) == (pattern != "nonfinite_input")
 
 
@@ -109,5 +118,5 @@ def test_human_report_puts_carets_under_the_expression(pattern_dumps, capsys):
         assert "^" not in carets and "Diagnosis: log_of_nonpositive" in "\n".join(lines)
         return
     start = carets.index("^")
-    assert lines[code][start:len(carets)] == "tf.math.log(probs)"
+    assert lines[code][start : len(carets)] == "tf.math.log(probs)"
     assert "Diagnosis: log_of_nonpositive" in "\n".join(lines)

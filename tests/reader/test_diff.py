@@ -25,13 +25,15 @@ from reader.analysis.compare.diff import (
 from tfdbg_tui.commands.diff_report import main as diff_main
 from tfdbg_tui.exit_codes import EXIT_NO_DUMP, EXIT_OK, EXIT_USAGE
 
-PROGRAM = os.path.join(os.path.dirname(os.path.dirname(__file__)), "programs",
-                       "diff_pair.py")
+PROGRAM = os.path.join(os.path.dirname(os.path.dirname(__file__)), "programs", "diff_pair.py")
 REPO = str(Path(__file__).resolve().parents[2])
 # (mode, variants) run by the fixture, one process per mode.
-PAIRS = {"FULL_HEALTH": ("base", "float16", "scaled", "negated", "xla", "xla_float16"),
-         "FULL_TENSOR": ("base", "scaled"), "CURT_HEALTH": ("float16",),
-         "FULL_STATS": ("base", "scaled")}
+PAIRS = {
+    "FULL_HEALTH": ("base", "float16", "scaled", "negated", "xla", "xla_float16"),
+    "FULL_TENSOR": ("base", "scaled"),
+    "CURT_HEALTH": ("float16",),
+    "FULL_STATS": ("base", "scaled"),
+}
 
 
 def _line_of(marker: str) -> int:
@@ -46,8 +48,13 @@ def runs(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("diff_pairs")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
     for mode, variants in PAIRS.items():
-        done = subprocess.run([sys.executable, PROGRAM, str(root / mode), mode, *variants],
-                              env=env, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, PROGRAM, str(root / mode), mode, *variants],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, done.stderr[-3000:]
     return root
 
@@ -60,8 +67,13 @@ def _compare(a: Path, b: Path, **tolerance):
 def test_float16_overflow_is_found_where_float32_stays_finite(runs):
     diff, traces = _compare(runs / "FULL_HEALTH" / "base", runs / "FULL_HEALTH" / "float16")
     d = diff.first_divergence
-    assert (d.kind, d.reason, d.op_type, d.graph_name, d.step) == \
-        (GRAPH, FINITENESS, "Sum", "step", 0)
+    assert (d.kind, d.reason, d.op_type, d.graph_name, d.step) == (
+        GRAPH,
+        FINITENESS,
+        "Sum",
+        "step",
+        0,
+    )
     assert (d.a.summary.pos_inf, d.b.summary.pos_inf, d.b.summary.dtype) == (0, 4, "float16")
     assert (d.frame.path, d.frame.line) == (PROGRAM, _line_of("# SUM_LINE"))
     # The float16 version's three Casts per step have no counterpart; all else aligns.
@@ -84,8 +96,7 @@ def test_a_one_line_change_is_found_in_the_values(runs):
     assert d.max_rel_error == pytest.approx(0.01, rel=1e-3)
     assert (d.frame.path, d.frame.line) == (PROGRAM, _line_of("# MUL_LINE"))
     # Within a 5% tolerance the runs agree (the squares differ by 1.01² - 1 = 2.01%).
-    diff, _ = _compare(runs / "FULL_TENSOR" / "base", runs / "FULL_TENSOR" / "scaled",
-                       rtol=0.05)
+    diff, _ = _compare(runs / "FULL_TENSOR" / "base", runs / "FULL_TENSOR" / "scaled", rtol=0.05)
     assert diff.first_divergence is None
 
 
@@ -114,8 +125,7 @@ def test_counts_that_differ_are_a_divergence_when_all_stays_finite(runs):
     counts, not of finiteness)."""
     diff, _ = _compare(runs / "FULL_HEALTH" / "base", runs / "FULL_HEALTH" / "negated")
     d = diff.first_divergence
-    assert (d.kind, d.reason, d.op_type, d.op_name, d.step) == \
-        (EAGER, COUNTS, "Fill", None, None)
+    assert (d.kind, d.reason, d.op_type, d.op_name, d.step) == (EAGER, COUNTS, "Fill", None, None)
     assert "negative 0 in A, 64 in B" in d.detail and "positive 64 in A, 0 in B" in d.detail
     # A is the broken one: the divergence says so.
     diff, _ = _compare(runs / "FULL_HEALTH" / "float16", runs / "FULL_HEALTH" / "base")
@@ -145,6 +155,7 @@ def test_runs_in_different_modes_are_compared_on_what_both_record(runs):
 
 # -- the command -----------------------------------------------------------------------------
 
+
 def documented_diff_keys() -> list[str]:
     docs = (Path(REPO) / "docs" / "keys.md").read_text()
     section = docs.split("## `diff --json`", 1)[1].split("\n## ", 1)[0]
@@ -156,15 +167,26 @@ def test_json_has_the_documented_keys_and_the_source(runs, capsys):
     assert diff_main([str(a), str(b), "--json"]) == EXIT_OK
     out = json.loads(capsys.readouterr().out)
     assert list(out) == documented_diff_keys()
-    assert (out["aligned"], out["unmatched_a"], out["unmatched_b"]) == \
-        (out["aligned_graph"] + out["aligned_eager"], 0, 9)
+    assert (out["aligned"], out["unmatched_a"], out["unmatched_b"]) == (
+        out["aligned_graph"] + out["aligned_eager"],
+        0,
+        9,
+    )
     first = out["first_divergence"]
-    assert (first["kind"], first["op_type"], first["op_name"], first["graph_name"],
-            first["step"]) == ("graph", "Sum", "Sum", "step", 0)
+    assert (
+        first["kind"],
+        first["op_type"],
+        first["op_name"],
+        first["graph_name"],
+        first["step"],
+    ) == ("graph", "Sum", "Sum", "step", 0)
     assert first["b"]["pos_inf"] == 4 and first["a"]["pos_inf"] == 0
-    assert first["source"] == {"file": PROGRAM, "line": _line_of("# SUM_LINE"),
-                               "function": "step",
-                               "expression": "tf.reduce_sum(tf.square(h), axis=1)"}
+    assert first["source"] == {
+        "file": PROGRAM,
+        "line": _line_of("# SUM_LINE"),
+        "function": "step",
+        "expression": "tf.reduce_sum(tf.square(h), axis=1)",
+    }
 
 
 def test_human_output_names_the_op_and_marks_the_expression(runs, capsys):
@@ -177,7 +199,8 @@ def test_human_output_names_the_op_and_marks_the_expression(runs, capsys):
     source, carets = out.splitlines()[-2:]
     start = source.index("tf.reduce_sum")
     assert carets.index("^") == start and carets.count("^") == len(
-        "tf.reduce_sum(tf.square(h), axis=1)")
+        "tf.reduce_sum(tf.square(h), axis=1)"
+    )
 
 
 def test_no_divergence_is_said(runs, capsys):
@@ -197,20 +220,27 @@ def test_bad_paths_and_tolerances_exit_with_one_line(runs, tmp_path, capsys):
 
 def test_the_console_script_runs_diff(runs):
     base = str(runs / "FULL_TENSOR" / "base")
-    done = subprocess.run([sys.executable, "-m", "tfdbg_tui.cli", "diff", base, base,
-                           "--json"], capture_output=True, text=True, timeout=120,
-                          env=dict(os.environ, PYTHONPATH=REPO))
+    done = subprocess.run(
+        [sys.executable, "-m", "tfdbg_tui.cli", "diff", base, base, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=REPO),
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["first_divergence"] is None
 
 
 # -- the alignment the TUI browses (`align_runs`) ------------------------------------------
 
+
 def test_align_runs_maps_b_traces_to_a_and_lists_the_divergences(runs):
     from reader.analysis.compare.diff import align_runs
 
-    with reader.open_run(str(runs / "FULL_HEALTH" / "base")) as a, \
-            reader.open_run(str(runs / "FULL_HEALTH" / "float16")) as b:
+    with (
+        reader.open_run(str(runs / "FULL_HEALTH" / "base")) as a,
+        reader.open_run(str(runs / "FULL_HEALTH" / "float16")) as b,
+    ):
         alignment = align_runs(a, b)
         assert alignment.diff == compare_runs(a, b)
         first = alignment.diff.first_divergence
@@ -225,8 +255,9 @@ def test_align_runs_maps_b_traces_to_a_and_lists_the_divergences(runs):
         for i in range(b.num_traces):
             j = alignment.counterpart_of(i)
             if j is not None:
-                assert a.op(a.traces(j, j + 1)[0].op_id).name == \
-                    b.op(b.traces(i, i + 1)[0].op_id).name
+                assert (
+                    a.op(a.traces(j, j + 1)[0].op_id).name == b.op(b.traces(i, i + 1)[0].op_id).name
+                )
         # The divergences: the overflowing Sum and what it flows into, in each step.
         divergent = [int(i) for i in alignment.divergent]
         assert divergent == sorted(divergent) and len(divergent) == 9
@@ -240,8 +271,10 @@ def test_align_runs_maps_b_traces_to_a_and_lists_the_divergences(runs):
 def test_align_runs_of_a_run_with_itself_is_the_identity(runs):
     from reader.analysis.compare.diff import align_runs
 
-    with reader.open_run(str(runs / "FULL_TENSOR" / "base")) as a, \
-            reader.open_run(str(runs / "FULL_TENSOR" / "base")) as b:
+    with (
+        reader.open_run(str(runs / "FULL_TENSOR" / "base")) as a,
+        reader.open_run(str(runs / "FULL_TENSOR" / "base")) as b,
+    ):
         alignment = align_runs(a, b)
     assert list(alignment.counterpart) == list(range(b.num_traces))
     assert alignment.first is None and not alignment.divergent.shape[0]

@@ -26,16 +26,29 @@ from reader.index.segment_reader import SegmentReader, list_segments
 from reader.loading.run_loader import RunLoader
 from tests.synthetic import FINITE, NAN, NEG_INF, add_legacy_execution, make_run, segment_path
 
-_COLUMNS = ("offset", "length", "segment", "is_function", "is_alert", "out_start",
-            "out_ids", "alert_index", "alert_slot", "alert_counts")
+_COLUMNS = (
+    "offset",
+    "length",
+    "segment",
+    "is_function",
+    "is_alert",
+    "out_start",
+    "out_ids",
+    "alert_index",
+    "alert_slot",
+    "alert_counts",
+)
 
 
 def _reference(path: str, mode: str) -> ExecutionIndex:
     """The index `ExecutionIndex.add` builds from every decoded record."""
     index = ExecutionIndex(mode)
     for number in list_segments(path)[fmt.STREAM_EXECUTIONS]:
-        segment = SegmentReader(os.path.join(path, fmt.segment_filename(
-            fmt.STREAM_EXECUTIONS, number)), fmt.STREAM_EXECUTIONS, number)
+        segment = SegmentReader(
+            os.path.join(path, fmt.segment_filename(fmt.STREAM_EXECUTIONS, number)),
+            fmt.STREAM_EXECUTIONS,
+            number,
+        )
         for start, end, record in segment.read_new():
             if record["k"] != fmt.KIND_EXECUTION:
                 continue
@@ -56,18 +69,29 @@ def _loaded(path: str) -> RunLoader:
 
 def _assert_same(loader: RunLoader, expected: ExecutionIndex) -> None:
     got = loader.execs
-    assert (got.first, got.end, got.out_sorted) == (expected.first, expected.end,
-                                                    expected.out_sorted)
+    assert (got.first, got.end, got.out_sorted) == (
+        expected.first,
+        expected.end,
+        expected.out_sorted,
+    )
     for name in _COLUMNS:
         assert np.array_equal(getattr(got, name).view, getattr(expected, name).view), name
-    assert ([got.op_types[c] for c in got.op_code.view.tolist()]
-            == [expected.op_types[c] for c in expected.op_code.view.tolist()])
+    assert [got.op_types[c] for c in got.op_code.view.tolist()] == [
+        expected.op_types[c] for c in expected.op_code.view.tolist()
+    ]
 
 
 def _eager(run, op_type, outputs, rows, graph=None, inputs=(1, 2)):
-    fields = dict(op_type=op_type, graph_id=graph, input_ids=list(inputs),
-                  output_ids=list(outputs), device_ids=[run.device] * len(outputs),
-                  output_dtypes=[1] * len(outputs), stack_id=run.user_stack, summaries=rows)
+    fields = dict(
+        op_type=op_type,
+        graph_id=graph,
+        input_ids=list(inputs),
+        output_ids=list(outputs),
+        device_ids=[run.device] * len(outputs),
+        output_dtypes=[1] * len(outputs),
+        stack_id=run.user_stack,
+        summaries=rows,
+    )
     if run.chunked:
         return run.writer.add_execution(**fields)
     return add_legacy_execution(run.writer, **fields)
@@ -85,22 +109,45 @@ def _mixed_run(logdir, mode=fmt.FULL_HEALTH, chunked=False):
         tensor += len(outputs) + (1 << 33 if k == 150 else 0)  # wide ids too
         kind = "nan" if k % 37 == 5 else "inf" if k % 53 == 7 else "finite"
         summaries = [rows[kind] if j % 2 == 0 else None for j in range(len(outputs))]
-        op_type = ("__inference_step_7" if k % 10 == 0 else "x" * (20 + k % 50)
-                   if k % 7 == 0 else ["MatMul", "AddV2", "Ünïcödé", ""][k % 4])
-        _eager(run, op_type, outputs, summaries if mode != fmt.NO_TENSOR else None,
-               graph=run.graph if k % 10 == 0 else None, inputs=range(k % 5))
+        op_type = (
+            "__inference_step_7"
+            if k % 10 == 0
+            else "x" * (20 + k % 50)
+            if k % 7 == 0
+            else ["MatMul", "AddV2", "Ünïcödé", ""][k % 4]
+        )
+        _eager(
+            run,
+            op_type,
+            outputs,
+            summaries if mode != fmt.NO_TENSOR else None,
+            graph=run.graph if k % 10 == 0 else None,
+            inputs=range(k % 5),
+        )
     return run, rows
 
 
-@pytest.mark.parametrize("mode", [fmt.FULL_HEALTH, fmt.CONCISE_HEALTH, fmt.CURT_HEALTH,
-                                  fmt.SHAPE, fmt.NO_TENSOR])
+@pytest.mark.parametrize(
+    "mode", [fmt.FULL_HEALTH, fmt.CONCISE_HEALTH, fmt.CURT_HEALTH, fmt.SHAPE, fmt.NO_TENSOR]
+)
 def test_scanned_index_equals_decoding_every_record(logdir, mode):
     run, rows = _mixed_run(logdir, mode)
     i = run.writer.num_executions
     run.writer.close()
     path = segment_path(run.path, fmt.STREAM_EXECUTIONS)
-    base = {"k": "exec", "i": i, "op": "Odd", "graph": None, "in": [], "out": [7],
-            "dev": [], "dtypes": [], "stack": None, "t": 1.0, "s": [rows["nan"]]}
+    base = {
+        "k": "exec",
+        "i": i,
+        "op": "Odd",
+        "graph": None,
+        "in": [],
+        "out": [7],
+        "dev": [],
+        "dtypes": [],
+        "stack": None,
+        "t": 1.0,
+        "s": [rows["nan"]],
+    }
     odd = [
         dict(reversed(list(base.items()))),  # another key order: another template
         {**base, "s": [[int(x) for x in rows["nan"]]]},  # ints in a summary row
@@ -137,7 +184,11 @@ def test_op_type_hash_collisions_cost_time_not_correctness(logdir, monkeypatch):
     run.writer.close()
     _assert_same(_loaded(run.path), _reference(run.path, fmt.FULL_HEALTH))
     assert set(DumpReader(run.path).execution_op_types(0, 300)) >= {
-        "MatMul", "AddV2", "Ünïcödé", ""}
+        "MatMul",
+        "AddV2",
+        "Ünïcödé",
+        "",
+    }
 
 
 @pytest.mark.parametrize("damage", ["utf8", "repeat", "missing_out", "garbage"])
@@ -179,15 +230,22 @@ def test_chunks_index_and_read_as_the_records_they_replace(tmp_path, monkeypatch
         runs[chunked] = DumpReader(run.path)
     legacy, chunked = runs[False], runs[True]
     assert chunked.num_executions == legacy.num_executions == 300
-    for name in ("is_function", "is_alert", "out_start", "out_ids", "alert_index",
-                 "alert_slot", "alert_counts"):
-        assert np.array_equal(getattr(chunked._execs, name).view,
-                              getattr(legacy._execs, name).view), name
+    for name in (
+        "is_function",
+        "is_alert",
+        "out_start",
+        "out_ids",
+        "alert_index",
+        "alert_slot",
+        "alert_counts",
+    ):
+        assert np.array_equal(
+            getattr(chunked._execs, name).view, getattr(legacy._execs, name).view
+        ), name
     assert chunked.execution_op_types(0, 300) == legacy.execution_op_types(0, 300)
     for i in range(300):
         want = legacy.execution_record(i)
         got = chunked.execution_record(i)
         assert got == {**want, "t": got["t"]}, i
-        assert chunked.execution(i) == dataclasses.replace(legacy.execution(i),
-                                                           time=got["t"]), i
+        assert chunked.execution(i) == dataclasses.replace(legacy.execution(i), time=got["t"]), i
     assert chunked.alerts() == legacy.alerts()

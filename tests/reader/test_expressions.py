@@ -9,16 +9,28 @@ from reader.model import Frame
 
 
 def _frame(column: int, end_line: int, end_column: int) -> Frame:
-    return Frame(id=0, file_id=0, path="train.py", line=1, function="main", is_user=True,
-                 column=column, end_line=end_line, end_column=end_column)
+    return Frame(
+        id=0,
+        file_id=0,
+        path="train.py",
+        line=1,
+        function="main",
+        is_user=True,
+        column=column,
+        end_line=end_line,
+        end_column=end_column,
+    )
 
 
-@pytest.mark.parametrize("header, expression", [
-    ("    for x, y in dataset.batch(4):  # the data", "dataset.batch(4)"),
-    ("    async for x in stream():", "stream()"),
-    ("    while step < limit:", "step < limit"),
-    ("    with tf.GradientTape() as tape:  # é", "tf.GradientTape()"),
-])
+@pytest.mark.parametrize(
+    "header, expression",
+    [
+        ("    for x, y in dataset.batch(4):  # the data", "dataset.batch(4)"),
+        ("    async for x in stream():", "stream()"),
+        ("    while step < limit:", "step < limit"),
+        ("    with tf.GradientTape() as tape:  # é", "tf.GradientTape()"),
+    ],
+)
 def test_a_block_header_spans_its_own_expression(header, expression):
     """The span of a `for` (FOR_ITER) covers the whole loop; the expression is the
     header's iterable, test or context manager, without its comment or body."""

@@ -59,10 +59,13 @@ def test_the_first_alert_survives_and_the_dump_ends_with_the_latest(logdir):
         assert gap.describe() == f"steps {first_lost}-{last_lost} not kept"
         assert gap.after_execution == pinned[1] - 1
         # Indices in the gap are not on disk; ranges skip them.
-        assert [e.index for e in dump.executions(pinned[1] - 1, tail[0] + 1)] == \
-            [pinned[1] - 1, tail[0]]
-        assert len(dump.execution_op_types(0, STEPS)) == \
-            sum(e - b for b, e in dump.kept_executions())
+        assert [e.index for e in dump.executions(pinned[1] - 1, tail[0] + 1)] == [
+            pinned[1] - 1,
+            tail[0],
+        ]
+        assert len(dump.execution_op_types(0, STEPS)) == sum(
+            e - b for b, e in dump.kept_executions()
+        )
         assert steps.of_execution(pinned[1]) is None
 
 
@@ -98,8 +101,11 @@ def test_a_long_alert_step_is_pinned_up_to_the_limit(logdir):
     flight_step(run, ALERT_STEP)
     w = run.writer
     for _ in range(30):
-        w.add_traces(np.zeros(3, np.int32), summaries=np.array([NAN] * 3, np.float64),
-                     step=w.num_executions - 1)
+        w.add_traces(
+            np.zeros(3, np.int32),
+            summaries=np.array([NAN] * 3, np.float64),
+            step=w.num_executions - 1,
+        )
     for step in range(ALERT_STEP + 1, STEPS):
         flight_step(run, step)
     w.close()
@@ -119,19 +125,25 @@ def test_traces_that_arrive_after_their_call_are_pinned_with_it(logdir, lag):
     w = run.writer
     base = 5000
     for step in range(STEPS):
-        index = w.add_execution(op_type="__inference_step_7", graph_id=run.graph,
-                                input_ids=[base + step], output_ids=[base + 10_000 + step],
-                                device_ids=[run.device], output_dtypes=[1],
-                                stack_id=run.user_stack,
-                                summaries=[FINITE if step < ALERT_STEP else NAN],
-                                call_ordinal=step)
+        index = w.add_execution(
+            op_type="__inference_step_7",
+            graph_id=run.graph,
+            input_ids=[base + step],
+            output_ids=[base + 10_000 + step],
+            device_ids=[run.device],
+            output_dtypes=[1],
+            stack_id=run.user_stack,
+            summaries=[FINITE if step < ALERT_STEP else NAN],
+            call_ordinal=step,
+        )
         if step >= lag:  # the traces of the call `lag` steps back arrive now
             late = step - lag
             rows = [FINITE, NEG_INF, NAN] if late == ALERT_STEP else [FINITE] * 3
             if late > ALERT_STEP:
                 rows = [NAN] * 3
-            w.add_traces(np.arange(3, dtype=np.int32), summaries=np.array(rows, np.float64),
-                         step=index - lag)
+            w.add_traces(
+                np.arange(3, dtype=np.int32), summaries=np.array(rows, np.float64), step=index - lag
+            )
     w.close()
     with reader.open_run(run.path) as dump:
         cause = dump.root_cause()
@@ -177,8 +189,11 @@ def test_killed_while_the_window_is_pinned_the_dump_opens(logdir):
         flight_step(run, step)
     run.writer.flush()  # the periodic flush: the alert's traces are on disk
     # More traces of the alert's step: the pinned segment is still open.
-    run.writer.add_traces(np.zeros(3, np.int32), summaries=np.array([NAN] * 3, np.float64),
-                          step=run.writer.num_executions - 1)
+    run.writer.add_traces(
+        np.zeros(3, np.int32),
+        summaries=np.array([NAN] * 3, np.float64),
+        step=run.writer.num_executions - 1,
+    )
     run.writer.flush()  # no close: the process died, its last record cut short
     open_segment = max(glob.glob(os.path.join(run.path, "graph_traces.*")))
     with open(open_segment, "r+b") as f:
@@ -194,9 +209,16 @@ def test_a_dump_without_call_ordinals_counts_steps_from_the_first_call(logdir):
     run = make_run(logdir)
     for step in range(5):
         w = run.writer
-        w.add_execution(op_type="__inference_step_7", graph_id=run.graph, input_ids=[],
-                        output_ids=[step], device_ids=[run.device], output_dtypes=[1],
-                        stack_id=None, summaries=[FINITE if step < 3 else NAN])
+        w.add_execution(
+            op_type="__inference_step_7",
+            graph_id=run.graph,
+            input_ids=[],
+            output_ids=[step],
+            device_ids=[run.device],
+            output_dtypes=[1],
+            stack_id=None,
+            summaries=[FINITE if step < 3 else NAN],
+        )
     run.writer.close()
     with reader.open_run(run.path) as dump:
         assert dump.steps().first_alert_step == 3
@@ -208,8 +230,12 @@ def test_the_stop_on_alert_error_names_the_root_cause_from_the_dump(logdir):
     run = write_long_run(logdir)
     error = first_alert_error(run.path)
     assert isinstance(error, NonFiniteError) and isinstance(error, FloatingPointError)
-    assert (error.op_type, error.tensor_name, error.graph_name, error.step) == \
-        ("Log", "Log:0", "step", ALERT_STEP)
+    assert (error.op_type, error.tensor_name, error.graph_name, error.step) == (
+        "Log",
+        "Log:0",
+        "step",
+        ALERT_STEP,
+    )
     assert (error.file, error.line) == ("/home/me/project/train.py", 4)
     message = str(error)
     assert f"Log 'Log:0' in graph 'step' at step {ALERT_STEP} (-inf 1)" in message
@@ -223,19 +249,26 @@ def test_the_stop_on_alert_error_survives_an_unreadable_dump(tmp_path):
     assert "NaN or infinity" in str(error) and "gone" in str(error)
 
 
-@pytest.mark.parametrize("buffer_size, watch_alerts, watched", [
-    (0, None, False), (-1, None, False), (N, None, True), (0, True, True), (N, False, False)])
+@pytest.mark.parametrize(
+    "buffer_size, watch_alerts, watched",
+    [(0, None, False), (-1, None, False), (N, None, True), (0, True, True), (N, False, False)],
+)
 def test_alerts_are_looked_for_only_when_something_needs_them(
-        logdir, buffer_size, watch_alerts, watched):
+    logdir, buffer_size, watch_alerts, watched
+):
     """The first alert serves the flight recorder (a circular buffer) and stop_on_alert:
     a run that keeps everything and does not stop does not read every FULL_TENSOR value
     for it."""
     from instrument.dump.value_encoding import tensor_value_record
     from instrument.dump.writer import DumpWriter
 
-    writer = DumpWriter(logdir, {"tensor_debug_mode": fmt.FULL_TENSOR},
-                        circular_buffer_size=buffer_size, watch_alerts=watch_alerts,
-                        flush_interval_s=None)
+    writer = DumpWriter(
+        logdir,
+        {"tensor_debug_mode": fmt.FULL_TENSOR},
+        circular_buffer_size=buffer_size,
+        watch_alerts=watch_alerts,
+        flush_interval_s=None,
+    )
     assert writer.watches_alerts is watched and writer.seeking_alert is watched
     nan = tensor_value_record(np.array([1.0, np.nan], np.float32))
     writer.add_traces(np.array([0], np.int32), values=[nan], step=0)
@@ -270,29 +303,31 @@ def test_records_the_buffer_drops_before_a_flush_are_never_written(logdir, monke
         for _ in range(count):
             run.writer.add_traces(np.zeros(3, np.int32), values=[value] * 3)
             run.writer.add_execution(
-                op_type="__inference_step_7", graph_id=run.graph, input_ids=[1],
-                output_ids=[2], device_ids=[run.device], output_dtypes=[1],
-                stack_id=run.user_stack, values=[value])
+                op_type="__inference_step_7",
+                graph_id=run.graph,
+                input_ids=[1],
+                output_ids=[2],
+                device_ids=[run.device],
+                output_dtypes=[1],
+                stack_id=run.user_stack,
+                values=[value],
+            )
 
     def on_disk(stream: str) -> list[str]:
-        return sorted(os.path.basename(p) for p in glob.glob(os.path.join(run.path,
-                                                                           f"{stream}.*")))
+        return sorted(os.path.basename(p) for p in glob.glob(os.path.join(run.path, f"{stream}.*")))
 
     steps(4)
     run.writer.flush()
-    assert on_disk("graph_traces") == [fmt.segment_filename("graph_traces", s)
-                                       for s in (0, 1)]
+    assert on_disk("graph_traces") == [fmt.segment_filename("graph_traces", s) for s in (0, 1)]
     packed.clear()
     steps(40)  # 12 traces fill a segment: 132 fill 0-10, and 11 is open at the flush
     # No flush yet: the disk is as the last flush left it, its N latest traces readable.
-    assert on_disk("graph_traces") == [fmt.segment_filename("graph_traces", s)
-                                       for s in (0, 1)]
+    assert on_disk("graph_traces") == [fmt.segment_filename("graph_traces", s) for s in (0, 1)]
     with reader.open_run(run.path) as dump:
         begin, end = dump.kept_traces()[-1]
         assert end == 12 and end - begin >= N
     run.writer.flush()
-    assert on_disk("graph_traces") == [fmt.segment_filename("graph_traces", s)
-                                       for s in (10, 11)]
+    assert on_disk("graph_traces") == [fmt.segment_filename("graph_traces", s) for s in (10, 11)]
     assert on_disk("executions") == [fmt.segment_filename("executions", s) for s in (3, 4)]
     assert sum(packed) <= 2 * N + 3  # only the kept segments' traces were packed
     run.writer.close()

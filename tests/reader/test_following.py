@@ -40,21 +40,43 @@ def test_traces_and_execution_before_their_definitions(logdir):
     w = run.writer
     # Definitions written but held back in the writer's buffers; only the event
     # streams reach the disk, as a reader may see them from another process.
-    file_id = w.add_source_file("/home/me/late.py", ["a = 1", "b = tf.math.log(a)"],
-                                library=False)
+    file_id = w.add_source_file("/home/me/late.py", ["a = 1", "b = tf.math.log(a)"], library=False)
     frame = w.add_frame(file_id, 2, "late")
     stack = w.add_stack([frame])
     graph = w.add_graph("late_fn", None)
-    producer = w.add_op(graph_id=graph, op_type="Const", op_name="c", inputs=[],
-                        num_outputs=1, output_dtypes=[1], device_id=None, stack_id=stack,
-                        trace_points=[3])
-    consumer = w.add_op(graph_id=graph, op_type="Log", op_name="log", inputs=["c:0"],
-                        num_outputs=1, output_dtypes=[1], device_id=None, stack_id=stack,
-                        trace_points=[4])
+    producer = w.add_op(
+        graph_id=graph,
+        op_type="Const",
+        op_name="c",
+        inputs=[],
+        num_outputs=1,
+        output_dtypes=[1],
+        device_id=None,
+        stack_id=stack,
+        trace_points=[3],
+    )
+    consumer = w.add_op(
+        graph_id=graph,
+        op_type="Log",
+        op_name="log",
+        inputs=["c:0"],
+        num_outputs=1,
+        output_dtypes=[1],
+        device_id=None,
+        stack_id=stack,
+        trace_points=[4],
+    )
     w.add_traces(np.array([3, 4], np.int32), summaries=np.array([FINITE, NEG_INF], float))
-    w.add_execution(op_type="__inference_late_fn_1", graph_id=graph, input_ids=[], output_ids=[9],
-                    device_ids=[run.device], output_dtypes=[1], stack_id=stack,
-                    summaries=[NEG_INF])
+    w.add_execution(
+        op_type="__inference_late_fn_1",
+        graph_id=graph,
+        input_ids=[],
+        output_ids=[9],
+        device_ids=[run.device],
+        output_dtypes=[1],
+        stack_id=stack,
+        summaries=[NEG_INF],
+    )
     w._files[fmt.STREAM_GRAPH_TRACES].flush()
     w._files[fmt.STREAM_EXECUTIONS].flush()
 
@@ -110,7 +132,10 @@ def test_stack_with_frame_defined_later_shows_placeholder_then_frame(logdir):
     reader.update()
     [resolved] = reader.stack(stack)
     assert (resolved.path, resolved.line, resolved.is_user) == (
-        "/home/me/project/train.py", 3, True)
+        "/home/me/project/train.py",
+        3,
+        True,
+    )
     w.close()
 
 

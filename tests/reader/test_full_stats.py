@@ -16,10 +16,19 @@ from tests.synthetic import FLOAT32, stats_row, write_exp_overflow_run
 def test_statistics_read_back_and_nan_means_none(tmp_path):
     w = DumpWriter(str(tmp_path), {"tensor_debug_mode": fmt.FULL_STATS}, flush_interval_s=None)
     nan = float("nan")
-    w.add_execution(op_type="Exp", graph_id=None, input_ids=[], output_ids=[1, 2],
-                    device_ids=[0, 0], output_dtypes=[FLOAT32] * 2, stack_id=None,
-                    summaries=[stats_row(4, low=-2.5, high=7.25, mean=1.5, std=0.25),
-                               [FLOAT32, 1, 2, 0, 2, 0, 0, 0, 0, nan, nan, nan, nan]])
+    w.add_execution(
+        op_type="Exp",
+        graph_id=None,
+        input_ids=[],
+        output_ids=[1, 2],
+        device_ids=[0, 0],
+        output_dtypes=[FLOAT32] * 2,
+        stack_id=None,
+        summaries=[
+            stats_row(4, low=-2.5, high=7.25, mean=1.5, std=0.25),
+            [FLOAT32, 1, 2, 0, 2, 0, 0, 0, 0, nan, nan, nan, nan],
+        ],
+    )
     w.close()
     first, second = DumpReader(w.path).execution(0).summaries
     assert (first.min, first.max, first.mean, first.std) == (-2.5, 7.25, 1.5, 0.25)
@@ -39,12 +48,15 @@ def test_diagnosis_names_the_exp_input_above_the_float32_limit(tmp_path):
     assert any("min -3, max 95.5, mean 10, std 30" in line for line in diagnosis.evidence)
 
 
-@pytest.mark.parametrize("other_max, reason, op_name", [
-    (95.5, None, None),
-    (95.5 * (1 + 1e-5), None, None),  # within the relative tolerance
-    (90.0, STATS, "x"),  # both overflow in Exp; x's max differs
-    (80.0, FINITENESS, "Exp"),  # B's Exp stays finite: finiteness ranks first
-])
+@pytest.mark.parametrize(
+    "other_max, reason, op_name",
+    [
+        (95.5, None, None),
+        (95.5 * (1 + 1e-5), None, None),  # within the relative tolerance
+        (90.0, STATS, "x"),  # both overflow in Exp; x's max differs
+        (80.0, FINITENESS, "Exp"),  # B's Exp stays finite: finiteness ranks first
+    ],
+)
 def test_diff_compares_min_max_and_mean(tmp_path, other_max, reason, op_name):
     a = DumpReader(write_exp_overflow_run(tmp_path / "a", 95.5))
     b = DumpReader(write_exp_overflow_run(tmp_path / "b", other_max))

@@ -50,14 +50,18 @@ def test_mixed_precision_fit_is_healthy(harm_dumps, capsys):
         assert 3 <= len(skipped) < LOSS_SCALE_COLLAPSE_STEPS and skipped[0] == 0
         verdict = healthy_verdict(dump)
         assert verdict is not None and verdict.pattern == "expected_loss_scaling"
-        assert (f"{len(skipped)} steps overflowed under the loss scale and were skipped, "
-                f"as designed") in verdict.explanation
+        assert (
+            f"{len(skipped)} steps overflowed under the loss scale and were skipped, as designed"
+        ) in verdict.explanation
         # A contained alert, selected, says why it did no harm.
         assert diagnose_alert(dump, summary.alerts[0]).pattern == "contained"
     report = _report(harm_dumps, "mixed_precision", capsys)
     assert report["first_alert"] is None
-    assert report["contained"] == {"deliberate": 0, "loss_scale": report["num_alerts"],
-                                   "discarded": 0}
+    assert report["contained"] == {
+        "deliberate": 0,
+        "loss_scale": report["num_alerts"],
+        "discarded": 0,
+    }
     assert report["diagnosis"]["pattern"] == "expected_loss_scaling"
     assert report["num_alerts"] == sum(report["alerts_by_type"].values())  # fields stay
 
@@ -88,7 +92,8 @@ def test_masked_attention_is_healthy(harm_dumps, capsys):
     assert report["contained"]["deliberate"] == report["num_alerts"] > 0
     assert report["diagnosis"]["pattern"] == "healthy"
     assert report["diagnosis"]["explanation"].startswith(
-        f"No harmful non-finite values; {report['num_alerts']} deliberate -inf")
+        f"No harmful non-finite values; {report['num_alerts']} deliberate -inf"
+    )
 
 
 def test_healthy_report_says_so_in_one_line(harm_dumps, capsys):
@@ -218,11 +223,13 @@ def test_divergence_says_since_when_and_how_fast(harm_dumps, case):
         cause = dump.root_cause()
         diagnosis = diagnose_cause(dump, cause)
         assert diagnosis.pattern == "divergence"
-        assert "at step 0 to " in diagnosis.explanation and " per step over " in \
-            diagnosis.explanation
+        assert (
+            "at step 0 to " in diagnosis.explanation and " per step over " in diagnosis.explanation
+        )
         assert dump.steps().of_execution(cause.alert.step) > 10
-        grew = re.search(r"grew from ([0-9.e+-]+) at step 0 to ([0-9.e+-]+) at step (\d+)",
-                         diagnosis.explanation)
+        grew = re.search(
+            r"grew from ([0-9.e+-]+) at step 0 to ([0-9.e+-]+) at step (\d+)", diagnosis.explanation
+        )
         assert grew and float(grew[2]) / float(grew[1]) >= 100
         assert int(grew[3]) <= dump.steps().of_execution(cause.alert.step)
 
@@ -236,14 +243,18 @@ def test_a_keras_fit_that_diverges_in_a_few_steps_is_a_divergence(harm_dumps):
         assert cause is not None and dump.steps().of_execution(cause.alert.step) <= 4
         diagnosis = diagnose_cause(dump, cause)
         assert diagnosis.pattern == "divergence", diagnosis
-        grew = re.search(r"grew from ([0-9.e+-]+) at step 0 to ([0-9.e+-]+) at step (\d+), "
-                         r"about x([0-9.e+-]+) per step over (\d+) steps", diagnosis.explanation)
+        grew = re.search(
+            r"grew from ([0-9.e+-]+) at step 0 to ([0-9.e+-]+) at step (\d+), "
+            r"about x([0-9.e+-]+) per step over (\d+) steps",
+            diagnosis.explanation,
+        )
         assert grew, diagnosis.explanation
         assert float(grew[2]) / float(grew[1]) >= 1e6 and 3 <= int(grew[5]) <= 5
         # The pace is per step, over the steps between the two named.
         assert int(grew[5]) == int(grew[3])
         assert float(grew[4]) ** int(grew[5]) == pytest.approx(
-            float(grew[2]) / float(grew[1]), rel=0.05)
+            float(grew[2]) / float(grew[1]), rel=0.05
+        )
         assert "learning rate" in diagnosis.suggestion
 
 
@@ -253,14 +264,15 @@ def test_a_divergence_over_calls_of_several_batches_is_paced_per_step(harm_dumps
     with reader.open_run(os.path.join(harm_dumps, "keras_diverging_spe")) as dump:
         diagnosis = diagnose_cause(dump, dump.root_cause())
         assert diagnosis.pattern == "divergence", diagnosis
-        grew = re.search(r"grew from ([0-9.e+-]+) at step (\d+) to ([0-9.e+-]+) at step "
-                         r"(\d+), about x([0-9.e+-]+) per step over (\d+) steps?",
-                         diagnosis.explanation)
+        grew = re.search(
+            r"grew from ([0-9.e+-]+) at step (\d+) to ([0-9.e+-]+) at step "
+            r"(\d+), about x([0-9.e+-]+) per step over (\d+) steps?",
+            diagnosis.explanation,
+        )
         assert grew, diagnosis.explanation
         steps = int(grew[4]) - int(grew[2])
         assert int(grew[6]) == steps >= 1
-        assert float(grew[5]) ** steps == pytest.approx(float(grew[3]) / float(grew[1]),
-                                                         rel=0.05)
+        assert float(grew[5]) ** steps == pytest.approx(float(grew[3]) / float(grew[1]), rel=0.05)
 
 
 def test_full_health_magnitudes_are_each_tensors_largest(harm_dumps):
@@ -298,11 +310,14 @@ def test_adam_epsilon_names_the_optimizer_and_setting(harm_dumps, capsys):
     assert first["library_frame"]["function"] == "update_step"
 
 
-@pytest.mark.parametrize("case, phase, layer", [
-    ("adam_epsilon", "forward", "ranker/scorer"),
-    # Keras numbers the default names across the process's models and layers.
-    ("loss_scale_collapse", "gradient", r"sequential(_\d+)?/(dense(_\d+)?|__sqrt_layer)"),
-])
+@pytest.mark.parametrize(
+    "case, phase, layer",
+    [
+        ("adam_epsilon", "forward", "ranker/scorer"),
+        # Keras numbers the default names across the process's models and layers.
+        ("loss_scale_collapse", "gradient", r"sequential(_\d+)?/(dense(_\d+)?|__sqrt_layer)"),
+    ],
+)
 def test_alerts_carry_phase_and_layer(harm_dumps, case, phase, layer):
     """A layer's ops (forward, and their gradients) name the layer's path as Keras
     knows it (`Layer.path`: the model's name, then the layer's), without the name
@@ -334,10 +349,10 @@ def _input_diagnosis(dump):
     return diagnosis
 
 
-@pytest.mark.parametrize("case, element, position", [
-    ("dataset_batch", None, None), ("dataset_batch_tensor", 7, (3, 2))])
-def test_dataset_input_names_the_batch_and_element(harm_dumps, case, element, position,
-                                                   capsys):
+@pytest.mark.parametrize(
+    "case, element, position", [("dataset_batch", None, None), ("dataset_batch_tensor", 7, (3, 2))]
+)
+def test_dataset_input_names_the_batch_and_element(harm_dumps, case, element, position, capsys):
     """`for x, y in dataset:` delivers a NaN in element 7 (batch 1, row 3, column 2):
     the batch always, the element and column when the run kept values; the
     expression is the loop's iterable, not the whole loop."""
@@ -348,18 +363,22 @@ def test_dataset_input_names_the_batch_and_element(harm_dumps, case, element, po
         diagnosis = _input_diagnosis(dump)
         source = diagnosis.source
         assert (source.kind, source.batch, source.element, source.position) == (
-            "dataset", 1, element, position)
+            "dataset",
+            1,
+            element,
+            position,
+        )
         assert "in batch 1" in diagnosis.explanation
         assert "`_nan_batches()`" in diagnosis.explanation
         assert "train_step(x, y)" not in diagnosis.explanation
         if element is not None:
-            assert "row 3, column 2 of the batch: element 7 of the dataset" in \
-                diagnosis.explanation
+            assert "row 3, column 2 of the batch: element 7 of the dataset" in diagnosis.explanation
     report = _report(harm_dumps, case, capsys)
     source_line = report["first_alert"]["source"]
     assert source_line["expression"] == "_nan_batches()"
-    assert source_line["text"][source_line["column"]:source_line["end_column"]] == \
-        "_nan_batches()"
+    assert (
+        source_line["text"][source_line["column"] : source_line["end_column"]] == "_nan_batches()"
+    )
     assert report["diagnosis"]["source"]["batch"] == 1
     assert report["diagnosis"]["source"]["element"] == element
 
@@ -403,12 +422,14 @@ def test_keras_fit_data_under_a_buffer_that_dropped_earlier_batches(harm_dumps):
         assert "in batch" not in diagnosis.explanation
 
 
-@pytest.mark.parametrize("case, op_type, kind, function", [
-    ("py_function", "EagerPyFunc", "py_function", "load"),
-    ("numpy_function", "PyFunc", "numpy_function", "scale"),
-])
-def test_python_function_input_names_the_function(harm_dumps, case, op_type, kind,
-                                                  function):
+@pytest.mark.parametrize(
+    "case, op_type, kind, function",
+    [
+        ("py_function", "EagerPyFunc", "py_function", "load"),
+        ("numpy_function", "PyFunc", "numpy_function", "scale"),
+    ],
+)
+def test_python_function_input_names_the_function(harm_dumps, case, op_type, kind, function):
     with reader.open_run(os.path.join(harm_dumps, case)) as dump:
         assert dump.root_cause().alert.op_type == op_type
         diagnosis = _input_diagnosis(dump)
@@ -417,11 +438,14 @@ def test_python_function_input_names_the_function(harm_dumps, case, op_type, kin
         assert f"`{function}`" in diagnosis.suggestion
 
 
-@pytest.mark.parametrize("case, kind, words", [
-    ("variable_initial", "variable_initial", "its initial value, at `tf.Variable("),
-    ("variable_assigned", "variable_assigned", "at `weights.assign("),
-    ("variable_restored", "variable_restored", "restored from a checkpoint"),
-])
+@pytest.mark.parametrize(
+    "case, kind, words",
+    [
+        ("variable_initial", "variable_initial", "its initial value, at `tf.Variable("),
+        ("variable_assigned", "variable_assigned", "at `weights.assign("),
+        ("variable_restored", "variable_restored", "restored from a checkpoint"),
+    ],
+)
 def test_variable_input_says_how_the_variable_got_it(harm_dumps, case, kind, words):
     """A variable read in a tf.function: the call's captured handle leads to the
     variable's eager writes (its creation, an assignment); a restore is its own root

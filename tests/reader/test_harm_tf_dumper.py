@@ -54,17 +54,23 @@ def test_where_trap_and_mixed_precision(harm_tf_dumps):
 
 
 def test_input_sources(harm_tf_dumps):
-    expected = {"dataset_batch-FULL_TENSOR": ("dataset", 1, 7, None),
-                "keras_data-FULL_TENSOR": ("dataset", 3, 13, None),
-                "py_function-FULL_HEALTH": ("py_function", None, None, "load"),
-                "variable_initial-FULL_HEALTH": ("variable_initial", None, None, None)}
+    expected = {
+        "dataset_batch-FULL_TENSOR": ("dataset", 1, 7, None),
+        "keras_data-FULL_TENSOR": ("dataset", 3, 13, None),
+        "py_function-FULL_HEALTH": ("py_function", None, None, "load"),
+        "variable_initial-FULL_HEALTH": ("variable_initial", None, None, None),
+    }
     for case, (kind, batch, element, function) in expected.items():
         with _open(harm_tf_dumps, case) as dump:
             diagnosis = diagnose_cause(dump, dump.root_cause())
             assert diagnosis.pattern == "nonfinite_input", case
             source = diagnosis.source
             assert (source.kind, source.batch, source.element, source.function) == (
-                kind, batch, element, function), case
+                kind,
+                batch,
+                element,
+                function,
+            ), case
 
 
 def test_a_divergence_in_tensorflows_dump_is_an_overflow(harm_tf_dumps):

@@ -28,11 +28,14 @@ def test_history_of_a_culprit_that_broke_at_step_250(pattern_dumps):
         assert history.traces[history.first_nonfinite] == cause.alert.index
         assert history.describe() == (
             f"finite for steps 0-249, first non-finite at step 250 (#{cause.alert.index}), "
-            f"and in all 49 traces after")
+            f"and in all 49 traces after"
+        )
         # Its input (`probs * 1.0`) held a zero but stayed finite all along.
         (ref,) = cause.op.inputs
-        assert tensor_history(dump, ref.op_id, ref.slot).describe() == \
-            "finite in all 300 traces (steps 0-299)"
+        assert (
+            tensor_history(dump, ref.op_id, ref.slot).describe()
+            == "finite in all 300 traces (steps 0-299)"
+        )
         axis = step_axis([history, tensor_history(dump, ref.op_id, ref.slot)])
         assert axis.tolist() == list(range(LATE_STEPS))
         share = history.nonfinite_share(axis, 30)
@@ -41,34 +44,65 @@ def test_history_of_a_culprit_that_broke_at_step_250(pattern_dumps):
 
 def _history(steps, nonfinite) -> TensorHistory:
     steps = np.asarray(steps, dtype=np.int64)
-    return TensorHistory(7, 0, np.arange(steps.size, dtype=np.int64) * 10, steps,
-                         np.asarray(nonfinite, dtype=bool))
+    return TensorHistory(
+        7, 0, np.arange(steps.size, dtype=np.int64) * 10, steps, np.asarray(nonfinite, dtype=bool)
+    )
 
 
-@pytest.mark.parametrize("steps, nonfinite, text", [
-    ([], [], "no trace on disk"),
-    ([4], [False], "finite in all 1 trace (step 4)"),
-    ([0, 1, 2], [True, True, True],
-     "non-finite from its first trace, at step 0 (#0), and in all 2 traces after"),
-    ([0, 1, 2], [False, True, False],
-     "finite for step 0, first non-finite at step 1 (#10), and in 0 of the 1 trace "
-     "after"),
-    ([0, 0, 1, 1, 2], [False, False, False, True, False],
-     "finite for steps 0-1, first non-finite at step 1 (#30), and in 0 of the 1 trace "
-     "after"),
-    ([3, 5, 9, 12], [False, False, True, True],
-     "finite for steps 3-5, first non-finite at step 9 (#20), and in the 1 trace "
-     "after"),
-    ([0, 1, 2, 3, 4, 5], [False, True, False, True, True, False],
-     "finite for step 0, first non-finite at step 1 (#10), and in 2 of the 4 traces "
-     "after"),
-    ([-1, 0, 1], [False, False, True],
-     "finite for the setup before step 0 and step 0, first non-finite at step 1 (#20)"),
-    ([-1, 2], [True, False],
-     "non-finite from its first trace, at the setup before step 0 (#0), and in 0 of the "
-     "1 trace after"),
-], ids=["empty", "finite", "from-the-start", "once", "within-a-step", "sudden",
-        "intermittent", "setup", "setup-bad"])
+@pytest.mark.parametrize(
+    "steps, nonfinite, text",
+    [
+        ([], [], "no trace on disk"),
+        ([4], [False], "finite in all 1 trace (step 4)"),
+        (
+            [0, 1, 2],
+            [True, True, True],
+            "non-finite from its first trace, at step 0 (#0), and in all 2 traces after",
+        ),
+        (
+            [0, 1, 2],
+            [False, True, False],
+            "finite for step 0, first non-finite at step 1 (#10), and in 0 of the 1 trace after",
+        ),
+        (
+            [0, 0, 1, 1, 2],
+            [False, False, False, True, False],
+            "finite for steps 0-1, first non-finite at step 1 (#30), and in 0 of the 1 trace after",
+        ),
+        (
+            [3, 5, 9, 12],
+            [False, False, True, True],
+            "finite for steps 3-5, first non-finite at step 9 (#20), and in the 1 trace after",
+        ),
+        (
+            [0, 1, 2, 3, 4, 5],
+            [False, True, False, True, True, False],
+            "finite for step 0, first non-finite at step 1 (#10), and in 2 of the 4 traces after",
+        ),
+        (
+            [-1, 0, 1],
+            [False, False, True],
+            "finite for the setup before step 0 and step 0, first non-finite at step 1 (#20)",
+        ),
+        (
+            [-1, 2],
+            [True, False],
+            "non-finite from its first trace, at the setup before step 0 (#0), and in 0 of the "
+            "1 trace after",
+        ),
+    ],
+    ids=[
+        "empty",
+        "finite",
+        "from-the-start",
+        "once",
+        "within-a-step",
+        "sudden",
+        "intermittent",
+        "setup",
+        "setup-bad",
+    ],
+)
 def test_describe(steps, nonfinite, text):
     assert _history(steps, nonfinite).describe() == text
 
@@ -97,10 +131,12 @@ def test_history_through_the_index_of_a_synthetic_run(logdir):
         log = tensor_history(dump, run.ops["Log"], 0)
         assert log.traces.tolist() == [1, 4, 7, 10]
         assert log.steps.tolist() == [0, 1, 2, 3]
-        assert log.describe() == ("finite for step 0, first non-finite at step 1 (#4), "
-                                  "and in 1 of the 2 traces after")
-        assert tensor_history(dump, run.ops["x"], 0).describe() == \
-            "finite in all 4 traces (steps 0-3)"
+        assert log.describe() == (
+            "finite for step 0, first non-finite at step 1 (#4), and in 1 of the 2 traces after"
+        )
+        assert (
+            tensor_history(dump, run.ops["x"], 0).describe() == "finite in all 4 traces (steps 0-3)"
+        )
 
 
 def test_no_history_without_health(logdir):
@@ -116,9 +152,15 @@ def _eager_op(run) -> None:
     """An eager op between steps (an optimizer's update): it shifts execution indices
     away from step numbers."""
     base = 5000 + 2 * run.writer.num_executions
-    run.writer.add_execution(op_type="AssignVariableOp", graph_id=None, input_ids=[base],
-                             output_ids=[], device_ids=[], output_dtypes=[],
-                             stack_id=run.user_stack)
+    run.writer.add_execution(
+        op_type="AssignVariableOp",
+        graph_id=None,
+        input_ids=[base],
+        output_ids=[],
+        device_ids=[],
+        output_dtypes=[],
+        stack_id=run.user_stack,
+    )
 
 
 def test_history_steps_are_the_alerts_steps_not_execution_indices(logdir):
@@ -148,6 +190,7 @@ def test_a_run_without_steps_names_executions(logdir):
     with reader.open_run(run.path) as dump:
         log = tensor_history(dump, run.ops["Log"], 0)
         assert log.unit == "execution"
-        assert log.describe() == \
-            f"finite for execution {log.steps[0]}, first non-finite at execution " \
+        assert (
+            log.describe() == f"finite for execution {log.steps[0]}, first non-finite at execution "
             f"{log.steps[1]} (#4)"
+        )

@@ -72,15 +72,17 @@ def _set_trace_point(run_path: str, trace: int, tp: int) -> None:
             file.write(msgpack.packb(record, use_bin_type=True))
 
 
-@pytest.mark.parametrize("tp", [2**31 - 1, 10**9, -1, -5, -2**31],
-                         ids=["2^31-1", "1e9", "-1", "-5", "-2^31"])
+@pytest.mark.parametrize(
+    "tp", [2**31 - 1, 10**9, -1, -5, -(2**31)], ids=["2^31-1", "1e9", "-1", "-5", "-2^31"]
+)
 def test_trends_are_sized_by_the_dump_not_by_a_trace_point_a_chunk_claims(tmp_path, tp):
     """A trace point far past the others, or negative (damage), in one traces chunk:
     the trends allocated tables as long as the largest point (8 GiB at 2**31) or
     raised IndexError on a negative one. Now that trace has no role, and every other
     cell is the honest run's."""
-    honest = write_trends_dump(tmp_path / "honest", layers=TREND_LAYERS, steps=6, explode=3,
-                               nan=None)
+    honest = write_trends_dump(
+        tmp_path / "honest", layers=TREND_LAYERS, steps=6, explode=3, nan=None
+    )
     logdir = tmp_path / "hostile"
     path = write_trends_dump(logdir, layers=TREND_LAYERS, steps=6, explode=3, nan=None)
     _set_trace_point(path, HOSTILE_STEP * TRACES_PER_STEP + LAYER_0_GRADIENT, tp)
@@ -115,12 +117,16 @@ def _set_summary(run_path: str, trace: int, **columns: float) -> None:
             file.write(msgpack.packb(record, use_bin_type=True))
 
 
-@pytest.mark.parametrize("columns", [
-    {"std": 1e200, "mean": 1e200},  # a norm past float64's largest
-    {"nan": np.nan, "pos_inf": np.inf},  # counts that are no counts
-    {"dtype": 1e10},  # no TensorFlow dtype
-    {"zero": 1e300},  # a share of zeros past float32's largest
-], ids=["norm_overflow", "nan_counts", "dtype_1e10", "zero_share_overflow"])
+@pytest.mark.parametrize(
+    "columns",
+    [
+        {"std": 1e200, "mean": 1e200},  # a norm past float64's largest
+        {"nan": np.nan, "pos_inf": np.inf},  # counts that are no counts
+        {"dtype": 1e10},  # no TensorFlow dtype
+        {"zero": 1e300},  # a share of zeros past float32's largest
+    ],
+    ids=["norm_overflow", "nan_counts", "dtype_1e10", "zero_share_overflow"],
+)
 def test_summary_values_a_row_claims_give_a_report_and_no_warning(tmp_path, columns):
     """A FULL_STATS row's numbers are the dump's word: squared to a norm, or to a
     float32 share, they overflowed, cast to counts or a dtype they were invalid, and
@@ -143,8 +149,11 @@ JOB_NAN_STEPS = (2, 1, -1)
 def _job(logdir: str) -> None:
     """A multi-worker job: a run per worker, worker 1 non-finite first."""
     for index, nan_step in enumerate(JOB_NAN_STEPS):
-        run = make_run(logdir, run_id=f"20260101T00000{index}-host{index}-{100 + index}-abcdef",
-                       task={"type": "worker", "index": index, "cluster": CLUSTER})
+        run = make_run(
+            logdir,
+            run_id=f"20260101T00000{index}-host{index}-{100 + index}-abcdef",
+            task={"type": "worker", "index": index, "cluster": CLUSTER},
+        )
         for step in range(4):
             add_step(run, [FINITE, NAN if step >= nan_step >= 0 else FINITE])
         run.writer.close()
@@ -182,8 +191,11 @@ _Edit = tuple[str, int, bytes, bool]
 def _flipped_bytes(draw: st.DrawFn, run: str) -> list[_Edit]:
     """One to four bits flipped, or words overwritten with hostile ints, wherever they
     land in the run's segments (a column, a length, a msgpack type byte)."""
-    sizes = {name: os.path.getsize(os.path.join(run, name)) for name in os.listdir(run)
-             if fmt.parse_segment_filename(name) is not None}
+    sizes = {
+        name: os.path.getsize(os.path.join(run, name))
+        for name in os.listdir(run)
+        if fmt.parse_segment_filename(name) is not None
+    }
     edits = []
     for _ in range(draw(st.integers(1, 4))):
         name = draw(st.sampled_from(sorted(sizes)))
@@ -191,14 +203,14 @@ def _flipped_bytes(draw: st.DrawFn, run: str) -> list[_Edit]:
         if draw(st.booleans()):
             edits.append((name, at, bytes([1 << draw(st.integers(0, 7))]), True))
         else:
-            edits.append((name, at, _packed([draw(ints)], draw(st.sampled_from([4, 8]))),
-                          False))
+            edits.append((name, at, _packed([draw(ints)], draw(st.sampled_from([4, 8]))), False))
     return edits
 
 
 @st.composite
-def hostile_runs(draw: st.DrawFn, templates: dict[str, str]
-                 ) -> tuple[str, str, list[_Edit] | dict[str, list[dict]]]:
+def hostile_runs(
+    draw: st.DrawFn, templates: dict[str, str]
+) -> tuple[str, str, list[_Edit] | dict[str, list[dict]]]:
     """(template, run name, mutation): one run of a template, and its bytes edited
     (`_flipped_bytes`) or its records mutated (`mutate_records`: segment name ->
     records)."""
@@ -225,7 +237,7 @@ def _mutate(run: str, mutation: list[_Edit] | dict[str, list[dict]]) -> None:
             data = bytearray(file.read())
             if xor:
                 content = bytes(a ^ b for a, b in zip(data[at:], content))
-            data[at:at + len(content)] = content
+            data[at : at + len(content)] = content
             file.seek(0)
             file.write(data)
             file.truncate()
@@ -240,8 +252,12 @@ def check_analyses(templates: dict[str, str], data: st.DataObject) -> None:
         logdir = os.path.join(root, "logdir")
         shutil.copytree(honest, logdir)
         _mutate(os.path.join(logdir, run), mutation)
-        with peak_memory() as peak, address_space_limit(ADDRESS_SPACE_HEADROOM), \
-                watchdog(HANG_SECONDS), no_runtime_warnings():
+        with (
+            peak_memory() as peak,
+            address_space_limit(ADDRESS_SPACE_HEADROOM),
+            watchdog(HANG_SECONDS),
+            no_runtime_warnings(),
+        ):
             try:
                 with reader.open_run(logdir, run) as dump:
                     run_every_query(dump)
@@ -250,10 +266,16 @@ def check_analyses(templates: dict[str, str], data: st.DataObject) -> None:
             outcomes = [
                 ("report", True, run_command(report.main, [logdir, "--run", run, "--json"])),
                 ("report", False, run_command(report.main, [logdir, "--run", run])),
-                ("diff", True, run_command(diff_report.main, [honest, logdir, "--run-b", run,
-                                                              "--json"])),
-                ("diff", True, run_command(diff_report.main, [logdir, honest, "--run-a", run,
-                                                              "--json"])),
+                (
+                    "diff",
+                    True,
+                    run_command(diff_report.main, [honest, logdir, "--run-b", run, "--json"]),
+                ),
+                (
+                    "diff",
+                    True,
+                    run_command(diff_report.main, [logdir, honest, "--run-a", run, "--json"]),
+                ),
                 ("diff", False, run_command(diff_report.main, [honest, logdir, "--run-b", run])),
             ]
     for command, is_json, (status, out, err) in outcomes:

@@ -65,8 +65,10 @@ class Hang(BaseException):
 def watchdog(seconds: float) -> Iterator[None]:
     """Interrupt the block with `Hang` after ``seconds`` (the reader runs in this
     thread: `DumpReader` and `report` start none)."""
+
     def interrupt(signum: int, frame: Any) -> None:
         raise Hang(f"no result after {seconds} s")
+
     previous = signal.signal(signal.SIGALRM, interrupt)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
@@ -83,8 +85,11 @@ def no_runtime_warnings() -> Iterator[None]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
         yield
-    found = [f"{w.filename}:{w.lineno}: {w.message}" for w in caught
-             if issubclass(w.category, RuntimeWarning)]
+    found = [
+        f"{w.filename}:{w.lineno}: {w.message}"
+        for w in caught
+        if issubclass(w.category, RuntimeWarning)
+    ]
     assert not found, found
 
 
@@ -105,8 +110,12 @@ def open_and_report(logdir: str) -> tuple[DumpReader | None, int, str, str, int]
     """Open the newest run of ``logdir`` and ask everything, then report it; returns
     (the reader or None when it refused, status, stdout, stderr, peak bytes)."""
     run_path = os.path.join(logdir, sorted(os.listdir(logdir))[-1])
-    with peak_memory() as peak, address_space_limit(ADDRESS_SPACE_HEADROOM), \
-            watchdog(HANG_SECONDS), no_runtime_warnings():
+    with (
+        peak_memory() as peak,
+        address_space_limit(ADDRESS_SPACE_HEADROOM),
+        watchdog(HANG_SECONDS),
+        no_runtime_warnings(),
+    ):
         dump = None
         try:
             dump = DumpReader(run_path)
@@ -119,8 +128,9 @@ def open_and_report(logdir: str) -> tuple[DumpReader | None, int, str, str, int]
     return dump, status, out, err, peak.growth
 
 
-def assert_clear_outcome(status: int, out: str, err: str, peak: int, *,
-                         command: str = "report", is_json: bool = True) -> None:
+def assert_clear_outcome(
+    status: int, out: str, err: str, peak: int, *, command: str = "report", is_json: bool = True
+) -> None:
     """A result (one JSON object when ``is_json``), or one line and a documented
     status; bounded memory."""
     assert status in (EXIT_OK, EXIT_NO_DUMP, EXIT_NEWER_FORMAT, EXIT_DAMAGED), (status, err)
@@ -137,8 +147,17 @@ def assert_clear_outcome(status: int, out: str, err: str, peak: int, *,
 
 # The cases whose hostile record is damage: skipped with a notice. In the others the
 # value is harmless once ids are sparse-safe (a device or trace point far from the rest).
-DAMAGED = {"device_id_2_62", "device_id_2_64", "trace_point_2_63", "op_id_2_63", "trace_index_2_63",
-           "trace_step_2_63", "metadata_id_2_32", "value_bomb", "exec_value_bomb"}
+DAMAGED = {
+    "device_id_2_62",
+    "device_id_2_64",
+    "trace_point_2_63",
+    "op_id_2_63",
+    "trace_index_2_63",
+    "trace_step_2_63",
+    "metadata_id_2_32",
+    "value_bomb",
+    "exec_value_bomb",
+}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -159,8 +178,10 @@ def test_device_names_are_kept_by_id_whatever_the_ids(tmp_path):
     logdir = str(tmp_path / "logdir")
     CASES["device_id_1e9"](logdir)
     dump = DumpReader(os.path.join(logdir, os.listdir(logdir)[0]))
-    assert dump.metadata.devices == ("/job:localhost/replica:0/task:0/device:CPU:0",
-                                     "/device:GPU:0")
+    assert dump.metadata.devices == (
+        "/job:localhost/replica:0/task:0/device:CPU:0",
+        "/device:GPU:0",
+    )
     assert dump.device(10**9) == "/device:GPU:0"
 
 
@@ -168,11 +189,20 @@ def test_a_trace_point_far_past_the_others_still_names_its_op(tmp_path):
     logdir = str(tmp_path / "logdir")
     run = make_run(logdir)
     far = 10**9
-    exp = run.writer.add_op(graph_id=run.graph, op_type="Exp", op_name="Exp",
-                            inputs=["Neg:0"], num_outputs=1, output_dtypes=[1],
-                            device_id=None, stack_id=None, trace_points=[far])
-    run.writer.add_traces(np.array([far, 1], dtype=np.int32),
-                          summaries=np.array([FINITE, NAN], dtype=np.float64))
+    exp = run.writer.add_op(
+        graph_id=run.graph,
+        op_type="Exp",
+        op_name="Exp",
+        inputs=["Neg:0"],
+        num_outputs=1,
+        output_dtypes=[1],
+        device_id=None,
+        stack_id=None,
+        trace_points=[far],
+    )
+    run.writer.add_traces(
+        np.array([far, 1], dtype=np.int32), summaries=np.array([FINITE, NAN], dtype=np.float64)
+    )
     run.writer.close()
     dump = DumpReader(run.path)
     assert dump.trace(0).op_id == exp and dump.trace(0).slot == 0
@@ -200,8 +230,9 @@ def test_a_value_claiming_more_than_its_bytes_can_inflate_to_is_damaged(tmp_path
         dump.trace_value(0)
 
 
-@pytest.mark.parametrize("claim", ["past the ceiling", "past zlib's ratio",
-                                   "many parts each at the ceiling"])
+@pytest.mark.parametrize(
+    "claim", ["past the ceiling", "past zlib's ratio", "many parts each at the ceiling"]
+)
 def test_a_compressed_part_claiming_too_much_is_damage_and_never_inflated(tmp_path, claim):
     """A bucket's run copied down (format 2.5): the traces' part 1 claims more than it
     may hold. Nothing is inflated, nothing is reserved for the claims, the traces of
@@ -237,16 +268,28 @@ def test_an_honest_compressed_value_below_the_ceiling_reads(tmp_path):
 def _append_value_trace(path: str, value: dict) -> None:
     from tests.reader.hostile_dumps import append_records
 
-    append_records(path, fmt.STREAM_GRAPH_TRACES,
-                   {"k": fmt.KIND_TRACES, "i": 0, "n": 1, "x": 0,
-                    "tp": np.zeros(1, "<i4").tobytes(), "v": [value]})
+    append_records(
+        path,
+        fmt.STREAM_GRAPH_TRACES,
+        {
+            "k": fmt.KIND_TRACES,
+            "i": 0,
+            "n": 1,
+            "x": 0,
+            "tp": np.zeros(1, "<i4").tobytes(),
+            "v": [value],
+        },
+    )
 
 
 def test_the_writer_stores_a_value_past_the_ceiling_raw():
     from instrument.dump.value_encoding import encode_value
 
-    big = {"dtype": "<f4", "shape": [MAX_INFLATED_VALUE_BYTES // 4 + 1],
-           "data": bytes(MAX_INFLATED_VALUE_BYTES + 4)}
+    big = {
+        "dtype": "<f4",
+        "shape": [MAX_INFLATED_VALUE_BYTES // 4 + 1],
+        "data": bytes(MAX_INFLATED_VALUE_BYTES + 4),
+    }
     assert encode_value(big) is big
     small = dict(big, shape=[1024], data=bytes(4096))
     assert encode_value(small)["codec"] == fmt.CODEC_SHUFFLE_ZLIB
@@ -254,14 +297,71 @@ def test_the_writer_stores_a_value_past_the_ceiling_raw():
 
 # -- the property test -------------------------------------------------------------------
 
-HOSTILE_INTS = [0, -1, 1, 2, 10**8, 10**9, 2**31 - 1, 2**31, 2**32, 2**32 + 1, 2**62,
-                2**63 - 1, 2**63, 2**64 - 1, -2**31, -2**63]
-WRONG_TYPES = [None, True, False, "", "x", "exec", b"", b"\x00\x01\x02", 1.5,
-               float("nan"), [], {}, [1, "a"], {"k": 1}]
-DTYPES = ["<f4", "<f8", "|u1", "<i8", "<c8", "|b1", "O", "V8", "<U3", "(3,)<f4", "<M8[s]",
-          "f16", ""]
-KINDS = ["header", "run", "device", "end", "notice", "file", "frame", "stack", "graph",
-         "op", "exec", "execs", "traces", "hologram"]
+HOSTILE_INTS = [
+    0,
+    -1,
+    1,
+    2,
+    10**8,
+    10**9,
+    2**31 - 1,
+    2**31,
+    2**32,
+    2**32 + 1,
+    2**62,
+    2**63 - 1,
+    2**63,
+    2**64 - 1,
+    -(2**31),
+    -(2**63),
+]
+WRONG_TYPES = [
+    None,
+    True,
+    False,
+    "",
+    "x",
+    "exec",
+    b"",
+    b"\x00\x01\x02",
+    1.5,
+    float("nan"),
+    [],
+    {},
+    [1, "a"],
+    {"k": 1},
+]
+DTYPES = [
+    "<f4",
+    "<f8",
+    "|u1",
+    "<i8",
+    "<c8",
+    "|b1",
+    "O",
+    "V8",
+    "<U3",
+    "(3,)<f4",
+    "<M8[s]",
+    "f16",
+    "",
+]
+KINDS = [
+    "header",
+    "run",
+    "device",
+    "end",
+    "notice",
+    "file",
+    "frame",
+    "stack",
+    "graph",
+    "op",
+    "exec",
+    "execs",
+    "traces",
+    "hologram",
+]
 
 ints = st.sampled_from(HOSTILE_INTS) | st.integers(-2, 8)
 scalars = ints | st.sampled_from(WRONG_TYPES)
@@ -271,26 +371,39 @@ def _packed(values: list[int], width: int) -> bytes:
     return b"".join((v % (1 << (8 * width))).to_bytes(width, "little") for v in values)
 
 
-binaries = (st.binary(max_size=48)
-            | st.builds(_packed, st.lists(ints, max_size=6), st.sampled_from([4, 8])))
+binaries = st.binary(max_size=48) | st.builds(
+    _packed, st.lists(ints, max_size=6), st.sampled_from([4, 8])
+)
 # Zlib streams: honest small ones, and one that inflates past the ceiling.
 streams = st.sampled_from([0, 1, 4096, 1 << 20, 2 * MAX_INFLATED_VALUE_BYTES]).map(
-    zlib_of_zeros) | st.builds(zlib.compress, st.binary(max_size=64))
+    zlib_of_zeros
+) | st.builds(zlib.compress, st.binary(max_size=64))
 values = st.fixed_dictionaries(
-    {"dtype": st.sampled_from(DTYPES) | scalars,
-     "shape": st.lists(ints, max_size=4) | scalars,
-     "data": streams | binaries | scalars},
-    optional={"codec": st.sampled_from([None, "zlib", "shuffle-zlib", "lzma", 7]),
-              "repr": st.lists(st.text(max_size=3), max_size=3) | scalars})
+    {
+        "dtype": st.sampled_from(DTYPES) | scalars,
+        "shape": st.lists(ints, max_size=4) | scalars,
+        "data": streams | binaries | scalars,
+    },
+    optional={
+        "codec": st.sampled_from([None, "zlib", "shuffle-zlib", "lzma", 7]),
+        "repr": st.lists(st.text(max_size=3), max_size=3) | scalars,
+    },
+)
 
 
 # Zlib streams of zeros whose value claims their true size times this (1: honest).
 _LIES = [1, 1, 2, 1024, 1 << 20]
 lying_values = st.builds(
-    lambda size, lie, codec: {"dtype": "<f4", "shape": [size * lie // 4], "codec": codec,
-                              "data": zlib_of_zeros(size)},
-    st.sampled_from([4096, 1 << 20, 2 * MAX_INFLATED_VALUE_BYTES]), st.sampled_from(_LIES),
-    st.sampled_from(list(fmt.VALUE_CODECS)))
+    lambda size, lie, codec: {
+        "dtype": "<f4",
+        "shape": [size * lie // 4],
+        "codec": codec,
+        "data": zlib_of_zeros(size),
+    },
+    st.sampled_from([4096, 1 << 20, 2 * MAX_INFLATED_VALUE_BYTES]),
+    st.sampled_from(_LIES),
+    st.sampled_from(list(fmt.VALUE_CODECS)),
+)
 
 
 @st.composite
@@ -298,7 +411,7 @@ def _element_replaced(draw: st.DrawFn, original: bytes) -> bytes:
     """``original`` (a column of 4- or 8-byte ints) with one element hostile."""
     width = draw(st.sampled_from([w for w in (4, 8) if len(original) % w == 0]))
     at = draw(st.integers(0, len(original) // width - 1)) * width
-    return original[:at] + _packed([draw(ints)], width) + original[at + width:]
+    return original[:at] + _packed([draw(ints)], width) + original[at + width :]
 
 
 def _field(original: Any) -> st.SearchStrategy[Any]:
@@ -310,8 +423,11 @@ def _field(original: Any) -> st.SearchStrategy[Any]:
     if isinstance(original, list) and original and isinstance(original[0], dict):
         return st.lists(lying_values | values, min_size=len(original), max_size=len(original))
     if isinstance(original, list):
-        one = st.builds(lambda at, v: original[:at] + [v] + original[at + 1:],
-                        st.integers(0, max(len(original) - 1, 0)), ints)
+        one = st.builds(
+            lambda at, v: original[:at] + [v] + original[at + 1 :],
+            st.integers(0, max(len(original) - 1, 0)),
+            ints,
+        )
         return one | one | st.lists(ints | scalars, max_size=4) | scalars
     if isinstance(original, dict):
         return lying_values | values | scalars
@@ -326,20 +442,34 @@ def write_template(root: str, kind: str) -> str:
     elif kind == "legacy":  # format 1.2: one `exec` record per execution
         run = make_run(logdir, legacy=True)
         for _ in range(3):
-            add_legacy_execution(run.writer, op_type="Log", graph_id=None, input_ids=[1],
-                                 output_ids=[2], device_ids=[0], output_dtypes=[1],
-                                 stack_id=run.user_stack, summaries=[NAN])
+            add_legacy_execution(
+                run.writer,
+                op_type="Log",
+                graph_id=None,
+                input_ids=[1],
+                output_ids=[2],
+                device_ids=[0],
+                output_dtypes=[1],
+                stack_id=run.user_stack,
+                summaries=[NAN],
+            )
         run.writer.close()
     else:
         from instrument.dump.value_encoding import tensor_value_record
 
         run = make_run(logdir, mode=fmt.FULL_TENSOR)
-        value = tensor_value_record(np.array([1.0, -np.inf, 0.0] * 200, np.float32),
-                                    compress=True)
+        value = tensor_value_record(np.array([1.0, -np.inf, 0.0] * 200, np.float32), compress=True)
         run.writer.add_traces(np.arange(3, dtype=np.int32), values=[value] * 3)
-        run.writer.add_execution(op_type="__inference_step_7", graph_id=run.graph,
-                                 input_ids=[1], output_ids=[2], device_ids=[run.device],
-                                 output_dtypes=[1], stack_id=run.user_stack, values=[value])
+        run.writer.add_execution(
+            op_type="__inference_step_7",
+            graph_id=run.graph,
+            input_ids=[1],
+            output_ids=[2],
+            device_ids=[run.device],
+            output_dtypes=[1],
+            stack_id=run.user_stack,
+            values=[value],
+        )
         run.writer.close()
     return logdir
 
@@ -379,10 +509,14 @@ def mutate_records(draw: st.DrawFn, segments: dict[str, list[dict]]) -> None:
     to hostile values, keys dropped or added, records inserted, swapped or deleted."""
     names = sorted(segments)
     for _ in range(draw(st.integers(1, 3))):
-        fields = [(name, j, key) for name in names for j, record in enumerate(segments[name])
-                  for key in record if key != "k"]
-        action = draw(st.sampled_from(["set"] * 6 + ["drop", "add", "insert", "swap",
-                                                     "delete"]))
+        fields = [
+            (name, j, key)
+            for name in names
+            for j, record in enumerate(segments[name])
+            for key in record
+            if key != "k"
+        ]
+        action = draw(st.sampled_from(["set"] * 6 + ["drop", "add", "insert", "swap", "delete"]))
         name, j, key = draw(st.sampled_from(fields))
         records = segments[name]
         record = dict(records[j])
@@ -391,8 +525,11 @@ def mutate_records(draw: st.DrawFn, segments: dict[str, list[dict]]) -> None:
         elif action == "drop":
             del record[draw(st.sampled_from(sorted(record)))]
         elif action == "add":  # an extra key, or a kind's key in the wrong record
-            key = draw(st.sampled_from(["extra", "id", "i", "n", "x", "xr", "v", "tps",
-                                        "codec", "update", "k"]))
+            key = draw(
+                st.sampled_from(
+                    ["extra", "id", "i", "n", "x", "xr", "v", "tps", "codec", "update", "k"]
+                )
+            )
             record[key] = draw(scalars | binaries | st.lists(values, max_size=2))
         elif action == "insert":  # a record of another stream, or of another kind, here
             record["k"] = draw(st.sampled_from(KINDS) | scalars)
@@ -426,22 +563,30 @@ def check_mutated_dump(templates: dict[str, str], data: st.DataObject) -> None:
     assert_clear_outcome(status, out, err, peak)
 
 
-_SUPPRESSED = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-               HealthCheck.data_too_large]
+_SUPPRESSED = [
+    HealthCheck.function_scoped_fixture,
+    HealthCheck.too_slow,
+    HealthCheck.data_too_large,
+]
 
 
-def hostile_search(*, long: bool = False, max_examples: int | None = None
-                   ) -> Callable[[Callable[..., None]], Callable[..., None]]:
+def hostile_search(
+    *, long: bool = False, max_examples: int | None = None
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """Make a test of ``(fixtures..., data)`` a hostile-dump search: one `st.data()`
     drawn from per example, the session's seed, the short profile (``max_examples``
     of it when given) or, ``long``, the benchmark-marked long one."""
     base = settings.get_profile("hostile-long") if long else settings.default
-    chosen = settings(base, suppress_health_check=_SUPPRESSED,
-                      **({} if max_examples is None else {"max_examples": max_examples}))
+    chosen = settings(
+        base,
+        suppress_health_check=_SUPPRESSED,
+        **({} if max_examples is None else {"max_examples": max_examples}),
+    )
 
     def decorate(test: Callable[..., None]) -> Callable[..., None]:
         search = chosen(seed(hostile_seed())(given(data=st.data())(test)))
         return pytest.mark.benchmark(search) if long else search
+
     return decorate
 
 

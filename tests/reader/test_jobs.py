@@ -19,8 +19,11 @@ CLUSTER = "0123456789ab"
 
 
 def _worker(logdir, index: int, stamp: str, cluster: str = CLUSTER):
-    return make_run(logdir, run_id=f"{stamp}-host{index}-{100 + index}-abcdef",
-                    task={"type": "worker", "index": index, "cluster": cluster})
+    return make_run(
+        logdir,
+        run_id=f"{stamp}-host{index}-{100 + index}-abcdef",
+        task={"type": "worker", "index": index, "cluster": cluster},
+    )
 
 
 def _steps(run, count: int, nan_step: int) -> None:
@@ -67,9 +70,18 @@ def test_without_an_origin_or_outside_a_job_the_landing_is_the_newest_run(tmp_pa
 
 def test_a_received_value_first_is_no_origin():
     def worker(task: str, step: int | None, received: bool, alerts: bool = True) -> WorkerRun:
-        return WorkerRun(f"run-{task}", f"/logdir/run-{task}", task, step, 1.0,
-                         "CollectiveReduceV2" if received else "Log", "op", received,
-                         None, alerts)
+        return WorkerRun(
+            f"run-{task}",
+            f"/logdir/run-{task}",
+            task,
+            step,
+            1.0,
+            "CollectiveReduceV2" if received else "Log",
+            "op",
+            received,
+            None,
+            alerts,
+        )
 
     assert origin_worker([worker("worker 0", 2, True), worker("worker 1", 3, False)]) is None
     assert origin_worker([worker("worker 0", None, False, alerts=False)]) is None
@@ -77,8 +89,9 @@ def test_a_received_value_first_is_no_origin():
     made = worker("worker 1", 2, False)
     assert origin_worker([made, worker("worker 0", 2, True)]) is made
     # A live run whose first alert's op is not read yet: not judged until it is.
-    unread = WorkerRun("run-worker 0", "/logdir/run-worker 0", "worker 0", 2, 1.0, None,
-                       None, False, None, True)
+    unread = WorkerRun(
+        "run-worker 0", "/logdir/run-worker 0", "worker 0", 2, 1.0, None, None, False, None, True
+    )
     assert origin_worker([unread, made]) is None
 
 
@@ -119,18 +132,33 @@ def test_a_first_alert_whose_op_is_not_read_yet_is_not_judged(tmp_path):
     one = _worker(tmp_path, 1, "20260101T000001")
     w = one.writer
     w.add_traces(np.array([3], dtype=np.int32), summaries=np.array([NAN], np.float64))
-    w.add_execution(op_type="__inference_step_7", graph_id=one.graph, input_ids=[1],
-                    output_ids=[2], device_ids=[one.device], output_dtypes=[1],
-                    stack_id=one.user_stack, summaries=[NAN])
+    w.add_execution(
+        op_type="__inference_step_7",
+        graph_id=one.graph,
+        input_ids=[1],
+        output_ids=[2],
+        device_ids=[one.device],
+        output_dtypes=[1],
+        stack_id=one.user_stack,
+        summaries=[NAN],
+    )
     w.flush()
     job = JobWorkers(str(tmp_path), CLUSTER)
     try:
         ranked = job.update()
         assert ranked[0].task == "worker 1" and ranked[0].op_type is None
         assert origin_worker(ranked) is None
-        w.add_op(graph_id=one.graph, op_type="Sqrt", op_name="Sqrt", inputs=["x:0"],
-                 num_outputs=1, output_dtypes=[1], device_id=None, stack_id=one.user_stack,
-                 trace_points=[3])
+        w.add_op(
+            graph_id=one.graph,
+            op_type="Sqrt",
+            op_name="Sqrt",
+            inputs=["x:0"],
+            num_outputs=1,
+            output_dtypes=[1],
+            device_id=None,
+            stack_id=one.user_stack,
+            trace_points=[3],
+        )
         w.flush()
         origin = origin_worker(job.update())
         assert origin is not None and (origin.task, origin.op_type) == ("worker 1", "Sqrt")
@@ -153,9 +181,16 @@ def test_a_function_calls_alert_before_its_traces_is_not_judged_until_the_run_en
     one.writer.flush()
     # Worker 0's call of step 2 alone, with a NaN output, as a reader of a bucket may
     # see it before the traces of the call.
-    zero.writer.add_execution(op_type="__inference_step_7", graph_id=zero.graph,
-                              input_ids=[1], output_ids=[2], device_ids=[zero.device],
-                              output_dtypes=[1], stack_id=zero.user_stack, summaries=[NAN])
+    zero.writer.add_execution(
+        op_type="__inference_step_7",
+        graph_id=zero.graph,
+        input_ids=[1],
+        output_ids=[2],
+        device_ids=[zero.device],
+        output_dtypes=[1],
+        stack_id=zero.user_stack,
+        summaries=[NAN],
+    )
     zero.writer.flush()
     job = JobWorkers(str(tmp_path), CLUSTER)
     try:

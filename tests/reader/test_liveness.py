@@ -51,8 +51,7 @@ def test_killed_and_reaped_or_not_yet_reaped_processes_are_gone():
     assert liveness.process_gone(HOST, child.pid, started) is True
 
 
-@pytest.mark.parametrize("ending,state", [("kill", liveness.KILLED),
-                                          ("close", liveness.FINISHED)])
+@pytest.mark.parametrize("ending,state", [("kill", liveness.KILLED), ("close", liveness.FINISHED)])
 def test_a_run_whose_process_ended_is_killed_or_finished(tmp_path, ending, state):
     child, path = start_writer(tmp_path)
     with reader.DumpReader(path) as dump:
@@ -74,16 +73,27 @@ def test_state_of():
     assert liveness.state_of(False, None) == liveness.UNKNOWN
 
 
-@pytest.mark.parametrize("state,says", [
-    (liveness.FINISHED, "No NaN or infinity in this run."),
-    (liveness.KILLED, "No NaN or infinity recorded, but the run never finished: its "
-                      "process ended without finishing the run (the last recorded: step 2)"),
-    (liveness.UNKNOWN, "the run never finished: it has no end record"),
-    (liveness.RUNNING, "No NaN or infinity so far: the run is live (the last recorded: "
-                       "step 2)."),
-    (liveness.STOPPED, "No NaN or infinity before the recording stopped on a write error "
-                       "(the last recorded: step 2)"),
-])
+@pytest.mark.parametrize(
+    "state,says",
+    [
+        (liveness.FINISHED, "No NaN or infinity in this run."),
+        (
+            liveness.KILLED,
+            "No NaN or infinity recorded, but the run never finished: its "
+            "process ended without finishing the run (the last recorded: step 2)",
+        ),
+        (liveness.UNKNOWN, "the run never finished: it has no end record"),
+        (
+            liveness.RUNNING,
+            "No NaN or infinity so far: the run is live (the last recorded: step 2).",
+        ),
+        (
+            liveness.STOPPED,
+            "No NaN or infinity before the recording stopped on a write error "
+            "(the last recorded: step 2)",
+        ),
+    ],
+)
 def test_a_run_without_alerts_is_clean_only_when_it_finished(tmp_path, state, says):
     """A job killed while it hung (a deadlocked collective) has no NaN because it
     never got further: it must not read as a clean run."""
@@ -103,13 +113,24 @@ def test_the_report_of_a_killed_run_without_alerts_says_it_never_finished(tmp_pa
     child, path = start_writer(tmp_path)
     child.send_signal(signal.SIGKILL)
     child.wait(timeout=60)
-    out = subprocess.run([sys.executable, "-m", "tfdbg_tui.cli", "report", str(tmp_path)],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "tfdbg_tui.cli", "report", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert "No NaN or infinity in this run." not in out.stdout
-    assert "the run never finished: its process ended without finishing the run " \
-           "(nothing ran)" in " ".join(out.stdout.split())
-    report = json.loads(subprocess.run(
-        [sys.executable, "-m", "tfdbg_tui.cli", "report", "--json", str(tmp_path)],
-        capture_output=True, text=True, timeout=120).stdout)
+    assert (
+        "the run never finished: its process ended without finishing the run "
+        "(nothing ran)" in " ".join(out.stdout.split())
+    )
+    report = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "tfdbg_tui.cli", "report", "--json", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        ).stdout
+    )
     assert (report["state"], report["reached"]) == (liveness.KILLED, None)

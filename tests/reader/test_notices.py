@@ -13,22 +13,30 @@ from tests.synthetic import FINITE, add_step, make_run, segment_path
 def test_notices_are_read_in_order_and_followed(tmp_path):
     run = make_run(str(tmp_path))
     add_step(run, [FINITE])
-    run.writer.add_notice(fmt.NOTICE_XLA_TRACED, "train_step is compiled  with\nXLA",
-                          level=fmt.NOTICE_INFO, details={"function": "train_step"})
+    run.writer.add_notice(
+        fmt.NOTICE_XLA_TRACED,
+        "train_step is compiled  with\nXLA",
+        level=fmt.NOTICE_INFO,
+        details={"function": "train_step"},
+    )
     run.writer.flush()
     dump = reader.open_run(str(tmp_path))
     (notice,) = dump.notices()
     assert (notice.kind, notice.level, notice.details) == (
-        "xla_traced", "info", {"function": "train_step"})
+        "xla_traced",
+        "info",
+        {"function": "train_step"},
+    )
     assert notice.message == "train_step is compiled with XLA"  # one line
     assert not notice.is_warning and notice.time is not None
-    run.writer.add_notice("from_the_future", "a kind this reader does not know",
-                          level="shout")
+    run.writer.add_notice("from_the_future", "a kind this reader does not know", level="shout")
     run.writer.flush()
     report = dump.update()
     assert report.new_notices == 1 and report.changed
     assert [(n.kind, n.level) for n in dump.notices()] == [
-        ("xla_traced", "info"), ("from_the_future", "warning")]
+        ("xla_traced", "info"),
+        ("from_the_future", "warning"),
+    ]
     run.writer.close()
     dump.close()
 

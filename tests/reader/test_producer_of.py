@@ -10,9 +10,15 @@ from tests.synthetic import FINITE, NEG_INF, make_run
 
 def _eager(run, op_type, inputs=(), outputs=(), row=FINITE):
     return run.writer.add_execution(
-        op_type=op_type, graph_id=None, input_ids=list(inputs), output_ids=list(outputs),
-        device_ids=[run.device] * len(outputs), output_dtypes=[1] * len(outputs),
-        stack_id=run.user_stack, summaries=[row] * len(outputs))
+        op_type=op_type,
+        graph_id=None,
+        input_ids=list(inputs),
+        output_ids=list(outputs),
+        device_ids=[run.device] * len(outputs),
+        output_dtypes=[1] * len(outputs),
+        stack_id=run.user_stack,
+        summaries=[row] * len(outputs),
+    )
 
 
 def test_producer_and_slot_of_each_output(run):

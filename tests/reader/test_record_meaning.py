@@ -21,9 +21,16 @@ def test_every_function_call_prefix_is_a_function_call(tmp_path):
     still a function call, in the index and in the decoded record."""
     run = make_run(tmp_path)
     for op_type in ("__inference_step_7", "__forward_step_8", "__backward_step_9", "MatMul"):
-        run.writer.add_execution(op_type=op_type, graph_id=None, input_ids=[], output_ids=[1],
-                                 device_ids=[run.device], output_dtypes=[1],
-                                 stack_id=run.user_stack, summaries=[FINITE])
+        run.writer.add_execution(
+            op_type=op_type,
+            graph_id=None,
+            input_ids=[],
+            output_ids=[1],
+            device_ids=[run.device],
+            output_dtypes=[1],
+            stack_id=run.user_stack,
+            summaries=[FINITE],
+        )
     run.writer.close()
     with DumpReader(run.path) as reader:
         assert reader.execution_function_flags(0, 4).tolist() == [True, True, True, False]
@@ -37,13 +44,27 @@ def test_the_writers_library_flag_wins_over_the_path(tmp_path):
     says so: its frame is the innermost user frame, and the root cause's line."""
     run = make_run(tmp_path)
     w = run.writer
-    mine = w.add_source_file("/home/me/keras/instrument/train.py", ["y = tf.math.log(x)"],
-                             library=False)
-    stack = w.add_stack([w.add_frame(run.user_file, 5, "<module>"),
-                         w.add_frame(mine, 1, "step"), w.add_frame(run.lib_file, 321, "log")])
-    log = w.add_op(graph_id=run.graph, op_type="Log", op_name="mine/Log", inputs=["x:0"],
-                   num_outputs=1, output_dtypes=[1], device_id=None, stack_id=stack,
-                   trace_points=[3])
+    mine = w.add_source_file(
+        "/home/me/keras/instrument/train.py", ["y = tf.math.log(x)"], library=False
+    )
+    stack = w.add_stack(
+        [
+            w.add_frame(run.user_file, 5, "<module>"),
+            w.add_frame(mine, 1, "step"),
+            w.add_frame(run.lib_file, 321, "log"),
+        ]
+    )
+    log = w.add_op(
+        graph_id=run.graph,
+        op_type="Log",
+        op_name="mine/Log",
+        inputs=["x:0"],
+        num_outputs=1,
+        output_dtypes=[1],
+        device_id=None,
+        stack_id=stack,
+        trace_points=[3],
+    )
     w.add_traces(np.array([0, 3], np.int32), summaries=np.array([FINITE, NEG_INF], float))
     w.close()
     with DumpReader(run.path) as reader:
@@ -65,12 +86,13 @@ def test_a_frame_without_a_function_name_is_a_lambda_not_damage(tmp_path):
     w = run.writer
     lam = w.add_frame(run.user_file, 8, None)  # type: ignore[arg-type]
     stack = w.add_stack([w.add_frame(run.user_file, 5, "<module>"), lam])
-    w._append(fmt.STREAM_STACKS, {"k": fmt.KIND_FRAME, "id": 99, "file": run.user_file,
-                                  "line": 1})
+    w._append(fmt.STREAM_STACKS, {"k": fmt.KIND_FRAME, "id": 99, "file": run.user_file, "line": 1})
     w.close()
     with DumpReader(run.path) as reader:
-        assert [(f.line, f.function) for f in reader.stack(stack)] == \
-            [(5, "<module>"), (8, "<lambda>")]
+        assert [(f.line, f.function) for f in reader.stack(stack)] == [
+            (5, "<module>"),
+            (8, "<lambda>"),
+        ]
         assert len(reader.damage) == 1 and "frame 99 with a bad file" in reader.damage[0]
 
 

@@ -18,8 +18,7 @@ from tests.synthetic import FINITE, NEG_INF, add_step, make_run
 def _three_runs(logdir):
     runs = []
     for n, stamp in enumerate(("20260101T000000", "20260102T000000", "20260103T000000")):
-        run = make_run(logdir, run_id=f"{stamp}-host{n}-{100 + n}-abcdef",
-                       start_time=1.7e9 + n)
+        run = make_run(logdir, run_id=f"{stamp}-host{n}-{100 + n}-abcdef", start_time=1.7e9 + n)
         add_step(run, [FINITE] * (n + 1))
         run.writer.flush()
         if n != 1:  # the middle run is still running: no end record
@@ -83,8 +82,12 @@ def test_reader_works_with_tensorflow_textual_and_rich_unimportable(logdir):
                        for m in sys.modules if sys.modules[m] is not None)
         print("ok", dump.num_traces)
     """)
-    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
-                            cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    result = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok 3"
 
@@ -96,4 +99,6 @@ def test_runs_started_in_the_same_second_are_listed_in_start_order(logdir):
     for run in (later, earlier):
         run.writer.close()
     assert [r.run_id for r in reader.list_runs(logdir)] == [
-        "20261123T143021-vm-11544-ffffff", "20261123T143021-vm-11544-000000"]
+        "20261123T143021-vm-11544-ffffff",
+        "20261123T143021-vm-11544-000000",
+    ]

@@ -13,8 +13,9 @@ from reader.analysis.compare.tensor_alignment import KEY_DTYPE, TensorKeys, alig
 def _keys(rows) -> TensorKeys:
     key = np.array([tuple(r) for r in rows], dtype=KEY_DTYPE)
     n = key.size
-    return TensorKeys(index=np.arange(n), position=np.arange(n), key=key, rows=None,
-                      mode=fmt.NO_TENSOR)
+    return TensorKeys(
+        index=np.arange(n), position=np.arange(n), key=key, rows=None, mode=fmt.NO_TENSOR
+    )
 
 
 @pytest.mark.parametrize("big", [0, 1 << 61], ids=["packed", "structured"])

@@ -49,8 +49,11 @@ def test_while_loop_bug_is_in_the_loop_body_at_its_first_bad_iteration(tf_dumps)
 def test_report_json_on_a_real_dump(tf_dumps):
     dump = tf_dumps["function_log"]
     assert dump.returncode == 0, dump.stderr[-2000:]
-    result = subprocess.run([sys.executable, "-m", "tfdbg_tui.cli", "report", dump.logdir,
-                             "--json"], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "tfdbg_tui.cli", "report", dump.logdir, "--json"],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     first = json.loads(result.stdout)["first_alert"]
     assert first["op_type"] == "Log" and first["graph_name"] == "cross_entropy"

@@ -40,9 +40,13 @@ def _env() -> dict[str, str]:
 @pytest.fixture(scope="session")
 def read_back(tf_written) -> dict[str, tuple[dict, dict]]:
     """Per mode: (what TensorFlow's reader said, what `reader` says without TF)."""
-    done = subprocess.run([sys.executable, os.path.join(PROGRAMS, "read_tf_dumps.py"),
-                           tf_written, *MODES], env=_env(), capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, os.path.join(PROGRAMS, "read_tf_dumps.py"), tf_written, *MODES],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     ours = json.loads(done.stdout)
     expected = {}
@@ -76,13 +80,20 @@ def _record_spans(path: str) -> list[tuple[int, int]]:
 
 # -- every mode, read without TensorFlow -------------------------------------------------
 
+
 @pytest.mark.parametrize("mode", MODES)
 def test_records_match_tensorflows_reader(read_back, mode):
     expected, ours = read_back[mode]
     assert not ours["tensorflow_imported"]
     assert ours["mode"] == mode and ours["damage"] == []
-    assert ours["runs"] == [[ours["runs"][0][0], "vm" if ours["runs"][0][1] == "vm"
-                             else ours["runs"][0][1], mode, "tensorflow"]]
+    assert ours["runs"] == [
+        [
+            ours["runs"][0][0],
+            "vm" if ours["runs"][0][1] == "vm" else ours["runs"][0][1],
+            mode,
+            "tensorflow",
+        ]
+    ]
     assert ours["executions"] == expected["executions"]
     assert ours["traces"] == expected["traces"]
     assert ours["devices"] == expected["devices"]
@@ -100,35 +111,40 @@ def test_first_alert_and_root_cause(read_back, tf_written, mode):
     assert ours["first_alert"] == expected["first_trace_alert"] == ["Log", 0, "Log"]
     # -inf from Log, carried by Mul; NaN from Sub, Sum and the call's output.
     assert ours["num_alerts"] == 5
-    bug_line = next(n for n, line in enumerate(
-        open(os.path.join(PROGRAMS, "tf_dumper.py"), encoding="utf-8"), 1)
-        if line.rstrip().endswith("# BUG"))
+    bug_line = next(
+        n
+        for n, line in enumerate(open(os.path.join(PROGRAMS, "tf_dumper.py"), encoding="utf-8"), 1)
+        if line.rstrip().endswith("# BUG")
+    )
     cause = ours["root_cause"]
     assert cause["op"] == "Log" and cause["line"] == bug_line
     assert cause["path"].endswith("tf_dumper.py") and "tf.math.log(p)" in cause["text"]
 
 
-@pytest.mark.parametrize("mode,kept", [("CURT_HEALTH", slice(1, 2)),
-                                       ("CONCISE_HEALTH", slice(1, 5)),
-                                       ("FULL_HEALTH", slice(2, 11))])
+@pytest.mark.parametrize(
+    "mode,kept",
+    [("CURT_HEALTH", slice(1, 2)), ("CONCISE_HEALTH", slice(1, 5)), ("FULL_HEALTH", slice(2, 11))],
+)
 def test_summaries_are_tensorflows_columns(read_back, mode, kept):
     expected, ours = read_back[mode]
-    names = {"CURT_HEALTH": ("has_inf_or_nan",),
-             "CONCISE_HEALTH": ("size", "neg_inf", "pos_inf", "nan"),
-             "FULL_HEALTH": ("dtype", "rank", "size", "neg_inf", "pos_inf", "nan", "neg",
-                             "zero", "pos")}[mode]
+    names = {
+        "CURT_HEALTH": ("has_inf_or_nan",),
+        "CONCISE_HEALTH": ("size", "neg_inf", "pos_inf", "nan"),
+        "FULL_HEALTH": ("dtype", "rank", "size", "neg_inf", "pos_inf", "nan", "neg", "zero", "pos"),
+    }[mode]
     for theirs, mine in zip(expected["trace_summaries"], ours["trace_summaries"]):
         row = [float({"float32": 1}.get(mine[n], mine[n])) for n in names]
         assert row == theirs[kept]
     for theirs, mine in zip(expected["execution_summaries"], ours["execution_summaries"]):
-        assert [[float({"float32": 1}.get(s[n], s[n])) for n in names] for s in mine] == \
-            [t[kept] for t in theirs]
+        assert [[float({"float32": 1}.get(s[n], s[n])) for n in names] for s in mine] == [
+            t[kept] for t in theirs
+        ]
 
 
 def test_shape_and_full_tensor(read_back):
     expected, ours = read_back["SHAPE"]
     for theirs, shape in zip(expected["trace_summaries"], ours["trace_shapes"]):
-        assert shape == [int(d) for d in theirs[4:4 + int(theirs[2])]]
+        assert shape == [int(d) for d in theirs[4 : 4 + int(theirs[2])]]
     expected, ours = read_back["FULL_TENSOR"]
     for theirs, mine in zip(expected["trace_values"], ours["trace_values"]):
         np.testing.assert_array_equal(np.array(mine, dtype=float), np.array(theirs, dtype=float))
@@ -141,6 +157,7 @@ def test_no_tensor_has_no_alerts(read_back):
 
 
 # -- damage, truncation, growth ----------------------------------------------------------
+
 
 def test_truncated_traces_are_a_tail_then_followed(dump_copy):
     """A trace file cut inside a record opens with the records before the cut and no
@@ -195,7 +212,7 @@ def test_growing_dump_is_followed_from_empty(dump_copy):
 def _record_spans_of(data: bytes) -> list[tuple[int, int]]:
     spans, pos = [], 0
     while pos + HEADER_BYTES <= len(data):
-        length = int.from_bytes(data[pos:pos + 8], "little")
+        length = int.from_bytes(data[pos : pos + 8], "little")
         spans.append((pos, pos + HEADER_BYTES + length + FOOTER_BYTES))
         pos = spans[-1][1]
     return spans
@@ -235,7 +252,7 @@ def test_data_crc_checked_when_a_record_is_read(dump_copy):
     spans = _record_spans(path)
     with open(path, "rb") as f:
         data = f.read()
-    record = DebugEvent.FromString(data[spans[0][0] + HEADER_BYTES:spans[0][1] - FOOTER_BYTES])
+    record = DebugEvent.FromString(data[spans[0][0] + HEADER_BYTES : spans[0][1] - FOOTER_BYTES])
     content = record.execution.tensor_protos[0].tensor_content
     at = data.index(content, spans[0][0]) + 8
     with open(path, "r+b") as f:
@@ -250,8 +267,13 @@ def test_data_crc_checked_when_a_record_is_read(dump_copy):
 
 def test_unreadable_metadata_is_one_line_in_the_cli(dump_copy):
     open(_file(dump_copy, ".metadata"), "wb").close()
-    done = subprocess.run([sys.executable, "-m", "tfdbg_tui.cli", "report", dump_copy],
-                          env=_env(), capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "tfdbg_tui.cli", "report", dump_copy],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode != 0
     assert "metadata is unreadable" in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
@@ -259,26 +281,33 @@ def test_unreadable_metadata_is_one_line_in_the_cli(dump_copy):
 
 # -- two hosts ---------------------------------------------------------------------------
 
+
 def test_two_hosts_are_two_runs(dump_copy):
     """A multi-host job leaves a file set per host in one logdir: each is a run (the
     host name may hold dots), ordered by start time; report opens the newest."""
-    prefix = _file(dump_copy, ".metadata")[:-len(".metadata")]
+    prefix = _file(dump_copy, ".metadata")[: -len(".metadata")]
     stamp = int(os.path.basename(prefix).split(".")[1])
     other = os.path.join(dump_copy, f"tfdbg_events.{stamp + 5}.worker-1.example.com")
     for path in glob.glob(prefix + ".*"):
-        shutil.copy(path, other + path[len(prefix):])
+        shutil.copy(path, other + path[len(prefix) :])
     runs = reader.list_runs(dump_copy)
-    assert [r.host for r in runs] == ["vm" if runs[0].host == "vm" else runs[0].host,
-                                      "worker-1.example.com"]
-    assert all(r.dumper == "tensorflow" and r.tensor_debug_mode == "FULL_HEALTH"
-               for r in runs)
+    assert [r.host for r in runs] == [
+        "vm" if runs[0].host == "vm" else runs[0].host,
+        "worker-1.example.com",
+    ]
+    assert all(r.dumper == "tensorflow" and r.tensor_debug_mode == "FULL_HEALTH" for r in runs)
     with reader.open_run(dump_copy) as newest:
         assert newest.run_id == os.path.basename(other)
         assert newest.root_cause().op.name == "Log"
     with reader.open_run(dump_copy, runs[0].run_id) as first:
         assert first.num_traces == 10
-    done = subprocess.run([sys.executable, "-m", "tfdbg_tui.cli", "report", "--json",
-                           dump_copy], env=_env(), capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "tfdbg_tui.cli", "report", "--json", dump_copy],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["dumper"] == "tensorflow" and summary["run"] == os.path.basename(other)

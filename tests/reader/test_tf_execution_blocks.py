@@ -44,13 +44,14 @@ def test_real_programs_as_record_by_record(harm_tf_dumps, monkeypatch, case):
 
 # -- damage in the middle of a block -----------------------------------------------------
 
+
 def _records(path: str) -> list[bytes]:
     with open(path, "rb") as f:
         data = f.read()
     records, pos = [], 0
     while pos < len(data):
         (length,) = struct.unpack_from("<Q", data, pos)
-        records.append(data[pos + HEADER_BYTES:pos + HEADER_BYTES + length])
+        records.append(data[pos + HEADER_BYTES : pos + HEADER_BYTES + length])
         pos += HEADER_BYTES + length + FOOTER_BYTES
     return records
 
@@ -101,15 +102,19 @@ def test_a_record_laid_out_otherwise_is_read_by_protobuf(long_block, monkeypatch
     event = DebugEvent.FromString(records[50])
     execution = event.execution.SerializeToString()
     # The execution first, then the wall time: the reverse of TensorFlow's order.
-    records[50] = bytes([9 << 3 | 2]) + varint(len(execution)) + execution + \
-        bytes([1 << 3 | 1]) + struct.pack("<d", event.wall_time)
+    records[50] = (
+        bytes([9 << 3 | 2])
+        + varint(len(execution))
+        + execution
+        + bytes([1 << 3 | 1])
+        + struct.pack("<d", event.wall_time)
+    )
     _write(path, records)
     read = assert_same_answers(logdir, monkeypatch)
     assert read == len(records) - 1
     with reader.open_run(logdir) as dump:
         assert dump.damage == () and dump.kept_executions() == [(0, 240)]
-        assert dump.execution(50).op_type == DebugEvent.FromString(
-            records[50]).execution.op_type
+        assert dump.execution(50).op_type == DebugEvent.FromString(records[50]).execution.op_type
 
 
 def test_an_invalid_op_type_is_skipped_as_protobuf_skips_it(long_block, monkeypatch):
@@ -133,11 +138,10 @@ def test_bytes_lost_inside_a_block_keep_what_is_before(long_block, monkeypatch):
         data = f.read()
     at = sum(HEADER_BYTES + len(r) + FOOTER_BYTES for r in records[:120]) + HEADER_BYTES + 30
     with open(path, "wb") as f:
-        f.write(data[:at] + data[at + 25:])
+        f.write(data[:at] + data[at + 25 :])
     assert_same_answers(logdir, monkeypatch)
     with reader.open_run(logdir) as dump:
         assert dump.kept_executions()[0][0] == 0
         assert dump.num_executions <= 121
         assert any("fails its CRC" in notice for notice in dump.damage)
         assert dump.execution(119).op_type == dump.execution(3).op_type
-

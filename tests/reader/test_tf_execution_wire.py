@@ -26,7 +26,6 @@ _FUNCTION = "__inference_train_step_42"
 _GRAPH = "5d3f0a4e-0000-4000-8000-000000000001"
 
 
-
 def test_varints_of_every_length():
     values = [0, 1, 127, 128, 300, 16383, 16384, 2**32, 2**63, 2**64 - 1]
     data = b"".join(map(varint, values)) + b"\x00"
@@ -54,8 +53,9 @@ def test_packed_varints_by_span():
     assert whole.tolist() == [True, True, True, False] and values.tolist() == [1, 2, 300, 2**40]
 
 
-def _event(index: int, rng: random.Random, mode: str = fmt.FULL_HEALTH, *,
-           step_every: int = 7) -> DebugEvent:
+def _event(
+    index: int, rng: random.Random, mode: str = fmt.FULL_HEALTH, *, step_every: int = 7
+) -> DebugEvent:
     """Execution ``index`` of a loop of ``step_every`` ops, the last a function call;
     its outputs' summaries as TensorFlow writes them (an empty proto for an output it
     does not summarise)."""
@@ -78,13 +78,14 @@ def _event(index: int, rng: random.Random, mode: str = fmt.FULL_HEALTH, *,
         if slot == 1:
             continue  # an int32 output: no summary
         vector = np.zeros(kept.stop)
-        vector[kept.start:] = [rng.randrange(4) for _ in range(kept.stop - kept.start)]
+        vector[kept.start :] = [rng.randrange(4) for _ in range(kept.stop - kept.start)]
         proto.dtype = 2
         proto.tensor_shape.dim.add(size=kept.stop)
         proto.tensor_content = vector.astype("<f8").tobytes()
     execution.code_location.host_name = "worker-0"
     execution.code_location.stack_frame_ids.extend(
-        f"frame-{position}-{depth}" for depth in range(3 + position % 3))
+        f"frame-{position}-{depth}" for depth in range(3 + position % 3)
+    )
     execution.output_tensor_device_ids.extend([0] * outputs)
     return event
 
@@ -103,24 +104,30 @@ def test_a_block_comes_out_as_protobuf_reads_it(mode):
         event = DebugEvent.FromString(record)
         execution = event.execution
         assert columns.times[r] == event.wall_time
-        assert data[columns.op_start[r]:columns.op_stop[r]].decode() == execution.op_type
-        assert data[columns.graph_start[r]:columns.graph_stop[r]].decode() == execution.graph_id
-        assert data[columns.code_start[r]:columns.code_stop[r]] == \
-            execution.code_location.SerializeToString()
-        outputs = columns.out_ids[columns.out_start[r]:columns.out_start[r + 1]]
+        assert data[columns.op_start[r] : columns.op_stop[r]].decode() == execution.op_type
+        assert data[columns.graph_start[r] : columns.graph_stop[r]].decode() == execution.graph_id
+        assert (
+            data[columns.code_start[r] : columns.code_stop[r]]
+            == execution.code_location.SerializeToString()
+        )
+        outputs = columns.out_ids[columns.out_start[r] : columns.out_start[r + 1]]
         assert outputs.tolist() == list(execution.output_tensor_ids)
         for slot, proto in enumerate(execution.tensor_protos):
             at = columns.out_start[r] + slot
             assert columns.has_summary[at] == bool(proto.tensor_content)
             if proto.tensor_content:
-                assert columns.summaries[at].tolist() == np.frombuffer(
-                    proto.tensor_content, "<f8")[kept].tolist()
+                assert (
+                    columns.summaries[at].tolist()
+                    == np.frombuffer(proto.tensor_content, "<f8")[kept].tolist()
+                )
     spans = RepeatingSpans(data, starts, lengths)
     assert spans.period == 7
     codes, distinct = spans.intern(columns.code_start, columns.code_stop)
     assert len(distinct) == 7
-    assert all(distinct[codes[r]] == data[columns.code_start[r]:columns.code_stop[r]]
-               for r in range(len(records)))
+    assert all(
+        distinct[codes[r]] == data[columns.code_start[r] : columns.code_stop[r]]
+        for r in range(len(records))
+    )
 
 
 def _file_set(root: str, records: list[bytes], mode: str = fmt.FULL_HEALTH) -> str:
@@ -141,9 +148,14 @@ def _file_set(root: str, records: list[bytes], mode: str = fmt.FULL_HEALTH) -> s
             frame.stack_frame_with_id.file_line_col.line = 1 + depth
             frame.stack_frame_with_id.file_line_col.func = f"f{position}"
             frames.append(frame.SerializeToString())
-    files = {"metadata": [metadata.SerializeToString()],
-             "source_files": [source.SerializeToString()], "stack_frames": frames,
-             "graphs": [], "execution": records, "graph_execution_traces": []}
+    files = {
+        "metadata": [metadata.SerializeToString()],
+        "source_files": [source.SerializeToString()],
+        "stack_frames": frames,
+        "graphs": [],
+        "execution": records,
+        "graph_execution_traces": [],
+    }
     for suffix, content in files.items():
         with open(f"{prefix}.{suffix}", "wb") as f:
             f.write(b"".join(map(framed, content)))
@@ -178,17 +190,33 @@ def test_records_laid_out_otherwise_go_one_at_a_time(tmp_path, monkeypatch):
     records[20] = records[20] + bytes([1 << 3 | 1]) + struct.pack("<d", 5.0)
     event = _event(30, rng)
     execution = event.execution.SerializeToString()
-    records[30] = bytes([9 << 3 | 2]) + varint(len(execution)) + execution + \
-        bytes([1 << 3 | 1]) + struct.pack("<d", event.wall_time)
+    records[30] = (
+        bytes([9 << 3 | 2])
+        + varint(len(execution))
+        + execution
+        + bytes([1 << 3 | 1])
+        + struct.pack("<d", event.wall_time)
+    )
     unpacked = _event(40, rng)
     body = bytearray()
     for tensor in unpacked.execution.output_tensor_ids:
         body += bytes([5 << 3 | 0]) + varint(tensor)
     fields = unpacked.execution
-    rebuilt = (bytes([1 << 3 | 2]) + varint(len(fields.op_type)) + fields.op_type.encode()
-               + bytes(body) + bytes([6 << 3 | 0]) + varint(fields.tensor_debug_mode))
-    records[40] = bytes([1 << 3 | 1]) + struct.pack("<d", unpacked.wall_time) + \
-        bytes([9 << 3 | 2]) + varint(len(rebuilt)) + rebuilt
+    rebuilt = (
+        bytes([1 << 3 | 2])
+        + varint(len(fields.op_type))
+        + fields.op_type.encode()
+        + bytes(body)
+        + bytes([6 << 3 | 0])
+        + varint(fields.tensor_debug_mode)
+    )
+    records[40] = (
+        bytes([1 << 3 | 1])
+        + struct.pack("<d", unpacked.wall_time)
+        + bytes([9 << 3 | 2])
+        + varint(len(rebuilt))
+        + rebuilt
+    )
     ids = b"".join(map(varint, DebugEvent.FromString(records[50]).execution.output_tensor_ids))
     field = bytes([5 << 3 | 2]) + varint(len(ids)) + ids
     broken = bytearray(records[50])

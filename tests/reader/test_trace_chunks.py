@@ -26,11 +26,16 @@ def test_steps_of_a_chunk_spanning_calls(logdir):
     run.writer.close()
     first, second = _chunks(run.path)
     assert "x" not in first and np.frombuffer(first["xr"], "<i8").reshape(-1, 2).tolist() == [
-        [calls[0], 2], [calls[1], 3], [calls[2], 1]]
+        [calls[0], 2],
+        [calls[1], 3],
+        [calls[2], 1],
+    ]
     assert second["x"] == calls[2] + 1 and "xr" not in second
     reader = DumpReader(run.path)
-    assert reader.trace_steps(0, 8).tolist() == [calls[0]] * 2 + [calls[1]] * 3 + [
-        calls[2]] + [calls[2] + 1] * 2
+    assert (
+        reader.trace_steps(0, 8).tolist()
+        == [calls[0]] * 2 + [calls[1]] * 3 + [calls[2]] + [calls[2] + 1] * 2
+    )
     assert [reader.trace(i).step for i in range(8)] == reader.trace_steps(0, 8).tolist()
     alert = reader.alerts().alerts[0]  # then the call's own output
     assert (alert.kind, alert.index, alert.step) == ("graph", 7, calls[2] + 1)
@@ -42,8 +47,11 @@ def test_full_tensor_values_by_position_in_a_multi_step_chunk(logdir, flush_betw
     w = run.writer
     arrays = [np.arange(k + 1, dtype=np.float32) * (k + 1) for k in range(5)]
     for step, (a, b) in enumerate([(0, 2), (2, 5)]):
-        w.add_traces(np.arange(b - a, dtype=np.int32),
-                     values=[tensor_value_record(x) for x in arrays[a:b]], step=step)
+        w.add_traces(
+            np.arange(b - a, dtype=np.int32),
+            values=[tensor_value_record(x) for x in arrays[a:b]],
+            step=step,
+        )
         if flush_between:
             w.flush()
     w.close()

@@ -60,14 +60,16 @@ def test_loss_scale_per_step_is_keras_dynamic_scale(trend_dumps, facts, case):
         assert scale is not None and trends.rows[-1] == LOSS_SCALE_ROW
         skipped = set(dump.harm().skipped_step_numbers)
         assert skipped and trends.steps.tolist() == list(range(fact["steps"]))
-        expected = _keras_scales(fact["initial_scale"], fact["growth_steps"], skipped,
-                                 fact["steps"])
+        expected = _keras_scales(
+            fact["initial_scale"], fact["growth_steps"], skipped, fact["steps"]
+        )
         assert scale.tolist() == expected
         assert any(b == 2 * a for a, b in zip(expected, expected[1:]))  # it grew, too
         assert skipped_steps(trends, dump.harm()) == sorted(skipped)
         hits = [hit for hit in dump.watch().hits if hit.rule == "loss_scale"]
         assert [(hit.step, hit.value) for hit in hits] == [
-            (step, expected[step]) for step in sorted(skipped)]
+            (step, expected[step]) for step in sorted(skipped)
+        ]
         # A healthy fit under the scaler: its skipped steps are the only hits. The
         # scaled gradients near float16's limit are the scaler's probe, not a warning
         # (before they were exempt, 7 of them fired float16_headroom here).
@@ -88,8 +90,9 @@ def test_mixed_precision_series_inside_the_scalers_branch(trend_dumps, facts, ca
         trends = dump.trends()
         layers = [r for r, layer in enumerate(trends.row_is_layer) if layer]
         assert len(layers) == 3
-        applied = np.array([s not in dump.harm().skipped_step_numbers
-                            for s in trends.steps.tolist()])
+        applied = np.array(
+            [s not in dump.harm().skipped_step_numbers for s in trends.steps.tolist()]
+        )
         gradient = trends.series["gradient_norm"][layers]
         update = trends.series["update_norm"][layers]
         weight = trends.series["weight_norm"][layers]
@@ -101,8 +104,9 @@ def test_mixed_precision_series_inside_the_scalers_branch(trend_dumps, facts, ca
         stay = np.flatnonzero(~applied[:-1])
         np.testing.assert_array_equal(weight[:, stay + 1], weight[:, stay])
         move = np.flatnonzero(applied[:-1])
-        assert (np.abs(weight[:, move + 1] - weight[:, move])
-                <= update[:, move] * (1 + 1e-4) + 1e-7).all()
+        assert (
+            np.abs(weight[:, move + 1] - weight[:, move]) <= update[:, move] * (1 + 1e-4) + 1e-7
+        ).all()
 
 
 def test_adam_under_the_loss_scaler_has_its_gradients_and_slots(trend_dumps, facts):
@@ -120,8 +124,9 @@ def test_adam_under_the_loss_scaler_has_its_gradients_and_slots(trend_dumps, fac
         gradient = trends.series["gradient_norm"][layers]
         assert np.isfinite(gradient[:, applied]).all()
         assert np.isnan(gradient[:, ~applied]).all()
-        slots = [r for r, name in enumerate(trends.rows)
-                 if name.endswith(("_momentum", "_velocity"))]
+        slots = [
+            r for r, name in enumerate(trends.rows) if name.endswith(("_momentum", "_velocity"))
+        ]
         assert len(slots) == 2 * facts["mixed_adam"]["variables"]
         slot = trends.series["slot_norm"][slots]
         assert np.isfinite(slot[:, applied]).all() and np.isnan(slot[:, ~applied]).all()
@@ -133,11 +138,9 @@ def test_full_health_magnitudes_match_full_stats(trend_dumps):
     """The same seeded mixed fit in FULL_HEALTH and in FULL_STATS: FULL_HEALTH's
     magnitudes give the gradient, update and weight max |x| that FULL_STATS' min and
     max give, and no norm."""
-    with _open(trend_dumps, "mixed_fit_health") as health, \
-            _open(trend_dumps, "mixed_fit") as stats:
+    with _open(trend_dumps, "mixed_fit_health") as health, _open(trend_dumps, "mixed_fit") as stats:
         a, b = health.trends(), stats.trends()
-        for name in ("gradient_max", "update_max", "weight_max", "activation_max",
-                     "loss_scale"):
+        for name in ("gradient_max", "update_max", "weight_max", "activation_max", "loss_scale"):
             np.testing.assert_allclose(a.series[name], b.series[name], rtol=1e-6)
             assert np.isfinite(a.series[name]).any()
         assert np.isnan(a.series["gradient_norm"]).all()
@@ -147,13 +150,14 @@ def test_full_health_magnitudes_match_full_stats(trend_dumps):
 def test_full_health_fit_explodes_at_the_raised_rate(trend_dumps, facts):
     """FULL_HEALTH has no norms; the update max |x| jumps at the step the rate was
     raised, as the update norm does in FULL_STATS: the same first anomaly and lead."""
-    with _open(trend_dumps, "lr_raised_health") as health, \
-            _open(trend_dumps, "lr_raised") as stats:
+    with _open(trend_dumps, "lr_raised_health") as health, _open(trend_dumps, "lr_raised") as stats:
         first, same = health.watch(), stats.watch()
         assert first.first_anomaly is not None and first.first_anomaly.rule == "exploding"
         assert first.first_anomaly.step == facts["lr_raised_health"]["raise_step"]
         assert (first.first_anomaly.step, first.lead_steps) == (
-            same.first_anomaly.step, same.lead_steps)
+            same.first_anomaly.step,
+            same.lead_steps,
+        )
         assert "update max |x|" in first.first_anomaly.evidence
 
 
@@ -227,5 +231,11 @@ def test_report_json_carries_the_loss_scale(trend_dumps):
     with contextlib.redirect_stdout(out):
         assert report.main([os.path.join(trend_dumps, "mixed_fit"), "--json"]) == 0
     rules = [hit for hit in json.loads(out.getvalue())["rules"] if hit["rule"] == "loss_scale"]
-    assert rules[0] == {"rule": "loss_scale", "step": 0, "layer": None, "tensor": None,
-                        "value": 2.0 ** 22, "baseline": None}
+    assert rules[0] == {
+        "rule": "loss_scale",
+        "step": 0,
+        "layer": None,
+        "tensor": None,
+        "value": 2.0**22,
+        "baseline": None,
+    }

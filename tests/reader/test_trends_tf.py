@@ -31,8 +31,9 @@ def _open(trend_dumps: str, case: str) -> reader.DumpReader:
 def _report_json(trend_dumps: str, case: str, *rules: str) -> dict:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        status = report.main([os.path.join(trend_dumps, case), "--json",
-                              *(f"--rule={r}" for r in rules)])
+        status = report.main(
+            [os.path.join(trend_dumps, case), "--json", *(f"--rule={r}" for r in rules)]
+        )
     assert status == 0
     return json.loads(out.getvalue())
 
@@ -66,11 +67,13 @@ def test_sgd_update_norm_is_the_rate_times_the_gradient_norm(trend_dumps, facts)
         assert trends.rows and all(trends.row_is_layer)
         gradient, update = trends.series["gradient_norm"], trends.series["update_norm"]
         weight = trends.series["weight_norm"]
-        np.testing.assert_allclose(update[:, :raise_at], rates["rate"] * gradient[:, :raise_at],
-                                   rtol=1e-4)
-        np.testing.assert_allclose(update[:, raise_at], rates["raised_rate"]
-                                   * gradient[:, raise_at], rtol=1e-4)
-        moved = np.abs(np.diff(weight[:, :raise_at + 1], axis=1))
+        np.testing.assert_allclose(
+            update[:, :raise_at], rates["rate"] * gradient[:, :raise_at], rtol=1e-4
+        )
+        np.testing.assert_allclose(
+            update[:, raise_at], rates["raised_rate"] * gradient[:, raise_at], rtol=1e-4
+        )
+        moved = np.abs(np.diff(weight[:, : raise_at + 1], axis=1))
         assert np.all(moved <= update[:, :raise_at] * (1 + 1e-4) + 1e-6)
 
 
@@ -89,21 +92,24 @@ def test_dead_relus_are_vanishing(trend_dumps):
         assert sorted(hit.value for hit in watched.hits) == [0.0, 1.0]
         # n steps in a row: the hit is at the n-th step of zeros.
         assert watched.first_anomaly.step == int(trends.steps[2])
-        assert dump.watch(parse_rule_specs(["vanishing:n=5"])).first_anomaly.step == \
-            int(trends.steps[4])
+        assert dump.watch(parse_rule_specs(["vanishing:n=5"])).first_anomaly.step == int(
+            trends.steps[4]
+        )
         assert dump.first_alert() is None and dump.alerts().total == 0
 
 
 def test_dead_relus_in_full_health_from_the_zero_counts(trend_dumps):
     """FULL_HEALTH counts exact zeros but records no norm: the same vanishing hits,
     and no gradient norm."""
-    with _open(trend_dumps, "dead_relu_health") as dump, \
-            _open(trend_dumps, "dead_relu") as stats:
+    with _open(trend_dumps, "dead_relu_health") as dump, _open(trend_dumps, "dead_relu") as stats:
         assert dump.mode == "FULL_HEALTH"
         assert np.isnan(dump.trends().series["gradient_norm"]).all()
+
         def hits(run):  # the model's name differs between the two fits: its layer's
-            return [(h.rule, h.step, h.layer.rsplit("/", 1)[1], h.value, h.baseline)
-                    for h in run.watch().hits]
+            return [
+                (h.rule, h.step, h.layer.rsplit("/", 1)[1], h.value, h.baseline)
+                for h in run.watch().hits
+            ]
 
         assert hits(dump) == hits(stats) and hits(dump)
 
@@ -121,12 +127,12 @@ def test_float16_close_to_its_limit(trend_dumps, facts):
         assert headroom[0].baseline == 65504.0
         # The layer is Keras' path for it; the tensor's name carries the name scope's
         # suffix (the scope was entered again when the model was called in fit).
-        assert headroom[0].tensor.endswith("big_1/MatMul:0") and headroom[0].layer.endswith(
-            "/big")
+        assert headroom[0].tensor.endswith("big_1/MatMul:0") and headroom[0].layer.endswith("/big")
         skipped = [hit.step for hit in watched.hits if hit.rule == "loss_scale"]
         assert skipped == list(dump.harm().skipped_step_numbers) and skipped
         assert dump.watch(parse_rule_specs(["float16_headroom:factor=1.5"])).hits == tuple(
-            hit for hit in watched.hits if hit.rule == "loss_scale")
+            hit for hit in watched.hits if hit.rule == "loss_scale"
+        )
         data = _report_json(trend_dumps, "float16_headroom")
         assert data["first_alert"] is None
         assert data["diagnosis"]["pattern"] == "expected_loss_scaling"
@@ -146,8 +152,9 @@ def test_report_json_lists_the_hits_with_the_issue_fields(trend_dumps):
     data = _report_json(trend_dumps, "lr_raised")
     assert data["rules"] and all(set(hit) == HIT_FIELDS for hit in data["rules"])
     assert data["first_anomaly"] == data["rules"][0]
-    assert data["lead_steps"] == (data["steps"]["first_non_finite_step"]
-                                  - data["first_anomaly"]["step"])
+    assert data["lead_steps"] == (
+        data["steps"]["first_non_finite_step"] - data["first_anomaly"]["step"]
+    )
     assert data["diagnosis"] is not None  # the NaN is still the root cause's
     # A threshold no jump reaches: the rule stays quiet, and so does the lead time.
     quiet = _report_json(trend_dumps, "lr_raised", "exploding:k=1e30")
@@ -162,18 +169,21 @@ def test_adam_slot_norms_are_the_moments_the_step_reads(trend_dumps, facts):
     with _open(trend_dumps, "adam") as dump:
         trends = dump.trends()
         assert "slot_norm" in trends.available()
-        slot_rows = {name: row for row, name in enumerate(trends.rows)
-                     if np.isfinite(trends.series["slot_norm"][row]).any()}
+        slot_rows = {
+            name: row
+            for row, name in enumerate(trends.rows)
+            if np.isfinite(trends.series["slot_norm"][row]).any()
+        }
         assert sorted(slot_rows) == sorted(seen) and len(seen) == 8  # 2 layers x 2 x (m, v)
         for name, norms in seen.items():
-            np.testing.assert_allclose(trends.series["slot_norm"][slot_rows[name]],
-                                       [0.0, *norms], rtol=1e-5, atol=1e-7)
+            np.testing.assert_allclose(
+                trends.series["slot_norm"][slot_rows[name]], [0.0, *norms], rtol=1e-5, atol=1e-7
+            )
             assert not trends.row_is_layer[slot_rows[name]]
         assert dump.watch().hits == ()
 
 
-def test_a_custom_loops_variables_are_rows_named_as_the_program_names_them(trend_dumps,
-                                                                           facts):
+def test_a_custom_loops_variables_are_rows_named_as_the_program_names_them(trend_dumps, facts):
     """Two `tf.Variable`s outside any Keras layer, trained by a `tf.function` step: their
     rows carry the variables' names (`weights`, `bias`; not the ops that read their
     captures, `matmul`, `add`), as do Adam's slots; each row's norm at a step is the
@@ -186,12 +196,14 @@ def test_a_custom_loops_variables_are_rows_named_as_the_program_names_them(trend
         assert not any(trends.row_is_layer)
         for name in loop["variables"]:
             steps, norms = zip(*loop["norms"][name])
-            np.testing.assert_allclose(trends.series["weight_norm"][trends.rows.index(name)],
-                                       norms, rtol=1e-5, atol=1e-7)
+            np.testing.assert_allclose(
+                trends.series["weight_norm"][trends.rows.index(name)], norms, rtol=1e-5, atol=1e-7
+            )
             assert list(steps) == list(trends.steps)
         for name in loop["slots"]:
             row = trends.series["slot_norm"][trends.rows.index(name)]
             for step, norm in loop["norms"][name]:
-                assert row[int(np.searchsorted(trends.steps, step))] == \
-                    pytest.approx(norm, rel=1e-5, abs=1e-7)
+                assert row[int(np.searchsorted(trends.steps, step))] == pytest.approx(
+                    norm, rel=1e-5, abs=1e-7
+                )
         assert row[0] == 0.0  # the moments start at zero

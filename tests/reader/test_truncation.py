@@ -38,21 +38,37 @@ def _observed(reader: DumpReader) -> dict[str, int]:
     }
 
 
-_COUNTED = {fmt.KIND_EXECUTION: "executions", fmt.KIND_GRAPH: "graphs", fmt.KIND_OP: "ops",
-            fmt.KIND_FRAME: "frames", fmt.KIND_STACK: "stacks", fmt.KIND_FILE: "files",
-            fmt.KIND_DEVICE: "devices"}
+_COUNTED = {
+    fmt.KIND_EXECUTION: "executions",
+    fmt.KIND_GRAPH: "graphs",
+    fmt.KIND_OP: "ops",
+    fmt.KIND_FRAME: "frames",
+    fmt.KIND_STACK: "stacks",
+    fmt.KIND_FILE: "files",
+    fmt.KIND_DEVICE: "devices",
+}
 
 
-def _expected_before(records: list[tuple[int, dict]], cut: int, full: dict[str, int],
-                     stream: str) -> dict[str, int]:
+def _expected_before(
+    records: list[tuple[int, dict]], cut: int, full: dict[str, int], stream: str
+) -> dict[str, int]:
     expected = dict(full)
-    owned = {"executions": 0, "traces": 0, "graphs": 0, "ops": 0, "frames": 0, "stacks": 0,
-             "files": 0, "devices": 0}
+    owned = {
+        "executions": 0,
+        "traces": 0,
+        "graphs": 0,
+        "ops": 0,
+        "frames": 0,
+        "stacks": 0,
+        "files": 0,
+        "devices": 0,
+    }
     kinds_in_stream = set()
     for end, record in records:
         chunk = record["k"] in (fmt.KIND_TRACES, fmt.KIND_EXECUTION_CHUNK)
         key = {fmt.KIND_TRACES: "traces", fmt.KIND_EXECUTION_CHUNK: "executions"}.get(
-            record["k"], _COUNTED.get(record["k"]))
+            record["k"], _COUNTED.get(record["k"])
+        )
         if key is None:
             continue
         kinds_in_stream.add(key)
@@ -69,16 +85,30 @@ def complete_run(tmp_path_factory):
     run = make_run(logdir)
     add_step(run, [FINITE, FINITE, FINITE])
     add_step(run, [FINITE, NEG_INF, NAN])
-    run.writer.add_execution(op_type="AddV2", graph_id=None, input_ids=[1, 2], output_ids=[3],
-                             device_ids=[run.device], output_dtypes=[1],
-                             stack_id=run.user_stack, summaries=[NAN])
+    run.writer.add_execution(
+        op_type="AddV2",
+        graph_id=None,
+        input_ids=[1, 2],
+        output_ids=[3],
+        device_ids=[run.device],
+        output_dtypes=[1],
+        stack_id=run.user_stack,
+        summaries=[NAN],
+    )
     run.writer.close()
     return run.path
 
 
-@pytest.mark.parametrize("stream", [fmt.STREAM_SOURCE_FILES, fmt.STREAM_STACKS,
-                                    fmt.STREAM_GRAPHS, fmt.STREAM_EXECUTIONS,
-                                    fmt.STREAM_GRAPH_TRACES])
+@pytest.mark.parametrize(
+    "stream",
+    [
+        fmt.STREAM_SOURCE_FILES,
+        fmt.STREAM_STACKS,
+        fmt.STREAM_GRAPHS,
+        fmt.STREAM_EXECUTIONS,
+        fmt.STREAM_GRAPH_TRACES,
+    ],
+)
 def test_cut_at_every_byte_then_completed(complete_run, tmp_path, stream):
     full = _observed(DumpReader(complete_run))
     assert full["executions"] == 3 and full["traces"] == 6 and full["ops"] == 3

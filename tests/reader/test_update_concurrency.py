@@ -44,8 +44,9 @@ def test_queries_answer_while_update_reads_and_see_whole_commits(run, monkeypatc
 
     # Mid-read: the executions and two commits of two chunks each are in, the fifth
     # chunk is taken but not committed; queries answer at once.
-    query, counts = _in_thread(lambda: (reader.num_executions, reader.num_traces,
-                                        len(reader.traces(0, 1000))))
+    query, counts = _in_thread(
+        lambda: (reader.num_executions, reader.num_traces, len(reader.traces(0, 1000)))
+    )
     query.join(WAIT_S)
     assert not query.is_alive(), "a query waited for update() to finish reading"
     assert counts == [(10, 20, 20)]

@@ -18,19 +18,22 @@ RNG = np.random.default_rng(7)
 RELU = np.maximum(RNG.normal(size=(64, 32)), 0).astype(np.float32)  # about half zeros
 
 
-@pytest.mark.parametrize("array,codec", [
-    (RELU, fmt.CODEC_SHUFFLE_ZLIB),
-    (RNG.normal(size=(20, 30)).astype(np.float64) * 0 + 1.5, fmt.CODEC_SHUFFLE_ZLIB),
-    (np.arange(600, dtype=np.int64).reshape(3, 200) % 7, fmt.CODEC_SHUFFLE_ZLIB),
-    (np.zeros(1000, np.bool_), fmt.CODEC_ZLIB),
-    (np.zeros(500, np.uint8), fmt.CODEC_ZLIB),
-    ((np.arange(100) * (1 + 1j)).astype(np.complex64), fmt.CODEC_SHUFFLE_ZLIB),
-    (np.float16(np.arange(300)).reshape(10, 30), fmt.CODEC_SHUFFLE_ZLIB),
-    # Stored raw: too small, or random bytes that do not shrink.
-    (np.array([1.0, -2.0, np.inf], np.float32), None),
-    (RNG.integers(0, 256, size=4096, dtype=np.uint8), None),
-    (np.zeros((0, 7), np.float32), None),
-])
+@pytest.mark.parametrize(
+    "array,codec",
+    [
+        (RELU, fmt.CODEC_SHUFFLE_ZLIB),
+        (RNG.normal(size=(20, 30)).astype(np.float64) * 0 + 1.5, fmt.CODEC_SHUFFLE_ZLIB),
+        (np.arange(600, dtype=np.int64).reshape(3, 200) % 7, fmt.CODEC_SHUFFLE_ZLIB),
+        (np.zeros(1000, np.bool_), fmt.CODEC_ZLIB),
+        (np.zeros(500, np.uint8), fmt.CODEC_ZLIB),
+        ((np.arange(100) * (1 + 1j)).astype(np.complex64), fmt.CODEC_SHUFFLE_ZLIB),
+        (np.float16(np.arange(300)).reshape(10, 30), fmt.CODEC_SHUFFLE_ZLIB),
+        # Stored raw: too small, or random bytes that do not shrink.
+        (np.array([1.0, -2.0, np.inf], np.float32), None),
+        (RNG.integers(0, 256, size=4096, dtype=np.uint8), None),
+        (np.zeros((0, 7), np.float32), None),
+    ],
+)
 def test_round_trip(array, codec):
     stored = tensor_value_record(array, compress=True)
     assert stored.get("codec") == codec
@@ -48,11 +51,19 @@ def test_shuffle_layout_is_the_documented_one():
     """shuffle-zlib: byte j of element i at j * count + i, then one zlib stream."""
     array = np.arange(200, dtype="<u2") * 257 + 1
     planes = b"".join(array.tobytes()[j::2] for j in range(2))
-    stored = {"dtype": "<u2", "shape": [200], "codec": fmt.CODEC_SHUFFLE_ZLIB,
-              "data": zlib.compress(planes, 9)}
+    stored = {
+        "dtype": "<u2",
+        "shape": [200],
+        "codec": fmt.CODEC_SHUFFLE_ZLIB,
+        "data": zlib.compress(planes, 9),
+    }
     np.testing.assert_array_equal(decode_value(stored), array)
-    plain = {"dtype": "<u2", "shape": [200], "codec": fmt.CODEC_ZLIB,
-             "data": zlib.compress(array.tobytes())}
+    plain = {
+        "dtype": "<u2",
+        "shape": [200],
+        "codec": fmt.CODEC_ZLIB,
+        "data": zlib.compress(array.tobytes()),
+    }
     np.testing.assert_array_equal(decode_value(plain), array)
 
 
@@ -62,16 +73,19 @@ def _compressed(array=RELU):
     return stored
 
 
-@pytest.mark.parametrize("damage", [
-    lambda v: {**v, "data": v["data"][:len(v["data"]) // 2]},  # cut short
-    lambda v: {**v, "data": v["data"][:10] + bytes(20) + v["data"][30:]},  # garbled
-    lambda v: {**v, "data": b"not zlib at all"},
-    lambda v: {**v, "data": v["data"] + b"trailing"},
-    lambda v: {**v, "shape": [64, 31]},  # decompresses to more than the shape holds
-    lambda v: {**v, "shape": [64, 33]},  # to less
-    lambda v: {**v, "codec": "zstd"},  # a codec this reader does not know
-    lambda v: {**v, "data": None},
-])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda v: {**v, "data": v["data"][: len(v["data"]) // 2]},  # cut short
+        lambda v: {**v, "data": v["data"][:10] + bytes(20) + v["data"][30:]},  # garbled
+        lambda v: {**v, "data": b"not zlib at all"},
+        lambda v: {**v, "data": v["data"] + b"trailing"},
+        lambda v: {**v, "shape": [64, 31]},  # decompresses to more than the shape holds
+        lambda v: {**v, "shape": [64, 33]},  # to less
+        lambda v: {**v, "codec": "zstd"},  # a codec this reader does not know
+        lambda v: {**v, "data": None},
+    ],
+)
 def test_corrupt_compressed_value_raises_dump_error(damage):
     stored = damage(_compressed())
     with pytest.raises(DumpError) as raised:
@@ -84,8 +98,12 @@ def test_corrupt_compressed_value_raises_dump_error(damage):
 
 
 def test_decompression_is_bounded_by_the_shape():
-    bomb = {"dtype": "<f4", "shape": [4], "codec": fmt.CODEC_ZLIB,
-            "data": zlib.compress(bytes(100 << 20))}
+    bomb = {
+        "dtype": "<f4",
+        "shape": [4],
+        "codec": fmt.CODEC_ZLIB,
+        "data": zlib.compress(bytes(100 << 20)),
+    }
     with pytest.raises(DumpError):
         decode_value(bomb)
 
@@ -100,12 +118,20 @@ def test_dump_round_trip_and_corrupt_value(tmp_path, monkeypatch):
     w = run.writer
     small = np.array([1.0, 0.0, -3.0], np.float32)
     broken = dict(_compressed(), data=b"\x78\x01garbage")
-    w.add_traces(np.array([0, 1, 2], np.int32),
-                 values=[encode_value(tensor_value_record(RELU)), tensor_value_record(small),
-                         broken])
-    w.add_execution(op_type="Relu", graph_id=None, input_ids=[], output_ids=[3, 4],
-                    device_ids=[run.device] * 2, output_dtypes=[1, 1], stack_id=None,
-                    values=[tensor_value_record(RELU), tensor_value_record(small)])
+    w.add_traces(
+        np.array([0, 1, 2], np.int32),
+        values=[encode_value(tensor_value_record(RELU)), tensor_value_record(small), broken],
+    )
+    w.add_execution(
+        op_type="Relu",
+        graph_id=None,
+        input_ids=[],
+        output_ids=[3, 4],
+        device_ids=[run.device] * 2,
+        output_dtypes=[1, 1],
+        stack_id=None,
+        values=[tensor_value_record(RELU), tensor_value_record(small)],
+    )
     w.close()
     reader = DumpReader(run.path)
     np.testing.assert_array_equal(reader.trace_value(0), RELU)

@@ -24,8 +24,7 @@ def pytest_pyfunc_call(pyfuncitem):
     """Run `async def` tests in a fresh event loop (no async plugin is needed)."""
     if not inspect.iscoroutinefunction(pyfuncitem.obj):
         return None
-    arguments = {name: pyfuncitem.funcargs[name]
-                 for name in pyfuncitem._fixtureinfo.argnames}
+    arguments = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
     asyncio.run(pyfuncitem.obj(**arguments))
     return True
 
@@ -48,15 +47,31 @@ def big_logdir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def example_logdir(tmp_path_factory):
     """A real dump of the example program (TensorFlow), made once per session."""
-    if importlib.util.find_spec("instrument.examples") is None or \
-            importlib.util.find_spec(EXAMPLE_MODULE) is None:
+    if (
+        importlib.util.find_spec("instrument.examples") is None
+        or importlib.util.find_spec(EXAMPLE_MODULE) is None
+    ):
         pytest.skip(f"{EXAMPLE_MODULE} is not in this checkout yet")
     logdir = tmp_path_factory.mktemp("example") / "logdir"
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2")
     completed = subprocess.run(
-        [sys.executable, "-m", EXAMPLE_MODULE, "--dump_dir", str(logdir),
-         "--dump_tensor_debug_mode", "FULL_HEALTH", "--dump_circular_buffer_size", "-1"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+        [
+            sys.executable,
+            "-m",
+            EXAMPLE_MODULE,
+            "--dump_dir",
+            str(logdir),
+            "--dump_tensor_debug_mode",
+            "FULL_HEALTH",
+            "--dump_circular_buffer_size",
+            "-1",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     if completed.returncode != 0:
         raise AssertionError(f"the example program failed:\n{completed.stderr[-3000:]}")
     return logdir

@@ -11,10 +11,24 @@ from tfdbg_tui.panes.tensor_value import format_element
 from tfdbg_tui.text.summary_format import fit_number
 
 VALUES = [
-    np.float32(-4.8400143e-05), np.float32(-1.4305125e-06), np.float32(3.4028235e38),
-    np.float32(1e-45), np.float32(-1.1754944e-38), np.float16(0.1), np.float16(65504),
-    np.float64(5e-324), np.float64(-1.7976931348623157e308), np.float64(123456789012.5),
-    0.1, -0.0, 1e300, -2.5e-300, 7, -12345678901, 2**63 - 1, np.int64(-2**63),
+    np.float32(-4.8400143e-05),
+    np.float32(-1.4305125e-06),
+    np.float32(3.4028235e38),
+    np.float32(1e-45),
+    np.float32(-1.1754944e-38),
+    np.float16(0.1),
+    np.float16(65504),
+    np.float64(5e-324),
+    np.float64(-1.7976931348623157e308),
+    np.float64(123456789012.5),
+    0.1,
+    -0.0,
+    1e300,
+    -2.5e-300,
+    7,
+    -12345678901,
+    2**63 - 1,
+    np.int64(-(2**63)),
     np.uint64(2**64 - 1),
 ]
 
@@ -29,8 +43,7 @@ def test_a_number_fits_its_cell_and_reads_back_as_itself(value, width):
         assert len(fit_number(value, 99, max_digits=1)) > width
         return
     # Read back in the value's own dtype: its shortest text is exact there.
-    read_back = float(value.dtype.type(text)) if isinstance(value, np.floating) \
-        else float(text)
+    read_back = float(value.dtype.type(text)) if isinstance(value, np.floating) else float(text)
     exact = float(value)
     # Never another magnitude; at 11 characters (the value view's cells), five digits
     # at least.
@@ -39,17 +52,32 @@ def test_a_number_fits_its_cell_and_reads_back_as_itself(value, width):
     assert math.isfinite(read_back)
 
 
-@pytest.mark.parametrize("value, text", [
-    (np.float32(-4.8400143e-05), "-4.84001e-5"), (np.float32(-1.4305125e-06), "-1.43051e-6"),
-    (np.float32(0.1), "0.1"), (np.float16(0.1), "0.1"), (np.float32(1e-40), "1e-40"),
-    (np.float64(1e300), "1e300")])
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (np.float32(-4.8400143e-05), "-4.84001e-5"),
+        (np.float32(-1.4305125e-06), "-1.43051e-6"),
+        (np.float32(0.1), "0.1"),
+        (np.float16(0.1), "0.1"),
+        (np.float32(1e-40), "1e-40"),
+        (np.float64(1e300), "1e300"),
+    ],
+)
 def test_the_shortest_text_of_the_dtype_when_it_fits(value, text):
     assert fit_number(value, 11) == text
 
 
-@pytest.mark.parametrize("value, text", [
-    (math.inf, "inf"), (-math.inf, "-inf"), (math.nan, "nan"),
-    (np.float32("inf"), "inf"), (np.float32("-inf"), "-inf"), (np.float32("nan"), "nan")])
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (math.inf, "inf"),
+        (-math.inf, "-inf"),
+        (math.nan, "nan"),
+        (np.float32("inf"), "inf"),
+        (np.float32("-inf"), "-inf"),
+        (np.float32("nan"), "nan"),
+    ],
+)
 def test_non_finite_values(value, text):
     assert fit_number(value, 11) == text
 

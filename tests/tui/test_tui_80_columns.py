@@ -43,8 +43,9 @@ async def test_status_line_at_80_columns_shortens_the_run_id_in_the_middle(long_
 async def test_status_line_when_wide_spells_out_labels_and_the_whole_run_id(long_id_logdir):
     async with hunted_app(long_id_logdir, (200, 40)) as (app, pilot):
         await wait_for(pilot, lambda: "alerts 8" in status_line(app), what="status")
-        assert (f"executions 6  traces 18  alerts 8  FULL_HEALTH  run {LONG_RUN_ID}"
-                in status_line(app))
+        assert f"executions 6  traces 18  alerts 8  FULL_HEALTH  run {LONG_RUN_ID}" in status_line(
+            app
+        )
 
 
 async def test_status_line_at_80_columns_keeps_a_short_run_id_whole(nan_logdir):
@@ -57,22 +58,31 @@ GRAPH_EXECUTION_KEYS = ["i Input", "v Value", "/ Find", "nN Match", "g Go to #"]
 ANYWHERE_KEYS = ["z Zoom", "[] Alert", "? Keys", "q Quit", "t Trends"]
 
 
-@pytest.mark.parametrize("pane_key, own_keys", [
-    ("1", []),
-    ("3", GRAPH_EXECUTION_KEYS),
-    ("4", ["⏎ Go to op's trace"]),
-    ("6", ["l Library frames"]),
-])
+@pytest.mark.parametrize(
+    "pane_key, own_keys",
+    [
+        ("1", []),
+        ("3", GRAPH_EXECUTION_KEYS),
+        ("4", ["⏎ Go to op's trace"]),
+        ("6", ["l Library frames"]),
+    ],
+)
 async def test_footer_at_80_columns_shows_the_pane_keys_and_the_keys_for_anywhere(
-        nan_logdir, pane_key, own_keys):
+    nan_logdir, pane_key, own_keys
+):
     # The app lands in Graph Execution: the footer is the new pane's once those keys
     # are gone (the footer is rebuilt after the key is handled, not with it).
     gone = [key for key in GRAPH_EXECUTION_KEYS if key not in own_keys]
     async with hunted_app(nan_logdir, (80, 24)) as (app, pilot):
         await pilot.press(pane_key)
-        await wait_for(pilot, lambda: all(key in footer(app) for key in own_keys + ANYWHERE_KEYS)
-                       and not any(key in footer(app) for key in gone),
-                       what=f"the keys of pane {pane_key}")
+        await wait_for(
+            pilot,
+            lambda: (
+                all(key in footer(app) for key in own_keys + ANYWHERE_KEYS)
+                and not any(key in footer(app) for key in gone)
+            ),
+            what=f"the keys of pane {pane_key}",
+        )
         # The command palette's key makes room at 80 columns; `?` lists it.
         assert "Commands" not in footer(app)
 
@@ -87,8 +97,12 @@ async def test_keys_hidden_from_the_footer_are_listed_by_question_mark(nan_logdi
         await pilot.press("?")
         await wait_for(pilot, lambda: "List every key" in screen_text(app), what="help")
         text = help_text(DebuggerApp.BINDINGS).plain
-        for line in ("Go to the selected op's first input", "Alerts only", "First alert trace",
-                     "Ctrl+P"):
+        for line in (
+            "Go to the selected op's first input",
+            "Alerts only",
+            "First alert trace",
+            "Ctrl+P",
+        ):
             assert line in text
 
 
@@ -99,8 +113,11 @@ async def test_a_footer_key_clicked_is_pressed_and_hovered_shows_its_tooltip(nan
         await wait_for(pilot, lambda: "? Keys" in footer(app), what="? in the footer")
         column = footer(app).index("? Keys") + len("? K")
         await pilot.hover(KeyFooter, offset=(column, 0))
-        await wait_for(pilot, lambda: app.screen.query_one(KeyFooter).tooltip
-                       == "List every key", what="the tooltip of ?")
+        await wait_for(
+            pilot,
+            lambda: app.screen.query_one(KeyFooter).tooltip == "List every key",
+            what="the tooltip of ?",
+        )
         await pilot.click(KeyFooter, offset=(column, 0))
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="the keys")
         # Between two keys nothing is pressed.

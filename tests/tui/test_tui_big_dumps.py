@@ -37,15 +37,20 @@ INJECTED = "[red]Log[/red]\x1b[31m\x07"
 
 def test_execution_detail_finds_an_input_produced_long_before(tmp_path):
     """The timeline's detail names an input's producer however far back it ran."""
-    writer = DumpWriter(tmp_path, {"tensor_debug_mode": fmt.FULL_HEALTH},
-                        flush_interval_s=None)
+    writer = DumpWriter(tmp_path, {"tensor_debug_mode": fmt.FULL_HEALTH}, flush_interval_s=None)
     row = health_row([1.0, 2.0])
 
     def execute(op_type, inputs, outputs):
-        return writer.add_execution(op_type=op_type, graph_id=None, input_ids=inputs,
-                                    output_ids=outputs, device_ids=[],
-                                    output_dtypes=[FLOAT32] * len(outputs), stack_id=None,
-                                    summaries=[row] * len(outputs))
+        return writer.add_execution(
+            op_type=op_type,
+            graph_id=None,
+            input_ids=inputs,
+            output_ids=outputs,
+            device_ids=[],
+            output_dtypes=[FLOAT32] * len(outputs),
+            stack_id=None,
+            summaries=[row] * len(outputs),
+        )
 
     execute("ReadVariableOp", [], [7])
     for i in range(2000):
@@ -54,4 +59,7 @@ def test_execution_detail_finds_an_input_produced_long_before(tmp_path):
     writer.close()
     context = load_execution_context(reader.open_run(tmp_path), consumer)
     assert [(i.tensor_id, i.producer_index, i.producer_op_type) for i in context.inputs] == [
-        (7, 0, "ReadVariableOp"), (2099, 2000, "AddV2"), (5, None, None)]
+        (7, 0, "ReadVariableOp"),
+        (2099, 2000, "AddV2"),
+        (5, None, None),
+    ]

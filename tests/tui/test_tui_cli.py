@@ -48,8 +48,10 @@ def test_wait_fails_at_once_where_no_run_can_appear(tmp_path):
     """(Where one can, the app waits: tests/tui/test_tui_wait.py, and in a terminal
     test_tui_terminal.py.)"""
     (tmp_path / "file.txt").write_text("not a logdir")
-    for path, why in ((tmp_path / "no_parent" / "logdir", "no such directory (nor its parent)"),
-                      (tmp_path / "file.txt", "not a directory")):
+    for path, why in (
+        (tmp_path / "no_parent" / "logdir", "no such directory (nor its parent)"),
+        (tmp_path / "file.txt", "not a directory"),
+    ):
         completed = run_cli(str(path), "--wait")
         assert_one_line_error(completed, exit_codes.EXIT_NO_DUMP)
         assert completed.stderr.strip() == f"tfdbg-tui: {path}: {why}"
@@ -62,22 +64,28 @@ def test_a_regular_file_is_not_a_directory(tmp_path, command):
     completed = run_cli(*command, str(path))
     assert completed.returncode == exit_codes.EXIT_NO_DUMP and "Traceback" not in completed.stderr
     assert completed.stderr.strip().splitlines() == [
-        f"tfdbg-tui{' report' if command else ''}: {path}: not a directory"]
+        f"tfdbg-tui{' report' if command else ''}: {path}: not a directory"
+    ]
 
 
 @pytest.fixture(scope="module")
 def tensorflow_dump(tmp_path_factory):
     """A logdir written by TensorFlow's own dumper (a real one, on a log of zero)."""
     logdir = tmp_path_factory.mktemp("tf_dump") / "logdir"
-    program = ("import tensorflow as tf\n"
-               f"tf.debugging.experimental.enable_dump_debug_info({str(logdir)!r}, "
-               "tensor_debug_mode='FULL_HEALTH')\n"
-               "tf.math.log(tf.constant([0.0]))\n"
-               "tf.debugging.experimental.disable_dump_debug_info()\n")
-    completed = subprocess.run([sys.executable, "-c", program], capture_output=True,
-                               text=True, timeout=300,
-                               env=dict(os.environ, CUDA_VISIBLE_DEVICES="",
-                                        TF_CPP_MIN_LOG_LEVEL="3"))
+    program = (
+        "import tensorflow as tf\n"
+        f"tf.debugging.experimental.enable_dump_debug_info({str(logdir)!r}, "
+        "tensor_debug_mode='FULL_HEALTH')\n"
+        "tf.math.log(tf.constant([0.0]))\n"
+        "tf.debugging.experimental.disable_dump_debug_info()\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="3"),
+    )
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert any(logdir.glob("tfdbg_events.*.metadata"))
     return logdir
@@ -127,7 +135,8 @@ def test_version_names_the_package_and_the_dump_format_it_reads():
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.strip() == (
         f"tfdbg-tui {version('tfdbg-tui')} "
-        f"(dump format {fmt.FORMAT_VERSION[0]}.{fmt.FORMAT_VERSION[1]})")
+        f"(dump format {fmt.FORMAT_VERSION[0]}.{fmt.FORMAT_VERSION[1]})"
+    )
 
 
 def test_help_names_exit_statuses():
@@ -158,12 +167,29 @@ def test_demo_failure_is_one_line_and_status_6(tmp_path, monkeypatch, capsys):
     assert "tfdbg-tui: the example program failed" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("args", [
-    ["report", "{logdir}"], ["report", "{logdir}", "--json"],
-    ["diff", "{logdir}", "{logdir}"], ["diff", "{logdir}", "{logdir}", "--json"],
-    ["--help"], ["report", "--help"], ["diff", "--help"], ["--version"],
-], ids=["report", "report-json", "diff", "diff-json", "help", "report-help", "diff-help",
-        "version"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["report", "{logdir}"],
+        ["report", "{logdir}", "--json"],
+        ["diff", "{logdir}", "{logdir}"],
+        ["diff", "{logdir}", "{logdir}", "--json"],
+        ["--help"],
+        ["report", "--help"],
+        ["diff", "--help"],
+        ["--version"],
+    ],
+    ids=[
+        "report",
+        "report-json",
+        "diff",
+        "diff-json",
+        "help",
+        "report-help",
+        "diff-help",
+        "version",
+    ],
+)
 def test_a_closed_output_pipe_ends_quietly(tmp_path, args):
     """`tfdbg-tui report LOGDIR | head`: when the reader has gone, every output path
     ends without a word, with the status a shell gives a command SIGPIPE stopped
@@ -172,16 +198,21 @@ def test_a_closed_output_pipe_ends_quietly(tmp_path, args):
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader is gone before anything is written
     try:
-        completed = subprocess.run([TFDBG_TUI, *(a.format(logdir=tmp_path) for a in args)],
-                                   stdout=write_end, stderr=subprocess.PIPE, text=True,
-                                   timeout=60)
+        completed = subprocess.run(
+            [TFDBG_TUI, *(a.format(logdir=tmp_path) for a in args)],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
     finally:
         os.close(write_end)
     # argparse ignores a closed pipe while it prints help or the version from Python
     # 3.11 on (its _print_message catches OSError); 3.10's raises, and the command
     # then ends as on any other closed pipe.
     informational = args[-1] in ("--help", "--version") and sys.version_info >= (3, 11)
-    assert completed.returncode == \
-        (exit_codes.EXIT_OK if informational else exit_codes.EXIT_PIPE_CLOSED)
+    assert completed.returncode == (
+        exit_codes.EXIT_OK if informational else exit_codes.EXIT_PIPE_CLOSED
+    )
     assert exit_codes.EXIT_PIPE_CLOSED == 141
     assert completed.stderr == ""

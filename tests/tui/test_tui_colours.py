@@ -45,9 +45,13 @@ async def test_cursor_row_text_keeps_the_cursor_colour_over_alert_colours(nan_lo
 
 def _in_16_colours(style):
     """`style` as a 16-colour terminal shows it (TERM=xterm): colours downgraded."""
-    return Style(color=style.color.downgrade(ColorSystem.STANDARD) if style.color else None,
-                 bgcolor=style.bgcolor.downgrade(ColorSystem.STANDARD) if style.bgcolor
-                 else None, bold=style.bold, underline=style.underline, italic=style.italic)
+    return Style(
+        color=style.color.downgrade(ColorSystem.STANDARD) if style.color else None,
+        bgcolor=style.bgcolor.downgrade(ColorSystem.STANDARD) if style.bgcolor else None,
+        bold=style.bold,
+        underline=style.underline,
+        italic=style.italic,
+    )
 
 
 def _colour_number(color) -> int | None:
@@ -57,14 +61,25 @@ def _colour_number(color) -> int | None:
 def screen_svg_in_16_colours(app) -> str:
     """The whole screen as an SVG picture of a 16-colour terminal."""
     width, height = app.size
-    console = Console(record=True, width=width, height=height, file=io.StringIO(),
-                      color_system="standard", force_terminal=True, legacy_windows=False)
+    console = Console(
+        record=True,
+        width=width,
+        height=height,
+        file=io.StringIO(),
+        color_system="standard",
+        force_terminal=True,
+        legacy_windows=False,
+    )
     for strip in screen_strips(app):
-        line = [Segment(segment.text, _in_16_colours(segment.style))
-                for segment in strip if segment.style]
+        line = [
+            Segment(segment.text, _in_16_colours(segment.style))
+            for segment in strip
+            if segment.style
+        ]
         console.print(Segments([*line, Segment.line()]), end="")
-    return console.export_svg(title="tfdbg-tui, TERM=xterm (16 colours)",
-                              unique_id="tfdbg-tui-16-colours")
+    return console.export_svg(
+        title="tfdbg-tui, TERM=xterm (16 colours)", unique_id="tfdbg-tui-16-colours"
+    )
 
 
 async def test_in_16_colours_cursor_alerts_and_bad_counts_stay_distinct(nan_logdir):
@@ -79,21 +94,31 @@ async def test_in_16_colours_cursor_alerts_and_bad_counts_stay_distinct(nan_logd
         backgrounds = [_colour_number(segment.style.bgcolor) for segment in cells]
         cursor_background = backgrounds[0]
         assert cursor_background not in red
-        bad_cells = [number for segment, number in zip(cells, backgrounds)
-                     if segment.text.strip() == "1"]
+        bad_cells = [
+            number for segment, number in zip(cells, backgrounds) if segment.text.strip() == "1"
+        ]
         assert bad_cells and all(number in red for number in bad_cells), backgrounds
-        for widget in (app.screen.query_one(AlertList), app.screen.query_one(StackTraceList),
-                       app.screen.query_one(GraphStructureList)):
+        for widget in (
+            app.screen.query_one(AlertList),
+            app.screen.query_one(StackTraceList),
+            app.screen.query_one(GraphStructureList),
+        ):
             assert not widget.has_focus
             row = widget.cursor - widget.scroll_offset.y + widget.header_height
-            blurred = {_colour_number(segment.style.bgcolor)
-                       for segment in widget.render_line(row) if segment.text.strip()}
+            blurred = {
+                _colour_number(segment.style.bgcolor)
+                for segment in widget.render_line(row)
+                if segment.text.strip()
+            }
             assert not blurred & red, (type(widget).__name__, blurred)
         # The alerts' own red stays off the cursor rows, on the rows below.
         alerts = app.screen.query_one(AlertList)
         row = alerts.cursor - alerts.scroll_offset.y + alerts.header_height + 1
-        assert red & {_colour_number(segment.style.color)
-                      for segment in alerts.render_line(row) if segment.text.strip()}
+        assert red & {
+            _colour_number(segment.style.color)
+            for segment in alerts.render_line(row)
+            if segment.text.strip()
+        }
 
 
 async def test_snapshot_of_the_landing_in_16_colours(tmp_path, snapshot):
@@ -105,9 +130,13 @@ async def test_snapshot_of_the_landing_in_16_colours(tmp_path, snapshot):
     write_nan_dump(tmp_path, run_id="20231114T221320-snapshot-4242-abcdef")
     async with hunted_app(tmp_path, (80, 24)) as (app, pilot):
         graph_list = app.screen.query_one(GraphExecutionList)
-        await wait_for(pilot, lambda: graph_list.selected_trace == 9
-                       and app.screen.query_one(SourceCodeView).view.line == 8,
-                       what="the landing")
+        await wait_for(
+            pilot,
+            lambda: (
+                graph_list.selected_trace == 9
+                and app.screen.query_one(SourceCodeView).view.line == 8
+            ),
+            what="the landing",
+        )
         await wait_for_workers(pilot)
-        assert screen_svg_in_16_colours(app) == snapshot(
-            extension_class=SVGImageSnapshotExtension)
+        assert screen_svg_in_16_colours(app) == snapshot(extension_class=SVGImageSnapshotExtension)

@@ -30,10 +30,15 @@ def run_pair(tmp_path_factory) -> Path:
     ROOT/base and ROOT/float16, one run each."""
     pytest.importorskip("tensorflow")
     root = tmp_path_factory.mktemp("compare_pair")
-    done = subprocess.run([sys.executable, str(PROGRAM), str(root), "FULL_HEALTH", "base",
-                           "float16"], capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(REPO),
-                                   CUDA_VISIBLE_DEVICES=""))
+    done = subprocess.run(
+        [sys.executable, str(PROGRAM), str(root), "FULL_HEALTH", "base", "float16"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(
+            os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(REPO), CUDA_VISIBLE_DEVICES=""
+        ),
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return root
 
@@ -74,11 +79,17 @@ async def test_compare_lands_on_the_first_divergence_with_a_beside_b(run_pair, a
     async with app.run_test(size=(100, 30), notifications=True) as pilot:
         await wait_for_comparison(pilot)
         graph_list = app.screen.query_one(GraphExecutionList)
-        await wait_for(pilot, lambda: graph_list.selected_trace == first.b.index,
-                       what="the first divergence selected")
+        await wait_for(
+            pilot,
+            lambda: graph_list.selected_trace == first.b.index,
+            what="the first divergence selected",
+        )
         assert app.focused is graph_list
-        await wait_for(pilot, lambda: "first divergence: Sum 'Sum:0'" in screen_text(app),
-                       what="the landing notice")
+        await wait_for(
+            pilot,
+            lambda: "first divergence: Sum 'Sum:0'" in screen_text(app),
+            what="the landing notice",
+        )
         text = screen_text(app)
         status = text.splitlines()[0]
         a_id = reader.list_runs(run_pair / "base")[0].run_id
@@ -90,8 +101,11 @@ async def test_compare_lands_on_the_first_divergence_with_a_beside_b(run_pair, a
         # Both runs' inf/NaN cells (4 and 0) are marked as differing; the sizes are not.
         diverged = graph_list.component_style("graph-execution--diverged")
         rendered = graph_list.render_row(graph_list.rows.row_of(first.b.index), 80)
-        marked = [rendered.plain[span.start:span.end].strip() for span in rendered.spans
-                  if span.style == diverged]
+        marked = [
+            rendered.plain[span.start : span.end].strip()
+            for span in rendered.spans
+            if span.style == diverged
+        ]
         assert marked == ["4", "≠", "0"]
         cast = next(i for i in range(first.b.index) if alignment.counterpart_of(i) is None)
         assert "only in B" in row_of(app, cast)
@@ -104,22 +118,27 @@ async def test_divergence_keys_move_between_divergences(run_pair, alignment):
     async with app.run_test(size=(100, 30), notifications=True) as pilot:
         await wait_for_comparison(pilot)
         graph_list = app.screen.query_one(GraphExecutionList)
-        await wait_for(pilot, lambda: graph_list.selected_trace == divergent[0],
-                       what="landing")
+        await wait_for(pilot, lambda: graph_list.selected_trace == divergent[0], what="landing")
         for expected in divergent[1:3]:
             await pilot.press("d")
-            await wait_for(pilot, lambda e=expected: graph_list.selected_trace == e,
-                           what=f"next divergence #{expected}")
+            await wait_for(
+                pilot,
+                lambda e=expected: graph_list.selected_trace == e,
+                what=f"next divergence #{expected}",
+            )
         await pilot.press("D")
-        await wait_for(pilot, lambda: graph_list.selected_trace == divergent[1],
-                       what="previous divergence")
+        await wait_for(
+            pilot, lambda: graph_list.selected_trace == divergent[1], what="previous divergence"
+        )
         await pilot.press("end", "d")
-        await wait_for(pilot, lambda: "no later divergence" in screen_text(app),
-                       what="no later divergence")
+        await wait_for(
+            pilot, lambda: "no later divergence" in screen_text(app), what="no later divergence"
+        )
         # From another pane too: the keys work anywhere and focus Graph Execution.
         await pilot.press("1", "F")
-        await wait_for(pilot, lambda: graph_list.selected_trace == divergent[0],
-                       what="first divergence")
+        await wait_for(
+            pilot, lambda: graph_list.selected_trace == divergent[0], what="first divergence"
+        )
         assert app.focused is graph_list
 
 
@@ -128,14 +147,14 @@ async def test_a_run_compared_with_itself_has_no_divergence_and_says_so(run_pair
     app = compare_app(base, base)
     async with app.run_test(size=(100, 30), notifications=True) as pilot:
         await wait_for_comparison(pilot)
-        await wait_for(pilot, lambda: "no divergence: the" in screen_text(app),
-                       what="the notice")
+        await wait_for(pilot, lambda: "no divergence: the" in screen_text(app), what="the notice")
         text = screen_text(app)
         assert "Graph Execution vs A: no divergence" in text and "≠" not in text
         assert "only in B" not in text
         await pilot.press("d")
-        await wait_for(pilot, lambda: "no later divergence" in screen_text(app),
-                       what="no divergence to go to")
+        await wait_for(
+            pilot, lambda: "no later divergence" in screen_text(app), what="no divergence to go to"
+        )
 
 
 async def test_compare_at_80_columns(run_pair, alignment):
@@ -143,8 +162,11 @@ async def test_compare_at_80_columns(run_pair, alignment):
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for_comparison(pilot)
         first = alignment.first
-        await wait_for(pilot, lambda: app.screen.query_one(GraphExecutionList)
-                       .selected_trace == first, what="landing")
+        await wait_for(
+            pilot,
+            lambda: app.screen.query_one(GraphExecutionList).selected_trace == first,
+            what="landing",
+        )
         lines = screen_text(app).splitlines()
         assert all(len(line) <= 80 for line in lines)
         assert " vs A: " in lines[0] and "FULL_HEALTH" in lines[0]
@@ -158,22 +180,25 @@ async def test_c_compares_with_a_run_given_by_path(run_pair, alignment):
     """A logdir of one run: `c` asks for A's path, then lands as --compare does."""
     app = make_app(run_pair / "float16")
     async with app.run_test(size=(100, 30), notifications=True) as pilot:
-        await wait_for(pilot, lambda: getattr(app.screen, "root_cause", None) is not None,
-                       what="the hunt")
+        await wait_for(
+            pilot, lambda: getattr(app.screen, "root_cause", None) is not None, what="the hunt"
+        )
         assert not compared(app.screen)
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, PromptDialog), what="the prompt")
         await pilot.press(*str(run_pair / "nowhere"), "enter")
-        await wait_for(pilot, lambda: "Could not compare" in screen_text(app),
-                       what="the error notice")
+        await wait_for(
+            pilot, lambda: "Could not compare" in screen_text(app), what="the error notice"
+        )
         assert not compared(app.screen) and app.screen.comparison.path is None
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, PromptDialog), what="the prompt")
         await pilot.press(*str(run_pair / "base"), "enter")
         await wait_for_comparison(pilot)
         graph_list = app.screen.query_one(GraphExecutionList)
-        await wait_for(pilot, lambda: graph_list.selected_trace == alignment.first,
-                       what="the first divergence")
+        await wait_for(
+            pilot, lambda: graph_list.selected_trace == alignment.first, what="the first divergence"
+        )
         assert " vs A: " in screen_text(app).splitlines()[0]
 
 
@@ -186,26 +211,40 @@ async def test_c_picks_another_run_of_the_logdir(run_pair, alignment, tmp_path):
         (logdir / run.name).symlink_to(run, target_is_directory=True)
     app = make_app(logdir)  # opens the newest run: float16's, made after base's
     async with app.run_test(size=(100, 30)) as pilot:
-        await wait_for(pilot, lambda: getattr(app.screen, "root_cause", None) is not None,
-                       what="the hunt")
+        await wait_for(
+            pilot, lambda: getattr(app.screen, "root_cause", None) is not None, what="the hunt"
+        )
         await pilot.press("c")
-        await wait_for(pilot, lambda: isinstance(app.screen, RunPickerDialog),
-                       what="the run picker")
+        await wait_for(
+            pilot, lambda: isinstance(app.screen, RunPickerDialog), what="the run picker"
+        )
         assert "Compare with which run" in screen_text(app)
-        assert [run.run_id for run in app.screen.runs] == \
-            [reader.list_runs(run_pair / "base")[0].run_id]
+        assert [run.run_id for run in app.screen.runs] == [
+            reader.list_runs(run_pair / "base")[0].run_id
+        ]
         await pilot.press("enter")
         await wait_for_comparison(pilot)
         graph_list = app.screen.query_one(GraphExecutionList)
-        await wait_for(pilot, lambda: graph_list.selected_trace == alignment.first,
-                       what="the first divergence")
+        await wait_for(
+            pilot, lambda: graph_list.selected_trace == alignment.first, what="the first divergence"
+        )
 
 
 def test_a_bad_compare_path_is_one_line_and_exit_status_3(run_pair, tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "tfdbg_tui.cli", str(run_pair / "float16"), "--compare",
-         str(tmp_path / "missing")], capture_output=True, text=True, timeout=60,
-        env=dict(os.environ, PYTHONPATH=str(REPO)))
+        [
+            sys.executable,
+            "-m",
+            "tfdbg_tui.cli",
+            str(run_pair / "float16"),
+            "--compare",
+            str(tmp_path / "missing"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
     assert done.returncode == EXIT_NO_DUMP and done.stdout == ""
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("tfdbg-tui: ") and "missing" in lines[0]

@@ -27,13 +27,12 @@ async def test_the_comparison_calls_the_runs_by_the_names_given(tmp_path):
     app = make_app(tmp_path / "A", compare=good, compare_names=("good", "bad"))
     async with app.run_test(size=(120, 30), notifications=True) as pilot:
         graph_list = app.screen.query_one(GraphExecutionList)
-        await wait_for(pilot, lambda: graph_list.comparison is not None,
-                       what="the comparison")
-        await wait_for(pilot, lambda: "first divergence: Log" in screen_text(app),
-                       what="the landing notice")
+        await wait_for(pilot, lambda: graph_list.comparison is not None, what="the comparison")
+        await wait_for(
+            pilot, lambda: "first divergence: Log" in screen_text(app), what="the landing notice"
+        )
         text = screen_text(app)
-        notice = " ".join(line.split("▌")[-1].strip() for line in text.splitlines()
-                          if "▌" in line)
+        notice = " ".join(line.split("▌")[-1].strip() for line in text.splitlines() if "▌" in line)
         assert "▌ vs good" in text and "non-finite in bad, finite in good." in notice
         assert " vs good: " in text.splitlines()[0]
         assert "vs good: " in text and "good #" in text

@@ -37,8 +37,19 @@ async def test_a_hostile_index_is_damage_with_the_same_notice(tmp_path):
     write_nan_dump(tmp_path)
     segment = next(tmp_path.glob("*/graph_traces.000000.tfdbg"))
     with open(segment, "ab") as file:
-        file.write(msgpack.packb({"k": "traces", "i": (1 << 63) + 7, "n": 1, "x": 1,
-                                  "tp": bytes(4), "sc": 9, "s": bytes(72)}))
+        file.write(
+            msgpack.packb(
+                {
+                    "k": "traces",
+                    "i": (1 << 63) + 7,
+                    "n": 1,
+                    "x": 1,
+                    "tp": bytes(4),
+                    "sc": 9,
+                    "s": bytes(72),
+                }
+            )
+        )
     app = make_app(tmp_path)
     async with app.run_test(size=(120, 30), notifications=True) as pilot:
         await wait_for_hunt(pilot)
@@ -66,14 +77,16 @@ async def test_every_hostile_value_opens_on_the_root_cause_in_bounded_memory(tmp
     with peak_memory() as peak:
         async with app.run_test(size=(120, 30), notifications=True) as pilot:
             if "bomb" in case:
-                await wait_for(pilot, lambda: "no NaN or inf" in screen_text(app),
-                               what="the empty alert list")
+                await wait_for(
+                    pilot, lambda: "no NaN or inf" in screen_text(app), what="the empty alert list"
+                )
             else:
                 await wait_for_hunt(pilot)
                 await wait_for(pilot, lambda: "Log" in screen_text(app), what="the root cause")
             if case in DAMAGED:
-                await wait_for(pilot, lambda: "Damaged dump" in screen_text(app),
-                               what="the damage notice")
+                await wait_for(
+                    pilot, lambda: "Damaged dump" in screen_text(app), what="the damage notice"
+                )
             for key in ("3", "end", "home", "i", "v", "escape", "2", "end", "6", "5"):
                 await pilot.press(key)
             await pilot.pause()
@@ -82,15 +95,40 @@ async def test_every_hostile_value_opens_on_the_root_cause_in_bounded_memory(tmp
 
 
 async def test_an_empty_run_opens_and_every_key_is_harmless(tmp_path):
-    DumpWriter(tmp_path, {"tensor_debug_mode": fmt.NO_TENSOR, "eager_mode": True},
-               flush_interval_s=None).close()
+    DumpWriter(
+        tmp_path, {"tensor_debug_mode": fmt.NO_TENSOR, "eager_mode": True}, flush_interval_s=None
+    ).close()
     app = make_app(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: "no NaN or inf so far" in screen_text(app),
-                       what="the empty alert list")
-        for key in ("3", "f", "full_stop", "comma", "a", "a", "i", "v", "n", "end", "2",
-                    "right", "end", "1", "enter", "4", "enter", "6", "l", "5", "pagedown",
-                    "right_square_bracket", "z", "z"):
+        await wait_for(
+            pilot, lambda: "no NaN or inf so far" in screen_text(app), what="the empty alert list"
+        )
+        for key in (
+            "3",
+            "f",
+            "full_stop",
+            "comma",
+            "a",
+            "a",
+            "i",
+            "v",
+            "n",
+            "end",
+            "2",
+            "right",
+            "end",
+            "1",
+            "enter",
+            "4",
+            "enter",
+            "6",
+            "l",
+            "5",
+            "pagedown",
+            "right_square_bracket",
+            "z",
+            "z",
+        ):
             await pilot.press(key)
         assert app.is_running and "exec 0 trace 0" in screen_text(app)
 

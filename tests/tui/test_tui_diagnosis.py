@@ -20,21 +20,32 @@ def _diagnosis_row(app) -> str:
 async def test_diagnosis_shows_on_opening_then_follows_the_selected_alert(nan_logdir):
     async with hunted_app(nan_logdir, (80, 24)) as (app, pilot):
         # No keystroke: the root cause's diagnosis, under the status line, cut with a hint.
-        await wait_for(pilot, lambda: "`tf.math.log(probs)` got 1 exact zero" in
-                       _diagnosis_row(app), what="the root cause's diagnosis")
+        await wait_for(
+            pilot,
+            lambda: "`tf.math.log(probs)` got 1 exact zero" in _diagnosis_row(app),
+            what="the root cause's diagnosis",
+        )
         row = _diagnosis_row(app)
         assert row.startswith(" log of ≤0  `tf.math.log(probs)` got 1 exact zero among 1,000")
         assert row.rstrip().endswith("… e: more")
         assert app.screen.query_one(DiagnosisLine).diagnosis.alert.index == 9
         # The next alert (Mul, downstream): its own diagnosis names where it began.
         await pilot.press("]")
-        await wait_for(pilot, lambda: "`labels * log_probs` got 1 -inf" in _diagnosis_row(app),
-                       what="the Mul alert's diagnosis")
-        assert "they began upstream: `tf.math.log(probs)` got" in \
-            app.screen.query_one(DiagnosisLine).diagnosis.explanation
+        await wait_for(
+            pilot,
+            lambda: "`labels * log_probs` got 1 -inf" in _diagnosis_row(app),
+            what="the Mul alert's diagnosis",
+        )
+        assert (
+            "they began upstream: `tf.math.log(probs)` got"
+            in app.screen.query_one(DiagnosisLine).diagnosis.explanation
+        )
         await pilot.press("[")
-        await wait_for(pilot, lambda: "`tf.math.log(probs)` got" in _diagnosis_row(app),
-                       what="back to the Log alert's diagnosis")
+        await wait_for(
+            pilot,
+            lambda: "`tf.math.log(probs)` got" in _diagnosis_row(app),
+            what="back to the Log alert's diagnosis",
+        )
 
 
 async def test_e_shows_the_whole_diagnosis_and_closes(nan_logdir):
@@ -49,15 +60,12 @@ async def test_e_shows_the_whole_diagnosis_and_closes(nan_logdir):
         assert "1 zero, 999 positive" in text and "pattern: log_of_nonpositive" in text
         assert "Log Log:0, graph #9, step 3" in text
         await pilot.press("escape")
-        await wait_for(pilot, lambda: not isinstance(app.screen, TextDialog),
-                       what="closed")
+        await wait_for(pilot, lambda: not isinstance(app.screen, TextDialog), what="closed")
         # A click on the line opens it too.
         await pilot.click(DiagnosisLine)
-        await wait_for(pilot, lambda: isinstance(app.screen, TextDialog),
-                       what="modal on click")
+        await wait_for(pilot, lambda: isinstance(app.screen, TextDialog), what="modal on click")
         await pilot.press("e")
-        await wait_for(pilot, lambda: not isinstance(app.screen, TextDialog),
-                       what="closed by e")
+        await wait_for(pilot, lambda: not isinstance(app.screen, TextDialog), what="closed by e")
 
 
 async def test_diagnosis_line_fits_a_wide_screen_without_a_hint(nan_logdir):
@@ -83,14 +91,26 @@ async def test_graph_structure_shows_the_culprits_history(pattern_dumps):
     """A real TensorFlow run whose log(0) begins at step 250 of 300."""
     async with hunted_app(os.path.join(pattern_dumps, "late_log"), (80, 24)) as (app, pilot):
         structure = app.screen.query_one(GraphStructureList)
-        await wait_for(pilot, lambda: structure.context is not None
-                       and structure.context.history is not None, what="the history")
+        await wait_for(
+            pilot,
+            lambda: structure.context is not None and structure.context.history is not None,
+            what="the history",
+        )
         # On opening, at 80x24: the output's sparkline, finite then broken for good.
-        await wait_for(pilot, lambda: "▏  ··········██ Log:0 finite for s" in screen_text(app),
-                       what="the history row")
+        await wait_for(
+            pilot,
+            lambda: "▏  ··········██ Log:0 finite for s" in screen_text(app),
+            what="the history row",
+        )
         await pilot.press("4", "z")  # zoomed: the phrase up to where it broke
-        await wait_for(pilot, lambda: "  ··········██ Log:0 finite for steps 0-249, first "
-                       "non-finite at step 250 (#1" in screen_text(app), what="zoomed")
+        await wait_for(
+            pilot,
+            lambda: (
+                "  ··········██ Log:0 finite for steps 0-249, first "
+                "non-finite at step 250 (#1" in screen_text(app)
+            ),
+            what="zoomed",
+        )
         # Its input, on the same axis: finite all along.
         assert "  ············ mul:0 finite in all 300 traces (steps 0-299)" in screen_text(app)
         # History rows are not cursor stops.

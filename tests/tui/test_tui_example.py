@@ -22,24 +22,42 @@ async def test_hunt_on_the_example_alert_log_op_input_stack_and_source(example_l
         # Without a keystroke: the alert, the Log tensor, its creation stack, its line.
         alerts = app.screen.query_one(AlertList)
         assert alerts.alerts[alerts.cursor].op_type == "Log"
-        await wait_for(pilot, lambda: graph_list.selected_trace == root.trace.index,
-                       what="the root-cause trace")
-        await wait_for(pilot, lambda: structure.context is not None
-                       and structure.context.trace.index == root.trace.index,
-                       what="the Log op's structure")
+        await wait_for(
+            pilot,
+            lambda: graph_list.selected_trace == root.trace.index,
+            what="the root-cause trace",
+        )
+        await wait_for(
+            pilot,
+            lambda: (
+                structure.context is not None and structure.context.trace.index == root.trace.index
+            ),
+            what="the Log op's structure",
+        )
         assert structure.context.op.op_type == "Log"
         frame = stack.selected_frame
         assert frame.is_user and frame.path.endswith("debug_mnist.py")
-        await wait_for(pilot, lambda: source.view is not None and source.view.line == frame.line
-                       and source.view.path == frame.path, what="the source line")
+        await wait_for(
+            pilot,
+            lambda: (
+                source.view is not None
+                and source.view.line == frame.line
+                and source.view.path == frame.path
+            ),
+            what="the source line",
+        )
         assert "tf.math.log(probs)" in source.view.lines[frame.line - 1].plain
         number = str(frame.line).rjust(len(str(len(source.view.lines))))
         # The marked line, scrolled sideways so the culprit expression is whole at 80x24.
         assert source.view.span is not None
-        await wait_for(pilot, lambda: any(
-            row.startswith(f"▶{number} ") and "tf.math.log(probs)" in row
-            for row in (line.split("▏")[-1] for line in screen_text(app).splitlines())),
-            what="the line centred on screen, its expression in view")
+        await wait_for(
+            pilot,
+            lambda: any(
+                row.startswith(f"▶{number} ") and "tf.math.log(probs)" in row
+                for row in (line.split("▏")[-1] for line in screen_text(app).splitlines())
+            ),
+            what="the line centred on screen, its expression in view",
+        )
         # The diagnosis line names the pattern and the expression without a keystroke.
         assert "`tf.math.log(probs)` got" in screen_text(app).splitlines()[1]
         # Graph Structure: Log:0's history, finite in the first training step only.
@@ -51,30 +69,46 @@ async def test_hunt_on_the_example_alert_log_op_input_stack_and_source(example_l
         softmax = structure.selected_neighbour
         assert softmax.op.op_type == "Softmax" and softmax.summary.zero > 0
         await pilot.press("enter")
-        await wait_for(pilot, lambda: graph_list.selected_trace == softmax.trace_index,
-                       what="the Softmax trace")
-        await wait_for(pilot, lambda: structure.context.op.op_type == "Softmax",
-                       what="the Softmax op")
-        await wait_for(pilot, lambda: stack.selected_frame is not None
-                       and stack.selected_frame.is_user
-                       and stack.selected_frame.line != frame.line, what="softmax's stack")
-        assert "tf.nn.softmax" in source.view.lines[stack.selected_frame.line - 1].plain or \
-            "softmax" in (app.screen.reader.source_line(stack.selected_frame) or "")
+        await wait_for(
+            pilot,
+            lambda: graph_list.selected_trace == softmax.trace_index,
+            what="the Softmax trace",
+        )
+        await wait_for(
+            pilot, lambda: structure.context.op.op_type == "Softmax", what="the Softmax op"
+        )
+        await wait_for(
+            pilot,
+            lambda: (
+                stack.selected_frame is not None
+                and stack.selected_frame.is_user
+                and stack.selected_frame.line != frame.line
+            ),
+            what="softmax's stack",
+        )
+        assert "tf.nn.softmax" in source.view.lines[
+            stack.selected_frame.line - 1
+        ].plain or "softmax" in (app.screen.reader.source_line(stack.selected_frame) or "")
 
 
-async def test_timeline_detail_names_where_each_input_of_a_function_call_came_from(
-        example_logdir):
+async def test_timeline_detail_names_where_each_input_of_a_function_call_came_from(example_logdir):
     async with hunted_app(example_logdir, (80, 24)) as (app, pilot):
         reader = app.screen.reader
-        call = next(i for i in range(reader.first_execution, reader.num_executions)
-                    if reader.execution(i).is_function)
+        call = next(
+            i
+            for i in range(reader.first_execution, reader.num_executions)
+            if reader.execution(i).is_function
+        )
         timeline = app.screen.query_one(TimelineCells)
         await pilot.press("2")
         timeline.move_to(call)
         await pilot.press("z")
         # x and labels come from numpy: no recorded op made them. The variables' handles
         # come from earlier executions, named with their index.
-        await wait_for(pilot, lambda: "in 0: input data or a constant (no recorded op made"
-                       in screen_text(app), what="the data input named")
+        await wait_for(
+            pilot,
+            lambda: "in 0: input data or a constant (no recorded op made" in screen_text(app),
+            what="the data input named",
+        )
         assert "in 2: from #" in screen_text(app) and "VarHandleOp:0" in screen_text(app)
         assert "tensor " not in screen_text(app)

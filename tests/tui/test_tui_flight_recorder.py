@@ -19,8 +19,11 @@ async def test_alerts_name_steps_and_the_first_non_finite_step(tmp_path):
     async with hunted_app(tmp_path, (80, 24)) as (app, pilot):
         await pilot.press("1", "z")
         alerts = app.screen.query_one(AlertList)
-        await wait_for(pilot, lambda: "first non-finite value at step 40" in screen_text(app),
-                       what="the first step")
+        await wait_for(
+            pilot,
+            lambda: "first non-finite value at step 40" in screen_text(app),
+            what="the first step",
+        )
         text = screen_text(app)
         heading = next(line for line in text.splitlines() if "first non-finite" in line)
         # Alerts per step: none kept before 40, a jump at 40, NaN everywhere after.
@@ -40,8 +43,9 @@ async def test_graph_execution_shows_one_row_for_the_traces_not_kept(tmp_path):
     write_long_run(tmp_path)
     async with hunted_app(tmp_path, (100, 30)) as (app, pilot):
         graph_list = app.screen.query_one(GraphExecutionList)
-        await wait_for(pilot, lambda: f"┄┄ {GAP_TEXT} (#123-#278) ┄┄" in screen_text(app),
-                       what="the gap row")
+        await wait_for(
+            pilot, lambda: f"┄┄ {GAP_TEXT} (#123-#278) ┄┄" in screen_text(app), what="the gap row"
+        )
         assert graph_list.row_count == 15 + 1 + 21  # pinned window, gap, tail
         await pilot.press("3", "g", *"200", "enter")  # a trace that was not kept
         await wait_for(pilot, lambda: graph_list.selected_trace is None, what="the gap row")
@@ -62,13 +66,17 @@ async def test_the_timeline_has_one_cell_for_the_executions_not_kept(tmp_path):
     async with hunted_app(tmp_path, (100, 30)) as (app, pilot):
         timeline = app.screen.query_one(TimelineCells)
         assert timeline.count == 11 + 1 + 19
-        await wait_for(pilot, lambda: "s" * 11 + GAP_CELL + "s" * 19 in screen_text(app),
-                       what="the cells")
+        await wait_for(
+            pilot, lambda: "s" * 11 + GAP_CELL + "s" * 19 in screen_text(app), what="the cells"
+        )
         timeline.select_execution(40)
         await pilot.press("2", "right")
         assert timeline.selected_execution is None
-        await wait_for(pilot, lambda: f"{GAP_TEXT}: executions #41-#80" in screen_text(app),
-                       what="the gap's detail")
+        await wait_for(
+            pilot,
+            lambda: f"{GAP_TEXT}: executions #41-#80" in screen_text(app),
+            what="the gap's detail",
+        )
         await pilot.press("right")
         assert timeline.selected_execution == 81
         timeline.select_execution(60)  # not kept: its gap's cell

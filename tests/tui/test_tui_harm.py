@@ -26,8 +26,9 @@ async def test_contained_alerts_are_dimmed_with_their_reason(harm_dumps):
     app = make_app(os.path.join(harm_dumps, "where_trap"))
     async with app.run_test(size=(160, 40)) as pilot:
         alerts = app.screen.query_one(AlertList)
-        await wait_for(pilot, lambda: alerts.summary is not None and alerts.places,
-                       what="the alerts")
+        await wait_for(
+            pilot, lambda: alerts.summary is not None and alerts.places, what="the alerts"
+        )
         row = alerts.render_row(0, 160)
         assert "Log Log:0" in row.plain and "contained: discarded" in row.plain
         assert row.style == alerts.component_style("alerts--contained")

@@ -31,14 +31,18 @@ async def test_open_selects_root_cause_its_stack_and_source_line(nan_logdir):
         await wait_for(pilot, lambda: graph_list.selected_trace == 9, what="trace 9")
         assert app.focused is graph_list
         structure = app.screen.query_one(GraphStructureList)
-        await wait_for(pilot, lambda: structure.context is not None
-                       and structure.context.trace.index == 9, what="structure of trace 9")
+        await wait_for(
+            pilot,
+            lambda: structure.context is not None and structure.context.trace.index == 9,
+            what="structure of trace 9",
+        )
         assert structure.context.op.op_type == "Log"
         assert [n.tensor_name for n in structure.context.inputs] == ["Softmax:0"]
         stack = app.screen.query_one(StackTraceList)
         assert stack.selected_frame.is_user and stack.selected_frame.line == LOG_LINE
-        await wait_for(pilot, lambda: _source_shows(app, USER_FILE, LOG_LINE),
-                       what="source line of Log")
+        await wait_for(
+            pilot, lambda: _source_shows(app, USER_FILE, LOG_LINE), what="source line of Log"
+        )
         text = screen_text(app)
         # The line's start, then the whole expression; the lines around it from their start.
         assert "▶ 8     log_pr…tf.math.log(probs)" in text
@@ -134,8 +138,14 @@ async def test_a_search_that_is_not_a_regex_says_so_and_searches_the_text(nan_lo
         graph_list = app.screen.query_one(GraphExecutionList)
         await pilot.press("3", "home", "slash")
         await pilot.press(*"Soft(", "enter")
-        await wait_for(pilot, lambda: "not a regular expression" in screen_text(app)
-                       and "no later match" in screen_text(app), what="the notices")
+        await wait_for(
+            pilot,
+            lambda: (
+                "not a regular expression" in screen_text(app)
+                and "no later match" in screen_text(app)
+            ),
+            what="the notices",
+        )
         assert graph_list.selected_trace == 0
 
 
@@ -147,19 +157,33 @@ async def test_stack_frames_choose_source_and_library_frames_hide(nan_logdir):
         assert app.focused is stack
         await pilot.press("down")
         assert not stack.selected_frame.is_user
-        await wait_for(pilot, lambda: app.screen.query_one(SourceCodeView).view.lines is None,
-                       what="missing snapshot note")
-        await wait_for(pilot, lambda: "library file: its text is not stored in" in
-                       screen_text(app), what="the note on screen")
+        await wait_for(
+            pilot,
+            lambda: app.screen.query_one(SourceCodeView).view.lines is None,
+            what="missing snapshot note",
+        )
+        await wait_for(
+            pilot,
+            lambda: "library file: its text is not stored in" in screen_text(app),
+            what="the note on screen",
+        )
         await pilot.press("up", "up")
         await wait_for(pilot, lambda: _source_shows(app, USER_FILE, 14), what="outer frame")
         await pilot.press("l")
         assert stack.row_count == 2 and "(user frames)" in screen_text(app)
 
 
-@pytest.mark.parametrize("key,widget_id", [
-    ("1", "alerts"), ("2", "timeline"), ("3", "graph-execution"),
-    ("4", "graph-structure"), ("5", "source-code"), ("6", "stack-trace")])
+@pytest.mark.parametrize(
+    "key,widget_id",
+    [
+        ("1", "alerts"),
+        ("2", "timeline"),
+        ("3", "graph-execution"),
+        ("4", "graph-structure"),
+        ("5", "source-code"),
+        ("6", "stack-trace"),
+    ],
+)
 async def test_number_keys_focus_panes_and_z_zooms(nan_logdir, key, widget_id):
     async with hunted_app(nan_logdir, (80, 24)) as (app, pilot):
         await pilot.press(key)
@@ -187,11 +211,17 @@ async def test_timeline_moves_and_shows_the_execution(nan_logdir):
         assert timeline.selected_execution == 0
         await pilot.press("right")
         assert timeline.selected_execution == 1
-        await wait_for(pilot, lambda: "__inference_train_step_42  function call" in
-                       screen_text(app), what="detail of the function call")
+        await wait_for(
+            pilot,
+            lambda: "__inference_train_step_42  function call" in screen_text(app),
+            what="detail of the function call",
+        )
         await pilot.press("z")
-        await wait_for(pilot, lambda: "in 0: from #0 RandomUniform:0" in
-                       screen_text(app), what="the input and its producer")
+        await wait_for(
+            pilot,
+            lambda: "in 0: from #0 RandomUniform:0" in screen_text(app),
+            what="the input and its producer",
+        )
         await pilot.press("z")
         await pilot.press("end")
         assert timeline.selected_execution == 5
@@ -205,9 +235,17 @@ async def test_question_mark_lists_every_key(nan_logdir):
         await wait_for(pilot, lambda: "Anywhere" in screen_text(app), what="help")
         assert isinstance(app.screen, HelpScreen)
         listed = help_text(DebuggerApp.BINDINGS).plain
-        for expected in ("Zoom", "Next alert", "Alerts only", "Search",
-                         "Go to a trace by its index", "Go to op's trace", "Library frames",
-                         "Quit", "Runs"):
+        for expected in (
+            "Zoom",
+            "Next alert",
+            "Alerts only",
+            "Search",
+            "Go to a trace by its index",
+            "Go to op's trace",
+            "Library frames",
+            "Quit",
+            "Runs",
+        ):
             assert expected in listed
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
@@ -226,22 +264,40 @@ async def test_command_palette_runs_debugger_actions(nan_logdir):
         await pilot.press(*"Focus Stack")
         await wait_for(pilot, lambda: "Focus Stack Trace" in screen_text(app), what="command")
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.focused is not None
-                       and app.focused.id == "stack-trace", what="stack focused")
+        await wait_for(
+            pilot,
+            lambda: app.focused is not None and app.focused.id == "stack-trace",
+            what="stack focused",
+        )
 
 
 async def test_eager_root_cause_selects_the_timeline_cell(tmp_path):
-    writer = DumpWriter(tmp_path, {"tensor_debug_mode": fmt.FULL_HEALTH, "eager_mode": True},
-                        flush_interval_s=None)
+    writer = DumpWriter(
+        tmp_path, {"tensor_debug_mode": fmt.FULL_HEALTH, "eager_mode": True}, flush_interval_s=None
+    )
     user = writer.add_source_file(USER_FILE, USER_SOURCE, library=False)
     stack = writer.add_stack([writer.add_frame(user, LOG_LINE, "<module>")])
     values = np.array([0.0, 1.0, 2.0])
-    writer.add_execution(op_type="Const", graph_id=None, input_ids=[], output_ids=[1],
-                         device_ids=[], output_dtypes=[FLOAT32], stack_id=stack,
-                         summaries=[health_row(values)])
-    writer.add_execution(op_type="Log", graph_id=None, input_ids=[1], output_ids=[2],
-                         device_ids=[], output_dtypes=[FLOAT32], stack_id=stack,
-                         summaries=[health_row(np.log(values[1:]).tolist() + [-np.inf])])
+    writer.add_execution(
+        op_type="Const",
+        graph_id=None,
+        input_ids=[],
+        output_ids=[1],
+        device_ids=[],
+        output_dtypes=[FLOAT32],
+        stack_id=stack,
+        summaries=[health_row(values)],
+    )
+    writer.add_execution(
+        op_type="Log",
+        graph_id=None,
+        input_ids=[1],
+        output_ids=[2],
+        device_ids=[],
+        output_dtypes=[FLOAT32],
+        stack_id=stack,
+        summaries=[health_row(np.log(values[1:]).tolist() + [-np.inf])],
+    )
     writer.close()
     async with hunted_app(tmp_path, (80, 24)) as (app, pilot):
         timeline = app.screen.query_one(TimelineCells)
@@ -266,21 +322,33 @@ async def test_source_code_scrolls_sideways(nan_logdir):
     async with hunted_app(nan_logdir, (80, 24)) as (app, pilot):
         await wait_for(pilot, lambda: _source_shows(app, USER_FILE, LOG_LINE), what="line")
         # The narrow pane cuts the marked line between its start and `tf.math.log(probs)`.
-        await wait_for(pilot, lambda: "▶ 8     log_pr…tf.math.log(probs)" in screen_text(app),
-                       what="the expression in view")
+        await wait_for(
+            pilot,
+            lambda: "▶ 8     log_pr…tf.math.log(probs)" in screen_text(app),
+            what="the expression in view",
+        )
         await pilot.press("5", "right")
-        await wait_for(pilot, lambda: "▶ 8 …robs = tf.math.log(probs)  #" in
-                       screen_text(app), what="the lines scrolled by 8 columns, marked")
+        await wait_for(
+            pilot,
+            lambda: "▶ 8 …robs = tf.math.log(probs)  #" in screen_text(app),
+            what="the lines scrolled by 8 columns, marked",
+        )
         assert "  5 …_step(x, labels):" in screen_text(app)
         await pilot.press("left")
         await wait_for(pilot, lambda: "▶ 8     log_pr…" in screen_text(app), what="back")
         await pilot.press("right", "z")
-        await wait_for(pilot, lambda: "▶ 8     log_probs = tf.math.log(probs)" in
-                       screen_text(app), what="zoom showing the line from its first column")
+        await wait_for(
+            pilot,
+            lambda: "▶ 8     log_probs = tf.math.log(probs)" in screen_text(app),
+            what="zoom showing the line from its first column",
+        )
         assert app.screen.maximized is not None
         await pilot.press("right", "z")
-        await wait_for(pilot, lambda: "▶ 8     log_pr…tf.math.log(probs)" in screen_text(app),
-                       what="unzoomed: the expression in view again")
+        await wait_for(
+            pilot,
+            lambda: "▶ 8     log_pr…tf.math.log(probs)" in screen_text(app),
+            what="unzoomed: the expression in view again",
+        )
 
 
 async def test_graph_structure_scrolls_sideways(nan_logdir):
@@ -290,21 +358,28 @@ async def test_graph_structure_scrolls_sideways(nan_logdir):
         # (cut where the pane ends: one column earlier while its scrollbar shows)
         assert "▏  ← Softmax Softmax:0  #8 -:0 0:1" in screen_text(app)
         await pilot.press("4", "right")
-        await wait_for(pilot, lambda: "▏max Softmax:0  #8 -:0 0:1 +:999 s" in
-                       screen_text(app), what="the rows scrolled by 8 columns")
+        await wait_for(
+            pilot,
+            lambda: "▏max Softmax:0  #8 -:0 0:1 +:999 s" in screen_text(app),
+            what="the rows scrolled by 8 columns",
+        )
         await pilot.press("left")
-        await wait_for(pilot, lambda: "▏  ← Softmax Softmax:0  #8 -:0 0:1" in
-                       screen_text(app), what="back")
+        await wait_for(
+            pilot, lambda: "▏  ← Softmax Softmax:0  #8 -:0 0:1" in screen_text(app), what="back"
+        )
         await pilot.press("right", "z")
-        await wait_for(pilot, lambda: "← Softmax Softmax:0  #8 -:0 0:1 +:999" in
-                       screen_text(app), what="zoom showing the rows from their first column")
+        await wait_for(
+            pilot,
+            lambda: "← Softmax Softmax:0  #8 -:0 0:1 +:999" in screen_text(app),
+            what="zoom showing the rows from their first column",
+        )
 
 
 async def test_marked_source_line_ends_without_an_ellipsis_when_it_fits(nan_logdir):
     async with hunted_app(nan_logdir, (200, 48)) as (app, pilot):
         await wait_for(pilot, lambda: _source_shows(app, USER_FILE, LOG_LINE), what="line")
         marked = next(line for line in screen_text(app).splitlines() if "▶ 8 " in line)
-        code = marked[marked.index("▶ 8 "):]
+        code = marked[marked.index("▶ 8 ") :]
         assert "exactly 0" in code and "…" not in code
 
 
@@ -313,12 +388,14 @@ async def test_a_record_gone_while_hunting_is_a_notice_not_a_traceback(nan_logdi
     says so in one line and keeps running (the next update hunts again)."""
     from reader.analysis.dump_reader import DumpReader
     from reader.errors import UnknownIdError
+
     def gone(self, alert=None):
         raise UnknownIdError("execution 3 is not on disk (have 5..9)")
 
     monkeypatch.setattr(DumpReader, "root_cause", gone)
     app = make_app(nan_logdir)
     async with app.run_test(size=(120, 30), notifications=True) as pilot:
-        await wait_for(pilot, lambda: "execution 3 is not on disk" in screen_text(app),
-                       what="the notice")
+        await wait_for(
+            pilot, lambda: "execution 3 is not on disk" in screen_text(app), what="the notice"
+        )
         assert app.is_running and app.return_code is None

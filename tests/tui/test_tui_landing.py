@@ -21,8 +21,9 @@ from tfdbg_tui.panes.graph_execution import GraphExecutionList
 from tfdbg_tui.panes.source_code import SourceCodeView
 from tfdbg_tui.widgets.line_list import LineList
 
-SIZES = pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)],
-                                ids=["80x24", "120x40", "200x60"])
+SIZES = pytest.mark.parametrize(
+    "size", [(80, 24), (120, 40), (200, 60)], ids=["80x24", "120x40", "200x60"]
+)
 OPENINGS = 4
 
 
@@ -37,12 +38,21 @@ async def assert_landed(app, pilot, trace_index: int, line: int) -> None:
     """The root-cause trace is selected and visible, its source line marked and visible."""
     graph_list = app.screen.query_one(GraphExecutionList)
     source = app.screen.query_one(SourceCodeView)
-    await wait_for(pilot, lambda: graph_list.selected_trace == trace_index
-                   and source.view is not None and source.view.line == line,
-                   what="the landing")
+    await wait_for(
+        pilot,
+        lambda: (
+            graph_list.selected_trace == trace_index
+            and source.view is not None
+            and source.view.line == line
+        ),
+        what="the landing",
+    )
     await pilot.pause()
-    await wait_for(pilot, lambda: row_on_screen(graph_list, graph_list.cursor)
-                   and row_on_screen(source, line - 1), what="the landing on screen")
+    await wait_for(
+        pilot,
+        lambda: row_on_screen(graph_list, graph_list.cursor) and row_on_screen(source, line - 1),
+        what="the landing on screen",
+    )
     # What the terminal shows, not only the widgets' state.
     text = screen_text(app)
     assert f"▶{line}" in text.replace(" ", "") or f"▶ {line}" in text, text
@@ -68,8 +78,11 @@ async def test_landing_holds_after_choosing_another_run(tmp_path):
         await pilot.press("r")
         await wait_for(pilot, lambda: isinstance(app.screen, RunPickerDialog), what="picker")
         await pilot.press("up", "enter")
-        await wait_for(pilot, lambda: getattr(app.screen, "run_id", "") ==
-                       "20240101T000000-host-1-aaaaaa", what="the other run")
+        await wait_for(
+            pilot,
+            lambda: getattr(app.screen, "run_id", "") == "20240101T000000-host-1-aaaaaa",
+            what="the other run",
+        )
         await wait_for_hunt(pilot)
         await assert_landed(app, pilot, 9, LOG_LINE + 200)
 

@@ -25,8 +25,11 @@ async def test_live_dump_updates_counts_alerts_and_lists(tmp_path):
         assert "LIVE" in screen_text(app)
         dump.add_step(1)
         dump.flush()
-        await wait_for(pilot, lambda: "executions 4  traces 12  alerts 4" in screen_text(app),
-                       what="counts of step 1")
+        await wait_for(
+            pilot,
+            lambda: "executions 4  traces 12  alerts 4" in screen_text(app),
+            what="counts of step 1",
+        )
         assert graph_list.row_count == 12
         assert app.screen.query_one(TimelineCells).count == 4
         assert len(app.screen.query_one(AlertList).alerts) == 4
@@ -46,13 +49,17 @@ async def test_a_live_run_that_stopped_writing_is_flagged_as_maybe_killed(tmp_pa
         await wait_for(pilot, lambda: "● LIVE" in screen_text(app), what="live")
         app.screen.last_growth -= 60  # as if nothing had been written for a minute
         app.screen.update_status()
-        await wait_for(pilot, lambda: "s (live or killed)" in
-                       screen_text(app) and "LIVE? idle 6" in screen_text(app),
-                       what="the idle warning")
+        await wait_for(
+            pilot,
+            lambda: "s (live or killed)" in screen_text(app) and "LIVE? idle 6" in screen_text(app),
+            what="the idle warning",
+        )
         await pilot.resize_terminal(80, 24)
-        await wait_for(pilot, lambda: "LIVE? idle 6" in screen_text(app)
-                       and "s, killed?  exec 2" in screen_text(app),
-                       what="the idle warning at 80 columns")
+        await wait_for(
+            pilot,
+            lambda: "LIVE? idle 6" in screen_text(app) and "s, killed?  exec 2" in screen_text(app),
+            what="the idle warning at 80 columns",
+        )
 
 
 async def test_a_run_whose_process_is_killed_is_said_to_be_killed(tmp_path):
@@ -64,8 +71,11 @@ async def test_a_run_whose_process_is_killed_is_said_to_be_killed(tmp_path):
         async with app.run_test(size=(100, 30)) as pilot:
             await wait_for(pilot, lambda: "● LIVE" in screen_text(app), what="live")
             child.send_signal(signal.SIGKILL)
-            await wait_for(pilot, lambda: f"KILLED (pid {child.pid} gone" in screen_text(app),
-                           what="the killed run")
+            await wait_for(
+                pilot,
+                lambda: f"KILLED (pid {child.pid} gone" in screen_text(app),
+                what="the killed run",
+            )
             assert "LIVE" not in screen_text(app)
         # Opened after the kill, it says so at once.
         app = make_app(tmp_path)
@@ -73,8 +83,11 @@ async def test_a_run_whose_process_is_killed_is_said_to_be_killed(tmp_path):
             await wait_for(pilot, lambda: app.screen.reader is not None, what="opened")
             # Known when the run opened: never shown as live.
             assert app.screen.run_state == liveness.KILLED and not app.screen.live
-            await wait_for(pilot, lambda: f"KILLED (pid {child.pid} gone" in screen_text(app),
-                           what="the killed run")
+            await wait_for(
+                pilot,
+                lambda: f"KILLED (pid {child.pid} gone" in screen_text(app),
+                what="the killed run",
+            )
     finally:
         child.kill()
         child.wait()

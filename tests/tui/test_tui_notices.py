@@ -16,21 +16,30 @@ from tfdbg_tui.screens.help import help_text
 def noticed_logdir(tmp_path_factory):
     logdir = tmp_path_factory.mktemp("notices")
     dump = write_nan_dump(logdir, finished=False)
-    dump.writer.add_notice(fmt.NOTICE_XLA_UNTRACED,
-                           "[red]train_step[/] is compiled with XLA and its tensors are "
-                           "not traced", details={"function": "train_step"})
-    dump.writer.add_notice(fmt.NOTICE_TRACED_BEFORE_ENABLE, "eval_step was traced before "
-                           "enable_dump_debug_info", details={"function": "eval_step"})
-    dump.writer.add_notice(fmt.NOTICE_CIRCULAR_BUFFER, "circular buffer of 1,000",
-                           level=fmt.NOTICE_INFO)
+    dump.writer.add_notice(
+        fmt.NOTICE_XLA_UNTRACED,
+        "[red]train_step[/] is compiled with XLA and its tensors are not traced",
+        details={"function": "train_step"},
+    )
+    dump.writer.add_notice(
+        fmt.NOTICE_TRACED_BEFORE_ENABLE,
+        "eval_step was traced before enable_dump_debug_info",
+        details={"function": "eval_step"},
+    )
+    dump.writer.add_notice(
+        fmt.NOTICE_CIRCULAR_BUFFER, "circular buffer of 1,000", level=fmt.NOTICE_INFO
+    )
     dump.close()
     return logdir
 
 
 async def test_status_line_at_80_columns_counts_the_notices(noticed_logdir):
     async with hunted_app(noticed_logdir, (80, 24)) as (app, pilot):
-        await wait_for(pilot, lambda: "⚠ 3 notices" in screen_text(app).splitlines()[0],
-                       what="the notices marker")
+        await wait_for(
+            pilot,
+            lambda: "⚠ 3 notices" in screen_text(app).splitlines()[0],
+            what="the notices marker",
+        )
         assert len(screen_text(app).splitlines()[0].rstrip()) <= 80
 
 
@@ -48,8 +57,7 @@ async def test_exclamation_mark_lists_every_notice_warnings_first(noticed_logdir
 
 async def test_a_run_without_notices_shows_no_marker(nan_logdir):
     async with hunted_app(nan_logdir, (80, 24)) as (app, pilot):
-        await wait_for(pilot, lambda: "alerts" in screen_text(app).splitlines()[0],
-                       what="status")
+        await wait_for(pilot, lambda: "alerts" in screen_text(app).splitlines()[0], what="status")
         assert "notice" not in screen_text(app).splitlines()[0]
 
 

@@ -28,12 +28,15 @@ def stopped_logdir(tmp_path, monkeypatch):
     return tmp_path
 
 
-@pytest.mark.parametrize("size, label", [((80, 24), " STOPPED: write error "),
-                                         ((200, 40), " RECORDING STOPPED (write error) ")],
-                         ids=["80x24", "200x40"])
+@pytest.mark.parametrize(
+    "size, label",
+    [((80, 24), " STOPPED: write error "), ((200, 40), " RECORDING STOPPED (write error) ")],
+    ids=["80x24", "200x40"],
+)
 async def test_the_status_line_says_recording_stopped(stopped_logdir, size, label):
     async with hunted_app(stopped_logdir, size) as (app, pilot):
-        await wait_for(pilot, lambda: label in screen_text(app).splitlines()[0],
-                       what="the stopped label")
+        await wait_for(
+            pilot, lambda: label in screen_text(app).splitlines()[0], what="the stopped label"
+        )
         assert len(screen_text(app).splitlines()[0].rstrip()) <= size[0]
         assert app.screen.run_state == liveness.STOPPED and not app.screen.live

@@ -20,11 +20,21 @@ async def test_several_runs_open_the_newest_and_the_picker_switches(tmp_path):
         await wait_for(pilot, lambda: isinstance(app.screen, RunPickerDialog), what="picker")
         await wait_for(pilot, lambda: OLD_RUN in screen_text(app), what="the old run listed")
         # Each run's alert count, counted in the background, to compare runs by.
-        rows = lambda: {run: line for line in screen_text(app).splitlines()  # noqa: E731
-                        for run in (OLD_RUN, NEW_RUN) if run in line and " pid " in line}
-        await wait_for(pilot, lambda: "alerts counting" not in screen_text(app),
-                       what="the alert counts")
+        rows = lambda: {  # noqa: E731
+            run: line
+            for line in screen_text(app).splitlines()
+            for run in (OLD_RUN, NEW_RUN)
+            if run in line and " pid " in line
+        }
+        await wait_for(
+            pilot, lambda: "alerts counting" not in screen_text(app), what="the alert counts"
+        )
         assert "alerts 8" in rows()[NEW_RUN] and "alerts 4" in rows()[OLD_RUN]
         await pilot.press("down", "enter")
-        await wait_for(pilot, lambda: getattr(app.screen, "run_id", None) == OLD_RUN
-                       and "traces 12" in screen_text(app), what="the old run shown")
+        await wait_for(
+            pilot,
+            lambda: (
+                getattr(app.screen, "run_id", None) == OLD_RUN and "traces 12" in screen_text(app)
+            ),
+            what="the old run shown",
+        )

@@ -28,8 +28,11 @@ def settle_then(*keys: str):
 
     async def run_before(pilot) -> None:
         await wait_for_hunt(pilot)
-        await wait_for(pilot, lambda: pilot.app.screen.query_one(
-            "#source-code").view.line == 8, what="the Log line")
+        await wait_for(
+            pilot,
+            lambda: pilot.app.screen.query_one("#source-code").view.line == 8,
+            what="the Log line",
+        )
         await wait_for_workers(pilot)
         for key in keys:
             await pilot.press(key)
@@ -48,8 +51,7 @@ def test_landing_at_80x24(snap_compare, snapshot_logdir):
     train_model.py:8; Source Code's lines from their first column, line 8 marked:
     its start "    log_pr", a grey "…", then the culprit expression
     `tf.math.log(probs)` whole, on a red band."""
-    assert snap_compare(make_app(snapshot_logdir), terminal_size=(80, 24),
-                        run_before=settle_then())
+    assert snap_compare(make_app(snapshot_logdir), terminal_size=(80, 24), run_before=settle_then())
 
 
 def keys_for(pane_key: str, size: tuple[int, int]) -> tuple[str, ...]:
@@ -62,8 +64,9 @@ def test_alerts_pane(snap_compare, snapshot_logdir, size):
     at step 1  steps 0-2 ·██" (alerts per step: none in step 0, as many in steps 1 and
     2), then the alerts in execution order starting with "-inf graph #9 Log Log:0
     step 1 -inf 1" (steps are calls of train_step, counted from 0); the cursor on it."""
-    assert snap_compare(make_app(snapshot_logdir), terminal_size=size,
-                        run_before=settle_then(*keys_for("1", size)))
+    assert snap_compare(
+        make_app(snapshot_logdir), terminal_size=size, run_before=settle_then(*keys_for("1", size))
+    )
 
 
 @SIZES
@@ -72,8 +75,9 @@ def test_timeline_pane(snap_compare, snapshot_logdir, size):
     step 1 (#3, red: its output holds +inf) under the cursor, because the selected
     trace ran in it; below, its detail: "#3 __inference_train_step_42 function call
     of graph train_step", "out 0: +inf:1 ...", "in 0: from #2 RandomUniform:0"."""
-    assert snap_compare(make_app(snapshot_logdir), terminal_size=size,
-                        run_before=settle_then(*keys_for("2", size)))
+    assert snap_compare(
+        make_app(snapshot_logdir), terminal_size=size, run_before=settle_then(*keys_for("2", size))
+    )
 
 
 @SIZES
@@ -81,8 +85,9 @@ def test_graph_execution_pane(snap_compare, snapshot_logdir, size):
     """Graph Execution: a header row, 18 traces; row 9 Log:0 under the cursor with a red
     "1" in -inf, rows 10 and 11 red too; row 8 (Softmax:0, Log's input) highlighted
     green. At 80x24 zoomed, every summary column shows; at 160 wide, all of them."""
-    assert snap_compare(make_app(snapshot_logdir), terminal_size=size,
-                        run_before=settle_then(*keys_for("3", size)))
+    assert snap_compare(
+        make_app(snapshot_logdir), terminal_size=size, run_before=settle_then(*keys_for("3", size))
+    )
 
 
 @SIZES
@@ -92,8 +97,9 @@ def test_graph_structure_pane(snap_compare, snapshot_logdir, size):
     step 0, first non-finite at step 1 (#9), and in the 1 trace after" (the █ red) and
     "··· Softmax:0 finite in all 3 traces (steps 0-2)"; "consumers (1)", "→ Mul mul
     (input 1) #10"."""
-    assert snap_compare(make_app(snapshot_logdir), terminal_size=size,
-                        run_before=settle_then(*keys_for("4", size)))
+    assert snap_compare(
+        make_app(snapshot_logdir), terminal_size=size, run_before=settle_then(*keys_for("4", size))
+    )
 
 
 @SIZES
@@ -102,8 +108,9 @@ def test_source_code_pane(snap_compare, snapshot_logdir, size):
     (log_probs = tf.math.log(probs)) marked with ▶ and a band, the expression
     `tf.math.log(probs)` on it in red and underlined; zoomed at 80x24 the lines show
     from their first column. The title says "train_model.py:8 (snapshot)"."""
-    assert snap_compare(make_app(snapshot_logdir), terminal_size=size,
-                        run_before=settle_then(*keys_for("5", size)))
+    assert snap_compare(
+        make_app(snapshot_logdir), terminal_size=size, run_before=settle_then(*keys_for("5", size))
+    )
 
 
 @SIZES
@@ -112,5 +119,6 @@ def test_stack_trace_pane(snap_compare, snapshot_logdir, size):
     stand out from the dim library frame math_ops.py:120 and show their expressions
     before their functions (`train_step(x, labels)`, `tf.math.log(probs)`); the cursor
     on train_model.py:8 train_step."""
-    assert snap_compare(make_app(snapshot_logdir), terminal_size=size,
-                        run_before=settle_then(*keys_for("6", size)))
+    assert snap_compare(
+        make_app(snapshot_logdir), terminal_size=size, run_before=settle_then(*keys_for("6", size))
+    )

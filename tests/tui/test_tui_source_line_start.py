@@ -34,34 +34,60 @@ SOURCE = [
 # The marked lines and their expressions: one that fits in the pane, at 110 columns,
 # though it ends past its edge; one wider than the pane.
 FITS, WIDE = 11, 15
-EXPRESSIONS = {FITS: "tf.math.log(probabilities)",
-               WIDE: "tf.math.log(tf.clip_by_value(tf.nn.softmax(self.model(xb, "
-                     "training=True)), 1e-30, 1.0))"}
+EXPRESSIONS = {
+    FITS: "tf.math.log(probabilities)",
+    WIDE: "tf.math.log(tf.clip_by_value(tf.nn.softmax(self.model(xb, training=True)), 1e-30, 1.0))",
+}
 
 
 def _write_run(logdir, line: int) -> None:
     """A closed run whose first -inf is a Log made at ``line`` of `SOURCE`."""
-    writer = DumpWriter(str(logdir), {"tensor_debug_mode": fmt.FULL_HEALTH,
-                                      "argv": ["trainer.py"], "tf_version": "2.21.0"},
-                        circular_buffer_size=-1, flush_interval_s=None)
+    writer = DumpWriter(
+        str(logdir),
+        {"tensor_debug_mode": fmt.FULL_HEALTH, "argv": ["trainer.py"], "tf_version": "2.21.0"},
+        circular_buffer_size=-1,
+        flush_interval_s=None,
+    )
     source = writer.add_source_file("/home/me/project/trainer.py", SOURCE, library=False)
     column = SOURCE[line - 1].index(EXPRESSIONS[line])
-    frame = writer.add_frame(source, line, "train_step",
-                             (column, line, column + len(EXPRESSIONS[line])))
+    frame = writer.add_frame(
+        source, line, "train_step", (column, line, column + len(EXPRESSIONS[line]))
+    )
     stack = writer.add_stack([writer.add_frame(source, 1, "<module>"), frame])
     graph = writer.add_graph("train_step", None, function_name="__inference_train_step_7")
-    writer.add_op(graph_id=graph, op_type="Placeholder", op_name="probabilities", inputs=[],
-                  num_outputs=1, output_dtypes=[FLOAT32], device_id=None, stack_id=stack,
-                  trace_points=[0])
-    writer.add_op(graph_id=graph, op_type="Log", op_name="Log", inputs=["probabilities:0"],
-                  num_outputs=1, output_dtypes=[FLOAT32], device_id=None, stack_id=stack,
-                  trace_points=[1])
+    writer.add_op(
+        graph_id=graph,
+        op_type="Placeholder",
+        op_name="probabilities",
+        inputs=[],
+        num_outputs=1,
+        output_dtypes=[FLOAT32],
+        device_id=None,
+        stack_id=stack,
+        trace_points=[0],
+    )
+    writer.add_op(
+        graph_id=graph,
+        op_type="Log",
+        op_name="Log",
+        inputs=["probabilities:0"],
+        num_outputs=1,
+        output_dtypes=[FLOAT32],
+        device_id=None,
+        stack_id=stack,
+        trace_points=[1],
+    )
     for rows in ([FINITE, FINITE], [FINITE, NEG_INF]):
-        writer.add_traces(np.arange(2, dtype=np.int32),
-                          summaries=np.array(rows, dtype=np.float64))
-        writer.add_execution(op_type="__inference_train_step_7", graph_id=graph,
-                             input_ids=[], output_ids=[], device_ids=[], output_dtypes=[],
-                             stack_id=stack)
+        writer.add_traces(np.arange(2, dtype=np.int32), summaries=np.array(rows, dtype=np.float64))
+        writer.add_execution(
+            op_type="__inference_train_step_7",
+            graph_id=graph,
+            input_ids=[],
+            output_ids=[],
+            device_ids=[],
+            output_dtypes=[],
+            stack_id=stack,
+        )
     writer.close()
 
 
@@ -69,8 +95,10 @@ def _source_rows(app) -> list[str]:
     """The Source Code pane's rows as shown (right of the layout's divider)."""
     view = app.screen.query_one(SourceCodeView)
     region = view.scrollable_content_region
-    return [line[region.x:region.x + region.width]
-            for line in screen_text(app).splitlines()[region.y:region.y + region.height]]
+    return [
+        line[region.x : region.x + region.width]
+        for line in screen_text(app).splitlines()[region.y : region.y + region.height]
+    ]
 
 
 async def test_an_expression_past_the_edge_shows_after_its_line_start(tmp_path):

@@ -24,16 +24,33 @@ def nan_and_inf_value() -> np.ndarray:
 
 def write_full_tensor_dump(logdir, value: np.ndarray) -> None:
     """A FULL_TENSOR run of one `Log` trace whose stored value is `value`."""
-    writer = DumpWriter(logdir, {"tensor_debug_mode": fmt.FULL_TENSOR, "eager_mode": True},
-                        flush_interval_s=None)
+    writer = DumpWriter(
+        logdir, {"tensor_debug_mode": fmt.FULL_TENSOR, "eager_mode": True}, flush_interval_s=None
+    )
     user = writer.add_source_file(USER_FILE, USER_SOURCE, library=False)
     stack = writer.add_stack([writer.add_frame(user, 8, "train_step")])
     graph = writer.add_graph("train_step", None)
-    writer.add_op(graph_id=graph, op_type="Log", op_name="Log", inputs=[], num_outputs=1,
-                  output_dtypes=[FLOAT32], device_id=None, stack_id=stack, trace_points=[0])
+    writer.add_op(
+        graph_id=graph,
+        op_type="Log",
+        op_name="Log",
+        inputs=[],
+        num_outputs=1,
+        output_dtypes=[FLOAT32],
+        device_id=None,
+        stack_id=stack,
+        trace_points=[0],
+    )
     writer.add_traces(np.array([0], dtype=np.int32), values=[tensor_value_record(value)])
-    writer.add_execution(op_type="__inference_train_step_1", graph_id=graph, input_ids=[],
-                         output_ids=[], device_ids=[], output_dtypes=[], stack_id=stack)
+    writer.add_execution(
+        op_type="__inference_train_step_1",
+        graph_id=graph,
+        input_ids=[],
+        output_ids=[],
+        device_ids=[],
+        output_dtypes=[],
+        stack_id=stack,
+    )
     writer.close()
 
 
@@ -46,14 +63,16 @@ async def test_full_tensor_value_view_highlights_nan_and_inf(tmp_path):
         view = app.screen.query_one(TensorValueList)
         assert view.flat.shape == (200,) and "shape [10, 20]" in screen_text(app)
         first_row = view.render_row(0, 100)
-        inf_spans = [span for span in first_row.spans
-                     if first_row.plain[span.start:span.end].strip() == "-inf"]
+        inf_spans = [
+            span
+            for span in first_row.spans
+            if first_row.plain[span.start : span.end].strip() == "-inf"
+        ]
         assert inf_spans and inf_spans[0].style == view.component_style("tensor-value--inf")
         await pilot.press("end")
         await wait_for(pilot, lambda: "28.428572" in screen_text(app), what="the last element")
         await pilot.press("escape")
-        await wait_for(pilot, lambda: not isinstance(app.screen, TensorValueScreen),
-                       what="back")
+        await wait_for(pilot, lambda: not isinstance(app.screen, TensorValueScreen), what="back")
 
 
 def tiny_and_huge_value() -> np.ndarray:

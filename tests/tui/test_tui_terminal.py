@@ -30,21 +30,27 @@ class TmuxTerminal:
     the screen, when the command has exited.
     """
 
-    def __init__(self, name: str, command: list[str], status_file: Path,
-                 width: int = 80, height: int = 24) -> None:
+    def __init__(
+        self, name: str, command: list[str], status_file: Path, width: int = 80, height: int = 24
+    ) -> None:
         self.socket = f"tfdbg-tui-test-{os.getpid()}-{name}"
         self.name = name
         self.status_file = status_file
         shell = f"{shlex.join(command)}; echo $? > {shlex.quote(str(status_file))}; sleep 60"
-        completed = self._tmux("new-session", "-d", "-s", name, "-x", str(width),
-                               "-y", str(height), shell)
+        completed = self._tmux(
+            "new-session", "-d", "-s", name, "-x", str(width), "-y", str(height), shell
+        )
         if completed.returncode:
             raise AssertionError(f"tmux could not start: {completed.stderr.strip()}")
 
     def _tmux(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["tmux", "-L", self.socket, "-f", "/dev/null", *args],
-                              capture_output=True, text=True, timeout=30,
-                              env=dict(os.environ, TERM="xterm-256color"))
+        return subprocess.run(
+            ["tmux", "-L", self.socket, "-f", "/dev/null", *args],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=dict(os.environ, TERM="xterm-256color"),
+        )
 
     def screen(self) -> str:
         return self._tmux("capture-pane", "-p", "-t", self.name).stdout
@@ -72,8 +78,10 @@ class TmuxTerminal:
         def shown() -> bool:
             screens[0] = self.screen()
             if text not in screens[0] and self.exit_status() is not None:
-                raise AssertionError(f"the command exited ({self.exit_status()}) before "
-                                     f"{text!r} appeared; the screen:\n{screens[0]}")
+                raise AssertionError(
+                    f"the command exited ({self.exit_status()}) before "
+                    f"{text!r} appeared; the screen:\n{screens[0]}"
+                )
             return text in screens[0]
 
         self._poll(shown, repr(text))
@@ -95,8 +103,10 @@ def test_tfdbg_tui_in_tmux_shows_the_hunt_and_quits_on_q(tmp_path):
     write_nan_dump(tmp_path / "logdir")
     # The interpreter running the tests runs the command: no dependence on PATH.
     terminal = TmuxTerminal(
-        "hunt", [sys.executable, "-m", "tfdbg_tui.cli", str(tmp_path / "logdir"), "--no-mouse"],
-        tmp_path / "status")
+        "hunt",
+        [sys.executable, "-m", "tfdbg_tui.cli", str(tmp_path / "logdir"), "--no-mouse"],
+        tmp_path / "status",
+    )
     try:
         screen = terminal.wait_for_text("▶ 8     log_pr…tf.math.log(probs)")
         assert "1 Alerts" in screen and "3 Graph Execution" in screen
@@ -119,8 +129,10 @@ def test_tfdbg_tui_in_tmux_shows_the_hunt_and_quits_on_q(tmp_path):
 def test_tfdbg_tui_wait_starts_before_the_program_and_opens_its_run(tmp_path):
     logdir = tmp_path / "logdir"  # the program has not made it yet
     terminal = TmuxTerminal(
-        "wait", [sys.executable, "-m", "tfdbg_tui.cli", str(logdir), "--wait", "--no-mouse"],
-        tmp_path / "status")
+        "wait",
+        [sys.executable, "-m", "tfdbg_tui.cli", str(logdir), "--wait", "--no-mouse"],
+        tmp_path / "status",
+    )
     try:
         screen = terminal.wait_for_text(" waiting for the first run in ")
         assert "no run yet: it opens as soon as the program writes it" in screen

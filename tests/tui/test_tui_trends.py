@@ -29,16 +29,22 @@ def trends_logdir(tmp_path):
 
 async def _open_trends(pilot) -> TrendsScreen:
     await pilot.press("t")
-    await wait_for(pilot, lambda: isinstance(pilot.app.screen, TrendsScreen)
-                   and pilot.app.screen.trends is not None, what="the Trends view")
+    await wait_for(
+        pilot,
+        lambda: isinstance(pilot.app.screen, TrendsScreen) and pilot.app.screen.trends is not None,
+        what="the Trends view",
+    )
     await pilot.pause()
     return pilot.app.screen
 
 
 def open_trends_then(*keys: str):
     async def run_before(pilot) -> None:
-        await wait_for(pilot, lambda: getattr(pilot.app.screen, "root_cause", None)
-                       is not None, what="the hunt")
+        await wait_for(
+            pilot,
+            lambda: getattr(pilot.app.screen, "root_cause", None) is not None,
+            what="the hunt",
+        )
         await wait_for_workers(pilot)
         await _open_trends(pilot)
         for key in keys:
@@ -67,14 +73,21 @@ async def test_trends_from_any_pane_keys_alone(trends_logdir):
         await pilot.press("s")
         await wait_for(pilot, lambda: "Trends: update norm" in screen_text(app), what="s")
         await pilot.press("down", "right")
-        await wait_for(pilot, lambda: "model/dense_1  step 7: update norm 200" in
-                       screen_text(app), what="the moved cell")
+        await wait_for(
+            pilot,
+            lambda: "model/dense_1  step 7: update norm 200" in screen_text(app),
+            what="the moved cell",
+        )
         await pilot.press("end")
-        await wait_for(pilot, lambda: "step 15: update norm inf" in screen_text(app),
-                       what="the last step, non-finite")
+        await wait_for(
+            pilot,
+            lambda: "step 15: update norm inf" in screen_text(app),
+            what="the last step, non-finite",
+        )
         await pilot.press("a")
-        await wait_for(pilot, lambda: "model/dense_0  step 6:" in screen_text(app),
-                       what="back to the anomaly")
+        await wait_for(
+            pilot, lambda: "model/dense_0  step 6:" in screen_text(app), what="back to the anomaly"
+        )
         await pilot.press("t")
         await wait_for(pilot, lambda: not isinstance(app.screen, TrendsScreen), what="closed")
 
@@ -88,8 +101,11 @@ async def test_trends_of_a_run_without_layers_says_so(nan_logdir):
 async def test_full_tensor_value_has_a_histogram(tmp_path):
     """The value view counts the finite elements in bins: the counts add up, and the
     range and the non-finite count are written under the bars."""
-    value = np.concatenate([np.zeros(150), np.full(48, 10.0), [np.nan, np.inf]]).astype(
-        np.float32).reshape(10, 20)
+    value = (
+        np.concatenate([np.zeros(150), np.full(48, 10.0), [np.nan, np.inf]])
+        .astype(np.float32)
+        .reshape(10, 20)
+    )
     write_full_tensor_dump(tmp_path, value)
     async with hunted_app(tmp_path, (100, 30)) as (app, pilot):
         await pilot.press("3", "v")
@@ -113,5 +129,4 @@ def test_trends_view_snapshot(snap_compare, trends_logdir, size):
     120"; the chart of dense_0's gradient norm, low bars then a tall one at 6-8 and ×
     from 9; the rule hits, all exploding at step 6; the footer with Close, Series and
     First anomaly."""
-    assert snap_compare(make_app(trends_logdir), terminal_size=size,
-                        run_before=open_trends_then())
+    assert snap_compare(make_app(trends_logdir), terminal_size=size, run_before=open_trends_then())

@@ -28,8 +28,11 @@ def _waiting_app(logdir, run_id: str | None = None) -> DebuggerApp:
 
 
 def _worker(logdir, index: int, stamp: str):
-    return make_run(logdir, run_id=f"{stamp}-host{index}-{100 + index}-abcdef",
-                    task={"type": "worker", "index": index, "cluster": CLUSTER})
+    return make_run(
+        logdir,
+        run_id=f"{stamp}-host{index}-{100 + index}-abcdef",
+        task={"type": "worker", "index": index, "cluster": CLUSTER},
+    )
 
 
 def _step(run, nan: bool = False) -> None:
@@ -46,8 +49,9 @@ async def _worker_zero_opens(pilot, logdir):
     """Worker 0's run appears with one finite step, and the waiting app opens it."""
     zero = _worker(logdir, 0, "20260101T000000")
     _step(zero)
-    await wait_for(pilot, lambda: _shown_run(pilot.app) == zero.writer.run_id,
-                   what="worker 0's run open")
+    await wait_for(
+        pilot, lambda: _shown_run(pilot.app) == zero.writer.run_id, what="worker 0's run open"
+    )
     return zero
 
 
@@ -56,8 +60,14 @@ async def test_waits_for_the_first_run_then_lands_on_its_root_cause(tmp_path):
     app = _waiting_app(logdir)
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         # At 80 columns the logdir loses its middle, never its end.
-        await wait_for(pilot, lambda: " waiting for the first run in /" in screen_text(app)
-                       and "/logdir…" in screen_text(app), what="the waiting line")
+        await wait_for(
+            pilot,
+            lambda: (
+                " waiting for the first run in /" in screen_text(app)
+                and "/logdir…" in screen_text(app)
+            ),
+            what="the waiting line",
+        )
         assert "no run yet: it opens as soon as the program writes it" in screen_text(app)
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
@@ -65,8 +75,9 @@ async def test_waits_for_the_first_run_then_lands_on_its_root_cause(tmp_path):
         await wait_for(pilot, lambda: isinstance(app.screen, DebuggerScreen), what="back")
         assert app.screen.reader is None
         await pilot.press("r")
-        await wait_for(pilot, lambda: "no run in this logdir yet" in screen_text(app),
-                       what="no run to pick")
+        await wait_for(
+            pilot, lambda: "no run in this logdir yet" in screen_text(app), what="no run to pick"
+        )
         dump = write_nan_dump(logdir, finished=False)
         await wait_for_hunt(pilot)
         assert app.screen.run_id == dump.writer.run_id
@@ -79,8 +90,11 @@ async def test_waits_for_the_run_asked_for(tmp_path):
     write_nan_dump(tmp_path, run_id="20260101T000000-host-1-aaaaaa")
     app = _waiting_app(tmp_path, "20260102")
     async with app.run_test(size=(200, 24), notifications=True) as pilot:
-        await wait_for(pilot, lambda: f"waiting for run 20260102 in {tmp_path}…" in
-                       screen_text(app), what="the waiting line")
+        await wait_for(
+            pilot,
+            lambda: f"waiting for run 20260102 in {tmp_path}…" in screen_text(app),
+            what="the waiting line",
+        )
         write_nan_dump(tmp_path, run_id="20260102T000000-host-1-bbbbbb")
         await wait_for_hunt(pilot)
         assert app.screen.run_id == "20260102T000000-host-1-bbbbbb"
@@ -95,13 +109,20 @@ async def test_a_job_started_after_the_app_lands_on_the_first_non_finite_worker(
         _step(one)
         _step(zero)
         _step(one, nan=True)
-        await wait_for(pilot, lambda: _shown_run(app) == one.writer.run_id,
-                       what="worker 1's run, by itself")
-        await wait_for(pilot, lambda: getattr(app.screen, "root_cause", None) is not None,
-                       what="worker 1's root cause")
+        await wait_for(
+            pilot, lambda: _shown_run(app) == one.writer.run_id, what="worker 1's run, by itself"
+        )
+        await wait_for(
+            pilot,
+            lambda: getattr(app.screen, "root_cause", None) is not None,
+            what="worker 1's root cause",
+        )
         assert app.screen.root_cause.alert.op_type == "Log"
-        await wait_for(pilot, lambda: "worker 1 went non-finite first: showing its run" in
-                       screen_text(app), what="the notice of the move")
+        await wait_for(
+            pilot,
+            lambda: "worker 1 went non-finite first: showing its run" in screen_text(app),
+            what="the notice of the move",
+        )
         for run in (zero, one):
             run.writer.close()
 
@@ -113,9 +134,14 @@ async def test_a_user_who_moved_is_told_not_moved(tmp_path):
         await pilot.press("2")  # to the timeline, by hand
         one = _worker(tmp_path, 1, "20260101T000001")
         _step(one, nan=True)
-        await wait_for(pilot, lambda: "worker 1 went non-finite first (run" in
-                       screen_text(app) and "press r to open it" in screen_text(app),
-                       what="the notification")
+        await wait_for(
+            pilot,
+            lambda: (
+                "worker 1 went non-finite first (run" in screen_text(app)
+                and "press r to open it" in screen_text(app)
+            ),
+            what="the notification",
+        )
         assert _shown_run(app) == zero.writer.run_id
         assert not app.screen.root_cause
         for run in (zero, one):
@@ -135,8 +161,10 @@ async def test_a_finished_job_opens_on_the_first_non_finite_worker(tmp_path):
     async with app.run_test(size=(120, 30), notifications=True) as pilot:
         await wait_for_hunt(pilot)
         assert app.screen.run_id == one.writer.run_id
-        assert [w.task for w in first_nonfinite_workers(app.screen.reader)] == \
-            ["worker 1", "worker 0"]
+        assert [w.task for w in first_nonfinite_workers(app.screen.reader)] == [
+            "worker 1",
+            "worker 0",
+        ]
 
 
 def test_a_failure_is_tried_again_before_it_is_believed(tmp_path, monkeypatch):

@@ -31,16 +31,22 @@ async def wait_for(pilot, condition, timeout: float = WAIT_TIMEOUT_S, what: str 
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or condition}:\n"
-                                 f"{screen_text(pilot.app)}")
+            raise AssertionError(
+                f"timed out waiting for {what or condition}:\n{screen_text(pilot.app)}"
+            )
         await pilot.pause(0.02)
 
 
 async def wait_for_hunt(pilot) -> None:
     """Wait until the app has opened the dump and the hunt has filled the panes."""
-    await wait_for(pilot, lambda: getattr(pilot.app.screen, "root_cause", None) is not None
-                   and pilot.app.screen.query_one("#source-code").view is not None,
-                   what="the hunt on open")
+    await wait_for(
+        pilot,
+        lambda: (
+            getattr(pilot.app.screen, "root_cause", None) is not None
+            and pilot.app.screen.query_one("#source-code").view is not None
+        ),
+        what="the hunt on open",
+    )
 
 
 def make_app(logdir, **kwargs) -> DebuggerApp:
@@ -62,8 +68,10 @@ async def wait_for_workers(pilot) -> None:
     from textual.worker import WorkerState
 
     def idle() -> bool:
-        return not any(worker.state in (WorkerState.PENDING, WorkerState.RUNNING)
-                       for worker in pilot.app.workers)
+        return not any(
+            worker.state in (WorkerState.PENDING, WorkerState.RUNNING)
+            for worker in pilot.app.workers
+        )
 
     await wait_for(pilot, idle, what="the workers to finish")
     await pilot.pause()

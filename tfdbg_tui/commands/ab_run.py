@@ -54,23 +54,24 @@ class Variant:
         if text.startswith("env:") and "=" in text[4:] and text[4:].split("=", 1)[0]:
             name, value = text[4:].split("=", 1)
             return cls("env", name, value)
-        raise CommandError(f"--ab {text!r}: expected xla, precision or env:NAME=VALUE",
-                           codes.EXIT_USAGE)
+        raise CommandError(
+            f"--ab {text!r}: expected xla, precision or env:NAME=VALUE", codes.EXIT_USAGE
+        )
 
     def before_b(self, a: dict[str, Any]) -> tuple[list[str], dict[str, str] | None, str]:
         """B's extra child options, its environment (None: ours) and how it reads;
         raises `NotApplicable` when run A shows that B would change nothing."""
         if self.kind == "xla":
             if not a.get("functions"):
-                raise NotApplicable("the program makes no tf.function: XLA has nothing "
-                                    "to compile")
+                raise NotApplicable("the program makes no tf.function: XLA has nothing to compile")
             force = "off" if a.get("num_xla_functions") else "on"
             return ["--xla", force], None, f"XLA {force}"
         if self.kind == "precision":
             policy = a.get("final_policy")
             if policy is None:
-                raise NotApplicable("the program never imports Keras: there is no dtype "
-                                    "policy to change")
+                raise NotApplicable(
+                    "the program never imports Keras: there is no dtype policy to change"
+                )
             if policy != "float32":
                 raise NotApplicable(f"the program sets its own dtype policy ({policy})")
             return ["--precision", MIXED_POLICY], None, MIXED_POLICY
@@ -81,8 +82,10 @@ class Variant:
     def after_b(self, b: dict[str, Any]) -> None:
         """Raise `NotApplicable` when run B shows the change did not hold."""
         if self.kind == "precision" and b.get("final_policy") != MIXED_POLICY:
-            raise NotApplicable(f"the program sets its own dtype policy "
-                                f"({b.get('final_policy')}) over {MIXED_POLICY}")
+            raise NotApplicable(
+                f"the program sets its own dtype policy "
+                f"({b.get('final_policy')}) over {MIXED_POLICY}"
+            )
 
 
 class NotApplicable(Exception):
@@ -104,8 +107,12 @@ def main(args: argparse.Namespace, program: Program) -> int:
     try:
         extra, env, label = variant.before_b(a.info)
         say(f"run B, with {label}, into {os.path.join(root, 'B')}")
-        b = run_child(program, recording_arguments(args, os.path.join(root, "B")) + extra,
-                      env=env, stdout=stdout)
+        b = run_child(
+            program,
+            recording_arguments(args, os.path.join(root, "B")) + extra,
+            env=env,
+            stdout=stdout,
+        )
         if b.run_path is None:
             say(f"run B recorded nothing (status {b.exit_status()})")
             return b.exit_status() or codes.EXIT_NO_PROGRAM
@@ -142,35 +149,54 @@ class ComparedRun:
         return f"{self.role} ({self.what})"
 
 
-def _good_and_bad(a: Outcome, b: Outcome, label: str
-                  ) -> tuple[ComparedRun, ComparedRun, str]:
+def _good_and_bad(a: Outcome, b: Outcome, label: str) -> tuple[ComparedRun, ComparedRun, str]:
     """(the good run, the bad run, how they read): the bad one holds a harmful alert.
     Each is named by what it is (``label``: what B changed), beside good or bad."""
     a_path, b_path = str(a.run_path), str(b.run_path)
     a_harm, b_harm = harmful_alert(a_path), harmful_alert(b_path)
 
     def state(harm: bool | None) -> str:
-        return {True: "a harmful NaN or infinity", False: "no harmful NaN or infinity",
-                None: "unreadable"}[harm]
+        return {
+            True: "a harmful NaN or infinity",
+            False: "no harmful NaN or infinity",
+            None: "unreadable",
+        }[harm]
 
     if a_harm and not b_harm:
-        return (ComparedRun(b_path, "good", label), ComparedRun(a_path, "bad", AS_IT_IS),
-                f"B ({label}: {state(b_harm)}) as the good run with A ({AS_IT_IS}: "
-                f"{state(a_harm)}) as the bad one")
-    return (ComparedRun(a_path, "good", AS_IT_IS), ComparedRun(b_path, "bad", label),
-            f"A ({AS_IT_IS}: {state(a_harm)}) as the good run with B ({label}: "
-            f"{state(b_harm)}) as the bad one")
+        return (
+            ComparedRun(b_path, "good", label),
+            ComparedRun(a_path, "bad", AS_IT_IS),
+            f"B ({label}: {state(b_harm)}) as the good run with A ({AS_IT_IS}: "
+            f"{state(a_harm)}) as the bad one",
+        )
+    return (
+        ComparedRun(a_path, "good", AS_IT_IS),
+        ComparedRun(b_path, "bad", label),
+        f"A ({AS_IT_IS}: {state(a_harm)}) as the good run with B ({label}: "
+        f"{state(b_harm)}) as the bad one",
+    )
 
 
 def _show_comparison(args: argparse.Namespace, good: ComparedRun, bad: ComparedRun) -> int:
     if in_terminal() and not args.no_open and not args.json:
         from tfdbg_tui.commands.app_main import main as app_main
 
-        return app_main([*logdir_and_run(bad.path), "--compare", good.path,
-                         "--name-a", good.role, "--name-b", bad.role]
-                        + (["--no-mouse"] if args.no_mouse else []))
+        return app_main(
+            [
+                *logdir_and_run(bad.path),
+                "--compare",
+                good.path,
+                "--name-a",
+                good.role,
+                "--name-b",
+                bad.role,
+            ]
+            + (["--no-mouse"] if args.no_mouse else [])
+        )
     from tfdbg_tui.commands.diff_report import main as diff_main
 
     sys.stdout.flush()
-    return diff_main([good.path, bad.path, "--name-a", good.name, "--name-b", bad.name]
-                     + (["--json"] if args.json else []))
+    return diff_main(
+        [good.path, bad.path, "--name-a", good.name, "--name-b", bad.name]
+        + (["--json"] if args.json else [])
+    )

@@ -31,40 +31,72 @@ OPEN_WAIT_S = 0.25
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="tfdbg-tui", description=DESCRIPTION, epilog=EPILOG,
+        prog="tfdbg-tui",
+        description=DESCRIPTION,
+        epilog=EPILOG,
         usage="tfdbg-tui LOGDIR [--run ID] [--compare A] [--wait] [--no-mouse] | "
-              "tfdbg-tui --version | "
-              "tfdbg-tui report ... | tfdbg-tui diff A B ... | tfdbg-tui demo ... | "
-              "tfdbg-tui run ... -- python PROGRAM.py ARGS...")
-    parser.add_argument("logdir", metavar="LOGDIR", help="directory the instrumented "
-                        "program dumped into (instrument.enable_dump_debug_info)")
-    parser.add_argument("--run", metavar="ID", default=None,
-                        help="run id to open (default: the newest run in LOGDIR; in a "
-                             "multi-worker job, the worker that went non-finite first)")
-    parser.add_argument("--compare", metavar="A", default=None,
-                        help="show a second run beside this one: A, the good run (a run "
-                             "directory, or a logdir whose newest run is taken); Graph "
-                             "Execution shows both runs' summaries, F/d/D go to divergences")
-    parser.add_argument("--name-a", metavar="NAME", default=None,
-                        help="with --compare: what the comparison calls A (default A)")
-    parser.add_argument("--name-b", metavar="NAME", default=None,
-                        help="with --compare: what the comparison calls this run (default B)")
-    parser.add_argument("--wait", action="store_true",
-                        help="start before the program: when LOGDIR holds no run yet (an "
-                             "empty or missing directory whose parent exists, a bucket "
-                             "prefix nothing was written under), show that it waits and "
-                             "open the first run (with --run, that run) when it appears; "
-                             "in a multi-worker job, go to the worker that goes "
-                             "non-finite first")
-    parser.add_argument("--no-mouse", action="store_true",
-                        help="do not capture the mouse, so the terminal can select text")
-    parser.add_argument("--version", action="version", version=version_line(),
-                        help="print the version and the dump format it reads, and exit")
+        "tfdbg-tui --version | "
+        "tfdbg-tui report ... | tfdbg-tui diff A B ... | tfdbg-tui demo ... | "
+        "tfdbg-tui run ... -- python PROGRAM.py ARGS...",
+    )
+    parser.add_argument(
+        "logdir",
+        metavar="LOGDIR",
+        help="directory the instrumented program dumped into (instrument.enable_dump_debug_info)",
+    )
+    parser.add_argument(
+        "--run",
+        metavar="ID",
+        default=None,
+        help="run id to open (default: the newest run in LOGDIR; in a "
+        "multi-worker job, the worker that went non-finite first)",
+    )
+    parser.add_argument(
+        "--compare",
+        metavar="A",
+        default=None,
+        help="show a second run beside this one: A, the good run (a run "
+        "directory, or a logdir whose newest run is taken); Graph "
+        "Execution shows both runs' summaries, F/d/D go to divergences",
+    )
+    parser.add_argument(
+        "--name-a",
+        metavar="NAME",
+        default=None,
+        help="with --compare: what the comparison calls A (default A)",
+    )
+    parser.add_argument(
+        "--name-b",
+        metavar="NAME",
+        default=None,
+        help="with --compare: what the comparison calls this run (default B)",
+    )
+    parser.add_argument(
+        "--wait",
+        action="store_true",
+        help="start before the program: when LOGDIR holds no run yet (an "
+        "empty or missing directory whose parent exists, a bucket "
+        "prefix nothing was written under), show that it waits and "
+        "open the first run (with --run, that run) when it appears; "
+        "in a multi-worker job, go to the worker that goes "
+        "non-finite first",
+    )
+    parser.add_argument(
+        "--no-mouse",
+        action="store_true",
+        help="do not capture the mouse, so the terminal can select text",
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=version_line(),
+        help="print the version and the dump format it reads, and exit",
+    )
     return parser
 
 
 def version_line() -> str:
-    """"tfdbg-tui 0.1.0 (dump format 1.0)": the installed package and the newest dump
+    """ "tfdbg-tui 0.1.0 (dump format 1.0)": the installed package and the newest dump
     format its reader opens."""
     from importlib.metadata import PackageNotFoundError, version
 
@@ -121,9 +153,15 @@ def main(argv: list[str] | None = None) -> int:
             return _failed(error, args)
         finally:
             executor.shutdown(wait=False)
-    app = DebuggerApp(args.logdir, runs, args.run, opening=opening, compare=args.compare,
-                      compare_names=(args.name_a or SIDE_NAMES[0], args.name_b or SIDE_NAMES[1]),
-                      wait=not runs)
+    app = DebuggerApp(
+        args.logdir,
+        runs,
+        args.run,
+        opening=opening,
+        compare=args.compare,
+        compare_names=(args.name_a or SIDE_NAMES[0], args.name_b or SIDE_NAMES[1]),
+        wait=not runs,
+    )
     app.run(mouse=not args.no_mouse)
     if app.error_message is not None:
         from tfdbg_tui.text.literal import literal

@@ -23,22 +23,39 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tfdbg-tui demo",
         description="Run the example training program (a digit classifier whose loss "
-                    "takes log(0)) instrumented in FULL_HEALTH mode, then open the dump.")
-    parser.add_argument("--logdir", default=None,
-                        help="where to dump (default: a new temporary directory)")
-    parser.add_argument("--max_steps", type=int, default=None,
-                        help="training steps of the example (its default when omitted)")
-    parser.add_argument("--no-mouse", action="store_true",
-                        help="do not capture the mouse in the TUI")
-    parser.add_argument("--no-tui", action="store_true",
-                        help="only write the dump and print its path")
+        "takes log(0)) instrumented in FULL_HEALTH mode, then open the dump.",
+    )
+    parser.add_argument(
+        "--logdir", default=None, help="where to dump (default: a new temporary directory)"
+    )
+    parser.add_argument(
+        "--max_steps",
+        type=int,
+        default=None,
+        help="training steps of the example (its default when omitted)",
+    )
+    parser.add_argument(
+        "--no-mouse", action="store_true", help="do not capture the mouse in the TUI"
+    )
+    parser.add_argument(
+        "--no-tui", action="store_true", help="only write the dump and print its path"
+    )
     return parser
 
 
 def example_command(logdir: str, max_steps: int | None = None) -> list[str]:
     """The command line that runs the instrumented example into `logdir`."""
-    command = [sys.executable, "-m", EXAMPLE_MODULE, "--dump_dir", logdir,
-               "--dump_tensor_debug_mode", "FULL_HEALTH", "--dump_circular_buffer_size", "-1"]
+    command = [
+        sys.executable,
+        "-m",
+        EXAMPLE_MODULE,
+        "--dump_dir",
+        logdir,
+        "--dump_tensor_debug_mode",
+        "FULL_HEALTH",
+        "--dump_circular_buffer_size",
+        "-1",
+    ]
     if max_steps is not None:
         command += ["--max_steps", str(max_steps)]
     return command
@@ -49,16 +66,29 @@ def run_example(logdir: str, max_steps: int | None = None, out=None) -> int:
     out = out or sys.stderr
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
     start = time.monotonic()
-    print(f"tfdbg-tui demo: running the example into {logdir} "
-          "(importing TensorFlow takes a while)…", file=out, flush=True)
-    process = subprocess.Popen(example_command(logdir, max_steps), stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, bufsize=1, env=env)
+    print(
+        f"tfdbg-tui demo: running the example into {logdir} (importing TensorFlow takes a while)…",
+        file=out,
+        flush=True,
+    )
+    process = subprocess.Popen(
+        example_command(logdir, max_steps),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+        env=env,
+    )
     assert process.stdout is not None
     for line in process.stdout:
         print(f"  [{time.monotonic() - start:5.1f}s] {line.rstrip()}", file=out, flush=True)
     status = process.wait()
-    print(f"tfdbg-tui demo: the example {'finished' if status == 0 else 'failed'} "
-          f"after {time.monotonic() - start:.1f}s", file=out, flush=True)
+    print(
+        f"tfdbg-tui demo: the example {'finished' if status == 0 else 'failed'} "
+        f"after {time.monotonic() - start:.1f}s",
+        file=out,
+        flush=True,
+    )
     return status
 
 
@@ -72,8 +102,10 @@ def main(argv: list[str] | None = None) -> int:
         print("tfdbg-tui demo: interrupted", file=sys.stderr)
         return EXIT_DEMO_FAILED
     if status != 0:
-        print(f"tfdbg-tui: the example program failed (status {status}); "
-              "is TensorFlow installed?", file=sys.stderr)
+        print(
+            f"tfdbg-tui: the example program failed (status {status}); is TensorFlow installed?",
+            file=sys.stderr,
+        )
         return EXIT_DEMO_FAILED
     if args.no_tui:
         print(logdir)

@@ -47,29 +47,53 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tfdbg-tui diff",
         description="Compare two runs (A: the good one, B: the bad one) and show the "
-                    "first tensor where they part: finite in one and not in the other "
-                    "first, else the first whose values differ beyond the tolerance.",
+        "first tensor where they part: finite in one and not in the other "
+        "first, else the first whose values differ beyond the tolerance.",
         epilog=f"exit status: {EXIT_OK} ran (divergence or not); {EXIT_NO_DUMP} missing, "
-               f"empty, unreadable or foreign directory; {EXIT_NEWER_FORMAT} dump written "
-               f"by a newer format version; {EXIT_DAMAGED} nothing readable in a dump.")
+        f"empty, unreadable or foreign directory; {EXIT_NEWER_FORMAT} dump written "
+        f"by a newer format version; {EXIT_DAMAGED} nothing readable in a dump.",
+    )
     parser.add_argument("a", metavar="A", help="the good run: a run directory or a logdir")
     parser.add_argument("b", metavar="B", help="the bad run: a run directory or a logdir")
-    parser.add_argument("--run-a", metavar="ID", default=None,
-                        help="run id (or unique prefix) in A (default: the newest)")
-    parser.add_argument("--run-b", metavar="ID", default=None,
-                        help="run id (or unique prefix) in B (default: the newest)")
-    parser.add_argument("--rtol", type=float, default=DEFAULT_RTOL,
-                        help=f"relative tolerance for counts and values (default "
-                             f"{DEFAULT_RTOL:g})")
-    parser.add_argument("--atol", type=float, default=DEFAULT_ATOL,
-                        help=f"absolute tolerance for counts and values (default "
-                             f"{DEFAULT_ATOL:g})")
-    parser.add_argument("--name-a", metavar="NAME", default=SIDE_NAMES[0],
-                        help="what the human report calls A (default A)")
-    parser.add_argument("--name-b", metavar="NAME", default=SIDE_NAMES[1],
-                        help="what the human report calls B (default B)")
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON object instead of the human report")
+    parser.add_argument(
+        "--run-a",
+        metavar="ID",
+        default=None,
+        help="run id (or unique prefix) in A (default: the newest)",
+    )
+    parser.add_argument(
+        "--run-b",
+        metavar="ID",
+        default=None,
+        help="run id (or unique prefix) in B (default: the newest)",
+    )
+    parser.add_argument(
+        "--rtol",
+        type=float,
+        default=DEFAULT_RTOL,
+        help=f"relative tolerance for counts and values (default {DEFAULT_RTOL:g})",
+    )
+    parser.add_argument(
+        "--atol",
+        type=float,
+        default=DEFAULT_ATOL,
+        help=f"absolute tolerance for counts and values (default {DEFAULT_ATOL:g})",
+    )
+    parser.add_argument(
+        "--name-a",
+        metavar="NAME",
+        default=SIDE_NAMES[0],
+        help="what the human report calls A (default A)",
+    )
+    parser.add_argument(
+        "--name-b",
+        metavar="NAME",
+        default=SIDE_NAMES[1],
+        help="what the human report calls B (default B)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object instead of the human report"
+    )
     return parser
 
 
@@ -96,15 +120,20 @@ def main(argv: list[str]) -> int:
 def diff_dict(a: reader.DumpReader, b: reader.DumpReader, diff: RunDiff) -> dict[str, Any]:
     """The ``--json`` object (keys documented in docs/keys.md, "`diff --json`")."""
     return {
-        "a": a.path, "b": b.path,
-        "a_mode": a.metadata.tensor_debug_mode, "b_mode": b.metadata.tensor_debug_mode,
-        "aligned": diff.aligned, "aligned_graph": diff.aligned_graph,
+        "a": a.path,
+        "b": b.path,
+        "a_mode": a.metadata.tensor_debug_mode,
+        "b_mode": b.metadata.tensor_debug_mode,
+        "aligned": diff.aligned,
+        "aligned_graph": diff.aligned_graph,
         "aligned_eager": diff.aligned_eager,
         "unmatched_a": sum(diff.unmatched_a.values()),
         "unmatched_b": sum(diff.unmatched_b.values()),
         "unmatched_a_by_op": dict(diff.unmatched_a.most_common()),
         "unmatched_b_by_op": dict(diff.unmatched_b.most_common()),
-        "compared": diff.compared, "rtol": diff.rtol, "atol": diff.atol,
+        "compared": diff.compared,
+        "rtol": diff.rtol,
+        "atol": diff.atol,
         "first_divergence": _divergence_dict(b, diff.first_divergence),
     }
 
@@ -114,14 +143,30 @@ def _divergence_dict(b: reader.DumpReader, d: Divergence | None) -> dict[str, An
         return None
     source = None
     if d.frame is not None:
-        source = {"file": d.frame.path, "line": d.frame.line, "function": d.frame.function,
-                  "expression": expression_of(b, d.frame)}
-    return {"kind": d.kind, "reason": d.reason, "detail": d.detail, "op_type": d.op_type,
-            "op_name": d.op_name, "graph_name": d.graph_name, "slot": d.slot,
-            "step": d.step, "occurrence": d.occurrence, "index_a": d.a.index,
-            "index_b": d.b.index, "a": summary_dict(d.a.summary),
-            "b": summary_dict(d.b.summary), "max_abs_error": d.max_abs_error,
-            "max_rel_error": d.max_rel_error, "source": source}
+        source = {
+            "file": d.frame.path,
+            "line": d.frame.line,
+            "function": d.frame.function,
+            "expression": expression_of(b, d.frame),
+        }
+    return {
+        "kind": d.kind,
+        "reason": d.reason,
+        "detail": d.detail,
+        "op_type": d.op_type,
+        "op_name": d.op_name,
+        "graph_name": d.graph_name,
+        "slot": d.slot,
+        "step": d.step,
+        "occurrence": d.occurrence,
+        "index_a": d.a.index,
+        "index_b": d.b.index,
+        "a": summary_dict(d.a.summary),
+        "b": summary_dict(d.b.summary),
+        "max_abs_error": d.max_abs_error,
+        "max_rel_error": d.max_rel_error,
+        "source": source,
+    }
 
 
 def _print_human(a: reader.DumpReader, b: reader.DumpReader, diff: RunDiff) -> None:
@@ -136,26 +181,35 @@ def _print_human(a: reader.DumpReader, b: reader.DumpReader, diff: RunDiff) -> N
     name_a, name_b = diff.names
     width = max(len(name_a), len(name_b))
     for label, run in ((name_a, a), (name_b, b)):
-        line((f"{label.ljust(width)} ", "bold"), run.path,
-             f"  ({run.metadata.tensor_debug_mode}, {run.num_executions:,} eager "
-             f"executions, {run.num_traces:,} graph traces)")
-    line(f"aligned {diff.aligned_graph:,} graph tensors and {diff.aligned_eager:,} eager "
-         f"outputs; compared {diff.compared} (rtol {diff.rtol:g}, atol {diff.atol:g})")
+        line(
+            (f"{label.ljust(width)} ", "bold"),
+            run.path,
+            f"  ({run.metadata.tensor_debug_mode}, {run.num_executions:,} eager "
+            f"executions, {run.num_traces:,} graph traces)",
+        )
+    line(
+        f"aligned {diff.aligned_graph:,} graph tensors and {diff.aligned_eager:,} eager "
+        f"outputs; compared {diff.compared} (rtol {diff.rtol:g}, atol {diff.atol:g})"
+    )
     for label, unmatched in ((name_a, diff.unmatched_a), (name_b, diff.unmatched_b)):
         if unmatched:
-            shown = ", ".join(f"{op} {n:,}"
-                              for op, n in unmatched.most_common(UNMATCHED_SHOWN))
+            shown = ", ".join(f"{op} {n:,}" for op, n in unmatched.most_common(UNMATCHED_SHOWN))
             more = len(unmatched) - UNMATCHED_SHOWN
-            line(f"only in {label}: {sum(unmatched.values()):,} ({shown}"
-                 + (f", {more} more op types" if more > 0 else "") + ")")
+            line(
+                f"only in {label}: {sum(unmatched.values()):,} ({shown}"
+                + (f", {more} more op types" if more > 0 else "")
+                + ")"
+            )
     d = diff.first_divergence
     if d is None:
         line("")
-        line(("No divergence: ", "bold green"),
-             "every aligned tensor agrees within the tolerance.")
+        line(("No divergence: ", "bold green"), "every aligned tensor agrees within the tolerance.")
         return
-    what = f"{d.op_type} '{d.op_name}:{d.slot}'" if d.op_name else \
-        f"{d.op_type} (eager, output {d.slot})"
+    what = (
+        f"{d.op_type} '{d.op_name}:{d.slot}'"
+        if d.op_name
+        else f"{d.op_type} (eager, output {d.slot})"
+    )
     where = f" in graph '{d.graph_name}'" if d.graph_name else ""
     when = f" at step {d.step}" if d.step is not None else ""
     nth = f", occurrence {d.occurrence + 1} in the step" if d.occurrence else ""
@@ -167,8 +221,7 @@ def _print_human(a: reader.DumpReader, b: reader.DumpReader, diff: RunDiff) -> N
     if d.frame is None:
         line(f"  (no user source frame recorded in {name_b})")
         return
-    line("  ", (f"{d.frame.path}:{d.frame.line}", "bold"),
-         f" in {d.frame.function}")
+    line("  ", (f"{d.frame.path}:{d.frame.line}", "bold"), f" in {d.frame.function}")
     text = b.source_line(d.frame)
     if text is not None:
         shown, carets = caret_lines(text, line_span(d.frame, text))

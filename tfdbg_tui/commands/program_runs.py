@@ -27,8 +27,9 @@ PYTHON = re.compile(r"python[0-9.]*(\.exe)?$")
 # Interpreter options that take a value (`python -W error`, `-X dev`).
 _PYTHON_OPTIONS_WITH_VALUE = ("-W", "-X")
 # Signals a user (or a job scheduler) sends to stop a job: passed on to the program.
-_FORWARDED = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT")
-                   if hasattr(signal, name))
+_FORWARDED = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name)
+)
 
 
 @dataclass
@@ -70,8 +71,10 @@ def parse_program(command: list[str]) -> Program:
     if PYTHON.search(os.path.basename(tokens[0])):
         tokens.pop(0)
     elif not tokens[0].endswith(".py"):
-        raise CommandError(f"{tokens[0]!r} is not a Python program: tfdbg-tui run -- "
-                           "python PROGRAM.py ARGS...", codes.EXIT_USAGE)
+        raise CommandError(
+            f"{tokens[0]!r} is not a Python program: tfdbg-tui run -- python PROGRAM.py ARGS...",
+            codes.EXIT_USAGE,
+        )
     options: list[str] = []
     while tokens and tokens[0].startswith("-") and tokens[0] != "-":
         token = tokens.pop(0)
@@ -80,8 +83,7 @@ def parse_program(command: list[str]) -> Program:
                 raise CommandError("-m needs a module: tfdbg-tui run -- python -m MODULE")
             return Program(options, None, tokens[0], tokens[1:])
         if token == "-c":
-            raise CommandError("python -c cannot be run: put the code in a file",
-                               codes.EXIT_USAGE)
+            raise CommandError("python -c cannot be run: put the code in a file", codes.EXIT_USAGE)
         options.append(token)
         if token in _PYTHON_OPTIONS_WITH_VALUE and tokens:
             options.append(tokens.pop(0))
@@ -128,8 +130,14 @@ class Outcome:
 
 def recording_arguments(args: argparse.Namespace, logdir: str) -> list[str]:
     """The child's options from ours (`instrument.runner.add_recording_options`)."""
-    arguments = ["--logdir", logdir, "--mode", args.mode,
-                 "--circular-buffer", str(args.circular_buffer)]
+    arguments = [
+        "--logdir",
+        logdir,
+        "--mode",
+        args.mode,
+        "--circular-buffer",
+        str(args.circular_buffer),
+    ]
     if args.op_regex is not None:
         arguments += ["--op-regex", args.op_regex]
     if args.dtypes is not None:
@@ -143,8 +151,9 @@ def recording_arguments(args: argparse.Namespace, logdir: str) -> list[str]:
     return arguments
 
 
-def run_child(program: Program, arguments: list[str], *, env: dict[str, str] | None = None,
-              stdout: Any = None) -> Outcome:
+def run_child(
+    program: Program, arguments: list[str], *, env: dict[str, str] | None = None, stdout: Any = None
+) -> Outcome:
     """Run ``python -m instrument ARGUMENTS PROGRAM`` to its end and read its run file.
 
     Ctrl+C reaches the program from the terminal (this process ignores it meanwhile);
@@ -154,8 +163,14 @@ def run_child(program: Program, arguments: list[str], *, env: dict[str, str] | N
     os.close(handle)
     os.unlink(run_file)  # the child writes it once the dump is enabled
     child_env = dict(os.environ if env is None else env, **{RUN_FILE_ENV: run_file})
-    command = [sys.executable, *program.python_options, "-m", "instrument", *arguments,
-               *program.instrument_arguments()]
+    command = [
+        sys.executable,
+        *program.python_options,
+        "-m",
+        "instrument",
+        *arguments,
+        *program.instrument_arguments(),
+    ]
     previous = {number: signal.getsignal(number) for number in (signal.SIGINT, *_FORWARDED)}
     try:
         process = subprocess.Popen(command, env=child_env, stdout=stdout)

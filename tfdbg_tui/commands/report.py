@@ -55,20 +55,32 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tfdbg-tui report",
         description="Summarise one run of a tfdbg-tui dump: counts, NaN/inf alerts by "
-                    "type, and the op and source line that produced the first one.",
+        "type, and the op and source line that produced the first one.",
         epilog=f"exit status: {EXIT_OK} ran (alerts or not); {EXIT_NO_DUMP} missing, empty, "
-               f"unreadable or foreign directory; {EXIT_NEWER_FORMAT} dump written by a newer "
-               f"format version; {EXIT_DAMAGED} dump damaged beyond reading.")
-    parser.add_argument("logdir", metavar="LOGDIR",
-                        help="directory holding runs (or one run directory)")
-    parser.add_argument("--run", metavar="ID", default=None,
-                        help="run id or unique prefix (default: the newest run)")
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON object instead of the human report")
-    parser.add_argument("--rule", metavar="NAME:KEY=VALUE", action="append", default=[],
-                        help="a watch rule's threshold, e.g. exploding:k=5 (repeatable; "
-                             "rules: exploding k, window; vanishing n, relu; "
-                             "float16_headroom factor; loss_scale)")
+        f"unreadable or foreign directory; {EXIT_NEWER_FORMAT} dump written by a newer "
+        f"format version; {EXIT_DAMAGED} dump damaged beyond reading.",
+    )
+    parser.add_argument(
+        "logdir", metavar="LOGDIR", help="directory holding runs (or one run directory)"
+    )
+    parser.add_argument(
+        "--run",
+        metavar="ID",
+        default=None,
+        help="run id or unique prefix (default: the newest run)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object instead of the human report"
+    )
+    parser.add_argument(
+        "--rule",
+        metavar="NAME:KEY=VALUE",
+        action="append",
+        default=[],
+        help="a watch rule's threshold, e.g. exploding:k=5 (repeatable; "
+        "rules: exploding k, window; vanishing n, relu; "
+        "float16_headroom factor; loss_scale)",
+    )
     return parser
 
 
@@ -79,6 +91,7 @@ def main(argv: list[str]) -> int:
         rules = parse_rule_specs(args.rule)
     except RuleSpecError as error:
         import sys
+
         print(f"tfdbg-tui report: {error}", file=sys.stderr)
         return EXIT_USAGE
     try:
@@ -86,8 +99,7 @@ def main(argv: list[str]) -> int:
         with dump:
             summary = dump.alerts(limit_per_type=ALERTS_SHOWN)
             cause = dump.root_cause()
-            diagnosis = (diagnose_cause(dump, cause) if cause is not None
-                         else healthy_verdict(dump))
+            diagnosis = diagnose_cause(dump, cause) if cause is not None else healthy_verdict(dump)
             watched = dump.watch(rules)
             if args.json:
                 print(json.dumps(report_dict(dump, summary, cause, diagnosis, watched)))
@@ -106,15 +118,20 @@ def _counts(alert: Alert) -> dict[str, int]:
 def summary_dict(summary: Summary | None) -> dict[str, Any] | None:
     if summary is None:
         return None
-    return {key: getattr(summary, key) for key in
-            fmt.SUMMARY_COLUMNS[fmt.FULL_STATS] + (fmt.MAGNITUDE_COLUMN,)
-            if getattr(summary, key) is not None} | (
-        {"shape": list(summary.shape)} if summary.shape is not None else {})
+    return {
+        key: getattr(summary, key)
+        for key in fmt.SUMMARY_COLUMNS[fmt.FULL_STATS] + (fmt.MAGNITUDE_COLUMN,)
+        if getattr(summary, key) is not None
+    } | ({"shape": list(summary.shape)} if summary.shape is not None else {})
 
 
-def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
-                cause: RootCause | None, diagnosis: Diagnosis | None = None,
-                watched: WatchReport | None = None) -> dict[str, Any]:
+def report_dict(
+    dump: reader.DumpReader,
+    summary: reader.AlertSummary,
+    cause: RootCause | None,
+    diagnosis: Diagnosis | None = None,
+    watched: WatchReport | None = None,
+) -> dict[str, Any]:
     """The JSON report: the run, its counts, alerts and first alert, the root cause's
     inputs, the exact expression, the diagnosis, damage and the watch rules' hits
     (docs/keys.md)."""
@@ -128,19 +145,28 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
         source = None
         if cause.frame is not None:
             span = line_span(cause.frame, cause.line_text)
-            source = {"file": cause.frame.path, "line": cause.frame.line,
-                      "function": cause.frame.function, "text": cause.line_text,
-                      "column": span[0] if span else None,
-                      "end_column": span[1] if span else None,
-                      "expression": expression_of(dump, cause.frame)}
+            source = {
+                "file": cause.frame.path,
+                "line": cause.frame.line,
+                "function": cause.frame.function,
+                "text": cause.line_text,
+                "column": span[0] if span else None,
+                "end_column": span[1] if span else None,
+                "expression": expression_of(dump, cause.frame),
+            }
         first_alert = {
-            "kind": alert.kind, "index": alert.index, "op_type": alert.op_type,
-            "op_name": alert.op_name, "graph_name": alert.graph_name, "device": alert.device,
-            "slot": alert.slot, "step": alert.step,
-            "step_number": steps.of_execution(alert.step), "counts": _counts(alert),
+            "kind": alert.kind,
+            "index": alert.index,
+            "op_type": alert.op_type,
+            "op_name": alert.op_name,
+            "graph_name": alert.graph_name,
+            "device": alert.device,
+            "slot": alert.slot,
+            "step": alert.step,
+            "step_number": steps.of_execution(alert.step),
+            "counts": _counts(alert),
             "source": source,
-            "inputs": [{"name": ref.name, "summary": summary_dict(s)}
-                       for ref, s in cause.inputs],
+            "inputs": [{"name": ref.name, "summary": summary_dict(s)} for ref, s in cause.inputs],
             **place_dict(dump.place(alert)),
         }
     return {
@@ -161,19 +187,24 @@ def report_dict(dump: reader.DumpReader, summary: reader.AlertSummary,
         "first_alert": first_alert,
         "steps": _steps_dict(steps),
         "gaps": [_gap_dict(gap) for gap in steps.gaps],
-        "diagnosis": None if diagnosis is None else {
-            "pattern": diagnosis.pattern, "explanation": diagnosis.explanation,
-            "suggestion": diagnosis.suggestion, "evidence": list(diagnosis.evidence),
-            "source": None if diagnosis.source is None else diagnosis.source.as_dict()},
+        "diagnosis": None
+        if diagnosis is None
+        else {
+            "pattern": diagnosis.pattern,
+            "explanation": diagnosis.explanation,
+            "suggestion": diagnosis.suggestion,
+            "evidence": list(diagnosis.evidence),
+            "source": None if diagnosis.source is None else diagnosis.source.as_dict(),
+        },
         "damage": list(dump.damage),
         "notices": [notice_dict(n) for n in dump.notices()],
         "workers": [_worker_dict(w, dump) for w in first_nonfinite_workers(dump)],
         "watch": None if pair is None else pair.as_dict(),
-        "replay_of": None if meta.replay_of is None else {
-            "run": meta.replay_of.run_id, "step": meta.replay_of.step},
+        "replay_of": None
+        if meta.replay_of is None
+        else {"run": meta.replay_of.run_id, "step": meta.replay_of.step},
         "rules": [hit.as_dict() for hit in watched.hits],
-        "first_anomaly": None if watched.first_anomaly is None
-        else watched.first_anomaly.as_dict(),
+        "first_anomaly": None if watched.first_anomaly is None else watched.first_anomaly.as_dict(),
         "lead_steps": watched.lead_steps,
     }
 
@@ -190,10 +221,18 @@ def _reached_dict(dump: reader.DumpReader, steps: Steps) -> dict[str, Any] | Non
 def place_dict(place: Place) -> dict[str, Any]:
     """An alert's place in the model as the JSON report gives it."""
     frame = place.library_frame
-    return {"phase": place.phase, "layer": place.layer,
-            "library_frame": None if frame is None else {
-                "file": frame.path, "line": frame.line, "function": frame.function,
-                "text": library_frame_text(frame)}}
+    return {
+        "phase": place.phase,
+        "layer": place.layer,
+        "library_frame": None
+        if frame is None
+        else {
+            "file": frame.path,
+            "line": frame.line,
+            "function": frame.function,
+            "text": library_frame_text(frame),
+        },
+    }
 
 
 def _say_watch(say, dump: reader.DumpReader, pair: WatchPair | None) -> None:
@@ -203,27 +242,37 @@ def _say_watch(say, dump: reader.DumpReader, pair: WatchPair | None) -> None:
         return
     hit = pair.log.hit
     if pair.watched_run != dump.metadata.run_id:
-        say(("  replay", "bold"), f" of step {hit.step if hit else '?'} of the watched run "
-            f"{pair.watched_run}" + (f": {hit.tensor} held NaN or infinity" if hit else ""))
+        say(
+            ("  replay", "bold"),
+            f" of step {hit.step if hit else '?'} of the watched run "
+            f"{pair.watched_run}" + (f": {hit.tensor} held NaN or infinity" if hit else ""),
+        )
         if hit is not None and hit.verdict:
             say(f"  verdict: {hit.verdict}")
         return
-    optimizers = ", ".join(site.optimizer for site in pair.log.sites.values()) \
-        or "no optimizer yet"
-    say(("  watched", "bold"), f": {pair.log.num_steps:,} steps of {optimizers}"
-        + (f" ({pair.log.lost_rows:,} rows not read in time)" if pair.log.lost_rows else ""))
+    optimizers = ", ".join(site.optimizer for site in pair.log.sites.values()) or "no optimizer yet"
+    say(
+        ("  watched", "bold"),
+        f": {pair.log.num_steps:,} steps of {optimizers}"
+        + (f" ({pair.log.lost_rows:,} rows not read in time)" if pair.log.lost_rows else ""),
+    )
     if hit is None:
         say("  no step went non-finite")
         return
-    say("  ", ("hit:", "bold red"), f" step {hit.step}: {hit.tensor} held NaN or infinity "
-        f"(the {hit.check} check); the update was not applied")
+    say(
+        "  ",
+        ("hit:", "bold red"),
+        f" step {hit.step}: {hit.tensor} held NaN or infinity "
+        f"(the {hit.check} check); the update was not applied",
+    )
     if pair.replay_run:
-        say(f"  replay: {pair.replay_run} ({hit.verdict or 'no verdict'}); open it with "
-            f"--run {pair.replay_run}")
+        say(
+            f"  replay: {pair.replay_run} ({hit.verdict or 'no verdict'}); open it with "
+            f"--run {pair.replay_run}"
+        )
     elif hit.replay_error:
         say(f"  the replay failed: {hit.replay_error}")
-    for label, path in (("state before the step", hit.saved_state),
-                        ("its batch", hit.saved_batch)):
+    for label, path in (("state before the step", hit.saved_state), ("its batch", hit.saved_batch)):
         if path:
             say(f"  {label}: {path}")
 
@@ -233,8 +282,10 @@ def _say_workers(say, dump: reader.DumpReader, workers: list[WorkerRun]) -> None
     if not workers:
         return
     say("")
-    say(("Workers:", "bold"), f" {len(workers)} runs of this job in the logdir "
-        f"(this run is {dump.metadata.task})")
+    say(
+        ("Workers:", "bold"),
+        f" {len(workers)} runs of this job in the logdir (this run is {dump.metadata.task})",
+    )
     for rank, worker in enumerate(workers):
         this = " (this run)" if worker.path == dump.path else f" (run {worker.run_id})"
         if not worker.has_alerts:
@@ -245,28 +296,38 @@ def _say_workers(say, dump: reader.DumpReader, workers: list[WorkerRun]) -> None
             what = f"received it through {worker.op_type}"
         else:
             name = f" '{worker.op_name}'" if worker.op_name else ""
-            where = "" if worker.frame is None else \
-                f" at {worker.frame.path}:{worker.frame.line}"
+            where = "" if worker.frame is None else f" at {worker.frame.path}:{worker.frame.line}"
             what = f"{worker.op_type}{name}{where}"
-        lead = ("first non-finite: ", "bold red") if rank == 0 and not worker.received \
-            else ("", "")
+        lead = ("first non-finite: ", "bold red") if rank == 0 and not worker.received else ("", "")
         say("  ", lead, f"{worker.task}{at}: {what}{this}")
 
 
 def _worker_dict(worker: WorkerRun, dump: reader.DumpReader) -> dict[str, Any]:
     frame = worker.frame
-    return {"run": worker.run_id, "task": worker.task, "this_run": worker.path == dump.path,
-            "first_non_finite_step": worker.first_step, "time": worker.first_time,
-            "op_type": worker.op_type, "op_name": worker.op_name, "device": worker.device,
-            "received": worker.received,
-            "source": None if frame is None else {"file": frame.path, "line": frame.line,
-                                                  "function": frame.function}}
+    return {
+        "run": worker.run_id,
+        "task": worker.task,
+        "this_run": worker.path == dump.path,
+        "first_non_finite_step": worker.first_step,
+        "time": worker.first_time,
+        "op_type": worker.op_type,
+        "op_name": worker.op_name,
+        "device": worker.device,
+        "received": worker.received,
+        "source": None
+        if frame is None
+        else {"file": frame.path, "line": frame.line, "function": frame.function},
+    }
 
 
 def notice_dict(notice: Notice) -> dict[str, Any]:
     """A notice as the JSON report gives it."""
-    return {"kind": notice.kind, "level": notice.level, "message": notice.message,
-            "details": notice.details}
+    return {
+        "kind": notice.kind,
+        "level": notice.level,
+        "message": notice.message,
+        "details": notice.details,
+    }
 
 
 def _steps_dict(steps: Steps) -> dict[str, Any]:
@@ -274,8 +335,9 @@ def _steps_dict(steps: Steps) -> dict[str, Any]:
         "function": steps.function,
         "first_non_finite_step": steps.first_alert_step,
         "kept": [list(r) for r in steps.kept_steps()],
-        "alerts_per_step": [[int(s), int(c)]
-                            for s, c in zip(steps.alert_steps, steps.alert_counts)],
+        "alerts_per_step": [
+            [int(s), int(c)] for s, c in zip(steps.alert_steps, steps.alert_counts)
+        ],
     }
 
 
@@ -288,8 +350,12 @@ def _gap_dict(gap: Gap) -> dict[str, Any]:
     }
 
 
-def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
-                 cause: RootCause | None, diagnosis: Diagnosis | None) -> None:
+def _print_human(
+    dump: reader.DumpReader,
+    summary: reader.AlertSummary,
+    cause: RootCause | None,
+    diagnosis: Diagnosis | None,
+) -> None:
     # Rich is imported here, not at module level: `--json` and errors never pay for it.
     from rich.table import Table
 
@@ -304,15 +370,23 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
         console.print(literal_line(*parts))
 
     meta = dump.metadata
-    state = (TENSORFLOW_DUMP if meta.dumper == DUMPER_TENSORFLOW
-             else STATE_WORDS[dump.writer_state()]).sentence
+    state = (
+        TENSORFLOW_DUMP if meta.dumper == DUMPER_TENSORFLOW else STATE_WORDS[dump.writer_state()]
+    ).sentence
     say(("Run", "bold"), f" {meta.run_id}  ({state})")
-    say(f"  mode {meta.tensor_debug_mode}, host {meta.host}, pid {meta.pid}, "
-        f"TensorFlow {meta.tf_version}")
-    say(f"  {dump.num_executions:,} eager executions, {dump.num_traces:,} graph "
+    say(
+        f"  mode {meta.tensor_debug_mode}, host {meta.host}, pid {meta.pid}, "
+        f"TensorFlow {meta.tf_version}"
+    )
+    say(
+        f"  {dump.num_executions:,} eager executions, {dump.num_traces:,} graph "
         "execution traces"
-        + (f" (from #{dump.first_execution:,} / #{dump.first_trace:,} on disk)"
-           if dump.first_execution or dump.first_trace else ""))
+        + (
+            f" (from #{dump.first_execution:,} / #{dump.first_trace:,} on disk)"
+            if dump.first_execution or dump.first_trace
+            else ""
+        )
+    )
     steps = dump.steps()
     if steps.has_steps:
         kept = ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in steps.kept_steps())
@@ -323,8 +397,11 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
         say("  ", ("damage:", "yellow"), f" {damage}")
     for notice in dump.notices():
         style = "bold yellow" if notice.is_warning else "cyan"
-        say("  ", (f"{'⚠ ' if notice.is_warning else ''}{notice.level}:", style),
-            f" {notice.message}")
+        say(
+            "  ",
+            (f"{'⚠ ' if notice.is_warning else ''}{notice.level}:", style),
+            f" {notice.message}",
+        )
     _say_workers(say, dump, first_nonfinite_workers(dump))
     pair = watch_pair(dump)
     _say_watch(say, dump, pair)
@@ -336,8 +413,10 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
     by_type = ", ".join(f"{k}: {v:,}" for k, v in summary.counts.items())
     say("")
     if cause is None and diagnosis is not None:
-        say((f"{summary.total:,} alerts, all contained:", "bold green"),
-            f" {contained_line(summary, dump.harm())}")
+        say(
+            (f"{summary.total:,} alerts, all contained:", "bold green"),
+            f" {contained_line(summary, dump.harm())}",
+        )
         _say_diagnosis(say, diagnosis)
         return
     say((f"{summary.total:,} alerts", "bold red"), f" ({by_type})")
@@ -354,22 +433,41 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
     # TUI's Alerts rows give none.
     counted = any(a.nan >= 0 for a in listed)
     table = Table(show_edge=False, pad_edge=False)
-    for column in ("kind", "index", "step", "op", "graph",
-                   *(("nan", "-inf", "+inf") if counted else ())):
+    for column in (
+        "kind",
+        "index",
+        "step",
+        "op",
+        "graph",
+        *(("nan", "-inf", "+inf") if counted else ()),
+    ):
         table.add_column(column)
     for alert in listed:
         name = alert.op_type + (f" {alert.op_name}:{alert.slot}" if alert.op_name else "")
         step = steps.of_execution(alert.step) if steps.has_steps else alert.step
         counts = (alert.nan, alert.neg_inf, alert.pos_inf) if counted else ()
-        table.add_row(*(literal_line(cell) for cell in (
-            alert.kind, str(alert.index), "-" if step is None else str(step), name,
-            alert.graph_name or "", *(_count_text(c) for c in counts))))
+        table.add_row(
+            *(
+                literal_line(cell)
+                for cell in (
+                    alert.kind,
+                    str(alert.index),
+                    "-" if step is None else str(step),
+                    name,
+                    alert.graph_name or "",
+                    *(_count_text(c) for c in counts),
+                )
+            )
+        )
     console.print(table)
     if cause is None:
         return
     alert = cause.alert
-    what = (f"{alert.op_type} '{alert.op_name}:{alert.slot}'" if alert.op_name
-            else f"{alert.op_type} (eager execution #{alert.index}, output {alert.slot})")
+    what = (
+        f"{alert.op_type} '{alert.op_name}:{alert.slot}'"
+        if alert.op_name
+        else f"{alert.op_type} (eager execution #{alert.index}, output {alert.slot})"
+    )
     where = f" in graph '{alert.graph_name}'" if alert.graph_name else ""
     say("")
     say(("Root cause:", "bold"), f" {what}{where} at {steps.place(alert.step)}")
@@ -377,8 +475,7 @@ def _print_human(dump: reader.DumpReader, summary: reader.AlertSummary,
     for ref, s in cause.inputs:
         say(f"  input {ref.name}: {summary_text(s).plain}")
     if cause.frame is not None:
-        say("  ", (f"{cause.frame.path}:{cause.frame.line}", "bold"),
-            f" in {cause.frame.function}")
+        say("  ", (f"{cause.frame.path}:{cause.frame.line}", "bold"), f" in {cause.frame.function}")
         if cause.line_text is not None:
             shown, carets = caret_lines(cause.line_text, line_span(cause.frame, cause.line_text))
             say(f"    {shown}")
@@ -408,18 +505,28 @@ def _say_rules(dump: reader.DumpReader, watched: WatchReport) -> None:
     first = watched.first_anomaly
     lead = ""
     if first is not None and watched.lead_steps is not None:
-        lead = (f", {watched.lead_steps} {unit}{'s' if watched.lead_steps != 1 else ''} "
-                f"before the first harmful non-finite value ({unit} "
-                f"{watched.first_harmful_step})")
-    console.print(literal_line(("Watch rules:", "bold"),
-                               f" {len(watched.hits)} hit{'s' if len(watched.hits) != 1 else ''}"
-                               f"; first anomaly at {unit} {first.step if first else '-'}"
-                               f"{lead} (shown, not part of the verdict)"))
+        lead = (
+            f", {watched.lead_steps} {unit}{'s' if watched.lead_steps != 1 else ''} "
+            f"before the first harmful non-finite value ({unit} "
+            f"{watched.first_harmful_step})"
+        )
+    console.print(
+        literal_line(
+            ("Watch rules:", "bold"),
+            f" {len(watched.hits)} hit{'s' if len(watched.hits) != 1 else ''}"
+            f"; first anomaly at {unit} {first.step if first else '-'}"
+            f"{lead} (shown, not part of the verdict)",
+        )
+    )
     for hit in watched.hits[:RULE_HITS_SHOWN]:
         console.print(literal_line(f"  {hit.describe(unit)}"))
     if len(watched.hits) > RULE_HITS_SHOWN:
-        console.print(literal_line(f"  ... and {len(watched.hits) - RULE_HITS_SHOWN} more "
-                                   "(report --json lists every one)"))
+        console.print(
+            literal_line(
+                f"  ... and {len(watched.hits) - RULE_HITS_SHOWN} more "
+                "(report --json lists every one)"
+            )
+        )
 
 
 def _say_diagnosis(say, diagnosis: Diagnosis) -> None:

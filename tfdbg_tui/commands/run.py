@@ -47,28 +47,49 @@ program (said why); {codes.EXIT_NO_DUMP}/{codes.EXIT_NEWER_FORMAT}/{codes.EXIT_D
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=PROG, usage=USAGE, epilog=EPILOG,
+        prog=PROG,
+        usage=USAGE,
+        epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run a Python program instrumented, without editing it, then open "
-                    "the TUI on the run (or print the report).")
+        "the TUI on the run (or print the report).",
+    )
     add_recording_options(parser)
-    parser.add_argument("--no-open", action="store_true",
-                        help="print the report instead of opening the TUI, even in a terminal")
-    parser.add_argument("--json", action="store_true",
-                        help="print the report (with --ab: the diff) as one JSON object; the "
-                             "program's own output goes to stderr")
-    parser.add_argument("--fail-on-alert", action="store_true",
-                        help=f"exit {codes.EXIT_ALERT} when the run holds a harmful NaN or "
-                             "infinity (contained ones do not count), for a CI gate")
-    parser.add_argument("--ab", metavar="VARIANT", default=None,
-                        help="run the program twice and compare the runs: 'xla' (XLA off "
-                             "where the program asks for it, on where it never does), "
-                             "'precision' (mixed_float16 against float32) or "
-                             "'env:NAME=VALUE' (one environment variable changed)")
-    parser.add_argument("--no-mouse", action="store_true",
-                        help="do not capture the mouse in the TUI")
-    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- python PROGRAM.py",
-                        help="the program and its arguments")
+    parser.add_argument(
+        "--no-open",
+        action="store_true",
+        help="print the report instead of opening the TUI, even in a terminal",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the report (with --ab: the diff) as one JSON object; the "
+        "program's own output goes to stderr",
+    )
+    parser.add_argument(
+        "--fail-on-alert",
+        action="store_true",
+        help=f"exit {codes.EXIT_ALERT} when the run holds a harmful NaN or "
+        "infinity (contained ones do not count), for a CI gate",
+    )
+    parser.add_argument(
+        "--ab",
+        metavar="VARIANT",
+        default=None,
+        help="run the program twice and compare the runs: 'xla' (XLA off "
+        "where the program asks for it, on where it never does), "
+        "'precision' (mixed_float16 against float32) or "
+        "'env:NAME=VALUE' (one environment variable changed)",
+    )
+    parser.add_argument(
+        "--no-mouse", action="store_true", help="do not capture the mouse in the TUI"
+    )
+    parser.add_argument(
+        "command",
+        nargs=argparse.REMAINDER,
+        metavar="-- python PROGRAM.py",
+        help="the program and its arguments",
+    )
     return parser
 
 
@@ -78,7 +99,7 @@ def main(argv: list[str]) -> int:
     if "--" in argv:
         split = argv.index("--")
         args = parser.parse_args(argv[:split])
-        command = argv[split + 1:]
+        command = argv[split + 1 :]
     else:
         args = parser.parse_args(argv)
         command = args.command
@@ -96,8 +117,9 @@ def main(argv: list[str]) -> int:
         say(note)
     logdir = args.logdir or new_logdir(program.name)
     say(f"recording into {logdir}")
-    outcome = run_child(program, recording_arguments(args, logdir),
-                        stdout=sys.stderr if args.json else None)
+    outcome = run_child(
+        program, recording_arguments(args, logdir), stdout=sys.stderr if args.json else None
+    )
     return finish(args, outcome)
 
 
@@ -110,12 +132,10 @@ def finish(args: argparse.Namespace, outcome: Outcome) -> int:
         elif outcome.status == codes.EXIT_USAGE:  # the child said why
             return codes.EXIT_NO_PROGRAM
         else:
-            say(f"the program did not start (status {outcome.exit_status()}); "
-                "nothing was recorded")
+            say(f"the program did not start (status {outcome.exit_status()}); nothing was recorded")
         return outcome.exit_status() or codes.EXIT_NO_PROGRAM
     if outcome.signal_name is not None:
-        say(f"the program was stopped by {outcome.signal_name}; the dump is closed: "
-            f"{run_path}")
+        say(f"the program was stopped by {outcome.signal_name}; the dump is closed: {run_path}")
     elif outcome.status != 0:
         say(f"the program exited with status {outcome.status}; what was recorded: {run_path}")
     status = show_run(args, run_path)
@@ -136,8 +156,7 @@ def show_run(args: argparse.Namespace, run_path: str) -> int:
     if in_terminal() and not args.no_open and not args.json:
         from tfdbg_tui.commands.app_main import main as app_main
 
-        return app_main(list(logdir_and_run(run_path))
-                        + (["--no-mouse"] if args.no_mouse else []))
+        return app_main(list(logdir_and_run(run_path)) + (["--no-mouse"] if args.no_mouse else []))
     from tfdbg_tui.commands.report import main as report_main
 
     sys.stdout.flush()

@@ -26,14 +26,16 @@ from tfdbg_tui.text.run_state import STATE_WORDS, TENSORFLOW_DUMP
 COUNTING, UNCOUNTABLE = "counting", "unreadable"
 
 
-def run_label(run: RunInfo, alerts: int | str = COUNTING, *, first_in_job: bool = False
-              ) -> Text:
+def run_label(run: RunInfo, alerts: int | str = COUNTING, *, first_in_job: bool = False) -> Text:
     """One line about a run: start time, id, its task in a multi-worker job, alert
     count (`COUNTING` until known, `UNCOUNTABLE` if the run cannot be read), mode,
     finished or not, host and pid. ``first_in_job``: the worker of a multi-worker job
     that went non-finite first (`reader.analysis.jobs`)."""
-    started = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.start_time))
-               if run.start_time else "start unknown")
+    started = (
+        time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.start_time))
+        if run.start_time
+        else "start unknown"
+    )
     text = Text(f"{started}  ")
     text.append(literal(run.run_id), "bold")
     if run.task is not None:
@@ -41,14 +43,15 @@ def run_label(run: RunInfo, alerts: int | str = COUNTING, *, first_in_job: bool 
         if first_in_job:
             text.append("  first non-finite", "bold red reverse")
     if isinstance(alerts, int):
-        text.append(f"  alerts {alerts:,}" if alerts else "  no alerts",
-                    "bold red" if alerts else "green")
+        text.append(
+            f"  alerts {alerts:,}" if alerts else "  no alerts", "bold red" if alerts else "green"
+        )
     else:
         text.append(f"  alerts {alerts}", "dim")
     text.append(literal(f"  {run.tensor_debug_mode or '?'}  "))
-    state = liveness.state_of(run.finished,
-                              liveness.process_gone(run.host, run.pid, run.start_time),
-                              run.stopped)
+    state = liveness.state_of(
+        run.finished, liveness.process_gone(run.host, run.pid, run.start_time), run.stopped
+    )
     if run.dumper == DUMPER_TENSORFLOW:
         text.append(TENSORFLOW_DUMP.word, "cyan")
     else:
@@ -87,8 +90,7 @@ class RunPickerDialog(ModalScreen[str | None]):
     RunPickerDialog OptionList { height: auto; max-height: 20; }
     """
 
-    def __init__(self, runs: list[RunInfo], current: str | None,
-                 title: str | None = None) -> None:
+    def __init__(self, runs: list[RunInfo], current: str | None, title: str | None = None) -> None:
         super().__init__()
         self.runs = list(reversed(runs))
         self.current = current
@@ -99,8 +101,9 @@ class RunPickerDialog(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(self.title_text, markup=False)
-            yield OptionList(*(Option(run_label(run), id=str(i))
-                               for i, run in enumerate(self.runs)), id="runs")
+            yield OptionList(
+                *(Option(run_label(run), id=str(i)) for i, run in enumerate(self.runs)), id="runs"
+            )
 
     def on_mount(self) -> None:
         options = self.query_one(OptionList)
@@ -136,8 +139,11 @@ class RunPickerDialog(ModalScreen[str | None]):
     def _show_count(self, position: int) -> None:
         run = self.runs[position]
         self.query_one(OptionList).replace_option_prompt(
-            str(position), run_label(run, self._alerts.get(position, COUNTING),
-                                     first_in_job=run.run_id in self._origins))
+            str(position),
+            run_label(
+                run, self._alerts.get(position, COUNTING), first_in_job=run.run_id in self._origins
+            ),
+        )
 
     @on(OptionList.OptionSelected)
     def _chosen(self, event: OptionList.OptionSelected) -> None:

@@ -45,8 +45,15 @@ class TextDialog(ModalScreen[None]):
     TextDialog.warning > VerticalScroll { border: round $warning; }
     """
 
-    def __init__(self, text: Text, *, key: str, title: str, subtitle: Text | None = None,
-                 tone: Literal["error", "warning"]) -> None:
+    def __init__(
+        self,
+        text: Text,
+        *,
+        key: str,
+        title: str,
+        subtitle: Text | None = None,
+        tone: Literal["error", "warning"],
+    ) -> None:
         super().__init__(classes=tone)
         self.text = text
         self.title_text = title
@@ -70,16 +77,26 @@ def diagnosis_dialog(diagnosis: Diagnosis) -> TextDialog:
     subtitle = None
     if alert is not None:
         name = f"{alert.op_name}:{alert.slot}" if alert.op_name else f"{alert.slot}"
-        subtitle = Text(literal(
-            f"{alert.op_type} {name}, {alert.kind} #{alert.index}, step {alert.step}"))
-    return TextDialog(diagnosis_text(diagnosis, full=True), key="e", title="Diagnosis",
-                      subtitle=subtitle, tone="error")
+        subtitle = Text(
+            literal(f"{alert.op_type} {name}, {alert.kind} #{alert.index}, step {alert.step}")
+        )
+    return TextDialog(
+        diagnosis_text(diagnosis, full=True),
+        key="e",
+        title="Diagnosis",
+        subtitle=subtitle,
+        tone="error",
+    )
 
 
 def notices_dialog(notices: tuple[Notice, ...]) -> TextDialog:
     """Every notice the writer recorded about the run (`!`), warnings first."""
-    return TextDialog(notices_text(notices), key="exclamation_mark",
-                      title=f"Notices ({len(notices)})", tone="warning")
+    return TextDialog(
+        notices_text(notices),
+        key="exclamation_mark",
+        title=f"Notices ({len(notices)})",
+        tone="warning",
+    )
 
 
 def notices_text(notices: tuple[Notice, ...] | list[Notice]) -> Text:

@@ -66,8 +66,9 @@ class TraceComparison:
         first = self.alignment.diff.first_divergence
         if divergent:
             return literal_text(f"{versus} {divergent:,} divergent")
-        return literal_text(f"{versus} no divergence" if first is None
-                            else f"{versus} eager divergence only")
+        return literal_text(
+            f"{versus} no divergence" if first is None else f"{versus} eager divergence only"
+        )
 
     @property
     def name_a(self) -> str:
@@ -85,8 +86,9 @@ class TraceComparison:
         trace = self.rows_a.trace(a_index) if a_index is not None else None
         if trace is None:
             return CounterpartCells(a_index, None, None, frozenset(), reason)
-        fields = differing_fields(trace.summary, summary_b, rtol=self.alignment.diff.rtol,
-                                  atol=self.alignment.diff.atol)
+        fields = differing_fields(
+            trace.summary, summary_b, rtol=self.alignment.diff.rtol, atol=self.alignment.diff.atol
+        )
         if fields & _NON_FINITE_FIELDS:
             fields |= {"nonfinite"}
         return CounterpartCells(a_index, trace, self.rows_a.op(trace.op_id), fields, reason)

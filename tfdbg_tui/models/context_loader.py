@@ -121,24 +121,52 @@ def load_trace_context(reader, trace_index: int) -> TraceContext:
     inputs = []
     for position, ref in enumerate(op.inputs):
         producer = _op(reader, ref.op_id)
-        near = (input_trace(reader, ref.op_id, ref.slot, trace_index)
-                if ref.op_id is not None else None)
-        inputs.append(Neighbour(
-            "input", ref.name, producer, ref.slot, position, near, _trace_summary(reader, near),
-            tensor_history(reader, ref.op_id, ref.slot)
-            if producer is not None and ref.op_id is not None else None))
+        near = (
+            input_trace(reader, ref.op_id, ref.slot, trace_index) if ref.op_id is not None else None
+        )
+        inputs.append(
+            Neighbour(
+                "input",
+                ref.name,
+                producer,
+                ref.slot,
+                position,
+                near,
+                _trace_summary(reader, near),
+                tensor_history(reader, ref.op_id, ref.slot)
+                if producer is not None and ref.op_id is not None
+                else None,
+            )
+        )
     consumers = []
     for consumer, input_index in reader.consumers(op.id):
         slot = 0
         near = reader.nearest_trace_of(consumer.id, slot, trace_index, after=True)
-        consumers.append(Neighbour("consumer", consumer.name, consumer, slot, input_index,
-                                   near, _trace_summary(reader, near)))
+        consumers.append(
+            Neighbour(
+                "consumer",
+                consumer.name,
+                consumer,
+                slot,
+                input_index,
+                near,
+                _trace_summary(reader, near),
+            )
+        )
     frames, selected = _stack(reader, op.stack_id)
     has_value = reader.metadata.tensor_debug_mode == "FULL_TENSOR"
-    return TraceContext(trace, op, graph.name if graph else None, tuple(inputs),
-                        tuple(consumers), frames, selected, has_value,
-                        frame_expressions(reader, frames),
-                        tensor_history(reader, op.id, trace.slot))
+    return TraceContext(
+        trace,
+        op,
+        graph.name if graph else None,
+        tuple(inputs),
+        tuple(consumers),
+        frames,
+        selected,
+        has_value,
+        frame_expressions(reader, frames),
+        tensor_history(reader, op.id, trace.slot),
+    )
 
 
 def load_execution_context(reader, execution_index: int) -> ExecutionContext:
@@ -147,10 +175,15 @@ def load_execution_context(reader, execution_index: int) -> ExecutionContext:
     graph = _graph(reader, execution.graph_id)
     graph_name = graph.name if graph else None
     frames, selected = _stack(reader, execution.stack_id)
-    return ExecutionContext(execution, graph_name, frames, selected,
-                            eager_inputs(reader, execution),
-                            earlier_dropped=reader.first_execution > 0,
-                            expressions=frame_expressions(reader, frames))
+    return ExecutionContext(
+        execution,
+        graph_name,
+        frames,
+        selected,
+        eager_inputs(reader, execution),
+        earlier_dropped=reader.first_execution > 0,
+        expressions=frame_expressions(reader, frames),
+    )
 
 
 def frame_expressions(reader, frames: tuple[Frame, ...]) -> tuple[str | None, ...]:
@@ -173,9 +206,10 @@ def load_source(reader, frame: Frame) -> SourceView:
         source = None
     if source is None or source.lines is None:
         omitted = source.omitted if source is not None else None
-        note = {"library": "library file: its text is not stored in the dump",
-                "unreadable": "the file could not be read when the program ran",
-                "too_large": "the file was too large to store"}.get(
-                    omitted or "", "no snapshot of this file in the dump")
+        note = {
+            "library": "library file: its text is not stored in the dump",
+            "unreadable": "the file could not be read when the program ran",
+            "too_large": "the file was too large to store",
+        }.get(omitted or "", "no snapshot of this file in the dump")
         return SourceView(frame.path, frame.line, None, note)
     return SourceView(frame.path, frame.line, highlight_source(source.lines, frame.path))

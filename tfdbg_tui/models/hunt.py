@@ -61,13 +61,18 @@ def read_hunt(reader: dump_reader_module.DumpReader) -> Hunt:
     """
     alerts = reader.alerts(limit_per_type=ALERT_LIMIT_PER_TYPE)
     root_cause = reader.root_cause() if alerts.total else None
-    diagnosis = (diagnose_cause(reader, root_cause) if root_cause is not None
-                 else healthy_verdict(reader))
-    return Hunt(alerts=alerts, root_cause=root_cause, diagnosis=diagnosis,
-                places=[reader.place(alert) for alert in alerts.alerts],
-                alert_traces=reader.trace_alert_indices(), steps=reader.steps(),
-                no_alert="" if alerts.total
-                else no_alert_statement(reader, reader.writer_state()))
+    diagnosis = (
+        diagnose_cause(reader, root_cause) if root_cause is not None else healthy_verdict(reader)
+    )
+    return Hunt(
+        alerts=alerts,
+        root_cause=root_cause,
+        diagnosis=diagnosis,
+        places=[reader.place(alert) for alert in alerts.alerts],
+        alert_traces=reader.trace_alert_indices(),
+        steps=reader.steps(),
+        no_alert="" if alerts.total else no_alert_statement(reader, reader.writer_state()),
+    )
 
 
 @dataclass(frozen=True)
@@ -81,8 +86,7 @@ class Opened:
     hunt: Hunt | None
 
 
-def open_for_landing(logdir: str, run_id: str | None,
-                     runs: list[RunInfo] | None = None) -> Opened:
+def open_for_landing(logdir: str, run_id: str | None, runs: list[RunInfo] | None = None) -> Opened:
     """Open a run and read its hunt: ``run_id`` (`reader.open_run`), or when None the
     run to land on (`reader.analysis.jobs.open_landing_run`: the newest, or in a
     multi-worker job the worker that went non-finite first), among ``runs`` when the
@@ -91,8 +95,11 @@ def open_for_landing(logdir: str, run_id: str | None,
     Raises:
         DumpError: The run cannot be opened (its one-line error is the app's).
     """
-    opened = (open_landing_run(logdir, runs) if run_id is None
-              else dump_reader_module.open_run(logdir, run_id))
+    opened = (
+        open_landing_run(logdir, runs)
+        if run_id is None
+        else dump_reader_module.open_run(logdir, run_id)
+    )
     state = opened.writer_state()
     try:
         hunt = read_hunt(opened)

@@ -91,8 +91,9 @@ class KeptRows(GappedRows):
     def __init__(self, runs: list[tuple[int, int]]) -> None:
         self.runs = list(runs)
         self._spans = Spans.from_runs(self.runs)
-        super().__init__(self._spans.size,
-                         [self._spans.rows_below(begin) for begin, _ in self.runs[1:]])
+        super().__init__(
+            self._spans.size, [self._spans.rows_below(begin) for begin, _ in self.runs[1:]]
+        )
 
     def missing(self, gap: int) -> tuple[int, int]:
         """The ``(begin, end)`` indices gap ``gap`` does not keep."""
@@ -119,6 +120,9 @@ class KeptRows(GappedRows):
         """Rows ``begin..end-1`` as `segments`, with data-row ranges turned into the
         ``(first, end)`` record indices they show (their indices are kept and
         ascending, so a reader range over them returns exactly those records)."""
-        return [part if isinstance(part, int)
-                else (self._spans.index_of(part[0]), self._spans.index_of(part[1] - 1) + 1)
-                for part in self.segments(begin, end)]
+        return [
+            part
+            if isinstance(part, int)
+            else (self._spans.index_of(part[0]), self._spans.index_of(part[1] - 1) + 1)
+            for part in self.segments(begin, end)
+        ]

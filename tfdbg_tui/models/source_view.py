@@ -65,7 +65,7 @@ def highlight_source(lines: tuple[str, ...], path: str) -> list[Text]:
             if part:
                 current.append(part, style)
     texts.append(current)
-    return texts[:len(clean)] if clean else []
+    return texts[: len(clean)] if clean else []
 
 
 def _lexer_for(path: str) -> Lexer:

@@ -60,7 +60,8 @@ class TraceRows:
         """In the alerts-only view, a gap row stands before the first alert after it."""
         self._alert_rows = GappedRows(
             int(self._alert_indices.shape[0]),
-            [int(np.searchsorted(self._alert_indices, begin)) for begin, _ in self._kept.runs[1:]])
+            [int(np.searchsorted(self._alert_indices, begin)) for begin, _ in self._kept.runs[1:]],
+        )
 
     @property
     def _rows(self) -> GappedRows:
@@ -126,8 +127,7 @@ class TraceRows:
             begin = page * TRACE_PAGE_SIZE
             traces = [None] * TRACE_PAGE_SIZE
             # Placed by index: a page may straddle a gap, whose traces are not read.
-            for trace in self._reader.traces(begin, min(begin + TRACE_PAGE_SIZE,
-                                                        self.num_traces)):
+            for trace in self._reader.traces(begin, min(begin + TRACE_PAGE_SIZE, self.num_traces)):
                 traces[trace.index - begin] = trace
             self._pages[page] = traces
         return traces[trace_index - page * TRACE_PAGE_SIZE]

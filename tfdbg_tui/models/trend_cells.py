@@ -68,14 +68,16 @@ def levels(values: np.ndarray, span: tuple[float, float] | None, count: int) -> 
     good = np.isfinite(values) & (values > 0)
     if span is not None and good.any():
         low, high = span
-        scaled = (np.log10(values[good]) - low) / (high - low) if high > low else \
-            np.ones(int(good.sum()))
+        scaled = (
+            (np.log10(values[good]) - low) / (high - low)
+            if high > low
+            else np.ones(int(good.sum()))
+        )
         out[good] = np.clip((scaled * count).astype(np.int64), 0, count - 1)
     return out
 
 
-def bar_eighths(values: np.ndarray, span: tuple[float, float] | None, height: int
-                ) -> np.ndarray:
+def bar_eighths(values: np.ndarray, span: tuple[float, float] | None, height: int) -> np.ndarray:
     """Per value, its bar's height in eighths of a row (0..8*height) on the log scale
     ``span``; a value at the bottom of the span still gets one eighth; -1 missing,
     -2 exact zero, -3 non-finite."""
@@ -85,8 +87,11 @@ def bar_eighths(values: np.ndarray, span: tuple[float, float] | None, height: in
     good = np.isfinite(values) & (values > 0)
     if span is not None and good.any():
         low, high = span
-        scaled = (np.log10(values[good]) - low) / (high - low) if high > low else \
-            np.ones(int(good.sum()))
+        scaled = (
+            (np.log10(values[good]) - low) / (high - low)
+            if high > low
+            else np.ones(int(good.sum()))
+        )
         out[good] = np.clip(1 + (scaled * (8 * height - 1)).astype(np.int64), 1, 8 * height)
     return out
 

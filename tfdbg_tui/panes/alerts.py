@@ -36,8 +36,13 @@ class AlertList(LineList):
     BINDINGS = [Binding("enter", "choose", "Go to alert", show=False)]
 
     COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
-        "alerts--type", "alerts--kind", "alerts--none", "alerts--gap", "alerts--sparkline",
-        "alerts--contained"}
+        "alerts--type",
+        "alerts--kind",
+        "alerts--none",
+        "alerts--gap",
+        "alerts--sparkline",
+        "alerts--contained",
+    }
 
     DEFAULT_CSS = """
     AlertList {
@@ -65,18 +70,21 @@ class AlertList(LineList):
         self.places: list[Place] | None = None
         self._rows = GappedRows()
 
-    def show_alerts(self, summary: AlertSummary, steps: Steps | None = None,
-                    places: list[Place] | None = None) -> None:
+    def show_alerts(
+        self, summary: AlertSummary, steps: Steps | None = None, places: list[Place] | None = None
+    ) -> None:
         """Show `summary` (and `steps`: step numbers, gaps, alerts per step; `places`:
         where in the model each listed alert was made); the cursor stays on its alert
         when alerts are appended."""
         self.summary = summary
         self.steps = steps
         self.places = places
-        positions = np.fromiter((a.step for a in summary.alerts), dtype=np.int64,
-                                count=len(summary.alerts))
-        self._rows = GappedRows(len(summary.alerts),
-                                steps.gap_positions(positions) if steps is not None else ())
+        positions = np.fromiter(
+            (a.step for a in summary.alerts), dtype=np.int64, count=len(summary.alerts)
+        )
+        self._rows = GappedRows(
+            len(summary.alerts), steps.gap_positions(positions) if steps is not None else ()
+        )
         height = 2 if steps is not None and steps.first_alert_position is not None else 1
         if height != self.header_height:
             self.header_height = height
@@ -123,12 +131,13 @@ class AlertList(LineList):
         return text
 
     def _render_steps_heading(self, width: int) -> Text:
-        """"first non-finite value at step 250", then the alerts per step."""
+        """ "first non-finite value at step 250", then the alerts per step."""
         steps = self.steps
         if steps is None or steps.first_alert_position is None:
             return Text()
-        text = Text(f"first non-finite value at {steps.place(steps.first_alert_position)}",
-                    style="bold")
+        text = Text(
+            f"first non-finite value at {steps.place(steps.first_alert_position)}", style="bold"
+        )
         span = step_range(steps)
         if span is None:
             return text
@@ -151,13 +160,25 @@ class AlertList(LineList):
         text = Text(alert.alert_type.ljust(5), style=self.component_style("alerts--type"))
         where = "graph" if alert.kind == "graph" else "eager"
         text.append(f" {where} #{alert.index} ", self.component_style("alerts--kind"))
-        text.append(literal(f"{alert.op_type} {alert.tensor_name}" if alert.op_name is not None
-                            else alert.tensor_name))
+        text.append(
+            literal(
+                f"{alert.op_type} {alert.tensor_name}"
+                if alert.op_name is not None
+                else alert.tensor_name
+            )
+        )
         step = self.steps.of_execution(alert.step) if self.steps is not None else None
         if step is not None:
             text.append(f"  step {step}", self.component_style("alerts--kind"))
-        parts = [f"{label} {value}" for label, value in (
-            ("NaN", alert.nan), ("-inf", alert.neg_inf), ("+inf", alert.pos_inf)) if value > 0]
+        parts = [
+            f"{label} {value}"
+            for label, value in (
+                ("NaN", alert.nan),
+                ("-inf", alert.neg_inf),
+                ("+inf", alert.pos_inf),
+            )
+            if value > 0
+        ]
         if parts:
             text.append("  " + ", ".join(parts))
         place = self._place_at(row)
@@ -178,8 +199,10 @@ class AlertList(LineList):
         step = self.steps.of_execution(alert.step) if self.steps is not None else None
         place = self._place_at(row)
         text = f"{alert.alert_type:<5} {alert.kind} #{alert.index} " + (
-            f"{alert.op_type} {alert.tensor_name}" if alert.op_name is not None
-            else alert.tensor_name)
+            f"{alert.op_type} {alert.tensor_name}"
+            if alert.op_name is not None
+            else alert.tensor_name
+        )
         text += (f"  step {step}" if step is not None else "") + f"  contained: {alert.contained}"
         if place is not None:
             text += f"  {place.phase}" + (f" {place.layer}" if place.layer else "")
@@ -188,8 +211,9 @@ class AlertList(LineList):
     def _render_gap(self, row: int) -> Text:
         gap = self._rows.gap_at(row)
         assert self.steps is not None and gap is not None
-        return Text(f"┄┄ {self.steps.gaps[gap].describe()} ┄┄",
-                    style=self.component_style("alerts--gap"))
+        return Text(
+            f"┄┄ {self.steps.gaps[gap].describe()} ┄┄", style=self.component_style("alerts--gap")
+        )
 
     def cursor_changed(self, row: int) -> None:
         alert = self._alert_at(row)

@@ -52,9 +52,14 @@ class GraphExecutionList(LineList):
     ]
 
     COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
-        "graph-execution--alert", "graph-execution--bad-count", "graph-execution--input",
-        "graph-execution--index", "graph-execution--type", "graph-execution--zero-count",
-        "graph-execution--gap", "graph-execution--diverged",
+        "graph-execution--alert",
+        "graph-execution--bad-count",
+        "graph-execution--input",
+        "graph-execution--index",
+        "graph-execution--type",
+        "graph-execution--zero-count",
+        "graph-execution--gap",
+        "graph-execution--diverged",
     }
 
     DEFAULT_CSS = """
@@ -217,15 +222,17 @@ class GraphExecutionList(LineList):
     def _cell_styles(self) -> cells_drawn.CellStyles:
         style = self.component_style
         return cells_drawn.CellStyles(
-            index=style("graph-execution--index"), type=style("graph-execution--type"),
+            index=style("graph-execution--index"),
+            type=style("graph-execution--type"),
             bad_count=style("graph-execution--bad-count"),
-            zero_count=style("graph-execution--zero-count"), gap=style("graph-execution--gap"),
-            diverged=style("graph-execution--diverged"))
+            zero_count=style("graph-execution--zero-count"),
+            gap=style("graph-execution--gap"),
+            diverged=style("graph-execution--diverged"),
+        )
 
     def render_header(self, y: int, width: int) -> Text:
         index_width = self._index_width()
-        columns, name_width = cells_drawn.layout(self.mode, width, index_width,
-                                                 self._comparison)
+        columns, name_width = cells_drawn.layout(self.mode, width, index_width, self._comparison)
         return cells_drawn.header(columns, index_width, name_width, self._comparison)
 
     def render_row(self, row: int, width: int) -> Text:
@@ -243,8 +250,7 @@ class GraphExecutionList(LineList):
         op = self.rows.op(trace.op_id)
         summary = trace.summary
         is_alert = summary is not None and summary.is_alert
-        columns, name_width = cells_drawn.layout(self.mode, width, index_width,
-                                                 self._comparison)
+        columns, name_width = cells_drawn.layout(self.mode, width, index_width, self._comparison)
         name = f"{op.name}:{trace.slot}" if op else f"<trace point {trace.trace_point}>"
         name = cut_start(literal(name), name_width)
         row_style = self.component_style("graph-execution--alert") if is_alert else None
@@ -253,8 +259,16 @@ class GraphExecutionList(LineList):
         cells = comparison.counterpart(index, summary) if comparison is not None else None
         for column in columns:
             text.append(" ")
-            cells_drawn.append_cell(text, column, summary, op, trace.slot, styles, row_style,
-                                    diverged=cells is not None and column.key in cells.diverged)
+            cells_drawn.append_cell(
+                text,
+                column,
+                summary,
+                op,
+                trace.slot,
+                styles,
+                row_style,
+                diverged=cells is not None and column.key in cells.diverged,
+            )
         if comparison is not None and cells is not None:
             cells_drawn.append_a_side(text, comparison, index, cells, columns, width, styles)
         if index in self._input_traces:
@@ -300,8 +314,11 @@ class GraphExecutionList(LineList):
         else:
             target = alignment.next_divergence(position, forward=which == "next")
         if target is None:
-            self.notify("no divergence in the graph traces" if which == "first"
-                        else f"no {'later' if which == 'next' else 'earlier'} divergence")
+            self.notify(
+                "no divergence in the graph traces"
+                if which == "first"
+                else f"no {'later' if which == 'next' else 'earlier'} divergence"
+            )
             return False
         self.select_trace(target)
         return True
@@ -322,8 +339,10 @@ class GraphExecutionList(LineList):
     def border_title_changed(self) -> None:
         if isinstance(self.parent, Pane):
             alerts_only = self.rows is not None and self.rows.alerts_only
-            self.parent.set_title_suffix(Text(" (alerts only)" if alerts_only else "") + (
-                self._comparison.title_suffix if self._comparison is not None else Text()))
+            self.parent.set_title_suffix(
+                Text(" (alerts only)" if alerts_only else "")
+                + (self._comparison.title_suffix if self._comparison is not None else Text())
+            )
 
     def action_go_to_index(self) -> None:
         self.app.push_screen(PromptDialog("Go to trace #", "a trace index"), self._go_to_index)
@@ -340,8 +359,9 @@ class GraphExecutionList(LineList):
             self.notify(f"trace #{index} is not in the dump", severity="warning")
 
     def action_search(self) -> None:
-        self.app.push_screen(PromptDialog("Search op name or type (regex)", "e.g. Log|softmax"),
-                             self._search_entered)
+        self.app.push_screen(
+            PromptDialog("Search op name or type (regex)", "e.g. Log|softmax"), self._search_entered
+        )
 
     def _search_entered(self, value: str | None) -> None:
         if not value:

@@ -52,14 +52,16 @@ class GraphStructureList(LineList):
     """Rows: an "inputs" heading, the inputs, the selected op, the history of its output
     and inputs, "consumers", consumers."""
 
-    BINDINGS = [
-        Binding("enter", "choose", "Go to op's trace"),
-        *LineList.SIDEWAYS_BINDINGS,
-    ]
+    BINDINGS = [Binding("enter", "choose", "Go to op's trace"), *LineList.SIDEWAYS_BINDINGS]
 
     COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
-        "graph-structure--heading", "graph-structure--selected", "graph-structure--type",
-        "graph-structure--note", "graph-structure--finite", "graph-structure--nonfinite"}
+        "graph-structure--heading",
+        "graph-structure--selected",
+        "graph-structure--type",
+        "graph-structure--note",
+        "graph-structure--finite",
+        "graph-structure--nonfinite",
+    }
 
     DEFAULT_CSS = """
     GraphStructureList {
@@ -112,9 +114,12 @@ class GraphStructureList(LineList):
         self.invalidate()
         self.set_row_count(max(1, len(rows)))
         first_input = 1 if context is not None and context.inputs else None
-        self.move_cursor(first_input if first_input is not None else
-                         next((i for i, (kind, _) in enumerate(rows) if kind == "selected"),
-                              0), center=True)
+        self.move_cursor(
+            first_input
+            if first_input is not None
+            else next((i for i, (kind, _) in enumerate(rows) if kind == "selected"), 0),
+            center=True,
+        )
 
     @property
     def selected_neighbour(self) -> Neighbour | None:
@@ -132,8 +137,7 @@ class GraphStructureList(LineList):
         if kind == "selected":
             op = self.context.op
             text = Text("● ")
-            text.append(literal(op.op_type) + " ",
-                        self.component_style("graph-structure--type"))
+            text.append(literal(op.op_type) + " ", self.component_style("graph-structure--type"))
             text.append(literal(f"{op.name}:{self.context.trace.slot}"))
             if self.context.graph_name:
                 text.append(literal(f"  in {self.context.graph_name}"))
@@ -160,13 +164,18 @@ class GraphStructureList(LineList):
         return text
 
     def _history_text(self, name: str, history: TensorHistory) -> Text:
-        """"  ·········▆█ Log:0 finite for steps 0-249, first non-finite at …"."""
+        """ "  ·········▆█ Log:0 finite for steps 0-249, first non-finite at …"."""
         text = Text("  ")
         if self._axis.size:
             for glyph in history_cells(history, self._axis):
-                text.append(glyph, self.component_style(
-                    "graph-structure--finite" if glyph in (FINITE, NO_TRACE)
-                    else "graph-structure--nonfinite"))
+                text.append(
+                    glyph,
+                    self.component_style(
+                        "graph-structure--finite"
+                        if glyph in (FINITE, NO_TRACE)
+                        else "graph-structure--nonfinite"
+                    ),
+                )
             text.append(" ")
         text.append(literal(name))
         text.append(" " + history.describe(), self.component_style("graph-structure--note"))
@@ -177,8 +186,11 @@ class GraphStructureList(LineList):
         if self._rows and 0 <= row < len(self._rows):
             step = 1 if row >= self.cursor else -1
             probe = row
-            while 0 <= probe < len(self._rows) and self._rows[probe][1] is None \
-                    and self._rows[probe][0] != "selected":
+            while (
+                0 <= probe < len(self._rows)
+                and self._rows[probe][1] is None
+                and self._rows[probe][0] != "selected"
+            ):
                 probe += step
             if 0 <= probe < len(self._rows):
                 row = probe

@@ -12,8 +12,14 @@ from tfdbg_tui.panes.stack_trace import StackTracePane
 from tfdbg_tui.panes.timeline import TimelinePane
 from tfdbg_tui.widgets.pane import Pane
 
-PANES: tuple[type[Pane], ...] = (AlertsPane, TimelinePane, GraphExecutionPane,
-                                 GraphStructurePane, SourceCodePane, StackTracePane)
+PANES: tuple[type[Pane], ...] = (
+    AlertsPane,
+    TimelinePane,
+    GraphExecutionPane,
+    GraphStructurePane,
+    SourceCodePane,
+    StackTracePane,
+)
 # The left column, then the right one, top to bottom.
 COLUMNS: tuple[tuple[type[Pane], ...], ...] = (
     (AlertsPane, TimelinePane, GraphExecutionPane),

@@ -54,8 +54,12 @@ class SourceCodeView(LineList):
     BINDINGS = [*LineList.SIDEWAYS_BINDINGS]
 
     COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
-        "source-code--marked", "source-code--gutter", "source-code--note",
-        "source-code--expression", "source-code--cut"}
+        "source-code--marked",
+        "source-code--gutter",
+        "source-code--note",
+        "source-code--expression",
+        "source-code--cut",
+    }
 
     DEFAULT_CSS = """
     SourceCodeView {
@@ -148,17 +152,20 @@ class SourceCodeView(LineList):
         mark = Text(CUT_MARK, style=self.component_style("source-code--cut"))
         if self.sideways_offset:
             shifted = self.shift_sideways(code)
-            return mark + shifted[len(CUT_MARK):] if code.cell_len else shifted
+            return mark + shifted[len(CUT_MARK) :] if code.cell_len else shifted
         kept = marked_line_cut(span, code_width) if span is not None else None
         if span is None or kept is None:
             return code
-        return code[:kept] + mark + code[span[0]:]
+        return code[:kept] + mark + code[span[0] :]
 
     @staticmethod
     def _note_rows(view: SourceView) -> list[str]:
-        return ["No source text in the dump for this frame:",
-                view.note or "the dump holds no snapshot of this file",
-                f"{view.path}", f"line {view.line}"]
+        return [
+            "No source text in the dump for this frame:",
+            view.note or "the dump holds no snapshot of this file",
+            f"{view.path}",
+            f"line {view.line}",
+        ]
 
     def row_variant(self, row: int) -> object:
         if self.view is None or row + 1 != self.view.line:
@@ -171,19 +178,23 @@ class SourceCodeView(LineList):
             return Text()
         if view.lines is None:
             note_rows = self._note_rows(view)
-            return literal_text(note_rows[row] if row < len(note_rows) else "",
-                                style=self.component_style("source-code--note"))
+            return literal_text(
+                note_rows[row] if row < len(note_rows) else "",
+                style=self.component_style("source-code--note"),
+            )
         number = row + 1
         marked = number == view.line
-        gutter = Text(("▶" if marked else " ") + str(number).rjust(self._gutter_width(view) - 2)
-                      + " ",
-                      style=self.component_style("source-code--gutter"))
+        gutter = Text(
+            ("▶" if marked else " ") + str(number).rjust(self._gutter_width(view) - 2) + " ",
+            style=self.component_style("source-code--gutter"),
+        )
         code = view.lines[row]
         if marked and view.span is not None:
             code = code.copy()
             code.stylize(self.component_style("source-code--expression"), *view.span)
-        text = gutter + self._code_shown(code, view.span if marked else None,
-                                         width - gutter.cell_len - 1)
+        text = gutter + self._code_shown(
+            code, view.span if marked else None, width - gutter.cell_len - 1
+        )
         if marked:
             # The mark spans the pane; a longer line keeps its "…" at the edge.
             text.pad_right(max(0, width - text.cell_len))

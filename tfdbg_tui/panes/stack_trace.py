@@ -25,8 +25,12 @@ class StackTraceList(LineList):
     ]
 
     COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
-        "stack-trace--user", "stack-trace--library", "stack-trace--function",
-        "stack-trace--note", "stack-trace--expression"}
+        "stack-trace--user",
+        "stack-trace--library",
+        "stack-trace--function",
+        "stack-trace--note",
+        "stack-trace--expression",
+    }
 
     DEFAULT_CSS = """
     StackTraceList {
@@ -52,13 +56,19 @@ class StackTraceList(LineList):
         self._shown: list[Frame] = []
         self.expressions: dict[int, str] = {}  # frame id -> its exact expression
 
-    def show_frames(self, frames: list[Frame], selected: Frame | None, note: str = "",
-                    expressions: tuple[str | None, ...] = ()) -> None:
+    def show_frames(
+        self,
+        frames: list[Frame],
+        selected: Frame | None,
+        note: str = "",
+        expressions: tuple[str | None, ...] = (),
+    ) -> None:
         """Show `frames` (outermost first) with the cursor on `selected`; `expressions`
         gives, per frame, its exact expression when known."""
         self.frames = list(frames)
-        self.expressions = {frame.id: text for frame, text in zip(frames, expressions)
-                            if text is not None}
+        self.expressions = {
+            frame.id: text for frame, text in zip(frames, expressions) if text is not None
+        }
         self.note = note or "no stack recorded"
         self._relist(selected)
 
@@ -89,7 +99,8 @@ class StackTraceList(LineList):
             return Text(self.note, style=self.component_style("stack-trace--note"))
         frame = self._shown[row]
         style = self.component_style(
-            "stack-trace--user" if frame.is_user else "stack-trace--library")
+            "stack-trace--user" if frame.is_user else "stack-trace--library"
+        )
         marker = "▸ " if frame.is_user else "  "
         path = literal(frame.path)
         text = Text(marker, style=style)
@@ -101,8 +112,10 @@ class StackTraceList(LineList):
             text.append("  ")
             text.append(literal(expression), self.component_style("stack-trace--expression"))
         text.append("  ")
-        text.append(literal(frame.function), self.component_style("stack-trace--function")
-                    if frame.is_user else style)
+        text.append(
+            literal(frame.function),
+            self.component_style("stack-trace--function") if frame.is_user else style,
+        )
         text.append("  " + path, self.component_style("stack-trace--library"))
         return text
 

@@ -50,7 +50,10 @@ class TensorValueList(LineList):
     """A tensor's elements, wrapped; non-finite elements stand out."""
 
     COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
-        "tensor-value--nan", "tensor-value--inf", "tensor-value--index"}
+        "tensor-value--nan",
+        "tensor-value--inf",
+        "tensor-value--index",
+    }
 
     DEFAULT_CSS = """
     TensorValueList {
@@ -84,8 +87,9 @@ class TensorValueList(LineList):
         super().on_resize(event)
 
     def render_header(self, y: int, width: int) -> Text:
-        text = Text(f"dtype {self.value.dtype}  shape {list(self.value.shape)}  "
-                    f"size {self.flat.shape[0]}")
+        text = Text(
+            f"dtype {self.value.dtype}  shape {list(self.value.shape)}  size {self.flat.shape[0]}"
+        )
         if self.value.dtype.kind in "fc":
             nan = int(np.isnan(self.flat).sum())
             inf = int(np.isinf(self.flat).sum())
@@ -95,9 +99,11 @@ class TensorValueList(LineList):
     def render_row(self, row: int, width: int) -> Text:
         index_width, per_row = self._layout(width)
         begin = row * per_row
-        chunk = self.flat[begin:begin + per_row]
-        text = Text(f"[{begin}]".rjust(index_width - 1) + " ",
-                    style=self.component_style("tensor-value--index"))
+        chunk = self.flat[begin : begin + per_row]
+        text = Text(
+            f"[{begin}]".rjust(index_width - 1) + " ",
+            style=self.component_style("tensor-value--index"),
+        )
         if not chunk.shape[0]:
             text.append("(empty)")
             return text

@@ -64,8 +64,14 @@ class TimelineCells(CursorView, can_focus=True):
         Binding("end", "to_end(1)", "Last", show=False),
     ]
 
-    COMPONENT_CLASSES = {"timeline--function", "timeline--alert", "timeline--cursor",
-                         "timeline--cursor-blurred", "timeline--op", "timeline--gap"}
+    COMPONENT_CLASSES = {
+        "timeline--function",
+        "timeline--alert",
+        "timeline--cursor",
+        "timeline--cursor-blurred",
+        "timeline--op",
+        "timeline--gap",
+    }
 
     DEFAULT_CSS = """
     TimelineCells {
@@ -190,15 +196,19 @@ class TimelineCells(CursorView, can_focus=True):
         alert_style = base + self.get_component_rich_style("timeline--alert")
         gap_style = base + self.get_component_rich_style("timeline--gap")
         cursor_style = base + self.get_component_rich_style(
-            "timeline--cursor" if self.has_focus else "timeline--cursor-blurred")
+            "timeline--cursor" if self.has_focus else "timeline--cursor-blurred"
+        )
         cursor_column = self.cursor - row * width
         segments = []
         for column, op_type in enumerate(op_types):
             if op_type is None:
                 style, letter = gap_style, GAP_CELL
             else:
-                style = alert_style if alerts[column] else (
-                    function_style if functions[column] else op_style)
+                style = (
+                    alert_style
+                    if alerts[column]
+                    else (function_style if functions[column] else op_style)
+                )
                 letter = literal(execution_letter(op_type))
             if column == cursor_column:
                 style = style + cursor_style
@@ -296,8 +306,10 @@ def execution_detail(context: ExecutionContext | None, note: str = "") -> Text:
             text.append(" ")
             text.append_text(summary_text(eager_input.summary))
         elif context.earlier_dropped:
-            text.append("input data, a constant, or the output of an execution no longer "
-                        "kept", style="italic")
+            text.append(
+                "input data, a constant, or the output of an execution no longer kept",
+                style="italic",
+            )
         else:
             text.append("input data or a constant (no recorded op made it)", style="italic")
     return text

@@ -97,30 +97,51 @@ class DebuggerScreen(Screen):
 
     ALERT_KEYS = Binding.Group("Alert", compact=True)
     SCREEN_KEYS = [
-        *(Binding(pane.SECTION.key, f"focus_pane('{pane.CONTENT_ID}')", pane.SECTION.name,
-                  show=False)
-          for pane in PANES),
+        *(
+            Binding(
+                pane.SECTION.key, f"focus_pane('{pane.CONTENT_ID}')", pane.SECTION.name, show=False
+            )
+            for pane in PANES
+        ),
         Binding("z", "toggle_zoom", "Zoom"),
         Binding("escape", "unzoom", "Unzoom", show=False),
-        Binding("left_square_bracket", "alert_step(-1)", "Prev alert", key_display="[",
-                group=ALERT_KEYS),
-        Binding("right_square_bracket", "alert_step(1)", "Next alert", key_display="]",
-                group=ALERT_KEYS),
-        Binding("e", "explain", "Explain",
-                tooltip="The whole diagnosis of the selected alert: why, the fix, the evidence",
-                show=False),
-        Binding("exclamation_mark", "notices", "Notices", key_display="!",
-                tooltip="The writer's notices: what of the program is not in the dump, and why",
-                show=False),
+        Binding(
+            "left_square_bracket", "alert_step(-1)", "Prev alert", key_display="[", group=ALERT_KEYS
+        ),
+        Binding(
+            "right_square_bracket", "alert_step(1)", "Next alert", key_display="]", group=ALERT_KEYS
+        ),
+        Binding(
+            "e",
+            "explain",
+            "Explain",
+            tooltip="The whole diagnosis of the selected alert: why, the fix, the evidence",
+            show=False,
+        ),
+        Binding(
+            "exclamation_mark",
+            "notices",
+            "Notices",
+            key_display="!",
+            tooltip="The writer's notices: what of the program is not in the dump, and why",
+            show=False,
+        ),
     ]
     """The screen's own keys; the comparison's (`RunComparison.KEYS`) follow."""
     BINDINGS = [*SCREEN_KEYS, *RunComparison.KEYS]
 
-    def __init__(self, logdir: str, run_id: str | None = None, *,
-                 runs: Sequence[RunInfo] = (), poll_interval_s: float = POLL_INTERVAL_S,
-                 opening: Future[Opened] | None = None,
-                 compare: str | None = None, compare_names: tuple[str, str] = SIDE_NAMES,
-                 wait: bool = False) -> None:
+    def __init__(
+        self,
+        logdir: str,
+        run_id: str | None = None,
+        *,
+        runs: Sequence[RunInfo] = (),
+        poll_interval_s: float = POLL_INTERVAL_S,
+        opening: Future[Opened] | None = None,
+        compare: str | None = None,
+        compare_names: tuple[str, str] = SIDE_NAMES,
+        wait: bool = False,
+    ) -> None:
         super().__init__()
         self.opening = opening
         self.wait = wait
@@ -175,7 +196,8 @@ class DebuggerScreen(Screen):
         if self.wait:
             self.query_one(StatusLine).show_waiting(self.logdir, self.run_id)
             self.query_one(DiagnosisLine).show(
-                None, "no run yet: it opens as soon as the program writes it (q quits)")
+                None, "no run yet: it opens as soon as the program writes it (q quits)"
+            )
         # Index after the first frame is on screen: indexing a big dump holds the GIL
         # for a while, and the user should see the layout ("opening…") meanwhile.
         self.call_after_refresh(self.open_reader)
@@ -195,8 +217,12 @@ class DebuggerScreen(Screen):
             if self.opening is not None:
                 opened = self.opening.result()
             elif self.wait:
-                waited = wait_for_run(self.logdir, self.run_id, self.poll_interval_s,
-                                      get_current_worker().cancelled_event)
+                waited = wait_for_run(
+                    self.logdir,
+                    self.run_id,
+                    self.poll_interval_s,
+                    get_current_worker().cancelled_event,
+                )
                 if waited is None:
                     return  # cancelled: the app is closing
                 runs, opened = waited
@@ -228,8 +254,14 @@ class DebuggerScreen(Screen):
         timeline = self.query_one(TimelineCells)
         timeline.attach(reader)
         self.navigation = TraceNavigation(self, reader, graph_list)
-        self.comparison = RunComparison(self, reader, logdir=self.logdir, runs=self.runs,
-                                        graph_list=graph_list, timeline=timeline)
+        self.comparison = RunComparison(
+            self,
+            reader,
+            logdir=self.logdir,
+            runs=self.runs,
+            graph_list=graph_list,
+            timeline=timeline,
+        )
         kept_executions = reader.kept_executions()
         if kept_executions and (hunt is None or hunt.root_cause is None):
             # (A landing loads the root cause's step instead.)
@@ -238,14 +270,23 @@ class DebuggerScreen(Screen):
         self.update_status()
         damage = reader.damage
         if damage:
-            self.notify(literal(f"{len(damage)} damaged part(s): {damage[0]}"),
-                        title="Damaged dump: showing what is readable", severity="warning",
-                        markup=False, timeout=10)
+            self.notify(
+                literal(f"{len(damage)} damaged part(s): {damage[0]}"),
+                title="Damaged dump: showing what is readable",
+                severity="warning",
+                markup=False,
+                timeout=10,
+            )
         warnings = count_warnings(reader.notices())
         if warnings:
-            self.notify(f"{warnings} warning notice(s): part of the program may be missing "
-                        "from the dump; press ! to read them", title="Notices",
-                        severity="warning", markup=False, timeout=10)
+            self.notify(
+                f"{warnings} warning notice(s): part of the program may be missing "
+                "from the dump; press ! to read them",
+                title="Notices",
+                severity="warning",
+                markup=False,
+                timeout=10,
+            )
         if self.compare is not None:
             self.comparison.start(self.compare, names=self.compare_names)
         if hunt is None:
@@ -254,8 +295,9 @@ class DebuggerScreen(Screen):
             self._hunt_loaded(HuntLoaded(hunt, select=True))
         if self.live:
             self.watcher = DumpWatcher(reader, self, self.poll_interval_s)
-            self.run_worker(self.watcher.run, thread=True, exclusive=True, group="watch",
-                            name="dump watcher")
+            self.run_worker(
+                self.watcher.run, thread=True, exclusive=True, group="watch", name="dump watcher"
+            )
             self.set_interval(IDLE_CHECK_S, self.update_status)
 
     @work(thread=True, exclusive=True, group="hunt")
@@ -285,8 +327,7 @@ class DebuggerScreen(Screen):
         self.update_status()
         if not self.alert_chosen:
             self.show_diagnosis(hunt.diagnosis, hunt.no_alert)
-        if not message.select or (self.comparison is not None
-                                  and self.comparison.defers(message)):
+        if not message.select or (self.comparison is not None and self.comparison.defers(message)):
             return
         self.land_on_hunt(message)
 
@@ -314,13 +355,13 @@ class DebuggerScreen(Screen):
 
     @on(GraphExecutionList.TraceSelected)
     def _trace_selected(self, message: GraphExecutionList.TraceSelected) -> None:
-        self.load_selection(load_trace_context, message.trace_index,
-                            self._next_token("selection"))
+        self.load_selection(load_trace_context, message.trace_index, self._next_token("selection"))
 
     @on(TimelineCells.ExecutionSelected)
     def _execution_selected(self, message: TimelineCells.ExecutionSelected) -> None:
-        self.load_selection(load_execution_context, message.execution_index,
-                            self._next_token("selection"))
+        self.load_selection(
+            load_execution_context, message.execution_index, self._next_token("selection")
+        )
 
     @work(thread=True, exclusive=True, group="selection")
     def load_selection(self, load, index: int, token: int) -> None:
@@ -355,31 +396,42 @@ class DebuggerScreen(Screen):
             graph_list.input_traces = frozenset(traced)
             graph_list.first_input = traced[0] if traced else None
             self.query_one(GraphStructureList).show_context(
-                context, "" if context.op else "this trace's op is not in the dump yet")
-            stack.show_frames(list(context.frames), context.selected_frame,
-                              "no creation stack recorded for this op", context.expressions)
+                context, "" if context.op else "this trace's op is not in the dump yet"
+            )
+            stack.show_frames(
+                list(context.frames),
+                context.selected_frame,
+                "no creation stack recorded for this op",
+                context.expressions,
+            )
             if self.query_one(TimelineCells).sync_to_execution(context.trace.step):
                 self.load_execution_detail(context.trace.step, self._next_token("detail"))
         else:
             self.query_one(TimelinePane).show_detail(
-                context if context.execution is not None else None)
+                context if context.execution is not None else None
+            )
             if message.detail_only:
                 return
-            stack.show_frames(list(context.frames), context.selected_frame,
-                              "no call stack recorded for this execution", context.expressions)
+            stack.show_frames(
+                list(context.frames),
+                context.selected_frame,
+                "no call stack recorded for this execution",
+                context.expressions,
+            )
 
     @on(TimelineCells.GapSelected)
     def _timeline_gap_selected(self, message: TimelineCells.GapSelected) -> None:
         gap = gap_between(self.steps, fmt.STREAM_EXECUTIONS, message.begin, message.end)
         self.query_one(TimelinePane).show_detail(
-            None, f"{gap.describe()}: executions #{message.begin}-#{message.end - 1} "
-                  "left the disk (circular buffer)")
+            None,
+            f"{gap.describe()}: executions #{message.begin}-#{message.end - 1} "
+            "left the disk (circular buffer)",
+        )
 
     @on(StackTraceList.FrameSelected)
     def _frame_selected(self, message: StackTraceList.FrameSelected) -> None:
         frame = message.frame
-        self.load_frame_source(frame, self._sources.get(frame.file_id),
-                               self._next_token("source"))
+        self.load_frame_source(frame, self._sources.get(frame.file_id), self._next_token("source"))
 
     @work(thread=True, exclusive=True, group="source")
     def load_frame_source(self, frame, highlighted: SourceView | None, token: int) -> None:
@@ -387,11 +439,20 @@ class DebuggerScreen(Screen):
         (the screen's copy) is given: each file is highlighted once."""
         if highlighted is None:
             highlighted = load_source(self.reader, frame)
-        self.post_message(SourceLoaded(
-            SourceView(frame.path, frame.line, highlighted.lines, highlighted.note,
-                       source_span(self.reader, frame) if highlighted.lines is not None
-                       else None),
-            token, frame.file_id, highlighted))
+        self.post_message(
+            SourceLoaded(
+                SourceView(
+                    frame.path,
+                    frame.line,
+                    highlighted.lines,
+                    highlighted.note,
+                    source_span(self.reader, frame) if highlighted.lines is not None else None,
+                ),
+                token,
+                frame.file_id,
+                highlighted,
+            )
+        )
 
     @on(SourceLoaded)
     def _source_loaded(self, message: SourceLoaded) -> None:
@@ -458,15 +519,20 @@ class DebuggerScreen(Screen):
         if report.new_alerts or report.new_traces or report.new_executions:
             self.load_hunt(select=not self.hunt_done)
         if report.damage:
-            self.notify(literal(report.damage[0]), title="Damaged dump", severity="warning",
-                        markup=False)
+            self.notify(
+                literal(report.damage[0]), title="Damaged dump", severity="warning", markup=False
+            )
 
     @on(DumpWatchFailed)
     def _watch_failed(self, message: DumpWatchFailed) -> None:
         self.run_state = liveness.UNKNOWN
         self.watching_failed = True
-        self.notify(literal(str(message.error)), title="Stopped following the dump",
-                    severity="error", markup=False)
+        self.notify(
+            literal(str(message.error)),
+            title="Stopped following the dump",
+            severity="error",
+            markup=False,
+        )
         self.update_status()
 
     @property
@@ -480,14 +546,19 @@ class DebuggerScreen(Screen):
             return
         notices = self.reader.notices()
         self.query_one(StatusLine).show(
-            self.reader.metadata, state=self.run_state, followed=self.live,
+            self.reader.metadata,
+            state=self.run_state,
+            followed=self.live,
             num_executions=self.reader.num_executions,
             num_traces=self.reader.num_traces,
             idle_s=time.monotonic() - self.last_growth if self.live else 0.0,
             alerts=self.alert_summary.total if self.alert_summary is not None else None,
-            run_count=len(self.runs), notices=len(notices), warnings=count_warnings(notices),
+            run_count=len(self.runs),
+            notices=len(notices),
+            warnings=count_warnings(notices),
             compared_with=self.comparison.compared_run_id if self.comparison else None,
-            compared_name=self.comparison.compared_name if self.comparison else SIDE_NAMES[0])
+            compared_name=self.comparison.compared_name if self.comparison else SIDE_NAMES[0],
+        )
 
     def on_resize(self, event: Resize) -> None:
         # The footer's "^p Commands" takes 12 columns the pane keys need at 80
@@ -553,8 +624,9 @@ class DebuggerScreen(Screen):
 
     @on(ReadFailed)
     def _read_failed(self, message: ReadFailed) -> None:
-        self.notify(literal(str(message.error)), title="Could not read", severity="warning",
-                    markup=False)
+        self.notify(
+            literal(str(message.error)), title="Could not read", severity="warning", markup=False
+        )
 
     @on(GraphExecutionList.SearchRequested)
     def _search_requested(self, message: GraphExecutionList.SearchRequested) -> None:

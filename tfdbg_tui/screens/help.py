@@ -27,31 +27,48 @@ from tfdbg_tui.widgets.line_list import LineList
 def _key_name(binding: Binding) -> str:
     if binding.key_display:
         return binding.key_display
-    names = {"right_square_bracket": "]", "left_square_bracket": "[", "full_stop": ".",
-             "comma": ",", "slash": "/", "exclamation_mark": "!", "question_mark": "?",
-             "pageup": "PgUp",
-             "pagedown": "PgDn", "escape": "Esc", "home": "Home", "end": "End",
-             "up": "↑", "down": "↓", "left": "←", "right": "→", "enter": "Enter",
-             "ctrl+p": "Ctrl+P"}
+    names = {
+        "right_square_bracket": "]",
+        "left_square_bracket": "[",
+        "full_stop": ".",
+        "comma": ",",
+        "slash": "/",
+        "exclamation_mark": "!",
+        "question_mark": "?",
+        "pageup": "PgUp",
+        "pagedown": "PgDn",
+        "escape": "Esc",
+        "home": "Home",
+        "end": "End",
+        "up": "↑",
+        "down": "↓",
+        "left": "←",
+        "right": "→",
+        "enter": "Enter",
+        "ctrl+p": "Ctrl+P",
+    }
     return ", ".join(names.get(k, k) for k in binding.key.split(","))
 
 
-def key_sections(app_bindings: Sequence[Binding | tuple]
-                 ) -> list[tuple[str, list[tuple[str, str]]]]:
+def key_sections(
+    app_bindings: Sequence[Binding | tuple],
+) -> list[tuple[str, list[tuple[str, str]]]]:
     """(section, [(key, what it does)]) for the app (`app_bindings`), the screen and
     every pane."""
 
     def rows(bindings) -> list[tuple[str, str]]:
-        return [(_key_name(b), b.tooltip or b.description)
-                for b in bindings if isinstance(b, Binding)]
+        return [
+            (_key_name(b), b.tooltip or b.description) for b in bindings if isinstance(b, Binding)
+        ]
 
     return [
         ("Anywhere", rows(app_bindings) + rows(DebuggerScreen.SCREEN_KEYS)),
-        ("Every list (Alerts, Graph Execution, Graph Structure, Source, Stack)",
-         rows(LineList.BINDINGS)),
+        (
+            "Every list (Alerts, Graph Execution, Graph Structure, Source, Stack)",
+            rows(LineList.BINDINGS),
+        ),
         ("Comparing two runs (--compare A, or c)", rows(RunComparison.KEYS)),
-        *((pane.TITLE, rows(pane.CONTENT.BINDINGS))
-          for pane in PANES),
+        *((pane.TITLE, rows(pane.CONTENT.BINDINGS)) for pane in PANES),
         ("Tensor value view (v)", rows(TensorValueScreen.BINDINGS)),
         ("Trends (t)", rows(TrendsScreen.BINDINGS)),
         ("Diagnosis (e)", rows([close_binding("e")])),

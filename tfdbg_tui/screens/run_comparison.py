@@ -70,21 +70,50 @@ class RunComparison:
     """
 
     KEYS = [
-        Binding("c", "compare", "Compare runs", show=False,
-                tooltip="Compare this run (B) with another (A, the good one): A's "
-                        "summaries beside B's in Graph Execution"),
-        Binding("F", "divergence('first')", "First divergence", key_display="F", show=False,
-                tooltip="Go to the first divergence from the compared run A"),
-        Binding("d", "divergence('next')", "Next divergence", show=False,
-                tooltip="Go to the next trace that diverges from run A"),
-        Binding("D", "divergence('previous')", "Prev divergence", key_display="D", show=False,
-                tooltip="Go to the previous trace that diverges from run A"),
+        Binding(
+            "c",
+            "compare",
+            "Compare runs",
+            show=False,
+            tooltip="Compare this run (B) with another (A, the good one): A's "
+            "summaries beside B's in Graph Execution",
+        ),
+        Binding(
+            "F",
+            "divergence('first')",
+            "First divergence",
+            key_display="F",
+            show=False,
+            tooltip="Go to the first divergence from the compared run A",
+        ),
+        Binding(
+            "d",
+            "divergence('next')",
+            "Next divergence",
+            show=False,
+            tooltip="Go to the next trace that diverges from run A",
+        ),
+        Binding(
+            "D",
+            "divergence('previous')",
+            "Prev divergence",
+            key_display="D",
+            show=False,
+            tooltip="Go to the previous trace that diverges from run A",
+        ),
     ]
     """The comparison's keys, bound on the debugger screen, which delegates them."""
 
-    def __init__(self, screen: Screen, reader_b: DumpReader, *, logdir: str,
-                 runs: Sequence[RunInfo], graph_list: GraphExecutionList,
-                 timeline: TimelineCells) -> None:
+    def __init__(
+        self,
+        screen: Screen,
+        reader_b: DumpReader,
+        *,
+        logdir: str,
+        runs: Sequence[RunInfo],
+        graph_list: GraphExecutionList,
+        timeline: TimelineCells,
+    ) -> None:
         self.screen = screen
         self.reader_b = reader_b
         self.logdir = logdir
@@ -109,20 +138,26 @@ class RunComparison:
         """What the comparison shown calls A (the status line says so)."""
         return self.shown.name_a if self.shown is not None else SIDE_NAMES[0]
 
-    def start(self, path: str, run_id: str | None = None,
-              names: tuple[str, str] = SIDE_NAMES) -> None:
+    def start(
+        self, path: str, run_id: str | None = None, names: tuple[str, str] = SIDE_NAMES
+    ) -> None:
         """Open run A (`path`: a run directory or a logdir, whose newest run, or
         `run_id`, is taken) and compare B with it, in a worker; `names`: what the
         comparison calls A and B (`tfdbg-tui run --ab` names them by what each is)."""
         self.path = path
         self._token += 1
-        self.screen.notify(literal(f"aligning with {path}…"), title="Compare", markup=False,
-                           timeout=3)
-        self.screen.run_worker(partial(self._load, path, run_id, names, self._token),
-                               name="compare", group="compare", exclusive=True, thread=True)
+        self.screen.notify(
+            literal(f"aligning with {path}…"), title="Compare", markup=False, timeout=3
+        )
+        self.screen.run_worker(
+            partial(self._load, path, run_id, names, self._token),
+            name="compare",
+            group="compare",
+            exclusive=True,
+            thread=True,
+        )
 
-    def _load(self, path: str, run_id: str | None, names: tuple[str, str],
-              token: int) -> None:
+    def _load(self, path: str, run_id: str | None, names: tuple[str, str], token: int) -> None:
         try:
             reader_a = dump_reader_module.open_run(path, run_id)
         except DumpError as error:
@@ -143,8 +178,9 @@ class RunComparison:
         the screen lands on now."""
         if message.token != self._token:
             return None
-        self.screen.notify(literal(str(message.error)), title="Could not compare",
-                           severity="error", markup=False)
+        self.screen.notify(
+            literal(str(message.error)), title="Could not compare", severity="error", markup=False
+        )
         if self.shown is not None:
             return None
         self.path = None
@@ -191,9 +227,12 @@ class RunComparison:
         diff = alignment.diff
         first = diff.first_divergence
         if first is None:
-            self.screen.notify(f"no divergence: the {diff.aligned:,} aligned tensors agree "
-                               f"(compared {diff.compared})", title=literal(f"vs {diff.names[0]}"),
-                               timeout=10)
+            self.screen.notify(
+                f"no divergence: the {diff.aligned:,} aligned tensors agree "
+                f"(compared {diff.compared})",
+                title=literal(f"vs {diff.names[0]}"),
+                timeout=10,
+            )
             return self._release_deferred_hunt()
         self._deferred_hunt = None
         if first.kind == GRAPH:
@@ -205,9 +244,12 @@ class RunComparison:
             self.screen.set_focus(self.timeline)
             where = f"eager {first.op_type} #{first.b.index}"
         step = f" at step {first.step}" if first.step is not None else ""
-        self.screen.notify(literal(f"first divergence: {where}{step}: {first.detail}. "
-                                   f"{DIVERGENCE_KEYS_HINT}"), title=literal(f"vs {diff.names[0]}"),
-                           markup=False, timeout=10)
+        self.screen.notify(
+            literal(f"first divergence: {where}{step}: {first.detail}. {DIVERGENCE_KEYS_HINT}"),
+            title=literal(f"vs {diff.names[0]}"),
+            markup=False,
+            timeout=10,
+        )
         return None
 
     # -- keys -----------------------------------------------------------------------------
@@ -227,11 +269,13 @@ class RunComparison:
         if others:
             self.screen.app.push_screen(
                 RunPickerDialog(others, None, title="Compare with which run (A, the good one)?"),
-                self._picked)
+                self._picked,
+            )
         else:
             self.screen.app.push_screen(
                 PromptDialog("Compare with run A (the good one)", "a run directory or logdir"),
-                self._path_entered)
+                self._path_entered,
+            )
 
     def _picked(self, run_id: str | None) -> None:
         if run_id is not None:

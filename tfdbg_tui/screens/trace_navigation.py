@@ -49,8 +49,7 @@ class TraceNavigation:
         graph_list: The Graph Execution list, which results are set on.
     """
 
-    def __init__(self, screen: Screen, reader: DumpReader,
-                 graph_list: GraphExecutionList) -> None:
+    def __init__(self, screen: Screen, reader: DumpReader, graph_list: GraphExecutionList) -> None:
         self.screen = screen
         self.reader = reader
         self.graph_list = graph_list
@@ -59,7 +58,11 @@ class TraceNavigation:
         """Find the trace `request` asks for, in a worker; posts `TraceFound`."""
         self.screen.run_worker(
             partial(self._search, request.pattern, request.start, request.forward),
-            name="search", group="search", exclusive=True, thread=True)
+            name="search",
+            group="search",
+            exclusive=True,
+            thread=True,
+        )
 
     def _search(self, pattern: str, start: int, forward: bool) -> None:
         try:
@@ -81,11 +84,15 @@ class TraceNavigation:
         """Read trace `trace_index`'s value in a worker; posts `ValueLoaded`.
         `context`, the selected trace's, names it when it is that trace."""
         name = f"#{trace_index}"
-        if (context is not None and context.op is not None
-                and context.trace.index == trace_index):
+        if context is not None and context.op is not None and context.trace.index == trace_index:
             name += f" {context.op.name}:{context.trace.slot}"
-        self.screen.run_worker(partial(self._load_value, trace_index, name),
-                               name="value", group="value", exclusive=True, thread=True)
+        self.screen.run_worker(
+            partial(self._load_value, trace_index, name),
+            name="value",
+            group="value",
+            exclusive=True,
+            thread=True,
+        )
 
     def _load_value(self, trace_index: int, name: str) -> None:
         try:

@@ -111,24 +111,35 @@ class TrendsScreen(Screen[None]):
     def _loaded(self, message: TrendsLoaded) -> None:
         if message.error is not None:
             self.query_one("#trends-title", Static).update(
-                Text(f"Trends: could not read the run: {literal(str(message.error))}"))
+                Text(f"Trends: could not read the run: {literal(str(message.error))}")
+            )
             return
         self.trends, self.report = message.trends, message.report
         trends = self.trends
         if trends is None or trends.empty:
-            self.query_one("#trends-title", Static).update(Text(
-                "Trends: no layer or trained variable in this run's graphs (the "
-                "series need FULL_STATS, or FULL_HEALTH for magnitudes and zeros)"))
+            self.query_one("#trends-title", Static).update(
+                Text(
+                    "Trends: no layer or trained variable in this run's graphs (the "
+                    "series need FULL_STATS, or FULL_HEALTH for magnitudes and zeros)"
+                )
+            )
             return
         available = trends.available()
         if not available:
             blind = any(mask.any() for mask in trends.unknown.values())
-            self.query_one("#trends-title", Static).update(_line(
-                f"Trends: no norm or magnitude in this {trends.mode} run ("
-                + ("its summaries record no max |x|: TensorFlow's own dumps, or tensors "
-                   "summarised the stock way" if blind else
-                   "norms need FULL_STATS; FULL_HEALTH gives magnitudes from format 2.2 on")
-                + ")"))
+            self.query_one("#trends-title", Static).update(
+                _line(
+                    f"Trends: no norm or magnitude in this {trends.mode} run ("
+                    + (
+                        "its summaries record no max |x|: TensorFlow's own dumps, or tensors "
+                        "summarised the stock way"
+                        if blind
+                        else "norms need FULL_STATS; FULL_HEALTH gives magnitudes from "
+                        "format 2.2 on"
+                    )
+                    + ")"
+                )
+            )
             self._show_hits()
             return
         self.series = SERIES.index(available[0])
@@ -167,10 +178,14 @@ class TrendsScreen(Screen[None]):
             self.row = rows[0]
         unknown = trends.unknown.get(name)
         blind = int(unknown.sum()) if unknown is not None else 0
-        self.query_one("#trends-title", Static).update(_line(
-            (f"Trends: {SERIES_TITLES[name]}", "bold"),
-            f" by layer and {trends.unit}  (s: series, arrows: move)" if not blind else
-            f" ({blind} cell{'s' if blind != 1 else ''} blank: a tensor without max |x|)"))
+        self.query_one("#trends-title", Static).update(
+            _line(
+                (f"Trends: {SERIES_TITLES[name]}", "bold"),
+                f" by layer and {trends.unit}  (s: series, arrows: move)"
+                if not blind
+                else f" ({blind} cell{'s' if blind != 1 else ''} blank: a tensor without max |x|)",
+            )
+        )
         marks = _line()
         first = report.first_anomaly
         if first is not None:
@@ -185,21 +200,29 @@ class TrendsScreen(Screen[None]):
                 marks.append(f" (lead {report.lead_steps})")
         self.query_one("#trends-marks", Static).update(marks)
         self.query_one(TrendHeatmap).show(
-            tuple(trends.rows[r] for r in rows), table[rows], trends.steps, trends.unit,
-            rows.index(self.row), self.step, self._position(first.step if first else None),
-            self._position(report.first_harmful_step))
+            tuple(trends.rows[r] for r in rows),
+            table[rows],
+            trends.steps,
+            trends.unit,
+            rows.index(self.row),
+            self.step,
+            self._position(first.step if first else None),
+            self._position(report.first_harmful_step),
+        )
         value = float(table[self.row, self.step])
         said = number(value) if not np.isnan(value) else "not recorded"
         step = int(trends.steps[self.step])
-        if np.isnan(value) and any(h.rule == "loss_scale" and h.step == step
-                                   for h in report.hits):
+        if np.isnan(value) and any(h.rule == "loss_scale" and h.step == step for h in report.hits):
             said = "none: the loss scaler skipped this step"
         if unknown is not None and unknown[self.row, self.step]:
             said = "unknown (a tensor without max |x|)"
-        self.query_one("#trends-cell", Static).update(_line(
-            (literal(trends.rows[self.row]), "bold"),
-            f"  {trends.unit} {trends.steps[self.step]}: {SERIES_TITLES[name]} ",
-            (said, "bold")))
+        self.query_one("#trends-cell", Static).update(
+            _line(
+                (literal(trends.rows[self.row]), "bold"),
+                f"  {trends.unit} {trends.steps[self.step]}: {SERIES_TITLES[name]} ",
+                (said, "bold"),
+            )
+        )
         self.query_one(SeriesChart).show(table[self.row], self.step)
         self._show_hits()
 
@@ -208,12 +231,16 @@ class TrendsScreen(Screen[None]):
         assert trends is not None and report is not None
         own = hits_of_row(report, trends, self.row) if trends.rows else []
         text = _line()
-        text.append(f"{len(report.hits)} rule hit{'s' if len(report.hits) != 1 else ''}",
-                    "bold")
-        text.append(f", {len(own)} for this row" if report.hits else
-                    " (rules: exploding, vanishing, float16_headroom, loss_scale)")
-        lines = [text] + [_line("  " + literal(hit.describe(trends.unit)))
-                          for hit in (own or list(report.hits))[:HITS_SHOWN]]
+        text.append(f"{len(report.hits)} rule hit{'s' if len(report.hits) != 1 else ''}", "bold")
+        text.append(
+            f", {len(own)} for this row"
+            if report.hits
+            else " (rules: exploding, vanishing, float16_headroom, loss_scale)"
+        )
+        lines = [text] + [
+            _line("  " + literal(hit.describe(trends.unit)))
+            for hit in (own or list(report.hits))[:HITS_SHOWN]
+        ]
         joined = Text("\n").join(lines)
         joined.no_wrap, joined.overflow = True, "ellipsis"
         self.query_one("#trends-hits", Static).update(joined)
@@ -228,8 +255,11 @@ class TrendsScreen(Screen[None]):
             return
         available = self.trends.available() or SERIES
         current = SERIES[self.series]
-        following = [s for s in SERIES[self.series + 1:] + SERIES[:self.series + 1]
-                     if s in available and s != current] or [current]
+        following = [
+            s
+            for s in SERIES[self.series + 1 :] + SERIES[: self.series + 1]
+            if s in available and s != current
+        ] or [current]
         self.series = SERIES.index(following[0])
         self._show()
 

@@ -27,8 +27,9 @@ import re
 # C0 controls (a tab included: callers that show tabs expand them first), DEL, C1.
 # Then bidi embeddings/overrides (U+202A-202E), isolates (U+2066-2069), the bidi marks
 # (U+200E, U+200F, U+061C) and lone surrogates.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-                     "\ud800-\udfff]")
+_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -45,5 +46,7 @@ def literal(value: object) -> str:
 def literal_columns(line: str, start: int, end: int, tab_size: int = 8) -> tuple[int, int]:
     """Columns ``start:end`` of a source line as columns of the line shown, that is of
     ``literal(line.expandtabs(tab_size))`` (tabs expanded, control characters escaped)."""
-    return (len(literal(line[:start].expandtabs(tab_size))),
-            len(literal(line[:end].expandtabs(tab_size))))
+    return (
+        len(literal(line[:start].expandtabs(tab_size))),
+        len(literal(line[:end].expandtabs(tab_size))),
+    )

@@ -34,16 +34,23 @@ class StateWords:
 
 STATE_WORDS = {
     liveness.FINISHED: StateWords("finished", "finished"),
-    liveness.STOPPED: StateWords("recording stopped", "stopped", "write error",
-                                 "the dump ends there"),
-    liveness.RUNNING: StateWords("live", "live",
-                                 meaning="its process is running on this host"),
-    liveness.KILLED: StateWords("killed", "killed",
-                                meaning="its process is gone and it has no end record"),
-    liveness.UNKNOWN: StateWords("live or killed", "killed?", meaning=(
-        "no end record, and its process cannot be checked from here")),
+    liveness.STOPPED: StateWords(
+        "recording stopped", "stopped", "write error", "the dump ends there"
+    ),
+    liveness.RUNNING: StateWords("live", "live", meaning="its process is running on this host"),
+    liveness.KILLED: StateWords(
+        "killed", "killed", meaning="its process is gone and it has no end record"
+    ),
+    liveness.UNKNOWN: StateWords(
+        "live or killed",
+        "killed?",
+        meaning=("no end record, and its process cannot be checked from here"),
+    ),
 }
 # A file set of TensorFlow's own dumper, which records neither an end nor a pid: live,
 # finished or killed cannot be told.
-TENSORFLOW_DUMP = StateWords("TensorFlow dump", "TensorFlow dump", meaning=(
-    "written by TensorFlow's own dumper, which records no end"))
+TENSORFLOW_DUMP = StateWords(
+    "TensorFlow dump",
+    "TensorFlow dump",
+    meaning=("written by TensorFlow's own dumper, which records no end"),
+)

@@ -38,11 +38,12 @@ def sparkline(steps: Steps, width: int) -> str:
     cells = min(width, count)
     kept = np.zeros(cells, dtype=bool)
     for a, b in steps.kept_steps():
-        kept[_cell(a, first, count, cells): _cell(b, first, count, cells) + 1] = True
+        kept[_cell(a, first, count, cells) : _cell(b, first, count, cells) + 1] = True
     most = np.zeros(cells, dtype=np.int64)
     inside = (steps.alert_steps >= first) & (steps.alert_steps <= last)
-    np.maximum.at(most, _cell(steps.alert_steps[inside], first, count, cells),
-                  steps.alert_counts[inside])
+    np.maximum.at(
+        most, _cell(steps.alert_steps[inside], first, count, cells), steps.alert_counts[inside]
+    )
     top = max(int(most.max(initial=0)), 1)
     text = []
     for cell in range(cells):

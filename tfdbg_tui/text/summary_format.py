@@ -32,7 +32,7 @@ def count(value: int | None) -> str:
 
 
 def shape_text(shape: tuple[int, ...] | None, rank: int | None = None) -> str:
-    """"[32,10]"; past rank 6 a SHAPE summary holds the last six dimensions: "[…,3,4]"."""
+    """ "[32,10]"; past rank 6 a SHAPE summary holds the last six dimensions: "[…,3,4]"."""
     if shape is None:
         return "?"
     cut = "…," if rank is not None and rank > len(shape) else ""
@@ -48,18 +48,27 @@ def summary_text(summary: Summary | None) -> Text:
     if summary is None:
         text.append("no summary", DIM_STYLE)
         return text
-    for label, value in (("NaN", summary.nan), ("-inf", summary.neg_inf),
-                         ("+inf", summary.pos_inf)):
+    for label, value in (
+        ("NaN", summary.nan),
+        ("-inf", summary.neg_inf),
+        ("+inf", summary.pos_inf),
+    ):
         if value:
             text.append(f"{label}:{value} ", ALERT_STYLE)
     if summary.has_inf_or_nan is not None:
-        text.append("inf/NaN " if summary.has_inf_or_nan else "finite ",
-                    ALERT_STYLE if summary.has_inf_or_nan else "")
+        text.append(
+            "inf/NaN " if summary.has_inf_or_nan else "finite ",
+            ALERT_STYLE if summary.has_inf_or_nan else "",
+        )
     for label, value in (("-", summary.neg), ("0", summary.zero), ("+", summary.pos)):
         if value is not None:
             text.append(f"{label}:{value} ")
-    for label, stat in (("min", summary.min), ("max", summary.max), ("mean", summary.mean),
-                        ("std", summary.std)):
+    for label, stat in (
+        ("min", summary.min),
+        ("max", summary.max),
+        ("mean", summary.mean),
+        ("std", summary.std),
+    ):
         if stat is not None:
             text.append(f"{label}:{fit_number(stat, STAT_DIGITS)} ")
     if summary.max_abs is not None and summary.max is None:  # FULL_HEALTH's magnitude

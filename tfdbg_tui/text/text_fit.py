@@ -16,7 +16,7 @@ def cut_end(text: str, width: int) -> str:
     """`text`, or its first `width - 1` characters and "…" (a value, a label)."""
     if len(text) <= width:
         return text
-    return text[:width - 1] + ELLIPSIS if width > 0 else ""
+    return text[: width - 1] + ELLIPSIS if width > 0 else ""
 
 
 def cut_start(text: str, width: int) -> str:
@@ -24,7 +24,7 @@ def cut_start(text: str, width: int) -> str:
     tells tensors apart)."""
     if len(text) <= width:
         return text
-    return ELLIPSIS + text[len(text) - width + 1:] if width > 0 else ""
+    return ELLIPSIS + text[len(text) - width + 1 :] if width > 0 else ""
 
 
 def cut_middle(text: str, width: int) -> str:
@@ -36,11 +36,12 @@ def cut_middle(text: str, width: int) -> str:
         return ELLIPSIS[:width]
     head = width // 2
     tail = width - 1 - head
-    return text[:head] + ELLIPSIS + (text[len(text) - tail:] if tail else "")
+    return text[:head] + ELLIPSIS + (text[len(text) - tail :] if tail else "")
 
 
-def keep_by_priority(items: Sequence[T], room: int, cost: Callable[[T], int],
-                     priority: Callable[[T], int]) -> list[T]:
+def keep_by_priority(
+    items: Sequence[T], room: int, cost: Callable[[T], int], priority: Callable[[T], int]
+) -> list[T]:
     """The items that fit in ``room`` cells, the lowest ``priority`` taken first, in
     their own order: the columns a narrow pane keeps."""
     kept: set[int] = set()
@@ -50,4 +51,3 @@ def keep_by_priority(items: Sequence[T], room: int, cost: Callable[[T], int],
             kept.add(position)
             room -= needed
     return [item for position, item in enumerate(items) if position in kept]
-

@@ -57,14 +57,19 @@ def footer_entries(active_bindings: Any, key_display: Any) -> list[FooterEntry]:
     for group, run in groupby(by_action.values(), key=lambda member: member[0].group):
         members = list(run)
         if group is not None and len(members) > 1:
-            keys = tuple((b.key, key_display(b), enabled, tooltip or b.description)
-                         for b, enabled, tooltip in members)
+            keys = tuple(
+                (b.key, key_display(b), enabled, tooltip or b.description)
+                for b, enabled, tooltip in members
+            )
             entries.append(FooterEntry(keys, group.description, grouped=True))
         else:
             for binding, enabled, tooltip in members:
-                entries.append(FooterEntry(
-                    ((binding.key, key_display(binding), enabled, tooltip),),
-                    binding.description))
+                entries.append(
+                    FooterEntry(
+                        ((binding.key, key_display(binding), enabled, tooltip),),
+                        binding.description,
+                    )
+                )
     return entries
 
 
@@ -78,8 +83,12 @@ class KeyFooter(Widget, can_focus=False):
     """
 
     ALLOW_SELECT = False
-    COMPONENT_CLASSES = {"key-footer--key", "key-footer--description",
-                         "key-footer--hover", "key-footer--edge"}
+    COMPONENT_CLASSES = {
+        "key-footer--key",
+        "key-footer--description",
+        "key-footer--hover",
+        "key-footer--edge",
+    }
     DEFAULT_CSS = """
     KeyFooter {
         dock: bottom;
@@ -109,8 +118,14 @@ class KeyFooter(Widget, can_focus=False):
     compact: reactive[bool] = reactive(False)
     show_command_palette: reactive[bool] = reactive(True)
 
-    def __init__(self, *, compact: bool = False, show_command_palette: bool = True,
-                 id: str | None = None, classes: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        compact: bool = False,
+        show_command_palette: bool = True,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
         super().__init__(id=id, classes=classes)
         self.set_reactive(KeyFooter.compact, compact)
         self.set_reactive(KeyFooter.show_command_palette, show_command_palette)
@@ -143,17 +158,24 @@ class KeyFooter(Widget, can_focus=False):
         palette = None
         if self.app.ENABLE_COMMAND_PALETTE and self.app.COMMAND_PALETTE_BINDING in active:
             _, binding, enabled, tooltip = active[self.app.COMMAND_PALETTE_BINDING]
-            palette = FooterEntry(((binding.key, self.app.get_key_display(binding),
-                                    enabled, binding.tooltip or binding.description),),
-                                  binding.description)
+            palette = FooterEntry(
+                (
+                    (
+                        binding.key,
+                        self.app.get_key_display(binding),
+                        enabled,
+                        binding.tooltip or binding.description,
+                    ),
+                ),
+                binding.description,
+            )
         if entries != self._entries or palette != self._palette:
             self._entries, self._palette = entries, palette
             self.refresh()
 
     def render(self) -> Text:
         key_style = self.get_component_rich_style("key-footer--key", partial=True)
-        description_style = self.get_component_rich_style("key-footer--description",
-                                                          partial=True)
+        description_style = self.get_component_rich_style("key-footer--description", partial=True)
         hover_style = self.get_component_rich_style("key-footer--hover", partial=True)
         line = Text(no_wrap=True, overflow="crop", end="")
         spans: list[tuple[int, int, str, bool, str]] = []
@@ -163,15 +185,18 @@ class KeyFooter(Widget, can_focus=False):
             first = len(spans)
             for key, shown, enabled, tooltip in entry.keys:
                 start = len(line)
-                line.append(pad + shown + ("" if entry.grouped else pad),
-                            key_style + (Style(dim=True) if not enabled else Style()))
+                line.append(
+                    pad + shown + ("" if entry.grouped else pad),
+                    key_style + (Style(dim=True) if not enabled else Style()),
+                )
                 spans.append((start, len(line), key, enabled, tooltip))
             if entry.description:
                 start = len(line)
                 text = (" " if self.compact or entry.grouped else "") + entry.description
-                line.append(text + ("" if self.compact else " "),
-                            description_style
-                            + (Style(dim=True) if not entry.enabled else Style()))
+                line.append(
+                    text + ("" if self.compact else " "),
+                    description_style + (Style(dim=True) if not entry.enabled else Style()),
+                )
                 if not entry.grouped:
                     key, _, enabled, tooltip = entry.keys[0]
                     spans[first] = (spans[first][0], len(line), key, enabled, tooltip)

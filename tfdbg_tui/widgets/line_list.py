@@ -68,8 +68,9 @@ class LineList(CursorView, can_focus=True):
 
     page_overlap = 1
 
-    def __init__(self, *, name: str | None = None, id: str | None = None,
-                 classes: str | None = None) -> None:
+    def __init__(
+        self, *, name: str | None = None, id: str | None = None, classes: str | None = None
+    ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.row_count = 0
         self.sideways_offset = 0
@@ -123,16 +124,16 @@ class LineList(CursorView, can_focus=True):
             header_key = (-1 - y, width, self._generation, 0)
             strip = self._strip_cache.get(header_key)
             if strip is None:
-                strip = self._text_strip(self.render_header(y, width), width,
-                                         self.component_style("line-list--header"))
+                strip = self._text_strip(
+                    self.render_header(y, width), width, self.component_style("line-list--header")
+                )
                 self._strip_cache[header_key] = strip
             return strip
         row = self.scroll_offset.y + y - self.header_height
         if row >= self.row_count or row < 0 or width <= 0:
             return Strip.blank(max(0, width), self.rich_style)
         state = 0 if row != self.cursor else (2 if self.has_focus else 1)
-        key = (row, width, self._generation, state, self.sideways_offset,
-               self.row_variant(row))
+        key = (row, width, self._generation, state, self.sideways_offset, self.row_variant(row))
         strip = self._strip_cache.get(key)
         if strip is None:
             strip = self._render_row_strip(row, width, state)
@@ -143,14 +144,17 @@ class LineList(CursorView, can_focus=True):
         if not state:
             return self._text_strip(self.render_row(row, width), width, Style())
         cursor = self.component_style(
-            "line-list--cursor" if state == 2 else "line-list--cursor-blurred")
+            "line-list--cursor" if state == 2 else "line-list--cursor-blurred"
+        )
         # On the cursor row the cursor's text colour wins over the row's own colours
         # (cell backgrounds stay), so red alert text never sits on a dark cursor.
-        return self._text_strip(self.render_row(row, width), width, cursor,
-                                foreground=Style(color=cursor.color))
+        return self._text_strip(
+            self.render_row(row, width), width, cursor, foreground=Style(color=cursor.color)
+        )
 
-    def _text_strip(self, text: Text, width: int, style: Style,
-                    foreground: Style | None = None) -> Strip:
+    def _text_strip(
+        self, text: Text, width: int, style: Style, foreground: Style | None = None
+    ) -> Strip:
         text.no_wrap = True
         text.end = ""
         text.truncate(width, overflow="ellipsis", pad=True)
@@ -167,7 +171,7 @@ class LineList(CursorView, can_focus=True):
 
     def shift_sideways(self, text: Text) -> Text:
         """`text` without its first `sideways_offset` cells (the Left/Right scroll)."""
-        return text[self.sideways_offset:] if self.sideways_offset else text
+        return text[self.sideways_offset :] if self.sideways_offset else text
 
     def action_scroll_sideways(self, direction: int) -> None:
         """Scroll the rows `direction` steps right (+) or left (-)."""

@@ -72,17 +72,39 @@ class StatusLine(Widget):
         self.waiting = (logdir, run_id)
         self.refresh()
 
-    def show(self, metadata: RunMetadata, *, state: str, followed: bool, num_executions: int,
-             num_traces: int, alerts: int | None, run_count: int,
-             idle_s: float = 0.0, notices: int = 0, warnings: int = 0,
-             compared_with: str | None = None,
-             compared_name: str = SIDE_NAMES[0]) -> None:
+    def show(
+        self,
+        metadata: RunMetadata,
+        *,
+        state: str,
+        followed: bool,
+        num_executions: int,
+        num_traces: int,
+        alerts: int | None,
+        run_count: int,
+        idle_s: float = 0.0,
+        notices: int = 0,
+        warnings: int = 0,
+        compared_with: str | None = None,
+        compared_name: str = SIDE_NAMES[0],
+    ) -> None:
         """Rewrite the line (`RunStatus` says what each argument means). A killed run
         says so; a live one idle for `IDLE_AFTER_S` or more, whose process cannot be
         checked, may have been killed: it says that."""
-        self.status = RunStatus(metadata, state, followed, num_executions, num_traces,
-                                alerts, run_count, idle_s, notices, warnings,
-                                compared_with, compared_name)
+        self.status = RunStatus(
+            metadata,
+            state,
+            followed,
+            num_executions,
+            num_traces,
+            alerts,
+            run_count,
+            idle_s,
+            notices,
+            warnings,
+            compared_with,
+            compared_name,
+        )
         self.refresh()
 
     def render(self) -> Text:
@@ -124,12 +146,19 @@ class StatusLine(Widget):
             text.append(f" {STATE_WORDS[liveness.FINISHED].name} ", "bold reverse")
         elif status.state == liveness.STOPPED:
             stopped = STATE_WORDS[liveness.STOPPED]
-            text.append(f" {stopped.short.upper()}: {stopped.cause} " if compact
-                        else f" {stopped.name.upper()} ({stopped.cause}) ", "bold white on red")
+            text.append(
+                f" {stopped.short.upper()}: {stopped.cause} "
+                if compact
+                else f" {stopped.name.upper()} ({stopped.cause}) ",
+                "bold white on red",
+            )
         elif status.state == liveness.KILLED:
             why = "" if compact else ", no end record"
-            text.append(f" {STATE_WORDS[liveness.KILLED].name.upper()} "
-                        f"(pid {status.metadata.pid} gone{why}) ", "bold white on red")
+            text.append(
+                f" {STATE_WORDS[liveness.KILLED].name.upper()} "
+                f"(pid {status.metadata.pid} gone{why}) ",
+                "bold white on red",
+            )
         elif not status.followed:
             text.append(" not followed ", "bold black on yellow")
         elif status.metadata.dumper == DUMPER_TENSORFLOW:
@@ -144,22 +173,28 @@ class StatusLine(Widget):
             else:
                 doubt = STATE_WORDS[liveness.UNKNOWN]
                 doubt_said = f", {doubt.short}" if compact else f" ({doubt.name})"
-                text.append(f" {live}? idle {status.idle_s:.0f}s{doubt_said} ",
-                            "bold black on yellow")
+                text.append(
+                    f" {live}? idle {status.idle_s:.0f}s{doubt_said} ", "bold black on yellow"
+                )
         executions, traces = ("exec", "trace") if compact else ("executions", "traces")
         gap = " " if compact else "  "
-        text.append(f"{gap}{executions} {status.num_executions:,}{gap}"
-                    f"{traces} {status.num_traces:,}")
+        text.append(
+            f"{gap}{executions} {status.num_executions:,}{gap}{traces} {status.num_traces:,}"
+        )
         if status.alerts is not None:
-            text.append(f"{gap}alerts {status.alerts:,}",
-                        "bold red" if status.alerts else "green")
+            text.append(f"{gap}alerts {status.alerts:,}", "bold red" if status.alerts else "green")
         if status.notices:
             plural = "s" if status.notices != 1 else ""
-            label = (f"⚠ {status.notices} notice{plural}" if status.warnings
-                     else f"{status.notices} note{plural}")
+            label = (
+                f"⚠ {status.notices} notice{plural}"
+                if status.warnings
+                else f"{status.notices} note{plural}"
+            )
             text.append(gap)
-            text.append(label + ("" if compact else " (!)"),
-                        "bold black on yellow" if status.warnings else "dim")
+            text.append(
+                label + ("" if compact else " (!)"),
+                "bold black on yellow" if status.warnings else "dim",
+            )
         text.append(f"{gap}{status.metadata.tensor_debug_mode}")
         if status.run_count > 1:
             text.append(f"{gap}{status.run_count} runs" + ("" if compact else " (r)"))

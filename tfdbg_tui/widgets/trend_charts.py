@@ -53,8 +53,17 @@ class TrendHeatmap(Widget):
         self.anomaly: int | None = None  # a step position
         self.harmful: int | None = None
 
-    def show(self, rows: tuple[str, ...], table: np.ndarray, steps: np.ndarray, unit: str,
-             row: int, step: int, anomaly: int | None, harmful: int | None) -> None:
+    def show(
+        self,
+        rows: tuple[str, ...],
+        table: np.ndarray,
+        steps: np.ndarray,
+        unit: str,
+        row: int,
+        step: int,
+        anomaly: int | None,
+        harmful: int | None,
+    ) -> None:
         self.rows, self.table, self.steps, self.unit = rows, table, steps, unit
         self.row, self.step, self.anomaly, self.harmful = row, step, anomaly, harmful
         self.refresh(layout=True)
@@ -98,8 +107,7 @@ class TrendHeatmap(Widget):
         span = cells.log_range(self.table)
         unique = np.unique(starts)
         folded = cells.fold_columns(self.table[row], unique)
-        level = cells.levels(folded, span, len(cells.SHADES))[
-            np.searchsorted(unique, starts)]
+        level = cells.levels(folded, span, len(cells.SHADES))[np.searchsorted(unique, starts)]
         for column, code in enumerate(level.tolist()):
             glyph, style = self._cell(code)
             if row == self.row and self._covers(starts, column, self.step):
@@ -138,7 +146,7 @@ class TrendHeatmap(Widget):
         last = f"{self.steps[-1]}"
         room = starts.size - len(first) - len(last)
         text = (first + " " * room + last) if room > 0 else first
-        return _pad([Segment(" " * (label + 1)), Segment(text[:starts.size], _DIM)], width)
+        return _pad([Segment(" " * (label + 1)), Segment(text[: starts.size], _DIM)], width)
 
 
 class SeriesChart(Widget):
@@ -172,7 +180,7 @@ class SeriesChart(Widget):
             text = cells.number(10 ** span[1])
         elif span is not None and y == height - 1:
             text = cells.number(10 ** span[0])
-        segments = [Segment(text.rjust(label - 1)[:label - 1] + "│", _DIM)]
+        segments = [Segment(text.rjust(label - 1)[: label - 1] + "│", _DIM)]
         floor = (height - 1 - y) * 8
         for column, bar in enumerate(eighths.tolist()):
             if bar == -3:
@@ -198,8 +206,9 @@ class ValueHistogram(Widget):
     def __init__(self, value: np.ndarray, **kwargs) -> None:
         super().__init__(**kwargs)
         flat = np.asarray(value).reshape(-1)
-        self.finite = flat[np.isfinite(flat)].astype(np.float64) if flat.dtype.kind in "fiub" \
-            else np.zeros(0)
+        self.finite = (
+            flat[np.isfinite(flat)].astype(np.float64) if flat.dtype.kind in "fiub" else np.zeros(0)
+        )
         self.nonfinite = int(flat.size - self.finite.size) if flat.dtype.kind in "fiub" else 0
 
     def render_line(self, y: int) -> Strip:
@@ -213,12 +222,13 @@ class ValueHistogram(Widget):
             low, high = cells.number(edges[0]), cells.number(edges[-1])
             extra = f"  {self.nonfinite:,} not finite" if self.nonfinite else ""
             room = max(1, width - label - len(low) - len(high) - len(extra))
-            return _pad([Segment(" " * label), Segment(low + " " * room + high + extra, _DIM)],
-                        width)
+            return _pad(
+                [Segment(" " * label), Segment(low + " " * room + high + extra, _DIM)], width
+            )
         rows = height - 1
         top = int(counts.max())
         text = f"{top:,}" if y == 0 else ("0" if y == rows - 1 else "")
-        segments = [Segment(text.rjust(label - 1)[:label - 1] + "│", _DIM)]
+        segments = [Segment(text.rjust(label - 1)[: label - 1] + "│", _DIM)]
         floor = (rows - 1 - y) * 8
         for count in counts.tolist():
             bar = 0 if not count else max(1, int(count * 8 * rows / max(1, top)))

@@ -116,8 +116,14 @@ class RunDiff:
         return self.aligned_graph + self.aligned_eager
 
 
-def compare_runs(a: DumpReader, b: DumpReader, *, rtol: float = DEFAULT_RTOL,
-                 atol: float = DEFAULT_ATOL, names: tuple[str, str] = SIDE_NAMES) -> RunDiff:
+def compare_runs(
+    a: DumpReader,
+    b: DumpReader,
+    *,
+    rtol: float = DEFAULT_RTOL,
+    atol: float = DEFAULT_ATOL,
+    names: tuple[str, str] = SIDE_NAMES,
+) -> RunDiff:
     """Align ``a`` and ``b`` and find their first divergence (None: none found);
     ``names``: what its detail calls ``a`` and ``b``."""
     return _align(a, b, rtol, atol, names, every=False)[0]
@@ -167,24 +173,33 @@ class RunAlignment:
         there is none that way."""
         if forward:
             position = int(np.searchsorted(self.divergent, b_index, side="right"))
-            return int(self.divergent[position]) if position < self.divergent.shape[0] \
-                else None
+            return int(self.divergent[position]) if position < self.divergent.shape[0] else None
         position = int(np.searchsorted(self.divergent, b_index, side="left")) - 1
         return int(self.divergent[position]) if position >= 0 else None
 
 
-def align_runs(a: DumpReader, b: DumpReader, *, rtol: float = DEFAULT_RTOL,
-               atol: float = DEFAULT_ATOL, names: tuple[str, str] = SIDE_NAMES
-               ) -> RunAlignment:
+def align_runs(
+    a: DumpReader,
+    b: DumpReader,
+    *,
+    rtol: float = DEFAULT_RTOL,
+    atol: float = DEFAULT_ATOL,
+    names: tuple[str, str] = SIDE_NAMES,
+) -> RunAlignment:
     """Align ``a`` and ``b`` as `compare_runs` does, comparing every aligned pair (not
     only up to the first divergence) and keeping B's graph traces' counterparts."""
     diff, counterpart, divergent, reasons = _align(a, b, rtol, atol, names, every=True)
-    return RunAlignment(diff, counterpart, np.asarray(divergent, dtype=np.int64),
-                        np.asarray(reasons, dtype=np.uint8))
+    return RunAlignment(
+        diff,
+        counterpart,
+        np.asarray(divergent, dtype=np.int64),
+        np.asarray(reasons, dtype=np.uint8),
+    )
 
 
-def differing_fields(a: Summary | None, b: Summary | None, *, rtol: float = DEFAULT_RTOL,
-                     atol: float = DEFAULT_ATOL) -> frozenset[str]:
+def differing_fields(
+    a: Summary | None, b: Summary | None, *, rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL
+) -> frozenset[str]:
     """The `Summary` fields in which ``a`` and ``b`` differ: ``"is_alert"`` when one is
     finite and the other not, and each count of `COUNT_FIELDS` and statistic of
     `STAT_FIELDS` both record that differs by more than ``atol + rtol * max(|a|, |b|)``."""
@@ -198,19 +213,40 @@ def differing_fields(a: Summary | None, b: Summary | None, *, rtol: float = DEFA
     return frozenset(fields)
 
 
-def _align(a: DumpReader, b: DumpReader, rtol: float, atol: float, names: tuple[str, str],
-           every: bool) -> tuple[RunDiff, np.ndarray, list[int], list[int]]:
+def _align(
+    a: DumpReader, b: DumpReader, rtol: float, atol: float, names: tuple[str, str], every: bool
+) -> tuple[RunDiff, np.ndarray, list[int], list[int]]:
     """The comparison behind `compare_runs` (``every`` False: the first divergence only)
     and `align_runs` (``every``: every divergent graph trace, and the counterparts)."""
     values = a.metadata.tensor_debug_mode == fmt.FULL_TENSOR == b.metadata.tensor_debug_mode
     side_a, side_b = _Walk(a), _Walk(b)
     graph_table, eager_table = TensorTable(), TensorTable()
-    graph = _Comparison(GRAPH, side_a, side_b, trace_keys(a, graph_table),
-                        trace_keys(b, graph_table), graph_table, values, rtol, atol, names,
-                        every)
-    eager = _Comparison(EAGER, side_a, side_b, output_keys(a, eager_table),
-                        output_keys(b, eager_table), eager_table, values, rtol, atol, names,
-                        every)
+    graph = _Comparison(
+        GRAPH,
+        side_a,
+        side_b,
+        trace_keys(a, graph_table),
+        trace_keys(b, graph_table),
+        graph_table,
+        values,
+        rtol,
+        atol,
+        names,
+        every,
+    )
+    eager = _Comparison(
+        EAGER,
+        side_a,
+        side_b,
+        output_keys(a, eager_table),
+        output_keys(b, eager_table),
+        eager_table,
+        values,
+        rtol,
+        atol,
+        names,
+        every,
+    )
     # The first divergence: finite on one side first, then any other; in B's order (a
     # call's graph traces before the call).
     candidates = list(graph.candidates()) + list(eager.candidates())
@@ -227,11 +263,17 @@ def _align(a: DumpReader, b: DumpReader, rtol: float, atol: float, names: tuple[
         compared = "finiteness, then element counts, then min, max and mean"
     else:
         compared = "finiteness, then element counts"
-    diff = RunDiff(aligned_graph=graph.aligned, aligned_eager=eager.aligned,
-                   unmatched_a=graph.unmatched(a=True) + eager.unmatched(a=True),
-                   unmatched_b=graph.unmatched(a=False) + eager.unmatched(a=False),
-                   first_divergence=first, compared=compared, rtol=rtol, atol=atol,
-                   names=names)
+    diff = RunDiff(
+        aligned_graph=graph.aligned,
+        aligned_eager=eager.aligned,
+        unmatched_a=graph.unmatched(a=True) + eager.unmatched(a=True),
+        unmatched_b=graph.unmatched(a=False) + eager.unmatched(a=False),
+        first_divergence=first,
+        compared=compared,
+        rtol=rtol,
+        atol=atol,
+        names=names,
+    )
     counterpart = graph.counterparts(b.num_traces) if every else np.empty(0, np.int64)
     divergent, reasons = graph.divergent() if every else ([], [])
     return diff, counterpart, divergent, reasons
@@ -242,18 +284,36 @@ class _Comparison:
     compared in columns (`reader.analysis.compare.tensor_alignment`); records are decoded
     only for the divergences reported, and for FULL_TENSOR values."""
 
-    def __init__(self, kind: str, a: _Walk, b: _Walk, keys_a: TensorKeys, keys_b: TensorKeys,
-                 table: TensorTable, values: bool, rtol: float, atol: float,
-                 names: tuple[str, str], every: bool) -> None:
+    def __init__(
+        self,
+        kind: str,
+        a: _Walk,
+        b: _Walk,
+        keys_a: TensorKeys,
+        keys_b: TensorKeys,
+        table: TensorTable,
+        values: bool,
+        rtol: float,
+        atol: float,
+        names: tuple[str, str],
+        every: bool,
+    ) -> None:
         self.kind, self.a, self.b, self.table = kind, a, b, table
         self.keys_a, self.keys_b = keys_a, keys_b
         self.in_a, self.in_b = align(keys_a, keys_b)
         self.aligned = int(self.in_a.size)
         self.values, self.rtol, self.atol, self.every = values, rtol, atol, every
         self.names = names
-        self.reason = compare_rows(keys_a, keys_b, self.in_a, self.in_b,
-                                   () if values else COUNT_FIELDS,
-                                   () if values else STAT_FIELDS, rtol, atol)
+        self.reason = compare_rows(
+            keys_a,
+            keys_b,
+            self.in_a,
+            self.in_b,
+            () if values else COUNT_FIELDS,
+            () if values else STAT_FIELDS,
+            rtol,
+            atol,
+        )
         self._found: dict[int, tuple[str, str, float | None, float | None]] = {}
         if values:
             self._compare_values()
@@ -266,10 +326,11 @@ class _Comparison:
         op_type = self.table.op_types[int(key["tensor"])]
         if self.kind == EAGER:
             slot = int(key["slot"])
-        return (_Key(self.kind, int(key["step"]), graph, name, slot, int(key["occurrence"]),
-                     op_type),
-                self.a.side(self.kind, self.keys_a, row_a),
-                self.b.side(self.kind, self.keys_b, row_b))
+        return (
+            _Key(self.kind, int(key["step"]), graph, name, slot, int(key["occurrence"]), op_type),
+            self.a.side(self.kind, self.keys_a, row_a),
+            self.b.side(self.kind, self.keys_b, row_b),
+        )
 
     def _compare_values(self) -> None:
         """FULL_TENSOR against FULL_TENSOR: the values of pairs finite on both sides are
@@ -277,8 +338,9 @@ class _Comparison:
         differs)."""
         for k in np.flatnonzero(self.reason == 0).tolist():
             key, side_a, side_b = self._pair(k)
-            found = _compare(key, side_a, side_b, True, self.a.run, self.b.run,
-                             self.rtol, self.atol, self.names)
+            found = _compare(
+                key, side_a, side_b, True, self.a.run, self.b.run, self.rtol, self.atol, self.names
+            )
             if found is not None:
                 self._found[k] = found
                 self.reason[k] = _REASON_CODES.index(found[0])
@@ -289,19 +351,22 @@ class _Comparison:
         """The first finite-on-one-side pair and the first other divergent pair, in B's
         order, each as ((priority, position, kind, index), (key, side A, side B, found))."""
         kind_order = 0 if self.kind == GRAPH else 1
-        for priority, hits in enumerate((np.flatnonzero(self.reason == 1),
-                                         np.flatnonzero(self.reason > 1))):
+        for priority, hits in enumerate(
+            (np.flatnonzero(self.reason == 1), np.flatnonzero(self.reason > 1))
+        ):
             if not hits.size:
                 continue
             rows_b = self.in_b[hits]
             k = int(hits[np.lexsort((rows_b, self.keys_b.position[rows_b]))[0]])
             key, side_a, side_b = self._pair(k)
-            found = self._found.get(k) or _compare(key, side_a, side_b, False, self.a.run,
-                                                   self.b.run, self.rtol, self.atol,
-                                                   self.names)
+            found = self._found.get(k) or _compare(
+                key, side_a, side_b, False, self.a.run, self.b.run, self.rtol, self.atol, self.names
+            )
             if found is not None:
-                yield ((priority, side_b.position, kind_order, side_b.index),
-                       (key, side_a, side_b, found))
+                yield (
+                    (priority, side_b.position, kind_order, side_b.index),
+                    (key, side_a, side_b, found),
+                )
 
     def unmatched(self, a: bool) -> Counter:
         """Op types of one run's records without a counterpart, counted."""
@@ -347,9 +412,17 @@ class _Key:
     op_type: str
 
 
-def _compare(key: _Key, a: Side, b: Side, values: bool, run_a: DumpReader,
-             run_b: DumpReader, rtol: float, atol: float, names: tuple[str, str]
-             ) -> tuple[str, str, float | None, float | None] | None:
+def _compare(
+    key: _Key,
+    a: Side,
+    b: Side,
+    values: bool,
+    run_a: DumpReader,
+    run_b: DumpReader,
+    rtol: float,
+    atol: float,
+    names: tuple[str, str],
+) -> tuple[str, str, float | None, float | None] | None:
     """(reason, detail, max abs error, max rel error) when ``a`` and ``b`` differ; the
     detail calls the runs ``names``."""
     sa, sb = a.summary, b.summary
@@ -365,10 +438,10 @@ def _compare(key: _Key, a: Side, b: Side, values: bool, run_a: DumpReader,
             return None
         if va.shape != vb.shape:
             return VALUES, f"shape {va.shape} in {name_a}, {vb.shape} in {name_b}", None, None
-        if va.size == 0 or not (np.issubdtype(va.dtype, np.number)
-                                and np.issubdtype(vb.dtype, np.number)):
-            return None if np.array_equal(va, vb) else \
-                (VALUES, "values differ", None, None)
+        if va.size == 0 or not (
+            np.issubdtype(va.dtype, np.number) and np.issubdtype(vb.dtype, np.number)
+        ):
+            return None if np.array_equal(va, vb) else (VALUES, "values differ", None, None)
         x, y = va.astype(np.float64), vb.astype(np.float64)
         both_finite = np.isfinite(x) & np.isfinite(y)
         with np.errstate(invalid="ignore"):
@@ -378,23 +451,40 @@ def _compare(key: _Key, a: Side, b: Side, values: bool, run_a: DumpReader,
         beyond = (error > atol + rtol * np.abs(x)) | ~same_nonfinite
         if beyond.any():
             abs_error, rel_error = float(error.max()), float(relative.max())
-            return (VALUES, f"max absolute error {abs_error:.3g}, max relative error "
-                    f"{rel_error:.3g} ({int(beyond.sum()):,} of {x.size:,} values)",
-                    abs_error, rel_error)
+            return (
+                VALUES,
+                f"max absolute error {abs_error:.3g}, max relative error "
+                f"{rel_error:.3g} ({int(beyond.sum()):,} of {x.size:,} values)",
+                abs_error,
+                rel_error,
+            )
         return None
-    differing = [f"{_COUNT_WORDS[name]} {getattr(sa, name):,} in {name_a}, "
-                 f"{getattr(sb, name):,} in {name_b}" for name in COUNT_FIELDS if name in fields]
+    differing = [
+        f"{_COUNT_WORDS[name]} {getattr(sa, name):,} in {name_a}, {getattr(sb, name):,} in {name_b}"
+        for name in COUNT_FIELDS
+        if name in fields
+    ]
     if differing:
         return COUNTS, "; ".join(differing), None, None
-    differing = [f"{name} {getattr(sa, name):.6g} in {name_a}, {getattr(sb, name):.6g} in "
-                 f"{name_b}" for name in STAT_FIELDS if name in fields]
+    differing = [
+        f"{name} {getattr(sa, name):.6g} in {name_a}, {getattr(sb, name):.6g} in {name_b}"
+        for name in STAT_FIELDS
+        if name in fields
+    ]
     if differing:
         return STATS, "; ".join(differing), None, None
     return None
 
 
-_COUNT_WORDS = {"size": "size", "neg_inf": "-inf", "pos_inf": "+inf", "nan": "NaN",
-                "neg": "negative", "zero": "zero", "pos": "positive"}
+_COUNT_WORDS = {
+    "size": "size",
+    "neg_inf": "-inf",
+    "pos_inf": "+inf",
+    "nan": "NaN",
+    "neg": "negative",
+    "zero": "zero",
+    "pos": "positive",
+}
 
 
 def _value(run: DumpReader, kind: str, side: Side, slot: int) -> np.ndarray | None:
@@ -418,15 +508,34 @@ class _Walk:
             return Side(trace.index, trace.step, trace.summary, trace.op_id, stack_id)
         execution = self.run.execution(int(keys.index[row]))
         slot = int(keys.key["slot"][row])
-        return Side(execution.index, execution.index, execution.summary(slot), None,
-                    execution.stack_id)
+        return Side(
+            execution.index, execution.index, execution.summary(slot), None, execution.stack_id
+        )
 
-    def divergence(self, key: _Key, a: Side, b: Side, reason: str, detail: str,
-                   abs_error: float | None, rel_error: float | None) -> Divergence:
+    def divergence(
+        self,
+        key: _Key,
+        a: Side,
+        b: Side,
+        reason: str,
+        detail: str,
+        abs_error: float | None,
+        rel_error: float | None,
+    ) -> Divergence:
         frame = self.run.innermost_user_frame(b.stack_id)
         return Divergence(
-            kind=key.kind, reason=reason, op_type=key.op_type,
-            op_name=key.name if key.kind == GRAPH else None, graph_name=key.graph,
-            slot=key.slot, step=key.step if key.step >= 0 else None,
-            occurrence=key.occurrence, a=a, b=b, detail=detail, frame=frame,
-            max_abs_error=abs_error, max_rel_error=rel_error)
+            kind=key.kind,
+            reason=reason,
+            op_type=key.op_type,
+            op_name=key.name if key.kind == GRAPH else None,
+            graph_name=key.graph,
+            slot=key.slot,
+            step=key.step if key.step >= 0 else None,
+            occurrence=key.occurrence,
+            a=a,
+            b=b,
+            detail=detail,
+            frame=frame,
+            max_abs_error=abs_error,
+            max_rel_error=rel_error,
+        )

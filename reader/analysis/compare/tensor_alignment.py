@@ -23,8 +23,7 @@ if TYPE_CHECKING:
     from reader.analysis.dump_reader import DumpReader
 
 # The key of one trace, as one structured array row.
-KEY_DTYPE = np.dtype([("step", "<i8"), ("tensor", "<i8"), ("occurrence", "<i8"),
-                      ("slot", "<i8")])
+KEY_DTYPE = np.dtype([("step", "<i8"), ("tensor", "<i8"), ("occurrence", "<i8"), ("slot", "<i8")])
 
 
 def suffixless(name: str | None) -> str | None:
@@ -101,8 +100,9 @@ def trace_keys(run: DumpReader, table: TensorTable) -> TensorKeys:
     key = np.zeros(index.size, dtype=KEY_DTYPE)
     key["step"], key["tensor"] = step, tensor
     key["occurrence"] = _occurrences(step, tensor)
-    return TensorKeys(index=index, position=position, key=key, rows=rows,
-                     mode=run.metadata.tensor_debug_mode)
+    return TensorKeys(
+        index=index, position=position, key=key, rows=rows, mode=run.metadata.tensor_debug_mode
+    )
 
 
 def output_keys(run: DumpReader, table: TensorTable) -> TensorKeys:
@@ -112,14 +112,18 @@ def output_keys(run: DumpReader, table: TensorTable) -> TensorKeys:
     for begin, end in run.kept_executions():
         codes, op_types = run.execution_op_codes(begin, end)
         counts, rows = run.execution_outputs(begin, end)
-        parts.append((np.arange(begin, begin + codes.size, dtype=np.int64), codes, op_types,
-                      counts, rows))
+        parts.append(
+            (np.arange(begin, begin + codes.size, dtype=np.int64), codes, op_types, counts, rows)
+        )
     if not parts:
-        return TensorKeys(np.empty(0, np.int64), np.empty(0, np.int64),
-                          np.zeros(0, dtype=KEY_DTYPE), None, mode)
+        return TensorKeys(
+            np.empty(0, np.int64), np.empty(0, np.int64), np.zeros(0, dtype=KEY_DTYPE), None, mode
+        )
     op_types = parts[-1][2]  # the last table holds every code
-    shared = np.array([table.code(None, suffixless(t) or "", -1, suffixless(t) or "")
-                       for t in op_types], dtype=np.int64)
+    shared = np.array(
+        [table.code(None, suffixless(t) or "", -1, suffixless(t) or "") for t in op_types],
+        dtype=np.int64,
+    )
     execution = np.concatenate([p[0] for p in parts])
     op = shared[np.concatenate([p[1] for p in parts]).astype(np.int64)]
     counts = np.concatenate([p[3] for p in parts])
@@ -133,8 +137,9 @@ def output_keys(run: DumpReader, table: TensorTable) -> TensorKeys:
     key["occurrence"] = occurrence[owner]
     key["slot"] = np.arange(owner.size) - first_output[owner]
     summaries = np.concatenate([p[4] for p in parts]) if parts[0][4].shape[1] else None
-    return TensorKeys(index=execution[owner], position=execution[owner], key=key,
-                      rows=summaries, mode=mode)
+    return TensorKeys(
+        index=execution[owner], position=execution[owner], key=key, rows=summaries, mode=mode
+    )
 
 
 def _occurrences(step: np.ndarray, tensor: np.ndarray) -> np.ndarray:
@@ -179,9 +184,16 @@ def _packed(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return packed_a, packed_b
 
 
-def compare_rows(a: TensorKeys, b: TensorKeys, in_a: np.ndarray, in_b: np.ndarray,
-                 count_fields: tuple[str, ...], stat_fields: tuple[str, ...],
-                 rtol: float, atol: float) -> np.ndarray:
+def compare_rows(
+    a: TensorKeys,
+    b: TensorKeys,
+    in_a: np.ndarray,
+    in_b: np.ndarray,
+    count_fields: tuple[str, ...],
+    stat_fields: tuple[str, ...],
+    rtol: float,
+    atol: float,
+) -> np.ndarray:
     """Per aligned pair, what differs: 0 nothing, 1 finiteness, 2 a count, 3 a statistic
     (as `reader.analysis.compare.diff.differing_fields` decides for one pair)."""
     reason = np.zeros(in_a.size, dtype=np.int8)

@@ -32,93 +32,207 @@ from reader.model import Alert, Frame, Op, RootCause, Summary
 if TYPE_CHECKING:
     from reader.analysis.dump_reader import DumpReader
 
-PATTERNS = ("log_of_nonpositive", "division_by_zero", "sqrt_domain", "overflow",
-            "singular_gradient", "inf_arithmetic", "nonfinite_input", "unknown",
-            *TRAINING_PATTERNS, "contained")
+PATTERNS = (
+    "log_of_nonpositive",
+    "division_by_zero",
+    "sqrt_domain",
+    "overflow",
+    "singular_gradient",
+    "inf_arithmetic",
+    "nonfinite_input",
+    "unknown",
+    *TRAINING_PATTERNS,
+    "contained",
+)
 
 LOG_OPS = frozenset({"Log", "Log1p", "Xlogy", "Xlog1py"})
 # Op type -> index of the input that is the denominator.
-DIVISION_OPS = {"RealDiv": 1, "Div": 1, "FloorDiv": 1, "TruncateDiv": 1, "FloorMod": 1,
-                "TruncateMod": 1, "Mod": 1, "Xdivy": 1, "Reciprocal": 0, "Inv": 0,
-                "DivNoNan": 1}
+DIVISION_OPS = {
+    "RealDiv": 1,
+    "Div": 1,
+    "FloorDiv": 1,
+    "TruncateDiv": 1,
+    "FloorMod": 1,
+    "TruncateMod": 1,
+    "Mod": 1,
+    "Xdivy": 1,
+    "Reciprocal": 0,
+    "Inv": 0,
+    "DivNoNan": 1,
+}
 SQRT_OPS = frozenset({"Sqrt", "Rsqrt", "Pow"})
 # Ops that can overflow a finite input to infinity (others doing so are "unknown").
-OVERFLOW_OPS = frozenset({
-    "Exp", "Expm1", "Mul", "MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3",
-    "AddV2", "Add", "AddN", "Sub", "Square", "SquaredDifference", "Pow", "Cast", "Sum",
-    "Prod", "Mean", "Cumsum", "Cumprod", "Softplus", "Cosh", "Sinh", "Conv2D", "Conv3D",
-    "DepthwiseConv2dNative", "BiasAdd", "Einsum", "Tensordot", "Neg", "Multiply",
-    "ScalarMul", "LinSpace", "Range", "Relu", "Conv2DBackpropInput",
-    "Conv2DBackpropFilter", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2",
-    "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter"})
+OVERFLOW_OPS = frozenset(
+    {
+        "Exp",
+        "Expm1",
+        "Mul",
+        "MatMul",
+        "BatchMatMul",
+        "BatchMatMulV2",
+        "BatchMatMulV3",
+        "AddV2",
+        "Add",
+        "AddN",
+        "Sub",
+        "Square",
+        "SquaredDifference",
+        "Pow",
+        "Cast",
+        "Sum",
+        "Prod",
+        "Mean",
+        "Cumsum",
+        "Cumprod",
+        "Softplus",
+        "Cosh",
+        "Sinh",
+        "Conv2D",
+        "Conv3D",
+        "DepthwiseConv2dNative",
+        "BiasAdd",
+        "Einsum",
+        "Tensordot",
+        "Neg",
+        "Multiply",
+        "ScalarMul",
+        "LinSpace",
+        "Range",
+        "Relu",
+        "Conv2DBackpropInput",
+        "Conv2DBackpropFilter",
+        "Conv3DBackpropInputV2",
+        "Conv3DBackpropFilterV2",
+        "DepthwiseConv2dNativeBackpropInput",
+        "DepthwiseConv2dNativeBackpropFilter",
+    }
+)
 # Ops in which infinities meet: inf - inf, 0 * inf, inf / inf give NaN.
-INF_ARITHMETIC_OPS = frozenset({
-    "AddV2", "Add", "AddN", "Sub", "Mul", "RealDiv", "Div", "MatMul", "BatchMatMul",
-    "BatchMatMulV2", "BatchMatMulV3", "Sum", "Mean", "Prod", "Cumsum", "BiasAdd", "Einsum",
-    "Conv2D", "Conv3D", "SquaredDifference", "Softmax", "LogSoftmax", "Xlogy", "Tensordot",
-    "Multiply", "Sigmoid", "Tanh", "Exp", "Pow"})
+INF_ARITHMETIC_OPS = frozenset(
+    {
+        "AddV2",
+        "Add",
+        "AddN",
+        "Sub",
+        "Mul",
+        "RealDiv",
+        "Div",
+        "MatMul",
+        "BatchMatMul",
+        "BatchMatMulV2",
+        "BatchMatMulV3",
+        "Sum",
+        "Mean",
+        "Prod",
+        "Cumsum",
+        "BiasAdd",
+        "Einsum",
+        "Conv2D",
+        "Conv3D",
+        "SquaredDifference",
+        "Softmax",
+        "LogSoftmax",
+        "Xlogy",
+        "Tensordot",
+        "Multiply",
+        "Sigmoid",
+        "Tanh",
+        "Exp",
+        "Pow",
+    }
+)
 # Ops that bring values into the computation rather than compute them: what they
 # output non-finite came in from outside. Op type -> what it is, in the user's terms.
 SOURCE_OPS = {
-    "ReadVariableOp": "the variable", "ResourceGather": "the variable",
-    "VariableV2": "the variable", "Variable": "the variable",
-    "Placeholder": "the function argument", "PlaceholderWithDefault": "the function argument",
+    "ReadVariableOp": "the variable",
+    "ResourceGather": "the variable",
+    "VariableV2": "the variable",
+    "Variable": "the variable",
+    "Placeholder": "the function argument",
+    "PlaceholderWithDefault": "the function argument",
     "_Arg": "the function argument",
-    "IteratorGetNext": "the input data (tf.data)", "IteratorGetNextSync": "the input data",
-    "OptionalGetValue": "the input data (tf.data)", "Const": "the constant",
-    "RestoreV2": "the restored checkpoint", "Restore": "the restored checkpoint",
+    "IteratorGetNext": "the input data (tf.data)",
+    "IteratorGetNextSync": "the input data",
+    "OptionalGetValue": "the input data (tf.data)",
+    "Const": "the constant",
+    "RestoreV2": "the restored checkpoint",
+    "Restore": "the restored checkpoint",
     "PyFunc": "the Python function (tf.numpy_function, or a from_generator generator)",
     "EagerPyFunc": "the Python function (tf.py_function)",
 }
 # Collective ops: what they output non-finite was sent by another worker or replica,
 # which made it (`reader.analysis.jobs` finds the worker that went non-finite first).
-COLLECTIVE_OPS = frozenset({
-    "CollectiveReduce", "CollectiveReduceV2", "CollectiveReduceV3", "CollectiveGather",
-    "CollectiveGatherV2", "CollectiveBcastRecv", "CollectiveBcastRecvV2",
-    "CollectiveAllToAllV2", "CollectiveAllToAllV3", "CollectiveReduceScatterV2",
-    "NcclAllReduce", "NcclReduce", "NcclBroadcast", "_Recv", "_HostRecv",
-})
+COLLECTIVE_OPS = frozenset(
+    {
+        "CollectiveReduce",
+        "CollectiveReduceV2",
+        "CollectiveReduceV3",
+        "CollectiveGather",
+        "CollectiveGatherV2",
+        "CollectiveBcastRecv",
+        "CollectiveBcastRecvV2",
+        "CollectiveAllToAllV2",
+        "CollectiveAllToAllV3",
+        "CollectiveReduceScatterV2",
+        "NcclAllReduce",
+        "NcclReduce",
+        "NcclBroadcast",
+        "_Recv",
+        "_HostRecv",
+    }
+)
 SINGULAR_GRADIENT_OPS = {
-    "SqrtGrad": "sqrt", "RsqrtGrad": "rsqrt", "ReciprocalGrad": "1/x", "InvGrad": "1/x",
-    "TanhGrad": "tanh", "SigmoidGrad": "sigmoid",
+    "SqrtGrad": "sqrt",
+    "RsqrtGrad": "rsqrt",
+    "ReciprocalGrad": "1/x",
+    "InvGrad": "1/x",
+    "TanhGrad": "tanh",
+    "SigmoidGrad": "sigmoid",
 }
 GRADIENT_SCOPES = ("gradient_tape/", "gradients/", "gradients_")
 
 # Largest finite value per dtype (numpy's finfo; bfloat16 from its 8-bit exponent).
-DTYPE_MAX = {"float16": "65504", "bfloat16": "3.39e38", "float32": "3.40e38",
-             "float64": "1.80e308"}
+DTYPE_MAX = {"float16": "65504", "bfloat16": "3.39e38", "float32": "3.40e38", "float64": "1.80e308"}
 _DTYPE_WIDTH = {"float16": 16, "bfloat16": 16, "float32": 32, "float64": 64}
 
 SUGGESTIONS = {
     "log_of_nonpositive": (
         "clip the input away from zero (tf.math.log(tf.maximum(x, 1e-7)) or log(x + eps)); "
         "for labels * log(p) use tf.math.xlogy(labels, p); better, compute the loss from "
-        "logits (from_logits=True, tf.nn.softmax_cross_entropy_with_logits)"),
+        "logits (from_logits=True, tf.nn.softmax_cross_entropy_with_logits)"
+    ),
     "division_by_zero": (
         "use tf.math.divide_no_nan(x, y) (0 where y == 0), add an epsilon to the "
-        "denominator, or mask the empty entries before dividing"),
+        "denominator, or mask the empty entries before dividing"
+    ),
     "sqrt_domain": (
         "put an epsilon inside the root (tf.sqrt(x + 1e-12)) or clip it at zero "
         "(tf.sqrt(tf.maximum(x, 0.0))); a negative variance from E[x^2] - E[x]^2 is "
-        "rounding: use tf.math.reduce_variance"),
+        "rounding: use tf.math.reduce_variance"
+    ),
     "overflow": (
         "rescale the inputs or use a stable form (tf.nn.softmax, tf.math.reduce_logsumexp, "
         "a loss with from_logits=True); under mixed precision keep this op in float32 or "
-        "use loss scaling (tf.keras.mixed_precision.LossScaleOptimizer)"),
+        "use loss scaling (tf.keras.mixed_precision.LossScaleOptimizer)"
+    ),
     "singular_gradient": (
         "keep the forward op off its singular point: an epsilon inside sqrt or norm "
         "(tf.sqrt(x + eps), tf.norm(x + eps)), clip before log or pow, or use the double "
-        "tf.where trick so the unused branch never sees the singular value"),
+        "tf.where trick so the unused branch never sees the singular value"
+    ),
     "inf_arithmetic": (
         "stop the infinity where it is made (the diagnosis of its first alert); "
-        "inf - inf, 0 * inf and inf / inf have no value"),
+        "inf - inf, 0 * inf and inf / inf have no value"
+    ),
     "nonfinite_input": (
         "check where the values come from: the data (filter or impute NaN rows; "
         "tf.debugging.check_numerics in the input pipeline), the variable's initialiser "
-        "or the checkpoint it was restored from"),
+        "or the checkpoint it was restored from"
+    ),
     "unknown": (
         "look at the op's inputs in Graph Structure; tf.debugging.check_numerics right "
-        "after the expression narrows it down"),
+        "after the expression narrows it down"
+    ),
 }
 
 
@@ -156,9 +270,13 @@ def diagnose_alert(reader: DumpReader, alert: Alert) -> Diagnosis:
     containment = reader.harm().of_alert(alert)
     if containment is not None:
         return Diagnosis(
-            "contained", f"Contained ({containment.reason}): {containment.explanation}.",
+            "contained",
+            f"Contained ({containment.reason}): {containment.explanation}.",
             "nothing to fix here: this value did no harm (the diagnosis line shows the "
-            "run's verdict on opening)", containment.evidence, alert)
+            "run's verdict on opening)",
+            containment.evidence,
+            alert,
+        )
     local = find_root_cause(reader, alert, walk=False)
     site = _Site.of(reader, local)
     if site.is_function_call:
@@ -174,10 +292,15 @@ def diagnose_alert(reader: DumpReader, alert: Alert) -> Diagnosis:
     root = reader.root_cause(alert) or find_root_cause(reader, alert)
     upstream = diagnose_cause(reader, root)
     name, summary = bad_inputs[0]
-    lead = (f"{site.subject} got {_nonfinite_text(summary)} from its input {name}; "
-            f"they began upstream: ")
-    return replace(upstream, explanation=lead + upstream.explanation,
-                   evidence=(_evidence_line(f"input {name}", summary), *upstream.evidence))
+    lead = (
+        f"{site.subject} got {_nonfinite_text(summary)} from its input {name}; "
+        f"they began upstream: "
+    )
+    return replace(
+        upstream,
+        explanation=lead + upstream.explanation,
+        evidence=(_evidence_line(f"input {name}", summary), *upstream.evidence),
+    )
 
 
 def diagnose_cause(reader: DumpReader, cause: RootCause) -> Diagnosis:
@@ -186,17 +309,26 @@ def diagnose_cause(reader: DumpReader, cause: RootCause) -> Diagnosis:
     site = _Site.of(reader, cause)
     finding = training_finding(reader, cause, site.subject)
     if finding is not None:
-        return site.diagnosis(finding.pattern, finding.explanation, *finding.evidence,
-                              suggestion=finding.suggestion)
-    for rule in (_nonfinite_input, _singular_gradient, _log, _division, _sqrt, _overflow,
-                 _inf_arithmetic):
+        return site.diagnosis(
+            finding.pattern, finding.explanation, *finding.evidence, suggestion=finding.suggestion
+        )
+    for rule in (
+        _nonfinite_input,
+        _singular_gradient,
+        _log,
+        _division,
+        _sqrt,
+        _overflow,
+        _inf_arithmetic,
+    ):
         found = rule(site)
         if found is not None:
             return found
     return site.diagnosis(
         "unknown",
         f"{site.described} made {_nonfinite_text(site.output)} "
-        f"from {_inputs_state(site)}; no known pattern matches")
+        f"from {_inputs_state(site)}; no known pattern matches",
+    )
 
 
 @dataclass(frozen=True)
@@ -235,23 +367,35 @@ class _Site:
         if output is not None and output.dtype:
             output_dtype = output.dtype
         inputs = tuple((f"`{ref.name}`", summary) for ref, summary in cause.inputs)
-        is_call = (alert.kind == "eager" and cause.execution is not None
-                   and cause.execution.is_function)
+        is_call = (
+            alert.kind == "eager" and cause.execution is not None and cause.execution.is_function
+        )
         expression = expression_of(reader, cause.frame)
-        source = (input_source(reader, cause)
-                  if alert.op_type in SOURCE_OPS or alert.op_type in NAN_FREE_OPS else None)
+        source = (
+            input_source(reader, cause)
+            if alert.op_type in SOURCE_OPS or alert.op_type in NAN_FREE_OPS
+            else None
+        )
         input_ops = tuple(_producer_type(reader, ref.op_id) for ref, _ in cause.inputs)
         try:
             library = reader.place(alert).library_frame
         except DumpError:
             library = None
-        return cls(alert=alert, op_type=alert.op_type, op_name=alert.op_name,
-                   expression=expression, output=output, output_dtype=output_dtype,
-                   inputs=inputs, input_dtypes=tuple(s.dtype if s else None
-                                                     for _, s in cause.inputs),
-                   is_function_call=is_call, source=source, input_ops=input_ops,
-                   library=library,
-                   in_tf1_graph=cause.op is not None and _is_tf1_graph(reader, cause.op))
+        return cls(
+            alert=alert,
+            op_type=alert.op_type,
+            op_name=alert.op_name,
+            expression=expression,
+            output=output,
+            output_dtype=output_dtype,
+            inputs=inputs,
+            input_dtypes=tuple(s.dtype if s else None for _, s in cause.inputs),
+            is_function_call=is_call,
+            source=source,
+            input_ops=input_ops,
+            library=library,
+            in_tf1_graph=cause.op is not None and _is_tf1_graph(reader, cause.op),
+        )
 
     @property
     def subject(self) -> str:
@@ -260,8 +404,11 @@ class _Site:
         (the user's line alone, `model.fit(...)`, says little of which op it was)."""
         if self.expression and self.library is not None:
             function = self.library.function
-            where = (f"at {library_frame_location(self.library)}" if function.startswith("<")
-                     else f"of {function} ({library_frame_location(self.library)})")
+            where = (
+                f"at {library_frame_location(self.library)}"
+                if function.startswith("<")
+                else f"of {function} ({library_frame_location(self.library)})"
+            )
             return f"the {self.op_type} {where} under `{self.expression}`"
         if self.expression:
             return f"`{self.expression}`"
@@ -279,23 +426,29 @@ class _Site:
     @property
     def is_gradient(self) -> bool:
         name = self.op_name or ""
-        return (self.op_type in SINGULAR_GRADIENT_OPS
-                or any(name.startswith(s) or f"/{s}" in name for s in GRADIENT_SCOPES))
+        return self.op_type in SINGULAR_GRADIENT_OPS or any(
+            name.startswith(s) or f"/{s}" in name for s in GRADIENT_SCOPES
+        )
 
     def input(self, position: int) -> tuple[str, Summary | None]:
         if 0 <= position < len(self.inputs):
             return self.inputs[position]
         return f"input {position}", None
 
-    def diagnosis(self, pattern: str, explanation: str, *extra: str,
-                  suggestion: str | None = None) -> Diagnosis:
+    def diagnosis(
+        self, pattern: str, explanation: str, *extra: str, suggestion: str | None = None
+    ) -> Diagnosis:
         evidence = [_evidence_line(f"input {name}", s) for name, s in self.inputs]
         tensor = f"{self.op_name or self.op_type}:{self.alert.slot}"
         evidence.append(_evidence_line(f"output `{tensor}`", self.output))
         evidence.extend(extra)
-        return Diagnosis(pattern=pattern, explanation=explanation + ".",
-                         suggestion=suggestion or SUGGESTIONS[pattern],
-                         evidence=tuple(evidence), alert=self.alert)
+        return Diagnosis(
+            pattern=pattern,
+            explanation=explanation + ".",
+            suggestion=suggestion or SUGGESTIONS[pattern],
+            evidence=tuple(evidence),
+            alert=self.alert,
+        )
 
 
 def _producer_type(reader: DumpReader, op_id: int | None) -> str | None:
@@ -333,11 +486,15 @@ def _nonfinite_input(site: _Site) -> Diagnosis | None:
             f"No op of this worker made these values: {site.op_type} brought "
             f"{_nonfinite_text(site.output)} from another worker or replica{used}",
             suggestion="open the runs of the other workers (r in the TUI; tfdbg-tui "
-                       "report names the worker that went non-finite first): the root "
-                       "cause is in the first one")
+            "report names the worker that went non-finite first): the root "
+            "cause is in the first one",
+        )
     source = SOURCE_OPS.get(site.op_type)
-    from_data = site.source is not None and site.source.kind == "dataset" \
+    from_data = (
+        site.source is not None
+        and site.source.kind == "dataset"
         and site.op_type not in DATASET_DELIVERY_OPS
+    )
     if from_data:
         source = "the data the tf.data pipeline was built from"
     if source is None:
@@ -353,7 +510,9 @@ def _nonfinite_input(site: _Site) -> Diagnosis | None:
         "nonfinite_input",
         f"No op in the dump made these values: {what} already held "
         f"{_nonfinite_text(site.output)}{used}" + (f"; {found.text}" if found else ""),
-        *(found.evidence if found else ()), suggestion=found.suggestion if found else None)
+        *(found.evidence if found else ()),
+        suggestion=found.suggestion if found else None,
+    )
     return replace(diagnosis, source=found)
 
 
@@ -363,18 +522,29 @@ def _singular_gradient(site: _Site) -> Diagnosis | None:
     forward = SINGULAR_GRADIENT_OPS.get(site.op_type)
     if forward is not None:
         name, y = site.input(0)
-        at = (f" (its forward output {name} held {_count(y.zero, 'exact zero')})"
-              if y is not None and y.zero else "")
-        text = (f"{site.subject} built {site.op_type}, the gradient of {forward}, which is "
-                f"infinite where {forward}'s output is 0{at}; it made "
-                f"{_nonfinite_text(site.output)}")
-    elif site.op_type in OVERFLOW_OPS and site.output is not None and not site.output.nan \
-            and all(s is not None and not s.is_alert for _, s in site.inputs):
+        at = (
+            f" (its forward output {name} held {_count(y.zero, 'exact zero')})"
+            if y is not None and y.zero
+            else ""
+        )
+        text = (
+            f"{site.subject} built {site.op_type}, the gradient of {forward}, which is "
+            f"infinite where {forward}'s output is 0{at}; it made "
+            f"{_nonfinite_text(site.output)}"
+        )
+    elif (
+        site.op_type in OVERFLOW_OPS
+        and site.output is not None
+        and not site.output.nan
+        and all(s is not None and not s.is_alert for _, s in site.inputs)
+    ):
         return None  # finite inputs, infinite products or sums: an overflow (float16)
     else:
-        text = (f"{site.subject} built the gradient op {site.op_type} '{site.op_name}', "
-                f"which made {_nonfinite_text(site.output)} from {_inputs_state(site)}: "
-                f"the forward op is at a singular point (log, sqrt, pow or a norm at 0)")
+        text = (
+            f"{site.subject} built the gradient op {site.op_type} '{site.op_name}', "
+            f"which made {_nonfinite_text(site.output)} from {_inputs_state(site)}: "
+            f"the forward op is at a singular point (log, sqrt, pow or a norm at 0)"
+        )
     return site.diagnosis("singular_gradient", text)
 
 
@@ -385,25 +555,32 @@ def _log(site: _Site) -> Diagnosis | None:
     name, x = site.input(position)
     out = site.output
     if site.op_type in ("Log1p", "Xlog1py"):
-        text = (f"{site.subject} took log(1 + x) of values at or below -1 "
-                f"(input {name}): log1p(-1) = -inf and log1p(x < -1) = NaN; it made "
-                f"{_nonfinite_text(out)}")
+        text = (
+            f"{site.subject} took log(1 + x) of values at or below -1 "
+            f"(input {name}): log1p(-1) = -inf and log1p(x < -1) = NaN; it made "
+            f"{_nonfinite_text(out)}"
+        )
     elif x is not None and x.zero is not None:
         parts = []
         if x.zero:
-            parts.append(f"{_count(x.zero, 'exact zero')} among {_values(x.size)}, "
-                         f"and log(0) = -inf")
+            parts.append(
+                f"{_count(x.zero, 'exact zero')} among {_values(x.size)}, and log(0) = -inf"
+            )
         if x.neg:
             parts.append(f"{_count(x.neg, 'negative value')}, whose log is NaN")
         if not parts:
             return None
         text = f"{site.subject} got " + "; and ".join(parts)
     elif out is not None and out.neg_inf:
-        text = (f"{site.subject} made {_count(out.neg_inf, '-inf')}: log(0) = -inf, so its "
-                f"input held exact zeros")
+        text = (
+            f"{site.subject} made {_count(out.neg_inf, '-inf')}: log(0) = -inf, so its "
+            f"input held exact zeros"
+        )
     else:
-        text = (f"{site.subject} made {_nonfinite_text(out)}: the log of a negative number "
-                f"(or of 0) is not finite")
+        text = (
+            f"{site.subject} made {_nonfinite_text(out)}: the log of a negative number "
+            f"(or of 0) is not finite"
+        )
     return site.diagnosis("log_of_nonpositive", text)
 
 
@@ -417,16 +594,19 @@ def _division(site: _Site) -> Diagnosis | None:
     if denominator is not None and denominator.zero is not None:
         if not denominator.zero:
             return None
-        text = (f"{site.subject} divided by {_count(denominator.zero, 'exact zero')} "
-                f"(denominator {name}, {_values(denominator.size)})")
+        text = (
+            f"{site.subject} divided by {_count(denominator.zero, 'exact zero')} "
+            f"(denominator {name}, {_values(denominator.size)})"
+        )
         if out is not None and out.nan and numerator is not None and numerator.zero:
-            text += (f"; the numerator held {_count(numerator.zero, 'zero')} too, and "
-                     f"0/0 = NaN")
+            text += f"; the numerator held {_count(numerator.zero, 'zero')} too, and 0/0 = NaN"
         elif out is not None and (out.pos_inf or out.neg_inf):
             text += ", and x/0 = inf"
     else:
-        text = (f"{site.subject} made {_nonfinite_text(out)} from finite inputs: its "
-                f"denominator {name} must have held zeros (x/0 = inf, 0/0 = NaN)")
+        text = (
+            f"{site.subject} made {_nonfinite_text(out)} from finite inputs: its "
+            f"denominator {name} must have held zeros (x/0 = inf, 0/0 = NaN)"
+        )
     return site.diagnosis("division_by_zero", text)
 
 
@@ -435,18 +615,20 @@ def _sqrt(site: _Site) -> Diagnosis | None:
         return None
     name, x = site.input(0)
     out = site.output
-    root = {"Sqrt": "the square root", "Rsqrt": "1/sqrt", "Pow": "a fractional power"}[
-        site.op_type]
+    root = {"Sqrt": "the square root", "Rsqrt": "1/sqrt", "Pow": "a fractional power"}[site.op_type]
     if x is not None and x.neg is not None:
         parts = []
         if x.neg and out is not None and out.nan:
-            parts.append(f"{_count(x.neg, 'negative value')} among {_values(x.size)}, and "
-                         f"{root} of a negative number is NaN")
-        if x.zero and out is not None and (out.pos_inf or out.neg_inf) \
-                and site.op_type != "Sqrt":
-            parts.append(f"{_count(x.zero, 'exact zero')}, and "
-                         f"{'1/sqrt' if site.op_type == 'Rsqrt' else 'a negative power'} "
-                         f"of 0 is inf")
+            parts.append(
+                f"{_count(x.neg, 'negative value')} among {_values(x.size)}, and "
+                f"{root} of a negative number is NaN"
+            )
+        if x.zero and out is not None and (out.pos_inf or out.neg_inf) and site.op_type != "Sqrt":
+            parts.append(
+                f"{_count(x.zero, 'exact zero')}, and "
+                f"{'1/sqrt' if site.op_type == 'Rsqrt' else 'a negative power'} "
+                f"of 0 is inf"
+            )
         if not parts:
             return None
         text = f"{site.subject} got " + "; and ".join(parts)
@@ -467,27 +649,45 @@ def _overflow(site: _Site) -> Diagnosis | None:
         return None  # not an overflow of finite inputs
     dtype = site.output_dtype or "float"
     limit = DTYPE_MAX.get(dtype)
-    limit_text = f"{dtype}'s largest finite value is {limit}" if limit else \
-        f"the values exceeded {dtype}'s range"
+    limit_text = (
+        f"{dtype}'s largest finite value is {limit}"
+        if limit
+        else f"the values exceeded {dtype}'s range"
+    )
     source = next((d for d in site.input_dtypes if d in _DTYPE_WIDTH), None)
-    if (site.op_type == "Cast" and source and dtype in _DTYPE_WIDTH
-            and _DTYPE_WIDTH[dtype] < _DTYPE_WIDTH[source]):
-        text = (f"{site.subject} cast {source} values to the narrower {dtype}, and {limit_text}: "
-                f"{_nonfinite_text(out)} came out")
+    if (
+        site.op_type == "Cast"
+        and source
+        and dtype in _DTYPE_WIDTH
+        and _DTYPE_WIDTH[dtype] < _DTYPE_WIDTH[source]
+    ):
+        text = (
+            f"{site.subject} cast {source} values to the narrower {dtype}, and {limit_text}: "
+            f"{_nonfinite_text(out)} came out"
+        )
     else:
-        text = (f"{site.described} turned finite inputs into "
-                f"{_nonfinite_text(out)}: the result overflowed, as {limit_text}")
-    return site.diagnosis("overflow", text + _overflow_cause(site, dtype, limit),
-                          f"limit: {dtype} max {limit or '?'}")
+        text = (
+            f"{site.described} turned finite inputs into "
+            f"{_nonfinite_text(out)}: the result overflowed, as {limit_text}"
+        )
+    return site.diagnosis(
+        "overflow", text + _overflow_cause(site, dtype, limit), f"limit: {dtype} max {limit or '?'}"
+    )
 
 
 def _overflow_cause(site: _Site, dtype: str, limit: str | None) -> str:
     """What the inputs' statistics (FULL_STATS) say about the overflow, or ""."""
-    stats = [(name, s.min, s.max) for name, s in site.inputs
-             if s is not None and s.max is not None and s.min is not None]
+    stats = [
+        (name, s.min, s.max)
+        for name, s in site.inputs
+        if s is not None and s.max is not None and s.min is not None
+    ]
     if not stats:  # FULL_HEALTH: the largest magnitude alone
-        stats = [(name, -s.max_abs, s.max_abs) for name, s in site.inputs
-                 if s is not None and s.max_abs is not None]
+        stats = [
+            (name, -s.max_abs, s.max_abs)
+            for name, s in site.inputs
+            if s is not None and s.max_abs is not None
+        ]
     if not stats or limit is None:
         return ""
     name, low, high = max(stats, key=lambda item: max(abs(item[1]), abs(item[2])))
@@ -495,8 +695,10 @@ def _overflow_cause(site: _Site, dtype: str, limit: str | None) -> str:
     if site.op_type in ("Exp", "Expm1"):
         threshold = math.log(float(limit))
         if high > threshold:
-            return (f"; its input {name} reached {high:.6g}, and exp overflows {dtype} "
-                    f"above ln({limit}) = {threshold:.4g}")
+            return (
+                f"; its input {name} reached {high:.6g}, and exp overflows {dtype} "
+                f"above ln({limit}) = {threshold:.4g}"
+            )
         return ""
     if site.op_type == "Cast" and abs(largest) > float(limit):
         return f"; the input {name} held values up to {largest:.6g}"
@@ -510,15 +712,27 @@ def _inf_arithmetic(site: _Site) -> Diagnosis | None:
     uncounted = out.nan is None and bool(out.has_inf_or_nan)  # CURT_HEALTH
     if not (out.nan or uncounted):
         return None
-    infs = [(name, s) for name, s in site.inputs
-            if s is not None and (s.pos_inf or s.neg_inf or (uncounted and s.is_alert))]
+    infs = [
+        (name, s)
+        for name, s in site.inputs
+        if s is not None and (s.pos_inf or s.neg_inf or (uncounted and s.is_alert))
+    ]
     if any(s is not None and s.nan for _, s in site.inputs):
         return None  # the NaN came in: not made here
     if infs:
         if site.op_type in ("Sub", "AddV2", "Add", "AddN", "Sum", "Mean", "Cumsum", "BiasAdd"):
             how = "inf - inf = NaN"
-        elif site.op_type in ("Mul", "MatMul", "BatchMatMul", "BatchMatMulV2",
-                              "BatchMatMulV3", "Einsum", "Prod", "Multiply", "Xlogy"):
+        elif site.op_type in (
+            "Mul",
+            "MatMul",
+            "BatchMatMul",
+            "BatchMatMulV2",
+            "BatchMatMulV3",
+            "Einsum",
+            "Prod",
+            "Multiply",
+            "Xlogy",
+        ):
             how = "0 * inf = NaN (and inf - inf in the sums)"
         elif site.op_type in ("RealDiv", "Div"):
             how = "inf / inf = NaN"
@@ -526,10 +740,14 @@ def _inf_arithmetic(site: _Site) -> Diagnosis | None:
             how = "infinities combine to NaN (inf - inf, 0 * inf, inf / inf)"
         names = ", ".join(f"{name} ({_nonfinite_text(s)})" for name, s in infs)
         text = f"{site.subject} got infinite inputs {names}, and {how}"
-        written = [name for (name, s), producer in zip(site.inputs, site.input_ops)
-                   if producer in _CONSTANT_OPS and (name, s) in infs]
-        zeros = [s.zero for name, s in site.inputs
-                 if name not in written and s is not None and s.zero]
+        written = [
+            name
+            for (name, s), producer in zip(site.inputs, site.input_ops)
+            if producer in _CONSTANT_OPS and (name, s) in infs
+        ]
+        zeros = [
+            s.zero for name, s in site.inputs if name not in written and s is not None and s.zero
+        ]
         if written and zeros and site.op_type in ("Mul", "Multiply") and not uncounted:
             return site.diagnosis(
                 "inf_arithmetic",
@@ -537,18 +755,33 @@ def _inf_arithmetic(site: _Site) -> Diagnosis | None:
                 f"({written[0]}, a mask's value) by {_count(zeros[0], 'exact zero')} of "
                 f"its other input, and 0 * inf = NaN",
                 suggestion="select instead of multiplying: tf.where(mask, x, -np.inf) "
-                           "(the masked elements take the infinity, the others keep "
-                           "theirs), or use a large finite value (-1e9) in place of the "
-                           "infinity")
+                "(the masked elements take the infinity, the others keep "
+                "theirs), or use a large finite value (-1e9) in place of the "
+                "infinity",
+            )
         if uncounted:
-            text = (f"{site.subject} got non-finite inputs {names} and made "
-                    f"{_nonfinite_text(out)} ({out.mode} does not tell NaN from "
-                    f"infinity): where they are infinities, {how}")
-    elif site.op_type in ("Mul", "MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3",
-                          "Einsum", "Sum", "Mean", "Conv2D", "Conv3D", "Tensordot") \
-            and all(s is not None for _, s in site.inputs):
-        text = (f"{site.subject} made {_nonfinite_text(out)} from finite inputs: partial "
-                f"results overflowed to inf and cancelled (inf - inf = NaN)")
+            text = (
+                f"{site.subject} got non-finite inputs {names} and made "
+                f"{_nonfinite_text(out)} ({out.mode} does not tell NaN from "
+                f"infinity): where they are infinities, {how}"
+            )
+    elif site.op_type in (
+        "Mul",
+        "MatMul",
+        "BatchMatMul",
+        "BatchMatMulV2",
+        "BatchMatMulV3",
+        "Einsum",
+        "Sum",
+        "Mean",
+        "Conv2D",
+        "Conv3D",
+        "Tensordot",
+    ) and all(s is not None for _, s in site.inputs):
+        text = (
+            f"{site.subject} made {_nonfinite_text(out)} from finite inputs: partial "
+            f"results overflowed to inf and cancelled (inf - inf = NaN)"
+        )
     else:
         return None
     return site.diagnosis("inf_arithmetic", text)
@@ -565,6 +798,8 @@ def _inputs_state(site: _Site) -> str:
         return "inputs whose values are not recorded"
     if len(known) < len(site.inputs):
         missing = len(site.inputs) - len(known)
-        return (f"finite inputs and {missing} whose values are not recorded "
-                f"(the non-finite values may have come in there)")
+        return (
+            f"finite inputs and {missing} whose values are not recorded "
+            f"(the non-finite values may have come in there)"
+        )
     return "finite inputs"

@@ -52,10 +52,10 @@ def expression_text(frame: Frame, lines: tuple[str, ...] | None) -> str | None:
         return None
     if end_line == frame.line or _header_span(lines[frame.line - 1], frame.column):
         span = line_span(frame, lines[frame.line - 1])
-        return lines[frame.line - 1][span[0]:span[1]] if span else None
-    pieces = [lines[frame.line - 1][frame.column:]]
-    pieces.extend(lines[frame.line:end_line - 1])
-    pieces.append(lines[end_line - 1][:frame.end_column])
+        return lines[frame.line - 1][span[0] : span[1]] if span else None
+    pieces = [lines[frame.line - 1][frame.column :]]
+    pieces.extend(lines[frame.line : end_line - 1])
+    pieces.append(lines[end_line - 1][: frame.end_column])
     text = " ".join(p.strip() for p in pieces if p.strip())
     return text or None
 
@@ -82,8 +82,8 @@ def _header_span(line_text: str, column: int) -> tuple[int, int] | None:
     if node.lineno != 1 or node.end_lineno != 1 or node.end_col_offset is None:
         return None
     encoded = header.encode("utf-8")  # ast's columns are UTF-8 byte offsets
-    start = len(encoded[:node.col_offset].decode("utf-8", errors="replace"))
-    end = len(encoded[:node.end_col_offset].decode("utf-8", errors="replace"))
+    start = len(encoded[: node.col_offset].decode("utf-8", errors="replace"))
+    end = len(encoded[: node.end_col_offset].decode("utf-8", errors="replace"))
     return column + start, column + end
 
 

@@ -62,17 +62,20 @@ class TensorHistory:
             return "no trace on disk"
         first = self.first_nonfinite
         if first is None:
-            return (f"finite in all {_traces(self.count)} "
-                    f"({self._span(self.steps[0], self.steps[-1])})")
+            return (
+                f"finite in all {_traces(self.count)} ({self._span(self.steps[0], self.steps[-1])})"
+            )
         where = f"{self._span(self.steps[first], self.steps[first])} (#{self.traces[first]})"
         if first == 0:
             text = f"non-finite from its first trace, at {where}"
         else:
-            text = (f"finite for {self._span(self.steps[0], self.steps[first - 1])}, "
-                    f"first non-finite at {where}")
+            text = (
+                f"finite for {self._span(self.steps[0], self.steps[first - 1])}, "
+                f"first non-finite at {where}"
+            )
         since = self.count - first - 1
         if since:
-            bad = int(self.nonfinite[first + 1:].sum())
+            bad = int(self.nonfinite[first + 1 :].sum())
             if bad == since:
                 text += f", and in {'all' if since > 1 else 'the'} {_traces(since)} after"
             else:
@@ -80,7 +83,7 @@ class TensorHistory:
         return text
 
     def _span(self, first: int, last: int) -> str:
-        """"step 4", "steps 0-249", "execution 12"; traces before the first step
+        """ "step 4", "steps 0-249", "execution 12"; traces before the first step
         (a function called once to set up) are "the setup before step 0"."""
         if self.unit == "step" and first == NO_STEP:
             setup = "the setup before step 0"

@@ -40,29 +40,78 @@ from reader.model import Execution, Frame, Op, RootCause
 if TYPE_CHECKING:
     from reader.analysis.dump_reader import DumpReader
 
-SOURCE_KINDS = ("dataset", "py_function", "numpy_function", "generator",
-                "variable_initial", "variable_restored", "variable_assigned")
+SOURCE_KINDS = (
+    "dataset",
+    "py_function",
+    "numpy_function",
+    "generator",
+    "variable_initial",
+    "variable_restored",
+    "variable_assigned",
+)
 # Earlier executions looked at, at most, to count batches or find a variable's writes.
 MAX_EXECUTIONS_SCANNED = 100_000
 _RESTORE_OPS = frozenset({"RestoreV2", "Restore", "RestoreSlice"})
 # Ops that copy or select values and cannot make a NaN or an infinity.
-DATA_COPY_OPS = frozenset({"GatherV2", "Gather", "ResourceGather", "StridedSlice", "Slice",
-                           "Identity", "Reshape", "Squeeze", "ExpandDims", "ConcatV2"})
+DATA_COPY_OPS = frozenset(
+    {
+        "GatherV2",
+        "Gather",
+        "ResourceGather",
+        "StridedSlice",
+        "Slice",
+        "Identity",
+        "Reshape",
+        "Squeeze",
+        "ExpandDims",
+        "ConcatV2",
+    }
+)
 # Ops that make no NaN from finite inputs (an overflow makes an infinity, never a NaN):
 # a NaN out of one whose recorded inputs are finite came in through an input the dump
 # does not have.
-NAN_FREE_OPS = DATA_COPY_OPS | frozenset({
-    "Mul", "AddV2", "Add", "Sub", "BiasAdd", "Neg", "Abs", "Square", "Cast", "Maximum",
-    "Minimum", "Relu", "Relu6", "Elu", "Tanh", "Sigmoid", "Exp", "Softplus", "Round",
-    "Floor", "Ceil", "Sign", "ClipByValue", "SelectV2", "Select", "Pack", "Tile"})
+NAN_FREE_OPS = DATA_COPY_OPS | frozenset(
+    {
+        "Mul",
+        "AddV2",
+        "Add",
+        "Sub",
+        "BiasAdd",
+        "Neg",
+        "Abs",
+        "Square",
+        "Cast",
+        "Maximum",
+        "Minimum",
+        "Relu",
+        "Relu6",
+        "Elu",
+        "Tanh",
+        "Sigmoid",
+        "Exp",
+        "Softplus",
+        "Round",
+        "Floor",
+        "Ceil",
+        "Sign",
+        "ClipByValue",
+        "SelectV2",
+        "Select",
+        "Pack",
+        "Tile",
+    }
+)
 _ARGUMENTS = frozenset({"Placeholder", "_Arg"})
 _VARIABLE_READS = frozenset({"ReadVariableOp", "ResourceGather"})
 _VARIABLE_WRITES = frozenset({"AssignVariableOp"})
-_PYTHON_FUNCTION_APIS = frozenset({"py_function", "numpy_function", "py_func",
-                                   "eager_py_func", "from_generator"})
-_PYTHON_FUNCTIONS = {"EagerPyFunc": ("py_function", "tf.py_function"),
-                     "PyFunc": ("numpy_function", "tf.numpy_function"),
-                     "PyFuncStateless": ("numpy_function", "tf.numpy_function")}
+_PYTHON_FUNCTION_APIS = frozenset(
+    {"py_function", "numpy_function", "py_func", "eager_py_func", "from_generator"}
+)
+_PYTHON_FUNCTIONS = {
+    "EagerPyFunc": ("py_function", "tf.py_function"),
+    "PyFunc": ("numpy_function", "tf.numpy_function"),
+    "PyFuncStateless": ("numpy_function", "tf.numpy_function"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,11 +144,15 @@ class InputSource:
 
     def as_dict(self) -> dict[str, object]:
         """The JSON form (`report --json`, ``diagnosis.source``)."""
-        frame = None if self.frame is None else {"file": self.frame.path,
-                                                 "line": self.frame.line}
-        return {"kind": self.kind, "batch": self.batch, "element": self.element,
-                "position": None if self.position is None else list(self.position),
-                "function": self.function, "frame": frame}
+        frame = None if self.frame is None else {"file": self.frame.path, "line": self.frame.line}
+        return {
+            "kind": self.kind,
+            "batch": self.batch,
+            "element": self.element,
+            "position": None if self.position is None else list(self.position),
+            "function": self.function,
+            "frame": frame,
+        }
 
 
 def input_source(reader: DumpReader, cause: RootCause) -> InputSource | None:
@@ -137,26 +190,43 @@ def input_source(reader: DumpReader, cause: RootCause) -> InputSource | None:
 
 
 def _eager_batch(reader: DumpReader, execution: Execution, slot: int) -> InputSource:
-    earlier = [e for e in _earlier_executions(reader, execution.op_type, execution.index)
-               if e.input_ids[:1] == execution.input_ids[:1]]
+    earlier = [
+        e
+        for e in _earlier_executions(reader, execution.op_type, execution.index)
+        if e.input_ids[:1] == execution.input_ids[:1]
+    ]
     value = reader.execution_value(execution.index, slot)
-    rows = [_rows(reader.execution_value(e.index, slot)) for e in earlier] \
-        if value is not None else []
-    return _batch_source(len(earlier), value, rows, slot,
-                         f"{execution.op_type} (execution {execution.index})",
-                         _kept_from_start(reader.kept_executions(), execution.index)
-                         and len(earlier) < MAX_EXECUTIONS_SCANNED)
+    rows = (
+        [_rows(reader.execution_value(e.index, slot)) for e in earlier] if value is not None else []
+    )
+    return _batch_source(
+        len(earlier),
+        value,
+        rows,
+        slot,
+        f"{execution.op_type} (execution {execution.index})",
+        _kept_from_start(reader.kept_executions(), execution.index)
+        and len(earlier) < MAX_EXECUTIONS_SCANNED,
+    )
 
 
 def _graph_batch(reader: DumpReader, op: Op, trace: int, slot: int) -> InputSource:
     traces = reader.traces_of(op.id, slot)
     before = traces[traces < trace]
     value = reader.trace_value(trace)
-    rows = ([_rows(reader.trace_value(int(i))) for i in before]
-            if value is not None and before.size <= MAX_EXECUTIONS_SCANNED else [])
-    return _batch_source(int(before.size), value, rows, slot,
-                         f"{op.op_type} '{op.name}' (trace {trace})",
-                         _kept_from_start(reader.kept_traces(), trace))
+    rows = (
+        [_rows(reader.trace_value(int(i))) for i in before]
+        if value is not None and before.size <= MAX_EXECUTIONS_SCANNED
+        else []
+    )
+    return _batch_source(
+        int(before.size),
+        value,
+        rows,
+        slot,
+        f"{op.op_type} '{op.name}' (trace {trace})",
+        _kept_from_start(reader.kept_traces(), trace),
+    )
 
 
 def _kept_from_start(runs: list[tuple[int, int]], index: int) -> bool:
@@ -200,30 +270,39 @@ def _takes_dataset_input(reader: DumpReader, cause: RootCause) -> bool:
         return True
     output = cause.trace.summary if cause.trace is not None else None
     recorded_finite = all(s is None or not s.is_alert for _, s in cause.inputs)
-    return (op.op_type in NAN_FREE_OPS and recorded_finite and output is not None
-            and bool(output.nan))
+    return (
+        op.op_type in NAN_FREE_OPS and recorded_finite and output is not None and bool(output.nan)
+    )
 
 
 def _rows(value: np.ndarray | None) -> int | None:
     return None if value is None or value.ndim == 0 else int(value.shape[0])
 
 
-def _batch_source(batch: int, value: np.ndarray | None, rows: list[int | None], slot: int,
-                  record: str, counted: bool) -> InputSource:
+def _batch_source(
+    batch: int,
+    value: np.ndarray | None,
+    rows: list[int | None],
+    slot: int,
+    record: str,
+    counted: bool,
+) -> InputSource:
     """``batch`` deliveries of the same iterator came before; ``counted``: all of them
     are on disk (else the batch is not known, only that it came after those)."""
     component = f", component {slot} of the element" if slot else ""
     if counted:
-        text = (f"the tf.data pipeline delivered them in batch {batch} "
-                f"(counted from 0{component})")
-        evidence = [f"{record}: batch {batch}, {batch} earlier deliveries of the same "
-                    "iterator"]
+        text = f"the tf.data pipeline delivered them in batch {batch} (counted from 0{component})"
+        evidence = [f"{record}: batch {batch}, {batch} earlier deliveries of the same iterator"]
     else:
         kept = f"after {batch:,} kept deliveries" if batch else "kept without those before it"
-        text = (f"the tf.data pipeline delivered them in a batch {kept}{component} (the "
-                "circular buffer did not keep the earlier ones: its number is not known)")
-        evidence = [f"{record}: {batch:,} earlier deliveries of the same iterator on "
-                    "disk; earlier ones not kept"]
+        text = (
+            f"the tf.data pipeline delivered them in a batch {kept}{component} (the "
+            "circular buffer did not keep the earlier ones: its number is not known)"
+        )
+        evidence = [
+            f"{record}: {batch:,} earlier deliveries of the same iterator on "
+            "disk; earlier ones not kept"
+        ]
     position = element = None
     bad = _nonfinite_positions(value)
     if bad is not None and bad.size:
@@ -232,14 +311,20 @@ def _batch_source(batch: int, value: np.ndarray | None, rows: list[int | None], 
         if counted and len(rows) == batch and all(r is not None for r in rows):
             element = sum(r for r in rows if r is not None) + position[0]
             text += f": element {element} of the dataset"
-        evidence.append(f"value of the batch: {int(bad.shape[0])} non-finite, the first "
-                        f"at index {list(position)}")
+        evidence.append(
+            f"value of the batch: {int(bad.shape[0])} non-finite, the first "
+            f"at index {list(position)}"
+        )
     return InputSource(
-        "dataset", text,
+        "dataset",
+        text,
         "look at that element in the source data (filter or impute NaN rows, or "
         "dataset.map(...) with tf.debugging.check_numerics to stop at it)",
-        tuple(evidence), batch=batch if counted else None, element=element,
-        position=position)
+        tuple(evidence),
+        batch=batch if counted else None,
+        element=element,
+        position=position,
+    )
 
 
 def _nonfinite_positions(value: np.ndarray | None) -> np.ndarray | None:
@@ -284,15 +369,18 @@ def _python_function(reader: DumpReader, cause: RootCause) -> InputSource:
         name = _called_function(cause.line_text.strip())
     output = nonfinite_text(cause.trace.summary if cause.trace else None)
     if is_dataset_graph(reader, cause.op.graph_id) and "from_generator" in (
-            reader.graph(cause.op.graph_id).name or ""):
+        reader.graph(cause.op.graph_id).name or ""
+    ):
         kind, api = "generator", "Dataset.from_generator"
     who = f"the Python function `{name}`" if name else "a Python function"
     return InputSource(
-        kind, f"{who}, called through {api}, returned {output}",
+        kind,
+        f"{who}, called through {api}, returned {output}",
         f"look at {'`' + name + '`' if name else 'the Python function'}: TensorFlow only "
         f"passed on what it returned (np.isfinite on its result finds the rows)",
         (f"{cause.op.op_type} '{cause.op.name}': the output of {api}",),
-        function=name)
+        function=name,
+    )
 
 
 def _called_function(code: str | None) -> str | None:
@@ -307,12 +395,16 @@ def _called_function(code: str | None) -> str | None:
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
-        callee = node.func.attr if isinstance(node.func, ast.Attribute) else \
-            getattr(node.func, "id", "")
+        callee = (
+            node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        )
         if callee not in _PYTHON_FUNCTION_APIS:
             continue
-        target = node.args[0] if node.args else next(
-            (k.value for k in node.keywords if k.arg in ("func", "generator")), None)
+        target = (
+            node.args[0]
+            if node.args
+            else next((k.value for k in node.keywords if k.arg in ("func", "generator")), None)
+        )
         return ast.unparse(target) if target is not None else None
     return None
 
@@ -335,8 +427,11 @@ def _captured_handle(reader: DumpReader, cause: RootCause) -> int | None:
 
 
 def _variable(reader: DumpReader, handle: int, before: int) -> InputSource | None:
-    writes = [e for e in _earlier_executions(reader, "AssignVariableOp", before)
-              if e.input_ids[:1] == (handle,)]
+    writes = [
+        e
+        for e in _earlier_executions(reader, "AssignVariableOp", before)
+        if e.input_ids[:1] == (handle,)
+    ]
     if not writes:
         return None
     write = writes[-1]
@@ -348,20 +443,28 @@ def _variable(reader: DumpReader, handle: int, before: int) -> InputSource | Non
         return InputSource(
             "variable_initial",
             f"the variable held them from its creation: its initial value{at}",
-            "check the variable's initial value (the array or initializer it was "
-            "created with)",
-            (f"AssignVariableOp (execution {write.index}), the only write of the "
-             f"variable, right after its creation",), frame=frame)
+            "check the variable's initial value (the array or initializer it was created with)",
+            (
+                f"AssignVariableOp (execution {write.index}), the only write of the "
+                f"variable, right after its creation",
+            ),
+            frame=frame,
+        )
     return InputSource(
         "variable_assigned",
         f"the program assigned them to the variable outside the traced functions{at}",
         "check the value assigned there",
-        (f"AssignVariableOp (execution {write.index}), the last write of the variable "
-         f"before it was read",), frame=frame)
+        (
+            f"AssignVariableOp (execution {write.index}), the last write of the variable "
+            f"before it was read",
+        ),
+        frame=frame,
+    )
 
 
-def _restored(reader: DumpReader, restore: Execution | Op, frame: Frame | None,
-              execution: int | None) -> InputSource:
+def _restored(
+    reader: DumpReader, restore: Execution | Op, frame: Frame | None, execution: int | None
+) -> InputSource:
     where = f"execution {execution}" if execution is not None else "in a graph"
     return InputSource(
         "variable_restored",
@@ -369,11 +472,13 @@ def _restored(reader: DumpReader, restore: Execution | Op, frame: Frame | None,
         f"{where}{_line_text(reader, frame)})",
         "check the checkpoint (tf.train.load_checkpoint(path).get_tensor(name)): it was "
         "saved after the weights had gone non-finite; restore an earlier one",
-        (f"{restore.op_type} ({where}) read the values from the checkpoint",), frame=frame)
+        (f"{restore.op_type} ({where}) read the values from the checkpoint",),
+        frame=frame,
+    )
 
 
 def _line_text(reader: DumpReader, frame: Frame | None) -> str:
-    """", at `expression` (file.py:12)" for a user frame, else ""."""
+    """ ", at `expression` (file.py:12)" for a user frame, else ""."""
     if frame is None:
         return ""
     expression = expression_of(reader, frame)

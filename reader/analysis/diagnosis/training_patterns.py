@@ -44,15 +44,29 @@ from reader.model import RootCause, Summary
 if TYPE_CHECKING:
     from reader.analysis.dump_reader import DumpReader
 
-PATTERNS = ("loss_scale_collapse", "where_gradient_trap", "library_nan", "divergence",
-            "spike", "domain_error")
+PATTERNS = (
+    "loss_scale_collapse",
+    "where_gradient_trap",
+    "library_nan",
+    "divergence",
+    "spike",
+    "domain_error",
+)
 # Ops and the domain outside which they give NaN or infinity.
 DOMAINS = {
-    "Acos": "[-1, 1]", "Asin": "[-1, 1]", "Atanh": "(-1, 1)", "Acosh": "[1, inf)",
-    "Lgamma": "x > 0 or non-integer x < 0", "Digamma": "x > 0 or non-integer x < 0",
-    "Polygamma": "x > 0", "Zeta": "x > 1", "Igamma": "a > 0, x >= 0",
-    "Igammac": "a > 0, x >= 0", "Betainc": "a > 0, b > 0, 0 <= x <= 1",
-    "Ndtri": "[0, 1]", "Erfinv": "[-1, 1]",
+    "Acos": "[-1, 1]",
+    "Asin": "[-1, 1]",
+    "Atanh": "(-1, 1)",
+    "Acosh": "[1, inf)",
+    "Lgamma": "x > 0 or non-integer x < 0",
+    "Digamma": "x > 0 or non-integer x < 0",
+    "Polygamma": "x > 0",
+    "Zeta": "x > 1",
+    "Igamma": "a > 0, x >= 0",
+    "Igammac": "a > 0, x >= 0",
+    "Betainc": "a > 0, b > 0, 0 <= x <= 1",
+    "Ndtri": "[0, 1]",
+    "Erfinv": "[-1, 1]",
 }
 POW_DOMAIN = "x >= 0, or any x with an integer exponent"
 _DIVISIONS = {"RealDiv": 1, "Div": 1, "Reciprocal": 0, "Inv": 0, "Xdivy": 1}
@@ -103,22 +117,32 @@ def _loss_scale_collapse(reader: DumpReader, cause: RootCause, subject: str) -> 
     if not harm.collapse_steps:
         return None
     first, last = harm.collapse_steps[0], harm.collapse_steps[-1]
-    evidence = [f"steps {first}-{last}: every non-finite value was a gradient, and the "
-                f"optimizer skipped the step", harm.loss_scale_evidence or ""]
+    evidence = [
+        f"steps {first}-{last}: every non-finite value was a gradient, and the "
+        f"optimizer skipped the step",
+        harm.loss_scale_evidence or "",
+    ]
     culprit = ""
     rows = np.flatnonzero(reader.trace_steps_at(harm.graph_index) == harm.collapse_calls[-1])
     if rows.size:
         index = int(harm.graph_index[rows[0]])
         trace = reader.trace(index)
         summary = trace.summary
-        counts = (-1, -1, -1) if summary is None else tuple(
-            -1 if c is None else c for c in (summary.nan, summary.neg_inf, summary.pos_inf))
+        counts = (
+            (-1, -1, -1)
+            if summary is None
+            else tuple(
+                -1 if c is None else c for c in (summary.nan, summary.neg_inf, summary.pos_inf)
+            )
+        )
         alert = AlertBuilder(reader).graph(index, trace.step, *counts)
         root = reader.root_cause(alert)
         if root is not None:
             name = f"{root.alert.op_type} '{root.alert.op_name}'"
-            culprit = (f"; in step {last}, at the smallest scale, {name} still made "
-                       f"{nonfinite_text(_output(root))}")
+            culprit = (
+                f"; in step {last}, at the smallest scale, {name} still made "
+                f"{nonfinite_text(_output(root))}"
+            )
             evidence.append(f"step {last}: first non-finite gradient {name}")
     return Finding(
         "loss_scale_collapse",
@@ -127,7 +151,9 @@ def _loss_scale_collapse(reader: DumpReader, cause: RootCause, subject: str) -> 
         f"so the scale keeps falling and the weights never change{culprit}",
         "find the op whose gradient is non-finite at any scale (select an alert of the "
         "last skipped step for its diagnosis) and fix it, or keep it in float32 "
-        "(dtype='float32' on its layer)", tuple(e for e in evidence if e))
+        "(dtype='float32' on its layer)",
+        tuple(e for e in evidence if e),
+    )
 
 
 def _where_gradient_trap(reader: DumpReader, cause: RootCause, subject: str) -> Finding | None:
@@ -155,9 +181,12 @@ def _where_gradient_trap(reader: DumpReader, cause: RootCause, subject: str) -> 
             f"the gradient of the branch it did not pick is 0 * inf = NaN",
             "make the input safe before the op (the double tf.where): "
             "safe = tf.where(cond, x, 1.0); tf.where(cond, tf.math.log(safe), 0.0)",
-            (f"forward {forward.op_type} '{forward.name}': discarded "
-             f"({containment.explanation})",
-             f"the gradient op {op.op_type} '{op.name}' reads the same input"))
+            (
+                f"forward {forward.op_type} '{forward.name}': discarded "
+                f"({containment.explanation})",
+                f"the gradient op {op.op_type} '{op.name}' reads the same input",
+            ),
+        )
     return None
 
 
@@ -176,9 +205,17 @@ def _library_nan(reader: DumpReader, cause: RootCause, subject: str) -> Finding 
     if denominator is None or not denominator.zero:
         return None
     module = os.path.splitext(os.path.basename(frame.path))[0]
-    optimizer = {"adam": "Adam", "adamw": "AdamW", "rmsprop": "RMSprop", "adagrad": "Adagrad",
-                 "adadelta": "Adadelta", "adamax": "Adamax", "nadam": "Nadam",
-                 "ftrl": "Ftrl", "lamb": "Lamb"}.get(module, module)
+    optimizer = {
+        "adam": "Adam",
+        "adamw": "AdamW",
+        "rmsprop": "RMSprop",
+        "adagrad": "Adagrad",
+        "adadelta": "Adadelta",
+        "adamax": "Adamax",
+        "nadam": "Nadam",
+        "ftrl": "Ftrl",
+        "lamb": "Lamb",
+    }.get(module, module)
     return Finding(
         "library_nan",
         f"The optimizer {optimizer} made {nonfinite_text(_output(cause))} in its update "
@@ -188,8 +225,11 @@ def _library_nan(reader: DumpReader, cause: RootCause, subject: str) -> Finding 
         f"`epsilon`, which is 0 only when epsilon is 0 and a gradient was exactly 0",
         f"give {optimizer} a positive epsilon (keras.optimizers.{optimizer}(epsilon=1e-7), "
         f"the default) rather than epsilon=0.0",
-        (f"made by library code: {library_frame_text(frame)}",
-         f"setting: epsilon (the denominator `{ref.name}` held zeros)"))
+        (
+            f"made by library code: {library_frame_text(frame)}",
+            f"setting: epsilon (the denominator `{ref.name}` held zeros)",
+        ),
+    )
 
 
 def _divergence(reader: DumpReader, cause: RootCause, subject: str) -> Finding | None:
@@ -201,8 +241,7 @@ def _divergence(reader: DumpReader, cause: RootCause, subject: str) -> Finding |
     for ref, summary in cause.inputs:
         if ref.op_id is None or summary is None:
             continue
-        growth = _growth(reader, ref.op_id, ref.slot, cause.trace.index if cause.trace
-                         else None)
+        growth = _growth(reader, ref.op_id, ref.slot, cause.trace.index if cause.trace else None)
         if growth is not None and (best is None or growth[2] > best[1][2]):
             best = (ref.name, growth)
     if best is None:
@@ -219,8 +258,9 @@ def _divergence(reader: DumpReader, cause: RootCause, subject: str) -> Finding |
         # Per step, not per trace: a call that runs several batches (Keras'
         # steps_per_execution, a loop in the step function) traces the tensor as often.
         span = at - since
-        pace = (f"about x{factor ** (1 / span):.3g} per step over {span} "
-                f"step{'s' if span != 1 else ''}")
+        pace = (
+            f"about x{factor ** (1 / span):.3g} per step over {span} step{'s' if span != 1 else ''}"
+        )
     elif unit == "step":
         pace = f"about x{rate:.3g} per run of the op over {count} runs in one step"
     else:
@@ -232,35 +272,56 @@ def _divergence(reader: DumpReader, cause: RootCause, subject: str) -> Finding |
         f"until it overflowed to {nonfinite_text(output)}",
         "lower the learning rate, clip gradients (clipnorm=1.0 on the optimizer, or "
         "tf.clip_by_global_norm), and normalise the inputs",
-        (f"input {name}: max |x| {first[1]:.6g} at {unit} {since}, {last[1]:.6g} at "
-         f"{unit} {at} (x{factor:.3g})",))
+        (
+            f"input {name}: max |x| {first[1]:.6g} at {unit} {since}, {last[1]:.6g} at "
+            f"{unit} {at} (x{factor:.3g})",
+        ),
+    )
 
 
-def _spike(reader: DumpReader, cause: RootCause, subject: str, name: str,
-           before: tuple[int, float], last: tuple[int, float], unit: str, at: int,
-           output: Summary) -> Finding:
+def _spike(
+    reader: DumpReader,
+    cause: RootCause,
+    subject: str,
+    name: str,
+    before: tuple[int, float],
+    last: tuple[int, float],
+    unit: str,
+    at: int,
+    output: Summary,
+) -> Finding:
     """A jump in one step: the input's magnitude before and at that step, and the
     step's batch when it jumped too."""
     jump = last[1] / before[1] if before[1] > 0 else math.inf
-    text = (f"One step went wrong, not the training: the largest magnitude of {name}, "
-            f"an input of {subject}, jumped from {before[1]:.3g} to {last[1]:.3g} "
-            f"(x{jump:.3g}) in {unit} {at}, after steps of little growth, until it "
-            f"overflowed to {nonfinite_text(output)}")
+    text = (
+        f"One step went wrong, not the training: the largest magnitude of {name}, "
+        f"an input of {subject}, jumped from {before[1]:.3g} to {last[1]:.3g} "
+        f"(x{jump:.3g}) in {unit} {at}, after steps of little growth, until it "
+        f"overflowed to {nonfinite_text(output)}"
+    )
     evidence = [f"input {name}: max |x| {before[1]:.6g}, then {last[1]:.6g} at {unit} {at}"]
     batch = _batch_jump(reader, last[0])
     if batch is not None:
         tensor, value, earlier = batch
-        text += (f"; the batch of that {unit} held values up to {value:.3g} ({tensor}; "
-                 f"the batches before it at most {earlier:.3g})")
-        evidence.append(f"input batch {tensor}: max |x| {value:.6g} at {unit} {at}, at "
-                        f"most {earlier:.6g} before")
-        suggestion = ("look at that batch's data: filter or clip out-of-range samples, "
-                      "normalise the inputs; gradient clipping does not help once a "
-                      "norm itself overflows")
+        text += (
+            f"; the batch of that {unit} held values up to {value:.3g} ({tensor}; "
+            f"the batches before it at most {earlier:.3g})"
+        )
+        evidence.append(
+            f"input batch {tensor}: max |x| {value:.6g} at {unit} {at}, at "
+            f"most {earlier:.6g} before"
+        )
+        suggestion = (
+            "look at that batch's data: filter or clip out-of-range samples, "
+            "normalise the inputs; gradient clipping does not help once a "
+            "norm itself overflows"
+        )
     else:
-        suggestion = ("look at what changed in that step (its batch, a learning-rate "
-                      "schedule, a restored or reset variable); clip values "
-                      "(clipvalue) rather than norms, which overflow themselves")
+        suggestion = (
+            "look at what changed in that step (its batch, a learning-rate "
+            "schedule, a restored or reset variable); clip values "
+            "(clipvalue) rather than norms, which overflow themselves"
+        )
     return Finding("spike", text, suggestion, tuple(evidence))
 
 
@@ -293,9 +354,9 @@ def _batch_jump(reader: DumpReader, step: int) -> tuple[str, float, float] | Non
     return None
 
 
-def _growth(reader: DumpReader, op_id: int, slot: int, before: int | None
-            ) -> tuple[tuple[int, float], tuple[int, float], float, float, int,
-                       tuple[int, float]] | None:
+def _growth(
+    reader: DumpReader, op_id: int, slot: int, before: int | None
+) -> tuple[tuple[int, float], tuple[int, float], float, float, int, tuple[int, float]] | None:
     """The trailing stretch over which a tensor's largest finite magnitude grew:
     ((step, magnitude) at its start, at its end, the overall factor, the factor per
     trace, the number of traces, (step, magnitude) before its end), or None when it
@@ -344,7 +405,8 @@ def _domain_error(reader: DumpReader, cause: RootCause, subject: str) -> Finding
         f"clip the input into {name}'s domain first (for acos and asin: "
         f"tf.clip_by_value(x, -1.0, 1.0); for atanh: the open interval, e.g. "
         f"tf.clip_by_value(x, -1 + 1e-6, 1 - 1e-6))",
-        (f"domain of {name}: {domain}",))
+        (f"domain of {name}: {domain}",),
+    )
 
 
 def _negative_base(cause: RootCause, subject: str) -> Finding | None:
@@ -361,8 +423,8 @@ def _negative_base(cause: RootCause, subject: str) -> Finding | None:
         f"{count_text(base.neg, 'negative value')} among {values_text(base.size)}",
         "make the base non-negative first (tf.pow(tf.maximum(x, 0.0), y), or "
         "tf.sign(x) * tf.pow(tf.abs(x), y) for an odd root), or use an integer exponent",
-        (f"domain of pow: {POW_DOMAIN}",))
+        (f"domain of pow: {POW_DOMAIN}",),
+    )
 
 
-RULES = (_loss_scale_collapse, _where_gradient_trap, _library_nan, _divergence,
-         _domain_error)
+RULES = (_loss_scale_collapse, _where_gradient_trap, _library_nan, _divergence, _domain_error)

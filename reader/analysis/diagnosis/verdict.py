@@ -32,18 +32,22 @@ def healthy_verdict(reader: DumpReader) -> Diagnosis | None:
         return None
     harm = reader.harm()
     pattern = "expected_loss_scaling" if harm.skipped_step_numbers else "healthy"
-    evidence = [f"{reason}: {n:,} alert{'s' if n != 1 else ''}"
-                for reason, n in summary.contained.items() if n]
+    evidence = [
+        f"{reason}: {n:,} alert{'s' if n != 1 else ''}"
+        for reason, n in summary.contained.items()
+        if n
+    ]
     if harm.skipped_step_numbers:
-        evidence.append("steps skipped by the loss scaler: "
-                        + _ranges(harm.skipped_step_numbers))
+        evidence.append("steps skipped by the loss scaler: " + _ranges(harm.skipped_step_numbers))
     if harm.loss_scale_evidence:
         evidence.append(harm.loss_scale_evidence)
     evidence.extend(_examples(reader, harm))
-    return Diagnosis(pattern, contained_line(summary, harm)[0].upper()
-                     + contained_line(summary, harm)[1:] + ".",
-                     "nothing to fix: these values did no harm. Alerts lists them "
-                     "dimmed, each with its reason", tuple(evidence))
+    return Diagnosis(
+        pattern,
+        contained_line(summary, harm)[0].upper() + contained_line(summary, harm)[1:] + ".",
+        "nothing to fix: these values did no harm. Alerts lists them dimmed, each with its reason",
+        tuple(evidence),
+    )
 
 
 def no_alert_statement(reader: DumpReader, state: str) -> str:
@@ -59,18 +63,28 @@ def no_alert_statement(reader: DumpReader, state: str) -> str:
         return watched
     if state == liveness.FINISHED or reader.metadata.dumper == DUMPER_TENSORFLOW:
         return CLEAN_RUN
-    reached = ("nothing ran" if not reader.num_executions else "the last recorded: "
-               + reader.steps().place(reader.num_executions - 1))
+    reached = (
+        "nothing ran"
+        if not reader.num_executions
+        else "the last recorded: " + reader.steps().place(reader.num_executions - 1)
+    )
     if state == liveness.RUNNING:
         return f"No NaN or infinity so far: the run is live ({reached})."
     if state == liveness.STOPPED:
-        return (f"No NaN or infinity before the recording stopped on a write error "
-                f"({reached}); the program may have gone on unrecorded.")
-    ended = ("its process ended without finishing the run" if state == liveness.KILLED
-             else "it has no end record (killed, or live on another host)")
-    return (f"No NaN or infinity recorded, but the run never finished: {ended} "
-            f"({reached}). A job killed while it hung, or one that crashed, stops there; "
-            "what it would have done next is not in the dump.")
+        return (
+            f"No NaN or infinity before the recording stopped on a write error "
+            f"({reached}); the program may have gone on unrecorded."
+        )
+    ended = (
+        "its process ended without finishing the run"
+        if state == liveness.KILLED
+        else "it has no end record (killed, or live on another host)"
+    )
+    return (
+        f"No NaN or infinity recorded, but the run never finished: {ended} "
+        f"({reached}). A job killed while it hung, or one that crashed, stops there; "
+        "what it would have done next is not in the dump."
+    )
 
 
 def _watched_statement(reader: DumpReader) -> str | None:
@@ -80,31 +94,43 @@ def _watched_statement(reader: DumpReader) -> str | None:
         return None
     hit = log.hit
     if hit is None:
-        return (f"A watched run: every one of its {log.num_steps:,} watched steps stayed "
-                "finite (it records no op).")
-    replay = (f"its replay, run {hit.replay_run} ({hit.verdict or 'no verdict'}), has the "
-              "op and the line" if hit.replay_run else "it was not replayed"
-              + (f" ({hit.replay_error})" if hit.replay_error else ""))
-    return (f"A watched run: step {hit.step}'s {hit.check} check failed ({hit.tensor} held "
-            f"NaN or infinity) and nothing was written after it; {replay}.")
+        return (
+            f"A watched run: every one of its {log.num_steps:,} watched steps stayed "
+            "finite (it records no op)."
+        )
+    replay = (
+        f"its replay, run {hit.replay_run} ({hit.verdict or 'no verdict'}), has the op and the line"
+        if hit.replay_run
+        else "it was not replayed" + (f" ({hit.replay_error})" if hit.replay_error else "")
+    )
+    return (
+        f"A watched run: step {hit.step}'s {hit.check} check failed ({hit.tensor} held "
+        f"NaN or infinity) and nothing was written after it; {replay}."
+    )
 
 
 def contained_line(summary: AlertSummary, harm: HarmVerdict) -> str:
-    """"no harmful non-finite values; 9 steps overflowed under the loss scale and were
+    """ "no harmful non-finite values; 9 steps overflowed under the loss scale and were
     skipped, as designed; 20 deliberate -inf"."""
-    parts = ["no harmful non-finite values" if summary.harmful == 0
-             else f"{summary.harmful:,} harmful non-finite values"]
+    parts = [
+        "no harmful non-finite values"
+        if summary.harmful == 0
+        else f"{summary.harmful:,} harmful non-finite values"
+    ]
     steps = len(harm.skipped_step_numbers)
     if steps:
-        parts.append(f"{steps} step{'s' if steps != 1 else ''} overflowed under the loss "
-                     f"scale and {'were' if steps != 1 else 'was'} skipped, as designed")
+        parts.append(
+            f"{steps} step{'s' if steps != 1 else ''} overflowed under the loss "
+            f"scale and {'were' if steps != 1 else 'was'} skipped, as designed"
+        )
     deliberate = summary.contained.get("deliberate", 0)
     if deliberate:
         parts.append(f"{deliberate:,} deliberate {_deliberate_kind(summary)}")
     discarded = summary.contained.get("discarded", 0)
     if discarded:
-        parts.append(f"{discarded:,} non-finite value{'s' if discarded != 1 else ''} "
-                     f"a select discarded")
+        parts.append(
+            f"{discarded:,} non-finite value{'s' if discarded != 1 else ''} a select discarded"
+        )
     return "; ".join(parts)
 
 
@@ -126,7 +152,7 @@ def _examples(reader: DumpReader, harm: HarmVerdict) -> list[str]:
 
 
 def _ranges(numbers: tuple[int, ...]) -> str:
-    """"0-8, 12" from ascending numbers."""
+    """ "0-8, 12" from ascending numbers."""
     spans: list[list[int]] = []
     for n in numbers:
         if spans and n == spans[-1][1] + 1:

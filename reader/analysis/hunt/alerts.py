@@ -36,9 +36,13 @@ def _type_codes(counts: np.ndarray) -> np.ndarray:
     return codes
 
 
-def collect_alerts(execs: ExecutionIndex, traces: TraceIndex, builder: AlertBuilder,
-                   limit_per_type: int,
-                   harm: tuple[np.ndarray, np.ndarray] | None = None) -> AlertSummary:
+def collect_alerts(
+    execs: ExecutionIndex,
+    traces: TraceIndex,
+    builder: AlertBuilder,
+    limit_per_type: int,
+    harm: tuple[np.ndarray, np.ndarray] | None = None,
+) -> AlertSummary:
     """Count every alert and list the first ``limit_per_type`` of each type in order.
 
     Args:
@@ -53,8 +57,9 @@ def collect_alerts(execs: ExecutionIndex, traces: TraceIndex, builder: AlertBuil
     eager_index, eager_slot, eager_counts = execs.alert_rows()
     graph_index, graph_step, graph_counts = traces.alert_rows()
     n_eager = eager_index.size
-    order, counts = _merged_order(eager_index, eager_slot, eager_counts, graph_index,
-                                  graph_step, graph_counts)
+    order, counts = _merged_order(
+        eager_index, eager_slot, eager_counts, graph_index, graph_step, graph_counts
+    )
     codes = _type_codes(counts)
     harm_codes = np.concatenate(harm) if harm is not None else None
 
@@ -63,7 +68,7 @@ def collect_alerts(execs: ExecutionIndex, traces: TraceIndex, builder: AlertBuil
     chosen = []
     sorted_codes = codes[order]
     for code in range(len(ALERT_TYPES)):
-        chosen.append(order[sorted_codes == code][:max(limit_per_type, 0)])
+        chosen.append(order[sorted_codes == code][: max(limit_per_type, 0)])
     selected = np.sort(np.concatenate(chosen)) if chosen else np.empty(0, np.int64)
     # Back to execution order: positions of the selected rows within `order`.
     rank = np.empty(order.size, dtype=np.int64)
@@ -79,46 +84,67 @@ def collect_alerts(execs: ExecutionIndex, traces: TraceIndex, builder: AlertBuil
             g = row - n_eager
             alert = builder.graph(int(graph_index[g]), int(graph_step[g]), nan, neg, pos)
         code = HARMFUL if harm_codes is None else int(harm_codes[row])
-        alerts.append(alert if code == HARMFUL
-                      else replace(alert, contained=CONTAINED_REASONS[code - 1]))
+        alerts.append(
+            alert if code == HARMFUL else replace(alert, contained=CONTAINED_REASONS[code - 1])
+        )
     if harm_codes is None:
         return AlertSummary(total=int(codes.size), counts=by_type, alerts=alerts)
     found = np.bincount(harm_codes.astype(np.int64), minlength=len(CONTAINED_REASONS) + 1)
-    return AlertSummary(total=int(codes.size), counts=by_type, alerts=alerts,
-                        contained={r: int(found[i + 1]) for i, r in enumerate(CONTAINED_REASONS)},
-                        harmful=int(found[HARMFUL]))
+    return AlertSummary(
+        total=int(codes.size),
+        counts=by_type,
+        alerts=alerts,
+        contained={r: int(found[i + 1]) for i, r in enumerate(CONTAINED_REASONS)},
+        harmful=int(found[HARMFUL]),
+    )
 
 
-def _merged_order(eager_index: np.ndarray, eager_slot: np.ndarray, eager_counts: np.ndarray,
-                  graph_index: np.ndarray, graph_step: np.ndarray, graph_counts: np.ndarray
-                  ) -> tuple[np.ndarray, np.ndarray]:
+def _merged_order(
+    eager_index: np.ndarray,
+    eager_slot: np.ndarray,
+    eager_counts: np.ndarray,
+    graph_index: np.ndarray,
+    graph_step: np.ndarray,
+    graph_counts: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     """One table of all alerts, eager rows first, then graph rows: its rows in true
     execution order, and its (n, 3) counts."""
     primary = np.concatenate([eager_index, graph_step]).astype(np.int64)
-    secondary = np.concatenate([np.ones(eager_index.size, np.int64),
-                                np.zeros(graph_index.size, np.int64)])
+    secondary = np.concatenate(
+        [np.ones(eager_index.size, np.int64), np.zeros(graph_index.size, np.int64)]
+    )
     tertiary = np.concatenate([eager_slot, graph_index])
     counts = np.concatenate([eager_counts, graph_counts]).reshape(-1, 3)
     return np.lexsort((tertiary, secondary, primary)), counts
 
 
-def first_harmful(execs: ExecutionIndex, traces: TraceIndex, builder: AlertBuilder,
-                  harm: tuple[np.ndarray, np.ndarray]) -> Alert | None:
+def first_harmful(
+    execs: ExecutionIndex,
+    traces: TraceIndex,
+    builder: AlertBuilder,
+    harm: tuple[np.ndarray, np.ndarray],
+) -> Alert | None:
     """The first harmful alert in true execution order, or None (``harm``: the codes
     of `collect_alerts`). Linear: the earliest step first, then a sort of its rows."""
     eager_index, eager_slot, eager_counts = execs.alert_rows()
     graph_index, graph_step, graph_counts = traces.alert_rows()
     eager_harmful, graph_harmful = (codes == HARMFUL for codes in harm)
-    candidates = [p[h] for p, h in ((eager_index, eager_harmful), (graph_step, graph_harmful))
-                  if h.any()]
+    candidates = [
+        p[h] for p, h in ((eager_index, eager_harmful), (graph_step, graph_harmful)) if h.any()
+    ]
     if not candidates:
         return None
     first = min(int(c.min()) for c in candidates)
     eager_rows = np.flatnonzero(eager_harmful & (eager_index == first))
     graph_rows = np.flatnonzero(graph_harmful & (graph_step == first))
-    order, counts = _merged_order(eager_index[eager_rows], eager_slot[eager_rows],
-                                  eager_counts[eager_rows], graph_index[graph_rows],
-                                  graph_step[graph_rows], graph_counts[graph_rows])
+    order, counts = _merged_order(
+        eager_index[eager_rows],
+        eager_slot[eager_rows],
+        eager_counts[eager_rows],
+        graph_index[graph_rows],
+        graph_step[graph_rows],
+        graph_counts[graph_rows],
+    )
     row = int(order[0])
     nan, neg, pos = (int(c) for c in counts[row])
     if row < eager_rows.size:
@@ -151,9 +177,19 @@ class AlertBuilder:
                 graph_name = reader.graph(execution.graph_id).name
         except DumpError:
             pass  # the record left the disk or its graph is not read yet: leave them unknown
-        return Alert(kind="eager", index=index, op_type=op_type, op_name=None, slot=slot,
-                     graph_name=graph_name, device=device, nan=nan, neg_inf=neg, pos_inf=pos,
-                     step=index)
+        return Alert(
+            kind="eager",
+            index=index,
+            op_type=op_type,
+            op_name=None,
+            slot=slot,
+            graph_name=graph_name,
+            device=device,
+            nan=nan,
+            neg_inf=neg,
+            pos_inf=pos,
+            step=index,
+        )
 
     def graph(self, index: int, step: int, nan: int, neg: int, pos: int) -> Alert:
         reader = self._reader
@@ -168,9 +204,19 @@ class AlertBuilder:
                 graph_name = None  # the op's graph record is not read yet
         if device is None:
             device = self._step_device(step)
-        return Alert(kind="graph", index=index, op_type=op_type, op_name=op_name,
-                     slot=slot, graph_name=graph_name, device=device, nan=nan,
-                     neg_inf=neg, pos_inf=pos, step=step)
+        return Alert(
+            kind="graph",
+            index=index,
+            op_type=op_type,
+            op_name=op_name,
+            slot=slot,
+            graph_name=graph_name,
+            device=device,
+            nan=nan,
+            neg_inf=neg,
+            pos_inf=pos,
+            step=step,
+        )
 
     def _step_device(self, step: int) -> str | None:
         """Ops placed at run time carry no device: take the device of their call."""

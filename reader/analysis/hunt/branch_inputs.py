@@ -28,8 +28,9 @@ _IF_OPS = frozenset({"If", "StatelessIf"})
 _TRUE_BRANCH = "_true_"
 
 
-def true_branch_inputs(graphs: Iterable[Graph], ops_of: dict[int, list[Op]]
-                       ) -> dict[tuple[int, str], tuple[int, TensorRef]]:
+def true_branch_inputs(
+    graphs: Iterable[Graph], ops_of: dict[int, list[Op]]
+) -> dict[tuple[int, str], tuple[int, TensorRef]]:
     """Per true-branch placeholder, ``(branch graph id, placeholder op name)``: the
     ``If`` input that feeds it, as ``(outer graph id, input)``.
 
@@ -44,8 +45,9 @@ def true_branch_inputs(graphs: Iterable[Graph], ops_of: dict[int, list[Op]]
             continue
         prefix = name.rsplit(_TRUE_BRANCH, 1)[0]
         outer = ops_of.get(graph.outer_id, ())
-        conds = [op for op in outer if op.op_type in _IF_OPS
-                 and op.name.replace("/", "_") == prefix]
+        conds = [
+            op for op in outer if op.op_type in _IF_OPS and op.name.replace("/", "_") == prefix
+        ]
         if len(conds) != 1:
             continue
         inputs = [ref for ref in conds[0].inputs[1:] if ref.op_id is not None]
@@ -66,6 +68,9 @@ def _same_dtype(placeholder: Op, ref: TensorRef, outer: dict[int, Op]) -> bool:
     when either is not known)."""
     mine = placeholder.output_dtypes[0] if placeholder.output_dtypes else None
     producer = outer.get(ref.op_id) if ref.op_id is not None else None
-    theirs = producer.output_dtypes[ref.slot] if producer is not None and \
-        ref.slot < len(producer.output_dtypes) else None
+    theirs = (
+        producer.output_dtypes[ref.slot]
+        if producer is not None and ref.slot < len(producer.output_dtypes)
+        else None
+    )
     return mine is None or theirs is None or mine == theirs

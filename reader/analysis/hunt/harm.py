@@ -61,12 +61,43 @@ LOSS_SCALE_COLLAPSE_STEPS = 20
 # Ops that output the infinities written into the program.
 _CONSTANT_OPS = frozenset({"Const", "HostConst"})
 # Ops that carry an input's infinities to their output and cannot make a NaN of them.
-_INF_CARRIERS = frozenset({
-    "Select", "SelectV2", "Max", "Min", "Maximum", "Minimum", "Identity", "Reshape",
-    "ExpandDims", "Squeeze", "Transpose", "ConcatV2", "Concat", "GatherV2", "Gather",
-    "StridedSlice", "Slice", "Tile", "BroadcastTo", "Fill", "Pack", "Unpack", "Cast",
-    "Neg", "Pad", "PadV2", "Split", "SplitV", "Reverse", "ReverseV2", "Snapshot",
-    "EnsureShape", "Cumsum"})
+_INF_CARRIERS = frozenset(
+    {
+        "Select",
+        "SelectV2",
+        "Max",
+        "Min",
+        "Maximum",
+        "Minimum",
+        "Identity",
+        "Reshape",
+        "ExpandDims",
+        "Squeeze",
+        "Transpose",
+        "ConcatV2",
+        "Concat",
+        "GatherV2",
+        "Gather",
+        "StridedSlice",
+        "Slice",
+        "Tile",
+        "BroadcastTo",
+        "Fill",
+        "Pack",
+        "Unpack",
+        "Cast",
+        "Neg",
+        "Pad",
+        "PadV2",
+        "Split",
+        "SplitV",
+        "Reverse",
+        "ReverseV2",
+        "Snapshot",
+        "EnsureShape",
+        "Cumsum",
+    }
+)
 _SELECT_OPS = frozenset({"Select", "SelectV2"})
 # Gradient kernels that give 0 where the incoming gradient (input 1) is 0, whatever the
 # forward output (input 0) holds (TensorFlow's SqrtGrad, RsqrtGrad, ReciprocalGrad):
@@ -74,12 +105,30 @@ _SELECT_OPS = frozenset({"Select", "SelectV2"})
 # values in and give none out (`tf.where(x > 0, tf.sqrt(x), 0.0)` trains finite).
 _ZERO_GRADIENT_SAFE_OPS = frozenset({"SqrtGrad", "RsqrtGrad", "ReciprocalGrad", "InvGrad"})
 # Readers of a tensor that look at its shape or type only, or test it for finiteness.
-_VALUE_BLIND_OPS = frozenset({"Shape", "ShapeN", "Size", "Rank", "ZerosLike", "OnesLike",
-                              "IsFinite", "IsNan", "IsInf", "CheckNumerics",
-                              "CheckNumericsV2"})
+_VALUE_BLIND_OPS = frozenset(
+    {
+        "Shape",
+        "ShapeN",
+        "Size",
+        "Rank",
+        "ZerosLike",
+        "OnesLike",
+        "IsFinite",
+        "IsNan",
+        "IsInf",
+        "CheckNumerics",
+        "CheckNumericsV2",
+    }
+)
 # Ops that write a variable: a non-finite value reaching one did harm.
-_VARIABLE_WRITES = ("Assign", "ResourceApply", "ResourceSparseApply", "ResourceScatter",
-                    "Apply", "ScatterUpdate")
+_VARIABLE_WRITES = (
+    "Assign",
+    "ResourceApply",
+    "ResourceSparseApply",
+    "ResourceScatter",
+    "Apply",
+    "ScatterUpdate",
+)
 # Graph names that say a dynamic loss scale is in the run.
 _LOSS_SCALE_MARKS = ("loss_scale", "lossscale", "dynamic_scale")
 
@@ -165,13 +214,22 @@ class HarmVerdict:
 
 
 _LOSS_SCALE = Containment(
-    "loss_scale", "a gradient that overflowed under the dynamic loss scale, in a step the "
-    "optimizer skipped (it lowered the scale instead), as designed")
+    "loss_scale",
+    "a gradient that overflowed under the dynamic loss scale, in a step the "
+    "optimizer skipped (it lowered the scale instead), as designed",
+)
 
 
-def classify(reader: IndexedRun, index: np.ndarray, step: np.ndarray, counts: np.ndarray,
-             tps: np.ndarray, eager_index: np.ndarray, eager_slot: np.ndarray,
-             steps: Callable[[], Steps]) -> HarmVerdict:
+def classify(
+    reader: IndexedRun,
+    index: np.ndarray,
+    step: np.ndarray,
+    counts: np.ndarray,
+    tps: np.ndarray,
+    eager_index: np.ndarray,
+    eager_slot: np.ndarray,
+    steps: Callable[[], Steps],
+) -> HarmVerdict:
     """Classify every alert of a run.
 
     Args:
@@ -183,41 +241,73 @@ def classify(reader: IndexedRun, index: np.ndarray, step: np.ndarray, counts: np
         steps: Makes the run's steps (the loss scale's consecutive skipped steps),
             asked only in a run with a loss scale.
     """
-    nan_flag = np.where(counts[:, 0] < 0, 2, counts[:, 0] > 0).astype(np.int64) \
-        if counts.size else np.empty(0, np.int64)
+    nan_flag = (
+        np.where(counts[:, 0] < 0, 2, counts[:, 0] > 0).astype(np.int64)
+        if counts.size
+        else np.empty(0, np.int64)
+    )
     keys = tps.astype(np.int64) * 3 + nan_flag
     unique, first_rows, groups = np.unique(keys, return_index=True, return_inverse=True)
     groups = groups.reshape(-1)
     context = _Context(reader, index, groups, first_rows, nan_flag, counts)
     containment = [context.classify(g) for g in range(unique.size)]
     context.release_escaped(containment)
-    codes = np.array([HARMFUL if c is None else CONTAINED_REASONS.index(c.reason) + 1
-                      for c in containment], dtype=np.int8)
+    codes = np.array(
+        [HARMFUL if c is None else CONTAINED_REASONS.index(c.reason) + 1 for c in containment],
+        dtype=np.int8,
+    )
     graph_codes = codes[groups] if groups.size else np.empty(0, np.int8)
 
     group_traces = index[first_rows] if index.size else np.empty(0, np.int64)
-    verdict = HarmVerdict(index, graph_codes, groups, containment, group_traces, eager_index,
-                          eager_slot, np.zeros(eager_index.size, np.int8))
+    verdict = HarmVerdict(
+        index,
+        graph_codes,
+        groups,
+        containment,
+        group_traces,
+        eager_index,
+        eager_slot,
+        np.zeros(eager_index.size, np.int8),
+    )
     marks = _loss_scale_marks(reader)
     if marks is None or not index.size:
         return verdict
-    gradient_side = np.array([context.gradient_side(g) for g in range(unique.size)],
-                             dtype=bool)
+    gradient_side = np.array([context.gradient_side(g) for g in range(unique.size)], dtype=bool)
     skipped, numbers, collapse, collapse_calls = _loss_scale_steps(
-        step, gradient_side[groups], steps())
+        step, gradient_side[groups], steps()
+    )
     in_skipped = np.isin(step, skipped) & (graph_codes == HARMFUL)
     graph_codes = graph_codes.copy()
     graph_codes[in_skipped] = CONTAINED_REASONS.index("loss_scale") + 1
-    return HarmVerdict(index, graph_codes, groups, containment, group_traces, eager_index,
-                       eager_slot, verdict.eager_codes, skipped, collapse, collapse_calls,
-                       numbers, marks)
+    return HarmVerdict(
+        index,
+        graph_codes,
+        groups,
+        containment,
+        group_traces,
+        eager_index,
+        eager_slot,
+        verdict.eager_codes,
+        skipped,
+        collapse,
+        collapse_calls,
+        numbers,
+        marks,
+    )
 
 
 class _Context:
     """The groups of one classification and what the rules ask of the dump."""
 
-    def __init__(self, reader: IndexedRun, index: np.ndarray, groups: np.ndarray,
-                 first_rows: np.ndarray, nan_flag: np.ndarray, counts: np.ndarray) -> None:
+    def __init__(
+        self,
+        reader: IndexedRun,
+        index: np.ndarray,
+        groups: np.ndarray,
+        first_rows: np.ndarray,
+        nan_flag: np.ndarray,
+        counts: np.ndarray,
+    ) -> None:
         self.reader = reader
         self.index = index
         self.groups = groups
@@ -276,9 +366,13 @@ class _Context:
 
     def readers(self, op: Op, slot: int) -> list[tuple[Op, int]]:
         """(op, input position) of every op reading output ``slot`` of ``op``."""
-        return [(c, position) for c, position in self.reader.consumers(op.id)
-                if position < len(c.inputs) and c.inputs[position].op_id == op.id
-                and c.inputs[position].slot == slot]
+        return [
+            (c, position)
+            for c, position in self.reader.consumers(op.id)
+            if position < len(c.inputs)
+            and c.inputs[position].op_id == op.id
+            and c.inputs[position].slot == slot
+        ]
 
     def gradient_side(self, group: int) -> bool:
         """Whether a group's tensor is a gradient, or a gradient handed to a branch."""
@@ -320,8 +414,7 @@ class _Context:
         while changed:
             changed = False
             for group, sources in self.carried.items():
-                if containment[group] is not None and any(containment[s] is None
-                                                          for s in sources):
+                if containment[group] is not None and any(containment[s] is None for s in sources):
                     containment[group] = None
                     changed = True
 
@@ -348,13 +441,13 @@ def _deliberate(context: _Context, group: int) -> Containment | None:
         if context.has_nan(group) is None and op.op_type not in _INF_CARRIERS:
             return None  # CURT_HEALTH cannot tell whether this op made a NaN
         sources = [g for _, g in inputs]
-        if any(
-                (c := context.classify(g)) is None or c.reason != "deliberate"
-                for g in sources):
+        if any((c := context.classify(g)) is None or c.reason != "deliberate" for g in sources):
             return None
         names = ", ".join(name for name, _ in inputs)
-        explanation = (f"{op.op_type} '{op.name}' carried the deliberate infinities of "
-                       f"{names} on, without making a NaN")
+        explanation = (
+            f"{op.op_type} '{op.name}' carried the deliberate infinities of "
+            f"{names} on, without making a NaN"
+        )
         evidence = [f"input {name}: deliberate" for name, _ in inputs]
         evidence.append(f"output '{op.name}:{slot}': {what}, no NaN")
     context.carried[group] = sources
@@ -403,9 +496,13 @@ def _discarded(context: _Context, group: int) -> Containment | None:
         gradient_names = ", ".join(f"{g.op_type} '{g.name}'" for g in gradients)
         meaning += f"; {gradient_names} made zeros of them (their gradient there was zero)"
     return Containment(
-        "discarded", meaning,
-        (f"'{op.name}:{slot}': {context.nonfinite_text(group)}",
-         *(f"{s.op_type} '{s.name}': finite output" for s in selects + gradients)))
+        "discarded",
+        meaning,
+        (
+            f"'{op.name}:{slot}': {context.nonfinite_text(group)}",
+            *(f"{s.op_type} '{s.name}': finite output" for s in selects + gradients),
+        ),
+    )
 
 
 GROUP_RULES = (_deliberate, _discarded)
@@ -424,8 +521,7 @@ def _loss_scale_marks(reader: IndexedRun) -> str | None:
     # A scaler built before the function was first traced names its branches
     # `cond_true_N`: find its variable by what it does instead.
     found = loss_scale_variables(reader)
-    named = [name for name in found
-             if any(LOSS_SCALE_NAME.match(part) for part in name.split("/"))]
+    named = [name for name in found if any(LOSS_SCALE_NAME.match(part) for part in name.split("/"))]
     if named:
         return f"variable '{named[0]}' of a dynamic loss scale"
     if found:
@@ -433,14 +529,14 @@ def _loss_scale_marks(reader: IndexedRun) -> str | None:
     return None
 
 
-def _loss_scale_steps(step: np.ndarray, gradient_side: np.ndarray, steps: Steps
-                      ) -> tuple[np.ndarray, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+def _loss_scale_steps(
+    step: np.ndarray, gradient_side: np.ndarray, steps: Steps
+) -> tuple[np.ndarray, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """The steps the loss scaler skipped (execution indices), their step numbers, and
     the step numbers and execution indices of a collapse (a stretch of
     `LOSS_SCALE_COLLAPSE_STEPS` or more, which is then not skipped but harmful)."""
     calls, position = np.unique(step, return_inverse=True)
-    not_gradient = np.bincount(position.reshape(-1), weights=~gradient_side,
-                               minlength=calls.size)
+    not_gradient = np.bincount(position.reshape(-1), weights=~gradient_side, minlength=calls.size)
     skipped = calls[not_gradient == 0]
     if not steps.has_steps or not skipped.size:
         return skipped, (), (), ()
@@ -455,5 +551,9 @@ def _loss_scale_steps(step: np.ndarray, gradient_side: np.ndarray, steps: Steps
                 collapse.extend(int(n) for n in numbers[start:i])
             start = i
     keep = ~np.isin(numbers, collapse)
-    return (skipped[keep], tuple(int(n) for n in numbers[keep]), tuple(collapse),
-            tuple(int(c) for c in skipped[~keep]))
+    return (
+        skipped[keep],
+        tuple(int(n) for n in numbers[keep]),
+        tuple(collapse),
+        tuple(int(c) for c in skipped[~keep]),
+    )

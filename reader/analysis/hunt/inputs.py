@@ -42,6 +42,7 @@ def eager_inputs(reader: IndexedRun, execution: Execution) -> tuple[EagerInput, 
             continue
         producer_index, slot = produced
         producer = reader.execution(producer_index)
-        inputs.append(EagerInput(tensor_id, producer_index, producer.op_type, slot,
-                                 producer.summary(slot)))
+        inputs.append(
+            EagerInput(tensor_id, producer_index, producer.op_type, slot, producer.summary(slot))
+        )
     return tuple(inputs)

@@ -80,21 +80,27 @@ class RunGraphs:
         return self.by_name.get(tensor[:2])
 
 
-def loss_scale_tensors(graphs: RunGraphs, reads: dict[GraphTensor, list[Op]]
-                       ) -> set[GraphTensor]:
+def loss_scale_tensors(graphs: RunGraphs, reads: dict[GraphTensor, list[Op]]) -> set[GraphTensor]:
     """The variables of dynamic loss scales: named like one, or read to divide a
     gradient (Keras' loss scaler unscales the gradients with ``g / scale``)."""
-    found = {resource for resource in reads
-             if any(LOSS_SCALE_NAME.match(part) for part in resource[1].split("/"))}
+    found = {
+        resource
+        for resource in reads
+        if any(LOSS_SCALE_NAME.match(part) for part in resource[1].split("/"))
+    }
     for gid, ops in graphs.ops_of.items():
         for op in ops:
             if op.op_type != "RealDiv" or len(op.inputs) != 2:
                 continue
             numerator = graphs.producer(graphs.source(gid, op.inputs[0]))
             divisor = graphs.producer(graphs.source(gid, op.inputs[1]))
-            if numerator is not None and divisor is not None \
-                    and divisor.op_type in VARIABLE_READS \
-                    and divisor.inputs and graphs.phase(numerator) == "gradient":
+            if (
+                numerator is not None
+                and divisor is not None
+                and divisor.op_type in VARIABLE_READS
+                and divisor.inputs
+                and graphs.phase(numerator) == "gradient"
+            ):
                 found.add(graphs.source(divisor.graph_id, divisor.inputs[0]))
     return found
 
@@ -110,5 +116,6 @@ def loss_scale_variables(reader: IndexedRun) -> list[str]:
         for op in ops:
             if op.op_type in VARIABLE_READS and op.inputs:
                 reads.setdefault(graphs.source(gid, op.inputs[0]), []).append(op)
-    return sorted({variable_name(f"{name}:{slot}")
-                   for _, name, slot in loss_scale_tensors(graphs, reads)})
+    return sorted(
+        {variable_name(f"{name}:{slot}") for _, name, slot in loss_scale_tensors(graphs, reads)}
+    )

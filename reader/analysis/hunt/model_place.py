@@ -38,28 +38,39 @@ GRADIENT_SCOPES = ("gradient_tape/", "gradients/", "gradients_")
 # TensorFlow 1 and tf_keras their class names), with TensorFlow's "_1" suffixes.
 _OPTIMIZER_SCOPE = re.compile(
     r"^(loss_scale_optimizer|adam|adamw|sgd|rmsprop|adagrad|adadelta|adamax|nadam|ftrl|"
-    r"lion|lamb|adafactor|muon|gradientdescent|momentum|training)(_\d+)?$", re.IGNORECASE)
-_OPTIMIZER_OP_PREFIXES = ("ResourceApply", "ApplyAdam", "ApplyGradientDescent",
-                          "ResourceSparseApply")
+    r"lion|lamb|adafactor|muon|gradientdescent|momentum|training)(_\d+)?$",
+    re.IGNORECASE,
+)
+_OPTIMIZER_OP_PREFIXES = (
+    "ResourceApply",
+    "ApplyAdam",
+    "ApplyGradientDescent",
+    "ResourceSparseApply",
+)
 _METRIC_SCOPES = ("compile_metrics", "metrics")
 # Scopes of control flow around an op, skipped to find the scope that says its phase:
 # Keras' loss scaler applies the optimizer in a cond (``cond/adam/Sub_2``).
 _CONTROL_FLOW_SCOPE = re.compile(r"^(cond|while|case|switch_case)(_\d+)?$")
 _OPTIMIZER_FILE = re.compile(r"[\\/]keras[\\/]src[\\/]optimizers[\\/]|[\\/]optimizers?[\\/]")
 # A frame in one of these files is the machinery of a layer call.
-_LAYER_CALL = re.compile(r"([\\/]keras[\\/]src[\\/]layers[\\/]layer\.py|"
-                         r"[\\/]tf_keras[\\/]src[\\/]engine[\\/]base_layer\.py|"
-                         r"[\\/]keras[\\/]engine[\\/]base_layer\.py)$")
+_LAYER_CALL = re.compile(
+    r"([\\/]keras[\\/]src[\\/]layers[\\/]layer\.py|"
+    r"[\\/]tf_keras[\\/]src[\\/]engine[\\/]base_layer\.py|"
+    r"[\\/]keras[\\/]engine[\\/]base_layer\.py)$"
+)
 # Library frames that only wrap an op: never "the library function that made it".
 _OP_PLUMBING = re.compile(
     r"[\\/](tensorflow|tensorflow_core)[\\/]|[\\/]keras[\\/]src[\\/](ops|utils)[\\/]|"
     r"[\\/]keras[\\/]src[\\/]backend[\\/](?!tensorflow[\\/](trainer|optimizer)\.py)|"
     r"[\\/]keras[\\/]src[\\/]layers[\\/]layer\.py$|[\\/]instrument[\\/]|"
-    r"[\\/]python3?\.?\d*[\\/][a-z_]+\.py$|__autograph_generated")
+    r"[\\/]python3?\.?\d*[\\/][a-z_]+\.py$|__autograph_generated"
+)
 # An op's own name scope components: an op type ("MatMul") or TensorFlow's lower-case
 # op names ("mul", "truediv_1"); a layer's scope is what stays above them.
-_OP_SCOPE = re.compile(r"^[A-Z]|^(add|sub|mul|truediv|div|pow|neg|sum|mean|cond|while|"
-                       r"Placeholder)(_\d+)?$")
+_OP_SCOPE = re.compile(
+    r"^[A-Z]|^(add|sub|mul|truediv|div|pow|neg|sum|mean|cond|while|"
+    r"Placeholder)(_\d+)?$"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +89,7 @@ class Place:
     library_frame: Frame | None = None
 
     def describe(self) -> str:
-        """"gradient of sequential/dense_1, in keras/src/optimizers/adam.py update_step"."""
+        """ "gradient of sequential/dense_1, in keras/src/optimizers/adam.py update_step"."""
         text = self.phase
         if self.layer:
             text += f" of {self.layer}" if self.phase == "gradient" else f" in {self.layer}"
@@ -97,7 +108,7 @@ def library_frame_location(frame: Frame) -> str:
     "keras/src/optimizers/adam.py:141"."""
     path = frame.path.replace("\\", "/")
     cut = path.rfind("site-packages/")
-    short = path[cut + len("site-packages/"):] if cut >= 0 else path
+    short = path[cut + len("site-packages/") :] if cut >= 0 else path
     return f"{short}:{frame.line}"
 
 
@@ -112,8 +123,11 @@ def phase_of_name(op_type: str, op_name: str | None) -> str | None:
     while len(parts) > 2 and _CONTROL_FLOW_SCOPE.match(parts[0]):
         parts = parts[1:]
     head = parts[0]
-    if (op_type.startswith(_OPTIMIZER_OP_PREFIXES) or len(parts) > 1
-            and _OPTIMIZER_SCOPE.match(head)):
+    if (
+        op_type.startswith(_OPTIMIZER_OP_PREFIXES)
+        or len(parts) > 1
+        and _OPTIMIZER_SCOPE.match(head)
+    ):
         return "optimizer"
     if head in _METRIC_SCOPES:
         return "other"
@@ -122,8 +136,11 @@ def phase_of_name(op_type: str, op_name: str | None) -> str | None:
 
 def is_gradient_name(op_type: str, op_name: str) -> bool:
     """Whether an op belongs to a gradient computation, by its scope or type."""
-    return (op_type.endswith("Grad") or op_type.endswith("GradV2")
-            or any(op_name.startswith(s) or f"/{s}" in op_name for s in GRADIENT_SCOPES))
+    return (
+        op_type.endswith("Grad")
+        or op_type.endswith("GradV2")
+        or any(op_name.startswith(s) or f"/{s}" in op_name for s in GRADIENT_SCOPES)
+    )
 
 
 class PlaceFinder:
@@ -186,7 +203,7 @@ class PlaceFinder:
         name = op.name
         for scope in GRADIENT_SCOPES:
             if name.startswith(scope):
-                name = name[len(scope):]
+                name = name[len(scope) :]
                 break
         parts = name.split("/")[:-1]
         while parts:
@@ -199,8 +216,14 @@ class PlaceFinder:
         if "/" not in name:
             return None
         scope = name.rsplit("/", 1)[0] + "/"
-        return next((o for o in self._graph_ops(op.graph_id) if o.name.startswith(scope)
-                     and not is_gradient_name(o.op_type, o.name)), None)
+        return next(
+            (
+                o
+                for o in self._graph_ops(op.graph_id)
+                if o.name.startswith(scope) and not is_gradient_name(o.op_type, o.name)
+            ),
+            None,
+        )
 
     def _graph_ops(self, graph_id: int) -> list[Op]:
         if graph_id not in self._graphs:

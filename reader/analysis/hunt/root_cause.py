@@ -33,10 +33,15 @@ if TYPE_CHECKING:
 # Bounds the walk on a malformed graph with a cycle through non-finite tensors.
 MAX_WALK_STEPS = 10_000
 # Eager ops that hand out the elements of a tf.data pipeline.
-DATASET_DELIVERY_OPS = frozenset({
-    "IteratorGetNext", "IteratorGetNextSync", "IteratorGetNextAsOptional",
-    "OptionalGetValue", "MultiDeviceIteratorGetNextFromShard",
-})
+DATASET_DELIVERY_OPS = frozenset(
+    {
+        "IteratorGetNext",
+        "IteratorGetNextSync",
+        "IteratorGetNextAsOptional",
+        "OptionalGetValue",
+        "MultiDeviceIteratorGetNextFromShard",
+    }
+)
 # TensorFlow names the graph of a dataset function "Dataset_<transformation>_<function>"
 # (tensorflow/python/data/ops/structured_function.py): Dataset_map_parse.
 DATASET_GRAPH_PREFIX = "Dataset_"
@@ -59,8 +64,13 @@ def is_dataset_graph(reader: IndexedRun, graph_id: int) -> bool:
     return False
 
 
-def find_root_cause(reader: IndexedRun, first: Alert, *, walk: bool = True,
-                    contained: Callable[[int], bool] | None = None) -> RootCause:
+def find_root_cause(
+    reader: IndexedRun,
+    first: Alert,
+    *,
+    walk: bool = True,
+    contained: Callable[[int], bool] | None = None,
+) -> RootCause:
     """The root cause of an alert (`DumpReader.root_cause` starts at the run's first
     harmful one).
 
@@ -76,8 +86,7 @@ def find_root_cause(reader: IndexedRun, first: Alert, *, walk: bool = True,
     if first.kind == "graph":
         return _graph_root_cause(reader, first, steps, contained)
     cause = _eager_root_cause(reader, first, steps)
-    if walk and cause.execution is not None \
-            and cause.execution.op_type in DATASET_DELIVERY_OPS:
+    if walk and cause.execution is not None and cause.execution.op_type in DATASET_DELIVERY_OPS:
         dataset_alert = _first_dataset_alert(reader)
         if dataset_alert is not None:
             return _graph_root_cause(reader, dataset_alert, steps, contained)
@@ -98,13 +107,15 @@ def _first_dataset_alert(reader: IndexedRun) -> Alert | None:
 def _counts(summary: Summary | None) -> tuple[int, int, int]:
     if summary is None:
         return -1, -1, -1
-    nan, neg, pos = (-1 if c is None else c
-                     for c in (summary.nan, summary.neg_inf, summary.pos_inf))
+    nan, neg, pos = (
+        -1 if c is None else c for c in (summary.nan, summary.neg_inf, summary.pos_inf)
+    )
     return nan, neg, pos
 
 
-def _graph_root_cause(reader: IndexedRun, first: Alert, steps: int,
-                      contained: Callable[[int], bool] | None) -> RootCause:
+def _graph_root_cause(
+    reader: IndexedRun, first: Alert, steps: int, contained: Callable[[int], bool] | None
+) -> RootCause:
     index = first.index
     visited = {index}
     inputs: list[tuple[TensorRef, Summary | None]] = []
@@ -119,14 +130,18 @@ def _graph_root_cause(reader: IndexedRun, first: Alert, steps: int,
         inputs, indices = [], []
         culprit = None
         for ref in op.inputs:
-            found = (None if ref.op_id is None
-                     else input_trace(reader, ref.op_id, ref.slot, index))
+            found = None if ref.op_id is None else input_trace(reader, ref.op_id, ref.slot, index)
             summary = reader.trace(found).summary if found is not None else None
             inputs.append((ref, summary))
             indices.append(found)
-            if (culprit is None and summary is not None and summary.is_alert
-                    and found is not None and found not in visited
-                    and (contained is None or not contained(found))):
+            if (
+                culprit is None
+                and summary is not None
+                and summary.is_alert
+                and found is not None
+                and found not in visited
+                and (contained is None or not contained(found))
+            ):
                 culprit = found
         if culprit is None or step == steps - 1:
             break
@@ -138,9 +153,17 @@ def _graph_root_cause(reader: IndexedRun, first: Alert, steps: int,
         alert = AlertBuilder(reader).graph(index, trace.step, *_counts(trace.summary))
     execution = _execution_or_none(reader, trace.step)
     frame = reader.innermost_user_frame(op.stack_id) if op is not None else None
-    return RootCause(alert=alert, op=op, execution=execution, trace=trace, inputs=inputs,
-                     frame=frame, line_text=reader.source_line(frame) if frame else None,
-                     first_alert=first, input_indices=indices)
+    return RootCause(
+        alert=alert,
+        op=op,
+        execution=execution,
+        trace=trace,
+        inputs=inputs,
+        frame=frame,
+        line_text=reader.source_line(frame) if frame else None,
+        first_alert=first,
+        input_indices=indices,
+    )
 
 
 def _execution_or_none(reader: IndexedRun, index: int) -> Execution | None:
@@ -160,11 +183,25 @@ def _eager_root_cause(reader: IndexedRun, first: Alert, steps: int) -> RootCause
         culprit = None
         for found in eager_inputs(reader, execution):
             summary = found.summary
-            inputs.append((TensorRef(name=found.name, op_id=None, slot=found.slot,
-                                     execution_index=found.producer_index), summary))
+            inputs.append(
+                (
+                    TensorRef(
+                        name=found.name,
+                        op_id=None,
+                        slot=found.slot,
+                        execution_index=found.producer_index,
+                    ),
+                    summary,
+                )
+            )
             indices.append(found.producer_index)
-            if (culprit is None and found.producer_index is not None and summary is not None
-                    and summary.is_alert and found.producer_index not in visited):
+            if (
+                culprit is None
+                and found.producer_index is not None
+                and summary is not None
+                and summary.is_alert
+                and found.producer_index not in visited
+            ):
                 culprit = (found.producer_index, found.slot)
         if culprit is None or step == steps - 1:
             break
@@ -174,6 +211,14 @@ def _eager_root_cause(reader: IndexedRun, first: Alert, steps: int) -> RootCause
     if index != first.index:
         alert = AlertBuilder(reader).eager(index, slot, *_counts(execution.summary(slot)))
     frame = reader.innermost_user_frame(execution.stack_id)
-    return RootCause(alert=alert, op=None, execution=execution, trace=None, inputs=inputs,
-                     frame=frame, line_text=reader.source_line(frame) if frame else None,
-                     first_alert=first, input_indices=indices)
+    return RootCause(
+        alert=alert,
+        op=None,
+        execution=execution,
+        trace=None,
+        inputs=inputs,
+        frame=frame,
+        line_text=reader.source_line(frame) if frame else None,
+        first_alert=first,
+        input_indices=indices,
+    )

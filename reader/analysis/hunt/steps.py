@@ -102,14 +102,22 @@ class Steps:
         table = coded[-1][1] if coded else []  # the last call's table holds every code
         codes = [run_codes for run_codes, _ in coded]
         self.function = _step_function(
-            np.concatenate(codes) if codes else np.empty(0, np.int32), table)
-        is_step_code = np.array([fmt.step_function_name(t) == self.function for t in table]
-                                if self.function is not None else [], dtype=bool)
+            np.concatenate(codes) if codes else np.empty(0, np.int32), table
+        )
+        is_step_code = np.array(
+            [fmt.step_function_name(t) == self.function for t in table]
+            if self.function is not None
+            else [],
+            dtype=bool,
+        )
         self._runs: list[_Run] = []
         previous_last = NO_STEP
         for (begin, end), run_codes in zip(self.execution_runs, codes):
-            is_start = is_step_code[run_codes] if is_step_code.size else \
-                np.zeros(run_codes.size, dtype=bool)
+            is_start = (
+                is_step_code[run_codes]
+                if is_step_code.size
+                else np.zeros(run_codes.size, dtype=bool)
+            )
             run = self._steps_of_run(dump, begin, end, is_start, previous_last)
             self._runs.append(run)
             previous_last = int(run.numbers[-1]) if run.numbers.size else run.before
@@ -124,8 +132,9 @@ class Steps:
         self.first_alert_position = None if first is None else first.step
         self.gaps = self._gaps(dump)
 
-    def _steps_of_run(self, dump: IndexedRun, begin: int, end: int, is_start: np.ndarray,
-                      previous_last: int) -> _Run:
+    def _steps_of_run(
+        self, dump: IndexedRun, begin: int, end: int, is_start: np.ndarray, previous_last: int
+    ) -> _Run:
         """The steps of executions ``begin..end-1``; ``is_start``: per execution, a call
         of the step function."""
         if self.function is None:
@@ -134,8 +143,13 @@ class Steps:
         starts = np.flatnonzero(is_start).astype(np.int64) + begin
         if not starts.size:
             # The whole run lies inside one step (a long step, or a short run).
-            return _Run(begin, end, starts, starts.copy(),
-                        previous_last if previous_last != NO_STEP else NO_STEP)
+            return _Run(
+                begin,
+                end,
+                starts,
+                starts.copy(),
+                previous_last if previous_last != NO_STEP else NO_STEP,
+            )
         first_number = _call_ordinal(dump, int(starts[0]))
         if first_number is None:
             # A dump written before format 1.1: count from the first call on disk.
@@ -193,23 +207,31 @@ class Steps:
             else:
                 # The executions of those steps are kept; their traces are not.
                 assert traces is not None
-                around = tuple(int(x) for x in np.concatenate([
-                    dump.trace_steps(traces[0] - 1, traces[0]),
-                    dump.trace_steps(traces[1], traces[1] + 1)]))
+                around = tuple(
+                    int(x)
+                    for x in np.concatenate(
+                        [
+                            dump.trace_steps(traces[0] - 1, traces[0]),
+                            dump.trace_steps(traces[1], traces[1] + 1),
+                        ]
+                    )
+                )
             before, after = (self.of_execution(i) for i in around)
             steps = None
             if before is not None and after is not None and after - 1 >= before + 1:
                 steps = (before + 1, after - 1)
-            gaps.append(Gap(executions=executions, traces=traces, steps=steps,
-                            after_execution=around[0]))
+            gaps.append(
+                Gap(executions=executions, traces=traces, steps=steps, after_execution=around[0])
+            )
         return gaps
 
     def gap_positions(self, executions: np.ndarray) -> list[int]:
         """Where each gap falls among records that ran at ``executions`` (ascending
         execution indices, as `Gap.after_execution`): how many come before it."""
         executions = np.asarray(executions, dtype=np.int64)
-        return [int(np.searchsorted(executions, gap.after_execution, side="right"))
-                for gap in self.gaps]
+        return [
+            int(np.searchsorted(executions, gap.after_execution, side="right")) for gap in self.gaps
+        ]
 
     def place(self, execution_index: int) -> str:
         """How to name where execution ``execution_index`` is: "step 250", or
@@ -260,5 +282,4 @@ def _call_ordinal(dump: IndexedRun, index: int) -> int | None:
         value = dump.execution_record(index).get("c")
     except DumpError:
         return None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
-        else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

@@ -80,24 +80,30 @@ class Roles:
             self.row[tp] = self.row_of(name, is_layer)
 
     def set_output(self, op: Op, slot: int, role: int, name: str, is_layer: bool) -> None:
-        self.set(op.trace_points[slot] if slot < len(op.trace_points) else None, role, name,
-                 is_layer)
+        self.set(
+            op.trace_points[slot] if slot < len(op.trace_points) else None, role, name, is_layer
+        )
 
     def in_model_order(self) -> Roles:
         """The same roles, the rows ordered by their first trace point."""
-        first = [min((tp for tp, row in self.row.items() if row == r), default=0)
-                 for r in range(len(self.names))]
+        first = [
+            min((tp for tp, row in self.row.items() if row == r), default=0)
+            for r in range(len(self.names))
+        ]
         order = sorted(range(len(self.names)), key=lambda r: first[r])
         new_row = {old: new for new, old in enumerate(order)}
-        ordered = Roles(role=self.role, row={tp: new_row[r] for tp, r in self.row.items()},
-                        relu=self.relu)
+        ordered = Roles(
+            role=self.role, row={tp: new_row[r] for tp, r in self.row.items()}, relu=self.relu
+        )
         for r in order:
             ordered.row_of(self.names[r], self.is_layer[r])
         return ordered
 
 
-def _slot_rows(slots: list[tuple[Op, str | None, list[tuple[Op, int]]]],
-               row_of_gradient: dict[GraphTensor, str]) -> list[tuple[Op, str]]:
+def _slot_rows(
+    slots: list[tuple[Op, str | None, list[tuple[Op, int]]]],
+    row_of_gradient: dict[GraphTensor, str],
+) -> list[tuple[Op, str]]:
     """Each optimizer slot's first read and its row's name, from the slots' first
     reads, their own names where known, and the gradients they follow.
 
@@ -110,10 +116,15 @@ def _slot_rows(slots: list[tuple[Op, str | None, list[tuple[Op, int]]]],
     """
     keyed: list[tuple[Op, tuple[str, int], str | None]] = []
     count: dict[tuple[int, str], int] = {}
-    for first, own_name, gradient in sorted(slots, key=lambda slot: (slot[0].graph_id,
-                                                                      slot[0].id)):
-        owner = next((row_of_gradient[(op.graph_id, op.name, slot)] for op, slot in gradient
-                      if (op.graph_id, op.name, slot) in row_of_gradient), None)
+    for first, own_name, gradient in sorted(slots, key=lambda slot: (slot[0].graph_id, slot[0].id)):
+        owner = next(
+            (
+                row_of_gradient[(op.graph_id, op.name, slot)]
+                for op, slot in gradient
+                if (op.graph_id, op.name, slot) in row_of_gradient
+            ),
+            None,
+        )
         if owner is None:
             keyed.append((first, (own_name or first.name, 0), own_name))
             continue
@@ -153,9 +164,13 @@ def assign_roles(reader: IndexedRun) -> Roles:
     scales = loss_scale_tensors(graphs, reads)
     # The variable's own name, where the dumper recorded it (format 2.4) on an op
     # that reads or writes it.
-    named = {resource: op.variable for table in (reads, writes)
-             for resource, ops in table.items() for op in ops
-             if op.variable and not _UNNAMED_VARIABLE.match(op.variable)}
+    named = {
+        resource: op.variable
+        for table in (reads, writes)
+        for resource, ops in table.items()
+        for op in ops
+        if op.variable and not _UNNAMED_VARIABLE.match(op.variable)
+    }
     scale_reads = {op.id for resource in scales for op in reads.get(resource, ())}
 
     def divides_by_scale(op: Op) -> bool:
@@ -183,12 +198,13 @@ def assign_roles(reader: IndexedRun) -> Roles:
                     found.append((op, slot))
                     continue
                 if op.op_type == "IdentityN":
-                    inputs = op.inputs[slot:slot + 1]
+                    inputs = op.inputs[slot : slot + 1]
                     nxt.extend(graphs.source(op.graph_id, ref) for ref in inputs)
                 elif op.op_type in VARIABLE_READS and op.inputs:
                     resource = graphs.source(op.graph_id, op.inputs[0])
-                    nxt.extend(graphs.source(w.graph_id, w.inputs[1])
-                               for w in writes.get(resource, ()))
+                    nxt.extend(
+                        graphs.source(w.graph_id, w.inputs[1]) for w in writes.get(resource, ())
+                    )
                 else:
                     nxt.extend(graphs.source(op.graph_id, ref) for ref in op.inputs)
             if found:
@@ -215,8 +231,11 @@ def assign_roles(reader: IndexedRun) -> Roles:
             if not gradient:
                 continue  # a forward-read variable no gradient writes: a metric's
             layer = layer_of_resource[resource]
-            name, is_layer = (layer, True) if layer else (
-                named.get(resource) or variable_name(resource[1]), False)
+            name, is_layer = (
+                (layer, True)
+                if layer
+                else (named.get(resource) or variable_name(resource[1]), False)
+            )
             for op, slot in gradient:
                 roles.set_output(op, slot, GRADIENT, name, is_layer)
                 row_of_gradient[(op.graph_id, op.name, slot)] = name
@@ -235,8 +254,7 @@ def assign_roles(reader: IndexedRun) -> Roles:
         elif gradient and resource in reads:
             first = reads[resource][0]
             if phase(first) == "optimizer":
-                slots.append((first, named.get(resource) or _named_variable(resource[1]),
-                              gradient))
+                slots.append((first, named.get(resource) or _named_variable(resource[1]), gradient))
     for first, name in _slot_rows(slots, row_of_gradient):
         roles.set_output(first, 0, SLOT, name, False)
     for resource in scales:
@@ -244,8 +262,7 @@ def assign_roles(reader: IndexedRun) -> Roles:
             roles.set_output(op, 0, LOSS_SCALE, LOSS_SCALE_ROW, False)
     for ops in graphs.ops_of.values():
         for op in ops:
-            if op.op_type in _NOT_ACTIVATIONS or not op.trace_points or \
-                    phase(op) != "forward":
+            if op.op_type in _NOT_ACTIVATIONS or not op.trace_points or phase(op) != "forward":
                 continue
             layer = graphs.places.of_op(op).layer
             if layer is None:

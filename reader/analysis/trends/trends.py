@@ -43,25 +43,49 @@ if TYPE_CHECKING:
     from reader.run.indexed_run import IndexedRun
 
 # The series, in the order the Trends view cycles them (the first is its default).
-SERIES = ("gradient_norm", "update_norm", "weight_norm", "gradient_max", "update_max",
-          "weight_max", "activation_max", "slot_norm", "loss_scale")
-SERIES_TITLES = {"gradient_norm": "gradient norm", "update_norm": "update norm",
-                 "weight_norm": "weight norm", "gradient_max": "gradient max |x|",
-                 "update_max": "update max |x|", "weight_max": "weight max |x|",
-                 "activation_max": "activation max |x|",
-                 "slot_norm": "optimizer slot norm", "loss_scale": "loss scale"}
+SERIES = (
+    "gradient_norm",
+    "update_norm",
+    "weight_norm",
+    "gradient_max",
+    "update_max",
+    "weight_max",
+    "activation_max",
+    "slot_norm",
+    "loss_scale",
+)
+SERIES_TITLES = {
+    "gradient_norm": "gradient norm",
+    "update_norm": "update norm",
+    "weight_norm": "weight norm",
+    "gradient_max": "gradient max |x|",
+    "update_max": "update max |x|",
+    "weight_max": "weight max |x|",
+    "activation_max": "activation max |x|",
+    "slot_norm": "optimizer slot norm",
+    "loss_scale": "loss scale",
+}
 # Per series: the role of its tensors, and how a cell is made of them: "norm" (the
 # root of the summed squared norms), "max" (the largest magnitude), "first" (the
 # step's first value).
-_SERIES_OF = {"gradient_norm": (roles_.GRADIENT, "norm"),
-              "update_norm": (roles_.UPDATE, "norm"), "weight_norm": (roles_.WEIGHT, "norm"),
-              "gradient_max": (roles_.GRADIENT, "max"), "update_max": (roles_.UPDATE, "max"),
-              "weight_max": (roles_.WEIGHT, "max"),
-              "activation_max": (roles_.ACTIVATION, "max"),
-              "slot_norm": (roles_.SLOT, "norm"), "loss_scale": (roles_.LOSS_SCALE, "first")}
+_SERIES_OF = {
+    "gradient_norm": (roles_.GRADIENT, "norm"),
+    "update_norm": (roles_.UPDATE, "norm"),
+    "weight_norm": (roles_.WEIGHT, "norm"),
+    "gradient_max": (roles_.GRADIENT, "max"),
+    "update_max": (roles_.UPDATE, "max"),
+    "weight_max": (roles_.WEIGHT, "max"),
+    "activation_max": (roles_.ACTIVATION, "max"),
+    "slot_norm": (roles_.SLOT, "norm"),
+    "loss_scale": (roles_.LOSS_SCALE, "first"),
+}
 # Largest finite value per floating dtype (for `float16_headroom`).
-DTYPE_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
-             "float32": 3.4028234663852886e38, "float64": 1.7976931348623157e308}
+DTYPE_MAX = {
+    "float16": 65504.0,
+    "bfloat16": 3.3895313892515355e38,
+    "float32": 3.4028234663852886e38,
+    "float64": 1.7976931348623157e308,
+}
 
 
 @dataclass(frozen=True, eq=False)
@@ -121,8 +145,9 @@ class Trends:
         out = []
         for name in SERIES:
             table, unknown = self.series[name], self.unknown.get(name)
-            if np.isfinite(table).any() or (np.isinf(table).any() and (
-                    unknown is None or not unknown.any())):
+            if np.isfinite(table).any() or (
+                np.isinf(table).any() and (unknown is None or not unknown.any())
+            ):
                 out.append(name)
         return tuple(out)
 
@@ -142,10 +167,17 @@ class _Measures:
     def join(parts: list[_Measures], n: int) -> _Measures:
         if not parts:
             nan = np.full(n, np.nan)
-            return _Measures(nan, nan.copy(), np.zeros(n, bool), np.zeros(n, bool),
-                             np.full(n, np.nan, np.float32), np.zeros(n, np.int8))
-        return _Measures(*(np.concatenate([getattr(p, f) for p in parts])
-                           for f in _Measures.__slots__))
+            return _Measures(
+                nan,
+                nan.copy(),
+                np.zeros(n, bool),
+                np.zeros(n, bool),
+                np.full(n, np.nan, np.float32),
+                np.zeros(n, np.int8),
+            )
+        return _Measures(
+            *(np.concatenate([getattr(p, f) for p in parts]) for f in _Measures.__slots__)
+        )
 
 
 def _block_measures(mode: str, rows: np.ndarray) -> _Measures:
@@ -182,20 +214,23 @@ def _measures_of_rows(mode: str, rows: np.ndarray) -> _Measures:
         magnitude = np.maximum(np.abs(rows[:, col["min"]]), np.abs(rows[:, col["max"]]))
     else:
         norm2 = np.full(n, np.nan)
-        magnitude = rows[:, col[magnitude_column]].copy() if magnitude_column in col \
-            else np.full(n, np.nan)
+        magnitude = (
+            rows[:, col[magnitude_column]].copy() if magnitude_column in col else np.full(n, np.nan)
+        )
     magnitude[nonfinite] = np.nan
     dtype = np.zeros(n, np.int8)
     if "dtype" in col:
         enum = rows[:, col["dtype"]]
         known = (enum > 0) & (enum <= np.iinfo(np.int8).max) & (enum == np.floor(enum))
         dtype[known] = enum[known]
-    return _Measures(norm2, magnitude, nonfinite, (size > 0) & (zero == size) & ~nonfinite,
-                     share, dtype)
+    return _Measures(
+        norm2, magnitude, nonfinite, (size > 0) & (zero == size) & ~nonfinite, share, dtype
+    )
 
 
-def _roles_of_traces(roles: roles_.Roles, tps: np.ndarray
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _roles_of_traces(
+    roles: roles_.Roles, tps: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per trace: its role code (0: none), its row and whether it is a ReLU's output,
     looked up by trace point among the points that have a role.
 
@@ -204,18 +239,19 @@ def _roles_of_traces(roles: roles_.Roles, tps: np.ndarray
     negative), and a point outside ``0..MAX_TRACE_POINT`` (damage, or an op's output
     left untraced) has no role.
     """
-    points = np.array(sorted(tp for tp in roles.role if 0 <= tp <= MAX_TRACE_POINT),
-                      np.int64)
+    points = np.array(sorted(tp for tp in roles.role if 0 <= tp <= MAX_TRACE_POINT), np.int64)
     codes = np.array([roles.role[tp] for tp in points.tolist()], np.int8)
     rows = np.array([roles.row[tp] for tp in points.tolist()], np.int32)
     relus = np.isin(points, np.fromiter(roles.relu, np.int64, len(roles.relu)))
     if not points.size or not tps.size:
-        return (np.zeros(tps.size, np.int8), np.zeros(tps.size, np.int32),
-                np.zeros(tps.size, bool))
+        return (np.zeros(tps.size, np.int8), np.zeros(tps.size, np.int32), np.zeros(tps.size, bool))
     at = np.minimum(np.searchsorted(points, tps), points.size - 1)
     found = points[at] == tps
-    return (np.where(found, codes[at], 0).astype(np.int8),
-            np.where(found, rows[at], 0).astype(np.int32), found & relus[at])
+    return (
+        np.where(found, codes[at], 0).astype(np.int8),
+        np.where(found, rows[at], 0).astype(np.int32),
+        found & relus[at],
+    )
 
 
 def compute_trends(reader: IndexedRun, steps_of_executions, has_steps: bool) -> Trends:
@@ -229,11 +265,16 @@ def compute_trends(reader: IndexedRun, steps_of_executions, has_steps: bool) -> 
     """
     mode = reader.mode
     roles = roles_.assign_roles(reader)
-    indices, tps, executions, _ = reader.trace_columns(reader.first_trace, reader.num_traces,
-                                                       summaries=False)
+    indices, tps, executions, _ = reader.trace_columns(
+        reader.first_trace, reader.num_traces, summaries=False
+    )
     n = indices.size
-    measures = _Measures.join(reader.map_trace_summaries(
-        reader.first_trace, reader.num_traces, partial(_block_measures, mode)), n)
+    measures = _Measures.join(
+        reader.map_trace_summaries(
+            reader.first_trace, reader.num_traces, partial(_block_measures, mode)
+        ),
+        n,
+    )
     step_of = steps_of_executions(executions) if has_steps else executions
     keep = step_of != NO_STEP
     kept = step_of[keep]
@@ -265,8 +306,12 @@ def compute_trends(reader: IndexedRun, steps_of_executions, has_steps: bool) -> 
             values = np.full(cells, np.nan)
             np.fmax.at(values, cell, magnitude[mask])
             bad = np.bincount(cell, weights=nonfinite[mask], minlength=cells) > 0
-            blind = np.bincount(cell, weights=np.isnan(magnitude[mask]) & ~nonfinite[mask],
-                                minlength=cells) > 0
+            blind = (
+                np.bincount(
+                    cell, weights=np.isnan(magnitude[mask]) & ~nonfinite[mask], minlength=cells
+                )
+                > 0
+            )
             values[blind] = np.nan
             values[bad] = np.inf
             unknown[name] = (blind & ~bad).reshape(nrows, nsteps)
@@ -285,10 +330,21 @@ def compute_trends(reader: IndexedRun, steps_of_executions, has_steps: bool) -> 
     relus = np.flatnonzero(relu & keep)
     cell = row[relus] * nsteps + position[relus]
     count = np.bincount(cell, minlength=cells)
-    total = np.bincount(cell, weights=np.nan_to_num(measures.zero_share[relus]),
-                        minlength=cells)
+    total = np.bincount(cell, weights=np.nan_to_num(measures.zero_share[relus]), minlength=cells)
     with np.errstate(invalid="ignore", divide="ignore"):
         relu_share = np.where(count > 0, total / np.maximum(count, 1), np.nan)
-    return Trends(axis.astype(np.int64), "step" if has_steps else "execution",
-                  tuple(roles.names), tuple(roles.is_layer), series, unknown, zero_gradients,
-                  relu_share.reshape(nrows, nsteps), tps, position, magnitude, dtype, mode)
+    return Trends(
+        axis.astype(np.int64),
+        "step" if has_steps else "execution",
+        tuple(roles.names),
+        tuple(roles.is_layer),
+        series,
+        unknown,
+        zero_gradients,
+        relu_share.reshape(nrows, nsteps),
+        tps,
+        position,
+        magnitude,
+        dtype,
+        mode,
+    )

@@ -61,8 +61,7 @@ DEFAULTS: dict[str, dict[str, float]] = {
 _INTEGER_PARAMETERS = {("exploding", "window"), ("vanishing", "n")}
 # The series `exploding` watches; a magnitude series stands in for the norm its row
 # lacks.
-_EXPLODING_SERIES = ("gradient_norm", "update_norm", "activation_max", "gradient_max",
-                     "update_max")
+_EXPLODING_SERIES = ("gradient_norm", "update_norm", "activation_max", "gradient_max", "update_max")
 _NORM_OF = {"gradient_max": "gradient_norm", "update_max": "update_norm"}
 _DTYPE_ENUMS = {enum: name for enum, name in fmt.DTYPE_NAMES.items()}
 
@@ -95,15 +94,21 @@ class RuleHit:
 
     def as_dict(self) -> dict[str, Any]:
         """The hit as `report --json` gives it."""
-        return {"rule": self.rule, "step": self.step, "layer": self.layer,
-                "tensor": self.tensor, "value": self.value, "baseline": self.baseline}
+        return {
+            "rule": self.rule,
+            "step": self.step,
+            "layer": self.layer,
+            "tensor": self.tensor,
+            "value": self.value,
+            "baseline": self.baseline,
+        }
 
     @property
     def subject(self) -> str:
         return self.layer or self.tensor or "the run"
 
     def describe(self, unit: str = "step") -> str:
-        """"step 6: exploding in sequential/dense_1: update norm 50.9 > 10 x ..."."""
+        """ "step 6: exploding in sequential/dense_1: update norm 50.9 > 10 x ..."."""
         where = "" if self.layer is None and self.tensor is None else f" in {self.subject}"
         if self.layer is not None and self.tensor is not None:
             where = f" in {self.tensor} ({self.layer})"
@@ -141,15 +146,17 @@ def parse_rule_specs(specs: list[str] | None) -> dict[str, dict[str, float]]:
         name, _, assignments = spec.partition(":")
         name = name.strip()
         if name not in config:
-            raise RuleSpecError(f"unknown rule {name!r} in --rule {spec!r} "
-                                f"(rules: {', '.join(DEFAULTS)})")
+            raise RuleSpecError(
+                f"unknown rule {name!r} in --rule {spec!r} (rules: {', '.join(DEFAULTS)})"
+            )
         for assignment in filter(None, (a.strip() for a in assignments.split(","))):
             key, equals, text = assignment.partition("=")
             key = key.strip()
             if key not in config[name]:
                 known = ", ".join(DEFAULTS[name]) or "none"
-                raise RuleSpecError(f"rule {name} has no parameter {key!r} "
-                                    f"(its parameters: {known})")
+                raise RuleSpecError(
+                    f"rule {name} has no parameter {key!r} (its parameters: {known})"
+                )
             try:
                 value = float(text) if equals else float("nan")
             except ValueError:
@@ -157,8 +164,7 @@ def parse_rule_specs(specs: list[str] | None) -> dict[str, dict[str, float]]:
             integer = (name, key) in _INTEGER_PARAMETERS
             if not value > 0 or not np.isfinite(value) or integer and value != int(value):
                 kind = "a positive integer" if integer else "a positive number"
-                raise RuleSpecError(f"--rule {spec!r}: {key} must be {kind}, "
-                                    f"not {text.strip()!r}")
+                raise RuleSpecError(f"--rule {spec!r}: {key} must be {kind}, not {text.strip()!r}")
             config[name][key] = int(value) if integer else value
     return config
 
@@ -187,8 +193,9 @@ def _rolling_medians(values: np.ndarray, window: int) -> np.ndarray:
     return out
 
 
-def exploding(reader: IndexedRun, trends: Trends, harm: HarmVerdict, k: float, window: int
-              ) -> list[RuleHit]:
+def exploding(
+    reader: IndexedRun, trends: Trends, harm: HarmVerdict, k: float, window: int
+) -> list[RuleHit]:
     hits = []
     for series in _EXPLODING_SERIES:
         table = trends.series[series]
@@ -209,16 +216,24 @@ def exploding(reader: IndexedRun, trends: Trends, harm: HarmVerdict, k: float, w
             baselines[finite] = medians
             for start in _runs(fired):
                 layer, tensor = _subject(trends, row)
-                hits.append(RuleHit(
-                    "exploding", int(trends.steps[start]), layer, tensor, float(values[start]),
-                    float(baselines[start]),
-                    f"{SERIES_TITLES[series]} {values[start]:.4g} > {k:g} x the median "
-                    f"{baselines[start]:.4g} of its previous {int(window)} values"))
+                hits.append(
+                    RuleHit(
+                        "exploding",
+                        int(trends.steps[start]),
+                        layer,
+                        tensor,
+                        float(values[start]),
+                        float(baselines[start]),
+                        f"{SERIES_TITLES[series]} {values[start]:.4g} > {k:g} x the median "
+                        f"{baselines[start]:.4g} of its previous {int(window)} values",
+                    )
+                )
     return hits
 
 
-def vanishing(reader: IndexedRun, trends: Trends, harm: HarmVerdict, n: int, relu: float
-              ) -> list[RuleHit]:
+def vanishing(
+    reader: IndexedRun, trends: Trends, harm: HarmVerdict, n: int, relu: float
+) -> list[RuleHit]:
     hits = []
     gradient = trends.series["gradient_norm"]
     for row in range(gradient.shape[0]):
@@ -234,9 +249,18 @@ def vanishing(reader: IndexedRun, trends: Trends, harm: HarmVerdict, n: int, rel
             nonzero = before[np.isfinite(before) & (before > 0)]
             baseline = float(nonzero[-1]) if nonzero.size else None
             at = start + n - 1
-            hits.append(RuleHit("vanishing", int(trends.steps[at]), layer, tensor, 0.0,
-                                baseline, f"every gradient value exactly 0 for "
-                                f"{end - start + 1} steps from step {trends.steps[start]}"))
+            hits.append(
+                RuleHit(
+                    "vanishing",
+                    int(trends.steps[at]),
+                    layer,
+                    tensor,
+                    0.0,
+                    baseline,
+                    f"every gradient value exactly 0 for "
+                    f"{end - start + 1} steps from step {trends.steps[start]}",
+                )
+            )
         share = trends.relu_zero_share[row]
         dead = np.nan_to_num(share, nan=0.0) >= relu
         for start in _runs(dead):
@@ -246,15 +270,24 @@ def vanishing(reader: IndexedRun, trends: Trends, harm: HarmVerdict, n: int, rel
             if end - start + 1 < n:
                 continue
             at = start + n - 1
-            hits.append(RuleHit("vanishing", int(trends.steps[at]), layer, tensor,
-                                float(share[at]), None,
-                                f"{share[at]:.0%} of the ReLU outputs exactly 0 for "
-                                f"{end - start + 1} steps (dead units)"))
+            hits.append(
+                RuleHit(
+                    "vanishing",
+                    int(trends.steps[at]),
+                    layer,
+                    tensor,
+                    float(share[at]),
+                    None,
+                    f"{share[at]:.0%} of the ReLU outputs exactly 0 for "
+                    f"{end - start + 1} steps (dead units)",
+                )
+            )
     return hits
 
 
-def float16_headroom(reader: IndexedRun, trends: Trends, harm: HarmVerdict, factor: float
-                     ) -> list[RuleHit]:
+def float16_headroom(
+    reader: IndexedRun, trends: Trends, harm: HarmVerdict, factor: float
+) -> list[RuleHit]:
     hits = []
     places = PlaceFinder(reader)
     scaled = trends.loss_scale() is not None
@@ -263,8 +296,11 @@ def float16_headroom(reader: IndexedRun, trends: Trends, harm: HarmVerdict, fact
         if dtype not in ("float16", "bfloat16"):
             continue
         limit = DTYPE_MAX[dtype]
-        close = ((trends.trace_dtype == enum) & (trends.trace_magnitude >= limit / factor)
-                 & (trends.trace_step >= 0))
+        close = (
+            (trends.trace_dtype == enum)
+            & (trends.trace_magnitude >= limit / factor)
+            & (trends.trace_step >= 0)
+        )
         rows = np.flatnonzero(close)
         if not rows.size:
             continue
@@ -279,10 +315,18 @@ def float16_headroom(reader: IndexedRun, trends: Trends, harm: HarmVerdict, fact
                 name = f"{op.name}:{slot}"
                 layer = places.of_op(op).layer
             value = float(trends.trace_magnitude[position])
-            hits.append(RuleHit(
-                "float16_headroom", int(trends.steps[trends.trace_step[position]]), layer,
-                name, value, limit, f"{dtype} max |x| {value:.6g}, within {factor:g}x of "
-                f"{dtype}'s largest finite value {limit:.6g}"))
+            hits.append(
+                RuleHit(
+                    "float16_headroom",
+                    int(trends.steps[trends.trace_step[position]]),
+                    layer,
+                    name,
+                    value,
+                    limit,
+                    f"{dtype} max |x| {value:.6g}, within {factor:g}x of "
+                    f"{dtype}'s largest finite value {limit:.6g}",
+                )
+            )
     return hits
 
 
@@ -307,27 +351,56 @@ def loss_scale(reader: IndexedRun, trends: Trends, harm: HarmVerdict) -> list[Ru
     hits = []
     for count, step in enumerate(skipped_steps(trends, harm), start=1):
         position = int(np.searchsorted(trends.steps, step))
-        value = float(scale[position]) if scale is not None and \
-            position < trends.steps.size and trends.steps[position] == step else float("nan")
+        value = (
+            float(scale[position])
+            if scale is not None and position < trends.steps.size and trends.steps[position] == step
+            else float("nan")
+        )
         if np.isfinite(value):
-            hits.append(RuleHit("loss_scale", step, None, None, value, None,
-                                f"scale {value:.4g} overflowed: step skipped, scale halved "
-                                f"({count} skipped so far)"))
+            hits.append(
+                RuleHit(
+                    "loss_scale",
+                    step,
+                    None,
+                    None,
+                    value,
+                    None,
+                    f"scale {value:.4g} overflowed: step skipped, scale halved "
+                    f"({count} skipped so far)",
+                )
+            )
         else:
-            hits.append(RuleHit("loss_scale", step, None, None, float(count), None,
-                                f"the loss scaler skipped step {step} ({count} skipped so far) "
-                                f"and lowered its scale"))
+            hits.append(
+                RuleHit(
+                    "loss_scale",
+                    step,
+                    None,
+                    None,
+                    float(count),
+                    None,
+                    f"the loss scaler skipped step {step} ({count} skipped so far) "
+                    f"and lowered its scale",
+                )
+            )
     return hits
 
 
 RULES: dict[str, Callable[..., list[RuleHit]]] = {
-    "exploding": exploding, "vanishing": vanishing, "float16_headroom": float16_headroom,
-    "loss_scale": loss_scale}
+    "exploding": exploding,
+    "vanishing": vanishing,
+    "float16_headroom": float16_headroom,
+    "loss_scale": loss_scale,
+}
 
 
-def watch(reader: IndexedRun, trends: Trends, harm: HarmVerdict, steps: Steps,
-          first_alert: Alert | None, config: dict[str, dict[str, float]] | None = None
-          ) -> WatchReport:
+def watch(
+    reader: IndexedRun,
+    trends: Trends,
+    harm: HarmVerdict,
+    steps: Steps,
+    first_alert: Alert | None,
+    config: dict[str, dict[str, float]] | None = None,
+) -> WatchReport:
     """Every rule's hits over the run, in step order (ties: `RULES`' order), the first
     anomaly and its lead on the first harmful alert (`DumpReader.watch` passes the
     run's own trends, harm verdict, steps and first harmful alert).
@@ -344,7 +417,6 @@ def watch(reader: IndexedRun, trends: Trends, harm: HarmVerdict, steps: Steps,
     first = hits[0] if hits else None
     harmful = None
     if first_alert is not None:
-        harmful = (steps.of_execution(first_alert.step) if steps.has_steps
-                   else first_alert.step)
+        harmful = steps.of_execution(first_alert.step) if steps.has_steps else first_alert.step
     lead = harmful - first.step if first is not None and harmful is not None else None
     return WatchReport(tuple(hits), first, lead, harmful)

@@ -60,8 +60,11 @@ class Ids:
         if found is not None:
             return found, None
         found = self.stacks[key] = len(self.stacks)
-        return found, {"k": fmt.KIND_STACK, "id": found,
-                       "frames": [self.frame(uuid) for uuid in key]}
+        return found, {
+            "k": fmt.KIND_STACK,
+            "id": found,
+            "frames": [self.frame(uuid) for uuid in key],
+        }
 
     def trace_point(self, graph_uuid: str, op_name: str, slot: int) -> int:
         """The trace point of one graph tensor."""
@@ -105,8 +108,13 @@ def definition_records(event: Any, ids: Ids) -> list[dict[str, Any]]:
         file_id = ids.num_files
         ids.num_files += 1
         lines = list(source.lines)
-        record: dict[str, Any] = {"k": fmt.KIND_FILE, "id": file_id, "path": source.file_path,
-                                  "host": source.host_name or None, "lines": lines or None}
+        record: dict[str, Any] = {
+            "k": fmt.KIND_FILE,
+            "id": file_id,
+            "path": source.file_path,
+            "host": source.host_name or None,
+            "lines": lines or None,
+        }
         if not lines:
             # TensorFlow leaves a snapshot empty when it cannot read the file.
             record["omitted"] = "unreadable"
@@ -114,14 +122,25 @@ def definition_records(event: Any, ids: Ids) -> list[dict[str, Any]]:
     if what == "stack_frame_with_id":
         frame = event.stack_frame_with_id
         where = frame.file_line_col
-        return [{"k": fmt.KIND_FRAME, "id": ids.frame(frame.id), "file": where.file_index,
-                 "line": where.line, "func": where.func}]
+        return [
+            {
+                "k": fmt.KIND_FRAME,
+                "id": ids.frame(frame.id),
+                "file": where.file_index,
+                "line": where.line,
+                "func": where.func,
+            }
+        ]
     if what == "debugged_graph":
         graph = event.debugged_graph
-        return [{"k": fmt.KIND_GRAPH, "id": ids.graph(graph.graph_id),
-                 "name": graph.graph_name or None,
-                 "outer": ids.graph(graph.outer_context_id) if graph.outer_context_id
-                 else None}]
+        return [
+            {
+                "k": fmt.KIND_GRAPH,
+                "id": ids.graph(graph.graph_id),
+                "name": graph.graph_name or None,
+                "outer": ids.graph(graph.outer_context_id) if graph.outer_context_id else None,
+            }
+        ]
     if what == "debugged_device":
         device = event.debugged_device
         return [{"k": fmt.KIND_DEVICE, "id": device.device_id, "name": device.device_name}]
@@ -143,34 +162,57 @@ def _op_records(op: Any, ids: Ids) -> list[dict[str, Any]]:
             records.append({"k": fmt.KIND_DEVICE, "id": device, "name": op.device_name})
     op_id = ids.num_ops
     ids.num_ops += 1
-    records.append({
-        "k": fmt.KIND_OP, "id": op_id, "graph": ids.graph(op.graph_id), "type": op.op_type,
-        "name": op.op_name, "inputs": list(op.input_names), "num_outputs": op.num_outputs,
-        "dtypes": [], "device": device, "stack": stack_id,
-        "tps": [ids.trace_point(op.graph_id, op.op_name, slot)
+    records.append(
+        {
+            "k": fmt.KIND_OP,
+            "id": op_id,
+            "graph": ids.graph(op.graph_id),
+            "type": op.op_type,
+            "name": op.op_name,
+            "inputs": list(op.input_names),
+            "num_outputs": op.num_outputs,
+            "dtypes": [],
+            "device": device,
+            "stack": stack_id,
+            "tps": [
+                ids.trace_point(op.graph_id, op.op_name, slot)
                 # More than the reader takes: the op record is damage, and no more
                 # trace points are made for it than that.
-                for slot in range(min(op.num_outputs, MAX_OP_OUTPUTS + 1))]})
+                for slot in range(min(op.num_outputs, MAX_OP_OUTPUTS + 1))
+            ],
+        }
+    )
     return records
 
 
-def execution_record(event: Any, index: int, mode: str, ids: Ids
-                     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def execution_record(
+    event: Any, index: int, mode: str, ids: Ids
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Our ``exec`` record (docs/format.md section 4) for an `Execution` event, and
     the definitions it brings: its stack, when new; its function's graph's name."""
     execution = event.execution
     stack_id, stack = ids.stack(execution.code_location.stack_frame_ids)
     definitions = [stack] if stack is not None else []
     record: dict[str, Any] = {
-        "k": fmt.KIND_EXECUTION, "i": index, "op": execution.op_type,
+        "k": fmt.KIND_EXECUTION,
+        "i": index,
+        "op": execution.op_type,
         "graph": ids.graph(execution.graph_id) if execution.graph_id else None,
-        "in": list(execution.input_tensor_ids), "out": list(execution.output_tensor_ids),
-        "dev": list(execution.output_tensor_device_ids), "t": event.wall_time,
+        "in": list(execution.input_tensor_ids),
+        "out": list(execution.output_tensor_ids),
+        "dev": list(execution.output_tensor_device_ids),
+        "t": event.wall_time,
         "stack": stack_id,
     }
     if record["graph"] is not None and fmt.is_function_call(execution.op_type):
-        definitions.append({"k": fmt.KIND_GRAPH, "id": record["graph"], "update": True,
-                            "function": execution.op_type})
+        definitions.append(
+            {
+                "k": fmt.KIND_GRAPH,
+                "id": record["graph"],
+                "update": True,
+                "function": execution.op_type,
+            }
+        )
     ordinal = ids.call_ordinal(index, execution.op_type)
     if ordinal is not None:
         record["c"] = ordinal

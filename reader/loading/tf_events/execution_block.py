@@ -31,8 +31,11 @@ from reader.loading.tf_events.wire import FIXED64, LENGTH_DELIMITED, VARINT, Tak
 _WALL_TIME, _EXECUTION = (1, FIXED64), (9, LENGTH_DELIMITED)
 _OP_TYPE, _NUM_OUTPUTS, _GRAPH_ID = (1, LENGTH_DELIMITED), (2, VARINT), (3, LENGTH_DELIMITED)
 _INPUT_IDS, _OUTPUT_IDS, _MODE = (4, LENGTH_DELIMITED), (5, LENGTH_DELIMITED), (6, VARINT)
-_PROTOS, _CODE_LOCATION, _DEVICE_IDS = ((7, LENGTH_DELIMITED), (8, LENGTH_DELIMITED),
-                                        (9, LENGTH_DELIMITED))
+_PROTOS, _CODE_LOCATION, _DEVICE_IDS = (
+    (7, LENGTH_DELIMITED),
+    (8, LENGTH_DELIMITED),
+    (9, LENGTH_DELIMITED),
+)
 _DTYPE, _SHAPE, _CONTENT = (1, VARINT), (2, LENGTH_DELIMITED), (4, LENGTH_DELIMITED)
 _FLOAT64 = 2  # DataType of the summary vector
 
@@ -70,8 +73,9 @@ class ExecutionColumns:
     has_summary: np.ndarray
 
 
-def scan(data: bytes, starts: np.ndarray, lengths: np.ndarray,
-         kept: slice | None) -> ExecutionColumns:
+def scan(
+    data: bytes, starts: np.ndarray, lengths: np.ndarray, kept: slice | None
+) -> ExecutionColumns:
     """The execution records ``data[starts[r]:starts[r] + lengths[r]]`` (a block that
     `RecordFile.read_new` framed) as columns.
 
@@ -122,10 +126,20 @@ def scan(data: bytes, starts: np.ndarray, lengths: np.ndarray,
     op_start, op_stop = _spans(op_type, readable)
     graph_start, graph_stop = _spans(graph_id, readable)
     code_start, code_stop = _spans(code_location, readable)
-    return ExecutionColumns(readable=readable, times=times, op_start=op_start,
-                            op_stop=op_stop, graph_start=graph_start, graph_stop=graph_stop,
-                            code_start=code_start, code_stop=code_stop, out_start=out_start,
-                            out_ids=out_ids, summaries=summaries, has_summary=has_summary)
+    return ExecutionColumns(
+        readable=readable,
+        times=times,
+        op_start=op_start,
+        op_stop=op_stop,
+        graph_start=graph_start,
+        graph_stop=graph_stop,
+        code_start=code_start,
+        code_stop=code_stop,
+        out_start=out_start,
+        out_ids=out_ids,
+        summaries=summaries,
+        has_summary=has_summary,
+    )
 
 
 def _spans(field: Taken, readable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -139,8 +153,9 @@ def _spans(field: Taken, readable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return begin, end
 
 
-def _outputs(raw: np.ndarray, outputs: Taken, readable: np.ndarray
-             ) -> tuple[np.ndarray, np.ndarray]:
+def _outputs(
+    raw: np.ndarray, outputs: Taken, readable: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(n + 1 offsets of each record's first output, every output's tensor id); a
     record whose ids are not whole varints is no longer ``readable``."""
     begin, end = _spans(outputs, readable)
@@ -149,8 +164,9 @@ def _outputs(raw: np.ndarray, outputs: Taken, readable: np.ndarray
     return out_start, values.view(np.int64)
 
 
-def _summaries(raw: np.ndarray, protos: list[Taken], readable: np.ndarray,
-               out_start: np.ndarray, kept: slice) -> tuple[np.ndarray, np.ndarray]:
+def _summaries(
+    raw: np.ndarray, protos: list[Taken], readable: np.ndarray, out_start: np.ndarray, kept: slice
+) -> tuple[np.ndarray, np.ndarray]:
     """Each output's summary row (NaN where none was written) and whether it has one;
     ``readable`` loses the records whose summaries are not one float64 vector of the
     mode's width per output (or none at all)."""

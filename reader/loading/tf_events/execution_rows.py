@@ -97,8 +97,9 @@ class ExecutionRows:
         # Only function calls name a graph: few, through a dictionary.
         graph = np.full(readable.size, -1, dtype=np.int64)
         named = np.flatnonzero(columns.graph_stop > columns.graph_start)
-        graph[named], graph_keys = intern_bytes(data, columns.graph_start[named],
-                                                columns.graph_stop[named])
+        graph[named], graph_keys = intern_bytes(
+            data, columns.graph_start[named], columns.graph_stop[named]
+        )
         graph_ids = [_text(key) for key in graph_keys]
         _unreadable(readable, graph, graph_ids)
         code, code_keys = spans.intern(columns.code_start, columns.code_stop)
@@ -106,8 +107,9 @@ class ExecutionRows:
             if key not in self._frames:
                 self._frames[key] = _frames(key)
         _unreadable(readable, code, [self._frames[key] for key in code_keys])
-        return Block(columns, starts, lengths, readable, op, op_types, graph, graph_ids, code,
-                     code_keys)
+        return Block(
+            columns, starts, lengths, readable, op, op_types, graph, graph_ids, code, code_keys
+        )
 
     def rows(self, block: Block, begin: int, end: int, first: int, base: int) -> Rows:
         """Readable records ``begin..end-1`` of ``block`` as executions ``first..``;
@@ -135,13 +137,20 @@ class ExecutionRows:
         if summaries is not None:
             summaries = with_magnitudes(self.mode, summaries[o0:o1], None)
         record_starts = base + block.starts[begin:end]
-        return Rows(first=first, op_types=op_types, op=op, has_graph=has_graph,
-                    starts=record_starts - HEADER_BYTES,
-                    ends=record_starts + block.lengths[begin:end] + FOOTER_BYTES,
-                    out_start=columns.out_start[begin:end + 1] - o0,
-                    out=columns.out_ids[o0:o1], summaries=summaries,
-                    has_summary=columns.has_summary[o0:o1], times=columns.times[begin:end],
-                    definitions=definitions)
+        return Rows(
+            first=first,
+            op_types=op_types,
+            op=op,
+            has_graph=has_graph,
+            starts=record_starts - HEADER_BYTES,
+            ends=record_starts + block.lengths[begin:end] + FOOTER_BYTES,
+            out_start=columns.out_start[begin : end + 1] - o0,
+            out=columns.out_ids[o0:o1],
+            summaries=summaries,
+            has_summary=columns.has_summary[o0:o1],
+            times=columns.times[begin:end],
+            definitions=definitions,
+        )
 
 
 def _text(key: bytes) -> str | None:
@@ -180,8 +189,9 @@ def _in_order(codes: np.ndarray, table: list[str | None]) -> tuple[list[str], np
     return [table[code] or "" for code in used], position[codes]
 
 
-def _function_graphs(graphs: np.ndarray, op: np.ndarray, op_types: list[str]
-                     ) -> list[dict[str, Any]]:
+def _function_graphs(
+    graphs: np.ndarray, op: np.ndarray, op_types: list[str]
+) -> list[dict[str, Any]]:
     """The graph updates the function calls among these executions bring (their graph
     is a function's, `events.execution_record`): one per graph and function, in the
     order of their last call, so the last call's function is the graph's."""
@@ -190,9 +200,15 @@ def _function_graphs(graphs: np.ndarray, op: np.ndarray, op_types: list[str]
         return []
     pairs = graphs[calls] * len(op_types) + op[calls]
     distinct, from_end = np.unique(pairs[::-1], return_index=True)
-    return [{"k": fmt.KIND_GRAPH, "id": int(pair) // len(op_types), "update": True,
-             "function": op_types[int(pair) % len(op_types)]}
-            for pair in distinct[np.argsort(-from_end)].tolist()]
+    return [
+        {
+            "k": fmt.KIND_GRAPH,
+            "id": int(pair) // len(op_types),
+            "update": True,
+            "function": op_types[int(pair) % len(op_types)],
+        }
+        for pair in distinct[np.argsort(-from_end)].tolist()
+    ]
 
 
 def _calls(op: np.ndarray, op_types: list[str]) -> Iterator[tuple[str, np.ndarray]]:
@@ -204,4 +220,3 @@ def _calls(op: np.ndarray, op_types: list[str]) -> Iterator[tuple[str, np.ndarra
             functions.setdefault(function, []).append(code)
     for function, codes in functions.items():
         yield function, np.flatnonzero(np.isin(op, codes))
-

@@ -32,8 +32,7 @@ def stream_path(prefix: str, stream: str) -> str:
 
 def is_file_set(path: str) -> bool:
     """True when ``path`` is the prefix of a file set: its metadata file exists."""
-    return (os.path.basename(path).startswith(FILE_PREFIX)
-            and os.path.isfile(path + METADATA_SUFFIX))
+    return os.path.basename(path).startswith(FILE_PREFIX) and os.path.isfile(path + METADATA_SUFFIX)
 
 
 def file_sets_in(directory: str) -> list[str]:
@@ -43,15 +42,19 @@ def file_sets_in(directory: str) -> list[str]:
             names = [e.name for e in entries]
     except OSError:
         return []
-    return sorted(os.path.join(directory, name[:-len(METADATA_SUFFIX)]) for name in names
-                  if name.startswith(FILE_PREFIX) and name.endswith(METADATA_SUFFIX)
-                  and len(name) > len(FILE_PREFIX) + len(METADATA_SUFFIX))
+    return sorted(
+        os.path.join(directory, name[: -len(METADATA_SUFFIX)])
+        for name in names
+        if name.startswith(FILE_PREFIX)
+        and name.endswith(METADATA_SUFFIX)
+        and len(name) > len(FILE_PREFIX) + len(METADATA_SUFFIX)
+    )
 
 
 def start_and_host(prefix: str) -> tuple[int | None, str | None]:
     """The start time (whole seconds since the epoch) and host name a prefix names;
     Nones for a name that does not follow TensorFlow's pattern."""
-    rest = os.path.basename(prefix)[len(FILE_PREFIX):]
+    rest = os.path.basename(prefix)[len(FILE_PREFIX) :]
     stamp, _, host = rest.partition(".")
     return (int(stamp) if stamp.isdigit() else None), (host or None)
 

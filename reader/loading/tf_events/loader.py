@@ -68,14 +68,14 @@ class TfRunLoader:
         DamagedDumpError: Its metadata record is unreadable.
     """
 
-    def __init__(self, prefix: str,
-                 commit_lock: AbstractContextManager[Any] | None = None) -> None:
+    def __init__(self, prefix: str, commit_lock: AbstractContextManager[Any] | None = None) -> None:
         self.path = prefix
         self._commit = commit_lock if commit_lock is not None else threading.RLock()
         if not file_sets.is_file_set(prefix):
             raise NoRunsError(f"{prefix}: not a TensorFlow dump (no .metadata file)")
-        self.files = {stream: RecordFile(file_sets.stream_path(prefix, stream))
-                      for stream in fmt.STREAMS}
+        self.files = {
+            stream: RecordFile(file_sets.stream_path(prefix, stream)) for stream in fmt.STREAMS
+        }
         self.defs = Definitions()
         self.ids = Ids()
         self.end: dict[str, Any] | None = None  # TensorFlow writes no end record
@@ -101,24 +101,30 @@ class TfRunLoader:
         metadata = self.files[fmt.STREAM_METADATA]
         event = None
         for data, _, starts, lengths in metadata.read_new():
-            event = _parse(data[starts[0]:starts[0] + lengths[0]])
+            event = _parse(data[starts[0] : starts[0] + lengths[0]])
             break
         if event is None or not event.HasField("debug_metadata"):
             detail = metadata.damage or "no DebugMetadata record"
             raise DamagedDumpError(f"{self.path}: the run's metadata is unreadable ({detail})")
         start, host = file_sets.start_and_host(self.path)
-        return {"dumper": DUMPER_TENSORFLOW, "host": host, "start_time": event.wall_time or start,
-                "tf_version": event.debug_metadata.tensorflow_version or None,
-                "tfdbg_run_id": event.debug_metadata.tfdbg_run_id or None}
+        return {
+            "dumper": DUMPER_TENSORFLOW,
+            "host": host,
+            "start_time": event.wall_time or start,
+            "tf_version": event.debug_metadata.tensorflow_version or None,
+            "tfdbg_run_id": event.debug_metadata.tfdbg_run_id or None,
+        }
 
     def _first_mode(self) -> str | None:
         """The mode named by the first execution or trace on disk, if any."""
-        for stream, field in ((fmt.STREAM_EXECUTIONS, "execution"),
-                              (fmt.STREAM_GRAPH_TRACES, "graph_execution_trace")):
+        for stream, field in (
+            (fmt.STREAM_EXECUTIONS, "execution"),
+            (fmt.STREAM_GRAPH_TRACES, "graph_execution_trace"),
+        ):
             probe = RecordFile(self.files[stream].path)
             try:
                 for data, _, starts, lengths in probe.read_new():
-                    event = _parse(data[starts[0]:starts[0] + lengths[0]])
+                    event = _parse(data[starts[0] : starts[0] + lengths[0]])
                     if event is not None and event.HasField(field):
                         return _MODE_NAMES.get(getattr(event, field).tensor_debug_mode)
                     break
@@ -163,16 +169,19 @@ class TfRunLoader:
 
     def _note_skipped(self, record_file: RecordFile, offset: int) -> None:
         with self._commit:
-            self.notice(f"{record_file.name}: a record that is not a DebugEvent at byte "
-                        f"{offset}; record skipped")
+            self.notice(
+                f"{record_file.name}: a record that is not a DebugEvent at byte "
+                f"{offset}; record skipped"
+            )
 
     def _read_definitions(self, stream: str, record_file: RecordFile) -> None:
         for data, base, starts, lengths in record_file.read_new():
             view = memoryview(data)
             records: list[dict[str, Any]] = []
             for start, length in zip(starts.tolist(), lengths.tolist()):
-                event = self._parse_or_note(view[start:start + length], record_file,
-                                            base + start - HEADER_BYTES)
+                event = self._parse_or_note(
+                    view[start : start + length], record_file, base + start - HEADER_BYTES
+                )
                 if event is None:
                     if stream == fmt.STREAM_SOURCE_FILES:
                         self.ids.num_files += 1  # frames name files by position
@@ -180,7 +189,7 @@ class TfRunLoader:
                 records.extend(definition_records(event, self.ids))
             for first in range(0, len(records), TAKE_BATCH):
                 with self._commit:
-                    for record in records[first:first + TAKE_BATCH]:
+                    for record in records[first : first + TAKE_BATCH]:
                         try:
                             self.defs.add(record)
                         except MalformedRecordError as error:
@@ -191,20 +200,29 @@ class TfRunLoader:
             position = 0
             while not self._mode_known and position < starts.size:
                 # The mode (and so the summaries' width) comes with the first record.
-                self._take_execution_records(record_file, data, base, starts, lengths,
-                                             position, position + 1)
+                self._take_execution_records(
+                    record_file, data, base, starts, lengths, position, position + 1
+                )
                 position += 1
             if position == starts.size:
                 continue
             if self.mode == fmt.FULL_TENSOR:
-                self._take_execution_records(record_file, data, base, starts, lengths,
-                                             position, starts.size)
+                self._take_execution_records(
+                    record_file, data, base, starts, lengths, position, starts.size
+                )
             else:
-                self._take_execution_block(record_file, data, base, starts[position:],
-                                           lengths[position:])
+                self._take_execution_block(
+                    record_file, data, base, starts[position:], lengths[position:]
+                )
 
-    def _take_execution_block(self, record_file: RecordFile, data: bytes, base: int,
-                              starts: np.ndarray, lengths: np.ndarray) -> None:
+    def _take_execution_block(
+        self,
+        record_file: RecordFile,
+        data: bytes,
+        base: int,
+        starts: np.ndarray,
+        lengths: np.ndarray,
+    ) -> None:
         """Index a block of execution records in columns (`execution_rows`), the records
         it cannot read one at a time."""
         if self._execution_rows is None or self._execution_rows.mode != self.mode:
@@ -212,22 +230,37 @@ class TfRunLoader:
         block = self._execution_rows.scan(data, starts, lengths)
         for begin, end, readable in block.runs():
             if not readable:
-                self._take_execution_records(record_file, data, base, starts, lengths,
-                                             begin, end)
+                self._take_execution_records(record_file, data, base, starts, lengths, begin, end)
                 continue
             rows = self._execution_rows.rows(block, begin, end, self._next_execution, base)
             self._next_execution += end - begin
             with self._commit:
                 for definition in rows.definitions:
                     self.defs.add(definition)
-                self.execs.add_records(rows.first, rows.op_types, rows.op, rows.has_graph,
-                                       rows.starts, rows.ends, rows.out_start, rows.out,
-                                       rows.summaries, rows.has_summary)
+                self.execs.add_records(
+                    rows.first,
+                    rows.op_types,
+                    rows.op,
+                    rows.has_graph,
+                    rows.starts,
+                    rows.ends,
+                    rows.out_start,
+                    rows.out,
+                    rows.summaries,
+                    rows.has_summary,
+                )
                 self._exec_times.extend(rows.times)
 
-    def _take_execution_records(self, record_file: RecordFile, data: bytes, base: int,
-                                starts: np.ndarray, lengths: np.ndarray, begin: int,
-                                end: int) -> None:
+    def _take_execution_records(
+        self,
+        record_file: RecordFile,
+        data: bytes,
+        base: int,
+        starts: np.ndarray,
+        lengths: np.ndarray,
+        begin: int,
+        end: int,
+    ) -> None:
         """Index records ``begin..end-1`` of a block one at a time (protobuf decodes
         each): any mode, any layout, any damage."""
         view = memoryview(data)
@@ -236,7 +269,7 @@ class TfRunLoader:
             offset = base + start - HEADER_BYTES
             index = self._next_execution
             self._next_execution += 1
-            event = self._parse_or_note(view[start:start + length], record_file, offset)
+            event = self._parse_or_note(view[start : start + length], record_file, offset)
             if event is None or not event.HasField("execution"):
                 continue
             if not self._mode_known:
@@ -248,9 +281,11 @@ class TfRunLoader:
                 taken = []
         self._take_executions(record_file, taken)
 
-    def _take_executions(self, record_file: RecordFile,
-                         taken: list[tuple[dict[str, Any], list[dict[str, Any]], int, int]]
-                         ) -> None:
+    def _take_executions(
+        self,
+        record_file: RecordFile,
+        taken: list[tuple[dict[str, Any], list[dict[str, Any]], int, int]],
+    ) -> None:
         with self._commit:
             for record, definitions, offset, length in taken:
                 try:
@@ -270,22 +305,27 @@ class TfRunLoader:
         with self._commit:
             self.traces.commit()
 
-    def _scan_traces(self, record_file: RecordFile, data: bytes, base: int,
-                     starts: np.ndarray, lengths: np.ndarray) -> tuple | None:
+    def _scan_traces(
+        self,
+        record_file: RecordFile,
+        data: bytes,
+        base: int,
+        starts: np.ndarray,
+        lengths: np.ndarray,
+    ) -> tuple | None:
         """Parse a block of trace records: (positions of the records kept, their
         trace indices, trace points, wall times, summary rows)."""
         first = self._next_trace
-        scanned = None if self.mode == fmt.FULL_TENSOR else trace_block.scan(data, starts,
-                                                                             lengths)
+        scanned = None if self.mode == fmt.FULL_TENSOR else trace_block.scan(data, starts, lengths)
         if scanned is not None and not self._mode_known:
             self._learn_mode(scanned.mode)
-        if scanned is None or (self.mode == fmt.FULL_TENSOR
-                               or not self._block_fits(scanned, starts.size)):
+        if scanned is None or (
+            self.mode == fmt.FULL_TENSOR or not self._block_fits(scanned, starts.size)
+        ):
             return self._scan_trace_records(record_file, data, base, starts, lengths)
         self._next_trace = first + starts.size
         positions = np.arange(starts.size, dtype=np.int64)
-        keys = list(zip(scanned.graph_ids, scanned.op_names,
-                        scanned.slots or itertools.repeat(0)))
+        keys = list(zip(scanned.graph_ids, scanned.op_names, scanned.slots or itertools.repeat(0)))
         tps = list(map(self._tp_by_bytes.get, keys))
         if None in tps:
             tps = [self._trace_point(key) if tp is None else tp for tp, key in zip(tps, keys)]
@@ -294,9 +334,9 @@ class TfRunLoader:
             summaries = np.empty((starts.size, 0))
         else:
             summaries = np.frombuffer(b"".join(scanned.contents), dtype="<f8").reshape(
-                -1, kept_columns.stop)[:, kept_columns]
-        return (positions, first + positions, np.array(tps, dtype="<i4"), scanned.times,
-                summaries)
+                -1, kept_columns.stop
+            )[:, kept_columns]
+        return (positions, first + positions, np.array(tps, dtype="<i4"), scanned.times, summaries)
 
     def _block_fits(self, scanned: trace_block.Columns, n: int) -> bool:
         """Whether a scanned block holds one summary of this mode's width per trace."""
@@ -304,17 +344,25 @@ class TfRunLoader:
         if kept_columns is None:
             return True
         return len(scanned.contents) == n and set(map(len, scanned.contents)) == {
-            8 * kept_columns.stop}
+            8 * kept_columns.stop
+        }
 
     def _trace_point(self, key: tuple[bytes, bytes, int]) -> int:
         graph, op_name, slot = key
-        tp = self.ids.trace_point(graph.decode("utf-8", "replace"),
-                                  op_name.decode("utf-8", "replace"), slot)
+        tp = self.ids.trace_point(
+            graph.decode("utf-8", "replace"), op_name.decode("utf-8", "replace"), slot
+        )
         self._tp_by_bytes[key] = tp
         return tp
 
-    def _scan_trace_records(self, record_file: RecordFile, data: bytes, base: int,
-                            starts: np.ndarray, lengths: np.ndarray) -> tuple | None:
+    def _scan_trace_records(
+        self,
+        record_file: RecordFile,
+        data: bytes,
+        base: int,
+        starts: np.ndarray,
+        lengths: np.ndarray,
+    ) -> tuple | None:
         """`_scan_traces` a record at a time: any mode, any damage."""
         view = memoryview(data)
         kept: list[int] = []
@@ -327,7 +375,7 @@ class TfRunLoader:
         width = kept_columns.stop if kept_columns is not None else 0
         first = self._next_trace
         for position, (start, length) in enumerate(zip(starts.tolist(), lengths.tolist())):
-            event = _parse(view[start:start + length])
+            event = _parse(view[start : start + length])
             if event is None or not event.HasField("graph_execution_trace"):
                 self._note_skipped(record_file, base + start - HEADER_BYTES)
                 continue
@@ -353,8 +401,13 @@ class TfRunLoader:
             summaries: Any = values.summary_rows(rows)
         else:
             summaries = np.array(rows, dtype=np.float64).reshape(len(kept), -1)
-        return (positions, first + positions, np.array(tps, dtype="<i4"),
-                np.array(times, dtype=np.float64), summaries)
+        return (
+            positions,
+            first + positions,
+            np.array(tps, dtype="<i4"),
+            np.array(times, dtype=np.float64),
+            summaries,
+        )
 
     def _steps_of(self, times: np.ndarray) -> np.ndarray:
         """The step (our ``x``) of traces computed at ``times``."""
@@ -368,8 +421,9 @@ class TfRunLoader:
         steps[inside] = execs.spans.indices_of(rows[inside])
         return steps
 
-    def _take_traces(self, block: tuple, base: int, starts: np.ndarray,
-                     lengths: np.ndarray) -> None:
+    def _take_traces(
+        self, block: tuple, base: int, starts: np.ndarray, lengths: np.ndarray
+    ) -> None:
         positions, indices, tps, times, summaries = block
         steps = self._steps_of(times)
         n = positions.size
@@ -388,8 +442,15 @@ class TfRunLoader:
         for a, b in zip(bounds[:-1], bounds[1:]):
             offset = int(record_starts[a])
             rows = summaries[a:b] if full_tensor else summaries[a:b].tobytes()
-            self.traces.add_rows(int(indices[a]), int(steps[a]), offset,
-                                 int(record_ends[b - 1]) - offset, 0, tps[a:b].tobytes(), rows)
+            self.traces.add_rows(
+                int(indices[a]),
+                int(steps[a]),
+                offset,
+                int(record_ends[b - 1]) - offset,
+                0,
+                tps[a:b].tobytes(),
+                rows,
+            )
             if self.traces.commit_due:
                 with self._commit:
                     self.traces.commit()
@@ -410,8 +471,9 @@ class TfRunLoader:
         payloads = self.files[stream].fetch_span(offset, length)
         events = [_parse(p) for p in payloads] if payloads is not None else [None]
         if not events or any(e is None for e in events):
-            raise DamagedDumpError(f"{self.files[stream].name}: record at byte {offset} is no "
-                                   "longer readable")
+            raise DamagedDumpError(
+                f"{self.files[stream].name}: record at byte {offset} is no longer readable"
+            )
         if stream == fmt.STREAM_EXECUTIONS:
             row = int(np.searchsorted(self.execs.offset.view, offset))
             index = self.execs.spans.index_of(row)
@@ -451,7 +513,13 @@ def tf_run_info(prefix: str) -> RunInfo:
         loader.close()
         run = loader.run or {}
         mode = loader.mode if loader._mode_known else None
-    return RunInfo(run_id=os.path.basename(prefix), path=prefix, host=run.get("host"),
-                   pid=None, start_time=float(run["start_time"]) if run.get("start_time")
-                   else None, tensor_debug_mode=mode, finished=False,
-                   dumper=DUMPER_TENSORFLOW)
+    return RunInfo(
+        run_id=os.path.basename(prefix),
+        path=prefix,
+        host=run.get("host"),
+        pid=None,
+        start_time=float(run["start_time"]) if run.get("start_time") else None,
+        tensor_debug_mode=mode,
+        finished=False,
+        dumper=DUMPER_TENSORFLOW,
+    )

@@ -53,8 +53,10 @@ class RepeatingSpans:
         self._ranges: dict[int, tuple[int, int]] = {}
         for shift in self._shifts:
             paired = partners[shifts == shift]
-            self._ranges[shift] = (int(starts[paired[0]]),
-                                   int(starts[paired[-1]] + lengths[paired[-1]]) + 1)
+            self._ranges[shift] = (
+                int(starts[paired[0]]),
+                int(starts[paired[-1]] + lengths[paired[-1]]) + 1,
+            )
         self._equal: dict[int, np.ndarray] = {}
 
     def intern(self, start: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
@@ -84,14 +86,14 @@ class RepeatingSpans:
             parent = jumped
         return codes[parent], distinct
 
-    def _alike(self, start: np.ndarray, length: np.ndarray, records: np.ndarray,
-               partners: np.ndarray) -> np.ndarray:
+    def _alike(
+        self, start: np.ndarray, length: np.ndarray, records: np.ndarray, partners: np.ndarray
+    ) -> np.ndarray:
         """Per record: its span's bytes equal its partner's (spans of equal length)."""
         alike = np.zeros(records.size, dtype=bool)
         shift_of = self._shift_of[records]
         for shift in self._shifts:
-            pick = np.flatnonzero((shift_of == shift)
-                                  & (start[records] - start[partners] == shift))
+            pick = np.flatnonzero((shift_of == shift) & (start[records] - start[partners] == shift))
             if not pick.size:
                 continue
             equal = self._shifted(shift)
@@ -108,18 +110,21 @@ class RepeatingSpans:
         equal = self._equal.get(shift)
         if equal is None:
             first, end = self._ranges[shift]
-            equal = self._equal[shift] = (self.raw[first + shift:end + shift]
-                                          == self.raw[first:end])
+            equal = self._equal[shift] = (
+                self.raw[first + shift : end + shift] == self.raw[first:end]
+            )
         return equal
 
 
-def intern_bytes(data: bytes, start: np.ndarray, stop: np.ndarray
-                 ) -> tuple[np.ndarray, list[bytes]]:
+def intern_bytes(
+    data: bytes, start: np.ndarray, stop: np.ndarray
+) -> tuple[np.ndarray, list[bytes]]:
     """Codes of the strings ``data[start:stop]`` and the distinct strings."""
     keys = map(data.__getitem__, map(slice, start.tolist(), stop.tolist()))
     first: dict[bytes, int] = {}
-    seen = np.fromiter(map(first.setdefault, keys, itertools.count()), dtype=np.int64,
-                       count=start.size)
+    seen = np.fromiter(
+        map(first.setdefault, keys, itertools.count()), dtype=np.int64, count=start.size
+    )
     number = np.zeros(start.size, dtype=np.int64)
     number[list(first.values())] = np.arange(len(first))
     return number[seen], list(first)
@@ -130,7 +135,8 @@ def _period(lengths: np.ndarray) -> int:
     have the length of the record P before; 0 when none does."""
     probe = lengths[:_PROBE]
     for period in range(1, min(_MAX_PERIOD, probe.size // 2) + 1):
-        if np.count_nonzero(probe[period:] == probe[:-period]) >= \
-                _PERIOD_SHARE * (probe.size - period):
+        if np.count_nonzero(probe[period:] == probe[:-period]) >= _PERIOD_SHARE * (
+            probe.size - period
+        ):
             return period
     return 0

@@ -30,8 +30,7 @@ _MESSAGES: dict[str, list[tuple[str, int, int, int, str | None, str | None]]] = 
         ("graph_op_creation", 7, _F.TYPE_MESSAGE, _OPTIONAL, "GraphOpCreation", "what"),
         ("debugged_graph", 8, _F.TYPE_MESSAGE, _OPTIONAL, "DebuggedGraph", "what"),
         ("execution", 9, _F.TYPE_MESSAGE, _OPTIONAL, "Execution", "what"),
-        ("graph_execution_trace", 10, _F.TYPE_MESSAGE, _OPTIONAL, "GraphExecutionTrace",
-         "what"),
+        ("graph_execution_trace", 10, _F.TYPE_MESSAGE, _OPTIONAL, "GraphExecutionTrace", "what"),
         ("graph_id", 11, _F.TYPE_STRING, _OPTIONAL, None, "what"),
         ("debugged_device", 12, _F.TYPE_MESSAGE, _OPTIONAL, "DebuggedDevice", "what"),
     ],
@@ -158,14 +157,14 @@ _MESSAGES: dict[str, list[tuple[str, int, int, int, str | None, str | None]]] = 
         ("graph_execution_trace", 10, _F.TYPE_MESSAGE, _REPEATED, "SlotOnly", None),
         ("framing", 15, _F.TYPE_BYTES, _OPTIONAL, None, None),
     ],
-    "SlotOnly": [
-        ("output_slot", 3, _F.TYPE_INT32, _OPTIONAL, None, None),
-    ],
+    "SlotOnly": [("output_slot", 3, _F.TYPE_INT32, _OPTIONAL, None, None)],
 }
+
 
 def _file_descriptor() -> descriptor_pb2.FileDescriptorProto:
     proto = descriptor_pb2.FileDescriptorProto(
-        name="tfdbg_tui/tf_events.proto", package=_PACKAGE, syntax="proto3")
+        name="tfdbg_tui/tf_events.proto", package=_PACKAGE, syntax="proto3"
+    )
     for name, fields in _MESSAGES.items():
         message = proto.message_type.add(name=name)
         oneofs: list[str] = []

@@ -41,11 +41,16 @@ def to_array(proto: Any) -> np.ndarray | None:
     count = math.prod(shape)
     dtype_enum = int(proto.dtype)
     if dtype_enum == _STRING:
-        return np.array([s.decode("utf-8", "replace") for s in
-                         list(proto.string_val)[:MAX_STRING_ELEMENTS]], dtype=object)
+        return np.array(
+            [s.decode("utf-8", "replace") for s in list(proto.string_val)[:MAX_STRING_ELEMENTS]],
+            dtype=object,
+        )
     if dtype_enum == _BFLOAT16:
-        bits = (np.frombuffer(proto.tensor_content, dtype="<u2") if proto.tensor_content
-                else np.array(proto.half_val, dtype=np.uint16))
+        bits = (
+            np.frombuffer(proto.tensor_content, dtype="<u2")
+            if proto.tensor_content
+            else np.array(proto.half_val, dtype=np.uint16)
+        )
         flat = (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
     else:
         dtype = NUMPY_DTYPES.get(dtype_enum)
@@ -62,8 +67,9 @@ def to_array(proto: Any) -> np.ndarray | None:
     if count and flat.size and flat.size < count:
         # TensorFlow stores a tensor whose trailing elements repeat its last value
         # with those elements left out.
-        return np.concatenate([flat, np.full(count - flat.size, flat[-1], dtype=flat.dtype)]
-                              ).reshape(shape)
+        return np.concatenate(
+            [flat, np.full(count - flat.size, flat[-1], dtype=flat.dtype)]
+        ).reshape(shape)
     return np.zeros(shape, dtype=flat.dtype) if count and not flat.size else None
 
 
@@ -78,9 +84,13 @@ def _typed_values(proto: Any, dtype_enum: int, dtype: np.dtype) -> np.ndarray:
         parts = proto.scomplex_val if dtype.itemsize == 8 else proto.dcomplex_val
         pairs = np.array(parts, dtype=np.float32 if dtype.itemsize == 8 else np.float64)
         return pairs[0::2] + 1j * pairs[1::2]
-    source = {"float32": proto.float_val, "float64": proto.double_val,
-              "int64": proto.int64_val, "uint32": proto.uint32_val,
-              "uint64": proto.uint64_val}.get(dtype.name, ())
+    source = {
+        "float32": proto.float_val,
+        "float64": proto.double_val,
+        "int64": proto.int64_val,
+        "uint32": proto.uint32_val,
+        "uint64": proto.uint64_val,
+    }.get(dtype.name, ())
     return np.array(source, dtype=dtype)
 
 
@@ -93,14 +103,18 @@ def stored_value(proto: Any) -> dict[str, Any] | None:
     if array.dtype == object:
         return {"dtype": None, "data": None, "shape": list(array.shape), "repr": array.tolist()}
     little = array.astype(array.dtype.newbyteorder("<"), copy=False)
-    return {"dtype": little.dtype.str, "shape": list(array.shape),
-            "data": np.ascontiguousarray(little).tobytes()}
+    return {
+        "dtype": little.dtype.str,
+        "shape": list(array.shape),
+        "data": np.ascontiguousarray(little).tobytes(),
+    }
 
 
 # DebugNumericSummaryV2's float64 vector as TensorFlow stores it (`tensor_content`),
 # per width: read with `struct`, cheaper than numpy for one short row.
-_VECTORS = {kept.stop: struct.Struct(f"<{kept.stop}d")
-            for kept in fmt.TF_SUMMARY_KEPT_COLUMNS.values()}
+_VECTORS = {
+    kept.stop: struct.Struct(f"<{kept.stop}d") for kept in fmt.TF_SUMMARY_KEPT_COLUMNS.values()
+}
 
 
 def summary_row(mode: str, proto: Any) -> list[float] | None:

@@ -101,8 +101,7 @@ class RecordFile(GrowingFile):
                 return
             # A record larger than a block is read whole.
             (length,) = _LENGTH.unpack_from(header)
-            want = min(max(READ_BLOCK_BYTES, length + HEADER_BYTES + FOOTER_BYTES),
-                       size - base)
+            want = min(max(READ_BLOCK_BYTES, length + HEADER_BYTES + FOOTER_BYTES), size - base)
             data = self._pread(source, want, base)
             if data is None:
                 return
@@ -112,7 +111,8 @@ class RecordFile(GrowingFile):
                 stop = int(starts[bad]) - HEADER_BYTES
                 starts, lengths = starts[:bad], lengths[:bad]
             elif stop + HEADER_BYTES <= len(data) and not length_ok(
-                    data[stop:stop + HEADER_BYTES]):
+                data[stop : stop + HEADER_BYTES]
+            ):
                 bad = stop
             if not starts.size:
                 if bad is not None:
@@ -125,8 +125,10 @@ class RecordFile(GrowingFile):
                 return
 
     def _damaged(self, start: int, size: int) -> None:
-        self.damage = (f"{self.name}: a record length that fails its CRC at byte {start}; "
-                       f"the {size - start} bytes from there on are ignored")
+        self.damage = (
+            f"{self.name}: a record length that fails its CRC at byte {start}; "
+            f"the {size - start} bytes from there on are ignored"
+        )
 
     def fetch_span(self, offset: int, length: int) -> list[bytes] | None:
         """The data of the consecutive records in ``length`` bytes from ``offset`` (a
@@ -145,9 +147,11 @@ class RecordFile(GrowingFile):
             head = start - HEADER_BYTES
             if not length_ok(raw[head:start]):
                 return None
-            data = raw[start:start + size]
-            if size <= FETCH_CRC_MAX_BYTES and \
-                    masked_crc(crc32c(data)) != _CRC.unpack_from(raw, start + size)[0]:
+            data = raw[start : start + size]
+            if (
+                size <= FETCH_CRC_MAX_BYTES
+                and masked_crc(crc32c(data)) != _CRC.unpack_from(raw, start + size)[0]
+            ):
                 return None
             found.append(data)
         return found
@@ -185,10 +189,10 @@ def _frame(data: bytes) -> tuple[np.ndarray, np.ndarray, int]:
         if cycle is None:
             limit = _PROBE
             continue
-        if not _is_rotation(recent[-cycle.size:], cycle):
+        if not _is_rotation(recent[-cycle.size :], cycle):
             limit = cycle.size  # still out of step: one more period by the loop
             continue
-        pos, guessed_starts, guessed_lengths = _frame_by_pattern(raw, pos, recent[-cycle.size:])
+        pos, guessed_starts, guessed_lengths = _frame_by_pattern(raw, pos, recent[-cycle.size :])
         starts.append(guessed_starts)
         lengths.append(guessed_lengths)
         limit, looped = cycle.size, 0
@@ -201,7 +205,7 @@ def _is_rotation(lengths: np.ndarray, cycle: np.ndarray) -> bool:
         return False
     doubled = np.concatenate([cycle, cycle])
     positions = np.flatnonzero(cycle == lengths[0])
-    return any(np.array_equal(doubled[p:p + cycle.size], lengths) for p in positions.tolist())
+    return any(np.array_equal(doubled[p : p + cycle.size], lengths) for p in positions.tolist())
 
 
 # Records framed one by one while looking for a period, and the longest period.
@@ -237,12 +241,17 @@ def _frame_loop(data: bytes, pos: int, limit: int) -> tuple[int, np.ndarray, np.
         add_length(length)
         pos = after
         count += 1
-    return (pos, np.frombuffer(starts, dtype=np.int64), np.frombuffer(lengths, dtype=np.int64),
-            count == limit)
+    return (
+        pos,
+        np.frombuffer(starts, dtype=np.int64),
+        np.frombuffer(lengths, dtype=np.int64),
+        count == limit,
+    )
 
 
-def _frame_by_pattern(raw: np.ndarray, pos: int, pattern: np.ndarray
-                      ) -> tuple[int, np.ndarray, np.ndarray]:
+def _frame_by_pattern(
+    raw: np.ndarray, pos: int, pattern: np.ndarray
+) -> tuple[int, np.ndarray, np.ndarray]:
     """Frame the records from ``pos`` on whose lengths repeat ``pattern``: (the offset
     after them, their data starts, their lengths)."""
     found_starts: list[np.ndarray] = [np.empty(0, dtype=np.int64)]

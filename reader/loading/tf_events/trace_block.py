@@ -26,8 +26,15 @@ class Columns:
 
     __slots__ = ("contents", "graph_ids", "mode", "op_names", "slots", "times")
 
-    def __init__(self, times: np.ndarray, graph_ids: list[bytes], op_names: list[bytes],
-                 slots: list[int] | None, mode: int, contents: list[bytes]) -> None:
+    def __init__(
+        self,
+        times: np.ndarray,
+        graph_ids: list[bytes],
+        op_names: list[bytes],
+        slots: list[int] | None,
+        mode: int,
+        contents: list[bytes],
+    ) -> None:
         self.times = times
         self.graph_ids = graph_ids
         self.op_names = op_names
@@ -47,10 +54,12 @@ def scan(data: bytes, starts: np.ndarray, lengths: np.ndarray) -> Columns | None
     raw = np.frombuffer(block, dtype=np.uint8)
     # Each stretch of framing (a header; a footer and the next header; the last
     # footer) becomes a bytes field holding what was there.
-    gaps = np.concatenate([[0], starts[1:] - first - (HEADER_BYTES + FOOTER_BYTES),
-                           [end - first - FOOTER_BYTES]])
-    sizes = np.concatenate([[HEADER_BYTES], np.full(n - 1, HEADER_BYTES + FOOTER_BYTES),
-                            [FOOTER_BYTES]])
+    gaps = np.concatenate(
+        [[0], starts[1:] - first - (HEADER_BYTES + FOOTER_BYTES), [end - first - FOOTER_BYTES]]
+    )
+    sizes = np.concatenate(
+        [[HEADER_BYTES], np.full(n - 1, HEADER_BYTES + FOOTER_BYTES), [FOOTER_BYTES]]
+    )
     raw[gaps] = _FRAMING_TAG
     raw[gaps + 1] = sizes - 2
     try:
@@ -73,5 +82,11 @@ def scan(data: bytes, starts: np.ndarray, lengths: np.ndarray) -> Columns | None
             return None
         if len(slots) != n:
             return None
-    return Columns(np.array(parsed.wall_time, dtype=np.float64), graph_ids, op_names, slots,
-                   int(modes[0]), contents)
+    return Columns(
+        np.array(parsed.wall_time, dtype=np.float64),
+        graph_ids,
+        op_names,
+        slots,
+        int(modes[0]),
+        contents,
+    )

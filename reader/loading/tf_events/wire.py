@@ -38,8 +38,9 @@ class Taken:
     value: np.ndarray
 
 
-def varints(raw: np.ndarray, at: np.ndarray, end: np.ndarray
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def varints(
+    raw: np.ndarray, at: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The varints starting at ``raw[at]``, each to end before ``end`` (both below
     ``raw.size``): (values as uint64, the position after each, whether each was
     whole)."""
@@ -65,8 +66,7 @@ def varints(raw: np.ndarray, at: np.ndarray, end: np.ndarray
     return value, after, good
 
 
-def take(raw: np.ndarray, pos: np.ndarray, end: np.ndarray, number: int, wire: int
-         ) -> Taken:
+def take(raw: np.ndarray, pos: np.ndarray, end: np.ndarray, number: int, wire: int) -> Taken:
     """Read field ``number`` (below 16, written as ``wire``) in every message whose
     next field it is, and move those messages' ``pos`` past it. A message whose field
     is cut short or overruns ``end`` keeps its position (it will not end whole).
@@ -101,8 +101,7 @@ def fixed64(raw: np.ndarray, start: np.ndarray, dtype: str) -> np.ndarray:
     return np.lib.stride_tricks.sliding_window_view(raw, 8)[start].view(dtype).ravel()
 
 
-def gather(raw: np.ndarray, start: np.ndarray, stop: np.ndarray
-           ) -> tuple[np.ndarray, np.ndarray]:
+def gather(raw: np.ndarray, start: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The bytes of the spans ``raw[start[k]:stop[k]]`` end to end, and n + 1 offsets
     of each span's first byte in them."""
     lengths = stop - start
@@ -115,8 +114,9 @@ def gather(raw: np.ndarray, start: np.ndarray, stop: np.ndarray
     return raw[positions], offsets
 
 
-def packed_varints(data: np.ndarray, offsets: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def packed_varints(
+    data: np.ndarray, offsets: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The packed varints of spans laid end to end (`gather`): (their values as uint64,
     n + 1 offsets of each span's first value, whether each span holds whole varints).
     Spans that are not whole are left out of the values and offsets."""
@@ -138,6 +138,7 @@ def packed_varints(data: np.ndarray, offsets: np.ndarray
         values, counts, inner = packed_varints(data, offsets)
         return values, counts, whole & inner
     within = np.arange(data.size, dtype=np.int64) - np.repeat(firsts, ends - firsts + 1)
-    values = np.bitwise_or.reduceat((data & 0x7F).astype(np.uint64)
-                                    << (7 * within).astype(np.uint64), firsts)
+    values = np.bitwise_or.reduceat(
+        (data & 0x7F).astype(np.uint64) << (7 * within).astype(np.uint64), firsts
+    )
     return values, np.searchsorted(ends, offsets, side="left").astype(np.int64), whole
