@@ -299,7 +299,7 @@ def measure(
     result["dump_bytes"] = dir_bytes(logdir)
     # Measured, then deleted: kept dumps (a FULL_TENSOR run writes ~800 MB) would make
     # every later run write into memory the machine has not touched yet, which on a VM
-    # cost ~15x the CPU per byte (docs/performance.md, "A second machine", "Fresh memory").
+    # cost ~15x the CPU per byte (docs/performance.md, "Method", "Fresh memory").
     shutil.rmtree(logdir, ignore_errors=True)
     return result
 

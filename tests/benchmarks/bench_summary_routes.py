@@ -5,8 +5,8 @@ instrument/summaries/check_elision.py make (docs/instrument.md, "How summaries a
 the benchmark program's step (bench_instrument's MLP) is traced once per variant under
 one enabled dump, and the variants' ``tf.function`` calls alternate in blocks of
 `BLOCK_CALLS`. Between processes the same program's speed drifts by as much as the
-differences measured here (docs/performance.md, "FULL_TENSOR on a VM whose memory
-drifts"); within one process neighbouring blocks share the machine's state.
+differences measured here (docs/performance.md, "Method", "Fresh memory"); within
+one process neighbouring blocks share the machine's state.
 
 Each variant's cost is its median block's CPU time per call minus that of the same
 step traced before the dump was enabled (which pays the per-call record but has no
