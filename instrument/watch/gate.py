@@ -17,10 +17,13 @@ Built when an optimizer's ``apply`` is traced (`WatchSite.guarded_apply`):
   update are checked after it the same way (by their norms): a NaN the optimizer
   makes from finite gradients (Adam with ``epsilon=0``) sets the flag too, and from
   then on nothing is written.
-- **What is kept.** The batch the step received (its tensors copied into variables of
-  their own, every step until the hit), the non-trainable variables the step's forward
+- **What is kept.** The batch the step received: a Keras step's, read from its
+  iterator inside the graph, copied into variables of its own every step until the
+  hit; a custom loop's, passed in as the step function's arguments, kept on the host
+  by reference (instrument/watch/kept_calls.py: a copy in the graph would cost a cond
+  over the function's arguments). The non-trainable variables the step's forward
   pass writes (BatchNormalization's moving statistics, Keras' seed generators' state)
-  as they were before it, restored when the step is skipped, and a row per step in a
+  as they were before it, restored when the step is skipped. A row per step in a
   ring: the loss, and per variable its gradient's and its value's L2 norm.
 
 The host reads the flag, the step counter and the ring from a thread of its own every
@@ -33,6 +36,8 @@ import threading
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
+
+from instrument.watch.kept_calls import KeptCalls
 
 # Steps kept in the ring of per-step statistics. The host reads it every half second;
 # a program faster than RING_STEPS steps in that time loses the oldest rows (the
@@ -152,8 +157,12 @@ class WatchSite:
     variables: list[Any] = field(default_factory=list)
     """The variables the apply trains, and then the optimizer's own."""
     kept_batch: KeptBatch | None = None
+    """A Keras step's batch, kept in the graph."""
+    kept_calls: KeptCalls | None = None
+    """A custom loop's calls of its step function, kept on the host."""
     step_function: Any = None
-    """What a replay calls (`instrument.watch.replay`), or None."""
+    """What a replay calls (`instrument.watch.replay`), or None: ``("keras", model,
+    data)`` or ``("call", python_function)``."""
 
     @property
     def columns(self) -> list[str]:
@@ -326,17 +335,22 @@ def guarded_apply(
         tf.argmin(tf.cast(updated_fine, tf.int32), output_type=tf.int64),
         tf.argmin(tf.cast(finite, tf.int32), output_type=tf.int64),
     )
-    flags.hit_step.assign(tf.where(first_hit, step, hit_step))
-    flags.hit_site.assign(
-        tf.where(first_hit, tf.constant(site.site_id, tf.int64), flags.hit_site.read_value())
-    )
-    flags.hit_check.assign(tf.where(first_hit, check, flags.hit_check.read_value()))
-    flags.hit_index.assign(tf.where(first_hit, index, flags.hit_index.read_value()))
+    flag_writes = [
+        flags.hit_step.assign(tf.where(first_hit, step, hit_step)),
+        flags.hit_site.assign(
+            tf.where(first_hit, tf.constant(site.site_id, tf.int64), flags.hit_site.read_value())
+        ),
+        flags.hit_check.assign(tf.where(first_hit, check, flags.hit_check.read_value())),
+        flags.hit_index.assign(tf.where(first_hit, index, flags.hit_index.read_value())),
+    ]
     row = tf.concat(
         [tf.reshape(tf.sqrt(squares[0]), [1]), tf.sqrt(tf.stack(squares[1:])), tf.sqrt(weights)], 0
     )
-    site.ring[step % RING_STEPS].assign(row)
-    site.steps.assign_add(1)
+    row_write = site.ring[step % RING_STEPS].assign(row)
+    # The count moves after the flag and the row are written: a reader that sees S steps
+    # and then no flag knows steps before S passed (`KeptCalls.fine_before`).
+    with tf.control_dependencies([*flag_writes, row_write]):
+        site.steps.assign_add(1)
 
 
 def _dense(gradient: Any) -> Any:

@@ -11,6 +11,8 @@
 - ``Model.fit`` wraps its model's ``train_step`` once (an override included), so that
   the non-trainable variables a step writes are copied before it and a replay knows
   the model and the data.
+- ``tf.function``'s ``__call__``, called eagerly, keeps a watched step function's
+  arguments (a custom loop's batch) on the host, by reference (`Watcher.call_function`).
 - The op callback runs in the thread that called ``watch`` for every eager op (the
   call of each step): it handles a hit the host noted. It does nothing while a graph
   is traced.
@@ -99,7 +101,17 @@ class WatchHooks:
                 model.train_function = None  # made again, with the watched step
             return original_fit(model, *args, **kwargs)
 
+        function_class = type(tf.function(lambda: None))
+        original_call = function_class.__call__
+
+        @functools.wraps(original_call)
+        def call(function: Any, *args: Any, **kwargs: Any) -> Any:
+            if watcher.closed or not tf.executing_eagerly():
+                return original_call(function, *args, **kwargs)
+            return watcher.call_function(function, original_call, args, kwargs)
+
         self._replace(keras.optimizers.Optimizer, "apply", apply)
+        self._replace(function_class, "__call__", call)
         self._replace(tf.GradientTape, "gradient", gradient)
         self._replace(keras.Model, "fit", fit)
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from instrument.non_finite import NonFiniteError, first_alert_error
 from instrument.watch.gate import CHECK_UPDATE, Hit
+from instrument.watch.kept_calls import KEPT_BYTES, tensor_leaves
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not_reproduced"
@@ -78,17 +79,31 @@ def save_state_and_batch(hit: Hit, run_path: str) -> Saved:
         },
     )
     batch = None
+    named = _batch(hit)
+    if named is not None:
+        batch = saved_path(run_path, hit.step, "batch")
+        np.savez(batch, **{_key(name, i): value for i, (name, value) in enumerate(named)})
+    return Saved(state, batch)
+
+
+def _batch(hit: Hit) -> list[tuple[str, Any]] | None:
+    """(name, value) of the hit step's batch, or None where it was not kept."""
     kept = hit.site.kept_batch
     if kept is not None:
-        batch = saved_path(run_path, hit.step, "batch")
-        np.savez(
-            batch,
-            **{
-                _key(name, i): v.numpy()
-                for i, (name, v) in enumerate(zip(kept.names, kept.variables))
-            },
+        return [(name, v.numpy()) for name, v in zip(kept.names, kept.variables)]
+    call = hit.site.kept_calls.call(hit.step) if hit.site.kept_calls is not None else None
+    return tensor_leaves(call) if call is not None else None
+
+
+def _not_kept(hit: Hit) -> str:
+    """Why the hit step's call is not kept."""
+    calls = hit.site.kept_calls
+    if calls is not None and calls.dropped_through >= hit.step:
+        return (
+            f"the batch of step {hit.step} was let go: the steps the watch had not read "
+            f"yet held more than {KEPT_BYTES >> 20} MiB of batches"
         )
-    return Saved(state, batch)
+    return f"the batch of step {hit.step} was not kept"
 
 
 def _state_variables(hit: Hit) -> list[tuple[str, np.ndarray]]:
@@ -144,6 +159,11 @@ def _replay(hit: Hit, watched_path: str, kept_state: list[Any]) -> Replay:
         return Replay(None, None, None, "the step function or its batch was not kept")
     kept = hit.site.kept_batch
     values = kept.values() if kept is not None else []
+    call = None
+    if step[0] == "call":
+        call = hit.site.kept_calls.call(hit.step) if hit.site.kept_calls is not None else None
+        if call is None:
+            return Replay(None, None, None, _not_kept(hit))
     restore = _snapshot(kept_state, step)
     logdir = os.path.dirname(watched_path.rstrip("/"))
     run_path = api.enable_for_replay(
@@ -164,12 +184,8 @@ def _replay(hit: Hit, watched_path: str, kept_state: list[Any]) -> Replay:
                 replayed = _rebuilt(data, values)
                 tf.function(model.train_step)(replayed)
             else:
-                function, args, kwargs, placeholders = step[1], step[2], step[3], step[4]
-                by_placeholder = {id(p): v for p, v in zip(placeholders, values)}
-                args, kwargs = tf.nest.map_structure(
-                    lambda t: by_placeholder.get(id(t), t), (args, kwargs)
-                )
-                tf.function(function)(*args, **kwargs)
+                assert call is not None
+                tf.function(step[1])(*call.args, **call.kwargs)
     except Exception as failure:  # noqa: BLE001 - the replay must not take the job down
         error = f"{type(failure).__name__}: {' '.join(str(failure).split())[:300]}"
     finally:

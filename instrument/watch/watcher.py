@@ -23,6 +23,7 @@ import numpy as np
 
 from instrument.non_finite import NonFiniteError
 from instrument.watch import gate
+from instrument.watch.kept_calls import WAKE_AFTER, KeptCalls
 from reader import format as fmt
 
 logger = logging.getLogger("instrument")
@@ -66,6 +67,12 @@ class Watcher:
         self._site_of: weakref.WeakKeyDictionary[Any, gate.WatchSite] = weakref.WeakKeyDictionary()
         # Per graph: the Keras train_step traced in it.
         self._keras_steps: weakref.WeakKeyDictionary[Any, StepOfKeras] = weakref.WeakKeyDictionary()
+        # Per tf.function: the sites its calls step (their batches kept on the host); per
+        # thread, the eager calls of tf.functions under way (`call_function`).
+        self._sites_of_function: weakref.WeakKeyDictionary[Any, list[gate.WatchSite]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._calls = threading.local()
         self._lock = threading.RLock()
         self._rows_read: dict[int, int] = {}
         self._said: set[str] = set()
@@ -151,20 +158,15 @@ class Watcher:
                 break
             scope = outer
         call = traced_call(scope)
-        if call is None:
+        calls = getattr(self._calls, "stack", None)
+        if call is None or not calls:
             self.say_once(
                 "no_step_function",
-                "the watched step's function was not found: "
-                "a hit stops the job, but the step cannot be replayed",
+                "the watched step's function was not found (it was not called "
+                "eagerly): a hit stops the job, but the step cannot be replayed",
             )
             return [], []
         function, args, kwargs = call
-        flat = [
-            t
-            for t in tf.nest.flatten((args, kwargs))
-            if tf.is_tensor(t) and t.dtype not in (tf.resource, tf.variant)
-        ]
-        site.step_function = ("function", function, args, kwargs, flat)
         if any(
             tf.is_tensor(t) and t.dtype in (tf.resource, tf.variant)
             for t in tf.nest.flatten((args, kwargs))
@@ -175,7 +177,35 @@ class Watcher:
                 "dataset: its batch cannot be kept, and the step not replayed",
             )
             site.step_function = None
-        return flat, [getattr(t, "name", f"arg{i}") for i, t in enumerate(flat)]
+            return [], []
+        site.step_function = ("call", function)
+        # The eager call being traced: from now on its calls keep their arguments as
+        # this site's steps, this one (the site's next step) first.
+        outer, call_args, call_kwargs = calls[0]
+        sites = self._sites_of_function.setdefault(outer, [])
+        if site not in sites:
+            sites.append(site)
+            if site.kept_calls is None:
+                site.kept_calls = KeptCalls()
+            site.kept_calls.keep(call_args, call_kwargs)
+        return [], []
+
+    def call_function(self, function: Any, call: Any, args: Any, kwargs: Any) -> Any:
+        """An eager call of the tf.function ``function`` (``call``: tf.function's own
+        ``__call__``): its arguments kept as the next step of each site it steps."""
+        sites = self._sites_of_function.get(function)
+        if sites:
+            for site in sites:
+                if site.kept_calls is not None and site.kept_calls.keep(args, kwargs) > WAKE_AFTER:
+                    self._wake.set()  # the reader lets go of the fine ones
+        stack = getattr(self._calls, "stack", None)
+        if stack is None:
+            stack = self._calls.stack = []
+        stack.append((function, args, kwargs))
+        try:
+            return call(function, *args, **kwargs)
+        finally:
+            stack.pop()
 
     def say_once(self, key: str, message: str) -> None:
         """Say once, as a warning notice of the watched run and on the logger."""
@@ -191,6 +221,7 @@ class Watcher:
     def _poll_loop(self, interval_s: float) -> None:
         while not self.closed:
             self._wake.wait(interval_s)
+            self._wake.clear()
             if self.closed:
                 break
             try:
@@ -209,6 +240,10 @@ class Watcher:
             return
         hit_step = int(flags.hit_step.numpy())
         if hit_step < 0:
+            # The steps counted before the flag was read passed the check.
+            for site in sites:
+                if site.kept_calls is not None:
+                    site.kept_calls.fine_before(self._rows_read.get(site.site_id, 0))
             return
         site = sites[int(flags.hit_site.numpy())]
         check = gate.CHECKS[int(flags.hit_check.numpy())]
