@@ -53,6 +53,14 @@ class WatchHit:
     saved_state: str | None = None
     saved_batch: str | None = None
     replay_error: str | None = None
+    replica: int | None = None
+    """Under a tf.distribute strategy: the replica whose value failed the check first
+    (format 3.2); None otherwise."""
+
+    @property
+    def what(self) -> str:
+        """What failed the check, and on which replica: "the loss on replica 1"."""
+        return self.tensor + (f" on replica {self.replica}" if self.replica is not None else "")
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -60,6 +68,7 @@ class WatchHit:
             "hit_step": self.step,
             "check": self.check,
             "tensor": self.tensor,
+            "replica": self.replica,
             "replay_run": self.replay_run,
             "verdict": self.verdict,
             "saved_state": self.saved_state,
@@ -159,6 +168,7 @@ class WatchLogBuilder:
             saved_state=_text(record.get("saved_state")),
             saved_batch=_text(record.get("saved_batch")),
             replay_error=_text(record.get("replay_error")),
+            replica=record["replica"] if is_id(record.get("replica")) else None,
         )
         self._cached = None
 

@@ -33,6 +33,7 @@ names and its per-thread state.
 | ``pywrap_tfe.TFE_ContextGetExecutorForThread``, ``TFE_ExecutorIsAsync``, ``TFE_DeleteExecutor`` | asking, after each eager function call, whether the thread's executor is asynchronous (0.4 us), without ``Context.is_async``'s ``Executor`` object, whose finalizer waits for the executor (1 us) | ``Context.is_async`` |
 | ``pywrap_tfe.TFE_Py_Execute``, ``Context._handle`` | the call counter's eager increment (a GPU's counter, an asynchronous executor), without the Python op dispatch (4-27 us, where the generated op wrapper costs ~100 us) | the generated op wrapper |
 | ``EagerTensor._numpy`` | reading a drained FULL_TENSOR batch (megabytes a step) in place, where ``numpy()`` copies it | ``numpy()`` |
+| ``resource_variable_ops.ResourceVariable``'s constructor, which skips the variable creators a ``tf.distribute`` strategy installs | the watch tier's own variables (its flag, counters, ring and kept batches) in one copy under a strategy's scope, written in the cross-replica context or one per replica | ``tf.Variable``: mirrored under a strategy (a watched ``MirroredStrategy`` step then fails to trace, and its updates run unwatched) |
 
 `graph_edits`: changes to a graph that the public API cannot make.
 

@@ -129,3 +129,25 @@ def host_view(tensor: Any) -> Any:
     if isinstance(array, np.ndarray):
         array.flags.writeable = False  # the tensor's own memory
     return array
+
+
+def unmirrored_variable(initial_value: Any, name: str, shape: Any = None) -> Any:
+    """A variable of one copy, on the default device, even inside a tf.distribute
+    strategy's scope (the watch tier's flag, counters and kept batches: written in the
+    cross-replica context, or one per replica, never mirrored).
+
+    Made by ``ResourceVariable``'s constructor, which does not go through the variable
+    creators a strategy installs (``tf.Variable`` does); without it, ``tf.Variable``.
+    """
+    import tensorflow as tf
+
+    try:
+        from tensorflow.python.ops.resource_variable_ops import ResourceVariable
+    except ImportError:
+        debug_once(
+            "unmirrored_variable",
+            "tfdbg-tui: resource_variable_ops.ResourceVariable is gone; the watch's "
+            "variables are made by tf.Variable (mirrored under a strategy)",
+        )
+        return tf.Variable(initial_value, trainable=False, name=name, shape=shape)
+    return ResourceVariable(initial_value, trainable=False, name=name, shape=shape)

@@ -37,6 +37,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
+from instrument.tf_internals.eager_runtime import unmirrored_variable
 from instrument.watch.kept_calls import KeptCalls
 
 # Steps kept in the ring of per-step statistics. The host reads it every half second;
@@ -121,6 +122,9 @@ class WatchFlags:
     hit_index: Any
     """int64: which tensor failed it (the loss is 0 and gradients follow; for the
     update check, the variable's index)."""
+    hit_replica: Any
+    """int64: the replica whose values failed it, under a tf.distribute strategy (the
+    first of them); 0 otherwise."""
     kept_state: list[tuple[Any, Any]] = field(default_factory=list)
     """(variable, copy before the step) of the non-trainable variables a Keras
     model's step writes in its forward pass."""
@@ -132,10 +136,8 @@ def make_flags() -> WatchFlags:
     with tf.init_scope():
         return WatchFlags(
             *(
-                tf.Variable(
-                    tf.constant(-1, tf.int64), trainable=False, name=f"tfdbg_tui_watch_{name}"
-                )
-                for name in ("hit_step", "hit_site", "hit_check", "hit_index")
+                unmirrored_variable(tf.constant(-1, tf.int64), f"tfdbg_tui_watch_{name}")
+                for name in ("hit_step", "hit_site", "hit_check", "hit_index", "hit_replica")
             )
         )
 
@@ -156,8 +158,10 @@ class WatchSite:
     gradient's L2 norm, then per variable its value's L2 norm after the step."""
     variables: list[Any] = field(default_factory=list)
     """The variables the apply trains, and then the optimizer's own."""
-    kept_batch: KeptBatch | None = None
-    """A Keras step's batch, kept in the graph."""
+    kept_batches: dict[int, KeptBatch] = field(default_factory=dict)
+    """A Keras step's batch, kept in the graph, per replica (0 without a strategy)."""
+    replicas: int = 1
+    """The replicas that run the step (a tf.distribute strategy's)."""
     kept_calls: KeptCalls | None = None
     """A custom loop's calls of its step function, kept on the host."""
     step_function: Any = None
@@ -182,6 +186,8 @@ class Hit:
     check: str
     tensor: str
     """What failed the check: "the loss", "the gradient of dense/kernel", ..."""
+    replica: int | None = None
+    """The replica whose values failed it first, under a tf.distribute strategy."""
 
 
 def make_site(site_id: int, optimizer: Any, variables: list[Any]) -> WatchSite:
@@ -194,34 +200,29 @@ def make_site(site_id: int, optimizer: Any, variables: list[Any]) -> WatchSite:
             optimizer_name=str(getattr(optimizer, "name", "optimizer")),
             variable_names=[variable_name(v) for v in variables],
             variables=list(variables) + list(getattr(optimizer, "variables", [])),
-            steps=tf.Variable(
-                tf.constant(0, tf.int64), trainable=False, name="tfdbg_tui_watch_steps"
-            ),
-            ring=tf.Variable(
-                tf.zeros([RING_STEPS, 1 + 2 * len(variables)], tf.float32),
-                trainable=False,
-                name="tfdbg_tui_watch_ring",
+            steps=unmirrored_variable(tf.constant(0, tf.int64), "tfdbg_tui_watch_steps"),
+            ring=unmirrored_variable(
+                tf.zeros([RING_STEPS, 1 + 2 * len(variables)], tf.float32), "tfdbg_tui_watch_ring"
             ),
         )
 
 
-def keep_batch(site: WatchSite, tensors: list[Any], names: list[str]) -> None:
-    """Make the variables that keep the step's batch (once per site)."""
+def keep_batch(site: WatchSite, tensors: list[Any], names: list[str], replica: int = 0) -> None:
+    """Make the variables that keep the step's batch (once per site and replica)."""
     import tensorflow as tf
 
-    if site.kept_batch is not None:
+    if replica in site.kept_batches:
         return
     with tf.init_scope():
         variables = [
-            tf.Variable(
+            unmirrored_variable(
                 tf.zeros([0], t.dtype) if t.dtype != tf.string else tf.constant([], tf.string),
+                "tfdbg_tui_watch_batch",
                 shape=tf.TensorShape(None),
-                trainable=False,
-                name="tfdbg_tui_watch_batch",
             )
             for t in tensors
         ]
-    site.kept_batch = KeptBatch(variables, names)
+    site.kept_batches[replica] = KeptBatch(variables, names)
 
 
 def keep_state(flags: WatchFlags, variables: list[Any]) -> None:
@@ -260,6 +261,42 @@ def copy_state_before_step(flags: WatchFlags, variables: list[Any]) -> None:
     tf.cond(flags.hit_step < 0, copy, lambda: tf.constant(False))
 
 
+def local_check(loss: Any, grads: list[Any]) -> tuple[Any, Any]:
+    """In the step's graph (a replica's, under a strategy): the squared L2 norms of the
+    loss (zero without one) and of each gradient, and which of them are finite (one by
+    one only when their sum is not)."""
+    import tensorflow as tf
+
+    checked = (
+        [tf.cast(tf.reshape(loss, [-1]), tf.float32)]
+        if loss is not None
+        else [tf.zeros([1], tf.float32)]
+    )
+    checked += [_dense(g) for g in grads]
+    squares = tf.stack([tf.reduce_sum(tf.square(tf.cast(t, tf.float32))) for t in checked])
+
+    def each() -> Any:
+        return tf.stack([tf.reduce_all(tf.math.is_finite(t)) for t in checked])
+
+    def all_fine() -> Any:
+        return tf.ones([len(checked)], tf.bool)
+
+    finite = tf.cond(tf.math.is_finite(tf.reduce_sum(squares)), all_fine, each)
+    return squares, finite
+
+
+def keep_batch_in_graph(flags: WatchFlags, kept: KeptBatch, batch: list[Any]) -> None:
+    """In the step's graph: copy the step's batch into ``kept`` until the first hit."""
+    import tensorflow as tf
+
+    def copy_batch() -> Any:
+        for variable, tensor in zip(kept.variables, batch):
+            variable.assign(tensor)
+        return tf.constant(True)
+
+    tf.cond(flags.hit_step.read_value() < 0, copy_batch, lambda: tf.constant(False))
+
+
 def guarded_apply(
     flags: WatchFlags,
     site: WatchSite,
@@ -272,34 +309,64 @@ def guarded_apply(
     import tensorflow as tf
 
     loss = loss_of(tf.compat.v1.get_default_graph())
-    checked = (
-        [tf.cast(tf.reshape(loss, [-1]), tf.float32)]
-        if loss is not None
-        else [tf.zeros([1], tf.float32)]
+    squares, finite = local_check(loss, grads)
+    kept = site.kept_batches.get(0)
+    if kept is not None and batch:
+        keep_batch_in_graph(flags, kept, batch)
+    gated_update(flags, site, squares, finite, loss is not None, apply, variables)
+
+
+def guarded_apply_across_replicas(
+    flags: WatchFlags,
+    site: WatchSite,
+    distribution: Any,
+    squares: Any,
+    finite: Any,
+    has_loss: bool,
+    apply: Any,
+    variables: list[Any],
+) -> None:
+    """Build, in the cross-replica context of a ``merge_call`` (a ``MirroredStrategy``'s
+    step), the gated ``apply()`` over every replica's `local_check` (``squares`` and
+    ``finite``, per replica): one replica's bad value keeps every replica's update
+    out, and the first such replica is the one the hit names. The row holds the root
+    mean square over the replicas of each norm."""
+    import tensorflow as tf
+
+    each_finite = tf.stack(distribution.experimental_local_results(finite))
+    replica_ok = tf.reduce_all(each_finite, axis=1)
+    replica = tf.argmin(tf.cast(replica_ok, tf.int32), output_type=tf.int64)
+    mean_squares = tf.reduce_mean(tf.stack(distribution.experimental_local_results(squares)), 0)
+    gated_update(
+        flags,
+        site,
+        mean_squares,
+        tf.gather(each_finite, replica),
+        has_loss,
+        apply,
+        variables,
+        replica,
     )
-    checked += [_dense(g) for g in grads]
-    squares = [tf.reduce_sum(tf.square(tf.cast(t, tf.float32))) for t in checked]
-    total = tf.add_n(squares)
 
-    def each() -> Any:
-        return tf.stack([tf.reduce_all(tf.math.is_finite(t)) for t in checked])
 
-    def all_fine() -> Any:
-        return tf.ones([len(checked)], tf.bool)
+def gated_update(
+    flags: WatchFlags,
+    site: WatchSite,
+    squares: Any,
+    finite: Any,
+    has_loss: bool,
+    apply: Any,
+    variables: list[Any],
+    replica: Any = None,
+) -> None:
+    """The update run on the check (``finite``: of the loss, then each gradient), the
+    variables it wrote checked after it, the sticky flag set at a first hit, the row
+    written and the step counted."""
+    import tensorflow as tf
 
-    finite = tf.cond(tf.math.is_finite(total), all_fine, each)
     ok = tf.reduce_all(finite)
     hit_step = flags.hit_step.read_value()
     step = site.steps.read_value()
-    kept_batch = site.kept_batch
-    if kept_batch is not None:
-
-        def copy_batch() -> Any:
-            for kept, tensor in zip(kept_batch.variables, batch):
-                kept.assign(tensor)
-            return tf.constant(True)
-
-        tf.cond(hit_step < 0, copy_batch, lambda: tf.constant(False))
     open_gate = tf.logical_and(ok, hit_step < 0)
 
     def squared_norms() -> Any:
@@ -325,7 +392,7 @@ def guarded_apply(
         ok,
         tf.constant(2, tf.int64),
         tf.where(
-            tf.logical_and(loss is not None, tf.logical_not(finite[0])),
+            tf.logical_and(has_loss, tf.logical_not(finite[0])),
             tf.constant(0, tf.int64),
             tf.constant(1, tf.int64),
         ),
@@ -335,18 +402,19 @@ def guarded_apply(
         tf.argmin(tf.cast(updated_fine, tf.int32), output_type=tf.int64),
         tf.argmin(tf.cast(finite, tf.int32), output_type=tf.int64),
     )
+    replica = tf.constant(0, tf.int64) if replica is None else replica
+
+    def first(value: Any, variable: Any) -> Any:
+        return variable.assign(tf.where(first_hit, value, variable.read_value()))
+
     flag_writes = [
         flags.hit_step.assign(tf.where(first_hit, step, hit_step)),
-        flags.hit_site.assign(
-            tf.where(first_hit, tf.constant(site.site_id, tf.int64), flags.hit_site.read_value())
-        ),
-        flags.hit_check.assign(tf.where(first_hit, check, flags.hit_check.read_value())),
-        flags.hit_index.assign(tf.where(first_hit, index, flags.hit_index.read_value())),
+        first(tf.constant(site.site_id, tf.int64), flags.hit_site),
+        first(check, flags.hit_check),
+        first(index, flags.hit_index),
+        first(replica, flags.hit_replica),
     ]
-    row = tf.concat(
-        [tf.reshape(tf.sqrt(squares[0]), [1]), tf.sqrt(tf.stack(squares[1:])), tf.sqrt(weights)], 0
-    )
-    row_write = site.ring[step % RING_STEPS].assign(row)
+    row_write = site.ring[step % RING_STEPS].assign(tf.sqrt(tf.concat([squares, weights], 0)))
     # The count moves after the flag and the row are written: a reader that sees S steps
     # and then no flag knows steps before S passed (`KeptCalls.fine_before`).
     with tf.control_dependencies([*flag_writes, row_write]):

@@ -61,16 +61,25 @@ class WatchHooks:
                     "tf.function): eager updates are not watched",
                 )
                 return original_apply(optimizer, grads, trainable_variables)
-            if tf.distribute.has_strategy():
-                watcher.say_once(
-                    "strategy",
-                    "the step runs under a tf.distribute strategy: its updates are not watched yet",
-                )
-                return original_apply(optimizer, grads, trainable_variables)
             grads, variables = list(grads), list(trainable_variables)
             pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
             if not pairs:
                 return original_apply(optimizer, grads, trainable_variables)
+            if tf.distribute.has_strategy():
+                if tf.distribute.in_cross_replica_context() or (
+                    tf.__internal__.distribute.strategy_supports_no_merge_call()
+                ):
+                    watcher.say_once(
+                        "strategy",
+                        "the step's updates run under a tf.distribute strategy the watch "
+                        f"cannot gate ({type(tf.distribute.get_strategy()).__name__}, "
+                        "or XLA on GPUs): they are not watched",
+                    )
+                    return original_apply(optimizer, grads, trainable_variables)
+                watcher.apply_across_replicas(
+                    optimizer, original_apply, [g for g, _ in pairs], [v for _, v in pairs]
+                )
+                return None
 
             def run() -> None:
                 original_apply(optimizer, [g for g, _ in pairs], [v for _, v in pairs])

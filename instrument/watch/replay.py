@@ -88,7 +88,7 @@ def save_state_and_batch(hit: Hit, run_path: str) -> Saved:
 
 def _batch(hit: Hit) -> list[tuple[str, Any]] | None:
     """(name, value) of the hit step's batch, or None where it was not kept."""
-    kept = hit.site.kept_batch
+    kept = hit.site.kept_batches.get(hit.replica or 0)
     if kept is not None:
         return [(name, v.numpy()) for name, v in zip(kept.names, kept.variables)]
     call = hit.site.kept_calls.call(hit.step) if hit.site.kept_calls is not None else None
@@ -157,7 +157,7 @@ def _replay(hit: Hit, watched_path: str, kept_state: list[Any]) -> Replay:
     step = hit.site.step_function
     if step is None:
         return Replay(None, None, None, "the step function or its batch was not kept")
-    kept = hit.site.kept_batch
+    kept = hit.site.kept_batches.get(hit.replica or 0)
     values = kept.values() if kept is not None else []
     call = None
     if step[0] == "call":
@@ -246,8 +246,10 @@ def hit_error(hit: Hit, saved: Saved, replay: Replay | None, run_path: str) -> N
         )
     else:
         head = (
-            f"watch: step {hit.step} of {hit.site.optimizer_name}: {hit.tensor} held NaN "
-            "or infinity; the update was not applied, and nothing was written after it"
+            f"watch: step {hit.step} of {hit.site.optimizer_name}: {hit.tensor}"
+            + (f" on replica {hit.replica}" if hit.replica is not None else "")
+            + " held NaN or infinity; the update was not applied, and nothing was "
+            "written after it"
         )
     lines = [head]
     cause = None

@@ -66,7 +66,9 @@ class Watcher:
         self.sites: list[gate.WatchSite] = []
         self._site_of: weakref.WeakKeyDictionary[Any, gate.WatchSite] = weakref.WeakKeyDictionary()
         # Per graph: the Keras train_step traced in it.
-        self._keras_steps: weakref.WeakKeyDictionary[Any, StepOfKeras] = weakref.WeakKeyDictionary()
+        self._keras_steps: weakref.WeakKeyDictionary[Any, dict[int, StepOfKeras]] = (
+            weakref.WeakKeyDictionary()
+        )
         # Per tf.function: the sites its calls step (their batches kept on the host); per
         # thread, the eager calls of tf.functions under way (`call_function`).
         self._sites_of_function: weakref.WeakKeyDictionary[Any, list[gate.WatchSite]] = (
@@ -101,23 +103,73 @@ class Watcher:
         skipped and for a replay."""
         import tensorflow as tf
 
-        if gate.replaying() or not tf.inside_function() or tf.distribute.has_strategy():
+        if gate.replaying() or not tf.inside_function():
             return train_step(data)
-        flags = self._flags()
-        state = [v for v in model.variables if not v.trainable]
-        gate.keep_state(flags, state)
-        gate.copy_state_before_step(flags, state)
-        self._keras_steps[tf.compat.v1.get_default_graph()] = StepOfKeras(model, data)
+        graph = tf.compat.v1.get_default_graph()
+        replica = _replica()
+        if replica is None:
+            flags = self._flags()
+            state = [v for v in model.variables if not v.trainable]
+            gate.keep_state(flags, state)
+            gate.copy_state_before_step(flags, state)
+        # Under a strategy, each replica's step is traced into the one graph, in turn.
+        self._keras_steps.setdefault(graph, {})[replica or 0] = StepOfKeras(model, data)
         return train_step(data)
 
     def apply(self, optimizer: Any, apply: Any, grads: list[Any], variables: list[Any]) -> None:
         """Trace a watched ``optimizer.apply(grads, variables)``."""
         import tensorflow as tf
 
+        flags = self._flags()
+        site = self._site(optimizer, variables)
+        graph = tf.compat.v1.get_default_graph()
+        batch, names = self._step_function(site, graph)
+        if batch:
+            gate.keep_batch(site, batch, names)
+        gate.guarded_apply(flags, site, apply, grads, variables, batch)
+
+    def apply_across_replicas(
+        self, optimizer: Any, original_apply: Any, grads: list[Any], variables: list[Any]
+    ) -> None:
+        """Trace a watched ``optimizer.apply(grads, variables)`` in a replica's context
+        (a ``MirroredStrategy``'s step): this replica's check, then, in a ``merge_call``,
+        the update of every replica gated on all of theirs."""
+        import tensorflow as tf
+
+        flags = self._flags()
+        site = self._site(optimizer, variables)
+        context = tf.distribute.get_replica_context()
+        replica = _replica() or 0
+        site.replicas = max(site.replicas, context.num_replicas_in_sync)
+        graph = tf.compat.v1.get_default_graph()
+        batch, names = self._step_function(site, graph, replica)
+        if batch:
+            gate.keep_batch(site, batch, names, replica)
+            gate.keep_batch_in_graph(flags, site.kept_batches[replica], batch)
+        loss = gate.loss_of(graph)
+        squares, finite = gate.local_check(loss, grads)
+
+        def across(
+            distribution: Any, squares: Any, finite: Any, grads: Any, variables: Any
+        ) -> None:
+            def each(grads: Any, variables: Any) -> None:
+                original_apply(optimizer, grads, variables)
+
+            def apply() -> None:
+                distribution.extended.call_for_each_replica(each, args=(grads, variables))
+
+            gate.guarded_apply_across_replicas(
+                flags, site, distribution, squares, finite, loss is not None, apply, variables
+            )
+
+        context.merge_call(across, args=(squares, finite, grads, variables))
+
+    def _site(self, optimizer: Any, variables: list[Any]) -> gate.WatchSite:
+        """The watched site of ``optimizer``, made (and its record written) at its first
+        trace."""
         if not optimizer.built:
             optimizer.build(variables)
             optimizer.built = True
-        flags = self._flags()
         with self._lock:
             site = self._site_of.get(optimizer)
             if site is None:
@@ -133,13 +185,11 @@ class Watcher:
                         "ring": gate.RING_STEPS,
                     },
                 )
-        graph = tf.compat.v1.get_default_graph()
-        batch, names = self._step_function(site, graph)
-        if batch:
-            gate.keep_batch(site, batch, names)
-        gate.guarded_apply(flags, site, apply, grads, variables, batch)
+            return site
 
-    def _step_function(self, site: gate.WatchSite, graph: Any) -> tuple[list[Any], list[str]]:
+    def _step_function(
+        self, site: gate.WatchSite, graph: Any, replica: int = 0
+    ) -> tuple[list[Any], list[str]]:
         """What a replay of ``site``'s step calls, noted on ``site``, and the batch
         tensors to keep (with names)."""
         import tensorflow as tf
@@ -148,7 +198,7 @@ class Watcher:
 
         scope = graph
         while scope is not None:
-            keras = self._keras_steps.get(scope)
+            keras = self._keras_steps.get(scope, {}).get(replica)
             if keras is not None:
                 flat = [t for t in tf.nest.flatten(keras.data) if tf.is_tensor(t)]
                 site.step_function = ("keras", keras.model, keras.data)
@@ -248,7 +298,12 @@ class Watcher:
         site = sites[int(flags.hit_site.numpy())]
         check = gate.CHECKS[int(flags.hit_check.numpy())]
         index = int(flags.hit_index.numpy())
-        hit = gate.Hit(site, hit_step, check, _what_failed(site, check, index))
+        replica = (
+            int(flags.hit_replica.numpy())
+            if site.replicas > 1 and check != gate.CHECK_UPDATE
+            else None
+        )
+        hit = gate.Hit(site, hit_step, check, _what_failed(site, check, index), replica)
         self.writer.add_watch_record(fmt.KIND_WATCH_HIT, self._hit_fields(hit))
         self.hit = hit
 
@@ -273,11 +328,13 @@ class Watcher:
         self._rows_read[site.site_id] = steps
 
     def _hit_fields(self, hit: gate.Hit, **more: Any) -> dict[str, Any]:
+        replica = {} if hit.replica is None else {"replica": hit.replica}
         return {
             "site": hit.site.site_id,
             "step": hit.step,
             "check": hit.check,
             "tensor": hit.tensor,
+            **replica,
             **more,
         }
 
@@ -341,6 +398,7 @@ class Watcher:
             self.flags.hit_site,
             self.flags.hit_check,
             self.flags.hit_index,
+            self.flags.hit_replica,
         ):
             variable.assign(-1)
         self.hit = None
@@ -380,6 +438,20 @@ class Watcher:
                 logger.warning("tfdbg-tui watch: %s", error)
                 return
             raise error
+
+
+def _replica() -> int | None:
+    """The replica whose step is being traced, under a tf.distribute strategy with
+    several; None otherwise."""
+    import tensorflow as tf
+
+    if not tf.distribute.has_strategy():
+        return None
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync < 2:
+        return None
+    replica = tf.get_static_value(context.replica_id_in_sync_group)
+    return int(replica) if replica is not None else 0
 
 
 def _what_failed(site: gate.WatchSite, check: str, index: int) -> str:

@@ -140,8 +140,8 @@ def _kept_bytes(watcher: Any) -> int:
         variables += [kept for _, kept in watcher.flags.kept_state]
     for site in watcher.sites:
         variables.append(site.ring)
-        if site.kept_batch is not None:
-            variables += site.kept_batch.variables
+        for kept in site.kept_batches.values():
+            variables += kept.variables
     # A custom loop's calls are kept by reference (instrument/watch/kept_calls.py); the
     # loop here passes the same tensors every step, so they hold nothing of their own.
     return sum(int(v.numpy().nbytes) for v in variables)

@@ -16,8 +16,8 @@ from tests.instrument.conftest import run_program
 from tests.program_runs import PROGRAMS, ROOT, line_of, program_env
 
 WATCHED = PROGRAMS / "watched.py"
-BAD_STEP, STEPS = 5, 12
-CAUGHT = ("fit_saturated", "loop_saturated", "override_saturated")
+BAD_STEP, STEPS, BATCH = 5, 12, 16
+CAUGHT = ("fit_saturated", "loop_saturated", "override_saturated", "mirrored_saturated")
 HEALTHY = ("fit_healthy", "mixed_healthy", "where_sqrt")
 PROGRAMS_RUN = CAUGHT + ("fit_data_nan", "adam_eps0") + HEALTHY
 
@@ -66,7 +66,11 @@ def report(logdir, *args):
 def test_a_hit_stops_the_job_naming_the_replays_op_and_line(watched, program):
     logdir, lines = watched[program]
     assert lines["STEP"] == f"{BAD_STEP} Log {line_of(WATCHED, '# LOG_LINE')}"
-    assert "the loss held NaN or infinity; the update was not applied" in lines["CAUGHT"]
+    on_replica = " on replica 1" if program.startswith("mirrored") else ""
+    assert (
+        f"the loss{on_replica} held NaN or infinity; the update was not applied"
+        in (lines["CAUGHT"])
+    )
     assert "replayed fully recorded (reproduced)" in lines["CAUGHT"]
     # The gate froze every write from the hit step on: the weights stayed finite.
     assert lines["WEIGHTS_FINITE"] == "True"
@@ -152,3 +156,18 @@ def test_healthy_runs_have_no_hit(watched, program):
     assert data["watch"]["hit_step"] is None
     assert 0 < data["watch"]["steps"] <= STEPS
     assert len(reader.list_runs(logdir)) == 1  # no replay
+
+
+def test_under_mirrored_strategy_the_replica_that_went_bad_is_named(watched):
+    """Only replica 1's half of the bad batch saturates: each replica's loss and
+    gradients are checked before they are summed, and every replica's update waits for
+    all the checks."""
+    logdir, lines = watched["mirrored_saturated"]
+    assert "the loss on replica 1 held NaN or infinity" in lines["CAUGHT"]
+    watch = report(logdir)["watch"]
+    assert watch["replica"] == 1
+    batch = np.load(watch["saved_batch"])
+    features = batch[batch.files[0]]
+    assert features.shape == (BATCH // 2, 8) and np.abs(features).max() > 1000
+    # Without a strategy no replica is named.
+    assert report(watched["fit_saturated"][0])["watch"]["replica"] is None

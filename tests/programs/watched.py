@@ -39,7 +39,14 @@ def mlp():
     )
 
 
-if PROGRAM.endswith("_saturated"):
+if PROGRAM.startswith("mirrored"):
+    # Two logical CPUs, a replica each; the bad batch's second half (replica 1's) only.
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()]
+    )
+    x[BAD_STEP * BATCH + BATCH // 2 : (BAD_STEP + 1) * BATCH] *= 1e4
+elif PROGRAM.endswith("_saturated"):
     # The batch of BAD_STEP is scaled so that the softmax saturates to exact zeros.
     x[BAD_STEP * BATCH : (BAD_STEP + 1) * BATCH] *= 1e4
 elif PROGRAM == "fit_data_nan":
@@ -69,6 +76,11 @@ def where_sqrt_loss(y_true, y_pred):
 
 
 print("WATCHED", instrument.watch(LOGDIR, on_hit=ON_HIT), flush=True)
+strategy = (
+    tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    if PROGRAM.startswith("mirrored")
+    else tf.distribute.get_strategy()
+)
 if PROGRAM.startswith("override"):
     model = OverriddenStep(
         [
@@ -78,7 +90,8 @@ if PROGRAM.startswith("override"):
         ]
     )
 else:
-    model = mlp()
+    with strategy.scope():
+        model = mlp()
 
 
 def caught(error):
@@ -103,7 +116,8 @@ try:
     else:
         loss = {"where_sqrt": where_sqrt_loss}.get(PROGRAM, cross_entropy)
         epsilon = 0.0 if PROGRAM == "adam_eps0" else 1e-7
-        model.compile(optimizer=tf.keras.optimizers.Adam(1e-2, epsilon=epsilon), loss=loss)
+        with strategy.scope():
+            model.compile(optimizer=tf.keras.optimizers.Adam(1e-2, epsilon=epsilon), loss=loss)
         model.fit(x, y, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
     print("FINISHED", flush=True)
 except instrument.NonFiniteError as error:

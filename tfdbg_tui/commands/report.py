@@ -245,7 +245,7 @@ def _say_watch(say, dump: reader.DumpReader, pair: WatchPair | None) -> None:
         say(
             ("  replay", "bold"),
             f" of step {hit.step if hit else '?'} of the watched run "
-            f"{pair.watched_run}" + (f": {hit.tensor} held NaN or infinity" if hit else ""),
+            f"{pair.watched_run}" + (f": {hit.what} held NaN or infinity" if hit else ""),
         )
         if hit is not None and hit.verdict:
             say(f"  verdict: {hit.verdict}")
@@ -262,7 +262,7 @@ def _say_watch(say, dump: reader.DumpReader, pair: WatchPair | None) -> None:
     say(
         "  ",
         ("hit:", "bold red"),
-        f" step {hit.step}: {hit.tensor} held NaN or infinity "
+        f" step {hit.step}: {hit.what} held NaN or infinity "
         f"(the {hit.check} check); the update was not applied",
     )
     if pair.replay_run:
