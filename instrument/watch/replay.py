@@ -27,6 +27,7 @@ import numpy as np
 
 from instrument.non_finite import NonFiniteError, first_alert_error
 from instrument.watch.gate import CHECK_UPDATE, Hit
+from reader.contract import ReplayOfMap
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not_reproduced"
@@ -149,11 +150,11 @@ def _replay(hit: Hit, watched_path: str, kept_state: list[Any]) -> Replay:
     run_path = api.enable_for_replay(
         logdir,
         {
-            "run": os.path.basename(watched_path.rstrip("/")),
-            "step": hit.step,
-            "site": hit.site.site_id,
-            "check": hit.check,
-            "tensor": hit.tensor,
+            ReplayOfMap.RUN: os.path.basename(watched_path.rstrip("/")),
+            ReplayOfMap.STEP: hit.step,
+            ReplayOfMap.SITE: hit.site.site_id,
+            ReplayOfMap.CHECK: hit.check,
+            ReplayOfMap.TENSOR: hit.tensor,
         },
     )
     error = None

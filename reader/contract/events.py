@@ -14,7 +14,7 @@ class ExecRecord(RecordKind):
     hands out an execution of an `ExecsChunk` as the ``exec`` record it stands for)."""
 
     KIND = "exec"
-    INDESTEP: Final = field("i", int, "execution index")
+    INDEX: Final = field("i", int, "execution index")
     OP_TYPE: Final = field("op", str, "op type, or the function's name")
     GRAPH: Final = field("graph", int, "a function call's graph id", nullable=True)
     INPUTS: Final = field("in", list, "input tensor ids")
@@ -35,10 +35,10 @@ class ExecsChunk(RecordKind):
 
     KIND = "execs"
     SINCE = (2, 0)
-    INDESTEP: Final = field("i", int, "the first execution's index")
+    INDEX: Final = field("i", int, "the first execution's index")
     COUNT: Final = field("n", int, "executions")
     OP_TYPES: Final = field("ops", list, "the chunk's op types, each once")
-    OP: Final = field("op", bytes, "per execution, its index into ops", column="<i4")
+    OP_CODES: Final = field("op", bytes, "per execution, its index into ops", column="<i4")
     GRAPH: Final = field("graph", bytes, "per execution, graph id or -1", column="<i8")
     STACK: Final = field("stack", bytes, "per execution, stack id or -1", column="<i8")
     TIME: Final = field("t", bytes, "per execution, Unix time", column="<f8")
@@ -61,7 +61,7 @@ class TracesChunk(RecordKind):
     """A chunk of graph execution traces, as little-endian columns, one entry per trace."""
 
     KIND = "traces"
-    INDESTEP: Final = field("i", int, "the first trace's index")
+    INDEX: Final = field("i", int, "the first trace's index")
     COUNT: Final = field("n", int, "traces")
     STEP: Final = field("x", int, "the step (execution index) they ran in")
     STEP_RUNS: Final = field("xr", bytes, "(step, count) runs", since=(2, 0), column="<i8")
