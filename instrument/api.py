@@ -18,6 +18,7 @@ from typing import Any
 from instrument.non_finite import NonFiniteError
 from reader import format as fmt
 from reader import storage
+from reader.contract import RunRecord, TaskMap
 
 _lock = threading.Lock()
 _active: _Enabled | None = None
@@ -212,7 +213,7 @@ def enable_for_replay(logdir: str, replay_of: dict[str, Any]) -> str:
                 "a tfdbg-tui dump is being recorded already; the watch tier's "
                 "replay needs the recording to itself"
             )
-        _active = _start(arguments, None, run_info={"replay_of": dict(replay_of)})
+        _active = _start(arguments, None, run_info={RunRecord.REPLAY_OF: dict(replay_of)})
         if not _atexit_registered:
             atexit.register(disable_dump_debug_info)
             _atexit_registered = True
@@ -284,15 +285,15 @@ def _start(
     writer = DumpWriter(
         logdir,
         {
-            "tensor_debug_mode": mode,
-            "tf_version": tf.__version__,
-            "python_version": platform.python_version(),
-            "argv": list(sys.argv),
-            "op_regex": op_regex,
-            "tensor_dtypes": writer_dtypes,
-            "eager_mode": ops.executing_eagerly_outside_functions(),
-            "thread": threading.current_thread().name,
-            "task": distributed_task(os.environ.get("TF_CONFIG")),
+            RunRecord.TENSOR_DEBUG_MODE: mode,
+            RunRecord.TF_VERSION: tf.__version__,
+            RunRecord.PYTHON_VERSION: platform.python_version(),
+            RunRecord.ARGV: list(sys.argv),
+            RunRecord.OP_REGEX: op_regex,
+            RunRecord.TENSOR_DTYPES: writer_dtypes,
+            RunRecord.EAGER_MODE: ops.executing_eagerly_outside_functions(),
+            RunRecord.THREAD: threading.current_thread().name,
+            RunRecord.TASK: distributed_task(os.environ.get("TF_CONFIG")),
             **(run_info or {}),
         },
         circular_buffer_size=buffer_size,
@@ -318,7 +319,7 @@ def _start(
         op_regex=op_regex,
         tensor_dtypes=writer_dtypes,
         # A replay records its own thread's step alone: other threads are not its.
-        running_threads_seen=REACHES_RUNNING_THREADS or "replay_of" in (run_info or {}),
+        running_threads_seen=REACHES_RUNNING_THREADS or RunRecord.REPLAY_OF in (run_info or {}),
     )
     op_callbacks.add_op_callback(callback)
     # Op callbacks are per thread: register in every other thread as it starts.
@@ -389,4 +390,8 @@ def distributed_task(tf_config: str | None) -> dict[str, Any] | None:
     except (ValueError, TypeError, KeyError, AttributeError):
         return None
     spec = json.dumps(cluster, sort_keys=True).encode()
-    return {"type": kind, "index": index, "cluster": hashlib.sha1(spec).hexdigest()[:12]}
+    return {
+        TaskMap.TYPE: kind,
+        TaskMap.INDEX: index,
+        TaskMap.CLUSTER: hashlib.sha1(spec).hexdigest()[:12],
+    }

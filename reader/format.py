@@ -1,7 +1,8 @@
 """Constants of the dump format: the one place the writer and the reader agree on.
 
 The normative description is docs/format.md; this module is its machine-readable
-half. It imports nothing but the standard library, so both `instrument` (inside a
+half, with the record contract (`reader.contract`: every record's keys). It imports
+nothing but the standard library and the contract, so both `instrument` (inside a
 training job) and `reader` (where TensorFlow is absent) can use it.
 """
 
@@ -9,6 +10,25 @@ from __future__ import annotations
 
 import re
 from typing import NamedTuple
+
+from reader.contract import (
+    DeviceRecord,
+    EndRecord,
+    ExecRecord,
+    ExecsChunk,
+    FileRecord,
+    FrameRecord,
+    GraphRecord,
+    HeaderRecord,
+    NoticeRecord,
+    OpRecord,
+    RunRecord,
+    StackRecord,
+    TracesChunk,
+    WatchHitRecord,
+    WatchSiteRecord,
+    WatchStepsRecord,
+)
 
 FORMAT_NAME = "tfdbg-tui-dump"
 # (major, minor). A reader refuses a newer major version; a newer minor version only
@@ -204,23 +224,24 @@ def step_function_name(op_type: str) -> str | None:
     return match.group(1) if match else None
 
 
-# Record kinds: the value of every record's "k" key.
-KIND_HEADER = "header"  # first record of every file
-KIND_RUN = "run"  # metadata: the run's description
-KIND_DEVICE = "device"  # metadata: a device name, with an id
-KIND_END = "end"  # metadata: the run closed cleanly
-KIND_FILE = "file"  # source_files: a source file and its snapshot
-KIND_FRAME = "frame"  # stacks: one stack frame
-KIND_STACK = "stack"  # stacks: a list of frame ids
-KIND_GRAPH = "graph"  # graphs: a graph (FuncGraph, while/cond body, TF1 graph)
-KIND_OP = "op"  # graphs: an op created in a graph
-KIND_EXECUTION = "exec"  # executions: one eager op or function call (format 1.x)
-KIND_EXECUTION_CHUNK = "execs"  # executions: a chunk of eager executions, columnar (2.0)
-KIND_TRACES = "traces"  # graph_traces: a chunk of graph execution traces
-KIND_NOTICE = "notice"  # metadata: something the user should know about the recording
-KIND_WATCH_SITE = "watch_site"  # metadata: a watched optimizer and its step columns (2.6)
-KIND_WATCH_STEPS = "watch_steps"  # metadata: rows of a watched optimizer's steps (2.6)
-KIND_WATCH_HIT = "watch_hit"  # metadata: the watch tier's first non-finite step (2.6)
+# Record kinds: the value of every record's "k" key. Their keys, types and versions are
+# the record contract's (`reader.contract`); these names are its kinds, for short.
+KIND_HEADER = HeaderRecord.KIND  # first record of every file
+KIND_RUN = RunRecord.KIND  # metadata: the run's description
+KIND_DEVICE = DeviceRecord.KIND  # metadata: a device name, with an id
+KIND_END = EndRecord.KIND  # metadata: the run closed cleanly
+KIND_FILE = FileRecord.KIND  # source_files: a source file and its snapshot
+KIND_FRAME = FrameRecord.KIND  # stacks: one stack frame
+KIND_STACK = StackRecord.KIND  # stacks: a list of frame ids
+KIND_GRAPH = GraphRecord.KIND  # graphs: a graph (FuncGraph, while/cond body, TF1 graph)
+KIND_OP = OpRecord.KIND  # graphs: an op created in a graph
+KIND_EXECUTION = ExecRecord.KIND  # executions: one eager op or function call (format 1.x)
+KIND_EXECUTION_CHUNK = ExecsChunk.KIND  # executions: a chunk of executions, columnar (2.0)
+KIND_TRACES = TracesChunk.KIND  # graph_traces: a chunk of graph execution traces
+KIND_NOTICE = NoticeRecord.KIND  # metadata: something the user should know about the recording
+KIND_WATCH_SITE = WatchSiteRecord.KIND  # metadata: a watched optimizer and its step columns (2.6)
+KIND_WATCH_STEPS = WatchStepsRecord.KIND  # metadata: rows of a watched optimizer's steps (2.6)
+KIND_WATCH_HIT = WatchHitRecord.KIND  # metadata: the watch tier's first non-finite step (2.6)
 
 # Notices (docs/format.md section 4, `notice`): what the writer could not record, or
 # recorded differently, and settings that change what a dump holds. A notice's level

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reader import format as fmt
+from reader.contract import NoticeRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,12 +42,12 @@ class Notice:
 
 def notice_from_record(record: dict[str, Any]) -> Notice | None:
     """The `Notice` of a ``notice`` record; None when its kind or message is missing."""
-    kind, message = record.get("kind"), record.get("message")
+    kind, message = record.get(NoticeRecord.NOTICE_KIND), record.get(NoticeRecord.MESSAGE)
     if not isinstance(kind, str) or not isinstance(message, str):
         return None
-    level = record.get("level")
-    details = record.get("details")
-    when = record.get("t")
+    level = record.get(NoticeRecord.LEVEL)
+    details = record.get(NoticeRecord.DETAILS)
+    when = record.get(NoticeRecord.TIME)
     return Notice(
         kind=kind,
         level=level if level in fmt.NOTICE_LEVELS else fmt.NOTICE_WARNING,

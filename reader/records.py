@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from reader import format as fmt
+from reader.contract import EndRecord, ExecRecord, ReplayOfMap, RunRecord, TaskMap, ValueMap
 from reader.limits import is_id, is_int
 from reader.model import DUMPER_TFDBG_TUI, Execution, ReplayOf, RunMetadata, Summary
 
@@ -19,38 +20,38 @@ def run_metadata(
 ) -> RunMetadata:
     """The run's description from its ``run`` record, its ``end`` record (None while
     running) and the devices read so far."""
-    version = run.get("format_version")
-    argv = run.get("argv")
-    dtypes = run.get("tensor_dtypes")
+    version = run.get(RunRecord.FORMAT_VERSION)
+    argv = run.get(RunRecord.ARGV)
+    dtypes = run.get(RunRecord.TENSOR_DTYPES)
     task, cluster = task_of(run)
-    end_time = end.get("time") if end else None
+    end_time = end.get(EndRecord.TIME) if end else None
     return RunMetadata(
-        run_id=str(run.get("run") or run_id),
+        run_id=str(run.get(RunRecord.RUN) or run_id),
         format_version=(
             tuple(version[:2])
             if isinstance(version, list) and len(version) >= 2
             else fmt.FORMAT_VERSION
         ),
         tensor_debug_mode=mode,
-        circular_buffer_size=_int_or(run.get("circular_buffer_size"), 0),
-        host=_str_or_none(run.get("host")),
-        pid=run.get("pid") if isinstance(run.get("pid"), int) else None,
-        start_time=_float_or_none(run.get("start_time")),
-        tf_version=_str_or_none(run.get("tf_version")),
-        python_version=_str_or_none(run.get("python_version")),
+        circular_buffer_size=_int_or(run.get(RunRecord.CIRCULAR_BUFFER_SIZE), 0),
+        host=_str_or_none(run.get(RunRecord.HOST)),
+        pid=run.get(RunRecord.PID) if isinstance(run.get(RunRecord.PID), int) else None,
+        start_time=_float_or_none(run.get(RunRecord.START_TIME)),
+        tf_version=_str_or_none(run.get(RunRecord.TF_VERSION)),
+        python_version=_str_or_none(run.get(RunRecord.PYTHON_VERSION)),
         argv=tuple(str(a) for a in argv) if isinstance(argv, list) else (),
-        eager_mode=bool(run.get("eager_mode", True)),
+        eager_mode=bool(run.get(RunRecord.EAGER_MODE, True)),
         finished=end is not None,
         devices=tuple(devices[i] for i in sorted(devices)),
-        op_regex=_str_or_none(run.get("op_regex")),
+        op_regex=_str_or_none(run.get(RunRecord.OP_REGEX)),
         tensor_dtypes=(tuple(str(d) for d in dtypes) if isinstance(dtypes, list) else None),
         end_time=_float_or_none(end_time),
-        thread=_str_or_none(run.get("thread")),
+        thread=_str_or_none(run.get(RunRecord.THREAD)),
         task=task,
         cluster=cluster,
-        space_reserve=run.get("space_reserve") is True,
-        dumper=_str_or_none(run.get("dumper")) or DUMPER_TFDBG_TUI,
-        watched=isinstance(run.get("watch"), dict),
+        space_reserve=run.get(RunRecord.SPACE_RESERVE) is True,
+        dumper=_str_or_none(run.get(RunRecord.DUMPER)) or DUMPER_TFDBG_TUI,
+        watched=isinstance(run.get(RunRecord.WATCH), dict),
         replay_of=replay_of(run),
     )
 
@@ -58,29 +59,32 @@ def run_metadata(
 def replay_of(run: dict[str, Any]) -> ReplayOf | None:
     """A replay's watched run and step from its `run` record (format 2.6); None when
     absent or malformed."""
-    link = run.get("replay_of")
+    link = run.get(RunRecord.REPLAY_OF)
     if (
         not isinstance(link, dict)
-        or not isinstance(link.get("run"), str)
-        or not is_id(link.get("step"))
+        or not isinstance(link.get(ReplayOfMap.RUN), str)
+        or not is_id(link.get(ReplayOfMap.STEP))
     ):
         return None
     return ReplayOf(
-        link["run"], link["step"], _str_or_none(link.get("check")), _str_or_none(link.get("tensor"))
+        link[ReplayOfMap.RUN],
+        link[ReplayOfMap.STEP],
+        _str_or_none(link.get(ReplayOfMap.CHECK)),
+        _str_or_none(link.get(ReplayOfMap.TENSOR)),
     )
 
 
 def task_of(run: dict[str, Any]) -> tuple[str | None, str | None]:
     """A multi-worker run's task ("worker 1") and cluster id from its `run` record's
     ``task`` (format 1.2); Nones when absent or malformed."""
-    task = run.get("task")
+    task = run.get(RunRecord.TASK)
     if (
         not isinstance(task, dict)
-        or not isinstance(task.get("type"), str)
-        or not is_int(task.get("index"))
+        or not isinstance(task.get(TaskMap.TYPE), str)
+        or not is_int(task.get(TaskMap.INDEX))
     ):
         return None, None
-    return f"{task['type']} {task['index']}", _str_or_none(task.get("cluster"))
+    return f"{task[TaskMap.TYPE]} {task[TaskMap.INDEX]}", _str_or_none(task.get(TaskMap.CLUSTER))
 
 
 def build_execution(
@@ -88,24 +92,24 @@ def build_execution(
 ) -> Execution:
     """An `Execution` from its decoded ``exec`` record."""
     summaries: tuple[Summary | None, ...] | None = None
-    if mode == fmt.FULL_TENSOR and isinstance(record.get("v"), list):
-        summaries = tuple(value_summary(v) for v in record["v"])
-    elif isinstance(record.get("s"), list):
-        summaries = tuple(row_summary(mode, s) for s in record["s"])
+    if mode == fmt.FULL_TENSOR and isinstance(record.get(ExecRecord.VALUES), list):
+        summaries = tuple(value_summary(v) for v in record[ExecRecord.VALUES])
+    elif isinstance(record.get(ExecRecord.SUMMARIES), list):
+        summaries = tuple(row_summary(mode, s) for s in record[ExecRecord.SUMMARIES])
     return Execution(
         index=index,
-        op_type=record["op"],
-        graph_id=_int_or(record.get("graph"), None),
-        input_ids=_ints(record.get("in")),
-        output_ids=_ints(record.get("out")),
-        devices=tuple(device_name(d) for d in _list(record.get("dev"))),
+        op_type=record[ExecRecord.OP_TYPE],
+        graph_id=_int_or(record.get(ExecRecord.GRAPH), None),
+        input_ids=_ints(record.get(ExecRecord.INPUTS)),
+        output_ids=_ints(record.get(ExecRecord.OUTPUTS)),
+        devices=tuple(device_name(d) for d in _list(record.get(ExecRecord.DEVICES))),
         output_dtypes=tuple(
-            fmt.DTYPE_NAMES.get(d, f"dtype{d}") for d in _ints(record.get("dtypes"))
+            fmt.DTYPE_NAMES.get(d, f"dtype{d}") for d in _ints(record.get(ExecRecord.DTYPES))
         ),
-        stack_id=_int_or(record.get("stack"), None),
-        time=_float_or_none(record.get("t")),
+        stack_id=_int_or(record.get(ExecRecord.STACK), None),
+        time=_float_or_none(record.get(ExecRecord.TIME)),
         summaries=summaries,
-        thread=_str_or_none(record.get("th")),
+        thread=_str_or_none(record.get(ExecRecord.THREAD)),
     )
 
 
@@ -130,7 +134,7 @@ def value_summary(stored: Any) -> Summary | None:
         return None
     row = values.summary_row(stored)
     summary = Summary.from_row(fmt.FULL_HEALTH, row)
-    shape = stored.get("shape")
+    shape = stored.get(ValueMap.SHAPE)
     return Summary(
         mode=fmt.FULL_TENSOR,
         dtype=summary.dtype,

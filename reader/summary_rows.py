@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from reader import format as fmt
+from reader.contract import TracesChunk
 
 
 def row_columns(mode: str) -> tuple[str, ...]:
@@ -55,10 +56,10 @@ def count_columns(mode: str) -> tuple[int, int, int] | None:
 def stored_magnitudes(record: dict, n: int) -> np.ndarray | None:
     """A chunk's stored magnitudes (its ``m``: ``n`` little-endian float64), or None when
     it has none or they are malformed (the rows stay readable without them)."""
-    data = record.get("m")
-    if not isinstance(data, bytes) or len(data) != 8 * n:
+    data, dtype = record.get(TracesChunk.MAGNITUDES), TracesChunk.column(TracesChunk.MAGNITUDES)
+    if not isinstance(data, bytes) or len(data) != np.dtype(dtype).itemsize * n:
         return None
-    return np.frombuffer(data, dtype="<f8")
+    return np.frombuffer(data, dtype=dtype)
 
 
 def stored_width(mode: str) -> int:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from reader import format as fmt
+from reader.contract import ValueMap
 from reader.errors import DamagedDumpError
 from reader.limits import inflation_problem
 
@@ -40,16 +41,16 @@ def decode_value(value: Any) -> np.ndarray | None:
     """
     if not isinstance(value, dict):
         return None
-    shape = value.get("shape")
+    shape = value.get(ValueMap.SHAPE)
     if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
         return None
-    dtype, data = value.get("dtype"), value.get("data")
+    dtype, data = value.get(ValueMap.DTYPE), value.get(ValueMap.DATA)
     if dtype is None:
-        elements = value.get("repr")
+        elements = value.get(ValueMap.REPR)
         if not isinstance(elements, list):
             return None
         return np.array([str(e) for e in elements], dtype=object)
-    codec = value.get("codec")
+    codec = value.get(ValueMap.CODEC)
     if codec is not None and codec not in fmt.VALUE_CODECS:
         raise DamagedDumpError(
             f"a tensor value stored with codec {codec!r}, which this "
@@ -121,7 +122,7 @@ def summary_row(value: Any, problems: list[str] | None = None) -> np.ndarray:
         return row
     if array is None:
         return row
-    shape = value.get("shape")
+    shape = value.get(ValueMap.SHAPE)
     row[1] = len(shape)
     row[2] = size = math.prod(shape)
     if array.dtype == object:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from reader.contract import WatchHitRecord, WatchSiteRecord, WatchStepsRecord
 from reader.errors import MalformedRecordError
 from reader.limits import is_id, is_int
 
@@ -112,7 +113,7 @@ class WatchLogBuilder:
     _cached: WatchLog | None = None
 
     def add_site(self, record: dict[str, Any]) -> None:
-        ident, columns = record.get("id"), record.get("columns")
+        ident, columns = record.get(WatchSiteRecord.ID), record.get(WatchSiteRecord.COLUMNS)
         if (
             not is_id(ident)
             or not isinstance(columns, list)
@@ -121,16 +122,16 @@ class WatchLogBuilder:
         ):
             raise MalformedRecordError("a watch_site without an id or with bad columns")
         self.sites[ident] = WatchSite(
-            ident, str(record.get("optimizer") or "optimizer"), tuple(columns)
+            ident, str(record.get(WatchSiteRecord.OPTIMIZER) or "optimizer"), tuple(columns)
         )
         self._cached = None
 
     def add_steps(self, record: dict[str, Any]) -> None:
         site, first, data, width = (
-            record.get("site"),
-            record.get("first"),
-            record.get("rows"),
-            record.get("columns"),
+            record.get(WatchStepsRecord.SITE),
+            record.get(WatchStepsRecord.FIRST),
+            record.get(WatchStepsRecord.ROWS),
+            record.get(WatchStepsRecord.COLUMNS),
         )
         if (
             not is_id(site)
@@ -146,29 +147,37 @@ class WatchLogBuilder:
             raise MalformedRecordError(
                 f"watch_steps of an unknown site {site}, or of another width than its columns"
             )
-        rows = np.frombuffer(data, dtype=np.float32).reshape(-1, width)
+        rows = np.frombuffer(data, dtype=WatchStepsRecord.column(WatchStepsRecord.ROWS)).reshape(
+            -1, width
+        )
         self._chunks.setdefault(site, []).append((first, rows))
-        lost = record.get("lost")
+        lost = record.get(WatchStepsRecord.LOST)
         if is_int(lost) and lost > 0:
             self.lost_rows += lost
         self._cached = None
 
     def add_hit(self, record: dict[str, Any]) -> None:
-        site, step, check = record.get("site"), record.get("step"), record.get("check")
+        site, step, check = (
+            record.get(WatchHitRecord.SITE),
+            record.get(WatchHitRecord.STEP),
+            record.get(WatchHitRecord.CHECK),
+        )
         if not is_id(site) or not is_id(step) or check not in CHECKS:
             raise MalformedRecordError("a watch_hit without a site, a step or a known check")
-        verdict = record.get("verdict")
+        verdict = record.get(WatchHitRecord.VERDICT)
         self.hit = WatchHit(
             site,
             step,
             check,
-            _text(record.get("tensor")) or "a tensor",
-            replay_run=_text(record.get("replay_run")),
+            _text(record.get(WatchHitRecord.TENSOR)) or "a tensor",
+            replay_run=_text(record.get(WatchHitRecord.REPLAY_RUN)),
             verdict=verdict if verdict in VERDICTS else None,
-            saved_state=_text(record.get("saved_state")),
-            saved_batch=_text(record.get("saved_batch")),
-            replay_error=_text(record.get("replay_error")),
-            replica=record["replica"] if is_id(record.get("replica")) else None,
+            saved_state=_text(record.get(WatchHitRecord.SAVED_STATE)),
+            saved_batch=_text(record.get(WatchHitRecord.SAVED_BATCH)),
+            replay_error=_text(record.get(WatchHitRecord.REPLAY_ERROR)),
+            replica=record[WatchHitRecord.REPLICA]
+            if is_id(record.get(WatchHitRecord.REPLICA))
+            else None,
         )
         self._cached = None
 

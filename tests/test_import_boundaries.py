@@ -337,6 +337,32 @@ def test_tui_floors_import_only_downward() -> None:
     assert not upward, "\n".join(upward)
 
 
+def test_the_record_contract_imports_nothing_else_of_the_project() -> None:
+    """`reader.contract` is what the writer and every reader stand on (docs/format.md's
+    keys): it imports nothing of the project outside itself, and nothing but the
+    standard library."""
+    graph = import_graph()
+    contract = sorted(
+        m for m in graph if m == "reader.contract" or m.startswith("reader.contract.")
+    )
+    assert len(contract) >= 4
+    outside = sorted(
+        f"{module} imports {target}"
+        for module in contract
+        for target in graph[module]
+        if not (target == "reader.contract" or target.startswith("reader.contract."))
+    )
+    assert not outside, "\n".join(outside)
+    third_party = sorted(
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in sorted((ROOT / "reader" / "contract").rglob("*.py"))
+        for name in _imported_top_level_names(path)
+        if name not in sys.stdlib_module_names and name not in ("__future__", "reader")
+    )
+    assert not third_party, "\n".join(third_party)
+    import_with_blocked(contract, ["numpy", "msgpack", "instrument", "tfdbg_tui"])
+
+
 def test_instrument_dump_never_imports_tensorflow() -> None:
     """The writer core runs (and is tested) without TensorFlow: no import of it, nor of
     the parts of `instrument` that import it."""

@@ -20,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from reader import format as fmt
+from reader.contract import KIND_KEY, ExecsChunk, TracesChunk, ValueMap
 
 # Executions per chunk: bounds a chunk's bytes (a reader decodes a whole chunk to show
 # one execution, and caches it) while keeping the per-chunk overhead negligible.
@@ -162,28 +163,28 @@ class ExecutionChunk:
         the training thread when the background flush writes them.
         """
         self.sealed = True
-        record.update(
-            {
-                "k": fmt.KIND_EXECUTION_CHUNK,
-                "i": self.first,
-                "n": len(self._op),
-                "ops": list(self._op_codes),
-                "op": _column(self._op, "<i4"),
-                "graph": _column(self._graph, "<i8"),
-                "stack": _column(self._stack, "<i8"),
-                "t": _column(self._time, "<f8"),
-                "c": _column(self._call, "<i8"),
-                "ni": _column(self._num_inputs, "<i4"),
-                "in": _column(self._inputs, "<i8"),
-                "no": _column(self._num_outputs, "<i4"),
-                "out": _column(self._outputs, "<i8"),
-                "dev": _column(self._devices, "<i4"),
-                "dtypes": _column(self._dtypes, "<i4"),
-            }
-        )
+        kind = ExecsChunk
+        record[KIND_KEY] = kind.KIND
+        record[kind.INDEX] = self.first
+        record[kind.COUNT] = len(self._op)
+        record[kind.OP_TYPES] = list(self._op_codes)
+        for key, items in (
+            (kind.OP_CODES, self._op),
+            (kind.GRAPH, self._graph),
+            (kind.STACK, self._stack),
+            (kind.TIME, self._time),
+            (kind.CALL, self._call),
+            (kind.NUM_INPUTS, self._num_inputs),
+            (kind.INPUTS, self._inputs),
+            (kind.NUM_OUTPUTS, self._num_outputs),
+            (kind.OUTPUTS, self._outputs),
+            (kind.DEVICES, self._devices),
+            (kind.DTYPES, self._dtypes),
+        ):
+            record[key] = _column(items, kind.column(key))
         if self._thread_codes:
-            record["ths"] = list(self._thread_codes)
-            record["th"] = _column(self._thread, "<i4")
+            record[kind.THREAD_NAMES] = list(self._thread_codes)
+            record[kind.THREAD] = _column(self._thread, kind.column(kind.THREAD))
         if self.width:
             put_summaries(
                 record,
@@ -191,7 +192,7 @@ class ExecutionChunk:
                 self.magnitudes,
             )
         if self._values is not None:
-            record["v"] = self._values
+            record[kind.VALUES] = self._values
 
 
 def put_summaries(record: dict[str, Any], rows: np.ndarray, magnitudes: bool) -> None:
@@ -199,13 +200,16 @@ def put_summaries(record: dict[str, Any], rows: np.ndarray, magnitudes: bool) ->
     the rows' last column (`fmt.MAGNITUDE_COLUMN`) apart, as ``m`` (docs/format.md
     section 5), so that a reader of format 2.0 or 2.1 still reads ``s``. Rows without
     the magnitude (the mode's `fmt.SUMMARY_COLUMNS` only), or none known, are stored
-    without ``m``."""
+    without ``m``. The keys and columns are the same in ``execs`` and ``traces``."""
+    kind = TracesChunk
     if magnitudes and rows.shape[1] in fmt.MAGNITUDE_ROW_WIDTHS:
         if not np.isnan(rows[:, -1]).all():
-            record["m"] = np.ascontiguousarray(rows[:, -1], dtype="<f8").tobytes()
+            record[kind.MAGNITUDES] = np.ascontiguousarray(
+                rows[:, -1], dtype=kind.column(kind.MAGNITUDES)
+            ).tobytes()
         rows = rows[:, :-1]
-    record["sc"] = int(rows.shape[1])
-    record["s"] = np.ascontiguousarray(rows, dtype="<f8").tobytes()
+    record[kind.SUMMARY_WIDTH] = int(rows.shape[1])
+    record[kind.SUMMARIES] = np.ascontiguousarray(rows, dtype=kind.column(kind.SUMMARIES)).tobytes()
 
 
 @runtime_checkable
@@ -231,7 +235,7 @@ def _values_bytes(values: Sequence[Any] | None) -> int:
         return 0
     if isinstance(values, DeferredValues):
         return values.nbytes
-    return sum(len(v.get("data") or b"") for v in values if isinstance(v, dict))
+    return sum(len(v.get(ValueMap.DATA) or b"") for v in values if isinstance(v, dict))
 
 
 def _fitted(items: Sequence[Any], n: int, fill: Any) -> list[Any]:
@@ -307,21 +311,22 @@ class TraceChunk:
     def pack_into(self, record: dict[str, Any]) -> None:
         """Fill the chunk's ``traces`` record; the chunk is sealed."""
         self.sealed = True
-        record.update(
-            {
-                "k": fmt.KIND_TRACES,
-                "i": self.first,
-                "n": self.count,
-                "tp": np.concatenate(self._trace_points).astype("<i4").tobytes()
-                if self._trace_points
-                else b"",
-            }
+        kind = TracesChunk
+        record[KIND_KEY] = kind.KIND
+        record[kind.INDEX] = self.first
+        record[kind.COUNT] = self.count
+        record[kind.TRACE_POINTS] = (
+            np.concatenate(self._trace_points).astype(kind.column(kind.TRACE_POINTS)).tobytes()
+            if self._trace_points
+            else b""
         )
         if len(self._steps) == 1:
-            record["x"] = self._steps[0][0]
+            record[kind.STEP] = self._steps[0][0]
         else:
-            record["xr"] = np.array(self._steps, dtype="<i8").tobytes()
+            record[kind.STEP_RUNS] = np.array(
+                self._steps, dtype=kind.column(kind.STEP_RUNS)
+            ).tobytes()
         if self._summaries:
             put_summaries(record, np.concatenate(self._summaries), self.magnitudes)
         if self._values:
-            record["v"] = list(itertools.chain.from_iterable(self._values))
+            record[kind.VALUES] = list(itertools.chain.from_iterable(self._values))

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from reader import format as fmt
+from reader.contract import ValueMap
 from reader.summary_rows import alert_flags
 
 # Per health mode, the summary columns that count (or flag) non-finite elements.
@@ -158,9 +159,9 @@ def values_alert(values: Sequence[Any] | None) -> bool:
     if not values:
         return False
     for value in values:
-        if not isinstance(value, dict) or value.get("codec") is not None:
+        if not isinstance(value, dict) or value.get(ValueMap.CODEC) is not None:
             continue
-        dtype, data = value.get("dtype"), value.get("data")
+        dtype, data = value.get(ValueMap.DTYPE), value.get(ValueMap.DATA)
         if not isinstance(dtype, str) or not data:
             continue
         array_dtype = np.dtype(dtype)

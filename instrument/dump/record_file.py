@@ -15,6 +15,7 @@ from typing import Any
 import msgpack
 
 from instrument.dump.segment_sinks import WRITE_BYTES, LocalSegment, SegmentParts
+from reader.contract import ValueMap
 from reader.storage import Store
 
 logger = logging.getLogger("instrument.writer")
@@ -174,8 +175,8 @@ def _has_large_binary(value: Any) -> bool:
     the answer: `pack_pieces` returns msgpack's bytes either way.
     """
     if isinstance(value, dict):
-        data = value.get("data")
-        if "shape" in value and isinstance(data, (bytes, bytearray, memoryview)):
+        data = value.get(ValueMap.DATA)
+        if ValueMap.SHAPE in value and isinstance(data, (bytes, bytearray, memoryview)):
             return _nbytes(data) >= LARGE_BINARY_BYTES
         return any(_has_large_binary(v) for v in value.values())
     if isinstance(value, (list, tuple)):

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reader import format as fmt
+from reader.contract import KIND_KEY, NoticeRecord
 
 logger = logging.getLogger("instrument.writer")
 
@@ -78,12 +79,12 @@ class RecordingStop:
         """The `notice` record (docs/format.md) that says it in the dump."""
         code = self.error.errno
         return {
-            "k": fmt.KIND_NOTICE,
-            "kind": fmt.NOTICE_RECORDING_STOPPED,
-            "level": fmt.NOTICE_WARNING,
-            "message": f"recording stopped at {self.where}: {self.reason} "
+            KIND_KEY: NoticeRecord.KIND,
+            NoticeRecord.NOTICE_KIND: fmt.NOTICE_RECORDING_STOPPED,
+            NoticeRecord.LEVEL: fmt.NOTICE_WARNING,
+            NoticeRecord.MESSAGE: f"recording stopped at {self.where}: {self.reason} "
             f"(writing {self.file}); the program went on unrecorded",
-            "details": {
+            NoticeRecord.DETAILS: {
                 "error": self.reason,
                 "errno": code,
                 "errno_name": errno_codes.errorcode.get(code) if code is not None else None,
@@ -93,7 +94,7 @@ class RecordingStop:
                 "function": self.function,
                 "call": self.call,
             },
-            "t": self.time,
+            NoticeRecord.TIME: self.time,
         }
 
     def warning(self, run_path: str, notice_written: bool) -> str:

@@ -16,6 +16,7 @@ from instrument.dump.record_file import RecordFile
 from instrument.dump.segment_sinks import SegmentParts
 from reader import format as fmt
 from reader import storage
+from reader.contract import KIND_KEY, HeaderRecord
 
 
 class RunFiles:
@@ -56,12 +57,12 @@ class RunFiles:
     def open_segment(self, stream: str, segment: int) -> None:
         """Make ``segment`` the stream's open one, its header buffered."""
         header: dict[str, Any] = {
-            "k": fmt.KIND_HEADER,
-            "format": fmt.FORMAT_NAME,
-            "version": list(fmt.written_version(self.store.remote)),
-            "stream": stream,
-            "run": self.run_id,
-            "segment": segment,
+            KIND_KEY: HeaderRecord.KIND,
+            HeaderRecord.FORMAT: fmt.FORMAT_NAME,
+            HeaderRecord.VERSION: list(fmt.written_version(self.store.remote)),
+            HeaderRecord.STREAM: stream,
+            HeaderRecord.RUN: self.run_id,
+            HeaderRecord.SEGMENT: segment,
         }
         file = RecordFile(self.segment_path(stream, segment), header, self.store)
         if stream == fmt.STREAM_EXECUTIONS and isinstance(file.sink, SegmentParts):

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from reader import format as fmt
+from reader.contract import ValueMap
 
 MAX_REPR_ELEMENTS = 10_000
 
@@ -66,10 +67,10 @@ def tensor_value_record(
     if arr.dtype.kind not in "biufc":
         flat = arr.reshape(-1)[:MAX_REPR_ELEMENTS]
         return {
-            "dtype": None,
-            "shape": list(arr.shape),
-            "data": None,
-            "repr": [
+            ValueMap.DTYPE: None,
+            ValueMap.SHAPE: list(arr.shape),
+            ValueMap.DATA: None,
+            ValueMap.REPR: [
                 x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x)
                 for x in flat.tolist()
             ],
@@ -77,7 +78,7 @@ def tensor_value_record(
     # (Not np.ascontiguousarray: it makes a scalar one-dimensional.)
     arr = np.require(arr, dtype=arr.dtype.newbyteorder("<"), requirements="C")
     data = arr.tobytes() if copy or compress else arr.reshape(-1).data.cast("B")
-    record = {"dtype": arr.dtype.str, "shape": list(arr.shape), "data": data}
+    record = {ValueMap.DTYPE: arr.dtype.str, ValueMap.SHAPE: list(arr.shape), ValueMap.DATA: data}
     return encode_value(record) if compress else record
 
 
@@ -92,14 +93,14 @@ def encode_value(record: Any) -> Any:
     """
     if not isinstance(record, dict):
         return record
-    data = record.get("data")
+    data = record.get(ValueMap.DATA)
     if (
-        record.get("codec") is not None
+        record.get(ValueMap.CODEC) is not None
         or not isinstance(data, (bytes, memoryview))
         or not MIN_COMPRESSED_BYTES <= len(data) <= fmt.MAX_COMPRESSED_VALUE_BYTES
     ):
         return record
-    itemsize = np.dtype(record["dtype"]).itemsize
+    itemsize = np.dtype(record[ValueMap.DTYPE]).itemsize
     if itemsize > 1 and len(data) % itemsize == 0:
         codec = fmt.CODEC_SHUFFLE_ZLIB
         planes = np.frombuffer(data, dtype=np.uint8).reshape(-1, itemsize).T.copy()
@@ -114,7 +115,7 @@ def encode_value(record: Any) -> Any:
     packed = b"".join(
         [_ZLIB_HEADER, *blocks, _FINAL_BLOCK, struct.pack(">I", zlib.adler32(content))]
     )
-    return {**record, "codec": codec, "data": packed}
+    return {**record, ValueMap.CODEC: codec, ValueMap.DATA: packed}
 
 
 def _deflate_plane(plane: np.ndarray) -> bytes:

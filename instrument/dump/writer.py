@@ -33,9 +33,28 @@ from instrument.dump.run_files import RunFiles
 from instrument.dump.segment_rotation import SegmentRotation
 from instrument.dump.value_encoding import COMPRESSION
 from reader import format as fmt
+from reader.contract import (
+    KIND_KEY,
+    DeviceRecord,
+    EndRecord,
+    ExecsChunk,
+    FileRecord,
+    FrameRecord,
+    GraphRecord,
+    NoticeRecord,
+    OpRecord,
+    RunRecord,
+    StackRecord,
+    WatchHitRecord,
+    WatchSiteRecord,
+    WatchStepsRecord,
+)
 
 # The logger users know (docs/instrument.md), whichever module of the writer logs.
 logger = logging.getLogger("instrument.writer")
+
+# The watch tier's record kinds (`DumpWriter.add_watch_record`).
+WatchKind = type[WatchSiteRecord] | type[WatchStepsRecord] | type[WatchHitRecord]
 
 # How often buffered records reach the file. It bounds what a SIGKILL can lose and how
 # stale a live view of the dump can be (the TUI aims to show new records within ~2 s).
@@ -109,11 +128,11 @@ class DumpWriter:
         self._latest_call: tuple[str | None, int] | None = None
         self._chunk: ExecutionChunk | None = None  # executions not yet packed
         self._traces: TraceChunk | None = None  # traces not yet packed
-        self.run_id = run_info.get("run") or new_run_id()
+        self.run_id = run_info.get(RunRecord.RUN) or new_run_id()
         self._run = RunFiles(logdir, self.run_id)
         self.path = self._run.path
         self.circular_buffer_size = int(circular_buffer_size)
-        self.mode = run_info.get("tensor_debug_mode")
+        self.mode = run_info.get(RunRecord.TENSOR_DEBUG_MODE)
         self._rotation = SegmentRotation(self._run, self.circular_buffer_size)
         self.watches_alerts = (
             self.circular_buffer_size > 0 if watch_alerts is None else bool(watch_alerts)
@@ -134,17 +153,17 @@ class DumpWriter:
         self.num_traces = 0
         self._closed = False
         record = {
-            "k": fmt.KIND_RUN,
-            "run": self.run_id,
-            "format_version": list(fmt.written_version(self._run.store.remote)),
-            "host": socket.gethostname(),
-            "pid": os.getpid(),
-            "start_time": time.time(),
-            "circular_buffer_size": self.circular_buffer_size,
-            "space_reserve": self._run.reserved,
+            KIND_KEY: RunRecord.KIND,
+            RunRecord.RUN: self.run_id,
+            RunRecord.FORMAT_VERSION: list(fmt.written_version(self._run.store.remote)),
+            RunRecord.HOST: socket.gethostname(),
+            RunRecord.PID: os.getpid(),
+            RunRecord.START_TIME: time.time(),
+            RunRecord.CIRCULAR_BUFFER_SIZE: self.circular_buffer_size,
+            RunRecord.SPACE_RESERVE: self._run.reserved,
         }
-        record.update({k: v for k, v in run_info.items() if k != "k"})
-        record["run"] = self.run_id
+        record.update({k: v for k, v in run_info.items() if k != KIND_KEY})
+        record[RunRecord.RUN] = self.run_id
         self._files[fmt.STREAM_METADATA].append(record)
         # Not `flush()`: a dump that cannot be written at all fails the enable. In a
         # bucket the metadata's part proves that; the other headers wait for records.
@@ -298,10 +317,10 @@ class DumpWriter:
             if clean and self._stopped is None:
                 self._files[fmt.STREAM_METADATA].append(
                     {
-                        "k": fmt.KIND_END,
-                        "time": time.time(),
-                        "num_executions": self.num_executions,
-                        "num_traces": self.num_traces,
+                        KIND_KEY: EndRecord.KIND,
+                        EndRecord.TIME: time.time(),
+                        EndRecord.NUM_EXECUTIONS: self.num_executions,
+                        EndRecord.NUM_TRACES: self.num_traces,
                     }
                 )
             self.flush()
@@ -316,7 +335,10 @@ class DumpWriter:
     def add_device(self, name: str) -> int:
         with self._lock:
             ident = self._allocate(fmt.KIND_DEVICE)
-            self._append(fmt.STREAM_METADATA, {"k": fmt.KIND_DEVICE, "id": ident, "name": name})
+            self._append(
+                fmt.STREAM_METADATA,
+                {KIND_KEY: DeviceRecord.KIND, DeviceRecord.ID: ident, DeviceRecord.NAME: name},
+            )
             return ident
 
     def add_source_file(
@@ -328,13 +350,13 @@ class DumpWriter:
             self._append(
                 fmt.STREAM_SOURCE_FILES,
                 {
-                    "k": fmt.KIND_FILE,
-                    "id": ident,
-                    "path": path,
-                    "host": socket.gethostname(),
-                    "lines": list(lines) if lines is not None else None,
-                    "library": bool(library),
-                    "omitted": omitted,
+                    KIND_KEY: FileRecord.KIND,
+                    FileRecord.ID: ident,
+                    FileRecord.PATH: path,
+                    FileRecord.HOST: socket.gethostname(),
+                    FileRecord.LINES: list(lines) if lines is not None else None,
+                    FileRecord.LIBRARY: bool(library),
+                    FileRecord.OMITTED: omitted,
                 },
             )
             return ident
@@ -343,11 +365,18 @@ class DumpWriter:
         self, file_id: int, line: int, function: str, span: tuple[int, int, int] | None = None
     ) -> int:
         """Define a frame; ``span`` is its expression's (column, end line, end column)."""
-        record = {"k": fmt.KIND_FRAME, "file": file_id, "line": int(line), "func": function}
+        record: dict[str, Any] = {
+            KIND_KEY: FrameRecord.KIND,
+            FrameRecord.FILE: file_id,
+            FrameRecord.LINE: int(line),
+            FrameRecord.FUNCTION: function,
+        }
         if span is not None:
-            record.update(col=span[0], end_line=span[1], end_col=span[2])
+            record[FrameRecord.COLUMN] = span[0]
+            record[FrameRecord.END_LINE] = span[1]
+            record[FrameRecord.END_COLUMN] = span[2]
         with self._lock:
-            record["id"] = ident = self._allocate(fmt.KIND_FRAME)
+            record[FrameRecord.ID] = ident = self._allocate(fmt.KIND_FRAME)
             self._append(fmt.STREAM_STACKS, record)
             return ident
 
@@ -356,7 +385,12 @@ class DumpWriter:
         with self._lock:
             ident = self._allocate(fmt.KIND_STACK)
             self._append(
-                fmt.STREAM_STACKS, {"k": fmt.KIND_STACK, "id": ident, "frames": list(frame_ids)}
+                fmt.STREAM_STACKS,
+                {
+                    KIND_KEY: StackRecord.KIND,
+                    StackRecord.ID: ident,
+                    StackRecord.FRAMES: list(frame_ids),
+                },
             )
             return ident
 
@@ -369,11 +403,11 @@ class DumpWriter:
             self._append(
                 fmt.STREAM_GRAPHS,
                 {
-                    "k": fmt.KIND_GRAPH,
-                    "id": ident,
-                    "name": name,
-                    "outer": outer_graph_id,
-                    "function": function_name,
+                    KIND_KEY: GraphRecord.KIND,
+                    GraphRecord.ID: ident,
+                    GraphRecord.NAME: name,
+                    GraphRecord.OUTER: outer_graph_id,
+                    GraphRecord.FUNCTION: function_name,
                 },
             )
             return ident
@@ -383,7 +417,12 @@ class DumpWriter:
         with self._lock:
             self._append(
                 fmt.STREAM_GRAPHS,
-                {"k": fmt.KIND_GRAPH, "id": graph_id, "function": function_name, "update": True},
+                {
+                    KIND_KEY: GraphRecord.KIND,
+                    GraphRecord.ID: graph_id,
+                    GraphRecord.FUNCTION: function_name,
+                    GraphRecord.UPDATE: True,
+                },
             )
 
     def add_op(
@@ -419,24 +458,24 @@ class DumpWriter:
         with self._lock:
             ident = self._allocate(fmt.KIND_OP)
             record = {
-                "k": fmt.KIND_OP,
-                "id": ident,
-                "graph": graph_id,
-                "type": op_type,
-                "name": op_name,
-                "inputs": list(inputs),
-                "num_outputs": int(num_outputs),
-                "dtypes": list(output_dtypes),
-                "device": device_id,
-                "stack": stack_id,
-                "tps": list(trace_points),
+                KIND_KEY: OpRecord.KIND,
+                OpRecord.ID: ident,
+                OpRecord.GRAPH: graph_id,
+                OpRecord.TYPE: op_type,
+                OpRecord.NAME: op_name,
+                OpRecord.INPUTS: list(inputs),
+                OpRecord.NUM_OUTPUTS: int(num_outputs),
+                OpRecord.DTYPES: list(output_dtypes),
+                OpRecord.DEVICE: device_id,
+                OpRecord.STACK: stack_id,
+                OpRecord.TRACE_POINTS: list(trace_points),
             }
             if layer is not None:
-                record["layer"] = layer
+                record[OpRecord.LAYER] = layer
             if variable is not None:
-                record["var"] = variable
+                record[OpRecord.VARIABLE] = variable
             if constant_nan:
-                record["cnan"] = True
+                record[OpRecord.CONSTANT_NAN] = True
             self._append(fmt.STREAM_GRAPHS, record)
             return ident
 
@@ -456,23 +495,26 @@ class DumpWriter:
             self._append(
                 fmt.STREAM_METADATA,
                 {
-                    "k": fmt.KIND_NOTICE,
-                    "kind": kind,
-                    "level": level,
-                    "message": " ".join(message.split()),
-                    "details": dict(details or {}),
-                    "t": time.time(),
+                    KIND_KEY: NoticeRecord.KIND,
+                    NoticeRecord.NOTICE_KIND: kind,
+                    NoticeRecord.LEVEL: level,
+                    NoticeRecord.MESSAGE: " ".join(message.split()),
+                    NoticeRecord.DETAILS: dict(details or {}),
+                    NoticeRecord.TIME: time.time(),
                 },
             )
 
-    def add_watch_record(self, kind: str, fields: dict[str, Any]) -> None:
+    def add_watch_record(self, kind: WatchKind, fields: dict[str, Any]) -> None:
         """Record one of the watch tier's records (docs/format.md, `watch_site`,
-        `watch_steps`, `watch_hit`) in the metadata stream."""
-        assert kind in (fmt.KIND_WATCH_SITE, fmt.KIND_WATCH_STEPS, fmt.KIND_WATCH_HIT)
+        `watch_steps`, `watch_hit`) in the metadata stream; ``fields`` are keyed by
+        ``kind``'s keys, and its time is added."""
+        assert kind in (WatchSiteRecord, WatchStepsRecord, WatchHitRecord)
         with self._lock:
             if self._closed:
                 return
-            self._append(fmt.STREAM_METADATA, {**fields, "k": kind, "t": time.time()})
+            self._append(
+                fmt.STREAM_METADATA, {**fields, KIND_KEY: kind.KIND, kind.TIME: time.time()}
+            )
 
     # -- events --------------------------------------------------------------------------
 
@@ -555,8 +597,8 @@ class DumpWriter:
 
             def pack(record: dict[str, Any], chunk: ExecutionChunk = chunk) -> None:
                 chunk.pack_into(record)
-                if "v" in record:
-                    record["v"] = COMPRESSION.encode_all(record["v"])
+                if ExecsChunk.VALUES in record:
+                    record[ExecsChunk.VALUES] = COMPRESSION.encode_all(record[ExecsChunk.VALUES])
 
             self._files[fmt.STREAM_EXECUTIONS].append({}, encode=pack)
         return chunk

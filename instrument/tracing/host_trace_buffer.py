@@ -21,6 +21,7 @@ from instrument.summaries import summary_ops
 from instrument.tracing.trace_queue import TraceSink, discard_traces
 from instrument.tracing.value_drain import compress_values
 from reader import format as fmt
+from reader.contract import ValueMap
 
 # TF1 graphs hand FULL_TENSOR values to a host buffer; past this many bytes the thread
 # that hands one over drains the buffer itself.
@@ -88,7 +89,7 @@ class HostTraceBuffer:
             elif self.mode == fmt.FULL_TENSOR:
                 # Raw here (the graph waits for this call); compressed by the drain.
                 self._values.append(tensor_value_record(value))
-                self._value_bytes += len(self._values[-1].get("data") or b"")
+                self._value_bytes += len(self._values[-1].get(ValueMap.DATA) or b"")
             overfull = self._value_bytes > HOST_BUFFER_MAX_BYTES
         if overfull:
             # The graph outruns the background drain: this thread waits and helps.

@@ -29,6 +29,7 @@ from instrument.dump import flight_recorder
 from instrument.dump.flight_recorder import all_finite, values_alert
 from instrument.dump.value_encoding import tensor_value_record
 from instrument.tf_internals.graph_edits import defer_variable_writes
+from reader.contract import ValueMap
 from reader.values import NUMPY_DTYPES
 
 # TF DataType enum -> numpy dtype of the raw bytes, for every dtype `pack` bitcasts:
@@ -292,7 +293,13 @@ class PackedBatch:
                 values.append(tensor_value_record(array, copy=False))
             else:
                 # The stored record as `tensor_value_record` makes it, without the arrays.
-                values.append({"dtype": _NUMPY_DTYPES[enum].str, "shape": shape, "data": raw})
+                values.append(
+                    {
+                        ValueMap.DTYPE: _NUMPY_DTYPES[enum].str,
+                        ValueMap.SHAPE: shape,
+                        ValueMap.DATA: raw,
+                    }
+                )
         return values
 
     def holds_nonfinite(self) -> bool:

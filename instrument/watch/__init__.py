@@ -25,6 +25,7 @@ from typing import Any
 
 from instrument.watch.watcher import ON_HIT, ON_HIT_STOP, Watcher
 from reader import storage
+from reader.contract import RunRecord, WatchMap
 
 _lock = threading.Lock()
 _active: tuple[Watcher, Any] | None = None
@@ -139,12 +140,12 @@ def _start(logdir: str, on_hit: str, max_replays: int) -> tuple[Watcher, Any]:
     writer = DumpWriter(
         logdir,
         {
-            "tensor_debug_mode": fmt.NO_TENSOR,
-            "tf_version": tf.__version__,
-            "python_version": platform.python_version(),
-            "argv": list(sys.argv),
-            "thread": threading.current_thread().name,
-            "watch": {"on_hit": on_hit, "max_replays": max_replays},
+            RunRecord.TENSOR_DEBUG_MODE: fmt.NO_TENSOR,
+            RunRecord.TF_VERSION: tf.__version__,
+            RunRecord.PYTHON_VERSION: platform.python_version(),
+            RunRecord.ARGV: list(sys.argv),
+            RunRecord.THREAD: threading.current_thread().name,
+            RunRecord.WATCH: {WatchMap.ON_HIT: on_hit, WatchMap.MAX_REPLAYS: max_replays},
         },
         flush_interval_s=0.5,
     )

@@ -28,6 +28,7 @@ import numpy as np
 from instrument.non_finite import NonFiniteError, first_alert_error
 from instrument.watch.gate import CHECK_UPDATE, Hit
 from instrument.watch.kept_calls import KEPT_BYTES, tensor_leaves
+from reader.contract import ReplayOfMap
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not_reproduced"
@@ -169,11 +170,11 @@ def _replay(hit: Hit, watched_path: str, kept_state: list[Any]) -> Replay:
     run_path = api.enable_for_replay(
         logdir,
         {
-            "run": os.path.basename(watched_path.rstrip("/")),
-            "step": hit.step,
-            "site": hit.site.site_id,
-            "check": hit.check,
-            "tensor": hit.tensor,
+            ReplayOfMap.RUN: os.path.basename(watched_path.rstrip("/")),
+            ReplayOfMap.STEP: hit.step,
+            ReplayOfMap.SITE: hit.site.site_id,
+            ReplayOfMap.CHECK: hit.check,
+            ReplayOfMap.TENSOR: hit.tensor,
         },
     )
     error = None

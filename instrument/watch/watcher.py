@@ -24,7 +24,7 @@ import numpy as np
 from instrument.non_finite import NonFiniteError
 from instrument.watch import gate
 from instrument.watch.kept_calls import WAKE_AFTER, KeptCalls
-from reader import format as fmt
+from reader.contract import WatchHitRecord, WatchSiteRecord, WatchStepsRecord
 
 logger = logging.getLogger("instrument")
 
@@ -177,12 +177,12 @@ class Watcher:
                 self.sites.append(site)
                 self._site_of[optimizer] = site
                 self.writer.add_watch_record(
-                    fmt.KIND_WATCH_SITE,
+                    WatchSiteRecord,
                     {
-                        "id": site.site_id,
-                        "optimizer": site.optimizer_name,
-                        "columns": site.columns,
-                        "ring": gate.RING_STEPS,
+                        WatchSiteRecord.ID: site.site_id,
+                        WatchSiteRecord.OPTIMIZER: site.optimizer_name,
+                        WatchSiteRecord.COLUMNS: site.columns,
+                        WatchSiteRecord.RING: gate.RING_STEPS,
                     },
                 )
             return site
@@ -304,7 +304,7 @@ class Watcher:
             else None
         )
         hit = gate.Hit(site, hit_step, check, _what_failed(site, check, index), replica)
-        self.writer.add_watch_record(fmt.KIND_WATCH_HIT, self._hit_fields(hit))
+        self.writer.add_watch_record(WatchHitRecord, self._hit_fields(hit))
         self.hit = hit
 
     def _read_rows(self, site: gate.WatchSite) -> None:
@@ -316,26 +316,26 @@ class Watcher:
         ring = site.ring.numpy()
         rows = np.stack([ring[s % gate.RING_STEPS] for s in range(first, steps)])
         self.writer.add_watch_record(
-            fmt.KIND_WATCH_STEPS,
+            WatchStepsRecord,
             {
-                "site": site.site_id,
-                "first": first,
-                "lost": first - done,
-                "rows": rows.astype(np.float32).tobytes(),
-                "columns": rows.shape[1],
+                WatchStepsRecord.SITE: site.site_id,
+                WatchStepsRecord.FIRST: first,
+                WatchStepsRecord.LOST: first - done,
+                WatchStepsRecord.ROWS: rows.astype(
+                    WatchStepsRecord.column(WatchStepsRecord.ROWS)
+                ).tobytes(),
+                WatchStepsRecord.COLUMNS: rows.shape[1],
             },
         )
         self._rows_read[site.site_id] = steps
 
-    def _hit_fields(self, hit: gate.Hit, **more: Any) -> dict[str, Any]:
-        replica = {} if hit.replica is None else {"replica": hit.replica}
+    def _hit_fields(self, hit: gate.Hit) -> dict[str, Any]:
         return {
-            "site": hit.site.site_id,
-            "step": hit.step,
-            "check": hit.check,
-            "tensor": hit.tensor,
-            **replica,
-            **more,
+            WatchHitRecord.SITE: hit.site.site_id,
+            WatchHitRecord.STEP: hit.step,
+            WatchHitRecord.CHECK: hit.check,
+            WatchHitRecord.TENSOR: hit.tensor,
+            **({} if hit.replica is None else {WatchHitRecord.REPLICA: hit.replica}),
         }
 
     def on_eager_op(self) -> None:
@@ -365,15 +365,15 @@ class Watcher:
             self.replays += 1
             kept = [v for v, _ in self.flags.kept_state] if self.flags else []
             outcome = replay.replay_hit(hit, run_path, kept)
-        fields = self._hit_fields(
-            hit,
-            saved_state=saved.state,
-            saved_batch=saved.batch,
-            replay_run=outcome.run_id if outcome else None,
-            verdict=outcome.verdict if outcome else None,
-            replay_error=outcome.error if outcome else None,
-        )
-        self.writer.add_watch_record(fmt.KIND_WATCH_HIT, fields)
+        fields = {
+            **self._hit_fields(hit),
+            WatchHitRecord.SAVED_STATE: saved.state,
+            WatchHitRecord.SAVED_BATCH: saved.batch,
+            WatchHitRecord.REPLAY_RUN: outcome.run_id if outcome else None,
+            WatchHitRecord.VERDICT: outcome.verdict if outcome else None,
+            WatchHitRecord.REPLAY_ERROR: outcome.error if outcome else None,
+        }
+        self.writer.add_watch_record(WatchHitRecord, fields)
         self.writer.flush()
         error = replay.hit_error(hit, saved, outcome, run_path)
         if self.on_hit == ON_HIT_SKIP and self.replays < self.max_replays:

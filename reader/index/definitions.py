@@ -13,6 +13,15 @@ from typing import Any
 import numpy as np
 
 from reader import format as fmt
+from reader.contract import (
+    KIND_KEY,
+    DeviceRecord,
+    FileRecord,
+    FrameRecord,
+    GraphRecord,
+    OpRecord,
+    StackRecord,
+)
 from reader.errors import MalformedRecordError, UnknownIdError
 from reader.index.columns import Column
 from reader.limits import (
@@ -58,7 +67,7 @@ def is_library_path(path: str) -> bool:
 def is_library_file(record: dict[str, Any], path: str) -> bool:
     """Whether a ``file`` record is library code: its ``library`` flag when recorded,
     else `is_library_path`."""
-    flag = record.get("library")
+    flag = record.get(FileRecord.LIBRARY)
     return flag if isinstance(flag, bool) else is_library_path(path)
 
 
@@ -79,9 +88,9 @@ def _opt_str(value: Any) -> bool:
 def _span(record: dict[str, Any], line: int) -> tuple[int | None, int | None, int | None]:
     """A frame's expression span (format 1.1); (None, None, None) when absent or unusable."""
     column, end_line, end_column = (
-        record.get("col"),
-        record.get("end_line", line),
-        record.get("end_col"),
+        record.get(FrameRecord.COLUMN),
+        record.get(FrameRecord.END_LINE, line),
+        record.get(FrameRecord.END_COLUMN),
     )
     if (
         is_int(column)
@@ -132,7 +141,7 @@ class Definitions:
         Raises:
             MalformedRecordError: The record's fields have the wrong types.
         """
-        kind = record["k"]
+        kind = record[KIND_KEY]
         if kind not in (
             fmt.KIND_DEVICE,
             fmt.KIND_FILE,
@@ -142,25 +151,31 @@ class Definitions:
             fmt.KIND_OP,
         ):
             return None
-        ident = record.get("id")
+        ident = record.get(DeviceRecord.ID)
         if not is_id(ident):
             raise MalformedRecordError(f"a {kind} record without an integer id in range")
         if kind == fmt.KIND_DEVICE:
-            name = record.get("name")
+            name = record.get(DeviceRecord.NAME)
             if not isinstance(name, str):
                 raise MalformedRecordError(f"device {ident} without a name")
             self.devices[ident] = name
         elif kind == fmt.KIND_FILE:
             self._add_file(ident, record)
         elif kind == fmt.KIND_FRAME:
-            file_id, line, func = record.get("file"), record.get("line"), record.get("func")
-            if func is None and "func" in record:  # a lambda, by earlier writers (format.md)
+            file_id, line, func = (
+                record.get(FrameRecord.FILE),
+                record.get(FrameRecord.LINE),
+                record.get(FrameRecord.FUNCTION),
+            )
+            if (
+                func is None and FrameRecord.FUNCTION in record
+            ):  # a lambda, by earlier writers (format.md)
                 func = "<lambda>"
             if not (is_int(file_id) and is_int(line) and isinstance(func, str)):
                 raise MalformedRecordError(f"frame {ident} with a bad file, line or func")
             self.frames[ident] = (file_id, line, func, *_span(record, line))
         elif kind == fmt.KIND_STACK:
-            frames = record.get("frames")
+            frames = record.get(StackRecord.FRAMES)
             if not isinstance(frames, list) or not all(is_int(f) for f in frames):
                 raise MalformedRecordError(f"stack {ident} with bad frames")
             self.stacks[ident] = tuple(frames)
@@ -173,13 +188,13 @@ class Definitions:
         return kind
 
     def _add_file(self, ident: int, record: dict[str, Any]) -> None:
-        path, lines = record.get("path"), record.get("lines")
+        path, lines = record.get(FileRecord.PATH), record.get(FileRecord.LINES)
         lines_ok = lines is None or (
             isinstance(lines, list) and all(isinstance(x, str) for x in lines)
         )
         if not isinstance(path, str) or not lines_ok:
             raise MalformedRecordError(f"source file {ident} with a bad path or lines")
-        host, omitted = record.get("host"), record.get("omitted")
+        host, omitted = record.get(FileRecord.HOST), record.get(FileRecord.OMITTED)
         self.files[ident] = SourceFile(
             id=ident,
             path=path,
@@ -190,26 +205,31 @@ class Definitions:
         )
 
     def _add_graph(self, ident: int, record: dict[str, Any]) -> None:
+        name, outer, function = GraphRecord.NAME, GraphRecord.OUTER, GraphRecord.FUNCTION
         fields: dict[str, Any] = {
-            key: record[key] for key in ("name", "outer", "function") if key in record
+            key: record[key] for key in (name, outer, function) if key in record
         }
         if not (
-            _opt_str(fields.get("name"))
-            and _opt_int(fields.get("outer"))
-            and _opt_str(fields.get("function"))
+            _opt_str(fields.get(name))
+            and _opt_int(fields.get(outer))
+            and _opt_str(fields.get(function))
         ):
             raise MalformedRecordError(f"graph {ident} with a bad name, outer or function")
-        merged = self._graphs.setdefault(ident, {"name": None, "outer": None, "function": None})
-        if record.get("update"):
+        merged = self._graphs.setdefault(ident, {name: None, outer: None, function: None})
+        if record.get(GraphRecord.UPDATE):
             # An update only adds what is set; it never erases a known field.
             merged.update({k: v for k, v in fields.items() if v is not None})
         else:
             merged.update(fields)
 
     def _add_op(self, ident: int, record: dict[str, Any]) -> None:
-        graph, op_type, name = record.get("graph"), record.get("type"), record.get("name")
-        inputs, tps = record.get("inputs"), record.get("tps")
-        dtypes = record.get("dtypes", [])
+        graph, op_type, name = (
+            record.get(OpRecord.GRAPH),
+            record.get(OpRecord.TYPE),
+            record.get(OpRecord.NAME),
+        )
+        inputs, tps = record.get(OpRecord.INPUTS), record.get(OpRecord.TRACE_POINTS)
+        dtypes = record.get(OpRecord.DTYPES, [])
         if not (
             is_id(graph)
             and isinstance(op_type, str)
@@ -220,9 +240,9 @@ class Definitions:
             and all(_trace_point_ok(t) for t in tps)
             and isinstance(dtypes, list)
             and all(is_int(d) for d in dtypes)
-            and _opt_int(record.get("device"))
-            and _opt_int(record.get("stack"))
-            and is_int(num_outputs := record.get("num_outputs", 0))
+            and _opt_int(record.get(OpRecord.DEVICE))
+            and _opt_int(record.get(OpRecord.STACK))
+            and is_int(num_outputs := record.get(OpRecord.NUM_OUTPUTS, 0))
             and 0 <= num_outputs <= MAX_OP_OUTPUTS
         ):
             raise MalformedRecordError(f"op {ident} with fields of the wrong type")
@@ -261,9 +281,9 @@ class Definitions:
             raise UnknownIdError(f"graph {graph_id} is not defined in this dump (yet)")
         return Graph(
             id=graph_id,
-            name=fields.get("name"),
-            outer_id=fields.get("outer"),
-            function_name=fields.get("function"),
+            name=fields.get(GraphRecord.NAME),
+            outer_id=fields.get(GraphRecord.OUTER),
+            function_name=fields.get(GraphRecord.FUNCTION),
         )
 
     def graph_ids(self) -> list[int]:
@@ -293,30 +313,30 @@ class Definitions:
         record = self._ops.get(op_id)
         if record is None:
             raise UnknownIdError(f"op {op_id} is not defined in this dump (yet)")
-        graph = record["graph"]
+        graph = record[OpRecord.GRAPH]
         refs = []
-        for tensor in record["inputs"]:
+        for tensor in record[OpRecord.INPUTS]:
             producer, slot = parse_tensor_name(tensor.lstrip("^"))
             refs.append(
                 TensorRef(name=tensor, op_id=self._op_ids_by_name.get((graph, producer)), slot=slot)
             )
-        device_id = record.get("device")
+        device_id = record.get(OpRecord.DEVICE)
         op = Op(
             id=op_id,
             graph_id=graph,
-            op_type=record["type"],
-            name=record["name"],
+            op_type=record[OpRecord.TYPE],
+            name=record[OpRecord.NAME],
             inputs=tuple(refs),
-            num_outputs=int(record.get("num_outputs", len(record["tps"]))),
+            num_outputs=int(record.get(OpRecord.NUM_OUTPUTS, len(record[OpRecord.TRACE_POINTS]))),
             output_dtypes=tuple(
-                fmt.DTYPE_NAMES.get(d, f"dtype{d}") for d in record.get("dtypes", [])
+                fmt.DTYPE_NAMES.get(d, f"dtype{d}") for d in record.get(OpRecord.DTYPES, [])
             ),
             device=self.device_name(device_id),
-            stack_id=record.get("stack"),
-            trace_points=tuple(record["tps"]),
-            layer=_name(record.get("layer")),
-            variable=_name(record.get("var")),
-            constant_nan=record.get("cnan") is True,
+            stack_id=record.get(OpRecord.STACK),
+            trace_points=tuple(record[OpRecord.TRACE_POINTS]),
+            layer=_name(record.get(OpRecord.LAYER)),
+            variable=_name(record.get(OpRecord.VARIABLE)),
+            constant_nan=record.get(OpRecord.CONSTANT_NAN) is True,
         )
         # Cache only what can no longer change: every reference resolved.
         if all(r.op_id is not None for r in refs) and (device_id is None or op.device is not None):

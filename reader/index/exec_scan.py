@@ -25,6 +25,7 @@ import msgpack
 import numpy as np
 
 from reader import format as fmt
+from reader.contract import KIND_KEY, ExecRecord
 from reader.limits import MAX_ID
 from reader.summary_rows import count_columns, stored_width
 
@@ -68,7 +69,7 @@ for _byte, _shift in {0xCC: 56, 0xCD: 48, 0xCE: 32, 0xCF: 0}.items():
     _UINT_SHIFT[_byte] = _shift
 _KIND_EXEC = b"\xa4" + fmt.KIND_EXECUTION.encode()  # the fixstr "exec"
 # Keys without which a record is malformed (the caller raises for it).
-_REQUIRED = {"k", "i", "op", "out"}
+_REQUIRED = {KIND_KEY, ExecRecord.INDEX, ExecRecord.OP_TYPE, ExecRecord.OUTPUTS}
 
 
 @dataclass
@@ -241,14 +242,14 @@ def scan_exec_frames(
         pass_alerts: list = []
         for key in template:
             p.expect(bytes([0xA0 | len(key)]) + key.encode())
-            if key == "k":
+            if key == KIND_KEY:
                 _kind(p)
-            elif key == "i":
+            elif key == ExecRecord.INDEX:
                 value, size = p.uint()
                 p.fail((size == 0) | (value > MAX_ID))
                 index[pending] = value
                 p.pos += size
-            elif key == "op":
+            elif key == ExecRecord.OP_TYPE:
                 first = p.buf[p.pos].astype(np.int64)
                 length = np.where((first & 0xE0) == 0xA0, first & 0x1F, 0)
                 header = np.where((first & 0xE0) == 0xA0, 1, 0)
@@ -259,13 +260,13 @@ def scan_exec_frames(
                 op_start[pending] = p.pos + header
                 op_len[pending] = length
                 p.pos += header + length
-            elif key == "graph":
+            elif key == ExecRecord.GRAPH:
                 is_nil = p.buf[p.pos] == 0xC0
                 _, size = p.uint()
                 p.fail(~is_nil & (size == 0))
                 has_graph[pending] = ~is_nil
                 p.pos += np.where(is_nil, 1, size)
-            elif key == "out":
+            elif key == ExecRecord.OUTPUTS:
                 count, header = p.array_header()
                 p.fail(header == 0)
                 count[~p.good] = 0
@@ -279,7 +280,7 @@ def scan_exec_frames(
                     pass_outs.append((active, np.full(active.size, k), value))
                     p.pos[active] += size
                     p.clip()
-            elif key == "s" and width:
+            elif key == ExecRecord.SUMMARIES and width:
                 _summaries(p, width, mode, count_cols, pass_alerts)
             else:
                 _skip_value(p)
@@ -382,7 +383,7 @@ def _template(data: bytes | bytearray, start: int, end: int) -> list[str] | None
         return None
     if (
         not isinstance(record, dict)
-        or record.get("k") != fmt.KIND_EXECUTION
+        or record.get(KIND_KEY) != fmt.KIND_EXECUTION
         or not 0 < len(record) <= 15
     ):
         return None

@@ -13,6 +13,7 @@ import numpy as np
 
 from reader import format as fmt
 from reader import values
+from reader.contract import ExecRecord
 from reader.errors import MalformedRecordError
 from reader.index.columns import Column, SpannedIndex
 from reader.limits import is_id, is_int
@@ -90,8 +91,8 @@ class ExecutionIndex(SpannedIndex["ChunkColumns"]):
         Raises:
             MalformedRecordError: A field has the wrong type.
         """
-        index, op_type, outputs = record.get("i"), record.get("op"), record.get("out")
-        graph = record.get("graph")
+        index, op_type = record.get(ExecRecord.INDEX), record.get(ExecRecord.OP_TYPE)
+        outputs, graph = record.get(ExecRecord.OUTPUTS), record.get(ExecRecord.GRAPH)
         if not (
             is_id(index)
             and isinstance(op_type, str)
@@ -339,7 +340,7 @@ class ExecutionIndex(SpannedIndex["ChunkColumns"]):
     def output_rows(self, record: dict[str, Any]) -> np.ndarray:
         """Summary rows of an ``exec`` record's outputs (the index took it), NaN rows
         for outputs without a summary."""
-        outputs = record.get("out")
+        outputs = record.get(ExecRecord.OUTPUTS)
         rows = np.full((len(outputs) if isinstance(outputs, list) else 0, self.width), np.nan)
         found = self._summary_rows(record) if self.width else None
         if found is not None:
@@ -353,12 +354,12 @@ class ExecutionIndex(SpannedIndex["ChunkColumns"]):
         """(slots, rows) of the outputs that carry a summary, or None; why a value
         could not be decoded is added to ``problems``."""
         if self.mode == fmt.FULL_TENSOR:
-            vals = record.get("v")
+            vals = record.get(ExecRecord.VALUES)
             if not isinstance(vals, list):
                 return None
             slots = [j for j, v in enumerate(vals) if isinstance(v, dict)]
             return slots, values.summary_rows([vals[j] for j in slots], problems)
-        summaries = record.get("s")
+        summaries = record.get(ExecRecord.SUMMARIES)
         if self.width == 0 or not isinstance(summaries, list):
             return None
         slots = [j for j, s in enumerate(summaries) if s is not None]

@@ -20,6 +20,7 @@ import numpy as np
 from reader import format as fmt
 from reader import storage
 from reader.byte_sources import ByteSource, DamagedPart, LocalFile, Part, PartsSource
+from reader.contract import KIND_KEY, HeaderRecord
 from reader.errors import FormatVersionError
 from reader.storage import Store
 
@@ -210,7 +211,7 @@ class SegmentReader(GrowingFile):
                     self._damaged(start, size, f"undecodable record ({short_error(error)})")
                     return
                 self.offset = base + unpacker.tell()
-                if not isinstance(record, dict) or not isinstance(record.get("k"), str):
+                if not isinstance(record, dict) or not isinstance(record.get(KIND_KEY), str):
                     self._damaged(start, size, "a record that is not a map with a kind")
                     return
                 if self.header is None:
@@ -327,7 +328,7 @@ class SegmentReader(GrowingFile):
         except DECODE_ERRORS as error:
             self._damaged(0, size, f"undecodable record ({short_error(error)})")
             return False
-        if not isinstance(record, dict) or not isinstance(record.get("k"), str):
+        if not isinstance(record, dict) or not isinstance(record.get(KIND_KEY), str):
             self._damaged(0, size, "a record that is not a map with a kind")
             return False
         if not self._check_header(record, 0, size):
@@ -346,7 +347,7 @@ class SegmentReader(GrowingFile):
             opened = self._open_undamaged()
             if opened is None or not self._read_header(*opened):
                 return None
-        version = self.header.get("version") if self.header is not None else None
+        version = self.header.get(HeaderRecord.VERSION) if self.header is not None else None
         if (
             isinstance(version, list)
             and len(version) >= 2
@@ -362,10 +363,13 @@ class SegmentReader(GrowingFile):
         self._damaged(start, size, what)
 
     def _check_header(self, record: dict[str, Any], start: int, size: int) -> bool:
-        if record.get("k") != fmt.KIND_HEADER or record.get("format") != fmt.FORMAT_NAME:
+        if (
+            record.get(KIND_KEY) != fmt.KIND_HEADER
+            or record.get(HeaderRecord.FORMAT) != fmt.FORMAT_NAME
+        ):
             self._damaged(start, size, "not a tfdbg-tui dump file (no header)")
             return False
-        version = record.get("version")
+        version = record.get(HeaderRecord.VERSION)
         if (
             not isinstance(version, list)
             or len(version) < 2

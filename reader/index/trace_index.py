@@ -13,6 +13,7 @@ import numpy as np
 
 from reader import format as fmt
 from reader import values
+from reader.contract import TracesChunk
 from reader.errors import MalformedRecordError
 from reader.index.columns import Column, SpannedIndex
 from reader.limits import MAX_ID, is_id, is_int
@@ -22,6 +23,12 @@ from reader.summary_rows import alert_counts, alert_flags, stored_rows
 # per-call overhead over many small chunks while bounding the buffered bytes.
 COMMIT_CHUNKS = 4096
 COMMIT_TRACES = 1 << 16
+
+_CHUNK = TracesChunk
+# A trace point's dtype and bytes in a chunk's `tp`, and an entry of its `xr` runs.
+_TP_DTYPE = np.dtype(_CHUNK.column(_CHUNK.TRACE_POINTS))
+_TP_BYTES = _TP_DTYPE.itemsize
+_STEP_RUN_DTYPE = np.dtype(_CHUNK.column(_CHUNK.STEP_RUNS))
 
 
 class TraceIndex(SpannedIndex[dict[str, Any]]):
@@ -87,14 +94,15 @@ class TraceIndex(SpannedIndex[dict[str, Any]]):
         Raises:
             MalformedRecordError: A field has the wrong type or size.
         """
-        first, n, tp_bytes = record.get("i"), record.get("n"), record.get("tp")
+        first, n = record.get(_CHUNK.INDEX), record.get(_CHUNK.COUNT)
+        tp_bytes = record.get(_CHUNK.TRACE_POINTS)
         if not (
             is_id(first)
             and is_int(n)
             and n >= 0
             and first + n <= MAX_ID
             and isinstance(tp_bytes, bytes)
-            and len(tp_bytes) == 4 * n
+            and len(tp_bytes) == _TP_BYTES * n
         ):
             raise MalformedRecordError("a traces chunk with bad i, n or tp")
         step = _chunk_steps(record, n)
@@ -126,7 +134,7 @@ class TraceIndex(SpannedIndex[dict[str, Any]]):
         if first < expected and (self._pending or len(self)):
             raise MalformedRecordError(f"traces chunk {first} repeats indices before {expected}")
         self._pending.append((first, step, offset, length, segment, tp_bytes, rows))
-        self._pending_end = first + len(tp_bytes) // 4
+        self._pending_end = first + len(tp_bytes) // _TP_BYTES
 
     @property
     def commit_due(self) -> bool:
@@ -147,9 +155,9 @@ class TraceIndex(SpannedIndex[dict[str, Any]]):
             return
         self._pending = []
         self._alerts = None
-        self.tp.extend(np.frombuffer(b"".join(p[5] for p in pending), dtype="<i4"))
+        self.tp.extend(np.frombuffer(b"".join(p[5] for p in pending), dtype=_TP_DTYPE))
         # Not `_pending_end - first`: the chunks may jump over indices not on disk.
-        n = sum(len(p[5]) for p in pending) // 4
+        n = sum(len(p[5]) for p in pending) // _TP_BYTES
         if self.summaries is not None:
             # Stored bytes (magnitudes unknown: a TensorFlow dump's rows) or rows already
             # built (`_summary_rows`); the bytes of a whole commit decode at once.
@@ -171,7 +179,7 @@ class TraceIndex(SpannedIndex[dict[str, Any]]):
         else:
             self.alert.extend(np.zeros(n, dtype=bool))
         for p in pending:
-            self.spans.append(p[0], len(p[5]) // 4)
+            self.spans.append(p[0], len(p[5]) // _TP_BYTES)
         parts = []  # one locator row per step of each chunk
         for first, step, offset, length, segment, _, _ in pending:
             if isinstance(step, np.ndarray):
@@ -207,13 +215,14 @@ class TraceIndex(SpannedIndex[dict[str, Any]]):
         they are (joined at `commit`), else rows (FULL_TENSOR's computed, FULL_HEALTH's
         with the chunk's magnitudes)."""
         if self.mode == fmt.FULL_TENSOR:
-            vals = record.get("v")
+            vals = record.get(_CHUNK.VALUES)
             if not isinstance(vals, list) or len(vals) != n:
                 raise MalformedRecordError("a FULL_TENSOR traces chunk without n values")
             return values.summary_rows(vals, self.value_damage)
         if self.width == 0:
             return b""
-        data, sc, width = record.get("s"), record.get("sc"), self.stored_width
+        data, sc = record.get(_CHUNK.SUMMARIES), record.get(_CHUNK.SUMMARY_WIDTH)
+        width = self.stored_width
         if sc != width or not isinstance(data, bytes) or len(data) != 8 * n * width:
             raise MalformedRecordError(
                 f"a traces chunk whose summaries are not {n} rows of {width} columns"
@@ -304,11 +313,11 @@ def _chunk_steps(record: dict[str, Any], n: int) -> int | np.ndarray:
     Raises:
         MalformedRecordError: Neither is well formed.
     """
-    step, runs = record.get("x"), record.get("xr")
+    step, runs = record.get(_CHUNK.STEP), record.get(_CHUNK.STEP_RUNS)
     if is_id(step):
         return int(step)
-    if isinstance(runs, bytes) and runs and len(runs) % 16 == 0:
-        table = np.frombuffer(runs, dtype="<i8").reshape(-1, 2).astype(np.int64)
+    if isinstance(runs, bytes) and runs and len(runs) % (2 * _STEP_RUN_DTYPE.itemsize) == 0:
+        table = np.frombuffer(runs, dtype=_STEP_RUN_DTYPE).reshape(-1, 2).astype(np.int64)
         # Counts of at most n each cannot overflow their sum.
         counts = table[:, 1]
         if 0 < int(counts.min()) and int(counts.max()) <= n and int(counts.sum()) == n:

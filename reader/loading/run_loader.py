@@ -21,6 +21,7 @@ import numpy as np
 from reader import format as fmt
 from reader import storage
 from reader.byte_sources import READ_AHEAD_BYTES, Part
+from reader.contract import KIND_KEY, RunRecord
 from reader.errors import DamagedDumpError, MalformedRecordError, NoRunsError
 from reader.index.definitions import Definitions
 from reader.index.exec_chunks import chunk_columns
@@ -93,7 +94,7 @@ class RunLoader:
         if self.run is None:
             detail = f": {self.damage[0]}" if self.damage else ""
             raise DamagedDumpError(f"{self.path}: the run's metadata is unreadable{detail}")
-        mode = self.run.get("tensor_debug_mode")
+        mode = self.run.get(RunRecord.TENSOR_DEBUG_MODE)
         self.mode: str = mode if mode in fmt.TENSOR_DEBUG_MODES else fmt.NO_TENSOR
         if mode not in fmt.TENSOR_DEBUG_MODES:
             self.damage.append(f"unknown tensor_debug_mode {mode!r}; summaries are ignored")
@@ -161,7 +162,7 @@ class RunLoader:
         """Take a segment's new ``traces`` chunks, committing them under the lock in
         batches (`TraceIndex.commit_due`) and at the end."""
         for start, end, record in segment.read_new():
-            if record["k"] != fmt.KIND_TRACES:
+            if record[KIND_KEY] != fmt.KIND_TRACES:
                 continue
             try:
                 self.traces.add_chunk(record, number, start, end)
@@ -181,7 +182,7 @@ class RunLoader:
         checked (and FULL_TENSOR summaries computed) before the lock is taken."""
         self.execs.reserve_for_bytes(segment.reservable())
         for start, end, record in segment.read_new():
-            if record["k"] != fmt.KIND_EXECUTION_CHUNK:
+            if record[KIND_KEY] != fmt.KIND_EXECUTION_CHUNK:
                 continue
             try:
                 columns = chunk_columns(
@@ -263,7 +264,7 @@ class RunLoader:
             except DECODE_ERRORS as error:
                 segment.mark_damaged(start, f"undecodable record ({short_error(error)})")
                 return False
-            if not isinstance(record, dict) or not isinstance(record.get("k"), str):
+            if not isinstance(record, dict) or not isinstance(record.get(KIND_KEY), str):
                 segment.mark_damaged(start, "a record that is not a map with a kind")
                 return False
             try:
@@ -276,7 +277,7 @@ class RunLoader:
     def _take(
         self, stream: str, segment: int, start: int, end: int, record: dict[str, Any]
     ) -> None:
-        kind = record["k"]
+        kind = record[KIND_KEY]
         if stream == fmt.STREAM_GRAPH_TRACES:
             if kind == fmt.KIND_TRACES:
                 self.traces.add_chunk(record, segment, start, end)

@@ -17,6 +17,7 @@ import numpy as np
 
 from reader import format as fmt
 from reader import storage, values
+from reader.contract import ExecRecord, ExecsChunk, TracesChunk
 from reader.errors import UnknownIdError
 from reader.index import exec_chunks
 from reader.index.trace_search import TraceSearch, compile_search
@@ -234,7 +235,7 @@ class IndexedRun(DefinitionQueries):
         with self._lock:
             record, chunk_row = self._stored_execution(index)
             ids = (
-                record.get("dev")
+                record.get(ExecRecord.DEVICES)
                 if chunk_row < 0
                 else exec_chunks.output_devices(record, chunk_row)
             )
@@ -305,7 +306,7 @@ class IndexedRun(DefinitionQueries):
                     parts.append(e.output_rows(record))
                     row += 1
                     continue
-                stop = min(rows.stop, row + record["n"] - chunk_row)
+                stop = min(rows.stop, row + record[ExecsChunk.COUNT] - chunk_row)
                 parts.append(
                     exec_chunks.output_rows(
                         record, chunk_row, chunk_row + stop - row, self.mode, e.width
@@ -343,7 +344,7 @@ class IndexedRun(DefinitionQueries):
     def execution_value(self, index: int, slot: int) -> np.ndarray | None:
         """FULL_TENSOR: the value of output ``slot`` of execution ``index``, else None."""
         with self._lock:
-            stored = self.execution_record(index).get("v")
+            stored = self.execution_record(index).get(ExecRecord.VALUES)
             if not isinstance(stored, list) or not 0 <= slot < len(stored):
                 return None
             return values.decode_value(stored[slot])
@@ -431,7 +432,7 @@ class IndexedRun(DefinitionQueries):
                 int(t.chunk_offset.view[chunk]),
                 int(t.chunk_length.view[chunk]),
             )
-            stored = record.get("v")
+            stored = record.get(TracesChunk.VALUES)
             position = index - int(t.chunk_base.view[chunk])
             if not isinstance(stored, list) or position >= len(stored):
                 return None

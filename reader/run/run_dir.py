@@ -10,6 +10,7 @@ import msgpack
 from reader import format as fmt
 from reader import storage
 from reader.byte_sources import Part
+from reader.contract import KIND_KEY, HeaderRecord, NoticeRecord, RunRecord
 from reader.errors import NoRunsError, NoRunsYetError
 from reader.loading.tf_events import file_sets
 from reader.model import DUMPER_TENSORFLOW, RunInfo
@@ -191,18 +192,18 @@ def _run_info(
         for record in unpacker:
             if not isinstance(record, dict):
                 break
-            kind = record.get("k")
+            kind = record.get(KIND_KEY)
             if kind == fmt.KIND_HEADER and not header:
                 header = record
             elif kind == fmt.KIND_RUN:
                 run = record
             elif kind == fmt.KIND_END:
                 finished = True
-            elif kind == fmt.KIND_NOTICE and isinstance(record.get("kind"), str):
-                notice_kinds.add(record["kind"])
+            elif kind == fmt.KIND_NOTICE and isinstance(record.get(NoticeRecord.NOTICE_KIND), str):
+                notice_kinds.add(record[NoticeRecord.NOTICE_KIND])
     except (ValueError, TypeError, msgpack.UnpackException):
         pass  # a damaged metadata file: report what was read before the damage
-    version = header.get("version")
+    version = header.get(HeaderRecord.VERSION)
     format_version = (
         tuple(version[:2])
         if isinstance(version, list)
@@ -214,16 +215,16 @@ def _run_info(
     return RunInfo(
         run_id=run_id,
         path=run_path,
-        host=_typed(run.get("host"), str),
-        pid=_typed(run.get("pid"), int),
-        start_time=_typed(run.get("start_time"), float),
-        tensor_debug_mode=_typed(run.get("tensor_debug_mode"), str),
+        host=_typed(run.get(RunRecord.HOST), str),
+        pid=_typed(run.get(RunRecord.PID), int),
+        start_time=_typed(run.get(RunRecord.START_TIME), float),
+        tensor_debug_mode=_typed(run.get(RunRecord.TENSOR_DEBUG_MODE), str),
         finished=finished,
         format_version=format_version,
         task=task,
         cluster=cluster,
         stopped=liveness.recording_stopped(
-            finished, notice_kinds, reserve_gone and run.get("space_reserve") is True
+            finished, notice_kinds, reserve_gone and run.get(RunRecord.SPACE_RESERVE) is True
         ),
     )
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from reader import format as fmt
+from reader.contract import ExecRecord
 from reader.errors import DumpError
 
 if TYPE_CHECKING:
@@ -279,7 +280,7 @@ def _step_function(codes: np.ndarray, table: list[str]) -> str | None:
 def _call_ordinal(dump: IndexedRun, index: int) -> int | None:
     """The writer's ordinal `c` of function call ``index``; None before format 1.1."""
     try:
-        value = dump.execution_record(index).get("c")
+        value = dump.execution_record(index).get(ExecRecord.CALL)
     except DumpError:
         return None
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

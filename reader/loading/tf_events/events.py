@@ -14,6 +14,16 @@ from typing import Any
 import numpy as np
 
 from reader import format as fmt
+from reader.contract import (
+    KIND_KEY,
+    DeviceRecord,
+    ExecRecord,
+    FileRecord,
+    FrameRecord,
+    GraphRecord,
+    OpRecord,
+    StackRecord,
+)
 from reader.index.columns import Column
 from reader.limits import MAX_OP_OUTPUTS
 from reader.loading.tf_events.tensors import stored_value, summary_row
@@ -61,9 +71,9 @@ class Ids:
             return found, None
         found = self.stacks[key] = len(self.stacks)
         return found, {
-            "k": fmt.KIND_STACK,
-            "id": found,
-            "frames": [self.frame(uuid) for uuid in key],
+            KIND_KEY: StackRecord.KIND,
+            StackRecord.ID: found,
+            StackRecord.FRAMES: [self.frame(uuid) for uuid in key],
         }
 
     def trace_point(self, graph_uuid: str, op_name: str, slot: int) -> int:
@@ -109,41 +119,43 @@ def definition_records(event: Any, ids: Ids) -> list[dict[str, Any]]:
         ids.num_files += 1
         lines = list(source.lines)
         record: dict[str, Any] = {
-            "k": fmt.KIND_FILE,
-            "id": file_id,
-            "path": source.file_path,
-            "host": source.host_name or None,
-            "lines": lines or None,
+            KIND_KEY: FileRecord.KIND,
+            FileRecord.ID: file_id,
+            FileRecord.PATH: source.file_path,
+            FileRecord.HOST: source.host_name or None,
+            FileRecord.LINES: lines or None,
         }
         if not lines:
             # TensorFlow leaves a snapshot empty when it cannot read the file.
-            record["omitted"] = "unreadable"
+            record[FileRecord.OMITTED] = "unreadable"
         return [record]
     if what == "stack_frame_with_id":
         frame = event.stack_frame_with_id
         where = frame.file_line_col
         return [
             {
-                "k": fmt.KIND_FRAME,
-                "id": ids.frame(frame.id),
-                "file": where.file_index,
-                "line": where.line,
-                "func": where.func,
+                KIND_KEY: FrameRecord.KIND,
+                FrameRecord.ID: ids.frame(frame.id),
+                FrameRecord.FILE: where.file_index,
+                FrameRecord.LINE: where.line,
+                FrameRecord.FUNCTION: where.func,
             }
         ]
     if what == "debugged_graph":
         graph = event.debugged_graph
         return [
             {
-                "k": fmt.KIND_GRAPH,
-                "id": ids.graph(graph.graph_id),
-                "name": graph.graph_name or None,
-                "outer": ids.graph(graph.outer_context_id) if graph.outer_context_id else None,
+                KIND_KEY: GraphRecord.KIND,
+                GraphRecord.ID: ids.graph(graph.graph_id),
+                GraphRecord.NAME: graph.graph_name or None,
+                GraphRecord.OUTER: (
+                    ids.graph(graph.outer_context_id) if graph.outer_context_id else None
+                ),
             }
         ]
     if what == "debugged_device":
         device = event.debugged_device
-        return [{"k": fmt.KIND_DEVICE, "id": device.device_id, "name": device.device_name}]
+        return [_device_record(device.device_id, device.device_name)]
     if what == "graph_op_creation":
         return _op_records(event.graph_op_creation, ids)
     return []
@@ -159,22 +171,22 @@ def _op_records(op: Any, ids: Ids) -> list[dict[str, Any]]:
         device = ids.op_devices.get(op.device_name)
         if device is None:
             device = ids.op_devices[op.device_name] = _OP_DEVICE_BASE + len(ids.op_devices)
-            records.append({"k": fmt.KIND_DEVICE, "id": device, "name": op.device_name})
+            records.append(_device_record(device, op.device_name))
     op_id = ids.num_ops
     ids.num_ops += 1
     records.append(
         {
-            "k": fmt.KIND_OP,
-            "id": op_id,
-            "graph": ids.graph(op.graph_id),
-            "type": op.op_type,
-            "name": op.op_name,
-            "inputs": list(op.input_names),
-            "num_outputs": op.num_outputs,
-            "dtypes": [],
-            "device": device,
-            "stack": stack_id,
-            "tps": [
+            KIND_KEY: OpRecord.KIND,
+            OpRecord.ID: op_id,
+            OpRecord.GRAPH: ids.graph(op.graph_id),
+            OpRecord.TYPE: op.op_type,
+            OpRecord.NAME: op.op_name,
+            OpRecord.INPUTS: list(op.input_names),
+            OpRecord.NUM_OUTPUTS: op.num_outputs,
+            OpRecord.DTYPES: [],
+            OpRecord.DEVICE: device,
+            OpRecord.STACK: stack_id,
+            OpRecord.TRACE_POINTS: [
                 ids.trace_point(op.graph_id, op.op_name, slot)
                 # More than the reader takes: the op record is damage, and no more
                 # trace points are made for it than that.
@@ -185,6 +197,10 @@ def _op_records(op: Any, ids: Ids) -> list[dict[str, Any]]:
     return records
 
 
+def _device_record(device_id: int, name: str) -> dict[str, Any]:
+    return {KIND_KEY: DeviceRecord.KIND, DeviceRecord.ID: device_id, DeviceRecord.NAME: name}
+
+
 def execution_record(
     event: Any, index: int, mode: str, ids: Ids
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -193,42 +209,46 @@ def execution_record(
     execution = event.execution
     stack_id, stack = ids.stack(execution.code_location.stack_frame_ids)
     definitions = [stack] if stack is not None else []
+    graph = ids.graph(execution.graph_id) if execution.graph_id else None
     record: dict[str, Any] = {
-        "k": fmt.KIND_EXECUTION,
-        "i": index,
-        "op": execution.op_type,
-        "graph": ids.graph(execution.graph_id) if execution.graph_id else None,
-        "in": list(execution.input_tensor_ids),
-        "out": list(execution.output_tensor_ids),
-        "dev": list(execution.output_tensor_device_ids),
-        "t": event.wall_time,
-        "stack": stack_id,
+        KIND_KEY: ExecRecord.KIND,
+        ExecRecord.INDEX: index,
+        ExecRecord.OP_TYPE: execution.op_type,
+        ExecRecord.GRAPH: graph,
+        ExecRecord.INPUTS: list(execution.input_tensor_ids),
+        ExecRecord.OUTPUTS: list(execution.output_tensor_ids),
+        ExecRecord.DEVICES: list(execution.output_tensor_device_ids),
+        ExecRecord.TIME: event.wall_time,
+        ExecRecord.STACK: stack_id,
     }
-    if record["graph"] is not None and fmt.is_function_call(execution.op_type):
-        definitions.append(
-            {
-                "k": fmt.KIND_GRAPH,
-                "id": record["graph"],
-                "update": True,
-                "function": execution.op_type,
-            }
-        )
+    if graph is not None and fmt.is_function_call(execution.op_type):
+        definitions.append(function_name_record(graph, execution.op_type))
     ordinal = ids.call_ordinal(index, execution.op_type)
     if ordinal is not None:
-        record["c"] = ordinal
+        record[ExecRecord.CALL] = ordinal
     protos = execution.tensor_protos
     if mode == fmt.FULL_TENSOR:
         stored = [stored_value(p) for p in protos]
-        record["v"] = stored
-        record["dtypes"] = [_dtype_enum(p) for p in protos]
+        record[ExecRecord.VALUES] = stored
+        record[ExecRecord.DTYPES] = [_dtype_enum(p) for p in protos]
     elif mode in fmt.TF_SUMMARY_KEPT_COLUMNS:
         # One proto per output TensorFlow could summarise; an empty one for an output
         # of a dtype the mode does not cover.
         rows = [summary_row(mode, p) for p in protos]
-        record["s"] = rows
+        record[ExecRecord.SUMMARIES] = rows
         if mode in (fmt.FULL_HEALTH, fmt.SHAPE):
-            record["dtypes"] = [int(r[0]) if r else 0 for r in rows]
+            record[ExecRecord.DTYPES] = [int(r[0]) if r else 0 for r in rows]
     return record, definitions
+
+
+def function_name_record(graph_id: int, function: str) -> dict[str, Any]:
+    """The ``graph`` update that names the function a graph's eager calls carry."""
+    return {
+        KIND_KEY: GraphRecord.KIND,
+        GraphRecord.ID: graph_id,
+        GraphRecord.UPDATE: True,
+        GraphRecord.FUNCTION: function,
+    }
 
 
 def _dtype_enum(proto: Any) -> int:

@@ -21,7 +21,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from reader import format as fmt
-from reader.loading.tf_events.events import Ids
+from reader.loading.tf_events.events import Ids, function_name_record
 from reader.loading.tf_events.execution_block import ExecutionColumns, scan
 from reader.loading.tf_events.repeating_spans import RepeatingSpans, intern_bytes
 from reader.loading.tf_events.schema import CodeLocation
@@ -201,12 +201,7 @@ def _function_graphs(
     pairs = graphs[calls] * len(op_types) + op[calls]
     distinct, from_end = np.unique(pairs[::-1], return_index=True)
     return [
-        {
-            "k": fmt.KIND_GRAPH,
-            "id": int(pair) // len(op_types),
-            "update": True,
-            "function": op_types[int(pair) % len(op_types)],
-        }
+        function_name_record(int(pair) // len(op_types), op_types[int(pair) % len(op_types)])
         for pair in distinct[np.argsort(-from_end)].tolist()
     ]
 

@@ -28,6 +28,7 @@ from google.protobuf.message import DecodeError
 
 from reader import format as fmt
 from reader import values
+from reader.contract import KIND_KEY, ExecRecord, RunRecord, TracesChunk
 from reader.errors import DamagedDumpError, DumpError, MalformedRecordError, NoRunsError
 from reader.index.columns import Column
 from reader.index.definitions import Definitions
@@ -93,7 +94,7 @@ class TfRunLoader:
         mode = self._first_mode()
         self._mode_known = mode is not None
         self.mode: str = mode or fmt.NO_TENSOR
-        self.run["tensor_debug_mode"] = self.mode
+        self.run[RunRecord.TENSOR_DEBUG_MODE] = self.mode
         self.execs = ExecutionIndex(self.mode)
         self.traces = TraceIndex(self.mode)
 
@@ -108,11 +109,11 @@ class TfRunLoader:
             raise DamagedDumpError(f"{self.path}: the run's metadata is unreadable ({detail})")
         start, host = file_sets.start_and_host(self.path)
         return {
-            "dumper": DUMPER_TENSORFLOW,
-            "host": host,
-            "start_time": event.wall_time or start,
-            "tf_version": event.debug_metadata.tensorflow_version or None,
-            "tfdbg_run_id": event.debug_metadata.tfdbg_run_id or None,
+            RunRecord.DUMPER: DUMPER_TENSORFLOW,
+            RunRecord.HOST: host,
+            RunRecord.START_TIME: event.wall_time or start,
+            RunRecord.TF_VERSION: event.debug_metadata.tensorflow_version or None,
+            RunRecord.TFDBG_RUN_ID: event.debug_metadata.tfdbg_run_id or None,
         }
 
     def _first_mode(self) -> str | None:
@@ -140,7 +141,7 @@ class TfRunLoader:
             with self._commit:
                 self.mode = mode
                 if self.run is not None:
-                    self.run["tensor_debug_mode"] = mode
+                    self.run[RunRecord.TENSOR_DEBUG_MODE] = mode
                 self.execs.clear(mode)
                 self.traces.clear(mode)
 
@@ -295,7 +296,7 @@ class TfRunLoader:
                 except MalformedRecordError as error:
                     self.notice(f"{record_file.name}: {error} at byte {offset}; record skipped")
                     continue
-                self._exec_times.append(record["t"])
+                self._exec_times.append(record[ExecRecord.TIME])
 
     def _read_traces(self, record_file: RecordFile) -> None:
         for data, base, starts, lengths in record_file.read_new():
@@ -479,9 +480,9 @@ class TfRunLoader:
             index = self.execs.spans.index_of(row)
             record, _ = execution_record(events[0], index, self.mode, self.ids)
         else:
-            record = {"k": fmt.KIND_TRACES}
+            record = {KIND_KEY: TracesChunk.KIND}
             if self.mode == fmt.FULL_TENSOR:
-                record["v"] = [trace_value(e) for e in events]
+                record[TracesChunk.VALUES] = [trace_value(e) for e in events]
         self.cache[key] = record
         if len(self.cache) > RECORD_CACHE_SIZE:
             self.cache.popitem(last=False)
@@ -507,7 +508,7 @@ def tf_run_info(prefix: str) -> RunInfo:
     try:
         loader = TfRunLoader(prefix)
     except DumpError:
-        run: dict[str, Any] = {"host": host, "start_time": start}
+        run: dict[str, Any] = {RunRecord.HOST: host, RunRecord.START_TIME: start}
         mode = None
     else:
         loader.close()
@@ -516,9 +517,9 @@ def tf_run_info(prefix: str) -> RunInfo:
     return RunInfo(
         run_id=os.path.basename(prefix),
         path=prefix,
-        host=run.get("host"),
+        host=run.get(RunRecord.HOST),
         pid=None,
-        start_time=float(run["start_time"]) if run.get("start_time") else None,
+        start_time=(float(run[RunRecord.START_TIME]) if run.get(RunRecord.START_TIME) else None),
         tensor_debug_mode=mode,
         finished=False,
         dumper=DUMPER_TENSORFLOW,

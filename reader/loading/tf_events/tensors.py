@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from reader import format as fmt
+from reader.contract import ValueMap
 from reader.limits import MAX_INFLATED_VALUE_BYTES
 from reader.values import NUMPY_DTYPES
 
@@ -101,12 +102,17 @@ def stored_value(proto: Any) -> dict[str, Any] | None:
     if array is None:
         return None
     if array.dtype == object:
-        return {"dtype": None, "data": None, "shape": list(array.shape), "repr": array.tolist()}
+        return {
+            ValueMap.DTYPE: None,
+            ValueMap.DATA: None,
+            ValueMap.SHAPE: list(array.shape),
+            ValueMap.REPR: array.tolist(),
+        }
     little = array.astype(array.dtype.newbyteorder("<"), copy=False)
     return {
-        "dtype": little.dtype.str,
-        "shape": list(array.shape),
-        "data": np.ascontiguousarray(little).tobytes(),
+        ValueMap.DTYPE: little.dtype.str,
+        ValueMap.SHAPE: list(array.shape),
+        ValueMap.DATA: np.ascontiguousarray(little).tobytes(),
     }
 
 
