@@ -30,7 +30,7 @@ from reader.errors import DumpError
 from reader.model import Alert, Frame, Op, RootCause, Summary
 
 if TYPE_CHECKING:
-    from reader.analysis.dump_reader import DumpReader
+    from reader.analysis.analysed_run import AnalysedRun
 
 PATTERNS = (
     "log_of_nonpositive",
@@ -257,13 +257,13 @@ class Diagnosis:
     source: InputSource | None = None
 
 
-def diagnose_root_cause(reader: DumpReader) -> Diagnosis | None:
+def diagnose_root_cause(reader: AnalysedRun) -> Diagnosis | None:
     """The diagnosis of the run's root cause; None when nothing went non-finite."""
     cause = reader.root_cause()
     return diagnose_cause(reader, cause) if cause is not None else None
 
 
-def diagnose_alert(reader: DumpReader, alert: Alert) -> Diagnosis:
+def diagnose_alert(reader: AnalysedRun, alert: Alert) -> Diagnosis:
     """The diagnosis of one alert: its own op when that made the non-finite values;
     otherwise where they came from (inf arithmetic here, or the root cause upstream).
     A contained alert is diagnosed as such: why it did no harm."""
@@ -303,7 +303,7 @@ def diagnose_alert(reader: DumpReader, alert: Alert) -> Diagnosis:
     )
 
 
-def diagnose_cause(reader: DumpReader, cause: RootCause) -> Diagnosis:
+def diagnose_cause(reader: AnalysedRun, cause: RootCause) -> Diagnosis:
     """Classify a root cause (an op whose known inputs were finite): the rules that
     know training first (`reader.analysis.diagnosis.training_patterns`), then the op's own."""
     site = _Site.of(reader, cause)
@@ -352,7 +352,7 @@ class _Site:
     in_tf1_graph: bool = False
 
     @classmethod
-    def of(cls, reader: DumpReader, cause: RootCause) -> _Site:
+    def of(cls, reader: AnalysedRun, cause: RootCause) -> _Site:
         alert = cause.alert
         output: Summary | None = None
         output_dtype = None
@@ -451,7 +451,7 @@ class _Site:
         )
 
 
-def _producer_type(reader: DumpReader, op_id: int | None) -> str | None:
+def _producer_type(reader: AnalysedRun, op_id: int | None) -> str | None:
     if op_id is None:
         return None
     try:
@@ -469,7 +469,7 @@ _CONSTANT_OPS = frozenset({"Const", "HostConst", "Fill"})
 TF1_FEED_OPS = frozenset({"Placeholder", "PlaceholderWithDefault"})
 
 
-def _is_tf1_graph(reader: DumpReader, op: Op) -> bool:
+def _is_tf1_graph(reader: AnalysedRun, op: Op) -> bool:
     """Whether ``op`` is in a TF1 graph: the graphs of tf.function and control flow
     are named, a ``tf.compat.v1`` graph is not (docs/format.md, ``graph``)."""
     try:

@@ -42,7 +42,7 @@ from reader.errors import DumpError
 from reader.model import RootCause, Summary
 
 if TYPE_CHECKING:
-    from reader.analysis.dump_reader import DumpReader
+    from reader.analysis.analysed_run import AnalysedRun
 
 PATTERNS = (
     "loss_scale_collapse",
@@ -95,7 +95,7 @@ class Finding:
     evidence: tuple[str, ...] = ()
 
 
-def training_finding(reader: DumpReader, cause: RootCause, subject: str) -> Finding | None:
+def training_finding(reader: AnalysedRun, cause: RootCause, subject: str) -> Finding | None:
     """The first rule's finding for a root cause, or None (``subject``: how the
     explanation names the op, the user's expression when known)."""
     for rule in RULES:
@@ -112,7 +112,7 @@ def _output(cause: RootCause) -> Summary | None:
     return summaries[cause.alert.slot] if cause.alert.slot < len(summaries) else None
 
 
-def _loss_scale_collapse(reader: DumpReader, cause: RootCause, subject: str) -> Finding | None:
+def _loss_scale_collapse(reader: AnalysedRun, cause: RootCause, subject: str) -> Finding | None:
     harm = reader.harm()
     if not harm.collapse_steps:
         return None
@@ -156,7 +156,7 @@ def _loss_scale_collapse(reader: DumpReader, cause: RootCause, subject: str) -> 
     )
 
 
-def _where_gradient_trap(reader: DumpReader, cause: RootCause, subject: str) -> Finding | None:
+def _where_gradient_trap(reader: AnalysedRun, cause: RootCause, subject: str) -> Finding | None:
     op = cause.op
     if op is None or PlaceFinder(reader).phase_of_op(op) != "gradient":
         return None
@@ -190,7 +190,7 @@ def _where_gradient_trap(reader: DumpReader, cause: RootCause, subject: str) -> 
     return None
 
 
-def _library_nan(reader: DumpReader, cause: RootCause, subject: str) -> Finding | None:
+def _library_nan(reader: AnalysedRun, cause: RootCause, subject: str) -> Finding | None:
     op = cause.op
     if op is None:
         return None
@@ -232,7 +232,7 @@ def _library_nan(reader: DumpReader, cause: RootCause, subject: str) -> Finding 
     )
 
 
-def _divergence(reader: DumpReader, cause: RootCause, subject: str) -> Finding | None:
+def _divergence(reader: AnalysedRun, cause: RootCause, subject: str) -> Finding | None:
     op, output = cause.op, _output(cause)
     if op is None or output is None or not (output.pos_inf or output.neg_inf):
         return None
@@ -280,7 +280,7 @@ def _divergence(reader: DumpReader, cause: RootCause, subject: str) -> Finding |
 
 
 def _spike(
-    reader: DumpReader,
+    reader: AnalysedRun,
     cause: RootCause,
     subject: str,
     name: str,
@@ -325,7 +325,7 @@ def _spike(
     return Finding("spike", text, suggestion, tuple(evidence))
 
 
-def _batch_jump(reader: DumpReader, step: int) -> tuple[str, float, float] | None:
+def _batch_jump(reader: AnalysedRun, step: int) -> tuple[str, float, float] | None:
     """The delivered tf.data batch of ``step`` (a trace's step) whose largest magnitude
     jumped at least `BATCH_JUMP` x over the largest of its earlier batches: (tensor,
     its magnitude, the earlier largest), or None."""
@@ -355,7 +355,7 @@ def _batch_jump(reader: DumpReader, step: int) -> tuple[str, float, float] | Non
 
 
 def _growth(
-    reader: DumpReader, op_id: int, slot: int, before: int | None
+    reader: AnalysedRun, op_id: int, slot: int, before: int | None
 ) -> tuple[tuple[int, float], tuple[int, float], float, float, int, tuple[int, float]] | None:
     """The trailing stretch over which a tensor's largest finite magnitude grew:
     ((step, magnitude) at its start, at its end, the overall factor, the factor per
@@ -386,7 +386,7 @@ def _growth(
     return stretch[0], stretch[-1], factor, rate, len(stretch), stretch[-2]
 
 
-def _domain_error(reader: DumpReader, cause: RootCause, subject: str) -> Finding | None:
+def _domain_error(reader: AnalysedRun, cause: RootCause, subject: str) -> Finding | None:
     if cause.alert.op_type == "Pow":
         return _negative_base(cause, subject)
     domain = DOMAINS.get(cause.alert.op_type)

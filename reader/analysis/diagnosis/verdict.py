@@ -17,14 +17,14 @@ from reader.model import DUMPER_TENSORFLOW, AlertSummary
 from reader.run import liveness
 
 if TYPE_CHECKING:
-    from reader.analysis.dump_reader import DumpReader
+    from reader.analysis.analysed_run import AnalysedRun
 
 VERDICT_PATTERNS = ("healthy", "expected_loss_scaling")
 # What a finished run without any non-finite value says (`no_alert_statement`).
 CLEAN_RUN = "No NaN or infinity in this run."
 
 
-def healthy_verdict(reader: DumpReader) -> Diagnosis | None:
+def healthy_verdict(reader: AnalysedRun) -> Diagnosis | None:
     """The verdict of a run whose every alert is contained; None when the run has no
     alert, or a harmful one."""
     summary = reader.alerts()
@@ -50,7 +50,7 @@ def healthy_verdict(reader: DumpReader) -> Diagnosis | None:
     )
 
 
-def no_alert_statement(reader: DumpReader, state: str) -> str:
+def no_alert_statement(reader: AnalysedRun, state: str) -> str:
     """What a run without any non-finite value says, given its liveness ``state``.
 
     Only a run that finished is clean. One that ended without its end record (killed,
@@ -87,7 +87,7 @@ def no_alert_statement(reader: DumpReader, state: str) -> str:
     )
 
 
-def _watched_statement(reader: DumpReader) -> str | None:
+def _watched_statement(reader: AnalysedRun) -> str | None:
     """A watched run records no op: what its watch saw instead (None for other runs)."""
     log = reader.watch_log()
     if log is None:
@@ -139,7 +139,7 @@ def _deliberate_kind(summary: AlertSummary) -> str:
     return kinds.pop() if len(kinds) == 1 and "inf/NaN" not in kinds else "infinities"
 
 
-def _examples(reader: DumpReader, harm: HarmVerdict) -> list[str]:
+def _examples(reader: AnalysedRun, harm: HarmVerdict) -> list[str]:
     """One line per contained tensor (at most a few): what it is and why."""
     lines: list[str] = []
     for group, containment in enumerate(harm.group_containment):

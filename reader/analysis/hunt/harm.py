@@ -51,7 +51,7 @@ from reader.model import CONTAINED_REASONS, HARMFUL, Alert, Op, alert_type_of
 
 if TYPE_CHECKING:
     from reader.analysis.hunt.steps import Steps
-    from reader.run.indexed_run import IndexedRun
+    from reader.run.run_protocol import Run
 
 # Consecutive steps skipped by the loss scaler beyond which its scale is collapsing:
 # a healthy scaler needs about log2(initial scale / a workable scale) of them, well
@@ -221,7 +221,7 @@ _LOSS_SCALE = Containment(
 
 
 def classify(
-    reader: IndexedRun,
+    reader: Run,
     index: np.ndarray,
     step: np.ndarray,
     counts: np.ndarray,
@@ -301,7 +301,7 @@ class _Context:
 
     def __init__(
         self,
-        reader: IndexedRun,
+        reader: Run,
         index: np.ndarray,
         groups: np.ndarray,
         first_rows: np.ndarray,
@@ -511,7 +511,7 @@ GROUP_RULES = (_deliberate, _discarded)
 # -- the loss scale: a decision per step -----------------------------------------------------
 
 
-def _loss_scale_marks(reader: IndexedRun) -> str | None:
+def _loss_scale_marks(reader: Run) -> str | None:
     """What says the run has a dynamic loss scale (a graph of its, or a variable read
     to unscale the gradients), or None."""
     for graph in reader.graphs():

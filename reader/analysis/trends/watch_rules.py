@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from reader.analysis.hunt.harm import HarmVerdict
     from reader.analysis.hunt.steps import Steps
     from reader.model import Alert
-    from reader.run.indexed_run import IndexedRun
+    from reader.run.run_protocol import Run
 
 # The parameters of each rule and their defaults (`--rule NAME:KEY=VALUE,...`).
 DEFAULTS: dict[str, dict[str, float]] = {
@@ -194,7 +194,7 @@ def _rolling_medians(values: np.ndarray, window: int) -> np.ndarray:
 
 
 def exploding(
-    reader: IndexedRun, trends: Trends, harm: HarmVerdict, k: float, window: int
+    reader: Run, trends: Trends, harm: HarmVerdict, k: float, window: int
 ) -> list[RuleHit]:
     hits = []
     for series in _EXPLODING_SERIES:
@@ -231,9 +231,7 @@ def exploding(
     return hits
 
 
-def vanishing(
-    reader: IndexedRun, trends: Trends, harm: HarmVerdict, n: int, relu: float
-) -> list[RuleHit]:
+def vanishing(reader: Run, trends: Trends, harm: HarmVerdict, n: int, relu: float) -> list[RuleHit]:
     hits = []
     gradient = trends.series["gradient_norm"]
     for row in range(gradient.shape[0]):
@@ -286,7 +284,7 @@ def vanishing(
 
 
 def float16_headroom(
-    reader: IndexedRun, trends: Trends, harm: HarmVerdict, factor: float
+    reader: Run, trends: Trends, harm: HarmVerdict, factor: float
 ) -> list[RuleHit]:
     hits = []
     places = PlaceFinder(reader)
@@ -346,7 +344,7 @@ def skipped_steps(trends: Trends, harm: HarmVerdict) -> list[int]:
     return steps + ([last] if last in by_harm and last not in steps else [])
 
 
-def loss_scale(reader: IndexedRun, trends: Trends, harm: HarmVerdict) -> list[RuleHit]:
+def loss_scale(reader: Run, trends: Trends, harm: HarmVerdict) -> list[RuleHit]:
     scale = trends.loss_scale()
     hits = []
     for count, step in enumerate(skipped_steps(trends, harm), start=1):
@@ -394,7 +392,7 @@ RULES: dict[str, Callable[..., list[RuleHit]]] = {
 
 
 def watch(
-    reader: IndexedRun,
+    reader: Run,
     trends: Trends,
     harm: HarmVerdict,
     steps: Steps,
