@@ -4,7 +4,7 @@ In a ``tf.distribute.MultiWorkerMirroredStrategy`` job each worker process write
 own run into the shared logdir, tagged with its task ("worker 1") and the job's
 cluster id (docs/format.md, the `run` record's ``task``). A NaN made on one worker
 reaches the others through the all-reduce: there the root cause is a collective op
-(`reader.analysis.diagnosis.diagnosis.COLLECTIVE_OPS`) that *received* it. The worker that made it
+(`reader.analysis.diagnosis.op_patterns.COLLECTIVE_OPS`) that *received* it. The worker that made it
 is the one whose first alert comes first: in the earliest step, a root cause that is not a
 received value before one that is, then by the wall time of the call that ran it.
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from reader import storage
 from reader.analysis.analysed_run import AnalysedRun
-from reader.analysis.diagnosis.diagnosis import COLLECTIVE_OPS
+from reader.analysis.diagnosis.op_patterns import COLLECTIVE_OPS
 from reader.analysis.dump_reader import DumpReader
 from reader.errors import DumpError
 from reader.model import Frame, RunInfo

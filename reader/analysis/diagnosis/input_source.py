@@ -1,6 +1,6 @@
 """Where a non-finite input came from: the batch, the Python function, the variable.
 
-A root cause at an op that brings values in (`reader.analysis.diagnosis.diagnosis.SOURCE_OPS`)
+A root cause at an op that brings values in (`SOURCE_OPS`)
 says only "no op in the dump made these values". This module follows them one step
 further, from what the dump recorded around that op:
 
@@ -49,6 +49,25 @@ SOURCE_KINDS = (
     "variable_restored",
     "variable_assigned",
 )
+# Ops that bring values into the computation rather than compute them: what they
+# output non-finite came in from outside. Op type -> what it is, in the user's terms.
+SOURCE_OPS = {
+    "ReadVariableOp": "the variable",
+    "ResourceGather": "the variable",
+    "VariableV2": "the variable",
+    "Variable": "the variable",
+    "Placeholder": "the function argument",
+    "PlaceholderWithDefault": "the function argument",
+    "_Arg": "the function argument",
+    "IteratorGetNext": "the input data (tf.data)",
+    "IteratorGetNextSync": "the input data",
+    "OptionalGetValue": "the input data (tf.data)",
+    "Const": "the constant",
+    "RestoreV2": "the restored checkpoint",
+    "Restore": "the restored checkpoint",
+    "PyFunc": "the Python function (tf.numpy_function, or a from_generator generator)",
+    "EagerPyFunc": "the Python function (tf.py_function)",
+}
 # Earlier executions looked at, at most, to count batches or find a variable's writes.
 MAX_EXECUTIONS_SCANNED = 100_000
 _RESTORE_OPS = frozenset({"RestoreV2", "Restore", "RestoreSlice"})

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from reader.analysis.diagnosis.diagnosis import Diagnosis
+from reader.analysis.diagnosis.registry import EXPECTED_LOSS_SCALING, HEALTHY
 from reader.analysis.hunt.harm import HarmVerdict
 from reader.model import DUMPER_TENSORFLOW, AlertSummary
 from reader.run import liveness
@@ -19,7 +20,6 @@ from reader.run import liveness
 if TYPE_CHECKING:
     from reader.analysis.analysed_run import AnalysedRun
 
-VERDICT_PATTERNS = ("healthy", "expected_loss_scaling")
 # What a finished run without any non-finite value says (`no_alert_statement`).
 CLEAN_RUN = "No NaN or infinity in this run."
 
@@ -31,7 +31,7 @@ def healthy_verdict(reader: AnalysedRun) -> Diagnosis | None:
     if not summary.total or reader.first_alert() is not None:
         return None
     harm = reader.harm()
-    pattern = "expected_loss_scaling" if harm.skipped_step_numbers else "healthy"
+    verdict = EXPECTED_LOSS_SCALING if harm.skipped_step_numbers else HEALTHY
     evidence = [
         f"{reason}: {n:,} alert{'s' if n != 1 else ''}"
         for reason, n in summary.contained.items()
@@ -43,9 +43,9 @@ def healthy_verdict(reader: AnalysedRun) -> Diagnosis | None:
         evidence.append(harm.loss_scale_evidence)
     evidence.extend(_examples(reader, harm))
     return Diagnosis(
-        pattern,
+        verdict.pattern,
         contained_line(summary, harm)[0].upper() + contained_line(summary, harm)[1:] + ".",
-        "nothing to fix: these values did no harm. Alerts lists them dimmed, each with its reason",
+        verdict.fix,
         tuple(evidence),
     )
 

@@ -11,7 +11,9 @@ it used) or None. Rules see one *group* at a time: the alerts of one traced tens
 that agree on whether they held NaN. A group is classified once, from its first trace,
 and the answer applies to every alert of the group, so the cost grows with the number
 of distinct alerting tensors, not with the number of alerts (numpy does the rest).
-The loss-scale rule decides per step instead (`_loss_scale_steps`).
+The loss-scale rule decides per step instead (`_loss_scale_steps`). They are not the
+diagnosis' `Rule`s (`reader.analysis.diagnosis.registry`): they say whether a value did
+harm, per group and below the diagnosis, which reads their verdict (``contained``).
 
 - ``deliberate``: a constant holding an infinity (``-np.inf`` in ``tf.where``, the
   value of ``tf.fill``), and what only carries such infinities on without making a

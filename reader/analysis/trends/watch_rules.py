@@ -7,7 +7,9 @@ steps (this module sits below `DumpReader`, as the analyses it caches do). A `Ru
 names the step, the layer or the tensor, the value and the baseline it was compared
 with, and the evidence in words. A run of consecutive firing steps of one subject is one
 hit, at its first step. Rules only watch: a hit never makes a run "not healthy" in the
-verdict (`reader.analysis.diagnosis.verdict`), it is shown.
+verdict (`reader.analysis.diagnosis.verdict`), it is shown. They are not the diagnosis'
+`Rule`s (`reader.analysis.diagnosis.registry`): each reads the whole run's trends with its
+``--rule`` parameters and returns many hits, not one finding at a root cause.
 
 - ``exploding`` (``k``, ``window``): a finite gradient, update or activation value above
   ``k`` times the rolling median of its previous ``window`` finite values (at least 3).
