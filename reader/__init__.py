@@ -28,6 +28,7 @@ from reader.errors import (
 )
 
 if TYPE_CHECKING:
+    from reader.analysis.analysed_run import AnalysedRun
     from reader.analysis.dump_reader import DumpReader
     from reader.model import (
         ALERT_TYPES,
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
         UpdateReport,
     )
     from reader.run.run_dir import is_run_dir, list_runs, resolve_run_path
+    from reader.run.run_protocol import Run
 
 # Imported when first asked for: the errors alone (all a command's failure needs,
 # `tfdbg-tui --version` included) come without numpy and the indexes.
@@ -72,6 +74,8 @@ _HOMES = {
         "reader.model",
     ),
     "DumpReader": "reader.analysis.dump_reader",
+    "Run": "reader.run.run_protocol",
+    "AnalysedRun": "reader.analysis.analysed_run",
     **dict.fromkeys(("is_run_dir", "list_runs", "resolve_run_path"), "reader.run.run_dir"),
 }
 
@@ -107,6 +111,7 @@ __all__ = [
     "ALERT_TYPES",
     "Alert",
     "AlertSummary",
+    "AnalysedRun",
     "DamagedDumpError",
     "DumpError",
     "DumpReader",
@@ -118,6 +123,7 @@ __all__ = [
     "NoRunsYetError",
     "Op",
     "RootCause",
+    "Run",
     "RunInfo",
     "RunMetadata",
     "SourceFile",

@@ -241,13 +241,14 @@ def test_reader_layers_import_only_downward() -> None:
 
 
 # `reader.analysis` by question, bottom to top: the hunt, the trends over it, `DumpReader`
-# (the run with its cached analyses, which calls both), then what asks a `DumpReader`:
+# (the run with its cached analyses, which calls both) beside `AnalysedRun` (the
+# protocol it meets), then what asks an `AnalysedRun`:
 # the diagnosis and the comparison of two runs side by side, and the jobs of several
 # workers. Units on one floor may import each other (no circle: tested above).
 ANALYSIS_FLOORS = (
     ("reader.analysis.hunt",),
     ("reader.analysis.trends",),
-    ("reader.analysis.dump_reader",),
+    ("reader.analysis.analysed_run", "reader.analysis.dump_reader"),
     ("reader.analysis.diagnosis", "reader.analysis.compare"),
     ("reader.analysis.jobs",),
 )

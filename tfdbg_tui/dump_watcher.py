@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 from textual.message_pump import MessagePump
@@ -17,6 +18,9 @@ from reader.errors import DumpError
 from reader.model import UpdateReport
 from reader.run import liveness
 from tfdbg_tui.messages import DumpFailed
+
+if TYPE_CHECKING:
+    from reader import Run
 
 # New records reach the screen within one poll interval plus the writer's flush
 # interval (0.5 s): about 1.5 s, inside the 2 s the design allows.
@@ -48,12 +52,12 @@ class DumpWatcher:
     """Polls a dump reader until the run finishes or `stop()` is called.
 
     Args:
-        reader: The `reader.DumpReader` to update (it is thread-safe).
+        reader: The run to update (it is thread-safe).
         target: Where to post `DumpChanged` (the debugger screen).
         interval_s: Seconds between polls.
     """
 
-    def __init__(self, reader, target: MessagePump, interval_s: float = POLL_INTERVAL_S):
+    def __init__(self, reader: Run, target: MessagePump, interval_s: float = POLL_INTERVAL_S):
         self._reader = reader
         self._target = target
         self._interval_s = interval_s

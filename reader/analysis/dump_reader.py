@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from reader.analysis.hunt.alerts import AlertBuilder, collect_alerts, first_harmful
 from reader.analysis.hunt.harm import HarmVerdict, classify
@@ -14,13 +15,17 @@ from reader.analysis.trends.trends import Trends, compute_trends
 from reader.model import Alert, AlertSummary, RootCause
 from reader.run.indexed_run import IndexedRun
 
+if TYPE_CHECKING:
+    from reader.analysis.analysed_run import AnalysedRun
+
 
 class DumpReader(IndexedRun):
     """One run of a dump: the record queries of `IndexedRun` (which says how it is
     opened, followed and locked), and the analyses built on them: alerts, steps and
     the root cause, each cached until the dump changes. The first alert, the steps'
     first non-finite step and the root cause are the first *harmful* value's
-    (`harm`)."""
+    (`harm`). It asks its run through the public queries only (a `Run`), holding
+    `query_lock` while an analysis reads, so that each sees one state of the run."""
 
     def __init__(self, run_path: str | os.PathLike[str]) -> None:
         self._alerts_cache: tuple[tuple, AlertSummary] | None = None
@@ -33,7 +38,7 @@ class DumpReader(IndexedRun):
     def place(self, alert: Alert) -> Place:
         """Where in the model an alert's tensor was made: phase, Keras layer, library
         frame (`reader.analysis.hunt.model_place`)."""
-        with self._lock:
+        with self.query_lock:
             if self._places is None:
                 self._places = PlaceFinder(self)
             return self._places.of_alert(alert)
@@ -43,23 +48,23 @@ class DumpReader(IndexedRun):
         return self._harm()[0]
 
     def _harm(self) -> tuple[HarmVerdict, Alert | None]:
-        with self._lock:
-            key = self._state_key()
+        with self.query_lock:
+            key = self.state_key()
             if self._harm_cache is None or self._harm_cache[0] != key:
-                index, step, counts = self._traces.alert_rows()
-                eager_index, eager_slot, _ = self._execs.alert_rows()
+                index, step, counts = self.trace_alert_rows()
+                eager_index, eager_slot, _ = self.execution_alert_rows()
                 verdict = classify(
                     self,
                     index,
                     step,
                     counts,
-                    self._traces.alert_points(),
+                    self.trace_alert_points(),
                     eager_index,
                     eager_slot,
                     lambda: Steps(self, None),
                 )
                 codes = (verdict.eager_codes, verdict.graph_codes)
-                first = first_harmful(self._execs, self._traces, AlertBuilder(self), codes)
+                first = first_harmful(self, AlertBuilder(self), codes)
                 self._harm_cache = (key, verdict, first)
             return self._harm_cache[1], self._harm_cache[2]
 
@@ -69,15 +74,14 @@ class DumpReader(IndexedRun):
         Args:
             limit_per_type: How many alerts of each type to list; totals stay exact.
         """
-        with self._lock:
-            key = self._state_key() + (limit_per_type,)
+        with self.query_lock:
+            key = self.state_key() + (limit_per_type,)
             if self._alerts_cache is None or self._alerts_cache[0] != key:
                 harm = self.harm()
                 self._alerts_cache = (
                     key,
                     collect_alerts(
-                        self._execs,
-                        self._traces,
+                        self,
                         AlertBuilder(self),
                         limit_per_type,
                         (harm.eager_codes, harm.graph_codes),
@@ -92,8 +96,8 @@ class DumpReader(IndexedRun):
 
     def steps(self) -> Steps:
         """The run's steps, alerts per step and gaps (`reader.analysis.hunt.steps`); cached."""
-        with self._lock:
-            key = self._state_key()
+        with self.query_lock:
+            key = self.state_key()
             if self._steps_cache is None or self._steps_cache[0] != key:
                 self._steps_cache = (key, Steps(self, self.first_alert()))
             return self._steps_cache[1]
@@ -101,8 +105,8 @@ class DumpReader(IndexedRun):
     def trends(self) -> Trends:
         """Per layer and step: gradient, update, weight norms and activation magnitudes
         (`reader.analysis.trends.trends`); cached until the dump changes."""
-        with self._lock:
-            key = self._state_key()
+        with self.query_lock:
+            key = self.state_key()
             if self._trends_cache is None or self._trends_cache[0] != key:
                 steps = self.steps()
                 self._trends_cache = (
@@ -122,8 +126,14 @@ class DumpReader(IndexedRun):
     def root_cause(self, alert: Alert | None = None) -> RootCause | None:
         """The op that made the first harmful tensor (or ``alert``'s), walked back
         through harmful inputs; None without harmful alerts."""
-        with self._lock:
+        with self.query_lock:
             start = alert if alert is not None else self.first_alert()
             if start is None:
                 return None
             return find_root_cause(self, start, contained=self.harm().is_contained_trace)
+
+
+if TYPE_CHECKING:
+
+    def _is_an_analysed_run(run: DumpReader) -> AnalysedRun:  # mypy checks it meets it
+        return run

@@ -4,7 +4,7 @@ In a ``tf.distribute.MultiWorkerMirroredStrategy`` job each worker process write
 own run into the shared logdir, tagged with its task ("worker 1") and the job's
 cluster id (docs/format.md, the `run` record's ``task``). A NaN made on one worker
 reaches the others through the all-reduce: there the root cause is a collective op
-(`reader.analysis.diagnosis.diagnosis.COLLECTIVE_OPS`) that *received* it. The worker that made it
+(`reader.analysis.diagnosis.op_patterns.COLLECTIVE_OPS`) that *received* it. The worker that made it
 is the one whose first alert comes first: in the earliest step, a root cause that is not a
 received value before one that is, then by the wall time of the call that ran it.
 
@@ -22,7 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from reader import storage
-from reader.analysis.diagnosis.diagnosis import COLLECTIVE_OPS
+from reader.analysis.analysed_run import AnalysedRun
+from reader.analysis.diagnosis.op_patterns import COLLECTIVE_OPS
 from reader.analysis.dump_reader import DumpReader
 from reader.errors import DumpError
 from reader.model import Frame, RunInfo
@@ -172,7 +173,7 @@ class JobWorkers:
         self._readers.clear()
 
 
-def first_nonfinite_workers(run: DumpReader) -> list[WorkerRun]:
+def first_nonfinite_workers(run: AnalysedRun) -> list[WorkerRun]:
     """Every run of ``run``'s job (``run`` itself included), the worker that went
     non-finite first first; runs without alerts last. Empty when ``run`` is not part
     of a multi-worker job, or is its only run in the logdir."""
@@ -197,7 +198,7 @@ def first_nonfinite_workers(run: DumpReader) -> list[WorkerRun]:
     return sorted(found, key=_order)
 
 
-def _ranked(runs: Iterable[tuple[DumpReader, str, str]]) -> list[WorkerRun]:
+def _ranked(runs: Iterable[tuple[AnalysedRun, str, str]]) -> list[WorkerRun]:
     """``(reader, run id, task)`` of a job's runs as `WorkerRun`, the worker that went
     non-finite first first; a run whose root cause cannot be read (yet) is left out."""
     found = []
@@ -209,7 +210,7 @@ def _ranked(runs: Iterable[tuple[DumpReader, str, str]]) -> list[WorkerRun]:
     return sorted(found, key=_order)
 
 
-def _worker_run(run: DumpReader, run_id: str, task: str) -> WorkerRun:
+def _worker_run(run: AnalysedRun, run_id: str, task: str) -> WorkerRun:
     live = run.writer_state() not in liveness.ENDED
     steps = run.steps()
     last_step = max((last for _, last in steps.kept_steps()), default=None)

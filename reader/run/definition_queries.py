@@ -1,12 +1,13 @@
 """The definition queries of a run: graphs, ops, stacks and source files.
 
-A base of `reader.run.indexed_run.IndexedRun`, apart because these answer from the
-definitions alone (`reader.index.definitions`), never from the big indexes.
+A member of `reader.run.indexed_run.IndexedRun` (which answers them through it), apart
+because these answer from the definitions alone (`reader.index.definitions`), never
+from the big indexes.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import threading
 
 from reader.errors import UnknownIdError
 from reader.index.definitions import Definitions
@@ -14,10 +15,16 @@ from reader.model import Frame, Graph, Op, SourceFile, innermost_user_position
 
 
 class DefinitionQueries:
-    """Queries over a run's definitions, under the run's query lock."""
+    """Queries over a run's definitions, under the run's query lock.
 
-    _lock: Any  # threading.RLock: the run's query lock
-    _defs: Definitions
+    Args:
+        defs: The run's definitions, which its loader fills (under ``lock``).
+        lock: The run's query lock.
+    """
+
+    def __init__(self, defs: Definitions, lock: threading.RLock) -> None:
+        self._defs = defs
+        self._lock = lock
 
     def graphs(self) -> list[Graph]:
         """Every graph read, by id."""

@@ -2,8 +2,8 @@
 that read its records (executions, traces, definitions).
 
 `reader.analysis.dump_reader.DumpReader` adds the analyses over these queries (alerts, steps,
-root cause); the analysis modules take an `IndexedRun`, so they never import the
-class that imports them.
+root cause); the analysis modules take a `reader.run.run_protocol.Run` (the queries,
+named), so they never import the class that imports them.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from reader.index import exec_chunks
 from reader.index.trace_search import TraceSearch, compile_search
 from reader.loading.run_loader import Loader, RunLoader
 from reader.loading.tf_events.file_sets import is_tf_run
-from reader.model import Execution, RunMetadata, Trace, UpdateReport
+from reader.model import Execution, Frame, Graph, Op, RunMetadata, SourceFile, Trace, UpdateReport
 from reader.notices import Notice
 from reader.records import build_execution, row_summary, run_metadata
 from reader.run import liveness
@@ -32,12 +32,13 @@ from reader.watch_log import WatchLog
 
 if TYPE_CHECKING:
     from reader.loading.tf_events.loader import TfRunLoader
+    from reader.run.run_protocol import Run
 
 _Run = TypeVar("_Run", bound="IndexedRun")
 T = TypeVar("T")
 
 
-class IndexedRun(DefinitionQueries):
+class IndexedRun:
     """Reads one run directory: indexes everything present, then follows its growth.
 
     All methods are thread-safe. Queries hold one lock while they read; `update()`
@@ -75,6 +76,7 @@ class IndexedRun(DefinitionQueries):
         self._execs = self._loader.execs
         self._traces = self._loader.traces
         self._search = TraceSearch(self._defs, self._traces)
+        self._definitions = DefinitionQueries(self._defs, self._lock)
         self.update()
 
     @property
@@ -551,7 +553,14 @@ class IndexedRun(DefinitionQueries):
         with self._lock:
             return self._search.find(regex, start, forward)
 
-    def _state_key(self) -> tuple:
+    @property
+    def query_lock(self) -> threading.RLock:
+        """The lock each query holds while it reads (re-entrant). An analysis that asks
+        many queries holds it around them all to see one state of the run: the
+        loader's commits wait meanwhile."""
+        return self._lock
+
+    def state_key(self) -> tuple:
         """Changes whenever records arrive or leave (for caches of analyses)."""
         return (
             self._execs.first,
@@ -564,11 +573,72 @@ class IndexedRun(DefinitionQueries):
             len(self._defs.devices),
         )
 
+    def execution_alert_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every alerting eager output, in execution then slot order: (execution index,
+        slot, (n, 3) counts of nan, neg_inf, pos_inf, -1 where the mode has none)."""
+        with self._lock:
+            return self._execs.alert_rows()
+
+    def trace_alert_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every trace that held NaN or infinity, ascending: (trace index, step, (n, 3)
+        counts as `execution_alert_rows`), read-only arrays shared by every caller."""
+        with self._lock:
+            return self._traces.alert_rows()
+
+    def trace_alert_points(self) -> np.ndarray:
+        """The trace point of every trace of `trace_alert_rows`, in its order."""
+        with self._lock:
+            return self._traces.alert_points()
+
     def alert_positions(self) -> tuple[np.ndarray, np.ndarray]:
         """Where each alerting tensor ran, as int64 execution indices: (the eager
         executions' own indices, the graph traces' ``x``), one entry per tensor."""
         with self._lock:
             return self._execs.alert_rows()[0], self._traces.alert_rows()[1]
+
+    # -- definitions (`DefinitionQueries`) ---------------------------------------------
+
+    def graphs(self) -> list[Graph]:
+        """Every graph read, by id."""
+        return self._definitions.graphs()
+
+    def graph(self, graph_id: int) -> Graph:
+        """A graph by id; `UnknownIdError` while not defined."""
+        return self._definitions.graph(graph_id)
+
+    def graph_ops(self, graph_id: int) -> list[Op]:
+        """The ops of one graph, in creation order."""
+        return self._definitions.graph_ops(graph_id)
+
+    def op(self, op_id: int) -> Op:
+        """An op by id; `UnknownIdError` while not defined."""
+        return self._definitions.op(op_id)
+
+    def op_by_name(self, graph_id: int, name: str) -> Op | None:
+        """An op by graph and name, or None."""
+        return self._definitions.op_by_name(graph_id, name)
+
+    def consumers(self, op_id: int) -> list[tuple[Op, int]]:
+        """(consumer op, input index) for each op reading any output of ``op_id``."""
+        return self._definitions.consumers(op_id)
+
+    def stack(self, stack_id: int) -> list[Frame]:
+        """A stack's frames, outermost first; frames not read yet are placeholders."""
+        return self._definitions.stack(stack_id)
+
+    def source_file(self, file_id: int) -> SourceFile:
+        """A source file and its snapshot; `UnknownIdError` while not defined."""
+        return self._definitions.source_file(file_id)
+
+    def source_line(self, frame: Frame) -> str | None:
+        """The text of a frame's line from the snapshot, or None when not recorded."""
+        return self._definitions.source_line(frame)
+
+    def innermost_user_frame(self, stack_id: int | None) -> Frame | None:
+        """The innermost frame of user code in a stack, or None."""
+        return self._definitions.innermost_user_frame(stack_id)
+
+    # -- lifecycle -----------------------------------------------------------------------
 
     def close(self) -> None:
         """Close every open file (after an `update()` under way ends)."""
@@ -580,6 +650,12 @@ class IndexedRun(DefinitionQueries):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+if TYPE_CHECKING:
+
+    def _is_a_run(run: IndexedRun) -> Run:  # mypy checks that `IndexedRun` meets `Run`
+        return run
 
 
 def _tf_loader(path: str, lock: threading.RLock) -> TfRunLoader:

@@ -17,6 +17,7 @@ from reader import storage
 from reader.errors import DumpError
 from reader.run.indexed_run import IndexedRun
 from reader.run.run_dir import resolve_run_path
+from reader.run.run_protocol import Run
 from reader.watch_log import WatchLog
 
 
@@ -43,7 +44,7 @@ class WatchPair:
         }
 
 
-def watch_pair(run: IndexedRun) -> WatchPair | None:
+def watch_pair(run: Run) -> WatchPair | None:
     """The pair ``run`` belongs to: itself watched, or the replay of a watched run;
     None for any other run (or when the other half cannot be read)."""
     log = run.watch_log()

@@ -14,12 +14,9 @@ import sys
 import pytest
 
 import reader
-from reader.analysis.diagnosis.diagnosis import (
-    PATTERNS,
-    SUGGESTIONS,
-    diagnose_alert,
-    diagnose_cause,
-)
+from reader.analysis.diagnosis import op_patterns
+from reader.analysis.diagnosis.diagnosis import PATTERNS, diagnose_alert, diagnose_cause
+from reader.analysis.diagnosis.registry import rule_of
 from tests.reader.conftest import HARM_PATTERN_CASES, PATTERN_CASES, PATTERN_RUNS, TF_PROGRAMS
 from tfdbg_tui.commands.report import main as report_main
 
@@ -59,12 +56,15 @@ def test_diagnosis_names_pattern_op_and_expression(pattern_dumps, case):
             assert f"`{expression}`" in diagnosis.explanation
         else:
             assert local.frame.column is None and expression not in diagnosis.explanation
-        # The training patterns (reader.analysis.diagnosis.training_patterns) word their own fix,
-        # and so does an input whose source is known (reader.analysis.diagnosis.input_source).
+        # The op's own patterns give their rule's fix, but an input whose source is known
+        # (reader.analysis.diagnosis.input_source); the training patterns word their own.
+        own = pattern in {rule.pattern for rule in op_patterns.RULES}
         expected = (
             diagnosis.source.suggestion
             if diagnosis.source
-            else SUGGESTIONS.get(pattern, diagnosis.suggestion)
+            else rule_of(pattern).fix
+            if own
+            else diagnosis.suggestion
         )
         assert diagnosis.suggestion == expected
         assert diagnosis.suggestion

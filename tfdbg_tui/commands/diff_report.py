@@ -117,7 +117,7 @@ def main(argv: list[str]) -> int:
     return EXIT_OK
 
 
-def diff_dict(a: reader.DumpReader, b: reader.DumpReader, diff: RunDiff) -> dict[str, Any]:
+def diff_dict(a: reader.AnalysedRun, b: reader.AnalysedRun, diff: RunDiff) -> dict[str, Any]:
     """The ``--json`` object (keys documented in docs/keys.md, "`diff --json`")."""
     return {
         "a": a.path,
@@ -138,7 +138,7 @@ def diff_dict(a: reader.DumpReader, b: reader.DumpReader, diff: RunDiff) -> dict
     }
 
 
-def _divergence_dict(b: reader.DumpReader, d: Divergence | None) -> dict[str, Any] | None:
+def _divergence_dict(b: reader.AnalysedRun, d: Divergence | None) -> dict[str, Any] | None:
     if d is None:
         return None
     source = None
@@ -169,7 +169,7 @@ def _divergence_dict(b: reader.DumpReader, d: Divergence | None) -> dict[str, An
     }
 
 
-def _print_human(a: reader.DumpReader, b: reader.DumpReader, diff: RunDiff) -> None:
+def _print_human(a: reader.AnalysedRun, b: reader.AnalysedRun, diff: RunDiff) -> None:
     # Rich is imported here: `--json` and errors never pay for it.
     from tfdbg_tui.text.console_output import literal_line, output_console
 

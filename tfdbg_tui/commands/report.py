@@ -126,7 +126,7 @@ def summary_dict(summary: Summary | None) -> dict[str, Any] | None:
 
 
 def report_dict(
-    dump: reader.DumpReader,
+    dump: reader.AnalysedRun,
     summary: reader.AlertSummary,
     cause: RootCause | None,
     diagnosis: Diagnosis | None = None,
@@ -209,7 +209,7 @@ def report_dict(
     }
 
 
-def _reached_dict(dump: reader.DumpReader, steps: Steps) -> dict[str, Any] | None:
+def _reached_dict(dump: reader.AnalysedRun, steps: Steps) -> dict[str, Any] | None:
     """How far the run got: its last execution on disk and that execution's step (a
     run killed while it hung ends there)."""
     if not dump.num_executions:
@@ -235,7 +235,7 @@ def place_dict(place: Place) -> dict[str, Any]:
     }
 
 
-def _say_watch(say, dump: reader.DumpReader, pair: WatchPair | None) -> None:
+def _say_watch(say, dump: reader.AnalysedRun, pair: WatchPair | None) -> None:
     """The watch tier's lines: a watched run's steps and hit, or which step a replay
     replays."""
     if pair is None:
@@ -277,7 +277,7 @@ def _say_watch(say, dump: reader.DumpReader, pair: WatchPair | None) -> None:
             say(f"  {label}: {path}")
 
 
-def _say_workers(say, dump: reader.DumpReader, workers: list[WorkerRun]) -> None:
+def _say_workers(say, dump: reader.AnalysedRun, workers: list[WorkerRun]) -> None:
     """The job's workers, the one that went non-finite first first."""
     if not workers:
         return
@@ -302,7 +302,7 @@ def _say_workers(say, dump: reader.DumpReader, workers: list[WorkerRun]) -> None
         say("  ", lead, f"{worker.task}{at}: {what}{this}")
 
 
-def _worker_dict(worker: WorkerRun, dump: reader.DumpReader) -> dict[str, Any]:
+def _worker_dict(worker: WorkerRun, dump: reader.AnalysedRun) -> dict[str, Any]:
     frame = worker.frame
     return {
         "run": worker.run_id,
@@ -351,7 +351,7 @@ def _gap_dict(gap: Gap) -> dict[str, Any]:
 
 
 def _print_human(
-    dump: reader.DumpReader,
+    dump: reader.AnalysedRun,
     summary: reader.AlertSummary,
     cause: RootCause | None,
     diagnosis: Diagnosis | None,
@@ -491,7 +491,7 @@ def _print_human(
 RULE_HITS_SHOWN = 10
 
 
-def _say_rules(dump: reader.DumpReader, watched: WatchReport) -> None:
+def _say_rules(dump: reader.AnalysedRun, watched: WatchReport) -> None:
     """The watch rules' hits (they never change the verdict): the first anomaly and
     its lead on the first harmful value, then the first hits in step order."""
     from tfdbg_tui.text.console_output import literal_line, output_console

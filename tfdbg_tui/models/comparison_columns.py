@@ -13,6 +13,7 @@ Graph Execution list holds one `TraceComparison`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
@@ -20,6 +21,9 @@ from reader.analysis.compare.diff import RunAlignment, differing_fields
 from reader.model import Op, Summary, Trace
 from tfdbg_tui.models.trace_rows import TraceRows
 from tfdbg_tui.text.rich_literal import literal_text
+
+if TYPE_CHECKING:
+    from reader import Run
 
 # Summary fields whose difference shows in the combined "inf/NaN" column.
 _NON_FINITE_FIELDS = frozenset({"is_alert", "nan", "neg_inf", "pos_inf"})
@@ -44,11 +48,11 @@ class TraceComparison:
 
     Args:
         alignment: `reader.analysis.compare.diff.align_runs(a, b)`.
-        reader_a: Run A's `reader.DumpReader` (pages of its traces are read to paint).
+        reader_a: Run A (pages of its traces are read to paint).
         run_id_a: A's run id, for the status line.
     """
 
-    def __init__(self, alignment: RunAlignment, reader_a, run_id_a: str) -> None:
+    def __init__(self, alignment: RunAlignment, reader_a: Run, run_id_a: str) -> None:
         self.alignment = alignment
         self.run_id_a = run_id_a
         self.rows_a = TraceRows(reader_a)

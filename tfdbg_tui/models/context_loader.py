@@ -1,12 +1,14 @@
 """What the panes show about a selection, read from the dump in a worker thread.
 
-Pure functions of a reader: no widgets here. The screen calls them inside
+Pure functions of a run (a `reader.Run`; a trace's context asks its analyses too, a
+`reader.AnalysedRun`): no widgets here. The screen calls them inside
 `@work(thread=True)` workers and hands the frozen results down to the panes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from reader.analysis.diagnosis.expressions import expression_of, line_span
 from reader.analysis.diagnosis.history import TensorHistory, tensor_history
@@ -24,6 +26,9 @@ from reader.model import (
 )
 from tfdbg_tui.models.source_view import SourceView, highlight_source
 from tfdbg_tui.text.literal import literal_columns
+
+if TYPE_CHECKING:
+    from reader import AnalysedRun, Run
 
 
 @dataclass(frozen=True)
@@ -71,7 +76,7 @@ class ExecutionContext:
     expressions: tuple[str | None, ...] = ()  # per frame: its exact expression, if known
 
 
-def _op(reader, op_id: int | None) -> Op | None:
+def _op(reader: Run, op_id: int | None) -> Op | None:
     """An op, or None while its definition has not been read."""
     if op_id is None:
         return None
@@ -81,7 +86,7 @@ def _op(reader, op_id: int | None) -> Op | None:
         return None
 
 
-def _graph(reader, graph_id: int | None) -> Graph | None:
+def _graph(reader: Run, graph_id: int | None) -> Graph | None:
     if graph_id is None:
         return None
     try:
@@ -90,7 +95,7 @@ def _graph(reader, graph_id: int | None) -> Graph | None:
         return None
 
 
-def _stack(reader, stack_id: int | None) -> tuple[tuple[Frame, ...], Frame | None]:
+def _stack(reader: Run, stack_id: int | None) -> tuple[tuple[Frame, ...], Frame | None]:
     if stack_id is None:
         return (), None
     try:
@@ -103,13 +108,13 @@ def _stack(reader, stack_id: int | None) -> tuple[tuple[Frame, ...], Frame | Non
     return frames, (frames[position] if position is not None else None)
 
 
-def _trace_summary(reader, trace_index: int | None) -> Summary | None:
+def _trace_summary(reader: Run, trace_index: int | None) -> Summary | None:
     if trace_index is None:
         return None
     return reader.trace(trace_index).summary
 
 
-def load_trace_context(reader, trace_index: int) -> TraceContext:
+def load_trace_context(reader: AnalysedRun, trace_index: int) -> TraceContext:
     """The op of a trace, its inputs and consumers (with their nearest traces), its
     creation stack with the innermost user frame selected, and the health over the run
     of its output and inputs."""
@@ -169,7 +174,7 @@ def load_trace_context(reader, trace_index: int) -> TraceContext:
     )
 
 
-def load_execution_context(reader, execution_index: int) -> ExecutionContext:
+def load_execution_context(reader: Run, execution_index: int) -> ExecutionContext:
     """An eager execution and its call stack with the innermost user frame selected."""
     execution = reader.execution(execution_index)
     graph = _graph(reader, execution.graph_id)
@@ -186,19 +191,19 @@ def load_execution_context(reader, execution_index: int) -> ExecutionContext:
     )
 
 
-def frame_expressions(reader, frames: tuple[Frame, ...]) -> tuple[str | None, ...]:
+def frame_expressions(reader: Run, frames: tuple[Frame, ...]) -> tuple[str | None, ...]:
     """Each user frame's exact expression (None for library frames and old dumps)."""
     return tuple(expression_of(reader, frame) if frame.is_user else None for frame in frames)
 
 
-def source_span(reader, frame: Frame) -> tuple[int, int] | None:
+def source_span(reader: Run, frame: Frame) -> tuple[int, int] | None:
     """The frame's expression as columns of its line shown in Source Code, if known."""
     text = reader.source_line(frame)
     span = line_span(frame, text)
     return literal_columns(text, *span) if span is not None and text is not None else None
 
 
-def load_source(reader, frame: Frame) -> SourceView:
+def load_source(reader: Run, frame: Frame) -> SourceView:
     """The highlighted snapshot of a frame's file, or why there is none."""
     try:
         source = reader.source_file(frame.file_id)

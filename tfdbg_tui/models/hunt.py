@@ -52,7 +52,7 @@ class Hunt:
     no_alert: str = ""
 
 
-def read_hunt(reader: dump_reader_module.DumpReader) -> Hunt:
+def read_hunt(reader: dump_reader_module.AnalysedRun) -> Hunt:
     """The hunt of a run as its reader sees it now.
 
     Raises:

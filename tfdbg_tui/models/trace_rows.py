@@ -6,11 +6,16 @@ one `TraceRows` and paints from it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from textual.cache import LRUCache
 
 from reader.model import Op, Trace
 from tfdbg_tui.models.kept_rows import GappedRows, KeptRows
+
+if TYPE_CHECKING:
+    from reader import Run
 
 # Traces are fetched in pages: one reader call per page keeps rendering a screenful to
 # a handful of calls, and 256 pages (64k traces) cover far more than any scrolling
@@ -28,10 +33,10 @@ class TraceRows:
     (`tfdbg_tui.models.kept_rows`), in both views.
 
     Args:
-        reader: A `reader.DumpReader`.
+        reader: The run whose traces the rows show.
     """
 
-    def __init__(self, reader) -> None:
+    def __init__(self, reader: Run) -> None:
         self._reader = reader
         self.num_traces = 0
         self.alerts_only = False

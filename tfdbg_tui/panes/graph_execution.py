@@ -8,6 +8,7 @@ fast as a small one.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from rich.text import Text
@@ -25,6 +26,9 @@ from tfdbg_tui.text.literal import literal
 from tfdbg_tui.text.text_fit import cut_start
 from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.pane import Pane, Section
+
+if TYPE_CHECKING:
+    from reader import Run
 
 
 class GraphExecutionList(LineList):
@@ -129,8 +133,8 @@ class GraphExecutionList(LineList):
         self._steps = steps
         self.invalidate()
 
-    def attach(self, reader, mode: str) -> None:
-        """Show the traces of `reader` (a `reader.DumpReader`), recorded in `mode`;
+    def attach(self, reader: Run, mode: str) -> None:
+        """Show the traces of the run `reader`, recorded in `mode`;
         called once the reader is open. The list owns its `TraceRows`."""
         self.rows = TraceRows(reader)
         self.rows.refresh()

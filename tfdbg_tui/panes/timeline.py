@@ -21,7 +21,7 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widgets import Static
 
-from reader import DumpReader
+from reader import Run
 from reader import format as fmt
 from tfdbg_tui.models.context_loader import ExecutionContext
 from tfdbg_tui.models.kept_rows import KeptRows
@@ -106,13 +106,13 @@ class TimelineCells(CursorView, can_focus=True):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.reader: DumpReader | None = None
+        self.reader: Run | None = None
         self.cells = KeptRows([])
         self._generation = 0
         self._rows: LRUCache[tuple[int, int, int], _RowData] = LRUCache(ROW_CACHE_SIZE)
 
-    def attach(self, reader: DumpReader) -> None:
-        """Show the executions of `reader` (a `reader.DumpReader`)."""
+    def attach(self, reader: Run) -> None:
+        """Show the executions of the run `reader`."""
         self.reader = reader
         self.data_changed()
 

@@ -366,6 +366,7 @@ class DebuggerScreen(Screen):
     @work(thread=True, exclusive=True, group="selection")
     def load_selection(self, load, index: int, token: int) -> None:
         """What the panes show about a selected trace or execution: `load(reader, index)`."""
+        assert self.reader is not None  # a selection is made once the run is open
         try:
             context = load(self.reader, index)
         except DumpError as error:
@@ -376,6 +377,7 @@ class DebuggerScreen(Screen):
     @work(thread=True, exclusive=True, group="execution-detail")
     def load_execution_detail(self, execution_index: int, token: int) -> None:
         """The timeline's detail only (a graph trace is selected: its stack stays)."""
+        assert self.reader is not None  # a selection is made once the run is open
         try:
             context = load_execution_context(self.reader, execution_index)
         except DumpError:
@@ -437,6 +439,7 @@ class DebuggerScreen(Screen):
     def load_frame_source(self, frame, highlighted: SourceView | None, token: int) -> None:
         """Show the frame's line in its file, highlighting the file unless `highlighted`
         (the screen's copy) is given: each file is highlighted once."""
+        assert self.reader is not None  # a frame is listed once the run is open
         if highlighted is None:
             highlighted = load_source(self.reader, frame)
         self.post_message(

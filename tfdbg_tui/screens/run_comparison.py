@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.screen import Screen
 
 import reader as dump_reader_module
-from reader import DumpReader
+from reader import AnalysedRun, DumpReader
 from reader.analysis.compare.diff import GRAPH, SIDE_NAMES, RunAlignment, align_runs
 from reader.errors import DumpError
 from reader.model import RunInfo
@@ -107,7 +107,7 @@ class RunComparison:
     def __init__(
         self,
         screen: Screen,
-        reader_b: DumpReader,
+        reader_b: AnalysedRun,
         *,
         logdir: str,
         runs: Sequence[RunInfo],

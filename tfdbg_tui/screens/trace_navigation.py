@@ -16,7 +16,7 @@ import numpy as np
 from textual.message import Message
 from textual.screen import Screen
 
-from reader import DumpReader
+from reader import Run
 from reader.errors import DumpError
 from tfdbg_tui.models.context_loader import TraceContext
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
@@ -49,7 +49,7 @@ class TraceNavigation:
         graph_list: The Graph Execution list, which results are set on.
     """
 
-    def __init__(self, screen: Screen, reader: DumpReader, graph_list: GraphExecutionList) -> None:
+    def __init__(self, screen: Screen, reader: Run, graph_list: GraphExecutionList) -> None:
         self.screen = screen
         self.reader = reader
         self.graph_list = graph_list

@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Static
 
-from reader.analysis.dump_reader import DumpReader
+from reader.analysis.analysed_run import AnalysedRun
 from reader.analysis.trends.trends import SERIES, SERIES_TITLES, Trends
 from reader.analysis.trends.watch_rules import WatchReport, hits_of_row
 from reader.errors import DumpError
@@ -76,7 +76,7 @@ class TrendsScreen(Screen[None]):
     TrendsScreen > #trends-hits { height: auto; max-height: 7; }
     """
 
-    def __init__(self, reader: DumpReader) -> None:
+    def __init__(self, reader: AnalysedRun) -> None:
         super().__init__()
         self.reader = reader
         self.trends: Trends | None = None

@@ -1,8 +1,9 @@
 """The diagnosis line: why the selected alert's tensor went non-finite, and the fix.
 
 One line above the panes. On opening it diagnoses the root cause; selecting an alert
-diagnoses that alert. The text comes from `reader.analysis.diagnosis.diagnosis`; this
-widget only formats it. A line too long for the screen is cut and ends in a "more" hint:
+diagnoses that alert. The text comes from `reader.analysis.diagnosis.diagnosis`, the
+pattern's label from its rule (`reader.analysis.diagnosis.registry`); this widget only
+formats them. A line too long for the screen is cut and ends in a "more" hint:
 `e` (or a click) shows the whole diagnosis with its evidence
 (`tfdbg_tui.dialogs.text_dialog`).
 """
@@ -15,32 +16,11 @@ from textual.message import Message
 from textual.widget import Widget
 
 from reader.analysis.diagnosis.diagnosis import Diagnosis
-from reader.analysis.diagnosis.verdict import VERDICT_PATTERNS
+from reader.analysis.diagnosis.registry import CONTAINED, VERDICTS, label_of
 from tfdbg_tui.text.literal import literal
 
-# Short names of the patterns for the line's label.
-PATTERN_LABELS = {
-    "log_of_nonpositive": "log of ≤0",
-    "division_by_zero": "division by 0",
-    "sqrt_domain": "sqrt of <0",
-    "overflow": "overflow",
-    "singular_gradient": "singular gradient",
-    "inf_arithmetic": "inf arithmetic",
-    "nonfinite_input": "non-finite input",
-    "unknown": "unexplained",
-    "loss_scale_collapse": "loss scale collapse",
-    "where_gradient_trap": "tf.where gradient trap",
-    "library_nan": "made in library code",
-    "divergence": "divergence",
-    "spike": "one step's spike",
-    "domain_error": "outside the domain",
-    "contained": "contained",
-    "healthy": "healthy",
-    "expected_loss_scaling": "healthy: loss scaling",
-}
-
 # Diagnoses that say no harm was done: shown on the calm background.
-CLEAR_PATTERNS = (*VERDICT_PATTERNS, "contained")
+CLEAR_PATTERNS = tuple(rule.pattern for rule in (*VERDICTS, CONTAINED))
 
 # Ends a line cut at the screen's edge: the key that shows all of it.
 MORE_HINT = " e: more "
@@ -50,7 +30,7 @@ def diagnosis_text(diagnosis: Diagnosis, *, full: bool = False) -> Text:
     """The diagnosis as one line (label, explanation, "Fix:" suggestion); with `full`,
     the fix and the evidence follow in paragraphs of their own."""
     text = Text(no_wrap=not full, overflow="ellipsis", end="")
-    label = PATTERN_LABELS.get(diagnosis.pattern, diagnosis.pattern)
+    label = label_of(diagnosis.pattern)
     text.append(f" {label} ", "bold reverse")
     text.append(" ")
     text.append(literal(diagnosis.explanation))

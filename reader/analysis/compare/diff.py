@@ -46,7 +46,7 @@ from reader.analysis.compare.tensor_alignment import (
 from reader.model import Frame, Summary
 
 if TYPE_CHECKING:
-    from reader.analysis.dump_reader import DumpReader
+    from reader.analysis.analysed_run import AnalysedRun
 
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-6
@@ -117,8 +117,8 @@ class RunDiff:
 
 
 def compare_runs(
-    a: DumpReader,
-    b: DumpReader,
+    a: AnalysedRun,
+    b: AnalysedRun,
     *,
     rtol: float = DEFAULT_RTOL,
     atol: float = DEFAULT_ATOL,
@@ -179,8 +179,8 @@ class RunAlignment:
 
 
 def align_runs(
-    a: DumpReader,
-    b: DumpReader,
+    a: AnalysedRun,
+    b: AnalysedRun,
     *,
     rtol: float = DEFAULT_RTOL,
     atol: float = DEFAULT_ATOL,
@@ -214,7 +214,7 @@ def differing_fields(
 
 
 def _align(
-    a: DumpReader, b: DumpReader, rtol: float, atol: float, names: tuple[str, str], every: bool
+    a: AnalysedRun, b: AnalysedRun, rtol: float, atol: float, names: tuple[str, str], every: bool
 ) -> tuple[RunDiff, np.ndarray, list[int], list[int]]:
     """The comparison behind `compare_runs` (``every`` False: the first divergence only)
     and `align_runs` (``every``: every divergent graph trace, and the counterparts)."""
@@ -417,8 +417,8 @@ def _compare(
     a: Side,
     b: Side,
     values: bool,
-    run_a: DumpReader,
-    run_b: DumpReader,
+    run_a: AnalysedRun,
+    run_b: AnalysedRun,
     rtol: float,
     atol: float,
     names: tuple[str, str],
@@ -487,7 +487,7 @@ _COUNT_WORDS = {
 }
 
 
-def _value(run: DumpReader, kind: str, side: Side, slot: int) -> np.ndarray | None:
+def _value(run: AnalysedRun, kind: str, side: Side, slot: int) -> np.ndarray | None:
     if kind == GRAPH:
         return run.trace_value(side.index)
     return run.execution_value(side.index, slot)
@@ -497,7 +497,7 @@ class _Walk:
     """One run's records, decoded for the pairs that are reported or compared by
     value."""
 
-    def __init__(self, run: DumpReader) -> None:
+    def __init__(self, run: AnalysedRun) -> None:
         self.run = run
 
     def side(self, kind: str, keys: TensorKeys, row: int) -> Side:

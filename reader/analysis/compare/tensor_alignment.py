@@ -20,7 +20,7 @@ import numpy as np
 from reader.summary_rows import alert_flags, row_columns
 
 if TYPE_CHECKING:
-    from reader.analysis.dump_reader import DumpReader
+    from reader.analysis.analysed_run import AnalysedRun
 
 # The key of one trace, as one structured array row.
 KEY_DTYPE = np.dtype([("step", "<i8"), ("tensor", "<i8"), ("occurrence", "<i8"), ("slot", "<i8")])
@@ -71,7 +71,7 @@ class TensorKeys:
     mode: str
 
 
-def trace_keys(run: DumpReader, table: TensorTable) -> TensorKeys:
+def trace_keys(run: AnalysedRun, table: TensorTable) -> TensorKeys:
     """Key every graph trace of ``run`` on disk."""
     parts = [run.trace_columns(begin, end) for begin, end in run.kept_traces()]
     if parts:
@@ -105,7 +105,7 @@ def trace_keys(run: DumpReader, table: TensorTable) -> TensorKeys:
     )
 
 
-def output_keys(run: DumpReader, table: TensorTable) -> TensorKeys:
+def output_keys(run: AnalysedRun, table: TensorTable) -> TensorKeys:
     """Key every eager output of ``run`` on disk."""
     mode = run.metadata.tensor_debug_mode
     parts = []

@@ -2,6 +2,6 @@
 expression, where a non-finite input came from, a healthy run's verdict, and a
 tensor's history across steps.
 
-Above `DumpReader`: these analyses ask the run's cached alerts, harm, steps and root
-cause.
+Above `DumpReader`: these analyses ask a run (an `AnalysedRun`) for its cached alerts,
+harm, steps and root cause.
 """

@@ -20,7 +20,7 @@ from reader.errors import UnknownIdError
 from reader.model import Frame
 
 if TYPE_CHECKING:
-    from reader.analysis.dump_reader import DumpReader
+    from reader.run.run_protocol import Run
 
 
 def line_span(frame: Frame, line_text: str | None) -> tuple[int, int] | None:
@@ -90,7 +90,7 @@ def _header_span(line_text: str, column: int) -> tuple[int, int] | None:
 _HEADER_KEYWORDS = ("for ", "async ", "while ", "if ", "with ")
 
 
-def expression_of(reader: DumpReader, frame: Frame | None) -> str | None:
+def expression_of(reader: Run, frame: Frame | None) -> str | None:
     """The frame's expression from the dump's snapshot of its file, or None."""
     if frame is None or frame.column is None:
         return None

@@ -21,7 +21,7 @@ from reader import format as fmt
 from reader.analysis.hunt.steps import NO_STEP
 
 if TYPE_CHECKING:
-    from reader.analysis.dump_reader import DumpReader
+    from reader.analysis.analysed_run import AnalysedRun
 
 
 @dataclass(frozen=True, eq=False)
@@ -115,7 +115,7 @@ def step_axis(histories: list[TensorHistory]) -> np.ndarray:
     return np.unique(np.concatenate(steps)) if steps else np.empty(0, dtype=np.int64)
 
 
-def tensor_history(reader: DumpReader, op_id: int, slot: int) -> TensorHistory | None:
+def tensor_history(reader: AnalysedRun, op_id: int, slot: int) -> TensorHistory | None:
     """The history of graph tensor ``(op_id, slot)`` from the traces on disk now; None
     when the run's mode records no health (NO_TENSOR, SHAPE)."""
     if reader.metadata.tensor_debug_mode not in fmt.HEALTH_MODES + (fmt.FULL_TENSOR,):

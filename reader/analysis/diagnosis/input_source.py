@@ -1,6 +1,6 @@
 """Where a non-finite input came from: the batch, the Python function, the variable.
 
-A root cause at an op that brings values in (`reader.analysis.diagnosis.diagnosis.SOURCE_OPS`)
+A root cause at an op that brings values in (`SOURCE_OPS`)
 says only "no op in the dump made these values". This module follows them one step
 further, from what the dump recorded around that op:
 
@@ -38,7 +38,7 @@ from reader.errors import DumpError
 from reader.model import Execution, Frame, Op, RootCause
 
 if TYPE_CHECKING:
-    from reader.analysis.dump_reader import DumpReader
+    from reader.analysis.analysed_run import AnalysedRun
 
 SOURCE_KINDS = (
     "dataset",
@@ -49,6 +49,25 @@ SOURCE_KINDS = (
     "variable_restored",
     "variable_assigned",
 )
+# Ops that bring values into the computation rather than compute them: what they
+# output non-finite came in from outside. Op type -> what it is, in the user's terms.
+SOURCE_OPS = {
+    "ReadVariableOp": "the variable",
+    "ResourceGather": "the variable",
+    "VariableV2": "the variable",
+    "Variable": "the variable",
+    "Placeholder": "the function argument",
+    "PlaceholderWithDefault": "the function argument",
+    "_Arg": "the function argument",
+    "IteratorGetNext": "the input data (tf.data)",
+    "IteratorGetNextSync": "the input data",
+    "OptionalGetValue": "the input data (tf.data)",
+    "Const": "the constant",
+    "RestoreV2": "the restored checkpoint",
+    "Restore": "the restored checkpoint",
+    "PyFunc": "the Python function (tf.numpy_function, or a from_generator generator)",
+    "EagerPyFunc": "the Python function (tf.py_function)",
+}
 # Earlier executions looked at, at most, to count batches or find a variable's writes.
 MAX_EXECUTIONS_SCANNED = 100_000
 _RESTORE_OPS = frozenset({"RestoreV2", "Restore", "RestoreSlice"})
@@ -155,7 +174,7 @@ class InputSource:
         }
 
 
-def input_source(reader: DumpReader, cause: RootCause) -> InputSource | None:
+def input_source(reader: AnalysedRun, cause: RootCause) -> InputSource | None:
     """Where the values a root cause's op brought in came from; None when the op is
     not one that brings values in, or the dump does not say."""
     try:
@@ -189,7 +208,7 @@ def input_source(reader: DumpReader, cause: RootCause) -> InputSource | None:
 # -- tf.data ---------------------------------------------------------------------------
 
 
-def _eager_batch(reader: DumpReader, execution: Execution, slot: int) -> InputSource:
+def _eager_batch(reader: AnalysedRun, execution: Execution, slot: int) -> InputSource:
     earlier = [
         e
         for e in _earlier_executions(reader, execution.op_type, execution.index)
@@ -210,7 +229,7 @@ def _eager_batch(reader: DumpReader, execution: Execution, slot: int) -> InputSo
     )
 
 
-def _graph_batch(reader: DumpReader, op: Op, trace: int, slot: int) -> InputSource:
+def _graph_batch(reader: AnalysedRun, op: Op, trace: int, slot: int) -> InputSource:
     traces = reader.traces_of(op.id, slot)
     before = traces[traces < trace]
     value = reader.trace_value(trace)
@@ -236,7 +255,7 @@ def _kept_from_start(runs: list[tuple[int, int]], index: int) -> bool:
     return bool(runs) and runs[0][0] == 0 and runs[0][1] >= index
 
 
-def _delivered_batch(reader: DumpReader, cause: RootCause) -> InputSource | None:
+def _delivered_batch(reader: AnalysedRun, cause: RootCause) -> InputSource | None:
     """The batch that carried a dataset function's non-finite values to the consumer:
     its first delivery alert (a dataset function's own traces come in the order its
     parallel calls finished, not in the order of the elements)."""
@@ -251,7 +270,7 @@ def _delivered_batch(reader: DumpReader, cause: RootCause) -> InputSource | None
     return None
 
 
-def _takes_dataset_input(reader: DumpReader, cause: RootCause) -> bool:
+def _takes_dataset_input(reader: AnalysedRun, cause: RootCause) -> bool:
     """Whether a root cause is an argument of a dataset function, or an op of one whose
     values came in through inputs the dump does not have (a dataset function's
     arguments are its elements, recorded but not traced): an op that only copies
@@ -346,7 +365,7 @@ def _position_text(position: tuple[int, ...]) -> str:
     return f"index {list(position)}"
 
 
-def _earlier_executions(reader: DumpReader, op_type: str, before: int) -> list[Execution]:
+def _earlier_executions(reader: AnalysedRun, op_type: str, before: int) -> list[Execution]:
     """The executions of ``op_type`` below index ``before`` (the latest
     `MAX_EXECUTIONS_SCANNED` of them), in order."""
     begin = max(reader.first_execution, 0)
@@ -361,7 +380,7 @@ def _earlier_executions(reader: DumpReader, op_type: str, before: int) -> list[E
 # -- Python functions ------------------------------------------------------------------
 
 
-def _python_function(reader: DumpReader, cause: RootCause) -> InputSource:
+def _python_function(reader: AnalysedRun, cause: RootCause) -> InputSource:
     assert cause.op is not None
     kind, api = _PYTHON_FUNCTIONS[cause.op.op_type]
     name = _called_function(expression_of(reader, cause.frame))
@@ -412,7 +431,7 @@ def _called_function(code: str | None) -> str | None:
 # -- variables -------------------------------------------------------------------------
 
 
-def _captured_handle(reader: DumpReader, cause: RootCause) -> int | None:
+def _captured_handle(reader: AnalysedRun, cause: RootCause) -> int | None:
     """The eager tensor id of the variable a tf.function's ReadVariableOp read: the
     call's input at the position of the graph placeholder that captured it."""
     op, call = cause.op, cause.execution
@@ -426,7 +445,7 @@ def _captured_handle(reader: DumpReader, cause: RootCause) -> int | None:
     return call.input_ids[position] if position < len(call.input_ids) else None
 
 
-def _variable(reader: DumpReader, handle: int, before: int) -> InputSource | None:
+def _variable(reader: AnalysedRun, handle: int, before: int) -> InputSource | None:
     writes = [
         e
         for e in _earlier_executions(reader, "AssignVariableOp", before)
@@ -463,7 +482,7 @@ def _variable(reader: DumpReader, handle: int, before: int) -> InputSource | Non
 
 
 def _restored(
-    reader: DumpReader, restore: Execution | Op, frame: Frame | None, execution: int | None
+    reader: AnalysedRun, restore: Execution | Op, frame: Frame | None, execution: int | None
 ) -> InputSource:
     where = f"execution {execution}" if execution is not None else "in a graph"
     return InputSource(
@@ -477,7 +496,7 @@ def _restored(
     )
 
 
-def _line_text(reader: DumpReader, frame: Frame | None) -> str:
+def _line_text(reader: AnalysedRun, frame: Frame | None) -> str:
     """ ", at `expression` (file.py:12)" for a user frame, else ""."""
     if frame is None:
         return ""

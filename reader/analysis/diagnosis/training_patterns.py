@@ -1,9 +1,10 @@
-"""Diagnosis patterns that know training: rules run before those of
-`reader.analysis.diagnosis.diagnosis`.
+"""Diagnosis patterns that know training, tried before the op's own
+(`reader.analysis.diagnosis.op_patterns`; the order: `registry.RULES`).
 
-Each rule is a small function of the dump and the root cause that returns a `Finding`
-(pattern, explanation, fix, the evidence it used) or None; `reader.analysis.diagnosis.diagnosis`
-words the common evidence (inputs, output) around it. In order:
+Each pattern is one `Rule` entry of `RULES` (its pattern, label, usual fix and check);
+each check is a small function of the `Site` (the run, the root cause, how the
+explanation names the op) that returns a `Finding` (the explanation, the evidence it
+used, its own fix when the case words one) or None. In order:
 
 - ``loss_scale_collapse``: the loss scaler skipped a long stretch of steps
   (`reader.analysis.hunt.harm.LOSS_SCALE_COLLAPSE_STEPS`): the gradients are non-finite at
@@ -19,7 +20,8 @@ words the common evidence (inputs, output) around it. In order:
 - ``spike``: the same growth, but in one step from a flat trend (at most
   `SPIKE_MAX_TREND` x before it): not a training run that diverged but one step that
   went wrong; when the step's input batch jumped too (the outputs of the ops that
-  deliver tf.data elements), the batch is named.
+  deliver tf.data elements), the batch is named. It and ``divergence`` read one growth
+  (computed once per site), and never both find theirs.
 - ``domain_error``: an op outside its mathematical domain (acos, asin, atanh, acosh,
   lgamma, digamma, ..., and pow of a negative base, from the base's counts).
 """
@@ -28,12 +30,12 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from reader.analysis.diagnosis.expressions import expression_of
+from reader.analysis.diagnosis.rule import Finding, Rule, Site
 from reader.analysis.diagnosis.wording import count_text, nonfinite_text, values_text
 from reader.analysis.hunt.alerts import AlertBuilder
 from reader.analysis.hunt.model_place import PlaceFinder, library_frame_text
@@ -42,16 +44,8 @@ from reader.errors import DumpError
 from reader.model import RootCause, Summary
 
 if TYPE_CHECKING:
-    from reader.analysis.dump_reader import DumpReader
+    from reader.analysis.analysed_run import AnalysedRun
 
-PATTERNS = (
-    "loss_scale_collapse",
-    "where_gradient_trap",
-    "library_nan",
-    "divergence",
-    "spike",
-    "domain_error",
-)
 # Ops and the domain outside which they give NaN or infinity.
 DOMAINS = {
     "Acos": "[-1, 1]",
@@ -85,26 +79,6 @@ SPIKE_MAX_TREND = 10.0
 BATCH_JUMP = 100.0
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """What a rule found: the pattern, the explanation, the fix, the evidence."""
-
-    pattern: str
-    explanation: str
-    suggestion: str
-    evidence: tuple[str, ...] = ()
-
-
-def training_finding(reader: DumpReader, cause: RootCause, subject: str) -> Finding | None:
-    """The first rule's finding for a root cause, or None (``subject``: how the
-    explanation names the op, the user's expression when known)."""
-    for rule in RULES:
-        found = rule(reader, cause, subject)
-        if found is not None:
-            return found
-    return None
-
-
 def _output(cause: RootCause) -> Summary | None:
     if cause.trace is not None:
         return cause.trace.summary
@@ -112,7 +86,8 @@ def _output(cause: RootCause) -> Summary | None:
     return summaries[cause.alert.slot] if cause.alert.slot < len(summaries) else None
 
 
-def _loss_scale_collapse(reader: DumpReader, cause: RootCause, subject: str) -> Finding | None:
+def _loss_scale_collapse(site: Site) -> Finding | None:
+    reader = site.reader
     harm = reader.harm()
     if not harm.collapse_steps:
         return None
@@ -145,18 +120,15 @@ def _loss_scale_collapse(reader: DumpReader, cause: RootCause, subject: str) -> 
             )
             evidence.append(f"step {last}: first non-finite gradient {name}")
     return Finding(
-        "loss_scale_collapse",
         f"The loss scaler skipped every step from {first} to {last} "
         f"({last - first + 1} steps): the gradients are non-finite whatever the scale, "
         f"so the scale keeps falling and the weights never change{culprit}",
-        "find the op whose gradient is non-finite at any scale (select an alert of the "
-        "last skipped step for its diagnosis) and fix it, or keep it in float32 "
-        "(dtype='float32' on its layer)",
         tuple(e for e in evidence if e),
     )
 
 
-def _where_gradient_trap(reader: DumpReader, cause: RootCause, subject: str) -> Finding | None:
+def _where_gradient_trap(site: Site) -> Finding | None:
+    reader, cause = site.reader, site.cause
     op = cause.op
     if op is None or PlaceFinder(reader).phase_of_op(op) != "gradient":
         return None
@@ -174,13 +146,10 @@ def _where_gradient_trap(reader: DumpReader, cause: RootCause, subject: str) -> 
         where = expression_of(reader, reader.innermost_user_frame(forward.stack_id))
         forward_text = f"`{where}`" if where else f"{forward.op_type} '{forward.name}'"
         return Finding(
-            "where_gradient_trap",
-            f"{subject} made {nonfinite_text(_output(cause))} in the gradient of "
+            f"{site.subject} made {nonfinite_text(_output(cause))} in the gradient of "
             f"{forward.op_type} '{forward.name}', whose non-finite forward values a "
             f"select discarded ({forward_text}): tf.where computes both branches, and "
             f"the gradient of the branch it did not pick is 0 * inf = NaN",
-            "make the input safe before the op (the double tf.where): "
-            "safe = tf.where(cond, x, 1.0); tf.where(cond, tf.math.log(safe), 0.0)",
             (
                 f"forward {forward.op_type} '{forward.name}': discarded "
                 f"({containment.explanation})",
@@ -190,7 +159,8 @@ def _where_gradient_trap(reader: DumpReader, cause: RootCause, subject: str) -> 
     return None
 
 
-def _library_nan(reader: DumpReader, cause: RootCause, subject: str) -> Finding | None:
+def _library_nan(site: Site) -> Finding | None:
+    reader, cause = site.reader, site.cause
     op = cause.op
     if op is None:
         return None
@@ -217,22 +187,51 @@ def _library_nan(reader: DumpReader, cause: RootCause, subject: str) -> Finding 
         "lamb": "Lamb",
     }.get(module, module)
     return Finding(
-        "library_nan",
         f"The optimizer {optimizer} made {nonfinite_text(_output(cause))} in its update "
         f"({library_frame_text(frame)}): it divided by "
         f"{count_text(denominator.zero, 'exact zero')} (denominator `{ref.name}`, "
         f"{values_text(denominator.size)}), the root of its second moment plus "
         f"`epsilon`, which is 0 only when epsilon is 0 and a gradient was exactly 0",
-        f"give {optimizer} a positive epsilon (keras.optimizers.{optimizer}(epsilon=1e-7), "
-        f"the default) rather than epsilon=0.0",
         (
             f"made by library code: {library_frame_text(frame)}",
             f"setting: epsilon (the denominator `{ref.name}` held zeros)",
         ),
+        fix=f"give {optimizer} a positive epsilon (keras.optimizers.{optimizer}(epsilon=1e-7), "
+        f"the default) rather than epsilon=0.0",
     )
 
 
-def _divergence(reader: DumpReader, cause: RootCause, subject: str) -> Finding | None:
+class _Growth(NamedTuple):
+    """How the op's fastest-growing input grew until the op overflowed."""
+
+    name: str  # the input
+    first: tuple[int, float]  # (step, magnitude) where the growth began
+    last: tuple[int, float]  # ... where it ended, before the overflow
+    before_last: tuple[int, float]  # ... one value before the end
+    factor: float  # over the whole stretch
+    rate: float  # per trace
+    traces: int  # traces in the stretch
+    unit: str  # "step", or "execution" in a run without steps
+    since: int  # the step (or execution) of `first`
+    at: int  # the step (or execution) of `last`
+
+    @property
+    def is_spike(self) -> bool:
+        """Grown in one step from a flat trend: at most `SPIKE_MAX_TREND` x before it."""
+        return self.before_last[1] <= self.first[1] * SPIKE_MAX_TREND
+
+
+def _input_growth(site: Site) -> _Growth | None:
+    """The growth of the op's input that grew most before the op overflowed to
+    infinity, or None; computed once per site (`spike` and `divergence` both read it)."""
+    if "growth" not in site.memo:
+        site.memo["growth"] = _find_growth(site)
+    found: _Growth | None = site.memo["growth"]
+    return found
+
+
+def _find_growth(site: Site) -> _Growth | None:
+    reader, cause = site.reader, site.cause
     op, output = cause.op, _output(cause)
     if op is None or output is None or not (output.pos_inf or output.neg_inf):
         return None
@@ -252,8 +251,35 @@ def _divergence(reader: DumpReader, cause: RootCause, subject: str) -> Finding |
     unit = "step" if since is not None else "execution"
     since = first[0] if since is None else since
     at = last[0] if at is None else at
-    if before_last[1] <= first[1] * SPIKE_MAX_TREND:
-        return _spike(reader, cause, subject, name, before_last, last, unit, at, output)
+    return _Growth(name, first, last, before_last, factor, rate, count, unit, since, at)
+
+
+def _spike_check(site: Site) -> Finding | None:
+    growth = _input_growth(site)
+    if growth is None or not growth.is_spike:
+        return None
+    output = _output(site.cause)
+    assert output is not None  # a growth is found only where the op overflowed
+    return _spike(
+        site.reader,
+        site.subject,
+        growth.name,
+        growth.before_last,
+        growth.last,
+        growth.unit,
+        growth.at,
+        output,
+    )
+
+
+def _divergence(site: Site) -> Finding | None:
+    growth = _input_growth(site)
+    if growth is None or growth.is_spike:
+        return None
+    output = _output(site.cause)
+    assert output is not None  # a growth is found only where the op overflowed
+    name, first, last, _, factor, rate, count, unit, since, at = growth
+    subject = site.subject
     if unit == "step" and at > since:
         # Per step, not per trace: a call that runs several batches (Keras'
         # steps_per_execution, a loop in the step function) traces the tensor as often.
@@ -266,12 +292,9 @@ def _divergence(reader: DumpReader, cause: RootCause, subject: str) -> Finding |
     else:
         pace = f"about x{rate:.3g} per execution over {count} executions"
     return Finding(
-        "divergence",
         f"Training diverged: the largest magnitude of {name}, an input of {subject}, grew "
         f"from {first[1]:.3g} at {unit} {since} to {last[1]:.3g} at {unit} {at}, {pace}, "
         f"until it overflowed to {nonfinite_text(output)}",
-        "lower the learning rate, clip gradients (clipnorm=1.0 on the optimizer, or "
-        "tf.clip_by_global_norm), and normalise the inputs",
         (
             f"input {name}: max |x| {first[1]:.6g} at {unit} {since}, {last[1]:.6g} at "
             f"{unit} {at} (x{factor:.3g})",
@@ -280,8 +303,7 @@ def _divergence(reader: DumpReader, cause: RootCause, subject: str) -> Finding |
 
 
 def _spike(
-    reader: DumpReader,
-    cause: RootCause,
+    reader: AnalysedRun,
     subject: str,
     name: str,
     before: tuple[int, float],
@@ -322,10 +344,10 @@ def _spike(
             "schedule, a restored or reset variable); clip values "
             "(clipvalue) rather than norms, which overflow themselves"
         )
-    return Finding("spike", text, suggestion, tuple(evidence))
+    return Finding(text, tuple(evidence), fix=suggestion)
 
 
-def _batch_jump(reader: DumpReader, step: int) -> tuple[str, float, float] | None:
+def _batch_jump(reader: AnalysedRun, step: int) -> tuple[str, float, float] | None:
     """The delivered tf.data batch of ``step`` (a trace's step) whose largest magnitude
     jumped at least `BATCH_JUMP` x over the largest of its earlier batches: (tensor,
     its magnitude, the earlier largest), or None."""
@@ -355,7 +377,7 @@ def _batch_jump(reader: DumpReader, step: int) -> tuple[str, float, float] | Non
 
 
 def _growth(
-    reader: DumpReader, op_id: int, slot: int, before: int | None
+    reader: AnalysedRun, op_id: int, slot: int, before: int | None
 ) -> tuple[tuple[int, float], tuple[int, float], float, float, int, tuple[int, float]] | None:
     """The trailing stretch over which a tensor's largest finite magnitude grew:
     ((step, magnitude) at its start, at its end, the overall factor, the factor per
@@ -386,7 +408,8 @@ def _growth(
     return stretch[0], stretch[-1], factor, rate, len(stretch), stretch[-2]
 
 
-def _domain_error(reader: DumpReader, cause: RootCause, subject: str) -> Finding | None:
+def _domain_error(site: Site) -> Finding | None:
+    cause, subject = site.cause, site.subject
     if cause.alert.op_type == "Pow":
         return _negative_base(cause, subject)
     domain = DOMAINS.get(cause.alert.op_type)
@@ -398,14 +421,13 @@ def _domain_error(reader: DumpReader, cause: RootCause, subject: str) -> Finding
         stats = f"; its input ranged from {summary.min:.9g} to {summary.max:.9g}"
     name = cause.alert.op_type.lower()
     return Finding(
-        "domain_error",
         f"{subject} made {nonfinite_text(_output(cause))}: {name} is defined on "
         f"{domain} only, and an input lay outside it{stats} (rounding can push a value "
         f"computed to be 1 just past it)",
-        f"clip the input into {name}'s domain first (for acos and asin: "
+        (f"domain of {name}: {domain}",),
+        fix=f"clip the input into {name}'s domain first (for acos and asin: "
         f"tf.clip_by_value(x, -1.0, 1.0); for atanh: the open interval, e.g. "
         f"tf.clip_by_value(x, -1 + 1e-6, 1 - 1e-6))",
-        (f"domain of {name}: {domain}",),
     )
 
 
@@ -417,14 +439,59 @@ def _negative_base(cause: RootCause, subject: str) -> Finding | None:
     if base is None or not base.neg or output is None or not output.nan:
         return None
     return Finding(
-        "domain_error",
         f"{subject} made {nonfinite_text(output)}: pow(x, y) is defined for a negative "
         f"base x only when the exponent y is an integer, and its base held "
         f"{count_text(base.neg, 'negative value')} among {values_text(base.size)}",
-        "make the base non-negative first (tf.pow(tf.maximum(x, 0.0), y), or "
-        "tf.sign(x) * tf.pow(tf.abs(x), y) for an odd root), or use an integer exponent",
         (f"domain of pow: {POW_DOMAIN}",),
+        fix="make the base non-negative first (tf.pow(tf.maximum(x, 0.0), y), or "
+        "tf.sign(x) * tf.pow(tf.abs(x), y) for an odd root), or use an integer exponent",
     )
 
 
-RULES = (_loss_scale_collapse, _where_gradient_trap, _library_nan, _divergence, _domain_error)
+# The patterns that know training, in the order they are tried (before the op's own:
+# `registry.RULES`); the first check that finds its pattern names the diagnosis.
+RULES = (
+    Rule(
+        "loss_scale_collapse",
+        "loss scale collapse",
+        fix="find the op whose gradient is non-finite at any scale (select an alert of the "
+        "last skipped step for its diagnosis) and fix it, or keep it in float32 "
+        "(dtype='float32' on its layer)",
+        check=_loss_scale_collapse,
+    ),
+    Rule(
+        "where_gradient_trap",
+        "tf.where gradient trap",
+        fix="make the input safe before the op (the double tf.where): "
+        "safe = tf.where(cond, x, 1.0); tf.where(cond, tf.math.log(safe), 0.0)",
+        check=_where_gradient_trap,
+    ),
+    Rule(
+        "library_nan",
+        "made in library code",
+        fix="give the optimizer a positive epsilon (the default, 1e-7) rather than epsilon=0.0",
+        check=_library_nan,
+    ),
+    Rule(
+        "divergence",
+        "divergence",
+        fix="lower the learning rate, clip gradients (clipnorm=1.0 on the optimizer, or "
+        "tf.clip_by_global_norm), and normalise the inputs",
+        check=_divergence,
+    ),
+    Rule(
+        "spike",
+        "one step's spike",
+        fix="look at what changed in that step (its batch, a learning-rate "
+        "schedule, a restored or reset variable); clip values "
+        "(clipvalue) rather than norms, which overflow themselves",
+        check=_spike_check,
+    ),
+    Rule(
+        "domain_error",
+        "outside the domain",
+        fix="clip the input into the op's domain first (for acos and asin: "
+        "tf.clip_by_value(x, -1.0, 1.0))",
+        check=_domain_error,
+    ),
+)

@@ -12,26 +12,26 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from reader.analysis.diagnosis.diagnosis import Diagnosis
+from reader.analysis.diagnosis.registry import EXPECTED_LOSS_SCALING, HEALTHY
 from reader.analysis.hunt.harm import HarmVerdict
 from reader.model import DUMPER_TENSORFLOW, AlertSummary
 from reader.run import liveness
 
 if TYPE_CHECKING:
-    from reader.analysis.dump_reader import DumpReader
+    from reader.analysis.analysed_run import AnalysedRun
 
-VERDICT_PATTERNS = ("healthy", "expected_loss_scaling")
 # What a finished run without any non-finite value says (`no_alert_statement`).
 CLEAN_RUN = "No NaN or infinity in this run."
 
 
-def healthy_verdict(reader: DumpReader) -> Diagnosis | None:
+def healthy_verdict(reader: AnalysedRun) -> Diagnosis | None:
     """The verdict of a run whose every alert is contained; None when the run has no
     alert, or a harmful one."""
     summary = reader.alerts()
     if not summary.total or reader.first_alert() is not None:
         return None
     harm = reader.harm()
-    pattern = "expected_loss_scaling" if harm.skipped_step_numbers else "healthy"
+    verdict = EXPECTED_LOSS_SCALING if harm.skipped_step_numbers else HEALTHY
     evidence = [
         f"{reason}: {n:,} alert{'s' if n != 1 else ''}"
         for reason, n in summary.contained.items()
@@ -43,14 +43,14 @@ def healthy_verdict(reader: DumpReader) -> Diagnosis | None:
         evidence.append(harm.loss_scale_evidence)
     evidence.extend(_examples(reader, harm))
     return Diagnosis(
-        pattern,
+        verdict.pattern,
         contained_line(summary, harm)[0].upper() + contained_line(summary, harm)[1:] + ".",
-        "nothing to fix: these values did no harm. Alerts lists them dimmed, each with its reason",
+        verdict.fix,
         tuple(evidence),
     )
 
 
-def no_alert_statement(reader: DumpReader, state: str) -> str:
+def no_alert_statement(reader: AnalysedRun, state: str) -> str:
     """What a run without any non-finite value says, given its liveness ``state``.
 
     Only a run that finished is clean. One that ended without its end record (killed,
@@ -87,7 +87,7 @@ def no_alert_statement(reader: DumpReader, state: str) -> str:
     )
 
 
-def _watched_statement(reader: DumpReader) -> str | None:
+def _watched_statement(reader: AnalysedRun) -> str | None:
     """A watched run records no op: what its watch saw instead (None for other runs)."""
     log = reader.watch_log()
     if log is None:
@@ -139,7 +139,7 @@ def _deliberate_kind(summary: AlertSummary) -> str:
     return kinds.pop() if len(kinds) == 1 and "inf/NaN" not in kinds else "infinities"
 
 
-def _examples(reader: DumpReader, harm: HarmVerdict) -> list[str]:
+def _examples(reader: AnalysedRun, harm: HarmVerdict) -> list[str]:
     """One line per contained tensor (at most a few): what it is and why."""
     lines: list[str] = []
     for group, containment in enumerate(harm.group_containment):

@@ -1,12 +1,12 @@
 """Alerts: every tensor that held NaN or infinity, in true execution order.
 
 Eager alerts come from the execution index's alert rows, graph alerts from the trace
-index's alert column (both through `alert_rows()`; `DumpReader.alerts` passes the
-indexes in, and the run's record queries, an `IndexedRun`, to build the listed
-ones). Both are merged by one sort key: a graph trace of step ``x`` ran inside the call
-recorded as execution ``x``, before that execution was recorded,
-so it sorts just before execution ``x``. Only the alerts listed (a per-type cap) become
-objects; counting works on the columns.
+index's alert column (the run's `execution_alert_rows` and `trace_alert_rows`; the run
+is a `reader.run.run_protocol.Run`, whose record queries also build the listed ones).
+Both are merged by one sort key: a graph trace of step ``x`` ran inside the call
+recorded as execution ``x``, before that execution was recorded, so it sorts just
+before execution ``x``. Only the alerts listed (a per-type cap) become objects;
+counting works on the columns.
 """
 
 from __future__ import annotations
@@ -20,9 +20,7 @@ from reader.errors import DumpError
 from reader.model import ALERT_TYPES, CONTAINED_REASONS, HARMFUL, Alert, AlertSummary
 
 if TYPE_CHECKING:
-    from reader.index.execution_index import ExecutionIndex
-    from reader.index.trace_index import TraceIndex
-    from reader.run.indexed_run import IndexedRun
+    from reader.run.run_protocol import Run
 
 
 def _type_codes(counts: np.ndarray) -> np.ndarray:
@@ -37,8 +35,7 @@ def _type_codes(counts: np.ndarray) -> np.ndarray:
 
 
 def collect_alerts(
-    execs: ExecutionIndex,
-    traces: TraceIndex,
+    run: Run,
     builder: AlertBuilder,
     limit_per_type: int,
     harm: tuple[np.ndarray, np.ndarray] | None = None,
@@ -46,7 +43,7 @@ def collect_alerts(
     """Count every alert and list the first ``limit_per_type`` of each type in order.
 
     Args:
-        execs, traces: The run's indexes (their `alert_rows`); read, never changed.
+        run: The run whose alert rows are read.
         builder: Makes the listed `Alert` objects (it decodes what each one needs).
         limit_per_type: How many alerts of each type to list; totals stay exact.
         harm: Per eager and per graph alert (as the indexes list them), `HARMFUL` or
@@ -54,8 +51,8 @@ def collect_alerts(
             (`reader.analysis.hunt.harm`): listed alerts carry their reason, the summary
             counts them apart.
     """
-    eager_index, eager_slot, eager_counts = execs.alert_rows()
-    graph_index, graph_step, graph_counts = traces.alert_rows()
+    eager_index, eager_slot, eager_counts = run.execution_alert_rows()
+    graph_index, graph_step, graph_counts = run.trace_alert_rows()
     n_eager = eager_index.size
     order, counts = _merged_order(
         eager_index, eager_slot, eager_counts, graph_index, graph_step, graph_counts
@@ -119,15 +116,12 @@ def _merged_order(
 
 
 def first_harmful(
-    execs: ExecutionIndex,
-    traces: TraceIndex,
-    builder: AlertBuilder,
-    harm: tuple[np.ndarray, np.ndarray],
+    run: Run, builder: AlertBuilder, harm: tuple[np.ndarray, np.ndarray]
 ) -> Alert | None:
     """The first harmful alert in true execution order, or None (``harm``: the codes
     of `collect_alerts`). Linear: the earliest step first, then a sort of its rows."""
-    eager_index, eager_slot, eager_counts = execs.alert_rows()
-    graph_index, graph_step, graph_counts = traces.alert_rows()
+    eager_index, eager_slot, eager_counts = run.execution_alert_rows()
+    graph_index, graph_step, graph_counts = run.trace_alert_rows()
     eager_harmful, graph_harmful = (codes == HARMFUL for codes in harm)
     candidates = [
         p[h] for p, h in ((eager_index, eager_harmful), (graph_step, graph_harmful)) if h.any()
@@ -161,7 +155,7 @@ class AlertBuilder:
     `execution_devices`, `trace_op`, `op`, `graph`, `execution_op_types`).
     """
 
-    def __init__(self, reader: IndexedRun) -> None:
+    def __init__(self, reader: Run) -> None:
         self._reader = reader
         self._step_devices: dict[int, str | None] = {}
 

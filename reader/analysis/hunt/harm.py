@@ -11,7 +11,9 @@ it used) or None. Rules see one *group* at a time: the alerts of one traced tens
 that agree on whether they held NaN. A group is classified once, from its first trace,
 and the answer applies to every alert of the group, so the cost grows with the number
 of distinct alerting tensors, not with the number of alerts (numpy does the rest).
-The loss-scale rule decides per step instead (`_loss_scale_steps`).
+The loss-scale rule decides per step instead (`_loss_scale_steps`). They are not the
+diagnosis' `Rule`s (`reader.analysis.diagnosis.registry`): they say whether a value did
+harm, per group and below the diagnosis, which reads their verdict (``contained``).
 
 - ``deliberate``: a constant holding an infinity (``-np.inf`` in ``tf.where``, the
   value of ``tf.fill``), and what only carries such infinities on without making a
@@ -51,7 +53,7 @@ from reader.model import CONTAINED_REASONS, HARMFUL, Alert, Op, alert_type_of
 
 if TYPE_CHECKING:
     from reader.analysis.hunt.steps import Steps
-    from reader.run.indexed_run import IndexedRun
+    from reader.run.run_protocol import Run
 
 # Consecutive steps skipped by the loss scaler beyond which its scale is collapsing:
 # a healthy scaler needs about log2(initial scale / a workable scale) of them, well
@@ -221,7 +223,7 @@ _LOSS_SCALE = Containment(
 
 
 def classify(
-    reader: IndexedRun,
+    reader: Run,
     index: np.ndarray,
     step: np.ndarray,
     counts: np.ndarray,
@@ -301,7 +303,7 @@ class _Context:
 
     def __init__(
         self,
-        reader: IndexedRun,
+        reader: Run,
         index: np.ndarray,
         groups: np.ndarray,
         first_rows: np.ndarray,
@@ -511,7 +513,7 @@ GROUP_RULES = (_deliberate, _discarded)
 # -- the loss scale: a decision per step -----------------------------------------------------
 
 
-def _loss_scale_marks(reader: IndexedRun) -> str | None:
+def _loss_scale_marks(reader: Run) -> str | None:
     """What says the run has a dynamic loss scale (a graph of its, or a variable read
     to unscale the gradients), or None."""
     for graph in reader.graphs():

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 from reader.model import EagerInput, Execution
 
 if TYPE_CHECKING:
-    from reader.run.indexed_run import IndexedRun
+    from reader.run.run_protocol import Run
 
 
-def input_trace(reader: IndexedRun, op_id: int, slot: int, consumer_trace: int) -> int | None:
+def input_trace(reader: Run, op_id: int, slot: int, consumer_trace: int) -> int | None:
     """The trace of tensor ``(op_id, slot)`` an op read at its trace ``consumer_trace``:
     the tensor's latest trace before it; None when it has none (not traced, or left the
     disk)."""
@@ -28,7 +28,7 @@ def input_trace(reader: IndexedRun, op_id: int, slot: int, consumer_trace: int) 
     return found if found is not None and found < consumer_trace else None
 
 
-def eager_inputs(reader: IndexedRun, execution: Execution) -> tuple[EagerInput, ...]:
+def eager_inputs(reader: Run, execution: Execution) -> tuple[EagerInput, ...]:
     """Each input tensor of ``execution`` with the earlier execution that output it.
 
     Raises:

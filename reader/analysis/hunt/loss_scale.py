@@ -23,7 +23,7 @@ from reader.errors import DumpError
 
 if TYPE_CHECKING:
     from reader.model import Op, TensorRef
-    from reader.run.indexed_run import IndexedRun
+    from reader.run.run_protocol import Run
 
 # The op that reads a resource variable.
 VARIABLE_READS = frozenset({"ReadVariableOp"})
@@ -50,7 +50,7 @@ class RunGraphs:
     """The ops of every graph, keyed by graph and name, and variables followed across
     cond branches."""
 
-    def __init__(self, reader: IndexedRun) -> None:
+    def __init__(self, reader: Run) -> None:
         self.places = PlaceFinder(reader)
         self.ops_of: dict[int, list[Op]] = {}
         for graph in reader.graphs():
@@ -105,7 +105,7 @@ def loss_scale_tensors(graphs: RunGraphs, reads: dict[GraphTensor, list[Op]]) ->
     return found
 
 
-def loss_scale_variables(reader: IndexedRun) -> list[str]:
+def loss_scale_variables(reader: Run) -> list[str]:
     """The names of the run's dynamic loss scale variables (`loss_scale_tensors`),
     sorted; [] when it has none. The harm analysis asks when no graph is named after
     a loss scaler (a scaler built before its first trace names its branches

@@ -30,7 +30,7 @@ from reader.errors import DumpError
 from reader.model import Alert, Frame, Op
 
 if TYPE_CHECKING:
-    from reader.run.indexed_run import IndexedRun
+    from reader.run.run_protocol import Run
 
 PHASES = ("forward", "gradient", "optimizer", "data", "other")
 GRADIENT_SCOPES = ("gradient_tape/", "gradients/", "gradients_")
@@ -146,7 +146,7 @@ def is_gradient_name(op_type: str, op_name: str) -> bool:
 class PlaceFinder:
     """Finds the `Place` of ops and alerts, caching per op (a dump's ops do not change)."""
 
-    def __init__(self, reader: IndexedRun) -> None:
+    def __init__(self, reader: Run) -> None:
         self._reader = reader
         self._ops: dict[int, Place] = {}
         self._graphs: dict[int, list[Op]] = {}

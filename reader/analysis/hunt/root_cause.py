@@ -28,7 +28,7 @@ from reader.errors import DumpError
 from reader.model import Alert, Execution, RootCause, Summary, TensorRef
 
 if TYPE_CHECKING:
-    from reader.run.indexed_run import IndexedRun
+    from reader.run.run_protocol import Run
 
 # Bounds the walk on a malformed graph with a cycle through non-finite tensors.
 MAX_WALK_STEPS = 10_000
@@ -49,7 +49,7 @@ DATASET_GRAPH_PREFIX = "Dataset_"
 MAX_DATASET_ALERTS_SCANNED = 10_000
 
 
-def is_dataset_graph(reader: IndexedRun, graph_id: int) -> bool:
+def is_dataset_graph(reader: Run, graph_id: int) -> bool:
     """Whether a graph is (or is nested in) the graph of a tf.data dataset function."""
     seen = 0
     current: int | None = graph_id
@@ -65,11 +65,7 @@ def is_dataset_graph(reader: IndexedRun, graph_id: int) -> bool:
 
 
 def find_root_cause(
-    reader: IndexedRun,
-    first: Alert,
-    *,
-    walk: bool = True,
-    contained: Callable[[int], bool] | None = None,
+    reader: Run, first: Alert, *, walk: bool = True, contained: Callable[[int], bool] | None = None
 ) -> RootCause:
     """The root cause of an alert (`DumpReader.root_cause` starts at the run's first
     harmful one).
@@ -93,7 +89,7 @@ def find_root_cause(
     return cause
 
 
-def _first_dataset_alert(reader: IndexedRun) -> Alert | None:
+def _first_dataset_alert(reader: Run) -> Alert | None:
     """The first non-finite trace computed by a dataset function, or None."""
     for index in reader.trace_alert_indices()[:MAX_DATASET_ALERTS_SCANNED].tolist():
         trace = reader.trace(index)
@@ -114,7 +110,7 @@ def _counts(summary: Summary | None) -> tuple[int, int, int]:
 
 
 def _graph_root_cause(
-    reader: IndexedRun, first: Alert, steps: int, contained: Callable[[int], bool] | None
+    reader: Run, first: Alert, steps: int, contained: Callable[[int], bool] | None
 ) -> RootCause:
     index = first.index
     visited = {index}
@@ -166,14 +162,14 @@ def _graph_root_cause(
     )
 
 
-def _execution_or_none(reader: IndexedRun, index: int) -> Execution | None:
+def _execution_or_none(reader: Run, index: int) -> Execution | None:
     try:
         return reader.execution(index)
     except DumpError:
         return None  # the call is not recorded yet (still running) or left the disk
 
 
-def _eager_root_cause(reader: IndexedRun, first: Alert, steps: int) -> RootCause:
+def _eager_root_cause(reader: Run, first: Alert, steps: int) -> RootCause:
     index, slot = first.index, first.slot
     visited = {index}
     for step in range(steps):

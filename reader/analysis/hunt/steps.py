@@ -32,7 +32,7 @@ from reader.errors import DumpError
 
 if TYPE_CHECKING:
     from reader.model import Alert
-    from reader.run.indexed_run import IndexedRun
+    from reader.run.run_protocol import Run
 
 NO_STEP = -1  # in step arrays: before the first step, or not known
 
@@ -96,7 +96,7 @@ class Steps:
         first_alert: The run's first alert in true execution order, or None.
     """
 
-    def __init__(self, dump: IndexedRun, first_alert: Alert | None) -> None:
+    def __init__(self, dump: Run, first_alert: Alert | None) -> None:
         self.execution_runs = dump.kept_executions()
         self.trace_runs = dump.kept_traces()
         coded = [dump.execution_op_codes(b, e) for b, e in self.execution_runs]
@@ -134,7 +134,7 @@ class Steps:
         self.gaps = self._gaps(dump)
 
     def _steps_of_run(
-        self, dump: IndexedRun, begin: int, end: int, is_start: np.ndarray, previous_last: int
+        self, dump: Run, begin: int, end: int, is_start: np.ndarray, previous_last: int
     ) -> _Run:
         """The steps of executions ``begin..end-1``; ``is_start``: per execution, a call
         of the step function."""
@@ -195,7 +195,7 @@ class Steps:
                 kept.append((first if first is not None else 0, last))
         return kept
 
-    def _gaps(self, dump: IndexedRun) -> list[Gap]:
+    def _gaps(self, dump: Run) -> list[Gap]:
         execution_gaps = _between(self.execution_runs)
         trace_gaps = _between(self.trace_runs)
         gaps = []
@@ -277,7 +277,7 @@ def _step_function(codes: np.ndarray, table: list[str]) -> str | None:
     return next(name for name in calls if calls[name] == best)
 
 
-def _call_ordinal(dump: IndexedRun, index: int) -> int | None:
+def _call_ordinal(dump: Run, index: int) -> int | None:
     """The writer's ordinal `c` of function call ``index``; None before format 1.1."""
     try:
         value = dump.execution_record(index).get(ExecRecord.CALL)

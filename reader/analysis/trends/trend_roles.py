@@ -39,7 +39,7 @@ from reader.analysis.hunt.loss_scale import (
 
 if TYPE_CHECKING:
     from reader.model import Op
-    from reader.run.indexed_run import IndexedRun
+    from reader.run.run_protocol import Run
 
 # Role codes (0: none).
 GRADIENT, UPDATE, WEIGHT, ACTIVATION, SLOT, LOSS_SCALE = 1, 2, 3, 4, 5, 6
@@ -149,7 +149,7 @@ def _named_variable(resource: str) -> str | None:
     return head if head and tail.isdigit() else variable_name(name)
 
 
-def assign_roles(reader: IndexedRun) -> Roles:
+def assign_roles(reader: Run) -> Roles:
     """Every traced tensor's role and row, the rows in model order (by their first
     trace point)."""
     graphs = RunGraphs(reader)

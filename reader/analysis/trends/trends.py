@@ -40,7 +40,9 @@ from reader.limits import MAX_TRACE_POINT
 from reader.summary_rows import row_columns
 
 if TYPE_CHECKING:
-    from reader.run.indexed_run import IndexedRun
+    from collections.abc import Callable
+
+    from reader.run.run_protocol import Run
 
 # The series, in the order the Trends view cycles them (the first is its default).
 SERIES = (
@@ -254,7 +256,9 @@ def _roles_of_traces(
     )
 
 
-def compute_trends(reader: IndexedRun, steps_of_executions, has_steps: bool) -> Trends:
+def compute_trends(
+    reader: Run, steps_of_executions: Callable[[np.ndarray], np.ndarray], has_steps: bool
+) -> Trends:
     """The run's trends from the traces on disk now (build through `DumpReader.trends`).
 
     Args:

@@ -7,7 +7,9 @@ steps (this module sits below `DumpReader`, as the analyses it caches do). A `Ru
 names the step, the layer or the tensor, the value and the baseline it was compared
 with, and the evidence in words. A run of consecutive firing steps of one subject is one
 hit, at its first step. Rules only watch: a hit never makes a run "not healthy" in the
-verdict (`reader.analysis.diagnosis.verdict`), it is shown.
+verdict (`reader.analysis.diagnosis.verdict`), it is shown. They are not the diagnosis'
+`Rule`s (`reader.analysis.diagnosis.registry`): each reads the whole run's trends with its
+``--rule`` parameters and returns many hits, not one finding at a root cause.
 
 - ``exploding`` (``k``, ``window``): a finite gradient, update or activation value above
   ``k`` times the rolling median of its previous ``window`` finite values (at least 3).
@@ -49,7 +51,7 @@ if TYPE_CHECKING:
     from reader.analysis.hunt.harm import HarmVerdict
     from reader.analysis.hunt.steps import Steps
     from reader.model import Alert
-    from reader.run.indexed_run import IndexedRun
+    from reader.run.run_protocol import Run
 
 # The parameters of each rule and their defaults (`--rule NAME:KEY=VALUE,...`).
 DEFAULTS: dict[str, dict[str, float]] = {
@@ -194,7 +196,7 @@ def _rolling_medians(values: np.ndarray, window: int) -> np.ndarray:
 
 
 def exploding(
-    reader: IndexedRun, trends: Trends, harm: HarmVerdict, k: float, window: int
+    reader: Run, trends: Trends, harm: HarmVerdict, k: float, window: int
 ) -> list[RuleHit]:
     hits = []
     for series in _EXPLODING_SERIES:
@@ -231,9 +233,7 @@ def exploding(
     return hits
 
 
-def vanishing(
-    reader: IndexedRun, trends: Trends, harm: HarmVerdict, n: int, relu: float
-) -> list[RuleHit]:
+def vanishing(reader: Run, trends: Trends, harm: HarmVerdict, n: int, relu: float) -> list[RuleHit]:
     hits = []
     gradient = trends.series["gradient_norm"]
     for row in range(gradient.shape[0]):
@@ -286,7 +286,7 @@ def vanishing(
 
 
 def float16_headroom(
-    reader: IndexedRun, trends: Trends, harm: HarmVerdict, factor: float
+    reader: Run, trends: Trends, harm: HarmVerdict, factor: float
 ) -> list[RuleHit]:
     hits = []
     places = PlaceFinder(reader)
@@ -346,7 +346,7 @@ def skipped_steps(trends: Trends, harm: HarmVerdict) -> list[int]:
     return steps + ([last] if last in by_harm and last not in steps else [])
 
 
-def loss_scale(reader: IndexedRun, trends: Trends, harm: HarmVerdict) -> list[RuleHit]:
+def loss_scale(reader: Run, trends: Trends, harm: HarmVerdict) -> list[RuleHit]:
     scale = trends.loss_scale()
     hits = []
     for count, step in enumerate(skipped_steps(trends, harm), start=1):
@@ -394,7 +394,7 @@ RULES: dict[str, Callable[..., list[RuleHit]]] = {
 
 
 def watch(
-    reader: IndexedRun,
+    reader: Run,
     trends: Trends,
     harm: HarmVerdict,
     steps: Steps,
