@@ -166,9 +166,7 @@ class Page:
         send = self.browser.send
         prototype = await send("Runtime.evaluate", self.session, expression="Object.prototype")
         heap = await send(
-            "Runtime.queryObjects",
-            self.session,
-            prototypeObjectId=prototype["result"]["objectId"],
+            "Runtime.queryObjects", self.session, prototypeObjectId=prototype["result"]["objectId"]
         )
         heap_id = heap["objects"]["objectId"]
         try:

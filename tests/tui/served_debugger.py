@@ -3,6 +3,7 @@ run (read from /proc), and its stop."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
@@ -34,7 +35,10 @@ class ServedDebugger:
         )
         self.stdout: list[str] = []
         self.stderr: list[str] = []
-        for stream, lines in ((self.process.stdout, self.stdout), (self.process.stderr, self.stderr)):
+        for stream, lines in (
+            (self.process.stdout, self.stdout),
+            (self.process.stderr, self.stderr),
+        ):
             threading.Thread(target=_collect, args=(stream, lines), daemon=True).start()
         self.poll(lambda: any("?token=" in line for line in self.stdout), "the URL")
         self.url = next(
@@ -48,7 +52,9 @@ class ServedDebugger:
         deadline = time.monotonic() + timeout_s
         while not done():
             if self.process.poll() is not None and not done():
-                raise AssertionError(f"serve exited ({self.process.returncode}) before {what}: {self.log()}")
+                raise AssertionError(
+                    f"serve exited ({self.process.returncode}) before {what}: {self.log()}"
+                )
             if time.monotonic() > deadline:
                 raise AssertionError(f"{what} never came: {self.log()}")
             time.sleep(POLL_S)
@@ -59,11 +65,7 @@ class ServedDebugger:
     def apps(self) -> list[int]:
         """The pids of the app processes serving tabs now (the interpreters below the
         server that run `tfdbg_tui.cli`, not the shells that start them)."""
-        return [
-            pid
-            for pid in _descendants(self.process.pid)
-            if _runs_the_app(pid)
-        ]
+        return [pid for pid in _descendants(self.process.pid) if _runs_the_app(pid)]
 
     def stop(self) -> int:
         """Ctrl+C, as a user stops it; its exit status."""
@@ -75,6 +77,17 @@ class ServedDebugger:
             self.process.kill()
             self.process.wait()
             raise AssertionError(f"serve did not stop on SIGINT: {self.log()}") from None
+
+
+async def poll_until(
+    done: Callable[[], bool], what: str, timeout_s: float = START_TIMEOUT_S
+) -> None:
+    """Wait, without blocking the event loop, until ``done()``; fail after a timeout."""
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} never came")
+        await asyncio.sleep(POLL_S)
 
 
 def _collect(stream, lines: list[str]) -> None:
@@ -108,4 +121,6 @@ def _runs_the_app(pid: int) -> bool:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return False
-    return state != "Z" and "python" in os.path.basename(argv[0].decode()) and b"tfdbg_tui.cli" in argv
+    return (
+        state != "Z" and "python" in os.path.basename(argv[0].decode()) and b"tfdbg_tui.cli" in argv
+    )
