@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import itertools
-import os
 import re
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +26,10 @@ BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 START_TIMEOUT_S = 30.0
 COMMAND_TIMEOUT_S = 30.0
 
-# Run on each object of the page's heap array: the rows of the first xterm.js terminal
-# that talks to a websocket (textual-serve's terminal object), or null.
-READ_ROWS = """function () {
+# Run on the page's heap array: the first xterm.js terminal that talks to a websocket
+# (textual-serve's terminal object): its rows, and where its cells are on the page; or
+# null.
+READ_TERMINAL = """function () {
   for (const holder of this) {
     const terminal = holder && holder.terminal;
     if (!terminal || !terminal.buffer || holder.websocket_url === undefined) continue;
@@ -37,7 +38,9 @@ READ_ROWS = """function () {
       const line = buffer.getLine(buffer.viewportY + y);
       rows.push(line ? line.translateToString(true) : "");
     }
-    return rows;
+    const box = terminal.element.querySelector(".xterm-screen").getBoundingClientRect();
+    return {rows: rows, columns: terminal.cols, left: box.left, top: box.top,
+            width: box.width, height: box.height};
   }
   return null;
 }"""
@@ -152,17 +155,18 @@ class Page:
         )
         return result["result"].get("value")
 
-    async def terminal_rows(self) -> list[str] | None:
-        """The rows the page's terminal shows now, or None before it exists (or while
-        the page is still loading)."""
+    async def terminal(self) -> TerminalScreen | None:
+        """What the page's terminal shows now, or None before it exists (or while the
+        page is still loading)."""
         try:
-            return await self._terminal_rows()
+            found = await self._read_terminal()
         except DevToolsError as error:
             if "context" in str(error):  # the page navigated between two commands
                 return None
             raise
+        return None if found is None else TerminalScreen(**found)
 
-    async def _terminal_rows(self) -> list[str] | None:
+    async def _read_terminal(self) -> dict | None:
         send = self.browser.send
         prototype = await send("Runtime.evaluate", self.session, expression="Object.prototype")
         heap = await send(
@@ -174,12 +178,42 @@ class Page:
                 "Runtime.callFunctionOn",
                 self.session,
                 objectId=heap_id,
-                functionDeclaration=READ_ROWS,
+                functionDeclaration=READ_TERMINAL,
                 returnByValue=True,
             )
         finally:
             await send("Runtime.releaseObject", self.session, objectId=heap_id)
         return rows["result"].get("value")
+
+    async def click(self, screen: TerminalScreen, column: int, row: int) -> None:
+        """Click the middle of a cell of the terminal, as a mouse does."""
+        x, y = screen.cell_centre(column, row)
+        for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
+            await self.browser.send(
+                "Input.dispatchMouseEvent",
+                self.session,
+                type=kind,
+                x=x,
+                y=y,
+                button="none" if kind == "mouseMoved" else "left",
+                clickCount=0 if kind == "mouseMoved" else 1,
+            )
+
+    async def press(self, key: str, code: str, key_code: int, modifiers: int = 0) -> None:
+        """Press and release a key (DevTools' ``modifiers``: 2 is Ctrl)."""
+        for kind in ("rawKeyDown", "keyUp"):
+            await self.browser.send(
+                "Input.dispatchKeyEvent",
+                self.session,
+                type=kind,
+                key=key,
+                code=code,
+                windowsVirtualKeyCode=key_code,
+                modifiers=modifiers,
+            )
+
+    async def body_text(self) -> str:
+        return await self.evaluate("document.body ? document.body.innerText : ''") or ""
 
     async def screenshot(self, path: Path) -> None:
         shot = await self.browser.send("Page.captureScreenshot", self.session, format="png")
@@ -189,11 +223,30 @@ class Page:
         await self.browser.send("Target.closeTarget", targetId=self.target)
 
 
-def browser_or_reason() -> tuple[str | None, str]:
-    """An installed Chromium, or None and why the browser tests skip."""
-    browser = find_browser()
-    if browser is not None:
-        return browser, ""
-    if os.environ.get("CI"):
-        return None, "no Chromium on this CI machine (.ci/run installs it with apt)"
-    return None, "no Chromium installed (apt-get install chromium); the browser test skips"
+@dataclass(frozen=True)
+class TerminalScreen:
+    """The rows of the page's terminal, and where on the page its cells are."""
+
+    rows: list[str]
+    columns: int
+    left: float
+    top: float
+    width: float
+    height: float
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.rows)
+
+    def find(self, text: str) -> tuple[int, int]:
+        """The column and row where ``text`` first appears."""
+        for row, line in enumerate(self.rows):
+            if text in line:
+                return line.index(text), row
+        raise AssertionError(f"{text!r} is not on the screen:\n{self.text}")
+
+    def cell_centre(self, column: int, row: int) -> tuple[float, float]:
+        return (
+            self.left + (column + 0.5) * self.width / self.columns,
+            self.top + (row + 0.5) * self.height / len(self.rows),
+        )
