@@ -24,7 +24,7 @@ class ServedDebugger:
     """``tfdbg-tui serve LOGDIR --port 0 ARGS`` in a process of its own; `url` is the
     URL it printed, with its token."""
 
-    def __init__(self, logdir: Path, *args: str) -> None:
+    def __init__(self, logdir: Path, *args: str, cwd: Path | None = None) -> None:
         env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tfdbg_tui.cli", "serve", str(logdir), "--port", "0", *args],
@@ -32,6 +32,7 @@ class ServedDebugger:
             stderr=subprocess.PIPE,
             text=True,
             env=env,
+            cwd=cwd,
         )
         self.stdout: list[str] = []
         self.stderr: list[str] = []

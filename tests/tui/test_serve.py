@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.synthetic import write_nan_dump
 from tests.tui.served_debugger import REPO, ServedDebugger, poll_until
 from tfdbg_tui.commands import serve
 from tfdbg_tui.commands.app_main import app_arguments
@@ -85,9 +86,12 @@ def test_every_route_refuses_a_request_without_the_token_and_logs_it(nan_logdir)
         assert served.stop() == 0
 
 
-async def test_each_websocket_runs_its_own_app_with_the_options_and_closing_ends_it(nan_logdir):
+async def test_each_websocket_runs_its_own_app_with_the_options_and_closing_ends_it(tmp_path):
+    # The app's command line goes through a shell: a logdir's name is never read by it.
+    nan_logdir = tmp_path / "a logdir; $(touch shell-ran) `touch shell-ran`"
+    write_nan_dump(nan_logdir)
     run_id = os.listdir(nan_logdir)[0]
-    served = ServedDebugger(nan_logdir, "--run", run_id[:12])
+    served = ServedDebugger(nan_logdir, "--run", run_id[:12], cwd=tmp_path)
     cookie = {f"tfdbg-tui-token-{served.base.rsplit(':', 1)[1]}": served.token}
     websocket_url = served.base.replace("http", "ws") + "/ws?width=100&height=30"
     try:
@@ -105,6 +109,7 @@ async def test_each_websocket_runs_its_own_app_with_the_options_and_closing_ends
             for pid in apps:  # the app's own command line: LOGDIR and --run
                 argv = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
                 assert argv[-3:] == [str(nan_logdir).encode(), b"--run", run_id[:12].encode()]
+            assert not (tmp_path / "shell-ran").exists()
             await first.close()
             await poll_until(lambda: len(served.apps()) == 1, "the first tab's app to end")
             assert served.apps()[0] in apps
@@ -167,6 +172,7 @@ def test_a_logdir_the_app_refuses_is_refused_with_the_same_line_and_status(tmp_p
 def test_a_host_beyond_this_machine_is_warned_about_in_one_line(nan_logdir):
     served = ServedDebugger(nan_logdir, "--host", "0.0.0.0")
     try:
+        served.poll(lambda: any("listening on" in line for line in served.stderr), "the warning")
         warnings = [line for line in served.stderr if "listening on" in line]
         assert len(warnings) == 1 and "not on this machine alone" in warnings[0]
         assert served.url.startswith(f"http://{socket.gethostname()}:")
