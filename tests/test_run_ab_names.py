@@ -61,22 +61,27 @@ def test_the_comparison_names_the_runs_by_what_they_are(tmp_path, monkeypatch, c
                 assert f"{os.sep}{letter}{os.sep}" in line, line
 
 
+@pytest.mark.parametrize("serve", [False, True], ids=["terminal", "serve"])
 def test_in_a_terminal_the_tui_compares_the_bad_run_with_the_good_one_by_those_names(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, serve
 ):
     """The TUI shows the bad run beside the good one, and its narrow columns call them
-    "good" and "bad" (tests/tui/test_tui_compare_names.py shows where)."""
-    from tfdbg_tui.commands import app_main
+    "good" and "bad" (tests/tui/test_tui_compare_names.py shows where). With `--serve`
+    the browser view gets the same command line, and the port and host."""
+    from tfdbg_tui.commands import app_main, program_runs
+    from tfdbg_tui.commands import serve as serve_command
 
     opened: list[list[str]] = []
     monkeypatch.setattr(ab_run, "run_child", _fake_child("A"))
-    monkeypatch.setattr(ab_run, "in_terminal", lambda: True)
-    monkeypatch.setattr(app_main, "main", lambda argv: opened.append(argv) or codes.EXIT_OK)
+    monkeypatch.setattr(program_runs, "in_terminal", lambda: not serve)
+    opener = serve_command if serve else app_main
+    monkeypatch.setattr(opener, "main", lambda argv: opened.append(argv) or codes.EXIT_OK)
     script = tmp_path / "train.py"
     script.write_text("")
     logdir = tmp_path / "ab"
+    options = ["--serve", "--port", "0"] if serve else []
     assert (
-        run.main(["--ab", "xla", "--logdir", str(logdir), "--", "python", str(script)])
+        run.main(["--ab", "xla", *options, "--logdir", str(logdir), "--", "python", str(script)])
         == codes.EXIT_OK
     )
     argv = opened[0]
@@ -84,3 +89,5 @@ def test_in_a_terminal_the_tui_compares_the_bad_run_with_the_good_one_by_those_n
     assert argv[argv.index("--compare") + 1].startswith(str(logdir / "B"))
     assert argv[argv.index("--name-a") + 1] == "good"
     assert argv[argv.index("--name-b") + 1] == "bad"
+    if serve:
+        assert argv[-4:] == ["--port", "0", "--host", "127.0.0.1"]

@@ -64,6 +64,13 @@ class DebuggerApp(App[int]):
         ),
         Binding("r", "pick_run", "Runs"),
         Binding("ctrl+p", "command_palette", "Commands", show=False),
+        Binding(
+            "ctrl+z",
+            "suspend_process",
+            "Suspend",
+            show=False,
+            tooltip="Suspend to the shell (fg comes back); a terminal's only",
+        ),
     ]
 
     def __init__(
@@ -222,6 +229,18 @@ class DebuggerApp(App[int]):
         yield SystemCommand("Trends by layer and step, watch rules", "Key t", self.action_trends)
         yield SystemCommand("Choose a run", "Key r", self.action_pick_run)
         yield SystemCommand("Show every key", "Key ?", self.action_show_keys)
+
+    def action_suspend_process(self) -> None:
+        """Suspend to the shell, as Ctrl+Z does in a terminal; the browser view has no
+        shell to go back to, so there it says so instead."""
+        if self.is_web:
+            self.notify(
+                "Ctrl+Z suspends to the shell in a terminal only: this is the browser view "
+                "(close the tab to end this app)",
+                severity="warning",
+            )
+            return
+        super().action_suspend_process()
 
     def action_show_keys(self) -> None:
         self.push_screen(HelpScreen(self.BINDINGS))

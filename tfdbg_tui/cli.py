@@ -5,6 +5,7 @@
     tfdbg-tui diff A B [--json] [--rtol R] [--atol A]
     tfdbg-tui demo [--logdir DIR] [...]
     tfdbg-tui run [OPTIONS] -- python PROGRAM.py ARGS...
+    tfdbg-tui serve LOGDIR [--port N] [--host H] [--run ID] [...]
 
 Errors a user can cause (a bad path, a foreign or damaged directory, a newer dump
 format) print one line on stderr and exit with a documented non-zero status
@@ -18,7 +19,7 @@ import sys
 
 from tfdbg_tui.exit_codes import EXIT_PIPE_CLOSED
 
-SUBCOMMANDS = ("report", "diff", "demo", "run")
+SUBCOMMANDS = ("report", "diff", "demo", "run", "serve")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,6 +54,10 @@ def _run(argv: list[str]) -> int:
         from tfdbg_tui.commands.run import main as run_main
 
         return run_main(argv[1:])
+    if argv and argv[0] == "serve":
+        from tfdbg_tui.commands.serve import main as serve_main
+
+        return serve_main(argv[1:])
     from tfdbg_tui.commands.app_main import main as app_main
 
     return app_main(argv)

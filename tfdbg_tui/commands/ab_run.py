@@ -26,8 +26,9 @@ from tfdbg_tui.commands.program_runs import (
     Outcome,
     Program,
     harmful_alert,
-    in_terminal,
     logdir_and_run,
+    open_debugger,
+    opens_debugger,
     recording_arguments,
     run_child,
     say,
@@ -178,10 +179,9 @@ def _good_and_bad(a: Outcome, b: Outcome, label: str) -> tuple[ComparedRun, Comp
 
 
 def _show_comparison(args: argparse.Namespace, good: ComparedRun, bad: ComparedRun) -> int:
-    if in_terminal() and not args.no_open and not args.json:
-        from tfdbg_tui.commands.app_main import main as app_main
-
-        return app_main(
+    if opens_debugger(args):
+        return open_debugger(
+            args,
             [
                 *logdir_and_run(bad.path),
                 "--compare",
@@ -190,8 +190,7 @@ def _show_comparison(args: argparse.Namespace, good: ComparedRun, bad: ComparedR
                 good.role,
                 "--name-b",
                 bad.role,
-            ]
-            + (["--no-mouse"] if args.no_mouse else [])
+            ],
         )
     from tfdbg_tui.commands.diff_report import main as diff_main
 

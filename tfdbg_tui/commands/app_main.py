@@ -17,6 +17,7 @@ from tfdbg_tui import exit_codes as codes
 
 if TYPE_CHECKING:
     from reader.errors import DumpError
+    from reader.model import RunInfo
 
 DESCRIPTION = "Find the op and source line that made the first NaN or inf, in the terminal."
 EPILOG = f"""exit status: {codes.EXIT_OK} ok, {codes.EXIT_USAGE} bad command line,
@@ -37,8 +38,21 @@ def build_parser() -> argparse.ArgumentParser:
         usage="tfdbg-tui LOGDIR [--run ID] [--compare A] [--wait] [--no-mouse] | "
         "tfdbg-tui --version | "
         "tfdbg-tui report ... | tfdbg-tui diff A B ... | tfdbg-tui demo ... | "
-        "tfdbg-tui run ... -- python PROGRAM.py ARGS...",
+        "tfdbg-tui run ... -- python PROGRAM.py ARGS... | tfdbg-tui serve LOGDIR ...",
     )
+    add_app_options(parser)
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=version_line(),
+        help="print the version and the dump format it reads, and exit",
+    )
+    return parser
+
+
+def add_app_options(parser: argparse.ArgumentParser) -> None:
+    """The app's arguments: LOGDIR and the options that say what it opens and how
+    (`tfdbg-tui serve` takes them too; `app_arguments` writes them back)."""
     parser.add_argument(
         "logdir",
         metavar="LOGDIR",
@@ -86,13 +100,24 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="do not capture the mouse, so the terminal can select text",
     )
-    parser.add_argument(
-        "--version",
-        action="version",
-        version=version_line(),
-        help="print the version and the dump format it reads, and exit",
-    )
-    return parser
+
+
+def app_arguments(args: argparse.Namespace) -> list[str]:
+    """The command line of the app that ``args`` (parsed by `add_app_options`) ask for:
+    what `tfdbg-tui serve` runs for each browser tab."""
+    argv = [args.logdir]
+    for option, value in (
+        ("--run", args.run),
+        ("--compare", args.compare),
+        ("--name-a", args.name_a),
+        ("--name-b", args.name_b),
+    ):
+        if value is not None:
+            argv += [option, value]
+    for option, flag in (("--wait", args.wait), ("--no-mouse", args.no_mouse)):
+        if flag:
+            argv.append(option)
+    return argv
 
 
 def version_line() -> str:
@@ -112,24 +137,11 @@ def version_line() -> str:
 def main(argv: list[str] | None = None) -> int:
     """Parse `argv`, open the logdir and run the app; returns the exit status."""
     args = build_parser().parse_args(argv)
-    import reader
-    from reader.errors import DumpError, NoRunsYetError
+    status, runs = check_logdir(args)
+    if status != codes.EXIT_OK:
+        return status
+    from reader.errors import DumpError
 
-    try:
-        runs = reader.list_runs(args.logdir)
-        if args.wait and args.run is not None:
-            reader.resolve_run_path(args.logdir, args.run)  # it is there, or wait for it
-    except NoRunsYetError as error:
-        if not args.wait:
-            return _failed(error, args)
-        runs = []
-    except DumpError as error:
-        return _failed(error, args)
-    if args.compare is not None:
-        try:
-            reader.resolve_run_path(args.compare)
-        except DumpError as error:
-            return _failed(error, args, hint=False)
     opening: Future | None = None
     if runs:
         # Open the run in a thread while the terminal is still ours: a dump that fails
@@ -169,6 +181,31 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tfdbg-tui: {literal(app.error_message)}", file=sys.stderr)
         return app.return_code or codes.EXIT_NO_DUMP
     return codes.EXIT_OK
+
+
+def check_logdir(args: argparse.Namespace) -> tuple[int, list[RunInfo]]:
+    """Check what ``args`` (parsed by `add_app_options`) open: LOGDIR's runs (none yet
+    under `--wait`), the run asked for and A under `--compare`. Returns `EXIT_OK` and
+    the runs, or the status of the one-line error it printed."""
+    import reader
+    from reader.errors import DumpError, NoRunsYetError
+
+    try:
+        runs = reader.list_runs(args.logdir)
+        if args.wait and args.run is not None:
+            reader.resolve_run_path(args.logdir, args.run)  # it is there, or wait for it
+    except NoRunsYetError as error:
+        if not args.wait:
+            return _failed(error, args), []
+        runs = []
+    except DumpError as error:
+        return _failed(error, args), []
+    if args.compare is not None:
+        try:
+            reader.resolve_run_path(args.compare)
+        except DumpError as error:
+            return _failed(error, args, hint=False), []
+    return codes.EXIT_OK, runs
 
 
 def _failed(error: DumpError, args: argparse.Namespace, hint: bool = True) -> int:

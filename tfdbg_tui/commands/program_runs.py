@@ -209,3 +209,21 @@ def harmful_alert(run_path: str) -> bool | None:
 
 def in_terminal() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def opens_debugger(args: argparse.Namespace) -> bool:
+    """Whether `run` ends in the debugger (served with `--serve`; in a terminal unless
+    `--no-open` or `--json`), rather than in the report."""
+    return args.serve or (in_terminal() and not args.no_open and not args.json)
+
+
+def open_debugger(args: argparse.Namespace, app_argv: list[str]) -> int:
+    """Open the debugger on what `run` recorded (``app_argv``: the app's LOGDIR and
+    options): served to a browser with `--serve`, else in this terminal."""
+    if args.serve:
+        from tfdbg_tui.commands.serve import main as serve_main
+
+        return serve_main([*app_argv, "--port", str(args.port), "--host", args.host])
+    from tfdbg_tui.commands.app_main import main as app_main
+
+    return app_main(app_argv + (["--no-mouse"] if args.no_mouse else []))

@@ -3,9 +3,10 @@
 The program runs in a child process, ``python -m instrument [OPTIONS] PROGRAM.py
 ARGS`` (`instrument.runner`), on this interpreter, so this process never imports
 TensorFlow; the child tells where the run went through the run file. When the program
-ends, the TUI opens on the run in a terminal, and the report is printed elsewhere (a
-pipe, CI). The program's own exit status passes through; `--fail-on-alert` turns a
-harmful NaN or infinity into `EXIT_ALERT`. `--ab` (`tfdbg_tui.commands.ab_run`) runs
+ends, the TUI opens on the run in a terminal (with `--serve`, it is served to a browser
+by `tfdbg_tui.commands.serve`), and the report is printed elsewhere (a pipe, CI). The
+program's own exit status passes through; `--fail-on-alert` turns a harmful NaN or
+infinity into `EXIT_ALERT`. `--ab` (`tfdbg_tui.commands.ab_run`) runs
 the program twice and compares the runs.
 """
 
@@ -24,18 +25,21 @@ from tfdbg_tui.commands.program_runs import (
     CommandError,
     Outcome,
     harmful_alert,
-    in_terminal,
     logdir_and_run,
+    open_debugger,
+    opens_debugger,
     parse_program,
     recording_arguments,
     run_child,
     say,
 )
+from tfdbg_tui.commands.serve import add_serve_options
 
 USAGE = f"{PROG} [OPTIONS] -- python [-m MODULE | PROGRAM.py] ARGS..."
 EPILOG = f"""The program runs as `python PROGRAM.py ARGS` would (its arguments, __main__,
 working directory), on the interpreter tfdbg-tui runs on. Afterwards, in a terminal the
-TUI opens on the run; in a pipe or CI the report is printed.
+TUI opens on the run (with --serve, it is served to a browser: the URL to open is
+printed); in a pipe or CI the report is printed.
 
 exit status: the program's own (128+N when a signal N ended it); {codes.EXIT_USAGE} bad
 command line; {codes.EXIT_NO_PROGRAM} no program to run, or it could not be started;
@@ -85,6 +89,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-mouse", action="store_true", help="do not capture the mouse in the TUI"
     )
     parser.add_argument(
+        "--serve",
+        action="store_true",
+        help="afterwards, serve the debugger to a browser (as `tfdbg-tui serve` does, "
+        "with --port and --host) instead of opening the TUI",
+    )
+    add_serve_options(parser)
+    parser.add_argument(
         "command",
         nargs=argparse.REMAINDER,
         metavar="-- python PROGRAM.py",
@@ -104,6 +115,7 @@ def main(argv: list[str]) -> int:
         args = parser.parse_args(argv)
         command = args.command
     try:
+        check_serve(args)
         program = parse_program(command)
         if args.ab is not None:
             from tfdbg_tui.commands.ab_run import main as ab_main
@@ -153,14 +165,33 @@ def show_run(args: argparse.Namespace, run_path: str) -> int:
     """Open the TUI on the run in a terminal (unless --no-open), else print its report;
     a watched run whose hit step was replayed opens on the replay."""
     run_path = replay_of_watched(run_path) or run_path
-    if in_terminal() and not args.no_open and not args.json:
-        from tfdbg_tui.commands.app_main import main as app_main
-
-        return app_main(list(logdir_and_run(run_path)) + (["--no-mouse"] if args.no_mouse else []))
+    if opens_debugger(args):
+        return open_debugger(args, list(logdir_and_run(run_path)))
     from tfdbg_tui.commands.report import main as report_main
 
     sys.stdout.flush()
     return report_main([run_path] + (["--json"] if args.json else []))
+
+
+def check_serve(args: argparse.Namespace) -> None:
+    """`--serve` refuses what cannot go with it, before the program runs.
+
+    Raises:
+        CommandError: An option that does not go with `--serve`.
+    """
+    if not args.serve:
+        return
+    if args.pdb:
+        raise CommandError(
+            "--pdb stops the program in pdb in this terminal, and a browser cannot reach "
+            "it: leave out --serve, or serve the run afterwards (tfdbg-tui serve LOGDIR)",
+            codes.EXIT_USAGE,
+        )
+    for option, given in (("--no-open", args.no_open), ("--json", args.json)):
+        if given:
+            raise CommandError(
+                f"{option} prints the report: it does not go with --serve", codes.EXIT_USAGE
+            )
 
 
 def replay_of_watched(run_path: str) -> str | None:

@@ -1,4 +1,5 @@
-"""The status line: live or finished, the counts, the mode and the run."""
+"""The status line: live or finished, the counts, the mode and the run; in a browser
+(`tfdbg-tui serve`), that it is the browser view."""
 
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ RUN_ID_MIN_CELLS = 15
 # While comparing (`--compare`): the fewest cells each run id keeps (two ids share the
 # room one had); " vs A: " (A's name in the comparison) stands between them.
 COMPARED_ID_MIN_CELLS = 10
+# The tag the line begins with when the app runs behind `tfdbg-tui serve`'s page.
+BROWSER_VIEW = " browser view "
+BROWSER_VIEW_STYLE = "bold white on blue"
 
 
 @dataclass(frozen=True)
@@ -111,7 +115,10 @@ class StatusLine(Widget):
         if self.status is None and self.waiting is not None:
             logdir, run_id = self.waiting
             which = "the first run" if run_id is None else f"run {literal(run_id)}"
-            text = Text(f" waiting for {which} in ", "bold", no_wrap=True, end="")
+            text = Text(no_wrap=True, end="")
+            if self.app.is_web:
+                text.append(BROWSER_VIEW, BROWSER_VIEW_STYLE)
+            text.append(f" waiting for {which} in ", "bold")
             room = max(self.size.width - text.cell_len - 1, RUN_ID_MIN_CELLS)
             text.append(cut_middle(literal(logdir), room))
             text.append("…")
@@ -123,7 +130,7 @@ class StatusLine(Widget):
         other = None if other is None else literal(other)
         versus = f" vs {literal(self.status.compared_name)}: " if other is not None else ""
         for compact in (False, True):
-            text = self._words(self.status, compact)
+            text = self._words(self.status, compact, browser=self.app.is_web)
             room = self.size.width - text.cell_len
             if room >= len(run_id) + len(versus) + len(other or ""):
                 break
@@ -138,10 +145,14 @@ class StatusLine(Widget):
         return text
 
     @staticmethod
-    def _words(status: RunStatus, compact: bool) -> Text:
+    def _words(status: RunStatus, compact: bool, browser: bool = False) -> Text:
         """Everything before the run id; when `compact`, short labels and single
-        spaces (the keys are in the footer and `?`)."""
+        spaces (the keys are in the footer and `?`). ``browser``: the app runs behind
+        `tfdbg-tui serve`'s page, and the line begins by saying so."""
         text = Text(no_wrap=True, end="")
+        if browser:
+            text.append(BROWSER_VIEW, BROWSER_VIEW_STYLE)
+            text.append(" " if compact else "  ")
         if status.state == liveness.FINISHED:
             text.append(f" {STATE_WORDS[liveness.FINISHED].name} ", "bold reverse")
         elif status.state == liveness.STOPPED:
