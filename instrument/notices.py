@@ -139,11 +139,27 @@ def _settings(board: NoticeBoard, tf: Any) -> None:
         board.once(
             (fmt.NOTICE_MIXED_PRECISION, policy),
             fmt.NOTICE_MIXED_PRECISION,
-            f"Keras mixed-precision policy {policy!r}: layers compute in a 16-bit "
-            "float, which overflows to inf past its largest value (float16: 65504)",
+            f"Keras mixed-precision policy {policy!r}: " + _policy_hazard(policy),
             level=fmt.NOTICE_INFO,
             policy=policy,
         )
+
+
+def _policy_hazard(policy: str) -> str:
+    """What is true of the dtype a mixed-precision policy computes in: float16's hazard
+    is its range, bfloat16's its precision (it has float32's range)."""
+    if "bfloat16" in policy:
+        return (
+            "layers compute in bfloat16, which has float32's range but 8 significant "
+            "bits: values round (1 + 1e-3 is 1, so 1 - exp(-x) is 0 for small x), and a "
+            "difference of close values can be an exact 0"
+        )
+    if "float16" in policy:
+        return (
+            "layers compute in float16, which overflows to inf past its largest value "
+            "(65504) and rounds values below 6e-8 to 0"
+        )
+    return "layers compute in a narrower float than their variables"
 
 
 def _auto_jit(tf: Any) -> str:

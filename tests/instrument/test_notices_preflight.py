@@ -120,3 +120,26 @@ def test_threads_running_at_enable_are_a_warning_unless_reached(seen):
         if kind == fmt.NOTICE_THREADS_BEFORE_ENABLE
     ]
     assert found == ([] if seen else [("warning", {"threads": ["loader"]})])
+
+
+@pytest.mark.parametrize(
+    ("policy", "says", "never"),
+    [
+        ("mixed_float16", ("float16", "65504"), ("bfloat16", "significant bits")),
+        ("mixed_bfloat16", ("bfloat16", "float32's range", "8 significant bits"), ("65504",)),
+    ],
+    ids=["float16-range", "bfloat16-precision"],
+)
+def test_the_mixed_precision_notice_says_what_is_true_of_its_dtype(
+    monkeypatch, policy, says, never
+):
+    """float16's hazard is its range; bfloat16 has float32's range, its hazard is
+    rounding (8 significant bits): each notice names its own."""
+    monkeypatch.setitem(sys.modules, "keras", fake_keras(policy))
+    monkeypatch.setitem(sys.modules, "tensorflow", fake_tf())
+    writer = RecordingWriter()
+    recheck_settings(NoticeBoard(writer))
+    [(kind, _, _, message)] = writer.notices
+    assert kind == fmt.NOTICE_MIXED_PRECISION
+    assert all(word in message for word in says), message
+    assert not any(word in message for word in never), message

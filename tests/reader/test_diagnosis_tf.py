@@ -56,12 +56,15 @@ def test_diagnosis_names_pattern_op_and_expression(pattern_dumps, case):
             assert f"`{expression}`" in diagnosis.explanation
         else:
             assert local.frame.column is None and expression not in diagnosis.explanation
-        # The op's own patterns give their rule's fix, but an input whose source is known
+        # The op's own patterns give the fix table's entry for the op where it ran, else
+        # their rule's fix, but an input whose source is known
         # (reader.analysis.diagnosis.input_source); the training patterns word their own.
         own = pattern in {rule.pattern for rule in op_patterns.RULES}
         expected = (
             diagnosis.source.suggestion
             if diagnosis.source
+            else diagnosis.fix.text
+            if diagnosis.fix is not None
             else rule_of(pattern).fix
             if own
             else diagnosis.suggestion

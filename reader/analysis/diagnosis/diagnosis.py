@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from reader.analysis.diagnosis.fixes import Fix
 from reader.analysis.diagnosis.input_source import InputSource
 from reader.analysis.diagnosis.registry import CONTAINED, PATTERNS, RULES, UNKNOWN, rule_of
 from reader.analysis.diagnosis.rule import Rule, Site
@@ -41,6 +42,8 @@ class Diagnosis:
         evidence: The counts and facts the classification used, one line each.
         alert: The alert whose op is diagnosed (the root cause's, for a propagated one).
         source: ``nonfinite_input``: where the values came from, when the dump says.
+        fix: The fix table's entry the suggestion is (`reader.analysis.diagnosis.fixes`),
+            with the fixed computation as data for the proof, or None.
     """
 
     pattern: str
@@ -49,6 +52,7 @@ class Diagnosis:
     evidence: tuple[str, ...]
     alert: Alert | None = None
     source: InputSource | None = None
+    fix: Fix | None = None
 
 
 def diagnose_root_cause(reader: AnalysedRun) -> Diagnosis | None:
@@ -118,8 +122,15 @@ def _diagnosed(site: Site, rule: Rule) -> Diagnosis | None:
     finding = rule.check(site)
     if finding is None:
         return None
+    entry = finding.fix_entry if finding.fix is None else None
     return _diagnosis(
-        site, rule, finding.explanation, finding.evidence, finding.fix, finding.source
+        site,
+        rule,
+        finding.explanation,
+        finding.evidence,
+        finding.fix or (entry.text if entry else None),
+        finding.source,
+        entry,
     )
 
 
@@ -130,6 +141,7 @@ def _diagnosis(
     extra: tuple[str, ...] = (),
     fix: str | None = None,
     source: InputSource | None = None,
+    fix_entry: Fix | None = None,
 ) -> Diagnosis:
     """A diagnosis of ``rule``'s pattern: the explanation, the fix (the finding's, else
     the rule's), and the evidence: each input, the output, then what the check added."""
@@ -144,4 +156,5 @@ def _diagnosis(
         evidence=tuple(evidence),
         alert=site.alert,
         source=source,
+        fix=fix_entry,
     )

@@ -489,8 +489,10 @@ def _restored(
         "variable_restored",
         f"a variable was restored from a checkpoint that held them ({restore.op_type}, "
         f"{where}{_line_text(reader, frame)})",
-        "check the checkpoint (tf.train.load_checkpoint(path).get_tensor(name)): it was "
-        "saved after the weights had gone non-finite; restore an earlier one",
+        "check the checkpoint: np.isfinite(tf.train.load_checkpoint(path).get_tensor(name)) "
+        "finds the variable and the rows that hold them; then check how it was written "
+        "(saved after the weights went non-finite, or edited since) and whether an "
+        "earlier checkpoint is finite",
         (f"{restore.op_type} ({where}) read the values from the checkpoint",),
         frame=frame,
     )

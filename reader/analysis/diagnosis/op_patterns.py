@@ -233,7 +233,7 @@ def _singular_gradient(site: Site) -> Finding | None:
             f"which made {_nonfinite_text(site.output)} from {site.inputs_state}: "
             f"the forward op is at a singular point (log, sqrt, pow or a norm at 0)"
         )
-    return Finding(text)
+    return Finding.fitted(site, text)
 
 
 def _log(site: Site) -> Finding | None:
@@ -269,7 +269,7 @@ def _log(site: Site) -> Finding | None:
             f"{site.subject} made {_nonfinite_text(out)}: the log of a negative number "
             f"(or of 0) is not finite"
         )
-    return Finding(text)
+    return Finding.fitted(site, text)
 
 
 def _division(site: Site) -> Finding | None:
@@ -295,7 +295,7 @@ def _division(site: Site) -> Finding | None:
             f"{site.subject} made {_nonfinite_text(out)} from finite inputs: its "
             f"denominator {name} must have held zeros (x/0 = inf, 0/0 = NaN)"
         )
-    return Finding(text)
+    return Finding.fitted(site, text)
 
 
 def _sqrt(site: Site) -> Finding | None:
@@ -324,7 +324,7 @@ def _sqrt(site: Site) -> Finding | None:
         text = f"{site.subject} made {_nonfinite_text(out)}: {root} of negative values"
     else:
         return None
-    return Finding(text)
+    return Finding.fitted(site, text)
 
 
 def _overflow(site: Site) -> Finding | None:
@@ -358,8 +358,8 @@ def _overflow(site: Site) -> Finding | None:
             f"{site.described} turned finite inputs into "
             f"{_nonfinite_text(out)}: the result overflowed, as {limit_text}"
         )
-    return Finding(
-        text + _overflow_cause(site, dtype, limit), (f"limit: {dtype} max {limit or '?'}",)
+    return Finding.fitted(
+        site, text + _overflow_cause(site, dtype, limit), (f"limit: {dtype} max {limit or '?'}",)
     )
 
 
@@ -471,6 +471,8 @@ def _inf_arithmetic(site: Site) -> Finding | None:
         )
     else:
         return None
+    if site.op_type in ("Softmax", "LogSoftmax"):
+        return Finding.fitted(site, text)  # the others' fixes are the infinity's maker's
     return Finding(text)
 
 
@@ -491,9 +493,10 @@ RULES = (
         "singular_gradient",
         "singular gradient",
         fix=(
-            "keep the forward op off its singular point: an epsilon inside sqrt or norm "
-            "(tf.sqrt(x + eps), tf.norm(x + eps)), clip before log or pow, or use the "
-            "double tf.where trick so the unused branch never sees the singular value"
+            "keep the forward op off its singular point: clip before log or pow, put "
+            "an epsilon under a root (for a norm: tf.sqrt(tf.reduce_sum(x * x) + eps)), "
+            "or use the double tf.where trick so the unused branch never sees the "
+            "singular value"
         ),
         check=_singular_gradient,
     ),

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from reader.analysis.diagnosis.expressions import expression_of
+from reader.analysis.diagnosis.fixes import Fix, context_of, family_of, fix_for
 from reader.analysis.diagnosis.input_source import (
     NAN_FREE_OPS,
     SOURCE_OPS,
@@ -33,12 +34,22 @@ if TYPE_CHECKING:
 class Finding:
     """What a rule's check found: the explanation (a sentence in the user's terms,
     without its final period), the evidence lines it used beyond the op's inputs and
-    output, and the fix when this case has its own (else the rule's)."""
+    output, and the fix when this case has its own (else the table entry's, else the
+    rule's)."""
 
     explanation: str
     evidence: tuple[str, ...] = ()
     fix: str | None = None
     source: InputSource | None = None  # ``nonfinite_input``: where the values came from
+    # The fix table's entry that fits the op (`reader.analysis.diagnosis.fixes`); its
+    # text is the fix when ``fix`` is None.
+    fix_entry: Fix | None = None
+
+    @classmethod
+    def fitted(cls, site: Site, explanation: str, evidence: tuple[str, ...] = ()) -> Finding:
+        """A finding whose fix is the table's entry for the site's op, where it has one
+        (else the rule's)."""
+        return cls(explanation, evidence, fix_entry=site.fix)
 
 
 Check = Callable[["Site"], "Finding | None"]
@@ -78,6 +89,9 @@ class Site:
     library: Frame | None = None
     source: InputSource | None = None
     in_tf1_graph: bool = False
+    # Where the op ran (`reader.analysis.hunt.model_place.Place`), for the fix's context.
+    phase: str | None = None
+    layer: str | None = None
     # What one rule computed that a later one reads again, for this diagnosis only (the
     # inputs' growth, for `spike` and `divergence`).
     memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -109,9 +123,10 @@ class Site:
         )
         input_ops = tuple(_producer_type(reader, ref.op_id) for ref, _ in cause.inputs)
         try:
-            library = reader.place(alert).library_frame
+            place = reader.place(alert)
         except DumpError:
-            library = None
+            place = None
+        library = place.library_frame if place is not None else None
         return cls(
             reader=reader,
             cause=cause,
@@ -128,7 +143,21 @@ class Site:
             input_ops=input_ops,
             library=library,
             in_tf1_graph=cause.op is not None and _is_tf1_graph(reader, cause.op),
+            phase=place.phase if place is not None else None,
+            layer=place.layer if place is not None else None,
         )
+
+    @property
+    def fix(self) -> Fix | None:
+        """The fix that fits this op where it ran (`reader.analysis.diagnosis.fixes`), or
+        None when the table has no family for it."""
+        functions = tuple(
+            frame.function
+            for frame in (self.cause.frame, self.library)
+            if frame is not None and frame.function
+        )
+        family = family_of(self.op_type, self.op_name, self.expression, self.input_ops)
+        return fix_for(family, context_of(self.phase, self.layer, functions))
 
     @property
     def subject(self) -> str:

@@ -411,7 +411,7 @@ def _growth(
 def _domain_error(site: Site) -> Finding | None:
     cause, subject = site.cause, site.subject
     if cause.alert.op_type == "Pow":
-        return _negative_base(cause, subject)
+        return _negative_base(site)
     domain = DOMAINS.get(cause.alert.op_type)
     if domain is None:
         return None
@@ -420,31 +420,29 @@ def _domain_error(site: Site) -> Finding | None:
     if summary is not None and summary.min is not None and summary.max is not None:
         stats = f"; its input ranged from {summary.min:.9g} to {summary.max:.9g}"
     name = cause.alert.op_type.lower()
-    return Finding(
+    return Finding.fitted(
+        site,
         f"{subject} made {nonfinite_text(_output(cause))}: {name} is defined on "
         f"{domain} only, and an input lay outside it{stats} (rounding can push a value "
         f"computed to be 1 just past it)",
         (f"domain of {name}: {domain}",),
-        fix=f"clip the input into {name}'s domain first (for acos and asin: "
-        f"tf.clip_by_value(x, -1.0, 1.0); for atanh: the open interval, e.g. "
-        f"tf.clip_by_value(x, -1 + 1e-6, 1 - 1e-6))",
     )
 
 
-def _negative_base(cause: RootCause, subject: str) -> Finding | None:
+def _negative_base(site: Site) -> Finding | None:
     """``pow(x, y)`` made NaN from a negative base (a negative base has a real power
     only for an integer exponent); None unless the counts show it."""
+    cause, subject = site.cause, site.subject
     base = cause.inputs[0][1] if cause.inputs else None
     output = _output(cause)
     if base is None or not base.neg or output is None or not output.nan:
         return None
-    return Finding(
+    return Finding.fitted(
+        site,
         f"{subject} made {nonfinite_text(output)}: pow(x, y) is defined for a negative "
         f"base x only when the exponent y is an integer, and its base held "
         f"{count_text(base.neg, 'negative value')} among {values_text(base.size)}",
         (f"domain of pow: {POW_DOMAIN}",),
-        fix="make the base non-negative first (tf.pow(tf.maximum(x, 0.0), y), or "
-        "tf.sign(x) * tf.pow(tf.abs(x), y) for an odd root), or use an integer exponent",
     )
 
 
@@ -490,8 +488,7 @@ RULES = (
     Rule(
         "domain_error",
         "outside the domain",
-        fix="clip the input into the op's domain first (for acos and asin: "
-        "tf.clip_by_value(x, -1.0, 1.0))",
+        fix="clip the input into the op's domain (the explanation names it) before the op",
         check=_domain_error,
     ),
 )
