@@ -16,6 +16,7 @@ PROGRAMS = os.path.join(REPO, "tests", "programs")
 PATTERNS_PROGRAM = os.path.join(PROGRAMS, "patterns.py")
 HARM_PROGRAM = os.path.join(PROGRAMS, "harm.py")
 TRENDS_PROGRAM = os.path.join(PROGRAMS, "trends.py")
+CHAINS_PROGRAM = os.path.join(PROGRAMS, "chains.py")
 
 # The `tf` tier: tests that need TensorFlow. Whole folders of them, and elsewhere the
 # tests that use a fixture which runs a TensorFlow program.
@@ -27,6 +28,7 @@ TF_FIXTURES = frozenset(
         "harm_tf_dumps",
         "tf_written",
         "trend_dumps",  # here
+        "chain_dumps",
         "tf_dumps",
         "runs",  # tests/reader (its conftest, test_diff)
         "example_logdir",
@@ -107,6 +109,15 @@ def trend_dumps(tmp_path_factory) -> str:
     FULL_STATS: a learning rate raised mid-run, dead ReLUs, float16 near its limit, a
     healthy fit); returns the directory holding a logdir per case and facts.json."""
     return _run_cases(TRENDS_PROGRAM, tmp_path_factory, "trends")
+
+
+@pytest.fixture(scope="session")
+def chain_dumps(tmp_path_factory) -> str:
+    """One process runs every case of tests/programs/chains.py (an origin of the chain
+    upstream per case, and the fixes that fit), a FULL_HEALTH run per case, and one
+    case again in CURT_HEALTH (``sigmoid_saturation-CURT_HEALTH``); returns the
+    directory holding a logdir per case."""
+    return _run_cases(CHAINS_PROGRAM, tmp_path_factory, "chains")
 
 
 def _run_cases(program: str, tmp_path_factory, name: str) -> str:

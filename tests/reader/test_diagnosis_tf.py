@@ -100,6 +100,9 @@ def test_report_json_carries_diagnosis_and_expression(pattern_dumps, case, capsy
         "suggestion",
         "evidence",
         "source",
+        "fix",
+        "chain",
+        "chain_note",
     }
     assert (report["diagnosis"]["source"] is None) == (pattern != "nonfinite_input")
 

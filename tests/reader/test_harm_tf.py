@@ -455,3 +455,9 @@ def test_variable_input_says_how_the_variable_got_it(harm_dumps, case, kind, wor
         assert diagnosis.source.kind == kind
         assert words in diagnosis.explanation
         assert diagnosis.source.frame.line == _harm_line(case)
+        if kind == "variable_restored":
+            # The dump cannot know why the checkpoint holds them (saved late, or edited
+            # by hand): the fix says what to check, not what happened.
+            assert "check" in diagnosis.suggestion and "np.isfinite" in diagnosis.suggestion
+            assert "was saved after" not in diagnosis.suggestion
+            assert "restore an earlier one" not in diagnosis.suggestion

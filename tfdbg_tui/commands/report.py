@@ -195,6 +195,9 @@ def report_dict(
             "suggestion": diagnosis.suggestion,
             "evidence": list(diagnosis.evidence),
             "source": None if diagnosis.source is None else diagnosis.source.as_dict(),
+            "fix": None if diagnosis.fix is None else diagnosis.fix.as_dict(),
+            "chain": [link.as_dict() for link in diagnosis.chain],
+            "chain_note": diagnosis.chain_note,
         },
         "damage": list(dump.damage),
         "notices": [notice_dict(n) for n in dump.notices()],
@@ -534,6 +537,12 @@ def _say_diagnosis(say, diagnosis: Diagnosis) -> None:
     say(("Diagnosis:", "bold"), f" {diagnosis.pattern}")
     say(f"  {diagnosis.explanation}")
     say("  ", ("Fix:", "bold"), f" {diagnosis.suggestion}")
+    if diagnosis.chain:
+        say("  ", ("Chain:", "bold"), " from where the bad values were made to the root cause")
+        for link in diagnosis.chain:
+            say(f"    {link.subject} [{link.op_type}]: {link.why}")
+    elif diagnosis.chain_note:
+        say("  ", ("Chain:", "bold"), f" {diagnosis.chain_note}")
     for line in diagnosis.evidence:
         say(f"  - {line}")
 

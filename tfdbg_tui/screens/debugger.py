@@ -119,6 +119,14 @@ class DebuggerScreen(Screen):
             show=False,
         ),
         Binding(
+            "u",
+            "chain_step",
+            "Chain",
+            tooltip="Step along the diagnosis' chain, from where the bad values were made "
+            "to the root cause: the panes follow each op",
+            show=False,
+        ),
+        Binding(
             "exclamation_mark",
             "notices",
             "Notices",
@@ -163,6 +171,7 @@ class DebuggerScreen(Screen):
         self.steps: Steps | None = None
         self.trace_context: TraceContext | None = None
         self.diagnosis: Diagnosis | None = None  # what the diagnosis line shows
+        self.chain_position = -1  # the link of the diagnosis' chain `u` selected last
         self.run_state = liveness.UNKNOWN
         self.last_growth = time.monotonic()
         self.hunt_done = False
@@ -493,6 +502,7 @@ class DebuggerScreen(Screen):
     def show_diagnosis(self, diagnosis: Diagnosis | None, note: str = "") -> None:
         """Show `diagnosis` on the diagnosis line (`note` when None); `e` explains it."""
         self.diagnosis = diagnosis
+        self.chain_position = -1
         self.query_one(DiagnosisLine).show(diagnosis, note)
 
     @on(GraphStructureList.OpChosen)
@@ -600,6 +610,29 @@ class DebuggerScreen(Screen):
             self.notify("no diagnosis: no NaN or infinity yet")
             return
         self.app.push_screen(diagnosis_dialog(self.diagnosis))
+
+    def action_chain_step(self) -> None:
+        """Select the next op of the diagnosis' chain (origin first, then toward the
+        root cause, round again): the panes follow it."""
+        chain = self.diagnosis.chain if self.diagnosis is not None else ()
+        if not chain:
+            note = self.diagnosis.chain_note if self.diagnosis is not None else None
+            self.notify(
+                literal(note or "no chain: no op upstream made the bad values"), markup=False
+            )
+            return
+        self.chain_position = (self.chain_position + 1) % len(chain)
+        link = chain[self.chain_position]
+        if link.trace is not None:
+            if not self.query_one(GraphExecutionList).select_trace(link.trace):
+                self.notify(f"trace #{link.trace} is no longer on disk", severity="warning")
+        elif link.execution is not None:
+            self.query_one(TimelineCells).select_execution(link.execution)
+        self.notify(
+            literal(f"{link.subject} [{link.op_type}]: {link.why}"),
+            title=f"Chain {self.chain_position + 1}/{len(chain)}",
+            markup=False,
+        )
 
     def action_notices(self) -> None:
         """Show every notice the writer recorded about the run."""

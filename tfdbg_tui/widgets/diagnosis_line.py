@@ -36,6 +36,16 @@ def diagnosis_text(diagnosis: Diagnosis, *, full: bool = False) -> Text:
     text.append(literal(diagnosis.explanation))
     text.append("\n\nFix: " if full else "  Fix: ", "bold")
     text.append(literal(diagnosis.suggestion))
+    if full and diagnosis.chain:
+        text.append("\n\nChain", "bold")
+        text.append(" (u steps along it):", "dim")
+        for number, link in enumerate(diagnosis.chain, 1):
+            text.append(f"\n  {number}. ")
+            text.append(literal(link.subject), "bold")
+            text.append(literal(f" [{link.op_type}]: {link.why}"))
+    elif full and diagnosis.chain_note:
+        text.append("\n\nChain: ", "bold")
+        text.append(literal(diagnosis.chain_note))
     if full:
         text.append("\n\nEvidence:", "bold")
         for line in diagnosis.evidence:

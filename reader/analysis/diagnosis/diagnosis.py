@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from reader.analysis.diagnosis.fixes import Fix
+from reader.analysis.diagnosis.chain import ChainLink, find_chain
+from reader.analysis.diagnosis.fixes import Fix, fix_for, refined_family
 from reader.analysis.diagnosis.input_source import InputSource
 from reader.analysis.diagnosis.registry import CONTAINED, PATTERNS, RULES, UNKNOWN, rule_of
 from reader.analysis.diagnosis.rule import Rule, Site
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PATTERNS", "Diagnosis", "diagnose_alert", "diagnose_cause", "diagnose_root_cause"]
 
+# Patterns whose values no op in the dump made: nothing upstream to walk.
+_NO_CHAIN = frozenset({rule_of("nonfinite_input").pattern})
 # Tried again on an alert whose inputs were non-finite: infinities meeting make a NaN.
 _INF_ARITHMETIC = rule_of("inf_arithmetic")
 
@@ -44,6 +47,10 @@ class Diagnosis:
         source: ``nonfinite_input``: where the values came from, when the dump says.
         fix: The fix table's entry the suggestion is (`reader.analysis.diagnosis.fixes`),
             with the fixed computation as data for the proof, or None.
+        chain: From the op upstream where the bad finite values were made (the origin)
+            to the root cause (`reader.analysis.diagnosis.chain`); empty when no
+            origin was found.
+        chain_note: Why there is no chain, when the run's mode cannot show one.
     """
 
     pattern: str
@@ -53,6 +60,8 @@ class Diagnosis:
     alert: Alert | None = None
     source: InputSource | None = None
     fix: Fix | None = None
+    chain: tuple[ChainLink, ...] = ()
+    chain_note: str | None = None
 
 
 def diagnose_root_cause(reader: AnalysedRun) -> Diagnosis | None:
@@ -107,12 +116,39 @@ def diagnose_cause(reader: AnalysedRun, cause: RootCause) -> Diagnosis:
     for rule in RULES:
         found = _diagnosed(site, rule)
         if found is not None:
-            return found
-    return _diagnosis(
-        site,
-        UNKNOWN,
-        f"{site.described} made {_nonfinite_text(site.output)} "
-        f"from {site.inputs_state}; no known pattern matches",
+            return _with_chain(reader, cause, found)
+    return _with_chain(
+        reader,
+        cause,
+        _diagnosis(
+            site,
+            UNKNOWN,
+            f"{site.described} made {_nonfinite_text(site.output)} "
+            f"from {site.inputs_state}; no known pattern matches",
+        ),
+    )
+
+
+def _with_chain(reader: AnalysedRun, cause: RootCause, diagnosis: Diagnosis) -> Diagnosis:
+    """The diagnosis with the chain upstream of its root cause: the links, the chain's
+    sentence after the explanation, the origin's evidence after the rest. Values that
+    no op in the dump made (``nonfinite_input``) have no chain."""
+    if diagnosis.pattern in _NO_CHAIN:
+        return diagnosis
+    chain = find_chain(reader, cause)
+    sentence = chain.sentence
+    fix = diagnosis.fix
+    if chain.links and fix is not None and diagnosis.suggestion == fix.text:
+        # A log of probabilities that saturated: the loss is computed from probabilities.
+        fix = fix_for(refined_family(fix.family, chain.links[0].op_type), fix.context) or fix
+    return replace(
+        diagnosis,
+        suggestion=fix.text if fix is not None else diagnosis.suggestion,
+        fix=fix,
+        explanation=diagnosis.explanation + (f" {sentence}." if sentence else ""),
+        evidence=(*diagnosis.evidence, *chain.evidence),
+        chain=chain.links,
+        chain_note=chain.note,
     )
 
 

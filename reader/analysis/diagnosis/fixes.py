@@ -335,6 +335,12 @@ def family_of(
     return family
 
 
+def refined_family(family: str, origin_op: str) -> str:
+    """The family once the chain's origin is known: a log whose zeros a sigmoid or a
+    softmax made is a loss computed from probabilities."""
+    return "probability_loss" if family == "log" and origin_op in PROBABILITY_OPS else family
+
+
 def _under_norm(op_name: str | None, expression: str | None) -> bool:
     scopes = (op_name or "").split("/")[:-1]
     named = any(s.rsplit("_", 1)[0] in NORM_FUNCTIONS or s in NORM_FUNCTIONS for s in scopes)

@@ -1,0 +1,287 @@
+"""The chain: from the root cause upstream to where its bad finite values were made.
+
+The root cause is the op that turned finite inputs into NaN or infinity; often the
+trouble began earlier, in an op that made the exact zeros, the values at a domain's
+edge or the huge magnitudes that the root cause could not take. From the root cause
+this module walks upstream, breadth first, through the recorded summaries of each
+op's inputs (a graph op's input traces, an eager op's producing executions), and
+tries the origin rules (`reader.analysis.diagnosis.chain_rules`) at each op; the
+nearest op where one finds its kind is the origin. The chain is the path from it to
+the root cause, one `ChainLink` per op.
+
+The walk reads counts: FULL_HEALTH, FULL_STATS and FULL_TENSOR have them; CURT_HEALTH
+and CONCISE_HEALTH do not, and the chain then says which mode would show it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from reader.analysis.diagnosis.chain_rules import RULES, ChainNode, Origin, OriginRule
+from reader.analysis.diagnosis.expressions import expression_of
+from reader.analysis.diagnosis.wording import count_text, nonfinite_text
+from reader.analysis.hunt.inputs import eager_inputs, input_trace
+from reader.errors import DumpError
+from reader.model import Frame, RootCause, Summary
+
+if TYPE_CHECKING:
+    from reader.analysis.analysed_run import AnalysedRun
+
+# Ops upstream of the root cause the walk looks at, at most, and how far back it goes:
+# an origin far up a graph explains little of the root cause.
+MAX_CHAIN_OPS = 64
+MAX_CHAIN_DEPTH = 8
+# What a run in a mode without counts says instead of a chain.
+NO_COUNTS_NOTE = (
+    "{mode} records no counts of zeros or magnitudes, so the chain upstream cannot be "
+    "followed: a FULL_HEALTH run (or FULL_TENSOR) shows where the bad values were made"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ChainLink:
+    """One op of the chain.
+
+    Attributes:
+        op_type: The op's type.
+        name: The graph op's name, or None for an eager op.
+        file: The user's file that created (or ran) it, when the dump has it.
+        line: Its line.
+        expression: The exact expression at that line, when the dump has its span.
+        why: What the op did: the origin's kind of fault, what a link passed on, or
+            what the root cause made.
+        trace: The graph trace of its output (the panes select it), or None.
+        execution: The eager execution, or None.
+        kind: The origin's kind (`chain_rules.KINDS`), None for the other links.
+    """
+
+    op_type: str
+    name: str | None
+    file: str | None
+    line: int | None
+    expression: str | None
+    why: str
+    trace: int | None = None
+    execution: int | None = None
+    kind: str | None = None
+
+    @property
+    def subject(self) -> str:
+        """ "`tf.sigmoid(logits)` (line 27)", or the op's type and name."""
+        if self.expression:
+            return f"`{self.expression}`" + (f" (line {self.line})" if self.line else "")
+        return f"{self.op_type} '{self.name}'" if self.name else self.op_type
+
+    def as_dict(self) -> dict[str, Any]:
+        """The link as ``report --json`` gives it (``diagnosis.chain``)."""
+        return {
+            "op_type": self.op_type,
+            "name": self.name,
+            "file": self.file,
+            "line": self.line,
+            "expression": self.expression,
+            "why": self.why,
+            "kind": self.kind,
+            "trace": self.trace,
+            "execution": self.execution,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Chain:
+    """The chain of a root cause: its links from the origin to the root cause (empty
+    when no origin was found), the origin's evidence, and a note when the mode
+    cannot show a chain."""
+
+    links: tuple[ChainLink, ...] = ()
+    evidence: tuple[str, ...] = ()
+    note: str | None = None
+
+    @property
+    def sentence(self) -> str | None:
+        """The chain in one sentence, without its final period, or None."""
+        if len(self.links) < 2:
+            return None
+        origin, *between, _ = self.links
+        text = f"They began upstream: {origin.subject} {origin.why}"
+        for link in between:
+            text += f"; {link.subject} {link.why}"
+        return text
+
+
+@dataclass(frozen=True)
+class _Step:
+    """An op the walk reached: what the rules see, where it is, and how it was reached
+    (the step downstream of it, toward the root cause)."""
+
+    node: ChainNode
+    frame: Frame | None
+    trace: int | None
+    execution: int | None
+    downstream: _Step | None
+    depth: int
+
+
+def find_chain(reader: AnalysedRun, cause: RootCause) -> Chain:
+    """The chain of ``cause``: the nearest op upstream where an origin rule finds its
+    kind, and the ops between it and the root cause."""
+    summaries = [s for _, s in cause.inputs if s is not None]
+    if summaries and all(s.zero is None and s.max_abs is None for s in summaries):
+        return Chain(note=NO_COUNTS_NOTE.format(mode=summaries[0].mode))
+    root = _root_step(reader, cause)
+    if root is None:
+        return Chain()
+    queue = deque([root])
+    seen = 0
+    while queue and seen < MAX_CHAIN_OPS:
+        step = queue.popleft()
+        for upstream in _upstream(reader, step):
+            seen += 1
+            found = _origin(upstream.node)
+            if found is not None:
+                rule, origin = found
+                return _chain(reader, cause, upstream, rule, origin)
+            if upstream.depth < MAX_CHAIN_DEPTH and _carries(upstream.node.output):
+                queue.append(upstream)
+    return Chain()
+
+
+def _origin(node: ChainNode) -> tuple[OriginRule, Origin] | None:
+    for rule in RULES:
+        origin = rule.check(node)
+        if origin is not None:
+            return rule, origin
+    return None
+
+
+def _carries(summary: Summary | None) -> bool:
+    """Whether the walk goes on through an op's output: recorded and finite."""
+    return summary is not None and not summary.is_alert
+
+
+def _chain(
+    reader: AnalysedRun, cause: RootCause, origin_step: _Step, rule: OriginRule, origin: Origin
+) -> Chain:
+    links = [_link(reader, origin_step, origin.why, rule.kind)]
+    step = origin_step.downstream
+    while step is not None and step.downstream is not None:
+        links.append(_link(reader, step, _passed(step.node.output)))
+        step = step.downstream
+    assert step is not None  # the walk starts at the root cause
+    output = cause.trace.summary if cause.trace is not None else None
+    if cause.execution is not None and cause.trace is None:
+        output = cause.execution.summary(cause.alert.slot)
+    links.append(_link(reader, step, f"turned them into {nonfinite_text(output)}"))
+    return Chain(tuple(links), origin.evidence)
+
+
+def _passed(summary: Summary | None) -> str:
+    """What a link between the origin and the root cause passed on."""
+    if summary is not None and summary.zero:
+        return f"passed them on as {count_text(summary.zero, 'exact zero')}"
+    if summary is not None and summary.neg:
+        return f"passed them on ({count_text(summary.neg, 'negative value')})"
+    return "passed them on"
+
+
+def _link(reader: AnalysedRun, step: _Step, why: str, kind: str | None = None) -> ChainLink:
+    frame = step.frame
+    return ChainLink(
+        op_type=step.node.op_type,
+        name=step.node.name,
+        file=frame.path if frame is not None else None,
+        line=frame.line if frame is not None else None,
+        expression=expression_of(reader, frame),
+        why=why,
+        trace=step.trace,
+        execution=step.execution,
+        kind=kind,
+    )
+
+
+# -- the walk: graph ops by their traces, eager ops by their executions -------------------
+
+
+def _root_step(reader: AnalysedRun, cause: RootCause) -> _Step | None:
+    if cause.op is not None and cause.trace is not None:
+        return _graph_step(reader, cause.op.id, cause.alert.slot, cause.trace.index, None)
+    if cause.execution is not None:
+        return _eager_step(reader, cause.execution.index, cause.alert.slot, None)
+    return None
+
+
+def _upstream(reader: AnalysedRun, step: _Step) -> list[_Step]:
+    found = []
+    try:
+        if step.trace is not None:
+            trace = reader.trace(step.trace)
+            assert trace.op_id is not None  # a step is made from a traced op
+            for ref in reader.op(trace.op_id).inputs:
+                if ref.op_id is None:
+                    continue
+                index = input_trace(reader, ref.op_id, ref.slot, step.trace)
+                if index is not None:
+                    found.append(_graph_step(reader, ref.op_id, ref.slot, index, step))
+        elif step.execution is not None:
+            for eager in eager_inputs(reader, reader.execution(step.execution)):
+                if eager.producer_index is not None:
+                    found.append(_eager_step(reader, eager.producer_index, eager.slot, step))
+    except DumpError:
+        pass  # a record left the disk (circular buffer): the walk ends here
+    # The inputs that hold exact zeros or negatives first: a denominator's zeros, not
+    # its numerator, are what a division could not take.
+    return sorted(
+        found, key=lambda s: not (s.node.output and (s.node.output.zero or s.node.output.neg))
+    )
+
+
+def _graph_step(
+    reader: AnalysedRun, op_id: int, slot: int, index: int, down: _Step | None
+) -> _Step:
+    op = reader.op(op_id)
+    inputs = []
+    for ref in op.inputs:
+        summary, dtype = None, None
+        if ref.op_id is not None:
+            producer = reader.op(ref.op_id)
+            if ref.slot < len(producer.output_dtypes):
+                dtype = producer.output_dtypes[ref.slot]
+            found = input_trace(reader, ref.op_id, ref.slot, index)
+            summary = reader.trace(found).summary if found is not None else None
+        inputs.append((ref.name, summary, dtype))
+    output = reader.trace(index).summary
+    node = ChainNode(
+        op.op_type,
+        op.name,
+        output,
+        (output.dtype if output is not None and output.dtype else None)
+        or (op.output_dtypes[slot] if slot < len(op.output_dtypes) else None),
+        tuple(inputs),
+    )
+    frame = reader.innermost_user_frame(op.stack_id)
+    return _Step(node, frame, index, None, down, 0 if down is None else down.depth + 1)
+
+
+def _eager_step(reader: AnalysedRun, index: int, slot: int, down: _Step | None) -> _Step:
+    execution = reader.execution(index)
+    inputs = []
+    for eager in eager_inputs(reader, execution):
+        dtype = None
+        if eager.producer_index is not None:
+            dtypes = reader.execution(eager.producer_index).output_dtypes
+            dtype = dtypes[eager.slot] if eager.slot < len(dtypes) else None
+        inputs.append((eager.name, eager.summary, dtype))
+    output = execution.summary(slot)
+    dtypes = execution.output_dtypes
+    node = ChainNode(
+        execution.op_type,
+        None,
+        output,
+        (output.dtype if output is not None and output.dtype else None)
+        or (dtypes[slot] if slot < len(dtypes) else None),
+        tuple(inputs),
+    )
+    frame = reader.innermost_user_frame(execution.stack_id)
+    return _Step(node, frame, None, index, down, 0 if down is None else down.depth + 1)
