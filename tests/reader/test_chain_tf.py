@@ -40,7 +40,7 @@ FIX_CASES = {
 }
 
 
-def _marked_line(marker: str) -> int | None:
+def marked_line(marker: str) -> int | None:
     with open(CHAINS_PROGRAM, encoding="utf-8") as f:
         return next((n for n, line in enumerate(f, 1) if line.rstrip().endswith(marker)), None)
 
@@ -63,10 +63,10 @@ def test_the_chain_runs_from_its_origin_to_the_root_cause(chain_dumps, case):
     assert [link.kind for link in chain[1:]] == [None] * (len(chain) - 1)
     assert (origin.file, origin.line) == (
         CHAINS_PROGRAM,
-        _marked_line(f"# ORIGIN {case}") or _marked_line(f"# BUG {case}"),
+        marked_line(f"# ORIGIN {case}") or marked_line(f"# BUG {case}"),
     )
     assert (root.op_type, root.trace) == (root_op, cause.trace.index)
-    assert root.line == _marked_line(f"# BUG {case}")
+    assert root.line == marked_line(f"# BUG {case}")
     # Upstream first: every link's trace comes before the next one's.
     traces = [link.trace for link in chain]
     assert traces == sorted(traces) and None not in traces
