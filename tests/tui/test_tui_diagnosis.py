@@ -49,14 +49,15 @@ async def test_diagnosis_shows_on_opening_then_follows_the_selected_alert(nan_lo
 
 
 async def test_e_shows_the_whole_diagnosis_and_closes(nan_logdir):
-    async with hunted_app(nan_logdir, (80, 24)) as (app, pilot):
+    # Tall enough for the whole dialog: the explanation, fix, chain and evidence.
+    async with hunted_app(nan_logdir, (80, 60)) as (app, pilot):
         line = app.screen.query_one(DiagnosisLine)
         await wait_for(pilot, lambda: line.diagnosis is not None, what="the diagnosis")
         await pilot.press("e")
         await wait_for(pilot, lambda: isinstance(app.screen, TextDialog), what="modal")
         await wait_for(pilot, lambda: "Evidence:" in screen_text(app), what="evidence")
         text = " ".join(screen_text(app).split())
-        assert "log(0) = -inf." in text and "Fix: clip the input away from zero" in text
+        assert "log(0) = -inf." in text and "Fix: compute the loss from the logits" in text
         assert "1 zero, 999 positive" in text and "pattern: log_of_nonpositive" in text
         assert "Log Log:0, graph #9, step 3" in text
         await pilot.press("escape")
@@ -69,12 +70,12 @@ async def test_e_shows_the_whole_diagnosis_and_closes(nan_logdir):
 
 
 async def test_diagnosis_line_fits_a_wide_screen_without_a_hint(nan_logdir):
-    async with hunted_app(nan_logdir, (400, 30)) as (app, pilot):
+    async with hunted_app(nan_logdir, (700, 30)) as (app, pilot):
         line = app.screen.query_one(DiagnosisLine)
         await wait_for(pilot, lambda: line.diagnosis is not None, what="the diagnosis")
         assert not line.is_cut
         row = _diagnosis_row(app)
-        assert "Fix: clip the input away from zero" in row and "e: more" not in row
+        assert "Fix: compute the loss from the logits" in row and "e: more" not in row
 
 
 async def test_stack_trace_shows_each_user_frames_expression(nan_logdir):

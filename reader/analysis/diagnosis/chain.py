@@ -130,7 +130,10 @@ def find_chain(reader: AnalysedRun, cause: RootCause) -> Chain:
     summaries = [s for _, s in cause.inputs if s is not None]
     if summaries and all(s.zero is None and s.max_abs is None for s in summaries):
         return Chain(note=NO_COUNTS_NOTE.format(mode=summaries[0].mode))
-    root = _root_step(reader, cause)
+    try:
+        root = _root_step(reader, cause)
+    except DumpError:
+        return Chain()  # the root cause's records left the disk (circular buffer)
     if root is None:
         return Chain()
     queue = deque([root])
@@ -216,9 +219,8 @@ def _upstream(reader: AnalysedRun, step: _Step) -> list[_Step]:
     found = []
     try:
         if step.trace is not None:
-            trace = reader.trace(step.trace)
-            assert trace.op_id is not None  # a step is made from a traced op
-            for ref in reader.op(trace.op_id).inputs:
+            op_id = reader.trace(step.trace).op_id
+            for ref in reader.op(op_id).inputs if op_id is not None else ():
                 if ref.op_id is None:
                     continue
                 index = input_trace(reader, ref.op_id, ref.slot, step.trace)

@@ -172,9 +172,9 @@ TABLE: tuple[Fix, ...] = (
     Fix(
         "probability_loss",
         "any",
-        "the log of probabilities that reached exactly 0: compute the loss from the "
-        "logits instead (from_logits=True, tf.nn.sigmoid_cross_entropy_with_logits, "
-        "tf.nn.softmax_cross_entropy_with_logits), which never takes log(0)",
+        "compute the loss from the logits (from_logits=True, "
+        "tf.nn.softmax_cross_entropy_with_logits), not the log of probabilities that "
+        "can reach exactly 0",
         fixed="tf.math.log(tf.maximum(x, 1e-7))",
         transform="clip_min",
         params=_LOG_EPS,
