@@ -5,7 +5,7 @@ the other; the run picker shows the replay right below its watched run."""
 from __future__ import annotations
 
 from tests.program_runs import PROGRAMS, line_of
-from tests.tui.tui_helpers import hunted_app, screen_text, wait_for
+from tests.tui.tui_helpers import hunted_app, make_app, screen_text, wait_for
 from tfdbg_tui.dialogs.run_picker import RunPickerDialog
 from tfdbg_tui.screens.debugger import DebuggerScreen
 
@@ -71,3 +71,19 @@ async def test_the_run_picker_shows_the_replay_below_its_watched_run(watched_log
         text = screen_text(app)
         assert f"└ replay of step {BAD_STEP}  {replay.run_id}" in text
         assert f"hit at step {BAD_STEP}  watched" in text
+
+
+async def test_the_trends_of_a_watched_run_come_from_its_step_rows(watched_logdir):
+    watched, _ = _runs(watched_logdir)
+    app = make_app(watched_logdir, run_id=watched.run_id)
+    async with app.run_test(size=(140, 36)) as pilot:
+        await wait_for(
+            pilot, lambda: "w: open the replay." in screen_text(app), what="the watched run"
+        )
+        await pilot.press("t")
+        await wait_for(
+            pilot,
+            lambda: "gradient norm" in screen_text(app) and "sequential/dense" in screen_text(app),
+            what="the watched run's gradient norms per layer",
+        )
+        assert "no norm or magnitude" not in screen_text(app)
