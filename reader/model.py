@@ -73,6 +73,7 @@ class ReplayOf:
     step: int
     check: str | None = None
     tensor: str | None = None
+    xla: bool = False  # the replay ran compiled with XLA
 
 
 @dataclass(frozen=True, slots=True)

@@ -160,6 +160,9 @@ class WatchSite:
     """The variables the apply trains, and then the optimizer's own."""
     kept_batches: dict[int, KeptBatch] = field(default_factory=dict)
     """A Keras step's batch, kept in the graph, per replica (0 without a strategy)."""
+    compiled: bool = False
+    """The step function compiles with XLA (Keras' ``jit_compile``, or
+    ``tf.function(jit_compile=True)``): its hit step is replayed with and without."""
     replicas: int = 1
     """The replicas that run the step (a tf.distribute strategy's)."""
     kept_calls: KeptCalls | None = None

@@ -194,7 +194,7 @@ class Watcher:
         tensors to keep (with names)."""
         import tensorflow as tf
 
-        from instrument.tf_internals.graph_frames import traced_call
+        from instrument.tf_internals.graph_frames import compiled_with_xla, traced_call
 
         scope = graph
         while scope is not None:
@@ -202,6 +202,7 @@ class Watcher:
             if keras is not None:
                 flat = [t for t in tf.nest.flatten(keras.data) if tf.is_tensor(t)]
                 site.step_function = ("keras", keras.model, keras.data)
+                site.compiled = getattr(keras.model, "jit_compile", False) is True
                 return flat, [f"data[{i}]" for i in range(len(flat))]
             outer = getattr(scope, "outer_graph", None)
             if outer is None or not getattr(outer, "building_function", False):
@@ -232,6 +233,7 @@ class Watcher:
         # The eager call being traced: from now on its calls keep their arguments as
         # this site's steps, this one (the site's next step) first.
         outer, call_args, call_kwargs = calls[0]
+        site.compiled = compiled_with_xla(outer)
         sites = self._sites_of_function.setdefault(outer, [])
         if site not in sites:
             sites.append(site)
@@ -370,6 +372,7 @@ class Watcher:
             WatchHitRecord.SAVED_STATE: saved.state,
             WatchHitRecord.SAVED_BATCH: saved.batch,
             WatchHitRecord.REPLAY_RUN: outcome.run_id if outcome else None,
+            WatchHitRecord.XLA_REPLAY_RUN: outcome.xla_run_id if outcome else None,
             WatchHitRecord.VERDICT: outcome.verdict if outcome else None,
             WatchHitRecord.REPLAY_ERROR: outcome.error if outcome else None,
         }

@@ -68,7 +68,11 @@ def watch_pair(run: Run) -> WatchPair | None:
         return None
     if watched_log is None:
         return None
-    return WatchPair(link.run_id, watched_log, meta.run_id, run.path)
+    named = watched_log.hit.replay_run if watched_log.hit is not None else None
+    if named is None or named == meta.run_id:
+        return WatchPair(link.run_id, watched_log, meta.run_id, run.path)
+    # Another replay of the same step is the one named (a compiled step's xla_only).
+    return WatchPair(link.run_id, watched_log, named, _path_of(_logdir_of(run.path), named))
 
 
 def _logdir_of(run_path: str) -> str:

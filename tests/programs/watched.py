@@ -110,7 +110,7 @@ try:
     if PROGRAM.startswith("loop"):
         optimizer = tf.keras.optimizers.Adam(1e-2)
 
-        @tf.function
+        @tf.function(jit_compile="xla" in PROGRAM)
         def train_step(xb, yb):
             with tf.GradientTape() as tape:
                 loss = cross_entropy(yb, model(xb, training=True))
@@ -129,7 +129,7 @@ try:
                 if PROGRAM == "fit_divergence"
                 else tf.keras.optimizers.Adam(1e-2, epsilon=epsilon)
             )
-            model.compile(optimizer=optimizer, loss=loss)
+            model.compile(optimizer=optimizer, loss=loss, jit_compile="xla" in PROGRAM)
         model.fit(x, y, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
     print("FINISHED", flush=True)
 except instrument.NonFiniteError as error:
