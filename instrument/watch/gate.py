@@ -300,6 +300,29 @@ def keep_batch_in_graph(flags: WatchFlags, kept: KeptBatch, batch: list[Any]) ->
     tf.cond(flags.hit_step.read_value() < 0, copy_batch, lambda: tf.constant(False))
 
 
+def keep_batch_after_call(
+    flags: WatchFlags, site: WatchSite, kept: KeptBatch, batch: list[Any]
+) -> None:
+    """In the graph that calls a step compiled with XLA (where a variable cannot change
+    its shape), after the call: copy the batch it was called with into ``kept`` until
+    the first hit, and at the step of the hit (the flag and the count are read after
+    the call, which writes them)."""
+    import tensorflow as tf
+
+    def copy_batch() -> Any:
+        for variable, tensor in zip(kept.variables, batch):
+            variable.assign(tensor)
+        return tf.constant(True)
+
+    hit_step = flags.hit_step.read_value()
+    this_step = site.steps.read_value() - 1
+    tf.cond(
+        tf.logical_or(hit_step < 0, tf.equal(hit_step, this_step)),
+        copy_batch,
+        lambda: tf.constant(False),
+    )
+
+
 def guarded_apply(
     flags: WatchFlags,
     site: WatchSite,

@@ -124,9 +124,40 @@ class Watcher:
         site = self._site(optimizer, variables)
         graph = tf.compat.v1.get_default_graph()
         batch, names = self._step_function(site, graph)
+        if batch and site.compiled:
+            # XLA cannot write a variable of another shape: the batch is kept by the
+            # graph that calls the compiled step (`call_compiled`).
+            self._calls.deferred = [*getattr(self._calls, "deferred", []), (site, names)]
+            batch = []
         if batch:
             gate.keep_batch(site, batch, names)
         gate.guarded_apply(flags, site, apply, grads, variables, batch)
+
+    def call_compiled(self, function: Any, call: Any, args: Any, kwargs: Any) -> Any:
+        """A call, while a graph is traced, of a tf.function compiled with XLA: a
+        watched step traced inside it has its batch (the call's tensors) kept here,
+        after the call, in the calling graph (`gate.keep_batch_after_call`)."""
+        import tensorflow as tf
+
+        outer = getattr(self._calls, "deferred", [])
+        self._calls.deferred = []
+        try:
+            result = call(function, *args, **kwargs)
+            requests = self._calls.deferred
+        finally:
+            self._calls.deferred = outer
+        flat = [
+            t
+            for t in tf.nest.flatten((args, kwargs))
+            if tf.is_tensor(t) and t.dtype not in (tf.resource, tf.variant)
+        ]
+        flags = self.flags
+        for site, names in requests:
+            if flags is None or len(flat) != len(names):
+                continue
+            gate.keep_batch(site, flat, names)
+            gate.keep_batch_after_call(flags, site, site.kept_batches[0], flat)
+        return result
 
     def apply_across_replicas(
         self, optimizer: Any, original_apply: Any, grads: list[Any], variables: list[Any]
@@ -288,7 +319,8 @@ class Watcher:
         if flags is None:
             return
         self.poll_rows()
-        if self.hit is not None or self._handling:
+        # A hit stopped the job: its flag stays set, and is not a new hit.
+        if self.hit is not None or self._handling or self.stopped:
             return
         hit_step = int(flags.hit_step.numpy())
         if hit_step < 0:
