@@ -28,6 +28,8 @@ class RunInfo:
     cluster: str | None = None  # the job's cluster id, the same in all its runs
     stopped: bool = False  # recording stopped on a write error (`liveness.recording_stopped`)
     dumper: str = DUMPER_TFDBG_TUI  # or DUMPER_TENSORFLOW: a file set of TensorFlow's dumper
+    watched: bool = False  # a watched run (the watch tier, `instrument.watch`)
+    replay_of: ReplayOf | None = None  # the replay of a watched run's step
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,7 @@ class ReplayOf:
     step: int
     check: str | None = None
     tensor: str | None = None
+    xla: bool = False  # the replay ran compiled with XLA
 
 
 @dataclass(frozen=True, slots=True)

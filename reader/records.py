@@ -71,6 +71,7 @@ def replay_of(run: dict[str, Any]) -> ReplayOf | None:
         link[ReplayOfMap.STEP],
         _str_or_none(link.get(ReplayOfMap.CHECK)),
         _str_or_none(link.get(ReplayOfMap.TENSOR)),
+        link.get(ReplayOfMap.XLA) is True,
     )
 
 

@@ -54,6 +54,9 @@ class WatchHit:
     saved_state: str | None = None
     saved_batch: str | None = None
     replay_error: str | None = None
+    xla_replay_run: str | None = None
+    """Of a step compiled with XLA: the replay compiled with XLA (`replay_run` is the
+    one without, unless only this one reproduced)."""
     replica: int | None = None
     """Under a tf.distribute strategy: the replica whose value failed the check first
     (format 3.2); None otherwise."""
@@ -75,6 +78,7 @@ class WatchHit:
             "saved_state": self.saved_state,
             "saved_batch": self.saved_batch,
             "replay_error": self.replay_error,
+            "xla_replay_run": self.xla_replay_run,
         }
 
 
@@ -175,6 +179,7 @@ class WatchLogBuilder:
             saved_state=_text(record.get(WatchHitRecord.SAVED_STATE)),
             saved_batch=_text(record.get(WatchHitRecord.SAVED_BATCH)),
             replay_error=_text(record.get(WatchHitRecord.REPLAY_ERROR)),
+            xla_replay_run=_text(record.get(WatchHitRecord.XLA_REPLAY_RUN)),
             replica=record[WatchHitRecord.REPLICA]
             if is_id(record.get(WatchHitRecord.REPLICA))
             else None,

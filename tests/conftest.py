@@ -17,6 +17,7 @@ PATTERNS_PROGRAM = os.path.join(PROGRAMS, "patterns.py")
 HARM_PROGRAM = os.path.join(PROGRAMS, "harm.py")
 TRENDS_PROGRAM = os.path.join(PROGRAMS, "trends.py")
 CHAINS_PROGRAM = os.path.join(PROGRAMS, "chains.py")
+WATCHED_PROGRAM = os.path.join(PROGRAMS, "watched.py")
 
 # The `tf` tier: tests that need TensorFlow. Whole folders of them, and elsewhere the
 # tests that use a fixture which runs a TensorFlow program.
@@ -34,6 +35,7 @@ TF_FIXTURES = frozenset(
         "example_logdir",
         "tensorflow_dump",
         "run_pair",  # tests/tui
+        "watched_logdir",
     }
 )
 
@@ -118,6 +120,25 @@ def chain_dumps(tmp_path_factory) -> str:
     case again in CURT_HEALTH (``sigmoid_saturation-CURT_HEALTH``); returns the
     directory holding a logdir per case."""
     return _run_cases(CHAINS_PROGRAM, tmp_path_factory, "chains")
+
+
+@pytest.fixture(scope="session")
+def watched_logdir(tmp_path_factory) -> str:
+    """A logdir of the watch tier's pair: tests/programs/watched.py's Keras fit whose
+    step 5 saturates, watched, stopped at the hit, and the replay of that step."""
+    pytest.importorskip("tensorflow")
+    logdir = str(tmp_path_factory.mktemp("watched"))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    completed = subprocess.run(
+        [sys.executable, WATCHED_PROGRAM, logdir, "fit_saturated"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert completed.returncode == 0 and "CAUGHT" in completed.stdout, completed.stderr[-3000:]
+    return logdir
 
 
 def _run_cases(program: str, tmp_path_factory, name: str) -> str:

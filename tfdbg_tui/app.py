@@ -16,6 +16,7 @@ from reader.analysis.compare.diff import SIDE_NAMES
 from reader.errors import DumpError
 from reader.model import RunInfo
 from reader.run.run_dir import list_runs
+from reader.run.watch_pair import other_of_pair
 from tfdbg_tui.dialogs.run_picker import RunPickerDialog
 from tfdbg_tui.dump_watcher import ENDED, POLL_INTERVAL_S
 from tfdbg_tui.exit_codes import exit_code_for
@@ -63,6 +64,13 @@ class DebuggerApp(App[int]):
             "watch rules' first anomaly before the first harmful value",
         ),
         Binding("r", "pick_run", "Runs"),
+        Binding(
+            "w",
+            "watch_pair",
+            "Replay",
+            tooltip="A watched run's replay of its hit step, or a replay's watched run",
+            show=False,
+        ),
         Binding("ctrl+p", "command_palette", "Commands", show=False),
         Binding(
             "ctrl+z",
@@ -274,6 +282,27 @@ class DebuggerApp(App[int]):
             return
         current = self.screen.run_id if isinstance(self.screen, DebuggerScreen) else None
         self.push_screen(RunPickerDialog(self.runs, current), self._run_picked)
+
+    def action_watch_pair(self) -> None:
+        self._list_runs_for_pair()
+
+    @work(thread=True, exclusive=True, group="list-runs")
+    def _list_runs_for_pair(self) -> None:
+        try:
+            runs = list_runs(self.logdir)
+        except DumpError:
+            runs = self.runs
+        self.call_from_thread(self._open_pair, runs)
+
+    def _open_pair(self, runs: list[RunInfo]) -> None:
+        """Open the other run of the current run's watch pair (`other_of_pair`)."""
+        self.runs = list(runs)
+        current = self.screen.run_id if isinstance(self.screen, DebuggerScreen) else None
+        other, why = other_of_pair(self.runs, current)
+        if other is None:
+            self.notify(why, severity="warning")
+            return
+        self._run_picked(other)
 
     def _run_picked(self, run_id: str | None) -> None:
         if run_id is None:

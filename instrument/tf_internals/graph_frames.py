@@ -411,3 +411,16 @@ def _watched_variable_name(graph: Any, handle: Any) -> str | None:
             name = getattr(variable, "name", None)
             return name.rsplit(":", 1)[0] if isinstance(name, str) else None
     return None
+
+
+def compiled_with_xla(function: Any) -> bool:
+    """Whether the ``tf.function`` object ``function`` compiles with XLA
+    (``jit_compile=True``): its ``_jit_compile``, which TensorFlow does not expose."""
+    compiled = getattr(function, "_jit_compile", None)
+    if compiled is None:
+        debug_once(
+            "compiled_with_xla",
+            "tfdbg-tui: tf.function objects have no _jit_compile; a watched custom "
+            "loop's step is replayed without XLA only",
+        )
+    return compiled is True

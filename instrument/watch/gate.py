@@ -160,6 +160,9 @@ class WatchSite:
     """The variables the apply trains, and then the optimizer's own."""
     kept_batches: dict[int, KeptBatch] = field(default_factory=dict)
     """A Keras step's batch, kept in the graph, per replica (0 without a strategy)."""
+    compiled: bool = False
+    """The step function compiles with XLA (Keras' ``jit_compile``, or
+    ``tf.function(jit_compile=True)``): its hit step is replayed with and without."""
     replicas: int = 1
     """The replicas that run the step (a tf.distribute strategy's)."""
     kept_calls: KeptCalls | None = None
@@ -295,6 +298,29 @@ def keep_batch_in_graph(flags: WatchFlags, kept: KeptBatch, batch: list[Any]) ->
         return tf.constant(True)
 
     tf.cond(flags.hit_step.read_value() < 0, copy_batch, lambda: tf.constant(False))
+
+
+def keep_batch_after_call(
+    flags: WatchFlags, site: WatchSite, kept: KeptBatch, batch: list[Any]
+) -> None:
+    """In the graph that calls a step compiled with XLA (where a variable cannot change
+    its shape), after the call: copy the batch it was called with into ``kept`` until
+    the first hit, and at the step of the hit (the flag and the count are read after
+    the call, which writes them)."""
+    import tensorflow as tf
+
+    def copy_batch() -> Any:
+        for variable, tensor in zip(kept.variables, batch):
+            variable.assign(tensor)
+        return tf.constant(True)
+
+    hit_step = flags.hit_step.read_value()
+    this_step = site.steps.read_value() - 1
+    tf.cond(
+        tf.logical_or(hit_step < 0, tf.equal(hit_step, this_step)),
+        copy_batch,
+        lambda: tf.constant(False),
+    )
 
 
 def guarded_apply(

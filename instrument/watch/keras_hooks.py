@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from instrument.tf_internals.graph_frames import compiled_with_xla
 from instrument.watch import gate
 from instrument.watch.watcher import Watcher
 
@@ -115,7 +116,11 @@ class WatchHooks:
 
         @functools.wraps(original_call)
         def call(function: Any, *args: Any, **kwargs: Any) -> Any:
-            if watcher.closed or not tf.executing_eagerly():
+            if watcher.closed:
+                return original_call(function, *args, **kwargs)
+            if not tf.executing_eagerly():
+                if tf.inside_function() and compiled_with_xla(function):
+                    return watcher.call_compiled(function, original_call, args, kwargs)
                 return original_call(function, *args, **kwargs)
             return watcher.call_function(function, original_call, args, kwargs)
 

@@ -30,8 +30,10 @@ from instrument.watch.gate import CHECK_UPDATE, Hit
 from instrument.watch.kept_calls import KEPT_BYTES, tensor_leaves
 from reader.contract import ReplayOfMap
 
+# The verdicts (`reader.watch_log.VERDICTS`).
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not_reproduced"
+XLA_ONLY = "xla_only"
 
 
 @dataclass
@@ -51,6 +53,8 @@ class Replay:
     run_path: str | None
     verdict: str | None
     error: str | None = None
+    xla_run_id: str | None = None
+    """Of a step compiled with XLA: the replay compiled with XLA."""
 
 
 def saved_path(run_path: str, step: int, what: str) -> str:
@@ -134,22 +138,36 @@ def _key(name: str, index: int) -> str:
 def replay_hit(hit: Hit, watched_path: str, kept_state: list[Any]) -> Replay:
     """Replay the hit step fully recorded; the verdict from the replay's dump.
 
-    The replay runs in a thread of its own, which the calling thread waits for: the
+    A step compiled with XLA is replayed twice, with XLA and then without it (every op
+    recorded as it ran; the newest run, where the debugger lands): ``reproduced`` when
+    the one without holds a harmful non-finite value, ``xla_only`` when only the one
+    with XLA does, and that one is then the replay named.
+
+    The replays run in a thread of their own, which the calling thread waits for: the
     hit is handled inside an op callback, where TensorFlow calls no op callback for
     the ops built, so a replay traced there would record none of its graph.
     """
     outcome: list[Replay] = []
-    thread = threading.Thread(
-        target=lambda: outcome.append(_replay(hit, watched_path, kept_state)),
-        name="tfdbg-tui-replay",
-        daemon=True,
-    )
+
+    def both() -> None:
+        xla = _replay(hit, watched_path, kept_state, xla=True) if hit.site.compiled else None
+        plain = _replay(hit, watched_path, kept_state, xla=False)
+        outcome.append(plain if xla is None else _combined(plain, xla))
+
+    thread = threading.Thread(target=both, name="tfdbg-tui-replay", daemon=True)
     thread.start()
     thread.join()
     return outcome[0] if outcome else Replay(None, None, None, "the replay did not finish")
 
 
-def _replay(hit: Hit, watched_path: str, kept_state: list[Any]) -> Replay:
+def _combined(plain: Replay, xla: Replay) -> Replay:
+    """The verdict of a compiled step's two replays, without XLA and with it."""
+    if plain.verdict != REPRODUCED and xla.verdict == REPRODUCED:
+        return Replay(xla.run_id, xla.run_path, XLA_ONLY, None, xla.run_id)
+    return Replay(plain.run_id, plain.run_path, plain.verdict, None, xla.run_id)
+
+
+def _replay(hit: Hit, watched_path: str, kept_state: list[Any], *, xla: bool) -> Replay:
     import tensorflow as tf
 
     from instrument import api
@@ -175,6 +193,7 @@ def _replay(hit: Hit, watched_path: str, kept_state: list[Any]) -> Replay:
             ReplayOfMap.SITE: hit.site.site_id,
             ReplayOfMap.CHECK: hit.check,
             ReplayOfMap.TENSOR: hit.tensor,
+            **({ReplayOfMap.XLA: True} if xla else {}),
         },
     )
     error = None
@@ -183,10 +202,10 @@ def _replay(hit: Hit, watched_path: str, kept_state: list[Any]) -> Replay:
             if step[0] == "keras":
                 model, data = step[1], step[2]
                 replayed = _rebuilt(data, values)
-                tf.function(model.train_step)(replayed)
+                tf.function(model.train_step, jit_compile=xla)(replayed)
             else:
                 assert call is not None
-                tf.function(step[1])(*call.args, **call.kwargs)
+                tf.function(step[1], jit_compile=xla)(*call.args, **call.kwargs)
     except Exception as failure:  # noqa: BLE001 - the replay must not take the job down
         error = f"{type(failure).__name__}: {' '.join(str(failure).split())[:300]}"
     finally:
@@ -257,9 +276,14 @@ def hit_error(hit: Hit, saved: Saved, replay: Replay | None, run_path: str) -> N
     state_label = (
         "the state after it" if hit.check == CHECK_UPDATE else f"the state before step {hit.step}"
     )
-    if replay is not None and replay.run_path and replay.verdict == REPRODUCED:
+    if replay is not None and replay.run_path and replay.verdict in (REPRODUCED, XLA_ONLY):
         cause = first_alert_error(replay.run_path)
-        lines.append(f"replayed fully recorded ({replay.verdict}): " + str(cause))
+        how = (
+            "only when compiled with XLA (xla_only): without XLA the step stayed finite"
+            if replay.verdict == XLA_ONLY
+            else replay.verdict
+        )
+        lines.append(f"replayed fully recorded ({how}): " + str(cause))
     elif replay is not None and replay.error:
         lines.append(f"the replay failed: {replay.error}")
     elif replay is not None:

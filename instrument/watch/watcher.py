@@ -124,9 +124,40 @@ class Watcher:
         site = self._site(optimizer, variables)
         graph = tf.compat.v1.get_default_graph()
         batch, names = self._step_function(site, graph)
+        if batch and site.compiled:
+            # XLA cannot write a variable of another shape: the batch is kept by the
+            # graph that calls the compiled step (`call_compiled`).
+            self._calls.deferred = [*getattr(self._calls, "deferred", []), (site, names)]
+            batch = []
         if batch:
             gate.keep_batch(site, batch, names)
         gate.guarded_apply(flags, site, apply, grads, variables, batch)
+
+    def call_compiled(self, function: Any, call: Any, args: Any, kwargs: Any) -> Any:
+        """A call, while a graph is traced, of a tf.function compiled with XLA: a
+        watched step traced inside it has its batch (the call's tensors) kept here,
+        after the call, in the calling graph (`gate.keep_batch_after_call`)."""
+        import tensorflow as tf
+
+        outer = getattr(self._calls, "deferred", [])
+        self._calls.deferred = []
+        try:
+            result = call(function, *args, **kwargs)
+            requests = self._calls.deferred
+        finally:
+            self._calls.deferred = outer
+        flat = [
+            t
+            for t in tf.nest.flatten((args, kwargs))
+            if tf.is_tensor(t) and t.dtype not in (tf.resource, tf.variant)
+        ]
+        flags = self.flags
+        for site, names in requests:
+            if flags is None or len(flat) != len(names):
+                continue
+            gate.keep_batch(site, flat, names)
+            gate.keep_batch_after_call(flags, site, site.kept_batches[0], flat)
+        return result
 
     def apply_across_replicas(
         self, optimizer: Any, original_apply: Any, grads: list[Any], variables: list[Any]
@@ -194,7 +225,7 @@ class Watcher:
         tensors to keep (with names)."""
         import tensorflow as tf
 
-        from instrument.tf_internals.graph_frames import traced_call
+        from instrument.tf_internals.graph_frames import compiled_with_xla, traced_call
 
         scope = graph
         while scope is not None:
@@ -202,6 +233,7 @@ class Watcher:
             if keras is not None:
                 flat = [t for t in tf.nest.flatten(keras.data) if tf.is_tensor(t)]
                 site.step_function = ("keras", keras.model, keras.data)
+                site.compiled = getattr(keras.model, "jit_compile", False) is True
                 return flat, [f"data[{i}]" for i in range(len(flat))]
             outer = getattr(scope, "outer_graph", None)
             if outer is None or not getattr(outer, "building_function", False):
@@ -232,6 +264,7 @@ class Watcher:
         # The eager call being traced: from now on its calls keep their arguments as
         # this site's steps, this one (the site's next step) first.
         outer, call_args, call_kwargs = calls[0]
+        site.compiled = compiled_with_xla(outer)
         sites = self._sites_of_function.setdefault(outer, [])
         if site not in sites:
             sites.append(site)
@@ -286,7 +319,8 @@ class Watcher:
         if flags is None:
             return
         self.poll_rows()
-        if self.hit is not None or self._handling:
+        # A hit stopped the job: its flag stays set, and is not a new hit.
+        if self.hit is not None or self._handling or self.stopped:
             return
         hit_step = int(flags.hit_step.numpy())
         if hit_step < 0:
@@ -370,6 +404,7 @@ class Watcher:
             WatchHitRecord.SAVED_STATE: saved.state,
             WatchHitRecord.SAVED_BATCH: saved.batch,
             WatchHitRecord.REPLAY_RUN: outcome.run_id if outcome else None,
+            WatchHitRecord.XLA_REPLAY_RUN: outcome.xla_run_id if outcome else None,
             WatchHitRecord.VERDICT: outcome.verdict if outcome else None,
             WatchHitRecord.REPLAY_ERROR: outcome.error if outcome else None,
         }

@@ -12,6 +12,7 @@ from reader.analysis.hunt.root_cause import find_root_cause
 from reader.analysis.hunt.steps import Steps
 from reader.analysis.trends import watch_rules
 from reader.analysis.trends.trends import Trends, compute_trends
+from reader.analysis.trends.watched_trends import trends_of_watch
 from reader.model import Alert, AlertSummary, RootCause
 from reader.run.indexed_run import IndexedRun
 
@@ -104,23 +105,34 @@ class DumpReader(IndexedRun):
 
     def trends(self) -> Trends:
         """Per layer and step: gradient, update, weight norms and activation magnitudes
-        (`reader.analysis.trends.trends`); cached until the dump changes."""
+        (`reader.analysis.trends.trends`; a watched run's from its step rows,
+        `reader.analysis.trends.watched_trends`); cached until the dump changes."""
         with self.query_lock:
             key = self.state_key()
             if self._trends_cache is None or self._trends_cache[0] != key:
-                steps = self.steps()
-                self._trends_cache = (
-                    key,
-                    compute_trends(self, steps.of_executions, steps.has_steps),
-                )
+                log = self.watch_log() if self.metadata.watched else None
+                if log is not None:
+                    trends = trends_of_watch(log, self.metadata.tensor_debug_mode)
+                else:
+                    steps = self.steps()
+                    trends = compute_trends(self, steps.of_executions, steps.has_steps)
+                self._trends_cache = (key, trends)
             return self._trends_cache[1]
 
     def watch(self, config: dict[str, dict[str, float]] | None = None) -> watch_rules.WatchReport:
         """The watch rules' hits over the trends, the first anomaly and its lead on the
         first harmful value (`reader.analysis.trends.watch_rules`; ``config``: each rule's
         parameters, from `parse_rule_specs`; None: the defaults). Not cached."""
+        log = self.watch_log() if self.metadata.watched else None
+        hit_step = log.hit.step if log is not None and log.hit is not None else None
         return watch_rules.watch(
-            self, self.trends(), self.harm(), self.steps(), self.first_alert(), config
+            self,
+            self.trends(),
+            self.harm(),
+            self.steps(),
+            self.first_alert(),
+            config,
+            harmful_step=hit_step,
         )
 
     def root_cause(self, alert: Alert | None = None) -> RootCause | None:

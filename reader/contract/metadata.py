@@ -79,6 +79,7 @@ class ReplayOfMap(FieldTable):
     SITE: Final = field("site", int, "the watch site")
     CHECK: Final = field("check", str, "the check that failed")
     TENSOR: Final = field("tensor", str, "what failed it, in words")
+    XLA: Final = field("xla", bool, "the replay ran compiled with XLA (absent: not)")
 
 
 class DeviceRecord(RecordKind):
@@ -149,6 +150,9 @@ class WatchHitRecord(RecordKind):
         "replica", int, "the first replica whose loss or gradient failed it (absent)"
     )
     REPLAY_RUN: Final = field("replay_run", str, "the replay's run id", nullable=True)
+    XLA_REPLAY_RUN: Final = field(
+        "xla_replay_run", str, "the replay compiled with XLA's run id", nullable=True
+    )
     VERDICT: Final = field("verdict", str, "what the replay found", nullable=True)
     SAVED_STATE: Final = field("saved_state", str, "the saved state's .npz", nullable=True)
     SAVED_BATCH: Final = field("saved_batch", str, "the saved batch's .npz", nullable=True)

@@ -14,7 +14,7 @@ from reader.contract import KIND_KEY, HeaderRecord, NoticeRecord, RunRecord
 from reader.errors import NoRunsError, NoRunsYetError
 from reader.loading.tf_events import file_sets
 from reader.model import DUMPER_TENSORFLOW, RunInfo
-from reader.records import task_of
+from reader.records import replay_of, task_of
 from reader.run import liveness
 
 # A metadata segment holds a header, the run record, devices and the end record: a few
@@ -226,6 +226,8 @@ def _run_info(
         stopped=liveness.recording_stopped(
             finished, notice_kinds, reserve_gone and run.get(RunRecord.SPACE_RESERVE) is True
         ),
+        watched=isinstance(run.get(RunRecord.WATCH), dict),
+        replay_of=replay_of(run),
     )
 
 

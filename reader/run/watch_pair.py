@@ -15,6 +15,7 @@ from typing import Any
 
 from reader import storage
 from reader.errors import DumpError
+from reader.model import RunInfo
 from reader.run.indexed_run import IndexedRun
 from reader.run.run_dir import resolve_run_path
 from reader.run.run_protocol import Run
@@ -67,7 +68,11 @@ def watch_pair(run: Run) -> WatchPair | None:
         return None
     if watched_log is None:
         return None
-    return WatchPair(link.run_id, watched_log, meta.run_id, run.path)
+    named = watched_log.hit.replay_run if watched_log.hit is not None else None
+    if named is None or named == meta.run_id:
+        return WatchPair(link.run_id, watched_log, meta.run_id, run.path)
+    # Another replay of the same step is the one named (a compiled step's xla_only).
+    return WatchPair(link.run_id, watched_log, named, _path_of(_logdir_of(run.path), named))
 
 
 def _logdir_of(run_path: str) -> str:
@@ -82,3 +87,42 @@ def _path_of(logdir: str, run_id: str | None) -> str | None:
         return resolve_run_path(logdir, run_id)
     except DumpError:
         return None
+
+
+def other_of_pair(runs: list[RunInfo], run_id: str | None) -> tuple[str | None, str]:
+    """The other run of ``run_id``'s pair among ``runs`` (a logdir's listing): a
+    watched run's newest replay, or a replay's watched run; else None and why."""
+    current = next((run for run in runs if run.run_id == run_id), None)
+    if current is None:
+        return None, "the run shown is not in the logdir's listing"
+    if current.replay_of is not None:
+        watched = current.replay_of.run_id
+        if any(run.run_id == watched for run in runs):
+            return watched, ""
+        return None, f"the watched run {watched} of this replay is not in the logdir"
+    if current.watched:
+        replays = [
+            run for run in runs if run.replay_of is not None and run.replay_of.run_id == run_id
+        ]
+        if replays:
+            return replays[-1].run_id, ""
+        return None, "this watched run has no replay (no step went non-finite, or none replayed)"
+    return None, "this run is neither a watched run nor the replay of one (w)"
+
+
+def newest_first_in_pairs(runs: list[RunInfo]) -> list[RunInfo]:
+    """``runs`` (oldest first, as listed) newest first, each replay right below the
+    watched run it replays (a pair stays together when other runs started between)."""
+    newest_first = list(reversed(runs))
+    watched = {run.run_id for run in runs if run.watched}
+    replays: dict[str, list[RunInfo]] = {}
+    for run in newest_first:
+        if run.replay_of is not None and run.replay_of.run_id in watched:
+            replays.setdefault(run.replay_of.run_id, []).append(run)
+    ordered: list[RunInfo] = []
+    for run in newest_first:
+        if run.replay_of is not None and run.replay_of.run_id in watched:
+            continue
+        ordered.append(run)
+        ordered.extend(replays.get(run.run_id, []))
+    return ordered

@@ -17,9 +17,16 @@ from tests.program_runs import PROGRAMS, ROOT, line_of, program_env
 
 WATCHED = PROGRAMS / "watched.py"
 BAD_STEP, STEPS, BATCH = 5, 12, 16
-CAUGHT = ("fit_saturated", "loop_saturated", "override_saturated", "mirrored_saturated")
+CAUGHT = (
+    "fit_saturated",
+    "loop_saturated",
+    "override_saturated",
+    "mirrored_saturated",
+    "fit_xla_saturated",
+    "loop_xla_saturated",
+)
 HEALTHY = ("fit_healthy", "mixed_healthy", "where_sqrt")
-PROGRAMS_RUN = CAUGHT + ("fit_data_nan", "adam_eps0") + HEALTHY
+PROGRAMS_RUN = CAUGHT + ("fit_data_nan", "adam_eps0", "fit_divergence") + HEALTHY
 
 
 @pytest.fixture(scope="module")
@@ -171,3 +178,61 @@ def test_under_mirrored_strategy_the_replica_that_went_bad_is_named(watched):
     assert features.shape == (BATCH // 2, 8) and np.abs(features).max() > 1000
     # Without a strategy no replica is named.
     assert report(watched["fit_saturated"][0])["watch"]["replica"] is None
+
+
+def test_a_divergence_is_caught_at_the_overflow_and_its_trends_lead_to_it(watched):
+    """SGD whose learning rate multiplies the error at every step: the loss overflows
+    some twenty steps in. The hit is that step; the replay names the op that overflowed;
+    the watched run's rows make its trends, whose exploding rule fires steps before."""
+    logdir, lines = watched["fit_divergence"]
+    assert lines["WEIGHTS_FINITE"] == "True"
+    data = report(logdir)
+    watch = data["watch"]
+    assert watch["verdict"] == "reproduced" and watch["check"] in ("loss", "gradient")
+    hit = watch["hit_step"]
+    assert hit > 5
+    assert data["diagnosis"]["pattern"] == "overflow"
+    own = report(logdir, "--run", watch["watched_run"])
+    first = own["first_anomaly"]
+    assert first is not None and first["rule"] == "exploding" and first["step"] < hit
+    assert own["lead_steps"] == hit - first["step"]
+    with reader.open_run(logdir, watch["watched_run"]) as dump:
+        trends = dump.trends()
+    assert {"gradient_norm", "weight_norm"} <= set(trends.available())
+    row = trends.rows.index("sequential/dense")
+    norms = trends.series["gradient_norm"][row]
+    # Step by step the gradient grows, finite until the hit step's.
+    before = norms[: int(np.searchsorted(trends.steps, hit))]
+    assert np.isfinite(before).all() and before[-1] > 1e6 * before[0]
+
+
+@pytest.mark.parametrize("program", ["fit_xla_saturated", "loop_xla_saturated"])
+def test_a_step_compiled_with_xla_is_replayed_with_and_without_it(watched, program):
+    logdir, _ = watched[program]
+    watch = report(logdir)["watch"]
+    assert watch["verdict"] == "reproduced" and watch["xla_replay_run"] not in (
+        None,
+        watch["replay_run"],
+    )
+    plain = reader.open_run(logdir, watch["replay_run"])
+    compiled = reader.open_run(logdir, watch["xla_replay_run"])
+    with plain, compiled:
+        assert plain.metadata.replay_of.xla is False and compiled.metadata.replay_of.xla is True
+        # Compiled, the step goes non-finite too, at the same op.
+        cause = compiled.root_cause()
+        assert cause is not None and cause.op.op_type == "Log"
+    # Without XLA no second replay is made.
+    assert report(watched["fit_saturated"][0])["watch"]["xla_replay_run"] is None
+
+
+def test_the_verdict_of_two_replays():
+    from instrument.watch.replay import Replay, _combined
+
+    plain = Replay("a", "/a", "reproduced")
+    finite = Replay("a", "/a", "not_reproduced")
+    compiled = Replay("b", "/b", "reproduced")
+    compiled_finite = Replay("b", "/b", "not_reproduced")
+    assert _combined(plain, compiled) == Replay("a", "/a", "reproduced", None, "b")
+    assert _combined(finite, compiled) == Replay("b", "/b", "xla_only", None, "b")
+    assert _combined(finite, compiled_finite).verdict == "not_reproduced"
+    assert _combined(plain, compiled_finite).verdict == "reproduced"

@@ -17,7 +17,9 @@ LOGDIR, PROGRAM = sys.argv[1], sys.argv[2]
 ON_HIT = sys.argv[3] if len(sys.argv) > 3 else "stop"
 BAD_STEP = 5
 BATCH = 16
-STEPS = 12
+# A divergence takes its time: its learning rate makes every step's error some 8 times
+# the last one's, until the loss overflows (near step 20).
+STEPS = 60 if PROGRAM == "fit_divergence" else 12
 
 rng = np.random.default_rng(0)
 x = rng.normal(size=(BATCH * STEPS, 8)).astype("float32")
@@ -53,6 +55,9 @@ elif PROGRAM == "fit_data_nan":
     x[BAD_STEP * BATCH + 3, 2] = np.nan
 elif PROGRAM == "adam_eps0":
     x[:, 0] = 0.0  # the first layer's first kernel row never gets a gradient: 0/0
+if PROGRAM == "fit_divergence":
+    x *= 3.0
+    y = x @ rng.normal(size=(8, 1)).astype("float32")
 if PROGRAM == "mixed_healthy":
     tf.keras.mixed_precision.set_global_policy("mixed_float16")
 
@@ -89,6 +94,8 @@ if PROGRAM.startswith("override"):
             tf.keras.layers.Dense(3, activation="softmax"),
         ]
     )
+elif PROGRAM == "fit_divergence":
+    model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(1)])
 else:
     with strategy.scope():
         model = mlp()
@@ -103,7 +110,7 @@ try:
     if PROGRAM.startswith("loop"):
         optimizer = tf.keras.optimizers.Adam(1e-2)
 
-        @tf.function
+        @tf.function(jit_compile="xla" in PROGRAM)
         def train_step(xb, yb):
             with tf.GradientTape() as tape:
                 loss = cross_entropy(yb, model(xb, training=True))
@@ -114,10 +121,15 @@ try:
         for step in range(STEPS):
             train_step(x[step * BATCH : (step + 1) * BATCH], y[step * BATCH : (step + 1) * BATCH])
     else:
-        loss = {"where_sqrt": where_sqrt_loss}.get(PROGRAM, cross_entropy)
+        loss = {"where_sqrt": where_sqrt_loss, "fit_divergence": "mse"}.get(PROGRAM, cross_entropy)
         epsilon = 0.0 if PROGRAM == "adam_eps0" else 1e-7
         with strategy.scope():
-            model.compile(optimizer=tf.keras.optimizers.Adam(1e-2, epsilon=epsilon), loss=loss)
+            optimizer = (
+                tf.keras.optimizers.SGD(0.5)
+                if PROGRAM == "fit_divergence"
+                else tf.keras.optimizers.Adam(1e-2, epsilon=epsilon)
+            )
+            model.compile(optimizer=optimizer, loss=loss, jit_compile="xla" in PROGRAM)
         model.fit(x, y, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
     print("FINISHED", flush=True)
 except instrument.NonFiniteError as error:

@@ -198,6 +198,7 @@ def _write_watched_runs(logdir: str) -> None:
             WatchHitRecord.TENSOR: "the gradient of w",
             WatchHitRecord.REPLICA: 1,
             WatchHitRecord.REPLAY_RUN: "replay",
+            WatchHitRecord.XLA_REPLAY_RUN: "replay",
             WatchHitRecord.VERDICT: "reproduced",
             WatchHitRecord.SAVED_STATE: "state.npz",
             WatchHitRecord.SAVED_BATCH: "batch.npz",
@@ -211,6 +212,7 @@ def _write_watched_runs(logdir: str) -> None:
         ReplayOfMap.SITE: 0,
         ReplayOfMap.CHECK: "gradient",
         ReplayOfMap.TENSOR: "the gradient of w",
+        ReplayOfMap.XLA: True,
     }
     replay = DumpWriter(
         logdir,
@@ -364,13 +366,15 @@ def test_the_watched_run_and_its_replay_read_back(logdir: str) -> None:
     )
     assert (hit.saved_state, hit.saved_batch, hit.replay_error) == ("state.npz", "batch.npz", None)
     assert (hit.replica, hit.what) == (1, "the gradient of w on replica 1")
+    assert hit.xla_replay_run == "replay"
     replay = reader.open_run(logdir, "replay").metadata.replay_of
     assert replay is not None
-    assert (replay.run_id, replay.step, replay.check, replay.tensor) == (
+    assert (replay.run_id, replay.step, replay.check, replay.tensor, replay.xla) == (
         "watched",
         5,
         "gradient",
         "the gradient of w",
+        True,
     )
 
 

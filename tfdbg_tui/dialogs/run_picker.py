@@ -19,6 +19,7 @@ from reader.analysis.jobs import first_nonfinite_workers, origin_worker
 from reader.errors import DumpError
 from reader.model import DUMPER_TENSORFLOW, RunInfo
 from reader.run import liveness
+from reader.run.watch_pair import newest_first_in_pairs
 from tfdbg_tui.text.literal import literal
 from tfdbg_tui.text.run_state import STATE_WORDS, TENSORFLOW_DUMP
 
@@ -26,29 +27,47 @@ from tfdbg_tui.text.run_state import STATE_WORDS, TENSORFLOW_DUMP
 COUNTING, UNCOUNTABLE = "counting", "unreadable"
 
 
-def run_label(run: RunInfo, alerts: int | str = COUNTING, *, first_in_job: bool = False) -> Text:
+def run_label(
+    run: RunInfo,
+    alerts: int | str = COUNTING,
+    *,
+    first_in_job: bool = False,
+    hit: int | None = None,
+) -> Text:
     """One line about a run: start time, id, its task in a multi-worker job, alert
     count (`COUNTING` until known, `UNCOUNTABLE` if the run cannot be read), mode,
     finished or not, host and pid. ``first_in_job``: the worker of a multi-worker job
-    that went non-finite first (`reader.analysis.jobs`)."""
+    that went non-finite first (`reader.analysis.jobs`). A watched run shows its
+    ``hit`` step (or "no hit") for its alerts, a replay the step it replays in place of
+    its start time."""
     started = (
         time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.start_time))
         if run.start_time
         else "start unknown"
     )
     text = Text(f"{started}  ")
+    if run.replay_of is not None:
+        # Below its watched run (`newest_first_in_pairs`): the pair reads as one.
+        text = Text("  └ ")
+        text.append(f"replay of step {run.replay_of.step}", "bold magenta")
+        text.append("  ")
     text.append(literal(run.run_id), "bold")
     if run.task is not None:
         text.append(literal(f"  {run.task}"), "bold cyan")
         if first_in_job:
             text.append("  first non-finite", "bold red reverse")
-    if isinstance(alerts, int):
+    if hit is not None:
+        text.append(f"  hit at step {hit}", "bold red")
+    elif run.watched and isinstance(alerts, int):
+        text.append("  no hit", "green")
+    elif isinstance(alerts, int):
         text.append(
             f"  alerts {alerts:,}" if alerts else "  no alerts", "bold red" if alerts else "green"
         )
     else:
         text.append(f"  alerts {alerts}", "dim")
-    text.append(literal(f"  {run.tensor_debug_mode or '?'}  "))
+    mode = "watched" if run.watched else run.tensor_debug_mode or "?"
+    text.append(literal(f"  {mode}  "))
     state = liveness.state_of(
         run.finished, liveness.process_gone(run.host, run.pid, run.start_time), run.stopped
     )
@@ -92,9 +111,10 @@ class RunPickerDialog(ModalScreen[str | None]):
 
     def __init__(self, runs: list[RunInfo], current: str | None, title: str | None = None) -> None:
         super().__init__()
-        self.runs = list(reversed(runs))
+        self.runs = newest_first_in_pairs(runs)
         self.current = current
         self._alerts: dict[int, int | str] = {}
+        self._hits: dict[int, int] = {}
         self._origins: set[str] = set()
         self.title_text = title or f"{len(self.runs)} runs in this logdir, newest first:"
 
@@ -124,6 +144,9 @@ class RunPickerDialog(ModalScreen[str | None]):
             try:
                 with dump_reader_module.open_run(run.path) as dump:
                     alerts: int | str = dump.alerts(limit_per_type=0).total
+                    log = dump.watch_log() if run.watched else None
+                    if log is not None and log.hit is not None:
+                        self._hits[position] = log.hit.step
                     if run.cluster is not None and run.cluster not in origins:
                         origin = origin_worker(first_nonfinite_workers(dump))
                         origins[run.cluster] = origin.run_id if origin is not None else None
@@ -141,7 +164,10 @@ class RunPickerDialog(ModalScreen[str | None]):
         self.query_one(OptionList).replace_option_prompt(
             str(position),
             run_label(
-                run, self._alerts.get(position, COUNTING), first_in_job=run.run_id in self._origins
+                run,
+                self._alerts.get(position, COUNTING),
+                first_in_job=run.run_id in self._origins,
+                hit=self._hits.get(position),
             ),
         )
 

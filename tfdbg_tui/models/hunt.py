@@ -71,8 +71,18 @@ def read_hunt(reader: dump_reader_module.AnalysedRun) -> Hunt:
         places=[reader.place(alert) for alert in alerts.alerts],
         alert_traces=reader.trace_alert_indices(),
         steps=reader.steps(),
-        no_alert="" if alerts.total else no_alert_statement(reader, reader.writer_state()),
+        no_alert=""
+        if alerts.total
+        else _with_pair_key(reader, no_alert_statement(reader, reader.writer_state())),
     )
+
+
+def _with_pair_key(reader: dump_reader_module.AnalysedRun, statement: str) -> str:
+    """A watched run's statement, with the key that opens its replay when it has one."""
+    log = reader.watch_log() if reader.metadata.watched else None
+    if log is not None and log.hit is not None and log.hit.replay_run:
+        return "w: open the replay.  " + statement
+    return statement
 
 
 @dataclass(frozen=True)

@@ -207,6 +207,12 @@ class StatusLine(Widget):
                 "bold black on yellow" if status.warnings else "dim",
             )
         text.append(f"{gap}{status.metadata.tensor_debug_mode}")
+        # The watch tier's pair (w opens the other run of it).
+        key = "" if compact else " (w)"
+        if status.metadata.replay_of is not None:
+            text.append(f" replay of step {status.metadata.replay_of.step}{key}", "bold magenta")
+        elif status.metadata.watched:
+            text.append(f" watched{key}", "bold magenta")
         if status.run_count > 1:
             text.append(f"{gap}{status.run_count} runs" + ("" if compact else " (r)"))
         text.append(" " if compact else "  run ")

@@ -400,6 +400,8 @@ def watch(
     steps: Steps,
     first_alert: Alert | None,
     config: dict[str, dict[str, float]] | None = None,
+    *,
+    harmful_step: int | None = None,
 ) -> WatchReport:
     """Every rule's hits over the run, in step order (ties: `RULES`' order), the first
     anomaly and its lead on the first harmful alert (`DumpReader.watch` passes the
@@ -407,6 +409,8 @@ def watch(
 
     Args:
         config: Each rule's parameters (`parse_rule_specs`); None: `DEFAULTS`.
+        harmful_step: The step of the first harmful value where no alert says it (a
+            watched run's hit step).
     """
     config = config or parse_rule_specs(None)
     hits: list[RuleHit] = []
@@ -415,7 +419,7 @@ def watch(
     order = list(RULES)
     hits.sort(key=lambda h: (h.step, order.index(h.rule)))
     first = hits[0] if hits else None
-    harmful = None
+    harmful = harmful_step
     if first_alert is not None:
         harmful = steps.of_execution(first_alert.step) if steps.has_steps else first_alert.step
     lead = harmful - first.step if first is not None and harmful is not None else None
