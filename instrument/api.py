@@ -1,4 +1,5 @@
-"""``enable_dump_debug_info`` and ``disable_dump_debug_info``: the public switch.
+"""`enable_dump_debug_info` and `disable_dump_debug_info`, the public switch: checks the
+arguments, opens the writer, installs the callback.
 
 This module imports TensorFlow only when instrumentation is enabled, so that
 ``import instrument`` stays cheap and works where TensorFlow is absent.

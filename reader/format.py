@@ -1,4 +1,5 @@
-"""Constants of the dump format: the one place the writer and the reader agree on.
+"""Constants of the dump format: the one place the writer and the reader agree on
+(normative spec: docs/format.md).
 
 The normative description is docs/format.md; this module is its machine-readable
 half, with the record contract (`reader.contract`: every record's keys). It imports

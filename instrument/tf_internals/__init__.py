@@ -1,4 +1,6 @@
-"""The TensorFlow internals `instrument` relies on beyond public APIs, each fail-safe.
+"""The TensorFlow internals `instrument` relies on beyond public APIs, each fail-safe:
+the table of them, each with its fallback, and `debug_once`, how a missing one is
+said.
 
 Every dependency on a private name (a module function, a private attribute, a stack
 frame's function name) is checked before use. When TensorFlow no longer has it, the

@@ -1,5 +1,5 @@
-"""Batched trace enqueues for ``tf.function`` graphs and control-flow bodies: one enqueue
-per graph segment.
+"""Batched trace enqueues for `tf.function` graphs and control-flow bodies: one enqueue
+per graph segment, and which values nothing uses (not traced).
 
 One ``QueueEnqueueV2`` per traced tensor costs as much as the rest of a small model's
 step, so in the graph of a ``tf.function`` the traces are collected while it is built

@@ -1,4 +1,5 @@
-"""TF1 ``Session.run`` calls recorded as executions, so that TF1 training loops have steps.
+"""TF1 `Session.run` calls recorded as executions named by their fetches, so that TF1
+training loops have steps.
 
 A ``tf.compat.v1.Session`` graph runs no eager function call: without a record of each
 ``Session.run``, every trace of a TF1 loop falls in one step. While a dump is enabled,

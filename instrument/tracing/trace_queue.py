@@ -1,4 +1,5 @@
-"""Graph execution traces: from inside TensorFlow graphs to the dump, in batches.
+"""Graph execution traces: from inside TensorFlow graphs to the dump, in blocks that
+carry the call ordinal.
 
 The route (docs/instrument.md, "How graph traces reach the dump"): each traced tensor
 gets its summary computed on its own device (instrument/summaries/summary_ops.py), and its row

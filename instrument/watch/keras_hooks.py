@@ -1,5 +1,6 @@
-"""Where the watch tier enters a program: Keras' optimizer ``apply``, TensorFlow's
-``GradientTape.gradient``, Keras' ``Model.fit``, and one op callback.
+"""Where the watch tier enters a program: Keras' optimizer `apply`, TensorFlow's
+`GradientTape.gradient`, Keras' `Model.fit`, `tf.function`'s call, and one op
+callback.
 
 - ``keras.optimizers.Optimizer.apply`` (which ``apply_gradients`` calls, in ``fit``, an
   overridden ``train_step`` and custom loops alike) is replaced by a watched apply

@@ -1,4 +1,5 @@
-"""Where in the model a tensor was made: its phase, its Keras layer, its library frame.
+"""Where in the model a tensor was made: its phase (forward, gradient, optimizer, data),
+its Keras layer path, its innermost library frame.
 
 - **phase**: ``forward``, ``gradient``, ``optimizer``, ``data`` or ``other``, from the
   op's name scopes (``gradient_tape/`` and ``gradients/`` are TensorFlow's gradient
