@@ -41,7 +41,7 @@ def watched(tmp_path_factory):
         )
     runs = {}
     for program, stdout in outputs.items():
-        lines = {}
+        lines: dict[str, str] = {}
         for line in stdout.splitlines():
             word, _, rest = line.partition(" ")
             lines.setdefault(word, rest)
@@ -117,6 +117,7 @@ def test_the_watched_rows_hold_the_loss_and_norms_per_step(watched):
     watched_run = report(logdir)["watch"]["watched_run"]
     with reader.open_run(logdir, watched_run) as dump:
         log = dump.watch_log()
+    assert log is not None
     steps, loss = log.column(0, "loss")
     assert list(steps) == list(range(len(steps))) and len(steps) > BAD_STEP
     assert np.isfinite(loss[:BAD_STEP]).all() and not np.isfinite(loss[BAD_STEP])
