@@ -1,4 +1,6 @@
-"""Instrument a TensorFlow 2 program so that it writes a tfdbg-tui dump.
+"""Instrument a TensorFlow 2 program so that it writes a tfdbg-tui dump:
+`enable_dump_debug_info`, `disable_dump_debug_info`, `NonFiniteError`; importing it
+does not import TensorFlow.
 
 Usage, near the top of a training script::
 

@@ -1,4 +1,4 @@
-"""``python -m instrument [OPTIONS] PROGRAM.py ARGS...``: `instrument.runner`."""
+"""`python -m instrument [OPTIONS] PROGRAM.py ARGS...`: `instrument.runner.main`."""
 
 import sys
 

@@ -1,4 +1,5 @@
-"""``on_alert="pdb"``: stop in the debugger at the first NaN or infinity.
+"""`on_alert="pdb"`: stop in pdb at the user's frame, at the first NaN or infinity, with
+`culprit` (the op, its values, the diagnosis, read back with `reader`).
 
 Where ``stop_on_alert`` raises `NonFiniteError`, this stops the program in `pdb` at
 the user's frame that ran the step (for a graph op: the eager line that called the

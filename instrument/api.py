@@ -1,4 +1,5 @@
-"""``enable_dump_debug_info`` and ``disable_dump_debug_info``: the public switch.
+"""`enable_dump_debug_info` and `disable_dump_debug_info`, the public switch: checks the
+arguments, opens the writer, installs the callback.
 
 This module imports TensorFlow only when instrumentation is enabled, so that
 ``import instrument`` stays cheap and works where TensorFlow is absent.
@@ -231,10 +232,7 @@ def disable_dump_debug_info() -> None:
         if _active is None:
             return
         enabled, _active = _active, None
-    from tensorflow.python.eager.polymorphic_function import transform
-    from tensorflow.python.framework import op_callbacks
-
-    from instrument.tf_internals import graph_frames
+    from instrument.tf_internals import entry_points, graph_frames
 
     callback = enabled.callback
     enabled.thread_hook.remove()
@@ -242,11 +240,8 @@ def disable_dump_debug_info() -> None:
     # Op callbacks are per thread: from another thread the enabling thread's
     # registration cannot be removed; a closed callback ignores what it is called with.
     if threading.current_thread() is enabled.thread:
-        op_callbacks.remove_op_callback(callback)
-    if callback.on_concrete_function in transform.CONCRETE_FUNCTION_CALLBACKS:
-        transform.CONCRETE_FUNCTION_CALLBACKS.remove(callback.on_concrete_function)
-    if callback.on_func_graph_traced in transform.FUNC_GRAPH_TRANSFORMS:
-        transform.FUNC_GRAPH_TRANSFORMS.remove(callback.on_func_graph_traced)
+        entry_points.remove_op_callback(callback)
+    entry_points.remove_function_hooks(callback.on_concrete_function, callback.on_func_graph_traced)
     graph_frames.remove_function_hook(callback.on_function_made)
     callback.close()
 
@@ -256,13 +251,12 @@ def _start(
 ) -> _Enabled:
     logdir, mode, buffer_size, op_regex, _, snapshot_library, stop = arguments
     import tensorflow as tf
-    from tensorflow.python.eager.polymorphic_function import transform
-    from tensorflow.python.framework import op_callbacks, ops
+    from tensorflow.python.framework import ops
 
     from instrument.dump.writer import DumpWriter
     from instrument.notices import preflight
     from instrument.summaries import TensorFilter
-    from instrument.tf_internals import graph_frames
+    from instrument.tf_internals import entry_points, graph_frames
     from instrument.tracing.callbacks import DumpingCallback
     from instrument.tracing.session_runs import SessionRunHook
     from instrument.tracing.threads import REACHES_RUNNING_THREADS, ThreadHook
@@ -321,14 +315,13 @@ def _start(
         # A replay records its own thread's step alone: other threads are not its.
         running_threads_seen=REACHES_RUNNING_THREADS or RunRecord.REPLAY_OF in (run_info or {}),
     )
-    op_callbacks.add_op_callback(callback)
+    entry_points.add_op_callback(callback)
     # Op callbacks are per thread: register in every other thread as it starts.
     thread_hook = ThreadHook(
-        lambda: op_callbacks.add_op_callback(callback), threading.current_thread()
+        lambda: entry_points.add_op_callback(callback), threading.current_thread()
     )
     thread_hook.install()
-    transform.CONCRETE_FUNCTION_CALLBACKS.append(callback.on_concrete_function)
-    transform.FUNC_GRAPH_TRANSFORMS.append(callback.on_func_graph_traced)
+    entry_points.add_function_hooks(callback.on_concrete_function, callback.on_func_graph_traced)
     graph_frames.install_function_hook(callback.on_function_made)
     session_hook = SessionRunHook(callback.on_session_run)
     session_hook.install()

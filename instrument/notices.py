@@ -1,4 +1,5 @@
-"""Notices the writer records about its own recording, each once (docs/format.md).
+"""Notices the writer records about its own recording (docs/format.md): what could not
+be recorded, or was recorded differently, and the preflight checks, each said once.
 
 `preflight` looks at the process when the dump is enabled (and again at the first
 function call, when a program may have changed its settings since): XLA

@@ -1,4 +1,6 @@
-"""The variants of ``tfdbg-tui run --ab``, made inside the program's process.
+"""The variants of `tfdbg-tui run --ab`, made inside the program's process: what `--ab`
+changes (every `tf.function`'s `jit_compile`, Keras' dtype policy) and what the
+program did that decides whether it applied.
 
 ``python -m instrument --xla off|on`` and ``--precision POLICY`` change the program
 before it runs: every ``tf.function`` the program (or Keras) makes is built with XLA

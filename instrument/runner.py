@@ -1,5 +1,8 @@
-"""``python -m instrument [OPTIONS] PROGRAM.py ARGS...`` (or ``-m MODULE ARGS...``):
-run a program instrumented, without editing it.
+"""`python -m instrument [OPTIONS] PROGRAM.py ARGS...` (or `-m MODULE ARGS...`): run a
+program instrumented, without editing it. Enables the dump on the program's behalf
+(`api.enable_for_program`: the program's own call wins), runs it with `runpy` as
+`__main__`, writes the run file `tfdbg-tui run` reads; the options `tfdbg-tui run`
+shares.
 
 The dump is enabled on the program's behalf, then the program runs as ``python
 PROGRAM.py ARGS`` would run it (`runpy`, as ``__main__``): the same ``sys.argv``,

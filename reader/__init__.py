@@ -1,4 +1,5 @@
-"""Read tfdbg-tui dumps without TensorFlow.
+"""Read tfdbg-tui dumps without TensorFlow: the public API, `open_run`, `list_runs`,
+`DumpReader`, the protocols `Run` and `AnalysedRun`, the values and errors.
 
     import reader
 

@@ -1,4 +1,6 @@
-"""The bytes of a segment, wherever they are: `ByteSource` and its two kinds.
+"""The bytes of a segment, wherever they are (`ByteSource`): a local file read with
+`os.pread`, or a segment's part objects read as one byte sequence (`PartsSource`); a
+compressed part inflated, never past what its name says (`inflate_part`).
 
 A local file is read with `os.pread` on a descriptor kept open (`LocalFile`); a
 segment written as part objects (docs/format.md section 9) is read as one byte

@@ -1,4 +1,5 @@
-"""The reader's exceptions: every failure to read a dump is a `DumpError`."""
+"""The reader's exceptions: every failure to read a dump is a `DumpError` of some kind;
+`MalformedRecordError` is internal and becomes a damage notice."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Constants of the dump format: the one place the writer and the reader agree on.
+"""Constants of the dump format: the one place the writer and the reader agree on
+(normative spec: docs/format.md).
 
 The normative description is docs/format.md; this module is its machine-readable
 half, with the record contract (`reader.contract`: every record's keys). It imports
@@ -170,12 +171,19 @@ MAX_COMPRESSED_PART_BYTES = 64 << 20
 # partner runs the gradient, in the same step). The writer records an eager op whose
 # type starts with one of these as a function call; the reader counts it as one even
 # when the call's graph is unknown.
-FUNCTION_PREFIXES = ("__inference_", "__forward_", "__backward_")
+BACKWARD_PREFIX = "__backward_"
+FUNCTION_PREFIXES = ("__inference_", "__forward_", BACKWARD_PREFIX)
 
 
 def is_function_call(op_type: str) -> bool:
     """True when an eager execution's op type names a tf.function call."""
     return op_type.startswith(FUNCTION_PREFIXES)
+
+
+def is_backward_call(op_type: str) -> bool:
+    """True when an eager execution's op type names the gradient half of a call that a
+    GradientTape recorded (``__backward_<name>_<n>``)."""
+    return op_type.startswith(BACKWARD_PREFIX)
 
 
 def function_base_name(op_type: str) -> str:

@@ -1,4 +1,5 @@
-"""Ceilings on what a dump's integers may claim, and the checks that apply them.
+"""Ceilings on what a dump's integers may claim (ids, indices, trace points, inflated
+values; docs/format.md section 8), and the checks that apply them: `is_int`, `is_id`.
 
 A dump is input from outside, and valid msgpack may hold any integer up to 2**64 - 1.
 Every integer that sizes an allocation, indexes a table or is stored in an int64

@@ -1,4 +1,5 @@
-"""The values the reader hands out: small, immutable, and free of msgpack details."""
+"""The values the reader hands out (`Execution`, `Trace`, `Op`, `Frame`, `Alert`,
+`RootCause`, `EagerInput`, ...): small, immutable, and free of msgpack details."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Notices: what the writer says about its own recording (docs/format.md, `notice`).
+"""Notices: what the writer says about its own recording (docs/format.md, `notice`,
+format 1.2): what it could not record, or recorded differently.
 
 A notice tells the user that part of the program is not in the dump (an XLA-compiled
 function whose tensors could not be traced, a function traced before the dump was

@@ -1,4 +1,8 @@
-"""Logdirs in a bucket: `reader.storage.Store` over fsspec (s3://, gs://, any scheme).
+"""Logdirs in a bucket: `reader.storage.Store` over fsspec (s3://, gs://, any scheme;
+imported only for a URL). Range reads fetched concurrently, the parts after a read
+fetched ahead (on fsspec's event loop, inflated and cached by threads of their own,
+while the reader decodes), a listing made a moment ago reused by the loader's first
+read.
 
 Imported only for a URL, and fsspec only here: local paths never need it. Part objects
 never change once written (docs/format.md, "Object stores"), so what is read of them

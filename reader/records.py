@@ -1,6 +1,8 @@
-"""What a decoded record means as a value object: the run's metadata, an execution,
-a summary row. Fields of the wrong type become None (or a default), never an error:
-the record was already accepted by the index.
+"""What a decoded record means as a value object: the run's metadata (`RunMetadata`), an
+execution, a summary row.
+
+Fields of the wrong type become None (or a default), never an error: the record was
+already accepted by the index.
 """
 
 from __future__ import annotations

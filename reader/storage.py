@@ -1,4 +1,7 @@
-"""Where a dump lives: a local directory, or a bucket behind any fsspec URL.
+"""Where a dump lives, a local directory or a bucket behind any fsspec URL: `Store`
+(local paths through `os`; a URL through `object_store`), a segment's files (whole or
+part objects), the parts a run's first read asks for (`first_parts`, whose fetches
+`Store.prefetch` starts when the run is opened).
 
 One abstraction for every place a logdir can be, used by the writer and the reader
 alike. A **local** path takes the code path it always did (`os.pread` on an open file

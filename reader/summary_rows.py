@@ -1,5 +1,5 @@
-"""Summary rows as the indexes store them: their width per mode, the columns that
-count non-finite values, and the alert flag and counts of a block of rows.
+"""Summary rows as the indexes store them: their width per mode, the columns that count
+non-finite values, and the alert flag and counts of a block of rows.
 
 Below both the indexes (`reader.index.trace_index`, `reader.index.execution_index`) and
 the execution scanner (`reader.index.exec_scan`), and used by the writer's flight

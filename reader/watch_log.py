@@ -1,6 +1,7 @@
-"""The watch tier's records as values: a watched run's optimizers, its steps' rows (the
-loss, and per variable its gradient's and its value's L2 norm), its hit, and a
-replay's link to the step it replays (docs/format.md, "The watch tier").
+"""The watch tier's records as values (format 2.6), checked as read (`WatchLog`): a
+watched run's optimizers, its steps' rows (the loss, and per variable its gradient's
+and its value's L2 norm), its hit, and a replay's link to the step it replays
+(docs/format.md, "The watch tier").
 
 `WatchLogBuilder` takes the records as the loader reads them, checks them (a hostile
 count or size is damage, never an allocation) and hands out an immutable `WatchLog`.

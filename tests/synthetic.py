@@ -14,16 +14,18 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from instrument.dump.writer import DumpWriter
 from reader import format as fmt
 
-FINITE = [1, 1, 4, 0, 0, 0, 1, 1, 2]  # FULL_HEALTH: float32, rank 1, 4 finite elements
-NEG_INF = [1, 1, 4, 1, 0, 0, 0, 1, 2]  # one -inf
-NAN = [1, 1, 4, 0, 0, 2, 0, 1, 1]  # two NaN
+FINITE: list[float] = [1, 1, 4, 0, 0, 0, 1, 1, 2]  # FULL_HEALTH: float32, rank 1, 4 finite elements
+NEG_INF: list[float] = [1, 1, 4, 1, 0, 0, 0, 1, 2]  # one -inf
+NAN: list[float] = [1, 1, 4, 0, 0, 2, 0, 1, 1]  # two NaN
 FLOAT32 = 1  # TF's DataType enum
 
 
@@ -68,7 +70,7 @@ def make_run(
     record's task (a multi-worker job's). ``flush_interval_s``: the writer's
     background flush (None: the test flushes).
     """
-    info = {"tensor_debug_mode": mode, "argv": ["train.py"], "tf_version": "2.21.0"}
+    info: dict[str, Any] = {"tensor_debug_mode": mode, "argv": ["train.py"], "tf_version": "2.21.0"}
     if task is not None:
         info["task"] = task
     if run_id:
@@ -182,10 +184,10 @@ def add_legacy_execution(
 
 def add_step(
     run: SyntheticRun,
-    rows: list[list[float]],
+    rows: Sequence[Sequence[float]],
     *,
     call: bool = True,
-    out_row: list[float] | None = None,
+    out_row: Sequence[float] | None = None,
 ) -> int:
     """One call of the graph: a chunk of traces for tps 0..len(rows)-1, then the call."""
     w = run.writer
@@ -278,6 +280,7 @@ def start_writer(logdir) -> tuple[subprocess.Popen, str]:
         text=True,
         env=env,
     )
+    assert child.stdout is not None
     return child, child.stdout.readline().strip()
 
 

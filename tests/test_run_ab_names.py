@@ -75,7 +75,12 @@ def test_in_a_terminal_the_tui_compares_the_bad_run_with_the_good_one_by_those_n
     monkeypatch.setattr(ab_run, "run_child", _fake_child("A"))
     monkeypatch.setattr(program_runs, "in_terminal", lambda: not serve)
     opener = serve_command if serve else app_main
-    monkeypatch.setattr(opener, "main", lambda argv: opened.append(argv) or codes.EXIT_OK)
+
+    def main(argv):
+        opened.append(argv)
+        return codes.EXIT_OK
+
+    monkeypatch.setattr(opener, "main", main)
     script = tmp_path / "train.py"
     script.write_text("")
     logdir = tmp_path / "ab"

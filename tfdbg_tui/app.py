@@ -1,6 +1,7 @@
-"""The Textual app: one `DebuggerScreen` per run, the run picker, help, quitting; and,
-opened on a multi-worker job without a run asked for, the landing on the worker that
-went non-finite first once it is known."""
+"""The Textual app: one `DebuggerScreen` per run, the run picker, `?`, the command
+palette, quitting (styles: `app.tcss`); and, on a live multi-worker job opened
+without `--run`, the landing on the worker that went non-finite first once it is
+known."""
 
 from __future__ import annotations
 

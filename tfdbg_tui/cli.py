@@ -1,4 +1,5 @@
-"""The `tfdbg-tui` command: open a logdir in the TUI, print a report, or run the demo.
+"""The `tfdbg-tui` command: dispatches to `commands/` (open a logdir in the TUI, print a
+report, run the demo, ...); a closed output pipe ends any of them quietly.
 
     tfdbg-tui LOGDIR [--run ID] [--no-mouse]
     tfdbg-tui report LOGDIR [--run ID] [--json]

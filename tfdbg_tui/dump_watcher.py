@@ -1,4 +1,5 @@
-"""Follows a live dump: calls `reader.update()` about once a second in a thread worker.
+"""Follows a live dump: calls `reader.update()` about once a second in a thread worker
+and posts `DumpChanged`.
 
 The watcher never touches a widget: it posts `DumpChanged` to the screen that started
 it, whose handler updates the panes. It stops when the run finishes or its process is

@@ -1,4 +1,5 @@
-"""Exit statuses of every `tfdbg-tui` command, and the one mapping from reader errors.
+"""Exit statuses of every `tfdbg-tui` command, and the one mapping from reader errors
+(`exit_code_for(DumpError)`).
 
 Documented in docs/keys.md ("Command line and exit statuses") and in each command's
 ``--help``. The CLI, the app, `report`, `demo` and `run` all import them from here.

@@ -1,5 +1,6 @@
 """The logdir's threads: waiting for a run to appear (`--wait`), and following a
-multi-worker job until the worker that went non-finite first is known.
+multi-worker job until the worker that went non-finite first is known (posts
+`OriginFound`; the app lands there unless the user has moved).
 
 Like `tfdbg_tui.dump_watcher` they run in thread workers and never touch a widget:
 `wait_for_run` returns what its worker posts, `follow_job` posts `OriginFound` to the

@@ -1,4 +1,5 @@
-"""Messages shared by more than one part of the app."""
+"""Messages shared by more than one part of the app: `DumpFailed`, the base of every "a
+read failed" message."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Executions and graph traces gathered into columnar chunks until a flush writes them
-(``execs`` and ``traces`` records, docs/format.md section 4).
+"""Executions and graph traces gathered into columnar chunks until a flush packs them
+(`execs` and `traces` records, docs/format.md section 4), off the training thread.
 
 A training loop records hundreds of thousands of eager executions and, per
 `tf.function` call, a few dozen graph traces; a record for each costs the reader a

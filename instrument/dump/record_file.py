@@ -1,4 +1,5 @@
-"""One segment file of the dump: buffered msgpack records, written in whole records.
+"""One segment file of the dump: buffered msgpack records, written in whole records
+through its sink.
 
 A failed write (no space, a quota, an I/O error) is undone: the file is cut back to
 the end of the last complete flush, so a segment never ends in a record cut short by

@@ -1,4 +1,5 @@
-"""One run's files: its directory (or bucket prefix) and the open segment per stream.
+"""One run's files: its directory (or bucket prefix) and the open segment per stream,
+opened, rotated (at once, or at the next flush) and deleted.
 
 `instrument.dump.segment_rotation` decides when a stream rotates and which segments
 may go; this module opens, closes and deletes them, on a local disk or an object store

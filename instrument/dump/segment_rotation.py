@@ -1,4 +1,6 @@
-"""Which segments a circular buffer keeps: rotation, and the first alert's window.
+"""Which segments a circular buffer keeps: rotation at the flush (what rotates out
+before it is never written), and the first alert's window pinned through
+`flight_recorder`.
 
 Under ``circular_buffer_size`` N > 0, a rotating stream's open segment is closed once it
 holds N records and the one before the segment just closed is dropped, so the latest N

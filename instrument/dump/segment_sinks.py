@@ -1,4 +1,6 @@
-"""Where a segment's bytes go: a local file, appended to, or a bucket's part objects.
+"""Where a segment's bytes go: a local file (`writev`, cut back after a failed write) or
+a bucket's closed part objects (compressed when it pays; the executions' and traces'
+gathered over several flushes, up to 2 s).
 
 `RecordFile` buffers and packs records; at each flush it hands the packed bytes to
 its sink. A local segment is one file written with ``os.writev`` (and cut back after a

@@ -1,4 +1,5 @@
-"""The dump writer: appends msgpack records to one run's stream files.
+"""`DumpWriter`: appends msgpack records to one run's stream files: definitions,
+executions, traces, flushes.
 
 This module knows the file layout of docs/format.md and nothing of TensorFlow, so
 tests and tools can write dumps without it. Ids are allocated here; deciding what is

@@ -1,4 +1,5 @@
-"""A small digit classifier with a numerical bug, to be found with tfdbg-tui.
+"""A small digit classifier with a numerical bug, to be found with tfdbg-tui: the
+example program `tfdbg-tui demo` runs.
 
 A two-layer perceptron written with TensorFlow's low-level API (hand-made dense
 layers, a hand-written cross-entropy, a custom training loop in ``tf.function``) learns

@@ -1,4 +1,5 @@
-"""Per-mode tensor summaries: which tensors a mode covers, and their rows on the host.
+"""Per-mode tensor summaries: which tensors a mode covers, and raw rows to the format's
+columns on the host.
 
 The rows are computed on the tensor's own device (instrument/summaries/summary_ops.py) as raw
 float64 rows whose first column is the trace point; `format_rows` turns a batch of them

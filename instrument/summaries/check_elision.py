@@ -1,4 +1,5 @@
-"""Which finiteness checks of a batch of summaries another check of the batch covers.
+"""Which finiteness checks of a batch of summaries another check of the batch covers,
+and the recomputation of covered tensors in the `cond`'s exact branch.
 
 On the stock route (instrument/summaries/summary_ops.py) a tensor's row holds only while the
 tensor is finite, and a check (the sum of its elements) says whether it is: one

@@ -1,4 +1,5 @@
-"""Summary rows computed by numpy on the host, counting exactly as TensorFlow's kernels do.
+"""Summary rows computed by numpy on the host, for eager outputs and graph constants,
+counting exactly as TensorFlow's kernels do.
 
 For values already at hand, where the kernels would cost an op (an eager dispatch, or a
 graph op every step): the outputs of eager ops on a CPU (`instrument.summaries.eager_summary`)

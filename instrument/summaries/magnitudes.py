@@ -1,4 +1,5 @@
-"""FULL_HEALTH's magnitude of a tensor by stock ops: the largest |x| of its elements.
+"""FULL_HEALTH's magnitude of a tensor by stock ops (`max_abs`, the largest |x| of its
+elements): where it is cheap, the small tensors' taken together.
 
 The format's ``max_abs`` (docs/format.md section 5, "Magnitudes"), which no kernel of
 the FULL_HEALTH rows gives: beside ``DebugNumericSummaryV2``'s counts (a small tensor, or

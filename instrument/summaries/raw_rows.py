@@ -1,4 +1,6 @@
-"""The raw summary row of one tensor, built by TensorFlow ops in the graph (or eagerly).
+"""The raw summary row of one tensor, built by TensorFlow ops in the graph (or eagerly):
+by the fused kernels, by stock ops for a finite tensor, by stock ops alone under XLA;
+the raw row's forms.
 
 Three builders, each exact where it is used (`instrument.summaries.summary_ops` picks
 the route): `exact_row`, by the fused kernels (``DebugNumericSummaryV2``, and

@@ -1,4 +1,6 @@
-"""Which route computes a traced tensor's raw summary row, and a batch's rows.
+"""Which route computes a traced tensor's raw summary row (the fused kernels, the stock
+route, constants, XLA), and a batch's rows: the stock route's `cond` and its checks
+(small tensors' pooled).
 
 One home for the choice of route (docs/instrument.md, "How summaries are computed");
 the ops of each row are built by `instrument.summaries.raw_rows`:

@@ -1,12 +1,30 @@
-"""The TensorFlow internals `instrument` relies on beyond public APIs, each fail-safe.
+"""The TensorFlow internals `instrument` relies on beyond public APIs, each fail-safe:
+the table of them, each with its fallback, and `debug_once`, how a missing one is
+said.
 
 Every dependency on a private name (a module function, a private attribute, a stack
 frame's function name) is checked before use. When TensorFlow no longer has it, the
 instrumentation falls back to a slower or less precise route that still records
 correct traces, and says so once in a debug-level log message (logger
 ``instrument.tf_internals``, `debug_once`); it never breaks the user's program and
-never silently drops traces. This package holds every such dependency, in three
-modules by what the internal is for; the tables below are the whole list.
+never silently drops traces. This package holds every such dependency, in four
+modules by what the internal is for; the tables below are the whole list. The entry
+points alone have no fallback: they are how `instrument` enters TensorFlow at all (as
+TensorFlow's own dumper does).
+
+Outside this package, `instrument` imports from ``tensorflow.python`` only the modules
+of `STOCK_MODULES`: those behind TensorFlow's public API (``tf.*``, and ``tf.raw_ops``
+for the generated ``gen_*_ops``), taken directly to build ops without the public API's
+dispatch. `tests/test_tf_internals_home.py` holds both rules: no private attribute of
+TensorFlow and no other ``tensorflow.python`` module anywhere else.
+
+`entry_points`: where `instrument` enters TensorFlow.
+
+| internal | used for | when missing |
+| --- | --- | --- |
+| ``op_callbacks.add_op_callback``, ``op_callbacks.remove_op_callback`` | every eager op and every op added to a graph, in every thread (the dump's callback, the watch tier's) | nothing can be recorded: enabling fails with TensorFlow's ImportError |
+| ``transform.CONCRETE_FUNCTION_CALLBACKS``, ``transform.FUNC_GRAPH_TRANSFORMS`` | a concrete function made; a graph fully traced, where its last segment's traces are enqueued (instrument/tracing/graph_batches.py) | enabling fails with TensorFlow's error |
+| ``session.BaseSession.run`` (the base of ``tf.compat.v1.Session``) | each TF1 ``Session.run`` recorded as an execution (instrument/tracing/session_runs.py) | enabling fails with TensorFlow's error |
 
 `graph_frames`: what TensorFlow is building now, told from its stack frames, its
 names and its per-thread state.
@@ -23,6 +41,8 @@ names and its per-thread state.
 | frame ``FunctionCaptures._create_placeholder_helper`` in ``capture_container.py`` (its ``tensor`` local) | telling the Placeholder that captures one of the dumper's own resources (the trace queue, the call counter, XLA trace blocks) into a function graph, so that it is not recorded as the program's op (instrument/tracing/own_resources.py) | those placeholders are recorded (named by number), as the graph's inputs |
 | ``Function._jit_compile`` | knowing a watched custom loop's step function compiles with XLA, to replay its hit step with and without XLA | it is replayed without XLA only |
 | ``FuncGraph._watched_variables`` | naming the variable a function graph's capture stands for (``var`` of the op records that read or write it), so the trends name a custom loop's variables and an optimizer's slots as the program does | those ops carry no ``var``: the reader names the variable after the op that reads it |
+| ``Operation._is_stateful`` | the ops of a traced graph kept alive whatever uses them, so that a value nothing uses is not traced (`graph_batches.dead_ops`) | every op is kept alive: values nothing uses are traced |
+| ``control_flow_util.GraphOrParentsInXlaContext`` | telling a graph compiled by XLA, or nested in one: its traces go through resource variables (instrument/tracing/xla_traces.py) | none: TensorFlow's ImportError (the module is as old as TensorFlow 2) |
 | ``context.default_execution_mode`` | telling a TF1 program's graphs (eager execution disabled after the context started) from a TF2 program's | ``executing_eagerly_outside_functions`` alone, which says True inside a while body of such a TF1 graph |
 
 `eager_runtime`: eager tensors and ops by faster routes than the public API's.
@@ -33,6 +53,7 @@ names and its per-thread state.
 | eager ``ReadVariableOp`` returning the variable's own buffer; ``tf.experimental.dlpack.to_dlpack`` | advancing the call counter by a store into the variable's host memory (0.04 us) instead of an eager op (instrument/tracing/call_counter.py; checked when the counter is made) | the eager op below |
 | ``pywrap_tfe.TFE_ContextGetExecutorForThread``, ``TFE_ExecutorIsAsync``, ``TFE_DeleteExecutor`` | asking, after each eager function call, whether the thread's executor is asynchronous (0.4 us), without ``Context.is_async``'s ``Executor`` object, whose finalizer waits for the executor (1 us) | ``Context.is_async`` |
 | ``pywrap_tfe.TFE_Py_Execute``, ``Context._handle`` | the call counter's eager increment (a GPU's counter, an asynchronous executor), without the Python op dispatch (4-27 us, where the generated op wrapper costs ~100 us) | the generated op wrapper |
+| ``context.eager_mode`` | draining the trace queue eagerly also where a TF1 program disabled eager execution (the queue is an eager resource) | none: TensorFlow's ImportError (as old as TensorFlow 2) |
 | ``EagerTensor._numpy`` | reading a drained FULL_TENSOR batch (megabytes a step) in place, where ``numpy()`` copies it | ``numpy()`` |
 | ``resource_variable_ops.ResourceVariable``'s constructor, which skips the variable creators a ``tf.distribute`` strategy installs | the watch tier's own variables (its flag, counters, ring and kept batches) in one copy under a strategy's scope, written in the cross-replica context or one per replica | ``tf.Variable``: mirrored under a strategy (a watched ``MirroredStrategy`` step then fails to trace, and its updates run unwatched) |
 
@@ -55,6 +76,26 @@ from collections.abc import Callable
 from typing import Any
 
 logger = logging.getLogger(__name__)
+
+# The `tensorflow.python` modules the rest of `instrument` may import (module docstring):
+# TensorFlow's public API is built of them (`tf.identity` is `array_ops.identity`,
+# `tf.raw_ops` the generated `gen_*_ops`); every other one is imported here only.
+STOCK_MODULES = frozenset(
+    {
+        "tensorflow.python.framework.config",
+        "tensorflow.python.framework.constant_op",
+        "tensorflow.python.framework.dtypes",
+        "tensorflow.python.framework.ops",
+        "tensorflow.python.framework.tensor_util",
+        "tensorflow.python.ops.array_ops",
+        "tensorflow.python.ops.array_ops_stack",
+        "tensorflow.python.ops.cond",
+        "tensorflow.python.ops.math_ops",
+        "tensorflow.python.ops.script_ops",
+    }
+)
+# Generated op wrappers (`tensorflow.python.ops.gen_*_ops`): `tf.raw_ops`.
+STOCK_GENERATED_PREFIX = "tensorflow.python.ops.gen_"
 
 _logged: set[str] = set()
 _logged_lock = threading.Lock()

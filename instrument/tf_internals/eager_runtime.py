@@ -151,3 +151,12 @@ def unmirrored_variable(initial_value: Any, name: str, shape: Any = None) -> Any
         )
         return tf.Variable(initial_value, trainable=False, name=name, shape=shape)
     return ResourceVariable(initial_value, trainable=False, name=name, shape=shape)
+
+
+def eager_mode() -> Any:
+    """A context in which ops run eagerly, whatever the program set (``context.eager_mode``):
+    the trace queue is an eager resource, drained also where a TF1 program disabled eager
+    execution."""
+    from tensorflow.python.eager import context
+
+    return context.eager_mode()

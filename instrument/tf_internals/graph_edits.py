@@ -38,6 +38,12 @@ def can_add_control_input() -> bool:
     return present
 
 
+def add_control_input(op: Any, control: Any) -> None:
+    """Make ``op``, already created, wait for ``control`` (``Operation._add_control_input``;
+    checked by `can_add_control_input` or `graph_frames.graph_batching_supported`)."""
+    op._add_control_input(control)
+
+
 # -- captures added after a graph's inputs were laid out ----------------------------------
 
 

@@ -116,6 +116,41 @@ def traced_call(graph: Any) -> tuple[Callable[..., Any], tuple[Any, ...], dict[s
     return None
 
 
+# -- a graph's ops in the order they were created ------------------------------------
+
+
+def op_id(op: Any) -> int:
+    """Where ``op`` stands in the order its graph's ops were created (``Operation._id``;
+    `graph_batching_supported` checks it is there)."""
+    return int(op._id)
+
+
+def ops_by_id(graph: Any) -> dict[int, Any]:
+    """Every op of ``graph`` by its `op_id` (``Graph._nodes_by_id``; checked with it)."""
+    return graph._nodes_by_id
+
+
+def is_stateful(op: Any) -> bool:
+    """Whether ``op`` has effects beyond its outputs (``Operation._is_stateful``); True
+    (kept alive) when TensorFlow does not say."""
+    stateful = getattr(op, "_is_stateful", None)
+    if stateful is None:
+        debug_once(
+            "is_stateful",
+            "tfdbg-tui: Operation._is_stateful not found; values nothing uses are traced",
+        )
+        return True
+    return bool(stateful)
+
+
+def in_xla_context(graph: Any) -> bool:
+    """Whether ``graph`` or a graph it is nested in is compiled by XLA
+    (``control_flow_util.GraphOrParentsInXlaContext``)."""
+    from tensorflow.python.ops import control_flow_util
+
+    return bool(control_flow_util.GraphOrParentsInXlaContext(graph))
+
+
 # -- control-flow bodies: graphs while_v2 and cond_v2 make functions of -------------
 
 # while_v2 and cond_v2 build each body, condition and branch (and their gradients) with

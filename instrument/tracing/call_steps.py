@@ -1,4 +1,5 @@
-"""Drained graph traces written as chunks, each under the step (eager call) it ran in.
+"""`CallSteps`: drained graph traces written as chunks, each under the step (eager call)
+it ran in, by call ordinal.
 
 Traces leave a graph carrying their call's ordinal (`instrument.tracing.trace_queue`);
 the dump's trace chunks carry the index of the execution that call is (their step,

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 from tensorflow.python.framework import ops
-from tensorflow.python.ops import control_flow_util
 
 from instrument import summaries
 from instrument.dump.value_encoding import tensor_value_record
@@ -433,7 +432,7 @@ class DumpingCallback:
             # Never inside a Placeholder's callback: it may be a capture being made,
             # and our enqueue's own capture of the queue must not nest in it.
             self._trace_pending_inputs(graph)
-        in_xla = control_flow_util.GraphOrParentsInXlaContext(graph)
+        in_xla = graph_frames.in_xla_context(graph)
         # An op TensorFlow adds to a graph other than the one being built (while_v2's
         # gradient hoists Shape ops into the finished forward loop body) is recorded
         # but not traced: trace ops there would capture into the wrong graph.
@@ -515,7 +514,7 @@ class DumpingCallback:
 
     def _add_trace(self, tensor: Any, trace_point: int) -> None:
         """Trace one tensor of an eager-rooted graph: through the queue, or the XLA pool."""
-        if not control_flow_util.GraphOrParentsInXlaContext(tensor.graph):
+        if not graph_frames.in_xla_context(tensor.graph):
             self._queue().add_trace(tensor, trace_point)
             return
         # Only with a pool are XLA-compiled graphs traced (`_xla_traceable`).

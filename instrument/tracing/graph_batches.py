@@ -1,5 +1,5 @@
-"""Batched trace enqueues for ``tf.function`` graphs and control-flow bodies: one enqueue
-per graph segment.
+"""Batched trace enqueues for `tf.function` graphs and control-flow bodies: one enqueue
+per graph segment, and which values nothing uses (not traced).
 
 One ``QueueEnqueueV2`` per traced tensor costs as much as the rest of a small model's
 step, so in the graph of a ``tf.function`` the traces are collected while it is built
@@ -41,10 +41,17 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from instrument.tf_internals.graph_edits import NESTED_GRAPH_OPS, keep_deferred_captures_last
+from instrument.tf_internals.graph_edits import (
+    NESTED_GRAPH_OPS,
+    add_control_input,
+    keep_deferred_captures_last,
+)
 from instrument.tf_internals.graph_frames import (
     WHILE_CONDITION_GRAPH,
+    is_stateful,
     is_traced_by_tf_function,
+    op_id,
+    ops_by_id,
     spans_local_devices,
 )
 from instrument.tracing.tf1_graphs import PLACEHOLDER_OPS
@@ -146,23 +153,28 @@ class GraphBatch:
         Nested call ops are created without an op callback; they are found among the
         ops created since the previous callback.
         """
-        op_id = op._id  # pylint: disable=protected-access
-        nodes = self.graph._nodes_by_id  # pylint: disable=protected-access
-        for skipped_id in range(self._last_seen_op_id + 1, op_id):
+        self._see(op_id(op), op)
+
+    def _see(self, created: int, op: Any | None) -> None:
+        """`before_op` for the op created ``created``-th, or (``op`` None) for one
+        created after every op of the graph."""
+        nodes = ops_by_id(self.graph)
+        for skipped_id in range(self._last_seen_op_id + 1, created):
             if skipped_id in nodes:
                 skipped = nodes[skipped_id]
                 if skipped.type in NESTED_GRAPH_OPS and not is_own_op(skipped):
                     self._cut_before(skipped)
-        self._last_seen_op_id = max(self._last_seen_op_id, op_id)
-        if op.type in NESTED_GRAPH_OPS:
+        self._last_seen_op_id = max(self._last_seen_op_id, created)
+        op_type = "" if op is None else op.type
+        if op_type in NESTED_GRAPH_OPS:
             self._cut_before(op)
         if (
             not self._spans_devices
             and self._in_tf_function
-            and (op.type in COLLECTIVE_OPS or spans_local_devices())
+            and (op_type in COLLECTIVE_OPS or spans_local_devices())
         ):
             self._spans_devices = True
-        if not self._captured and not self.finished and op.type not in PLACEHOLDER_OPS:
+        if not self._captured and not self.finished and op_type not in PLACEHOLDER_OPS:
             # Not in an input's callback: the input may be a capture being made.
             self._captured = True
             self._queue.capture_in(self.graph, by_name=self._spans_devices)
@@ -191,7 +203,7 @@ class GraphBatch:
         with self.graph.as_default(), ops.control_dependencies(None):
             # Nested ops created after the last callback (e.g. a function call whose
             # result is returned directly) still cut.
-            self.before_op(_Sentinel(operations[-1]._id + 1))  # pylint: disable=protected-access
+            self._see(op_id(operations[-1]) + 1, None)
             dead = dead_ops(self.graph, operations)
             segments = [
                 ([(op, row) for op, row in rows if op not in dead], nested_op)
@@ -244,7 +256,7 @@ class GraphBatch:
             if held:
                 last[chain] = self._enqueue([row for _, row in held], barriers.get(chain))
             if chain in last:
-                nested_op._add_control_input(last[chain])  # pylint: disable=protected-access
+                add_control_input(nested_op, last[chain])
             barriers[chain] = nested_op
         rest = sorted(
             (entry for held in pending.values() for entry in held), key=lambda entry: entry[0]
@@ -292,7 +304,7 @@ def dead_ops(graph: Any, operations: list[Any]) -> set[Any]:
     keep nothing alive.
     """
     roots = [t.op for t in graph.outputs] + list(graph.control_outputs)
-    roots += [op for op in operations if op.type in PLACEHOLDER_OPS or op._is_stateful]  # pylint: disable=protected-access
+    roots += [op for op in operations if op.type in PLACEHOLDER_OPS or is_stateful(op)]
     live: set[Any] = set()
     pending = [op for op in roots if not is_own_op(op)]
     while pending:
@@ -309,12 +321,3 @@ def is_own_op(op: Any) -> bool:
     """Whether ``op`` is one of the debugger's (the ``cond`` of a summary on the
     per-tensor route, built while the graph is traced): it enqueues nothing."""
     return any(part.startswith("tfdbg_tui") for part in op.name.split("/"))
-
-
-class _Sentinel:
-    """Stands for an op created after every op of the graph."""
-
-    type = ""
-
-    def __init__(self, op_id: int) -> None:
-        self._id = op_id

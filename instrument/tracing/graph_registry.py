@@ -1,4 +1,5 @@
-"""The graphs, devices and runtime function names of one run, each defined once.
+"""`GraphRegistry`: the graphs, devices and runtime function names of one run, each
+defined in the dump once.
 
 The op callback meets a graph at its first op, a device at its first tensor, and a
 runtime function name (``__inference_f_12``) when TensorFlow makes the function or

@@ -1,4 +1,5 @@
-"""The Keras layer whose ``call`` is building the current op, read from the Python stack.
+"""The Keras layer whose `call` is building the current op (its path), read from the
+Python stack.
 
 An op created inside a layer's call carries that layer's path (Keras 3's
 ``Layer.path``, ``"sequential/dense_1"``; the layer's ``name`` in Keras 2), which the

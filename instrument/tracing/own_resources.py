@@ -1,4 +1,5 @@
-"""What the dumper adds to the program's functions, kept out of what it records.
+"""What the dumper adds to the program's functions (the trace queue, the call counter,
+XLA trace blocks), kept out of what it records.
 
 Graphs that trace their tensors capture the dumper's own resources: the trace queue
 and the call counter (instrument/tracing/trace_queue.py), and inside XLA-compiled functions

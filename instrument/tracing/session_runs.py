@@ -1,4 +1,5 @@
-"""TF1 ``Session.run`` calls recorded as executions, so that TF1 training loops have steps.
+"""TF1 `Session.run` calls recorded as executions named by their fetches, so that TF1
+training loops have steps.
 
 A ``tf.compat.v1.Session`` graph runs no eager function call: without a record of each
 ``Session.run``, every trace of a TF1 loop falls in one step. While a dump is enabled,
@@ -16,6 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from instrument.tf_internals.entry_points import session_class
 from reader import format as fmt
 
 # Fetch structures can nest (lists, tuples, dicts); names past this many are not read.
@@ -63,9 +65,7 @@ class SessionRunHook:
         self._local = threading.local()
 
     def install(self) -> None:
-        from tensorflow.python.client import session
-
-        original = session.BaseSession.run
+        original = session_class().run
         self._original = original
         hook = self
 
@@ -82,16 +82,14 @@ class SessionRunHook:
 
         run.__wrapped__ = original  # type: ignore[attr-defined]
         run.__doc__ = original.__doc__
-        session.BaseSession.run = run
+        session_class().run = run
 
     def remove(self) -> None:
-        from tensorflow.python.client import session
-
         if (
             self._original is not None
-            and getattr(session.BaseSession.run, "__wrapped__", None) is self._original
+            and getattr(session_class().run, "__wrapped__", None) is self._original
         ):
-            session.BaseSession.run = self._original
+            session_class().run = self._original
         self._original = None
 
 

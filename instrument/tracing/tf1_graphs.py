@@ -47,7 +47,7 @@ class Tf1Traces:
         for tensor in inputs:
             trace_op = self._placeholder_traces.get((id(graph), tensor.name))
             if trace_op is not None:
-                op._add_control_input(trace_op)  # pylint: disable=protected-access
+                graph_edits.add_control_input(op, trace_op)
 
     def instrument(
         self, op_type: str, outputs: tuple[Any, ...], trace_points: dict[int, int]

@@ -1,4 +1,5 @@
-"""Op callbacks in every Python thread, not only the one that enabled the dump.
+"""Op callbacks in every Python thread, not only the one that enabled the dump: the
+callback in threads started later.
 
 TensorFlow keeps op callbacks per thread: ``add_op_callback`` registers for the calling
 thread, and a ``tf.function`` first called from another thread (a training loop in a

@@ -1,4 +1,5 @@
-"""Graph execution traces: from inside TensorFlow graphs to the dump, in batches.
+"""Graph execution traces: from inside TensorFlow graphs to the dump, in blocks that
+carry the call ordinal.
 
 The route (docs/instrument.md, "How graph traces reach the dump"): each traced tensor
 gets its summary computed on its own device (instrument/summaries/summary_ops.py), and its row
@@ -39,6 +40,7 @@ import numpy as np
 
 from instrument import summaries
 from instrument.summaries import summary_ops
+from instrument.tf_internals import eager_runtime
 from instrument.tracing import value_batches, value_drain
 from instrument.tracing.call_counter import CallCounter
 from instrument.tracing.value_drain import ValueDrain
@@ -437,13 +439,11 @@ class TraceQueue:
         Returns:
             The number of traces drained.
         """
-        from tensorflow.python.eager import context
-
         # Eager also when the program disabled eager execution after enable (TF1), and
         # in threads a TF1 program starts: the queue is an eager resource.
         if self._resources is None:
             return 0  # nothing was made that could enqueue
-        with self._drain_lock, context.eager_mode():
+        with self._drain_lock, eager_runtime.eager_mode():
             with self.lock:
                 count = int(self._queue.size().numpy())
             if self.mode == fmt.FULL_TENSOR:

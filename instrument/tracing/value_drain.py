@@ -1,4 +1,5 @@
-"""FULL_TENSOR values out of the trace queue: many batches a dequeue, cut on the host.
+"""FULL_TENSOR values out of the trace queue: many batches a dequeue, handed to the
+writer uncut.
 
 Each queue element is one packed batch of values (instrument/tracing/value_batches.py):
 a segment's tensors, or a loop body's each iteration. A loop of small tensors makes

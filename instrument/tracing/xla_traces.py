@@ -31,6 +31,7 @@ import numpy as np
 
 from instrument import summaries
 from instrument.summaries import raw_rows
+from instrument.tf_internals.graph_frames import in_xla_context
 from instrument.tracing.trace_queue import TraceQueue, in_control_flow_gradient
 from reader import format as fmt
 
@@ -191,13 +192,8 @@ def in_while_condition(graph: Any) -> bool:
 def function_name(graph: Any) -> str:
     """The name of the outermost XLA-compiled FuncGraph around ``graph`` (the function
     given ``jit_compile``; its bodies and nested functions are compiled with it)."""
-    from tensorflow.python.ops import control_flow_util
 
     outer = getattr(graph, "outer_graph", None)
-    while (
-        outer is not None
-        and hasattr(outer, "outer_graph")
-        and control_flow_util.GraphOrParentsInXlaContext(outer)
-    ):
+    while outer is not None and hasattr(outer, "outer_graph") and in_xla_context(outer):
         graph, outer = outer, outer.outer_graph
     return str(getattr(graph, "name", None) or "a function")

@@ -1,5 +1,6 @@
-"""The watch tier: leave it on for a whole job; at the first harmful NaN, the step is
-replayed fully recorded.
+"""The watch tier, `watch` and `unwatch`: leave it on for a whole job; at the first
+harmful NaN, the step is replayed fully recorded (docs/instrument.md, "The watch
+tier").
 
 Usage, near the top of a training script::
 

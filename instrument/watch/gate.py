@@ -1,5 +1,6 @@
-"""The watch tier inside the training step's graph: one fused finiteness check, the
-update gated on it, the step's statistics kept, and nothing read by the host.
+"""The watch tier inside the training step's graph: one fused finiteness check (per
+replica under a strategy), the update gated on it, the sticky flag, the kept batch
+and state, the ring of step rows, and nothing read by the host.
 
 Built when an optimizer's ``apply`` is traced (`WatchSite.guarded_apply`):
 

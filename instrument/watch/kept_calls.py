@@ -1,4 +1,5 @@
-"""The batches of a custom loop's watched steps, kept on the host by reference.
+"""The batches of a custom loop's watched steps, kept on the host by reference to its
+step function's call arguments until the watch has seen the step pass.
 
 A custom loop passes its batch to the step function as arguments. Copying those
 tensors inside the step's graph costs a cond over the function's arguments, which

@@ -1,5 +1,6 @@
-"""Where the watch tier enters a program: Keras' optimizer ``apply``, TensorFlow's
-``GradientTape.gradient``, Keras' ``Model.fit``, and one op callback.
+"""Where the watch tier enters a program: Keras' optimizer `apply`, TensorFlow's
+`GradientTape.gradient`, Keras' `Model.fit`, `tf.function`'s call, and one op
+callback.
 
 - ``keras.optimizers.Optimizer.apply`` (which ``apply_gradients`` calls, in ``fit``, an
   overridden ``train_step`` and custom loops alike) is replaced by a watched apply
@@ -25,6 +26,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from instrument.tf_internals import entry_points
 from instrument.tf_internals.graph_frames import compiled_with_xla
 from instrument.watch import gate
 from instrument.watch.watcher import Watcher
@@ -44,7 +46,6 @@ class WatchHooks:
     def install(self) -> None:
         import keras
         import tensorflow as tf
-        from tensorflow.python.framework import op_callbacks
 
         watcher = self._watcher
         original_apply = keras.optimizers.Optimizer.apply
@@ -141,15 +142,13 @@ class WatchHooks:
                 watcher.on_eager_op()
 
         self._callback = on_op
-        op_callbacks.add_op_callback(on_op)
+        entry_points.add_op_callback(on_op)
 
     def _replace(self, owner: Any, name: str, value: Any) -> None:
         self._saved.append((owner, name, owner.__dict__.get(name)))
         setattr(owner, name, value)
 
     def remove(self) -> None:
-        from tensorflow.python.framework import op_callbacks
-
         for owner, name, value in reversed(self._saved):
             if value is None:
                 delattr(owner, name)
@@ -158,7 +157,7 @@ class WatchHooks:
         self._saved.clear()
         if self._callback is not None:
             try:
-                op_callbacks.remove_op_callback(self._callback)
+                entry_points.remove_op_callback(self._callback)
             except KeyError:
                 pass  # removed from another thread than the one that added it
             self._callback = None

@@ -1,4 +1,5 @@
-"""`AnalysedRun`: a `Run` with its cached analyses, named, for what asks for them.
+"""`AnalysedRun`: a `Run` with its cached analyses, named (`reader.AnalysedRun`): what
+the diagnosis, the comparison, the jobs and the TUI take.
 
 The diagnosis, the comparison of two runs, the jobs of several workers and the TUI
 ask a run for its alerts, harm verdict, steps, root cause, places and trends: they take

@@ -1,4 +1,7 @@
-"""`DumpReader`: one run of a dump, indexed, queried, analysed, and followed as it grows."""
+"""`DumpReader`: one run of a dump, indexed, queried, analysed, and followed as it
+grows. It adds to `IndexedRun` the cached analyses (`alerts`, `harm`, `steps`,
+`root_cause`, places, `trends`) and the watch rules over them (`watch`); it meets
+`AnalysedRun`, and reads its run through the public queries only."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Which worker of a multi-worker job went non-finite first.
+"""Which worker of a multi-worker job went non-finite first (the origin), the run a
+debugger opens on (`open_landing_run`), and a live job's runs followed
+(`JobWorkers`).
 
 In a ``tf.distribute.MultiWorkerMirroredStrategy`` job each worker process writes its
 own run into the shared logdir, tagged with its task ("worker 1") and the job's

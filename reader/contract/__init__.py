@@ -1,6 +1,8 @@
-"""The record contract: every record kind of the dump and every key of it, with its
-type and the format version it came in (docs/format.md is the normative text; a test
-holds the two together).
+"""The record contract: every record kind of the dump (`RECORD_KINDS`) and every key of
+it, with its type and the format version it came in, and the maps they hold
+(`NESTED_MAPS`). docs/format.md is the normative text (a test holds the two
+together); it imports nothing else of the project (tested), so the writer and every
+reader stand on it.
 
 The writer (`instrument.dump`) builds records with these keys and the reader reads
 them with the same ones: neither spells a key as a bare string. This package imports

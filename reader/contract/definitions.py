@@ -1,5 +1,6 @@
-"""The definitions: source files, stack frames, stacks, graphs and ops, each written
-once with an id before anything refers to it (docs/format.md section 4)."""
+"""The definitions' kinds (`FileRecord`, `FrameRecord`, `StackRecord`, `GraphRecord`,
+`OpRecord`): source files, stack frames, stacks, graphs and ops, each written once
+with an id before anything refers to it (docs/format.md section 4)."""
 
 from __future__ import annotations
 

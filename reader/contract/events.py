@@ -1,6 +1,6 @@
-"""What happened, in the order it ran: eager executions (``exec`` records, then
-columnar ``execs`` chunks), graph execution traces (``traces`` chunks) and the
-FULL_TENSOR values both hold (docs/format.md sections 4 and 6)."""
+"""The events' kinds, what happened in the order it ran: eager executions (`ExecRecord`,
+then columnar `ExecsChunk`), graph execution traces (`TracesChunk`) and the
+FULL_TENSOR values both hold (`ValueMap`; docs/format.md sections 4 and 6)."""
 
 from __future__ import annotations
 

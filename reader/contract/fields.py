@@ -1,4 +1,5 @@
-"""How a record kind is declared: its fields, each with its key, type and version.
+"""How a record kind is declared: `RecordKind`, `FieldTable`, `field` and `Field` (a
+key, its type, the version it came in, a bin column's dtype).
 
 A record kind is a class (`RecordKind`) whose attributes are its keys, declared with
 `field`::

@@ -1,6 +1,7 @@
-"""The metadata stream's records: the segment header (every stream's first record), the
-run, its devices, the writer's notices, the watch tier's records and the clean end
-(docs/format.md sections 2 and 4)."""
+"""The metadata stream's kinds: the segment header (`HeaderRecord`, every stream's
+first), the run (`RunRecord` with its `TaskMap`, `WatchMap` and `ReplayOfMap`), its
+devices, the writer's notices, the clean end, and the watch tier's `WatchSiteRecord`,
+`WatchStepsRecord`, `WatchHitRecord` (docs/format.md sections 2 and 4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Growable numpy columns, and the map from absolute indices to their rows.
+"""Growable numpy columns, and `Spans`, the map from absolute indices to their rows.
 
 Executions and traces are numbered from 0 for the whole run, but only some are on
 disk: under a circular buffer the oldest leave, and the first alert's window stays

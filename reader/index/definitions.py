@@ -1,4 +1,5 @@
-"""Definitions of a run: devices, source files, frames, stacks, graphs, ops, trace points.
+"""Definitions of a run: devices, source files, frames, stacks, graphs, ops, trace
+points (small tuples; objects built on demand), and which paths are library code.
 
 Definitions are few next to executions and traces, so they are kept as small raw
 tuples and dicts. The value objects (`Op`, `Frame`) are built when asked for, so a

@@ -1,4 +1,5 @@
-"""Vectorised indexing of ``exec`` records, from their raw msgpack bytes.
+"""Vectorised indexing of `exec` records (dumps before format 2.0), from their raw
+msgpack bytes, by template.
 
 Decoding a million execution records into dicts costs seconds, while the index needs
 only a few fields of each (``i``, ``op``, ``graph``, ``out`` and the non-finite counts

@@ -1,4 +1,4 @@
-"""The columnar index of eager executions.
+"""`ExecutionIndex`: the columnar index of eager executions.
 
 No Python object per execution: numpy columns that grow by doubling hold byte
 locators and the few small facts the lists and alerts need; full records are decoded

@@ -1,4 +1,5 @@
-"""Incremental reading of one segment file: the records appended since the last read.
+"""Incremental reading of one segment file (`os.pread` + `Unpacker.feed`): the records
+appended since the last read.
 
 msgpack's `Unpacker` cannot follow a growing file (built on a file object it stops
 for good at its first EOF) and, after a truncated record, its `tell()` counts the

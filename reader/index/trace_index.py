@@ -1,4 +1,4 @@
-"""The columnar index of graph execution traces.
+"""`TraceIndex`: the columnar index of graph execution traces.
 
 No Python object per trace: numpy columns that grow by doubling hold each trace's
 trace point, summary row and alert flag, and a per-chunk table of locators; full

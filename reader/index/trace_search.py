@@ -1,4 +1,5 @@
-"""Searching the graph traces for an op by name or type (the Graph Execution `/` key).
+"""Searching the graph traces for an op by name or type (the Graph Execution `/` key),
+and what a search pattern means.
 
 The meaning of a search pattern is decided here once: a regular expression, searched
 (not anchored) in op names and types; text that is not a valid regular expression is

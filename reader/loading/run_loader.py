@@ -1,4 +1,5 @@
-"""Reading one run's files into the indexes: the machinery behind `DumpReader.update`.
+"""Reading one run's files into the indexes, the machinery behind `DumpReader.update`:
+reads without the query lock, commits under it in bounded batches.
 
 Reading (file I/O, framing, decoding, scanning) happens without the reader's query
 lock; only the steps that change what queries see (a commit of new rows, new

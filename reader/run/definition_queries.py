@@ -1,4 +1,5 @@
-"""The definition queries of a run: graphs, ops, stacks and source files.
+"""`DefinitionQueries`: the definition queries of a run, graphs, ops, stacks and source
+files (a member of `IndexedRun`, which answers them through it).
 
 A member of `reader.run.indexed_run.IndexedRun` (which answers them through it), apart
 because these answer from the definitions alone (`reader.index.definitions`), never

@@ -1,5 +1,7 @@
-"""`IndexedRun`: one run directory, indexed and followed as it grows, and the queries
-that read its records (executions, traces, definitions).
+"""`IndexedRun`: one run, indexed and followed as it grows: its two locks (queries and
+commits; one `update()` at a time), `update()`, and every record-level query (it
+meets `Run`). It reads through a `RunLoader` or, for a file set of TensorFlow's, a
+`TfRunLoader`.
 
 `reader.analysis.dump_reader.DumpReader` adds the analyses over these queries (alerts, steps,
 root cause); the analysis modules take a `reader.run.run_protocol.Run` (the queries,

@@ -1,5 +1,5 @@
-"""Is the process that writes a run still running? Finished, stopped, running, killed,
-unknown.
+"""Is the process that writes a run still running? Finished, stopped (on a write error),
+running, killed, unknown.
 
 A run that exited cleanly has its `end` record. A run whose recording stopped on a
 write error (a full disk) never gets one, whatever its process does next: it says so

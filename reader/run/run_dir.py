@@ -1,4 +1,5 @@
-"""Find the runs in a logdir: one run is one directory of stream segment files."""
+"""Find the runs in a logdir: ours (one directory of stream segment files each) and
+TensorFlow's file sets."""
 
 from __future__ import annotations
 

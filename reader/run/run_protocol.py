@@ -1,4 +1,5 @@
-"""`Run`: the queries a run answers, named, for everything that reads one.
+"""`Run`: the queries a run answers, named (`reader.Run`): what the analyses and the TUI
+take.
 
 The analyses (`reader.analysis`) and the TUI's models, panes and watcher take a `Run`,
 not the class that answers it: `reader.run.indexed_run.IndexedRun` (and

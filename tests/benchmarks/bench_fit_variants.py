@@ -165,7 +165,7 @@ def patched(variant: str) -> Iterator[None]:
     if variant == "read_floor":
         summary_ops.tensor_summary = read_floor
     if variant in ("body_kernels", "body_stock"):
-        trace_queue.TraceQueue.batch_row = body_rows
+        trace_queue.TraceQueue.batch_row = body_rows  # type: ignore[method-assign]  # the variant
     if variant == "bytes_each":
         value_batches._concat_bytes = bytes_each
     if "flush_2s" in variant:

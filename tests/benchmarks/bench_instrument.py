@@ -237,7 +237,7 @@ def enable_dumper(
     import instrument
 
     # Only when asked: a checkout from before the argument existed runs too.
-    kwargs = {"stop_on_alert": True} if stop_on_alert else {}
+    kwargs: dict[str, Any] = {"stop_on_alert": True} if stop_on_alert else {}
     instrument.enable_dump_debug_info(
         logdir, tensor_debug_mode=mode, circular_buffer_size=buffer_size, **kwargs
     )
@@ -317,7 +317,7 @@ def benchmark(
     batch: int = BATCH,
     tf_threads: int = TF_THREADS,
     program: str = "mlp",
-) -> list[dict[str, object]]:
+) -> list[dict[str, Any]]:
     """Measure every mode; each dumper runs ``rounds`` times, the two alternating.
 
     Each run measures its overhead within its own process (`run_training`); a mode's
@@ -401,7 +401,7 @@ HEADER = (
 )
 
 
-def format_row(row: dict[str, object]) -> str:
+def format_row(row: dict[str, Any]) -> str:
     """One row of the results table; the targets are on the CPU overhead (docs/performance.md)."""
     tf_ms, ours_ms = row["tf_cpu_overhead_ms"], row["ours_cpu_overhead_ms"]
     ratio = ours_ms / tf_ms if tf_ms > 0 else math.nan

@@ -31,6 +31,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from typing import Any
 
 import pytest
 
@@ -297,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", default=None, help="keep the dumps here")
     args = parser.parse_args(argv)
     workdir = args.workdir or tempfile.mkdtemp(prefix="bench_reader_")
-    report = {
+    report: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d"),
         "machine": f"{platform.machine()}, "
         f"{os.cpu_count()} cores, Python {platform.python_version()}",

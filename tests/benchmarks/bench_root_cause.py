@@ -185,6 +185,7 @@ def compile_packages() -> None:
     import tfdbg_tui
 
     for package in (reader, tfdbg_tui):
+        assert package.__file__ is not None
         compileall.compile_dir(os.path.dirname(package.__file__), quiet=1)
 
 

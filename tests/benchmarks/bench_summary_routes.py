@@ -66,7 +66,7 @@ def _patches(variant: str) -> list[tuple[object, str, object]]:
     def no_cover(tensors: list[Any]) -> list[bool]:
         return [False] * len(tensors)
 
-    single = {
+    single: dict[str, list[tuple[Any, str, Any]]] = {
         "lowered_cond": [(graph_edits, "keep_functional_if", lambda op: None)],
         "no_recompute": [(check_elision, "Recomputer", ReadCovered)],
         "no_elision": [(check_elision, "covered_checks", no_cover)],

@@ -63,7 +63,7 @@ async def measure(logdir: str, num_traces: int, repeats: int = REPEATS) -> dict[
             first_row_rendered.append(time.perf_counter())
         return render_row(self, row, width)
 
-    GraphExecutionList.render_row = recording_render_row
+    GraphExecutionList.render_row = recording_render_row  # type: ignore[method-assign]  # measured
     start = time.perf_counter()
     app = DebuggerApp(logdir, reader.list_runs(logdir))
     try:
@@ -75,7 +75,7 @@ async def measure(logdir: str, num_traces: int, repeats: int = REPEATS) -> dict[
             await _until(pilot, lambda: " layer_0/op:0" in paint(app))
             await measure_keys(app, pilot, num_traces, repeats, results)
     finally:
-        GraphExecutionList.render_row = render_row
+        GraphExecutionList.render_row = render_row  # type: ignore[method-assign]
     return results
 
 

@@ -10,6 +10,7 @@ import pytest
 
 import reader
 from reader import object_store
+from tests.present import present
 from tests.synthetic import FINITE, NAN, NEG_INF, add_step, make_run
 
 
@@ -61,14 +62,18 @@ def test_the_same_dump_opens_from_gs(gcs, tmp_path):
         want = (
             expected.num_executions,
             expected.num_traces,
-            expected.root_cause().trace.index,
-            expected.root_cause().op.name,
+            present(present(expected.root_cause()).trace).index,
+            present(present(expected.root_cause()).op).name,
         )
     for logdir in (f"{gcs}/written", f"{gcs}/copied"):
         (info,) = reader.list_runs(logdir)
         assert info.finished and info.path.startswith("gs://dumps/")
         with reader.open_run(logdir) as dump:
             cause = dump.root_cause()
+            assert cause is not None
+            assert cause.trace is not None
+            assert cause is not None
+            assert cause.op is not None
             assert (
                 dump.num_executions,
                 dump.num_traces,

@@ -21,7 +21,9 @@ from reader import object_store
 from reader.analysis.jobs import first_nonfinite_workers
 from reader.run import liveness
 from tests.cloud.conftest import credentials_refused
+from tests.present import present
 from tests.synthetic import FINITE, NAN, add_step, make_run
+from tests.tui.tui_helpers import debugger_screen
 
 WORKER = Path(__file__).with_name("bucket_worker.py")
 DEADLINE_S = 60.0
@@ -55,6 +57,15 @@ def test_a_run_in_a_bucket_reads_as_the_same_run_on_disk(
         assert a.path == remote.path and a.run_id == remote.writer.run_id
         assert (a.num_executions, a.num_traces) == (b.num_executions, b.num_traces) == (2, 4)
         cause_a, cause_b = a.root_cause(), b.root_cause()
+        assert cause_a is not None
+        assert cause_a.trace is not None
+        assert cause_a.frame is not None
+        assert cause_a.op is not None
+        assert cause_b is not None
+        assert cause_b.op is not None
+        assert cause_b is not None
+        assert cause_b.trace is not None
+        assert cause_b.frame is not None
         assert (cause_a.op.name, cause_a.trace.index, cause_a.frame.line) == (
             cause_b.op.name,
             cause_b.trace.index,
@@ -82,8 +93,12 @@ def test_the_reader_follows_a_live_run_reading_only_new_parts(bucket, monkeypatc
     assert all(start == 0 for _, start, _ in read)
     # A record fetched later comes from the local cache, not the bucket.
     read.clear()
-    assert dump.root_cause().trace.summary.nan == 2
-    assert dump.executions(0, 2)[1].summaries[0].nan == 2
+    cause = dump.root_cause()
+    assert cause is not None and cause.trace is not None and cause.trace.summary is not None
+    assert cause.trace.summary.nan == 2
+    summaries = dump.executions(0, 2)[1].summaries
+    assert summaries is not None and summaries[0] is not None
+    assert summaries[0].nan == 2
     assert read == []
     run.writer.close()
     assert dump.update().finished
@@ -109,11 +124,12 @@ def record_listings(store: object_store.ObjectStore, monkeypatch) -> list[str]:
     """The last name of each prefix ``store`` lists from now on, in order."""
     listed: list[str] = []
     real = store.fs.ls
-    monkeypatch.setattr(
-        store.fs,
-        "ls",
-        lambda path, *a, **k: listed.append(path.rpartition("/")[2]) or real(path, *a, **k),
-    )
+
+    def ls(path, *args, **kwargs):
+        listed.append(path.rpartition("/")[2])
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(store.fs, "ls", ls)
     return listed
 
 
@@ -151,7 +167,7 @@ def test_an_open_lists_the_run_once_and_fetches_each_part_once_ahead_of_its_read
     assert sorted(names) == sorted(sizes), read
     assert all((start, end) == (0, sizes[name]) for name, start, end in read), read
     assert names[0].startswith("metadata.")
-    order = [fmt.STREAMS.index(fmt.parse_part_filename(name)[0]) for name in names[1:]]
+    order = [fmt.STREAMS.index(present(fmt.parse_part_filename(name))[0]) for name in names[1:]]
     assert order == sorted(order), names
 
 
@@ -162,7 +178,9 @@ def contents(dump: reader.DumpReader) -> tuple:
         dump.num_executions,
         dump.num_traces,
         [(a.kind, a.index) for a in dump.alerts().alerts],
-        (cause.op.name, cause.trace.index, cause.frame.line) if cause else None,
+        (present(cause.op).name, present(cause.trace).index, present(cause.frame).line)
+        if cause
+        else None,
         [t.summary for t in dump.traces(0, dump.num_traces)],
         dump.damage,
     )
@@ -183,7 +201,7 @@ def test_two_workers_writing_at_once_and_the_first_non_finite(bucket):
     for worker, (out, err) in zip(workers, outputs):
         assert worker.returncode == 0 and "DONE" in out, err[-2000:]
     runs = reader.list_runs(logdir)
-    assert sorted(r.task for r in runs) == ["worker 0", "worker 1"]
+    assert sorted(str(r.task) for r in runs) == ["worker 0", "worker 1"]
     assert all(r.finished for r in runs)
     worker0 = next(r for r in runs if r.task == "worker 0")
     with reader.open_run(logdir, worker0.run_id) as dump:
@@ -272,8 +290,8 @@ async def _wait_then_open(logdir: str) -> None:
             lambda: getattr(app.screen, "root_cause", None) is not None,
             what="the run's root cause",
         )
-        assert app.screen.run_id == run.writer.run_id
-        assert app.screen.root_cause.alert.op_type == "Log"
+        assert debugger_screen(app).run_id == run.writer.run_id
+        assert present(debugger_screen(app).root_cause).alert.op_type == "Log"
         run.writer.close()
 
 
@@ -286,6 +304,7 @@ def test_a_worker_killed_mid_run_leaves_a_readable_run(bucket):
         text=True,
     )
     try:
+        assert worker.stdout is not None
         assert worker.stdout.readline().startswith("RUN")
         _wait(
             lambda: reader.list_runs(logdir) and reader.open_run(logdir).num_executions >= 20,

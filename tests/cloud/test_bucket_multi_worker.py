@@ -14,8 +14,9 @@ import tempfile
 import pytest
 
 import reader
+from tests.present import present
 from tests.program_runs import PROGRAM_TIMEOUT_S, PROGRAMS, free_ports, line_of, program_env
-from tests.tui.tui_helpers import screen_text, wait_for
+from tests.tui.tui_helpers import debugger_screen, run_picker, screen_text, wait_for
 from tfdbg_tui.app import DebuggerApp
 
 PROGRAM = PROGRAMS / "multi_worker.py"
@@ -92,7 +93,7 @@ async def _follow_the_job(s3_server, bucket) -> None:
             )
             assert all(w.poll() is None for w in workers), output(0) + output(1)
             assert shown_task() == "worker 0"
-            assert app.screen.reader.metadata.finished is False  # live
+            assert present(debugger_screen(app).reader).metadata.finished is False  # live
             # No key pressed: the app goes to worker 1 when it goes non-finite.
             await wait_for(
                 pilot,
@@ -106,14 +107,17 @@ async def _follow_the_job(s3_server, bucket) -> None:
                 pilot,
                 lambda: (
                     shown_task() == "worker 1"
-                    and getattr(app.screen.root_cause, "op", None) is not None
-                    and app.screen.root_cause.frame is not None
+                    and getattr(getattr(app.screen, "root_cause", None), "op", None) is not None
+                    and getattr(getattr(app.screen, "root_cause", None), "frame", None) is not None
                 ),
                 timeout=PROGRAM_TIMEOUT_S,
                 what="worker 1's root cause",
             )
-            cause = app.screen.root_cause
+            cause = debugger_screen(app).root_cause
+            assert cause is not None
+            assert cause.op is not None
             assert cause.op.op_type == "Log"
+            assert cause.frame is not None
             assert (cause.frame.path, cause.frame.line) == (
                 str(PROGRAM),
                 line_of(PROGRAM, "LOG_LINE"),
@@ -142,7 +146,7 @@ async def _follow_the_job(s3_server, bucket) -> None:
             (line,) = marked()
             assert "worker 1" in line and runs["worker 1"].run_id in line
             assert app.screen.query_one(OptionList).highlighted == next(
-                i for i, r in enumerate(app.screen.runs) if r.run_id == runs["worker 1"].run_id
+                i for i, r in enumerate(run_picker(app).runs) if r.run_id == runs["worker 1"].run_id
             )
     finally:
         for worker in workers:

@@ -19,6 +19,7 @@ from instrument.dump.writer import DumpWriter
 from reader import format as fmt
 from reader import object_store
 from tests.cloud.test_bucket_logdirs import contents
+from tests.present import present
 from tests.synthetic import FINITE, NAN, add_step, make_run
 
 TRACES_PER_FLUSH = 500  # some 38 KB of traces a flush: worth compressing
@@ -72,13 +73,13 @@ def test_parts_worth_it_are_compressed_and_read_as_the_run_on_disk(bucket, s3fs_
     squeezed = [p for p in parsed if p is not None and p.raw_size is not None]
     # The trace parts are compressed, the header parts and small ones are not.
     assert {p.stream for p in squeezed} == {fmt.STREAM_GRAPH_TRACES}, names
-    assert len(squeezed) == 3 and all(p.raw_size > FLUSH_BYTES for p in squeezed), names
+    assert len(squeezed) == 3 and all(present(p.raw_size) > FLUSH_BYTES for p in squeezed), names
     sizes = {
         info["name"].rpartition("/")[2]: info["size"]
         for info in s3fs_client.ls(run.path.removeprefix("s3://"), detail=True)
     }
     assert all(
-        sizes[fmt.part_filename(p.stream, p.segment, p.part, p.raw_size)] < p.raw_size / 4
+        sizes[fmt.part_filename(p.stream, p.segment, p.part, p.raw_size)] < present(p.raw_size) / 4
         for p in squeezed
     )
     with reader.open_run(run.path) as dump, reader.open_run(local.path) as same:
@@ -101,7 +102,9 @@ def test_parts_of_a_writer_that_compressed_none_still_read(
     monkeypatch.setattr(segment_sinks, "worth_compressing", lambda data: False)
     run = _write(f"{bucket}/logdir")
     local = _write(str(tmp_path / "logdir"))
-    assert all(fmt.parse_part_filename(n).raw_size is None for n in _names(s3fs_client, run.path))
+    assert all(
+        present(fmt.parse_part_filename(n)).raw_size is None for n in _names(s3fs_client, run.path)
+    )
     copied = _download(s3fs_client, run.path, tmp_path / "copied")
     with (
         reader.open_run(run.path) as dump,
@@ -150,8 +153,9 @@ def test_a_compressed_part_that_does_not_inflate_is_damage_after_what_came_befor
         if name.startswith("graph_traces.000000.000002.")
     )
     parsed = fmt.parse_part_filename(second)
+    assert parsed is not None
     key = f"{run.path.removeprefix('s3://')}/{second}"
-    data, claimed = _damage(s3fs_client.cat_file(key), parsed.raw_size, how)
+    data, claimed = _damage(s3fs_client.cat_file(key), present(parsed.raw_size), how)
     s3fs_client.rm_file(key)
     renamed = fmt.part_filename(parsed.stream, parsed.segment, parsed.part, claimed)
     s3fs_client.pipe_file(f"{run.path.removeprefix('s3://')}/{renamed}", data)
@@ -229,7 +233,12 @@ def test_a_part_of_executions_is_put_after_the_traces_of_its_calls(tmp_path, mon
     run, store = _memory_run(monkeypatch, tmp_path)
     puts: list[str] = []
     put = store.put
-    monkeypatch.setattr(store, "put", lambda path, data: (puts.append(path), put(path, data)))
+
+    def recorded_put(path, data):
+        puts.append(path)
+        return put(path, data)
+
+    monkeypatch.setattr(store, "put", recorded_put)
     add_step(run, [FINITE, NAN])
     run.writer._flush(hold=True)
     assert puts == []  # both held
@@ -246,13 +255,13 @@ def test_a_part_of_executions_is_put_after_the_traces_of_its_calls(tmp_path, mon
             summaries=rng.random((1, 9)).tolist(),
         )
     run.writer._flush(hold=True)
-    streams = [fmt.parse_part_filename(path.rpartition("/")[2]).stream for path in puts]
+    streams = [present(fmt.parse_part_filename(path.rpartition("/")[2])).stream for path in puts]
     assert streams == [fmt.STREAM_GRAPH_TRACES, fmt.STREAM_EXECUTIONS], puts
     # A flush that puts everything puts the traces first too.
     add_step(run, [FINITE])
     puts.clear()
     run.writer.flush()
-    streams = [fmt.parse_part_filename(path.rpartition("/")[2]).stream for path in puts]
+    streams = [present(fmt.parse_part_filename(path.rpartition("/")[2])).stream for path in puts]
     assert streams == [fmt.STREAM_GRAPH_TRACES, fmt.STREAM_EXECUTIONS], puts
     # An eager program's executions put no part of a graph traces' header alone.
     run.writer.add_execution(
@@ -289,7 +298,10 @@ def test_flushes_held_in_one_compressed_part_read_as_on_disk(tmp_path, monkeypat
     run.writer.close()
     local.writer.close()
     names = _parts(store, run, fmt.STREAM_GRAPH_TRACES)
-    assert len(names) == 2 and fmt.parse_part_filename(names[1]).raw_size > 3 * FLUSH_BYTES
+    assert (
+        len(names) == 2
+        and present(present(fmt.parse_part_filename(names[1])).raw_size) > 3 * FLUSH_BYTES
+    )
     with reader.open_run(run.path) as dump, reader.open_run(local.path) as same:
         assert contents(dump) == contents(same) and dump.num_traces == 3 * TRACES_PER_FLUSH
 

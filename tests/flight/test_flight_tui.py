@@ -8,6 +8,7 @@ import asyncio
 import re
 
 from tests.flight.conftest import LOG_LINE, NAN_STEP
+from tests.present import present
 from tests.tui.tui_helpers import hunted_app, screen_text, wait_for
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 
@@ -38,7 +39,7 @@ def test_the_app_names_the_step_and_shows_the_gap(late_nan_logdir):
             await wait_for(
                 pilot, lambda: GAP.search(screen_text(app)) is not None, what="the gap row"
             )
-            first, last, begin, end = map(int, GAP.search(screen_text(app)).groups())
+            first, last, begin, end = map(int, present(GAP.search(screen_text(app))).groups())
             assert NAN_STEP < first <= last and end == tail - 1
 
     asyncio.run(drive())

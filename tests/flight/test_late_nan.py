@@ -9,6 +9,7 @@ import sys
 import reader
 from reader.run import liveness
 from tests.flight.conftest import LOG_LINE, NAN_STEP, PROGRAM, ROOT, STEPS, TIMEOUT_S, report_json
+from tests.present import present
 from tests.program_runs import program_env
 
 
@@ -48,6 +49,7 @@ def test_sigkill_while_a_window_is_pinned_leaves_a_dump_that_opens(tmp_path):
         text=True,
     )
     try:
+        assert process.stdout is not None
         for line in process.stdout:
             if line.strip() in ("READY", "DONE"):
                 break
@@ -61,6 +63,7 @@ def test_sigkill_while_a_window_is_pinned_leaves_a_dump_that_opens(tmp_path):
     with reader.open_run(tmp_path) as dump:
         assert not dump.finished and dump.writer_state() == liveness.KILLED
         cause = dump.root_cause()
-        assert cause.alert.op_type == "Log" and cause.frame.line == LOG_LINE
+        assert cause is not None
+        assert cause.alert.op_type == "Log" and present(cause.frame).line == LOG_LINE
         assert dump.steps().first_alert_step == NAN_STEP
         assert len(dump.steps().gaps) == 1

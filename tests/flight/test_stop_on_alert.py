@@ -13,6 +13,7 @@ import pytest
 
 import reader
 from tests.flight.conftest import LOG_LINE, PROGRAM, run_late_nan
+from tests.present import present
 
 NAN_STEP = 12
 SHORT_STEPS = 30
@@ -62,7 +63,8 @@ def test_the_program_stops_in_the_step_of_the_first_nan(tmp_path, flavour):
     with reader.DumpReader(error["run_path"]) as dump:
         assert not dump.finished
         cause = dump.root_cause()
-        assert cause.alert.op_type == "Log" and cause.frame.line == LOG_LINE
+        assert cause is not None
+        assert cause.alert.op_type == "Log" and present(cause.frame).line == LOG_LINE
         steps = dump.steps()
         if graph is not None:
             assert steps.first_alert_step == NAN_STEP

@@ -14,6 +14,7 @@ from reader import format as fmt
 from reader.values import decode_value
 from tests.instrument.conftest import run_program
 from tests.instrument.dump_loader import load_run, run_dirs
+from tests.present import present
 from tests.program_runs import PROGRAMS
 
 ITERATIONS = 4
@@ -68,4 +69,4 @@ def test_a_loop_body_enqueues_once_a_segment(tmp_path, mode):
             y = np.sin(y) * np.float32(0.5) + np.cos(y)
             y = np.sqrt(y * y) * np.float32(2.0) if y.sum() > 0 else np.abs(y) - np.float32(1)
             y = np.tanh(y)
-            np.testing.assert_allclose(decode_value(trace.value), y, rtol=1e-5)
+            np.testing.assert_allclose(present(decode_value(trace.value)), y, rtol=1e-5)

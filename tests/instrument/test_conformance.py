@@ -32,6 +32,8 @@ from tests.program_runs import PROGRAMS, line_of
 tf = pytest.importorskip("tensorflow")
 from tensorflow.python.debug.lib import debug_events_reader  # noqa: E402
 
+from tests.present import present  # noqa: E402
+
 PROGRAM = PROGRAMS / "conformance.py"
 SUMMARY_MODES = ("CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH", "SHAPE")
 FILTERS = (
@@ -245,7 +247,7 @@ def our_facts(path, mode: str) -> Facts:
                         dump.execution_value(index, slot) for slot in range(len(e.output_ids))
                     )
                 elif mode != "NO_TENSOR":
-                    sums = _no_summaries(_our_summary(mode, s) for s in e.summaries)
+                    sums = _no_summaries(_our_summary(mode, s) for s in present(e.summaries))
                 executions.append(
                     Exec(
                         _function_name(e.op_type),
@@ -259,13 +261,15 @@ def our_facts(path, mode: str) -> Facts:
         traces, log_line = [], None
         for begin, end in dump.kept_traces():
             for t in dump.traces(begin, end):
-                op = dump.op(t.op_id)
+                op = dump.op(present(t.op_id))
                 value = dump.trace_value(t.index) if mode == "FULL_TENSOR" else None
                 summary = _our_summary(mode, t.summary) if mode in SUMMARY_MODES else None
                 traces.append(Trace(op.op_type, op.name, t.slot, summary, value, op.device))
                 if op.op_type == "Log":
                     user = [
-                        f.line for f in dump.stack(op.stack_id) if f.path.endswith("conformance.py")
+                        f.line
+                        for f in dump.stack(present(op.stack_id))
+                        if f.path.endswith("conformance.py")
                     ]
                     log_line = user[-1] if user else None
         traced_ops = {(t.op_type, t.op_name) for t in traces}
@@ -455,7 +459,7 @@ def test_summaries_of_a_training_step_that_turns_nan_match(conformance, mode):
     if mode == "CURT_HEALTH":
         assert matmul.summary == {"alert": True}
     else:
-        assert matmul.summary["nan"] == 5  # the input's row, times every column
+        assert present(matmul.summary)["nan"] == 5  # the input's row, times every column
     assert not any(
         (o.summary or {}).get("alert") or (o.summary or {}).get("nan")
         for _, o in pairs[: len(pairs) // 2]
@@ -482,8 +486,8 @@ def test_nested_functions(conformance, mode):
         assert [o.summary for _, o in pairs] == [t.summary for t, _ in pairs]
     if mode == "FULL_TENSOR":
         _same_values([t.value for t, _ in pairs], [o.value for _, o in pairs])
-        assert float(pairs[1][1].value) == pytest.approx(np.log(5.0))
-        assert float(pairs[-1][1].value) == pytest.approx(np.sin(1.0 + np.log(5.0)))
+        assert float(present(pairs[1][1].value)) == pytest.approx(np.log(5.0))
+        assert float(present(pairs[-1][1].value)) == pytest.approx(np.sin(1.0 + np.log(5.0)))
 
 
 @pytest.mark.parametrize("scenario", ["two_compilations", "duplicate_names"])
@@ -704,7 +708,7 @@ def test_calls_are_recorded_with_the_program_s_inputs(conformance, mode):
 
 
 def _per_device(facts: Facts, op_types) -> dict[str, collections.Counter]:
-    counts = {device: collections.Counter() for device in DEVICES}
+    counts: dict[str, collections.Counter] = {device: collections.Counter() for device in DEVICES}
     for t in facts.traces:
         for device in DEVICES:
             if t.op_type in op_types and (t.device or "").endswith(device):

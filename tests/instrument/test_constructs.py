@@ -14,6 +14,7 @@ from reader import format as fmt
 from reader.values import decode_value
 from tests.instrument.conftest import ALL_MODES
 from tests.instrument.dump_loader import Dump
+from tests.present import present
 from tests.program_runs import PROGRAMS, line_of
 
 WHILE_ITERATIONS = 3
@@ -74,7 +75,8 @@ def test_eager_op_is_recorded_with_ids_devices_and_summary(constructs, mode):
         assert "s" not in first
     if mode == fmt.FULL_TENSOR:
         value = first["v"][0]
-        data = decode_value(value)
+        data = present(decode_value(value))
+        assert data is not None
         assert data.tolist() == [0.0, -1.0, 2.0]
 
 
@@ -241,7 +243,7 @@ def test_tf_data_map_function_is_traced(constructs, mode):
     ]
     assert inputs and all(tp is None for op in inputs for tp in op["tps"])
     if mode == fmt.FULL_TENSOR:
-        values = sorted(float(decode_value(t.value)) for t in sqrt)  # scalars
+        values = sorted(float(present(decode_value(t.value))) for t in sqrt)  # scalars
         assert values == pytest.approx([math.sqrt(v) for v in range(4)])
 
 

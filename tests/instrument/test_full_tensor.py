@@ -8,6 +8,7 @@ import pytest
 from reader.values import decode_value
 from tests.instrument.conftest import run_program
 from tests.instrument.dump_loader import Dump, load_run, run_dirs
+from tests.present import present
 from tests.program_runs import PROGRAMS
 
 X = np.array([[1.5, -2.0, 0.0], [3.25, -0.5, 7.0]], np.float32)
@@ -29,7 +30,7 @@ def values_of(dump: Dump, op_name: str) -> list[np.ndarray]:
     for trace in dump.traces:
         name = dump.trace_op(trace)["name"]
         if name == op_name or name.endswith("/" + op_name):
-            out.append(decode_value(trace.value))
+            out.append(present(decode_value(trace.value)))
     return out
 
 

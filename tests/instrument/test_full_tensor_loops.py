@@ -11,6 +11,7 @@ import pytest
 from reader.values import decode_value
 from tests.instrument.conftest import run_program
 from tests.instrument.dump_loader import Dump, load_run, run_dirs
+from tests.present import present
 from tests.program_runs import PROGRAMS
 
 ITERATIONS, CALLS = 40, 3
@@ -27,7 +28,9 @@ def loops(tmp_path_factory: pytest.TempPathFactory) -> tuple[Dump, np.ndarray]:
 
 def values_of(dump: Dump, op_name: str) -> list[np.ndarray]:
     """Decoded values of the op named ``op_name`` exactly, in trace order."""
-    return [decode_value(t.value) for t in dump.traces if dump.trace_op(t)["name"] == op_name]
+    return [
+        present(decode_value(t.value)) for t in dump.traces if dump.trace_op(t)["name"] == op_name
+    ]
 
 
 def test_every_iteration_of_a_while_loop_is_exact_and_in_order(loops):
@@ -80,7 +83,7 @@ def test_an_lstm_fits_inputs_arrive_exact_at_each_timestep(loops):
     for n, trace in enumerate(traces):
         step, t = divmod(n, TIMESTEPS)
         np.testing.assert_array_equal(
-            decode_value(trace.value), x[step * BATCH : (step + 1) * BATCH, t, :]
+            present(decode_value(trace.value)), x[step * BATCH : (step + 1) * BATCH, t, :]
         )
     steps = [trace.step for trace in traces]
     assert steps == sorted(steps) and len(set(steps)) == FIT_STEPS

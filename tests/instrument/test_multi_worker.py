@@ -15,6 +15,7 @@ import reader
 from instrument.api import distributed_task
 from reader.analysis.diagnosis.diagnosis import diagnose_cause
 from reader.analysis.jobs import first_nonfinite_workers
+from tests.present import present
 from tests.program_runs import PROGRAM_TIMEOUT_S, PROGRAMS, free_ports, line_of, program_env
 from tfdbg_tui.commands.report import main as report_main
 from tfdbg_tui.dialogs.run_picker import run_label
@@ -53,7 +54,7 @@ def test_both_workers_train_and_both_runs_are_complete(job):
             "-1.0260303020477295"
         ]
     runs = reader.list_runs(logdir)
-    assert sorted(r.task for r in runs) == ["worker 0", "worker 1"]
+    assert sorted(str(r.task) for r in runs) == ["worker 0", "worker 1"]
     assert len({r.cluster for r in runs}) == 1 and runs[0].cluster
     assert all(r.finished for r in runs)
     for info in runs:
@@ -68,13 +69,14 @@ def test_the_worker_that_went_non_finite_first_is_named(job):
     with reader.open_run(runs["worker 0"].path) as dump:
         origin, other = first_nonfinite_workers(dump)
         # Worker 0 only received the -inf through the all-reduce.
-        diagnosis = diagnose_cause(dump, dump.root_cause())
+        diagnosis = diagnose_cause(dump, present(dump.root_cause()))
     assert (origin.task, origin.op_type, origin.received, origin.first_step) == (
         "worker 1",
         "Log",
         False,
         2,
     )
+    assert origin.frame is not None
     assert (origin.frame.path, origin.frame.line) == (str(PROGRAM), line_of(PROGRAM, "LOG_LINE"))
     assert (other.task, other.received, other.op_type) == ("worker 0", True, "CollectiveReduceV2")
     assert diagnosis.pattern == "nonfinite_input"
@@ -114,9 +116,12 @@ def test_report_names_the_workers(job, capsys):
 )
 def test_the_task_comes_from_tf_config(tf_config, task):
     found = distributed_task(tf_config)
-    assert (found["type"], found["index"]) == task if task else found is None
-    if task:
-        assert len(found["cluster"]) == 12
+    if not task:
+        assert found is None
+        return
+    assert found is not None
+    assert (found["type"], found["index"]) == task
+    assert len(found["cluster"]) == 12
 
 
 def test_the_run_picker_marks_the_worker_that_went_non_finite_first(job):

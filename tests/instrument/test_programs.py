@@ -15,6 +15,7 @@ from reader.analysis.diagnosis.diagnosis import diagnose_alert
 from reader.values import decode_value
 from tests.instrument.conftest import run_program
 from tests.instrument.dump_loader import decode_file, load_run, load_single_run, run_dirs
+from tests.present import present
 from tests.program_runs import PROGRAMS, ROOT, line_of, program_env
 
 EXAMPLE = ROOT / "instrument" / "examples" / "debug_mnist.py"
@@ -117,7 +118,7 @@ def test_tf1_session_graph(tmp_path):
     names = [points[t.trace_point][0]["name"] for t in dump.traces]
     assert names.count("log") == 2 and names.count("x") == 2
     log_trace = next(t for t in dump.traces if points[t.trace_point][0]["name"] == "log")
-    assert log_trace.summary[3] == 1.0  # one -inf
+    assert present(log_trace.summary)[3] == 1.0  # one -inf
     line = line_of(PROGRAMS / "tf1_session.py", "# TF1_LOG_LINE")
     assert (str(PROGRAMS / "tf1_session.py"), line, "<module>") in dump.stack_frames(log["stack"])
 
@@ -138,7 +139,7 @@ def test_tf1_training_loop_has_steps(tmp_path, mode):
         assert steps.function == "Session.run(train, loss:0)"
         first = dump.first_alert()
         assert first is not None and steps.first_alert_step == 7
-        assert dump.op(dump.trace(first.index).op_id).name in ("features", "labels")
+        assert dump.op(present(dump.trace(first.index).op_id)).name in ("features", "labels")
         # A TF1 placeholder is fed, not a function's argument.
         explanation = diagnose_alert(dump, first).explanation
         assert "the value fed (feed_dict) to Placeholder" in explanation, explanation
@@ -172,6 +173,7 @@ def test_sigkill_leaves_a_dump_that_opens(tmp_path, mode, buffer_size):
         )
     try:
         # Blocks until the program says READY (or gives up after its own deadline).
+        assert process.stdout is not None
         line = process.stdout.readline()
         assert line.strip() == "READY", line + stderr_path.read_text()[-3000:]
         os.kill(process.pid, signal.SIGKILL)
@@ -186,7 +188,7 @@ def test_sigkill_leaves_a_dump_that_opens(tmp_path, mode, buffer_size):
         n for n in os.listdir(run) if fmt.parse_segment_filename(n)
     }
     segments = sorted(n for n in os.listdir(run) if fmt.parse_segment_filename(n))
-    newest = {fmt.parse_segment_filename(n)[0]: n for n in segments}  # sorted: last wins
+    newest = {present(fmt.parse_segment_filename(n))[0]: n for n in segments}  # sorted: last wins
     for name in segments:
         records, leftover = decode_file(os.path.join(run, name))
         if not records and name in newest.values():

@@ -10,6 +10,7 @@ import reader
 from reader import format as fmt
 from reader.analysis.diagnosis.diagnosis import diagnose_cause
 from tests.instrument.conftest import program_runs, run_program
+from tests.present import present
 from tests.program_runs import PROGRAMS, line_of
 
 SHAPES = PROGRAMS / "shapes.py"
@@ -55,7 +56,7 @@ def traces_by_op(dump, step):
     found: dict[tuple[str, str], list] = {}
     for trace in dump.traces(0, dump.num_traces):
         if trace.step == step:
-            op = dump.op(trace.op_id)
+            op = dump.op(present(trace.op_id))
             found.setdefault((dump.graph(op.graph_id).name, op.name), []).append(trace.summary)
     return found
 
@@ -189,11 +190,11 @@ def test_tf1_session_with_a_while_loop_in_either_order(tmp_path, order):
     with reader.open_run(tmp_path) as dump:
         assert dump.finished and dump.num_traces > 0
         assert_root_cause(dump, "Log", "# TF1_LOG_LINE", program)
-        traced = {dump.op(t.op_id).name for t in dump.traces(0, dump.num_traces)}
+        traced = {dump.op(present(t.op_id)).name for t in dump.traces(0, dump.num_traces)}
         assert "while_body" in {
-            dump.graph(dump.op(t.op_id).graph_id).name.rsplit("_", 1)[0]
+            present(dump.graph(dump.op(present(t.op_id)).graph_id).name).rsplit("_", 1)[0]
             for t in dump.traces(0, dump.num_traces)
-            if dump.graph(dump.op(t.op_id).graph_id).name
+            if dump.graph(dump.op(present(t.op_id)).graph_id).name
         }
         kinds = [n.kind for n in dump.notices()]
         if "fallback" in order:

@@ -11,6 +11,9 @@ they need no op callback.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -21,6 +24,7 @@ from tensorflow.python.ops import gen_debug_ops  # noqa: E402
 from instrument import summaries  # noqa: E402
 from instrument.summaries import raw_rows, summary_ops  # noqa: E402
 from reader import format as fmt  # noqa: E402
+from tests.present import present  # noqa: E402
 
 DTYPES = ("float16", "bfloat16", "float32", "float64")
 MODES = (fmt.CURT_HEALTH, fmt.CONCISE_HEALTH, fmt.FULL_HEALTH, fmt.FULL_STATS)
@@ -314,12 +318,16 @@ def test_a_diverging_training_loop_reads_back_with_its_statistics(tmp_path):
     ]
     with reader.open_run(tmp_path) as dump:
         assert dump.metadata.tensor_debug_mode == fmt.FULL_STATS
-        traces = [t for t in dump.traces(0, dump.num_traces) if dump.op(t.op_id).name == "MatMul"]
+        traces = [
+            t for t in dump.traces(0, dump.num_traces) if dump.op(present(t.op_id)).name == "MatMul"
+        ]
         assert len(traces) == len(predictions)
         overflowed = 0
         for trace, values in zip(traces, predictions):
             summary, finite = trace.summary, values[np.isfinite(values)]
-            assert (summary.size, summary.pos_inf + summary.neg_inf, summary.nan) == (
+            assert summary is not None
+            infinities = present(summary.pos_inf) + present(summary.neg_inf)
+            assert (summary.size, infinities, summary.nan) == (
                 values.size,
                 np.isinf(values).sum(),
                 np.isnan(values).sum(),
@@ -337,7 +345,10 @@ def test_a_diverging_training_loop_reads_back_with_its_statistics(tmp_path):
         cause = dump.root_cause()
         assert cause is not None and cause.alert.op_type == "Square"
         (at_cause,) = [t for t in traces if t.step == cause.alert.step]
-        assert np.sqrt(np.finfo(np.float32).max) < max(-at_cause.summary.min, at_cause.summary.max)
+        assert at_cause.summary is not None
+        assert np.sqrt(np.finfo(np.float32).max) < max(
+            -present(at_cause.summary.min), present(at_cause.summary.max)
+        )
 
 
 # -- checks that cover one another (instrument/summaries/check_elision.py) ----------------------
@@ -412,7 +423,7 @@ OTHER_RECOMPUTED = sorted(
         "Mul",
     ]
 )
-CHAINS = {
+CHAINS: dict[str, tuple[Callable[..., Any], Any, Any, Any]] = {
     "layer": (_chain, CHAIN_SHAPES, CHAIN_COVERED, CHAIN_RECOMPUTED),
     "other_ops": (_chain_of_other_ops, OTHER_SHAPES, OTHER_COVERED, OTHER_RECOMPUTED),
 }

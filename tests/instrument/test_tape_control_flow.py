@@ -8,6 +8,7 @@ must be in the dump with their real contents.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from reader import format as fmt
 from reader.values import decode_value
 from tests.instrument.conftest import run_program
 from tests.instrument.dump_loader import load_single_run
+from tests.present import present
 from tests.program_runs import PROGRAMS
 
 PROGRAM = PROGRAMS / "tape_control_flow.py"
@@ -46,7 +48,7 @@ def _loop_states():
 def _traces_by_op(dump):
     """(graph name, op type) -> the traces of that op's outputs, in dump order."""
     points = dump.trace_point_ops()
-    found = {}
+    found: dict[tuple[str, str], list[Any]] = {}
     for trace in dump.traces:
         op, _ = points[trace.trace_point]
         found.setdefault((dump.graphs[op["graph"]]["name"], op["type"]), []).append(trace)
@@ -98,10 +100,10 @@ def test_while_body_traces_reach_the_dump(runs, mode):
     ys = _loop_states()
     if mode == fmt.FULL_TENSOR:
         for trace, y in zip(sins, ys[:3]):
-            np.testing.assert_allclose(decode_value(trace.value), np.sin(y), rtol=1e-6)
+            np.testing.assert_allclose(present(decode_value(trace.value)), np.sin(y), rtol=1e-6)
         # The backward loop runs the iterations in reverse.
         for trace, y in zip(coss, reversed(ys[:3])):
-            np.testing.assert_allclose(decode_value(trace.value), np.cos(y), rtol=1e-6)
+            np.testing.assert_allclose(present(decode_value(trace.value)), np.cos(y), rtol=1e-6)
     if mode == fmt.FULL_HEALTH:
         for trace, y in zip(sins, ys[:3]):
             s = np.sin(y)
@@ -130,8 +132,10 @@ def test_cond_branch_traces_reach_the_dump(runs, mode):
     ]
     assert sqrt_grad.step == _step(dump, "__inference___backward_branched_")
     if mode == fmt.FULL_TENSOR:
-        np.testing.assert_allclose(decode_value(sqrt.value), np.sqrt(X), rtol=1e-6)
+        np.testing.assert_allclose(present(decode_value(sqrt.value)), np.sqrt(X), rtol=1e-6)
         # SqrtGrad(y, dy) with dy = v (from the Mul by v).
-        np.testing.assert_allclose(decode_value(sqrt_grad.value), 0.5 / np.sqrt(X) * V, rtol=1e-6)
+        np.testing.assert_allclose(
+            present(decode_value(sqrt_grad.value)), 0.5 / np.sqrt(X) * V, rtol=1e-6
+        )
     if mode == fmt.FULL_HEALTH:
         assert sqrt.summary == [1.0, 1.0, 3.0, 0.0, 0.0, 0.0, 0.0, 0.0, 3.0]

@@ -8,6 +8,7 @@ tf = pytest.importorskip("tensorflow")
 
 from instrument.tracing import trace_queue, value_drain  # noqa: E402
 from reader import format as fmt  # noqa: E402
+from tests.present import present  # noqa: E402
 
 
 @pytest.mark.parametrize("mode", [fmt.NO_TENSOR, fmt.CURT_HEALTH])
@@ -18,7 +19,7 @@ def test_blocks_of_every_size_drain_in_order(monkeypatch, mode, budget):
     the largest block: all, two or one), every trace arrives once, in enqueue order,
     with its call's ordinal, and padding rows never reach the sink."""
     monkeypatch.setattr(trace_queue, "DRAIN_ROW_BUDGET", budget)
-    received = []
+    received: list[tuple[list[int], list[list[float]] | None, list[int]]] = []
 
     def sink(trace_points, rows, values, ordinals, alert):
         received.append(
@@ -52,7 +53,7 @@ def test_blocks_of_every_size_drain_in_order(monkeypatch, mode, budget):
     assert trace_points == [10, 0, 1, 2, 3, 4, 11] * 3
     assert ordinals == [0] * 7 + [1] * 7 + [2] * 7
     if mode == fmt.CURT_HEALTH:
-        rows = [row[0] for _, rows, _ in received for row in rows]
+        rows = [row[0] for _, block, _ in received for row in present(block)]
         assert rows == [0.0] * 14 + [0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0]
     assert queue.drain() == 0
 
@@ -99,7 +100,7 @@ def test_single_traces_of_a_graph_share_one_ordinal_read(mode):
     once per run of their graph, and a kernel's row goes into the queue as it is: per
     traced tensor, one enqueue (and in a health mode its kernel; in FULL_HEALTH the
     kernel's counts joined to the magnitude), no stack of rows."""
-    received = []
+    received: list[tuple[list[int], list[int]]] = []
 
     def sink(trace_points, rows, values, ordinals, alert):
         received.append((trace_points.tolist(), ordinals.tolist()))
@@ -148,7 +149,7 @@ def test_values_nothing_uses_are_not_traced(tmp_path, mode):
     with reader.open_run(tmp_path / mode) as dump:
         traced: dict[str, int] = {}
         for trace in dump.traces(0, dump.num_traces):
-            name = dump.op(trace.op_id).name
+            name = dump.op(present(trace.op_id)).name
             traced[name] = traced.get(name, 0) + 1
         (graph,) = [g for g in dump.graphs() if g.name == "step"]
         ops = dump.graph_ops(graph.id)

@@ -13,6 +13,7 @@ import pytest
 
 import reader
 from tests.instrument.conftest import run_program
+from tests.present import present
 from tests.program_runs import PROGRAMS, ROOT, line_of, program_env
 
 WATCHED = PROGRAMS / "watched.py"
@@ -48,7 +49,7 @@ def watched(tmp_path_factory):
         )
     runs = {}
     for program, stdout in outputs.items():
-        lines = {}
+        lines: dict[str, str] = {}
         for line in stdout.splitlines():
             word, _, rest = line.partition(" ")
             lines.setdefault(word, rest)
@@ -124,6 +125,7 @@ def test_the_watched_rows_hold_the_loss_and_norms_per_step(watched):
     watched_run = report(logdir)["watch"]["watched_run"]
     with reader.open_run(logdir, watched_run) as dump:
         log = dump.watch_log()
+    assert log is not None
     steps, loss = log.column(0, "loss")
     assert list(steps) == list(range(len(steps))) and len(steps) > BAD_STEP
     assert np.isfinite(loss[:BAD_STEP]).all() and not np.isfinite(loss[BAD_STEP])
@@ -217,10 +219,11 @@ def test_a_step_compiled_with_xla_is_replayed_with_and_without_it(watched, progr
     plain = reader.open_run(logdir, watch["replay_run"])
     compiled = reader.open_run(logdir, watch["xla_replay_run"])
     with plain, compiled:
-        assert plain.metadata.replay_of.xla is False and compiled.metadata.replay_of.xla is True
+        assert present(plain.metadata.replay_of).xla is False
+        assert present(compiled.metadata.replay_of).xla is True
         # Compiled, the step goes non-finite too, at the same op.
-        cause = compiled.root_cause()
-        assert cause is not None and cause.op.op_type == "Log"
+        cause = present(compiled.root_cause())
+        assert present(cause.op).op_type == "Log"
     # Without XLA no second replay is made.
     assert report(watched["fit_saturated"][0])["watch"]["xla_replay_run"] is None
 

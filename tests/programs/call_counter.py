@@ -16,6 +16,7 @@ the losses of a Keras predict-then-fit (which counts its steps from such zeros).
 import json
 import os
 import sys
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -32,6 +33,7 @@ if variant == "eager":
 
 
 def counter():
+    assert api._active is not None
     return api._active.callback.trace_queue._calls
 
 
@@ -56,7 +58,7 @@ def functions():
     return f, g
 
 
-result = {}
+result: dict[str, Any] = {}
 for mode in ("FULL_HEALTH", "FULL_TENSOR", "NO_TENSOR"):
     instrument.enable_dump_debug_info(
         os.path.join(logdir, mode), tensor_debug_mode=mode, circular_buffer_size=-1

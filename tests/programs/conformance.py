@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import threading
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -407,12 +408,13 @@ def main():
         finally:
             disable()
     # Argument checks, outside any run.
-    errors = {}
-    for label, kwargs in {
+    errors: dict[str, Any] = {}
+    arguments: dict[str, dict[str, Any]] = {
         "mode": {"tensor_debug_mode": "NONSENSICAL"},
         "dtypes_dict": {"tensor_dtypes": {}},
         "dtypes_str": {"tensor_dtypes": "float32"},
-    }.items():
+    }
+    for label, kwargs in arguments.items():
         try:
             if DUMPER == "tf":
                 tf.debugging.experimental.enable_dump_debug_info(

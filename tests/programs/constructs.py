@@ -7,6 +7,7 @@ LOGDIR/MODE/. The last line printed is a JSON object with what the API checks sa
 import json
 import os
 import sys
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -59,7 +60,7 @@ def program():
     return total
 
 
-api = {}
+api: dict[str, Any] = {}
 for mode in MODES:
     logdir = os.path.join(LOGDIR, mode)
     path = instrument.enable_dump_debug_info(

@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import sys
+from typing import Any
 
 import tensorflow as tf
 
@@ -34,7 +35,7 @@ parser.add_argument("--eager", action="store_true")
 parser.add_argument("--forever", action="store_true")
 args = parser.parse_args()
 
-kwargs = {"stop_on_alert": True} if args.stop_on_alert else {}
+kwargs: dict[str, Any] = {"stop_on_alert": True} if args.stop_on_alert else {}
 run = instrument.enable_dump_debug_info(
     args.logdir, tensor_debug_mode=args.mode, circular_buffer_size=args.buffer, **kwargs
 )

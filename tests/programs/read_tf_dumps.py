@@ -18,6 +18,11 @@ sys.modules["tensorflow"] = None  # type: ignore[assignment]  # any import of it
 import reader  # noqa: E402
 
 
+def op_id_of(trace) -> int:
+    assert trace.op_id is not None, trace
+    return trace.op_id
+
+
 def frames(dump, stack_id):
     return [[f.path, f.line, f.function] for f in dump.stack(stack_id)]
 
@@ -54,14 +59,16 @@ def read(path: str) -> dict:
     out["executions"] = [e.op_type for e in executions]
     out["execution_summaries"] = [[summary_row(s) for s in e.summaries or ()] for e in executions]
     traces = dump.traces(0, dump.num_traces)
-    out["traces"] = [[dump.op(t.op_id).name, t.slot, dump.op(t.op_id).op_type] for t in traces]
+    ops = [dump.op(op_id_of(t)) for t in traces]
+    out["traces"] = [[op.name, t.slot, op.op_type] for op, t in zip(ops, traces)]
     out["trace_summaries"] = [summary_row(t.summary) for t in traces]
     out["trace_shapes"] = [
         list(t.summary.shape) if t.summary and t.summary.shape is not None else None for t in traces
     ]
     out["trace_steps"] = [t.step for t in traces]
     if dump.mode == "FULL_TENSOR":
-        out["trace_values"] = [dump.trace_value(t.index).tolist() for t in traces]
+        values = [dump.trace_value(t.index) for t in traces]
+        out["trace_values"] = [None if v is None else v.tolist() for v in values]
     alerts = dump.alerts()
     out["num_alerts"] = alerts.total
     first = dump.first_alert()
@@ -69,7 +76,7 @@ def read(path: str) -> dict:
     cause = dump.root_cause()
     out["root_cause"] = (
         None
-        if cause is None
+        if cause is None or cause.frame is None
         else {
             "op": cause.op.name if cause.op else None,
             "path": cause.frame.path,
@@ -82,7 +89,9 @@ def read(path: str) -> dict:
     out["first_execution_stack"] = frames(dump, executions[0].stack_id)
     out["devices"] = sorted(d for d in dump.metadata.devices if d != "?")
     out["tf_version"] = dump.metadata.tf_version
-    out["function_graph"] = dump.graph(executions[1].graph_id).name
+    function_graph = executions[1].graph_id
+    assert function_graph is not None
+    out["function_graph"] = dump.graph(function_graph).name
     out["steps"] = dump.steps().function
     out["tensorflow_imported"] = (
         "tensorflow" in sys.modules and sys.modules["tensorflow"] is not None

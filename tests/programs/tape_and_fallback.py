@@ -19,7 +19,7 @@ import tensorflow as tf
 import instrument
 from instrument.tf_internals import graph_frames
 
-messages = []
+messages: list[str] = []
 
 
 class Collect(logging.Handler):

@@ -8,6 +8,7 @@ import pytest
 from instrument.dump.value_encoding import tensor_value_record
 from reader import DumpReader
 from reader import format as fmt
+from tests.present import present
 from tests.synthetic import FINITE, NAN, NEG_INF, add_step, make_run
 
 POS_INF = [1, 1, 4, 0, 1, 0, 0, 1, 2]
@@ -87,8 +88,8 @@ def test_curt_health_alerts_have_unknown_counts(logdir):
     summary = reader.alerts()
     assert summary.counts == {"inf/NaN": 3}
     assert (summary.alerts[0].nan, summary.alerts[0].op_name) == (-1, "Log")
-    assert reader.trace(1).summary.has_inf_or_nan is True
-    assert reader.root_cause().op.name == "Log"
+    assert present(reader.trace(1).summary).has_inf_or_nan is True
+    assert present(present(reader.root_cause()).op).name == "Log"
 
 
 def test_root_cause_walks_back_to_the_op_with_finite_inputs(logdir):
@@ -102,10 +103,15 @@ def test_root_cause_walks_back_to_the_op_with_finite_inputs(logdir):
     w.close()
     reader = DumpReader(run.path)
     cause = reader.root_cause()
+    assert cause is not None
+    assert cause.first_alert is not None
     assert cause.first_alert.op_name == "Neg" and cause.first_alert.index == 2
+    assert cause.op is not None
     assert cause.op.name == "Log" and cause.alert.index == 1 and cause.alert.step == 5
     assert [ref.name for ref, _ in cause.inputs] == ["x:0"]
+    assert cause.inputs[0][1] is not None
     assert cause.inputs[0][1].neg_inf == 0 and cause.input_indices == [0]
+    assert cause.frame is not None
     assert (cause.frame.function, cause.frame.line) == ("step", 4)
     assert cause.line_text == "    y = tf.math.log(x)"
 
@@ -116,10 +122,15 @@ def test_root_cause_of_a_graph_op_reports_its_inputs_and_user_line(logdir):
     add_step(run, [FINITE, NEG_INF, NAN])
     run.writer.close()
     cause = DumpReader(run.path).root_cause()
+    assert cause is not None
+    assert cause.trace is not None
+    assert cause.op is not None
     assert (cause.op.name, cause.trace.index, cause.alert.kind) == ("Log", 4, "graph")
+    assert cause.execution is not None
     assert cause.execution.index == 1 and cause.execution.is_function
-    assert cause.inputs[0][0].op_id == 0 and cause.inputs[0][1].zero == 1
+    assert cause.inputs[0][0].op_id == 0 and present(cause.inputs[0][1]).zero == 1
     assert cause.input_indices == [3]  # the Placeholder's trace in the same call
+    assert cause.frame is not None
     assert cause.frame.path == "/home/me/project/train.py" and cause.frame.is_user
 
 
@@ -132,10 +143,13 @@ def test_eager_root_cause_follows_tensor_ids_to_the_producing_execution(logdir):
     run.writer.close()
     reader = DumpReader(run.path)
     cause = reader.root_cause()
-    assert cause.op is None and cause.execution.index == 2 and cause.alert.op_type == "Log"
+    assert cause is not None
+    assert cause.op is None and present(cause.execution).index == 2 and cause.alert.op_type == "Log"
     assert [(ref.name, ref.execution_index) for ref, _ in cause.inputs] == [("Const:0", 1)]
+    assert cause.inputs[0][1] is not None
     assert cause.inputs[0][1].neg_inf == 0
-    assert cause.frame.line == 4 and cause.line_text.strip() == "y = tf.math.log(x)"
+    assert cause.frame is not None
+    assert cause.frame.line == 4 and present(cause.line_text).strip() == "y = tf.math.log(x)"
 
 
 def test_no_alerts_no_root_cause(run):
@@ -167,14 +181,16 @@ def test_full_tensor_values_summaries_and_alerts(logdir):
     w.close()
     reader = DumpReader(run.path)
     np.testing.assert_array_equal(reader.trace_value(1), log)
-    assert reader.trace_value(1).dtype == np.float32
+    assert present(reader.trace_value(1)).dtype == np.float32
     summary = reader.trace(1).summary
+    assert summary is not None
     assert (summary.mode, summary.neg_inf, summary.pos, summary.size) == ("FULL_TENSOR", 1, 1, 3)
     assert reader.trace_alert_indices().tolist() == [1]
-    assert reader.root_cause().op.name == "Log"
+    assert present(present(reader.root_cause()).op).name == "Log"
     value = reader.execution_value(0, 0)
+    assert value is not None
     assert value.tolist() == [[1, -2]] and value.dtype == np.int32
-    assert reader.execution(0).summaries[0].neg == 1
+    assert present(present(reader.execution(0).summaries)[0]).neg == 1
     assert reader.execution_value(0, 1) is None
 
 

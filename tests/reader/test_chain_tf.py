@@ -15,6 +15,7 @@ import reader
 from reader.analysis.diagnosis import chain_rules
 from reader.analysis.diagnosis.diagnosis import diagnose_root_cause
 from tests.conftest import CHAINS_PROGRAM
+from tests.present import present
 from tfdbg_tui.commands.report import main as report_main
 
 # case -> (origin kind, origin op, root op, pattern).
@@ -53,8 +54,8 @@ def test_every_origin_rule_has_a_case():
 def test_the_chain_runs_from_its_origin_to_the_root_cause(chain_dumps, case):
     kind, origin_op, root_op, pattern = CHAIN_CASES[case]
     with reader.open_run(os.path.join(chain_dumps, case)) as dump:
-        diagnosis = diagnose_root_cause(dump)
-        cause = dump.root_cause()
+        diagnosis = present(diagnose_root_cause(dump))
+        cause = present(dump.root_cause())
     assert diagnosis.pattern == pattern
     chain = diagnosis.chain
     assert len(chain) >= 2
@@ -65,11 +66,11 @@ def test_the_chain_runs_from_its_origin_to_the_root_cause(chain_dumps, case):
         CHAINS_PROGRAM,
         marked_line(f"# ORIGIN {case}") or marked_line(f"# BUG {case}"),
     )
-    assert (root.op_type, root.trace) == (root_op, cause.trace.index)
+    assert (root.op_type, root.trace) == (root_op, present(cause.trace).index)
     assert root.line == marked_line(f"# BUG {case}")
     # Upstream first: every link's trace comes before the next one's.
-    traces = [link.trace for link in chain]
-    assert traces == sorted(traces) and None not in traces
+    traces = [present(link.trace) for link in chain]
+    assert traces == sorted(traces)
     assert f"They began upstream: {origin.subject} {origin.why}" in diagnosis.explanation
     assert diagnosis.chain_note is None
     assert diagnosis.evidence[-1].startswith(f"{origin_op} ") or "Cast" in diagnosis.evidence[-1]
@@ -77,7 +78,7 @@ def test_the_chain_runs_from_its_origin_to_the_root_cause(chain_dumps, case):
 
 def test_saturation_says_exactly_one(chain_dumps):
     with reader.open_run(os.path.join(chain_dumps, "sigmoid_saturation")) as dump:
-        diagnosis = diagnose_root_cause(dump)
+        diagnosis = present(diagnose_root_cause(dump))
     origin, between, _ = diagnosis.chain
     assert origin.expression == "tf.sigmoid(logits)" and "exactly 1.0" in origin.why
     assert between.expression == "1.0 - p" and "2 exact zeros" in between.why
@@ -85,9 +86,10 @@ def test_saturation_says_exactly_one(chain_dumps):
 
 def test_a_mode_without_counts_says_which_would_show_the_chain(chain_dumps):
     with reader.open_run(os.path.join(chain_dumps, "sigmoid_saturation-CURT_HEALTH")) as dump:
-        diagnosis = diagnose_root_cause(dump)
+        diagnosis = present(diagnose_root_cause(dump))
     assert diagnosis.chain == ()
-    assert "CURT_HEALTH" in diagnosis.chain_note and "FULL_HEALTH" in diagnosis.chain_note
+    note = present(diagnosis.chain_note)
+    assert "CURT_HEALTH" in note and "FULL_HEALTH" in note
     assert "began upstream" not in diagnosis.explanation
 
 
@@ -95,9 +97,10 @@ def test_a_mode_without_counts_says_which_would_show_the_chain(chain_dumps):
 def test_the_fix_fits_the_op_where_it_ran(chain_dumps, case):
     family, context, words, never = FIX_CASES[case]
     with reader.open_run(os.path.join(chain_dumps, case)) as dump:
-        diagnosis = diagnose_root_cause(dump)
-    assert (diagnosis.fix.family, diagnosis.fix.context) == (family, context)
-    assert diagnosis.suggestion == diagnosis.fix.text
+        diagnosis = present(diagnose_root_cause(dump))
+    fix = present(diagnosis.fix)
+    assert (fix.family, fix.context) == (family, context)
+    assert diagnosis.suggestion == fix.text
     assert all(word in diagnosis.suggestion for word in words), diagnosis.suggestion
     assert not any(word in diagnosis.suggestion for word in never), diagnosis.suggestion
 

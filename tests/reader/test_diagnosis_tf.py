@@ -17,6 +17,7 @@ import reader
 from reader.analysis.diagnosis import op_patterns
 from reader.analysis.diagnosis.diagnosis import PATTERNS, diagnose_alert, diagnose_cause
 from reader.analysis.diagnosis.registry import rule_of
+from tests.present import present
 from tests.reader.conftest import HARM_PATTERN_CASES, PATTERN_CASES, PATTERN_RUNS, TF_PROGRAMS
 from tfdbg_tui.commands.report import main as report_main
 
@@ -34,7 +35,7 @@ def _bug_line(case: str) -> int:
 
 def _diagnosed_alert(dump: reader.DumpReader, case: str, op_type: str):
     if case not in PATTERN_RUNS:
-        return dump.root_cause().alert
+        return present(dump.root_cause()).alert
     return next(a for a in dump.alerts().alerts if a.op_type == op_type)
 
 
@@ -51,10 +52,13 @@ def test_diagnosis_names_pattern_op_and_expression(pattern_dumps, case):
         alert = _diagnosed_alert(dump, case, op_type)
         diagnosis = diagnose_alert(dump, alert)
         local = dump.root_cause(alert) if case in PATTERN_RUNS else dump.root_cause()
+        assert diagnosis.alert is not None
         assert (diagnosis.pattern, diagnosis.alert.op_type) == (pattern, op_type)
         if SPANS:
             assert f"`{expression}`" in diagnosis.explanation
         else:
+            assert local is not None
+            assert local.frame is not None
             assert local.frame.column is None and expression not in diagnosis.explanation
         # The op's own patterns give the fix table's entry for the op where it ran, else
         # their rule's fix, but an input whose source is known
@@ -76,7 +80,9 @@ def test_diagnosis_names_pattern_op_and_expression(pattern_dumps, case):
         tensor = f"{alert.op_name or alert.op_type}:{alert.slot}"
         assert any(line.startswith(f"output `{tensor}` ") for line in diagnosis.evidence)
         if case not in PATTERN_RUNS:
+            assert local is not None
             assert diagnose_cause(dump, local) == diagnosis
+            assert local.frame is not None
             assert (local.frame.path, local.frame.line) == (PROGRAM, _bug_line(case))
 
 
@@ -109,7 +115,7 @@ def test_report_json_carries_diagnosis_and_expression(pattern_dumps, case, capsy
 
 def test_counts_are_cited(pattern_dumps):
     with reader.open_run(os.path.join(pattern_dumps, "log_zero")) as dump:
-        diagnosis = diagnose_alert(dump, dump.root_cause().alert)
+        diagnosis = diagnose_alert(dump, present(dump.root_cause()).alert)
     assert "1 exact zero among 4 values" in diagnosis.explanation
     assert "log(0) = -inf" in diagnosis.explanation
     assert any("1 zero" in line for line in diagnosis.evidence)

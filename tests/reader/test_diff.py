@@ -22,6 +22,7 @@ from reader.analysis.compare.diff import (
     VALUES,
     compare_runs,
 )
+from tests.present import present
 from tfdbg_tui.commands.diff_report import main as diff_main
 from tfdbg_tui.exit_codes import EXIT_NO_DUMP, EXIT_OK, EXIT_USAGE
 
@@ -244,6 +245,7 @@ def test_align_runs_maps_b_traces_to_a_and_lists_the_divergences(runs):
         alignment = align_runs(a, b)
         assert alignment.diff == compare_runs(a, b)
         first = alignment.diff.first_divergence
+        assert first is not None
         assert alignment.first == first.b.index
         assert alignment.counterpart_of(first.b.index) == first.a.index
         assert alignment.reason_of(first.b.index) == FINITENESS
@@ -251,12 +253,13 @@ def test_align_runs_maps_b_traces_to_a_and_lists_the_divergences(runs):
         # the same op name.
         unmatched = [i for i in range(b.num_traces) if alignment.counterpart_of(i) is None]
         assert len(unmatched) == 9
-        assert {b.op(b.traces(i, i + 1)[0].op_id).op_type for i in unmatched} == {"Cast"}
+        assert {b.op(present(b.traces(i, i + 1)[0].op_id)).op_type for i in unmatched} == {"Cast"}
         for i in range(b.num_traces):
             j = alignment.counterpart_of(i)
             if j is not None:
                 assert (
-                    a.op(a.traces(j, j + 1)[0].op_id).name == b.op(b.traces(i, i + 1)[0].op_id).name
+                    a.op(present(a.traces(j, j + 1)[0].op_id)).name
+                    == b.op(present(b.traces(i, i + 1)[0].op_id)).name
                 )
         # The divergences: the overflowing Sum and what it flows into, in each step.
         divergent = [int(i) for i in alignment.divergent]

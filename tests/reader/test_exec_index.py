@@ -24,6 +24,7 @@ from reader.index import exec_scan, segment_reader
 from reader.index.execution_index import ExecutionIndex
 from reader.index.segment_reader import SegmentReader, list_segments
 from reader.loading.run_loader import RunLoader
+from tests.present import present
 from tests.synthetic import FINITE, NAN, NEG_INF, add_legacy_execution, make_run, segment_path
 
 _COLUMNS = (
@@ -43,7 +44,7 @@ _COLUMNS = (
 def _reference(path: str, mode: str) -> ExecutionIndex:
     """The index `ExecutionIndex.add` builds from every decoded record."""
     index = ExecutionIndex(mode)
-    for number in list_segments(path)[fmt.STREAM_EXECUTIONS]:
+    for number in present(list_segments(path))[fmt.STREAM_EXECUTIONS]:
         segment = SegmentReader(
             os.path.join(path, fmt.segment_filename(fmt.STREAM_EXECUTIONS, number)),
             fmt.STREAM_EXECUTIONS,
@@ -100,7 +101,11 @@ def _eager(run, op_type, outputs, rows, graph=None, inputs=(1, 2)):
 def _mixed_run(logdir, mode=fmt.FULL_HEALTH, chunked=False):
     run = make_run(logdir, mode=mode, legacy=not chunked)
     width = len(fmt.SUMMARY_COLUMNS[mode])
-    rows = {"finite": FINITE[:width], "nan": NAN[:width], "inf": NEG_INF[:width]}
+    rows: dict[str, list[float]] = {
+        "finite": FINITE[:width],
+        "nan": NAN[:width],
+        "inf": NEG_INF[:width],
+    }
     if mode == fmt.CURT_HEALTH:
         rows = {"finite": [0.0], "nan": [1.0], "inf": [1.0]}
     tensor = 0
@@ -223,11 +228,11 @@ def test_chunks_index_and_read_as_the_records_they_replace(tmp_path, monkeypatch
     from instrument.dump import columnar_chunks
 
     monkeypatch.setattr(columnar_chunks, "EXECUTION_ROWS", 64)  # several chunks, one partial
-    runs = {}
-    for chunked in (False, True):
-        run, _ = _mixed_run(str(tmp_path / str(chunked)), mode, chunked=chunked)
+    runs: dict[bool, DumpReader] = {}
+    for as_chunks in (False, True):
+        run, _ = _mixed_run(str(tmp_path / str(as_chunks)), mode, chunked=as_chunks)
         run.writer.close()
-        runs[chunked] = DumpReader(run.path)
+        runs[as_chunks] = DumpReader(run.path)
     legacy, chunked = runs[False], runs[True]
     assert chunked.num_executions == legacy.num_executions == 300
     for name in (

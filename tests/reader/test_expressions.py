@@ -6,6 +6,7 @@ import pytest
 
 from reader.analysis.diagnosis.expressions import expression_text, line_span
 from reader.model import Frame
+from tests.present import present
 
 
 def _frame(column: int, end_line: int, end_column: int) -> Frame:
@@ -36,7 +37,7 @@ def test_a_block_header_spans_its_own_expression(header, expression):
     header's iterable, test or context manager, without its comment or body."""
     lines = (header, "        train_step(x, y)")
     frame = _frame(4, 2, 24)
-    start, end = line_span(frame, header)
+    start, end = present(line_span(frame, header))
     assert header[start:end] == expression
     assert expression_text(frame, lines) == expression
 

@@ -17,6 +17,7 @@ import reader
 from instrument.dump.flight_recorder import PINNED_SEGMENT_LIMIT, FirstAlert
 from instrument.non_finite import NonFiniteError, first_alert_error
 from reader import format as fmt
+from tests.present import present
 from tests.synthetic import (
     FINITE,
     FLIGHT_ALERT_STEP,
@@ -39,6 +40,7 @@ def test_the_first_alert_survives_and_the_dump_ends_with_the_latest(logdir):
     run = write_long_run(logdir)
     with reader.open_run(run.path) as dump:
         cause = dump.root_cause()
+        assert cause is not None
         assert cause.alert.op_type == "Log" and cause.alert.neg_inf == 1
         steps = dump.steps()
         assert steps.function == "step"
@@ -54,7 +56,7 @@ def test_the_first_alert_survives_and_the_dump_ends_with_the_latest(logdir):
         (gap,) = steps.gaps
         assert gap.executions == (pinned[1], tail[0])
         assert gap.traces == (pinned_t[1], tail_t[0])
-        first_lost, last_lost = gap.steps
+        first_lost, last_lost = present(gap.steps)
         assert first_lost > ALERT_STEP and last_lost < tail[0]
         assert gap.describe() == f"steps {first_lost}-{last_lost} not kept"
         assert gap.after_execution == pinned[1] - 1
@@ -90,7 +92,7 @@ def test_disk_use_is_bounded_and_old_segments_leave(logdir):
     with reader.open_run(run.path) as dump:
         kept = sum(e - b for b, e in dump.kept_traces())
         assert kept <= (PINNED_SEGMENT_LIMIT + 1) * N + 2 * N + 6
-        assert dump.root_cause().alert.op_type == "Log"
+        assert present(dump.root_cause()).alert.op_type == "Log"
 
 
 def test_a_long_alert_step_is_pinned_up_to_the_limit(logdir):
@@ -114,7 +116,7 @@ def test_a_long_alert_step_is_pinned_up_to_the_limit(logdir):
         # The segment before the alert (N and a chunk), the pinned one (up to the limit
         # and a chunk).
         assert pinned[1] - pinned[0] <= (PINNED_SEGMENT_LIMIT + 1) * N + 2 * 3
-        assert dump.root_cause().alert.op_type == "Log"
+        assert present(dump.root_cause()).alert.op_type == "Log"
 
 
 @pytest.mark.parametrize("lag", [3, 30], ids=["lag-3-steps", "lag-past-the-pin-limit"])
@@ -147,6 +149,7 @@ def test_traces_that_arrive_after_their_call_are_pinned_with_it(logdir, lag):
     w.close()
     with reader.open_run(run.path) as dump:
         cause = dump.root_cause()
+        assert cause is not None
         assert cause.alert.op_type == "Log" and cause.alert.kind == "graph"
         assert dump.steps().first_alert_step == ALERT_STEP
         assert dump.execution(cause.alert.step).op_type == "__inference_step_7"
@@ -175,7 +178,7 @@ def test_a_live_reader_follows_the_pinning(logdir):
     with reader.open_run(run.path) as fresh:
         assert dump.kept_executions() == fresh.kept_executions()
         assert dump.kept_traces() == fresh.kept_traces()
-        assert dump.root_cause().alert.index == fresh.root_cause().alert.index
+        assert present(dump.root_cause()).alert.index == present(fresh.root_cause()).alert.index
         assert dump.steps().gaps == fresh.steps().gaps
     kept = sum(e - b for b, e in dump.kept_executions())
     assert dropped == STEPS - kept
@@ -200,7 +203,7 @@ def test_killed_while_the_window_is_pinned_the_dump_opens(logdir):
         f.truncate(os.path.getsize(open_segment) - 5)
     with reader.open_run(run.path) as dump:
         assert not dump.finished and not dump.damage
-        assert dump.root_cause().alert.op_type == "Log"
+        assert present(dump.root_cause()).alert.op_type == "Log"
         assert dump.steps().first_alert_step == ALERT_STEP
 
 
@@ -334,4 +337,4 @@ def test_records_the_buffer_drops_before_a_flush_are_never_written(logdir, monke
     with reader.open_run(run.path) as dump:
         (kept,) = dump.kept_traces()
         assert kept[1] == 132 and kept[1] - kept[0] >= N
-        assert dump.trace_value(kept[1] - 1).tolist() == [0.0, 1.0, 2.0, 3.0]
+        assert present(dump.trace_value(kept[1] - 1)).tolist() == [0.0, 1.0, 2.0, 3.0]

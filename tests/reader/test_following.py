@@ -11,6 +11,7 @@ from reader import DumpReader, UnknownIdError
 from reader import format as fmt
 from reader.byte_sources import Part
 from reader.loading import run_loader as run_loader_module
+from tests.present import present
 from tests.synthetic import FINITE, NAN, NEG_INF, add_step, make_run, segment_path
 
 
@@ -90,6 +91,7 @@ def test_traces_and_execution_before_their_definitions(logdir):
     alerts = reader.alerts()
     assert alerts.total == 2 and alerts.alerts[0].op_name is None
     cause = reader.root_cause()
+    assert cause is not None
     assert cause.op is None and cause.frame is None
 
     w.flush()
@@ -101,8 +103,11 @@ def test_traces_and_execution_before_their_definitions(logdir):
     alerts = reader.alerts()
     assert alerts.alerts[0].op_name == "log" and alerts.alerts[0].graph_name == "late_fn"
     cause = reader.root_cause()
-    assert cause.op.name == "log" and cause.frame.path == "/home/me/late.py"
+    assert cause is not None
+    assert cause.op is not None
+    assert cause.op.name == "log" and present(cause.frame).path == "/home/me/late.py"
     assert cause.line_text == "b = tf.math.log(a)"
+    assert cause.inputs[0][1] is not None
     assert cause.inputs[0][1].nan == 0
     w.close()
 
@@ -193,6 +198,7 @@ def test_segment_vanishing_between_listing_and_reading(run, monkeypatch):
 
     def listing_with_a_ghost(path, store=None, fresh_within=0.0):
         found = real(path, store, fresh_within)
+        assert found is not None
         found[fmt.STREAM_EXECUTIONS][7] = [Part(os.path.join(path, "executions.000007.tfdbg"), 0)]
         return found
 
@@ -248,4 +254,4 @@ def test_following_a_writer_thread_sees_monotonic_consistent_growth(logdir):
     assert list(executions) == sorted(executions) and list(traces) == sorted(traces)
     assert (reader.num_executions, reader.num_traces) == (400, 1200)
     assert reader.finished and reader.damage == ()
-    assert reader.root_cause().trace.index == 901
+    assert present(present(reader.root_cause()).trace).index == 901

@@ -10,6 +10,7 @@ from reader import DumpReader
 from reader import format as fmt
 from reader.analysis.compare.diff import FINITENESS, STATS, compare_runs
 from reader.analysis.diagnosis.diagnosis import diagnose_cause
+from tests.present import present
 from tests.synthetic import FLOAT32, stats_row, write_exp_overflow_run
 
 
@@ -30,9 +31,11 @@ def test_statistics_read_back_and_nan_means_none(tmp_path):
         ],
     )
     w.close()
-    first, second = DumpReader(w.path).execution(0).summaries
+    first, second = present(DumpReader(w.path).execution(0).summaries)
+    assert first is not None
     assert (first.min, first.max, first.mean, first.std) == (-2.5, 7.25, 1.5, 0.25)
     assert first.neg == 2 and first.pos == 2 and not first.is_alert
+    assert second is not None
     assert (second.min, second.max, second.mean, second.std) == (None, None, None, None)
     assert second.is_alert and second.pos_inf == 2
 
@@ -40,7 +43,7 @@ def test_statistics_read_back_and_nan_means_none(tmp_path):
 def test_diagnosis_names_the_exp_input_above_the_float32_limit(tmp_path):
     reader = DumpReader(write_exp_overflow_run(tmp_path, 95.5))
     cause = reader.root_cause()
-    assert cause is not None and cause.op.op_type == "Exp"
+    assert cause is not None and present(cause.op).op_type == "Exp"
     diagnosis = diagnose_cause(reader, cause)
     assert diagnosis.pattern == "overflow"
     assert "reached 95.5" in diagnosis.explanation

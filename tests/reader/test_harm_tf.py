@@ -19,6 +19,7 @@ import reader
 from reader.analysis.diagnosis.diagnosis import diagnose_alert, diagnose_cause
 from reader.analysis.diagnosis.verdict import healthy_verdict
 from reader.analysis.hunt.harm import LOSS_SCALE_COLLAPSE_STEPS
+from tests.present import present
 from tests.reader.conftest import TF_PROGRAMS
 from tfdbg_tui.commands.report import main as report_main
 
@@ -74,7 +75,7 @@ def test_a_custom_loop_whose_scaler_was_built_first_is_healthy(harm_dumps, capsy
         summary = dump.alerts()
         assert summary.total > 0 and summary.contained["loss_scale"] == summary.total
         assert dump.root_cause() is None
-        assert "divide the gradients" in dump.harm().loss_scale_evidence
+        assert "divide the gradients" in present(dump.harm().loss_scale_evidence)
     report = _report(harm_dumps, "mixed_loop_built", capsys)
     assert report["first_alert"] is None
     assert report["diagnosis"]["pattern"] == "expected_loss_scaling"
@@ -111,9 +112,11 @@ def test_masked_logsumexp_lands_on_the_subtraction(harm_dumps, capsys):
     """The fully masked row's -inf is deliberate; the NaN is made by -inf - (-inf)."""
     with reader.open_run(os.path.join(harm_dumps, "masked_logsumexp")) as dump:
         cause = dump.root_cause()
+        assert cause is not None
         assert (cause.alert.op_type, cause.alert.op_name) == ("Sub", "sub")
+        assert cause.frame is not None
         assert cause.frame.line == _harm_line("masked_logsumexp")
-        assert dump.first_alert().op_type == "Sub"
+        assert present(dump.first_alert()).op_type == "Sub"
         contained = {a.op_type: a.contained for a in dump.alerts().alerts}
         assert contained["Const"] == contained["SelectV2"] == contained["Max"] == "deliberate"
         assert diagnose_cause(dump, cause).pattern == "inf_arithmetic"
@@ -127,6 +130,8 @@ def test_an_additive_mask_of_inf_lands_on_the_product(harm_dumps, capsys):
     meets the mask's zeros; the diagnosis says so and suggests a select."""
     with reader.open_run(os.path.join(harm_dumps, "additive_mask")) as dump:
         cause = dump.root_cause()
+        assert cause is not None
+        assert cause.frame is not None
         assert (cause.alert.op_type, cause.frame.line) == ("Mul", _harm_line("additive_mask"))
         diagnosis = diagnose_cause(dump, cause)
         assert diagnosis.pattern == "inf_arithmetic"
@@ -144,6 +149,9 @@ def test_one_batch_out_of_range_is_a_spike_not_a_divergence(harm_dumps, capsys):
     program clips already)."""
     with reader.open_run(os.path.join(harm_dumps, "outlier_batch")) as dump:
         cause = dump.root_cause()
+        assert cause is not None
+        assert cause.trace is not None
+        assert cause is not None
         step = dump.steps().of_execution(cause.trace.step)
         assert step == 40 // 8
         diagnosis = diagnose_cause(dump, cause)
@@ -159,6 +167,7 @@ def test_a_float16_gradient_that_overflows_is_an_overflow(harm_dumps):
     float16, with the largest input magnitude, not a "singular point" of a forward op."""
     with reader.open_run(os.path.join(harm_dumps, "float16_gradient")) as dump:
         cause = dump.root_cause()
+        assert cause is not None
         assert dump.place(cause.alert).phase == "gradient"
         diagnosis = diagnose_cause(dump, cause)
         assert diagnosis.pattern == "overflow"
@@ -185,7 +194,9 @@ def test_where_gradient_trap(harm_dumps, capsys):
         by_op = {a.op_name: a for a in dump.alerts().alerts}
         assert by_op["Log"].contained == "discarded"
         cause = dump.root_cause()
+        assert cause is not None
         assert cause.alert.op_type == "Reciprocal"
+        assert cause.frame is not None
         assert cause.frame.line == _harm_line("where_trap")
         diagnosis = diagnose_cause(dump, cause)
         assert diagnosis.pattern == "where_gradient_trap"
@@ -202,8 +213,9 @@ def test_loss_scale_collapse(harm_dumps, capsys):
         harm = dump.harm()
         assert len(harm.collapse_steps) >= LOSS_SCALE_COLLAPSE_STEPS
         assert harm.collapse_steps[0] == 0
-        assert dump.root_cause() is not None
-        diagnosis = diagnose_cause(dump, dump.root_cause())
+        cause = dump.root_cause()
+        assert cause is not None
+        diagnosis = diagnose_cause(dump, cause)
         assert diagnosis.pattern == "loss_scale_collapse"
         last = harm.collapse_steps[-1]
         assert f"every step from 0 to {last}" in diagnosis.explanation
@@ -221,17 +233,18 @@ def test_divergence_says_since_when_and_how_fast(harm_dumps, case):
     """FULL_HEALTH's magnitudes (format 2.2) show the growth as FULL_STATS' min and max."""
     with reader.open_run(os.path.join(harm_dumps, case)) as dump:
         cause = dump.root_cause()
+        assert cause is not None
         diagnosis = diagnose_cause(dump, cause)
         assert diagnosis.pattern == "divergence"
         assert (
             "at step 0 to " in diagnosis.explanation and " per step over " in diagnosis.explanation
         )
-        assert dump.steps().of_execution(cause.alert.step) > 10
+        assert present(dump.steps().of_execution(cause.alert.step)) > 10
         grew = re.search(
             r"grew from ([0-9.e+-]+) at step 0 to ([0-9.e+-]+) at step (\d+)", diagnosis.explanation
         )
         assert grew and float(grew[2]) / float(grew[1]) >= 100
-        assert int(grew[3]) <= dump.steps().of_execution(cause.alert.step)
+        assert int(grew[3]) <= present(dump.steps().of_execution(cause.alert.step))
 
 
 def test_a_keras_fit_that_diverges_in_a_few_steps_is_a_divergence(harm_dumps):
@@ -240,7 +253,7 @@ def test_a_keras_fit_that_diverges_in_a_few_steps_is_a_divergence(harm_dumps):
     with advice about softmax."""
     with reader.open_run(os.path.join(harm_dumps, "keras_diverging")) as dump:
         cause = dump.root_cause()
-        assert cause is not None and dump.steps().of_execution(cause.alert.step) <= 4
+        assert cause is not None and present(dump.steps().of_execution(cause.alert.step)) <= 4
         diagnosis = diagnose_cause(dump, cause)
         assert diagnosis.pattern == "divergence", diagnosis
         grew = re.search(
@@ -262,7 +275,7 @@ def test_a_divergence_over_calls_of_several_batches_is_paced_per_step(harm_dumps
     """steps_per_execution=2: each call (step) traces the tensor twice; the pace is per
     step, over the steps between the two named, not per trace."""
     with reader.open_run(os.path.join(harm_dumps, "keras_diverging_spe")) as dump:
-        diagnosis = diagnose_cause(dump, dump.root_cause())
+        diagnosis = diagnose_cause(dump, present(dump.root_cause()))
         assert diagnosis.pattern == "divergence", diagnosis
         grew = re.search(
             r"grew from ([0-9.e+-]+) at step (\d+) to ([0-9.e+-]+) at step "
@@ -280,7 +293,8 @@ def test_full_health_magnitudes_are_each_tensors_largest(harm_dumps):
     its largest |x|; growing step by step."""
     with reader.open_run(os.path.join(harm_dumps, "diverging")) as dump:
         cause = dump.root_cause()
-        summaries = [dump.trace(i).summary for i in range(cause.trace.index)]
+        assert cause is not None and cause.trace is not None
+        summaries = [present(dump.trace(i).summary) for i in range(cause.trace.index)]
         finite = [s for s in summaries if not s.is_alert and s.size]
         assert finite and all(s.max_abs is not None and s.max_abs >= 0 for s in finite)
         alerting = [s for s in summaries if s.is_alert]
@@ -290,6 +304,8 @@ def test_full_health_magnitudes_are_each_tensors_largest(harm_dumps):
 def test_acos_domain_error(harm_dumps):
     with reader.open_run(os.path.join(harm_dumps, "acos_domain")) as dump:
         cause = dump.root_cause()
+        assert cause is not None
+        assert cause.frame is not None
         assert cause.frame.line == _harm_line("acos_domain")
         diagnosis = diagnose_cause(dump, cause)
         assert diagnosis.pattern == "domain_error"
@@ -299,6 +315,7 @@ def test_acos_domain_error(harm_dumps):
 def test_adam_epsilon_names_the_optimizer_and_setting(harm_dumps, capsys):
     with reader.open_run(os.path.join(harm_dumps, "adam_epsilon")) as dump:
         cause = dump.root_cause()
+        assert cause is not None
         assert cause.alert.op_type == "RealDiv"
         diagnosis = diagnose_cause(dump, cause)
         assert diagnosis.pattern == "library_nan"
@@ -326,7 +343,7 @@ def test_alerts_carry_phase_and_layer(harm_dumps, case, phase, layer):
         places = [dump.place(a) for a in dump.alerts().alerts]
         found = [p for p in places if p.phase == phase and p.layer]
         assert found, places
-        assert all(re.fullmatch(layer, p.layer) for p in found), {p.layer for p in found}
+        assert all(re.fullmatch(layer, present(p.layer)) for p in found), {p.layer for p in found}
 
 
 def test_curt_health_follows_deliberate_infinities_through_carriers_only(harm_dumps):
@@ -334,9 +351,9 @@ def test_curt_health_follows_deliberate_infinities_through_carriers_only(harm_du
     carries it), and the subtraction is still the root cause (it could make NaN)."""
     with reader.open_run(os.path.join(harm_dumps, "masked_attention_curt")) as dump:
         assert dump.alerts().total and dump.root_cause() is None
-        assert healthy_verdict(dump).pattern == "healthy"
+        assert present(healthy_verdict(dump)).pattern == "healthy"
     with reader.open_run(os.path.join(harm_dumps, "masked_logsumexp_curt")) as dump:
-        assert dump.root_cause().alert.op_type == "Sub"
+        assert present(dump.root_cause()).alert.op_type == "Sub"
 
 
 # -- where a non-finite input came from ------------------------------------------------------
@@ -358,7 +375,9 @@ def test_dataset_input_names_the_batch_and_element(harm_dumps, case, element, po
     expression is the loop's iterable, not the whole loop."""
     with reader.open_run(os.path.join(harm_dumps, case)) as dump:
         cause = dump.root_cause()
+        assert cause is not None
         assert (cause.alert.kind, cause.alert.op_type) == ("eager", "IteratorGetNext")
+        assert cause.frame is not None
         assert cause.frame.line == _harm_line("dataset_batch")
         diagnosis = _input_diagnosis(dump)
         source = diagnosis.source
@@ -390,8 +409,12 @@ def test_a_nan_in_the_data_a_map_transforms_names_the_data_and_batch(harm_dumps)
     cancelling infinities); the batch is the one the train function received."""
     with reader.open_run(os.path.join(harm_dumps, "dataset_map")) as dump:
         cause = dump.root_cause()
+        assert cause is not None
+        assert cause.alert.graph_name is not None
         assert cause.alert.graph_name.startswith("Dataset_map")
-        assert cause.alert.op_type == "Sub" and cause.frame.line == _harm_line("dataset_map")
+        assert cause.alert.op_type == "Sub" and present(cause.frame).line == _harm_line(
+            "dataset_map"
+        )
         diagnosis = _input_diagnosis(dump)
         assert (diagnosis.source.kind, diagnosis.source.batch) == ("dataset", 3)
         assert "the data the tf.data pipeline was built from" in diagnosis.explanation
@@ -404,6 +427,8 @@ def test_keras_fit_data_names_the_batch_and_sample(harm_dumps, case, element):
     finish out of order; the batch is the one the train function received."""
     with reader.open_run(os.path.join(harm_dumps, case)) as dump:
         cause = dump.root_cause()
+        assert cause is not None
+        assert cause.alert.graph_name is not None
         assert cause.alert.graph_name.startswith("Dataset_")
         source = _input_diagnosis(dump).source
         assert (source.kind, source.batch, source.element) == ("dataset", 3, element)
@@ -431,7 +456,7 @@ def test_keras_fit_data_under_a_buffer_that_dropped_earlier_batches(harm_dumps):
 )
 def test_python_function_input_names_the_function(harm_dumps, case, op_type, kind, function):
     with reader.open_run(os.path.join(harm_dumps, case)) as dump:
-        assert dump.root_cause().alert.op_type == op_type
+        assert present(dump.root_cause()).alert.op_type == op_type
         diagnosis = _input_diagnosis(dump)
         assert (diagnosis.source.kind, diagnosis.source.function) == (kind, function)
         assert f"the Python function `{function}`" in diagnosis.explanation

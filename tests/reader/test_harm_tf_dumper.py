@@ -15,6 +15,7 @@ import reader
 from reader.analysis.diagnosis.diagnosis import diagnose_cause
 from reader.analysis.diagnosis.verdict import healthy_verdict
 from reader.model import DUMPER_TENSORFLOW
+from tests.present import present
 
 
 def _open(harm_tf_dumps: str, case: str):
@@ -29,7 +30,7 @@ def test_masked_attention_is_healthy_in_both_modes(harm_tf_dumps):
             summary = dump.alerts()
             assert summary.total and summary.contained["deliberate"] == summary.total
             assert dump.first_alert() is None and dump.root_cause() is None
-            assert healthy_verdict(dump).pattern == "healthy"
+            assert present(healthy_verdict(dump)).pattern == "healthy"
 
 
 def test_masked_logsumexp_in_curt_health_is_the_subtraction(harm_tf_dumps):
@@ -50,7 +51,7 @@ def test_where_trap_and_mixed_precision(harm_tf_dumps):
     with _open(harm_tf_dumps, "mixed_precision-FULL_HEALTH") as dump:
         summary = dump.alerts()
         assert summary.total and summary.contained["loss_scale"] == summary.total
-        assert healthy_verdict(dump).pattern == "expected_loss_scaling"
+        assert present(healthy_verdict(dump)).pattern == "expected_loss_scaling"
 
 
 def test_input_sources(harm_tf_dumps):
@@ -65,6 +66,7 @@ def test_input_sources(harm_tf_dumps):
             diagnosis = diagnose_cause(dump, dump.root_cause())
             assert diagnosis.pattern == "nonfinite_input", case
             source = diagnosis.source
+            assert source is not None
             assert (source.kind, source.batch, source.element, source.function) == (
                 kind,
                 batch,

@@ -11,6 +11,7 @@ import pytest
 import reader
 from reader import format as fmt
 from reader.analysis.diagnosis.history import TensorHistory, step_axis, tensor_history
+from tests.present import present
 from tests.synthetic import FINITE, NAN, NEG_INF, add_step, make_run
 
 # tests/programs/patterns.py, case late_log: 300 steps, log(0) from step 250 on.
@@ -20,8 +21,11 @@ LATE_STEPS, LATE_FIRST_BAD_STEP = 300, 250
 def test_history_of_a_culprit_that_broke_at_step_250(pattern_dumps):
     with reader.open_run(os.path.join(pattern_dumps, "late_log")) as dump:
         cause = dump.root_cause()
+        assert cause is not None
+        assert cause.op is not None
         assert (cause.op.op_type, cause.alert.step) == ("Log", LATE_FIRST_BAD_STEP)
         history = tensor_history(dump, cause.op.id, cause.alert.slot)
+        assert history is not None
         assert history.count == LATE_STEPS
         assert history.steps.tolist() == list(range(LATE_STEPS))
         assert history.nonfinite.tolist() == [step >= 250 for step in range(LATE_STEPS)]
@@ -32,11 +36,12 @@ def test_history_of_a_culprit_that_broke_at_step_250(pattern_dumps):
         )
         # Its input (`probs * 1.0`) held a zero but stayed finite all along.
         (ref,) = cause.op.inputs
+        assert ref.op_id is not None
         assert (
-            tensor_history(dump, ref.op_id, ref.slot).describe()
+            present(tensor_history(dump, ref.op_id, ref.slot)).describe()
             == "finite in all 300 traces (steps 0-299)"
         )
-        axis = step_axis([history, tensor_history(dump, ref.op_id, ref.slot)])
+        axis = step_axis([history, present(tensor_history(dump, ref.op_id, ref.slot))])
         assert axis.tolist() == list(range(LATE_STEPS))
         share = history.nonfinite_share(axis, 30)
         assert share.tolist() == [0.0] * 25 + [1.0] * 5
@@ -129,13 +134,15 @@ def test_history_through_the_index_of_a_synthetic_run(logdir):
     run.writer.close()
     with reader.open_run(run.path) as dump:
         log = tensor_history(dump, run.ops["Log"], 0)
+        assert log is not None
         assert log.traces.tolist() == [1, 4, 7, 10]
         assert log.steps.tolist() == [0, 1, 2, 3]
         assert log.describe() == (
             "finite for step 0, first non-finite at step 1 (#4), and in 1 of the 2 traces after"
         )
         assert (
-            tensor_history(dump, run.ops["x"], 0).describe() == "finite in all 4 traces (steps 0-3)"
+            present(tensor_history(dump, run.ops["x"], 0)).describe()
+            == "finite in all 4 traces (steps 0-3)"
         )
 
 
@@ -174,6 +181,7 @@ def test_history_steps_are_the_alerts_steps_not_execution_indices(logdir):
     run.writer.close()
     with reader.open_run(run.path) as dump:
         log = tensor_history(dump, run.ops["Log"], 0)
+        assert log is not None
         assert dump.trace_steps_at(log.traces).tolist() == [1, 4, 7]  # execution indices
         assert log.steps.tolist() == [0, 1, 2]
         assert dump.steps().first_alert_step == 2
@@ -189,6 +197,7 @@ def test_a_run_without_steps_names_executions(logdir):
     run.writer.close()
     with reader.open_run(run.path) as dump:
         log = tensor_history(dump, run.ops["Log"], 0)
+        assert log is not None
         assert log.unit == "execution"
         assert (
             log.describe() == f"finite for execution {log.steps[0]}, first non-finite at execution "

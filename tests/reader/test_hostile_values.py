@@ -34,6 +34,7 @@ from reader import DumpError, DumpReader, byte_sources
 from reader import format as fmt
 from reader.limits import MAX_INFLATED_VALUE_BYTES
 from tests.peak_memory import address_space_limit, peak_memory
+from tests.present import present
 from tests.reader.hostile_dumps import (
     CASES,
     bomb_value,
@@ -171,7 +172,7 @@ def test_hostile_value_is_skipped_and_the_rest_shows(tmp_path, case):
     assert bool(damage) == (case in DAMAGED), damage
     assert all("\n" not in line for line in damage)
     if dump.mode == fmt.FULL_HEALTH:
-        assert dump.num_traces == 6 and dump.root_cause().op.name == "Log"
+        assert dump.num_traces == 6 and present(present(dump.root_cause()).op).name == "Log"
 
 
 def test_device_names_are_kept_by_id_whatever_the_ids(tmp_path):
@@ -262,7 +263,7 @@ def test_an_honest_compressed_value_below_the_ceiling_reads(tmp_path):
     _append_value_trace(path, bomb_value(MAX_INFLATED_VALUE_BYTES))
     dump = DumpReader(path)
     assert dump.damage == ()
-    assert dump.trace_value(0).size == MAX_INFLATED_VALUE_BYTES // 4
+    assert present(dump.trace_value(0)).size == MAX_INFLATED_VALUE_BYTES // 4
 
 
 def _append_value_trace(path: str, value: dict) -> None:
@@ -577,10 +578,10 @@ def hostile_search(
     drawn from per example, the session's seed, the short profile (``max_examples``
     of it when given) or, ``long``, the benchmark-marked long one."""
     base = settings.get_profile("hostile-long") if long else settings.default
-    chosen = settings(
-        base,
-        suppress_health_check=_SUPPRESSED,
-        **({} if max_examples is None else {"max_examples": max_examples}),
+    chosen = (
+        settings(base, suppress_health_check=_SUPPRESSED)
+        if max_examples is None
+        else settings(base, suppress_health_check=_SUPPRESSED, max_examples=max_examples)
     )
 
     def decorate(test: Callable[..., None]) -> Callable[..., None]:

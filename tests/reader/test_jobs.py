@@ -13,6 +13,7 @@ from reader.analysis.jobs import (
     open_landing_run,
     origin_worker,
 )
+from tests.present import present
 from tests.synthetic import FINITE, NAN, add_step, make_run
 
 CLUSTER = "0123456789ab"
@@ -44,7 +45,7 @@ def test_the_landing_is_the_worker_that_went_non_finite_first_not_the_newest(tmp
     assert reader.list_runs(tmp_path)[-1].run_id == zero.writer.run_id
     with open_landing_run(tmp_path) as landed:
         assert landed.run_id == one.writer.run_id
-        assert landed.root_cause().alert.op_type == "Log"
+        assert present(landed.root_cause()).alert.op_type == "Log"
     with reader.open_run(tmp_path) as newest:
         ranked = first_nonfinite_workers(newest)
     assert [(w.task, w.first_step) for w in ranked] == [("worker 1", 1), ("worker 0", 3)]

@@ -59,6 +59,7 @@ def test_a_run_whose_process_ended_is_killed_or_finished(tmp_path, ending, state
         if ending == "kill":
             child.send_signal(signal.SIGKILL)
         else:
+            assert child.stdin is not None
             child.stdin.write("close\n")
             child.stdin.flush()
         child.wait(timeout=60)

@@ -61,6 +61,8 @@ def test_input_produced_long_before_is_found_and_is_the_root_cause(run):
     assert reader.producer_of(2, before=consumer) == (1, 0)
     assert reader.producer_of(10_500, before=consumer) == (502, 0)
     cause = reader.root_cause()
+    assert cause is not None
+    assert cause.execution is not None
     assert cause.execution.index == 1 and cause.alert.op_type == "Log"
     assert [(ref.name, ref.execution_index) for ref, _ in cause.inputs] == [("Const:0", 0)]
 

@@ -72,6 +72,9 @@ def test_the_writers_library_flag_wins_over_the_path(tmp_path):
         assert frame is not None and frame.path == "/home/me/keras/instrument/train.py"
         assert not reader.source_file(mine).is_library
         cause = reader.root_cause()
+        assert cause is not None
+        assert cause.op is not None
+        assert cause is not None
         assert cause.op.id == log and cause.line_text == "y = tf.math.log(x)"
     # Without the flag (a writer that did not record it) the path decides.
     assert is_library_file({}, "/home/me/keras/train.py")

@@ -21,6 +21,7 @@ from reader.analysis.dump_reader import DumpReader
 from reader.run.definition_queries import DefinitionQueries
 from reader.run.indexed_run import IndexedRun
 from reader.run.run_protocol import Run
+from tests.present import present
 from tests.synthetic import FINITE, NAN, NEG_INF, add_step, make_run
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -97,8 +98,11 @@ def test_definition_queries_are_a_member_of_the_run(logdir):
         definitions = [v for v in vars(dump).values() if isinstance(v, DefinitionQueries)]
         assert len(definitions) == 1
         trace = dump.trace(dump.trace_alert_indices()[0])
-        assert dump.op(trace.op_id) == definitions[0].op(trace.op_id)
-        assert dump.graph(dump.op(trace.op_id).graph_id).id == dump.op(trace.op_id).graph_id
+        assert dump.op(present(trace.op_id)) == definitions[0].op(present(trace.op_id))
+        assert (
+            dump.graph(dump.op(present(trace.op_id)).graph_id).id
+            == dump.op(present(trace.op_id)).graph_id
+        )
 
 
 def test_alert_rows_are_public_queries(logdir):

@@ -13,6 +13,7 @@ import sys
 import pytest
 
 import reader
+from tests.present import present
 from tests.reader.conftest import TF_BUGS
 
 
@@ -32,7 +33,8 @@ def test_root_cause_names_the_buggy_op_and_line(tf_dumps, name):
     # The inputs of the root-cause op held no NaN or infinity.
     assert cause.inputs and all(s is None or not s.is_alert for _, s in cause.inputs)
     if kind == "graph":
-        assert cause.op.op_type == op_type and cause.trace.summary.is_alert
+        assert cause.op is not None
+        assert cause.op.op_type == op_type and present(present(cause.trace).summary).is_alert
 
 
 def test_while_loop_bug_is_in_the_loop_body_at_its_first_bad_iteration(tf_dumps):
@@ -40,9 +42,12 @@ def test_while_loop_bug_is_in_the_loop_body_at_its_first_bad_iteration(tf_dumps)
     assert dump.returncode == 0, dump.stderr[-2000:]
     opened = reader.open_run(dump.logdir)
     cause = opened.root_cause()
+    assert cause is not None
+    assert cause.op is not None
+    assert cause is not None
     sqrt_traces = opened.traces_of(cause.op.id, 0)
     # 6 -> 4.5 -> 3 -> 1.5 -> 0 ... and 9 -> 7.5 ...: the first NaN is not at iteration 1.
-    assert sqrt_traces.size >= 2 and cause.trace.index != sqrt_traces[0]
+    assert sqrt_traces.size >= 2 and present(cause.trace).index != sqrt_traces[0]
     assert "while" in (cause.alert.graph_name or "") or "body" in (cause.alert.graph_name or "")
 
 

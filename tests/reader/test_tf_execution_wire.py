@@ -19,6 +19,7 @@ from reader import format as fmt
 from reader.loading.tf_events import execution_block, wire
 from reader.loading.tf_events.repeating_spans import RepeatingSpans
 from reader.loading.tf_events.schema import DebugEvent
+from tests.present import present
 from tests.reader.execution_paths import assert_same_answers, framed, varint
 
 _OPS = ("MatMul", "AddV2", "Relu", "ReadVariableOp", "AssignSubVariableOp", "Mean", "Log")
@@ -77,6 +78,7 @@ def _event(
         proto = execution.tensor_protos.add()
         if slot == 1:
             continue  # an int32 output: no summary
+        assert kept is not None
         vector = np.zeros(kept.stop)
         vector[kept.start :] = [rng.randrange(4) for _ in range(kept.stop - kept.start)]
         proto.dtype = 2
@@ -117,7 +119,7 @@ def test_a_block_comes_out_as_protobuf_reads_it(mode):
             assert columns.has_summary[at] == bool(proto.tensor_content)
             if proto.tensor_content:
                 assert (
-                    columns.summaries[at].tolist()
+                    present(columns.summaries)[at].tolist()
                     == np.frombuffer(proto.tensor_content, "<f8")[kept].tolist()
                 )
     spans = RepeatingSpans(data, starts, lengths)

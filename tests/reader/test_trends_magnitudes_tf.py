@@ -154,6 +154,7 @@ def test_full_health_fit_explodes_at_the_raised_rate(trend_dumps, facts):
         first, same = health.watch(), stats.watch()
         assert first.first_anomaly is not None and first.first_anomaly.rule == "exploding"
         assert first.first_anomaly.step == facts["lr_raised_health"]["raise_step"]
+        assert same.first_anomaly is not None
         assert (first.first_anomaly.step, first.lead_steps) == (
             same.first_anomaly.step,
             same.lead_steps,

@@ -13,6 +13,7 @@ import pytest
 
 import reader
 from reader.analysis.trends.watch_rules import parse_rule_specs
+from tests.present import present
 from tfdbg_tui.commands import report
 
 HIT_FIELDS = {"rule", "step", "layer", "tensor", "value", "baseline"}
@@ -53,7 +54,7 @@ def test_raised_learning_rate_explodes_steps_before_the_nan(trend_dumps, facts):
         assert all(hit.rule == "exploding" for hit in watched.hits)
         assert [hit.step for hit in watched.hits] == sorted(hit.step for hit in watched.hits)
         # The rule's value is above k times its baseline, as the rule says.
-        assert all(hit.value > 10 * hit.baseline for hit in watched.hits)
+        assert all(hit.value > 10 * present(hit.baseline) for hit in watched.hits)
 
 
 def test_sgd_update_norm_is_the_rate_times_the_gradient_norm(trend_dumps, facts):
@@ -91,8 +92,9 @@ def test_dead_relus_are_vanishing(trend_dumps):
         assert {hit.layer for hit in watched.hits} == {trends.rows[dead]}
         assert sorted(hit.value for hit in watched.hits) == [0.0, 1.0]
         # n steps in a row: the hit is at the n-th step of zeros.
+        assert watched.first_anomaly is not None
         assert watched.first_anomaly.step == int(trends.steps[2])
-        assert dump.watch(parse_rule_specs(["vanishing:n=5"])).first_anomaly.step == int(
+        assert present(dump.watch(parse_rule_specs(["vanishing:n=5"])).first_anomaly).step == int(
             trends.steps[4]
         )
         assert dump.first_alert() is None and dump.alerts().total == 0
@@ -127,7 +129,10 @@ def test_float16_close_to_its_limit(trend_dumps, facts):
         assert headroom[0].baseline == 65504.0
         # The layer is Keras' path for it; the tensor's name carries the name scope's
         # suffix (the scope was entered again when the model was called in fit).
-        assert headroom[0].tensor.endswith("big_1/MatMul:0") and headroom[0].layer.endswith("/big")
+        assert headroom[0].tensor is not None
+        assert headroom[0].tensor.endswith("big_1/MatMul:0") and present(
+            headroom[0].layer
+        ).endswith("/big")
         skipped = [hit.step for hit in watched.hits if hit.rule == "loss_scale"]
         assert skipped == list(dump.harm().skipped_step_numbers) and skipped
         assert dump.watch(parse_rule_specs(["float16_headroom:factor=1.5"])).hits == tuple(

@@ -12,6 +12,7 @@ from instrument.dump.value_encoding import MIN_COMPRESSED_BYTES, encode_value, t
 from reader import DumpError, DumpReader
 from reader import format as fmt
 from reader.values import decode_value, summary_row
+from tests.present import present
 from tests.synthetic import make_run
 
 RNG = np.random.default_rng(7)
@@ -40,6 +41,8 @@ def test_round_trip(array, codec):
     if codec is not None:
         assert len(stored["data"]) < array.nbytes
     decoded = decode_value(stored)
+    assert decoded is not None
+    assert array is not None
     assert decoded.dtype == array.dtype and decoded.shape == array.shape
     np.testing.assert_array_equal(decoded, array)
     # Raw storage decodes to the same array, and encoding is idempotent.
@@ -141,11 +144,13 @@ def test_dump_round_trip_and_corrupt_value(tmp_path, monkeypatch):
     assert reader.execution_record(0)["v"][0]["codec"] == fmt.CODEC_SHUFFLE_ZLIB
     assert "codec" not in reader.execution_record(0)["v"][1]
     summary = reader.trace(0).summary
+    assert summary is not None
+    assert RELU is not None
     assert summary.size == RELU.size and summary.zero == np.count_nonzero(RELU == 0)
-    assert reader.execution(0).summaries[1].neg == 1
+    assert present(present(reader.execution(0).summaries)[1]).neg == 1
     with pytest.raises(DumpError):
         reader.trace_value(2)
-    assert reader.trace(2).summary.size == 0  # indexed, with an all-zero summary
+    assert present(reader.trace(2).summary).size == 0  # indexed, with an all-zero summary
     assert MIN_COMPRESSED_BYTES > small.nbytes
 
 

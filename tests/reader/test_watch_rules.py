@@ -50,6 +50,7 @@ def test_norms_by_layer_are_the_written_norms(trends_run):
 def test_exploding_fires_at_the_jump_with_its_lead_time(trends_run):
     with reader.open_run(trends_run, None) as dump:
         watched = dump.watch()
+        assert watched.first_anomaly is not None
         assert watched.first_anomaly.rule == "exploding"
         assert watched.first_anomaly.step == 6
         assert watched.first_harmful_step == 9 and watched.lead_steps == 3
@@ -57,6 +58,7 @@ def test_exploding_fires_at_the_jump_with_its_lead_time(trends_run):
         assert len(watched.hits) == 6 and {hit.step for hit in watched.hits} == {6}
         # Step 6 is 100x its median, step 7 10,000x: k=1000 fires a step later.
         later = dump.watch(parse_rule_specs(["exploding:k=1000"]))
+        assert later.first_anomaly is not None
         assert later.first_anomaly.step == 7 and later.lead_steps == 2
 
 

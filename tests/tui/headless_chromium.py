@@ -87,7 +87,7 @@ class HeadlessChromium:
         )
         self._ids = itertools.count(1)
         self._session: aiohttp.ClientSession | None = None
-        self._socket: aiohttp.ClientWebSocketResponse | None = None
+        self._socket: aiohttp.ClientWebSocketResponse[bool] | None = None
 
     async def connect(self) -> None:
         """Wait for the DevTools endpoint Chromium prints, and connect to it."""

@@ -47,7 +47,9 @@ class ServedDebugger:
             for line in self.stdout
             if "?token=" in line
         )
-        self.base, self.token = self.url.split("/?token=")
+        base, token = str(self.url).split("/?token=")
+        self.base: str = base
+        self.token: str = token
 
     def poll(self, done: Callable[[], bool], what: str, timeout_s: float = START_TIMEOUT_S) -> None:
         deadline = time.monotonic() + timeout_s

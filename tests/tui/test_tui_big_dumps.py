@@ -3,6 +3,8 @@ long before its consumer is still found."""
 
 from __future__ import annotations
 
+import numpy as np
+
 import reader
 from instrument.dump.writer import DumpWriter
 from reader import format as fmt
@@ -38,7 +40,7 @@ INJECTED = "[red]Log[/red]\x1b[31m\x07"
 def test_execution_detail_finds_an_input_produced_long_before(tmp_path):
     """The timeline's detail names an input's producer however far back it ran."""
     writer = DumpWriter(tmp_path, {"tensor_debug_mode": fmt.FULL_HEALTH}, flush_interval_s=None)
-    row = health_row([1.0, 2.0])
+    row = health_row(np.array([1.0, 2.0]))
 
     def execute(op_type, inputs, outputs):
         return writer.add_execution(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+from tests.present import present
 from tests.reader.test_chain_tf import marked_line
 from tests.tui.tui_helpers import hunted_app, screen_text, wait_for
 from tfdbg_tui.dialogs.text_dialog import TextDialog
@@ -48,7 +49,7 @@ async def test_e_lists_the_chain(chain_dumps):
         await wait_for(pilot, lambda: isinstance(app.screen, TextDialog), what="the dialog")
         await wait_for(pilot, lambda: "Chain" in screen_text(app), what="the chain")
         text = " ".join(screen_text(app).split())
-        origin = marked_line("# ORIGIN sigmoid_saturation")
+        origin = present(marked_line("# ORIGIN sigmoid_saturation"))
         assert (
             f"1. `tf.sigmoid(logits)` (line {origin}) [Sigmoid]: saturated to exactly 1.0" in text
         )

@@ -14,7 +14,8 @@ import pytest
 
 import reader
 from reader.analysis.compare.diff import align_runs
-from tests.tui.tui_helpers import make_app, screen_text, wait_for
+from tests.present import present
+from tests.tui.tui_helpers import debugger_screen, make_app, run_picker, screen_text, wait_for
 from tfdbg_tui.dialogs.prompt import PromptDialog
 from tfdbg_tui.dialogs.run_picker import RunPickerDialog
 from tfdbg_tui.exit_codes import EXIT_NO_DUMP
@@ -190,7 +191,7 @@ async def test_c_compares_with_a_run_given_by_path(run_pair, alignment):
         await wait_for(
             pilot, lambda: "Could not compare" in screen_text(app), what="the error notice"
         )
-        assert not compared(app.screen) and app.screen.comparison.path is None
+        assert not compared(app.screen) and present(debugger_screen(app).comparison).path is None
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, PromptDialog), what="the prompt")
         await pilot.press(*str(run_pair / "base"), "enter")
@@ -219,7 +220,7 @@ async def test_c_picks_another_run_of_the_logdir(run_pair, alignment, tmp_path):
             pilot, lambda: isinstance(app.screen, RunPickerDialog), what="the run picker"
         )
         assert "Compare with which run" in screen_text(app)
-        assert [run.run_id for run in app.screen.runs] == [
+        assert [run.run_id for run in run_picker(app).runs] == [
             reader.list_runs(run_pair / "base")[0].run_id
         ]
         await pilot.press("enter")

@@ -4,12 +4,14 @@ and "B", which under `run --ab` are the directories the runs were recorded into.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from tests.synthetic import FINITE, NAN, NEG_INF, add_step, make_run
 from tests.tui.tui_helpers import make_app, screen_text, wait_for
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 
 
-def _run(logdir, steps: list[list[list[float]]]) -> str:
+def _run(logdir, steps: Sequence[Sequence[Sequence[float]]]) -> str:
     run = make_run(logdir)
     for rows in steps:
         add_step(run, rows)

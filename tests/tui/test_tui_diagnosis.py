@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+from tests.present import present
 from tests.tui.tui_helpers import hunted_app, screen_text, wait_for
 from tfdbg_tui.dialogs.text_dialog import TextDialog
 from tfdbg_tui.panes.graph_structure import GraphStructureList
@@ -118,4 +119,4 @@ async def test_graph_structure_shows_the_culprits_history(pattern_dumps):
         await pilot.press("down")
         assert structure.selected_neighbour is None  # the selected op's row
         await pilot.press("down")
-        assert structure.selected_neighbour.role == "consumer"
+        assert present(structure.selected_neighbour).role == "consumer"

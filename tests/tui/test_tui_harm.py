@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from tests.tui.tui_helpers import make_app, screen_text, wait_for
+from tests.tui.tui_helpers import debugger_screen, make_app, screen_text, wait_for
 from tfdbg_tui.panes.alerts import AlertList
 from tfdbg_tui.widgets.diagnosis_line import DiagnosisLine
 
@@ -15,11 +15,12 @@ async def test_healthy_mixed_precision_run_opens_on_its_verdict(harm_dumps):
     async with app.run_test(size=(120, 30)) as pilot:
         line = app.screen.query_one(DiagnosisLine)
         await wait_for(pilot, lambda: line.diagnosis is not None, what="the verdict")
+        assert line.diagnosis is not None
         assert line.diagnosis.pattern == "expected_loss_scaling"
         assert line.has_class("-clear")  # the calm background, not the error one
         row = screen_text(app).splitlines()[1]
         assert row.startswith(" healthy: loss scaling  No harmful non-finite values;")
-        assert app.screen.root_cause is None
+        assert debugger_screen(app).root_cause is None
 
 
 async def test_contained_alerts_are_dimmed_with_their_reason(harm_dumps):

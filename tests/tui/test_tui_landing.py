@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 
 from tests.synthetic import LOG_LINE, write_nan_dump
-from tests.tui.tui_helpers import make_app, screen_text, wait_for, wait_for_hunt
+from tests.tui.tui_helpers import debugger_screen, make_app, screen_text, wait_for, wait_for_hunt
 from tfdbg_tui.dialogs.run_picker import RunPickerDialog
 from tfdbg_tui.models.source_view import SourceView
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
@@ -64,7 +64,10 @@ async def test_example_lands_on_screen_every_time(example_logdir, size):
         app = make_app(example_logdir)
         async with app.run_test(size=size) as pilot:
             await wait_for_hunt(pilot)
-            root = app.screen.root_cause
+            root = debugger_screen(app).root_cause
+            assert root is not None
+            assert root.trace is not None
+            assert root.frame is not None
             await assert_landed(app, pilot, root.trace.index, root.frame.line)
 
 

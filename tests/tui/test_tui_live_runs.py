@@ -7,7 +7,7 @@ import signal
 
 from reader.run import liveness
 from tests.synthetic import NanModelDump, start_writer
-from tests.tui.tui_helpers import make_app, screen_text, wait_for
+from tests.tui.tui_helpers import debugger_screen, make_app, screen_text, wait_for
 from tfdbg_tui.panes.alerts import AlertList
 from tfdbg_tui.panes.graph_execution import GraphExecutionList
 from tfdbg_tui.panes.timeline import TimelineCells
@@ -47,8 +47,8 @@ async def test_a_live_run_that_stopped_writing_is_flagged_as_maybe_killed(tmp_pa
     app = make_app(tmp_path, poll_interval_s=0.05)
     async with app.run_test(size=(160, 30)) as pilot:
         await wait_for(pilot, lambda: "● LIVE" in screen_text(app), what="live")
-        app.screen.last_growth -= 60  # as if nothing had been written for a minute
-        app.screen.update_status()
+        debugger_screen(app).last_growth -= 60  # as if nothing had been written for a minute
+        debugger_screen(app).update_status()
         await wait_for(
             pilot,
             lambda: "s (live or killed)" in screen_text(app) and "LIVE? idle 6" in screen_text(app),
@@ -80,9 +80,12 @@ async def test_a_run_whose_process_is_killed_is_said_to_be_killed(tmp_path):
         # Opened after the kill, it says so at once.
         app = make_app(tmp_path)
         async with app.run_test(size=(100, 30)) as pilot:
-            await wait_for(pilot, lambda: app.screen.reader is not None, what="opened")
+            await wait_for(
+                pilot, lambda: getattr(app.screen, "reader", None) is not None, what="opened"
+            )
             # Known when the run opened: never shown as live.
-            assert app.screen.run_state == liveness.KILLED and not app.screen.live
+            screen = debugger_screen(app)
+            assert screen.run_state == liveness.KILLED and not screen.live
             await wait_for(
                 pilot,
                 lambda: f"KILLED (pid {child.pid} gone" in screen_text(app),

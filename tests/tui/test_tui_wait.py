@@ -12,8 +12,9 @@ import pytest
 import reader
 from reader.analysis.jobs import first_nonfinite_workers
 from reader.errors import NoRunsError
+from tests.present import present
 from tests.synthetic import FINITE, NAN, add_step, make_run, write_nan_dump
-from tests.tui.tui_helpers import screen_text, wait_for, wait_for_hunt
+from tests.tui.tui_helpers import debugger_screen, screen_text, wait_for, wait_for_hunt
 from tfdbg_tui import logdir_watcher
 from tfdbg_tui.app import DebuggerApp
 from tfdbg_tui.screens.debugger import DebuggerScreen
@@ -73,15 +74,15 @@ async def test_waits_for_the_first_run_then_lands_on_its_root_cause(tmp_path):
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, DebuggerScreen), what="back")
-        assert app.screen.reader is None
+        assert debugger_screen(app).reader is None
         await pilot.press("r")
         await wait_for(
             pilot, lambda: "no run in this logdir yet" in screen_text(app), what="no run to pick"
         )
         dump = write_nan_dump(logdir, finished=False)
         await wait_for_hunt(pilot)
-        assert app.screen.run_id == dump.writer.run_id
-        assert app.screen.root_cause.alert.op_type == "Log"
+        assert debugger_screen(app).run_id == dump.writer.run_id
+        assert present(debugger_screen(app).root_cause).alert.op_type == "Log"
         assert "waiting" not in screen_text(app)
         dump.close()
 
@@ -97,7 +98,7 @@ async def test_waits_for_the_run_asked_for(tmp_path):
         )
         write_nan_dump(tmp_path, run_id="20260102T000000-host-1-bbbbbb")
         await wait_for_hunt(pilot)
-        assert app.screen.run_id == "20260102T000000-host-1-bbbbbb"
+        assert debugger_screen(app).run_id == "20260102T000000-host-1-bbbbbb"
 
 
 async def test_a_job_started_after_the_app_lands_on_the_first_non_finite_worker(tmp_path):
@@ -117,7 +118,7 @@ async def test_a_job_started_after_the_app_lands_on_the_first_non_finite_worker(
             lambda: getattr(app.screen, "root_cause", None) is not None,
             what="worker 1's root cause",
         )
-        assert app.screen.root_cause.alert.op_type == "Log"
+        assert present(debugger_screen(app).root_cause).alert.op_type == "Log"
         await wait_for(
             pilot,
             lambda: "worker 1 went non-finite first: showing its run" in screen_text(app),
@@ -143,7 +144,7 @@ async def test_a_user_who_moved_is_told_not_moved(tmp_path):
             what="the notification",
         )
         assert _shown_run(app) == zero.writer.run_id
-        assert not app.screen.root_cause
+        assert not debugger_screen(app).root_cause
         for run in (zero, one):
             run.writer.close()
 
@@ -160,8 +161,8 @@ async def test_a_finished_job_opens_on_the_first_non_finite_worker(tmp_path):
     app = DebuggerApp(str(tmp_path), reader.list_runs(tmp_path))
     async with app.run_test(size=(120, 30), notifications=True) as pilot:
         await wait_for_hunt(pilot)
-        assert app.screen.run_id == one.writer.run_id
-        assert [w.task for w in first_nonfinite_workers(app.screen.reader)] == [
+        assert debugger_screen(app).run_id == one.writer.run_id
+        assert [w.task for w in first_nonfinite_workers(present(debugger_screen(app).reader))] == [
             "worker 1",
             "worker 0",
         ]
@@ -181,7 +182,9 @@ def test_a_failure_is_tried_again_before_it_is_believed(tmp_path, monkeypatch):
         return real(logdir, run_id, runs)
 
     monkeypatch.setattr(logdir_watcher, "open_for_landing", once_refused)
-    runs, opened = logdir_watcher.wait_for_run(str(tmp_path), None, 0.01, threading.Event())
+    runs, opened = present(
+        logdir_watcher.wait_for_run(str(tmp_path), None, 0.01, threading.Event())
+    )
     assert len(calls) == 2 and opened.reader.run_id == dump.writer.run_id
     assert [run.run_id for run in runs] == [dump.writer.run_id]
     opened.reader.close()

@@ -7,6 +7,8 @@ from contextlib import asynccontextmanager
 
 import reader
 from tfdbg_tui.app import DebuggerApp
+from tfdbg_tui.dialogs.run_picker import RunPickerDialog
+from tfdbg_tui.screens.debugger import DebuggerScreen
 
 # How long a condition may take to come true: generous, as the box is shared.
 WAIT_TIMEOUT_S = 30.0
@@ -75,3 +77,17 @@ async def wait_for_workers(pilot) -> None:
 
     await wait_for(pilot, idle, what="the workers to finish")
     await pilot.pause()
+
+
+def debugger_screen(app) -> DebuggerScreen:
+    """The app's screen, which the test expects to be the debugger's."""
+    screen = app.screen
+    assert isinstance(screen, DebuggerScreen), screen
+    return screen
+
+
+def run_picker(app) -> RunPickerDialog:
+    """The app's screen, which the test expects to be the run picker."""
+    screen = app.screen
+    assert isinstance(screen, RunPickerDialog), screen
+    return screen

@@ -1,4 +1,5 @@
-"""`tfdbg-tui run --ab VARIANT -- python PROGRAM.py ARGS`: two runs, one comparison.
+"""`tfdbg-tui run --ab VARIANT -- python PROGRAM.py ARGS`: two runs, the good and the
+bad one, then `--compare` or `diff`; says when a variant cannot apply.
 
 Run A is the program as it is; run B changes one thing: XLA (off for the functions
 that ask for it; on when none does), the precision (Keras' ``mixed_float16`` policy

@@ -1,5 +1,7 @@
 """`tfdbg-tui LOGDIR [--run ID] [--compare A] [--wait] [--no-mouse]`: check the logdir
-(and A), then run the app.
+(and A), open the run in a thread, run the app (with `--wait` and no run yet, a
+waiting app). The one home of the app's options (`add_app_options`, written back by
+`app_arguments`) and of the logdir's check (`check_logdir`), which `serve` shares.
 
 A path that cannot be opened prints one line on stderr and returns a documented exit
 status (`tfdbg_tui.cli`); it never prints a traceback.

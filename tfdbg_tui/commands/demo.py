@@ -1,4 +1,5 @@
-"""`tfdbg-tui demo [--logdir DIR]`: dump the example program, then open the TUI on it.
+"""`tfdbg-tui demo [--logdir DIR]`: dump the example program in a subprocess, then open
+the TUI on it.
 
 The example (`instrument.examples.debug_mnist`) runs in a subprocess, so this
 process never imports TensorFlow; its output is shown as it comes, with the time

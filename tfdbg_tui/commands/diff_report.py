@@ -1,4 +1,5 @@
-"""`tfdbg-tui diff A B [--json] [--rtol R] [--atol A]`: where a good run and a bad run part.
+"""`tfdbg-tui diff A B [--json] [--rtol R] [--atol A]`: where a good run and a bad run
+part, `reader.analysis.compare.diff` printed (human or `--json`).
 
 A and B are each a run directory, or a logdir whose newest run is taken (``--run-a`` /
 ``--run-b`` pick another). `reader.analysis.compare.diff` aligns their tensors and finds the first

@@ -1,5 +1,9 @@
-"""`PrivateServer`: the debugger behind a web page, for `tfdbg-tui serve`, that only
-the holder of its token can open.
+"""`PrivateServer`: the debugger behind a web page, for `tfdbg-tui serve`, that only the
+holder of its token can open. textual-serve's page and websocket (each tab runs the
+app's own command line, `app_main.app_arguments`, in a process that ends with the
+tab) behind a token that every request carries in the query or the page's cookie,
+compared in constant time; a request without it is refused (403) and logged in one
+line.
 
 textual-serve (the `web` extra) does the serving: its page draws a terminal with
 xterm.js, and each websocket the page opens starts the app's command line in a process

@@ -1,7 +1,7 @@
 """Running a program under `python -m instrument` in a child process, for `tfdbg-tui
-run` and `run --ab`: what runs after ``--``, the child's command line, its signals,
-and what its run file says of the run.
-"""
+run` and `run --ab`: what runs after `--` (`python [-m MODULE | PROGRAM.py] ARGS`),
+the child's command line, its signals (Ctrl+C reaches the program; SIGTERM, SIGHUP,
+SIGQUIT are passed on), and what its run file says of the run."""
 
 from __future__ import annotations
 

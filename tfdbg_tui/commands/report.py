@@ -1,4 +1,5 @@
-"""`tfdbg-tui report LOGDIR [--run ID] [--json]`: a headless summary of one run.
+"""`tfdbg-tui report LOGDIR [--run ID] [--json]`: a headless summary of one run, human
+(Rich `Text`, dump text literal) or `--json` (no Rich).
 
 Prints the run, its mode and counts, what of it is kept on disk (the gaps a circular
 buffer leaves around the first alert's window), the alerts by type and per step, the

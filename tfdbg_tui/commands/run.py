@@ -1,4 +1,7 @@
 """`tfdbg-tui run [OPTIONS] -- python PROGRAM.py ARGS...`: debug a program unedited.
+Runs `python -m instrument` in a child (this process never imports TensorFlow; it
+takes the recording options from `instrument.runner`), then the app or the report;
+its exit statuses.
 
 The program runs in a child process, ``python -m instrument [OPTIONS] PROGRAM.py
 ARGS`` (`instrument.runner`), on this interpreter, so this process never imports

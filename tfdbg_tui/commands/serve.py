@@ -1,5 +1,7 @@
-"""`tfdbg-tui serve LOGDIR [--port N] [--host H] [APP OPTIONS]`: the same debugger in a
-browser.
+"""`tfdbg-tui serve LOGDIR [--port N] [--host H] [APP OPTIONS]` (and `run --serve`): the
+same debugger in a browser. Checks the logdir as `app_main` does, prints the URL with
+its token and the `ssh -L` port forward, warns when the host is not loopback; a port
+or host it cannot listen on is one line and status 10.
 
 The logdir is checked as the app checks it (`app_main.check_logdir`: the same one-line
 errors and statuses), then the page is served by `PrivateServer` (the `web` extra).

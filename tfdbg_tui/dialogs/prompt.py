@@ -1,4 +1,5 @@
-"""A one-line prompt (go to index, search), dismissed with the text or None."""
+"""`PromptDialog`: a one-line prompt (go to a trace, search, the run to compare with),
+dismissed with the text or None."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The run picker: choose one of the runs in a logdir (newest first)."""
+"""`RunPickerDialog`: choose one of the runs in a logdir, newest first, their alerts
+counted in a worker, a multi-worker job's first non-finite worker marked."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""A text in a box of its own, scrollable: the whole diagnosis (`e`) and the writer's
-notices (`!`). Esc, q or the key that opened it closes it."""
+"""`TextDialog`: a text in a box of its own, scrollable: the whole diagnosis (`e`) and
+the writer's notices (`!`). Esc, q or the key that opened it closes it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Graph Execution beside a second run (`tfdbg-tui B --compare A`): what A's side holds.
+"""`TraceComparison`: Graph Execution beside a second run (`tfdbg-tui B --compare A`):
+what A's side of its rows holds (A's counterpart and the fields that differ), set on
+the list by the screen.
 
 Each row of B gets, after its own columns, its counterpart in A
 (`reader.analysis.compare.diff`'s alignment): A's trace index and the same summary

@@ -1,4 +1,5 @@
-"""What the panes show about a selection, read from the dump in a worker thread.
+"""What the panes show about a selection, read from the dump in a worker thread: pure
+functions of a reader.
 
 Pure functions of a run (a `reader.Run`; a trace's context asks its analyses too, a
 `reader.AnalysedRun`): no widgets here. The screen calls them inside

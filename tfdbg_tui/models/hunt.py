@@ -1,4 +1,6 @@
-"""The hunt: what the debugger lands on, read in one go from a run's reader.
+"""The hunt: what the debugger lands on (alerts, root cause, diagnosis, places, steps),
+read in one go from a run's reader; `open_for_landing` opens a run and reads it in
+the opening thread.
 
 The listed alerts, the root cause (the first harmful value) and its diagnosis (or the
 run's healthy verdict), where in the model each listed alert was made, the alert

@@ -1,4 +1,5 @@
-"""What the Source Code pane shows, as data: a file's highlighted lines and a marked line.
+"""`SourceView` and `highlight_source`: what the Source Code pane shows, as data: a
+file's highlighted lines and a marked line.
 
 `highlight_source` is slow for big files; the debugger's workers call it (through
 `tfdbg_tui.models.context_loader.load_source`) and hand the pane a `SourceView`.

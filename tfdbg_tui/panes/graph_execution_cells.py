@@ -1,4 +1,6 @@
-"""How Graph Execution's rows are drawn: the one module that draws its cells.
+"""How Graph Execution's rows are drawn, the one module that draws its cells: its
+columns, which a mode shows (from `reader.format.SUMMARY_COLUMNS`), the header, each
+cell, and A's side when comparing.
 
 Which summary columns a mode shows follows from what the mode records
 (`reader.format.SUMMARY_COLUMNS`), for one run's view and for the comparison's

@@ -1,6 +1,6 @@
-"""The debugger's six panes: `PANES` in the order of their keys (the screen's keys, the
-command palette and `?` read it), and `COLUMNS`, where the debugger screen lays them
-out (app.tcss sizes each by its id)."""
+"""The debugger's six panes: `PANES`, the one list of them in the order of their keys
+(the screen's keys, the command palette and `?` read it), and `COLUMNS`, where the
+debugger screen lays them out (app.tcss sizes each by its id; tested against it)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The tensor value view (FULL_TENSOR dumps): the elements, NaN and inf highlighted.
+"""The tensor value list (FULL_TENSOR dumps): the elements, NaN and inf highlighted.
 
 The elements are flattened in C order and wrapped to the pane's width; each row
 starts with the index of its first element, so any shape scrolls as one list.

@@ -1,4 +1,6 @@
-"""The debugger screen: lays out the six panes and coordinates them.
+"""The debugger screen: lays out the six panes and coordinates them (workers, handlers);
+a thin coordinator that holds its collaborators (`TraceNavigation`, `RunComparison`)
+once the run is open and delegates to them.
 
 Panes post messages up (a tensor, frame or alert was selected); this screen reads
 what they need in thread workers and sets it on them (attributes down). Panes never

@@ -1,4 +1,5 @@
-"""What the debugger screen's workers post to it: the result of one read each.
+"""What the debugger screen's workers post to it: the result of one read each, with a
+token.
 
 The flow is worker -> message -> screen -> pane: a `@work(thread=True)` method of
 `DebuggerScreen` reads the dump and posts one of these; the screen's handler keeps

@@ -1,4 +1,7 @@
-"""Comparing the shown run (B) with another (A): `tfdbg-tui B --compare A`, or `c`.
+"""`RunComparison`, an object the debugger screen holds: comparing the shown run (B)
+with another (A), `tfdbg-tui B --compare A` or `c` (a worker opens A and runs
+`reader.analysis.compare.diff.align_runs`), landing on the first divergence, `F` `d`
+`D`.
 
 `RunComparison` is an object the debugger screen holds once B is open. A worker opens
 A and aligns the two runs (`reader.analysis.compare.diff.align_runs`: it walks both, so never

@@ -1,5 +1,5 @@
-"""A full-screen view of one tensor's value (FULL_TENSOR dumps): its histogram, then
-its elements."""
+"""The `v` view (modal, the whole screen): one tensor's value (FULL_TENSOR dumps), its
+histogram, then its elements."""
 
 from __future__ import annotations
 

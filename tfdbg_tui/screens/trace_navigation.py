@@ -1,4 +1,5 @@
-"""The reads the Graph Execution list asks of the debugger screen: a search, a value.
+"""`TraceNavigation`, an object the debugger screen holds: the reads the Graph Execution
+list asks of it (a search, a value).
 
 `TraceNavigation` is an object the screen holds once the run is open. The list posts
 typed messages that carry everything the read needs (the pattern and where to start,

@@ -1,4 +1,6 @@
-"""The `t` screen: the run's trends by layer and step, and the watch rules' hits.
+"""The `t` screen: the run's trends by layer and step, and the watch rules' hits. A
+worker computes the trends and the rules, its handler sets the heatmap, the chart and
+the hits; keys move the selection and cycle the series.
 
 A worker computes the trends and the rules (`DumpReader.trends`, cached in the reader,
 and `DumpReader.watch`) and posts `TrendsLoaded`;

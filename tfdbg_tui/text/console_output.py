@@ -1,4 +1,5 @@
-"""How the CLI commands print their human output: one console, literal lines.
+"""How the CLI commands print their human output: one console, and `literal_line` (parts
+shown literally).
 
 Rich ends the process with status 1 when the output pipe closes
 (`Console.on_broken_pipe`); ours raises `BrokenPipeError` instead, so that every

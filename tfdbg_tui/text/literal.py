@@ -1,4 +1,5 @@
-"""Text from a dump, made safe to show: the one home for displaying dump text.
+"""Text from a dump, made safe to show as plain strings (no Rich): the one home for
+displaying dump text.
 
 Op names, file paths, function names, source lines, run ids, hosts, argv and reader
 notices come from the program being debugged (or from bytes on disk). Every surface

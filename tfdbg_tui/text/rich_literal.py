@@ -1,4 +1,5 @@
-"""Dump text as Rich `Text`, shown literally: no markup, no control characters.
+"""`literal_text`: dump text as Rich `Text`, shown literally: no markup, no control
+characters.
 
 Apart from `tfdbg_tui.text.literal` (plain strings) so that what prints JSON never
 imports Rich.

@@ -1,4 +1,4 @@
-"""Alerts per step as one line of text: when trouble started, at a glance.
+"""Alerts per step as a sparkline, one line of text: when trouble started, at a glance.
 
 Used by `tfdbg-tui report` and the TUI's Alerts pane (`panes/alerts.py`). The
 steps, their alert counts and what is kept come from `reader.analysis.hunt.steps.Steps`; this

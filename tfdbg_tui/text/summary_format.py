@@ -1,4 +1,5 @@
-"""How tensor summaries look in every pane: one place, so they read the same."""
+"""How tensor summaries read in every pane and in the report's input lines: one place,
+so they read the same."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""A `ScrollView` with a cursor over positions laid out in lines: the one cursor of
-every long list (`LineList`, one row per line) and of the timeline (cells wrapped in
-lines).
+"""`CursorView`: a `ScrollView` with a cursor (move, keep visible, page, click) over
+positions laid out in lines: the one cursor of every long list (`LineList`, one row
+per line) and of the timeline (cells wrapped in lines).
 
 Position ``p`` sits on line ``p // positions_per_line``, below `header_height` lines
 that stay in place. This class moves the cursor, keeps its line on screen and pages;

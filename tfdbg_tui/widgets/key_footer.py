@@ -1,4 +1,6 @@
-"""The footer of the app's screens: the keys that work now, drawn as one line.
+"""`KeyFooter`: the footer of the app's screens, the keys that work now drawn as one
+line of text (Textual's footer mounts a widget per key on every focus change); a
+click presses a key, hovering shows its tooltip.
 
 Textual's `Footer` is a container with a widget per key, rebuilt (mounted, styled and
 laid out again) every time the screen publishes its bindings: twice per focus change

@@ -1,4 +1,5 @@
-"""A virtual list with a cursor, built on Textual's Line API.
+"""`LineList`: the virtual list with a cursor of every long list, built on Textual's
+Line API.
 
 Only the rows on screen are rendered, each from its index, so a list of ten million
 rows costs what a list of ten costs. Rendered rows are cached in an LRU keyed by the

@@ -1,4 +1,5 @@
-"""Where two runs part: align run A (good) and run B (bad), find their first divergence.
+"""Where two runs part: align run A (good) and run B (bad), find their first divergence
+and which summary fields differ.
 
 "It works in float32 and not in mixed precision", "with XLA and not without", "at last
 week's commit and not today's": the question is the first place the two runs differ,

@@ -1,4 +1,5 @@
-"""Diagnosis: why an op made NaN or infinity, in the user's terms, and the usual fix.
+"""`Diagnosis`: why an op made NaN or infinity, in the user's terms, and the usual fix:
+the registry's rules run on the op, the common evidence worded around the finding.
 
 The root cause (`reader.analysis.hunt.root_cause`) says where; this module says why. It
 tries the rules of `reader.analysis.diagnosis.registry` in order on the op that made a

@@ -1,4 +1,5 @@
-"""The exact expression of a stack frame: the span of its current instruction.
+"""The exact expression of a stack frame, as text: the span of its current instruction
+(a loop or block header: its iterable, test or context manager).
 
 Dumps of format 1.1 record, per frame, the column span Python 3.11+ gives the
 instruction that was running (`co_positions`): for an op's creation stack, the call

@@ -1,4 +1,6 @@
-"""Where a non-finite input came from: the batch, the Python function, the variable.
+"""Where a source op's non-finite values came from: the tf.data batch (and element,
+column in FULL_TENSOR), the `py_function`/`numpy_function`, the variable's initial,
+assigned or restored value.
 
 A root cause at an op that brings values in (`SOURCE_OPS`)
 says only "no op in the dump made these values". This module follows them one step

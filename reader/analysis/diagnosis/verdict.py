@@ -1,4 +1,5 @@
-"""The verdict of a run whose non-finite values were all contained: healthy.
+"""The verdict of a run whose non-finite values were all contained: healthy, or expected
+loss scaling.
 
 A run with alerts but no harmful one (`reader.analysis.hunt.harm`) gets a diagnosis of its
 own instead of a root cause: ``expected_loss_scaling`` when a dynamic loss scale

@@ -1,4 +1,5 @@
-"""Alerts: every tensor that held NaN or infinity, in true execution order.
+"""Alerts: every tensor that held NaN or infinity, counted by type, in true execution
+order.
 
 Eager alerts come from the execution index's alert rows, graph alerts from the trace
 index's alert column (the run's `execution_alert_rows` and `trace_alert_rows`; the run

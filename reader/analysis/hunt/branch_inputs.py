@@ -1,4 +1,5 @@
-"""What a cond branch's placeholders stand for in the graph around it.
+"""What a cond branch's placeholders stand for in the graph around it: the `If` op's
+inputs.
 
 A ``tf.cond`` inside a ``tf.function`` is an ``If`` (or ``StatelessIf``) op whose
 branches are graphs of their own (``cond_true_1075``, ``cond_false_1076``, their

@@ -1,4 +1,6 @@
-"""Contained and harmful non-finite values: which NaN or infinity did the harm.
+"""Contained (deliberate, discarded, loss_scale) and harmful non-finite values: which
+NaN or infinity did the harm, per alert, by an ordered list of containment rules with
+their evidence.
 
 Programs make infinities on purpose (an attention mask written as ``-inf``), a dynamic
 loss scale overflows its first gradients by design, and ``tf.where`` computes both

@@ -1,4 +1,5 @@
-"""What an op read: the value behind each of its inputs.
+"""What an op read: the value behind each of its inputs (graph: the latest trace before;
+eager: `producer_of`).
 
 One home for following an input to the record that holds its value, used by the root
 cause walk and by the TUI's panes alike:

@@ -1,4 +1,6 @@
-"""Which of the run's variables hold a dynamic loss scale, found in its graphs.
+"""Which of the run's variables hold a dynamic loss scale, found in its graphs (the harm
+analysis and the trends' roles both ask), and `RunGraphs`: the run's graphs read as
+one, tensors followed out of cond branches.
 
 Two analyses ask: the harm analysis (`reader.analysis.hunt.harm`: was an overflow in a step
 the scaler skipped?) and the trends' roles (`reader.analysis.trends.trend_roles`: the loss

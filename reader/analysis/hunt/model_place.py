@@ -1,4 +1,5 @@
-"""Where in the model a tensor was made: its phase, its Keras layer, its library frame.
+"""Where in the model a tensor was made: its phase (forward, gradient, optimizer, data),
+its Keras layer path, its innermost library frame.
 
 - **phase**: ``forward``, ``gradient``, ``optimizer``, ``data`` or ``other``, from the
   op's name scopes (``gradient_tape/`` and ``gradients/`` are TensorFlow's gradient
@@ -25,6 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from reader import format as fmt
 from reader.analysis.hunt.root_cause import DATASET_DELIVERY_OPS, is_dataset_graph
 from reader.errors import DumpError
 from reader.model import Alert, Frame, Op
@@ -163,7 +165,7 @@ class PlaceFinder:
             return self.of_op(op)
         phase = phase_of_name(alert.op_type, None)
         if phase is None:
-            phase = "gradient" if alert.op_type.startswith("__backward_") else "forward"
+            phase = "gradient" if fmt.is_backward_call(alert.op_type) else "forward"
         frame = None
         try:
             frame = self._library_frame(reader.execution(alert.index).stack_id)

@@ -1,4 +1,5 @@
-"""Root cause: the op whose inputs were all finite but whose output was not.
+"""Root cause: the op and line that made the first harmful non-finite value, an op whose
+inputs were all finite but whose output was not.
 
 The walk starts at the first alert in execution order and moves back through the
 inputs of the op that produced it, as long as one of them was itself non-finite. The

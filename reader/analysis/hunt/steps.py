@@ -1,4 +1,5 @@
-"""Steps the user recognises, and what of the run is not on disk.
+"""Steps the user recognises, alerts per step, and what of the run is not on disk (the
+gaps a circular buffer leaves).
 
 A **step** is one call of the run's **step function**: the outermost instrumented
 function (a custom loop's ``train_step``; Keras' ``train_function``). Eager calls of

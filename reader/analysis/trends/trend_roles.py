@@ -1,5 +1,7 @@
-"""Which traced tensors the run's trends are made of: each tensor's **role** and its
-**row** (a Keras layer, or a variable outside any layer), from the graphs alone.
+"""Which traced tensors the run's trends are made of: each tensor's role (weight,
+gradient, update, slot, activation, loss scale) and its row (a Keras layer, or a
+variable outside any layer), from the graphs alone, variables followed across cond
+branches.
 
 - **weight**: a forward ``ReadVariableOp`` of a *trained* variable (one whose write an
   optimizer computes from a gradient), one read per variable and graph;

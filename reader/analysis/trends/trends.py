@@ -1,5 +1,6 @@
-"""The run's trends: per step, each layer's gradient, update and weight norms and its
-activations' largest magnitude, from the summary rows alone.
+"""The run's trends: per layer (or variable) and step, the gradient, update, weight and
+slot norms, the activations' largest magnitude and the loss scale, rolled up with
+numpy from the summary rows alone.
 
 Tensors are sorted once per dump state into **roles** (weight, gradient, update,
 optimizer slot, activation, loss scale) by the graph around them

@@ -1,4 +1,6 @@
-"""Watch rules: what in the run's trends announces trouble, before (or without) a NaN.
+"""Watch rules: what in the run's trends announces trouble, before (or without) a NaN. A
+list of small functions (exploding, vanishing, float16_headroom, loss_scale), their
+`--rule` parameters, the first anomaly and its lead on the first harmful value.
 
 The rules are a list (`RULES`) of small functions of the run's `Trends` (and, for the
 loss scale, its harm verdict) and their parameters; each returns its hits. `watch`

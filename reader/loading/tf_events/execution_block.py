@@ -1,4 +1,6 @@
-"""A block of eager executions read by numpy from their bytes, not a protobuf parse each.
+"""A block of eager executions read by numpy from their bytes (with `wire`), not a
+protobuf parse each: spans, output ids and summary rows as columns; the records laid
+out otherwise are left to protobuf.
 
 TensorFlow writes one `DebugEvent` record per eager op; decoding each with
 `FromString` and turning it into our ``exec`` record costs tens of microseconds. Here

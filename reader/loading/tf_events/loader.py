@@ -1,4 +1,5 @@
-"""Reading one file set of TensorFlow's own dump into the indexes our format fills.
+"""`TfRunLoader`: reading one file set of TensorFlow's own dump into the indexes our
+format fills, behind `RunLoader`'s interface.
 
 `TfRunLoader` has the interface of `reader.loading.run_loader.RunLoader`: `IndexedRun` takes
 either, so every query and analysis, the TUI and the CLI read both formats alike.

@@ -1,4 +1,6 @@
-"""Interning byte strings of records that repeat, mostly without a Python object each.
+"""Interning byte strings of records that repeat, mostly without a Python object each:
+those that repeat step after step interned by numpy (each record checked against the
+one a step before), the rest through a dictionary.
 
 A program's eager ops repeat step after step, so record r usually holds the same op
 type and code location as record r - P, P records (one step) earlier, at the same

@@ -1,4 +1,5 @@
-"""The protocol buffer messages of TensorFlow's own dumps, declared without TensorFlow.
+"""The protocol buffer messages of TensorFlow's own dumps (our `DebugEvent` schema),
+declared without TensorFlow (docs/tf_dumps.md).
 
 TensorFlow's dumper (`tf.debugging.experimental.enable_dump_debug_info`) writes
 `DebugEvent` messages (tensorflow/core/protobuf/debug_event.proto). The field numbers

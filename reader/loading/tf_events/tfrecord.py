@@ -1,4 +1,5 @@
-"""Incremental reading of one TFRecord file: the framing of TensorFlow's dump files.
+"""Incremental reading of one TFRecord file: the framing of TensorFlow's dump files and
+its CRCs.
 
 A record is ``uint64 length | uint32 masked CRC32C of the length bytes | data |
 uint32 masked CRC32C of the data``, little-endian. What is checked, and why

@@ -1,4 +1,5 @@
-"""The protocol buffer wire format of many messages at once, read by numpy.
+"""The protocol buffer wire format of many messages at once, read by numpy field by
+field in lock-step.
 
 Decoding a message with protobuf costs a call, and a Python object per field read,
 per message. Here the messages of a block (each a span of one byte array, with a
