@@ -15,6 +15,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROGRAMS = os.path.join(REPO, "tests", "programs")
 PATTERNS_PROGRAM = os.path.join(PROGRAMS, "patterns.py")
 HARM_PROGRAM = os.path.join(PROGRAMS, "harm.py")
+PROOF_PROGRAM = os.path.join(PROGRAMS, "proof.py")
 TRENDS_PROGRAM = os.path.join(PROGRAMS, "trends.py")
 
 # The `tf` tier: tests that need TensorFlow. Whole folders of them, and elsewhere the
@@ -107,6 +108,14 @@ def trend_dumps(tmp_path_factory) -> str:
     FULL_STATS: a learning rate raised mid-run, dead ReLUs, float16 near its limit, a
     healthy fit); returns the directory holding a logdir per case and facts.json."""
     return _run_cases(TRENDS_PROGRAM, tmp_path_factory, "trends")
+
+
+@pytest.fixture(scope="session")
+def proof_dumps(tmp_path_factory) -> str:
+    """One process runs every case of tests/programs/proof.py (an op per fix of the
+    proof's table, in FULL_TENSOR, and one in FULL_HEALTH); returns the directory
+    holding a logdir per case."""
+    return _run_cases(PROOF_PROGRAM, tmp_path_factory, "proof")
 
 
 def _run_cases(program: str, tmp_path_factory, name: str) -> str:

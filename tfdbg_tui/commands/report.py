@@ -4,7 +4,9 @@ Prints the run, its mode and counts, what of it is kept on disk (the gaps a circ
 buffer leaves around the first alert's window), the alerts by type and per step, the
 root cause of the first NaN/inf (its op, its step, its inputs' summaries, the user's
 source line with the expression marked by carets, as in a Python traceback) and its
-diagnosis (`reader.analysis.diagnosis.diagnosis`: the pattern, why, the usual fix). Human
+diagnosis (`reader.analysis.diagnosis.diagnosis`: the pattern, why, the usual fix) with its
+proof when the dump holds the values (`instrument.repro.proof`: the op rerun on its
+stored inputs as it ran and fixed, in a process of its own; ``--no-proof`` skips it). Human
 output uses Rich; every piece of dump text is escaped, never read as markup. ``--json`` prints
 exactly one JSON object for scripts and CI.
 """
@@ -16,8 +18,10 @@ import json
 from typing import Any
 
 import reader
+from instrument.repro.proof import Proof, prove
 from reader import DumpError
 from reader import format as fmt
+from reader.analysis.diagnosis.culprit_values import culprit_values
 from reader.analysis.diagnosis.diagnosis import Diagnosis, diagnose_cause
 from reader.analysis.diagnosis.expressions import expression_of, line_span
 from reader.analysis.diagnosis.verdict import (
@@ -73,6 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print one JSON object instead of the human report"
     )
     parser.add_argument(
+        "--no-proof",
+        action="store_true",
+        help="do not rerun the root cause's op on its stored values (FULL_TENSOR) to prove the fix",
+    )
+    parser.add_argument(
         "--rule",
         metavar="NAME:KEY=VALUE",
         action="append",
@@ -101,10 +110,11 @@ def main(argv: list[str]) -> int:
             cause = dump.root_cause()
             diagnosis = diagnose_cause(dump, cause) if cause is not None else healthy_verdict(dump)
             watched = dump.watch(rules)
+            proof = None if cause is None or args.no_proof else prove(culprit_values(dump, cause))
             if args.json:
-                print(json.dumps(report_dict(dump, summary, cause, diagnosis, watched)))
+                print(json.dumps(report_dict(dump, summary, cause, diagnosis, watched, proof)))
             else:
-                _print_human(dump, summary, cause, diagnosis)
+                _print_human(dump, summary, cause, diagnosis, proof)
                 _say_rules(dump, watched)
     except DumpError as error:
         return fail("tfdbg-tui report", error)
@@ -131,10 +141,11 @@ def report_dict(
     cause: RootCause | None,
     diagnosis: Diagnosis | None = None,
     watched: WatchReport | None = None,
+    proof: Proof | None = None,
 ) -> dict[str, Any]:
     """The JSON report: the run, its counts, alerts and first alert, the root cause's
-    inputs, the exact expression, the diagnosis, damage and the watch rules' hits
-    (docs/keys.md)."""
+    inputs, the exact expression, the diagnosis and its proof, damage and the watch
+    rules' hits (docs/keys.md)."""
     watched = watched if watched is not None else dump.watch()
     meta = dump.metadata
     pair = watch_pair(dump)
@@ -195,6 +206,7 @@ def report_dict(
             "suggestion": diagnosis.suggestion,
             "evidence": list(diagnosis.evidence),
             "source": None if diagnosis.source is None else diagnosis.source.as_dict(),
+            "proof": None if proof is None else proof.as_dict(),
         },
         "damage": list(dump.damage),
         "notices": [notice_dict(n) for n in dump.notices()],
@@ -355,6 +367,7 @@ def _print_human(
     summary: reader.AlertSummary,
     cause: RootCause | None,
     diagnosis: Diagnosis | None,
+    proof: Proof | None = None,
 ) -> None:
     # Rich is imported here, not at module level: `--json` and errors never pay for it.
     from rich.table import Table
@@ -484,7 +497,7 @@ def _print_human(
     else:
         say("  (no user source frame recorded)")
     if diagnosis is not None:
-        _say_diagnosis(say, diagnosis)
+        _say_diagnosis(say, diagnosis, proof)
 
 
 # Rule hits listed in the human report; the JSON report lists every one.
@@ -529,11 +542,13 @@ def _say_rules(dump: reader.AnalysedRun, watched: WatchReport) -> None:
         )
 
 
-def _say_diagnosis(say, diagnosis: Diagnosis) -> None:
+def _say_diagnosis(say, diagnosis: Diagnosis, proof: Proof | None = None) -> None:
     say("")
     say(("Diagnosis:", "bold"), f" {diagnosis.pattern}")
     say(f"  {diagnosis.explanation}")
     say("  ", ("Fix:", "bold"), f" {diagnosis.suggestion}")
+    if proof is not None:
+        say("  ", ("Proof:", "bold"), f" {proof.text()}")
     for line in diagnosis.evidence:
         say(f"  - {line}")
 

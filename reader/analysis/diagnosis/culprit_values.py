@@ -85,7 +85,10 @@ def culprit_values(reader: AnalysedRun, cause: RootCause) -> CulpritValues:
         if full and index is not None:
             value = _value(reader, graph, index, ref.slot)
         if full and value is None and missing is None:
-            missing = f"no value of input {ref.name}: the dump keeps none for it"
+            missing = (
+                f"no value of input {ref.name}: the dump keeps none for it "
+                "(made outside the recorded ops)"
+            )
         inputs.append(StoredTensor(ref.name, summary.dtype if summary else None, value))
     output_summary = (
         cause.trace.summary
