@@ -33,6 +33,7 @@ TF_FIXTURES = frozenset(
         "example_logdir",
         "tensorflow_dump",
         "run_pair",  # tests/tui
+        "proof_dumps",
     }
 )
 
