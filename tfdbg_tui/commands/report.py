@@ -178,7 +178,7 @@ def report_dict(
             "counts": _counts(alert),
             "source": source,
             "inputs": [{"name": ref.name, "summary": summary_dict(s)} for ref, s in cause.inputs],
-            **place_dict(dump.place(alert)),
+            **place_dict(dump.place(alert), dump),
         }
     return {
         "run": meta.run_id,
@@ -230,10 +230,21 @@ def _reached_dict(dump: reader.AnalysedRun, steps: Steps) -> dict[str, Any] | No
     return {"execution": last, "step": steps.of_execution(last)}
 
 
-def place_dict(place: Place) -> dict[str, Any]:
+def place_dict(place: Place, dump: reader.AnalysedRun) -> dict[str, Any]:
     """An alert's place in the model as the JSON report gives it."""
     frame = place.library_frame
+    forward, line = place.forward, place.forward_frame
     return {
+        "forward_op": None
+        if forward is None
+        else {
+            "op_type": forward.op_type,
+            "name": forward.name,
+            "file": None if line is None else line.path,
+            "line": None if line is None else line.line,
+            "function": None if line is None else line.function,
+            "expression": expression_of(dump, line),
+        },
         "phase": place.phase,
         "layer": place.layer,
         "library_frame": None
@@ -245,6 +256,19 @@ def place_dict(place: Place) -> dict[str, Any]:
             "text": library_frame_text(frame),
         },
     }
+
+
+def _forward_text(dump: reader.AnalysedRun, place: Place) -> str:
+    """A gradient op's forward op with its user line: "Sqrt 'Sqrt' at f.py:94 `...`"."""
+    assert place.forward is not None
+    text = f"{place.forward.op_type} '{place.forward.name}'"
+    line = place.forward_frame
+    if line is not None:
+        text += f" at {line.path}:{line.line} in {line.function}"
+        expression = expression_of(dump, line)
+        if expression:
+            text += f": `{expression}`"
+    return text
 
 
 def _say_watch(say, dump: reader.AnalysedRun, pair: WatchPair | None) -> None:
@@ -484,7 +508,10 @@ def _print_human(
     where = f" in graph '{alert.graph_name}'" if alert.graph_name else ""
     say("")
     say(("Root cause:", "bold"), f" {what}{where} at {steps.place(alert.step)}")
-    say(f"  in the model: {dump.place(alert).describe()}")
+    place = dump.place(alert)
+    say(f"  in the model: {place.describe()}")
+    if place.forward is not None:
+        say(f"  forward op: {_forward_text(dump, place)}")
     for ref, s in cause.inputs:
         say(f"  input {ref.name}: {summary_text(s).plain}")
     if cause.frame is not None:

@@ -82,11 +82,16 @@ class Place:
         layer: The Keras layer's name-scope path, or None outside a layer's call.
         library_frame: The library function that made the op, or None when the
             user's own code called the op directly.
+        forward: For a gradient op, the forward op it differentiates, when found.
+        forward_frame: That forward op's user line (the innermost user frame of its
+            creation stack), or None.
     """
 
     phase: str
     layer: str | None = None
     library_frame: Frame | None = None
+    forward: Op | None = None
+    forward_frame: Frame | None = None
 
     def describe(self) -> str:
         """ "gradient of sequential/dense_1, in keras/src/optimizers/adam.py update_step"."""
@@ -195,11 +200,27 @@ class PlaceFinder:
         layer = None
         if phase == "forward" or (phase == "gradient" and forward is not op):
             layer = self._layer(forward)
+        if phase == "gradient" and forward is not op:
+            return Place(phase, layer, frame, forward, self._user_frame(forward.stack_id))
         return Place(phase, layer, frame)
+
+    def _user_frame(self, stack_id: int | None) -> Frame | None:
+        try:
+            return self._reader.innermost_user_frame(stack_id)
+        except DumpError:
+            return None
 
     def _forward_op(self, op: Op) -> Op | None:
         """The forward op a gradient op differentiates, by TensorFlow's naming: the
-        gradient of ``a/b/MatMul`` is built under ``gradient_tape/a/b/MatMul/``."""
+        gradient of ``a/b/MatMul`` is built under ``gradient_tape/a/b/MatMul/``; a
+        ``<Type>Grad`` op (SqrtGrad, TanhGrad) reads its forward op's output first."""
+        if op.op_type.endswith("Grad") and op.inputs and op.inputs[0].op_id is not None:
+            try:
+                first = self._reader.op(op.inputs[0].op_id)
+            except DumpError:
+                first = None
+            if first is not None and first.op_type == op.op_type[: -len("Grad")]:
+                return first
         name = op.name
         for scope in GRADIENT_SCOPES:
             if name.startswith(scope):
