@@ -16,6 +16,7 @@ PROGRAMS = os.path.join(REPO, "tests", "programs")
 PATTERNS_PROGRAM = os.path.join(PROGRAMS, "patterns.py")
 HARM_PROGRAM = os.path.join(PROGRAMS, "harm.py")
 PROOF_PROGRAM = os.path.join(PROGRAMS, "proof.py")
+PHASES_PROGRAM = os.path.join(PROGRAMS, "phases.py")
 TRENDS_PROGRAM = os.path.join(PROGRAMS, "trends.py")
 
 # The `tf` tier: tests that need TensorFlow. Whole folders of them, and elsewhere the
@@ -34,6 +35,7 @@ TF_FIXTURES = frozenset(
         "tensorflow_dump",
         "run_pair",  # tests/tui
         "proof_dumps",
+        "phase_dumps",
     }
 )
 
@@ -117,6 +119,14 @@ def proof_dumps(tmp_path_factory) -> str:
     proof's table, in FULL_TENSOR, and one in FULL_HEALTH); returns the directory
     holding a logdir per case."""
     return _run_cases(PROOF_PROGRAM, tmp_path_factory, "proof")
+
+
+@pytest.fixture(scope="session")
+def phase_dumps(tmp_path_factory) -> str:
+    """One process runs every case of tests/programs/phases.py (values made outside a
+    step: a restore, set_weights, an initial value; a metric's NaN; a prefetched
+    generator's); returns the directory holding a logdir per case."""
+    return _run_cases(PHASES_PROGRAM, tmp_path_factory, "phases")
 
 
 def _run_cases(program: str, tmp_path_factory, name: str) -> str:

@@ -180,6 +180,8 @@ def report_dict(
             "inputs": [{"name": ref.name, "summary": summary_dict(s)} for ref, s in cause.inputs],
             **place_dict(dump.place(alert), dump),
         }
+        if diagnosis is not None and diagnosis.source is not None and diagnosis.source.phase:
+            first_alert["phase"] = diagnosis.source.phase  # the values came in there
     return {
         "run": meta.run_id,
         "dumper": meta.dumper,
@@ -509,7 +511,11 @@ def _print_human(
     say("")
     say(("Root cause:", "bold"), f" {what}{where} at {steps.place(alert.step)}")
     place = dump.place(alert)
-    say(f"  in the model: {place.describe()}")
+    source = diagnosis.source if diagnosis is not None else None
+    if source is not None and source.phase:
+        say(f"  in the model: {source.phase} (the values came in there; read in {place.phase})")
+    else:
+        say(f"  in the model: {place.describe()}")
     if place.forward is not None:
         say(f"  forward op: {_forward_text(dump, place)}")
     for ref, s in cause.inputs:

@@ -103,12 +103,36 @@ def diagnose_cause(reader: AnalysedRun, cause: RootCause) -> Diagnosis:
     for rule in RULES:
         found = _diagnosed(site, rule)
         if found is not None:
-            return found
+            return _metric_only(reader, site, found)
     return _diagnosis(
         site,
         UNKNOWN,
         f"{site.described} made {_nonfinite_text(site.output)} "
         f"from {site.inputs_state}; no known pattern matches",
+    )
+
+
+# Phases whose non-finite values reach training: a NaN in none of them, made in a
+# metric, leaves the loss, the gradients and the weights finite.
+_TRAINING_PHASES = frozenset({"forward", "gradient", "optimizer", "restore", "init"})
+
+
+def _metric_only(reader: AnalysedRun, site: Site, diagnosis: Diagnosis) -> Diagnosis:
+    """``diagnosis``, saying so when only a metric went non-finite: the run's harmful
+    values were all made in a Keras metric (`model_place`'s ``metric`` phase)."""
+    if reader.place(site.alert).phase != "metric":
+        return diagnosis
+    harm = reader.harm()
+    for alert in reader.alerts().alerts:
+        if harm.of_alert(alert) is None and reader.place(alert).phase in _TRAINING_PHASES:
+            return diagnosis
+    metric = f" ({site.subject})" if site.expression else ""
+    return replace(
+        diagnosis,
+        explanation=f"{diagnosis.explanation} The loss, the gradients and the weights stay "
+        f"finite; only a metric{metric} is NaN or infinite: training is unharmed, the "
+        "metric's value is wrong.",
+        evidence=(*diagnosis.evidence, "every harmful value was made in the metric phase"),
     )
 
 

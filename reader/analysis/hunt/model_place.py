@@ -32,7 +32,9 @@ from reader.model import Alert, Frame, Op
 if TYPE_CHECKING:
     from reader.run.run_protocol import Run
 
-PHASES = ("forward", "gradient", "optimizer", "data", "other")
+PHASES = ("forward", "gradient", "optimizer", "data", "metric", "restore", "init", "other")
+# Ops that read a checkpoint's values into the program: phase ``restore``.
+RESTORE_OPS = frozenset({"RestoreV2", "Restore", "RestoreSlice"})
 GRADIENT_SCOPES = ("gradient_tape/", "gradients/", "gradients_")
 # Name scopes an optimizer's update runs under (Keras 3 uses the optimizer's name,
 # TensorFlow 1 and tf_keras their class names), with TensorFlow's "_1" suffixes.
@@ -51,6 +53,12 @@ _METRIC_SCOPES = ("compile_metrics", "metrics")
 # Scopes of control flow around an op, skipped to find the scope that says its phase:
 # Keras' loss scaler applies the optimizer in a cond (``cond/adam/Sub_2``).
 _CONTROL_FLOW_SCOPE = re.compile(r"^(cond|while|case|switch_case)(_\d+)?$")
+# A frame of Keras' metrics machinery: what runs under it computes a metric (a
+# custom metric's ``update_state`` or ``result`` too), not the loss.
+_METRIC_FRAME = re.compile(
+    r"[\\/]keras[\\/]src[\\/](metrics[\\/]|trainers[\\/]trainer\.py:(compute_metrics|"
+    r"get_metrics_result)$)|[\\/]tf_keras[\\/]src[\\/]metrics[\\/]"
+)
 _OPTIMIZER_FILE = re.compile(r"[\\/]keras[\\/]src[\\/]optimizers[\\/]|[\\/]optimizers?[\\/]")
 # A frame in one of these files is the machinery of a layer call.
 _LAYER_CALL = re.compile(
@@ -122,6 +130,8 @@ def phase_of_name(op_type: str, op_name: str | None) -> str | None:
     name = op_name or ""
     if op_type in DATASET_DELIVERY_OPS:
         return "data"
+    if op_type in RESTORE_OPS:
+        return "restore"
     if is_gradient_name(op_type, name):
         return "gradient"
     parts = name.split("/")
@@ -135,7 +145,7 @@ def phase_of_name(op_type: str, op_name: str | None) -> str | None:
     ):
         return "optimizer"
     if head in _METRIC_SCOPES:
-        return "other"
+        return "metric"
     return None
 
 
@@ -171,9 +181,12 @@ class PlaceFinder:
             phase = "gradient" if alert.op_type.startswith("__backward_") else "forward"
         frame = None
         try:
-            frame = self._library_frame(reader.execution(alert.index).stack_id)
+            stack_id = reader.execution(alert.index).stack_id
         except DumpError:
-            pass  # the execution left the disk: no stack to read
+            return Place(phase)  # the execution left the disk: no stack to read
+        frame = self._library_frame(stack_id)
+        if phase == "forward" and self._in_metric(stack_id):
+            phase = "metric"
         return Place(phase, None, frame)
 
     def of_op(self, op: Op) -> Place:
@@ -194,6 +207,8 @@ class PlaceFinder:
         frame = self._library_frame(op.stack_id)
         if phase == "forward" and frame is not None and _OPTIMIZER_FILE.search(frame.path):
             phase = "optimizer"  # a loss scaler's branch, an optimizer's own helper
+        if phase == "forward" and self._in_metric(op.stack_id):
+            phase = "metric"
         forward = op
         if phase == "gradient":
             forward = self._forward_op(op) or op
@@ -270,6 +285,16 @@ class PlaceFinder:
         while parts and _OP_SCOPE.match(parts[-1]):
             parts.pop()
         return "/".join(parts) or None
+
+    def _in_metric(self, stack_id: int | None) -> bool:
+        """Whether a creation or call stack runs under Keras' metrics machinery."""
+        if stack_id is None:
+            return False
+        try:
+            frames = self._reader.stack(stack_id)
+        except DumpError:
+            return False
+        return any(_METRIC_FRAME.search(f"{f.path}:{f.function}") for f in frames)
 
     def _library_frame(self, stack_id: int | None) -> Frame | None:
         if stack_id is None:
