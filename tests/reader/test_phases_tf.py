@@ -50,7 +50,7 @@ def test_values_that_came_in_outside_a_step_get_their_phase_and_index(
         f"its first non-finite value is at index {position}" in (report["diagnosis"]["explanation"])
     )
     assert report_main([os.path.join(phase_dumps, case), "--no-proof"]) == 0
-    assert f"in the model: {phase} (the values came in there" in capsys.readouterr().out
+    assert f"in the model: {phase}" in capsys.readouterr().out
 
 
 def test_a_restore_op_is_in_the_restore_phase(phase_dumps):
@@ -86,3 +86,27 @@ def test_a_comment_on_the_first_line_of_a_call_is_not_its_expression(phase_dumps
         "tf.data.Dataset.from_generator( _rows, output_signature=tf.TensorSpec((4,), tf.float32) )"
     )
     assert "#" not in source["text"][source["column"] : source["end_column"]]
+
+
+def test_a_prefetched_generators_nan_is_named_at_the_step_that_consumed_it(phase_dumps, capsys):
+    """The generator yields its NaN in element 3 (batch 1 of batches of 2); prefetching
+    runs it while step 0 runs, and step 1 takes the batch."""
+    logdir = os.path.join(phase_dumps, "generator")
+    report = _report(logdir, capsys)
+    first = report["first_alert"]
+    assert first["op_type"] == "PyFunc" and first["phase"] == "data"
+    assert first["step_number"] == 1
+    consumed = first["consumed"]
+    assert consumed["batch"] == 1 and consumed["step"] == 1 and consumed["made_at_step"] == 0
+    assert report["diagnosis"]["source"]["function"] == "_rows"
+    assert report_main([logdir, "--no-proof"]) == 0
+    human = capsys.readouterr().out
+    assert "' at step 1\n" in human
+    assert "consumed at step 1 (batch 1 of its pipeline), made ahead by the pipeline while " in (
+        " ".join(human.split())
+    )
+
+
+def test_a_step_that_made_its_own_nan_has_no_consumption(phase_dumps, capsys):
+    report = _report(os.path.join(phase_dumps, "metric"), capsys)
+    assert report["first_alert"]["consumed"] is None

@@ -30,13 +30,13 @@ from reader.analysis.diagnosis.verdict import (
     healthy_verdict,
     no_alert_statement,
 )
-from reader.analysis.hunt.model_place import Place, library_frame_text
 from reader.analysis.hunt.steps import Gap, Steps
 from reader.analysis.jobs import WorkerRun, first_nonfinite_workers
 from reader.analysis.trends.watch_rules import RuleSpecError, WatchReport, parse_rule_specs
 from reader.model import DUMPER_TENSORFLOW, Alert, RootCause, Summary
 from reader.notices import Notice
 from reader.run.watch_pair import WatchPair, watch_pair
+from tfdbg_tui.commands.report_place import consumed_step, place_dict, place_lines
 from tfdbg_tui.exit_codes import (
     EXIT_DAMAGED,
     EXIT_NEWER_FORMAT,
@@ -174,14 +174,12 @@ def report_dict(
             "device": alert.device,
             "slot": alert.slot,
             "step": alert.step,
-            "step_number": steps.of_execution(alert.step),
+            "step_number": consumed_step(dump, alert, steps),
             "counts": _counts(alert),
             "source": source,
             "inputs": [{"name": ref.name, "summary": summary_dict(s)} for ref, s in cause.inputs],
-            **place_dict(dump.place(alert), dump),
+            **place_dict(dump, alert, diagnosis),
         }
-        if diagnosis is not None and diagnosis.source is not None and diagnosis.source.phase:
-            first_alert["phase"] = diagnosis.source.phase  # the values came in there
     return {
         "run": meta.run_id,
         "dumper": meta.dumper,
@@ -230,47 +228,6 @@ def _reached_dict(dump: reader.AnalysedRun, steps: Steps) -> dict[str, Any] | No
         return None
     last = dump.num_executions - 1
     return {"execution": last, "step": steps.of_execution(last)}
-
-
-def place_dict(place: Place, dump: reader.AnalysedRun) -> dict[str, Any]:
-    """An alert's place in the model as the JSON report gives it."""
-    frame = place.library_frame
-    forward, line = place.forward, place.forward_frame
-    return {
-        "forward_op": None
-        if forward is None
-        else {
-            "op_type": forward.op_type,
-            "name": forward.name,
-            "file": None if line is None else line.path,
-            "line": None if line is None else line.line,
-            "function": None if line is None else line.function,
-            "expression": expression_of(dump, line),
-        },
-        "phase": place.phase,
-        "layer": place.layer,
-        "library_frame": None
-        if frame is None
-        else {
-            "file": frame.path,
-            "line": frame.line,
-            "function": frame.function,
-            "text": library_frame_text(frame),
-        },
-    }
-
-
-def _forward_text(dump: reader.AnalysedRun, place: Place) -> str:
-    """A gradient op's forward op with its user line: "Sqrt 'Sqrt' at f.py:94 `...`"."""
-    assert place.forward is not None
-    text = f"{place.forward.op_type} '{place.forward.name}'"
-    line = place.forward_frame
-    if line is not None:
-        text += f" at {line.path}:{line.line} in {line.function}"
-        expression = expression_of(dump, line)
-        if expression:
-            text += f": `{expression}`"
-    return text
 
 
 def _say_watch(say, dump: reader.AnalysedRun, pair: WatchPair | None) -> None:
@@ -509,15 +466,11 @@ def _print_human(
     )
     where = f" in graph '{alert.graph_name}'" if alert.graph_name else ""
     say("")
-    say(("Root cause:", "bold"), f" {what}{where} at {steps.place(alert.step)}")
-    place = dump.place(alert)
-    source = diagnosis.source if diagnosis is not None else None
-    if source is not None and source.phase:
-        say(f"  in the model: {source.phase} (the values came in there; read in {place.phase})")
-    else:
-        say(f"  in the model: {place.describe()}")
-    if place.forward is not None:
-        say(f"  forward op: {_forward_text(dump, place)}")
+    step = consumed_step(dump, alert, steps)
+    at = f"step {step}" if step is not None else steps.place(alert.step)
+    say(("Root cause:", "bold"), f" {what}{where} at {at}")
+    for line in place_lines(dump, alert, diagnosis):
+        say(f"  {line}")
     for ref, s in cause.inputs:
         say(f"  input {ref.name}: {summary_text(s).plain}")
     if cause.frame is not None:
