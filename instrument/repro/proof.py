@@ -61,6 +61,11 @@ class Proof:
         if self.missing is not None or self.original is None or self.fixed is None:
             return f"not proven: {self.missing}"
         xla = " (compiled with XLA)" if self.compiled else ""
+        if _nonfinite(self.original) == 0:
+            return (
+                f"not reproduced: `{self.call}` on the stored inputs made "
+                f"{counts_text(self.original)}{xla}"
+            )
         return (
             f"`{self.call}`: {counts_text(self.original)} -> "
             f"`{self.fixed_line}`: {counts_text(self.fixed)}{xla}"

@@ -15,7 +15,7 @@ import pytest
 
 import reader
 from instrument.repro.op_fixes import OP_FIXES
-from instrument.repro.proof import prove
+from instrument.repro.proof import Proof, prove
 from instrument.repro.script import INPUTS_NAME, SCRIPT_NAME, ReproError, write_repro
 from reader.analysis.diagnosis.culprit_values import CulpritValues, StoredTensor, culprit_values
 from tests.conftest import REPO
@@ -171,3 +171,25 @@ def test_nothing_of_the_dump_is_written_as_code(tmp_path):
     strange = dataclasses.replace(values, inputs=(StoredTensor("x", "float32); evil(", value),))
     with pytest.raises(ReproError, match="a reproduction takes float16"):
         write_repro(strange, str(tmp_path), "")
+
+
+def test_the_proof_in_one_line():
+    bad = {"size": 1000, "nan": 0, "neg_inf": 100, "pos_inf": 0}
+    good = {"size": 1000, "nan": 0, "neg_inf": 0, "pos_inf": 0}
+    proof = Proof("Log", "tf.math.log(x0)", "tf.math.log(tf.maximum(x0, EPS))", bad, good)
+    assert proof.holds
+    assert proof.text() == (
+        "`tf.math.log(x0)`: -inf in 100 of 1000 -> "
+        "`tf.math.log(tf.maximum(x0, EPS))`: all 1000 finite"
+    )
+    still = dataclasses.replace(proof, fixed={**good, "nan": 2}, compiled=True)
+    assert not still.holds and still.text().endswith("NaN in 2 of 1000 (compiled with XLA)")
+    finite = dataclasses.replace(proof, original=good)
+    assert not finite.holds
+    assert (
+        finite.text()
+        == "not reproduced: `tf.math.log(x0)` on the stored inputs made all 1000 finite"
+    )
+    missing = Proof("Log", missing="no values: this run recorded FULL_HEALTH summaries only")
+    assert missing.text() == "not proven: no values: this run recorded FULL_HEALTH summaries only"
+    assert missing.as_dict()["holds"] is False
