@@ -33,6 +33,7 @@ import numpy as np
 
 from reader.analysis.diagnosis.expressions import expression_of
 from reader.analysis.diagnosis.wording import nonfinite_text
+from reader.analysis.hunt.model_place import RESTORE_OPS
 from reader.analysis.hunt.root_cause import DATASET_DELIVERY_OPS, is_dataset_graph
 from reader.errors import DumpError
 from reader.model import Execution, Frame, Op, RootCause
@@ -70,7 +71,6 @@ SOURCE_OPS = {
 }
 # Earlier executions looked at, at most, to count batches or find a variable's writes.
 MAX_EXECUTIONS_SCANNED = 100_000
-_RESTORE_OPS = frozenset({"RestoreV2", "Restore", "RestoreSlice"})
 # The sources whose values came in outside any step, and the phase that names it.
 SOURCE_PHASES = {
     "variable_initial": "init",
@@ -223,13 +223,13 @@ def _input_source(reader: AnalysedRun, cause: RootCause) -> InputSource | None:
                 return _eager_batch(reader, cause.execution, cause.alert.slot)
             if cause.execution.op_type in _VARIABLE_READS and cause.execution.input_ids:
                 return _variable(reader, cause.execution.input_ids[0], cause.execution.index)
-            if cause.execution.op_type in _RESTORE_OPS:
+            if cause.execution.op_type in RESTORE_OPS:
                 return _restored(reader, cause.execution, cause.frame, cause.execution.index)
             return None
         op = cause.op
         if op is None or cause.trace is None:
             return None
-        if op.op_type in _RESTORE_OPS:
+        if op.op_type in RESTORE_OPS:
             return _restored(reader, op, cause.frame, None)
         if op.op_type in DATASET_DELIVERY_OPS:
             return _graph_batch(reader, op, cause.trace.index, cause.alert.slot)
