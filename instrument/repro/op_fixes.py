@@ -50,6 +50,13 @@ OP_FIXES: dict[str, OpFix] = {
     "Atanh": OpFix(
         "tf.math.atanh({0})", "tf.math.atanh(tf.clip_by_value({0}, EPS - 1.0, 1.0 - EPS))", 1
     ),
+    # The gradient of sqrt at 0 (tf.norm of a zero vector): eps under the root, not
+    # added to the vector, is the forward op's fix; its gradient then stays finite.
+    "SqrtGrad": OpFix(
+        "tf.raw_ops.SqrtGrad(y={0}, dy={1})",
+        "tf.raw_ops.SqrtGrad(y=tf.sqrt(tf.square({0}) + EPS), dy={1})",
+        2,
+    ),
     "Exp": OpFix("tf.exp({0})", "tf.exp(tf.minimum({0}, LOG_MAX))", 1),
     # A row of -inf logits (all masked) has no softmax; the lowest finite logit has one.
     "Softmax": OpFix("tf.nn.softmax({0})", "tf.nn.softmax(tf.maximum({0}, LOWEST))", 1),

@@ -32,6 +32,7 @@ PROOF_CASES = {
     "pow_negative": ("Pow", {"size": 3, "nan": 1, "neg_inf": 0, "pos_inf": 0}),
     "acos_domain": ("Acos", {"size": 3, "nan": 1, "neg_inf": 0, "pos_inf": 0}),
     "exp_overflow": ("Exp", {"size": 3, "nan": 0, "neg_inf": 0, "pos_inf": 1}),
+    "norm_grad": ("SqrtGrad", {"size": 1, "nan": 0, "neg_inf": 0, "pos_inf": 1}),
     "eager_log": ("Log", {"size": 2, "nan": 0, "neg_inf": 1, "pos_inf": 0}),
 }
 

@@ -79,6 +79,18 @@ def exp_overflow():
     scores(tf.constant([1.0, 100.0, 2.0]))
 
 
+def norm_grad():
+    weights = tf.Variable([0.0, 0.0, 0.0])
+
+    @tf.function
+    def grads():
+        with tf.GradientTape() as tape:
+            norm = tf.norm(weights)  # BUG norm_grad
+        return tape.gradient(norm, weights)
+
+    grads()
+
+
 def eager_log():
     probs = tf.constant([0.5, 0.0]) * 1.0
     return tf.math.log(probs)  # BUG eager_log
@@ -99,6 +111,7 @@ CASES = {
         pow_negative,
         acos_domain,
         exp_overflow,
+        norm_grad,
         eager_log,
         log_summary,
     )
