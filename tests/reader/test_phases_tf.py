@@ -66,7 +66,7 @@ def test_a_nan_in_a_metric_only_says_training_is_unharmed(phase_dumps):
         diagnosis = diagnose_cause(dump, cause)
     assert diagnosis.pattern == "division_by_zero"
     assert (
-        "The loss, the gradients and the weights stay finite; only a metric "
+        "The loss, the gradients and the weights stay finite; only the metric ZeroRate "
         "(`self.hits / self.count`) is NaN or infinite: training is unharmed"
     ) in diagnosis.explanation
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from reader.analysis.diagnosis.expressions import enclosing_class
 from reader.analysis.diagnosis.input_source import InputSource
 from reader.analysis.diagnosis.registry import CONTAINED, PATTERNS, RULES, UNKNOWN, rule_of
 from reader.analysis.diagnosis.rule import Rule, Site
@@ -126,11 +127,14 @@ def _metric_only(reader: AnalysedRun, site: Site, diagnosis: Diagnosis) -> Diagn
     for alert in reader.alerts().alerts:
         if harm.of_alert(alert) is None and reader.place(alert).phase in _TRAINING_PHASES:
             return diagnosis
-    metric = f" ({site.subject})" if site.expression else ""
+    name = enclosing_class(reader, site.cause.frame)
+    metric = f"the metric {name}" if name else "a metric"
+    if site.expression:
+        metric += f" ({site.subject})"
     return replace(
         diagnosis,
         explanation=f"{diagnosis.explanation} The loss, the gradients and the weights stay "
-        f"finite; only a metric{metric} is NaN or infinite: training is unharmed, the "
+        f"finite; only {metric} is NaN or infinite: training is unharmed, the "
         "metric's value is wrong.",
         evidence=(*diagnosis.evidence, "every harmful value was made in the metric phase"),
     )

@@ -118,3 +118,30 @@ def expression_of(reader: Run, frame: Frame | None) -> str | None:
     except UnknownIdError:
         return None
     return expression_text(frame, source.lines)
+
+
+def enclosing_class(reader: Run, frame: Frame | None) -> str | None:
+    """The name of the class whose method the frame runs in (a custom metric's
+    ``result``: ``ZeroRate``), from the dump's snapshot of its file; None outside a
+    class, or without a snapshot that parses."""
+    if frame is None:
+        return None
+    try:
+        source = reader.source_file(frame.file_id)
+    except UnknownIdError:
+        return None
+    if source.lines is None:
+        return None
+    try:
+        tree = ast.parse("\n".join(source.lines))
+    except (SyntaxError, ValueError):
+        return None
+    found = None
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.ClassDef)
+            and node.lineno <= frame.line <= (node.end_lineno or node.lineno)
+            and (found is None or node.lineno > found.lineno)
+        ):
+            found = node
+    return found.name if found is not None else None
