@@ -28,7 +28,7 @@ from reader.errors import DumpError
 from reader.model import Alert, AlertSummary, RootCause, RunInfo
 from reader.notices import count_warnings
 from reader.run import liveness
-from tfdbg_tui.dialogs.text_dialog import TextDialog, diagnosis_dialog, notices_dialog
+from tfdbg_tui.dialogs.text_dialog import notices_dialog
 from tfdbg_tui.dump_watcher import ENDED, POLL_INTERVAL_S, DumpChanged, DumpWatcher, DumpWatchFailed
 from tfdbg_tui.logdir_watcher import wait_for_run
 from tfdbg_tui.models.context_loader import (
@@ -52,15 +52,15 @@ from tfdbg_tui.screens.debugger_results import (
     DiagnosisLoaded,
     HuntLoaded,
     OpenFailed,
-    ProofLoaded,
     ReaderOpened,
     ReadFailed,
     SourceLoaded,
 )
+from tfdbg_tui.screens.diagnosis_proofs import DiagnosisProofs, ProofLoaded
 from tfdbg_tui.screens.run_comparison import AlignmentLoaded, ComparisonFailed, RunComparison
 from tfdbg_tui.screens.trace_navigation import TraceFound, TraceNavigation, ValueLoaded
 from tfdbg_tui.text.literal import literal
-from tfdbg_tui.widgets.diagnosis_line import DiagnosisLine, diagnosis_text
+from tfdbg_tui.widgets.diagnosis_line import DiagnosisLine
 from tfdbg_tui.widgets.key_footer import KeyFooter
 from tfdbg_tui.widgets.line_list import LineList
 from tfdbg_tui.widgets.status_line import StatusLine
@@ -79,9 +79,9 @@ KEYS_THAT_STAY = frozenset({"question_mark"})
 class DebuggerScreen(Screen):
     """The six panes of one run, a status line and the footer.
 
-    Once the run is open the screen holds two collaborators its handlers delegate
-    to: `navigation` (search and values for Graph Execution) and `comparison` (run A
-    beside this run).
+    Once the run is open the screen holds three collaborators its handlers delegate
+    to: `navigation` (search and values for Graph Execution), `comparison` (run A
+    beside this run) and `proofs` (the proof of the diagnosis's fix, `e`).
 
     Args:
         logdir: The logdir holding the run.
@@ -164,8 +164,7 @@ class DebuggerScreen(Screen):
         self.steps: Steps | None = None
         self.trace_context: TraceContext | None = None
         self.diagnosis: Diagnosis | None = None  # what the diagnosis line shows
-        # The proofs of the diagnoses' fixes, as `e` shows them, by diagnosed alert.
-        self._proofs: dict[tuple[str, int], str] = {}
+        self.proofs: DiagnosisProofs | None = None
         self.run_state = liveness.UNKNOWN
         self.last_growth = time.monotonic()
         self.hunt_done = False
@@ -257,6 +256,7 @@ class DebuggerScreen(Screen):
         timeline = self.query_one(TimelineCells)
         timeline.attach(reader)
         self.navigation = TraceNavigation(self, reader, graph_list)
+        self.proofs = DiagnosisProofs(self, reader)
         self.comparison = RunComparison(
             self,
             reader,
@@ -598,42 +598,17 @@ class DebuggerScreen(Screen):
         self.action_explain()
 
     def action_explain(self) -> None:
-        """Show the whole diagnosis of the selected alert, with its evidence."""
-        if self.diagnosis is None:
+        """Show the whole diagnosis of the selected alert, with its evidence and the
+        proof of its fix."""
+        if self.diagnosis is None or self.proofs is None:
             self.notify("no diagnosis: no NaN or infinity yet")
             return
-        alert = self.diagnosis.alert
-        proof = None if alert is None else self._proofs.get((alert.kind, alert.index))
-        if alert is not None and proof is None:
-            proof = "rerunning the op on its stored values…"
-            self.load_proof(self.diagnosis)
-        self.app.push_screen(diagnosis_dialog(self.diagnosis, proof))
-
-    @work(thread=True, exclusive=True, group="proof")
-    def load_proof(self, diagnosis: Diagnosis) -> None:
-        """The proof of ``diagnosis``'s fix: its op rerun on its stored values as it ran
-        and fixed, in a process of its own (`instrument.repro.proof`)."""
-        from instrument.repro.proof import prove
-        from reader.analysis.diagnosis.culprit_values import culprit_values
-
-        assert self.reader is not None and diagnosis.alert is not None
-        try:
-            cause = self.reader.root_cause(diagnosis.alert)
-        except DumpError as error:
-            self.post_message(ProofLoaded(diagnosis, f"not proven: {error}"))
-            return
-        if cause is not None:
-            text = prove(culprit_values(self.reader, cause)).text()
-            self.post_message(ProofLoaded(diagnosis, text))
+        self.app.push_screen(self.proofs.dialog(self.diagnosis))
 
     @on(ProofLoaded)
     def _proof_loaded(self, message: ProofLoaded) -> None:
-        alert = message.diagnosis.alert
-        assert alert is not None
-        self._proofs[(alert.kind, alert.index)] = message.text
-        shown = self.app.screen
-        if isinstance(shown, TextDialog) and self.diagnosis is message.diagnosis:
-            shown.show_text(diagnosis_text(message.diagnosis, full=True, proof=message.text))
+        if self.proofs is not None:
+            self.proofs.loaded(message, self.diagnosis)
 
     def action_notices(self) -> None:
         """Show every notice the writer recorded about the run."""

@@ -56,14 +56,6 @@ class DiagnosisLoaded(Message):
 
 
 @dataclass
-class ProofLoaded(Message):
-    """The proof of a diagnosis's fix (`instrument.repro.proof`), as one line."""
-
-    diagnosis: Diagnosis
-    text: str
-
-
-@dataclass
 class ContextLoaded(Message):
     """What the panes show about a selected trace or execution."""
 
