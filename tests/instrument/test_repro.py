@@ -33,6 +33,7 @@ PROOF_CASES = {
     "acos_domain": ("Acos", {"size": 3, "nan": 1, "neg_inf": 0, "pos_inf": 0}),
     "exp_overflow": ("Exp", {"size": 3, "nan": 0, "neg_inf": 0, "pos_inf": 1}),
     "norm_grad": ("SqrtGrad", {"size": 1, "nan": 0, "neg_inf": 0, "pos_inf": 1}),
+    "log_bfloat16": ("Log", {"size": 3, "nan": 0, "neg_inf": 1, "pos_inf": 0}),
     "eager_log": ("Log", {"size": 2, "nan": 0, "neg_inf": 1, "pos_inf": 0}),
 }
 
@@ -194,3 +195,13 @@ def test_the_proof_in_one_line():
     missing = Proof("Log", missing="no values: this run recorded FULL_HEALTH summaries only")
     assert missing.text() == "not proven: no values: this run recorded FULL_HEALTH summaries only"
     assert missing.as_dict()["holds"] is False
+
+
+def test_a_bfloat16_op_is_rerun_in_bfloat16(proof_dumps, tmp_path):
+    """bfloat16 values are stored as float32; the script casts them back to the dtype
+    the op declared, so the rerun rounds as the program did."""
+    values = _values(proof_dumps, "log_bfloat16")
+    assert [t.dtype for t in values.inputs] == ["bfloat16"] and values.output.dtype == "bfloat16"
+    files = write_repro(values, str(tmp_path), about="bfloat16")
+    stored = np.load(files.inputs)
+    assert str(stored["dtype0"]) == "bfloat16" and stored["x0"].dtype == np.float32

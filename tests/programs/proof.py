@@ -91,6 +91,17 @@ def norm_grad():
     grads()
 
 
+def log_bfloat16():
+    """bfloat16 keeps 8 significant bits: 1 - exp(-x) rounds to 0 for small x."""
+
+    @tf.function
+    def loss(x):
+        p = 1.0 - tf.exp(-tf.cast(x, tf.bfloat16))
+        return tf.math.log(p)  # BUG log_bfloat16
+
+    loss(tf.constant([1e-4, 0.5, 2.0]))
+
+
 def eager_log():
     probs = tf.constant([0.5, 0.0]) * 1.0
     return tf.math.log(probs)  # BUG eager_log
@@ -112,6 +123,7 @@ CASES = {
         acos_domain,
         exp_overflow,
         norm_grad,
+        log_bfloat16,
         eager_log,
         log_summary,
     )

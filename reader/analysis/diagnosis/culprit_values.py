@@ -35,7 +35,8 @@ class StoredTensor:
 
     Attributes:
         name: The tensor's name as the dump gives it.
-        dtype: Its dtype name as recorded ("float32", "bfloat16"), or None.
+        dtype: Its dtype name ("float32", "bfloat16"): a graph tensor's as its op
+            declares it, else its summary's; None when unknown.
         value: Its stored value, or None when the dump keeps none.
     """
 
@@ -89,15 +90,19 @@ def culprit_values(reader: AnalysedRun, cause: RootCause) -> CulpritValues:
                 f"no value of input {ref.name}: the dump keeps none for it "
                 "(made outside the recorded ops)"
             )
-        inputs.append(StoredTensor(ref.name, summary.dtype if summary else None, value))
+        dtype = _declared_dtype(reader, ref.op_id, ref.slot) if graph else None
+        inputs.append(StoredTensor(ref.name, dtype or (summary.dtype if summary else None), value))
     output_summary = (
         cause.trace.summary
         if cause.trace is not None
         else (cause.execution.summary(alert.slot) if cause.execution is not None else None)
     )
+    declared = None
+    if graph and cause.op is not None and alert.slot < len(cause.op.output_dtypes):
+        declared = cause.op.output_dtypes[alert.slot]
     output = StoredTensor(
         alert.tensor_name,
-        output_summary.dtype if output_summary else None,
+        declared or (output_summary.dtype if output_summary else None),
         _value(reader, graph, alert.index, alert.slot) if full else None,
     )
     if missing is None and not inputs:
@@ -110,6 +115,18 @@ def culprit_values(reader: AnalysedRun, cause: RootCause) -> CulpritValues:
         graph and _compiled(reader, cause),
         missing,
     )
+
+
+def _declared_dtype(reader: AnalysedRun, op_id: int | None, slot: int) -> str | None:
+    """A graph tensor's dtype as its op declares it (a bfloat16 value is stored, and
+    summarised, as float32)."""
+    if op_id is None:
+        return None
+    try:
+        dtypes = reader.op(op_id).output_dtypes
+    except DumpError:
+        return None
+    return dtypes[slot] if slot < len(dtypes) else None
 
 
 def _value(reader: AnalysedRun, graph: bool, index: int, slot: int) -> np.ndarray | None:
