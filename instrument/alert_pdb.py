@@ -39,7 +39,10 @@ class Culprit:
         output: The output's value, or None without one.
         summaries: Each tensor's recorded summary, by name (what every mode keeps).
         values: Where the values come from: "FULL_TENSOR", or why there are none.
-        diagnosis: The pattern, its explanation and the usual fix, one line each.
+        diagnosis: The pattern, its explanation, the usual fix and its proof, one line
+            each.
+        proof: The op rerun on its stored inputs as it ran and fixed
+            (`instrument.repro.proof.Proof`), or None before it is read.
         run_path: The run directory of the dump.
     """
 
@@ -53,6 +56,7 @@ class Culprit:
     values: str = ""
     diagnosis: str = ""
     run_path: str = ""
+    proof: Any = None
 
     def __str__(self) -> str:
         where = f" in graph {self.graph_name!r}" if self.graph_name else ""
@@ -84,6 +88,8 @@ def _short(value: Any) -> str:
 def culprit_of(run_path: str, error: NonFiniteError) -> Culprit:
     """The culprit of the dump at ``run_path``, read back with `reader`."""
     import reader
+    from instrument.repro.proof import prove
+    from reader.analysis.diagnosis.culprit_values import culprit_values
     from reader.analysis.diagnosis.diagnosis import diagnose_cause
     from reader.errors import DumpError
 
@@ -95,39 +101,20 @@ def culprit_of(run_path: str, error: NonFiniteError) -> Culprit:
             cause = dump.root_cause()
             if cause is None:
                 return culprit
-            alert = cause.alert
+            values = culprit_values(dump, cause)
             full = dump.metadata.tensor_debug_mode == "FULL_TENSOR"
-            culprit.values = (
-                "FULL_TENSOR"
-                if full
-                else (
-                    f"none: mode {dump.metadata.tensor_debug_mode} keeps summaries only (run "
-                    "with --mode FULL_TENSOR for the values)"
-                )
-            )
-            for (ref, summary), index in zip(cause.inputs, cause.input_indices):
+            culprit.values = "FULL_TENSOR" if full else (values.missing or "")
+            for (ref, summary), stored in zip(cause.inputs, values.inputs):
                 culprit.summaries[ref.name] = summary
-                culprit.inputs[ref.name] = (
-                    None
-                    if not full or index is None
-                    else (
-                        dump.trace_value(index)
-                        if alert.kind == "graph"
-                        else dump.execution_value(index, ref.slot)
-                    )
-                )
+                culprit.inputs[ref.name] = stored.value
             if cause.trace is not None:
-                culprit.summaries[alert.tensor_name] = cause.trace.summary
-            if full:
-                culprit.output = (
-                    dump.trace_value(alert.index)
-                    if alert.kind == "graph"
-                    else dump.execution_value(alert.index, alert.slot)
-                )
+                culprit.summaries[cause.alert.tensor_name] = cause.trace.summary
+            culprit.output = values.output.value
             diagnosis = diagnose_cause(dump, cause)
+            culprit.proof = prove(values)
             culprit.diagnosis = (
                 f"diagnosis: {diagnosis.pattern}: {diagnosis.explanation}\n"
-                f"fix: {diagnosis.suggestion}"
+                f"fix: {diagnosis.suggestion}\nproof: {culprit.proof.text()}"
             )
     except (DumpError, OSError) as failure:
         culprit.values = f"the dump could not be read back: {failure}"

@@ -15,6 +15,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROGRAMS = os.path.join(REPO, "tests", "programs")
 PATTERNS_PROGRAM = os.path.join(PROGRAMS, "patterns.py")
 HARM_PROGRAM = os.path.join(PROGRAMS, "harm.py")
+PROOF_PROGRAM = os.path.join(PROGRAMS, "proof.py")
+PHASES_PROGRAM = os.path.join(PROGRAMS, "phases.py")
 TRENDS_PROGRAM = os.path.join(PROGRAMS, "trends.py")
 CHAINS_PROGRAM = os.path.join(PROGRAMS, "chains.py")
 WATCHED_PROGRAM = os.path.join(PROGRAMS, "watched.py")
@@ -36,6 +38,8 @@ TF_FIXTURES = frozenset(
         "tensorflow_dump",
         "run_pair",  # tests/tui
         "watched_logdir",
+        "proof_dumps",
+        "phase_dumps",
     }
 )
 
@@ -139,6 +143,22 @@ def watched_logdir(tmp_path_factory) -> str:
     )
     assert completed.returncode == 0 and "CAUGHT" in completed.stdout, completed.stderr[-3000:]
     return logdir
+
+
+@pytest.fixture(scope="session")
+def proof_dumps(tmp_path_factory) -> str:
+    """One process runs every case of tests/programs/proof.py (an op per fix of the
+    proof's table, in FULL_TENSOR, and one in FULL_HEALTH); returns the directory
+    holding a logdir per case."""
+    return _run_cases(PROOF_PROGRAM, tmp_path_factory, "proof")
+
+
+@pytest.fixture(scope="session")
+def phase_dumps(tmp_path_factory) -> str:
+    """One process runs every case of tests/programs/phases.py (values made outside a
+    step: a restore, set_weights, an initial value; a metric's NaN; a prefetched
+    generator's); returns the directory holding a logdir per case."""
+    return _run_cases(PHASES_PROGRAM, tmp_path_factory, "phases")
 
 
 def _run_cases(program: str, tmp_path_factory, name: str) -> str:

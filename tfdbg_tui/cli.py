@@ -7,6 +7,7 @@ report, run the demo, ...); a closed output pipe ends any of them quietly.
     tfdbg-tui demo [--logdir DIR] [...]
     tfdbg-tui run [OPTIONS] -- python PROGRAM.py ARGS...
     tfdbg-tui serve LOGDIR [--port N] [--host H] [--run ID] [...]
+    tfdbg-tui repro LOGDIR [--run ID] [--alert N] [-o DIR]
 
 Errors a user can cause (a bad path, a foreign or damaged directory, a newer dump
 format) print one line on stderr and exit with a documented non-zero status
@@ -20,7 +21,7 @@ import sys
 
 from tfdbg_tui.exit_codes import EXIT_PIPE_CLOSED
 
-SUBCOMMANDS = ("report", "diff", "demo", "run", "serve")
+SUBCOMMANDS = ("report", "diff", "demo", "run", "serve", "repro")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,6 +60,10 @@ def _run(argv: list[str]) -> int:
         from tfdbg_tui.commands.serve import main as serve_main
 
         return serve_main(argv[1:])
+    if argv and argv[0] == "repro":
+        from tfdbg_tui.commands.repro import main as repro_main
+
+        return repro_main(argv[1:])
     from tfdbg_tui.commands.app_main import main as app_main
 
     return app_main(argv)

@@ -22,6 +22,7 @@ EXIT_NO_PROGRAM = 7  # run: no program after `--`, or it does not exist or could
 EXIT_ALERT = 8  # run --fail-on-alert: the program succeeded, its run holds a harmful NaN
 EXIT_AB_NOT_APPLICABLE = 9  # run --ab: the variant cannot apply to this program
 EXIT_CANNOT_SERVE = 10  # serve: the port or host cannot be listened on, or no web extra
+EXIT_NO_REPRO = 11  # repro: no such alert, no values, or an op without a one-op script
 # Our output's reader went away (`tfdbg-tui report LOGDIR | head`): the status a shell
 # gives a command stopped by SIGPIPE, 128 + 13.
 EXIT_PIPE_CLOSED = 128 + signal.SIGPIPE

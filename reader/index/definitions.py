@@ -55,7 +55,7 @@ _LIBRARY_PATH = re.compile(
 # sub-packages, not its example programs (which stand in for user code) nor a user's
 # own files under some other directory called `instrument` (a/instrument/programs/train.py).
 _INSTRUMENT_PATH = re.compile(
-    r"[\\/]instrument[\\/](?:(?:dump|summaries|tf_internals|tracing|watch)[\\/])?[A-Za-z_][A-Za-z0-9_]*\.py$"
+    r"[\\/]instrument[\\/](?:(?:dump|repro|summaries|tf_internals|tracing|watch)[\\/])?[A-Za-z_][A-Za-z0-9_]*\.py$"
 )
 
 

@@ -109,8 +109,13 @@ def test_report_json_carries_diagnosis_and_expression(pattern_dumps, case, capsy
         "fix",
         "chain",
         "chain_note",
+        "proof",
     }
     assert (report["diagnosis"]["source"] is None) == (pattern != "nonfinite_input")
+    # A summary mode: the proof says in one line which mode keeps the values.
+    assert report["diagnosis"]["proof"]["missing"].startswith(
+        "no values: this run recorded FULL_HEALTH summaries only"
+    )
 
 
 def test_counts_are_cited(pattern_dumps):
@@ -132,3 +137,22 @@ def test_human_report_puts_carets_under_the_expression(pattern_dumps, capsys):
     start = carets.index("^")
     assert lines[code][start : len(carets)] == "tf.math.log(probs)"
     assert "Diagnosis: log_of_nonpositive" in "\n".join(lines)
+
+
+def test_a_gradient_op_names_its_forward_op_by_its_user_line(pattern_dumps, capsys):
+    """SqrtGrad's forward op is the Sqrt it reads: named with the user's line and
+    expression (`tf.sqrt(weights)`), in the place and in ``report --json``."""
+    with open(PROGRAM, encoding="utf-8") as f:
+        sqrt_line = next(n for n, line in enumerate(f, 1) if "tf.sqrt(weights)" in line)
+    logdir = os.path.join(pattern_dumps, "sqrt_grad")
+    with reader.open_run(logdir) as dump:
+        place = dump.place(present(dump.root_cause()).alert)
+    assert place.phase == "gradient"
+    assert place.forward is not None and place.forward.op_type == "Sqrt"
+    assert place.forward_frame is not None and place.forward_frame.line == sqrt_line
+    assert report_main([logdir, "--json", "--no-proof"]) == 0
+    forward = json.loads(capsys.readouterr().out)["first_alert"]["forward_op"]
+    assert forward["op_type"] == "Sqrt" and forward["line"] == sqrt_line
+    assert forward["file"] == PROGRAM and forward["function"] == "grads"
+    if SPANS:
+        assert forward["expression"] == "tf.sqrt(weights)"

@@ -47,3 +47,19 @@ def test_a_call_over_several_lines_is_joined():
     frame = _frame(11, 2, 21)
     assert expression_text(frame, lines) == "compute(a, b)"
     assert line_span(frame, lines[0]) == (11, len(lines[0]))
+
+
+def test_a_comment_on_a_calls_lines_is_not_part_of_it():
+    """``from_generator(  # stream the export``: the comments of a call over several
+    lines are left out of its expression and of its carets; a `#` in a string stays."""
+    lines = (
+        "    data = tf.data.Dataset.from_generator(  # stream the export",
+        "        rows,  # one row a record",
+        '        output_signature=spec("#"))',
+    )
+    frame = _frame(11, 3, 35)
+    assert expression_text(frame, lines) == (
+        'tf.data.Dataset.from_generator( rows, output_signature=spec("#"))'
+    )
+    start, end = present(line_span(frame, lines[0]))
+    assert lines[0][start:end] == "tf.data.Dataset.from_generator("

@@ -120,3 +120,42 @@ async def test_graph_structure_shows_the_culprits_history(pattern_dumps):
         assert structure.selected_neighbour is None  # the selected op's row
         await pilot.press("down")
         assert present(structure.selected_neighbour).role == "consumer"
+
+
+async def test_e_proves_the_fix_on_the_stored_values(proof_dumps):
+    """On a FULL_TENSOR run, `e` reruns the Log on its stored input in a process of
+    its own and shows both results; the line waits while it runs."""
+    async with hunted_app(os.path.join(proof_dumps, "log_zero"), (100, 30)) as (app, pilot):
+        line = app.screen.query_one(DiagnosisLine)
+        await wait_for(pilot, lambda: line.diagnosis is not None, what="the diagnosis")
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, TextDialog), what="modal")
+        assert "Proof: rerunning the op on its stored values…" in screen_text(app)
+        await wait_for(
+            pilot,
+            lambda: "all 1000 finite" in " ".join(screen_text(app).split()),
+            timeout=180,
+            what="the proof",
+        )
+        assert (
+            "\n\nProof: `tf.math.log(x0)`: -inf in 100 of 1000 -> "
+            "`tf.math.log(tf.maximum(x0, EPS))`: all 1000 finite\n\nEvidence:"
+        ) in app.screen.text.plain
+        # Shown again at once: the proof is kept.
+        await pilot.press("escape")
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, TextDialog), what="modal again")
+        assert "-inf in 100 of 1000" in " ".join(screen_text(app).split())
+
+
+async def test_e_says_which_mode_would_prove_the_fix(nan_logdir):
+    async with hunted_app(nan_logdir, (100, 30)) as (app, pilot):
+        line = app.screen.query_one(DiagnosisLine)
+        await wait_for(pilot, lambda: line.diagnosis is not None, what="the diagnosis")
+        await pilot.press("e")
+        await wait_for(
+            pilot,
+            lambda: "not proven: no values" in " ".join(screen_text(app).split()),
+            what="the proof's one line",
+        )
+        assert "FULL_TENSOR" in " ".join(screen_text(app).split())

@@ -5,7 +5,9 @@ Prints the run, its mode and counts, what of it is kept on disk (the gaps a circ
 buffer leaves around the first alert's window), the alerts by type and per step, the
 root cause of the first NaN/inf (its op, its step, its inputs' summaries, the user's
 source line with the expression marked by carets, as in a Python traceback) and its
-diagnosis (`reader.analysis.diagnosis.diagnosis`: the pattern, why, the usual fix). Human
+diagnosis (`reader.analysis.diagnosis.diagnosis`: the pattern, why, the usual fix) with its
+proof when the dump holds the values (`instrument.repro.proof`: the op rerun on its
+stored inputs as it ran and fixed, in a process of its own; ``--no-proof`` skips it). Human
 output uses Rich; every piece of dump text is escaped, never read as markup. ``--json`` prints
 exactly one JSON object for scripts and CI.
 """
@@ -17,8 +19,10 @@ import json
 from typing import Any
 
 import reader
+from instrument.repro.proof import Proof, prove
 from reader import DumpError
 from reader import format as fmt
+from reader.analysis.diagnosis.culprit_values import culprit_values
 from reader.analysis.diagnosis.diagnosis import Diagnosis, diagnose_cause
 from reader.analysis.diagnosis.expressions import expression_of, line_span
 from reader.analysis.diagnosis.verdict import (
@@ -27,13 +31,13 @@ from reader.analysis.diagnosis.verdict import (
     healthy_verdict,
     no_alert_statement,
 )
-from reader.analysis.hunt.model_place import Place, library_frame_text
 from reader.analysis.hunt.steps import Gap, Steps
 from reader.analysis.jobs import WorkerRun, first_nonfinite_workers
 from reader.analysis.trends.watch_rules import RuleSpecError, WatchReport, parse_rule_specs
 from reader.model import DUMPER_TENSORFLOW, Alert, RootCause, Summary
 from reader.notices import Notice
 from reader.run.watch_pair import WatchPair, watch_pair
+from tfdbg_tui.commands.report_place import consumed_step, place_dict, place_lines
 from tfdbg_tui.exit_codes import (
     EXIT_DAMAGED,
     EXIT_NEWER_FORMAT,
@@ -74,6 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print one JSON object instead of the human report"
     )
     parser.add_argument(
+        "--no-proof",
+        action="store_true",
+        help="do not rerun the root cause's op on its stored values (FULL_TENSOR) to prove the fix",
+    )
+    parser.add_argument(
         "--rule",
         metavar="NAME:KEY=VALUE",
         action="append",
@@ -102,10 +111,11 @@ def main(argv: list[str]) -> int:
             cause = dump.root_cause()
             diagnosis = diagnose_cause(dump, cause) if cause is not None else healthy_verdict(dump)
             watched = dump.watch(rules)
+            proof = None if cause is None or args.no_proof else prove(culprit_values(dump, cause))
             if args.json:
-                print(json.dumps(report_dict(dump, summary, cause, diagnosis, watched)))
+                print(json.dumps(report_dict(dump, summary, cause, diagnosis, watched, proof)))
             else:
-                _print_human(dump, summary, cause, diagnosis)
+                _print_human(dump, summary, cause, diagnosis, proof)
                 _say_rules(dump, watched)
     except DumpError as error:
         return fail("tfdbg-tui report", error)
@@ -132,10 +142,11 @@ def report_dict(
     cause: RootCause | None,
     diagnosis: Diagnosis | None = None,
     watched: WatchReport | None = None,
+    proof: Proof | None = None,
 ) -> dict[str, Any]:
     """The JSON report: the run, its counts, alerts and first alert, the root cause's
-    inputs, the exact expression, the diagnosis, damage and the watch rules' hits
-    (docs/keys.md)."""
+    inputs, the exact expression, the diagnosis and its proof, damage and the watch
+    rules' hits (docs/keys.md)."""
     watched = watched if watched is not None else dump.watch()
     meta = dump.metadata
     pair = watch_pair(dump)
@@ -164,11 +175,11 @@ def report_dict(
             "device": alert.device,
             "slot": alert.slot,
             "step": alert.step,
-            "step_number": steps.of_execution(alert.step),
+            "step_number": consumed_step(dump, alert, steps),
             "counts": _counts(alert),
             "source": source,
             "inputs": [{"name": ref.name, "summary": summary_dict(s)} for ref, s in cause.inputs],
-            **place_dict(dump.place(alert)),
+            **place_dict(dump, alert, diagnosis),
         }
     return {
         "run": meta.run_id,
@@ -199,6 +210,7 @@ def report_dict(
             "fix": None if diagnosis.fix is None else diagnosis.fix.as_dict(),
             "chain": [link.as_dict() for link in diagnosis.chain],
             "chain_note": diagnosis.chain_note,
+            "proof": None if proof is None else proof.as_dict(),
         },
         "damage": list(dump.damage),
         "notices": [notice_dict(n) for n in dump.notices()],
@@ -220,23 +232,6 @@ def _reached_dict(dump: reader.AnalysedRun, steps: Steps) -> dict[str, Any] | No
         return None
     last = dump.num_executions - 1
     return {"execution": last, "step": steps.of_execution(last)}
-
-
-def place_dict(place: Place) -> dict[str, Any]:
-    """An alert's place in the model as the JSON report gives it."""
-    frame = place.library_frame
-    return {
-        "phase": place.phase,
-        "layer": place.layer,
-        "library_frame": None
-        if frame is None
-        else {
-            "file": frame.path,
-            "line": frame.line,
-            "function": frame.function,
-            "text": library_frame_text(frame),
-        },
-    }
 
 
 def _say_watch(say, dump: reader.AnalysedRun, pair: WatchPair | None) -> None:
@@ -359,6 +354,7 @@ def _print_human(
     summary: reader.AlertSummary,
     cause: RootCause | None,
     diagnosis: Diagnosis | None,
+    proof: Proof | None = None,
 ) -> None:
     # Rich is imported here, not at module level: `--json` and errors never pay for it.
     from rich.table import Table
@@ -474,8 +470,11 @@ def _print_human(
     )
     where = f" in graph '{alert.graph_name}'" if alert.graph_name else ""
     say("")
-    say(("Root cause:", "bold"), f" {what}{where} at {steps.place(alert.step)}")
-    say(f"  in the model: {dump.place(alert).describe()}")
+    step = consumed_step(dump, alert, steps)
+    at = f"step {step}" if step is not None else steps.place(alert.step)
+    say(("Root cause:", "bold"), f" {what}{where} at {at}")
+    for line in place_lines(dump, alert, diagnosis):
+        say(f"  {line}")
     for ref, s in cause.inputs:
         say(f"  input {ref.name}: {summary_text(s).plain}")
     if cause.frame is not None:
@@ -488,7 +487,7 @@ def _print_human(
     else:
         say("  (no user source frame recorded)")
     if diagnosis is not None:
-        _say_diagnosis(say, diagnosis)
+        _say_diagnosis(say, diagnosis, proof)
 
 
 # Rule hits listed in the human report; the JSON report lists every one.
@@ -533,7 +532,7 @@ def _say_rules(dump: reader.AnalysedRun, watched: WatchReport) -> None:
         )
 
 
-def _say_diagnosis(say, diagnosis: Diagnosis) -> None:
+def _say_diagnosis(say, diagnosis: Diagnosis, proof: Proof | None = None) -> None:
     say("")
     say(("Diagnosis:", "bold"), f" {diagnosis.pattern}")
     say(f"  {diagnosis.explanation}")
@@ -544,6 +543,8 @@ def _say_diagnosis(say, diagnosis: Diagnosis) -> None:
             say(f"    {link.subject} [{link.op_type}]: {link.why}")
     elif diagnosis.chain_note:
         say("  ", ("Chain:", "bold"), f" {diagnosis.chain_note}")
+    if proof is not None:
+        say("  ", ("Proof:", "bold"), f" {proof.text()}")
     for line in diagnosis.evidence:
         say(f"  - {line}")
 

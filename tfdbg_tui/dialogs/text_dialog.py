@@ -69,10 +69,15 @@ class TextDialog(ModalScreen[None]):
                 scroll.border_subtitle = self.subtitle
             yield Static(self.text, id="dialog-text")
 
+    def show_text(self, text: Text) -> None:
+        """Replace what the box shows (a proof that arrived while it was open)."""
+        self.text = text
+        self.query_one("#dialog-text", Static).update(text)
 
-def diagnosis_dialog(diagnosis: Diagnosis) -> TextDialog:
-    """The diagnosis line in full (`e`): explanation, fix and evidence, under the alert
-    it diagnoses."""
+
+def diagnosis_dialog(diagnosis: Diagnosis, proof: str | None = None) -> TextDialog:
+    """The diagnosis line in full (`e`): explanation, fix, its proof and evidence, under
+    the alert it diagnoses."""
     alert = diagnosis.alert
     subtitle = None
     if alert is not None:
@@ -81,7 +86,7 @@ def diagnosis_dialog(diagnosis: Diagnosis) -> TextDialog:
             literal(f"{alert.op_type} {name}, {alert.kind} #{alert.index}, step {alert.step}")
         )
     return TextDialog(
-        diagnosis_text(diagnosis, full=True),
+        diagnosis_text(diagnosis, full=True, proof=proof),
         key="e",
         title="Diagnosis",
         subtitle=subtitle,

@@ -30,7 +30,7 @@ from reader.errors import DumpError
 from reader.model import Alert, AlertSummary, RootCause, RunInfo
 from reader.notices import count_warnings
 from reader.run import liveness
-from tfdbg_tui.dialogs.text_dialog import diagnosis_dialog, notices_dialog
+from tfdbg_tui.dialogs.text_dialog import notices_dialog
 from tfdbg_tui.dump_watcher import ENDED, POLL_INTERVAL_S, DumpChanged, DumpWatcher, DumpWatchFailed
 from tfdbg_tui.logdir_watcher import wait_for_run
 from tfdbg_tui.models.context_loader import (
@@ -58,6 +58,7 @@ from tfdbg_tui.screens.debugger_results import (
     ReadFailed,
     SourceLoaded,
 )
+from tfdbg_tui.screens.diagnosis_proofs import DiagnosisProofs, ProofLoaded
 from tfdbg_tui.screens.run_comparison import AlignmentLoaded, ComparisonFailed, RunComparison
 from tfdbg_tui.screens.trace_navigation import TraceFound, TraceNavigation, ValueLoaded
 from tfdbg_tui.text.literal import literal
@@ -80,9 +81,9 @@ KEYS_THAT_STAY = frozenset({"question_mark"})
 class DebuggerScreen(Screen):
     """The six panes of one run, a status line and the footer.
 
-    Once the run is open the screen holds two collaborators its handlers delegate
-    to: `navigation` (search and values for Graph Execution) and `comparison` (run A
-    beside this run).
+    Once the run is open the screen holds three collaborators its handlers delegate
+    to: `navigation` (search and values for Graph Execution), `comparison` (run A
+    beside this run) and `proofs` (the proof of the diagnosis's fix, `e`).
 
     Args:
         logdir: The logdir holding the run.
@@ -174,6 +175,7 @@ class DebuggerScreen(Screen):
         self.trace_context: TraceContext | None = None
         self.diagnosis: Diagnosis | None = None  # what the diagnosis line shows
         self.chain_position = -1  # the link of the diagnosis' chain `u` selected last
+        self.proofs: DiagnosisProofs | None = None
         self.run_state = liveness.UNKNOWN
         self.last_growth = time.monotonic()
         self.hunt_done = False
@@ -265,6 +267,7 @@ class DebuggerScreen(Screen):
         timeline = self.query_one(TimelineCells)
         timeline.attach(reader)
         self.navigation = TraceNavigation(self, reader, graph_list)
+        self.proofs = DiagnosisProofs(self, reader)
         self.comparison = RunComparison(
             self,
             reader,
@@ -607,11 +610,17 @@ class DebuggerScreen(Screen):
         self.action_explain()
 
     def action_explain(self) -> None:
-        """Show the whole diagnosis of the selected alert, with its evidence."""
-        if self.diagnosis is None:
+        """Show the whole diagnosis of the selected alert, with its evidence and the
+        proof of its fix."""
+        if self.diagnosis is None or self.proofs is None:
             self.notify("no diagnosis: no NaN or infinity yet")
             return
-        self.app.push_screen(diagnosis_dialog(self.diagnosis))
+        self.app.push_screen(self.proofs.dialog(self.diagnosis))
+
+    @on(ProofLoaded)
+    def _proof_loaded(self, message: ProofLoaded) -> None:
+        if self.proofs is not None:
+            self.proofs.loaded(message, self.diagnosis)
 
     def action_chain_step(self) -> None:
         """Select the next op of the diagnosis' chain (origin first, then toward the

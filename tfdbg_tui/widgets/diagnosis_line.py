@@ -26,9 +26,10 @@ CLEAR_PATTERNS = tuple(rule.pattern for rule in (*VERDICTS, CONTAINED))
 MORE_HINT = " e: more "
 
 
-def diagnosis_text(diagnosis: Diagnosis, *, full: bool = False) -> Text:
+def diagnosis_text(diagnosis: Diagnosis, *, full: bool = False, proof: str | None = None) -> Text:
     """The diagnosis as one line (label, explanation, "Fix:" suggestion); with `full`,
-    the fix and the evidence follow in paragraphs of their own."""
+    the fix, its proof (``proof``, when given) and the evidence follow in paragraphs of
+    their own."""
     text = Text(no_wrap=not full, overflow="ellipsis", end="")
     label = label_of(diagnosis.pattern)
     text.append(f" {label} ", "bold reverse")
@@ -46,6 +47,9 @@ def diagnosis_text(diagnosis: Diagnosis, *, full: bool = False) -> Text:
     elif full and diagnosis.chain_note:
         text.append("\n\nChain: ", "bold")
         text.append(literal(diagnosis.chain_note))
+    if full and proof is not None:
+        text.append("\n\nProof: ", "bold")
+        text.append(literal(proof))
     if full:
         text.append("\n\nEvidence:", "bold")
         for line in diagnosis.evidence:

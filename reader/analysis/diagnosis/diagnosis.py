@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from reader.analysis.diagnosis.chain import ChainLink, find_chain
+from reader.analysis.diagnosis.expressions import enclosing_class
 from reader.analysis.diagnosis.fixes import Fix, fix_for, refined_family
 from reader.analysis.diagnosis.input_source import InputSource
 from reader.analysis.diagnosis.registry import CONTAINED, PATTERNS, RULES, UNKNOWN, rule_of
@@ -117,7 +118,7 @@ def diagnose_cause(reader: AnalysedRun, cause: RootCause) -> Diagnosis:
     for rule in RULES:
         found = _diagnosed(site, rule)
         if found is not None:
-            return _with_chain(reader, cause, found)
+            return _with_chain(reader, cause, _metric_only(reader, site, found))
     return _with_chain(
         reader,
         cause,
@@ -150,6 +151,33 @@ def _with_chain(reader: AnalysedRun, cause: RootCause, diagnosis: Diagnosis) -> 
         evidence=(*diagnosis.evidence, *chain.evidence),
         chain=chain.links,
         chain_note=chain.note,
+    )
+
+
+# Phases whose non-finite values reach training: a NaN in none of them, made in a
+# metric, leaves the loss, the gradients and the weights finite.
+_TRAINING_PHASES = frozenset({"forward", "gradient", "optimizer", "restore", "init"})
+
+
+def _metric_only(reader: AnalysedRun, site: Site, diagnosis: Diagnosis) -> Diagnosis:
+    """``diagnosis``, saying so when only a metric went non-finite: the run's harmful
+    values were all made in a Keras metric (`model_place`'s ``metric`` phase)."""
+    if reader.place(site.alert).phase != "metric":
+        return diagnosis
+    harm = reader.harm()
+    for alert in reader.alerts().alerts:
+        if harm.of_alert(alert) is None and reader.place(alert).phase in _TRAINING_PHASES:
+            return diagnosis
+    name = enclosing_class(reader, site.cause.frame)
+    metric = f"the metric {name}" if name else "a metric"
+    if site.expression:
+        metric += f" ({site.subject})"
+    return replace(
+        diagnosis,
+        explanation=f"{diagnosis.explanation} The loss, the gradients and the weights stay "
+        f"finite; only {metric} is NaN or infinite: training is unharmed, the "
+        "metric's value is wrong.",
+        evidence=(*diagnosis.evidence, "every harmful value was made in the metric phase"),
     )
 
 

@@ -15,6 +15,8 @@ context manager), on the header's line.
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 from typing import TYPE_CHECKING
 
 from reader.errors import UnknownIdError
@@ -37,7 +39,7 @@ def line_span(frame: Frame, line_text: str | None) -> tuple[int, int] | None:
         header = _header_span(line_text, start)
         if header is not None:
             return header
-        end = len(line_text.rstrip())
+        end = _comment_start(line_text, start)
     else:
         end = min(frame.end_column, len(line_text))
     return (start, end) if 0 <= start < end else None
@@ -54,11 +56,28 @@ def expression_text(frame: Frame, lines: tuple[str, ...] | None) -> str | None:
     if end_line == frame.line or _header_span(lines[frame.line - 1], frame.column):
         span = line_span(frame, lines[frame.line - 1])
         return lines[frame.line - 1][span[0] : span[1]] if span else None
-    pieces = [lines[frame.line - 1][frame.column :]]
-    pieces.extend(lines[frame.line : end_line - 1])
+    first = lines[frame.line - 1]
+    pieces = [first[frame.column : _comment_start(first, frame.column)]]
+    pieces.extend(line[: _comment_start(line, 0)] for line in lines[frame.line : end_line - 1])
     pieces.append(lines[end_line - 1][: frame.end_column])
     text = " ".join(p.strip() for p in pieces if p.strip())
     return text or None
+
+
+def _comment_start(line_text: str, column: int) -> int:
+    """Where the code of a line that goes on to the next ends: before its comment
+    (``from_generator(  # stream the export``), trailing blanks excluded."""
+    code = line_text[column:]
+    comment = None
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(code).readline):
+            if token.type == tokenize.COMMENT:
+                comment = token.start[1]
+                break
+    except (tokenize.TokenError, SyntaxError):
+        pass  # the line's statement goes on: its tokens up to here are read
+    kept = code if comment is None else code[:comment]
+    return column + len(kept.rstrip())
 
 
 def _header_span(line_text: str, column: int) -> tuple[int, int] | None:
@@ -100,3 +119,30 @@ def expression_of(reader: Run, frame: Frame | None) -> str | None:
     except UnknownIdError:
         return None
     return expression_text(frame, source.lines)
+
+
+def enclosing_class(reader: Run, frame: Frame | None) -> str | None:
+    """The name of the class whose method the frame runs in (a custom metric's
+    ``result``: ``ZeroRate``), from the dump's snapshot of its file; None outside a
+    class, or without a snapshot that parses."""
+    if frame is None:
+        return None
+    try:
+        source = reader.source_file(frame.file_id)
+    except UnknownIdError:
+        return None
+    if source.lines is None:
+        return None
+    try:
+        tree = ast.parse("\n".join(source.lines))
+    except (SyntaxError, ValueError):
+        return None
+    found = None
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.ClassDef)
+            and node.lineno <= frame.line <= (node.end_lineno or node.lineno)
+            and (found is None or node.lineno > found.lineno)
+        ):
+            found = node
+    return found.name if found is not None else None

@@ -28,13 +28,14 @@ further, from what the dump recorded around that op:
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from reader.analysis.diagnosis.expressions import expression_of
 from reader.analysis.diagnosis.wording import nonfinite_text
+from reader.analysis.hunt.model_place import RESTORE_OPS
 from reader.analysis.hunt.root_cause import DATASET_DELIVERY_OPS, is_dataset_graph
 from reader.errors import DumpError
 from reader.model import Execution, Frame, Op, RootCause
@@ -72,7 +73,12 @@ SOURCE_OPS = {
 }
 # Earlier executions looked at, at most, to count batches or find a variable's writes.
 MAX_EXECUTIONS_SCANNED = 100_000
-_RESTORE_OPS = frozenset({"RestoreV2", "Restore", "RestoreSlice"})
+# The sources whose values came in outside any step, and the phase that names it.
+SOURCE_PHASES = {
+    "variable_initial": "init",
+    "variable_assigned": "restore",
+    "variable_restored": "restore",
+}
 # Ops that copy or select values and cannot make a NaN or an infinity.
 DATA_COPY_OPS = frozenset(
     {
@@ -147,7 +153,8 @@ class InputSource:
         batch: ``dataset``: the batch, counted from 0; None when a circular buffer
             dropped deliveries before it.
         element: ``dataset``, FULL_TENSOR: the first non-finite element of the dataset.
-        position: ``dataset``, FULL_TENSOR: its index in the batch (row, column...).
+        position: FULL_TENSOR: the index of the first non-finite value: in the batch
+            (``dataset``: row, column...) or in the variable (``variable_*``).
         function: ``py_function`` and the like: the Python function's name.
         frame: The user's line where the value came in (a variable's creation,
             restore or assignment).
@@ -163,11 +170,19 @@ class InputSource:
     function: str | None = None
     frame: Frame | None = None
 
+    @property
+    def phase(self) -> str | None:
+        """The phase the values came in at when it is not a step's (`SOURCE_PHASES`):
+        ``init`` (a variable's initial value) or ``restore`` (a checkpoint, an
+        assignment such as ``set_weights``); None otherwise."""
+        return SOURCE_PHASES.get(self.kind)
+
     def as_dict(self) -> dict[str, object]:
         """The JSON form (`report --json`, ``diagnosis.source``)."""
         frame = None if self.frame is None else {"file": self.frame.path, "line": self.frame.line}
         return {
             "kind": self.kind,
+            "phase": self.phase,
             "batch": self.batch,
             "element": self.element,
             "position": None if self.position is None else list(self.position),
@@ -178,20 +193,45 @@ class InputSource:
 
 def input_source(reader: AnalysedRun, cause: RootCause) -> InputSource | None:
     """Where the values a root cause's op brought in came from; None when the op is
-    not one that brings values in, or the dump does not say."""
+    not one that brings values in, or the dump does not say. A variable's source says
+    where its first non-finite value is when the dump holds the value (FULL_TENSOR)."""
+    source = _input_source(reader, cause)
+    if source is None or source.phase is None:
+        return source
+    alert = cause.alert
+    try:
+        value = (
+            reader.trace_value(alert.index)
+            if alert.kind == "graph"
+            else reader.execution_value(alert.index, alert.slot)
+        )
+    except DumpError:
+        value = None
+    bad = _nonfinite_positions(value)
+    if bad is None or not bad.shape[0]:
+        return source
+    position = tuple(int(i) for i in bad[0])
+    return replace(
+        source,
+        text=f"{source.text}; its first non-finite value is at index {list(position)}",
+        position=position,
+    )
+
+
+def _input_source(reader: AnalysedRun, cause: RootCause) -> InputSource | None:
     try:
         if cause.op is None and cause.execution is not None:
             if cause.execution.op_type in DATASET_DELIVERY_OPS:
                 return _eager_batch(reader, cause.execution, cause.alert.slot)
             if cause.execution.op_type in _VARIABLE_READS and cause.execution.input_ids:
                 return _variable(reader, cause.execution.input_ids[0], cause.execution.index)
-            if cause.execution.op_type in _RESTORE_OPS:
+            if cause.execution.op_type in RESTORE_OPS:
                 return _restored(reader, cause.execution, cause.frame, cause.execution.index)
             return None
         op = cause.op
         if op is None or cause.trace is None:
             return None
-        if op.op_type in _RESTORE_OPS:
+        if op.op_type in RESTORE_OPS:
             return _restored(reader, op, cause.frame, None)
         if op.op_type in DATASET_DELIVERY_OPS:
             return _graph_batch(reader, op, cause.trace.index, cause.alert.slot)

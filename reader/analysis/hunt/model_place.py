@@ -34,7 +34,9 @@ from reader.model import Alert, Frame, Op
 if TYPE_CHECKING:
     from reader.run.run_protocol import Run
 
-PHASES = ("forward", "gradient", "optimizer", "data", "other")
+PHASES = ("forward", "gradient", "optimizer", "data", "metric", "restore", "init", "other")
+# Ops that read a checkpoint's values into the program: phase ``restore``.
+RESTORE_OPS = frozenset({"RestoreV2", "Restore", "RestoreSlice"})
 GRADIENT_SCOPES = ("gradient_tape/", "gradients/", "gradients_")
 # Name scopes an optimizer's update runs under (Keras 3 uses the optimizer's name,
 # TensorFlow 1 and tf_keras their class names), with TensorFlow's "_1" suffixes.
@@ -53,6 +55,12 @@ _METRIC_SCOPES = ("compile_metrics", "metrics")
 # Scopes of control flow around an op, skipped to find the scope that says its phase:
 # Keras' loss scaler applies the optimizer in a cond (``cond/adam/Sub_2``).
 _CONTROL_FLOW_SCOPE = re.compile(r"^(cond|while|case|switch_case)(_\d+)?$")
+# A frame of Keras' metrics machinery: what runs under it computes a metric (a
+# custom metric's ``update_state`` or ``result`` too), not the loss.
+_METRIC_FRAME = re.compile(
+    r"[\\/]keras[\\/]src[\\/](metrics[\\/]|trainers[\\/]trainer\.py:(compute_metrics|"
+    r"get_metrics_result)$)|[\\/]tf_keras[\\/]src[\\/]metrics[\\/]"
+)
 _OPTIMIZER_FILE = re.compile(r"[\\/]keras[\\/]src[\\/]optimizers[\\/]|[\\/]optimizers?[\\/]")
 # A frame in one of these files is the machinery of a layer call.
 _LAYER_CALL = re.compile(
@@ -84,11 +92,16 @@ class Place:
         layer: The Keras layer's name-scope path, or None outside a layer's call.
         library_frame: The library function that made the op, or None when the
             user's own code called the op directly.
+        forward: For a gradient op, the forward op it differentiates, when found.
+        forward_frame: That forward op's user line (the innermost user frame of its
+            creation stack), or None.
     """
 
     phase: str
     layer: str | None = None
     library_frame: Frame | None = None
+    forward: Op | None = None
+    forward_frame: Frame | None = None
 
     def describe(self) -> str:
         """ "gradient of sequential/dense_1, in keras/src/optimizers/adam.py update_step"."""
@@ -119,6 +132,8 @@ def phase_of_name(op_type: str, op_name: str | None) -> str | None:
     name = op_name or ""
     if op_type in DATASET_DELIVERY_OPS:
         return "data"
+    if op_type in RESTORE_OPS:
+        return "restore"
     if is_gradient_name(op_type, name):
         return "gradient"
     parts = name.split("/")
@@ -132,7 +147,7 @@ def phase_of_name(op_type: str, op_name: str | None) -> str | None:
     ):
         return "optimizer"
     if head in _METRIC_SCOPES:
-        return "other"
+        return "metric"
     return None
 
 
@@ -168,9 +183,12 @@ class PlaceFinder:
             phase = "gradient" if fmt.is_backward_call(alert.op_type) else "forward"
         frame = None
         try:
-            frame = self._library_frame(reader.execution(alert.index).stack_id)
+            stack_id = reader.execution(alert.index).stack_id
         except DumpError:
-            pass  # the execution left the disk: no stack to read
+            return Place(phase)  # the execution left the disk: no stack to read
+        frame = self._library_frame(stack_id)
+        if phase == "forward" and self._in_metric(stack_id):
+            phase = "metric"
         return Place(phase, None, frame)
 
     def of_op(self, op: Op) -> Place:
@@ -191,17 +209,35 @@ class PlaceFinder:
         frame = self._library_frame(op.stack_id)
         if phase == "forward" and frame is not None and _OPTIMIZER_FILE.search(frame.path):
             phase = "optimizer"  # a loss scaler's branch, an optimizer's own helper
+        if phase == "forward" and self._in_metric(op.stack_id):
+            phase = "metric"
         forward = op
         if phase == "gradient":
             forward = self._forward_op(op) or op
         layer = None
         if phase == "forward" or (phase == "gradient" and forward is not op):
             layer = self._layer(forward)
+        if phase == "gradient" and forward is not op:
+            return Place(phase, layer, frame, forward, self._user_frame(forward.stack_id))
         return Place(phase, layer, frame)
+
+    def _user_frame(self, stack_id: int | None) -> Frame | None:
+        try:
+            return self._reader.innermost_user_frame(stack_id)
+        except DumpError:
+            return None
 
     def _forward_op(self, op: Op) -> Op | None:
         """The forward op a gradient op differentiates, by TensorFlow's naming: the
-        gradient of ``a/b/MatMul`` is built under ``gradient_tape/a/b/MatMul/``."""
+        gradient of ``a/b/MatMul`` is built under ``gradient_tape/a/b/MatMul/``; a
+        ``<Type>Grad`` op (SqrtGrad, TanhGrad) reads its forward op's output first."""
+        if op.op_type.endswith("Grad") and op.inputs and op.inputs[0].op_id is not None:
+            try:
+                first = self._reader.op(op.inputs[0].op_id)
+            except DumpError:
+                first = None
+            if first is not None and first.op_type == op.op_type[: -len("Grad")]:
+                return first
         name = op.name
         for scope in GRADIENT_SCOPES:
             if name.startswith(scope):
@@ -251,6 +287,16 @@ class PlaceFinder:
         while parts and _OP_SCOPE.match(parts[-1]):
             parts.pop()
         return "/".join(parts) or None
+
+    def _in_metric(self, stack_id: int | None) -> bool:
+        """Whether a creation or call stack runs under Keras' metrics machinery."""
+        if stack_id is None:
+            return False
+        try:
+            frames = self._reader.stack(stack_id)
+        except DumpError:
+            return False
+        return any(_METRIC_FRAME.search(f"{f.path}:{f.function}") for f in frames)
 
     def _library_frame(self, stack_id: int | None) -> Frame | None:
         if stack_id is None:
