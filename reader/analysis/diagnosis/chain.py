@@ -248,7 +248,7 @@ def _graph_step(
         summary, dtype = None, None
         if ref.op_id is not None:
             producer = reader.op(ref.op_id)
-            if ref.slot < len(producer.output_dtypes):
+            if 0 <= ref.slot < len(producer.output_dtypes):
                 dtype = producer.output_dtypes[ref.slot]
             found = input_trace(reader, ref.op_id, ref.slot, index)
             summary = reader.trace(found).summary if found is not None else None
@@ -259,7 +259,7 @@ def _graph_step(
         op.name,
         output,
         (output.dtype if output is not None and output.dtype else None)
-        or (op.output_dtypes[slot] if slot < len(op.output_dtypes) else None),
+        or (op.output_dtypes[slot] if 0 <= slot < len(op.output_dtypes) else None),
         tuple(inputs),
     )
     frame = reader.innermost_user_frame(op.stack_id)
@@ -273,7 +273,7 @@ def _eager_step(reader: AnalysedRun, index: int, slot: int, down: _Step | None) 
         dtype = None
         if eager.producer_index is not None:
             dtypes = reader.execution(eager.producer_index).output_dtypes
-            dtype = dtypes[eager.slot] if eager.slot < len(dtypes) else None
+            dtype = dtypes[eager.slot] if 0 <= eager.slot < len(dtypes) else None
         inputs.append((eager.name, eager.summary, dtype))
     output = execution.summary(slot)
     dtypes = execution.output_dtypes
@@ -282,7 +282,7 @@ def _eager_step(reader: AnalysedRun, index: int, slot: int, down: _Step | None) 
         None,
         output,
         (output.dtype if output is not None and output.dtype else None)
-        or (dtypes[slot] if slot < len(dtypes) else None),
+        or (dtypes[slot] if 0 <= slot < len(dtypes) else None),
         tuple(inputs),
     )
     frame = reader.innermost_user_frame(execution.stack_id)

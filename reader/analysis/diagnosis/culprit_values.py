@@ -98,7 +98,7 @@ def culprit_values(reader: AnalysedRun, cause: RootCause) -> CulpritValues:
         else (cause.execution.summary(alert.slot) if cause.execution is not None else None)
     )
     declared = None
-    if graph and cause.op is not None and alert.slot < len(cause.op.output_dtypes):
+    if graph and cause.op is not None and 0 <= alert.slot < len(cause.op.output_dtypes):
         declared = cause.op.output_dtypes[alert.slot]
     output = StoredTensor(
         alert.tensor_name,
@@ -126,7 +126,7 @@ def _declared_dtype(reader: AnalysedRun, op_id: int | None, slot: int) -> str | 
         dtypes = reader.op(op_id).output_dtypes
     except DumpError:
         return None
-    return dtypes[slot] if slot < len(dtypes) else None
+    return dtypes[slot] if 0 <= slot < len(dtypes) else None
 
 
 def _value(reader: AnalysedRun, graph: bool, index: int, slot: int) -> np.ndarray | None:
