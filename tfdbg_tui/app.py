@@ -5,6 +5,7 @@ known."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future
 
 from textual import on, work
@@ -264,17 +265,18 @@ class DebuggerApp(App[int]):
         self.push_screen(TrendsScreen(screen.reader))
 
     def action_pick_run(self) -> None:
-        self._list_runs()
+        self._list_runs(self._show_picker)
 
     @work(thread=True, exclusive=True, group="list-runs")
-    def _list_runs(self) -> None:
+    def _list_runs(self, then: Callable[[list[RunInfo]], None]) -> None:
         """List the logdir again (a job's other workers may have started since; in a
-        bucket a listing is a request, so off the event loop), then show the picker."""
+        bucket a listing is a request, so off the event loop), then call ``then`` with
+        the runs (the picker, or the watch pair's other run)."""
         try:
             runs = list_runs(self.logdir)
         except DumpError:
             runs = self.runs  # the logdir went away: pick among the runs known
-        self.call_from_thread(self._show_picker, runs)
+        self.call_from_thread(then, runs)
 
     def _show_picker(self, runs: list[RunInfo]) -> None:
         self.runs = list(runs)
@@ -285,15 +287,7 @@ class DebuggerApp(App[int]):
         self.push_screen(RunPickerDialog(self.runs, current), self._run_picked)
 
     def action_watch_pair(self) -> None:
-        self._list_runs_for_pair()
-
-    @work(thread=True, exclusive=True, group="list-runs")
-    def _list_runs_for_pair(self) -> None:
-        try:
-            runs = list_runs(self.logdir)
-        except DumpError:
-            runs = self.runs
-        self.call_from_thread(self._open_pair, runs)
+        self._list_runs(self._open_pair)
 
     def _open_pair(self, runs: list[RunInfo]) -> None:
         """Open the other run of the current run's watch pair (`other_of_pair`)."""

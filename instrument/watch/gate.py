@@ -291,14 +291,7 @@ def local_check(loss: Any, grads: list[Any]) -> tuple[Any, Any]:
 
 def keep_batch_in_graph(flags: WatchFlags, kept: KeptBatch, batch: list[Any]) -> None:
     """In the step's graph: copy the step's batch into ``kept`` until the first hit."""
-    import tensorflow as tf
-
-    def copy_batch() -> Any:
-        for variable, tensor in zip(kept.variables, batch):
-            variable.assign(tensor)
-        return tf.constant(True)
-
-    tf.cond(flags.hit_step.read_value() < 0, copy_batch, lambda: tf.constant(False))
+    _copy_batch_if(flags.hit_step.read_value() < 0, kept, batch)
 
 
 def keep_batch_after_call(
@@ -310,18 +303,21 @@ def keep_batch_after_call(
     the call, which writes them)."""
     import tensorflow as tf
 
+    hit_step = flags.hit_step.read_value()
+    this_step = site.steps.read_value() - 1
+    _copy_batch_if(tf.logical_or(hit_step < 0, tf.equal(hit_step, this_step)), kept, batch)
+
+
+def _copy_batch_if(condition: Any, kept: KeptBatch, batch: list[Any]) -> None:
+    """In the graph: copy ``batch`` into ``kept``'s variables when ``condition`` holds."""
+    import tensorflow as tf
+
     def copy_batch() -> Any:
         for variable, tensor in zip(kept.variables, batch):
             variable.assign(tensor)
         return tf.constant(True)
 
-    hit_step = flags.hit_step.read_value()
-    this_step = site.steps.read_value() - 1
-    tf.cond(
-        tf.logical_or(hit_step < 0, tf.equal(hit_step, this_step)),
-        copy_batch,
-        lambda: tf.constant(False),
-    )
+    tf.cond(condition, copy_batch, lambda: tf.constant(False))
 
 
 def guarded_apply(
