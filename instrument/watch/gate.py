@@ -9,7 +9,8 @@ Built when an optimizer's ``apply`` is traced (`WatchSite.guarded_apply`):
   NaN or an infinity anywhere makes non-finite; one ``is_finite`` of their sum decides
   the step. Only when that sum is not finite are the tensors checked one by one (a
   ``cond``), to name the first bad one and to tell an overflowing sum of finite values
-  from a non-finite value. The check is a value, never ``CheckNumerics`` or
+  from a non-finite value (whose norms are then taken again, scaled, so the row holds
+  a finite gradient's true norm however large). The check is a value, never ``CheckNumerics`` or
   ``Assert``, which XLA removes.
 - **The gate.** The optimizer's update runs in a ``cond`` on the check and on the
   sticky hit flag: a bad step writes nothing (not the weights, not the slots, not the
@@ -266,9 +267,9 @@ def copy_state_before_step(flags: WatchFlags, variables: list[Any]) -> None:
 
 
 def local_check(loss: Any, grads: list[Any]) -> tuple[Any, Any]:
-    """In the step's graph (a replica's, under a strategy): the squared L2 norms of the
-    loss (zero without one) and of each gradient, and which of them are finite (one by
-    one only when their sum is not)."""
+    """In the step's graph (a replica's, under a strategy): the L2 norms of the loss
+    (zero without one) and of each gradient, and which of them are finite (see
+    `checked_norms`)."""
     import tensorflow as tf
 
     checked = (
@@ -277,16 +278,54 @@ def local_check(loss: Any, grads: list[Any]) -> tuple[Any, Any]:
         else [tf.zeros([1], tf.float32)]
     )
     checked += [_dense(g) for g in grads]
-    squares = tf.stack([tf.reduce_sum(tf.square(tf.cast(t, tf.float32))) for t in checked])
+    return checked_norms(checked)
+
+
+def checked_norms(tensors: list[Any]) -> tuple[Any, Any]:
+    """In the graph: each tensor's L2 norm (float32) and whether the tensor is finite.
+
+    The common step pays one fused square-and-sum per tensor and one ``is_finite`` of
+    their total. Only when that total is not finite (a NaN, an infinity, or finite
+    values whose squares overflow float32, from a norm of about 1.8e19) is each tensor
+    checked and its norm taken again scaled by its largest magnitude, so that a finite
+    gradient of norm 1e20 reads 1e20 in the row, not infinity, and is not a hit."""
+    import tensorflow as tf
+
+    values = [tf.cast(t, tf.float32) for t in tensors]
+    squares = tf.stack([tf.reduce_sum(tf.square(t)) for t in values])
 
     def each() -> Any:
-        return tf.stack([tf.reduce_all(tf.math.is_finite(t)) for t in checked])
+        finite = tf.stack([tf.reduce_all(tf.math.is_finite(t)) for t in values])
+        norms = tf.stack([_scaled_norm(t) for t in values])
+        return tf.where(finite, norms, tf.sqrt(squares)), finite
 
     def all_fine() -> Any:
-        return tf.ones([len(checked)], tf.bool)
+        return tf.sqrt(squares), tf.ones([len(values)], tf.bool)
 
-    finite = tf.cond(tf.math.is_finite(tf.reduce_sum(squares)), all_fine, each)
-    return squares, finite
+    return tf.cond(tf.math.is_finite(tf.reduce_sum(squares)), all_fine, each)
+
+
+def _scaled_norm(tensor: Any) -> Any:
+    """A finite float32 tensor's L2 norm without overflow: its largest magnitude times
+    the norm of the tensor divided by it (zero for an empty or all-zero tensor)."""
+    import tensorflow as tf
+
+    largest = tf.maximum(tf.reduce_max(tf.abs(tensor)), 0.0)  # empty: -inf, so 0
+    scale = tf.where(largest > 0, largest, tf.ones_like(largest))
+    return largest * tf.sqrt(tf.reduce_sum(tf.square(tensor / scale)))
+
+
+def root_mean_square(norms: Any) -> Any:
+    """Per column of ``norms`` (one row per replica): the root mean square over the
+    rows, scaled by the column's largest value so finite norms do not overflow."""
+    import tensorflow as tf
+
+    largest = tf.reduce_max(norms, axis=0)
+    usable = tf.logical_and(tf.math.is_finite(largest), largest > 0)
+    scale = tf.where(usable, largest, tf.ones_like(largest))
+    scaled = scale * tf.sqrt(tf.reduce_mean(tf.square(norms / scale), axis=0))
+    plain = tf.sqrt(tf.reduce_mean(tf.square(norms), axis=0))
+    return tf.where(usable, scaled, plain)
 
 
 def keep_batch_in_graph(flags: WatchFlags, kept: KeptBatch, batch: list[Any]) -> None:
@@ -332,25 +371,25 @@ def guarded_apply(
     import tensorflow as tf
 
     loss = loss_of(tf.compat.v1.get_default_graph())
-    squares, finite = local_check(loss, grads)
+    norms, finite = local_check(loss, grads)
     kept = site.kept_batches.get(0)
     if kept is not None and batch:
         keep_batch_in_graph(flags, kept, batch)
-    gated_update(flags, site, squares, finite, loss is not None, apply, variables)
+    gated_update(flags, site, norms, finite, loss is not None, apply, variables)
 
 
 def guarded_apply_across_replicas(
     flags: WatchFlags,
     site: WatchSite,
     distribution: Any,
-    squares: Any,
+    norms: Any,
     finite: Any,
     has_loss: bool,
     apply: Any,
     variables: list[Any],
 ) -> None:
     """Build, in the cross-replica context of a ``merge_call`` (a ``MirroredStrategy``'s
-    step), the gated ``apply()`` over every replica's `local_check` (``squares`` and
+    step), the gated ``apply()`` over every replica's `local_check` (``norms`` and
     ``finite``, per replica): one replica's bad value keeps every replica's update
     out, and the first such replica is the one the hit names. The row holds the root
     mean square over the replicas of each norm."""
@@ -359,11 +398,11 @@ def guarded_apply_across_replicas(
     each_finite = tf.stack(distribution.experimental_local_results(finite))
     replica_ok = tf.reduce_all(each_finite, axis=1)
     replica = tf.argmin(tf.cast(replica_ok, tf.int32), output_type=tf.int64)
-    mean_squares = tf.reduce_mean(tf.stack(distribution.experimental_local_results(squares)), 0)
+    mean_norms = root_mean_square(tf.stack(distribution.experimental_local_results(norms)))
     gated_update(
         flags,
         site,
-        mean_squares,
+        mean_norms,
         tf.gather(each_finite, replica),
         has_loss,
         apply,
@@ -375,14 +414,15 @@ def guarded_apply_across_replicas(
 def gated_update(
     flags: WatchFlags,
     site: WatchSite,
-    squares: Any,
+    norms: Any,
     finite: Any,
     has_loss: bool,
     apply: Any,
     variables: list[Any],
     replica: Any = None,
 ) -> None:
-    """The update run on the check (``finite``: of the loss, then each gradient), the
+    """The update run on the check (``norms`` and ``finite``: of the loss, then each
+    gradient), the
     variables it wrote checked after it, the sticky flag set at a first hit, the row
     written and the step counted."""
     import tensorflow as tf
@@ -392,22 +432,19 @@ def gated_update(
     step = site.steps.read_value()
     open_gate = tf.logical_and(ok, hit_step < 0)
 
-    def squared_norms() -> Any:
-        return tf.stack(
-            [tf.reduce_sum(tf.square(tf.cast(_value(v), tf.float32))) for v in variables]
-        )
+    def weight_norms() -> Any:
+        return checked_norms([_value(v) for v in variables])
 
     def update() -> Any:
         apply()
-        return squared_norms()
+        return weight_norms()
 
     def skip() -> Any:
         for variable, kept in flags.kept_state:
             variable.assign(kept.read_value())
-        return squared_norms()  # the weights as they stay
+        return weight_norms()  # the weights as they stay
 
-    weights = tf.cond(open_gate, update, skip)
-    updated_fine = tf.math.is_finite(weights)
+    weights, updated_fine = tf.cond(open_gate, update, skip)
     first_hit = tf.logical_and(
         hit_step < 0, tf.logical_not(tf.logical_and(ok, tf.reduce_all(updated_fine)))
     )
@@ -437,7 +474,7 @@ def gated_update(
         first(index, flags.hit_index),
         first(replica, flags.hit_replica),
     ]
-    row_write = site.ring[step % RING_STEPS].assign(tf.sqrt(tf.concat([squares, weights], 0)))
+    row_write = site.ring[step % RING_STEPS].assign(tf.concat([norms, weights], 0))
     # The count moves after the flag and the row are written: a reader that sees S steps
     # and then no flag knows steps before S passed (`KeptCalls.fine_before`).
     with tf.control_dependencies([*flag_writes, row_write]):

@@ -178,11 +178,9 @@ class Watcher:
             gate.keep_batch(site, batch, names, replica)
             gate.keep_batch_in_graph(flags, site.kept_batches[replica], batch)
         loss = gate.loss_of(graph)
-        squares, finite = gate.local_check(loss, grads)
+        norms, finite = gate.local_check(loss, grads)
 
-        def across(
-            distribution: Any, squares: Any, finite: Any, grads: Any, variables: Any
-        ) -> None:
+        def across(distribution: Any, norms: Any, finite: Any, grads: Any, variables: Any) -> None:
             def each(grads: Any, variables: Any) -> None:
                 original_apply(optimizer, grads, variables)
 
@@ -190,10 +188,10 @@ class Watcher:
                 distribution.extended.call_for_each_replica(each, args=(grads, variables))
 
             gate.guarded_apply_across_replicas(
-                flags, site, distribution, squares, finite, loss is not None, apply, variables
+                flags, site, distribution, norms, finite, loss is not None, apply, variables
             )
 
-        context.merge_call(across, args=(squares, finite, grads, variables))
+        context.merge_call(across, args=(norms, finite, grads, variables))
 
     def _site(self, optimizer: Any, variables: list[Any]) -> gate.WatchSite:
         """The watched site of ``optimizer``, made (and its record written) at its first

@@ -239,3 +239,35 @@ def test_the_verdict_of_two_replays():
     assert _combined(finite, compiled) == Replay("b", "/b", "xla_only", None, "b")
     assert _combined(finite, compiled_finite).verdict == "not_reproduced"
     assert _combined(plain, compiled_finite).verdict == "reproduced"
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_the_checked_norms_of_finite_values_never_overflow(jit_compile):
+    """A finite gradient whose squares overflow float32 (norm 2e19) is no hit and its
+    row holds its true norm; a NaN or an infinity is a hit; an empty tensor's norm is
+    0; under XLA too (which drops NaN from ``reduce_max``)."""
+    import tensorflow as tf
+
+    from instrument.watch.gate import checked_norms, root_mean_square
+
+    huge = tf.fill([4], np.float32(1e19))
+    small = tf.constant([3e-30, 4e-30], tf.float32)
+    nan = tf.constant([1.0, np.nan], tf.float32)
+    inf = tf.constant([np.inf, 1.0], tf.float32)
+    empty = tf.zeros([0], tf.float32)
+
+    @tf.function(jit_compile=jit_compile)
+    def norms(*tensors):
+        return checked_norms(list(tensors))
+
+    values, finite = norms(huge, small, empty)
+    np.testing.assert_allclose(values.numpy(), [2e19, 5e-30, 0.0], rtol=1e-5)
+    assert finite.numpy().all()
+    values, finite = norms(huge, nan, inf, small)
+    assert finite.numpy().tolist() == [True, False, False, True]
+    assert np.isnan(values.numpy()[1]) and np.isinf(values.numpy()[2])
+    np.testing.assert_allclose(values.numpy()[[0, 3]], [2e19, 5e-30], rtol=1e-5)
+    # The replicas' root mean square of norms as large.
+    rms = root_mean_square(tf.constant([[3e19, 0.0, np.nan], [4e19, 2.0, 1.0]], tf.float32))
+    np.testing.assert_allclose(rms.numpy()[:2], [np.sqrt(12.5) * 1e19, np.sqrt(2.0)], rtol=1e-5)
+    assert np.isnan(rms.numpy()[2])
