@@ -5,13 +5,13 @@ and state, the ring of step rows, and nothing read by the host.
 Built when an optimizer's ``apply`` is traced (`WatchSite.guarded_apply`):
 
 - **The check.** The loss (the target of the ``GradientTape.gradient`` call that made
-  the gradients) and every gradient are reduced to their squared L2 norms, which a
-  NaN or an infinity anywhere makes non-finite; one ``is_finite`` of their sum decides
-  the step. Only when that sum is not finite are the tensors checked one by one (a
-  ``cond``), to name the first bad one and to tell an overflowing sum of finite values
-  from a non-finite value (whose norms are then taken again, scaled, so the row holds
-  a finite gradient's true norm however large). The check is a value, never ``CheckNumerics`` or
-  ``Assert``, which XLA removes.
+  the gradients) and every gradient are reduced to their L2 norms (``L2Loss``: one
+  read, no temporary), which a NaN or an infinity anywhere makes non-finite; one
+  ``is_finite`` of their sum decides the step. Only when that sum is not finite are
+  the tensors checked one by one (a ``cond``), to name the first bad one and to tell
+  an overflowing sum of finite values from a non-finite value (whose norms are then
+  taken again, scaled, so the row holds a finite gradient's true norm however large).
+  The check is a value, never ``CheckNumerics`` or ``Assert``, which XLA removes.
 - **The gate.** The optimizer's update runs in a ``cond`` on the check and on the
   sticky hit flag: a bad step writes nothing (not the weights, not the slots, not the
   iteration counter), and after the first hit no step writes anything, so the state
@@ -26,7 +26,10 @@ Built when an optimizer's ``apply`` is traced (`WatchSite.guarded_apply`):
   over the function's arguments). The non-trainable variables the step's forward
   pass writes (BatchNormalization's moving statistics, Keras' seed generators' state)
   as they were before it, restored when the step is skipped. A row per step in a
-  ring: the loss, and per variable its gradient's and its value's L2 norm.
+  ring: the loss, and per variable its gradient's and its value's L2 norm, written
+  by a scatter of the one row (a sliced assign copied the whole ring every step).
+- **The flag.** One int64 vector, read once and written once a step: the step, the
+  site, the row's column that failed and the replica of the first hit.
 
 The host reads the flag, the step counter and the ring from a thread of its own every
 half second (instrument/watch/watcher.py): the program gets no sync it did not have.
@@ -115,21 +118,25 @@ class WatchFlags:
     """The sticky hit flag, one for the process: the first hit anywhere freezes every
     watched update. Made at the first trace of a watched step (``init_scope``)."""
 
-    hit_step: Any
-    """int64: the step (of the site that hit) of the first hit, -1 before it."""
-    hit_site: Any
-    """int64: the `WatchSite.site_id` that hit."""
-    hit_check: Any
-    """int64: the `CHECKS` index of the check that failed."""
-    hit_index: Any
-    """int64: which tensor failed it (the loss is 0 and gradients follow; for the
-    update check, the variable's index)."""
-    hit_replica: Any
-    """int64: the replica whose values failed it, under a tf.distribute strategy (the
-    first of them); 0 otherwise."""
+    state: Any
+    """int64 [4], every element -1 before the first hit, then (one read, one write a
+    step): `FLAG_STEP`, the step (of the site that hit) of the first hit;
+    `FLAG_SITE`, the `WatchSite.site_id` that hit; `FLAG_COLUMN`, the column of the
+    site's step row (`WatchSite.columns`) whose tensor failed the check: the loss,
+    a gradient, or a variable after the update; `FLAG_REPLICA`, the replica whose
+    values failed it first under a tf.distribute strategy (0 otherwise)."""
     kept_state: list[tuple[Any, Any]] = field(default_factory=list)
     """(variable, copy before the step) of the non-trainable variables a Keras
     model's step writes in its forward pass."""
+
+    def hit_step(self) -> Any:
+        """In the graph: the step of the first hit, -1 before it."""
+        return self.state.read_value()[FLAG_STEP]
+
+
+# The elements of `WatchFlags.state`.
+FLAG_STEP, FLAG_SITE, FLAG_COLUMN, FLAG_REPLICA = range(4)
+NO_HIT = (-1, -1, -1, -1)
 
 
 def make_flags() -> WatchFlags:
@@ -137,11 +144,19 @@ def make_flags() -> WatchFlags:
 
     with tf.init_scope():
         return WatchFlags(
-            *(
-                unmirrored_variable(tf.constant(-1, tf.int64), f"tfdbg_tui_watch_{name}")
-                for name in ("hit_step", "hit_site", "hit_check", "hit_index", "hit_replica")
-            )
+            unmirrored_variable(tf.constant(NO_HIT, tf.int64), "tfdbg_tui_watch_flags")
         )
+
+
+def check_of_column(column: int, variables: int) -> tuple[str, int | None]:
+    """The check a failed column of a step row names (`CHECKS`) and which variable
+    (None for the loss): columns are the loss, each variable's gradient, then each
+    variable after the update."""
+    if column <= 0:
+        return CHECK_LOSS, None
+    if column <= variables:
+        return CHECK_GRADIENT, column - 1
+    return CHECK_UPDATE, column - 1 - variables
 
 
 @dataclass
@@ -263,46 +278,58 @@ def copy_state_before_step(flags: WatchFlags, variables: list[Any]) -> None:
             kept.assign(_value(variable))
         return tf.constant(True)
 
-    tf.cond(flags.hit_step < 0, copy, lambda: tf.constant(False))
+    tf.cond(flags.hit_step() < 0, copy, lambda: tf.constant(False))
 
 
 def local_check(loss: Any, grads: list[Any]) -> tuple[Any, Any]:
     """In the step's graph (a replica's, under a strategy): the L2 norms of the loss
-    (zero without one) and of each gradient, and which of them are finite (see
-    `checked_norms`)."""
+    (zero without one) and of each gradient, and the first of them that is not finite
+    (0 the loss, k the k-th gradient; -1 when all are), as `checked_norms`."""
     import tensorflow as tf
 
-    checked = (
-        [tf.cast(tf.reshape(loss, [-1]), tf.float32)]
-        if loss is not None
-        else [tf.zeros([1], tf.float32)]
-    )
+    checked = [loss if loss is not None else tf.zeros([], tf.float32)]
     checked += [_dense(g) for g in grads]
     return checked_norms(checked)
 
 
 def checked_norms(tensors: list[Any]) -> tuple[Any, Any]:
-    """In the graph: each tensor's L2 norm (float32) and whether the tensor is finite.
+    """In the graph: each tensor's L2 norm (float32), and the index of the first tensor
+    that holds a NaN or an infinity (-1 when none does).
 
-    The common step pays one fused square-and-sum per tensor and one ``is_finite`` of
-    their total. Only when that total is not finite (a NaN, an infinity, or finite
-    values whose squares overflow float32, from a norm of about 1.8e19) is each tensor
-    checked and its norm taken again scaled by its largest magnitude, so that a finite
-    gradient of norm 1e20 reads 1e20 in the row, not infinity, and is not a hit."""
+    The common step pays one ``L2Loss`` per tensor (a fused square-and-sum that reads
+    the tensor once and makes no temporary) and one ``is_finite`` of their total. Only
+    when that total is not finite (a NaN, an infinity, or finite values whose squares
+    overflow float32, from a norm of about 2.6e19) is each tensor checked and its norm
+    taken again scaled by its largest magnitude, so that a finite gradient of norm
+    1e20 reads 1e20 in the row, not infinity, and is not a hit. Every op counts: the
+    watched step's cost on a small model is mostly the executor's per-op overhead
+    (docs/performance.md, the watch tier)."""
     import tensorflow as tf
 
-    values = [tf.cast(t, tf.float32) for t in tensors]
-    squares = tf.stack([tf.reduce_sum(tf.square(t)) for t in values])
+    values = [t if t.dtype == tf.float32 else tf.cast(t, tf.float32) for t in tensors]
+    halves = tf.stack([tf.nn.l2_loss(t) for t in values])  # each sum(t**2) / 2
 
     def each() -> Any:
         finite = tf.stack([tf.reduce_all(tf.math.is_finite(t)) for t in values])
         norms = tf.stack([_scaled_norm(t) for t in values])
-        return tf.where(finite, norms, tf.sqrt(squares)), finite
+        first_bad = tf.argmin(tf.cast(finite, tf.int32), output_type=tf.int64)
+        return (
+            tf.where(finite, norms, _norms_of_halves(halves)),
+            tf.where(tf.reduce_all(finite), tf.constant(-1, tf.int64), first_bad),
+        )
 
     def all_fine() -> Any:
-        return tf.sqrt(squares), tf.ones([len(values)], tf.bool)
+        return _norms_of_halves(halves), tf.constant(-1, tf.int64)
 
-    return tf.cond(tf.math.is_finite(tf.reduce_sum(squares)), all_fine, each)
+    return tf.cond(tf.math.is_finite(tf.reduce_sum(halves)), all_fine, each)
+
+
+def _norms_of_halves(halves: Any) -> Any:
+    """L2 norms from ``L2Loss``'s halves of the sums of squares (as large as they are
+    finite: ``sqrt(2 * h)`` would overflow first)."""
+    import tensorflow as tf
+
+    return tf.sqrt(halves) * tf.constant(2.0**0.5, tf.float32)
 
 
 def _scaled_norm(tensor: Any) -> Any:
@@ -330,7 +357,7 @@ def root_mean_square(norms: Any) -> Any:
 
 def keep_batch_in_graph(flags: WatchFlags, kept: KeptBatch, batch: list[Any]) -> None:
     """In the step's graph: copy the step's batch into ``kept`` until the first hit."""
-    _copy_batch_if(flags.hit_step.read_value() < 0, kept, batch)
+    _copy_batch_if(flags.hit_step() < 0, kept, batch)
 
 
 def keep_batch_after_call(
@@ -342,7 +369,7 @@ def keep_batch_after_call(
     the call, which writes them)."""
     import tensorflow as tf
 
-    hit_step = flags.hit_step.read_value()
+    hit_step = flags.hit_step()
     this_step = site.steps.read_value() - 1
     _copy_batch_if(tf.logical_or(hit_step < 0, tf.equal(hit_step, this_step)), kept, batch)
 
@@ -370,12 +397,11 @@ def guarded_apply(
     """Build, in the step's graph, the check, the gated ``apply()`` and the row."""
     import tensorflow as tf
 
-    loss = loss_of(tf.compat.v1.get_default_graph())
-    norms, finite = local_check(loss, grads)
+    norms, first_bad = local_check(loss_of(tf.compat.v1.get_default_graph()), grads)
     kept = site.kept_batches.get(0)
     if kept is not None and batch:
         keep_batch_in_graph(flags, kept, batch)
-    gated_update(flags, site, norms, finite, loss is not None, apply, variables)
+    gated_update(flags, site, norms, first_bad, apply, variables)
 
 
 def guarded_apply_across_replicas(
@@ -383,101 +409,72 @@ def guarded_apply_across_replicas(
     site: WatchSite,
     distribution: Any,
     norms: Any,
-    finite: Any,
-    has_loss: bool,
+    first_bad: Any,
     apply: Any,
     variables: list[Any],
 ) -> None:
     """Build, in the cross-replica context of a ``merge_call`` (a ``MirroredStrategy``'s
     step), the gated ``apply()`` over every replica's `local_check` (``norms`` and
-    ``finite``, per replica): one replica's bad value keeps every replica's update
+    ``first_bad``, per replica): one replica's bad value keeps every replica's update
     out, and the first such replica is the one the hit names. The row holds the root
     mean square over the replicas of each norm."""
     import tensorflow as tf
 
-    each_finite = tf.stack(distribution.experimental_local_results(finite))
-    replica_ok = tf.reduce_all(each_finite, axis=1)
-    replica = tf.argmin(tf.cast(replica_ok, tf.int32), output_type=tf.int64)
+    each_bad = tf.stack(distribution.experimental_local_results(first_bad))
+    replica = tf.argmax(tf.cast(each_bad >= 0, tf.int32), output_type=tf.int64)
     mean_norms = root_mean_square(tf.stack(distribution.experimental_local_results(norms)))
-    gated_update(
-        flags,
-        site,
-        mean_norms,
-        tf.gather(each_finite, replica),
-        has_loss,
-        apply,
-        variables,
-        replica,
-    )
+    gated_update(flags, site, mean_norms, tf.gather(each_bad, replica), apply, variables, replica)
 
 
 def gated_update(
     flags: WatchFlags,
     site: WatchSite,
     norms: Any,
-    finite: Any,
-    has_loss: bool,
+    first_bad: Any,
     apply: Any,
     variables: list[Any],
     replica: Any = None,
 ) -> None:
-    """The update run on the check (``norms`` and ``finite``: of the loss, then each
-    gradient), the
-    variables it wrote checked after it, the sticky flag set at a first hit, the row
-    written and the step counted."""
+    """The update run on the check (``norms`` of the loss and each gradient, and the
+    ``first_bad`` of them, -1 for none), the variables it wrote checked after it, the
+    sticky flag set at a first hit, the row written and the step counted."""
     import tensorflow as tf
 
-    ok = tf.reduce_all(finite)
-    hit_step = flags.hit_step.read_value()
+    state = flags.state.read_value()
+    no_hit_yet = state[FLAG_STEP] < 0
     step = site.steps.read_value()
-    open_gate = tf.logical_and(ok, hit_step < 0)
-
-    def weight_norms() -> Any:
-        return checked_norms([_value(v) for v in variables])
+    open_gate = tf.logical_and(first_bad < 0, no_hit_yet)
 
     def update() -> Any:
         apply()
-        return weight_norms()
+        return tf.constant(True)
 
     def skip() -> Any:
         for variable, kept in flags.kept_state:
             variable.assign(kept.read_value())
-        return weight_norms()  # the weights as they stay
+        return tf.constant(False)
 
-    weights, updated_fine = tf.cond(open_gate, update, skip)
-    first_hit = tf.logical_and(
-        hit_step < 0, tf.logical_not(tf.logical_and(ok, tf.reduce_all(updated_fine)))
-    )
-    check = tf.where(
-        ok,
-        tf.constant(2, tf.int64),
-        tf.where(
-            tf.logical_and(has_loss, tf.logical_not(finite[0])),
-            tf.constant(0, tf.int64),
-            tf.constant(1, tf.int64),
-        ),
-    )
-    index = tf.where(
-        ok,
-        tf.argmin(tf.cast(updated_fine, tf.int32), output_type=tf.int64),
-        tf.argmin(tf.cast(finite, tf.int32), output_type=tf.int64),
+    gated = tf.cond(open_gate, update, skip)
+    # The variables as the step leaves them, written or not.
+    with tf.control_dependencies([gated]):
+        weights, bad_weight = checked_norms([_value(v) for v in variables])
+    column = tf.where(
+        first_bad >= 0,
+        first_bad,
+        tf.where(bad_weight >= 0, bad_weight + 1 + len(variables), tf.constant(-1, tf.int64)),
     )
     replica = tf.constant(0, tf.int64) if replica is None else replica
-
-    def first(value: Any, variable: Any) -> Any:
-        return variable.assign(tf.where(first_hit, value, variable.read_value()))
-
-    flag_writes = [
-        flags.hit_step.assign(tf.where(first_hit, step, hit_step)),
-        first(tf.constant(site.site_id, tf.int64), flags.hit_site),
-        first(check, flags.hit_check),
-        first(index, flags.hit_index),
-        first(replica, flags.hit_replica),
-    ]
-    row_write = site.ring[step % RING_STEPS].assign(tf.concat([norms, weights], 0))
+    first_hit = tf.logical_and(no_hit_yet, column >= 0)
+    hit = tf.stack([step, tf.constant(site.site_id, tf.int64), column, replica])
+    flag_write = flags.state.assign(tf.where(first_hit, hit, state))
+    # A scatter writes the one row in place; a sliced assign (``ring[i].assign``)
+    # copied the whole ring every step (4,096 rows: 6.5 MB a step for 200 variables).
+    row = tf.concat([norms, weights], 0)[None]
+    slot = tf.reshape(step % RING_STEPS, [1])
+    row_write = site.ring.scatter_update(tf.IndexedSlices(row, slot))
     # The count moves after the flag and the row are written: a reader that sees S steps
     # and then no flag knows steps before S passed (`KeptCalls.fine_before`).
-    with tf.control_dependencies([*flag_writes, row_write]):
+    with tf.control_dependencies([flag_write, row_write]):
         site.steps.assign_add(1)
 
 

@@ -178,9 +178,11 @@ class Watcher:
             gate.keep_batch(site, batch, names, replica)
             gate.keep_batch_in_graph(flags, site.kept_batches[replica], batch)
         loss = gate.loss_of(graph)
-        norms, finite = gate.local_check(loss, grads)
+        norms, first_bad = gate.local_check(loss, grads)
 
-        def across(distribution: Any, norms: Any, finite: Any, grads: Any, variables: Any) -> None:
+        def across(
+            distribution: Any, norms: Any, first_bad: Any, grads: Any, variables: Any
+        ) -> None:
             def each(grads: Any, variables: Any) -> None:
                 original_apply(optimizer, grads, variables)
 
@@ -188,10 +190,10 @@ class Watcher:
                 distribution.extended.call_for_each_replica(each, args=(grads, variables))
 
             gate.guarded_apply_across_replicas(
-                flags, site, distribution, norms, finite, loss is not None, apply, variables
+                flags, site, distribution, norms, first_bad, apply, variables
             )
 
-        context.merge_call(across, args=(norms, finite, grads, variables))
+        context.merge_call(across, args=(norms, first_bad, grads, variables))
 
     def _site(self, optimizer: Any, variables: list[Any]) -> gate.WatchSite:
         """The watched site of ``optimizer``, made (and its record written) at its first
@@ -320,22 +322,20 @@ class Watcher:
         # A hit stopped the job: its flag stays set, and is not a new hit.
         if self.hit is not None or self._handling or self.stopped:
             return
-        hit_step = int(flags.hit_step.numpy())
+        state = [int(v) for v in flags.state.numpy()]
+        hit_step = state[gate.FLAG_STEP]
         if hit_step < 0:
             # The steps counted before the flag was read passed the check.
             for site in sites:
                 if site.kept_calls is not None:
                     site.kept_calls.fine_before(self._rows_read.get(site.site_id, 0))
             return
-        site = sites[int(flags.hit_site.numpy())]
-        check = gate.CHECKS[int(flags.hit_check.numpy())]
-        index = int(flags.hit_index.numpy())
+        site = sites[state[gate.FLAG_SITE]]
+        check, variable = gate.check_of_column(state[gate.FLAG_COLUMN], len(site.variable_names))
         replica = (
-            int(flags.hit_replica.numpy())
-            if site.replicas > 1 and check != gate.CHECK_UPDATE
-            else None
+            state[gate.FLAG_REPLICA] if site.replicas > 1 and check != gate.CHECK_UPDATE else None
         )
-        hit = gate.Hit(site, hit_step, check, _what_failed(site, check, index), replica)
+        hit = gate.Hit(site, hit_step, check, _what_failed(site, check, variable), replica)
         self.writer.add_watch_record(WatchHitRecord, self._hit_fields(hit))
         self.hit = hit
 
@@ -426,14 +426,7 @@ class Watcher:
     def _rearm(self) -> None:
         """Skip the hit step and watch on: the flag cleared, the hit forgotten."""
         assert self.flags is not None
-        for variable in (
-            self.flags.hit_step,
-            self.flags.hit_site,
-            self.flags.hit_check,
-            self.flags.hit_index,
-            self.flags.hit_replica,
-        ):
-            variable.assign(-1)
+        self.flags.state.assign(gate.NO_HIT)
         self.hit = None
 
     def close(self, *, handle_hit: bool = True) -> None:
@@ -487,18 +480,14 @@ def _replica() -> int | None:
     return int(replica) if replica is not None else 0
 
 
-def _what_failed(site: gate.WatchSite, check: str, index: int) -> str:
+def _what_failed(site: gate.WatchSite, check: str, variable: int | None) -> str:
     names = site.variable_names
     if check == gate.CHECK_LOSS:
         return "the loss"
+    name = names[variable] if variable is not None and 0 <= variable < len(names) else None
     if check == gate.CHECK_GRADIENT:
-        k = index - 1
-        return f"the gradient of {names[k]}" if 0 <= k < len(names) else "a gradient"
-    return (
-        f"{names[index]} after the update"
-        if 0 <= index < len(names)
-        else "a variable after the update"
-    )
+        return f"the gradient of {name}" if name else "a gradient"
+    return f"{name} after the update" if name else "a variable after the update"
 
 
 __all__ = ["NonFiniteError", "Watcher", "ON_HIT"]

@@ -25,6 +25,7 @@ CAUGHT = (
     "mirrored_saturated",
     "fit_xla_saturated",
     "loop_xla_saturated",
+    "fit_spe_saturated",
 )
 HEALTHY = ("fit_healthy", "mixed_healthy", "where_sqrt")
 PROGRAMS_RUN = CAUGHT + ("fit_data_nan", "adam_eps0", "fit_divergence") + HEALTHY
@@ -243,14 +244,14 @@ def test_the_verdict_of_two_replays():
 
 @pytest.mark.parametrize("jit_compile", [False, True])
 def test_the_checked_norms_of_finite_values_never_overflow(jit_compile):
-    """A finite gradient whose squares overflow float32 (norm 2e19) is no hit and its
-    row holds its true norm; a NaN or an infinity is a hit; an empty tensor's norm is
-    0; under XLA too (which drops NaN from ``reduce_max``)."""
+    """A finite gradient whose squares overflow float32 (norm 2e20) is no hit and its
+    row holds its true norm; the first NaN or infinity is named; an empty tensor's
+    norm is 0; under XLA too (which drops NaN from ``reduce_max``)."""
     import tensorflow as tf
 
     from instrument.watch.gate import checked_norms, root_mean_square
 
-    huge = tf.fill([4], np.float32(1e19))
+    huge = tf.fill([4], np.float32(1e20))
     small = tf.constant([3e-30, 4e-30], tf.float32)
     nan = tf.constant([1.0, np.nan], tf.float32)
     inf = tf.constant([np.inf, 1.0], tf.float32)
@@ -260,13 +261,17 @@ def test_the_checked_norms_of_finite_values_never_overflow(jit_compile):
     def norms(*tensors):
         return checked_norms(list(tensors))
 
-    values, finite = norms(huge, small, empty)
-    np.testing.assert_allclose(values.numpy(), [2e19, 5e-30, 0.0], rtol=1e-5)
-    assert finite.numpy().all()
-    values, finite = norms(huge, nan, inf, small)
-    assert finite.numpy().tolist() == [True, False, False, True]
-    assert np.isnan(values.numpy()[1]) and np.isinf(values.numpy()[2])
-    np.testing.assert_allclose(values.numpy()[[0, 3]], [2e19, 5e-30], rtol=1e-5)
+    values, first_bad = norms(huge, small, empty)
+    np.testing.assert_allclose(values.numpy(), [2e20, 5e-30, 0.0], rtol=1e-5)
+    assert int(first_bad) == -1
+    values, first_bad = norms(huge, small, nan, inf)
+    assert int(first_bad) == 2
+    assert np.isnan(values.numpy()[2]) and np.isinf(values.numpy()[3])
+    np.testing.assert_allclose(values.numpy()[:2], [2e20, 5e-30], rtol=1e-5)
+    # Small norms on the common path (no overflow): L2Loss's own, to float32's range.
+    values, first_bad = norms(tf.constant([3e-3, 4e-3]), tf.constant([[1.0, 2.0], [2.0, 4.0]]))
+    np.testing.assert_allclose(values.numpy(), [5e-3, 5.0], rtol=1e-6)
+    assert int(first_bad) == -1
     # The replicas' root mean square of norms as large.
     rms = root_mean_square(tf.constant([[3e19, 0.0, np.nan], [4e19, 2.0, 1.0]], tf.float32))
     np.testing.assert_allclose(rms.numpy()[:2], [np.sqrt(12.5) * 1e19, np.sqrt(2.0)], rtol=1e-5)
