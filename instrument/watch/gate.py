@@ -187,6 +187,9 @@ class WatchSite:
     step_function: Any = None
     """What a replay calls (`instrument.watch.replay`), or None: ``("keras", model,
     data)`` or ``("call", python_function)``."""
+    loss_scale: Any = None
+    """The dynamic loss scale of the ``LossScaleOptimizer`` whose inner optimizer this
+    site is, or None: its rows then end with `LOSS_SCALE_COLUMNS`."""
 
     @property
     def columns(self) -> list[str]:
@@ -194,7 +197,14 @@ class WatchSite:
             ["loss"]
             + [f"gradient_norm:{n}" for n in self.variable_names]
             + [f"weight_norm:{n}" for n in self.variable_names]
+            + (list(LOSS_SCALE_COLUMNS) if self.loss_scale is not None else [])
         )
+
+
+# A loss-scaled site's last columns: the scale its step used, and 1 on a step the loss
+# scaler skipped (its gradients overflowed: the inner optimizer did not run, and the
+# row's norms are NaN, not recorded).
+LOSS_SCALE_COLUMNS = ("loss_scale", "skipped")
 
 
 @dataclass
@@ -210,10 +220,14 @@ class Hit:
     """The replica whose values failed it first, under a tf.distribute strategy."""
 
 
-def make_site(site_id: int, optimizer: Any, variables: list[Any]) -> WatchSite:
-    """The in-graph state of a watched apply, created eagerly (``init_scope``)."""
+def make_site(
+    site_id: int, optimizer: Any, variables: list[Any], loss_scale: Any = None
+) -> WatchSite:
+    """The in-graph state of a watched apply, created eagerly (``init_scope``);
+    ``loss_scale``: the scale variable of the ``LossScaleOptimizer`` around it."""
     import tensorflow as tf
 
+    columns = 1 + 2 * len(variables) + (len(LOSS_SCALE_COLUMNS) if loss_scale is not None else 0)
     with tf.init_scope():
         return WatchSite(
             site_id=site_id,
@@ -222,8 +236,9 @@ def make_site(site_id: int, optimizer: Any, variables: list[Any]) -> WatchSite:
             variables=list(variables) + list(getattr(optimizer, "variables", [])),
             steps=unmirrored_variable(tf.constant(0, tf.int64), "tfdbg_tui_watch_steps"),
             ring=unmirrored_variable(
-                tf.zeros([RING_STEPS, 1 + 2 * len(variables)], tf.float32), "tfdbg_tui_watch_ring"
+                tf.zeros([RING_STEPS, columns], tf.float32), "tfdbg_tui_watch_ring"
             ),
+            loss_scale=loss_scale,
         )
 
 
@@ -469,13 +484,40 @@ def gated_update(
     flag_write = flags.state.assign(tf.where(first_hit, hit, state))
     # A scatter writes the one row in place; a sliced assign (``ring[i].assign``)
     # copied the whole ring every step (4,096 rows: 6.5 MB a step for 200 variables).
-    row = tf.concat([norms, weights], 0)[None]
+    parts = [norms, weights]
+    if site.loss_scale is not None:
+        parts.append(tf.stack([tf.cast(_value(site.loss_scale), tf.float32), 0.0]))
+    row = tf.concat(parts, 0)[None]
     slot = tf.reshape(step % RING_STEPS, [1])
     row_write = site.ring.scatter_update(tf.IndexedSlices(row, slot))
     # The count moves after the flag and the row are written: a reader that sees S steps
     # and then no flag knows steps before S passed (`KeptCalls.fine_before`).
     with tf.control_dependencies([flag_write, row_write]):
         site.steps.assign_add(1)
+
+
+def count_skipped_step(site: WatchSite, scale_before: Any) -> None:
+    """In the step's graph, after a ``LossScaleOptimizer``'s apply: when it skipped the
+    step (its scale fell below ``scale_before``), the step is counted with a row of
+    its own (the scale, ``skipped`` 1, NaN norms), so that the site's steps stay the
+    training's steps and a custom loop's kept calls stay in step with them."""
+    import tensorflow as tf
+
+    scale_after = tf.cast(_value(site.loss_scale), tf.float32)
+    before = tf.cast(scale_before, tf.float32)
+    norms = 1 + 2 * len(site.variable_names)
+
+    def count() -> Any:
+        step = site.steps.read_value()
+        row = tf.concat([tf.fill([norms], float("nan")), tf.stack([before, 1.0])], 0)
+        written = site.ring.scatter_update(
+            tf.IndexedSlices(row[None], tf.reshape(step % RING_STEPS, [1]))
+        )
+        with tf.control_dependencies([written]):
+            site.steps.assign_add(1)
+        return tf.constant(True)
+
+    tf.cond(scale_after < before, count, lambda: tf.constant(False))
 
 
 def _dense(gradient: Any) -> Any:

@@ -8,6 +8,9 @@ callback.
   ``LossScaleOptimizer`` is left as it is: its inner optimizer's apply, which it calls
   only with finite unscaled gradients, is the watched one, so the loss scaler's
   skipped steps are not hits.
+- ``LossScaleOptimizer.apply`` (its own) is traced as it is, its inner optimizer's
+  watched apply inside it recording the loss scale, and a step it skips counted
+  (`Watcher.loss_scaled_apply`).
 - ``GradientTape.gradient`` notes its target, traced in a graph, as that graph's loss.
 - ``Model.fit`` wraps its model's ``train_step`` once (an override included), so that
   the non-trainable variables a step writes are copied before it and a replay knows
@@ -89,6 +92,26 @@ class WatchHooks:
             watcher.apply(optimizer, run, [g for g, _ in pairs], [v for _, v in pairs])
             return None
 
+        scaler_class = keras.optimizers.LossScaleOptimizer
+        original_scaled_apply = scaler_class.apply
+
+        @functools.wraps(original_scaled_apply)
+        def scaled_apply(optimizer: Any, grads: Any, trainable_variables: Any = None) -> Any:
+            if (
+                gate.replaying()
+                or watcher.closed
+                or not tf.inside_function()
+                or tf.distribute.has_strategy()
+                or trainable_variables is None
+            ):
+                return original_scaled_apply(optimizer, grads, trainable_variables)
+            if not optimizer.built:  # its scale is made when it is built
+                optimizer.build(trainable_variables)
+                optimizer.built = True
+            return watcher.loss_scaled_apply(
+                optimizer, original_scaled_apply, grads, trainable_variables
+            )
+
         original_gradient = tf.GradientTape.gradient
 
         @functools.wraps(original_gradient)
@@ -126,6 +149,7 @@ class WatchHooks:
             return watcher.call_function(function, original_call, args, kwargs)
 
         self._replace(keras.optimizers.Optimizer, "apply", apply)
+        self._replace(scaler_class, "apply", scaled_apply)
         self._replace(function_class, "__call__", call)
         self._replace(tf.GradientTape, "gradient", gradient)
         self._replace(keras.Model, "fit", fit)

@@ -133,6 +133,26 @@ class Watcher:
             gate.keep_batch(site, batch, names)
         gate.guarded_apply(flags, site, apply, grads, variables, batch)
 
+    def loss_scaled_apply(
+        self, optimizer: Any, apply: Any, grads: Any, trainable_variables: Any
+    ) -> Any:
+        """Trace a ``LossScaleOptimizer``'s apply (``apply``: its own): its inner
+        optimizer's watched apply, made while tracing it, records the loss scale in
+        its rows, and a step the scaler skips is counted (`gate.count_skipped_step`)."""
+        import tensorflow as tf
+
+        scale_before = tf.identity(optimizer.dynamic_scale)
+        outer = getattr(self._calls, "loss_scaler", None)
+        self._calls.loss_scaler = optimizer
+        try:
+            result = apply(optimizer, grads, trainable_variables)
+        finally:
+            self._calls.loss_scaler = outer
+        site = self._site_of.get(optimizer.inner_optimizer)
+        if site is not None and site.loss_scale is not None:
+            gate.count_skipped_step(site, scale_before)
+        return result
+
     def call_compiled(self, function: Any, call: Any, args: Any, kwargs: Any) -> Any:
         """A call, while a graph is traced, of a tf.function compiled with XLA: a
         watched step traced inside it has its batch (the call's tensors) kept here,
@@ -204,7 +224,13 @@ class Watcher:
         with self._lock:
             site = self._site_of.get(optimizer)
             if site is None:
-                site = gate.make_site(len(self.sites), optimizer, variables)
+                scaler = getattr(self._calls, "loss_scaler", None)
+                scale = (
+                    scaler.dynamic_scale
+                    if scaler is not None and scaler.inner_optimizer is optimizer
+                    else None
+                )
+                site = gate.make_site(len(self.sites), optimizer, variables, scale)
                 self.sites.append(site)
                 self._site_of[optimizer] = site
                 self.writer.add_watch_record(

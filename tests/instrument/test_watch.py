@@ -28,7 +28,7 @@ CAUGHT = (
     "fit_spe_saturated",
 )
 HEALTHY = ("fit_healthy", "mixed_healthy", "where_sqrt")
-PROGRAMS_RUN = CAUGHT + ("fit_data_nan", "adam_eps0", "fit_divergence") + HEALTHY
+PROGRAMS_RUN = CAUGHT + ("fit_data_nan", "adam_eps0", "fit_divergence", "mixed_skips") + HEALTHY
 
 
 @pytest.fixture(scope="module")
@@ -207,6 +207,27 @@ def test_a_divergence_is_caught_at_the_overflow_and_its_trends_lead_to_it(watche
     # Step by step the gradient grows, finite until the hit step's.
     before = norms[: int(np.searchsorted(trends.steps, hit))]
     assert np.isfinite(before).all() and before[-1] > 1e6 * before[0]
+
+
+def test_the_loss_scalers_skipped_steps_are_counted_with_the_scale(watched):
+    """Under mixed precision with a scale too large for float16, the loss scaler skips
+    the first steps (halving its scale each time): they are no hits, they count as
+    steps, the rows hold the scale and no norms for them, and the loss-scale rule names
+    each one, as it does on a per-op recording."""
+    logdir, lines = watched["mixed_skips"]
+    assert "FINISHED" in lines and lines["WEIGHTS_FINITE"] == "True"
+    data = report(logdir)
+    assert data["watch"]["hit_step"] is None and data["watch"]["steps"] == STEPS
+    with reader.open_run(logdir) as dump:
+        trends = dump.trends()
+    scale = present(trends.loss_scale())
+    skipped = int(np.argmax(scale[1:] == scale[:-1]))  # the first step it kept
+    assert skipped >= 2 and np.array_equal(scale[1 : skipped + 1], scale[:skipped] / 2)
+    assert (scale[skipped:] == scale[skipped]).all()
+    gradient = trends.series["gradient_norm"][trends.rows.index("sequential/dense")]
+    assert np.isnan(gradient[:skipped]).all() and np.isfinite(gradient[skipped:]).all()
+    rules = [(r["rule"], r["step"]) for r in data["rules"]]
+    assert [step for rule, step in rules if rule == "loss_scale"] == list(range(skipped))
 
 
 @pytest.mark.parametrize("program", ["fit_xla_saturated", "loop_xla_saturated"])

@@ -7,8 +7,10 @@ variable's gradient and value L2 norms (docs/format.md, "The watch tier"). A row
 the trends is a Keras layer (a variable's path without its last part, ``dense_1`` for
 ``dense_1/kernel``), or the variable where it has no such path; its norm is
 ``sqrt(sum of squares)`` over its variables' norms, infinite when one is not finite,
-as in the summary trends. The series the rows do not hold (magnitudes, updates,
-activations, slots, the loss scale) are NaN: `Trends.available` leaves them out.
+as in the summary trends. A loss-scaled site's rows also hold the scale (the row
+"loss scale", as in the summary trends) and mark the steps the scaler skipped, whose
+norms are not recorded. The series the rows do not hold (magnitudes, updates,
+activations, slots) are NaN: `Trends.available` leaves them out.
 Steps are the sites' own step numbers; several optimizers (a GAN's two) count their
 steps each, and share the axis by number.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from reader.analysis.trends.trend_roles import LOSS_SCALE_ROW
 from reader.analysis.trends.trends import SERIES, Trends
 from reader.watch_log import WatchLog
 
@@ -41,6 +44,7 @@ def trends_of_watch(log: WatchLog, mode: str) -> Trends:
     is_layer: list[bool] = []
     # (series, row) -> summed squares per step
     sums: dict[tuple[str, int], np.ndarray] = {}
+    scale = np.full(steps.size, np.nan)  # the loss scale per step (a loss-scaled site's)
     with np.errstate(all="ignore"):
         for site_id, site in log.sites.items():
             site_steps = log.steps.get(site_id)
@@ -48,6 +52,14 @@ def trends_of_watch(log: WatchLog, mode: str) -> Trends:
             if site_steps is None or values is None or not site_steps.size:
                 continue
             at = np.searchsorted(steps, site_steps)
+            # A step the loss scaler skipped records no norm (`gate.LOSS_SCALE_COLUMNS`).
+            skipped = (
+                values[:, site.columns.index("skipped")] == 1.0
+                if "skipped" in site.columns
+                else np.zeros(site_steps.size, bool)
+            )
+            if "loss_scale" in site.columns:
+                scale[at] = values[:, site.columns.index("loss_scale")]
             for k, column in enumerate(site.columns):
                 prefix = next((p for p in _COLUMN_SERIES if column.startswith(p)), None)
                 if prefix is None:
@@ -59,12 +71,21 @@ def trends_of_watch(log: WatchLog, mode: str) -> Trends:
                 key = (_COLUMN_SERIES[prefix], rows.index(row_name))
                 total = sums.setdefault(key, np.full(steps.size, np.nan))
                 norm = values[:, k].astype(np.float64)
-                square = np.where(np.isfinite(norm), norm * norm, np.inf)
-                total[at] = np.where(np.isnan(total[at]), square, total[at] + square)
+                square = np.where(skipped, np.nan, np.where(np.isfinite(norm), norm * norm, np.inf))
+                total[at] = np.where(
+                    np.isnan(square),
+                    total[at],
+                    np.where(np.isnan(total[at]), square, total[at] + square),
+                )
+    if np.isfinite(scale).any():
+        rows.append(LOSS_SCALE_ROW)
+        is_layer.append(False)
     shape = (len(rows), steps.size)
     series = {name: np.full(shape, np.nan) for name in SERIES}
     for (name, row), total in sums.items():
         series[name][row] = np.sqrt(total)
+    if LOSS_SCALE_ROW in rows:
+        series["loss_scale"][rows.index(LOSS_SCALE_ROW)] = scale
     gradient = series["gradient_norm"]
     return Trends(
         steps=steps,
