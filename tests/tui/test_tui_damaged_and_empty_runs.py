@@ -71,8 +71,10 @@ async def test_every_hostile_value_opens_on_the_root_cause_in_bounded_memory(tmp
     the FULL_TENSOR runs holding a value bomb have no alert), says "Damaged dump"
     whenever the reader counts damage, answers the keys that read more of the dump, and
     stays under a memory bound."""
-    CASES[case](str(tmp_path))
-    app = make_app(tmp_path)
+    CASES[case](str(tmp_path / "hostile"))
+    write_nan_dump(tmp_path / "honest")
+    honest = list(str(next((tmp_path / "honest").iterdir())))
+    app = make_app(tmp_path / "hostile")
     started = time.monotonic()
     with peak_memory() as peak:
         async with app.run_test(size=(120, 30), notifications=True) as pilot:
@@ -90,8 +92,37 @@ async def test_every_hostile_value_opens_on_the_root_cause_in_bounded_memory(tmp
             for key in ("3", "end", "home", "i", "v", "escape", "2", "end", "6", "5"):
                 await pilot.press(key)
             await pilot.pause()
+            await _every_screen(pilot, honest)
+            assert app.is_running
     assert peak.growth < HOSTILE_PEAK_BYTES, f"{case}: {peak.growth / 2**20:.0f} MiB"
-    assert time.monotonic() - started < 60
+    assert time.monotonic() - started < 90
+
+
+async def _every_screen(pilot, honest) -> None:
+    """Open every screen a user can reach on the run, and close it again: the
+    diagnosis and its chain, the notices, Trends (stepping through its series, layers
+    and steps), the run picker, and the comparison with an honest run (typed as a
+    path: the logdir holds one run) with its divergences."""
+    app = pilot.app
+    for key in ("1", "e", "escape", "u", "u", "!", "escape", "w"):
+        await pilot.press(key)
+    await pilot.pause()
+    for key in ("t", "s", "s", "down", "right", "end", "home", "a", "t"):
+        await pilot.press(key)
+    await pilot.pause()
+    await pilot.press("r")
+    await pilot.pause()
+    await pilot.press("escape")
+    await pilot.press("c")
+    await pilot.pause()
+    await pilot.press(*honest)
+    await pilot.press("enter")
+    await wait_for(
+        pilot, lambda: " vs A: " in screen_text(app), what="the comparison with the honest run"
+    )
+    for key in ("F", "d", "D", "3", "end", "escape"):
+        await pilot.press(key)
+    await pilot.pause()
 
 
 async def test_an_empty_run_opens_and_every_key_is_harmless(tmp_path):
