@@ -175,6 +175,17 @@ def test_json_keys_are_the_documented_ones_and_first_alert_is_the_root_cause(log
     assert cause["counts"]["neg_inf"] > 0 and cause["counts"]["nan"] == 0
 
 
+def test_every_key_of_first_alert_is_documented(logdir, capsys):
+    """docs/keys.md's `first_alert` row names each key the report gives the root cause
+    (a key added to the report without its words there fails here)."""
+    _nan_run(logdir)
+    assert main([logdir, "--json"]) == EXIT_OK
+    first = json.loads(capsys.readouterr().out)["first_alert"]
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "keys.md").read_text()
+    row = next(line for line in docs.splitlines() if line.startswith("| `first_alert` |"))
+    assert [key for key in first if f"`{key}`" not in row] == []
+
+
 def test_a_generic_dump_error_has_one_status_in_report_and_app(logdir, monkeypatch, capsys):
     """`tfdbg_tui.exit_codes.exit_code_for` is the one mapping: the app's `fail` and
     the report both use it, so any other `DumpError` is "damaged" in both."""

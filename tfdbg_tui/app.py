@@ -26,7 +26,7 @@ from tfdbg_tui.logdir_watcher import OriginFound, follow_job
 from tfdbg_tui.panes.registry import PANES
 from tfdbg_tui.screens.debugger import DebuggerScreen
 from tfdbg_tui.screens.debugger_results import OpenFailed, ReaderOpened
-from tfdbg_tui.screens.help import HelpScreen
+from tfdbg_tui.screens.help import HelpScreen, key_name
 from tfdbg_tui.text.literal import literal
 
 
@@ -198,30 +198,15 @@ class DebuggerApp(App[int]):
                 f"Key {pane.SECTION.key}",
                 lambda w=pane.CONTENT_ID: screen.action_focus_pane(w),
             )
-        widget_actions = (
-            ("graph-execution", "first_alert", "First alert trace", "Graph Execution: f"),
-            (
-                "graph-execution",
-                "toggle_alerts_only",
-                "Toggle alerts-only filter",
-                "Graph Execution: a",
-            ),
-            ("graph-execution", "go_to_index", "Go to trace index", "Graph Execution: g"),
-            ("graph-execution", "search", "Search op name or type", "Graph Execution: /"),
-            (
-                "graph-execution",
-                "show_value",
-                "Show tensor value (FULL_TENSOR)",
-                "Graph Execution: v",
-            ),
-            ("stack-trace", "toggle_library", "Hide/show library frames", "Stack Trace: l"),
-        )
-        for widget_id, action, title, help_text in widget_actions:
-            yield SystemCommand(
-                title,
-                help_text,
-                lambda w=widget_id, a=action: getattr(screen.query_one(f"#{w}"), f"action_{a}")(),
-            )
+        for pane in PANES:
+            for command in pane.COMMANDS:
+                yield SystemCommand(
+                    command.title,
+                    f"{pane.SECTION.name}: {key_name(pane.binding_of(command.action))}",
+                    lambda w=pane.CONTENT_ID, a=command.action: getattr(
+                        screen.query_one(f"#{w}"), f"action_{a}"
+                    )(),
+                )
         yield SystemCommand("Zoom or unzoom the focused pane", "Key z", screen.action_toggle_zoom)
         yield SystemCommand("Next alert", "Key ]", lambda: screen.action_alert_step(1))
         yield SystemCommand("Previous alert", "Key [", lambda: screen.action_alert_step(-1))

@@ -7,6 +7,7 @@ and graph traces are held back for a later flush, definitions never."""
 from __future__ import annotations
 
 import os
+import re
 import uuid
 
 import numpy as np
@@ -366,18 +367,19 @@ def test_incompressible_parts_are_put_as_they_are():
 
 def test_a_run_in_a_bucket_says_3_x_so_that_a_2_x_reader_refuses_it(bucket, tmp_path, monkeypatch):
     """A 2.x reader would read a bucket segment only up to its first compressed part,
-    and say nothing: the bucket's run says 3.1 and such a reader refuses it, naming
-    both versions. A local run says 2.6: 2.x readers read it whole."""
+    and say nothing: the bucket's run says 3.x (`FORMAT_VERSION`) and such a reader
+    refuses it, naming both versions. A local run says 2.x (`LOCAL_FORMAT_VERSION`):
+    2.x readers read it whole. The versions are `reader.format`'s: a new minor version
+    leaves this test as it is."""
     run = _write(f"{bucket}/logdir", flushes=1)
     local = _write(str(tmp_path / "logdir"), flushes=1)
-    assert [r.format_version for r in reader.list_runs(f"{bucket}/logdir")] == [(3, 1)]
-    assert (
-        [r.format_version for r in reader.list_runs(str(tmp_path / "logdir"))]
-        == [fmt.LOCAL_FORMAT_VERSION]
-        == [(2, 6)]
-    )
-    monkeypatch.setattr(fmt, "FORMAT_VERSION", (2, 6))  # a 2.6 reader
-    with pytest.raises(reader.FormatVersionError, match=r"3\.1.*2\.6"):
+    remote_version, local_version = fmt.FORMAT_VERSION, fmt.LOCAL_FORMAT_VERSION
+    assert (remote_version[0], local_version[0]) == (3, 2)
+    assert [r.format_version for r in reader.list_runs(f"{bucket}/logdir")] == [remote_version]
+    assert [r.format_version for r in reader.list_runs(str(tmp_path / "logdir"))] == [local_version]
+    monkeypatch.setattr(fmt, "FORMAT_VERSION", local_version)  # the newest 2.x reader
+    remote, local_text = (re.escape(".".join(map(str, v))) for v in (remote_version, local_version))
+    with pytest.raises(reader.FormatVersionError, match=f"{remote}.*{local_text}"):
         reader.open_run(run.path)
     with reader.open_run(local.path) as dump:
         assert dump.num_traces == TRACES_PER_FLUSH

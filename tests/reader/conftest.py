@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from tests.program_runs import declared_cases
 from tests.synthetic import make_run
 
 
@@ -81,23 +82,14 @@ def tf_dumps(tmp_path_factory) -> dict[str, TfDump]:
     return dumps
 
 
-# (case of tests/programs/patterns.py) -> (op of the diagnosed alert, pattern, expression).
-# Every case diagnoses its root cause, but "inf_minus_inf", which diagnoses the alert of
-# the `Sub` downstream of exp_overflow's root cause (the user selected it).
+# The cases of tests/programs/patterns.py, each declared there with `@case`.
+PATTERN_PROGRAM_CASES = declared_cases(os.path.join(TF_PROGRAMS, "patterns.py"))
+# case -> (op of the diagnosed alert, pattern, expression). Every case diagnoses its
+# root cause, but a case named apart (`inf_minus_inf`), which diagnoses the first alert
+# of its op on another case's run (the user selected it).
 PATTERN_CASES = {
-    "log_zero": ("Log", "log_of_nonpositive", "tf.math.log(probs)"),
-    "div_zero": ("RealDiv", "division_by_zero", "total / count"),
-    "zero_by_zero": ("RealDiv", "division_by_zero", "hits / count"),
-    "eager_div": ("RealDiv", "division_by_zero", "total / count"),
-    "sqrt_negative": ("Sqrt", "sqrt_domain", "tf.sqrt(variance)"),
-    "pow_half": ("Pow", "domain_error", "tf.pow(x, 0.5)"),  # a negative base
-    "exp_overflow": ("Exp", "overflow", "tf.exp(logits * 1.0)"),
-    "cast_half": ("Cast", "overflow", "tf.cast(x, dtype=tf.float16)"),  # a keyword argument
-    "sqrt_grad": ("SqrtGrad", "singular_gradient", "tape.gradient(norm, weights)"),
-    "inf_minus_inf": ("Sub", "inf_arithmetic", "big - big"),
-    "nan_variable": ("ReadVariableOp", "nonfinite_input", "x * weights"),
-    "atanh_one": ("Atanh", "domain_error", "tf.math.atanh(x)"),
-    "late_log": ("Log", "log_of_nonpositive", "tf.math.log(probs)"),
+    name: (case.op_type, case.pattern, case.expression)
+    for name, case in PATTERN_PROGRAM_CASES.items()
 }
 # Patterns tested on tests/programs/harm.py (tests/reader/test_harm_tf.py):
 # pattern -> case; "unknown" has no case since Atanh has its domain.
@@ -112,4 +104,4 @@ HARM_PATTERN_CASES = {
     "unknown": None,
 }
 # Cases diagnosed on another case's run.
-PATTERN_RUNS = {"inf_minus_inf": "exp_overflow"}
+PATTERN_RUNS = {name: case.run for name, case in PATTERN_PROGRAM_CASES.items() if case.run != name}

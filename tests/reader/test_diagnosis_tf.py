@@ -45,6 +45,11 @@ def test_every_pattern_has_a_case():
     )
 
 
+def test_every_case_marks_its_bug_line():
+    """Each `@case` of tests/programs/patterns.py has its ``# BUG <case>`` line."""
+    assert all(_bug_line(case) > 0 for case in PATTERN_CASES)
+
+
 @pytest.mark.parametrize("case", sorted(PATTERN_CASES))
 def test_diagnosis_names_pattern_op_and_expression(pattern_dumps, case):
     op_type, pattern, expression = PATTERN_CASES[case]

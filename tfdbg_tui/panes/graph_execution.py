@@ -25,7 +25,7 @@ from tfdbg_tui.panes import graph_execution_cells as cells_drawn
 from tfdbg_tui.text.literal import literal
 from tfdbg_tui.text.text_fit import cut_start
 from tfdbg_tui.widgets.line_list import LineList
-from tfdbg_tui.widgets.pane import Pane, Section
+from tfdbg_tui.widgets.pane import Pane, PaneCommand, Section
 
 if TYPE_CHECKING:
     from reader import Run
@@ -409,3 +409,10 @@ class GraphExecutionPane(Pane):
 
     CONTENT = GraphExecutionList
     SECTION = Section("3", "graph-execution", "Graph Execution")
+    COMMANDS = (
+        PaneCommand("first_alert", "First alert trace"),
+        PaneCommand("toggle_alerts_only", "Toggle alerts-only filter"),
+        PaneCommand("go_to_index", "Go to trace index"),
+        PaneCommand("search", "Search op name or type"),
+        PaneCommand("show_value", "Show tensor value (FULL_TENSOR)"),
+    )

@@ -12,7 +12,7 @@ from textual.message import Message
 from reader.model import Frame
 from tfdbg_tui.text.literal import literal
 from tfdbg_tui.widgets.line_list import LineList
-from tfdbg_tui.widgets.pane import Pane, Section
+from tfdbg_tui.widgets.pane import Pane, PaneCommand, Section
 
 
 class StackTraceList(LineList):
@@ -134,3 +134,4 @@ class StackTracePane(Pane):
 
     CONTENT = StackTraceList
     SECTION = Section("6", "stack-trace", "Stack Trace")
+    COMMANDS = (PaneCommand("toggle_library", "Hide/show library frames"),)

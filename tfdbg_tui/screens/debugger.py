@@ -1,4 +1,4 @@
-"""The debugger screen: lays out the six panes and coordinates them (workers, handlers);
+"""The debugger screen: lays out the panes and coordinates them (workers, handlers);
 a thin coordinator that holds its collaborators (`TraceNavigation`, `RunComparison`)
 once the run is open and delegates to them.
 
@@ -79,7 +79,7 @@ KEYS_THAT_STAY = frozenset({"question_mark"})
 
 
 class DebuggerScreen(Screen):
-    """The six panes of one run, a status line and the footer.
+    """The panes of one run (`tfdbg_tui.panes.registry`), a status line and the footer.
 
     Once the run is open the screen holds three collaborators its handlers delegate
     to: `navigation` (search and values for Graph Execution), `comparison` (run A

@@ -16,7 +16,7 @@ from textual.widgets import Static
 from tfdbg_tui.dialogs.prompt import PromptDialog
 from tfdbg_tui.dialogs.run_picker import RunPickerDialog
 from tfdbg_tui.dialogs.text_dialog import close_binding
-from tfdbg_tui.panes.registry import PANES
+from tfdbg_tui.panes.registry import LIST_PANES, PANES
 from tfdbg_tui.screens.debugger import DebuggerScreen
 from tfdbg_tui.screens.run_comparison import RunComparison
 from tfdbg_tui.screens.tensor_value import TensorValueScreen
@@ -24,7 +24,8 @@ from tfdbg_tui.screens.trends import TrendsScreen
 from tfdbg_tui.widgets.line_list import LineList
 
 
-def _key_name(binding: Binding) -> str:
+def key_name(binding: Binding) -> str:
+    """How the help and the command palette show a binding's key: "/", "PgUp"."""
     if binding.key_display:
         return binding.key_display
     names = {
@@ -58,13 +59,13 @@ def key_sections(
 
     def rows(bindings) -> list[tuple[str, str]]:
         return [
-            (_key_name(b), b.tooltip or b.description) for b in bindings if isinstance(b, Binding)
+            (key_name(b), b.tooltip or b.description) for b in bindings if isinstance(b, Binding)
         ]
 
     return [
         ("Anywhere", rows(app_bindings) + rows(DebuggerScreen.SCREEN_KEYS)),
         (
-            "Every list (Alerts, Graph Execution, Graph Structure, Source, Stack)",
+            f"Every list ({', '.join(pane.SECTION.name for pane in LIST_PANES)})",
             rows(LineList.BINDINGS),
         ),
         ("Comparing two runs (--compare A, or c)", rows(RunComparison.KEYS)),

@@ -1,7 +1,5 @@
 """The diagnosis rules of an op's own, and their op tables: what its type, dtypes and
-the summaries of its inputs and output say (a non-finite input, a singular gradient,
-a log of zeros, a division by zero, a root of negatives, an overflow, inf
-arithmetic).
+the summaries of its inputs and output say (`RULES`, in the order they are tried).
 
 Each pattern is one `Rule` entry of `RULES` (its pattern, label, usual fix and check);
 each check is a small function of the `Site` that returns a `Finding` or None. Only

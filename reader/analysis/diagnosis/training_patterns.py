@@ -1,6 +1,5 @@
-"""Diagnosis rules that know training (loss-scale collapse, the tf.where gradient trap,
-a NaN made in library code, divergence, spike, domain errors), tried before the op's
-own (`op_patterns`; the order: `registry.RULES`).
+"""Diagnosis rules that know training (what the run's steps, harm and trends say),
+tried before the op's own (`op_patterns`; the order: `registry.RULES`).
 
 Each pattern is one `Rule` entry of `RULES` (its pattern, label, usual fix and check);
 each check is a small function of the `Site` (the run, the root cause, how the
