@@ -64,6 +64,8 @@ class Culprit:
     proof: Any = None
 
     def __str__(self) -> str:
+        from reader.analysis.diagnosis.culprit_values import value_preview
+
         where = f" in graph {self.graph_name!r}" if self.graph_name else ""
         step = "" if self.step is None else f" at step {self.step}"
         lines = [
@@ -72,7 +74,7 @@ class Culprit:
         ]
         for name, value in [*self.inputs.items(), (f"{self.tensor_name} (output)", self.output)]:
             shown = (
-                _short(value)
+                value_preview(value)
                 if value is not None
                 else str(self.summaries.get(name.removesuffix(" (output)")))
             )
@@ -82,12 +84,6 @@ class Culprit:
         return "\n".join(lines)
 
     __repr__ = __str__
-
-
-def _short(value: Any) -> str:
-    import numpy as np
-
-    return np.array2string(np.asarray(value), threshold=12, edgeitems=3).replace("\n", " ")
 
 
 def culprit_of(

@@ -159,8 +159,8 @@ def value_preview(value: np.ndarray) -> str:
     three of each axis past 12)."""
     array = np.asarray(value)
     shape = "x".join(str(d) for d in array.shape) or "scalar"
-    if array.dtype.kind == "f" and array.dtype.itemsize < 4:
-        array = array.astype(np.float32)  # bfloat16 prints as float32 does
+    if array.dtype.name == "bfloat16" or (array.dtype.kind == "f" and array.dtype.itemsize < 4):
+        array = array.astype(np.float32)  # printed as float32 is
     text = np.array2string(array, threshold=12, edgeitems=3, max_line_width=10**6)
     return f"[{shape}] " + " ".join(text.split())
 
