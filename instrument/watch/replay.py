@@ -17,10 +17,10 @@ input the step read that was not kept).
 
 A replay that reproduced the hit is then run once more on the same state and batch:
 the values replay, recording FULL_TENSOR of its root cause's op and of the ops of its
-inputs only (by name), into the replay's own directory (`reader.format.
-REPLAY_VALUES_DIR`). The replay keeps summaries of every tensor; the values replay, the
-values the proof reruns and ``culprit`` shows, without storing every tensor of a big
-step.
+inputs only (by name), into the replay's own directory
+(`reader.format.REPLAY_VALUES_DIR`). The replay keeps every tensor's summary, the
+values replay the values the report shows and the proof reruns, without storing every
+tensor of a big step.
 """
 
 from __future__ import annotations
