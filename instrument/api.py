@@ -16,10 +16,10 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from instrument.non_finite import NonFiniteError
+from instrument.non_finite import EagerOpValues, NonFiniteError
 from reader import format as fmt
 from reader import storage
-from reader.contract import RunRecord, TaskMap
+from reader.contract import ReplayOfMap, RunRecord, TaskMap
 
 _lock = threading.Lock()
 _active: _Enabled | None = None
@@ -46,6 +46,8 @@ class _Enabled:
         # enable with other arguments, the program's own, replaces it and calls this
         # with (the replaced run's path, the new run's path).
         self.on_replaced: Callable[[str, str], None] | None = None
+        # The command that enabled it on the program's behalf ("tfdbg-tui run").
+        self.command: str | None = None
 
 
 def enable_dump_debug_info(
@@ -184,8 +186,14 @@ def enable_dump_debug_info(
     return path
 
 
-def enable_for_program(on_replaced: Callable[[str, str], None], logdir: str, **options: Any) -> str:
-    """`enable_dump_debug_info` on a program's behalf (``python -m instrument``).
+def enable_for_program(
+    on_replaced: Callable[[str, str], None],
+    logdir: str,
+    command: str = "python -m instrument",
+    **options: Any,
+) -> str:
+    """`enable_dump_debug_info` on a program's behalf (``python -m instrument``, or
+    ``command``: "tfdbg-tui run").
 
     The program's own call, if it makes one with other arguments, wins: this run is
     closed, the program's starts, and ``on_replaced(this run's path, the new run's
@@ -195,26 +203,48 @@ def enable_for_program(on_replaced: Callable[[str, str], None], logdir: str, **o
     with _lock:
         if _active is not None:
             _active.on_replaced = on_replaced
+            _active.command = command
     return path
 
 
-def enable_for_replay(logdir: str, replay_of: dict[str, Any]) -> str:
+def program_command() -> str | None:
+    """The command that enabled the current run on the program's behalf ("tfdbg-tui
+    run", "python -m instrument"), or None: the program enabled it itself (or nothing
+    is enabled)."""
+    with _lock:
+        return None if _active is None or _active.on_replaced is None else _active.command
+
+
+def enable_for_replay(
+    logdir: str, replay_of: dict[str, Any], values: Sequence[str] | None = None
+) -> str:
     """Record the replay of a watched step (instrument/watch/replay.py): FULL_HEALTH,
     everything kept, the run record's ``replay_of`` naming the watched run and step.
+    With ``values`` (op names), its values replay instead: FULL_TENSOR of the graph ops
+    of those names only, ``replay_of`` listing them.
 
     Raises:
         ValueError: A dump is being recorded already (the watch tier and a per-op
             mode are not recorded at once).
     """
     global _active, _atexit_registered
-    arguments = (logdir, fmt.FULL_HEALTH, -1, None, None, False, None)
+    mode = fmt.FULL_HEALTH if values is None else fmt.FULL_TENSOR
+    arguments = (logdir, mode, -1, None, None, False, None)
+    link = dict(replay_of)
+    if values is not None:
+        link[ReplayOfMap.VALUES] = list(values)
     with _lock:
         if _active is not None:
             raise ValueError(
                 "a tfdbg-tui dump is being recorded already; the watch tier's "
                 "replay needs the recording to itself"
             )
-        _active = _start(arguments, None, run_info={RunRecord.REPLAY_OF: dict(replay_of)})
+        _active = _start(
+            arguments,
+            None,
+            run_info={RunRecord.REPLAY_OF: link},
+            op_names=None if values is None else frozenset(values),
+        )
         if not _atexit_registered:
             atexit.register(disable_dump_debug_info)
             _atexit_registered = True
@@ -247,7 +277,10 @@ def disable_dump_debug_info() -> None:
 
 
 def _start(
-    arguments: tuple[Any, ...], tensor_dtypes: Any, run_info: dict[str, Any] | None = None
+    arguments: tuple[Any, ...],
+    tensor_dtypes: Any,
+    run_info: dict[str, Any] | None = None,
+    op_names: frozenset[str] | None = None,
 ) -> _Enabled:
     logdir, mode, buffer_size, op_regex, _, snapshot_library, stop = arguments
     import tensorflow as tf
@@ -266,7 +299,7 @@ def _start(
             "stop_on_alert needs eager execution (TensorFlow 2 behaviour); "
             "in a tf.compat.v1 graph use tf.debugging.check_numerics"
         )
-    tensor_filter = TensorFilter(mode, op_regex, tensor_dtypes)
+    tensor_filter = TensorFilter(mode, op_regex, tensor_dtypes, op_names)
     writer_dtypes = (
         None
         if tensor_dtypes is None
@@ -293,18 +326,13 @@ def _start(
         circular_buffer_size=buffer_size,
         watch_alerts=buffer_size > 0 or bool(stop),
     )
-    on_alert: Callable[[NonFiniteError], None] | None = None
-    if stop == "pdb":
-        from instrument.alert_pdb import stop_in_pdb
-
-        on_alert = stop_in_pdb
     callback = DumpingCallback(
         writer,
         mode,
         tensor_filter,
         snapshot_library_sources=snapshot_library,
         stop_on_alert=bool(stop),
-        on_alert=on_alert,
+        on_alert=_stop_in_pdb if stop == "pdb" else None,
     )
     preflight(
         callback.notices,
@@ -335,6 +363,13 @@ def _start(
         f"the latest {buffer_size} kept" if buffer_size > 0 else "everything kept",
     )
     return _Enabled(arguments, callback, threading.current_thread(), thread_hook, session_hook)
+
+
+def _stop_in_pdb(error: NonFiniteError, held: EagerOpValues | None) -> None:
+    """``on_alert="pdb"``'s hook (`instrument.alert_pdb`), told how the dump was enabled."""
+    from instrument.alert_pdb import stop_in_pdb
+
+    stop_in_pdb(error, held, program_command())
 
 
 def _check_writable(logdir: str) -> None:

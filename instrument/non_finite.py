@@ -8,6 +8,8 @@ inputs were finite and whose output was not, not a later op that merely read NaN
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from typing import Any
 
 # The most source characters the message quotes of the user's line.
 LINE_TEXT_LIMIT = 120
@@ -54,6 +56,23 @@ class NonFiniteError(FloatingPointError):
 
 # Shown and pickled as `instrument.NonFiniteError`, where users import it from.
 NonFiniteError.__module__ = "instrument"
+
+
+@dataclass(frozen=True)
+class EagerOpValues:
+    """The values of the eager op at which ``stop_on_alert`` stopped, at hand in its op
+    callback whatever the mode: what ``on_alert="pdb"``'s ``culprit`` shows when the
+    dump keeps none (a summary mode, an input made outside any op).
+
+    Attributes:
+        index: The op's execution index in the dump.
+        inputs: Each input's value (numpy), None where it has none (a resource).
+        outputs: Each output's value, the same.
+    """
+
+    index: int
+    inputs: list[Any]
+    outputs: list[Any]
 
 
 def first_alert_error(run_path: str) -> NonFiniteError:

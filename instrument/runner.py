@@ -240,6 +240,7 @@ def _enable(
     path = enable_for_program(
         replaced,
         logdir,
+        prog,
         tensor_debug_mode=args.mode,
         circular_buffer_size=args.circular_buffer,
         op_regex=args.op_regex,

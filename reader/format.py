@@ -65,6 +65,12 @@ FORMAT_NAME = "tfdbg-tui-dump"
 FORMAT_VERSION = (3, 1)
 LOCAL_FORMAT_VERSION = (2, 6)
 
+# Where a watched step's replay keeps the values of its root cause's op: a logdir inside
+# the replay's run directory, holding the values replay (`ReplayOfMap.VALUES`), a
+# FULL_TENSOR run of that op and the ops of its inputs only (docs/format.md, "The
+# watch tier").
+REPLAY_VALUES_DIR = "values"
+
 
 def written_version(remote: bool) -> tuple[int, int]:
     """The version a run's headers say: the oldest that reads it whole (3.0 on an

@@ -75,6 +75,9 @@ class ReplayOf:
     check: str | None = None
     tensor: str | None = None
     xla: bool = False  # the replay ran compiled with XLA
+    # A values replay (beside a replay, `reader.format.REPLAY_VALUES_DIR`): the names of
+    # the ops it keeps the values of, the root cause's and its inputs'; None: a whole replay.
+    values: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

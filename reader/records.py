@@ -74,7 +74,15 @@ def replay_of(run: dict[str, Any]) -> ReplayOf | None:
         _str_or_none(link.get(ReplayOfMap.CHECK)),
         _str_or_none(link.get(ReplayOfMap.TENSOR)),
         link.get(ReplayOfMap.XLA) is True,
+        _names(link.get(ReplayOfMap.VALUES)),
     )
+
+
+def _names(value: Any) -> tuple[str, ...] | None:
+    """A list of str as a tuple; None when absent or not a list of str."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return None
+    return tuple(value)
 
 
 def task_of(run: dict[str, Any]) -> tuple[str | None, str | None]:

@@ -96,6 +96,9 @@ class TensorFilter:
         op_regex: Only ops whose type matches (``re.match``) are traced.
         tensor_dtypes: Only tensors of these dtypes (a list of ``tf.DType`` or names)
             are traced, or those for which this callable, given a ``tf.DType``, is true.
+        op_names: Only graph ops of these names are traced, and no eager op: the
+            values replay of a watched step (instrument/watch/replay.py) keeps its root
+            cause's op and the ops of its inputs.
     """
 
     def __init__(
@@ -103,12 +106,14 @@ class TensorFilter:
         mode: str,
         op_regex: Any = None,
         tensor_dtypes: Sequence[Any] | Callable[[Any], bool] | None = None,
+        op_names: frozenset[str] | None = None,
     ) -> None:
         import re
 
         from tensorflow.python.framework import dtypes
 
         self.mode = mode
+        self.op_names = op_names
         self._op_regex = re.compile(op_regex) if isinstance(op_regex, str) else op_regex
         if tensor_dtypes is None or callable(tensor_dtypes):
             self._dtype_predicate = tensor_dtypes
@@ -119,8 +124,11 @@ class TensorFilter:
         self._op_cache: dict[str, bool] = {}
         self._dtype_cache: dict[Any, bool] = {}
 
-    def op_matches(self, op_type: str) -> bool:
-        """Whether the op type passes ``op_regex``."""
+    def op_matches(self, op_type: str, op_name: str | None = None) -> bool:
+        """Whether the op passes ``op_regex`` (by type) and ``op_names`` (by name; an
+        eager op, which has none, passes no names)."""
+        if self.op_names is not None and op_name not in self.op_names:
+            return False
         if self._op_regex is None:
             return True
         match = self._op_cache.get(op_type)

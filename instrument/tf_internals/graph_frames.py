@@ -90,7 +90,11 @@ def traced_call(graph: Any) -> tuple[Callable[..., Any], tuple[Any, ...], dict[s
 
     Found in the frame of TensorFlow's tracing that holds ``graph`` (its
     ``tracing_options.python_function`` and ``placeholder_bound_args``): the watch
-    tier's replay calls the function again, fully recorded, on the values kept.
+    tier's replay calls the function again, fully recorded, on the values kept. The
+    function is the one ``tf.function`` wraps (``python_function.__wrapped__``):
+    ``python_function`` itself enters the original's XLA context
+    (``OptionalXlaContext(jit_compile)``), so a replay of a step compiled with XLA
+    would be compiled whatever its own ``jit_compile`` said.
     """
     frame: FrameType | None = sys._getframe(1)
     while frame is not None:
@@ -111,7 +115,7 @@ def traced_call(graph: Any) -> tuple[Callable[..., Any], tuple[Any, ...], dict[s
                     TRACING_ARGUMENTS_LOCAL,
                 )
                 return None
-            return function, tuple(bound.args), dict(bound.kwargs)
+            return getattr(function, "__wrapped__", function), tuple(bound.args), dict(bound.kwargs)
         frame = frame.f_back
     return None
 

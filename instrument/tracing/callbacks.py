@@ -19,7 +19,7 @@ from tensorflow.python.framework import ops
 from instrument import summaries
 from instrument.dump.value_encoding import tensor_value_record
 from instrument.dump.writer import DumpWriter
-from instrument.non_finite import NonFiniteError, first_alert_error
+from instrument.non_finite import EagerOpValues, NonFiniteError, first_alert_error
 from instrument.notices import NoticeBoard, recheck_settings
 from instrument.tf_internals import debug_once, eager_runtime, graph_frames
 from instrument.tracing import xla_traces
@@ -106,8 +106,9 @@ class DumpingCallback:
         snapshot_library_sources: Passed on to `StackRecorder`.
         stop_on_alert: Raise `NonFiniteError` from the first eager execution or
             function call that ends after the first NaN or infinity was recorded.
-        on_alert: Called with that error instead of raising it (``on_alert="pdb"``);
-            the program runs on when it returns.
+        on_alert: Called with that error instead of raising it (``on_alert="pdb"``),
+            and with the values of the eager op that made it (None after a function
+            call); the program runs on when it returns.
     """
 
     def __init__(
@@ -118,7 +119,7 @@ class DumpingCallback:
         *,
         snapshot_library_sources: bool = False,
         stop_on_alert: bool = False,
-        on_alert: Callable[[NonFiniteError], None] | None = None,
+        on_alert: Callable[[NonFiniteError, EagerOpValues | None], None] | None = None,
     ) -> None:
         if stop_on_alert and not writer.watches_alerts:
             raise ValueError("stop_on_alert needs a dump writer that watches alerts")
@@ -336,9 +337,10 @@ class DumpingCallback:
                 if self.xla_pool is not None and len(self.xla_pool):
                     self._collect_xla_traces(self.xla_pool, ordinal, index)
             else:
-                add_execution()
+                index = add_execution()
             if self._stop_on_alert:
-                self._stop_if_alerted(is_call)
+                held = None if is_call else (index, inputs, outputs)
+                self._stop_if_alerted(is_call, held)
 
     def on_session_run(self, session: Any, fetches: Any) -> None:
         """A TF1 ``Session.run`` ended (instrument/tracing/session_runs.py): write the traces it
@@ -388,7 +390,7 @@ class DumpingCallback:
             trace_points, rows = collected
             self.writer.add_traces(trace_points, summaries=rows, step=index)
 
-    def _stop_if_alerted(self, is_call: bool) -> None:
+    def _stop_if_alerted(self, is_call: bool, held: tuple[int, Any, Any] | None = None) -> None:
         """Raise `NonFiniteError` once a NaN or infinity is recorded (``stop_on_alert``).
 
         After a function call its traces are drained at once (not in the background,
@@ -404,7 +406,11 @@ class DumpingCallback:
         error = first_alert_error(self.writer.path)
         if self._on_alert is None:
             raise error
-        self._on_alert(error)
+        values = None
+        if held is not None:
+            index, inputs, outputs = held
+            values = EagerOpValues(index, _numpy_values(inputs), _numpy_values(outputs))
+        self._on_alert(error, values)
 
     def _traced(self, op_type: str, dtype: Any) -> bool:
         return self._filter.op_matches(op_type) and self._filter.dtype_traced(dtype)
@@ -449,7 +455,7 @@ class DumpingCallback:
             and not dataset_input
             and not remote
             and op_type not in UNTRACED_OPS
-            and self._filter.op_matches(op_type)
+            and self._filter.op_matches(op_type, op_name)
         ):
             traced_slots = [
                 slot for slot, t in enumerate(outputs) if self._filter.dtype_traced(t.dtype)
@@ -592,6 +598,21 @@ def _constant_holds_nan(outputs: tuple[Any, ...]) -> bool:
         return False
     value = tensor_util.constant_value(outputs[0])
     return value is not None and bool(np.isnan(np.asarray(value, dtype=np.float64)).any())
+
+
+def _numpy_values(tensors: Any) -> list[Any]:
+    """Each eager tensor's value as numpy, None for one without (a resource handle, a
+    variant)."""
+    values = []
+    for tensor in tensors or ():
+        dtype = getattr(tensor, "dtype", None)
+        has_value = (
+            dtype is not None
+            and dtype.is_numpy_compatible
+            and dtype.name not in ("resource", "variant")
+        )
+        values.append(tensor.numpy() if has_value else None)
+    return values
 
 
 def _find_op(graph: Any, op_name: str | None) -> Any:

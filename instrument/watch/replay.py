@@ -14,6 +14,13 @@ The verdict compares the replay's checked values with the watched step's:
 ``reproduced`` when the replay holds a harmful non-finite value too,
 ``not_reproduced`` when it stays finite (nondeterminism, a fault of the hardware, an
 input the step read that was not kept).
+
+A replay that reproduced the hit is then run once more on the same state and batch:
+the values replay, recording FULL_TENSOR of its root cause's op and of the ops of its
+inputs only (by name), into the replay's own directory
+(`reader.format.REPLAY_VALUES_DIR`). The replay keeps every tensor's summary, the
+values replay the values the report shows and the proof reruns, without storing every
+tensor of a big step.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ import numpy as np
 from instrument.non_finite import NonFiniteError, first_alert_error
 from instrument.watch.gate import CHECK_UPDATE, Hit
 from instrument.watch.kept_calls import KEPT_BYTES, tensor_leaves
+from reader import format as fmt
+from reader import storage
 from reader.contract import ReplayOfMap
 
 # The verdicts (`reader.watch_log.VERDICTS`).
@@ -55,6 +64,10 @@ class Replay:
     error: str | None = None
     xla_run_id: str | None = None
     """Of a step compiled with XLA: the replay compiled with XLA."""
+    values_run_path: str | None = None
+    """The values replay kept inside the replay's directory, or None."""
+    values_error: str | None = None
+    """Why a replay that reproduced the hit kept no values, or None."""
 
 
 def saved_path(run_path: str, step: int, what: str) -> str:
@@ -163,16 +176,26 @@ def replay_hit(hit: Hit, watched_path: str, kept_state: list[Any]) -> Replay:
 def _combined(plain: Replay, xla: Replay) -> Replay:
     """The verdict of a compiled step's two replays, without XLA and with it."""
     if plain.verdict != REPRODUCED and xla.verdict == REPRODUCED:
-        return Replay(xla.run_id, xla.run_path, XLA_ONLY, None, xla.run_id)
-    return Replay(plain.run_id, plain.run_path, plain.verdict, None, xla.run_id)
+        return Replay(
+            xla.run_id,
+            xla.run_path,
+            XLA_ONLY,
+            None,
+            xla.run_id,
+            values_error="FULL_TENSOR traces nothing inside a step compiled with XLA",
+        )
+    return Replay(
+        plain.run_id,
+        plain.run_path,
+        plain.verdict,
+        None,
+        xla.run_id,
+        plain.values_run_path,
+        plain.values_error,
+    )
 
 
 def _replay(hit: Hit, watched_path: str, kept_state: list[Any], *, xla: bool) -> Replay:
-    import tensorflow as tf
-
-    from instrument import api
-    from instrument.watch import gate
-
     step = hit.site.step_function
     if step is None:
         return Replay(None, None, None, "the step function or its batch was not kept")
@@ -183,40 +206,73 @@ def _replay(hit: Hit, watched_path: str, kept_state: list[Any], *, xla: bool) ->
         call = hit.site.kept_calls.call(hit.step) if hit.site.kept_calls is not None else None
         if call is None:
             return Replay(None, None, None, _not_kept(hit))
-    restore = _snapshot(kept_state, step)
+    link = {
+        ReplayOfMap.RUN: os.path.basename(watched_path.rstrip("/")),
+        ReplayOfMap.STEP: hit.step,
+        ReplayOfMap.SITE: hit.site.site_id,
+        ReplayOfMap.CHECK: hit.check,
+        ReplayOfMap.TENSOR: hit.tensor,
+        **({ReplayOfMap.XLA: True} if xla else {}),
+    }
     logdir = os.path.dirname(watched_path.rstrip("/"))
-    run_path = api.enable_for_replay(
-        logdir,
-        {
-            ReplayOfMap.RUN: os.path.basename(watched_path.rstrip("/")),
-            ReplayOfMap.STEP: hit.step,
-            ReplayOfMap.SITE: hit.site.site_id,
-            ReplayOfMap.CHECK: hit.check,
-            ReplayOfMap.TENSOR: hit.tensor,
-            **({ReplayOfMap.XLA: True} if xla else {}),
-        },
-    )
-    error = None
-    try:
-        with gate.replay_tracing():
-            if step[0] == "keras":
-                model, data = step[1], step[2]
-                replayed = _rebuilt(data, values)
-                tf.function(model.train_step, jit_compile=xla)(replayed)
-            else:
-                assert call is not None
-                tf.function(step[1], jit_compile=xla)(*call.args, **call.kwargs)
-    except Exception as failure:  # noqa: BLE001 - the replay must not take the job down
-        error = f"{type(failure).__name__}: {' '.join(str(failure).split())[:300]}"
-    finally:
-        api.disable_dump_debug_info()
-        restore()
-    return Replay(
-        os.path.basename(run_path.rstrip("/")),
-        run_path,
-        _verdict(run_path) if error is None else None,
-        error,
-    )
+    replayed = _StepCall(step, values, call, kept_state, xla)
+    run_path, error = replayed.recorded(logdir, link)
+    replay = Replay(os.path.basename(run_path.rstrip("/")), run_path, None, error)
+    if error is not None:
+        return replay
+    replay.verdict, ops = _verdict(run_path)
+    if replay.verdict == REPRODUCED and not xla:
+        if ops:
+            values_logdir = storage.store_for(run_path).join(run_path, fmt.REPLAY_VALUES_DIR)
+            values_path, failed = replayed.recorded(values_logdir, link, values=ops)
+            replay.values_error = (
+                f"the values replay failed: {failed}" if failed else _values_missing(run_path)
+            )
+            replay.values_run_path = None if replay.values_error else values_path
+        else:
+            replay.values_error = "the root cause is not a graph op of the step"
+    return replay
+
+
+@dataclass
+class _StepCall:
+    """The hit step's call, made again on its kept batch and the state before it."""
+
+    step: Any
+    batch: list[Any]
+    call: Any
+    kept_state: list[Any]
+    xla: bool
+
+    def recorded(
+        self, logdir: str, link: dict[str, Any], values: list[str] | None = None
+    ) -> tuple[str, str | None]:
+        """Call the step once under a recording of its own (`api.enable_for_replay`;
+        with ``values``, the values replay of those ops); put back what its forward
+        pass wrote. Returns the run's path and why the call failed, or None."""
+        import tensorflow as tf
+
+        from instrument import api
+        from instrument.watch import gate
+
+        restore = _snapshot(self.kept_state, self.step)
+        run_path = api.enable_for_replay(logdir, link, values)
+        error = None
+        try:
+            with gate.replay_tracing():
+                if self.step[0] == "keras":
+                    model, data = self.step[1], self.step[2]
+                    tf.function(model.train_step, jit_compile=self.xla)(_rebuilt(data, self.batch))
+                else:
+                    tf.function(self.step[1], jit_compile=self.xla)(
+                        *self.call.args, **self.call.kwargs
+                    )
+        except Exception as failure:  # noqa: BLE001 - the replay must not take the job down
+            error = f"{type(failure).__name__}: {' '.join(str(failure).split())[:300]}"
+        finally:
+            api.disable_dump_debug_info()
+            restore()
+        return run_path, error
 
 
 def _rebuilt(data: Any, values: list[Any]) -> Any:
@@ -243,15 +299,56 @@ def _snapshot(kept_state: list[Any], step: Any) -> Any:
     return restore
 
 
-def _verdict(run_path: str) -> str:
+def _verdict(run_path: str) -> tuple[str, list[str]]:
+    """The replay's verdict and, when it reproduced at a graph op, the names of that op
+    and of the ops of its inputs (what its values replay keeps)."""
     import reader
     from reader.errors import DumpError
 
     try:
         with reader.DumpReader(run_path) as dump:
-            return REPRODUCED if dump.root_cause() is not None else NOT_REPRODUCED
+            cause = dump.root_cause()
+            if cause is None:
+                return NOT_REPRODUCED, []
+            if cause.op is None:
+                return REPRODUCED, []
+            names = [cause.op.name]
+            for ref, _ in cause.inputs:
+                names.append(_op_name(dump, ref))
+            return REPRODUCED, list(dict.fromkeys(names))
     except (DumpError, OSError):
-        return NOT_REPRODUCED
+        return NOT_REPRODUCED, []
+
+
+def _op_name(dump: Any, ref: Any) -> str:
+    """The name of the op that made the input ``ref`` (`reader.model.TensorRef`)."""
+    from reader.errors import DumpError
+
+    fallback = str(ref.name).rsplit(":", 1)[0]
+    if ref.op_id is None:
+        return fallback
+    try:
+        return str(dump.op(ref.op_id).name)
+    except DumpError:
+        return fallback
+
+
+def _values_missing(run_path: str) -> str | None:
+    """Why the replay at ``run_path`` has no values of its root cause (read as every
+    reader reads them: `culprit_values`), or None when it has them."""
+    import reader
+    from reader.analysis.diagnosis.culprit_values import culprit_values
+    from reader.errors import DumpError
+
+    try:
+        with reader.DumpReader(run_path) as dump:
+            cause = dump.root_cause()
+            values = None if cause is None else culprit_values(dump, cause)
+    except (DumpError, OSError) as error:
+        return f"the replay cannot be read back: {error}"
+    if values is None or not values.kept:
+        return values.missing if values is not None else "the replay has no root cause"
+    return None
 
 
 def hit_error(hit: Hit, saved: Saved, replay: Replay | None, run_path: str) -> NonFiniteError:
@@ -284,6 +381,12 @@ def hit_error(hit: Hit, saved: Saved, replay: Replay | None, run_path: str) -> N
             else replay.verdict
         )
         lines.append(f"replayed fully recorded ({how}): " + str(cause))
+        if replay.values_run_path:
+            lines.append(
+                f"the values of {cause.op_type}'s inputs and output: {replay.values_run_path}"
+            )
+        elif replay.values_error:
+            lines.append(f"no values of {cause.op_type} were kept: {replay.values_error}")
     elif replay is not None and replay.error:
         lines.append(f"the replay failed: {replay.error}")
     elif replay is not None:

@@ -81,6 +81,9 @@ class ReplayOfMap(FieldTable):
     CHECK: Final = field("check", str, "the check that failed")
     TENSOR: Final = field("tensor", str, "what failed it, in words")
     XLA: Final = field("xla", bool, "the replay ran compiled with XLA (absent: not)")
+    VALUES: Final = field(
+        "values", list, "a values replay: the ops whose values it keeps (absent: a whole replay)"
+    )
 
 
 class DeviceRecord(RecordKind):

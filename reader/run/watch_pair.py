@@ -1,5 +1,6 @@
 """A watched run and the replay of its hit step, found from either: the pair `report`,
-`report --json` and the TUI show together (docs/format.md, "The watch tier").
+`report --json` and the TUI show together (docs/format.md, "The watch tier"); and the
+values replay kept inside a replay's directory (`replay_values_path`).
 
 The watched run's `watch_hit` record names its replay (``replay_run``); the replay's
 `run` record names the watched run and step (``replay_of``). Both are runs of one
@@ -13,11 +14,12 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any
 
+from reader import format as fmt
 from reader import storage
 from reader.errors import DumpError
 from reader.model import RunInfo
 from reader.run.indexed_run import IndexedRun
-from reader.run.run_dir import resolve_run_path
+from reader.run.run_dir import list_runs, resolve_run_path
 from reader.run.run_protocol import Run
 from reader.watch_log import WatchLog
 
@@ -73,6 +75,20 @@ def watch_pair(run: Run) -> WatchPair | None:
         return WatchPair(link.run_id, watched_log, meta.run_id, run.path)
     # Another replay of the same step is the one named (a compiled step's xla_only).
     return WatchPair(link.run_id, watched_log, named, _path_of(_logdir_of(run.path), named))
+
+
+def replay_values_path(run: Run) -> str | None:
+    """The values replay kept beside the replay ``run`` (the newest run of its
+    `reader.format.REPLAY_VALUES_DIR` directory: FULL_TENSOR of its root cause's op and
+    the ops of its inputs), or None: ``run`` is no replay, or none was kept."""
+    if run.metadata.replay_of is None or run.metadata.replay_of.values is not None:
+        return None
+    path = run.path.rstrip("/")
+    try:
+        runs = list_runs(storage.store_for(path).join(path, fmt.REPLAY_VALUES_DIR))
+    except (DumpError, OSError):
+        return None
+    return runs[-1].path if runs else None
 
 
 def _logdir_of(run_path: str) -> str:

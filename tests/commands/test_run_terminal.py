@@ -72,12 +72,10 @@ def test_pdb_stops_at_the_log_with_the_culprit_and_continues(tmp_path):
         terminal.wait_for_text("('Log', [-inf, 0.0, 0.9162")
         terminal.send_keys("p culprit.diagnosis", "Enter")
         terminal.wait_for_text("log_of_nonpositive")
-        # The proof needs the Log's input value: a constant made outside any op has none
-        # in the dump, and the proof says so (report's tests prove a fix on one).
-        terminal.send_keys("p culprit.proof.holds, culprit.proof.missing", "Enter")
-        terminal.wait_for_text(
-            "(False, 'no value of input tensor 0: the dump keeps none for it (made outside"
-        )
+        # The Log's input, a constant made outside any op, has no value in the dump: the
+        # op's own call held it, and the proof reruns the Log on it.
+        terminal.send_keys("p culprit.proof.holds, culprit.inputs", "Enter")
+        terminal.wait_for_text("(True, {'tensor 0': array([0. , 1. , 2.5], dtype=float32)})")
         terminal.send_keys("continue", "Enter")
         assert terminal.wait_for_exit() == "0"
         # The program ran on to its end, then the report of its run was printed.

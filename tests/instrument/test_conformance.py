@@ -78,6 +78,7 @@ PLAN = (
         for scenario in ("mirrored_fit_in_scope", "mirrored_loop")
         for m in ("NO_TENSOR", "FULL_TENSOR")
     ]
+    + [f"mirrored_loop_average:{m}" for m in ("CURT_HEALTH", "FULL_HEALTH")]
 )
 DEVICES = ("CPU:0", "CPU:1")
 
@@ -118,6 +119,8 @@ class Facts:
     log_line: int | None = None  # nested: the line that created the Log op
     # Ours: the types of the traceable graph ops never traced, nothing using their results.
     unused: frozenset[str] = frozenset()
+    # Ours: the names of those ops.
+    unused_names: frozenset[str] = frozenset()
 
     def trace_types(self, *, drop=frozenset()) -> list[str]:
         return [t.op_type for t in self.traces if t.op_type not in drop]
@@ -273,14 +276,20 @@ def our_facts(path, mode: str) -> Facts:
                     ]
                     log_line = user[-1] if user else None
         traced_ops = {(t.op_type, t.op_name) for t in traces}
-        unused = frozenset(
-            op.op_type
+        untraced = [
+            op
             for graph in dump.graphs()
             for op in _unused_ops(dump, graph.id)
             if (op.op_type, op.name) not in traced_ops
             and any(tp is not None for tp in op.trace_points)
-        )
-    return Facts(executions, traces, log_line, unused)
+        ]
+    return Facts(
+        executions,
+        traces,
+        log_line,
+        frozenset(op.op_type for op in untraced),
+        frozenset(op.name for op in untraced),
+    )
 
 
 # Ops that nothing consumes and still count: function outputs go through these.
@@ -793,3 +802,39 @@ def test_custom_loop_under_mirrored_strategy_run_eagerly(conformance, mode):
 
     assert executed(ours) == executed(theirs)
     assert executed(ours)[("BiasAdd", "CPU:0")] == executed(ours)[("BiasAdd", "CPU:1")] == 1
+
+
+def _non_finite(facts: Facts, mode: str) -> set[tuple[str, str]]:
+    """(op name, device) of each traced tensor that held NaN or infinity, but those of
+    the ops only one dumper traces."""
+    found = set()
+    for t in facts.traces:
+        s = t.summary or {}
+        bad = s.get("alert") if mode == "CURT_HEALTH" else s["nan"] + s["neg_inf"] + s["pos_inf"]
+        if bad and t.op_type not in OURS_ONLY | TF_ONLY:
+            found.add((t.op_name, (t.device or "")[-5:]))
+    return found
+
+
+@pytest.mark.parametrize("mode", ["CURT_HEALTH", "FULL_HEALTH"])
+def test_a_mirrored_loop_gone_nan_alerts_alike_but_for_values_never_computed(conformance, mode):
+    """TensorFlow's tutorial loop (``strategy.run``, ``compute_average_loss``) on two
+    CPUs, its second step NaN. Every op we find non-finite TensorFlow's dumper does too,
+    on the same device. TensorFlow's dumper also reports the ``Neg`` (and the
+    ``DivNoNan``s and ``Mul``) of the loss's gradient with respect to the global batch
+    size: nothing uses them, so the program never computes them (TensorFlow prunes them
+    from the function it runs; its dumper's debug ops keep them alive). We record their
+    creation and trace points, and no trace: they are not misclassified, they are not
+    run (docs/instrument.md, "Conformance with TensorFlow's dumper")."""
+    theirs, ours = conformance.both(f"mirrored_loop_average-{mode}")
+    seen = conformance.seen
+    assert seen["ours"]["mirrored_loop_average"] == seen["tf"]["mirrored_loop_average"]
+    assert [nan for _, nan in seen["ours"]["mirrored_loop_average"]] == [True, True]
+    ours_bad, theirs_bad = _non_finite(ours, mode), _non_finite(theirs, mode)
+    assert {device for _, device in ours_bad} == set(DEVICES)
+    assert ours_bad <= theirs_bad
+    only_theirs = {name for name, _ in theirs_bad - ours_bad}
+    negs = {name for name in only_theirs if name.endswith("/Neg")}
+    assert negs == {"gradient_tape/div_no_nan/Neg", "gradient_tape/replica_1/div_no_nan/Neg"}
+    assert only_theirs <= ours.unused_names
+    assert not any(t.op_name in negs for t in ours.traces)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import reader
+from reader.run.watch_pair import replay_values_path
 from tests.instrument.conftest import run_program
 from tests.present import present
 from tests.program_runs import PROGRAMS, ROOT, line_of, program_env
@@ -119,6 +120,49 @@ def test_the_saved_state_and_batch_are_the_step_before_the_hit(watched, program)
     assert state.files and all(
         np.isfinite(state[k]).all() for k in state.files if state[k].dtype.kind == "f"
     )
+
+
+@pytest.mark.parametrize("program", CAUGHT)
+def test_the_replay_keeps_the_values_of_its_root_cause(watched, program):
+    """The replay keeps summaries of the whole step; its values replay, inside its
+    directory, keeps the Log's input and output only (FULL_TENSOR of those two ops),
+    which the report shows and the proof reruns."""
+    logdir, lines = watched[program]
+    data = report(logdir)
+    values = data["first_alert"]["values"]
+    assert values["origin"].startswith("the replay's values run")
+    assert values["missing"] is None
+    (probs,) = values["inputs"]
+    rows = BATCH // 2 if program.startswith("mirrored") else BATCH
+    assert probs["name"].endswith("Softmax:0") and probs["shape"] == [rows, 3]
+    assert (np.array(probs["value"]) == 0).any()  # saturated: exact zeros
+    output = np.array(values["output"]["value"])
+    assert np.isneginf(output).sum() == data["first_alert"]["counts"]["neg_inf"]
+    proof = data["diagnosis"]["proof"]
+    assert proof["holds"] and proof["original"]["neg_inf"] > 0, proof
+    assert "the values of Log's inputs and output: " in lines["CAUGHT"]
+    # What the values replay is: FULL_TENSOR, of those two ops alone.
+    with reader.open_run(logdir, data["run"]) as replay:
+        path = present(replay_values_path(replay))
+    with reader.open_run(path) as kept:
+        assert kept.metadata.tensor_debug_mode == "FULL_TENSOR"
+        names = present(present(kept.metadata.replay_of).values)
+        assert names[0] == data["first_alert"]["op_name"] and len(names) == 2
+        traced = {kept.op(present(t.op_id)).name for t in kept.traces(0, kept.num_traces)}
+        assert traced == set(names)
+    # Not a run of the logdir: the watched run and its replays only.
+    assert len(reader.list_runs(logdir)) == (3 if "xla" in program else 2)
+
+
+def test_a_nan_in_the_data_keeps_the_batch_as_its_value(watched):
+    """The root cause is the step's input: its value, the batch with its NaN, is kept;
+    it has no inputs to rerun, and the proof says so."""
+    data = report(watched["fit_data_nan"][0])
+    values = data["first_alert"]["values"]
+    assert values["inputs"] == []
+    assert values["missing"] == "Placeholder has no inputs to rerun it on"
+    batch = np.array(values["output"]["value"], dtype=float)
+    assert batch.shape == (BATCH, 8) and np.isnan(batch).sum() == 1
 
 
 def test_the_watched_rows_hold_the_loss_and_norms_per_step(watched):
@@ -243,6 +287,10 @@ def test_a_step_compiled_with_xla_is_replayed_with_and_without_it(watched, progr
     with plain, compiled:
         assert present(plain.metadata.replay_of).xla is False
         assert present(compiled.metadata.replay_of).xla is True
+        # Without XLA is without it: no function of the plain replay was compiled (a
+        # custom loop's was, when its replay called tf.function's tracing wrapper).
+        assert "xla_traced" not in {n.kind for n in plain.notices()}
+        assert "xla_traced" in {n.kind for n in compiled.notices()}
         # Compiled, the step goes non-finite too, at the same op.
         cause = present(compiled.root_cause())
         assert present(cause.op).op_type == "Log"
@@ -258,7 +306,14 @@ def test_the_verdict_of_two_replays():
     compiled = Replay("b", "/b", "reproduced")
     compiled_finite = Replay("b", "/b", "not_reproduced")
     assert _combined(plain, compiled) == Replay("a", "/a", "reproduced", None, "b")
-    assert _combined(finite, compiled) == Replay("b", "/b", "xla_only", None, "b")
+    assert _combined(finite, compiled) == Replay(
+        "b",
+        "/b",
+        "xla_only",
+        None,
+        "b",
+        values_error="FULL_TENSOR traces nothing inside a step compiled with XLA",
+    )
     assert _combined(finite, compiled_finite).verdict == "not_reproduced"
     assert _combined(plain, compiled_finite).verdict == "reproduced"
 

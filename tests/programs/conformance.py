@@ -347,6 +347,42 @@ def mirrored_loop_function():
     )
 
 
+def mirrored_loop_average():
+    """TensorFlow's tutorial custom loop under MirroredStrategy: a Dense layer, the
+    per-example loss averaged over the global batch (``tf.nn.compute_average_loss``),
+    SGD in ``strategy.run``, the replicas' losses summed. Its second step reads an
+    infinity: every replica's loss and gradients go NaN."""
+    strategy = _mirrored()
+    with strategy.scope():
+        model = tf.keras.Sequential(
+            [tf.keras.Input((4,)), tf.keras.layers.Dense(3, kernel_initializer="ones")]
+        )
+        loss_object = tf.keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction="none"
+        )
+        optimizer = tf.keras.optimizers.SGD(0.1)
+
+    def train_step(x, y):
+        with tf.GradientTape() as tape:
+            per_example = loss_object(y, model(x, training=True))
+            loss = tf.nn.compute_average_loss(per_example, global_batch_size=8)
+        gradients = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+        return loss
+
+    @tf.function
+    def distributed_step(x, y):
+        per_replica = strategy.run(train_step, args=(x, y))
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+
+    x = np.ones((4, 4), np.float32)
+    y = np.array([0, 1, 2, 0])
+    first = float(distributed_step(x, y))
+    x[1, 2] = np.inf
+    second = float(distributed_step(x, y))
+    SEEN.setdefault("mirrored_loop_average", []).append([first, bool(np.isnan(second))])
+
+
 SCENARIOS = {
     f.__name__: f
     for f in (
@@ -368,6 +404,7 @@ SCENARIOS = {
         mirrored_fit_in_scope,
         mirrored_loop,
         mirrored_loop_function,
+        mirrored_loop_average,
     )
 }
 # Scenarios that enable the dumper themselves.

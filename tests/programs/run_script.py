@@ -1,7 +1,8 @@
 """A plain script for `tfdbg-tui run`: arguments, a data file read relative to the
-working directory, a log(0), then an exit status, a crash or a wait for Ctrl+C.
+working directory, a log(0) (eager, or in a tf.function with ``--function``), then an
+exit status, a crash or a wait for Ctrl+C.
 
-    run_script.py --data data/values.txt [--exit N | --crash | --wait]
+    run_script.py --data data/values.txt [--function] [--exit N | --crash | --wait]
 """
 
 import argparse
@@ -17,11 +18,21 @@ parser.add_argument("--data", required=True)
 parser.add_argument("--exit", type=int, default=0)
 parser.add_argument("--crash", action="store_true")
 parser.add_argument("--wait", action="store_true")
+parser.add_argument("--function", action="store_true")
 args = parser.parse_args()
+
+
+@tf.function
+def log_of(x):
+    return tf.math.log(x * 1.0)  # FUNCTION_LOG_LINE
+
 
 with open(args.data) as data:
     values = tf.constant([float(v) for v in data.read().split()])
-logs = tf.math.log(values)  # LOG_LINE
+if args.function:
+    logs = log_of(values)  # FUNCTION_CALL_LINE
+else:
+    logs = tf.math.log(values)  # LOG_LINE
 print(
     json.dumps(
         {

@@ -32,10 +32,13 @@ def cross_entropy(y_true, y_pred):
 
 
 def mlp():
+    # fit_wide_saturated: two hidden layers of 2,048 (16 MiB a kernel), a step of
+    # hundreds of MiB of tensors (tests/benchmarks/bench_replay.py).
+    hidden = [2048, 2048] if "wide" in PROGRAM else [16]
     return tf.keras.Sequential(
         [
             tf.keras.Input((8,)),
-            tf.keras.layers.Dense(16, activation="relu"),
+            *(tf.keras.layers.Dense(n, activation="relu") for n in hidden),
             tf.keras.layers.Dense(3, activation="softmax"),
         ]
     )

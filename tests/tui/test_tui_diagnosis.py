@@ -124,7 +124,8 @@ async def test_graph_structure_shows_the_culprits_history(pattern_dumps):
 
 async def test_e_proves_the_fix_on_the_stored_values(proof_dumps):
     """On a FULL_TENSOR run, `e` reruns the Log on its stored input in a process of
-    its own and shows both results; the line waits while it runs."""
+    its own and shows both results, then the values it ran on; the line waits while
+    it runs."""
     async with hunted_app(os.path.join(proof_dumps, "log_zero"), (100, 30)) as (app, pilot):
         line = app.screen.query_one(DiagnosisLine)
         await wait_for(pilot, lambda: line.diagnosis is not None, what="the diagnosis")
@@ -137,10 +138,13 @@ async def test_e_proves_the_fix_on_the_stored_values(proof_dumps):
             timeout=180,
             what="the proof",
         )
+        text = app.screen.text.plain
         assert (
             "\n\nProof: `tf.math.log(x0)`: -inf in 100 of 1000 -> "
-            "`tf.math.log(tf.maximum(x0, EPS))`: all 1000 finite\n\nEvidence:"
-        ) in app.screen.text.plain
+            "`tf.math.log(tf.maximum(x0, EPS))`: all 1000 finite\n\nValues: kept by "
+            "FULL_TENSOR\n  input "
+        ) in text
+        assert "\n  output Log:0 (float32): [1000] [" in text and "\n\nEvidence:" in text
         # Shown again at once: the proof is kept.
         await pilot.press("escape")
         await pilot.press("e")

@@ -1,13 +1,16 @@
 """The watch tier's pair in the TUI: a logdir holding a watched run and the replay of
 its hit step opens on the replay's root cause; `w` goes from one run of the pair to
-the other; the run picker shows the replay right below its watched run."""
+the other; the run picker shows the replay right below its watched run; `e` shows the
+root cause's values, kept by the replay, and the fix proven on them."""
 
 from __future__ import annotations
 
 from tests.program_runs import PROGRAMS, line_of
 from tests.tui.tui_helpers import hunted_app, make_app, screen_text, wait_for
 from tfdbg_tui.dialogs.run_picker import RunPickerDialog
+from tfdbg_tui.dialogs.text_dialog import TextDialog
 from tfdbg_tui.screens.debugger import DebuggerScreen
+from tfdbg_tui.widgets.diagnosis_line import DiagnosisLine
 
 WATCHED = PROGRAMS / "watched.py"
 BAD_STEP = 5
@@ -55,6 +58,27 @@ async def test_w_goes_between_the_replay_and_its_watched_run(watched_logdir):
             lambda: isinstance(app.screen, DebuggerScreen) and app.screen.run_id == replay.run_id,
             what="back on the replay",
         )
+
+
+async def test_e_on_the_replay_shows_the_values_of_its_root_cause(watched_logdir):
+    """The replay records summaries; its values replay kept the Log's input and output,
+    which the whole diagnosis shows, with the fix proven on them."""
+    async with hunted_app(watched_logdir, (140, 40)) as (app, pilot):
+        line = app.screen.query_one(DiagnosisLine)
+        await wait_for(pilot, lambda: line.diagnosis is not None, what="the diagnosis")
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, TextDialog), what="the box")
+        await wait_for(
+            pilot,
+            lambda: "Values: kept by the replay's values run" in app.screen.text.plain,
+            timeout=180,
+            what="the values and the proof",
+        )
+        text = app.screen.text.plain
+        assert "Proof: `tf.math.log(x0)`: -inf in" in text and "all 48 finite" in text
+        assert "\n  input sequential_1/dense_1_2/Softmax:0 (float32): [16x3] [[" in text
+        output = text.split("\n  output compile_loss/cross_entropy/Log:0 (float32): [16x3] ")[1]
+        assert "-inf" in output.split("\n")[0]
 
 
 async def test_the_run_picker_shows_the_replay_below_its_watched_run(watched_logdir):

@@ -22,7 +22,7 @@ import reader
 from instrument.repro.proof import Proof, prove
 from reader import DumpError
 from reader import format as fmt
-from reader.analysis.diagnosis.culprit_values import culprit_values
+from reader.analysis.diagnosis.culprit_values import CulpritValues, culprit_values
 from reader.analysis.diagnosis.diagnosis import Diagnosis, diagnose_cause
 from reader.analysis.diagnosis.expressions import expression_of, line_span
 from reader.analysis.diagnosis.verdict import (
@@ -111,11 +111,14 @@ def main(argv: list[str]) -> int:
             cause = dump.root_cause()
             diagnosis = diagnose_cause(dump, cause) if cause is not None else healthy_verdict(dump)
             watched = dump.watch(rules)
-            proof = None if cause is None or args.no_proof else prove(culprit_values(dump, cause))
+            values = None if cause is None else culprit_values(dump, cause)
+            proof = None if values is None or args.no_proof else prove(values)
             if args.json:
-                print(json.dumps(report_dict(dump, summary, cause, diagnosis, watched, proof)))
+                print(
+                    json.dumps(report_dict(dump, summary, cause, diagnosis, watched, proof, values))
+                )
             else:
-                _print_human(dump, summary, cause, diagnosis, proof)
+                _print_human(dump, summary, cause, diagnosis, proof, values)
                 _say_rules(dump, watched)
     except DumpError as error:
         return fail("tfdbg-tui report", error)
@@ -143,10 +146,11 @@ def report_dict(
     diagnosis: Diagnosis | None = None,
     watched: WatchReport | None = None,
     proof: Proof | None = None,
+    values: CulpritValues | None = None,
 ) -> dict[str, Any]:
     """The JSON report: the run, its counts, alerts and first alert, the root cause's
-    inputs, the exact expression, the diagnosis and its proof, damage and the watch
-    rules' hits (docs/keys.md)."""
+    inputs and their values where kept, the exact expression, the diagnosis and its
+    proof, damage and the watch rules' hits (docs/keys.md)."""
     watched = watched if watched is not None else dump.watch()
     meta = dump.metadata
     pair = watch_pair(dump)
@@ -179,6 +183,7 @@ def report_dict(
             "counts": _counts(alert),
             "source": source,
             "inputs": [{"name": ref.name, "summary": summary_dict(s)} for ref, s in cause.inputs],
+            "values": None if values is None else values.as_dict(),
             **place_dict(dump, alert, diagnosis),
         }
     return {
@@ -355,6 +360,7 @@ def _print_human(
     cause: RootCause | None,
     diagnosis: Diagnosis | None,
     proof: Proof | None = None,
+    values: CulpritValues | None = None,
 ) -> None:
     # Rich is imported here, not at module level: `--json` and errors never pay for it.
     from rich.table import Table
@@ -486,6 +492,10 @@ def _print_human(
                 say("    ", (carets, "bold red"))
     else:
         say("  (no user source frame recorded)")
+    if values is not None and values.kept:
+        say("  ", ("Values:", "bold"), f" kept by {values.origin}")
+        for line in values.lines():
+            say(f"    {line}")
     if diagnosis is not None:
         _say_diagnosis(say, diagnosis, proof)
 

@@ -75,9 +75,11 @@ class TextDialog(ModalScreen[None]):
         self.query_one("#dialog-text", Static).update(text)
 
 
-def diagnosis_dialog(diagnosis: Diagnosis, proof: str | None = None) -> TextDialog:
-    """The diagnosis line in full (`e`): explanation, fix, its proof and evidence, under
-    the alert it diagnoses."""
+def diagnosis_dialog(
+    diagnosis: Diagnosis, proof: str | None = None, values: tuple[str, ...] = ()
+) -> TextDialog:
+    """The diagnosis line in full (`e`): explanation, fix, its proof, the op's values
+    and evidence, under the alert it diagnoses."""
     alert = diagnosis.alert
     subtitle = None
     if alert is not None:
@@ -86,7 +88,7 @@ def diagnosis_dialog(diagnosis: Diagnosis, proof: str | None = None) -> TextDial
             literal(f"{alert.op_type} {name}, {alert.kind} #{alert.index}, step {alert.step}")
         )
     return TextDialog(
-        diagnosis_text(diagnosis, full=True, proof=proof),
+        diagnosis_text(diagnosis, full=True, proof=proof, values=values),
         key="e",
         title="Diagnosis",
         subtitle=subtitle,

@@ -1,11 +1,13 @@
-"""The proof of the diagnosis's fix in the whole diagnosis (`e`).
+"""The proof of the diagnosis's fix, and the op's values, in the whole diagnosis (`e`).
 
 `DiagnosisProofs` is an object the debugger screen holds once the run is open. `e`
 opens the diagnosis with its proof when one is kept; otherwise with a line saying the
-op is being rerun, while a worker reruns it on its stored values as it ran and fixed
-(`instrument.repro.proof`, in a process of its own: the app never imports
-TensorFlow). The worker posts `ProofLoaded` to the screen, whose handler hands it back
-here: the proof is kept per diagnosed alert and set on the box if it is still open.
+op is being rerun, while a worker reads the op's stored values (`reader.analysis.
+diagnosis.culprit_values`: FULL_TENSOR, or a watched step's values replay) and reruns
+it on them as it ran and fixed (`instrument.repro.proof`, in a process of its own: the
+app never imports TensorFlow). The worker posts `ProofLoaded` to the screen, whose
+handler hands it back here: the proof and the values are kept per diagnosed alert and
+set on the box if it is still open.
 """
 
 from __future__ import annotations
@@ -28,10 +30,12 @@ PROVING = "rerunning the op on its stored values…"
 
 @dataclass
 class ProofLoaded(Message):
-    """The proof of a diagnosis's fix, as one line."""
+    """The proof of a diagnosis's fix, as one line, and the op's values."""
 
     diagnosis: Diagnosis
     text: str
+    values: tuple[str, ...] = ()
+    """Where the op's values were kept, then a line per tensor; empty without values."""
 
 
 class DiagnosisProofs:
@@ -45,14 +49,17 @@ class DiagnosisProofs:
     def __init__(self, screen: Screen, reader: AnalysedRun) -> None:
         self.screen = screen
         self.reader = reader
-        self._kept: dict[tuple[str, int], str] = {}
+        self._kept: dict[tuple[str, int], ProofLoaded] = {}
 
     def dialog(self, diagnosis: Diagnosis) -> TextDialog:
-        """The whole diagnosis with its proof, or with `PROVING` while a worker reruns
-        the op (a diagnosis of no alert, a verdict, has no proof)."""
+        """The whole diagnosis with its proof and values, or with `PROVING` while a
+        worker reads and reruns the op (a diagnosis of no alert, a verdict, has none)."""
         alert = diagnosis.alert
-        proof = None if alert is None else self._kept.get((alert.kind, alert.index))
-        if alert is not None and proof is None:
+        kept = None if alert is None else self._kept.get((alert.kind, alert.index))
+        if kept is not None:
+            return diagnosis_dialog(diagnosis, kept.text, kept.values)
+        proof = None
+        if alert is not None:
             proof = PROVING
             self.screen.run_worker(
                 partial(self._prove, diagnosis),
@@ -68,20 +75,29 @@ class DiagnosisProofs:
         from reader.analysis.diagnosis.culprit_values import culprit_values
 
         assert diagnosis.alert is not None
+        lines: tuple[str, ...] = ()
         try:
             cause = self.reader.root_cause(diagnosis.alert)
             text = "not proven: no root cause" if cause is None else ""
             if cause is not None:
-                text = prove(culprit_values(self.reader, cause)).text()
+                values = culprit_values(self.reader, cause)
+                if values.kept:
+                    lines = (f"kept by {values.origin}", *values.lines())
+                text = prove(values).text()
         except DumpError as error:
             text = f"not proven: {error}"
-        self.screen.post_message(ProofLoaded(diagnosis, text))
+        self.screen.post_message(ProofLoaded(diagnosis, text, lines))
 
     def loaded(self, message: ProofLoaded, shown: Diagnosis | None) -> None:
-        """Keep the proof; set it on the box when it still shows that diagnosis."""
+        """Keep the proof and values; set them on the box when it still shows that
+        diagnosis."""
         alert = message.diagnosis.alert
         assert alert is not None
-        self._kept[(alert.kind, alert.index)] = message.text
+        self._kept[(alert.kind, alert.index)] = message
         box = self.screen.app.screen
         if isinstance(box, TextDialog) and shown is message.diagnosis:
-            box.show_text(diagnosis_text(message.diagnosis, full=True, proof=message.text))
+            box.show_text(
+                diagnosis_text(
+                    message.diagnosis, full=True, proof=message.text, values=message.values
+                )
+            )

@@ -26,10 +26,17 @@ CLEAR_PATTERNS = tuple(rule.pattern for rule in (*VERDICTS, CONTAINED))
 MORE_HINT = " e: more "
 
 
-def diagnosis_text(diagnosis: Diagnosis, *, full: bool = False, proof: str | None = None) -> Text:
+def diagnosis_text(
+    diagnosis: Diagnosis,
+    *,
+    full: bool = False,
+    proof: str | None = None,
+    values: tuple[str, ...] = (),
+) -> Text:
     """The diagnosis as one line (label, explanation, "Fix:" suggestion); with `full`,
-    the fix, its proof (``proof``, when given) and the evidence follow in paragraphs of
-    their own."""
+    the fix, its proof (``proof``, when given), the op's values (``values``: where they
+    were kept, then a line per tensor) and the evidence follow in paragraphs of their
+    own."""
     text = Text(no_wrap=not full, overflow="ellipsis", end="")
     label = label_of(diagnosis.pattern)
     text.append(f" {label} ", "bold reverse")
@@ -50,6 +57,11 @@ def diagnosis_text(diagnosis: Diagnosis, *, full: bool = False, proof: str | Non
     if full and proof is not None:
         text.append("\n\nProof: ", "bold")
         text.append(literal(proof))
+    if full and values:
+        text.append("\n\nValues: ", "bold")
+        text.append(literal(values[0]))
+        for line in values[1:]:
+            text.append("\n  " + literal(line))
     if full:
         text.append("\n\nEvidence:", "bold")
         for line in diagnosis.evidence:

@@ -2,22 +2,26 @@
 
 A FULL_TENSOR dump keeps every traced tensor's value; the root cause's inputs are the
 values its op read (`reader.analysis.hunt.inputs`: a graph op's latest input traces
-before its own, an eager op's producers). In any other mode the dump keeps summaries
-only, and `CulpritValues.missing` says in one line which mode would keep the values.
-One home for reading them: the proof, `tfdbg-tui repro` and ``on_alert="pdb"``'s
-``culprit`` all take them from here.
+before its own, an eager op's producers). The replay of a watched step records
+FULL_HEALTH, and keeps its root cause's values in a values replay beside it
+(`reader.run.watch_pair.replay_values_path`), read here as if the replay held them. In
+any other case the dump keeps summaries only, and `CulpritValues.missing` says in one
+line how to keep the values. One home for reading them: the proof, `tfdbg-tui repro`,
+`report --json`, the diagnosis view and ``on_alert="pdb"``'s ``culprit`` all take them
+from here.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from reader import format as fmt
 from reader.errors import DumpError
-from reader.model import RootCause
+from reader.model import Alert, RootCause
 
 if TYPE_CHECKING:
     from reader.analysis.analysed_run import AnalysedRun
@@ -56,6 +60,8 @@ class CulpritValues:
         output: The output that went non-finite.
         compiled: Whether the op ran inside an XLA-compiled function.
         missing: Why the values cannot be rerun (one line), or None when they can.
+        origin: Where the values were kept, in words ("FULL_TENSOR", "the replay's
+            values run <id>"), or None when none were.
     """
 
     op_type: str
@@ -64,21 +70,114 @@ class CulpritValues:
     output: StoredTensor
     compiled: bool
     missing: str | None
+    origin: str | None = None
 
     @property
     def complete(self) -> bool:
         """Whether every input's value is stored (the op can be rerun)."""
         return self.missing is None
 
+    @property
+    def kept(self) -> bool:
+        """Whether any of the op's values is kept (an input's or the output's)."""
+        return any(t.value is not None for t in (*self.inputs, self.output))
+
+    def with_values(
+        self, inputs: list[np.ndarray | None], output: np.ndarray | None, origin: str
+    ) -> CulpritValues:
+        """These values with the ones held elsewhere (the eager op's own tensors, which
+        ``on_alert="pdb"`` has at hand) filling those the dump does not keep."""
+        merged = tuple(
+            t if t.value is not None or held is None else dataclasses.replace(t, value=held)
+            for t, held in zip(self.inputs, [*inputs, *[None] * len(self.inputs)])
+        )
+        out = (
+            self.output
+            if self.output.value is not None or output is None
+            else dataclasses.replace(self.output, value=output)
+        )
+        lacking = [t.name for t in merged if t.value is None]
+        missing = None
+        if lacking:
+            missing = f"no value of input {lacking[0]}: neither the dump nor the op's call kept one"
+        elif not merged:
+            missing = f"{self.op_type} has no inputs to rerun it on"
+        return dataclasses.replace(
+            self, inputs=merged, output=out, missing=missing, origin=self.origin or origin
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """``report --json``'s ``first_alert.values``: where they were kept, why any is
+        missing, and each tensor (`tensor_dict`)."""
+        return {
+            "origin": self.origin,
+            "missing": self.missing,
+            "inputs": [tensor_dict(t) for t in self.inputs],
+            "output": tensor_dict(self.output),
+        }
+
+    def lines(self) -> list[str]:
+        """One line per tensor: the inputs, then the output, each with its value in
+        short (`value_preview`) or "no value"."""
+        lines = []
+        for role, tensor in [*(("input", t) for t in self.inputs), ("output", self.output)]:
+            value = "no value" if tensor.value is None else value_preview(tensor.value)
+            dtype = f" ({tensor.dtype})" if tensor.dtype else ""
+            lines.append(f"{role} {tensor.name}{dtype}: {value}")
+        return lines
+
+
+# A tensor's elements in `report --json` up to this many; a larger value is left out
+# (its shape is given, and `reader` reads it whole from the run that keeps it).
+JSON_ELEMENTS = 4096
+
+
+def tensor_dict(tensor: StoredTensor) -> dict[str, Any]:
+    """A stored tensor for JSON: ``name``, ``dtype``, ``shape`` (null without a value)
+    and ``value`` (nested lists; null without one, or past `JSON_ELEMENTS`)."""
+    value = tensor.value
+    shown = value is not None and value.size <= JSON_ELEMENTS and value.dtype.kind in "biufc"
+    return {
+        "name": tensor.name,
+        "dtype": tensor.dtype,
+        "shape": None if value is None else list(value.shape),
+        "value": _plain(value) if shown and value is not None else None,
+    }
+
+
+def _plain(value: np.ndarray) -> Any:
+    """Nested lists of Python numbers (complex values as [real, imaginary] pairs)."""
+    if value.dtype.kind == "c":
+        return np.stack([value.real, value.imag], axis=-1).tolist()
+    if value.dtype.kind == "f":
+        return value.astype(np.float64).tolist()  # bfloat16 and float16 too
+    return value.tolist()
+
+
+def value_preview(value: np.ndarray) -> str:
+    """A value on one line: its shape, then its elements in short (the first and last
+    three of each axis past 12)."""
+    array = np.asarray(value)
+    shape = "x".join(str(d) for d in array.shape) or "scalar"
+    if array.dtype.name == "bfloat16" or (array.dtype.kind == "f" and array.dtype.itemsize < 4):
+        array = array.astype(np.float32)  # printed as float32 is
+    text = np.array2string(array, threshold=12, edgeitems=3, max_line_width=10**6)
+    return f"[{shape}] " + " ".join(text.split())
+
 
 def culprit_values(reader: AnalysedRun, cause: RootCause) -> CulpritValues:
-    """The stored values of ``cause``'s op: its inputs and its non-finite output."""
+    """The stored values of ``cause``'s op: its inputs and its non-finite output (a
+    replay's from its values replay)."""
     alert = cause.alert
     graph = alert.kind == "graph"
     mode = reader.metadata.tensor_debug_mode
     full = mode == fmt.FULL_TENSOR
     missing = None
-    if not full:
+    if not full and reader.metadata.replay_of is not None:
+        kept, missing = _replay_values(reader, cause)
+        if kept is not None:
+            return kept
+    elif not full:
         missing = f"no values: this run recorded {mode} summaries only; {VALUES_MODE_HINT}"
     inputs = []
     for (ref, summary), index in zip(cause.inputs, cause.input_indices):
@@ -114,7 +213,58 @@ def culprit_values(reader: AnalysedRun, cause: RootCause) -> CulpritValues:
         output,
         graph and _compiled(reader, cause),
         missing,
+        fmt.FULL_TENSOR if full else None,
     )
+
+
+def _replay_values(reader: AnalysedRun, cause: RootCause) -> tuple[CulpritValues | None, str]:
+    """The values of ``cause``'s op from the values replay beside the replay ``reader``
+    (docs/format.md, "The watch tier"); else None and why there are none."""
+    from reader.analysis.dump_reader import DumpReader
+    from reader.run.watch_pair import replay_values_path
+
+    alert = cause.alert
+    replay_of = reader.metadata.replay_of
+    assert replay_of is not None
+    if replay_of.xla:
+        return None, (
+            "no values: this replay ran compiled with XLA, where FULL_TENSOR traces "
+            "nothing; the replay without XLA keeps them when it reproduces the hit"
+        )
+    none_kept = (
+        f"no values: this replay recorded {reader.metadata.tensor_debug_mode} summaries, "
+        "and no values replay of its root cause was kept beside it"
+    )
+    path = replay_values_path(reader) if alert.kind == "graph" else None
+    if path is None:
+        return None, none_kept
+    try:
+        with DumpReader(path) as values_run:
+            found = _same_alert(values_run.alerts(limit_per_type=1000).alerts, alert)
+            values_cause = None if found is None else values_run.root_cause(found)
+            if values_cause is None:
+                return None, (
+                    f"no values: the values replay {values_run.metadata.run_id} holds no "
+                    f"non-finite {alert.tensor_name}"
+                )
+            kept = culprit_values(values_run, values_cause)
+            origin = f"the replay's values run {values_run.metadata.run_id}"
+    except DumpError as error:
+        return None, f"no values: the values replay cannot be read ({error})"
+    return dataclasses.replace(kept, origin=origin), ""
+
+
+def _same_alert(alerts: list[Alert], alert: Alert) -> Alert | None:
+    """The first of ``alerts`` of the same graph op (name and type) and slot."""
+    for other in alerts:
+        if (other.kind, other.op_name, other.op_type, other.slot) == (
+            "graph",
+            alert.op_name,
+            alert.op_type,
+            alert.slot,
+        ):
+            return other
+    return None
 
 
 def _declared_dtype(reader: AnalysedRun, op_id: int | None, slot: int) -> str | None:
