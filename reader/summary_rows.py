@@ -8,6 +8,8 @@ recorder, so all of them read a row the same way.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from reader import format as fmt
@@ -80,6 +82,23 @@ def alert_flags(mode: str, rows: np.ndarray) -> np.ndarray:
     if cols is None or rows.shape[0] == 0:
         return np.zeros(rows.shape[0], dtype=bool)
     return (rows[:, cols[0]] != 0) | (rows[:, cols[1]] != 0) | (rows[:, cols[2]] != 0)
+
+
+def first_alert_row(mode: str | None, rows: Sequence[Sequence[float] | None]) -> int | None:
+    """The position of the first of a few rows (an eager execution's outputs, as
+    lists; None for an output without a summary) that holds NaN or infinity; None
+    when none does. Plain Python: cheaper than an array for a few rows."""
+    if mode == fmt.CURT_HEALTH:
+        columns: tuple[int, ...] = (0,)
+    else:
+        found = count_columns(mode) if mode in fmt.HEALTH_MODES else None
+        if found is None:
+            return None
+        columns = found
+    for position, row in enumerate(rows):
+        if row is not None and any(row[c] for c in columns if c < len(row)):
+            return position
+    return None
 
 
 def alert_counts(mode: str, rows: np.ndarray) -> np.ndarray:

@@ -1,13 +1,14 @@
 """Which worker of a multi-worker job went non-finite first (the origin), the run a
 debugger opens on (`open_landing_run`), and a live job's runs followed
-(`JobWorkers`).
+(`JobWorkers`); a job of hundreds of workers ranked from their progress files, reading
+in full only the runs that could be first.
 
 In a ``tf.distribute.MultiWorkerMirroredStrategy`` job each worker process writes its
 own run into the shared logdir, tagged with its task ("worker 1") and the job's
 cluster id (docs/format.md, the `run` record's ``task``). A NaN made on one worker
 reaches the others through the all-reduce: there the root cause is a collective op
-(`reader.analysis.diagnosis.op_patterns.COLLECTIVE_OPS`) that *received* it. The worker that made it
-is the one whose first alert comes first: in the earliest step, a root cause that is not a
+(`reader.format.RECEIVING_OPS`) that *received* it. The worker that made it is the one
+whose first alert comes first: in the earliest step, a root cause that is not a
 received value before one that is, then by the wall time of the call that ran it.
 
 The runs of a job are the runs of the logdir with its cluster id, the newest per task
@@ -15,20 +16,39 @@ The runs of a job are the runs of the logdir with its cluster id, the newest per
 (`open_landing_run`) is that **origin**: the first, when its first non-finite value was
 made there rather than received (`origin_worker`). `JobWorkers` follows a live job's
 runs until the origin is known.
+
+**Ranking without reading every run.** A worker's place comes from its root cause,
+which needs its run indexed; a job's writers keep a progress file instead
+(`reader.progress`: each run's first non-finite value as its writer saw it, and how far
+it has run). The first non-finite value comes at or before the root cause, so its
+step, whether it was received and its call's time (`_bound`) are a bound no root cause
+of that run can come before. The runs are read in full in the order of their bounds,
+until the next bound is no earlier than the best root cause found: that one is the
+origin, the very worker a ranking of every run in full names. A run without a
+progress file (written before format 2.7, by TensorFlow's dumper, or in FULL_TENSOR)
+has no bound and is read in full; one whose writer saw no NaN or infinity is ranked
+from its file alone, and so is every run past the bound, by its first non-finite value
+(`WorkerRun.indexed` False: its root cause, had it been read, may come later, when
+that first value was contained). One assumption: a run's first non-finite value was
+received and did no harm while the same step later made a harmful one of its own (a
+loss scale skipping an all-reduced infinity, then a NaN of the worker's own in that
+step); its bound then says "received" where its root cause is not.
 """
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from reader import format as fmt
 from reader import storage
 from reader.analysis.analysed_run import AnalysedRun
-from reader.analysis.diagnosis.op_patterns import COLLECTIVE_OPS
 from reader.analysis.dump_reader import DumpReader
 from reader.errors import DumpError
-from reader.model import Frame, RunInfo
+from reader.model import DUMPER_TENSORFLOW, Frame, RunInfo
+from reader.progress import RunProgress, read_progresses
 from reader.run import liveness
 from reader.run.run_dir import list_runs
 
@@ -50,6 +70,9 @@ class WorkerRun:
     device: str | None = None  # the root cause's device: the replica, on a multi-device worker
     live: bool = False  # its writer may still write (`reader.run.liveness`)
     last_step: int | None = None  # the last step whose call is read; None: none (or no steps)
+    # Its run was read in full (the root cause above); False: ranked from its progress
+    # file alone (`reader.progress`), by its first non-finite value as its writer saw it.
+    indexed: bool = True
 
 
 def job_runs(logdir: str, cluster: str) -> list[tuple[str, str, str]]:
@@ -104,30 +127,125 @@ def open_landing_run(
     infos = _job_infos(runs, newest.cluster) if newest.cluster is not None else []
     if len(infos) < 2:
         return DumpReader(newest.path)
-    readers: dict[str, DumpReader] = {}
+    readers = JobReaders()
     try:
-        for info in infos:
-            try:
-                readers[info.run_id] = DumpReader(info.path)
-            except DumpError:
-                if info.run_id == newest.run_id:
-                    raise
-        origin = origin_worker(
-            _ranked(
-                (readers[i.run_id], i.run_id, i.task or "") for i in infos if i.run_id in readers
-            )
-        )
+        origin = origin_worker(rank_workers(infos, readers))
         chosen = origin.run_id if origin is not None else newest.run_id
-        return readers.pop(chosen)
+        opened = readers.pop(chosen)
+        return opened if opened is not None else DumpReader(newest.path)
     finally:
-        for other in readers.values():
-            other.close()
+        readers.close()
+
+
+class JobReaders:
+    """The runs of a job read in full while it is ranked, by run id: each opened when
+    the ranking first needs it (`reader_of`), kept until `close` (or `pop`).
+
+    Args:
+        opened: Runs open already (the caller's), read as they are and never closed.
+    """
+
+    def __init__(self, opened: Iterable[AnalysedRun] = ()) -> None:
+        self._given = {run.metadata.run_id: run for run in opened}
+        self._readers: dict[str, DumpReader] = {}
+
+    def reader_of(self, info: RunInfo) -> AnalysedRun | None:
+        """The run of ``info``, indexed; None when it cannot be read (left out)."""
+        given = self._given.get(info.run_id)
+        if given is not None:
+            return given
+        known = self._readers.get(info.run_id)
+        if known is not None:
+            return known
+        try:
+            opened = self._readers[info.run_id] = DumpReader(info.path)
+        except DumpError:
+            return None
+        return opened
+
+    def is_open(self, run_id: str) -> bool:
+        """Whether ``run_id``'s run is read already (the caller's, or opened here)."""
+        return run_id in self._given or run_id in self._readers
+
+    def pop(self, run_id: str) -> DumpReader | None:
+        """The reader of ``run_id`` if one was opened here, now the caller's to close."""
+        return self._readers.pop(run_id, None)
+
+    def close(self, keep: Iterable[str] = ()) -> None:
+        """Close every reader opened here but those of ``keep`` (run ids)."""
+        kept = set(keep)
+        for run_id in [r for r in self._readers if r not in kept]:
+            self._readers.pop(run_id).close()
+
+    def update(self) -> None:
+        """Read what the runs opened here appended since (`DumpReader.update`); one
+        that cannot be read any more is closed, and opened again when it is needed."""
+        for run_id, reader in list(self._readers.items()):
+            try:
+                reader.update()
+            except DumpError:
+                self._readers.pop(run_id).close()
+
+
+def rank_workers(
+    infos: Sequence[RunInfo],
+    readers: JobReaders,
+    progress: Sequence[RunProgress | None] | None = None,
+) -> list[WorkerRun]:
+    """The job's runs ``infos`` ranked, the worker that went non-finite first first
+    (runs without alerts last), each run read in full only when its first non-finite
+    value could come before the best root cause found (the module's docstring).
+
+    Args:
+        infos: The job's runs (`_job_infos`).
+        readers: Where the runs read in full come from, and stay.
+        progress: Each run's progress file (`reader.progress.read_progresses`),
+            read here when not given.
+    """
+    if progress is None:
+        progress = _progress_of(infos)
+    ranked: list[WorkerRun] = []
+    pending: list[tuple[tuple, RunInfo, RunProgress | None]] = []
+    for info, found in zip(infos, progress):
+        if found is not None and found.watched_alerts and found.alert is None:
+            ranked.append(_from_progress(info, found))  # its writer saw no NaN nor inf
+        else:
+            pending.append((_bound(info, found), info, found))
+    # By bound; a run open already first (reading it costs nothing, and its root cause
+    # may rule out the others).
+    pending.sort(key=lambda item: (not readers.is_open(item[1].run_id), item[0]))
+    best: tuple | None = None
+    for bound, info, found in pending:
+        if best is not None and found is not None and bound >= best:
+            ranked.append(_from_progress(info, found))
+            continue
+        worker = _read_worker(readers.reader_of, info)
+        if worker is None:
+            if found is not None:
+                ranked.append(_from_progress(info, found))
+            continue  # a worker's run that cannot be read is left out
+        ranked.append(worker)
+        best = _order(worker) if best is None else min(best, _order(worker))
+    return sorted(ranked, key=_order)
+
+
+def _progress_of(infos: Sequence[RunInfo]) -> list[RunProgress | None]:
+    """Each run's progress file, read at once (a bucket's fetched concurrently)."""
+    ours = [i for i, info in enumerate(infos) if info.dumper != DUMPER_TENSORFLOW]
+    found: list[RunProgress | None] = [None] * len(infos)
+    if ours:
+        paths = [infos[i].path for i in ours]
+        for i, progress in zip(ours, read_progresses(paths, storage.store_for(paths[0]))):
+            found[i] = progress
+    return found
 
 
 class JobWorkers:
     """The runs of one multi-worker job in a logdir, followed as the job runs: each
-    `update` lists the logdir (a worker may start late), opens the runs it has not
-    seen and reads what the others appended, then ranks them.
+    `update` lists the logdir (a worker may start late), reads every run's progress
+    file, reads what the runs read in full appended since, and ranks them
+    (`rank_workers`: a run is opened the first time its first non-finite value could
+    come first).
 
     Args:
         logdir: The logdir holding the job's runs.
@@ -137,7 +255,8 @@ class JobWorkers:
     def __init__(self, logdir: str, cluster: str) -> None:
         self.logdir = logdir
         self.cluster = cluster
-        self._readers: dict[str, tuple[DumpReader, str]] = {}  # run id -> (reader, task)
+        self._readers = JobReaders()
+        self._live: dict[str, bool] = {}  # run id -> its writer may still write
 
     def update(self) -> list[WorkerRun]:
         """The job's runs as they are now, ranked as `first_nonfinite_workers` ranks
@@ -147,69 +266,67 @@ class JobWorkers:
             DumpError: The logdir cannot be listed any more.
         """
         infos = _job_infos(list_runs(self.logdir), self.cluster)
-        for info in infos:
-            known = self._readers.get(info.run_id)
-            try:
-                if known is None:
-                    self._readers[info.run_id] = (DumpReader(info.path), info.task or "")
-                else:
-                    known[0].update()
-            except DumpError:
-                continue
-        current = {info.run_id for info in infos}
-        for run_id in [r for r in self._readers if r not in current]:  # a re-run's older run
-            self._readers.pop(run_id)[0].close()
-        return _ranked((reader, run_id, task) for run_id, (reader, task) in self._readers.items())
+        self._readers.update()
+        ranked = rank_workers(infos, self._readers)
+        # A re-run's older runs, and those no longer needed, are closed.
+        self._readers.close(keep={w.run_id for w in ranked if w.indexed})
+        self._live = {w.run_id: w.live for w in ranked}
+        return ranked
 
     @property
     def ended(self) -> bool:
         """Whether every run of the job seen so far has ended (finished, stopped,
         killed): nothing more will be written."""
-        return bool(self._readers) and all(
-            reader.writer_state() in liveness.ENDED for reader, _ in self._readers.values()
-        )
+        return bool(self._live) and not any(self._live.values())
 
     def close(self) -> None:
-        for reader, _ in self._readers.values():
-            reader.close()
-        self._readers.clear()
+        self._readers.close()
+        self._live.clear()
 
 
 def first_nonfinite_workers(run: AnalysedRun) -> list[WorkerRun]:
     """Every run of ``run``'s job (``run`` itself included), the worker that went
-    non-finite first first; runs without alerts last. Empty when ``run`` is not part
-    of a multi-worker job, or is its only run in the logdir."""
+    non-finite first first; runs without alerts last (`rank_workers`). Empty when
+    ``run`` is not part of a multi-worker job, or is its only run in the logdir."""
     meta = run.metadata
     if meta.cluster is None:
         return []
     store = storage.store_for(run.path)
-    logdir = store.dirname(run.path)
-    runs = job_runs(logdir, meta.cluster)
-    if len(runs) < 2:
+    infos = _job_infos(list_runs(store.dirname(run.path)), meta.cluster)
+    if len(infos) < 2:
         return []
-    found = []
-    for run_id, path, task in runs:
-        if store.normalize(path) == run.path:
-            found.extend(_ranked([(run, run_id, task)]))
-            continue
-        try:
-            with DumpReader(path) as other:
-                found.extend(_ranked([(other, run_id, task)]))
-        except DumpError:
-            continue  # a worker's run that cannot be read is left out
-    return sorted(found, key=_order)
+    readers = JobReaders([run])
+    try:
+        return rank_workers(infos, readers)
+    finally:
+        readers.close()
 
 
-def _ranked(runs: Iterable[tuple[AnalysedRun, str, str]]) -> list[WorkerRun]:
-    """``(reader, run id, task)`` of a job's runs as `WorkerRun`, the worker that went
-    non-finite first first; a run whose root cause cannot be read (yet) is left out."""
-    found = []
-    for reader, run_id, task in runs:
-        try:
-            found.append(_worker_run(reader, run_id, task))
-        except DumpError:
-            continue
-    return sorted(found, key=_order)
+def job_workers(runs: list[RunInfo], cluster: str) -> list[WorkerRun]:
+    """The runs of the job ``cluster`` among a logdir's ``runs`` (`reader.list_runs`,
+    oldest first) ranked (`rank_workers`), without a run of it open; empty when the
+    job has fewer than two runs there."""
+    infos = _job_infos(runs, cluster)
+    if len(infos) < 2:
+        return []
+    readers = JobReaders()
+    try:
+        return rank_workers(infos, readers)
+    finally:
+        readers.close()
+
+
+def _read_worker(
+    reader_of: Callable[[RunInfo], AnalysedRun | None], info: RunInfo
+) -> WorkerRun | None:
+    """``info``'s run read in full as a `WorkerRun`; None when it cannot be read."""
+    reader = reader_of(info)
+    if reader is None:
+        return None
+    try:
+        return _worker_run(reader, info.run_id, info.task or "")
+    except DumpError:
+        return None
 
 
 def _worker_run(run: AnalysedRun, run_id: str, task: str) -> WorkerRun:
@@ -255,7 +372,7 @@ def _worker_run(run: AnalysedRun, run_id: str, task: str) -> WorkerRun:
         time,
         op_type,
         alert.op_name,
-        op_type in COLLECTIVE_OPS,
+        op_type in fmt.RECEIVING_OPS,
         cause.frame,
         True,
         alert.device,
@@ -264,9 +381,85 @@ def _worker_run(run: AnalysedRun, run_id: str, task: str) -> WorkerRun:
     )
 
 
+def _from_progress(info: RunInfo, progress: RunProgress) -> WorkerRun:
+    """A worker as its progress file says: its first non-finite value, or none."""
+    live = (
+        liveness.state_of(
+            info.finished or progress.ended,
+            liveness.process_gone(info.host, info.pid, info.start_time),
+            info.stopped or progress.stopped,
+        )
+        not in liveness.ENDED
+    )
+    alert, task = progress.alert, info.task or ""
+    if alert is None:
+        return WorkerRun(
+            info.run_id,
+            info.path,
+            task,
+            None,
+            None,
+            None,
+            None,
+            False,
+            None,
+            False,
+            live=live,
+            last_step=progress.last_step,
+            indexed=False,
+        )
+    # As a run read in full says of a live run's call whose traces may come later.
+    op_known = not (live and alert.kind == "eager" and fmt.is_function_call(alert.op_type))
+    op_type = alert.op_type if op_known else None
+    frame = (
+        None
+        if alert.frame is None
+        else Frame(
+            id=-1,
+            file_id=-1,
+            path=alert.frame[0],
+            line=alert.frame[1],
+            function=alert.frame[2],
+            is_user=True,
+        )
+    )
+    return WorkerRun(
+        info.run_id,
+        info.path,
+        task,
+        progress.step_of(alert),
+        alert.time,
+        op_type,
+        alert.op_name,
+        op_type in fmt.RECEIVING_OPS,
+        frame,
+        True,
+        alert.device,
+        live=live,
+        last_step=progress.last_step,
+        indexed=False,
+    )
+
+
+# The bound of a run whose progress says nothing of its first alert's place: it is
+# read in full before any other is ranked past it.
+_NO_BOUND = (0, -2, False, -math.inf, "")
+
+
+def _bound(info: RunInfo, progress: RunProgress | None) -> tuple:
+    """The earliest `_order` key ``info``'s root cause can have: its first non-finite
+    value's (its step, whether it was received, its call's time), or `_NO_BOUND`."""
+    alert = None if progress is None else progress.alert
+    if progress is None or alert is None or alert.calls is None:
+        return _NO_BOUND
+    step = progress.step_of(alert)
+    time = alert.time if alert.time is not None else -math.inf
+    return (0, step if step is not None else -1, alert.received, time, info.task or "")
+
+
 def _order(worker: WorkerRun) -> tuple:
     if not worker.has_alerts:
         return (1, 0, 0, 0.0, worker.task)
     step = worker.first_step if worker.first_step is not None else -1
-    time = worker.first_time if worker.first_time is not None else float("inf")
+    time = worker.first_time if worker.first_time is not None else math.inf
     return (0, step, worker.received, time, worker.task)

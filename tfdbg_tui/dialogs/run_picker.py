@@ -1,5 +1,6 @@
-"""`RunPickerDialog`: choose one of the runs in a logdir, newest first, their alerts
-counted in a worker, a multi-worker job's first non-finite worker marked."""
+"""`RunPickerDialog`: choose one of the runs in a logdir, newest first, a multi-worker
+job's first non-finite worker marked (from its runs' progress files, before any run is
+opened), then the runs' alerts counted in a worker."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 import reader as dump_reader_module
-from reader.analysis.jobs import first_nonfinite_workers, origin_worker
+from reader.analysis.jobs import job_workers, origin_worker
 from reader.errors import DumpError
 from reader.model import DUMPER_TENSORFLOW, RunInfo
 from reader.run import liveness
@@ -112,6 +113,7 @@ class RunPickerDialog(ModalScreen[str | None]):
 
     def __init__(self, runs: list[RunInfo], current: str | None, title: str | None = None) -> None:
         super().__init__()
+        self._listed = list(runs)
         self.runs = newest_first_in_pairs(runs)
         self.current = current
         self._alerts: dict[int, int | str] = {}
@@ -135,10 +137,22 @@ class RunPickerDialog(ModalScreen[str | None]):
 
     @work(thread=True, exclusive=True)
     def _count_alerts(self) -> None:
-        """Open each run (newest first) and show its alert count as it is known; in a
-        multi-worker job, mark the worker that went non-finite first."""
+        """Mark each multi-worker job's worker that went non-finite first (ranked from
+        the runs' progress files, `reader.analysis.jobs.job_workers`), then open each
+        run (newest first) and show its alert count as it is known."""
         worker = get_current_worker()
-        origins: dict[str, str | None] = {}  # cluster id -> run id of its first worker
+        for cluster in dict.fromkeys(r.cluster for r in self.runs if r.cluster is not None):
+            if worker.is_cancelled:
+                return
+            try:
+                origin = origin_worker(job_workers(self._listed, cluster))
+            except (DumpError, OSError):
+                continue  # the logdir cannot be read any more: no mark
+            if origin is not None:
+                self._origins = self._origins | {origin.run_id}
+                for position, run in enumerate(self.runs):
+                    if run.run_id == origin.run_id:
+                        self.app.call_from_thread(self._show_count, position)
         for position, run in enumerate(self.runs):
             if worker.is_cancelled:
                 return
@@ -148,17 +162,10 @@ class RunPickerDialog(ModalScreen[str | None]):
                     log = dump.watch_log() if run.watched else None
                     if log is not None and log.hit is not None:
                         self._hits[position] = log.hit.step
-                    if run.cluster is not None and run.cluster not in origins:
-                        origin = origin_worker(first_nonfinite_workers(dump))
-                        origins[run.cluster] = origin.run_id if origin is not None else None
             except (DumpError, OSError):
                 alerts = UNCOUNTABLE
             self._alerts[position] = alerts
             self.app.call_from_thread(self._show_count, position)
-        self._origins = {run_id for run_id in origins.values() if run_id is not None}
-        for position, run in enumerate(self.runs):
-            if run.run_id in self._origins:
-                self.app.call_from_thread(self._show_count, position)
 
     def _show_count(self, position: int) -> None:
         run = self.runs[position]
