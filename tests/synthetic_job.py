@@ -259,7 +259,10 @@ def _step_ops(count: int) -> list[tuple[str, str, list[str], int]]:
         elif i == forward:
             op = ("Log", LOG_OP, 8)
         elif i < backward:
-            op = ("MatMul" if i % 2 else "ReluGrad", f"gradients/dense_{i}/op", 9)
+            # The gradient of forward op dense_j (`gradient_tape/<forward op>/...`).
+            j = max(1, 2 * forward - i)
+            op_type = "MatMul" if i % 2 else "ReluGrad"
+            op = (op_type, f"gradient_tape/dense_{j}/op/{op_type}", 9)
         elif i == backward:
             op = ("CollectiveReduceV2", ALL_REDUCE_OP, 10)
         else:

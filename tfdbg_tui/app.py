@@ -284,7 +284,12 @@ class DebuggerApp(App[int]):
             self.notify("this logdir holds one run" if self.runs else "no run in this logdir yet")
             return
         current = self.screen.run_id if isinstance(self.screen, DebuggerScreen) else None
-        self.push_screen(RunPickerDialog(self.runs, current), self._run_picked)
+        opened = [
+            screen.reader
+            for screen in self.screen_stack
+            if isinstance(screen, DebuggerScreen) and screen.reader is not None
+        ]
+        self.push_screen(RunPickerDialog(self.runs, current, opened=opened), self._run_picked)
 
     def action_watch_pair(self) -> None:
         self._list_runs(self._open_pair)

@@ -50,7 +50,7 @@ from reader.errors import DumpError
 from reader.model import DUMPER_TENSORFLOW, Frame, RunInfo
 from reader.progress import RunProgress, read_progresses
 from reader.run import liveness
-from reader.run.run_dir import list_runs
+from reader.run.run_dir import LISTING_KEPT_S, list_runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,9 +230,14 @@ def rank_workers(
 
 
 def _progress_of(infos: Sequence[RunInfo]) -> list[RunProgress | None]:
-    """Each run's progress file, read at once (a bucket's fetched concurrently)."""
-    ours = [i for i, info in enumerate(infos) if info.dumper != DUMPER_TENSORFLOW]
-    found: list[RunProgress | None] = [None] * len(infos)
+    """Each run's progress file: as listed (a bucket's job runs are listed from them),
+    or read now, at once (a bucket's fetched concurrently)."""
+    found: list[RunProgress | None] = [info.progress for info in infos]
+    ours = [
+        i
+        for i, info in enumerate(infos)
+        if info.progress is None and info.dumper != DUMPER_TENSORFLOW
+    ]
     if ours:
         paths = [infos[i].path for i in ours]
         for i, progress in zip(ours, read_progresses(paths, storage.store_for(paths[0]))):
@@ -292,7 +297,13 @@ def first_nonfinite_workers(run: AnalysedRun) -> list[WorkerRun]:
     if meta.cluster is None:
         return []
     store = storage.store_for(run.path)
-    infos = _job_infos(list_runs(store.dirname(run.path)), meta.cluster)
+    # The listing that found ``run`` a moment ago serves (a bucket's takes a request a
+    # run).
+    logdir = store.dirname(run.path)
+    listed = list_runs(logdir, fresh_within=LISTING_KEPT_S)
+    if all(info.run_id != meta.run_id for info in listed):
+        listed = list_runs(logdir)  # ``run`` is newer than that listing
+    infos = _job_infos(listed, meta.cluster)
     if len(infos) < 2:
         return []
     readers = JobReaders([run])
@@ -302,14 +313,16 @@ def first_nonfinite_workers(run: AnalysedRun) -> list[WorkerRun]:
         readers.close()
 
 
-def job_workers(runs: list[RunInfo], cluster: str) -> list[WorkerRun]:
+def job_workers(
+    runs: list[RunInfo], cluster: str, opened: Iterable[AnalysedRun] = ()
+) -> list[WorkerRun]:
     """The runs of the job ``cluster`` among a logdir's ``runs`` (`reader.list_runs`,
-    oldest first) ranked (`rank_workers`), without a run of it open; empty when the
-    job has fewer than two runs there."""
+    oldest first) ranked (`rank_workers`); ``opened``: runs the caller has open, read
+    as they are. Empty when the job has fewer than two runs there."""
     infos = _job_infos(runs, cluster)
     if len(infos) < 2:
         return []
-    readers = JobReaders()
+    readers = JobReaders(opened)
     try:
         return rank_workers(infos, readers)
     finally:

@@ -366,18 +366,18 @@ def test_incompressible_parts_are_put_as_they_are():
 
 def test_a_run_in_a_bucket_says_3_x_so_that_a_2_x_reader_refuses_it(bucket, tmp_path, monkeypatch):
     """A 2.x reader would read a bucket segment only up to its first compressed part,
-    and say nothing: the bucket's run says 3.1 and such a reader refuses it, naming
-    both versions. A local run says 2.6: 2.x readers read it whole."""
+    and say nothing: the bucket's run says 3.2 and such a reader refuses it, naming
+    both versions. A local run says 2.7: 2.x readers read it whole."""
     run = _write(f"{bucket}/logdir", flushes=1)
     local = _write(str(tmp_path / "logdir"), flushes=1)
-    assert [r.format_version for r in reader.list_runs(f"{bucket}/logdir")] == [(3, 1)]
+    assert [r.format_version for r in reader.list_runs(f"{bucket}/logdir")] == [(3, 2)]
     assert (
         [r.format_version for r in reader.list_runs(str(tmp_path / "logdir"))]
         == [fmt.LOCAL_FORMAT_VERSION]
-        == [(2, 6)]
+        == [(2, 7)]
     )
     monkeypatch.setattr(fmt, "FORMAT_VERSION", (2, 6))  # a 2.6 reader
-    with pytest.raises(reader.FormatVersionError, match=r"3\.1.*2\.6"):
+    with pytest.raises(reader.FormatVersionError, match=r"3\.2.*2\.6"):
         reader.open_run(run.path)
     with reader.open_run(local.path) as dump:
         assert dump.num_traces == TRACES_PER_FLUSH

@@ -5,6 +5,7 @@ opened), then the runs' alerts counted in a worker."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from rich.text import Text
 from textual import on, work
@@ -17,6 +18,7 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 import reader as dump_reader_module
+from reader.analysis.analysed_run import AnalysedRun
 from reader.analysis.jobs import job_workers, origin_worker
 from reader.errors import DumpError
 from reader.model import DUMPER_TENSORFLOW, RunInfo
@@ -98,6 +100,8 @@ class RunPickerDialog(ModalScreen[str | None]):
         runs: The runs, oldest first (as `reader.list_runs` returns them).
         current: The run shown now (highlighted).
         title: What is asked (default: how many runs the logdir holds).
+        opened: Runs the app has open (indexed, analysed): a job's ranking reads them
+            as they are instead of opening them again.
     """
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
@@ -111,9 +115,16 @@ class RunPickerDialog(ModalScreen[str | None]):
     RunPickerDialog OptionList { height: auto; max-height: 20; }
     """
 
-    def __init__(self, runs: list[RunInfo], current: str | None, title: str | None = None) -> None:
+    def __init__(
+        self,
+        runs: list[RunInfo],
+        current: str | None,
+        title: str | None = None,
+        opened: Sequence[AnalysedRun] = (),
+    ) -> None:
         super().__init__()
         self._listed = list(runs)
+        self._opened = tuple(opened)
         self.runs = newest_first_in_pairs(runs)
         self.current = current
         self._alerts: dict[int, int | str] = {}
@@ -145,7 +156,7 @@ class RunPickerDialog(ModalScreen[str | None]):
             if worker.is_cancelled:
                 return
             try:
-                origin = origin_worker(job_workers(self._listed, cluster))
+                origin = origin_worker(job_workers(self._listed, cluster, self._opened))
             except (DumpError, OSError):
                 continue  # the logdir cannot be read any more: no mark
             if origin is not None:
