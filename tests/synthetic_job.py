@@ -70,6 +70,9 @@ class JobShape:
         worker_lag_s: How much later each worker's calls run than the one before it.
         origin_lead_s: How much earlier than worker 0's the origin's calls run.
         finished: Whether the runs end cleanly (an `end` record).
+        mask: Whether every step's graph has an attention mask, a -inf that does no
+            harm (`mask/Const` carried by `mask/Select` into a finite Softmax): every
+            run's first non-finite value is then at step 0, contained.
     """
 
     workers: int = 256
@@ -83,6 +86,7 @@ class JobShape:
     worker_lag_s: float = 0.0005
     origin_lead_s: float = 0.01
     finished: bool = True
+    mask: bool = False
 
     @property
     def steps(self) -> int:
@@ -102,7 +106,7 @@ class JobShape:
 
     def steps_of(self, worker: int) -> int:
         """How many steps ``worker``'s run holds."""
-        return max(self.nan_step - 10, 1) if self.healthy(worker) else self.steps
+        return min(max(self.nan_step - 10, 1), self.steps) if self.healthy(worker) else self.steps
 
     def time_of(self, worker: int, step: int) -> float:
         lead = self.origin_lead_s if worker == self.origin else -self.worker_lag_s * worker
@@ -168,7 +172,7 @@ class WorkerWriter:
         self.call_stack = writer.add_stack([outer])
         self.device = writer.add_device(f"/job:worker/replica:0/task:{worker}/device:CPU:0")
         graph = writer.add_graph("train_step", None, function_name=STEP_FUNCTION)
-        ops = self.ops = _step_ops(shape.traces_per_step)
+        ops = self.ops = _step_ops(shape.traces_per_step, shape.mask)
         for tp, (op_type, name, inputs, line) in enumerate(ops):
             writer.add_op(
                 graph_id=graph,
@@ -190,6 +194,8 @@ class WorkerWriter:
         rows[:, 1] = self._rng.integers(0, 5, len(ops))
         rows[:, 2] = 2.0 ** self._rng.integers(4, 16, len(ops))
         self._op_rows = rows
+        if shape.mask:
+            rows[1:3, 3] = 64  # the mask's -inf, contained
         self._tps = np.arange(len(ops), dtype=np.int32)
         self.steps_written = 0
         writer.flush()
@@ -246,14 +252,21 @@ class WorkerWriter:
             self.writer.flush()
 
 
-def _step_ops(count: int) -> list[tuple[str, str, list[str], int]]:
+def _step_ops(count: int, mask: bool = False) -> list[tuple[str, str, list[str], int]]:
     """The ops of the step's graph, one trace each: (type, name, inputs, creation line).
-    A forward pass, the loss's `Log` (`LOG_OP`), its gradients, the all-reduce of the
-    last (`ALL_REDUCE_OP`) and the updates, each fed by the op before it."""
+    A forward pass (behind an attention mask, with ``mask``), the loss's `Log`
+    (`LOG_OP`), its gradients, the all-reduce of the last (`ALL_REDUCE_OP`) and the
+    updates, each fed by the op before it."""
     count = max(count, 8)
     forward, backward = count * 2 // 5, count * 4 // 5
     ops: list[tuple[str, str, list[str], int]] = [("Placeholder", "x", [], 7)]
-    for i in range(1, count):
+    if mask:
+        ops += [
+            ("Const", "mask/Const", [], 7),
+            ("SelectV2", "mask/Select", ["x:0", "mask/Const:0", "x:0"], 7),
+            ("Softmax", "attention/Softmax", ["mask/Select:0"], 7),
+        ]
+    for i in range(len(ops), count):
         if i < forward:
             op = ("MatMul" if i % 2 else "Relu", f"dense_{i}/op", 7)
         elif i == forward:
