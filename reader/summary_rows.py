@@ -87,17 +87,16 @@ def alert_flags(mode: str, rows: np.ndarray) -> np.ndarray:
 def first_alert_row(mode: str | None, rows: Sequence[Sequence[float] | None]) -> int | None:
     """The position of the first of a few rows (an eager execution's outputs, as
     lists; None for an output without a summary) that holds NaN or infinity; None
-    when none does. Plain Python: cheaper than an array for a few rows."""
-    if mode == fmt.CURT_HEALTH:
-        columns: tuple[int, ...] = (0,)
-    else:
-        found = count_columns(mode) if mode in fmt.HEALTH_MODES else None
-        if found is None:
-            return None
-        columns = found
+    when none does, or the mode counts none. Plain Python: cheaper than an array for a
+    few rows, and the writer asks it of every execution it looks at."""
+    columns = _ALERT_COLUMNS.get(mode or "")
+    if columns is None:
+        return None
     for position, row in enumerate(rows):
-        if row is not None and any(row[c] for c in columns if c < len(row)):
-            return position
+        if row is not None:
+            for column in columns:
+                if column < len(row) and row[column]:
+                    return position
     return None
 
 
@@ -110,3 +109,10 @@ def alert_counts(mode: str, rows: np.ndarray) -> np.ndarray:
     counts = rows[:, list(cols)]
     known = (counts >= 0) & (counts < 2.0**63)
     return np.where(known, counts, -1).astype(np.int64)
+
+
+# Per health mode, where a row's columns that count (or flag) non-finite values are.
+_ALERT_COLUMNS: dict[str, tuple[int, ...]] = {
+    mode: (0,) if mode == fmt.CURT_HEALTH else count_columns(mode) or ()
+    for mode in fmt.HEALTH_MODES
+}

@@ -92,6 +92,8 @@ class JobProgress:
         self.watches_alerts = mode in fmt.HEALTH_MODES or mode in _ALERT_FREE_MODES
         self._looks = mode in fmt.HEALTH_MODES
         self._calls: dict[str, int] = {}  # function -> calls recorded (in first-call order)
+        # Op type -> its function (`reader.format.step_function_name`): asked per execution.
+        self._functions: dict[str, str | None] = {}
         self._latest: dict[str, _Call] = {}
         self._recent: deque[_Call] = deque(maxlen=RECENT_CALLS)
         self._forgotten: set[str] = set()  # functions with calls gone from `_recent`
@@ -156,7 +158,10 @@ class JobProgress:
         function, `reader.format.step_function_name`), its summaries looked at."""
         self.executions = index + 1
         self.changed = True
-        function = fmt.step_function_name(op_type)
+        if op_type in self._functions:
+            function = self._functions[op_type]
+        else:
+            function = self._functions[op_type] = fmt.step_function_name(op_type)
         device = devices[0] if devices else None
         if function is not None:
             counted = self._calls.get(function, 0)
@@ -168,9 +173,11 @@ class JobProgress:
                 self._forgotten.add(self._recent[0].function)
             self._recent.append(call)
         alert = self._alert
-        if alert is not None and not alert.resolved and alert.position == index:
-            self._resolve(alert, time_s, device)
-        if self._looks and summaries and self._wants(index, "eager"):
+        if alert is not None:
+            if not alert.resolved and alert.position == index:
+                self._resolve(alert, time_s, device)
+            return  # executions come in order: none after it comes before it
+        if self._looks and summaries:
             slot = first_alert_row(self._mode, summaries)
             if slot is not None:
                 found = _Alert(
