@@ -39,6 +39,7 @@ from tests.synthetic_job import (
     small_job,
     write_job,
 )
+from tfdbg_tui.commands import report
 
 TASK = {"type": "worker", "index": 0, "cluster": CLUSTER}
 
@@ -276,3 +277,22 @@ def test_the_progress_file_is_replaced_whole(tmp_path):
     assert progress.traces == shape.traces and progress.calls == {"train_step": shape.steps}
     alert = present(progress.alert)
     assert (alert.op_name, alert.frame) == (LOG_OP, (USER_FILE, 8, "replica_step"))
+
+
+def test_the_report_without_run_reports_the_origin_and_counts_the_rest(tmp_path, capsys):
+    """`tfdbg-tui report LOGDIR` opens what the app opens: the worker that went
+    non-finite first; its human Workers section names the first eight and counts the
+    others by what they did."""
+    shape = small_job(workers=16)
+    logdir = write_job(tmp_path / "job", shape)
+    assert report.main([logdir, "--no-proof"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"Run {run_id_of(shape.origin)}")
+    assert (
+        f"first non-finite: worker {shape.origin} at step {shape.nan_step}: Log '{LOG_OP}' "
+        f"at {USER_FILE}:8 (this run)" in out
+    )
+    # Listed: the origin, then the 7 who received it at its step; counted: those who
+    # received it a step later, and the healthy (ranked last).
+    healthy = sum(shape.healthy(w) for w in range(shape.workers))
+    assert f"and 8 more: {8 - healthy} received it (step 21), {healthy} without NaN" in out

@@ -1,5 +1,6 @@
-"""`tfdbg-tui report LOGDIR [--run ID] [--json]`: a headless summary of one run, human
-(Rich `Text`, dump text literal) or `--json` (no Rich).
+"""`tfdbg-tui report LOGDIR [--run ID] [--json]`: a headless summary of one run (without
+``--run``, the run the app opens: the newest, or in a multi-worker job the worker that
+went non-finite first), human (Rich `Text`, dump text literal) or `--json` (no Rich).
 
 Prints the run, its mode and counts, what of it is kept on disk (the gaps a circular
 buffer leaves around the first alert's window), the alerts by type and per step, the
@@ -32,7 +33,7 @@ from reader.analysis.diagnosis.verdict import (
     no_alert_statement,
 )
 from reader.analysis.hunt.steps import Gap, Steps
-from reader.analysis.jobs import WorkerRun, first_nonfinite_workers
+from reader.analysis.jobs import WorkerRun, first_nonfinite_workers, open_landing_run
 from reader.analysis.trends.watch_rules import RuleSpecError, WatchReport, parse_rule_specs
 from reader.model import DUMPER_TENSORFLOW, Alert, RootCause, Summary
 from reader.notices import Notice
@@ -75,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--run",
         metavar="ID",
         default=None,
-        help="run id or unique prefix (default: the newest run)",
+        help="run id or unique prefix (default: the newest run; in a multi-worker job, "
+        "the worker that went non-finite first)",
     )
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object instead of the human report"
@@ -108,7 +110,13 @@ def main(argv: list[str]) -> int:
         print(f"tfdbg-tui report: {error}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        dump = reader.open_run(args.logdir, args.run)
+        # Without --run, the run the app opens: in a multi-worker job, the worker that
+        # went non-finite first.
+        dump = (
+            reader.open_run(args.logdir, args.run)
+            if args.run is not None
+            else open_landing_run(args.logdir)
+        )
         with dump:
             summary = dump.alerts(limit_per_type=ALERTS_SHOWN)
             cause = dump.root_cause()
