@@ -8,8 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from reader.analysis import jobs
-from reader.analysis.jobs import WorkerRun
+from reader.analysis.jobs import WorkerRun, ranking
 
 
 def comparable(worker: WorkerRun) -> tuple:
@@ -37,5 +36,5 @@ def ranked_in_full(
 ) -> list[WorkerRun]:
     """``rank()`` with every progress file ignored: each run read in full."""
     with monkeypatch.context() as patched:
-        patched.setattr(jobs, "read_progresses", lambda paths, store=None: [None] * len(paths))
+        patched.setattr(ranking, "read_progresses", lambda paths, store=None: [None] * len(paths))
         return rank()

@@ -17,12 +17,12 @@ import reader
 from instrument.dump import job_progress
 from instrument.dump.writer import DumpWriter
 from reader import format as fmt
-from reader.analysis import jobs
 from reader.analysis.jobs import (
     first_nonfinite_workers,
     job_workers,
     open_landing_run,
     origin_worker,
+    ranking,
 )
 from reader.contract import RunRecord
 from reader.progress import read_progresses
@@ -103,16 +103,41 @@ def test_a_job_of_64_workers_reads_one_run_to_name_its_origin(tmp_path, monkeypa
     shape = small_job(workers=64, origin=37, traces=400, traces_per_step=40, nan_step=5)
     logdir = write_job(tmp_path / "job", shape)
     opened: list[str] = []
-    real = jobs.DumpReader
+    real = ranking.DumpReader
 
     def counting(path, *args, **kwargs):
         opened.append(os.path.basename(path))
         return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(jobs, "DumpReader", counting)
+    monkeypatch.setattr(ranking, "DumpReader", counting)
     with open_landing_run(logdir) as landed:
         assert landed.run_id == run_id_of(37)
     assert opened == [run_id_of(37)]
+
+
+def test_a_job_read_in_full_is_read_one_run_at_a_time(tmp_path, monkeypatch):
+    """Behind masks no bound rules a run out: every run is read in full, and no more
+    than the best so far and the one being read are open at once."""
+    shape = small_job(workers=12, mask=True)
+    logdir = write_job(tmp_path / "job", shape)
+    real = ranking.DumpReader
+    open_now: list[int] = [0, 0]  # open, the most at once
+
+    class Counted(real):  # type: ignore[misc, valid-type]
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            open_now[0] += 1
+            open_now[1] = max(open_now)
+
+        def close(self) -> None:
+            open_now[0] -= 1
+            super().close()
+
+    monkeypatch.setattr(ranking, "DumpReader", Counted)
+    ranked = job_workers(reader.list_runs(logdir), CLUSTER)
+    assert all(w.indexed for w in ranked) and len(ranked) == shape.workers
+    assert present(origin_worker(ranked)).task == f"worker {shape.origin}"
+    assert open_now == [0, 2]
 
 
 # -- what the writer keeps ----------------------------------------------------------------
