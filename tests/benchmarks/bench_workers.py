@@ -62,7 +62,6 @@ from tests.synthetic_job import JobShape, run_id_of, write_job  # noqa: E402
 SIZE = (120, 40)
 ORIGIN_TASK = f"worker {JobShape().origin}"
 MARK = "first non-finite"
-PICKER_ROW = "-worker"  # in the run ids the picker lists (`tests.synthetic_job.run_id_of`)
 LANDED = "loss/Log"  # the origin's root cause, on screen once the app landed on it
 FIRST_FRAME = "Graph Execution"
 # Seconds the app is left after the mark, for the picker to count every run's alerts
@@ -243,7 +242,14 @@ def app(
             if "landed_s" not in found and LANDED in screen:
                 found["landed_s"] = now
                 subprocess.run(["tmux", "send-keys", "-t", session, "r"], check=True)
-            marked = [line for line in screen.splitlines() if MARK in line and PICKER_ROW in line]
+            lines = screen.splitlines()
+            # The picker's mark; its row may wrap (the run id on the line above). The
+            # Alerts pane behind it says "first non-finite value at step ...".
+            marked = [
+                lines[max(i - 1, 0)] + line
+                for i, line in enumerate(lines)
+                if MARK in line and f"{MARK} value" not in line
+            ]
             if "landed_s" in found and marked:
                 found["marked_s"] = now
                 found["marked_origin"] = run_id_of(JobShape().origin) in marked[0]
