@@ -19,17 +19,18 @@ alert of a later step).
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from reader import format as fmt
 from reader.contract import KIND_KEY, ProgressAlertMap, ProgressRecord
-from reader.summary_rows import alert_flags, first_alert_row
+from reader.summary_rows import first_alert_in_block, first_alert_row
 
 # Function calls remembered for an alert whose traces reach the writer after later
 # calls (its step's time, device and the calls before it). Traces come within about a
@@ -41,15 +42,19 @@ RECENT_CALLS = 1024
 # every value; the flight recorder does it when a buffer or stop_on_alert needs it):
 # its progress says nothing of alerts, and the ranking reads such a run in full.
 _ALERT_FREE_MODES = (fmt.NO_TENSOR, fmt.SHAPE)
+# The progress file is written at most this often (the writer's periodic flush), unless
+# its first alert changed or the run ends: a program whose records fill the writer's
+# buffer many times a second flushes as often, and each write is a file replaced.
+WRITE_INTERVAL_S = 0.5
 # In the run's history a call's graph traces come just before the call's execution.
 _KIND_ORDER = {"graph": 0, "eager": 1}
 
 
-@dataclass(frozen=True, slots=True)
-class _Call:
-    """A function call: its execution index, function, ordinal, time and device."""
+class _Call(NamedTuple):
+    """A function call: its execution index, function, ordinal, time and device (a
+    tuple: one is made at every call)."""
 
-    index: int
+    position: int
     function: str
     ordinal: int
     time: float
@@ -109,6 +114,8 @@ class JobProgress:
         self.ended = False
         self.stopped = False
         self.changed = True
+        self._urgent = True  # written at the next flush whatever the interval
+        self._written = -math.inf  # when last written (monotonic)
 
     # -- definitions -------------------------------------------------------------------
 
@@ -201,11 +208,9 @@ class JobProgress:
         self.changed = True
         if not self._looks or summaries is None or not self._wants(step, "graph"):
             return
-        flags = alert_flags(self._mode or "", summaries.reshape(summaries.shape[0], -1))
-        found = np.flatnonzero(flags)
-        if not found.size:
+        k = first_alert_in_block(self._mode, summaries)
+        if k is None:
             return
-        k = int(found[0])
         op_type, op_name, device, stack, slot = self._trace_points.get(
             int(trace_points[k]), ("?", None, None, None, 0)
         )
@@ -225,12 +230,13 @@ class JobProgress:
     def _take(self, alert: _Alert) -> None:
         if self._alert is None or alert.order < self._alert.order:
             self._alert = alert
+            self._urgent = True
 
     def _call_at(self, index: int) -> _Call | None:
         for call in reversed(self._recent):
-            if call.index == index:
+            if call.position == index:
                 return call
-            if call.index < index:
+            if call.position < index:
                 return None
         return None
 
@@ -244,12 +250,12 @@ class JobProgress:
         calls: list[list[Any]] | None = []
         for function, latest in self._latest.items():
             call: _Call | None = latest
-            if latest.index > alert.position:
+            if latest.position > alert.position:
                 call = next(
                     (
                         c
                         for c in reversed(self._recent)
-                        if c.function == function and c.index <= alert.position
+                        if c.function == function and c.position <= alert.position
                     ),
                     None,
                 )
@@ -264,9 +270,18 @@ class JobProgress:
 
     # -- the file ------------------------------------------------------------------------
 
+    def due(self) -> bool:
+        """Whether the file is to be written now: it changed, and its first alert is
+        new, the run ended or stopped, or `WRITE_INTERVAL_S` passed since the last."""
+        if not self.changed:
+            return False
+        urgent = self._urgent or self.ended or self.stopped
+        return urgent or time.monotonic() - self._written >= WRITE_INTERVAL_S
+
     def record(self) -> dict[str, Any]:
         """The progress record as things stand (docs/format.md, `progress`)."""
-        self.changed = False
+        self.changed = self._urgent = False
+        self._written = time.monotonic()
         record: dict[str, Any] = {
             KIND_KEY: ProgressRecord.KIND,
             ProgressRecord.RUN: self._run,

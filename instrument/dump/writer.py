@@ -313,14 +313,17 @@ class DumpWriter:
                 except OSError as error:
                     self._stop_recording(error, file.path)
                     return
-            self._write_progress()
+            self._write_progress(now=not hold)
 
-    def _write_progress(self) -> None:
-        """Write the progress file (a job's run) when it changed, once what it says is
-        written: a bucket's executions and traces may wait for a later part, and the
-        progress waits with them."""
+    def _write_progress(self, now: bool = True) -> None:
+        """Write the progress file (a job's run) when it changed (``now``: an explicit
+        flush) or is due (`JobProgress.due`: the periodic flush and one a full buffer
+        makes), once what it says is written: a bucket's executions and traces may
+        wait for a later part, and the progress waits with them."""
         progress = self._progress
-        if progress is None or not progress.changed or self._stopped is not None:
+        if progress is None or self._stopped is not None:
+            return
+        if not (progress.changed if now else progress.due()):
             return
         if any(self._files[stream].held for stream in fmt.ROTATING_STREAMS):
             return

@@ -26,6 +26,7 @@ from reader.analysis.jobs import (
 )
 from reader.contract import RunRecord
 from reader.progress import read_progresses
+from reader.summary_rows import alert_flags, first_alert_in_block
 from tests.present import present
 from tests.reader.job_rankings import comparable, ranked_in_full
 from tests.synthetic import FINITE, NAN, make_run
@@ -321,3 +322,17 @@ def test_the_report_without_run_reports_the_origin_and_counts_the_rest(tmp_path,
     # received it a step later, and the healthy (ranked last).
     healthy = sum(shape.healthy(w) for w in range(shape.workers))
     assert f"and 8 more: {8 - healthy} received it (step 21), {healthy} without NaN" in out
+
+
+@pytest.mark.parametrize("mode", fmt.HEALTH_MODES)
+def test_a_block_s_first_alert_is_its_first_alert_flag(mode):
+    """The writer finds a chunk's first alert by one reduction over the alert columns,
+    side by side in every health mode: the same row `alert_flags` flags first."""
+    rng = np.random.default_rng(0)
+    width = len(fmt.ROW_COLUMNS[mode])
+    for _ in range(300):
+        rows = rng.integers(0, 3, size=(int(rng.integers(1, 12)), width)).astype(np.float64)
+        rows[rng.random(rows.shape) < 0.8] = 0.0
+        flags = alert_flags(mode, rows)
+        expected = int(np.flatnonzero(flags)[0]) if flags.any() else None
+        assert first_alert_in_block(mode, rows) == expected
