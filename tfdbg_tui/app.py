@@ -29,6 +29,11 @@ from tfdbg_tui.screens.debugger_results import OpenFailed, ReaderOpened
 from tfdbg_tui.screens.help import HelpScreen
 from tfdbg_tui.text.literal import literal
 
+# A bucket's listing of runs at most this old serves the run picker: listing a bucket
+# takes a request per run (seconds, for hundreds of workers), and a run that started
+# meanwhile shows at the next `r`. A local logdir is listed at every `r`.
+RELISTED_WITHIN_S = 5.0
+
 
 class DebuggerApp(App[int]):
     """The tfdbg-tui app on one logdir.
@@ -270,10 +275,11 @@ class DebuggerApp(App[int]):
     @work(thread=True, exclusive=True, group="list-runs")
     def _list_runs(self, then: Callable[[list[RunInfo]], None]) -> None:
         """List the logdir again (a job's other workers may have started since; in a
-        bucket a listing is a request, so off the event loop), then call ``then`` with
-        the runs (the picker, or the watch pair's other run)."""
+        bucket a listing is a request, so off the event loop; one made a moment ago,
+        `RELISTED_WITHIN_S`, serves), then call ``then`` with the runs (the picker, or
+        the watch pair's other run)."""
         try:
-            runs = list_runs(self.logdir)
+            runs = list_runs(self.logdir, fresh_within=RELISTED_WITHIN_S)
         except DumpError:
             runs = self.runs  # the logdir went away: pick among the runs known
         self.call_from_thread(then, runs)
