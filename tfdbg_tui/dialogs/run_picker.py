@@ -144,6 +144,8 @@ class RunPickerDialog(ModalScreen[str | None]):
         ids = [run.run_id for run in self.runs]
         options.highlighted = ids.index(self.current) if self.current in ids else 0
         options.focus()
+        # Once laid out: a row that wraps is then known to take two lines, all in view.
+        self.call_after_refresh(options.scroll_to_highlight)
         self._count_alerts()
 
     @work(thread=True, exclusive=True)
@@ -180,7 +182,8 @@ class RunPickerDialog(ModalScreen[str | None]):
 
     def _show_count(self, position: int) -> None:
         run = self.runs[position]
-        self.query_one(OptionList).replace_option_prompt(
+        options = self.query_one(OptionList)
+        options.replace_option_prompt(
             str(position),
             run_label(
                 run,
@@ -189,6 +192,8 @@ class RunPickerDialog(ModalScreen[str | None]):
                 hit=self._hits.get(position),
             ),
         )
+        if position == options.highlighted:
+            options.scroll_to_highlight()  # its new words may take a line more
 
     @on(OptionList.OptionSelected)
     def _chosen(self, event: OptionList.OptionSelected) -> None:
