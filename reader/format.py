@@ -23,6 +23,7 @@ from reader.contract import (
     HeaderRecord,
     NoticeRecord,
     OpRecord,
+    ProgressRecord,
     RunRecord,
     StackRecord,
     TracesChunk,
@@ -62,8 +63,11 @@ FORMAT_NAME = "tfdbg-tui-dump"
 # they say 2.5 (what a run says: `written_version`), and 2.x readers read them as before.
 # 3.1 and 2.6: the watch tier's records (`watch_site`, `watch_steps`, `watch_hit`) and
 # the `run` record's `watch` and `replay_of`; older readers ignore them.
-FORMAT_VERSION = (3, 1)
-LOCAL_FORMAT_VERSION = (2, 6)
+# 3.2 and 2.7: a multi-worker job's run keeps its progress file (`PROGRESS_FILENAME`:
+# its first non-finite value and how far it has run, for the job's ranking); it is
+# not a segment, so older readers ignore it.
+FORMAT_VERSION = (3, 2)
+LOCAL_FORMAT_VERSION = (2, 7)
 
 # Where a watched step's replay keeps the values of its root cause's op: a logdir inside
 # the replay's run directory, holding the values replay (`ReplayOfMap.VALUES`), a
@@ -104,6 +108,10 @@ ROTATING_STREAMS = (STREAM_EXECUTIONS, STREAM_GRAPH_TRACES)
 # The writer's space reserve in a run directory (instrument/dump/recording_stop.py): not a
 # segment, so readers ignore it; deleted when recording stops on a write error.
 RESERVE_FILENAME = "space_reserve"
+# A multi-worker job's run's progress file (since 2.7 and 3.2): one `progress` record,
+# replaced whole as the run goes on (docs/format.md, "The progress file"). Not a
+# segment: readers that do not know it ignore it.
+PROGRESS_FILENAME = "progress" + FILE_SUFFIX
 
 
 def segment_filename(stream: str, segment: int) -> str:
@@ -256,6 +264,32 @@ KIND_NOTICE = NoticeRecord.KIND  # metadata: something the user should know abou
 KIND_WATCH_SITE = WatchSiteRecord.KIND  # metadata: a watched optimizer and its step columns (2.6)
 KIND_WATCH_STEPS = WatchStepsRecord.KIND  # metadata: rows of a watched optimizer's steps (2.6)
 KIND_WATCH_HIT = WatchHitRecord.KIND  # metadata: the watch tier's first non-finite step (2.6)
+KIND_PROGRESS = ProgressRecord.KIND  # the progress file: a job's run's first alert (2.7)
+
+# Ops whose output is a value another worker or replica sent (all-reduce, gather,
+# broadcast, all-to-all, reduce-scatter, NCCL's, a receive): what such an op outputs
+# non-finite was made elsewhere. The writer says so of a run's first alert (the
+# progress file's `received`) and the reader of a root cause (`reader.analysis.jobs`,
+# the diagnosis).
+RECEIVING_OPS = frozenset(
+    {
+        "CollectiveReduce",
+        "CollectiveReduceV2",
+        "CollectiveReduceV3",
+        "CollectiveGather",
+        "CollectiveGatherV2",
+        "CollectiveBcastRecv",
+        "CollectiveBcastRecvV2",
+        "CollectiveAllToAllV2",
+        "CollectiveAllToAllV3",
+        "CollectiveReduceScatterV2",
+        "NcclAllReduce",
+        "NcclReduce",
+        "NcclBroadcast",
+        "_Recv",
+        "_HostRecv",
+    }
+)
 
 # Notices (docs/format.md section 4, `notice`): what the writer could not record, or
 # recorded differently, and settings that change what a dump holds. A notice's level

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from reader import format as fmt
+
+if TYPE_CHECKING:
+    from reader.progress import RunProgress
 
 # Who wrote a run: `instrument` (our format), or TensorFlow's own dumper.
 DUMPER_TFDBG_TUI = "tfdbg-tui"
@@ -31,6 +35,9 @@ class RunInfo:
     dumper: str = DUMPER_TFDBG_TUI  # or DUMPER_TENSORFLOW: a file set of TensorFlow's dumper
     watched: bool = False  # a watched run (the watch tier, `instrument.watch`)
     replay_of: ReplayOf | None = None  # the replay of a watched run's step
+    # A job's run listed from its progress file (in a bucket: one request instead of
+    # its listing and its metadata's parts); None when it was listed from its metadata.
+    progress: RunProgress | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

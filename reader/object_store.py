@@ -417,6 +417,22 @@ class ObjectStore:
         except Exception as error:
             raise as_os_error(error) from None
 
+    def replace(self, path: str, data: bytes) -> None:
+        """An object is replaced whole by a put: readers see the old one or the new."""
+        self.put(path, data)
+
+    def read_small(self, paths: list[str], limit: int) -> list[bytes | None]:
+        """Each object's first ``limit`` + 1 bytes, fetched concurrently, none cached
+        (`Store.read_small`); a call that fails as a whole reads as none found."""
+        if not paths:
+            return []
+        fetch = [(Part(path, limit + 1), 0, limit + 1) for path in paths]
+        try:
+            got = self._result(self._request(fetch))
+        except OSError:
+            return [None] * len(paths)
+        return [data if isinstance(data, bytes) and len(data) <= limit else None for data in got]
+
     def remove(self, path: str) -> None:
         try:
             self.fs.rm_file(self._key(path), **self._bounded)

@@ -51,6 +51,17 @@ class Store(Protocol):
 
     def put(self, path: str, data: bytes) -> None: ...
 
+    def replace(self, path: str, data: bytes) -> None:
+        """Write ``path`` whole, in place of what it held: a reader sees its old bytes
+        or its new ones, never a mix (a run's progress file)."""
+        ...
+
+    def read_small(self, paths: list[str], limit: int) -> list[bytes | None]:
+        """Each of ``paths`` whole, read now (never from a cache: files that change,
+        such as a run's progress file); None for one that is missing, cannot be read
+        or holds more than ``limit`` bytes. A bucket's are fetched concurrently."""
+        ...
+
     def remove(self, path: str) -> None: ...
 
 
@@ -131,6 +142,32 @@ class LocalStore:
     def put(self, path: str, data: bytes) -> None:
         with open(path, "xb") as f:
             f.write(data)
+
+    def replace(self, path: str, data: bytes) -> None:
+        """Raises OSError. Written beside ``path``, then renamed over it (atomic on a
+        POSIX file system, NFS included)."""
+        temporary = f"{path}.{os.getpid()}.new"
+        try:
+            with open(temporary, "wb") as f:
+                f.write(data)
+            os.replace(temporary, path)
+        except OSError:
+            try:
+                os.remove(temporary)
+            except OSError:
+                pass  # never made, or the directory is gone: nothing left behind
+            raise
+
+    def read_small(self, paths: list[str], limit: int) -> list[bytes | None]:
+        found: list[bytes | None] = []
+        for path in paths:
+            try:
+                with open(path, "rb") as f:
+                    data = f.read(limit + 1)
+            except OSError:
+                data = None
+            found.append(data if data is not None and len(data) <= limit else None)
+        return found
 
     def remove(self, path: str) -> None:
         os.remove(path)

@@ -8,6 +8,8 @@ recorder, so all of them read a row the same way.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from reader import format as fmt
@@ -82,6 +84,36 @@ def alert_flags(mode: str, rows: np.ndarray) -> np.ndarray:
     return (rows[:, cols[0]] != 0) | (rows[:, cols[1]] != 0) | (rows[:, cols[2]] != 0)
 
 
+def first_alert_row(mode: str | None, rows: Sequence[Sequence[float] | None]) -> int | None:
+    """The position of the first of a few rows (an eager execution's outputs, as
+    lists; None for an output without a summary) that holds NaN or infinity; None
+    when none does, or the mode counts none. Plain Python: cheaper than an array for a
+    few rows, and the writer asks it of every execution it looks at."""
+    columns = _ALERT_COLUMNS.get(mode or "")
+    if columns is None:
+        return None
+    for position, row in enumerate(rows):
+        if row is not None:
+            for column in columns:
+                if column < len(row) and row[column]:
+                    return position
+    return None
+
+
+def first_alert_in_block(mode: str | None, rows: np.ndarray) -> int | None:
+    """The position of the first of a block of rows (``(n, width)``, as a traces chunk
+    holds them) that holds NaN or infinity; None when none does. One count over the
+    block's alert columns (side by side in every health mode: `_ALERT_SPANS`), the rows
+    looked at one by one only when it finds one: the writer asks it of every chunk."""
+    span = _ALERT_SPANS.get(mode or "")
+    if span is None or rows.ndim != 2:
+        return None
+    block = rows[:, span[0] : span[1]]
+    if not np.count_nonzero(block):
+        return None
+    return int(np.flatnonzero(block.any(axis=1))[0])
+
+
 def alert_counts(mode: str, rows: np.ndarray) -> np.ndarray:
     """(n, 3) int64 counts (nan, neg_inf, pos_inf) of summary rows; -1 when unknown
     (also where a damaged row's count is no count: NaN, infinite or negative)."""
@@ -91,3 +123,14 @@ def alert_counts(mode: str, rows: np.ndarray) -> np.ndarray:
     counts = rows[:, list(cols)]
     known = (counts >= 0) & (counts < 2.0**63)
     return np.where(known, counts, -1).astype(np.int64)
+
+
+# Per health mode, where a row's columns that count (or flag) non-finite values are.
+_ALERT_COLUMNS: dict[str, tuple[int, ...]] = {
+    mode: (0,) if mode == fmt.CURT_HEALTH else count_columns(mode) or ()
+    for mode in fmt.HEALTH_MODES
+}
+# The same columns as one slice, ``[first, last + 1)``: they are side by side.
+_ALERT_SPANS: dict[str, tuple[int, int]] = {
+    mode: (min(columns), max(columns) + 1) for mode, columns in _ALERT_COLUMNS.items() if columns
+}

@@ -198,7 +198,10 @@ def test_a_generic_dump_error_has_one_status_in_report_and_app(logdir, monkeypat
     def vanished(*args, **kwargs):
         raise UnknownIdError("execution 3 is not on disk")
 
+    from tfdbg_tui.commands import report
+
     monkeypatch.setattr(reader, "open_run", vanished)
+    monkeypatch.setattr(report, "open_landing_run", vanished)  # the run opened without --run
     assert main([logdir]) == EXIT_DAMAGED
     assert capsys.readouterr().err.strip() == "tfdbg-tui report: execution 3 is not on disk"
 

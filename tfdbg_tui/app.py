@@ -29,6 +29,11 @@ from tfdbg_tui.screens.debugger_results import OpenFailed, ReaderOpened
 from tfdbg_tui.screens.help import HelpScreen, key_name
 from tfdbg_tui.text.literal import literal
 
+# A bucket's listing of runs at most this old serves the run picker: listing a bucket
+# takes a request per run (seconds, for hundreds of workers), and a run that started
+# meanwhile shows at the next `r`. A local logdir is listed at every `r`.
+RELISTED_WITHIN_S = 5.0
+
 
 class DebuggerApp(App[int]):
     """The tfdbg-tui app on one logdir.
@@ -255,10 +260,11 @@ class DebuggerApp(App[int]):
     @work(thread=True, exclusive=True, group="list-runs")
     def _list_runs(self, then: Callable[[list[RunInfo]], None]) -> None:
         """List the logdir again (a job's other workers may have started since; in a
-        bucket a listing is a request, so off the event loop), then call ``then`` with
-        the runs (the picker, or the watch pair's other run)."""
+        bucket a listing is a request, so off the event loop; one made a moment ago,
+        `RELISTED_WITHIN_S`, serves), then call ``then`` with the runs (the picker, or
+        the watch pair's other run)."""
         try:
-            runs = list_runs(self.logdir)
+            runs = list_runs(self.logdir, fresh_within=RELISTED_WITHIN_S)
         except DumpError:
             runs = self.runs  # the logdir went away: pick among the runs known
         self.call_from_thread(then, runs)
@@ -269,7 +275,12 @@ class DebuggerApp(App[int]):
             self.notify("this logdir holds one run" if self.runs else "no run in this logdir yet")
             return
         current = self.screen.run_id if isinstance(self.screen, DebuggerScreen) else None
-        self.push_screen(RunPickerDialog(self.runs, current), self._run_picked)
+        opened = [
+            screen.reader
+            for screen in self.screen_stack
+            if isinstance(screen, DebuggerScreen) and screen.reader is not None
+        ]
+        self.push_screen(RunPickerDialog(self.runs, current, opened=opened), self._run_picked)
 
     def action_watch_pair(self) -> None:
         self._list_runs(self._open_pair)

@@ -20,8 +20,15 @@ from reader.analysis.jobs import JobWorkers, WorkerRun, origin_worker
 from reader.errors import DamagedDumpError, DumpError, NoRunsError, NoRunsYetError
 from reader.model import RunInfo
 from reader.run.run_dir import list_runs
+from reader.storage import is_url
 from tfdbg_tui.models.hunt import Opened, open_for_landing
 
+# How often a local job's ranking is polled (at most): from its runs' progress files it
+# costs a few milliseconds (docs/performance.md, "A job of 256 workers"), and the
+# writers flush every 0.5 s, so the worker that went non-finite first is named about a
+# second after its NaN. A bucket's job is polled at the app's interval: each poll is a
+# listing and a request per run.
+JOB_POLL_INTERVAL_S = 0.5
 # A failure is believed after this many polls in a row: a run that has just appeared
 # may show its metadata segment before the writer's first records are all in it, and
 # a bucket's listing may fail once (a dropped connection) and answer at the next poll.
@@ -69,14 +76,17 @@ def wait_for_run(
 def follow_job(
     logdir: str, cluster: str, target: MessagePump, interval_s: float, cancelled: threading.Event
 ) -> None:
-    """Rank the runs of the job ``cluster`` in ``logdir`` every ``interval_s``
-    (`reader.analysis.jobs.JobWorkers`) until the worker that went non-finite first
+    """Rank the runs of the job ``cluster`` in ``logdir`` every ``interval_s`` (a
+    local logdir's at least every `JOB_POLL_INTERVAL_S`;
+    `reader.analysis.jobs.JobWorkers`) until the worker that went non-finite first
     is known, then post `OriginFound` to ``target``. Ends without a word when every
     run of the job ended with no origin, when the logdir cannot be listed `FAILED_TRIES`
     polls in a row (the open run's own watcher reports its failures), or when
     ``cancelled`` is set."""
     job = JobWorkers(logdir, cluster)
     failures = 0
+    if not is_url(logdir):
+        interval_s = min(interval_s, JOB_POLL_INTERVAL_S)
     try:
         while not cancelled.wait(interval_s):
             try:

@@ -36,17 +36,8 @@ import numpy as np
 
 from reader import format as fmt
 from reader.contract import ValueMap
-from reader.summary_rows import alert_flags
+from reader.summary_rows import alert_flags, first_alert_row
 
-# Per health mode, the summary columns that count (or flag) non-finite elements.
-_COUNT_COLUMNS = {
-    mode: tuple(
-        fmt.SUMMARY_COLUMNS[mode].index(c)
-        for c in fmt.SUMMARY_COLUMNS[mode]
-        if c in ("has_inf_or_nan", "nan", "neg_inf", "pos_inf")
-    )
-    for mode in fmt.HEALTH_MODES
-}
 # A pinned segment holds at most this many times N records (the alert step's records
 # past the limit rotate as usual): a step's traces can be many times N.
 PINNED_SEGMENT_LIMIT = 4
@@ -150,8 +141,7 @@ def summaries_alert(
     if isinstance(rows, np.ndarray):
         return bool(rows.size and alert_flags(mode, rows.reshape(rows.shape[0], -1)).any())
     # An eager execution's few rows: plain Python is cheaper than building an array.
-    columns = _COUNT_COLUMNS[mode]
-    return any(row[c] for row in rows if row is not None for c in columns)
+    return first_alert_row(mode, rows) is not None
 
 
 def values_alert(values: Sequence[Any] | None) -> bool:

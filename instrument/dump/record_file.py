@@ -69,6 +69,11 @@ class RecordFile:
         return self._buf_bytes + self._deferred_bytes
 
     @property
+    def held(self) -> bool:
+        """Whether a bucket's sink keeps written records for a later part."""
+        return isinstance(self.sink, SegmentParts) and self.sink.holding
+
+    @property
     def untouched(self) -> bool:
         """Nothing written yet, and nothing buffered but the header."""
         return self._size == 0 and len(self._buf) == 1 and not self._deferred

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import msgpack
+
 from instrument.dump import recording_stop
 from instrument.dump.record_file import RecordFile
 from instrument.dump.segment_sinks import SegmentParts
@@ -115,6 +117,19 @@ class RunFiles:
             return
         for part in self._parts.pop((stream, segment), []):
             self.store.remove(part)
+
+    @property
+    def progress_path(self) -> str:
+        return self.store.join(self.path, fmt.PROGRESS_FILENAME)
+
+    def write_progress(self, record: dict[str, Any]) -> None:
+        """Replace the run's progress file with ``record`` (docs/format.md, "The
+        progress file").
+
+        Raises:
+            OSError: The write failed.
+        """
+        self.store.replace(self.progress_path, msgpack.packb(record, use_bin_type=True))
 
     def release_reserve(self) -> None:
         if self.reserved:

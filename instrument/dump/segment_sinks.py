@@ -129,6 +129,11 @@ class SegmentParts:
         self._compressor: Any = None
         self._since = 0.0
 
+    @property
+    def holding(self) -> bool:
+        """Whether bytes written wait for a later part (`write`'s ``hold``)."""
+        return self._raw > 0
+
     def part_path(self, number: int, raw_size: int | None = None) -> str:
         """The object of part ``number``: ``<segment file name>`` with its number (and,
         compressed, the bytes it holds)."""

@@ -29,6 +29,7 @@ import numpy as np
 from instrument.dump import recording_stop
 from instrument.dump.columnar_chunks import DeferredValues, ExecutionChunk, TraceChunk
 from instrument.dump.flight_recorder import FirstAlert, summaries_alert, values_alert
+from instrument.dump.job_progress import JobProgress
 from instrument.dump.recording_stop import RecordingStop
 from instrument.dump.run_files import RunFiles
 from instrument.dump.segment_rotation import SegmentRotation
@@ -166,11 +167,16 @@ class DumpWriter:
         record.update({k: v for k, v in run_info.items() if k != KIND_KEY})
         record[RunRecord.RUN] = self.run_id
         self._files[fmt.STREAM_METADATA].append(record)
+        # A multi-worker job's run keeps its progress file (docs/format.md).
+        self._progress = (
+            JobProgress(record, self.mode) if record.get(RunRecord.TASK) is not None else None
+        )
         # Not `flush()`: a dump that cannot be written at all fails the enable. In a
         # bucket the metadata's part proves that; the other headers wait for records.
         for stream in fmt.STREAMS:
             if stream == fmt.STREAM_METADATA or not self._run.store.remote:
                 self._files[stream].flush()
+        self._write_progress()
         self._flusher: threading.Thread | None = None
         if flush_interval_s is not None:
             self._flusher = threading.Thread(
@@ -216,6 +222,12 @@ class DumpWriter:
             written = False
             logger.debug("tfdbg-tui: the recording_stopped notice was not written: %s", again)
         logger.warning(stop.warning(self.path, written))
+        if self._progress is not None:
+            self._progress.stopped = True
+            try:
+                self._run.write_progress(self._progress.record())
+            except OSError as again:
+                logger.debug("tfdbg-tui: the progress file was not written: %s", again)
 
     @property
     def first_alert(self) -> FirstAlert | None:
@@ -301,6 +313,24 @@ class DumpWriter:
                 except OSError as error:
                     self._stop_recording(error, file.path)
                     return
+            self._write_progress(now=not hold)
+
+    def _write_progress(self, now: bool = True) -> None:
+        """Write the progress file (a job's run) when it changed (``now``: an explicit
+        flush) or is due (`JobProgress.due`: the periodic flush and one a full buffer
+        makes), once what it says is written: a bucket's executions and traces may
+        wait for a later part, and the progress waits with them."""
+        progress = self._progress
+        if progress is None or self._stopped is not None:
+            return
+        if not (progress.changed if now else progress.due()):
+            return
+        if any(self._files[stream].held for stream in fmt.ROTATING_STREAMS):
+            return
+        try:
+            self._run.write_progress(progress.record())
+        except OSError as error:
+            self._stop_recording(error, self._run.progress_path)
 
     def _flush_periodically(self, interval: float) -> None:
         while not self._stop.wait(interval):
@@ -316,6 +346,8 @@ class DumpWriter:
             if self._closed:
                 return
             if clean and self._stopped is None:
+                if self._progress is not None:
+                    self._progress.ended = self._progress.changed = True
                 self._files[fmt.STREAM_METADATA].append(
                     {
                         KIND_KEY: EndRecord.KIND,
@@ -340,6 +372,8 @@ class DumpWriter:
                 fmt.STREAM_METADATA,
                 {KIND_KEY: DeviceRecord.KIND, DeviceRecord.ID: ident, DeviceRecord.NAME: name},
             )
+            if self._progress is not None:
+                self._progress.note_device(ident, name)
             return ident
 
     def add_source_file(
@@ -360,6 +394,8 @@ class DumpWriter:
                     FileRecord.OMITTED: omitted,
                 },
             )
+            if self._progress is not None:
+                self._progress.note_file(ident, path, bool(library))
             return ident
 
     def add_frame(
@@ -379,6 +415,8 @@ class DumpWriter:
         with self._lock:
             record[FrameRecord.ID] = ident = self._allocate(fmt.KIND_FRAME)
             self._append(fmt.STREAM_STACKS, record)
+            if self._progress is not None:
+                self._progress.note_frame(ident, file_id, int(line), function)
             return ident
 
     def add_stack(self, frame_ids: Sequence[int]) -> int:
@@ -393,6 +431,8 @@ class DumpWriter:
                     StackRecord.FRAMES: list(frame_ids),
                 },
             )
+            if self._progress is not None:
+                self._progress.note_stack(ident, frame_ids)
             return ident
 
     def add_graph(
@@ -478,6 +518,8 @@ class DumpWriter:
             if constant_nan:
                 record[OpRecord.CONSTANT_NAN] = True
             self._append(fmt.STREAM_GRAPHS, record)
+            if self._progress is not None:
+                self._progress.note_op(op_type, op_name, device_id, stack_id, trace_points)
             return ident
 
     def add_notice(
@@ -555,6 +597,11 @@ class DumpWriter:
                 summaries_alert(self.mode, summaries) if values is None else values_alert(values)
             ):
                 self._rotation.note_alert(fmt.STREAM_EXECUTIONS, index, index)
+            time_s = time.time() if time_s is None else time_s
+            if self._progress is not None:
+                self._progress.note_execution(
+                    index, op_type, call_ordinal, time_s, device_ids, stack_id, summaries
+                )
             if self._stopped is None:
                 chunk = self._execution_chunk(index)
                 chunk.add(
@@ -567,7 +614,7 @@ class DumpWriter:
                     stack_id=stack_id,
                     summaries=summaries,
                     values=values,
-                    time_s=time.time() if time_s is None else time_s,
+                    time_s=time_s,
                     call_ordinal=call_ordinal,
                     thread=thread,
                 )
@@ -656,6 +703,8 @@ class DumpWriter:
                 raise ValueError(f"expected {n} values, got {len(values)}")
             if self._closed:
                 raise RuntimeError(f"dump writer for run {self.run_id} is closed")
+            if self._progress is not None and n:
+                self._progress.note_traces(first, step, tps, cols)
             if self._stopped is None and n:
                 chunk = self._trace_chunk(first, cols, values)
                 kept = (

@@ -27,6 +27,7 @@ from reader.contract.metadata import (
     WatchSiteRecord,
     WatchStepsRecord,
 )
+from reader.contract.progress import ProgressAlertMap, ProgressRecord
 
 # Every record kind, in the order docs/format.md describes them.
 RECORD_KINDS: tuple[type[RecordKind], ...] = (
@@ -46,6 +47,7 @@ RECORD_KINDS: tuple[type[RecordKind], ...] = (
     ExecsChunk,
     ExecRecord,
     TracesChunk,
+    ProgressRecord,
 )
 # The maps records nest, by the record and key that hold them.
 NESTED_MAPS: dict[tuple[type[RecordKind], str], type[FieldTable]] = {
@@ -55,6 +57,7 @@ NESTED_MAPS: dict[tuple[type[RecordKind], str], type[FieldTable]] = {
     (ExecRecord, ExecRecord.VALUES): ValueMap,
     (ExecsChunk, ExecsChunk.VALUES): ValueMap,
     (TracesChunk, TracesChunk.VALUES): ValueMap,
+    (ProgressRecord, ProgressRecord.ALERT): ProgressAlertMap,
 }
 
 __all__ = [
@@ -73,6 +76,8 @@ __all__ = [
     "HeaderRecord",
     "NoticeRecord",
     "OpRecord",
+    "ProgressAlertMap",
+    "ProgressRecord",
     "RecordKind",
     "ReplayOfMap",
     "RunRecord",

@@ -3,7 +3,9 @@ TensorFlow's file sets."""
 
 from __future__ import annotations
 
+import math
 import os
+import threading
 import time
 
 import msgpack
@@ -15,6 +17,7 @@ from reader.contract import KIND_KEY, HeaderRecord, NoticeRecord, RunRecord
 from reader.errors import NoRunsError, NoRunsYetError
 from reader.loading.tf_events import file_sets
 from reader.model import DUMPER_TENSORFLOW, RunInfo
+from reader.progress import RunProgress, read_progresses
 from reader.records import replay_of, task_of
 from reader.run import liveness
 
@@ -32,7 +35,7 @@ def is_run_dir(path: str) -> bool:
         return False
 
 
-def list_runs(logdir: str | os.PathLike[str]) -> list[RunInfo]:
+def list_runs(logdir: str | os.PathLike[str], *, fresh_within: float = 0.0) -> list[RunInfo]:
     """List the runs in a logdir, oldest first.
 
     A run directory itself is accepted too and lists as its one run. Runs whose
@@ -43,6 +46,9 @@ def list_runs(logdir: str | os.PathLike[str]) -> list[RunInfo]:
     Args:
         logdir: A directory holding run directories (or one run directory), or the
             prefix of one file set of TensorFlow's.
+        fresh_within: A bucket's listing made at most this many seconds ago may
+            serve (listing a bucket of hundreds of runs takes a request each); a
+            local logdir is always listed now.
 
     Returns:
         One `RunInfo` per run, oldest first: by the UTC start time its run id begins
@@ -57,7 +63,7 @@ def list_runs(logdir: str | os.PathLike[str]) -> list[RunInfo]:
     """
     path = os.fspath(logdir)
     if storage.is_url(path):
-        return _list_store_runs(path)
+        return _listed_store_runs(path, fresh_within)
     path = storage.local_path(path)
     if file_sets.is_file_set(path) and not os.path.isdir(path):
         return [_tf_run_info(os.path.abspath(path))]
@@ -79,6 +85,33 @@ def list_runs(logdir: str | os.PathLike[str]) -> list[RunInfo]:
     return _sorted_runs(path, runs, candidates)
 
 
+# A bucket's listings of runs, by URL: when each was made (monotonic) and what it found.
+_STORE_LISTINGS: dict[str, tuple[float, list[RunInfo]]] = {}
+_STORE_LISTINGS_LOCK = threading.Lock()
+# How long a bucket's listing of runs is kept for a caller that takes one made a moment
+# ago (`list_runs`'s ``fresh_within``).
+LISTING_KEPT_S = 10.0
+
+
+def _listed_store_runs(url: str, fresh_within: float) -> list[RunInfo]:
+    """`_list_store_runs`, or its result of at most ``fresh_within`` seconds ago."""
+    try:
+        url = storage.store_for(url).normalize(url)
+    except OSError:
+        pass  # fsspec is missing: `_list_store_runs` says so
+    now = time.monotonic()
+    with _STORE_LISTINGS_LOCK:
+        made, runs = _STORE_LISTINGS.get(url, (-math.inf, []))
+    if now - made <= fresh_within:
+        return list(runs)
+    runs = _list_store_runs(url)
+    with _STORE_LISTINGS_LOCK:
+        for key in [k for k, (t, _) in _STORE_LISTINGS.items() if now - t > LISTING_KEPT_S]:
+            del _STORE_LISTINGS[key]
+        _STORE_LISTINGS[url] = (now, runs)
+    return list(runs)
+
+
 def _list_store_runs(url: str) -> list[RunInfo]:
     """`list_runs` of a logdir in a bucket (a run's prefix lists as its one run)."""
     try:
@@ -96,7 +129,12 @@ def _list_store_runs(url: str) -> list[RunInfo]:
         _check_bucket(url, store)
         raise NoRunsYetError(f"{url}: nothing under this prefix (yet)")
     runs = []
-    for candidate in candidates:  # each listed once: a listing is a request
+    # A job's run is listed from its progress file, fetched with the others at once;
+    # any other prefix is listed, and its metadata read (each a request).
+    for candidate, found in zip(candidates, read_progresses(candidates, store)):
+        if found is not None:
+            runs.append(progress_run_info(candidate, found))
+            continue
         try:
             listed = store.list_dir(candidate)
         except OSError:
@@ -104,6 +142,30 @@ def _list_store_runs(url: str) -> list[RunInfo]:
         if storage.has_metadata([e.name for e in listed]):
             runs.append(_run_info(candidate, store, storage.segments_in(listed)))
     return _sorted_runs(url, runs, [])
+
+
+def progress_run_info(run_path: str, progress: RunProgress) -> RunInfo:
+    """A job's run as its progress file lists it: its `run` record, whether it ended or
+    stopped recording (`reader.progress`)."""
+    run = progress.run
+    version = run.get(RunRecord.FORMAT_VERSION)
+    task, cluster = task_of(run)
+    return RunInfo(
+        run_id=str(run.get(RunRecord.RUN)),
+        path=run_path,
+        host=_typed(run.get(RunRecord.HOST), str),
+        pid=_typed(run.get(RunRecord.PID), int),
+        start_time=_typed(run.get(RunRecord.START_TIME), float),
+        tensor_debug_mode=_typed(run.get(RunRecord.TENSOR_DEBUG_MODE), str),
+        finished=progress.ended,
+        format_version=_version(version),
+        task=task,
+        cluster=cluster,
+        stopped=progress.stopped,
+        watched=isinstance(run.get(RunRecord.WATCH), dict),
+        replay_of=replay_of(run),
+        progress=progress,
+    )
 
 
 def _check_bucket(url: str, store: storage.Store) -> None:
@@ -204,14 +266,7 @@ def _run_info(
                 notice_kinds.add(record[NoticeRecord.NOTICE_KIND])
     except (ValueError, TypeError, msgpack.UnpackException):
         pass  # a damaged metadata file: report what was read before the damage
-    version = header.get(HeaderRecord.VERSION)
-    format_version = (
-        tuple(version[:2])
-        if isinstance(version, list)
-        and len(version) >= 2
-        and all(isinstance(v, int) for v in version[:2])
-        else None
-    )
+    format_version = _version(header.get(HeaderRecord.VERSION))
     task, cluster = task_of(run)
     return RunInfo(
         run_id=run_id,
@@ -254,6 +309,18 @@ def _metadata_bytes(
         return source.pread(min(source.size(), _METADATA_MAX_BYTES), 0)
     except OSError:
         return b""
+
+
+def _version(version) -> tuple[int, int] | None:
+    """``[major, minor]`` as a tuple; None when it is not two ints."""
+    if (
+        isinstance(version, list)
+        and len(version) >= 2
+        and isinstance(version[0], int)
+        and isinstance(version[1], int)
+    ):
+        return version[0], version[1]
+    return None
 
 
 def _typed(value, kind):

@@ -19,6 +19,7 @@ import reader
 from reader import format as fmt
 from reader import object_store
 from reader.analysis.jobs import first_nonfinite_workers
+from reader.progress import MAX_PROGRESS_BYTES
 from reader.run import liveness
 from tests.cloud.conftest import credentials_refused
 from tests.present import present
@@ -154,8 +155,12 @@ def test_an_open_lists_the_run_once_and_fetches_each_part_once_ahead_of_its_read
         assert contents(dump) == contents(same)
     # The logdir and the run (`list_runs`), whose listing the loader reads.
     assert listed == ["logdir", run.writer.run_id], listed
-    # The run's metadata (`list_runs`), then every part once, whole, in the order the
-    # streams are read: each started ahead of its read, none waited for in a batch.
+    # The run's progress file, looked for first (`list_runs` lists a job's run from
+    # it; this run is not a job's: it has none), the run's metadata, then every part
+    # once, whole, in the order the streams are read: each started ahead of its read,
+    # none waited for in a batch.
+    assert read[0] == (fmt.PROGRESS_FILENAME, 0, MAX_PROGRESS_BYTES + 1), read
+    read = read[1:]
     sizes = {
         name.rpartition("/")[2]: size
         for name, size in (

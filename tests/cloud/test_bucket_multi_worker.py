@@ -10,12 +10,15 @@ import asyncio
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 
 import pytest
 
 import reader
+from reader.analysis.jobs import job_workers
 from tests.present import present
 from tests.program_runs import PROGRAM_TIMEOUT_S, PROGRAMS, free_ports, line_of, program_env
+from tests.reader.job_rankings import comparable, ranked_in_full
 from tests.tui.tui_helpers import debugger_screen, run_picker, screen_text, wait_for
 from tfdbg_tui.app import DebuggerApp
 
@@ -31,10 +34,20 @@ def _runs(logdir: str) -> list:
 
 
 def test_the_app_started_before_a_job_in_a_bucket_lands_on_the_first_non_finite_worker(
-    s3_server, bucket
+    s3_server, bucket, monkeypatch
 ):
-    """(The Pilot run, in an event loop of its own.)"""
+    """(The Pilot run, in an event loop of its own.) Then, the job ended: its runs are
+    listed from their progress files, and the job ranked from them is the job ranked
+    with both runs read in full."""
     asyncio.run(_follow_the_job(s3_server, bucket))
+    runs = reader.list_runs(f"{bucket}/job")
+    assert [r.progress is not None for r in runs] == [True, True]
+    cluster = present(runs[0].cluster)
+    fast = job_workers(runs, cluster)
+    listed = [replace(r, progress=None) for r in runs]
+    full = ranked_in_full(monkeypatch, lambda: job_workers(listed, cluster))
+    assert [comparable(w) for w in fast] == [comparable(w) for w in full]
+    assert [w.task for w in fast] == ["worker 1", "worker 0"] and fast[0].op_type == "Log"
 
 
 async def _follow_the_job(s3_server, bucket) -> None:

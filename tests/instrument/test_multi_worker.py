@@ -14,9 +14,11 @@ import pytest
 import reader
 from instrument.api import distributed_task
 from reader.analysis.diagnosis.diagnosis import diagnose_cause
-from reader.analysis.jobs import first_nonfinite_workers
+from reader.analysis.jobs import first_nonfinite_workers, job_workers, origin_worker
+from reader.progress import read_progresses
 from tests.present import present
 from tests.program_runs import PROGRAM_TIMEOUT_S, PROGRAMS, free_ports, line_of, program_env
+from tests.reader.job_rankings import comparable, ranked_in_full
 from tfdbg_tui.commands.report import main as report_main
 from tfdbg_tui.dialogs.run_picker import run_label
 
@@ -81,6 +83,27 @@ def test_the_worker_that_went_non_finite_first_is_named(job):
     assert (other.task, other.received, other.op_type) == ("worker 0", True, "CollectiveReduceV2")
     assert diagnosis.pattern == "nonfinite_input"
     assert "from another worker or replica" in diagnosis.explanation
+
+
+def test_the_ranking_from_the_progress_files_is_the_ranking_of_the_runs_read_in_full(
+    job, monkeypatch
+):
+    """Each worker's writer kept a progress file: worker 1's first alert is its Log,
+    worker 0's the all-reduce that handed it the -inf. Ranked from them, the job names
+    the worker that ranking both runs read in full names, and says the same of each."""
+    logdir, _ = job
+    runs = reader.list_runs(logdir)
+    progress = {r.task: present(read_progresses([r.path])[0]) for r in runs}
+    made, received = (present(progress[t].alert) for t in ("worker 1", "worker 0"))
+    assert (made.op_type, made.received, progress["worker 1"].step_of(made)) == ("Log", False, 2)
+    assert made.frame == (str(PROGRAM), line_of(PROGRAM, "LOG_LINE"), "replica_step")
+    assert (received.op_type, received.received) == ("CollectiveReduceV2", True)
+    assert progress["worker 0"].step_of(received) == 2
+    cluster = present(runs[0].cluster)
+    fast = job_workers(runs, cluster)
+    full = ranked_in_full(monkeypatch, lambda: job_workers(runs, cluster))
+    assert [comparable(w) for w in fast] == [comparable(w) for w in full]
+    assert present(origin_worker(fast)).task == "worker 1"
 
 
 def test_report_names_the_workers(job, capsys):

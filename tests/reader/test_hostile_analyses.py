@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 import reader
 from reader import DumpError
 from reader import format as fmt
+from reader.analysis.jobs import WorkerRun, job_workers, open_landing_run
 from tests.peak_memory import address_space_limit, peak_memory
 from tests.reader.hostile_dumps import run_every_query
 from tests.reader.test_hostile_values import (
@@ -139,6 +140,107 @@ def test_summary_values_a_row_claims_give_a_report_and_no_warning(tmp_path, colu
     assert_clear_outcome(status, out, err, peak)
 
 
+def _set_progress(run_path: str, change) -> None:
+    """Rewrite a run's progress file: ``change(record)`` changes the record in place, or
+    returns the file's new bytes."""
+    path = os.path.join(run_path, fmt.PROGRESS_FILENAME)
+    with open(path, "rb") as file:
+        record = msgpack.unpackb(file.read(), raw=False)
+    data = change(record)
+    with open(path, "wb") as file:
+        file.write(data if isinstance(data, bytes) else msgpack.packb(record, use_bin_type=True))
+
+
+def _alert(key: str, value):
+    return lambda record: record["alert"].__setitem__(key, value)
+
+
+# A progress file's hostile values. The first are not sound: the file is ignored and
+# that run read in full, so the ranking is the honest one; the last (`LYING`) are sound
+# values that lie, and the ranking believes them, cleanly.
+HOSTILE_PROGRESS = {
+    "step_2_64": _alert("x", 2**64 - 1),
+    "step_negative": _alert("x", -1),
+    "step_a_string": _alert("x", "12"),
+    "index_2_62": _alert("i", 2**62),
+    "slot_2_40": _alert("slot", 2**40),
+    "kind_unknown": _alert("kind", "hologram"),
+    "op_empty": _alert("op", ""),
+    "op_megabytes": _alert("op", "Log" * 400_000),
+    "alert_a_list": lambda record: record.__setitem__("alert", [1, 2]),
+    "alert_calls_negative": _alert("calls", [["step", -5]]),
+    "alert_calls_2_63": _alert("calls", [["step", 2**63]]),
+    "calls_a_string": lambda record: record.__setitem__("calls", "step"),
+    "calls_not_pairs": lambda record: record.__setitem__("calls", [["step", 3, 4]]),
+    "calls_twice": lambda record: record.__setitem__("calls", [["step", 3], ["step", 4]]),
+    "calls_5000_functions": lambda record: record.__setitem__(
+        "calls", [[f"f{i}", 1] for i in range(5000)]
+    ),
+    "executions_a_bool": lambda record: record.__setitem__("executions", True),
+    "traces_2_64": lambda record: record.__setitem__("traces", 2**64 - 1),
+    "another_run": lambda record: record["run"].__setitem__("run", "someone-else"),
+    "not_a_map": lambda record: msgpack.packb([1, 2, 3]),
+    "two_records": lambda record: msgpack.packb(record) * 2,
+    "cut_short": lambda record: msgpack.packb(record)[:-3],
+    "garbage": lambda record: b"\xc1\xff\x00 not msgpack",
+    "two_mebibytes": lambda record: b"\x00" * (2 << 20),
+    "empty": lambda record: b"",
+    "time_nan": _alert("t", float("nan")),
+    "time_a_string": _alert("t", "yesterday"),
+    "frame_of_wrong_types": lambda record: record["alert"].update(file=5, line="eight", func=[]),
+    "device_a_number": _alert("device", 7),
+}
+LYING = {
+    "no_alert": lambda record: record.__setitem__("alert", None),
+    "step_2_62": _alert("calls", [["step", 2**62 - 1]]),
+    "received": _alert("received", True),
+}
+
+
+@pytest.mark.parametrize(
+    "change",
+    list(HOSTILE_PROGRESS.values()) + list(LYING.values()),
+    ids=list(HOSTILE_PROGRESS) + list(LYING),
+)
+def test_a_hostile_progress_file_ranks_the_job_cleanly(tmp_path, change):
+    """The first worker's progress file (worker 1 went non-finite first) holding a
+    hostile value: the job is ranked, landed on and reported with no traceback and
+    in bounded memory; a file that is not sound is ignored (the run is read in full,
+    and the ranking is the honest one)."""
+    honest = str(tmp_path / "honest")
+    _job(honest)
+    expected = rank_every_job(honest)
+    logdir = str(tmp_path / "hostile")
+    _job(logdir)
+    run = sorted(os.listdir(logdir))[1]  # worker 1
+    _set_progress(os.path.join(logdir, run), change)
+    with (
+        peak_memory() as peak,
+        address_space_limit(ADDRESS_SPACE_HEADROOM),
+        watchdog(HANG_SECONDS),
+        no_runtime_warnings(),
+    ):
+        ranked = rank_every_job(logdir)
+        status, out, err = run_command(report.main, [logdir, "--run", run, "--json"])
+    assert_clear_outcome(status, out, err, peak.growth)
+    assert [len(job) for job in ranked] == [len(JOB_NAN_STEPS)]
+    if change not in LYING.values():
+        assert _said(ranked) == _said(expected)
+
+
+def _said(jobs: list[list[WorkerRun]]) -> list[list[tuple]]:
+    """What rankings of two copies of a job say alike (not their paths, nor the wall
+    times two writes of it had)."""
+    return [
+        [
+            (w.run_id, w.first_step, w.op_type, w.received, w.has_alerts, w.last_step)
+            + ((w.frame.path, w.frame.line) if w.frame else ())
+            for w in job
+        ]
+        for job in jobs
+    ]
+
+
 # -- the search ----------------------------------------------------------------------------
 
 CLUSTER = "0123456789ab"
@@ -194,7 +296,7 @@ def _flipped_bytes(draw: st.DrawFn, run: str) -> list[_Edit]:
     sizes = {
         name: os.path.getsize(os.path.join(run, name))
         for name in os.listdir(run)
-        if fmt.parse_segment_filename(name) is not None
+        if fmt.parse_segment_filename(name) is not None or name == fmt.PROGRESS_FILENAME
     }
     edits = []
     for _ in range(draw(st.integers(1, 4))):
@@ -263,6 +365,7 @@ def check_analyses(templates: dict[str, str], data: st.DataObject) -> None:
                     run_every_query(dump)
             except DumpError:
                 pass
+            rank_every_job(logdir)
             outcomes = [
                 ("report", True, run_command(report.main, [logdir, "--run", run, "--json"])),
                 ("report", False, run_command(report.main, [logdir, "--run", run])),
@@ -280,6 +383,19 @@ def check_analyses(templates: dict[str, str], data: st.DataObject) -> None:
             ]
     for command, is_json, (status, out, err) in outcomes:
         assert_clear_outcome(status, out, err, peak.growth, command=command, is_json=is_json)
+
+
+def rank_every_job(logdir: str) -> list[list[WorkerRun]]:
+    """Every multi-worker job of ``logdir`` ranked as the run picker ranks it, and the
+    run the app lands on opened; a logdir that cannot be read gives nothing."""
+    try:
+        runs = reader.list_runs(logdir)
+        with open_landing_run(logdir, runs):
+            pass
+    except DumpError:
+        return []
+    clusters = dict.fromkeys(r.cluster for r in runs if r.cluster is not None)
+    return [job_workers(runs, cluster) for cluster in clusters]
 
 
 # The short profile's examples for this search: each reports and compares five times.

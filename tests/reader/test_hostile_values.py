@@ -361,6 +361,7 @@ KINDS = [
     "exec",
     "execs",
     "traces",
+    "progress",
     "hologram",
 ]
 
@@ -485,10 +486,11 @@ def templates(tmp_path_factory) -> dict[str, str]:
 
 
 def read_segments(run: str) -> dict[str, list[dict]]:
-    """Segment file name -> its records, of the run directory ``run``."""
+    """Segment file name -> its records, of the run directory ``run`` (and its progress
+    file's, a multi-worker job's run's)."""
     found = {}
     for name in sorted(os.listdir(run)):
-        if fmt.parse_segment_filename(name) is None:
+        if fmt.parse_segment_filename(name) is None and name != fmt.PROGRESS_FILENAME:
             continue
         with open(os.path.join(run, name), "rb") as file:
             found[name] = list(msgpack.Unpacker(file, raw=False, strict_map_key=False))

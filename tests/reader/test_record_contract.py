@@ -22,6 +22,7 @@ from reader.contract import (
     ExecRecord,
     ExecsChunk,
     FieldTable,
+    ProgressAlertMap,
     ReplayOfMap,
     TaskMap,
     TracesChunk,
@@ -35,6 +36,7 @@ MAPS: dict[str, type[FieldTable]] = {
     "watch": WatchMap,
     "replay_of": ReplayOfMap,
     "value": ValueMap,
+    "progress_alert": ProgressAlertMap,
 }
 TABLES: dict[str, type[FieldTable]] = {**{k.KIND: k for k in RECORD_KINDS}, **MAPS}
 DOC_TYPES = {"int": int, "float": float, "str": str, "bool": bool, "bin": bytes, "map": dict}

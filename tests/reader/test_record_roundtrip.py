@@ -37,6 +37,7 @@ from reader.contract import (
     WatchSiteRecord,
     WatchStepsRecord,
 )
+from reader.progress import read_progresses
 
 TASK = {TaskMap.TYPE: "worker", TaskMap.INDEX: 1, TaskMap.CLUSTER: "0123456789ab"}
 
@@ -130,6 +131,18 @@ def _write_health_run(logdir: str) -> dict[str, int]:
     writer.flush()  # the chunk above holds one step (`x`); the next, two (`xr`)
     writer.add_traces(np.array([0], np.int32), summaries=trace_rows[:1], step=1)
     writer.add_traces(np.array([0], np.int32), summaries=trace_rows[:1], step=2)
+    # The first NaN (an eager op's): the progress file's alert (a job's run keeps one).
+    writer.add_execution(
+        op_type="Log",
+        graph_id=None,
+        input_ids=[4],
+        output_ids=[6],
+        device_ids=[ids["device"]],
+        output_dtypes=[1],
+        stack_id=ids["stack"],
+        summaries=[[1.0, 1.0, 4.0, 0.0, 0.0, 2.0, 1.0, 0.0, 1.0, float("nan")]],
+        time_s=102.0,
+    )
     writer.close()
     return ids
 
@@ -330,6 +343,34 @@ def test_the_health_run_reads_back(logdir: str) -> None:
         (0, 0, 0, 2),
     ]
     assert all(t.summary is not None and t.summary.max_abs == 3.5 for t in traces)
+
+
+def test_the_progress_file_reads_back(logdir: str) -> None:
+    """The health run is a job's (its task): its progress file says how far it ran,
+    and its first NaN, the eager Log after the call of step 0."""
+    [progress] = read_progresses([os.path.join(logdir, "health")])
+    assert progress is not None
+    assert progress.run[RunRecord.TASK] == TASK and progress.run[RunRecord.RUN] == "health"
+    assert (progress.calls, progress.executions, progress.traces) == ({"train_step": 1}, 3, 4)
+    assert progress.ended and not progress.stopped and progress.watched_alerts
+    alert = progress.alert
+    assert alert is not None
+    assert (alert.position, alert.kind, alert.index, alert.slot, alert.op_type) == (
+        2,
+        "eager",
+        2,
+        0,
+        "Log",
+    )
+    assert (alert.op_name, alert.received, alert.time, alert.calls) == (
+        None,
+        False,
+        102.0,
+        {"train_step": 0},
+    )
+    assert alert.device == "/job:localhost/replica:0/task:0/device:CPU:0"
+    assert alert.frame == ("/home/u/train.py", 2, "step")
+    assert (progress.step_of(alert), progress.last_step) == (0, 0)
 
 
 def test_the_tensor_run_reads_back(logdir: str) -> None:

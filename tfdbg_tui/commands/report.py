@@ -1,5 +1,6 @@
-"""`tfdbg-tui report LOGDIR [--run ID] [--json]`: a headless summary of one run, human
-(Rich `Text`, dump text literal) or `--json` (no Rich).
+"""`tfdbg-tui report LOGDIR [--run ID] [--json]`: a headless summary of one run (without
+``--run``, the run the app opens: the newest, or in a multi-worker job the worker that
+went non-finite first), human (Rich `Text`, dump text literal) or `--json` (no Rich).
 
 Prints the run, its mode and counts, what of it is kept on disk (the gaps a circular
 buffer leaves around the first alert's window), the alerts by type and per step, the
@@ -32,7 +33,7 @@ from reader.analysis.diagnosis.verdict import (
     no_alert_statement,
 )
 from reader.analysis.hunt.steps import Gap, Steps
-from reader.analysis.jobs import WorkerRun, first_nonfinite_workers
+from reader.analysis.jobs import WorkerRun, first_nonfinite_workers, open_landing_run
 from reader.analysis.trends.watch_rules import RuleSpecError, WatchReport, parse_rule_specs
 from reader.model import DUMPER_TENSORFLOW, Alert, RootCause, Summary
 from reader.notices import Notice
@@ -52,6 +53,9 @@ from tfdbg_tui.text.step_sparkline import sparkline, step_range
 
 # Alerts listed in the human report; the totals always count every one.
 ALERTS_SHOWN = 10
+# A multi-worker job's workers listed by name in the human report (the first ones, and
+# this run); the rest are counted, and `--json` lists every one.
+WORKERS_SHOWN = 8
 # Cells of the human report's alerts-per-step line.
 SPARKLINE_WIDTH = 60
 
@@ -72,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--run",
         metavar="ID",
         default=None,
-        help="run id or unique prefix (default: the newest run)",
+        help="run id or unique prefix (default: the newest run; in a multi-worker job, "
+        "the worker that went non-finite first)",
     )
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object instead of the human report"
@@ -105,7 +110,13 @@ def main(argv: list[str]) -> int:
         print(f"tfdbg-tui report: {error}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        dump = reader.open_run(args.logdir, args.run)
+        # Without --run, the run the app opens: in a multi-worker job, the worker that
+        # went non-finite first.
+        dump = (
+            reader.open_run(args.logdir, args.run)
+            if args.run is not None
+            else open_landing_run(args.logdir)
+        )
         with dump:
             summary = dump.alerts(limit_per_type=ALERTS_SHOWN)
             cause = dump.root_cause()
@@ -282,7 +293,8 @@ def _say_watch(say, dump: reader.AnalysedRun, pair: WatchPair | None) -> None:
 
 
 def _say_workers(say, dump: reader.AnalysedRun, workers: list[WorkerRun]) -> None:
-    """The job's workers, the one that went non-finite first first."""
+    """The job's workers, the one that went non-finite first first: the first
+    `WORKERS_SHOWN` and this run by name, the others counted."""
     if not workers:
         return
     say("")
@@ -291,19 +303,50 @@ def _say_workers(say, dump: reader.AnalysedRun, workers: list[WorkerRun]) -> Non
         f" {len(workers)} runs of this job in the logdir (this run is {dump.metadata.task})",
     )
     for rank, worker in enumerate(workers):
-        this = " (this run)" if worker.path == dump.path else f" (run {worker.run_id})"
-        if not worker.has_alerts:
-            say(f"  {worker.task}: no NaN or infinity{this}")
-            continue
-        at = "" if worker.first_step is None else f" at step {worker.first_step}"
-        if worker.received:
-            what = f"received it through {worker.op_type}"
-        else:
-            name = f" '{worker.op_name}'" if worker.op_name else ""
-            where = "" if worker.frame is None else f" at {worker.frame.path}:{worker.frame.line}"
-            what = f"{worker.op_type}{name}{where}"
-        lead = ("first non-finite: ", "bold red") if rank == 0 and not worker.received else ("", "")
-        say("  ", lead, f"{worker.task}{at}: {what}{this}")
+        if rank < WORKERS_SHOWN or worker.path == dump.path:
+            say(*_worker_line(worker, dump, first=rank == 0))
+    rest = [w for rank, w in enumerate(workers) if rank >= WORKERS_SHOWN and w.path != dump.path]
+    if rest:
+        say(f"  and {len(rest):,} more: {_workers_counted(rest)}")
+
+
+def _worker_line(worker: WorkerRun, dump: reader.AnalysedRun, first: bool) -> tuple:
+    """One worker's line: its task, when and how it went non-finite, its run."""
+    this = " (this run)" if worker.path == dump.path else f" (run {worker.run_id})"
+    if not worker.has_alerts:
+        return (f"  {worker.task}: no NaN or infinity{this}",)
+    at = "" if worker.first_step is None else f" at step {worker.first_step}"
+    if worker.received:
+        what = f"received it through {worker.op_type}"
+    else:
+        name = f" '{worker.op_name}'" if worker.op_name else ""
+        where = "" if worker.frame is None else f" at {worker.frame.path}:{worker.frame.line}"
+        what = f"{worker.op_type}{name}{where}"
+    lead = ("first non-finite: ", "bold red") if first and not worker.received else ("", "")
+    return ("  ", lead, f"{worker.task}{at}: {what}{this}")
+
+
+def _workers_counted(workers: list[WorkerRun]) -> str:
+    """Workers in words, by what they did: "250 received it (steps 120-121), 6 without
+    NaN or infinity"."""
+    parts = []
+    for label, group in (
+        ("received it", [w for w in workers if w.has_alerts and w.received]),
+        ("made one of their own", [w for w in workers if w.has_alerts and not w.received]),
+    ):
+        steps = [w.first_step for w in group if w.first_step is not None]
+        if group:
+            span = "" if not steps else f" ({_steps_text(min(steps), max(steps))})"
+            parts.append(f"{len(group):,} {label}{span}")
+    healthy = sum(1 for w in workers if not w.has_alerts)
+    if healthy:
+        parts.append(f"{healthy:,} without NaN or infinity")
+    return ", ".join(parts)
+
+
+def _steps_text(first: int, last: int) -> str:
+    """ "step 120", or "steps 120-121"."""
+    return f"step {first}" if first == last else f"steps {first}-{last}"
 
 
 def _worker_dict(worker: WorkerRun, dump: reader.AnalysedRun) -> dict[str, Any]:
@@ -318,6 +361,7 @@ def _worker_dict(worker: WorkerRun, dump: reader.AnalysedRun) -> dict[str, Any]:
         "op_name": worker.op_name,
         "device": worker.device,
         "received": worker.received,
+        "indexed": worker.indexed,
         "source": None
         if frame is None
         else {"file": frame.path, "line": frame.line, "function": frame.function},

@@ -1,9 +1,11 @@
-"""`RunPickerDialog`: choose one of the runs in a logdir, newest first, their alerts
-counted in a worker, a multi-worker job's first non-finite worker marked."""
+"""`RunPickerDialog`: choose one of the runs in a logdir, newest first, a multi-worker
+job's first non-finite worker marked (from its runs' progress files, before any run is
+opened), then the runs' alerts counted in a worker."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from rich.text import Text
 from textual import on, work
@@ -16,7 +18,8 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 import reader as dump_reader_module
-from reader.analysis.jobs import first_nonfinite_workers, origin_worker
+from reader.analysis.analysed_run import AnalysedRun
+from reader.analysis.jobs import job_workers, origin_worker
 from reader.errors import DumpError
 from reader.model import DUMPER_TENSORFLOW, RunInfo
 from reader.run import liveness
@@ -97,6 +100,8 @@ class RunPickerDialog(ModalScreen[str | None]):
         runs: The runs, oldest first (as `reader.list_runs` returns them).
         current: The run shown now (highlighted).
         title: What is asked (default: how many runs the logdir holds).
+        opened: Runs the app has open (indexed, analysed): a job's ranking reads them
+            as they are instead of opening them again.
     """
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
@@ -110,8 +115,16 @@ class RunPickerDialog(ModalScreen[str | None]):
     RunPickerDialog OptionList { height: auto; max-height: 20; }
     """
 
-    def __init__(self, runs: list[RunInfo], current: str | None, title: str | None = None) -> None:
+    def __init__(
+        self,
+        runs: list[RunInfo],
+        current: str | None,
+        title: str | None = None,
+        opened: Sequence[AnalysedRun] = (),
+    ) -> None:
         super().__init__()
+        self._listed = list(runs)
+        self._opened = tuple(opened)
         self.runs = newest_first_in_pairs(runs)
         self.current = current
         self._alerts: dict[int, int | str] = {}
@@ -131,14 +144,28 @@ class RunPickerDialog(ModalScreen[str | None]):
         ids = [run.run_id for run in self.runs]
         options.highlighted = ids.index(self.current) if self.current in ids else 0
         options.focus()
+        # Once laid out: a row that wraps is then known to take two lines, all in view.
+        self.call_after_refresh(options.scroll_to_highlight)
         self._count_alerts()
 
     @work(thread=True, exclusive=True)
     def _count_alerts(self) -> None:
-        """Open each run (newest first) and show its alert count as it is known; in a
-        multi-worker job, mark the worker that went non-finite first."""
+        """Mark each multi-worker job's worker that went non-finite first (ranked from
+        the runs' progress files, `reader.analysis.jobs.job_workers`), then open each
+        run (newest first) and show its alert count as it is known."""
         worker = get_current_worker()
-        origins: dict[str, str | None] = {}  # cluster id -> run id of its first worker
+        for cluster in dict.fromkeys(r.cluster for r in self.runs if r.cluster is not None):
+            if worker.is_cancelled:
+                return
+            try:
+                origin = origin_worker(job_workers(self._listed, cluster, self._opened))
+            except (DumpError, OSError):
+                continue  # the logdir cannot be read any more: no mark
+            if origin is not None:
+                self._origins = self._origins | {origin.run_id}
+                for position, run in enumerate(self.runs):
+                    if run.run_id == origin.run_id:
+                        self.app.call_from_thread(self._show_count, position)
         for position, run in enumerate(self.runs):
             if worker.is_cancelled:
                 return
@@ -148,21 +175,15 @@ class RunPickerDialog(ModalScreen[str | None]):
                     log = dump.watch_log() if run.watched else None
                     if log is not None and log.hit is not None:
                         self._hits[position] = log.hit.step
-                    if run.cluster is not None and run.cluster not in origins:
-                        origin = origin_worker(first_nonfinite_workers(dump))
-                        origins[run.cluster] = origin.run_id if origin is not None else None
             except (DumpError, OSError):
                 alerts = UNCOUNTABLE
             self._alerts[position] = alerts
             self.app.call_from_thread(self._show_count, position)
-        self._origins = {run_id for run_id in origins.values() if run_id is not None}
-        for position, run in enumerate(self.runs):
-            if run.run_id in self._origins:
-                self.app.call_from_thread(self._show_count, position)
 
     def _show_count(self, position: int) -> None:
         run = self.runs[position]
-        self.query_one(OptionList).replace_option_prompt(
+        options = self.query_one(OptionList)
+        options.replace_option_prompt(
             str(position),
             run_label(
                 run,
@@ -171,6 +192,8 @@ class RunPickerDialog(ModalScreen[str | None]):
                 hit=self._hits.get(position),
             ),
         )
+        if position == options.highlighted:
+            options.scroll_to_highlight()  # its new words may take a line more
 
     @on(OptionList.OptionSelected)
     def _chosen(self, event: OptionList.OptionSelected) -> None:

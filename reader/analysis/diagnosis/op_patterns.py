@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from reader import format as fmt
 from reader.analysis.diagnosis.input_source import SOURCE_OPS
 from reader.analysis.diagnosis.rule import Finding, Rule, Site
 from reader.analysis.diagnosis.wording import count_text as _count
@@ -115,27 +116,6 @@ INF_ARITHMETIC_OPS = frozenset(
         "Pow",
     }
 )
-# Collective ops: what they output non-finite was sent by another worker or replica,
-# which made it (`reader.analysis.jobs` finds the worker that went non-finite first).
-COLLECTIVE_OPS = frozenset(
-    {
-        "CollectiveReduce",
-        "CollectiveReduceV2",
-        "CollectiveReduceV3",
-        "CollectiveGather",
-        "CollectiveGatherV2",
-        "CollectiveBcastRecv",
-        "CollectiveBcastRecvV2",
-        "CollectiveAllToAllV2",
-        "CollectiveAllToAllV3",
-        "CollectiveReduceScatterV2",
-        "NcclAllReduce",
-        "NcclReduce",
-        "NcclBroadcast",
-        "_Recv",
-        "_HostRecv",
-    }
-)
 SINGULAR_GRADIENT_OPS = {
     "SqrtGrad": "sqrt",
     "RsqrtGrad": "rsqrt",
@@ -169,7 +149,7 @@ TF1_FEED_OPS = frozenset({"Placeholder", "PlaceholderWithDefault"})
 
 
 def _nonfinite_input(site: Site) -> Finding | None:
-    if site.op_type in COLLECTIVE_OPS:
+    if site.op_type in fmt.RECEIVING_OPS:
         used = f", used in {site.subject}" if site.expression else ""
         return Finding(
             f"No op of this worker made these values: {site.op_type} brought "
