@@ -38,6 +38,8 @@ from reader.contract import (
     WatchStepsRecord,
 )
 from reader.progress import read_progresses
+from reader.run.watch_pair import replay_values_path
+from tests.present import present
 
 TASK = {TaskMap.TYPE: "worker", TaskMap.INDEX: 1, TaskMap.CLUSTER: "0123456789ab"}
 
@@ -237,6 +239,17 @@ def _write_watched_runs(logdir: str) -> None:
         flush_interval_s=None,
     )
     replay.close()
+    # Its values replay, inside its directory.
+    values = DumpWriter(
+        os.path.join(replay.path, fmt.REPLAY_VALUES_DIR),
+        {
+            RunRecord.RUN: "values",
+            RunRecord.TENSOR_DEBUG_MODE: fmt.FULL_TENSOR,
+            RunRecord.REPLAY_OF: {**replay_of, ReplayOfMap.VALUES: ["Log", "x"]},
+        },
+        flush_interval_s=None,
+    )
+    values.close()
 
 
 @pytest.fixture(scope="module")
@@ -417,11 +430,19 @@ def test_the_watched_run_and_its_replay_read_back(logdir: str) -> None:
         "the gradient of w",
         True,
     )
+    assert replay.values is None
+    with reader.open_run(logdir, "replay") as run:
+        values_path = replay_values_path(run)
+    assert values_path is not None
+    with reader.open_run(values_path) as values:
+        assert present(values.metadata.replay_of).values == ("Log", "x")
 
 
 def _records_on_disk(logdir: str) -> list[dict[str, Any]]:
     records = []
-    for path in sorted(glob.glob(os.path.join(logdir, "*", "*" + fmt.FILE_SUFFIX))):
+    for path in sorted(
+        glob.glob(os.path.join(logdir, "**", "*" + fmt.FILE_SUFFIX), recursive=True)
+    ):
         with open(path, "rb") as f:
             records.extend(msgpack.Unpacker(f, raw=False))
     return records
