@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.program_runs import PROGRAMS, line_of
 from tests.tui.headless_chromium import HeadlessChromium, Page, TerminalScreen, find_browser
 from tests.tui.served_debugger import ServedDebugger, poll_until
 
@@ -79,9 +80,10 @@ async def test_the_page_lands_on_the_root_cause_takes_keys_and_clicks_and_ends_w
         assert screen.rows[1].lstrip().startswith("log of ≤0")
         assert "● Log Log:0  in loss" in screen.text  # Graph Structure: the root cause op
         line = marked_source_line(screen)
-        assert line.split()[1] == "21"  # the line patterns.py marks # BUG log_zero
+        bug_line = line_of(PROGRAMS / "patterns.py", "# BUG log_zero")
+        assert line.split()[1] == str(bug_line)
         assert "return -tf.reduce_sum(tf.math.log(probs))" in line
-        assert "Source Code patterns.py:21" in screen.text
+        assert f"Source Code patterns.py:{bug_line}" in screen.text
         apps = served.apps()
         assert len(apps) == 1
 
