@@ -482,14 +482,10 @@ def gated_update(
     first_hit = tf.logical_and(no_hit_yet, column >= 0)
     hit = tf.stack([step, tf.constant(site.site_id, tf.int64), column, replica])
     flag_write = flags.state.assign(tf.where(first_hit, hit, state))
-    # A scatter writes the one row in place; a sliced assign (``ring[i].assign``)
-    # copied the whole ring every step (4,096 rows: 6.5 MB a step for 200 variables).
     parts = [norms, weights]
     if site.loss_scale is not None:
         parts.append(tf.stack([tf.cast(_value(site.loss_scale), tf.float32), 0.0]))
-    row = tf.concat(parts, 0)[None]
-    slot = tf.reshape(step % RING_STEPS, [1])
-    row_write = site.ring.scatter_update(tf.IndexedSlices(row, slot))
+    row_write = _write_row(site, step, tf.concat(parts, 0))
     # The count moves after the flag and the row are written: a reader that sees S steps
     # and then no flag knows steps before S passed (`KeptCalls.fine_before`).
     with tf.control_dependencies([flag_write, row_write]):
@@ -510,14 +506,22 @@ def count_skipped_step(site: WatchSite, scale_before: Any) -> None:
     def count() -> Any:
         step = site.steps.read_value()
         row = tf.concat([tf.fill([norms], float("nan")), tf.stack([before, 1.0])], 0)
-        written = site.ring.scatter_update(
-            tf.IndexedSlices(row[None], tf.reshape(step % RING_STEPS, [1]))
-        )
+        written = _write_row(site, step, row)
         with tf.control_dependencies([written]):
             site.steps.assign_add(1)
         return tf.constant(True)
 
     tf.cond(scale_after < before, count, lambda: tf.constant(False))
+
+
+def _write_row(site: WatchSite, step: Any, row: Any) -> Any:
+    """In the graph: write ``row`` as ``step``'s row of the site's ring. A scatter
+    writes the one row in place; a sliced assign (``ring[i].assign``) copied the whole
+    ring every step (4,096 rows: 6.5 MB a step for 200 variables)."""
+    import tensorflow as tf
+
+    slot = tf.reshape(step % RING_STEPS, [1])
+    return site.ring.scatter_update(tf.IndexedSlices(row[None], slot))
 
 
 def _dense(gradient: Any) -> Any:

@@ -57,6 +57,34 @@ class WorkerRun:
     # file alone (`reader.progress`), by its first non-finite value as its writer saw it.
     indexed: bool = True
 
+    @classmethod
+    def without_alert(
+        cls,
+        run_id: str,
+        path: str,
+        task: str,
+        *,
+        live: bool,
+        last_step: int | None,
+        indexed: bool = True,
+    ) -> WorkerRun:
+        """A worker whose run has no non-finite value (yet)."""
+        return cls(
+            run_id,
+            path,
+            task,
+            None,
+            None,
+            None,
+            None,
+            False,
+            None,
+            False,
+            live=live,
+            last_step=last_step,
+            indexed=indexed,
+        )
+
 
 class JobReaders:
     """The runs of a job read in full while it is ranked, by run id: each opened when
@@ -204,20 +232,7 @@ def _worker_run(run: AnalysedRun, run_id: str, task: str) -> WorkerRun:
     last_step = max((last for _, last in steps.kept_steps()), default=None)
     cause = run.root_cause()
     if cause is None:
-        return WorkerRun(
-            run_id,
-            run.path,
-            task,
-            None,
-            None,
-            None,
-            None,
-            False,
-            None,
-            False,
-            live=live,
-            last_step=last_step,
-        )
+        return WorkerRun.without_alert(run_id, run.path, task, live=live, last_step=last_step)
     alert = cause.alert
     position = alert.step  # the execution that ran it (a call, or itself)
     try:
@@ -262,20 +277,8 @@ def _from_progress(info: RunInfo, progress: RunProgress) -> WorkerRun:
     )
     alert, task = progress.alert, info.task or ""
     if alert is None:
-        return WorkerRun(
-            info.run_id,
-            info.path,
-            task,
-            None,
-            None,
-            None,
-            None,
-            False,
-            None,
-            False,
-            live=live,
-            last_step=progress.last_step,
-            indexed=False,
+        return WorkerRun.without_alert(
+            info.run_id, info.path, task, live=live, last_step=progress.last_step, indexed=False
         )
     # As a run read in full says of a live run's call whose traces may come later.
     op_known = not (live and alert.kind == "eager" and fmt.is_function_call(alert.op_type))
