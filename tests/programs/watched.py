@@ -61,6 +61,10 @@ elif PROGRAM == "adam_eps0":
 if PROGRAM == "fit_divergence":
     x *= 3.0
     y = x @ rng.normal(size=(8, 1)).astype("float32")
+if PROGRAM == "mixed_skips":
+    # Its float16 gradients near the scale's limit: the weights' draw decides whether a
+    # step after the first skips overflows too, so the draw is fixed.
+    tf.keras.utils.set_random_seed(0)
 if PROGRAM.startswith("mixed"):
     tf.keras.mixed_precision.set_global_policy("mixed_float16")
 
