@@ -15,10 +15,10 @@ Built when an optimizer's ``apply`` is traced (`WatchSite.guarded_apply`):
 - **The gate.** The optimizer's update runs in a ``cond`` on the check and on the
   sticky hit flag: a bad step writes nothing (not the weights, not the slots, not the
   iteration counter), and after the first hit no step writes anything, so the state
-  before the hit survives until the host has read it. The variables written by the
-  update are checked after it the same way (by their norms): a NaN the optimizer
-  makes from finite gradients (Adam with ``epsilon=0``) sets the flag too, and from
-  then on nothing is written.
+  before the hit survives until the host has read it. The variables are checked the
+  same way (by their norms) after every `WEIGHTS_EVERY`-th update and at a step whose
+  check failed (`_checked_weights`): a NaN the optimizer makes from finite gradients
+  (Adam with ``epsilon=0``) sets the flag too, and from then on nothing is written.
 - **What is kept.** The batch the step received: a Keras step's, read from its
   iterator inside the graph, copied into variables of its own every step until the
   hit; a custom loop's, passed in as the step function's arguments, kept on the host
@@ -26,10 +26,11 @@ Built when an optimizer's ``apply`` is traced (`WatchSite.guarded_apply`):
   over the function's arguments). The non-trainable variables the step's forward
   pass writes (BatchNormalization's moving statistics, Keras' seed generators' state)
   as they were before it, restored when the step is skipped. A row per step in a
-  ring: the loss, and per variable its gradient's and its value's L2 norm, written
-  by a scatter of the one row (a sliced assign copied the whole ring every step).
-- **The flag.** One int64 vector, read once and written once a step: the step, the
-  site, the row's column that failed and the replica of the first hit.
+  ring: the loss, and per variable its gradient's L2 norm and (where checked) its
+  value's, written by a scatter of the one row (a sliced assign copied the whole ring
+  every step).
+- **The flag.** One int64 vector, read once a step and written at the first hit only:
+  the step, the site, the row's column that failed and the replica of the first hit.
 
 The host reads the flag, the step counter and the ring from a thread of its own every
 half second (instrument/watch/watcher.py): the program gets no sync it did not have.
@@ -49,6 +50,10 @@ from instrument.watch.kept_calls import KeptCalls
 # a program faster than RING_STEPS steps in that time loses the oldest rows (the
 # check and the gate never miss a step).
 RING_STEPS = 4096
+
+# The variables are checked after every this many steps' updates (and at a step whose
+# loss or gradients failed): `_checked_weights`.
+WEIGHTS_EVERY = 16
 
 # What the sticky flag's check number means (the `check` of a `watch_hit` record).
 CHECK_LOSS = "loss"
@@ -119,8 +124,8 @@ class WatchFlags:
     watched update. Made at the first trace of a watched step (``init_scope``)."""
 
     state: Any
-    """int64 [4], every element -1 before the first hit, then (one read, one write a
-    step): `FLAG_STEP`, the step (of the site that hit) of the first hit;
+    """int64 [4], every element -1 before the first hit, then (read once a step,
+    written at the hit): `FLAG_STEP`, the step (of the site that hit) of the first hit;
     `FLAG_SITE`, the `WatchSite.site_id` that hit; `FLAG_COLUMN`, the column of the
     site's step row (`WatchSite.columns`) whose tensor failed the check: the loss,
     a gradient, or a variable after the update; `FLAG_REPLICA`, the replica whose
@@ -172,7 +177,8 @@ class WatchSite:
     """int64: the steps this apply saw (skipped ones included)."""
     ring: Any
     """float32 [RING_STEPS, columns]: per step, the loss, then per variable the
-    gradient's L2 norm, then per variable its value's L2 norm after the step."""
+    gradient's L2 norm, then per variable its value's L2 norm where the step checked
+    it (`_checked_weights`; NaN elsewhere)."""
     variables: list[Any] = field(default_factory=list)
     """The variables the apply trains, and then the optimizer's own."""
     kept_batches: dict[int, KeptBatch] = field(default_factory=dict)
@@ -451,8 +457,12 @@ def gated_update(
     replica: Any = None,
 ) -> None:
     """The update run on the check (``norms`` of the loss and each gradient, and the
-    ``first_bad`` of them, -1 for none), the variables it wrote checked after it, the
-    sticky flag set at a first hit, the row written and the step counted."""
+    ``first_bad`` of them, -1 for none), the variables checked (`WEIGHTS_EVERY`), the
+    sticky flag set at a first hit, the row written and the step counted.
+
+    The common step pays for the gate's ``cond``, the row's scatter, the count and a
+    handful of scalar ops; what a hit needs (the failed column, the flag's write) is
+    built in a ``cond`` that only a hit takes."""
     import tensorflow as tf
 
     state = flags.state.read_value()
@@ -470,26 +480,53 @@ def gated_update(
         return tf.constant(False)
 
     gated = tf.cond(open_gate, update, skip)
-    # The variables as the step leaves them, written or not.
     with tf.control_dependencies([gated]):
-        weights, bad_weight = checked_norms([_value(v) for v in variables])
-    column = tf.where(
-        first_bad >= 0,
-        first_bad,
-        tf.where(bad_weight >= 0, bad_weight + 1 + len(variables), tf.constant(-1, tf.int64)),
-    )
-    replica = tf.constant(0, tf.int64) if replica is None else replica
-    first_hit = tf.logical_and(no_hit_yet, column >= 0)
-    hit = tf.stack([step, tf.constant(site.site_id, tf.int64), column, replica])
-    flag_write = flags.state.assign(tf.where(first_hit, hit, state))
+        weights, bad_weight = _checked_weights(variables, step, first_bad)
+
+    def record_hit() -> Any:
+        # A variable found bad at a step whose loss or gradients failed (the gate was
+        # shut: it is as the steps before left it) was written by an earlier update,
+        # which the hit names (but at step 0 nothing in this watch wrote it).
+        earlier = tf.logical_and(first_bad >= 0, step > 0)
+        by_update = tf.logical_and(bad_weight >= 0, tf.logical_or(first_bad < 0, step > 0))
+        column = tf.where(by_update, bad_weight + 1 + len(variables), first_bad)
+        at = tf.where(tf.logical_and(by_update, earlier), step - 1, step)
+        where = tf.constant(0, tf.int64) if replica is None else replica
+        hit = tf.stack([at, tf.constant(site.site_id, tf.int64), column, where])
+        flags.state.assign(tf.where(no_hit_yet, hit, state))
+        return tf.constant(True)
+
+    noted = tf.cond(tf.maximum(first_bad, bad_weight) >= 0, record_hit, lambda: tf.constant(False))
     parts = [norms, weights]
     if site.loss_scale is not None:
         parts.append(tf.stack([tf.cast(_value(site.loss_scale), tf.float32), 0.0]))
     row_write = _write_row(site, step, tf.concat(parts, 0))
     # The count moves after the flag and the row are written: a reader that sees S steps
     # and then no flag knows steps before S passed (`KeptCalls.fine_before`).
-    with tf.control_dependencies([flag_write, row_write]):
+    with tf.control_dependencies([noted, row_write]):
         site.steps.assign_add(1)
+
+
+def _checked_weights(variables: list[Any], step: Any, first_bad: Any) -> tuple[Any, Any]:
+    """In the graph, after the gated update: the variables' L2 norms and the first that
+    is not finite (-1 when none is), as `checked_norms`, at every `WEIGHTS_EVERY`-th
+    step and at a step whose loss or gradients failed; NaN norms and -1 otherwise.
+
+    Reading every variable again costs a step as much as the check of its gradients
+    (3% of the suite's MLP step, measured). A NaN an update writes into a variable the
+    forward pass reads reaches the next step's loss, whose failed check then finds it
+    here; a variable the forward pass does not read every step (an embedding's rows)
+    is found within `WEIGHTS_EVERY` steps."""
+    import tensorflow as tf
+
+    def check() -> Any:
+        return checked_norms([_value(v) for v in variables])
+
+    def not_due() -> Any:
+        return tf.fill([len(variables)], float("nan")), tf.constant(-1, tf.int64)
+
+    due = tf.logical_or(tf.equal(step % WEIGHTS_EVERY, 0), first_bad >= 0)
+    return tf.cond(due, check, not_due)
 
 
 def count_skipped_step(site: WatchSite, scale_before: Any) -> None:

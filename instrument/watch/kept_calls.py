@@ -13,7 +13,14 @@ device and nothing is read back: the program's steps get no sync they did not ha
 Memory: the batches of the steps the reader has not yet seen, which is the steps of
 about half a second (`Watcher`'s poll), at most `KEPT_BYTES` (the oldest are let go
 beyond it, and a hit in one of them is stopped and saved but not replayed). A loop
-that passes the same tensors every step holds nothing more than it does already.
+that passes the same tensors every step holds nothing more than it does already, and
+they are counted once.
+
+Cost: the training thread pays for each call a few microseconds (an append under a
+lock; the common call, a tuple of tensors, is not flattened), and a read by the
+reading thread is woken early only when the kept batches grow past `WAKE_BYTES` or
+`WAKE_CALLS`: each read is a few eager ops, which a fast step would feel if it came
+every few steps (docs/performance.md, the watch tier).
 """
 
 from __future__ import annotations
@@ -26,8 +33,10 @@ from typing import Any
 # The most the kept batches may hold (by their tensors' sizes) before the oldest are
 # let go.
 KEPT_BYTES = 512 << 20
-# Kept calls that wake the reading thread early (it then lets the fine ones go).
-WAKE_AFTER = 32
+# What the kept calls may hold, in new tensors' bytes or in calls, before they wake the
+# reading thread early (it then lets the fine ones go) rather than at its next poll.
+WAKE_BYTES = 64 << 20
+WAKE_CALLS = 1024
 
 
 @dataclass(frozen=True)
@@ -53,10 +62,13 @@ class KeptCalls:
         """What the kept calls hold, by their tensors' sizes."""
         self.dropped_through = -1
         """The last step whose call was let go before it was seen (over the budget)."""
+        self._previous: tuple[Any, ...] = ()
 
-    def keep(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
-        """Keep a call's arguments as the next step's; returns how many are kept."""
-        args, kwargs, nbytes = _held(args, kwargs)
+    def keep(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        """Keep a call's arguments as the next step's; returns whether the kept calls
+        are past `WAKE_BYTES` or `WAKE_CALLS` (time to let the fine ones go)."""
+        args, kwargs, nbytes = _held(args, kwargs, self._previous)
+        self._previous = args
         with self._lock:
             self._calls.append(KeptCall(self.next_step, args, kwargs, nbytes))
             self.next_step += 1
@@ -65,7 +77,7 @@ class KeptCalls:
                 dropped = self._calls.popleft()
                 self.nbytes -= dropped.nbytes
                 self.dropped_through = dropped.step
-            return len(self._calls)
+            return self.nbytes > WAKE_BYTES or len(self._calls) > WAKE_CALLS
 
     def fine_before(self, step: int) -> None:
         """Let go of the calls of the steps before ``step``, seen to pass the check."""
@@ -82,11 +94,25 @@ class KeptCalls:
         return len(self._calls)
 
 
-def _held(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, int]:
-    """The arguments as kept: NumPy arrays copied, and the bytes the tensors hold."""
+def _held(
+    args: tuple[Any, ...], kwargs: dict[str, Any], previous: tuple[Any, ...]
+) -> tuple[Any, Any, int]:
+    """The arguments as kept: NumPy arrays copied, and the bytes the tensors hold (a
+    positional tensor that is the ``previous`` call's own is counted there, not again)."""
     import numpy as np
     import tensorflow as tf
 
+    if not kwargs and all(tf.is_tensor(a) for a in args):
+        # The common call, a tuple of tensors: no array to copy, nothing to flatten.
+        return (
+            args,
+            kwargs,
+            sum(
+                _tensor_bytes(a)
+                for i, a in enumerate(args)
+                if i >= len(previous) or a is not previous[i]
+            ),
+        )
     nbytes = 0
     copied = False
 
@@ -96,8 +122,8 @@ def _held(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, int]
             copied = True
             nbytes += value.nbytes
             return value.copy()
-        if tf.is_tensor(value) and value.shape.is_fully_defined() and value.dtype != tf.string:
-            nbytes += value.shape.num_elements() * value.dtype.size
+        if tf.is_tensor(value):
+            nbytes += _tensor_bytes(value)
         return value
 
     leaves = tf.nest.flatten((args, kwargs))
@@ -105,6 +131,16 @@ def _held(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, int]
     if copied:
         args, kwargs = tf.nest.pack_sequence_as((args, kwargs), kept)
     return args, kwargs, nbytes
+
+
+def _tensor_bytes(tensor: Any) -> int:
+    """A tensor's bytes, where its shape is known (0 for a string's or an unknown one)."""
+    import tensorflow as tf
+
+    shape = tensor.shape
+    if tensor.dtype == tf.string or not shape.is_fully_defined():
+        return 0
+    return int(shape.num_elements()) * tensor.dtype.size
 
 
 def tensor_leaves(call: KeptCall) -> list[tuple[str, Any]]:

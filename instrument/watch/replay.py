@@ -358,8 +358,9 @@ def hit_error(hit: Hit, saved: Saved, replay: Replay | None, run_path: str) -> N
         head = (
             f"watch: step {hit.step} of {hit.site.optimizer_name}: {hit.tensor} held NaN "
             "or infinity: the optimizer made it from finite gradients (an epsilon of 0, "
-            "a division by a zero slot); nothing was written after that step, but its "
-            "own update was (the state before it was not kept)"
+            "a division by a zero slot, a learning rate that is not finite); nothing was "
+            "written after that step, but its own update was (the state before it was "
+            "not kept)"
         )
     else:
         head = (

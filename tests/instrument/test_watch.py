@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import reader
+from instrument.watch.gate import WEIGHTS_EVERY
 from reader.run.watch_pair import replay_values_path
 from tests.instrument.conftest import run_program
 from tests.present import present
@@ -29,7 +30,9 @@ CAUGHT = (
     "fit_spe_saturated",
 )
 HEALTHY = ("fit_healthy", "mixed_healthy", "where_sqrt")
-PROGRAMS_RUN = CAUGHT + ("fit_data_nan", "adam_eps0", "fit_divergence", "mixed_skips") + HEALTHY
+PROGRAMS_RUN = (
+    CAUGHT + ("fit_data_nan", "adam_eps0", "lr_spike", "fit_divergence", "mixed_skips") + HEALTHY
+)
 
 
 @pytest.fixture(scope="module")
@@ -177,8 +180,24 @@ def test_the_watched_rows_hold_the_loss_and_norms_per_step(watched):
     site = log.sites[0]
     assert sum(c.startswith("gradient_norm:") for c in site.columns) == 4  # 2 Dense x 2
     _, kernel = log.column(0, "weight_norm:" + site.columns[1].split(":", 1)[1])
-    # Frozen from the hit on: the weights' norm no longer changes.
-    assert len(set(kernel[BAD_STEP - 1 :].tolist())) == 1
+    # The variables are checked every WEIGHTS_EVERY steps (step 0 here) and at the hit
+    # (as the step before left them); their norms are NaN at the other steps.
+    checked = [s for s in steps if s % WEIGHTS_EVERY == 0 or s == BAD_STEP]
+    assert np.flatnonzero(np.isfinite(kernel)).tolist() == checked
+    assert kernel[0] != kernel[BAD_STEP]  # trained in between
+
+
+def test_a_nan_an_update_wrote_is_named_at_the_next_steps_hit(watched):
+    logdir, lines = watched["lr_spike"]
+    # The step before BAD_STEP's update wrote infinities from finite gradients (its
+    # learning rate is infinite); BAD_STEP's loss read them, and its hit found them.
+    assert "after the update held NaN or infinity: the optimizer made it" in lines["CAUGHT"]
+    watch = report(logdir)["watch"]
+    assert (watch["hit_step"], watch["check"], watch["replay_run"]) == (
+        BAD_STEP - 1,
+        "update",
+        None,
+    )
 
 
 def test_a_nan_in_the_data_is_replayed_to_the_batch(watched):

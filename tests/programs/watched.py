@@ -81,6 +81,15 @@ class OverriddenStep(tf.keras.Sequential):
         return {"loss": loss}
 
 
+class InfiniteAtOneStep(tf.keras.optimizers.schedules.LearningRateSchedule):
+    """lr_spike's schedule: a learning rate that is infinite at the step before BAD_STEP
+    (a bug in its formula). That step's gradients are finite; its update writes
+    infinities (and NaN where a gradient is 0), which BAD_STEP's loss then reads."""
+
+    def __call__(self, step):
+        return tf.where(tf.equal(step, BAD_STEP - 1), float("inf"), 0.01)
+
+
 def where_sqrt_loss(y_true, y_pred):
     z = y_pred - 0.5
     safe = tf.where(z > 0, tf.sqrt(z), 0.0)  # NaN forward, discarded; finite gradients
@@ -131,11 +140,12 @@ try:
         loss = {"where_sqrt": where_sqrt_loss, "fit_divergence": "mse"}.get(PROGRAM, cross_entropy)
         epsilon = 0.0 if PROGRAM == "adam_eps0" else 1e-7
         with strategy.scope():
-            optimizer = (
-                tf.keras.optimizers.SGD(0.5)
-                if PROGRAM == "fit_divergence"
-                else tf.keras.optimizers.Adam(1e-2, epsilon=epsilon)
-            )
+            if PROGRAM == "fit_divergence":
+                optimizer = tf.keras.optimizers.SGD(0.5)
+            elif PROGRAM == "lr_spike":
+                optimizer = tf.keras.optimizers.SGD(InfiniteAtOneStep())
+            else:
+                optimizer = tf.keras.optimizers.Adam(1e-2, epsilon=epsilon)
             if PROGRAM == "mixed_skips":
                 # A scale too large for float16's gradients: the first steps overflow,
                 # are skipped and halve it, until it fits.
