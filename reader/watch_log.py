@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from reader.contract import WatchHitRecord, WatchSiteRecord, WatchStepsRecord
+from reader.contract.metadata import WATCH_CHECKS, WATCH_VERDICTS
 from reader.errors import MalformedRecordError
 from reader.limits import is_id, is_int
 
@@ -24,9 +25,6 @@ MAX_COLUMNS = 1 << 16
 # Rows kept per site; older ones are dropped (the trends need the run's shape, and a
 # run of millions of steps must not hold millions of rows).
 MAX_ROWS = 1 << 20
-
-CHECKS = ("loss", "gradient", "update")
-VERDICTS = ("reproduced", "not_reproduced", "xla_only")
 
 
 @dataclass(frozen=True)
@@ -167,7 +165,7 @@ class WatchLogBuilder:
             record.get(WatchHitRecord.STEP),
             record.get(WatchHitRecord.CHECK),
         )
-        if not is_id(site) or not is_id(step) or check not in CHECKS:
+        if not is_id(site) or not is_id(step) or check not in WATCH_CHECKS:
             raise MalformedRecordError("a watch_hit without a site, a step or a known check")
         verdict = record.get(WatchHitRecord.VERDICT)
         self.hit = WatchHit(
@@ -176,7 +174,7 @@ class WatchLogBuilder:
             check,
             _text(record.get(WatchHitRecord.TENSOR)) or "a tensor",
             replay_run=_text(record.get(WatchHitRecord.REPLAY_RUN)),
-            verdict=verdict if verdict in VERDICTS else None,
+            verdict=verdict if verdict in WATCH_VERDICTS else None,
             saved_state=_text(record.get(WatchHitRecord.SAVED_STATE)),
             saved_batch=_text(record.get(WatchHitRecord.SAVED_BATCH)),
             replay_error=_text(record.get(WatchHitRecord.REPLAY_ERROR)),

@@ -45,6 +45,7 @@ from typing import Any
 
 from instrument.tf_internals.eager_runtime import unmirrored_variable
 from instrument.watch.kept_calls import KeptCalls
+from reader.contract.metadata import CHECK_GRADIENT, CHECK_LOSS, CHECK_UPDATE
 
 # Steps kept in the ring of per-step statistics. The host reads it every half second;
 # a program faster than RING_STEPS steps in that time loses the oldest rows (the
@@ -54,12 +55,6 @@ RING_STEPS = 4096
 # The variables are checked after every this many steps' updates (and at a step whose
 # loss or gradients failed): `_checked_weights`.
 WEIGHTS_EVERY = 16
-
-# What the sticky flag's check number means (the `check` of a `watch_hit` record).
-CHECK_LOSS = "loss"
-CHECK_GRADIENT = "gradient"
-CHECK_UPDATE = "update"
-CHECKS = (CHECK_LOSS, CHECK_GRADIENT, CHECK_UPDATE)
 
 # Per thread: the loss of the tape.gradient call last traced in each graph, and whether
 # a replay is being traced (its apply writes nothing and builds no watch ops).
@@ -154,7 +149,7 @@ def make_flags() -> WatchFlags:
 
 
 def check_of_column(column: int, variables: int) -> tuple[str, int | None]:
-    """The check a failed column of a step row names (`CHECKS`) and which variable
+    """The check a failed column of a step row names (`WATCH_CHECKS`) and which variable
     (None for the loss): columns are the loss, each variable's gradient, then each
     variable after the update."""
     if column <= 0:
@@ -558,7 +553,7 @@ def _write_row(site: WatchSite, step: Any, row: Any) -> Any:
     import tensorflow as tf
 
     slot = tf.reshape(step % RING_STEPS, [1])
-    return site.ring.scatter_update(tf.IndexedSlices(row[None], slot))
+    return site.ring.scatter_update(tf.IndexedSlices(tf.reshape(row, [1, -1]), slot))
 
 
 def _dense(gradient: Any) -> Any:

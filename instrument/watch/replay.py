@@ -33,16 +33,12 @@ from typing import Any
 import numpy as np
 
 from instrument.non_finite import NonFiniteError, first_alert_error
-from instrument.watch.gate import CHECK_UPDATE, Hit
+from instrument.watch.gate import Hit
 from instrument.watch.kept_calls import KEPT_BYTES, tensor_leaves
 from reader import format as fmt
 from reader import storage
 from reader.contract import ReplayOfMap
-
-# The verdicts (`reader.watch_log.VERDICTS`).
-REPRODUCED = "reproduced"
-NOT_REPRODUCED = "not_reproduced"
-XLA_ONLY = "xla_only"
+from reader.contract.metadata import CHECK_UPDATE, NOT_REPRODUCED, REPRODUCED, XLA_ONLY
 
 
 @dataclass

@@ -25,6 +25,7 @@ from instrument.non_finite import NonFiniteError
 from instrument.watch import gate
 from instrument.watch.kept_calls import KeptCalls
 from reader.contract import WatchHitRecord, WatchSiteRecord, WatchStepsRecord
+from reader.contract.metadata import CHECK_GRADIENT, CHECK_LOSS, CHECK_UPDATE
 
 logger = logging.getLogger("instrument")
 
@@ -358,9 +359,7 @@ class Watcher:
             return
         site = sites[state[gate.FLAG_SITE]]
         check, variable = gate.check_of_column(state[gate.FLAG_COLUMN], len(site.variable_names))
-        replica = (
-            state[gate.FLAG_REPLICA] if site.replicas > 1 and check != gate.CHECK_UPDATE else None
-        )
+        replica = state[gate.FLAG_REPLICA] if site.replicas > 1 and check != CHECK_UPDATE else None
         hit = gate.Hit(site, hit_step, check, _what_failed(site, check, variable), replica)
         self.writer.add_watch_record(WatchHitRecord, self._hit_fields(hit))
         self.hit = hit
@@ -419,7 +418,7 @@ class Watcher:
         if (
             self.on_hit != ON_HIT_STOP_WITHOUT_REPLAY
             and self.replays < self.max_replays
-            and hit.check != gate.CHECK_UPDATE
+            and hit.check != CHECK_UPDATE
         ):
             self.replays += 1
             kept = [v for v, _ in self.flags.kept_state] if self.flags else []
@@ -509,10 +508,10 @@ def _replica() -> int | None:
 
 def _what_failed(site: gate.WatchSite, check: str, variable: int | None) -> str:
     names = site.variable_names
-    if check == gate.CHECK_LOSS:
+    if check == CHECK_LOSS:
         return "the loss"
     name = names[variable] if variable is not None and 0 <= variable < len(names) else None
-    if check == gate.CHECK_GRADIENT:
+    if check == CHECK_GRADIENT:
         return f"the gradient of {name}" if name else "a gradient"
     return f"{name} after the update" if name else "a variable after the update"
 

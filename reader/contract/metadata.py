@@ -141,6 +141,15 @@ class WatchStepsRecord(RecordKind):
     TIME: Final = field("t", float, "Unix time written")
 
 
+# A `watch_hit` record's `check`: what failed it (the loss, a gradient, or a variable
+# after an update).
+CHECK_LOSS, CHECK_GRADIENT, CHECK_UPDATE = "loss", "gradient", "update"
+WATCH_CHECKS = (CHECK_LOSS, CHECK_GRADIENT, CHECK_UPDATE)
+# Its `verdict`: what the replay of the hit step found (docs/instrument.md).
+REPRODUCED, NOT_REPRODUCED, XLA_ONLY = "reproduced", "not_reproduced", "xla_only"
+WATCH_VERDICTS = (REPRODUCED, NOT_REPRODUCED, XLA_ONLY)
+
+
 class WatchHitRecord(RecordKind):
     """The first watched step whose check failed, and (once handled) its replay."""
 
@@ -148,7 +157,7 @@ class WatchHitRecord(RecordKind):
     SINCE = (2, 6)
     SITE: Final = field("site", int, "the watch site")
     STEP: Final = field("step", int, "the hit step")
-    CHECK: Final = field("check", str, '"loss", "gradient" or "update"')
+    CHECK: Final = field("check", str, '"loss", "gradient" or "update"')  # WATCH_CHECKS
     TENSOR: Final = field("tensor", str, "what failed the check, in words")
     REPLICA: Final = field(
         "replica", int, "the first replica whose loss or gradient failed it (absent)"
@@ -157,7 +166,7 @@ class WatchHitRecord(RecordKind):
     XLA_REPLAY_RUN: Final = field(
         "xla_replay_run", str, "the replay compiled with XLA's run id", nullable=True
     )
-    VERDICT: Final = field("verdict", str, "what the replay found", nullable=True)
+    VERDICT: Final = field("verdict", str, "what the replay found", nullable=True)  # WATCH_VERDICTS
     SAVED_STATE: Final = field("saved_state", str, "the saved state's .npz", nullable=True)
     SAVED_BATCH: Final = field("saved_batch", str, "the saved batch's .npz", nullable=True)
     REPLAY_ERROR: Final = field("replay_error", str, "why the replay failed", nullable=True)
