@@ -94,6 +94,32 @@ def one_replica():
         step(share)
 
 
+def _replica_cross_entropy(y_true, y_pred):
+    picked = y_true * tf.math.log(y_pred)  # BUG one_replica_fit
+    return -tf.reduce_mean(tf.reduce_sum(picked, axis=1))
+
+
+def one_replica_fit():
+    """A Keras fit under MirroredStrategy whose third batch's second half (replica 1's
+    share) is scaled up: replica 1's softmax saturates, replica 0's does not."""
+    keras.utils.set_random_seed(0)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(48, 8)).astype("float32")
+    y = np.eye(3, dtype="float32")[rng.integers(0, 3, size=48)]
+    x[40:48] *= 1e4
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    with strategy.scope():
+        model = keras.Sequential(
+            [
+                keras.Input((8,)),
+                keras.layers.Dense(16, activation="relu"),
+                keras.layers.Dense(3, activation="softmax"),
+            ]
+        )
+        model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=_replica_cross_entropy)
+    model.fit(x, y, batch_size=16, shuffle=False, verbose=0)  # ORIGIN one_replica_fit
+
+
 class Doubling(keras.optimizers.schedules.LearningRateSchedule):
     """A schedule meant to decay that multiplies: 0.01 doubled every step."""
 
@@ -167,6 +193,7 @@ CASES = {
         dead_relu,
         integer_division,
         one_replica,
+        one_replica_fit,
         rising_learning_rate,
         warmup_diverging,
         log1p_layer,

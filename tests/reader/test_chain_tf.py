@@ -104,6 +104,21 @@ def test_a_value_made_on_one_replica_says_which(chain_dumps, capsys):
     assert chain[0]["kind"] == "one_replica" and "replica 0's stayed finite" in chain[0]["why"]
 
 
+def test_one_replica_in_a_keras_fit_names_the_other_kind_too(chain_dumps):
+    """A Keras fit under MirroredStrategy whose replica 1 alone gets a batch share
+    scaled up: the origin is replica 1's Softmax, one replica's, and saturated there;
+    the fix is still the saturated probabilities' (from_logits)."""
+    with reader.open_run(os.path.join(chain_dumps, "one_replica_fit")) as dump:
+        diagnosis = present(diagnose_root_cause(dump))
+    origin, root = diagnosis.chain
+    assert (origin.kind, origin.op_type) == ("one_replica", "Softmax")
+    assert present(origin.name).startswith("replica_1/")
+    assert "replica 0's stayed finite; there it saturated to exactly 0" in origin.why
+    assert origin.line == marked_line("# ORIGIN one_replica_fit")
+    assert root.line == marked_line("# BUG one_replica_fit") and "replica 1 only" in root.why
+    assert "from_logits" in diagnosis.suggestion
+
+
 def test_a_learning_rate_that_rose_to_the_divergence_is_its_origin(chain_dumps, capsys):
     """A schedule that doubles the learning rate every step: the divergence's chain
     starts at the schedule's op with the rates read per step, and the fix is the
