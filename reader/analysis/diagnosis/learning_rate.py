@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from reader.analysis.hunt.graph_ops import every_op
 from reader.errors import DumpError
 from reader.model import Op, Summary
 
@@ -100,31 +101,26 @@ def _learning_rate_op(reader: AnalysedRun) -> tuple[Op, str] | None:
     schedule: Op | None = None
     variable: Op | None = None
     callers: dict[int, bool] = {}  # stack id -> whether a schedule caller is on it
-    for graph in reader.graphs():
-        try:
-            ops = reader.graph_ops(graph.id)
-        except DumpError:
+    for op in every_op(reader):
+        if (
+            not op.trace_points
+            or op.trace_points[0] is None
+            or not op.output_dtypes
+            or op.output_dtypes[0] not in FLOAT_DTYPES
+        ):
             continue
-        for op in ops:
-            if (
-                not op.trace_points
-                or op.trace_points[0] is None
-                or not op.output_dtypes
-                or op.output_dtypes[0] not in FLOAT_DTYPES
-            ):
-                continue
-            if op.variable is not None and op.variable.rsplit("/", 1)[-1] == VARIABLE_NAME:
-                variable = variable or op
-            if op.stack_id is None:
-                continue
-            if op.stack_id not in callers:
-                try:
-                    frames = reader.stack(op.stack_id)
-                except DumpError:
-                    frames = []
-                callers[op.stack_id] = any(f.function in SCHEDULE_CALLERS for f in frames)
-            if callers[op.stack_id] and (schedule is None or op.id > schedule.id):
-                schedule = op
+        if op.variable is not None and op.variable.rsplit("/", 1)[-1] == VARIABLE_NAME:
+            variable = variable or op
+        if op.stack_id is None:
+            continue
+        if op.stack_id not in callers:
+            try:
+                frames = reader.stack(op.stack_id)
+            except DumpError:
+                frames = []
+            callers[op.stack_id] = any(f.function in SCHEDULE_CALLERS for f in frames)
+        if callers[op.stack_id] and (schedule is None or op.id > schedule.id):
+            schedule = op
     if schedule is not None:
         return schedule, "schedule"
     return (variable, "variable") if variable is not None else None
