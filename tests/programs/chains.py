@@ -152,6 +152,25 @@ def rising_learning_rate():
     model.fit(x, y, batch_size=8, shuffle=False, verbose=0)  # BUG rising_learning_rate
 
 
+def rising_learning_rate_loop():
+    """A custom loop that raises the optimizer's learning rate (its variable) every
+    step instead of lowering it."""
+    model, x, y = _regression(0.01, 24)
+    optimizer = model.optimizer
+
+    @tf.function
+    def train_step(xb, yb):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(model(xb) - yb))  # BUG rising_learning_rate_loop
+        pairs = zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables)
+        optimizer.apply_gradients(pairs)  # ORIGIN rising_learning_rate_loop
+        return loss
+
+    for step in range(24):
+        optimizer.learning_rate.assign(0.01 * 2.0**step)
+        train_step(x[step * 8 : (step + 1) * 8], y[step * 8 : (step + 1) * 8])
+
+
 def warmup_diverging():
     model, x, y = _regression(WarmUp(), 40)
     model.fit(x, y, batch_size=8, shuffle=False, verbose=0)  # BUG warmup_diverging
@@ -195,6 +214,7 @@ CASES = {
         one_replica,
         one_replica_fit,
         rising_learning_rate,
+        rising_learning_rate_loop,
         warmup_diverging,
         log1p_layer,
         norm_gradient,

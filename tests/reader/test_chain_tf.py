@@ -28,6 +28,7 @@ CHAIN_CASES = {
     "integer_division": ("integer_division", "Cast", "RealDiv", "division_by_zero"),
     "one_replica": ("one_replica", "Sum", "Log", "log_of_nonpositive"),
     "rising_learning_rate": ("rising_learning_rate", "Mul", "Square", "divergence"),
+    "rising_learning_rate_loop": ("rising_learning_rate", "ReadVariableOp", "Square", "divergence"),
 }
 # case -> (fix family, context, words the fix holds, words it must not).
 FIX_CASES = {

@@ -295,8 +295,9 @@ def _rising_learning_rate(reader: AnalysedRun, cause: RootCause) -> RunOrigin | 
         rate.op.id,
         0,
         last.trace,
-        f"computes the learning rate, which rose from {first.value:.3g} at {rate.unit} "
-        f"{first.step} to {last.value:.3g} at {rate.unit} {last.step} "
+        f"{'computes' if rate.source == 'schedule' else 'reads'} the learning rate, which "
+        f"rose from {first.value:.3g} at {rate.unit} {first.step} to {last.value:.3g} at "
+        f"{rate.unit} {last.step} "
         f"({rate.source_text}){pace}, up to the divergence",
         (_rate_evidence(rate, start),),
     )
@@ -331,10 +332,11 @@ RUN_RULES: tuple[RunOriginRule, ...] = (
         "rising_learning_rate",
         "rising learning rate",
         frozenset({"divergence"}),
-        "fix the learning-rate schedule: it rose step after step up to the divergence "
-        "(a decay that multiplies by a factor above 1, a warm-up with no end); make it "
-        "decay or hold (keras.optimizers.schedules.ExponentialDecay with decay_rate < 1), "
-        "and clip gradients (clipnorm=1.0) while you check it",
+        "fix what sets the learning rate (the optimizer's schedule, a callback, the "
+        "loop's assign): it rose step after step up to the divergence (a decay that "
+        "multiplies by a factor above 1, a warm-up with no end); make it decay or hold "
+        "(keras.optimizers.schedules.ExponentialDecay with decay_rate < 1), and clip "
+        "gradients (clipnorm=1.0) while you check it",
         _rising_learning_rate,
     ),
 )
