@@ -227,10 +227,8 @@ def _root_why(cause: RootCause, node: ChainNode) -> str:
     if cause.execution is not None and cause.trace is None:
         output = cause.execution.summary(cause.alert.slot)
     why = f"turned them into {nonfinite_text(output)}"
-    others = node.counterparts
-    if node.replica is not None and others and all(s and not s.is_alert for _, s in others):
-        names = " and ".join(f"replica {r}'s" for r, _ in others)
-        why += f" on replica {node.replica} only ({names} stayed finite)"
+    if node.replica is not None and node.others_finite:
+        why += f" on replica {node.replica} only ({node.others_text} stayed finite)"
     return why
 
 

@@ -75,6 +75,19 @@ class ChainNode:
     counterparts: tuple[tuple[int, Summary | None], ...] = ()
     root: ChainNode | None = None
 
+    @property
+    def others_finite(self) -> bool:
+        """Whether the op is replicated and every other replica's copy of its output is
+        recorded and finite."""
+        return bool(self.counterparts) and all(
+            s is not None and not s.is_alert for _, s in self.counterparts
+        )
+
+    @property
+    def others_text(self) -> str:
+        """The other replicas, possessive: "replica 0's", "replica 0's and replica 2's"."""
+        return " and ".join(f"replica {r}'s" for r, _ in self.counterparts)
+
 
 @dataclass(frozen=True, slots=True)
 class Origin:
@@ -228,19 +241,16 @@ def _one_replica(node: ChainNode) -> Origin | None:
     if node.replica is None or out is None or root is None or root.replica != node.replica:
         return None
     others = [s for _, s in node.counterparts if s is not None]
-    if not others or not root.counterparts:
-        return None
-    if any(s is None or s.is_alert for _, s in root.counterparts):
-        return None  # another replica went non-finite too
+    if not others or not root.others_finite:
+        return None  # another replica went non-finite too, or is not recorded
     made = _made_alone(out, others)
     if made is None:
         return None
     replica = node.replica
-    names = " and ".join(f"replica {r}'s" for r, _ in root.counterparts)
     why = (
         f"held {made} in replica {replica}'s copy only (each replica computes on its own "
-        f"share of the batch): only replica {replica}'s copy went non-finite; {names} "
-        f"stayed finite"
+        f"share of the batch): only replica {replica}'s copy went non-finite; "
+        f"{root.others_text} stayed finite"
     )
     for rule in RULES:
         if rule.check is not _one_replica:
@@ -248,13 +258,12 @@ def _one_replica(node: ChainNode) -> Origin | None:
             if also is not None:
                 why += f"; there it {also.why}"
                 break
-    evidence = tuple(
-        evidence_line(f"{node.op_type} output on replica {r}", s) for r, s in node.counterparts
-    ) + (
+    evidence = [
+        *(evidence_line(f"{node.op_type} output on replica {r}", s) for r, s in node.counterparts),
         *(evidence_line(f"root cause on replica {r}", s) for r, s in root.counterparts),
         evidence_line(f"{node.op_type} output on replica {replica}", out),
-    )
-    return Origin(why, evidence)
+    ]
+    return Origin(why, tuple(evidence))
 
 
 def _made_alone(out: Summary, others: list[Summary]) -> str | None:
