@@ -17,7 +17,7 @@ tried for the diagnosis patterns it explains, before the walk.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -289,15 +289,11 @@ def _rising_learning_rate(reader: AnalysedRun, cause: RootCause) -> RunOrigin | 
     if rate is None:
         return None
     values = rate.values
-    start = len(values) - 1
-    while start > 0 and values[start - 1].value < values[start].value:
-        start -= 1
+    start = rise_start([v.value for v in values])
+    if start is None:
+        return None
     first, last = values[start], values[-1]
-    if len(values) - start < LR_RISE_MIN_VALUES or first.value <= 0:
-        return None
     factor = last.value / first.value
-    if not factor >= LR_RISE_MIN_FACTOR:
-        return None
     span = last.step - first.step
     pace = f", about x{factor ** (1 / span):.3g} per {rate.unit}" if span > 0 else ""
     return RunOrigin(
@@ -310,6 +306,23 @@ def _rising_learning_rate(reader: AnalysedRun, cause: RootCause) -> RunOrigin | 
         f"({rate.source_text}){pace}, up to the divergence",
         (_rate_evidence(rate, start),),
     )
+
+
+def rise_start(values: Sequence[float]) -> int | None:
+    """Where the trailing stretch of strictly rising ``values`` begins, when it counts as
+    a rise up to the last value: `LR_RISE_MIN_VALUES` values or more, from a positive
+    value, by `LR_RISE_MIN_FACTOR` x or more; else None (a rate flat at its end, however
+    it got there, did not rise up to it)."""
+    if not values:
+        return None
+    start = len(values) - 1
+    while start > 0 and values[start - 1] < values[start]:
+        start -= 1
+    while start < len(values) - 1 and not values[start] > 0:
+        start += 1  # a warm-up from 0: the rise is counted from its first positive rate
+    if len(values) - start < LR_RISE_MIN_VALUES or not values[start] > 0:
+        return None
+    return start if values[-1] / values[start] >= LR_RISE_MIN_FACTOR else None
 
 
 def _rate_evidence(rate: LearningRate, start: int) -> str:
