@@ -16,6 +16,13 @@ import tensorflow as tf
 
 import instrument
 
+# Two logical CPUs for `one_replica`'s MirroredStrategy (set before TensorFlow starts its
+# runtime; the other cases run on the first).
+_cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(
+    _cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()]
+)
+
 
 def sigmoid_saturation():
     @tf.function
@@ -65,6 +72,110 @@ def integer_division():
         tf.reduce_sum(value * 2.0)
 
 
+def one_replica():
+    """Two replicas, a batch of four rows split two and two: only replica 1's rows
+    sum to 0, so only replica 1's copy of the log goes non-finite."""
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    rows = np.array([[1.0, 2.0], [0.5, 0.5], [3.0, 1.0], [2.0, -2.0]], dtype="float32")
+    batches = strategy.experimental_distribute_dataset(
+        tf.data.Dataset.from_tensor_slices(rows).batch(4)
+    )
+
+    def replica_loss(share):
+        total = tf.reduce_sum(share * 1.0, axis=1)  # ORIGIN one_replica
+        return tf.reduce_mean(tf.math.log(total))  # BUG one_replica
+
+    @tf.function
+    def step(share):
+        losses = strategy.run(replica_loss, args=(share,))
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+
+    for share in batches:
+        step(share)
+
+
+def _replica_cross_entropy(y_true, y_pred):
+    picked = y_true * tf.math.log(y_pred)  # BUG one_replica_fit
+    return -tf.reduce_mean(tf.reduce_sum(picked, axis=1))
+
+
+def one_replica_fit():
+    """A Keras fit under MirroredStrategy whose third batch's second half (replica 1's
+    share) is scaled up: replica 1's softmax saturates, replica 0's does not."""
+    keras.utils.set_random_seed(0)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(48, 8)).astype("float32")
+    y = np.eye(3, dtype="float32")[rng.integers(0, 3, size=48)]
+    x[40:48] *= 1e4
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    with strategy.scope():
+        model = keras.Sequential(
+            [
+                keras.Input((8,)),
+                keras.layers.Dense(16, activation="relu"),
+                keras.layers.Dense(3, activation="softmax"),
+            ]
+        )
+        model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=_replica_cross_entropy)
+    model.fit(x, y, batch_size=16, shuffle=False, verbose=0)  # ORIGIN one_replica_fit
+
+
+class Doubling(keras.optimizers.schedules.LearningRateSchedule):
+    """A schedule meant to decay that multiplies: 0.01 doubled every step."""
+
+    def __call__(self, step):
+        return 0.01 * tf.pow(2.0, tf.cast(step, tf.float32))  # ORIGIN rising_learning_rate
+
+
+class WarmUp(keras.optimizers.schedules.LearningRateSchedule):
+    """A warm-up from 0.05 to 0.8 over the first four steps, then flat: too high for
+    the data, but no longer rising when the training diverges."""
+
+    def __call__(self, step):
+        return tf.minimum(0.05 * tf.pow(2.0, tf.cast(step, tf.float32)), 0.8)
+
+
+def _regression(schedule, steps):
+    """A linear regression of eight features under SGD with ``schedule``: its data,
+    batches of eight, ``steps`` of them."""
+    keras.utils.set_random_seed(0)
+    rng = np.random.default_rng(0)
+    x = (3.0 * rng.normal(size=(8 * steps, 8))).astype("float32")
+    y = x @ rng.normal(size=(8, 1)).astype("float32")
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.SGD(schedule), loss="mse")
+    return model, x, y
+
+
+def rising_learning_rate():
+    model, x, y = _regression(Doubling(), 24)
+    model.fit(x, y, batch_size=8, shuffle=False, verbose=0)  # BUG rising_learning_rate
+
+
+def rising_learning_rate_loop():
+    """A custom loop that raises the optimizer's learning rate (its variable) every
+    step instead of lowering it."""
+    model, x, y = _regression(0.01, 24)
+    optimizer = model.optimizer
+
+    @tf.function
+    def train_step(xb, yb):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(model(xb) - yb))  # BUG rising_learning_rate_loop
+        pairs = zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables)
+        optimizer.apply_gradients(pairs)  # ORIGIN rising_learning_rate_loop
+        return loss
+
+    for step in range(24):
+        optimizer.learning_rate.assign(0.01 * 2.0**step)
+        train_step(x[step * 8 : (step + 1) * 8], y[step * 8 : (step + 1) * 8])
+
+
+def warmup_diverging():
+    model, x, y = _regression(WarmUp(), 40)
+    model.fit(x, y, batch_size=8, shuffle=False, verbose=0)  # BUG warmup_diverging
+
+
 class Spread(keras.layers.Layer):
     def call(self, x):
         return tf.math.log1p(x)  # BUG log1p_layer
@@ -100,6 +211,11 @@ CASES = {
         exp_underflow,
         dead_relu,
         integer_division,
+        one_replica,
+        one_replica_fit,
+        rising_learning_rate,
+        rising_learning_rate_loop,
+        warmup_diverging,
         log1p_layer,
         norm_gradient,
     )

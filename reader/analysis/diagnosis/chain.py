@@ -9,22 +9,39 @@ tries the origin rules (`reader.analysis.diagnosis.chain_rules`) at each op; the
 nearest op where one finds its kind is the origin. The chain is the path from it to
 the root cause, one `ChainLink` per op.
 
+Before the walk, the run rules (`chain_rules.RUN_RULES`) of the diagnosis' pattern look
+at the run's state from step to step (a learning rate that rose up to a divergence);
+their origin reaches the root cause through the weights, not through the graph, so
+their chain is the origin and the root cause.
+
+Under a tf.distribute strategy each op the walk reaches is seen with its copies on the
+other replicas, in the same step (`ChainNode.counterparts`).
+
 The walk reads counts: FULL_HEALTH, FULL_STATS and FULL_TENSOR have them; CURT_HEALTH
 and CONCISE_HEALTH do not, and the chain then says which mode would show it.
 """
 
 from __future__ import annotations
 
+import re
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from reader.analysis.diagnosis.chain_rules import RULES, ChainNode, Origin, OriginRule
+from reader.analysis.diagnosis.chain_rules import (
+    RULES,
+    RUN_RULES,
+    ChainNode,
+    Origin,
+    OriginRule,
+    RunOrigin,
+    RunOriginRule,
+)
 from reader.analysis.diagnosis.expressions import expression_of
 from reader.analysis.diagnosis.wording import count_text, nonfinite_text
 from reader.analysis.hunt.inputs import eager_inputs, input_trace
 from reader.errors import DumpError
-from reader.model import Frame, RootCause, Summary
+from reader.model import Frame, Op, RootCause, Summary
 
 if TYPE_CHECKING:
     from reader.analysis.analysed_run import AnalysedRun
@@ -33,6 +50,10 @@ if TYPE_CHECKING:
 # an origin far up a graph explains little of the root cause.
 MAX_CHAIN_OPS = 64
 MAX_CHAIN_DEPTH = 8
+# TensorFlow's name scope of replica n's ops under a tf.distribute strategy (replica 0's
+# ops carry none), and how many replicas are looked for at most.
+REPLICA_SCOPE = re.compile(r"^replica_(\d+)/")
+MAX_REPLICAS = 64
 # What a run in a mode without counts says instead of a chain.
 NO_COUNTS_NOTE = (
     "{mode} records no counts of zeros or magnitudes, so the chain upstream cannot be "
@@ -98,6 +119,7 @@ class Chain:
     links: tuple[ChainLink, ...] = ()
     evidence: tuple[str, ...] = ()
     note: str | None = None
+    fix: str | None = None  # the origin's own fix (a run rule's), replacing the pattern's
 
     @property
     def sentence(self) -> str | None:
@@ -124,9 +146,10 @@ class _Step:
     depth: int
 
 
-def find_chain(reader: AnalysedRun, cause: RootCause) -> Chain:
-    """The chain of ``cause``: the nearest op upstream where an origin rule finds its
-    kind, and the ops between it and the root cause."""
+def find_chain(reader: AnalysedRun, cause: RootCause, pattern: str | None = None) -> Chain:
+    """The chain of ``cause``: a run rule's origin for the diagnosis' ``pattern``, else
+    the nearest op upstream where an origin rule finds its kind, and the ops between it
+    and the root cause."""
     summaries = [s for _, s in cause.inputs if s is not None]
     if summaries and all(s.zero is None and s.max_abs is None for s in summaries):
         return Chain(note=NO_COUNTS_NOTE.format(mode=summaries[0].mode))
@@ -136,6 +159,14 @@ def find_chain(reader: AnalysedRun, cause: RootCause) -> Chain:
         return Chain()  # the root cause's records left the disk (circular buffer)
     if root is None:
         return Chain()
+    for run_rule in RUN_RULES:
+        if pattern in run_rule.patterns:
+            try:
+                found_run = run_rule.find(reader, cause)
+            except DumpError:
+                found_run = None
+            if found_run is not None:
+                return _run_chain(reader, cause, root, run_rule, found_run)
     queue = deque([root])
     seen = 0
     while queue and seen < MAX_CHAIN_OPS:
@@ -149,6 +180,18 @@ def find_chain(reader: AnalysedRun, cause: RootCause) -> Chain:
             if upstream.depth < MAX_CHAIN_DEPTH and _carries(upstream.node.output):
                 queue.append(upstream)
     return Chain()
+
+
+def _run_chain(
+    reader: AnalysedRun, cause: RootCause, root: _Step, rule: RunOriginRule, origin: RunOrigin
+) -> Chain:
+    """The chain of a run rule's origin: the op it read, then the root cause."""
+    step = _graph_step(reader, origin.op_id, origin.slot, origin.trace, root)
+    links = (
+        _link(reader, step, origin.why, rule.kind),
+        _link(reader, root, _root_why(cause, root.node)),
+    )
+    return Chain(links, origin.evidence, fix=rule.fix)
 
 
 def _origin(node: ChainNode) -> tuple[OriginRule, Origin] | None:
@@ -173,11 +216,20 @@ def _chain(
         links.append(_link(reader, step, _passed(step.node.output)))
         step = step.downstream
     assert step is not None  # the walk starts at the root cause
+    links.append(_link(reader, step, _root_why(cause, step.node)))
+    return Chain(tuple(links), origin.evidence)
+
+
+def _root_why(cause: RootCause, node: ChainNode) -> str:
+    """What the root cause made, and on which replica alone when the others' copies
+    stayed finite."""
     output = cause.trace.summary if cause.trace is not None else None
     if cause.execution is not None and cause.trace is None:
         output = cause.execution.summary(cause.alert.slot)
-    links.append(_link(reader, step, f"turned them into {nonfinite_text(output)}"))
-    return Chain(tuple(links), origin.evidence)
+    why = f"turned them into {nonfinite_text(output)}"
+    if node.replica is not None and node.others_finite:
+        why += f" on replica {node.replica} only ({node.others_text} stayed finite)"
+    return why
 
 
 def _passed(summary: Summary | None) -> str:
@@ -262,8 +314,48 @@ def _graph_step(
         or (op.output_dtypes[slot] if 0 <= slot < len(op.output_dtypes) else None),
         tuple(inputs),
     )
+    replica, counterparts = _replicas(reader, op, slot, index)
+    if replica is not None:
+        node = replace(node, replica=replica, counterparts=counterparts)
+    if down is not None:
+        node = replace(node, root=down.node.root or down.node)
     frame = reader.innermost_user_frame(op.stack_id)
     return _Step(node, frame, index, None, down, 0 if down is None else down.depth + 1)
+
+
+def _replicas(
+    reader: AnalysedRun, op: Op, slot: int, index: int
+) -> tuple[int | None, tuple[tuple[int, Summary | None], ...]]:
+    """The replica whose copy ``op`` is, and the other copies' summaries of output
+    ``slot`` in the step of trace ``index``; (None, ()) for an op not replicated."""
+    scoped = REPLICA_SCOPE.match(op.name)
+    replica = int(scoped[1]) if scoped else 0
+    base = op.name[scoped.end() :] if scoped else op.name
+    copies = []
+    for other in range(MAX_REPLICAS):
+        name = base if other == 0 else f"replica_{other}/{base}"
+        found = op if other == replica else reader.op_by_name(op.graph_id, name)
+        if found is None:
+            if other > 0:
+                break
+            continue
+        if other != replica:
+            copies.append((other, _same_step_summary(reader, found.id, slot, index)))
+    if not copies:
+        return None, ()
+    return replica, tuple(copies)
+
+
+def _same_step_summary(reader: AnalysedRun, op_id: int, slot: int, index: int) -> Summary | None:
+    """The summary of ``(op_id, slot)``'s trace nearest trace ``index`` in its step."""
+    step = reader.trace(index).step
+    for after in (False, True):
+        found = reader.nearest_trace_of(op_id, slot, index, after=after)
+        if found is not None:
+            trace = reader.trace(found)
+            if trace.step == step:
+                return trace.summary
+    return None
 
 
 def _eager_step(reader: AnalysedRun, index: int, slot: int, down: _Step | None) -> _Step:

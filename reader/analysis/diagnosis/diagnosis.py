@@ -137,16 +137,17 @@ def _with_chain(reader: AnalysedRun, cause: RootCause, diagnosis: Diagnosis) -> 
     no op in the dump made (``nonfinite_input``) have no chain."""
     if diagnosis.pattern in _NO_CHAIN:
         return diagnosis
-    chain = find_chain(reader, cause)
+    chain = find_chain(reader, cause, diagnosis.pattern)
     sentence = chain.sentence
     fix = diagnosis.fix
     if chain.links and fix is not None and diagnosis.suggestion == fix.text:
         # A log of probabilities that saturated: the loss is computed from probabilities.
         fix = fix_for(refined_family(fix.family, chain.links[0].op_type), fix.context) or fix
+    suggestion = fix.text if fix is not None else diagnosis.suggestion
     return replace(
         diagnosis,
-        suggestion=fix.text if fix is not None else diagnosis.suggestion,
-        fix=fix,
+        suggestion=chain.fix or suggestion,
+        fix=None if chain.fix else fix,  # the origin's own fix is no entry of the table
         explanation=diagnosis.explanation + (f" {sentence}." if sentence else ""),
         evidence=(*diagnosis.evidence, *chain.evidence),
         chain=chain.links,

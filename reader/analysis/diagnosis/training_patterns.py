@@ -38,9 +38,9 @@ from reader.analysis.diagnosis.expressions import expression_of
 from reader.analysis.diagnosis.rule import Finding, Rule, Site
 from reader.analysis.diagnosis.wording import count_text, nonfinite_text, values_text
 from reader.analysis.hunt.alerts import AlertBuilder
+from reader.analysis.hunt.graph_ops import every_op
 from reader.analysis.hunt.model_place import PlaceFinder, library_frame_text
 from reader.analysis.hunt.root_cause import DATASET_DELIVERY_OPS
-from reader.errors import DumpError
 from reader.model import RootCause, Summary
 
 if TYPE_CHECKING:
@@ -351,28 +351,23 @@ def _batch_jump(reader: AnalysedRun, step: int) -> tuple[str, float, float] | No
     """The delivered tf.data batch of ``step`` (a trace's step) whose largest magnitude
     jumped at least `BATCH_JUMP` x over the largest of its earlier batches: (tensor,
     its magnitude, the earlier largest), or None."""
-    for graph in reader.graphs():
-        try:
-            ops = reader.graph_ops(graph.id)
-        except DumpError:
+    for op in every_op(reader):
+        if op.op_type not in DATASET_DELIVERY_OPS:
             continue
-        for op in ops:
-            if op.op_type not in DATASET_DELIVERY_OPS:
-                continue
-            for slot in range(len(op.trace_points)):
-                traces = reader.traces_of(op.id, slot)[-DIVERGENCE_MAX_TRACES:]
-                now, earlier = None, 0.0
-                for index in traces.tolist():
-                    trace = reader.trace(index)
-                    magnitude = trace.summary.max_abs if trace.summary else None
-                    if magnitude is None:
-                        continue
-                    if trace.step == step:
-                        now = magnitude if now is None else max(now, magnitude)
-                    elif trace.step is not None and trace.step < step:
-                        earlier = max(earlier, magnitude)
-                if now is not None and earlier > 0 and now >= BATCH_JUMP * earlier:
-                    return f"{op.name}:{slot}", now, earlier
+        for slot in range(len(op.trace_points)):
+            traces = reader.traces_of(op.id, slot)[-DIVERGENCE_MAX_TRACES:]
+            now, earlier = None, 0.0
+            for index in traces.tolist():
+                trace = reader.trace(index)
+                magnitude = trace.summary.max_abs if trace.summary else None
+                if magnitude is None:
+                    continue
+                if trace.step == step:
+                    now = magnitude if now is None else max(now, magnitude)
+                elif trace.step is not None and trace.step < step:
+                    earlier = max(earlier, magnitude)
+            if now is not None and earlier > 0 and now >= BATCH_JUMP * earlier:
+                return f"{op.name}:{slot}", now, earlier
     return None
 
 

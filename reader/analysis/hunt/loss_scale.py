@@ -20,8 +20,8 @@ import re
 from typing import TYPE_CHECKING
 
 from reader.analysis.hunt.branch_inputs import true_branch_inputs
+from reader.analysis.hunt.graph_ops import ops_by_graph
 from reader.analysis.hunt.model_place import PlaceFinder
-from reader.errors import DumpError
 
 if TYPE_CHECKING:
     from reader.model import Op, TensorRef
@@ -54,12 +54,7 @@ class RunGraphs:
 
     def __init__(self, reader: Run) -> None:
         self.places = PlaceFinder(reader)
-        self.ops_of: dict[int, list[Op]] = {}
-        for graph in reader.graphs():
-            try:
-                self.ops_of[graph.id] = reader.graph_ops(graph.id)
-            except DumpError:
-                continue
+        self.ops_of: dict[int, list[Op]] = ops_by_graph(reader)
         self.by_name = {(gid, op.name): op for gid, ops in self.ops_of.items() for op in ops}
         self.fed_by = true_branch_inputs(reader.graphs(), self.ops_of)
 
