@@ -3,12 +3,17 @@ once per session."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from tests import prefetch
+from tests.prefetch import made, prefetchable
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Every program a test runs under TensorFlow (or TensorFlow's own dumper) lives here.
@@ -71,9 +76,15 @@ def pytest_collection_finish(session):
     would pay its import (seconds) where it is installed, and where it is not (CI's
     other Pythons) a module that imports it is skipped whole, its other tests with it.
     Helpers that tests of both tiers use live in modules free of it
-    (tests/program_runs.py)."""
+    (tests/program_runs.py). Then the programs of the fixtures the tests will use start
+    in the background (tests/prefetch.py)."""
     if _excludes_tf(session.config) and "tensorflow" in sys.modules:
         raise pytest.UsageError("collecting the tests without TensorFlow imported it")
+    prefetch.start(session)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    prefetch.stop()
 
 
 def pytest_collection_modifyitems(config, items):
@@ -94,85 +105,99 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
-def pattern_dumps(tmp_path_factory) -> str:
+def pattern_dumps(request) -> str:
     """One process runs every case of tests/programs/patterns.py (one bug per
     NaN pattern, and `late_log`, which breaks after 250 good steps), a run per case;
     returns the directory holding a logdir per case."""
-    return _run_cases(PATTERNS_PROGRAM, tmp_path_factory, "patterns")
+    return made(request, "pattern_dumps")
 
 
 @pytest.fixture(scope="session")
-def harm_dumps(tmp_path_factory) -> str:
+def harm_dumps(request) -> str:
     """One process runs every case of tests/programs/harm.py (healthy runs
     with infinities, and harm that the first alert hides), a run per case; returns the
     directory holding a logdir per case."""
-    return _run_cases(HARM_PROGRAM, tmp_path_factory, "harm")
+    return made(request, "harm_dumps")
 
 
 @pytest.fixture(scope="session")
-def trend_dumps(tmp_path_factory) -> str:
+def trend_dumps(request) -> str:
     """One process runs every case of tests/programs/trends.py (Keras fits in
     FULL_STATS: a learning rate raised mid-run, dead ReLUs, float16 near its limit, a
     healthy fit); returns the directory holding a logdir per case and facts.json."""
-    return _run_cases(TRENDS_PROGRAM, tmp_path_factory, "trends")
+    return made(request, "trend_dumps")
 
 
 @pytest.fixture(scope="session")
-def chain_dumps(tmp_path_factory) -> str:
+def chain_dumps(request) -> str:
     """One process runs every case of tests/programs/chains.py (an origin of the chain
     upstream per case, and the fixes that fit), a FULL_HEALTH run per case, and one
     case again in CURT_HEALTH (``sigmoid_saturation-CURT_HEALTH``); returns the
     directory holding a logdir per case."""
-    return _run_cases(CHAINS_PROGRAM, tmp_path_factory, "chains")
+    return made(request, "chain_dumps")
 
 
 @pytest.fixture(scope="session")
-def watched_logdir(tmp_path_factory) -> str:
+def watched_logdir(request) -> str:
     """A logdir of the watch tier's pair: tests/programs/watched.py's Keras fit whose
     step 5 saturates, watched, stopped at the hit, and the replay of that step."""
-    pytest.importorskip("tensorflow")
-    logdir = str(tmp_path_factory.mktemp("watched"))
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
-    completed = subprocess.run(
-        [sys.executable, WATCHED_PROGRAM, logdir, "fit_saturated"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert completed.returncode == 0 and "CAUGHT" in completed.stdout, completed.stderr[-3000:]
-    return logdir
+    return made(request, "watched_logdir")
 
 
 @pytest.fixture(scope="session")
-def proof_dumps(tmp_path_factory) -> str:
+def proof_dumps(request) -> str:
     """One process runs every case of tests/programs/proof.py (an op per fix of the
     proof's table, in FULL_TENSOR, and one in FULL_HEALTH); returns the directory
     holding a logdir per case."""
-    return _run_cases(PROOF_PROGRAM, tmp_path_factory, "proof")
+    return made(request, "proof_dumps")
 
 
 @pytest.fixture(scope="session")
-def phase_dumps(tmp_path_factory) -> str:
+def phase_dumps(request) -> str:
     """One process runs every case of tests/programs/phases.py (values made outside a
     step: a restore, set_weights, an initial value; a metric's NaN; a prefetched
     generator's); returns the directory holding a logdir per case."""
-    return _run_cases(PHASES_PROGRAM, tmp_path_factory, "phases")
+    return made(request, "phase_dumps")
 
 
-def _run_cases(program: str, tmp_path_factory, name: str) -> str:
-    """Run a program of cases (``program ROOT``: a logdir per case under ROOT) once in
-    a subprocess; return ROOT."""
-    pytest.importorskip("tensorflow")
-    root = str(tmp_path_factory.mktemp(name))
+def _program(args: list[str], timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    """Run a Python program of tests/programs under TensorFlow, quietly, on the CPU."""
+    if importlib.util.find_spec("tensorflow") is None:
+        pytest.skip("TensorFlow is not installed")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
-    completed = subprocess.run(
-        [sys.executable, program, root], env=env, capture_output=True, text=True, timeout=600
+    return subprocess.run(
+        [sys.executable, *args], env=env, capture_output=True, text=True, timeout=timeout
     )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    return root
+
+
+def _cases_maker(name: str, program: str) -> None:
+    """Register the maker of fixture ``name``: ``program ROOT`` (a logdir per case under
+    ROOT) run once; its result is ROOT."""
+
+    @prefetchable(name)
+    def run_cases(root: Path) -> str:
+        completed = _program([program, str(root)])
+        assert completed.returncode == 0, completed.stderr[-3000:]
+        return str(root)
+
+
+for _name, _program_path in (
+    ("pattern_dumps", PATTERNS_PROGRAM),
+    ("harm_dumps", HARM_PROGRAM),
+    ("trend_dumps", TRENDS_PROGRAM),
+    ("chain_dumps", CHAINS_PROGRAM),
+    ("proof_dumps", PROOF_PROGRAM),
+    ("phase_dumps", PHASES_PROGRAM),
+):
+    _cases_maker(_name, _program_path)
+
+
+@prefetchable("watched_logdir")
+def _watched_logdir(root: Path) -> str:
+    completed = _program([WATCHED_PROGRAM, str(root), "fit_saturated"])
+    assert completed.returncode == 0 and "CAUGHT" in completed.stdout, completed.stderr[-3000:]
+    return str(root)
 
 
 # The harm cases run under TensorFlow's own dumper (`harm_tf_dumps`), as CASE:MODE.
@@ -191,42 +216,32 @@ HARM_TF_CASES = (
 
 
 @pytest.fixture(scope="session")
-def harm_tf_dumps(tmp_path_factory) -> str:
+def harm_tf_dumps(request) -> str:
     """tests/programs/harm.py's cases `HARM_TF_CASES` under TensorFlow's own dumper,
     one process; returns the directory holding ``<case>-<MODE>`` for each."""
-    pytest.importorskip("tensorflow")
-    root = str(tmp_path_factory.mktemp("harm_tf"))
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
-    completed = subprocess.run(
-        [sys.executable, HARM_PROGRAM, root, "--tensorflow", *HARM_TF_CASES],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return made(request, "harm_tf_dumps")
+
+
+@prefetchable("harm_tf_dumps")
+def _harm_tf_dumps(root: Path) -> str:
+    completed = _program([HARM_PROGRAM, str(root), "--tensorflow", *HARM_TF_CASES])
     assert completed.returncode == 0, completed.stderr[-3000:]
-    return root
+    return str(root)
 
 
 @pytest.fixture(scope="session")
-def tf_written(tmp_path_factory) -> str:
+def tf_written(request) -> str:
     """A directory with one dump per mode written by TensorFlow's own dumper
     (tests/programs/tf_dumper.py), ``<MODE>/``, and what TensorFlow's
     `DebugDataReader` says of each, ``<MODE>.expected.json``."""
-    pytest.importorskip("tensorflow")
-    root = str(tmp_path_factory.mktemp("tf_written"))
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
-    done = subprocess.run(
-        [sys.executable, os.path.join(PROGRAMS, "tf_dumper.py"), root],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return made(request, "tf_written")
+
+
+@prefetchable("tf_written")
+def _tf_written(root: Path) -> str:
+    done = _program([os.path.join(PROGRAMS, "tf_dumper.py"), str(root)], timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    return root
+    return str(root)
 
 
 # Hypothesis profiles of the property tests (tests/reader/test_hostile_values.py,

@@ -10,6 +10,7 @@ import contextlib
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ import pytest
 pytest.importorskip("tensorflow")
 
 from tests.instrument.dump_loader import Dump, load_run, run_dirs
+from tests.prefetch import made, prefetchable
 from tests.program_runs import PROGRAM_TIMEOUT_S, PROGRAMS, ROOT, program_env
 
 ALL_MODES = (
@@ -34,9 +36,17 @@ ALL_MODES = (
 def program_runs(program: Any, logdir: Any, parts: Sequence[str]) -> Iterator[dict[str, Any]]:
     """Run ``program LOGDIR PART...`` once, each part writing its run into LOGDIR/PART:
     yields {part: its DumpReader, "stdout": the program's output}; closes them after."""
+    stdout = run_program([str(program), str(logdir), *parts])
+    with opened_runs(logdir, parts, stdout) as dumps:
+        yield dumps
+
+
+@contextlib.contextmanager
+def opened_runs(logdir: Any, parts: Sequence[str], stdout: str) -> Iterator[dict[str, Any]]:
+    """{part: the DumpReader of the run in LOGDIR/PART, "stdout": ``stdout``}, closed
+    after."""
     import reader
 
-    stdout = run_program([str(program), str(logdir), *parts])
     dumps = {part: reader.open_run(logdir / part) for part in parts}
     try:
         yield {**dumps, "stdout": stdout}
@@ -60,10 +70,9 @@ def run_program(args: list[str]) -> str:
 
 
 @pytest.fixture(scope="session")
-def constructs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+def constructs(request: pytest.FixtureRequest) -> dict[str, object]:
     """programs/constructs.py run in every mode: {mode: Dump, "api": ..., "logdir": ...}."""
-    logdir = tmp_path_factory.mktemp("constructs")
-    stdout = run_program([str(PROGRAMS / "constructs.py"), str(logdir), *ALL_MODES])
+    logdir, stdout = made(request, "constructs")
     import json
 
     dumps: dict[str, object] = {
@@ -76,11 +85,20 @@ def constructs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     return dumps
 
 
+@prefetchable("constructs")
+def _run_constructs(logdir: Path) -> tuple[Path, str]:
+    return logdir, run_program([str(PROGRAMS / "constructs.py"), str(logdir), *ALL_MODES])
+
+
 @pytest.fixture(scope="session")
-def mnist_dump(tmp_path_factory: pytest.TempPathFactory) -> tuple[Dump, str]:
+def mnist_dump(request: pytest.FixtureRequest) -> tuple[Dump, str]:
     """The example program, FULL_HEALTH, 4 steps: its dump and its stdout."""
-    logdir = tmp_path_factory.mktemp("mnist")
-    stdout = run_program(
+    logdir, stdout = made(request, "mnist_dump")
+    return load_run(run_dirs(str(logdir))[0]), stdout
+
+
+@prefetchable("mnist_dump")
+def _run_mnist(logdir: Path) -> tuple[Path, str]:
+    return logdir, run_program(
         ["-m", "instrument.examples.debug_mnist", "--max_steps", "4", "--dump_dir", str(logdir)]
     )
-    return load_run(run_dirs(str(logdir))[0]), stdout

@@ -11,6 +11,7 @@ import pytest
 from reader.values import decode_value
 from tests.instrument.conftest import run_program
 from tests.instrument.dump_loader import load_single_run
+from tests.prefetch import made, prefetchable
 from tests.program_runs import PROGRAMS
 
 PROGRAM = PROGRAMS / "call_counter.py"
@@ -20,14 +21,28 @@ CALLS = 6  # as in the program
 
 
 @pytest.fixture(scope="module")
-def counted(tmp_path_factory):
+def counted(request):
     """{variant: (printed JSON, {mode: dump})}."""
-    out = {}
+    root, printed = made(request, "counted")
+    return {
+        variant: (
+            info,
+            {mode: load_single_run(os.path.join(root, variant, mode)) for mode in MODES},
+        )
+        for variant, info in printed.items()
+    }
+
+
+@prefetchable("counted")
+def _run_variants(root):
+    printed = {}
     for variant in VARIANTS:
-        logdir = tmp_path_factory.mktemp(variant)
-        info = json.loads(run_program([str(PROGRAM), str(logdir), variant]).splitlines()[-1])
-        out[variant] = (info, {mode: load_single_run(os.path.join(logdir, mode)) for mode in MODES})
-    return out
+        logdir = root / variant
+        logdir.mkdir()
+        printed[variant] = json.loads(
+            run_program([str(PROGRAM), str(logdir), variant]).splitlines()[-1]
+        )
+    return root, printed
 
 
 def _calls(dump, prefix):

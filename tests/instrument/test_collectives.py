@@ -12,19 +12,26 @@ from __future__ import annotations
 import pytest
 
 from reader import format as fmt
-from tests.instrument.conftest import ALL_MODES, program_runs
+from tests.instrument.conftest import ALL_MODES, opened_runs, run_program
+from tests.prefetch import made, prefetchable
 from tests.program_runs import PROGRAMS, line_of
 
 COLLECTIVES = PROGRAMS / "collectives.py"
 
 
 @pytest.fixture(scope="module")
-def collectives(tmp_path_factory):
+def collectives(request):
     """collectives.py run once in every mode: {mode: DumpReader, "stdout": ...}.
 
     A hang fails here, at the program's timeout, with its output so far."""
-    with program_runs(COLLECTIVES, tmp_path_factory.mktemp("collectives"), ALL_MODES) as dumps:
+    logdir, stdout = made(request, "collectives")
+    with opened_runs(logdir, ALL_MODES, stdout) as dumps:
         yield dumps
+
+
+@prefetchable("collectives")
+def _run_collectives(root):
+    return root, run_program([str(COLLECTIVES), str(root), *ALL_MODES])
 
 
 def graph_ops(dump):

@@ -27,6 +27,7 @@ import pytest
 
 import reader
 from tests.instrument.conftest import run_program
+from tests.prefetch import made, prefetchable
 from tests.program_runs import PROGRAMS, line_of
 
 tf = pytest.importorskip("tensorflow")
@@ -340,10 +341,17 @@ class Conformance:
 
 
 @pytest.fixture(scope="module")
-def conformance(tmp_path_factory) -> Conformance:
-    root = tmp_path_factory.mktemp("conformance")
-    seen = {}
-    for dumper in ("tf", "ours"):
+def conformance(request) -> Conformance:
+    return made(request, "conformance")
+
+
+@prefetchable("conformance")
+def _run_scenarios(root) -> Conformance:
+    """The scenarios run under each dumper, one process each, the two at once (a
+    process is mostly TensorFlow on one core)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def run(dumper: str) -> dict:
         try:
             stdout = run_program([str(PROGRAM), dumper, str(root / dumper), *PLAN])
         except AssertionError as hung:
@@ -359,7 +367,11 @@ def conformance(tmp_path_factory) -> Conformance:
             stdout = run_program([str(PROGRAM), dumper, str(again), *PLAN])
             shutil.rmtree(root / dumper, ignore_errors=True)
             again.rename(root / dumper)
-        seen[dumper] = json.loads(stdout.strip().splitlines()[-1])
+        return json.loads(stdout.strip().splitlines()[-1])
+
+    dumpers = ("tf", "ours")
+    with ThreadPoolExecutor(max_workers=len(dumpers)) as pool:
+        seen = dict(zip(dumpers, pool.map(run, dumpers)))
     return Conformance(root, seen)
 
 

@@ -17,6 +17,7 @@ from reader import format as fmt
 from reader.values import decode_value
 from tests.instrument.conftest import run_program
 from tests.instrument.dump_loader import load_single_run
+from tests.prefetch import made, prefetchable
 from tests.present import present
 from tests.program_runs import PROGRAMS
 
@@ -27,14 +28,22 @@ V = np.array([1.0, 2.0, 3.0], dtype=np.float32)
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def tape_runs(request):
     """{mode: (dump, printed gradients)}."""
-    out = {}
+    root, printed = made(request, "tape_runs")
+    return {
+        mode: (load_single_run(str(root / mode)), json.loads(stdout.strip().splitlines()[-1]))
+        for mode, stdout in printed.items()
+    }
+
+
+@prefetchable("tape_runs")
+def _run_modes(root):
+    printed = {}
     for mode in MODES:
-        logdir = tmp_path_factory.mktemp(mode)
-        stdout = run_program([str(PROGRAM), str(logdir), mode])
-        out[mode] = (load_single_run(str(logdir)), json.loads(stdout.strip().splitlines()[-1]))
-    return out
+        (root / mode).mkdir()
+        printed[mode] = run_program([str(PROGRAM), str(root / mode), mode])
+    return root, printed
 
 
 def _loop_states():
@@ -72,8 +81,8 @@ def _step(dump, prefix):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_program_completes_with_right_gradients(runs, mode):
-    dump, printed = runs[mode]
+def test_program_completes_with_right_gradients(tape_runs, mode):
+    dump, printed = tape_runs[mode]
     assert dump.end is not None
     ys = _loop_states()
     # d/dx sum(y3), y_{k+1} = sin(y_k) * v.
@@ -86,8 +95,8 @@ def test_program_completes_with_right_gradients(runs, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_while_body_traces_reach_the_dump(runs, mode):
-    dump, _ = runs[mode]
+def test_while_body_traces_reach_the_dump(tape_runs, mode):
+    dump, _ = tape_runs[mode]
     found = _traces_by_op(dump)
     sins = _one(found, "while_body_", "Sin")
     assert len(sins) == 3  # one per iteration
@@ -121,8 +130,8 @@ def test_while_body_traces_reach_the_dump(runs, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_cond_branch_traces_reach_the_dump(runs, mode):
-    dump, _ = runs[mode]
+def test_cond_branch_traces_reach_the_dump(tape_runs, mode):
+    dump, _ = tape_runs[mode]
     found = _traces_by_op(dump)
     (sqrt,) = _one(found, "cond_true_", "Sqrt")
     assert sqrt.step == _step(dump, "__forward_branched_")

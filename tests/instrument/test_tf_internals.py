@@ -9,20 +9,31 @@ import pytest
 from reader import format as fmt
 from tests.instrument.conftest import run_program
 from tests.instrument.dump_loader import load_single_run
+from tests.prefetch import made, prefetchable
 from tests.program_runs import PROGRAMS
 
 PROGRAM = PROGRAMS / "tape_and_fallback.py"
 
 
 @pytest.fixture(scope="module")
-def tape_dumps(tmp_path_factory):
+def tape_dumps(request):
     """{variant: (dump, printed JSON)} for the normal and the forced-fallback run."""
-    dumps = {}
+    root, printed = made(request, "tape_dumps")
+    return {
+        variant: (load_single_run(str(root / variant)), json.loads(stdout.strip().splitlines()[-1]))
+        for variant, stdout in printed.items()
+    }
+
+
+@prefetchable("tape_dumps")
+def _run_variants(root):
+    printed = {}
     for variant in ("normal", "fallback"):
-        logdir = tmp_path_factory.mktemp(variant)
-        stdout = run_program([str(PROGRAM), str(logdir), fmt.FULL_HEALTH, variant])
-        dumps[variant] = (load_single_run(str(logdir)), json.loads(stdout.strip().splitlines()[-1]))
-    return dumps
+        (root / variant).mkdir()
+        printed[variant] = run_program(
+            [str(PROGRAM), str(root / variant), fmt.FULL_HEALTH, variant]
+        )
+    return root, printed
 
 
 def _function_calls(dump):

@@ -15,6 +15,7 @@ import reader
 from instrument.watch.gate import WEIGHTS_EVERY
 from reader.run.watch_pair import replay_values_path
 from tests.instrument.conftest import run_program
+from tests.prefetch import made, prefetchable
 from tests.present import present
 from tests.program_runs import PROGRAMS, ROOT, line_of, program_env
 
@@ -36,12 +37,19 @@ PROGRAMS_RUN = (
 
 
 @pytest.fixture(scope="module")
-def watched(tmp_path_factory):
+def watched(request):
     """Each program run once, two at a time (a process each, mostly TensorFlow's start
     and tracing): {program: (logdir, {first word: rest of its line})}."""
+    return made(request, "watched")
+
+
+@prefetchable("watched")
+def _run_watched(root):
     from concurrent.futures import ThreadPoolExecutor
 
-    logdirs = {program: tmp_path_factory.mktemp(program) for program in PROGRAMS_RUN}
+    logdirs = {program: root / program for program in PROGRAMS_RUN}
+    for logdir in logdirs.values():
+        logdir.mkdir()
     with ThreadPoolExecutor(max_workers=2) as pool:
         outputs = dict(
             zip(
