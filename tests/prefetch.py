@@ -18,9 +18,10 @@ run there.
 from __future__ import annotations
 
 import os
+import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,7 +32,22 @@ T = TypeVar("T")
 _makers: dict[str, Callable[[Path], Any]] = {}
 _started: dict[str, Future[Any]] = {}
 _lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
+# The background worker: a daemon thread (a test that counts the threads running when
+# it instruments its own process, tests/instrument/test_notices_preflight.py, counts
+# only non-daemon ones, as a user's program's would be), fed by a queue.
+_jobs: queue.Queue[tuple[Future[Any], Callable[[Path], Any], Path] | None] = queue.Queue()
+_worker: threading.Thread | None = None
+
+
+def _work() -> None:
+    while (job := _jobs.get()) is not None:
+        future, maker, root = job
+        if not future.set_running_or_notify_cancel():
+            continue
+        try:
+            future.set_result(maker(root))
+        except BaseException as error:  # noqa: BLE001 - raised again in the fixture
+            future.set_exception(error)
 
 
 def prefetchable(name: str) -> Callable[[Callable[[Path], T]], Callable[[Path], T]]:
@@ -48,6 +64,12 @@ def prefetchable(name: str) -> Callable[[Callable[[Path], T]], Callable[[Path], 
         return maker
 
     return register
+
+
+def in_background() -> bool:
+    """Whether the calling maker runs in the background worker (where it should take one
+    core: the tests run beside it), not in its fixture."""
+    return threading.current_thread() is _worker
 
 
 def _source(maker: Callable[..., Any]) -> tuple[str, int]:
@@ -68,7 +90,7 @@ def made(request: pytest.FixtureRequest, name: str) -> Any:
 def start(session: pytest.Session) -> None:
     """Start the makers of the fixtures the collected tests use, in the order of their
     first use (`pytest_collection_finish`)."""
-    global _pool
+    global _worker
     if (
         os.environ.get("TFDBG_TUI_NO_PREFETCH") == "1"
         or os.environ.get("PYTEST_XDIST_WORKER")
@@ -82,11 +104,14 @@ def start(session: pytest.Session) -> None:
                 wanted.append(name)
     if not wanted:
         return
-    _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prefetch")
     factory = _factory(session.config)
     with _lock:
         for name in wanted:
-            _started[name] = _pool.submit(_makers[name], factory.mktemp(name))
+            future: Future[Any] = Future()
+            _started[name] = future
+            _jobs.put((future, _makers[name], factory.mktemp(name)))
+    _worker = threading.Thread(target=_work, name="prefetch", daemon=True)
+    _worker.start()
 
 
 def _factory(config: pytest.Config) -> pytest.TempPathFactory:
@@ -97,10 +122,11 @@ def _factory(config: pytest.Config) -> pytest.TempPathFactory:
 
 def stop() -> None:
     """At the session's end: cancel what no test asked for (a deselected or failed-early
-    run) and let the running maker finish."""
+    run) and wait for the maker under way (its program must not outlive the session)."""
     with _lock:
         for future in _started.values():
             future.cancel()
         _started.clear()
-    if _pool is not None:
-        _pool.shutdown(wait=True, cancel_futures=True)
+    if _worker is not None:
+        _jobs.put(None)
+        _worker.join()

@@ -56,32 +56,50 @@ RING_STEPS = 4096
 # loss or gradients failed): `_checked_weights`.
 WEIGHTS_EVERY = 16
 
-# Per thread: the loss of the tape.gradient call last traced in each graph, and whether
-# a replay is being traced (its apply writes nothing and builds no watch ops).
+# Per thread: whether a replay is being traced (its apply writes nothing and builds no
+# watch ops). Per graph and replica: the loss of the tape.gradient call last traced.
 _local = threading.local()
-_losses: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_losses: weakref.WeakKeyDictionary[Any, dict[int, Any]] = weakref.WeakKeyDictionary()
 
 
 def note_loss(target: Any) -> None:
     """Remember ``target`` (a ``GradientTape.gradient`` target being traced) as the loss
-    of its graph: the check of the apply that follows covers it."""
+    of its graph and replica: the check of the apply that follows covers it. Under a
+    ``MirroredStrategy`` every replica's step is traced into the one graph, in turn:
+    each replica's check takes its own replica's loss."""
     graph = getattr(target, "graph", None)
     if (
         graph is not None
         and getattr(target, "dtype", None) is not None
         and target.dtype.is_floating
     ):
-        _losses[graph] = target
+        _losses.setdefault(graph, {})[replica_in_sync()] = target
 
 
 def loss_of(graph: Any) -> Any:
-    """The loss noted for ``graph`` or a graph it is nested in, or None."""
+    """The loss noted for ``graph`` or a graph it is nested in, of the replica being
+    traced, or None."""
+    replica = replica_in_sync()
     while graph is not None:
-        loss = _losses.get(graph)
-        if loss is not None:
-            return loss
+        losses = _losses.get(graph)
+        if losses:
+            return losses.get(replica)
         graph = getattr(graph, "outer_graph", None)
     return None
+
+
+def replica_in_sync() -> int:
+    """The replica whose step is being traced under a tf.distribute strategy (its
+    ``replica_id_in_sync_group``), 0 without one or outside a replica's context."""
+    import tensorflow as tf
+
+    if not tf.distribute.has_strategy():
+        return 0
+    context = tf.distribute.get_replica_context()
+    if context is None:
+        return 0
+    replica = tf.get_static_value(context.replica_id_in_sync_group)
+    return int(replica) if replica is not None else 0
 
 
 def replaying() -> bool:

@@ -101,8 +101,14 @@ class WatchHooks:
                 gate.replaying()
                 or watcher.closed
                 or not tf.inside_function()
-                or tf.distribute.has_strategy()
                 or trainable_variables is None
+                or (
+                    tf.distribute.has_strategy()
+                    and (
+                        tf.distribute.in_cross_replica_context()
+                        or tf.__internal__.distribute.strategy_supports_no_merge_call()
+                    )
+                )
             ):
                 return original_scaled_apply(optimizer, grads, trainable_variables)
             if not optimizer.built:  # its scale is made when it is built

@@ -76,6 +76,8 @@ class Watcher:
             weakref.WeakKeyDictionary()
         )
         self._calls = threading.local()
+        # id(inner optimizer) -> the LossScaleOptimizer around it, once its apply traced.
+        self._scalers: dict[int, Any] = {}
         self._lock = threading.RLock()
         self._rows_read: dict[int, int] = {}
         self._said: set[str] = set()
@@ -139,18 +141,25 @@ class Watcher:
     ) -> Any:
         """Trace a ``LossScaleOptimizer``'s apply (``apply``: its own): its inner
         optimizer's watched apply, made while tracing it, records the loss scale in
-        its rows, and a step the scaler skips is counted (`gate.count_skipped_step`)."""
+        its rows, and a step the scaler skips is counted (`gate.count_skipped_step`;
+        under a ``MirroredStrategy``, once, in a ``merge_call`` after every replica's
+        apply: Keras' scaler decides in one for all of them)."""
         import tensorflow as tf
 
         scale_before = tf.identity(optimizer.dynamic_scale)
-        outer = getattr(self._calls, "loss_scaler", None)
-        self._calls.loss_scaler = optimizer
-        try:
-            result = apply(optimizer, grads, trainable_variables)
-        finally:
-            self._calls.loss_scaler = outer
+        # Not per thread: a strategy traces the inner apply in its replicas' threads.
+        self._scalers[id(optimizer.inner_optimizer)] = optimizer
+        result = apply(optimizer, grads, trainable_variables)
         site = self._site_of.get(optimizer.inner_optimizer)
-        if site is not None and site.loss_scale is not None:
+        if site is None or site.loss_scale is None:
+            return result
+        if tf.distribute.has_strategy() and not tf.distribute.in_cross_replica_context():
+
+            def count(distribution: Any, before: Any) -> None:
+                gate.count_skipped_step(site, distribution.experimental_local_results(before)[0])
+
+            tf.distribute.get_replica_context().merge_call(count, args=(scale_before,))
+        else:
             gate.count_skipped_step(site, scale_before)
         return result
 
@@ -225,7 +234,7 @@ class Watcher:
         with self._lock:
             site = self._site_of.get(optimizer)
             if site is None:
-                scaler = getattr(self._calls, "loss_scaler", None)
+                scaler = self._scalers.get(id(optimizer))
                 scale = (
                     scaler.dynamic_scale
                     if scaler is not None and scaler.inner_optimizer is optimizer

@@ -12,8 +12,9 @@ watched (``instrument.watch`` switched on last). Rounds then run `--steps` steps
 each (which goes first alternating from round to round), and each cell is the mean of
 its fastest quarter of rounds (`best`) of process CPU time per step (all threads, the
 watch's own reading thread included; the plain and floor cells run with the watch's
-hooks removed, the watched cell with them). The memory the watch keeps is counted from its variables: the ring of step rows, the kept batch
-and the copies of non-trainable variables.
+hooks removed, the watched cell with them). The memory the watch keeps is counted from
+its variables: the ring of step rows, the kept batch and the copies of non-trainable
+variables.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ import pytest
 
 import reader
 from tests.instrument.conftest import run_program
-from tests.prefetch import made, prefetchable
+from tests.prefetch import in_background, made, prefetchable
 from tests.program_runs import PROGRAMS, line_of
 
 tf = pytest.importorskip("tensorflow")
@@ -348,7 +348,7 @@ def conformance(request) -> Conformance:
 @prefetchable("conformance")
 def _run_scenarios(root) -> Conformance:
     """The scenarios run under each dumper, one process each, the two at once (a
-    process is mostly TensorFlow on one core)."""
+    process is mostly TensorFlow on one core) unless the tests run beside them."""
     from concurrent.futures import ThreadPoolExecutor
 
     def run(dumper: str) -> dict:
@@ -370,7 +370,8 @@ def _run_scenarios(root) -> Conformance:
         return json.loads(stdout.strip().splitlines()[-1])
 
     dumpers = ("tf", "ours")
-    with ThreadPoolExecutor(max_workers=len(dumpers)) as pool:
+    # In the background the tests run beside it: one process at a time.
+    with ThreadPoolExecutor(max_workers=1 if in_background() else len(dumpers)) as pool:
         seen = dict(zip(dumpers, pool.map(run, dumpers)))
     return Conformance(root, seen)
 

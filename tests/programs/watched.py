@@ -61,11 +61,11 @@ elif PROGRAM == "adam_eps0":
 if PROGRAM == "fit_divergence":
     x *= 3.0
     y = x @ rng.normal(size=(8, 1)).astype("float32")
-if PROGRAM == "mixed_skips":
+if PROGRAM in ("mixed_skips", "mirrored_mixed"):
     # Its float16 gradients near the scale's limit: the weights' draw decides whether a
     # step after the first skips overflows too, so the draw is fixed.
     tf.keras.utils.set_random_seed(0)
-if PROGRAM.startswith("mixed"):
+if "mixed" in PROGRAM:
     tf.keras.mixed_precision.set_global_policy("mixed_float16")
 
 
@@ -146,7 +146,7 @@ try:
                 optimizer = tf.keras.optimizers.SGD(InfiniteAtOneStep())
             else:
                 optimizer = tf.keras.optimizers.Adam(1e-2, epsilon=epsilon)
-            if PROGRAM == "mixed_skips":
+            if PROGRAM in ("mixed_skips", "mirrored_mixed"):
                 # A scale too large for float16's gradients: the first steps overflow,
                 # are skipped and halve it, until it fits.
                 optimizer = tf.keras.mixed_precision.LossScaleOptimizer(
