@@ -67,22 +67,15 @@ class NonfiniteRows:
         `bias` is NaN" for a vector)."""
         of = f" of `{variable}`" if variable else ""
         what = "NaN" if self.nan_only else "NaN or infinity"
-        if self.vector:
-            named = ", ".join(str(r) for r in self.rows[:MAX_ROWS_NAMED])
-            more = len(self.rows) - MAX_ROWS_NAMED
-            if more > 0:
-                named += f" and {more:,} more"
-            if len(self.rows) == 1:
-                return f"element {named}{of} is {what}"
-            return f"elements {named}{of} are {what}"
-        if len(self.rows) == 1:
-            return (
-                f"row {self.rows[0]}{of} holds {what} in {self.count:,} of its {self.size:,} values"
-            )
         named = ", ".join(str(r) for r in self.rows[:MAX_ROWS_NAMED])
-        more = len(self.rows) - MAX_ROWS_NAMED
-        listed = f"{named} and {more:,} more" if more > 0 else named
-        return f"rows {listed}{of} hold {what} in {self.count:,} of their {self.size:,} values"
+        if len(self.rows) > MAX_ROWS_NAMED:
+            named += f" and {len(self.rows) - MAX_ROWS_NAMED:,} more"
+        one = len(self.rows) == 1
+        if self.vector:
+            return f"element {named}{of} is {what}" if one else f"elements {named}{of} are {what}"
+        if one:
+            return f"row {named}{of} holds {what} in {self.count:,} of its {self.size:,} values"
+        return f"rows {named}{of} hold {what} in {self.count:,} of their {self.size:,} values"
 
 
 def variable_name(reader: AnalysedRun, handle: int, before: int | None = None) -> str | None:
