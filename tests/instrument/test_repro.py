@@ -146,6 +146,30 @@ def test_repro_of_a_compiled_op_runs_it_with_xla(proof_dumps, tmp_path):
     assert prove(values).holds
 
 
+def test_an_op_compiled_with_xla_is_known_compiled_on_a_real_dump(proof_dumps, tmp_path):
+    """A log in a real ``tf.function(jit_compile=True)``, traced in FULL_HEALTH: the
+    culprit is known to have run compiled, and, as FULL_TENSOR records no value inside
+    XLA, the proof and `repro` say in one line how to get the values (the function
+    run without XLA), not only "record in FULL_TENSOR"."""
+    values = _values(proof_dumps, "log_xla")
+    assert (values.op_type, values.compiled) == ("Log", True)
+    proof = prove(values)
+    assert proof.compiled and not proof.holds and proof.original is None
+    missing = present(proof.missing)
+    assert "compiled with XLA" in missing and "jit_compile=False" in missing
+    assert "\n" not in missing
+    refused = _tfdbg("repro", os.path.join(proof_dumps, "log_xla"), cwd=str(tmp_path))
+    assert refused.returncode == EXIT_NO_REPRO
+    assert "jit_compile=False" in refused.stderr and len(refused.stderr.splitlines()) == 1
+    assert os.listdir(tmp_path) == []
+    # In FULL_TENSOR the compiled function's insides are not recorded: the root cause
+    # is its call, and the proof says why it has no values of the op inside.
+    call = _values(proof_dumps, "log_xla_tensor")
+    assert call.op_type.startswith("__inference_loss")
+    assert "compiled with XLA" in present(call.missing)
+    assert "jit_compile=False" in present(prove(call).missing)
+
+
 def test_repro_refuses_in_one_line(proof_dumps, tmp_path):
     no_values = _tfdbg("repro", os.path.join(proof_dumps, "log_summary"), cwd=str(tmp_path))
     assert no_values.returncode == EXIT_NO_REPRO
