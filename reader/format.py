@@ -66,8 +66,10 @@ FORMAT_NAME = "tfdbg-tui-dump"
 # 3.2 and 2.7: a multi-worker job's run keeps its progress file (`PROGRESS_FILENAME`:
 # its first non-finite value and how far it has run, for the job's ranking); it is
 # not a segment, so older readers ignore it.
-FORMAT_VERSION = (3, 2)
-LOCAL_FORMAT_VERSION = (2, 7)
+# 3.3 and 2.8: an eager execution may carry names (`nm`): a `VarHandleOp` the variable's,
+# a `RestoreV2` the checkpoint keys it read (`NAMING_OPS`); older readers ignore the key.
+FORMAT_VERSION = (3, 3)
+LOCAL_FORMAT_VERSION = (2, 8)
 
 # Where a watched step's replay keeps the values of its root cause's op: a logdir inside
 # the replay's run directory, holding the values replay (`ReplayOfMap.VALUES`), a
@@ -290,6 +292,11 @@ RECEIVING_OPS = frozenset(
         "_HostRecv",
     }
 )
+
+# Eager ops whose execution carries names (`ExecRecord.NAMES`, since 2.8), which the
+# diagnosis of a restored or assigned variable reads: a `VarHandleOp` the variable's
+# name (its `debug_name`), a `RestoreV2` its checkpoint keys, one per output slot.
+NAMING_OPS = frozenset({"VarHandleOp", "RestoreV2"})
 
 # Notices (docs/format.md section 4, `notice`): what the writer could not record, or
 # recorded differently, and settings that change what a dump holds. A notice's level

@@ -292,6 +292,9 @@ class Execution:
     summaries: tuple[Summary | None, ...] | None
     # The Python thread it ran in, when not the one that enabled the dump (format 1.2).
     thread: str | None = None
+    # What it names (format 2.8, `reader.format.NAMING_OPS`): a `VarHandleOp` its
+    # variable, a `RestoreV2` its checkpoint keys (one per output slot); else None.
+    names: tuple[str, ...] | None = None
 
     @property
     def is_function(self) -> bool:

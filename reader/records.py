@@ -121,6 +121,7 @@ def build_execution(
         time=_float_or_none(record.get(ExecRecord.TIME)),
         summaries=summaries,
         thread=_str_or_none(record.get(ExecRecord.THREAD)),
+        names=_names(record.get(ExecRecord.NAMES)),
     )
 
 

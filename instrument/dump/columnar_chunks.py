@@ -66,6 +66,7 @@ class ExecutionChunk:
         self._dtypes: list[int] = []
         self._summaries: list[float] = []
         self._values: list[Any] | None = None
+        self._names: list[list[Any]] = []  # [row, [str, ...]] of the executions that name
 
     def __len__(self) -> int:
         return len(self._op)
@@ -89,6 +90,7 @@ class ExecutionChunk:
         time_s: float,
         call_ordinal: int | None,
         thread: str | None,
+        names: Sequence[str] | None = None,
     ) -> None:
         """Take one execution (the fields of `DumpWriter.add_execution`).
 
@@ -118,6 +120,8 @@ class ExecutionChunk:
             if thread_code is None:
                 thread_code = self._thread_codes[thread] = len(self._thread_codes)
             self._thread.append(thread_code)
+        if names is not None:
+            self._names.append([len(self._op) - 1, [str(name) for name in names]])
         self._num_inputs.append(len(input_ids))
         self._inputs.extend(input_ids)
         self._num_outputs.append(n)
@@ -193,6 +197,8 @@ class ExecutionChunk:
             )
         if self._values is not None:
             record[kind.VALUES] = self._values
+        if self._names:
+            record[kind.NAMES] = self._names
 
 
 def put_summaries(record: dict[str, Any], rows: np.ndarray, magnitudes: bool) -> None:

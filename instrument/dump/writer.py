@@ -576,6 +576,7 @@ class DumpWriter:
         time_s: float | None = None,
         call_ordinal: int | None = None,
         thread: str | None = None,
+        names: Sequence[str] | None = None,
     ) -> int:
         """Record one eager execution (an op or a function call); returns its index.
 
@@ -584,7 +585,8 @@ class DumpWriter:
         caller's (training) thread, if a core is spare (`COMPRESSION`).
         ``call_ordinal`` (a function call) is how many calls of the same function
         (`reader.format.step_function_name`) came before it. ``thread`` names the
-        Python thread it ran in, when not the one that enabled the dump.
+        Python thread it ran in, when not the one that enabled the dump. ``names``: what
+        an op of `reader.format.NAMING_OPS` names (a variable, checkpoint keys).
         """
         with self._lock:
             if self._closed:
@@ -617,6 +619,7 @@ class DumpWriter:
                     time_s=time_s,
                     call_ordinal=call_ordinal,
                     thread=thread,
+                    names=names,
                 )
             self.num_executions = index + 1
             if (

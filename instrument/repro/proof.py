@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-from instrument.repro.script import ReproError, op_fix, write_repro
+from instrument.repro.script import ReproError, op_rerun, write_repro
 from reader.analysis.diagnosis.culprit_values import CulpritValues
 
 # Seconds the proof's process may take (TensorFlow's import is most of it).
@@ -105,7 +105,7 @@ def _nonfinite(counts: dict[str, int]) -> int:
 def prove(values: CulpritValues, timeout: float = PROOF_TIMEOUT) -> Proof:
     """Rerun the culprit on its stored inputs, as it ran and fixed, in a fresh process."""
     try:
-        op_fix(values)
+        op_rerun(values)
     except ReproError as error:
         return Proof(values.op_type, compiled=values.compiled, missing=str(error))
     if importlib.util.find_spec("tensorflow") is None:

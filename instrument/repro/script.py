@@ -1,11 +1,13 @@
 """The one-op reproduction: a self-contained script and the ``.npz`` of the stored
 inputs it reruns the op on, as the program ran it and with the fixed line.
 
-The script is built from our own text only: the op's call and its fixed form come from
-`op_fixes.OP_FIXES` (an op type outside that table gets no script), the inputs' dtypes
-are checked against `op_fixes.INPUT_DTYPES` and travel in the ``.npz`` as data, with
-every other fact of the dump (the op's name, run and line, under ``about``). Nothing a
-dump holds is ever written into the script as code.
+The script is built from our own text only: the op's call comes from
+`op_fixes.OP_CALLS` (an op type outside that table gets no script), its fixed form from
+the fix table's computation for the op's family (`reader.analysis.diagnosis.fixes`:
+`proof_fix`, written around the call by `fixed_call`, numbers of the table only), the
+inputs' dtypes are checked against `op_fixes.INPUT_DTYPES` and travel in the ``.npz``
+as data, with every other fact of the dump (the op's name, run and line, under
+``about``). Nothing a dump holds is ever written into the script as code.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from instrument.repro.op_fixes import FLOAT_DTYPES, INPUT_DTYPES, OP_FIXES, OpFix
+from instrument.repro.op_fixes import INPUT_DTYPES, OP_CALLS
 from reader.analysis.diagnosis.culprit_values import CulpritValues
+from reader.analysis.diagnosis.fixes import OpCall, fixed_call, proof_fix
 
 SCRIPT_NAME = "repro.py"
 INPUTS_NAME = "repro_inputs.npz"
@@ -36,24 +39,42 @@ class ReproFiles:
     fixed_line: str
 
 
-def op_fix(values: CulpritValues) -> OpFix:
-    """The table's entry for the culprit's op, checked against its inputs.
+@dataclass(frozen=True)
+class OpRerun:
+    """The culprit's op as the script calls it, and its fixed line.
+
+    Attributes:
+        call: How the script calls the op (`op_fixes.OP_CALLS`).
+        fixed_line: The call with the fix table's computation applied.
+    """
+
+    call: OpCall
+    fixed_line: str
+
+
+def op_rerun(values: CulpritValues) -> OpRerun:
+    """The culprit's op call and fixed line, checked against its inputs.
 
     Raises:
-        ReproError: No values, an op outside the table, or inputs it does not take.
+        ReproError: No values, an op outside the table, inputs it does not take, or
+            a family whose fix is no computation the script can run.
     """
     if values.missing is not None:
         raise ReproError(values.missing)
-    fix = OP_FIXES.get(values.op_type)
-    if fix is None:
-        known = ", ".join(sorted(OP_FIXES))
+    call = OP_CALLS.get(values.op_type)
+    if call is None:
+        known = ", ".join(sorted(OP_CALLS))
         raise ReproError(f"no one-op reproduction for {values.op_type} (it has: {known})")
-    if len(values.inputs) != fix.arity:
+    if len(values.inputs) != call.arity:
         raise ReproError(
             f"{values.op_type} has {len(values.inputs)} inputs in the dump, "
-            f"its reproduction takes {fix.arity}"
+            f"its reproduction takes {call.arity}"
         )
-    return fix
+    fix = proof_fix(values.op_type, values.op_name)
+    fixed_line = None if fix is None else fixed_call(fix, call)
+    if fixed_line is None:
+        raise ReproError(f"the fix for {values.op_type} is not one computation to rerun")
+    return OpRerun(call, fixed_line)
 
 
 def write_repro(values: CulpritValues, directory: str, about: str) -> ReproFiles:
@@ -65,11 +86,11 @@ def write_repro(values: CulpritValues, directory: str, about: str) -> ReproFiles
         about: Which op of which run, kept in the ``.npz`` (shown, never run).
 
     Raises:
-        ReproError: The culprit has no script (`op_fix`), or an input's dtype is
+        ReproError: The culprit has no script (`op_rerun`), or an input's dtype is
             outside `op_fixes.INPUT_DTYPES`.
         OSError: The files cannot be written.
     """
-    fix = op_fix(values)
+    rerun = op_rerun(values)
     arrays: dict[str, np.ndarray] = {"about": np.array(about)}
     for i, tensor in enumerate(values.inputs):
         assert tensor.value is not None  # `values.missing` says otherwise
@@ -87,24 +108,22 @@ def write_repro(values: CulpritValues, directory: str, about: str) -> ReproFiles
     os.makedirs(directory, exist_ok=True)
     inputs = os.path.join(directory, INPUTS_NAME)
     np.savez(inputs, **arrays)  # type: ignore[arg-type]
-    call, fixed_line = fix.line(fixed=False), fix.line(fixed=True)
+    call, fixed_line = rerun.call.line(), rerun.fixed_line
     script = os.path.join(directory, SCRIPT_NAME)
     with open(script, "w", encoding="utf-8") as f:
-        f.write(_script_text(fix, call, fixed_line, values.compiled))
+        f.write(_script_text(rerun.call, call, fixed_line, values.compiled))
     return ReproFiles(script, inputs, call, fixed_line)
 
 
-def _script_text(fix: OpFix, call: str, fixed_line: str, compiled: bool) -> str:
-    params = ", ".join(f"x{i}" for i in range(fix.arity))
+def _script_text(op: OpCall, call: str, fixed_line: str, compiled: bool) -> str:
     return _SCRIPT.format(
         script=SCRIPT_NAME,
         npz=INPUTS_NAME,
-        arity=fix.arity,
-        params=params,
+        arity=op.arity,
+        params=", ".join(op.names),
         call=call,
         fixed=fixed_line,
         compiled=compiled,
-        floats=FLOAT_DTYPES,
     )
 
 
@@ -124,7 +143,6 @@ import json
 import pathlib
 import sys
 
-import ml_dtypes
 import numpy as np
 import tensorflow as tf
 
@@ -134,12 +152,6 @@ INPUTS = [
 ]
 # The op ran inside an XLA-compiled function (jit_compile=True): so does its rerun.
 COMPILED = {compiled}
-
-_dtype = INPUTS[0].dtype if INPUTS[0].dtype.name in {floats} else tf.float32
-_finfo = ml_dtypes.finfo(_dtype.as_numpy_dtype)
-EPS = tf.constant(float(_finfo.eps), _dtype)
-LOG_MAX = tf.constant(float(np.floor(np.log(float(_finfo.max)))), _dtype)
-LOWEST = tf.constant(float(_finfo.min), _dtype)
 
 
 def original({params}):

@@ -22,7 +22,7 @@ from instrument.dump.writer import DumpWriter
 from instrument.non_finite import EagerOpValues, NonFiniteError, first_alert_error
 from instrument.notices import NoticeBoard, recheck_settings
 from instrument.tf_internals import debug_once, eager_runtime, graph_frames
-from instrument.tracing import xla_traces
+from instrument.tracing import eager_names, xla_traces
 from instrument.tracing.call_steps import CallSteps
 from instrument.tracing.graph_batches import GraphBatch, is_traced_by_tf_function
 from instrument.tracing.graph_registry import GraphRegistry
@@ -271,11 +271,18 @@ class DumpingCallback:
             # initializer's Qr, for one) reach the callback so.
             op_type = op_type.decode("utf-8", errors="replace")
         if graph is None:
-            self._on_eager_execution(op_type, inputs, outputs)
+            names = (
+                eager_names.names_of(op_type, inputs, attrs, op_name)
+                if op_type in fmt.NAMING_OPS
+                else None
+            )
+            self._on_eager_execution(op_type, inputs, outputs, names)
             return None
         return self._on_graph_op(op_type, inputs, outputs, op_name, graph)
 
-    def _on_eager_execution(self, op_type: str, inputs: Any, outputs: Any) -> None:
+    def _on_eager_execution(
+        self, op_type: str, inputs: Any, outputs: Any, names: list[str] | None = None
+    ) -> None:
         if op_type in UNRECORDED_EAGER_OPS:
             return
         outputs = outputs or ()
@@ -326,6 +333,7 @@ class DumpingCallback:
                 values=values,
                 call_ordinal=call_ordinal,
                 thread=None if thread is self.enabling_thread else thread.name,
+                names=names,
             )
             if is_call and self.trace_queue is not None:
                 # The call's traces carry its ordinal; map it to the call's index. The

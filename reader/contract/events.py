@@ -27,6 +27,9 @@ class ExecRecord(RecordKind):
     CALL: Final = field("c", int, "a function call's ordinal among its function's", since=(1, 1))
     SUMMARIES: Final = field("s", list, "per output, its summary row or nil")
     VALUES: Final = field("v", list, "FULL_TENSOR: per output, its value (`ValueMap`) or nil")
+    NAMES: Final = field(
+        "nm", list, "the names it carries: a variable's, a restore's keys", since=(2, 8)
+    )
 
 
 class ExecsChunk(RecordKind):
@@ -55,6 +58,7 @@ class ExecsChunk(RecordKind):
     SUMMARIES: Final = field("s", bytes, "per output, a summary row of sc", column="<f8")
     MAGNITUDES: Final = field("m", bytes, "per output, its magnitude", since=(2, 2), column="<f8")
     VALUES: Final = field("v", list, "FULL_TENSOR: per output, its value or nil")
+    NAMES: Final = field("nm", list, "[row, [str]] per execution that names", since=(2, 8))
 
 
 class TracesChunk(RecordKind):

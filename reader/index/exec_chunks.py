@@ -196,7 +196,24 @@ def execution_record(record: dict[str, Any], row: int) -> dict[str, Any]:
     stored = record.get(_CHUNK.VALUES)
     if isinstance(stored, list):
         result[ExecRecord.VALUES] = stored[o0:o1]
+    names = _names_of_row(record.get(_CHUNK.NAMES), row)
+    if names is not None:
+        result[ExecRecord.NAMES] = names
     return result
+
+
+def _names_of_row(entries: Any, row: int) -> list[str] | None:
+    """Execution ``row``'s names in a chunk's ``nm`` (``[row, [str, ...]]`` entries,
+    format 2.8); None when it has none or the entry is malformed."""
+    if not isinstance(entries, list):
+        return None
+    for entry in entries:
+        if isinstance(entry, list) and len(entry) == 2 and entry[0] == row:
+            names = entry[1]
+            if isinstance(names, list) and all(isinstance(n, str) for n in names):
+                return names
+            return None
+    return None
 
 
 def output_rows(record: dict[str, Any], first: int, stop: int, mode: str, width: int) -> np.ndarray:

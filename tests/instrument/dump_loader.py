@@ -197,6 +197,7 @@ def _chunk_executions(chunk: dict[str, Any]) -> list[dict[str, Any]]:
         else None
     )
     assert len(op) == n and len(ins) == sum(ni) and len(outs) == sum(no)
+    names = {row: listed for row, listed in chunk.get("nm", [])}
     executions = []
     a = o = 0
     for r in range(n):
@@ -220,6 +221,8 @@ def _chunk_executions(chunk: dict[str, Any]) -> list[dict[str, Any]]:
             record["s"] = [None if row[0] != row[0] else row for row in rows[o : o + no[r]]]
         if "v" in chunk:
             record["v"] = chunk["v"][o : o + no[r]]
+        if r in names:
+            record["nm"] = names[r]
         executions.append(record)
         a += ni[r]
         o += no[r]

@@ -14,11 +14,13 @@ import numpy as np
 import pytest
 
 import reader
-from instrument.repro.op_fixes import OP_FIXES
+from instrument.repro.op_fixes import OP_CALLS
 from instrument.repro.proof import Proof, prove
 from instrument.repro.script import INPUTS_NAME, SCRIPT_NAME, ReproError, write_repro
 from reader.analysis.diagnosis.culprit_values import CulpritValues, StoredTensor, culprit_values
+from reader.analysis.diagnosis.fixes import fixed_call, proof_fix
 from tests.conftest import REPO
+from tests.present import present
 from tfdbg_tui.exit_codes import EXIT_NO_DUMP, EXIT_NO_REPRO
 
 pytestmark = pytest.mark.tf
@@ -75,7 +77,10 @@ def test_the_proof_reruns_the_op_and_its_fixed_line(proof_dumps, case):
     assert proof.original == original, proof.text()
     assert proof.fixed == {"size": original["size"], "nan": 0, "neg_inf": 0, "pos_inf": 0}
     assert proof.holds
-    assert proof.fixed_line == OP_FIXES[op_type].line(fixed=True)
+    # The fixed line is the fix table's computation for the op's family.
+    assert proof.fixed_line == fixed_call(
+        present(proof_fix(op_type, values.op_name)), OP_CALLS[op_type]
+    )
     assert proof.text().endswith(f"all {original['size']} finite")
 
 
@@ -87,7 +92,7 @@ def test_report_shows_the_proof(proof_dumps):
     assert proof["holds"] is True and proof["missing"] is None
     assert proof["text"] == (
         "`tf.math.log(x0)`: -inf in 100 of 1000 -> "
-        "`tf.math.log(tf.maximum(x0, EPS))`: all 1000 finite"
+        "`tf.math.log(tf.maximum(x0, 1e-07))`: all 1000 finite"
     )
     human = _tfdbg("report", logdir)
     assert "Proof: `tf.math.log(x0)`: -inf in 100 of 1000 -> " in human.stdout
@@ -109,7 +114,7 @@ def test_repro_script_reproduces_in_a_fresh_process_and_the_fixed_line_does_not(
     out = str(tmp_path / "bug")
     done = _tfdbg("repro", os.path.join(proof_dumps, "log_zero"), "-o", out)
     assert done.returncode == 0, done.stderr
-    assert "fixed line: tf.math.log(tf.maximum(x0, EPS))" in done.stdout
+    assert "fixed line: tf.math.log(tf.maximum(x0, 1e-07))" in done.stdout
     assert sorted(os.listdir(out)) == [SCRIPT_NAME, INPUTS_NAME]
     script = os.path.join(out, SCRIPT_NAME)
     ran = subprocess.run(
@@ -122,7 +127,7 @@ def test_repro_script_reproduces_in_a_fresh_process_and_the_fixed_line_does_not(
         [sys.executable, script, "--fixed"], capture_output=True, text=True, env=_env()
     )
     assert fixed.returncode == 0, fixed.stderr
-    assert fixed.stdout.splitlines()[-1] == "tf.math.log(tf.maximum(x0, EPS)): all 1000 finite"
+    assert fixed.stdout.splitlines()[-1] == "tf.math.log(tf.maximum(x0, 1e-07)): all 1000 finite"
 
 
 def test_repro_of_a_compiled_op_runs_it_with_xla(proof_dumps, tmp_path):
@@ -139,6 +144,30 @@ def test_repro_of_a_compiled_op_runs_it_with_xla(proof_dumps, tmp_path):
     found = json.loads(ran.stdout.splitlines()[-1])
     assert found["original"]["nan"] == 1 and found["fixed"]["nan"] == 0
     assert prove(values).holds
+
+
+def test_an_op_compiled_with_xla_is_known_compiled_on_a_real_dump(proof_dumps, tmp_path):
+    """A log in a real ``tf.function(jit_compile=True)``, traced in FULL_HEALTH: the
+    culprit is known to have run compiled, and, as FULL_TENSOR records no value inside
+    XLA, the proof and `repro` say in one line how to get the values (the function
+    run without XLA), not only "record in FULL_TENSOR"."""
+    values = _values(proof_dumps, "log_xla")
+    assert (values.op_type, values.compiled) == ("Log", True)
+    proof = prove(values)
+    assert proof.compiled and not proof.holds and proof.original is None
+    missing = present(proof.missing)
+    assert "compiled with XLA" in missing and "jit_compile=False" in missing
+    assert "\n" not in missing
+    refused = _tfdbg("repro", os.path.join(proof_dumps, "log_xla"), cwd=str(tmp_path))
+    assert refused.returncode == EXIT_NO_REPRO
+    assert "jit_compile=False" in refused.stderr and len(refused.stderr.splitlines()) == 1
+    assert os.listdir(tmp_path) == []
+    # In FULL_TENSOR the compiled function's insides are not recorded: the root cause
+    # is its call, and the proof says why it has no values of the op inside.
+    call = _values(proof_dumps, "log_xla_tensor")
+    assert call.op_type.startswith("__inference_loss")
+    assert "compiled with XLA" in present(call.missing)
+    assert "jit_compile=False" in present(prove(call).missing)
 
 
 def test_repro_refuses_in_one_line(proof_dumps, tmp_path):
@@ -178,11 +207,11 @@ def test_nothing_of_the_dump_is_written_as_code(tmp_path):
 def test_the_proof_in_one_line():
     bad = {"size": 1000, "nan": 0, "neg_inf": 100, "pos_inf": 0}
     good = {"size": 1000, "nan": 0, "neg_inf": 0, "pos_inf": 0}
-    proof = Proof("Log", "tf.math.log(x0)", "tf.math.log(tf.maximum(x0, EPS))", bad, good)
+    proof = Proof("Log", "tf.math.log(x0)", "tf.math.log(tf.maximum(x0, 1e-07))", bad, good)
     assert proof.holds
     assert proof.text() == (
         "`tf.math.log(x0)`: -inf in 100 of 1000 -> "
-        "`tf.math.log(tf.maximum(x0, EPS))`: all 1000 finite"
+        "`tf.math.log(tf.maximum(x0, 1e-07))`: all 1000 finite"
     )
     still = dataclasses.replace(proof, fixed={**good, "nan": 2}, compiled=True)
     assert not still.holds and still.text().endswith("NaN in 2 of 1000 (compiled with XLA)")

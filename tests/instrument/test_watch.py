@@ -335,6 +335,35 @@ def test_a_step_compiled_with_xla_is_replayed_with_and_without_it(watched, progr
     assert report(watched["fit_saturated"][0])["watch"]["xla_replay_run"] is None
 
 
+def test_the_repro_of_a_step_compiled_with_xla_runs_compiled(watched, tmp_path):
+    """A real ``tf.function(jit_compile=True)`` step: FULL_TENSOR records nothing inside
+    XLA, so the values come from the replay without it, and the proof and `tfdbg-tui
+    repro` rerun the op compiled, as it ran. The script, in a fresh process,
+    reproduces the -inf, and its fixed line does not."""
+    logdir, _ = watched["loop_xla_saturated"]
+    data = report(logdir)
+    proof = data["diagnosis"]["proof"]
+    assert proof["compiled"] and proof["holds"], proof
+    assert proof["text"].endswith("all 48 finite (compiled with XLA)")
+    out = tmp_path / "bug"
+
+    def run(*args):
+        return subprocess.run(
+            [sys.executable, *args], cwd=ROOT, env=program_env(), capture_output=True, text=True
+        )
+
+    written = run("-m", "tfdbg_tui.cli", "repro", str(logdir), "--run", data["run"], "-o", str(out))
+    assert written.returncode == 0, written.stderr
+    assert "(compiled with XLA, as the op ran)" in written.stdout
+    script = out / "repro.py"
+    assert "COMPILED = True" in script.read_text(encoding="utf-8")
+    ran, fixed = run(str(script)), run(str(script), "--fixed")
+    assert ran.returncode == 1 and ran.stdout.splitlines()[-1].endswith("-inf in 32 of 48")
+    assert fixed.returncode == 0 and fixed.stdout.splitlines()[-1].endswith("all 48 finite")
+    # The same step without XLA is rerun without it.
+    assert report(watched["loop_saturated"][0])["diagnosis"]["proof"]["compiled"] is False
+
+
 def test_the_verdict_of_two_replays():
     from instrument.watch.replay import Replay, _combined
 

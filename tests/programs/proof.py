@@ -1,6 +1,9 @@
 """One op per fix of the proof's table, each dumped as its own run in one process, in
 FULL_TENSOR (the proof reruns the op on its stored inputs); ``log_summary`` is
-``log_zero`` in FULL_HEALTH (no values: the proof says which mode gives them).
+``log_zero`` in FULL_HEALTH (no values: the proof says which mode gives them);
+``log_xla`` a log in a ``jit_compile=True`` function, in FULL_HEALTH (traced inside
+XLA; FULL_TENSOR records no values there), and ``log_xla_tensor`` the same in
+FULL_TENSOR.
 
 ``python proof.py LOGDIR [CASE ...]`` writes ``LOGDIR/<case>`` for each case (all by
 default); each case marks its culprit's line with ``# BUG <case>``.
@@ -111,7 +114,20 @@ def log_summary():
     log_zero()
 
 
-MODES = {"log_summary": "FULL_HEALTH"}
+def log_xla():
+    @tf.function(jit_compile=True)
+    def loss(probs):
+        probs = probs * 1.0
+        return tf.math.log(probs)  # BUG log_xla
+
+    loss(tf.constant(PROBS))
+
+
+def log_xla_tensor():
+    log_xla()
+
+
+MODES = {"log_summary": "FULL_HEALTH", "log_xla": "FULL_HEALTH"}
 CASES = {
     f.__name__: f
     for f in (
@@ -126,6 +142,8 @@ CASES = {
         log_bfloat16,
         eager_log,
         log_summary,
+        log_xla,
+        log_xla_tensor,
     )
 }
 

@@ -254,3 +254,46 @@ def test_chunks_index_and_read_as_the_records_they_replace(tmp_path, monkeypatch
         assert got == {**want, "t": got["t"]}, i
         assert chunked.execution(i) == dataclasses.replace(legacy.execution(i), time=got["t"]), i
     assert chunked.alerts() == legacy.alerts()
+
+
+@pytest.mark.parametrize(
+    "names, expected",
+    [
+        ([[1, ["dense/kernel"]]], ["dense/kernel"]),
+        ([[0, ["other"]]], None),  # another row's
+        ("dense/kernel", None),
+        ([[1, "dense/kernel"]], None),
+        ([[1, [7]]], None),
+        ([[1]], None),
+    ],
+)
+def test_an_executions_names_are_read_only_when_well_formed(names, expected):
+    """`nm` (format 2.8) holds [row, [str, ...]] entries; anything else is no names,
+    never an error."""
+    from instrument.dump.columnar_chunks import ExecutionChunk
+    from reader.contract import ExecRecord, ExecsChunk
+    from reader.index.exec_chunks import execution_record
+
+    chunk = ExecutionChunk(0, 0)
+    for op_type in ("Mul", "VarHandleOp"):
+        chunk.add(
+            op_type=op_type,
+            graph_id=None,
+            input_ids=[],
+            output_ids=[1],
+            device_ids=[0],
+            output_dtypes=[20],
+            stack_id=None,
+            summaries=None,
+            values=None,
+            time_s=1.0,
+            call_ordinal=None,
+            thread=None,
+            names=["written"] if op_type == "VarHandleOp" else None,
+        )
+    record: dict = {}
+    chunk.pack_into(record)
+    assert record[ExecsChunk.NAMES] == [[1, ["written"]]]
+    record[ExecsChunk.NAMES] = names
+    assert execution_record(record, 1).get(ExecRecord.NAMES) == expected
+    assert ExecRecord.NAMES not in execution_record(record, 0) or names == [[0, ["other"]]]

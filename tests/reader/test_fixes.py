@@ -121,3 +121,79 @@ def test_a_family_falls_back_to_its_own_entry():
     assert present(fixes.fix_for("log", "loss")).context == "loss"
     assert fixes.fix_for(None, "loss") is None
     assert fixes.fix_for("no_such_family", "any") is None
+
+
+def test_a_familys_computation_is_the_same_in_every_context():
+    """The proof applies a family's ``any`` entry (`fixes.proof_fix`): that is the
+    diagnosis's computation only if no context changes it."""
+    computations: dict[str, set] = {}
+    for fix in TABLE:
+        if fix.transform is not None:
+            computations.setdefault(fix.family, set()).add((fix.transform, fix.params, fix.input))
+    assert all(len(found) == 1 for found in computations.values()), computations
+
+
+@pytest.mark.parametrize(
+    ("call", "fix", "line"),
+    [
+        (
+            fixes.OpCall("tf.math.log({0})", 1),
+            fixes.Fix("log", "any", "t", "clip_min", (("min", 1e-7),)),
+            "tf.math.log(tf.maximum(x0, 1e-07))",
+        ),
+        (
+            fixes.OpCall("tf.pow({0}, {1})", 2),
+            fixes.Fix("pow", "any", "t", "clip_min", (("min", 0.0),)),
+            "tf.pow(tf.maximum(x0, 0.0), x1)",
+        ),
+        (
+            fixes.OpCall("f({0})", 1),
+            fixes.Fix("atanh", "any", "t", "clip_range", (("min", -1 + 1e-6), ("max", 1 - 1e-6))),
+            "f(tf.clip_by_value(x0, -0.999999, 0.999999))",
+        ),
+        (
+            fixes.OpCall("tf.math.reciprocal({0})", 1, quotient=("tf.ones_like({0})", "{0}")),
+            fixes.Fix("division", "any", "t", "divide_no_nan", input=1),
+            "tf.math.divide_no_nan(tf.ones_like(x0), x0)",
+        ),
+        (
+            fixes.OpCall("tf.sqrt({0})", 1),
+            fixes.Fix("norm", "any", "t", "eps_under_root", (("eps", 1e-12),)),
+            "tf.sqrt(x0 + 1e-12)",
+        ),
+        (
+            fixes.OpCall("g(y={0}, dy={1})", 2, root_value=0),
+            fixes.Fix("norm", "any", "t", "eps_under_root", (("eps", 1e-12),)),
+            "g(y=tf.sqrt(tf.square(x0) + 1e-12), dy=x1)",
+        ),
+        # What does not fit the call: no line.
+        (fixes.OpCall("x / y", 1), fixes.Fix("division", "any", "t", "divide_no_nan"), None),
+        (fixes.OpCall("f({0})", 1), fixes.Fix("pow", "any", "t", "clip_min", input=1), None),
+        (fixes.OpCall("f({0})", 1), fixes.Fix("softmax", "any", "t"), None),
+    ],
+)
+def test_the_fixed_call_is_the_computation_written_around_the_call(call, fix, line):
+    assert fixes.fixed_call(fix, call) == line
+
+
+def test_every_op_the_proof_reruns_gets_its_familys_fixed_line():
+    """`instrument.repro.op_fixes` says only how an op is called; its fixed line is the
+    table's computation, with the entry's numbers, around the op's own call."""
+    from instrument.repro.op_fixes import OP_CALLS
+
+    for op_type, call in OP_CALLS.items():
+        fix = present(fixes.proof_fix(op_type))
+        assert fix.family == family_of(op_type, None, None, ())
+        line = present(fixes.fixed_call(fix, call))
+        for _, value in fix.params:
+            assert fixes._literal(value) in line, (op_type, line)
+        if fix.transform == "divide_no_nan":
+            assert line.startswith("tf.math.divide_no_nan("), line
+        else:
+            assert line.startswith(call.call.split("{")[0]), (op_type, line)
+
+
+def test_the_proof_takes_a_norms_computation_for_a_root_under_a_norm():
+    norm = present(fixes.proof_fix("SqrtGrad", "gradient_tape/norm/Sqrt/SqrtGrad"))
+    assert (norm.family, norm.transform) == ("norm", "eps_under_root")
+    assert fixes.proof_fix("MatMul") is None

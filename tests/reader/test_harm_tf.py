@@ -468,7 +468,11 @@ def test_python_function_input_names_the_function(harm_dumps, case, op_type, kin
     [
         ("variable_initial", "variable_initial", "its initial value, at `tf.Variable("),
         ("variable_assigned", "variable_assigned", "at `weights.assign("),
-        ("variable_restored", "variable_restored", "restored from a checkpoint"),
+        (
+            "variable_restored",
+            "variable_restored",
+            "restored from checkpoint key `weights/.ATTRIBUTES/VARIABLE_VALUE`",
+        ),
     ],
 )
 def test_variable_input_says_how_the_variable_got_it(harm_dumps, case, kind, words):

@@ -54,6 +54,58 @@ def test_values_that_came_in_outside_a_step_get_their_phase_and_index(
     assert f"in the model: {phase}" in capsys.readouterr().out
 
 
+# Keras 3's checkpoint key of the first Dense layer's kernel.
+KERNEL_KEY = "model/_functional/_operations/1/_kernel/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+@pytest.mark.parametrize(
+    "case, variable, rows, words",
+    [
+        (
+            "restored",
+            "sequential_1/dense/kernel",
+            [2],
+            "row 2 of `sequential_1/dense/kernel` holds NaN in 1 of its 2 values",
+        ),
+        (
+            "set_weights",
+            "sequential_2/dense/kernel",
+            [1],
+            "row 1 of `sequential_2/dense/kernel` holds NaN in 1 of its 2 values",
+        ),
+        ("initial", "Variable", [3], "element 3 of `Variable` is NaN"),
+    ],
+)
+def test_a_variable_that_came_in_outside_a_step_is_named_with_its_rows(
+    phase_dumps, capsys, case, variable, rows, words
+):
+    """The variable's name (its VarHandleOp's, format 2.8) and the rows of its value
+    that hold the NaN (FULL_TENSOR)."""
+    report = _report(os.path.join(phase_dumps, case), capsys)
+    source = report["diagnosis"]["source"]
+    assert (source["variable"], source["rows"]) == (variable, rows)
+    assert words in report["diagnosis"]["explanation"]
+    assert source["checkpoint_key"] == (KERNEL_KEY if case == "restored" else None)
+
+
+def test_a_restore_names_its_checkpoint_key_and_says_what_to_check(phase_dumps, capsys):
+    """RestoreV2's output 0 is key 0 of its tensor_names; the AssignVariableOp that
+    wrote it names the variable. Why the checkpoint holds a NaN the dump cannot know:
+    the fix says what to check, with the key."""
+    report = _report(os.path.join(phase_dumps, "restored"), capsys)
+    diagnosis = report["diagnosis"]
+    assert (
+        f"the variable `sequential_1/dense/kernel` was restored from checkpoint key `{KERNEL_KEY}`"
+    ) in diagnosis["explanation"]
+    assert f"get_tensor({KERNEL_KEY!r})" in diagnosis["suggestion"]
+    assert "check how it was written" in diagnosis["suggestion"]
+    assert "was saved after" not in diagnosis["suggestion"]
+    with reader.open_run(os.path.join(phase_dumps, "restored")) as dump:
+        restore = dump.execution(present(dump.root_cause()).alert.index)
+        assert restore.op_type == "RestoreV2" and restore.names is not None
+        assert restore.names[0] == KERNEL_KEY and len(restore.names) == len(restore.output_ids)
+
+
 def test_a_restore_op_is_in_the_restore_phase(phase_dumps):
     with reader.open_run(os.path.join(phase_dumps, "restored")) as dump:
         assert dump.place(present(dump.root_cause()).alert).phase == "restore"

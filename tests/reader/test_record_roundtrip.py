@@ -114,6 +114,7 @@ def _write_health_run(logdir: str) -> dict[str, int]:
         stack_id=ids["stack"],
         summaries=[row],
         time_s=100.5,
+        names=["dense/kernel"],
     )
     writer.add_execution(
         op_type="__inference_train_step_7",
@@ -340,6 +341,7 @@ def test_the_health_run_reads_back(logdir: str) -> None:
     )
     assert first.summaries is not None and first.summaries[0] is not None
     assert (first.summaries[0].size, first.summaries[0].max_abs, first.thread) == (4, 3.5, None)
+    assert (first.names, call.names) == (("dense/kernel",), None)
     assert (call.graph_id, call.stack_id, call.thread, call.output_dtypes) == (
         graph.id,
         0,

@@ -141,7 +141,7 @@ async def test_e_proves_the_fix_on_the_stored_values(proof_dumps):
         text = app.screen.text.plain
         assert (
             "\n\nProof: `tf.math.log(x0)`: -inf in 100 of 1000 -> "
-            "`tf.math.log(tf.maximum(x0, EPS))`: all 1000 finite\n\nValues: kept by "
+            "`tf.math.log(tf.maximum(x0, 1e-07))`: all 1000 finite\n\nValues: kept by "
             "FULL_TENSOR\n  input "
         ) in text
         assert "\n  output Log:0 (float32): [1000] [" in text and "\n\nEvidence:" in text

@@ -31,6 +31,13 @@ VALUES_MODE_HINT = (
     "record in FULL_TENSOR (`tfdbg-tui run --mode FULL_TENSOR`, or "
     'enable_dump_debug_info(..., tensor_debug_mode="FULL_TENSOR")) to keep them'
 )
+# What it is told when the op ran compiled with XLA: FULL_TENSOR records no value
+# inside an XLA-compiled function (the writer's `xla_untraced` notice), so the values
+# need the function run without XLA.
+VALUES_XLA_HINT = (
+    "the op ran compiled with XLA, where FULL_TENSOR records no values: record in "
+    "FULL_TENSOR with the function not compiled (jit_compile=False) to keep them"
+)
 
 
 @dataclass(frozen=True)
@@ -173,12 +180,20 @@ def culprit_values(reader: AnalysedRun, cause: RootCause) -> CulpritValues:
     mode = reader.metadata.tensor_debug_mode
     full = mode == fmt.FULL_TENSOR
     missing = None
+    compiled = graph and _compiled(reader, cause)
     if not full and reader.metadata.replay_of is not None:
         kept, missing = _replay_values(reader, cause)
         if kept is not None:
             return kept
     elif not full:
-        missing = f"no values: this run recorded {mode} summaries only; {VALUES_MODE_HINT}"
+        hint = VALUES_XLA_HINT if compiled else VALUES_MODE_HINT
+        missing = f"no values: this run recorded {mode} summaries only; {hint}"
+    elif _untraced_call(reader, cause):
+        missing = (
+            f"no values of the ops inside {alert.op_type}: it ran compiled with XLA, where "
+            "FULL_TENSOR records no values: record with the function not compiled "
+            "(jit_compile=False) to keep them"
+        )
     inputs = []
     for (ref, summary), index in zip(cause.inputs, cause.input_indices):
         value = None
@@ -211,7 +226,7 @@ def culprit_values(reader: AnalysedRun, cause: RootCause) -> CulpritValues:
         alert.op_name if graph else None,
         tuple(inputs),
         output,
-        graph and _compiled(reader, cause),
+        compiled,
         missing,
         fmt.FULL_TENSOR if full else None,
     )
@@ -221,7 +236,7 @@ def _replay_values(reader: AnalysedRun, cause: RootCause) -> tuple[CulpritValues
     """The values of ``cause``'s op from the values replay beside the replay ``reader``
     (docs/format.md, "The watch tier"); else None and why there are none."""
     from reader.analysis.dump_reader import DumpReader
-    from reader.run.watch_pair import replay_values_path
+    from reader.run.watch_pair import replay_values_path, watch_pair
 
     alert = cause.alert
     replay_of = reader.metadata.replay_of
@@ -249,9 +264,15 @@ def _replay_values(reader: AnalysedRun, cause: RootCause) -> tuple[CulpritValues
                 )
             kept = culprit_values(values_run, values_cause)
             origin = f"the replay's values run {values_run.metadata.run_id}"
+        # The watched step ran compiled when it was replayed with XLA too (its hit
+        # names that replay): the values come from the replay without XLA, and the
+        # proof reruns the op compiled, as it ran.
+        pair = watch_pair(reader)
+        hit = pair.log.hit if pair is not None else None
+        compiled = kept.compiled or (hit is not None and hit.xla_replay_run is not None)
     except DumpError as error:
         return None, f"no values: the values replay cannot be read ({error})"
-    return dataclasses.replace(kept, origin=origin), ""
+    return dataclasses.replace(kept, origin=origin, compiled=compiled), ""
 
 
 def _same_alert(alerts: list[Alert], alert: Alert) -> Alert | None:
@@ -286,14 +307,34 @@ def _value(reader: AnalysedRun, graph: bool, index: int, slot: int) -> np.ndarra
         return None
 
 
+def _xla_functions(reader: AnalysedRun, kind: str) -> set[str]:
+    """The functions the writer's notices of ``kind`` say were compiled with XLA
+    (``xla_traced``: traced inside; ``xla_untraced``: not)."""
+    return {
+        str(n.details.get("function"))
+        for n in reader.notices()
+        if n.kind == kind and n.details.get("function")
+    }
+
+
+def _untraced_call(reader: AnalysedRun, cause: RootCause) -> bool:
+    """Whether the root cause is a function call whose function ran compiled with XLA
+    untraced (FULL_TENSOR): the op inside that made the values has none recorded."""
+    call = cause.execution
+    if cause.op is not None or call is None or call.graph_id is None:
+        return False
+    untraced = _xla_functions(reader, fmt.NOTICE_XLA_UNTRACED)
+    try:
+        graph = reader.graph(call.graph_id)
+    except DumpError:
+        return False
+    return graph.name in untraced or graph.function_name in untraced
+
+
 def _compiled(reader: AnalysedRun, cause: RootCause) -> bool:
     """Whether the op's graph, or a graph around it, is a function the writer said was
     compiled with XLA (its ``xla_traced`` notice)."""
-    compiled = {
-        str(n.details.get("function"))
-        for n in reader.notices()
-        if n.kind == fmt.NOTICE_XLA_TRACED and n.details.get("function")
-    }
+    compiled = _xla_functions(reader, fmt.NOTICE_XLA_TRACED)
     if not compiled or cause.op is None:
         return False
     graph_id: int | None = cause.op.graph_id

@@ -12,9 +12,12 @@ did it and where it ran. An entry is keyed by the op's family (``log``, ``log1p`
 
 No family words another's fix: each entry names its own op (a test holds it). Where an
 entry's fix is one computation, it carries it as data for the proof of the fix (which
-runs the op again, as it was and fixed): ``transform``, an id the proof maps to code,
-its ``params``, and ``fixed``, the fixed line with ``x`` for the op's input. The reader
-never runs it.
+runs the op again, as it was and fixed): ``transform``, its ``params`` and the
+``input`` it changes, and ``fixed``, the fixed line in the user's code with ``x`` for
+the op's input. This module is the one home of that computation: `fixed_call` writes
+it around an op's call (`OpCall`: how the proof calls an op type, the table of
+`instrument.repro.op_fixes`), the line the proof reruns and `tfdbg-tui repro` writes.
+The reader never runs it.
 """
 
 from __future__ import annotations
@@ -32,6 +35,18 @@ CONTEXTS = ("loss", "layer", "data", "optimizer", "any")
 # - ``divide_no_nan``: the division replaced by tf.math.divide_no_nan (0 where y == 0);
 # - ``eps_under_root``: sqrt(s) -> sqrt(s + eps), the squared sum of a norm.
 TRANSFORMS = ("clip_min", "clip_max", "clip_range", "divide_no_nan", "eps_under_root")
+# Each transform as code around the input it changes (``{x}``), with its params;
+# ``divide_no_nan`` replaces the whole call (`OpCall.quotient`).
+_TRANSFORM_CODE = {
+    "clip_min": "tf.maximum({x}, {min})",
+    "clip_max": "tf.minimum({x}, {max})",
+    "clip_range": "tf.clip_by_value({x}, {min}, {max})",
+    "eps_under_root": "{x} + {eps}",
+    "divide_no_nan": "tf.math.divide_no_nan({x}, {y})",
+}
+# ``eps_under_root`` on an input that is a root's value (`OpCall.root_value`: sqrt's
+# gradient takes sqrt(s), not s): the root taken again over s + eps.
+_ROOT_VALUE_CODE = "tf.sqrt(tf.square({x}) + {eps})"
 
 # Op type -> its family in the table.
 OP_FAMILIES = {
@@ -303,9 +318,76 @@ TABLE: tuple[Fix, ...] = (
         "softmax is NaN when a row's logits are all -inf or hold +inf: mask with a large "
         "finite value (tf.where(mask, logits, -1e9)) instead of -inf, and keep the "
         "logits finite",
+        transform="clip_min",
+        params=(("min", -1e9),),
+        fixed="tf.nn.softmax(tf.maximum(x, -1e9))",
     ),
 )
 _BY_KEY = {(fix.family, fix.context): fix for fix in TABLE}
+
+
+@dataclass(frozen=True, slots=True)
+class OpCall:
+    """How the proof calls an op type, as a template over its inputs (``{0}``, ``{1}``).
+
+    Attributes:
+        call: The op as the program made it ("tf.math.log({0})").
+        arity: How many inputs it takes.
+        quotient: For a division, its numerator and denominator as templates
+            (``divide_no_nan`` rewrites the call with them); None otherwise.
+        root_value: The input that is a square root's value (``SqrtGrad``'s ``y``),
+            where ``eps_under_root`` takes the root again; None otherwise.
+    """
+
+    call: str
+    arity: int
+    quotient: tuple[str, str] | None = None
+    root_value: int | None = None
+
+    def line(self, names: tuple[str, ...] | None = None) -> str:
+        """The call with its inputs named (``x0``, ``x1``... by default)."""
+        return self.call.format(*(names or self.names))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The inputs' names in the proof's script: ``x0``, ``x1``..."""
+        return tuple(f"x{i}" for i in range(self.arity))
+
+
+def proof_fix(op_type: str, op_name: str | None = None) -> Fix | None:
+    """The entry whose computation the proof applies to an op: its family's ``any``
+    entry (a family's entries that carry a computation carry the same one, whatever
+    the context: a test holds it); None when its family has no computation."""
+    fix = fix_for(family_of(op_type, op_name, None, ()), "any")
+    return fix if fix is not None and fix.transform is not None else None
+
+
+def fixed_call(fix: Fix, call: OpCall) -> str | None:
+    """The op's call with ``fix``'s computation applied, its inputs named ``x0``,
+    ``x1``...: "tf.math.log(tf.maximum(x0, 1e-07))"; None when the computation does
+    not fit the call (no transform, an input it lacks, a division without operands)."""
+    names = call.names
+    params = {key: _literal(value) for key, value in fix.params}
+    if fix.transform == "divide_no_nan":
+        if call.quotient is None:
+            return None
+        x, y = (part.format(*names) for part in call.quotient)
+        return _TRANSFORM_CODE["divide_no_nan"].format(x=x, y=y)
+    code = _TRANSFORM_CODE.get(fix.transform or "")
+    position = fix.input
+    if fix.transform == "eps_under_root" and call.root_value is not None:
+        code, position = _ROOT_VALUE_CODE, call.root_value
+    if code is None or not 0 <= position < call.arity:
+        return None
+    changed = list(names)
+    changed[position] = code.format(x=names[position], **params)
+    return call.line(tuple(changed))
+
+
+def _literal(value: float) -> str:
+    """A param as a Python float literal: "1e-07", "-0.999999", "80.0"."""
+    text = f"{value:.7g}"
+    return text if any(c in text for c in ".en") else f"{text}.0"
 
 
 def fix_for(family: str | None, context: str) -> Fix | None:

@@ -22,7 +22,9 @@ further, from what the dump recorded around that op:
   placeholders); the eager writes of that handle before the call say how it got its
   value: at its creation (its only write) or by a later assignment (``assign``, Keras'
   ``load_weights``), each at the user's line. A checkpoint restore that read the
-  values (``RestoreV2``) is itself the root cause, as its output is recorded.
+  values (``RestoreV2``) is itself the root cause, as its output is recorded. Each
+  names the variable, a restore its checkpoint key, and with the values (FULL_TENSOR)
+  the rows that hold them (`reader.analysis.diagnosis.variable_names`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from reader.analysis.diagnosis.expressions import expression_of
+from reader.analysis.diagnosis.variable_names import (
+    nonfinite_rows,
+    restored_variable,
+    variable_name,
+)
 from reader.analysis.diagnosis.wording import nonfinite_text
 from reader.analysis.hunt.model_place import RESTORE_OPS
 from reader.analysis.hunt.root_cause import DATASET_DELIVERY_OPS, is_dataset_graph
@@ -158,6 +165,10 @@ class InputSource:
         function: ``py_function`` and the like: the Python function's name.
         frame: The user's line where the value came in (a variable's creation,
             restore or assignment).
+        variable: ``variable_*``: the variable's name, when the dump says (format 2.8).
+        checkpoint_key: ``variable_restored``: the checkpoint key it was read from.
+        rows: ``variable_*``, FULL_TENSOR: the rows (first index) holding non-finite
+            values (the elements, for a vector).
     """
 
     kind: str
@@ -169,6 +180,9 @@ class InputSource:
     position: tuple[int, ...] | None = None
     function: str | None = None
     frame: Frame | None = None
+    variable: str | None = None
+    checkpoint_key: str | None = None
+    rows: tuple[int, ...] | None = None
 
     @property
     def phase(self) -> str | None:
@@ -188,13 +202,17 @@ class InputSource:
             "position": None if self.position is None else list(self.position),
             "function": self.function,
             "frame": frame,
+            "variable": self.variable,
+            "checkpoint_key": self.checkpoint_key,
+            "rows": None if self.rows is None else list(self.rows),
         }
 
 
 def input_source(reader: AnalysedRun, cause: RootCause) -> InputSource | None:
     """Where the values a root cause's op brought in came from; None when the op is
     not one that brings values in, or the dump does not say. A variable's source says
-    where its first non-finite value is when the dump holds the value (FULL_TENSOR)."""
+    which rows hold them and where its first non-finite value is when the dump holds
+    the value (FULL_TENSOR)."""
     source = _input_source(reader, cause)
     if source is None or source.phase is None:
         return source
@@ -208,13 +226,16 @@ def input_source(reader: AnalysedRun, cause: RootCause) -> InputSource | None:
     except DumpError:
         value = None
     bad = _nonfinite_positions(value)
-    if bad is None or not bad.shape[0]:
+    rows = nonfinite_rows(value)
+    if bad is None or not bad.shape[0] or rows is None:
         return source
     position = tuple(int(i) for i in bad[0])
     return replace(
         source,
-        text=f"{source.text}; its first non-finite value is at index {list(position)}",
+        text=f"{source.text}; {rows.text(source.variable)}; its first non-finite value is "
+        f"at index {list(position)}",
         position=position,
+        rows=rows.rows,
     )
 
 
@@ -226,13 +247,13 @@ def _input_source(reader: AnalysedRun, cause: RootCause) -> InputSource | None:
             if cause.execution.op_type in _VARIABLE_READS and cause.execution.input_ids:
                 return _variable(reader, cause.execution.input_ids[0], cause.execution.index)
             if cause.execution.op_type in RESTORE_OPS:
-                return _restored(reader, cause.execution, cause.frame, cause.execution.index)
+                return _restored(reader, cause.execution, cause.frame, cause.alert.slot)
             return None
         op = cause.op
         if op is None or cause.trace is None:
             return None
         if op.op_type in RESTORE_OPS:
-            return _restored(reader, op, cause.frame, None)
+            return _restored(reader, op, cause.frame, cause.alert.slot)
         if op.op_type in DATASET_DELIVERY_OPS:
             return _graph_batch(reader, op, cause.trace.index, cause.alert.slot)
         if _takes_dataset_input(reader, cause):
@@ -499,44 +520,77 @@ def _variable(reader: AnalysedRun, handle: int, before: int) -> InputSource | No
     frame = reader.innermost_user_frame(write.stack_id)
     at = _line_text(reader, frame)
     created = reader.producer_of(handle, before=write.index)
+    name = variable_name(reader, handle, before=write.index)
+    the_variable = f"the variable `{name}`" if name else "the variable"
+    named = (
+        (f"VarHandleOp (execution {created[0]}) made the variable `{name}`",)
+        if (name and created)
+        else ()
+    )
     initial = created is not None and len(writes) == 1
     if initial:
         return InputSource(
             "variable_initial",
-            f"the variable held them from its creation: its initial value{at}",
-            "check the variable's initial value (the array or initializer it was created with)",
+            f"{the_variable} held them from its creation: its initial value{at}",
+            f"check the initial value of {the_variable} (the array or initializer it was "
+            "created with)",
             (
                 f"AssignVariableOp (execution {write.index}), the only write of the "
                 f"variable, right after its creation",
+                *named,
             ),
             frame=frame,
+            variable=name,
         )
     return InputSource(
         "variable_assigned",
-        f"the program assigned them to the variable outside the traced functions{at}",
-        "check the value assigned there",
+        f"the program assigned them to {the_variable} outside the traced functions{at}",
+        f"check the value assigned to {the_variable} there",
         (
             f"AssignVariableOp (execution {write.index}), the last write of the variable "
             f"before it was read",
+            *named,
         ),
         frame=frame,
+        variable=name,
     )
 
 
 def _restored(
-    reader: AnalysedRun, restore: Execution | Op, frame: Frame | None, execution: int | None
+    reader: AnalysedRun, restore: Execution | Op, frame: Frame | None, slot: int
 ) -> InputSource:
-    where = f"execution {execution}" if execution is not None else "in a graph"
+    """A restore's output ``slot``: an eager one names its checkpoint key and the
+    variable it went into (format 2.8); what put the NaN in the checkpoint the dump
+    cannot know, so the suggestion says what to check."""
+    where = f"execution {restore.index}" if isinstance(restore, Execution) else "in a graph"
+    restored = restored_variable(reader, restore, slot) if isinstance(restore, Execution) else None
+    key = restored.key if restored is not None else None
+    name = restored.variable if restored is not None else None
+    variable = f"the variable `{name}`" if name else "a variable"
+    from_key = f"checkpoint key `{key}`" if key else "a checkpoint"
+    evidence = [f"{restore.op_type} ({where}) read the values from the checkpoint"]
+    if key:
+        evidence.append(f"{restore.op_type} output {slot}: checkpoint key `{key}`")
+    if name and restored is not None:
+        evidence.append(f"AssignVariableOp wrote output {slot} into the variable `{name}`")
+    lookup = (
+        f"np.isfinite(tf.train.load_checkpoint(path).get_tensor({key!r})) shows the rows "
+        "that hold them"
+        if key
+        else "np.isfinite(tf.train.load_checkpoint(path).get_tensor(name)) finds the "
+        "variable and the rows that hold them"
+    )
     return InputSource(
         "variable_restored",
-        f"a variable was restored from a checkpoint that held them ({restore.op_type}, "
+        f"{variable} was restored from {from_key}, which held them ({restore.op_type}, "
         f"{where}{_line_text(reader, frame)})",
-        "check the checkpoint: np.isfinite(tf.train.load_checkpoint(path).get_tensor(name)) "
-        "finds the variable and the rows that hold them; then check how it was written "
-        "(saved after the weights went non-finite, or edited since) and whether an "
-        "earlier checkpoint is finite",
-        (f"{restore.op_type} ({where}) read the values from the checkpoint",),
+        f"check the checkpoint: {lookup}; then check how it was written (saved after the "
+        "weights went non-finite, or edited since) and whether an earlier checkpoint is "
+        "finite",
+        tuple(evidence),
         frame=frame,
+        variable=name,
+        checkpoint_key=key,
     )
 
 
