@@ -84,7 +84,7 @@ def pytest_collection_finish(session):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    prefetch.stop()
+    prefetch.stop(wait=exitstatus != pytest.ExitCode.INTERRUPTED)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -120,13 +120,15 @@ def _factory(config: pytest.Config) -> pytest.TempPathFactory:
     return factory
 
 
-def stop() -> None:
+def stop(*, wait: bool = True) -> None:
     """At the session's end: cancel what no test asked for (a deselected or failed-early
-    run) and wait for the maker under way (its program must not outlive the session)."""
+    run) and wait for the maker under way (its program must not outlive the session),
+    unless the session was interrupted (Ctrl-C reached its program too)."""
     with _lock:
         for future in _started.values():
             future.cancel()
         _started.clear()
     if _worker is not None:
         _jobs.put(None)
-        _worker.join()
+        if wait:
+            _worker.join()
