@@ -73,13 +73,13 @@ def note_loss(target: Any) -> None:
         and getattr(target, "dtype", None) is not None
         and target.dtype.is_floating
     ):
-        _losses.setdefault(graph, {})[replica_in_sync()] = target
+        _losses.setdefault(graph, {})[traced_replica() or 0] = target
 
 
 def loss_of(graph: Any) -> Any:
     """The loss noted for ``graph`` or a graph it is nested in, of the replica being
     traced, or None."""
-    replica = replica_in_sync()
+    replica = traced_replica() or 0
     while graph is not None:
         losses = _losses.get(graph)
         if losses:
@@ -88,16 +88,16 @@ def loss_of(graph: Any) -> Any:
     return None
 
 
-def replica_in_sync() -> int:
-    """The replica whose step is being traced under a tf.distribute strategy (its
-    ``replica_id_in_sync_group``), 0 without one or outside a replica's context."""
+def traced_replica() -> int | None:
+    """The replica whose step is being traced, under a tf.distribute strategy with
+    several; None otherwise."""
     import tensorflow as tf
 
     if not tf.distribute.has_strategy():
-        return 0
+        return None
     context = tf.distribute.get_replica_context()
-    if context is None:
-        return 0
+    if context is None or context.num_replicas_in_sync < 2:
+        return None
     replica = tf.get_static_value(context.replica_id_in_sync_group)
     return int(replica) if replica is not None else 0
 

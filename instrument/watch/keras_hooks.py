@@ -71,9 +71,7 @@ class WatchHooks:
             if not pairs:
                 return original_apply(optimizer, grads, trainable_variables)
             if tf.distribute.has_strategy():
-                if tf.distribute.in_cross_replica_context() or (
-                    tf.__internal__.distribute.strategy_supports_no_merge_call()
-                ):
+                if _strategy_not_gated():
                     watcher.say_once(
                         "strategy",
                         "the step's updates run under a tf.distribute strategy the watch "
@@ -102,13 +100,7 @@ class WatchHooks:
                 or watcher.closed
                 or not tf.inside_function()
                 or trainable_variables is None
-                or (
-                    tf.distribute.has_strategy()
-                    and (
-                        tf.distribute.in_cross_replica_context()
-                        or tf.__internal__.distribute.strategy_supports_no_merge_call()
-                    )
-                )
+                or (tf.distribute.has_strategy() and _strategy_not_gated())
             ):
                 return original_scaled_apply(optimizer, grads, trainable_variables)
             if not optimizer.built:  # its scale is made when it is built
@@ -191,3 +183,14 @@ class WatchHooks:
             except KeyError:
                 pass  # removed from another thread than the one that added it
             self._callback = None
+
+
+def _strategy_not_gated() -> bool:
+    """Under a tf.distribute strategy: whether its step's updates cannot be gated (the
+    apply runs in the cross-replica context, or the strategy runs no ``merge_call``:
+    XLA on GPUs, multi-worker strategies)."""
+    import tensorflow as tf
+
+    return tf.distribute.in_cross_replica_context() or bool(
+        tf.__internal__.distribute.strategy_supports_no_merge_call()
+    )

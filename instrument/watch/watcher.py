@@ -109,7 +109,7 @@ class Watcher:
         if gate.replaying() or not tf.inside_function():
             return train_step(data)
         graph = tf.compat.v1.get_default_graph()
-        replica = _replica()
+        replica = gate.traced_replica()
         if replica is None:
             flags = self._flags()
             state = [v for v in model.variables if not v.trainable]
@@ -200,7 +200,7 @@ class Watcher:
         flags = self._flags()
         site = self._site(optimizer, variables)
         context = tf.distribute.get_replica_context()
-        replica = _replica() or 0
+        replica = gate.traced_replica() or 0
         site.replicas = max(site.replicas, context.num_replicas_in_sync)
         graph = tf.compat.v1.get_default_graph()
         batch, names = self._step_function(site, graph, replica)
@@ -499,20 +499,6 @@ class Watcher:
                 logger.warning("tfdbg-tui watch: %s", error)
                 return
             raise error
-
-
-def _replica() -> int | None:
-    """The replica whose step is being traced, under a tf.distribute strategy with
-    several; None otherwise."""
-    import tensorflow as tf
-
-    if not tf.distribute.has_strategy():
-        return None
-    context = tf.distribute.get_replica_context()
-    if context is None or context.num_replicas_in_sync < 2:
-        return None
-    replica = tf.get_static_value(context.replica_id_in_sync_group)
-    return int(replica) if replica is not None else 0
 
 
 def _what_failed(site: gate.WatchSite, check: str, variable: int | None) -> str:

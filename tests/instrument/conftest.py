@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,18 @@ def opened_runs(logdir: Any, parts: Sequence[str], stdout: str) -> Iterator[dict
     finally:
         for dump in dumps.values():
             dump.close()
+
+
+def runs_per_part(
+    root: Path, parts: Sequence[str], args_of: Callable[[Path, str], list[str]]
+) -> dict[str, str]:
+    """Run a program once per part, each writing into ROOT/PART (made here) with the
+    arguments ``args_of(ROOT/PART, part)``: {part: its stdout}."""
+    printed = {}
+    for part in parts:
+        (root / part).mkdir()
+        printed[part] = run_program(args_of(root / part, part))
+    return printed
 
 
 def run_program(args: list[str]) -> str:

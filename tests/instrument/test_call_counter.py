@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from reader.values import decode_value
-from tests.instrument.conftest import run_program
+from tests.instrument.conftest import runs_per_part
 from tests.instrument.dump_loader import load_single_run
 from tests.prefetch import made, prefetchable
 from tests.program_runs import PROGRAMS
@@ -35,14 +35,10 @@ def counted(request):
 
 @prefetchable("counted")
 def _run_variants(root):
-    printed = {}
-    for variant in VARIANTS:
-        logdir = root / variant
-        logdir.mkdir()
-        printed[variant] = json.loads(
-            run_program([str(PROGRAM), str(logdir), variant]).splitlines()[-1]
-        )
-    return root, printed
+    printed = runs_per_part(
+        root, VARIANTS, lambda logdir, variant: [str(PROGRAM), str(logdir), variant]
+    )
+    return root, {variant: json.loads(out.splitlines()[-1]) for variant, out in printed.items()}
 
 
 def _calls(dump, prefix):

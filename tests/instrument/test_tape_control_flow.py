@@ -15,7 +15,7 @@ import pytest
 
 from reader import format as fmt
 from reader.values import decode_value
-from tests.instrument.conftest import run_program
+from tests.instrument.conftest import runs_per_part
 from tests.instrument.dump_loader import load_single_run
 from tests.prefetch import made, prefetchable
 from tests.present import present
@@ -39,11 +39,7 @@ def tape_runs(request):
 
 @prefetchable("tape_runs")
 def _run_modes(root):
-    printed = {}
-    for mode in MODES:
-        (root / mode).mkdir()
-        printed[mode] = run_program([str(PROGRAM), str(root / mode), mode])
-    return root, printed
+    return root, runs_per_part(root, MODES, lambda logdir, mode: [str(PROGRAM), str(logdir), mode])
 
 
 def _loop_states():

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from reader import format as fmt
-from tests.instrument.conftest import run_program
+from tests.instrument.conftest import runs_per_part
 from tests.instrument.dump_loader import load_single_run
 from tests.prefetch import made, prefetchable
 from tests.program_runs import PROGRAMS
@@ -27,13 +27,11 @@ def tape_dumps(request):
 
 @prefetchable("tape_dumps")
 def _run_variants(root):
-    printed = {}
-    for variant in ("normal", "fallback"):
-        (root / variant).mkdir()
-        printed[variant] = run_program(
-            [str(PROGRAM), str(root / variant), fmt.FULL_HEALTH, variant]
-        )
-    return root, printed
+    return root, runs_per_part(
+        root,
+        ("normal", "fallback"),
+        lambda logdir, variant: [str(PROGRAM), str(logdir), fmt.FULL_HEALTH, variant],
+    )
 
 
 def _function_calls(dump):
