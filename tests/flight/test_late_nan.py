@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pathlib
 import signal
 import subprocess
 import sys
@@ -39,6 +40,20 @@ def test_the_gap_between_the_pinned_window_and_the_tail_is_reported(late_nan_log
         assert pinned[1] - pinned[0] >= 1000
 
 
+def _what_was_read(dump) -> str:
+    """What a killed run held on disk and what the reader found in it: the evidence a
+    failure of the SIGKILL test must carry (it depends on the moment of the kill)."""
+    files = sorted(
+        f"{path.name}:{path.stat().st_size}" for path in pathlib.Path(dump.path).iterdir()
+    )
+    eager, graph = dump.execution_alert_rows()[0], dump.trace_alert_rows()[0]
+    return (
+        f"files {files}; executions {dump.num_executions}, traces {dump.num_traces}, "
+        f"kept {dump.kept_traces()}; alert rows: eager {eager.size}, graph {graph.size}; "
+        f"alerts {dump.alerts(limit_per_type=3)}"
+    )
+
+
 def test_sigkill_while_a_window_is_pinned_leaves_a_dump_that_opens(tmp_path):
     process = subprocess.Popen(
         [sys.executable, str(PROGRAM), str(tmp_path), "--forever"],
@@ -63,7 +78,7 @@ def test_sigkill_while_a_window_is_pinned_leaves_a_dump_that_opens(tmp_path):
     with reader.open_run(tmp_path) as dump:
         assert not dump.finished and dump.writer_state() == liveness.KILLED
         cause = dump.root_cause()
-        assert cause is not None
+        assert cause is not None, _what_was_read(dump)
         assert cause.alert.op_type == "Log" and present(cause.frame).line == LOG_LINE
         assert dump.steps().first_alert_step == NAN_STEP
         assert len(dump.steps().gaps) == 1

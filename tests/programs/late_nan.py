@@ -9,7 +9,8 @@ NaN, so every later step is full of alerts. Prints one line per step run
 ("step 12"), then "DONE", or, when `NonFiniteError` stops it, "STOPPED" and a JSON
 object of the error's message and attributes (and then exits without closing the run).
 ``--forever`` keeps training after the last step and prints READY once the tail
-has rotated past the first alert's pinned window (for the SIGKILL test).
+has rotated past the first alert's pinned window and the dump on disk shows both
+(for the SIGKILL test).
 """
 
 import argparse
@@ -21,6 +22,7 @@ from typing import Any
 import tensorflow as tf
 
 import instrument
+import reader
 from reader import format as fmt
 
 parser = argparse.ArgumentParser()
@@ -125,6 +127,12 @@ def has_gap(run_dir):
     return len(numbers) >= 2 and numbers[-1] - numbers[0] + 1 > len(numbers)
 
 
+def shows_pinned_window(run_dir):
+    """Whether the run on disk holds the first alert's step and one gap after it."""
+    with reader.open_run(run_dir) as dump:
+        return dump.steps().first_alert_step == args.nan_step and len(dump.steps().gaps) == 1
+
+
 step_function = train_step if args.eager else tf.function(train_step)
 try:
     step = 0
@@ -137,8 +145,12 @@ try:
         if args.forever and not announced and step > args.nan_step:
             # Ready once the tail has rotated past the pinned window: a segment
             # between the pinned ones and the tail has been deleted (the numbers of
-            # the segments on disk are no longer contiguous).
-            if has_gap(run):
+            # the segments on disk are no longer contiguous), and the dump on disk
+            # holds the alert. A gap alone is not enough: for a moment at each flush
+            # the disk holds the segments the last flush left and their successors
+            # (those in between rotated out unwritten), and under load the alert's
+            # records may not have been drained yet.
+            if has_gap(run) and shows_pinned_window(run):
                 print("READY", flush=True)
                 announced = True
 except instrument.NonFiniteError as error:
