@@ -68,8 +68,10 @@ FORMAT_NAME = "tfdbg-tui-dump"
 # not a segment, so older readers ignore it.
 # 3.3 and 2.8: an eager execution may carry names (`nm`): a `VarHandleOp` the variable's,
 # a `RestoreV2` the checkpoint keys it read (`NAMING_OPS`); older readers ignore the key.
-FORMAT_VERSION = (3, 3)
-LOCAL_FORMAT_VERSION = (2, 8)
+# 3.4 and 2.9: a watch site's rows end with each variable's update norm
+# (`update_norm:<variable>` columns); older readers ignore the columns.
+FORMAT_VERSION = (3, 4)
+LOCAL_FORMAT_VERSION = (2, 9)
 
 # Where a watched step's replay keeps the values of its root cause's op: a logdir inside
 # the replay's run directory, holding the values replay (`ReplayOfMap.VALUES`), a

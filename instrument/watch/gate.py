@@ -45,6 +45,7 @@ from typing import Any
 
 from instrument.tf_internals.eager_runtime import unmirrored_variable
 from instrument.watch.kept_calls import KeptCalls
+from instrument.watch.update_norms import UpdateCapture
 from reader.contract.metadata import CHECK_GRADIENT, CHECK_LOSS, CHECK_UPDATE
 
 # Steps kept in the ring of per-step statistics. The host reads it every half second;
@@ -191,7 +192,11 @@ class WatchSite:
     ring: Any
     """float32 [RING_STEPS, columns]: per step, the loss, then per variable the
     gradient's L2 norm, then per variable its value's L2 norm where the step checked
-    it (`_checked_weights`; NaN elsewhere)."""
+    it (`_checked_weights`; NaN elsewhere), then per variable its update's L2 norm
+    where the step measured it (every `WEIGHTS_EVERY`-th update; NaN elsewhere)."""
+    optimizer: Any = None
+    """The optimizer whose apply this is (its writes are measured,
+    instrument/watch/update_norms.py)."""
     variables: list[Any] = field(default_factory=list)
     """The variables the apply trains, and then the optimizer's own."""
     kept_batches: dict[int, KeptBatch] = field(default_factory=dict)
@@ -216,6 +221,7 @@ class WatchSite:
             ["loss"]
             + [f"gradient_norm:{n}" for n in self.variable_names]
             + [f"weight_norm:{n}" for n in self.variable_names]
+            + [f"update_norm:{n}" for n in self.variable_names]
             + (list(LOSS_SCALE_COLUMNS) if self.loss_scale is not None else [])
         )
 
@@ -246,13 +252,14 @@ def make_site(
     ``loss_scale``: the scale variable of the ``LossScaleOptimizer`` around it."""
     import tensorflow as tf
 
-    columns = 1 + 2 * len(variables) + (len(LOSS_SCALE_COLUMNS) if loss_scale is not None else 0)
+    columns = 1 + 3 * len(variables) + (len(LOSS_SCALE_COLUMNS) if loss_scale is not None else 0)
     with tf.init_scope():
         return WatchSite(
             site_id=site_id,
             optimizer_name=str(getattr(optimizer, "name", "optimizer")),
             variable_names=[variable_name(v) for v in variables],
             variables=list(variables) + list(getattr(optimizer, "variables", [])),
+            optimizer=optimizer,
             steps=unmirrored_variable(tf.constant(0, tf.int64), "tfdbg_tui_watch_steps"),
             ring=unmirrored_variable(
                 tf.zeros([RING_STEPS, columns], tf.float32), "tfdbg_tui_watch_ring"
@@ -348,17 +355,17 @@ def checked_norms(tensors: list[Any]) -> tuple[Any, Any]:
         norms = tf.stack([_scaled_norm(t) for t in values])
         first_bad = tf.argmin(tf.cast(finite, tf.int32), output_type=tf.int64)
         return (
-            tf.where(finite, norms, _norms_of_halves(halves)),
+            tf.where(finite, norms, norms_of_halves(halves)),
             tf.where(tf.reduce_all(finite), tf.constant(-1, tf.int64), first_bad),
         )
 
     def all_fine() -> Any:
-        return _norms_of_halves(halves), tf.constant(-1, tf.int64)
+        return norms_of_halves(halves), tf.constant(-1, tf.int64)
 
     return tf.cond(tf.math.is_finite(tf.reduce_sum(halves)), all_fine, each)
 
 
-def _norms_of_halves(halves: Any) -> Any:
+def norms_of_halves(halves: Any) -> Any:
     """L2 norms from ``L2Loss``'s halves of the sums of squares (as large as they are
     finite: ``sqrt(2 * h)`` would overflow first)."""
     import tensorflow as tf
@@ -483,17 +490,28 @@ def gated_update(
     step = site.steps.read_value()
     open_gate = tf.logical_and(first_bad < 0, no_hit_yet)
 
-    def update() -> Any:
-        apply()
-        return tf.constant(True)
+    unmeasured = tf.fill([len(variables)], float("nan"))
 
     def skip() -> Any:
         for variable, kept in flags.kept_state:
             variable.assign(kept.read_value())
-        return tf.constant(False)
+        return unmeasured
 
-    gated = tf.cond(open_gate, update, skip)
-    with tf.control_dependencies([gated]):
+    def update() -> Any:
+        apply()
+        return unmeasured
+
+    def measured_update() -> Any:
+        with UpdateCapture(site.optimizer, variables) as capture:
+            apply()
+        return norms_of_halves(capture.halves())
+
+    # Shut (0), open (1), open at a step whose update is measured (2): the update is
+    # traced twice, and one op picks which runs.
+    due = tf.equal(step % WEIGHTS_EVERY, 0)
+    branch = tf.where(open_gate, tf.where(due, 2, 1), 0)
+    updates = tf.switch_case(branch, [skip, update, measured_update])
+    with tf.control_dependencies([updates]):
         weights, bad_weight = _checked_weights(variables, step, first_bad)
 
     def record_hit() -> Any:
@@ -510,7 +528,7 @@ def gated_update(
         return tf.constant(True)
 
     noted = tf.cond(tf.maximum(first_bad, bad_weight) >= 0, record_hit, lambda: tf.constant(False))
-    parts = [norms, weights]
+    parts = [norms, weights, updates]
     if site.loss_scale is not None:
         parts.append(tf.stack([tf.cast(_value(site.loss_scale), tf.float32), 0.0]))
     row_write = _write_row(site, step, tf.concat(parts, 0))
@@ -551,7 +569,7 @@ def count_skipped_step(site: WatchSite, scale_before: Any) -> None:
 
     scale_after = tf.cast(_value(site.loss_scale), tf.float32)
     before = tf.cast(scale_before, tf.float32)
-    norms = 1 + 2 * len(site.variable_names)
+    norms = 1 + 3 * len(site.variable_names)
 
     def count() -> Any:
         step = site.steps.read_value()

@@ -31,7 +31,7 @@ from typing import Any
 
 from instrument.tf_internals import entry_points
 from instrument.tf_internals.graph_frames import compiled_with_xla
-from instrument.watch import gate
+from instrument.watch import gate, update_norms
 from instrument.watch.watcher import Watcher
 
 # Set on a model whose train_step is wrapped (its train_function is made again).
@@ -147,6 +147,12 @@ class WatchHooks:
             return watcher.call_function(function, original_call, args, kwargs)
 
         self._replace(keras.optimizers.Optimizer, "apply", apply)
+        for name, kind in (("assign", "assign"), ("assign_add", "add"), ("assign_sub", "sub")):
+            self._replace(
+                keras.optimizers.Optimizer,
+                name,
+                _noting_writes(getattr(keras.optimizers.Optimizer, name), kind),
+            )
         self._replace(scaler_class, "apply", scaled_apply)
         self._replace(function_class, "__call__", call)
         self._replace(tf.GradientTape, "gradient", gradient)
@@ -183,6 +189,18 @@ class WatchHooks:
             except KeyError:
                 pass  # removed from another thread than the one that added it
             self._callback = None
+
+
+def _noting_writes(write: Any, kind: str) -> Any:
+    """Keras' ``Optimizer.assign``, ``assign_add`` or ``assign_sub`` (``kind``), noting
+    each write for the update norms being measured (instrument/watch/update_norms.py)."""
+
+    @functools.wraps(write)
+    def noted(optimizer: Any, variable: Any, value: Any) -> Any:
+        update_norms.note_write(optimizer, variable, value, kind)
+        return write(optimizer, variable, value)
+
+    return noted
 
 
 def _strategy_not_gated() -> bool:

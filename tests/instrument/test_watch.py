@@ -197,6 +197,14 @@ def test_the_watched_rows_hold_the_loss_and_norms_per_step(watched):
     checked = [s for s in steps if s % WEIGHTS_EVERY == 0 or s == BAD_STEP]
     assert np.flatnonzero(np.isfinite(kernel)).tolist() == checked
     assert kernel[0] != kernel[BAD_STEP]  # trained in between
+    # Every WEIGHTS_EVERY-th update is measured where Adam writes it: its first step
+    # moves each weight by the learning rate (0.01) or, where the gradient is 0, not
+    # at all, so the kernel's change is 0.01 times the root of its moved weights (most
+    # of its 8 x 16: a unit whose ReLU is 0 for the whole batch moves none of its 8).
+    _, update = log.column(0, "update_norm:" + site.columns[1].split(":", 1)[1])
+    measured = [s for s in steps if s % WEIGHTS_EVERY == 0 and s != BAD_STEP]
+    assert np.flatnonzero(np.isfinite(update)).tolist() == measured
+    assert 0.01 * np.sqrt(8 * 16 / 4) < update[0] <= 0.01 * np.sqrt(8 * 16) * (1 + 1e-5)
 
 
 def test_a_nan_an_update_wrote_is_named_at_the_next_steps_hit(watched):
@@ -251,6 +259,13 @@ def test_under_mirrored_strategy_the_replica_that_went_bad_is_named(watched):
     assert "the loss on replica 1 held NaN or infinity" in lines["CAUGHT"]
     watch = report(logdir)["watch"]
     assert watch["replica"] == 1
+    # The update is measured once, on the first replica's copy of each variable.
+    with reader.open_run(logdir, watch["watched_run"]) as dump:
+        log = present(dump.watch_log())
+    kernel = next(c for c in log.sites[0].columns if c.startswith("update_norm:"))
+    _, update = log.column(0, kernel)
+    assert np.flatnonzero(np.isfinite(update)).tolist() == [0]
+    assert 0 < update[0] <= 0.01 * np.sqrt(8 * 16) * (1 + 1e-5)
     batch = np.load(watch["saved_batch"])
     features = batch[batch.files[0]]
     assert features.shape == (BATCH // 2, 8) and np.abs(features).max() > 1000
@@ -276,9 +291,16 @@ def test_a_divergence_is_caught_at_the_overflow_and_its_trends_lead_to_it(watche
     assert own["lead_steps"] == hit - first["step"]
     with reader.open_run(logdir, watch["watched_run"]) as dump:
         trends = dump.trends()
-    assert {"gradient_norm", "weight_norm"} <= set(trends.available())
+    assert {"gradient_norm", "weight_norm", "update_norm"} <= set(trends.available())
     row = trends.rows.index("sequential/dense")
     norms = trends.series["gradient_norm"][row]
+    # SGD(0.5) moves the weights by half their gradient: the update norms, measured
+    # every WEIGHTS_EVERY-th step before the hit, say so.
+    measured = np.flatnonzero(np.isfinite(trends.series["update_norm"][row]))
+    assert trends.steps[measured].tolist() == list(range(0, hit, WEIGHTS_EVERY))
+    np.testing.assert_allclose(
+        trends.series["update_norm"][row][measured], 0.5 * norms[measured], rtol=1e-4
+    )
     # Step by step the gradient grows, finite until the hit step's.
     before = norms[: int(np.searchsorted(trends.steps, hit))]
     assert np.isfinite(before).all() and before[-1] > 1e6 * before[0]

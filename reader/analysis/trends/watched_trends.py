@@ -3,14 +3,15 @@ and the weight norm the watch tier recorded (`reader.watch_log`).
 
 A watched run records no op, so it has no summaries for `reader.analysis.trends.trends`
 to read; its rows hold, per step of each watched optimizer, the loss and each trained
-variable's gradient and value L2 norms (docs/format.md, "The watch tier"). A row of
+variable's gradient, value and update L2 norms (docs/format.md, "The watch tier";
+the value's and the update's every 16th step). A row of
 the trends is a Keras layer (a variable's path without its last part, ``dense_1`` for
 ``dense_1/kernel``), or the variable where it has no such path; its norm is
 ``sqrt(sum of squares)`` over its variables' norms, infinite when one is not finite,
 as in the summary trends. A loss-scaled site's rows also hold the scale (the row
 "loss scale", as in the summary trends) and mark the steps the scaler skipped, whose
-norms are not recorded. The series the rows do not hold (magnitudes, updates,
-activations, slots) are NaN: `Trends.available` leaves them out.
+norms are not recorded. The series the rows do not hold (magnitudes, activations,
+slots) are NaN: `Trends.available` leaves them out.
 Steps are the sites' own step numbers; several optimizers (a GAN's two) count their
 steps each, and share the axis by number.
 """
@@ -24,7 +25,11 @@ from reader.analysis.trends.trends import SERIES, Trends
 from reader.watch_log import WatchLog
 
 # The columns of a site's rows that make series, by prefix (`instrument.watch.gate`).
-_COLUMN_SERIES = {"gradient_norm:": "gradient_norm", "weight_norm:": "weight_norm"}
+_COLUMN_SERIES = {
+    "gradient_norm:": "gradient_norm",
+    "weight_norm:": "weight_norm",
+    "update_norm:": "update_norm",
+}
 
 
 def _row_of(variable: str) -> tuple[str, bool]:
