@@ -436,14 +436,25 @@ def captured_variable_name(graph: Any, tensor: Any) -> str | None:
     return None
 
 
-def _watched_variable_name(graph: Any, handle: Any) -> str | None:
+def watched_variables(graph: Any) -> list[Any] | None:
+    """The variables a function graph being traced has read so far
+    (``FuncGraph._watched_variables``), or None when TensorFlow no longer keeps them
+    (then a watched custom loop's step keeps no state but its optimizer's)."""
     watched = getattr(graph, "_watched_variables", None)
     if watched is None:
         debug_once(
             "watched_variables",
-            "FuncGraph._watched_variables is missing: "
-            "variables in function graphs are named after the ops that read them",
+            "FuncGraph._watched_variables is missing: variables in function graphs "
+            "are named after the ops that read them, and a watched custom loop keeps "
+            "no state but its optimizer's",
         )
+        return None
+    return list(watched)
+
+
+def _watched_variable_name(graph: Any, handle: Any) -> str | None:
+    watched = watched_variables(graph)
+    if watched is None:
         return None
     for variable in watched:
         if getattr(variable, "handle", None) is handle:

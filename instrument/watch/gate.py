@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from instrument.tf_internals.eager_runtime import unmirrored_variable
+from instrument.watch import step_state
 from instrument.watch.kept_calls import KeptCalls
 from instrument.watch.update_norms import UpdateCapture
 from reader.contract.metadata import CHECK_GRADIENT, CHECK_LOSS, CHECK_UPDATE
@@ -145,8 +146,8 @@ class WatchFlags:
     a gradient, or a variable after the update; `FLAG_REPLICA`, the replica whose
     values failed it first under a tf.distribute strategy (0 otherwise)."""
     kept_state: list[tuple[Any, Any]] = field(default_factory=list)
-    """(variable, copy before the step) of the non-trainable variables a Keras
-    model's step writes in its forward pass."""
+    """(variable, copy) of the variables watched steps write besides their optimizer's
+    update, as the last good step left them (instrument/watch/step_state.py)."""
 
     def hit_step(self) -> Any:
         """In the graph: the step of the first hit, -1 before it."""
@@ -194,6 +195,10 @@ class WatchSite:
     gradient's L2 norm, then per variable its value's L2 norm where the step checked
     it (`_checked_weights`; NaN elsewhere), then per variable its update's L2 norm
     where the step measured it (every `WEIGHTS_EVERY`-th update; NaN elsewhere)."""
+    state: list[Any] = field(default_factory=list)
+    """The variables a custom loop's step writes besides its optimizer's update, copied
+    after each good update (`step_state.written_state`); a Keras step's are copied
+    before its forward pass instead."""
     optimizer: Any = None
     """The optimizer whose apply this is (its writes are measured,
     instrument/watch/update_norms.py)."""
@@ -284,42 +289,6 @@ def keep_batch(site: WatchSite, tensors: list[Any], names: list[str], replica: i
             for t in tensors
         ]
     site.kept_batches[replica] = KeptBatch(variables, names)
-
-
-def keep_state(flags: WatchFlags, variables: list[Any]) -> None:
-    """Make the copies of the non-trainable variables a step writes (once)."""
-    import tensorflow as tf
-
-    known = {id(v) for v, _ in flags.kept_state}
-    with tf.init_scope():
-        flags.kept_state.extend(
-            (
-                v,
-                tf.Variable(
-                    tf.zeros_like(_value(v)), trainable=False, name="tfdbg_tui_watch_state"
-                ),
-            )
-            for v in variables
-            if id(v) not in known
-        )
-
-
-def copy_state_before_step(flags: WatchFlags, variables: list[Any]) -> None:
-    """In the step's graph, before its forward pass: copy ``variables`` (non-trainable,
-    kept by `keep_state`) until the first hit."""
-    import tensorflow as tf
-
-    copies = {id(v): kept for v, kept in flags.kept_state}
-    pairs = [(v, copies[id(v)]) for v in variables if id(v) in copies]
-    if not pairs:
-        return
-
-    def copy() -> Any:
-        for variable, kept in pairs:
-            kept.assign(_value(variable))
-        return tf.constant(True)
-
-    tf.cond(flags.hit_step() < 0, copy, lambda: tf.constant(False))
 
 
 def local_check(loss: Any, grads: list[Any]) -> tuple[Any, Any]:
@@ -493,17 +462,18 @@ def gated_update(
     unmeasured = tf.fill([len(variables)], float("nan"))
 
     def skip() -> Any:
-        for variable, kept in flags.kept_state:
-            variable.assign(kept.read_value())
+        step_state.restore(flags.kept_state)
         return unmeasured
 
     def update() -> Any:
         apply()
+        step_state.copy_after_update(flags.kept_state, site.state)
         return unmeasured
 
     def measured_update() -> Any:
         with UpdateCapture(site.optimizer, variables) as capture:
             apply()
+        step_state.copy_after_update(flags.kept_state, site.state)
         return norms_of_halves(capture.halves())
 
     # Shut (0), open (1), open at a step whose update is measured (2): the update is

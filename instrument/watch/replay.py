@@ -122,11 +122,12 @@ def _not_kept(hit: Hit) -> str:
 
 def _state_variables(hit: Hit) -> list[tuple[str, np.ndarray]]:
     """(name, value) of every variable the watched steps write: a Keras model's
-    variables and its optimizer's, or the optimizer's and the ones it trains."""
+    variables and its optimizer's, or the optimizer's, the ones it trains and the
+    others a custom loop's step writes (`WatchSite.state`)."""
     from instrument.watch.gate import variable_name
 
     step = hit.site.step_function
-    variables: list[Any] = list(hit.site.variables)
+    variables: list[Any] = list(hit.site.variables) + list(hit.site.state)
     if step is not None and step[0] == "keras":
         model = step[1]
         variables += list(model.variables) + list(getattr(model.optimizer, "variables", []))

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from instrument.non_finite import NonFiniteError
-from instrument.watch import gate
+from instrument.watch import gate, step_state
 from instrument.watch.kept_calls import KeptCalls
 from reader.contract import WatchHitRecord, WatchSiteRecord, WatchStepsRecord
 from reader.contract.metadata import CHECK_GRADIENT, CHECK_LOSS, CHECK_UPDATE
@@ -113,8 +113,8 @@ class Watcher:
         if replica is None:
             flags = self._flags()
             state = [v for v in model.variables if not v.trainable]
-            gate.keep_state(flags, state)
-            gate.copy_state_before_step(flags, state)
+            step_state.keep(flags.kept_state, state)
+            step_state.copy_before_step(flags.kept_state, state, flags.hit_step())
         # Under a strategy, each replica's step is traced into the one graph, in turn.
         self._keras_steps.setdefault(graph, {})[replica or 0] = StepOfKeras(model, data)
         return train_step(data)
@@ -134,7 +134,33 @@ class Watcher:
             batch = []
         if batch:
             gate.keep_batch(site, batch, names)
+        if site.step_function is not None and site.step_function[0] == "call":
+            self._keep_written_state(flags, site, optimizer, graph, variables)
         gate.guarded_apply(flags, site, apply, grads, variables, batch)
+
+    def _keep_written_state(
+        self,
+        flags: gate.WatchFlags,
+        site: gate.WatchSite,
+        optimizer: Any,
+        graph: Any,
+        variables: list[Any],
+    ) -> None:
+        """Keep what a custom loop's step writes besides its optimizer's update
+        (`step_state.written_state`), to be copied after each good update."""
+        optimizer_variables = list(getattr(optimizer, "variables", []))
+        state, size = step_state.written_state(graph, variables + optimizer_variables)
+        if size > step_state.STATE_LIMIT_BYTES:
+            self.say_once(
+                "state_too_large",
+                f"the watched step writes {size >> 20} MiB of variables besides its "
+                "optimizer's update: they are not kept, so a skipped step leaves them "
+                "as it wrote them, and the saved state and a replay start from there",
+            )
+            return
+        step_state.keep(flags.kept_state, state)
+        known = {id(v) for v in site.state}
+        site.state.extend(v for v in state if id(v) not in known)
 
     def loss_scaled_apply(
         self, optimizer: Any, apply: Any, grads: Any, trainable_variables: Any

@@ -35,6 +35,7 @@ HEALTHY = ("fit_healthy", "mixed_healthy", "where_sqrt")
 PROGRAMS_RUN = (
     CAUGHT
     + ("fit_data_nan", "adam_eps0", "lr_spike", "fit_divergence", "mixed_skips", "mirrored_mixed")
+    + ("loop_state_data_nan",)
     + HEALTHY
 )
 
@@ -228,6 +229,24 @@ def test_a_nan_in_the_data_is_replayed_to_the_batch(watched):
     assert data["first_alert"]["op_type"] == "Placeholder"  # the step's own input
     batch = np.load(data["watch"]["saved_batch"])
     assert any(np.isnan(batch[k]).any() for k in batch.files if batch[k].dtype.kind == "f")
+
+
+def test_a_custom_loops_own_state_is_left_as_the_last_good_step_left_it(watched):
+    """A custom loop's step writes BatchNormalization's moving statistics and a
+    tf.random.Generator's state in its forward pass, outside the optimizer: at the hit
+    (a NaN in the batch) they are put back as the step before left them, in the model
+    and in the saved state, where the NaN batch would have made the moving mean NaN."""
+    logdir, lines = watched["loop_state_data_nan"]
+    assert lines["WEIGHTS_FINITE"] == "True"
+    before, after = json.loads(lines["STATE_BEFORE_BAD"]), json.loads(lines["STATE_AFTER"])
+    assert before == after and np.isfinite(before["moving_mean"]).all()
+    watch = report(logdir)["watch"]
+    assert watch["hit_step"] == BAD_STEP
+    saved = np.load(watch["saved_state"])
+    (mean,) = (saved[k] for k in saved.files if "moving_mean" in k)
+    (state,) = (saved[k] for k in saved.files if "StateVar" in k)
+    np.testing.assert_array_equal(mean, np.float32(before["moving_mean"]))
+    np.testing.assert_array_equal(state, before["generator"])
 
 
 def test_a_nan_the_optimizer_makes_from_finite_gradients_is_a_hit(watched):

@@ -6,6 +6,7 @@ WATCHED <run path>, CAUGHT <NonFiniteError's first lines> or FINISHED, and the
 weights' finiteness after the run.
 """
 
+import json
 import sys
 
 import numpy as np
@@ -54,7 +55,7 @@ if PROGRAM.startswith("mirrored"):
 elif PROGRAM.endswith("_saturated"):
     # The batch of BAD_STEP is scaled so that the softmax saturates to exact zeros.
     x[BAD_STEP * BATCH : (BAD_STEP + 1) * BATCH] *= 1e4
-elif PROGRAM == "fit_data_nan":
+elif PROGRAM in ("fit_data_nan", "loop_state_data_nan"):
     x[BAD_STEP * BATCH + 3, 2] = np.nan
 elif PROGRAM == "adam_eps0":
     x[:, 0] = 0.0  # the first layer's first kernel row never gets a gradient: 0/0
@@ -122,8 +123,49 @@ def caught(error):
     print("STEP", error.step, error.op_type, error.line, flush=True)
 
 
+def state_of(normalization, generator):
+    """What loop_state_data_nan's step writes besides its optimizer: as a JSON line."""
+    return json.dumps(
+        {
+            "moving_mean": normalization.moving_mean.numpy().tolist(),
+            "generator": generator.state.numpy().tolist(),
+        }
+    )
+
+
 try:
-    if PROGRAM.startswith("loop"):
+    if PROGRAM == "loop_state_data_nan":
+        # A custom loop whose step writes state of its own: BatchNormalization's moving
+        # statistics and a tf.random.Generator's state (noise on the inputs). The NaN in
+        # BAD_STEP's batch would make the moving mean NaN; the watch puts back what
+        # the step before left.
+        tf.keras.utils.set_random_seed(0)
+        normalization = tf.keras.layers.BatchNormalization()
+        model = tf.keras.Sequential(
+            [
+                tf.keras.Input((8,)),
+                tf.keras.layers.Dense(16),
+                normalization,
+                tf.keras.layers.Dense(3, activation="softmax"),
+            ]
+        )
+        optimizer = tf.keras.optimizers.Adam(1e-2)
+        generator = tf.random.Generator.from_seed(1)
+
+        @tf.function
+        def noisy_step(xb, yb):
+            xb = xb + 0.01 * generator.normal(tf.shape(xb))
+            with tf.GradientTape() as tape:
+                loss = cross_entropy(yb, model(xb, training=True))
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+
+        for step in range(STEPS):
+            noisy_step(x[step * BATCH : (step + 1) * BATCH], y[step * BATCH : (step + 1) * BATCH])
+            if step == BAD_STEP - 1:
+                print("STATE_BEFORE_BAD", state_of(normalization, generator), flush=True)
+    elif PROGRAM.startswith("loop"):
         optimizer = tf.keras.optimizers.Adam(1e-2)
 
         @tf.function(jit_compile="xla" in PROGRAM)
@@ -169,3 +211,5 @@ except instrument.NonFiniteError as error:
     caught(error)
 weights_finite = all(np.isfinite(w).all() for w in model.get_weights())
 print("WEIGHTS_FINITE", weights_finite, flush=True)
+if PROGRAM == "loop_state_data_nan":
+    print("STATE_AFTER", state_of(normalization, generator), flush=True)
