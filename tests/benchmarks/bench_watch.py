@@ -2,6 +2,7 @@
 
     python -m tests.benchmarks.bench_watch                  # every model, 31 rounds
     python -m tests.benchmarks.bench_watch --models conv --rounds 61
+    python -m tests.benchmarks.bench_watch --instructions --models loop   # valgrind
 
 Models: bench_suite's Keras fits (``conv``, ``lstm``, ``transformer``), ``mlp`` (the
 suite's MLP, 784-256-256-128-10, batch 256, under Keras' ``fit`` with SGD) and
@@ -148,10 +149,10 @@ def programs(name: str, logdir: str) -> dict[str, Any]:
     return {cell: runner(function) for cell, function in functions.items()}
 
 
-def run_worker(model: str, rounds: int, steps: int) -> dict[str, Any]:
+def _cells(model: str) -> tuple[dict[str, Any], Any, Any]:
+    """A worker's cells (`programs`) on TensorFlow's one thread, and the watcher and
+    its hooks, removed (a cell that wants them installs them)."""
     import tensorflow as tf
-
-    import instrument
 
     tf.config.threading.set_intra_op_parallelism_threads(TF_THREADS)
     tf.config.threading.set_inter_op_parallelism_threads(TF_THREADS)
@@ -161,6 +162,13 @@ def run_worker(model: str, rounds: int, steps: int) -> dict[str, Any]:
     assert _active is not None
     watcher, hooks = _active
     hooks.remove()
+    return runs, watcher, hooks
+
+
+def run_worker(model: str, rounds: int, steps: int) -> dict[str, Any]:
+    import instrument
+
+    runs, watcher, hooks = _cells(model)
     cells: dict[str, list[float]] = {"plain": [], "floor": [], "watched": []}
     for k in range(rounds):
         # Which goes first alternates: a round's first cell pays for what the others
@@ -219,6 +227,84 @@ def _kept_bytes(watcher: Any) -> int:
     return sum(int(v.numpy().nbytes) for v in variables)
 
 
+def instructions_worker(model: str, steps: int, rounds: int) -> None:
+    """Run under callgrind (`count_instructions`): ``rounds`` rounds of ``steps`` steps
+    of each cell, the order alternating, the counters zeroed before a cell's steps and
+    dumped after them (``callgrind_control``), each dump named by its cell and round."""
+    runs, _, hooks = _cells(model)
+    pid = str(os.getpid())
+
+    def control(*args: str) -> None:
+        subprocess.run(["callgrind_control", *args, pid], capture_output=True, check=True)
+
+    for k in range(rounds):
+        for name in tuple(runs) if k % 2 == 0 else tuple(runs)[::-1]:
+            if name == "watched":
+                hooks.install()
+            runs[name](2)  # what a cell's first steps pay once (the allocator's growth)
+            control("-z")
+            runs[name](steps)
+            control("-d", f"{name}:{k}")
+            if name == "watched":
+                hooks.remove()
+    hooks.install()
+    import instrument
+
+    instrument.unwatch()
+
+
+def count_instructions(model: str, steps: int, rounds: int) -> dict[str, Any]:
+    """Instructions per step of each cell, counted by valgrind's callgrind over the
+    cell's steps only: the work a step does, which this VM's timings cannot resolve
+    to 2% (its neighbours and clock drift move a cell by 10-25%). Every thread's
+    instructions count (TensorFlow's pool and the watch's reading thread). A cell's
+    figure is the smallest of its rounds: spinning threads only add instructions."""
+    import glob
+    import re
+
+    out_dir = tempfile.mkdtemp(prefix="bench-watch-callgrind-")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
+    subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={out_dir}/callgrind.%p.out",
+            os.path.realpath(sys.executable),
+            "-m",
+            "tests.benchmarks.bench_watch",
+            "--instructions-worker",
+            model,
+            "--steps",
+            str(steps),
+            "--rounds",
+            str(rounds),
+        ],
+        capture_output=True,
+        env=env,
+        timeout=4 * 3600,
+        check=True,
+    )
+    counts: dict[str, list[float]] = {"plain": [], "floor": [], "watched": []}
+    for path in glob.glob(f"{out_dir}/callgrind.*.out.*"):
+        text = open(path).read()
+        trigger = re.search(r"^desc: Trigger: dump (\w+):\d+$", text, re.MULTILINE)
+        summary = re.search(r"^summary: (\d+)$", text, re.MULTILINE)
+        if trigger and summary and trigger.group(1) in counts:
+            counts[trigger.group(1)].append(int(summary.group(1)) / steps)
+    plain, floor, watched = (min(counts[c]) for c in ("plain", "floor", "watched"))
+    return {
+        "model": model,
+        "steps": steps,
+        "rounds": rounds,
+        "instructions": counts,
+        "plain": plain,
+        "floor": floor,
+        "watched": watched,
+        "overhead": watched / plain - 1,
+        "floor_overhead": floor / plain - 1,
+    }
+
+
 def measure(model: str, rounds: int, steps: int) -> dict[str, Any]:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
     out = subprocess.run(
@@ -274,8 +360,32 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--instructions-worker", default=None, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count instructions per step under valgrind (callgrind) instead of timing "
+        "(hours a model; --rounds defaults to 2, --steps to 20)",
+    )
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
+    if args.instructions_worker:
+        instructions_worker(args.instructions_worker, args.steps or 20, args.rounds)
+        return
+    if args.instructions:
+        rounds = args.rounds if args.rounds != ROUNDS else 2
+        for m in args.models:
+            r = count_instructions(m, args.steps or 20, rounds)
+            print(
+                f"| {m} | {r['plain'] / 1e6:.2f} M | {r['floor'] / 1e6:.2f} M "
+                f"({r['floor_overhead']:+.2%}) | {r['watched'] / 1e6:.2f} M "
+                f"| {r['overhead']:+.2%} |",
+                flush=True,
+            )
+            if args.json:
+                with open(f"{args.json}.{m}", "w") as out:
+                    json.dump(r, out, indent=1)
+        return
     if args.worker:
         print(json.dumps(run_worker(args.worker, args.rounds, args.steps or STEPS[args.worker])))
         return
