@@ -23,12 +23,13 @@ Built when an optimizer's ``apply`` is traced (`WatchSite.guarded_apply`):
   iterator inside the graph, copied into variables of its own every step until the
   hit; a custom loop's, passed in as the step function's arguments, kept on the host
   by reference (instrument/watch/kept_calls.py: a copy in the graph would cost a cond
-  over the function's arguments). The non-trainable variables the step's forward
-  pass writes (BatchNormalization's moving statistics, Keras' seed generators' state)
-  as they were before it, restored when the step is skipped. A row per step in a
-  ring: the loss, and per variable its gradient's L2 norm and (where checked) its
-  value's, written by a scatter of the one row (a sliced assign copied the whole ring
-  every step).
+  over the function's arguments). The variables the step writes besides its
+  optimizer's update (BatchNormalization's moving statistics, seed generators' state)
+  as the last good step left them, restored when the step is skipped
+  (instrument/watch/step_state.py). A row per step in a ring: the loss, and per
+  variable its gradient's L2 norm, (where checked) its value's and (every
+  `WEIGHTS_EVERY`-th update) its update's (instrument/watch/update_norms.py), written
+  by a scatter of the one row (a sliced assign copied the whole ring every step).
 - **The flag.** One int64 vector, read once a step and written at the first hit only:
   the step, the site, the row's column that failed and the replica of the first hit.
 
