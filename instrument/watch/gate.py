@@ -203,6 +203,9 @@ class WatchSite:
     optimizer: Any = None
     """The optimizer whose apply this is (its writes are measured,
     instrument/watch/update_norms.py)."""
+    update_sums: Any = None
+    """float32 [variables]: the ``L2Loss`` of each variable's change at a measured
+    update (`update_norms.UpdateCapture`)."""
     variables: list[Any] = field(default_factory=list)
     """The variables the apply trains, and then the optimizer's own."""
     kept_batches: dict[int, KeptBatch] = field(default_factory=dict)
@@ -266,6 +269,9 @@ def make_site(
             variable_names=[variable_name(v) for v in variables],
             variables=list(variables) + list(getattr(optimizer, "variables", [])),
             optimizer=optimizer,
+            update_sums=unmirrored_variable(
+                tf.zeros([len(variables)], tf.float32), "tfdbg_tui_watch_update_sums"
+            ),
             steps=unmirrored_variable(tf.constant(0, tf.int64), "tfdbg_tui_watch_steps"),
             ring=unmirrored_variable(
                 tf.zeros([RING_STEPS, columns], tf.float32), "tfdbg_tui_watch_ring"
@@ -472,7 +478,7 @@ def gated_update(
         return unmeasured
 
     def measured_update() -> Any:
-        with UpdateCapture(site.optimizer, variables) as capture:
+        with UpdateCapture(site.optimizer, variables, site.update_sums) as capture:
             apply()
         step_state.copy_after_update(flags.kept_state, site.state)
         return norms_of_halves(capture.halves())

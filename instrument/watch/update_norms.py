@@ -6,8 +6,9 @@ A Keras optimizer writes through its own ``assign``, ``assign_add`` and ``assign
 While the gate traces the update of a measured step inside an `UpdateCapture`, each
 write to one of the step's trained variables notes its change: the value added or
 subtracted, or, for an ``assign``, the new value less the old. That change is a
-tensor the optimizer makes anyway, so the norm reads it once (an ``L2Loss``) and
-copies nothing: no snapshot of the weights, no memory beyond a scalar a variable.
+tensor the optimizer makes anyway, so the norm reads it once (an ``L2Loss``, added
+into a variable of one float a trained variable, from whatever graph the write is in)
+and copies nothing: no snapshot of the weights.
 
 What it does not see: a write that does not go through those three methods (Keras'
 weight decay assigns the variable directly, an optimizer of one's own may call
@@ -43,17 +44,26 @@ def _key(optimizer: Any, variable: Any) -> Hashable:
 
 class UpdateCapture:
     """The changes an optimizer's writes make to ``variables`` while it is open
-    (``with UpdateCapture(optimizer, variables) as capture: apply()``), and their
-    sums of squares (`halves`)."""
+    (``with UpdateCapture(optimizer, variables, sums) as capture: apply()``), and their
+    sums of squares (`halves`).
 
-    def __init__(self, optimizer: Any, variables: list[Any]) -> None:
-        self._optimizer = optimizer
+    Each change is measured where it is written, in whatever graph the optimizer
+    writes from (a ``cond`` of Keras' gradient accumulation, say, whose tensors the
+    gate's branch cannot read): its ``L2Loss`` is added there into ``sums`` (a float32
+    variable of the site's, one element a variable), which is zeroed when the capture
+    opens and read after the update (`halves`). A variable written twice in one
+    update counts both changes' squares."""
+
+    def __init__(self, optimizer: Any, variables: list[Any], sums: Any) -> None:
         self._index = {_key(optimizer, v): i for i, v in enumerate(variables)}
         self._count = len(variables)
+        self._sums = sums
         self._copy: dict[int, int] = {}  # index -> id of the copy measured
-        self._changes: dict[int, list[Any]] = {}
 
     def __enter__(self) -> UpdateCapture:
+        import tensorflow as tf
+
+        self._sums.assign(tf.zeros([self._count], tf.float32))
         with _lock:
             _open.append(self)
         return self
@@ -63,29 +73,25 @@ class UpdateCapture:
             _open.remove(self)
 
     def note(self, optimizer: Any, variable: Any, change: Any) -> None:
+        import tensorflow as tf
+
         index = self._index.get(_key(optimizer, variable))
         if index is None:
             return
         with _lock:
             if self._copy.setdefault(index, id(variable)) != id(variable):
                 return  # another replica's copy of the same variable
-            self._changes.setdefault(index, []).append(change)
+        half = tf.nn.l2_loss(tf.cast(change, tf.float32))
+        self._sums.scatter_add(tf.IndexedSlices(tf.reshape(half, [1]), tf.constant([index])))
 
     def halves(self) -> Any:
         """float32 [variables]: each variable's change's ``L2Loss`` (half its sum of
-        squares), NaN where no write was seen. Built in the graph where the writes
-        were traced."""
+        squares), NaN where no write was seen. Built after the update, in the graph
+        the capture was opened in."""
         import tensorflow as tf
 
-        halves = []
-        for index in range(self._count):
-            changes = self._changes.get(index)
-            if not changes:
-                halves.append(tf.constant(float("nan"), tf.float32))
-                continue
-            change = changes[0] if len(changes) == 1 else tf.add_n(changes)
-            halves.append(tf.nn.l2_loss(tf.cast(change, tf.float32)))
-        return tf.stack(halves) if halves else tf.zeros([0], tf.float32)
+        seen = [index in self._copy for index in range(self._count)]
+        return tf.where(tf.constant(seen, tf.bool), self._sums.read_value(), float("nan"))
 
 
 def note_write(optimizer: Any, variable: Any, value: Any, kind: str) -> None:

@@ -31,7 +31,7 @@ CAUGHT = (
     "loop_xla_saturated",
     "fit_spe_saturated",
 )
-HEALTHY = ("fit_healthy", "mixed_healthy", "where_sqrt")
+HEALTHY = ("fit_healthy", "mixed_healthy", "where_sqrt", "fit_accumulated")
 PROGRAMS_RUN = (
     CAUGHT
     + ("fit_data_nan", "adam_eps0", "lr_spike", "fit_divergence", "mixed_skips", "mirrored_mixed")
@@ -229,6 +229,20 @@ def test_a_nan_in_the_data_is_replayed_to_the_batch(watched):
     assert data["first_alert"]["op_type"] == "Placeholder"  # the step's own input
     batch = np.load(data["watch"]["saved_batch"])
     assert any(np.isnan(batch[k]).any() for k in batch.files if batch[k].dtype.kind == "f")
+
+
+def test_an_update_made_in_a_cond_of_the_optimizers_is_measured(watched):
+    """Under Keras' gradient accumulation the update runs in a cond of the optimizer's
+    own, every second step: its change is measured there (step 0 only accumulates:
+    nothing moved), and the step runs as it did unwatched."""
+    logdir, lines = watched["fit_accumulated"]
+    assert "FINISHED" in lines
+    with reader.open_run(logdir) as dump:
+        log = present(dump.watch_log())
+    columns = [c for c in log.sites[0].columns if c.startswith("update_norm:")]
+    for column in columns:
+        steps, update = log.column(0, column)
+        assert np.flatnonzero(np.isfinite(update)).tolist() == [0] and update[0] == 0.0
 
 
 def test_a_custom_loops_own_state_is_left_as_the_last_good_step_left_it(watched):

@@ -186,6 +186,10 @@ try:
                 optimizer = tf.keras.optimizers.SGD(0.5)
             elif PROGRAM == "lr_spike":
                 optimizer = tf.keras.optimizers.SGD(InfiniteAtOneStep())
+            elif PROGRAM == "fit_accumulated":
+                # Keras' gradient accumulation: the update runs in a cond of its own,
+                # every second step, inside the watched apply.
+                optimizer = tf.keras.optimizers.Adam(1e-2, gradient_accumulation_steps=2)
             else:
                 optimizer = tf.keras.optimizers.Adam(1e-2, epsilon=epsilon)
             if PROGRAM in ("mixed_skips", "mirrored_mixed"):
