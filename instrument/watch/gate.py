@@ -474,13 +474,13 @@ def gated_update(
 
     def update() -> Any:
         apply()
-        step_state.copy_after_update(flags.kept_state, site.state)
+        step_state.take_copies(flags.kept_state, site.state)
         return unmeasured
 
     def measured_update() -> Any:
         with UpdateCapture(site.optimizer, variables, site.update_sums) as capture:
             apply()
-        step_state.copy_after_update(flags.kept_state, site.state)
+        step_state.take_copies(flags.kept_state, site.state)
         return norms_of_halves(capture.halves())
 
     # Shut (0), open (1), open at a step whose update is measured (2): the update is

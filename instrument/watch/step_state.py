@@ -13,7 +13,7 @@ put back by the gate's shut branch:
 - **A custom loop's step**: the variables its graph writes that are neither trained
   nor the optimizer's (`written_state`: BatchNormalization's moving statistics, a
   ``tf.random.Generator``'s state), copied after each update the gate let through
-  (`copy_after_update`): what the last good step left is what the next one starts
+  (`take_copies`): what the last good step left is what the next one starts
   from. Their copies start as the variables were when the step was traced. A step
   whose state is larger than `STATE_LIMIT_BYTES` keeps none of it, and says so.
 
@@ -116,21 +116,20 @@ def copy_before_step(
     `keep`) while ``hit_step`` (the sticky flag's) is -1, before the first hit."""
     import tensorflow as tf
 
-    pairs = _copies(kept_state, variables)
-    if not pairs:
+    if not _copies(kept_state, variables):
         return
 
     def copy() -> Any:
-        for variable, kept in pairs:
-            kept.assign(tf.convert_to_tensor(variable))
+        take_copies(kept_state, variables)
         return tf.constant(True)
 
     tf.cond(hit_step < 0, copy, lambda: tf.constant(False))
 
 
-def copy_after_update(kept_state: list[tuple[Any, Any]], variables: list[Any]) -> None:
-    """In the gate's open branch, after the update: copy ``variables`` (kept by `keep`)
-    as this good step left them."""
+def take_copies(kept_state: list[tuple[Any, Any]], variables: list[Any]) -> None:
+    """In the graph: copy ``variables`` (kept by `keep`) as they are at this point (the
+    gate's open branch, after a good update; `copy_before_step`, before the forward
+    pass)."""
     import tensorflow as tf
 
     for variable, kept in _copies(kept_state, variables):

@@ -135,21 +135,14 @@ class Watcher:
         if batch:
             gate.keep_batch(site, batch, names)
         if site.step_function is not None and site.step_function[0] == "call":
-            self._keep_written_state(flags, site, optimizer, graph, variables)
+            self._keep_written_state(flags, site, graph)
         gate.guarded_apply(flags, site, apply, grads, variables, batch)
 
-    def _keep_written_state(
-        self,
-        flags: gate.WatchFlags,
-        site: gate.WatchSite,
-        optimizer: Any,
-        graph: Any,
-        variables: list[Any],
-    ) -> None:
+    def _keep_written_state(self, flags: gate.WatchFlags, site: gate.WatchSite, graph: Any) -> None:
         """Keep what a custom loop's step writes besides its optimizer's update
         (`step_state.written_state`), to be copied after each good update."""
-        optimizer_variables = list(getattr(optimizer, "variables", []))
-        state, size = step_state.written_state(graph, variables + optimizer_variables)
+        # Not the state: the variables the optimizer trains and its own (the gate's).
+        state, size = step_state.written_state(graph, site.variables)
         if size > step_state.STATE_LIMIT_BYTES:
             self.say_once(
                 "state_too_large",

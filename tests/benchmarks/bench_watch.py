@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -151,7 +152,7 @@ def programs(name: str, logdir: str) -> dict[str, Any]:
 
 def _cells(model: str) -> tuple[dict[str, Any], Any, Any]:
     """A worker's cells (`programs`) on TensorFlow's one thread, and the watcher and
-    its hooks, removed (a cell that wants them installs them)."""
+    its hooks, removed (`_rounds` puts them in for the watched cell)."""
     import tensorflow as tf
 
     tf.config.threading.set_intra_op_parallelism_threads(TF_THREADS)
@@ -165,26 +166,35 @@ def _cells(model: str) -> tuple[dict[str, Any], Any, Any]:
     return runs, watcher, hooks
 
 
+def _rounds(runs: dict[str, Any], hooks: Any, rounds: int) -> Iterator[tuple[int, str]]:
+    """(round, cell) for each cell of each round, the watch's hooks in while a watched
+    cell runs (between this yield and the next), and back in at the end, as
+    `instrument.unwatch` expects them.
+
+    Which cell goes first alternates: a round's first cell pays for what the others
+    inherit (caches, the allocator's state). The plain and floor cells run with the
+    watch's hooks out (its patches of Keras and tf.function, its op callback): what the
+    watch adds on the host is counted in the watched cell only. Its reading thread
+    runs throughout."""
+    for k in range(rounds):
+        for name in tuple(runs) if k % 2 == 0 else tuple(runs)[::-1]:
+            if name == "watched":
+                hooks.install()
+            yield k, name
+            if name == "watched":
+                hooks.remove()
+    hooks.install()
+
+
 def run_worker(model: str, rounds: int, steps: int) -> dict[str, Any]:
     import instrument
 
     runs, watcher, hooks = _cells(model)
     cells: dict[str, list[float]] = {"plain": [], "floor": [], "watched": []}
-    for k in range(rounds):
-        # Which goes first alternates: a round's first cell pays for what the others
-        # inherit (caches, the allocator's state).
-        for name in tuple(runs) if k % 2 == 0 else tuple(runs)[::-1]:
-            # The plain and floor cells run with the watch's hooks out (its patches of
-            # Keras and tf.function, its op callback): what the watch adds on the host
-            # is counted in the watched cell only. Its reading thread runs throughout.
-            if name == "watched":
-                hooks.install()
-            start = time.process_time()
-            runs[name](steps)
-            cells[name].append((time.process_time() - start) / steps * 1e3)
-            if name == "watched":
-                hooks.remove()
-    hooks.install()  # as `unwatch` expects them
+    for _, name in _rounds(runs, hooks, rounds):
+        start = time.process_time()
+        runs[name](steps)
+        cells[name].append((time.process_time() - start) / steps * 1e3)
     kept = _kept_bytes(watcher)
     instrument.unwatch()
     ratios = [w / p - 1 for p, w in zip(cells["plain"], cells["watched"])]
@@ -219,7 +229,7 @@ def _kept_bytes(watcher: Any) -> int:
     if watcher.flags is not None:
         variables += [kept for _, kept in watcher.flags.kept_state]
     for site in watcher.sites:
-        variables.append(site.ring)
+        variables += [site.ring, site.update_sums]
         for kept in site.kept_batches.values():
             variables += kept.variables
     # A custom loop's calls are kept by reference (instrument/watch/kept_calls.py); the
@@ -237,17 +247,11 @@ def instructions_worker(model: str, steps: int, rounds: int) -> None:
     def control(*args: str) -> None:
         subprocess.run(["callgrind_control", *args, pid], capture_output=True, check=True)
 
-    for k in range(rounds):
-        for name in tuple(runs) if k % 2 == 0 else tuple(runs)[::-1]:
-            if name == "watched":
-                hooks.install()
-            runs[name](2)  # what a cell's first steps pay once (the allocator's growth)
-            control("-z")
-            runs[name](steps)
-            control("-d", f"{name}:{k}")
-            if name == "watched":
-                hooks.remove()
-    hooks.install()
+    for k, name in _rounds(runs, hooks, rounds):
+        runs[name](2)  # what a cell's first steps pay once (the allocator's growth)
+        control("-z")
+        runs[name](steps)
+        control("-d", f"{name}:{k}")
     import instrument
 
     instrument.unwatch()

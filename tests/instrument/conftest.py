@@ -7,6 +7,7 @@ configuration are process-global, and a fresh process is what a user runs.
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -17,7 +18,7 @@ import pytest
 
 pytest.importorskip("tensorflow")
 
-from tests.instrument.dump_loader import Dump, load_run, run_dirs
+from tests.instrument.dump_loader import Dump, load_run, load_single_run, run_dirs
 from tests.prefetch import made, prefetchable
 from tests.program_runs import PROGRAM_TIMEOUT_S, PROGRAMS, ROOT, program_env
 
@@ -65,6 +66,15 @@ def runs_per_part(
         (root / part).mkdir()
         printed[part] = run_program(args_of(root / part, part))
     return printed
+
+
+def dumps_and_last_lines(root: Path, printed: dict[str, str]) -> dict[str, tuple[Dump, Any]]:
+    """Of `runs_per_part`'s runs: {part: (its one run's dump, the JSON its program
+    printed last)}."""
+    return {
+        part: (load_single_run(str(root / part)), json.loads(stdout.strip().splitlines()[-1]))
+        for part, stdout in printed.items()
+    }
 
 
 def run_program(args: list[str]) -> str:

@@ -7,7 +7,6 @@ must be in the dump with their real contents.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
@@ -15,8 +14,7 @@ import pytest
 
 from reader import format as fmt
 from reader.values import decode_value
-from tests.instrument.conftest import runs_per_part
-from tests.instrument.dump_loader import load_single_run
+from tests.instrument.conftest import dumps_and_last_lines, runs_per_part
 from tests.prefetch import made, prefetchable
 from tests.present import present
 from tests.program_runs import PROGRAMS
@@ -30,11 +28,7 @@ V = np.array([1.0, 2.0, 3.0], dtype=np.float32)
 @pytest.fixture(scope="module")
 def tape_runs(request):
     """{mode: (dump, printed gradients)}."""
-    root, printed = made(request, "tape_runs")
-    return {
-        mode: (load_single_run(str(root / mode)), json.loads(stdout.strip().splitlines()[-1]))
-        for mode, stdout in printed.items()
-    }
+    return dumps_and_last_lines(*made(request, "tape_runs"))
 
 
 @prefetchable("tape_runs")

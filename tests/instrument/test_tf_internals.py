@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from reader import format as fmt
-from tests.instrument.conftest import runs_per_part
-from tests.instrument.dump_loader import load_single_run
+from tests.instrument.conftest import dumps_and_last_lines, runs_per_part
 from tests.prefetch import made, prefetchable
 from tests.program_runs import PROGRAMS
 
@@ -18,11 +15,7 @@ PROGRAM = PROGRAMS / "tape_and_fallback.py"
 @pytest.fixture(scope="module")
 def tape_dumps(request):
     """{variant: (dump, printed JSON)} for the normal and the forced-fallback run."""
-    root, printed = made(request, "tape_dumps")
-    return {
-        variant: (load_single_run(str(root / variant)), json.loads(stdout.strip().splitlines()[-1]))
-        for variant, stdout in printed.items()
-    }
+    return dumps_and_last_lines(*made(request, "tape_dumps"))
 
 
 @prefetchable("tape_dumps")

@@ -134,42 +134,30 @@ def state_of(normalization, generator):
 
 
 try:
-    if PROGRAM == "loop_state_data_nan":
-        # A custom loop whose step writes state of its own: BatchNormalization's moving
-        # statistics and a tf.random.Generator's state (noise on the inputs). The NaN in
-        # BAD_STEP's batch would make the moving mean NaN; the watch puts back what
-        # the step before left.
-        tf.keras.utils.set_random_seed(0)
-        normalization = tf.keras.layers.BatchNormalization()
-        model = tf.keras.Sequential(
-            [
-                tf.keras.Input((8,)),
-                tf.keras.layers.Dense(16),
-                normalization,
-                tf.keras.layers.Dense(3, activation="softmax"),
-            ]
-        )
-        optimizer = tf.keras.optimizers.Adam(1e-2)
-        generator = tf.random.Generator.from_seed(1)
-
-        @tf.function
-        def noisy_step(xb, yb):
-            xb = xb + 0.01 * generator.normal(tf.shape(xb))
-            with tf.GradientTape() as tape:
-                loss = cross_entropy(yb, model(xb, training=True))
-            grads = tape.gradient(loss, model.trainable_variables)
-            optimizer.apply_gradients(zip(grads, model.trainable_variables))
-            return loss
-
-        for step in range(STEPS):
-            noisy_step(x[step * BATCH : (step + 1) * BATCH], y[step * BATCH : (step + 1) * BATCH])
-            if step == BAD_STEP - 1:
-                print("STATE_BEFORE_BAD", state_of(normalization, generator), flush=True)
-    elif PROGRAM.startswith("loop"):
+    if PROGRAM.startswith("loop"):
+        generator = None
+        if PROGRAM == "loop_state_data_nan":
+            # A custom loop whose step writes state of its own: BatchNormalization's
+            # moving statistics and a tf.random.Generator's state (noise on the inputs).
+            # The NaN in BAD_STEP's batch would make the moving mean NaN; the watch puts
+            # back what the step before left.
+            tf.keras.utils.set_random_seed(0)
+            normalization = tf.keras.layers.BatchNormalization()
+            model = tf.keras.Sequential(
+                [
+                    tf.keras.Input((8,)),
+                    tf.keras.layers.Dense(16),
+                    normalization,
+                    tf.keras.layers.Dense(3, activation="softmax"),
+                ]
+            )
+            generator = tf.random.Generator.from_seed(1)
         optimizer = tf.keras.optimizers.Adam(1e-2)
 
         @tf.function(jit_compile="xla" in PROGRAM)
         def train_step(xb, yb):
+            if generator is not None:
+                xb = xb + 0.01 * generator.normal(tf.shape(xb))
             with tf.GradientTape() as tape:
                 loss = cross_entropy(yb, model(xb, training=True))
             grads = tape.gradient(loss, model.trainable_variables)
@@ -178,6 +166,8 @@ try:
 
         for step in range(STEPS):
             train_step(x[step * BATCH : (step + 1) * BATCH], y[step * BATCH : (step + 1) * BATCH])
+            if generator is not None and step == BAD_STEP - 1:
+                print("STATE_BEFORE_BAD", state_of(normalization, generator), flush=True)
     else:
         loss = {"where_sqrt": where_sqrt_loss, "fit_divergence": "mse"}.get(PROGRAM, cross_entropy)
         epsilon = 0.0 if PROGRAM == "adam_eps0" else 1e-7
