@@ -70,8 +70,12 @@ FORMAT_NAME = "tfdbg-tui-dump"
 # a `RestoreV2` the checkpoint keys it read (`NAMING_OPS`); older readers ignore the key.
 # 3.4 and 2.9: a watch site's rows end with each variable's update norm
 # (`update_norm:<variable>` columns); older readers ignore the columns.
-FORMAT_VERSION = (3, 4)
-LOCAL_FORMAT_VERSION = (2, 9)
+# 3.5 and 2.10: the watched update is checked before it is written: a `watch_hit`'s
+# `check` "update" names a change the update was to make (not written), "variable" a
+# variable found non-finite after an update wrote it ("update" before); the update
+# norms are recorded every step. An older reader skips a "variable" hit.
+FORMAT_VERSION = (3, 5)
+LOCAL_FORMAT_VERSION = (2, 10)
 
 # Where a watched step's replay keeps the values of its root cause's op: a logdir inside
 # the replay's run directory, holding the values replay (`ReplayOfMap.VALUES`), a

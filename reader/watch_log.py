@@ -43,7 +43,8 @@ class WatchHit:
     site_id: int
     step: int
     check: str
-    """"loss", "gradient" or "update" (a value the optimizer wrote)."""
+    """"loss", "gradient", "update" (a change the optimizer's update was to make, not
+    written) or "variable" (a variable found non-finite after an update wrote it)."""
     tensor: str
     """What failed the check, in words ("the gradient of dense/kernel")."""
     replay_run: str | None = None

@@ -33,10 +33,6 @@ OTHER_LIBRARIES = {
         "_cat_ranges",
     ): "fsspec's async file systems name their coroutines so",
     ("reader/object_store.py", "_strip_protocol"): "fsspec's path normaliser, a classmethod",
-    ("instrument/watch/update_norms.py", "_var_key"): (
-        "Keras' optimizer's key of a variable (a replica's copy shares the key of the "
-        "variable it mirrors); without it a variable is matched by identity"
-    ),
 }
 
 

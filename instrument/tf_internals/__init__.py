@@ -7,7 +7,7 @@ frame's function name) is checked before use. When TensorFlow no longer has it, 
 instrumentation falls back to a slower or less precise route that still records
 correct traces, and says so once in a debug-level log message (logger
 ``instrument.tf_internals``, `debug_once`); it never breaks the user's program and
-never silently drops traces. This package holds every such dependency, in four
+never silently drops traces. This package holds every such dependency, in five
 modules by what the internal is for; the tables below are the whole list. The entry
 points alone have no fallback: they are how `instrument` enters TensorFlow at all (as
 TensorFlow's own dumper does).
@@ -58,7 +58,7 @@ names and its per-thread state.
 | ``EagerTensor._numpy`` | reading a drained FULL_TENSOR batch (megabytes a step) in place, where ``numpy()`` copies it | ``numpy()`` |
 | ``resource_variable_ops.ResourceVariable``'s constructor, which skips the variable creators a ``tf.distribute`` strategy installs | the watch tier's own variables (its flag, counters, ring and kept batches) in one copy under a strategy's scope, written in the cross-replica context or one per replica | ``tf.Variable``: mirrored under a strategy (a watched ``MirroredStrategy`` step then fails to trace, and its updates run unwatched) |
 
-`graph_edits`: changes to a graph that the public API cannot make.
+`graph_edits` and `held_writes`: changes to a graph that the public API cannot make.
 
 | internal | used for | when missing |
 | --- | --- | --- |
@@ -66,6 +66,7 @@ names and its per-thread state.
 | ``FuncGraph.deferred_internal_captures`` | keeping a traced graph's call-time captures (MultiWorkerMirroredStrategy's collective keys) the last inputs after the trace queue is captured late | a function with call-time captures fails when called (never seen: the attribute is as old as call-time captures) |
 | ``Graph._create_op_internal`` | recomputing, inside the exact-rows branch of a summary batch, a tensor whose check another covers, from its op's inputs (instrument/summaries/check_elision.py) | the branch reads the tensor itself (it stays exact; fusions around that tensor are lost) |
 | ``Operation._add_control_input`` (variable writes) | the ops that write a variable wait for the summary batch's ``If`` (or FULL_TENSOR's values concat) that holds the value read from it: the variable is updated in place, not copied first | a write that runs first copies the variable (the traces stay exact) |
+| ``gen_resource_variable_ops.read_variable_op``, ``assign_variable_op``, ``assign_add_variable_op``, ``assign_sub_variable_op``, ``resource_scatter_*``, ``resource_gather*``, replaced while a watch is on (called through the module by ``resource_variable_ops``) | a watched optimizer's writes held while its update is traced and made after the check of its changes (held_writes.py): a NaN the optimizer makes is not written | the update is written as it comes and checked after (a debug notice says so): such a NaN is found at the next step, the state before it lost |
 | ``Operation._set_attr``, attribute ``_lower_using_switch_merge`` | a segment's summary ``cond`` kept a functional ``If``: its untaken branch (a kernel for every tensor) is not visited as dead ops each step | the ``cond`` is lowered to ``Switch``/``Merge`` as TensorFlow does by default |
 """
 

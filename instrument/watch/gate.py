@@ -13,12 +13,15 @@ Built when an optimizer's ``apply`` is traced (`WatchSite.guarded_apply`):
   taken again, scaled, so the row holds a finite gradient's true norm however large).
   The check is a value, never ``CheckNumerics`` or ``Assert``, which XLA removes.
 - **The gate.** The optimizer's update runs in a ``cond`` on the check and on the
-  sticky hit flag: a bad step writes nothing (not the weights, not the slots, not the
-  iteration counter), and after the first hit no step writes anything, so the state
-  before the hit survives until the host has read it. The variables are checked the
-  same way (by their norms) after every `WEIGHTS_EVERY`-th update and at a step whose
-  check failed (`_checked_weights`): a NaN the optimizer makes from finite gradients
-  (Adam with ``epsilon=0``) sets the flag too, and from then on nothing is written.
+  sticky hit flag, its writes held back until the changes they make to the trained
+  variables are checked too (instrument/watch/held_update.py): a bad step writes
+  nothing (not the weights, not the slots, not the iteration counter), whether its
+  loss, a gradient or the optimizer's own arithmetic (Adam with ``epsilon=0``) went
+  bad, and after the first hit no step writes anything, so the state before the hit
+  survives until the host has read it. The variables are checked the same way (by
+  their norms) after every `WEIGHTS_EVERY`-th update and at a step whose check failed
+  (`_checked_weights`): a NaN written by a write the update could not hold sets the
+  flag too (the ``variable`` check), and from then on nothing is written.
 - **What is kept.** The batch the step received: a Keras step's, read from its
   iterator inside the graph, copied into variables of its own every step until the
   hit; a custom loop's, passed in as the step function's arguments, kept on the host
@@ -27,9 +30,9 @@ Built when an optimizer's ``apply`` is traced (`WatchSite.guarded_apply`):
   optimizer's update (BatchNormalization's moving statistics, seed generators' state)
   as the last good step left them, restored when the step is skipped
   (instrument/watch/step_state.py). A row per step in a ring: the loss, and per
-  variable its gradient's L2 norm, (where checked) its value's and (every
-  `WEIGHTS_EVERY`-th update) its update's (instrument/watch/update_norms.py), written
-  by a scatter of the one row (a sliced assign copied the whole ring every step).
+  variable its gradient's L2 norm, (where checked) its value's and its update's (the
+  held update's check), written by a scatter of the one row (a sliced assign copied
+  the whole ring every step).
 - **The flag.** One int64 vector, read once a step and written at the first hit only:
   the step, the site, the row's column that failed and the replica of the first hit.
 
@@ -41,14 +44,16 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from instrument.tf_internals.eager_runtime import unmirrored_variable
 from instrument.watch import step_state
+from instrument.watch.held_update import HeldUpdate, WriteConflict
 from instrument.watch.kept_calls import KeptCalls
-from instrument.watch.update_norms import UpdateCapture
-from reader.contract.metadata import CHECK_GRADIENT, CHECK_LOSS, CHECK_UPDATE
+from instrument.watch.norms import checked_norms, root_mean_square, value_of
+from reader.contract.metadata import CHECK_GRADIENT, CHECK_LOSS, CHECK_UPDATE, CHECK_VARIABLE
 
 # Steps kept in the ring of per-step statistics. The host reads it every half second;
 # a program faster than RING_STEPS steps in that time loses the oldest rows (the
@@ -155,6 +160,9 @@ class WatchFlags:
         return self.state.read_value()[FLAG_STEP]
 
 
+# Says a notice once (`Watcher.say_once`): (key, message).
+Notice = Callable[[str, str], None]
+
 # The elements of `WatchFlags.state`.
 FLAG_STEP, FLAG_SITE, FLAG_COLUMN, FLAG_REPLICA = range(4)
 NO_HIT = (-1, -1, -1, -1)
@@ -171,13 +179,15 @@ def make_flags() -> WatchFlags:
 
 def check_of_column(column: int, variables: int) -> tuple[str, int | None]:
     """The check a failed column of a step row names (`WATCH_CHECKS`) and which variable
-    (None for the loss): columns are the loss, each variable's gradient, then each
-    variable after the update."""
+    (None for the loss): columns are the loss, each variable's gradient, each variable
+    (checked after the update), then each variable's update."""
     if column <= 0:
         return CHECK_LOSS, None
     if column <= variables:
         return CHECK_GRADIENT, column - 1
-    return CHECK_UPDATE, column - 1 - variables
+    if column <= 2 * variables:
+        return CHECK_VARIABLE, column - 1 - variables
+    return CHECK_UPDATE, column - 1 - 2 * variables
 
 
 @dataclass
@@ -195,17 +205,16 @@ class WatchSite:
     """float32 [RING_STEPS, columns]: per step, the loss, then per variable the
     gradient's L2 norm, then per variable its value's L2 norm where the step checked
     it (`_checked_weights`; NaN elsewhere), then per variable its update's L2 norm
-    where the step measured it (every `WEIGHTS_EVERY`-th update; NaN elsewhere)."""
+    (the held update's check; NaN at a step whose update did not run)."""
     state: list[Any] = field(default_factory=list)
     """The variables a custom loop's step writes besides its optimizer's update, copied
     after each good update (`step_state.written_state`); a Keras step's are copied
     before its forward pass instead."""
     optimizer: Any = None
-    """The optimizer whose apply this is (its writes are measured,
-    instrument/watch/update_norms.py)."""
+    """The optimizer whose apply this is."""
     update_sums: Any = None
-    """float32 [variables]: the ``L2Loss`` of each variable's change at a measured
-    update (`update_norms.UpdateCapture`)."""
+    """float32 [variables]: the ``L2Loss`` of each variable's change made in a graph
+    nested in the update's (`held_update.HeldUpdate`), zeroed once read."""
     variables: list[Any] = field(default_factory=list)
     """The variables the apply trains, and then the optimizer's own."""
     kept_batches: dict[int, KeptBatch] = field(default_factory=dict)
@@ -309,69 +318,6 @@ def local_check(loss: Any, grads: list[Any]) -> tuple[Any, Any]:
     return checked_norms(checked)
 
 
-def checked_norms(tensors: list[Any]) -> tuple[Any, Any]:
-    """In the graph: each tensor's L2 norm (float32), and the index of the first tensor
-    that holds a NaN or an infinity (-1 when none does).
-
-    The common step pays one ``L2Loss`` per tensor (a fused square-and-sum that reads
-    the tensor once and makes no temporary) and one ``is_finite`` of their total. Only
-    when that total is not finite (a NaN, an infinity, or finite values whose squares
-    overflow float32, from a norm of about 2.6e19) is each tensor checked and its norm
-    taken again scaled by its largest magnitude, so that a finite gradient of norm
-    1e20 reads 1e20 in the row, not infinity, and is not a hit. Every op counts: the
-    watched step's cost on a small model is mostly the executor's per-op overhead
-    (docs/performance.md, the watch tier)."""
-    import tensorflow as tf
-
-    values = [t if t.dtype == tf.float32 else tf.cast(t, tf.float32) for t in tensors]
-    halves = tf.stack([tf.nn.l2_loss(t) for t in values])  # each sum(t**2) / 2
-
-    def each() -> Any:
-        finite = tf.stack([tf.reduce_all(tf.math.is_finite(t)) for t in values])
-        norms = tf.stack([_scaled_norm(t) for t in values])
-        first_bad = tf.argmin(tf.cast(finite, tf.int32), output_type=tf.int64)
-        return (
-            tf.where(finite, norms, norms_of_halves(halves)),
-            tf.where(tf.reduce_all(finite), tf.constant(-1, tf.int64), first_bad),
-        )
-
-    def all_fine() -> Any:
-        return norms_of_halves(halves), tf.constant(-1, tf.int64)
-
-    return tf.cond(tf.math.is_finite(tf.reduce_sum(halves)), all_fine, each)
-
-
-def norms_of_halves(halves: Any) -> Any:
-    """L2 norms from ``L2Loss``'s halves of the sums of squares (as large as they are
-    finite: ``sqrt(2 * h)`` would overflow first)."""
-    import tensorflow as tf
-
-    return tf.sqrt(halves) * tf.constant(2.0**0.5, tf.float32)
-
-
-def _scaled_norm(tensor: Any) -> Any:
-    """A finite float32 tensor's L2 norm without overflow: its largest magnitude times
-    the norm of the tensor divided by it (zero for an empty or all-zero tensor)."""
-    import tensorflow as tf
-
-    largest = tf.maximum(tf.reduce_max(tf.abs(tensor)), 0.0)  # empty: -inf, so 0
-    scale = tf.where(largest > 0, largest, tf.ones_like(largest))
-    return largest * tf.sqrt(tf.reduce_sum(tf.square(tensor / scale)))
-
-
-def root_mean_square(norms: Any) -> Any:
-    """Per column of ``norms`` (one row per replica): the root mean square over the
-    rows, scaled by the column's largest value so finite norms do not overflow."""
-    import tensorflow as tf
-
-    largest = tf.reduce_max(norms, axis=0)
-    usable = tf.logical_and(tf.math.is_finite(largest), largest > 0)
-    scale = tf.where(usable, largest, tf.ones_like(largest))
-    scaled = scale * tf.sqrt(tf.reduce_mean(tf.square(norms / scale), axis=0))
-    plain = tf.sqrt(tf.reduce_mean(tf.square(norms), axis=0))
-    return tf.where(usable, scaled, plain)
-
-
 def keep_batch_in_graph(flags: WatchFlags, kept: KeptBatch, batch: list[Any]) -> None:
     """In the step's graph: copy the step's batch into ``kept`` until the first hit."""
     _copy_batch_if(flags.hit_step() < 0, kept, batch)
@@ -410,6 +356,7 @@ def guarded_apply(
     grads: list[Any],
     variables: list[Any],
     batch: list[Any],
+    on_notice: Notice | None = None,
 ) -> None:
     """Build, in the step's graph, the check, the gated ``apply()`` and the row."""
     import tensorflow as tf
@@ -418,7 +365,7 @@ def guarded_apply(
     kept = site.kept_batches.get(0)
     if kept is not None and batch:
         keep_batch_in_graph(flags, kept, batch)
-    gated_update(flags, site, norms, first_bad, apply, variables)
+    gated_update(flags, site, norms, first_bad, apply, variables, on_notice=on_notice)
 
 
 def guarded_apply_across_replicas(
@@ -429,6 +376,7 @@ def guarded_apply_across_replicas(
     first_bad: Any,
     apply: Any,
     variables: list[Any],
+    on_notice: Notice | None = None,
 ) -> None:
     """Build, in the cross-replica context of a ``merge_call`` (a ``MirroredStrategy``'s
     step), the gated ``apply()`` over every replica's `local_check` (``norms`` and
@@ -440,7 +388,16 @@ def guarded_apply_across_replicas(
     each_bad = tf.stack(distribution.experimental_local_results(first_bad))
     replica = tf.argmax(tf.cast(each_bad >= 0, tf.int32), output_type=tf.int64)
     mean_norms = root_mean_square(tf.stack(distribution.experimental_local_results(norms)))
-    gated_update(flags, site, mean_norms, tf.gather(each_bad, replica), apply, variables, replica)
+    gated_update(
+        flags,
+        site,
+        mean_norms,
+        tf.gather(each_bad, replica),
+        apply,
+        variables,
+        replica,
+        on_notice=on_notice,
+    )
 
 
 def gated_update(
@@ -451,14 +408,17 @@ def gated_update(
     apply: Any,
     variables: list[Any],
     replica: Any = None,
+    on_notice: Notice | None = None,
 ) -> None:
     """The update run on the check (``norms`` of the loss and each gradient, and the
-    ``first_bad`` of them, -1 for none), the variables checked (`WEIGHTS_EVERY`), the
-    sticky flag set at a first hit, the row written and the step counted.
+    ``first_bad`` of them, -1 for none), its writes held and made when its changes are
+    finite too, the variables checked (`WEIGHTS_EVERY`), the sticky flag set at a first
+    hit, the row written and the step counted.
 
-    The common step pays for the gate's ``cond``, the row's scatter, the count and a
-    handful of scalar ops; what a hit needs (the failed column, the flag's write) is
-    built in a ``cond`` that only a hit takes."""
+    The common step pays for the gate's ``cond``, an ``L2Loss`` of each change, the
+    write's ``cond``, the row's scatter, the count and a handful of scalar ops; what a
+    hit needs (the failed column, the flag's write) is built in a ``cond`` that only a
+    hit takes. ``on_notice`` says once what the update could not hold."""
     import tensorflow as tf
 
     state = flags.state.read_value()
@@ -467,47 +427,85 @@ def gated_update(
     open_gate = tf.logical_and(first_bad < 0, no_hit_yet)
 
     unmeasured = tf.fill([len(variables)], float("nan"))
+    no_bad_update = tf.constant(-1, tf.int64)
 
     def skip() -> Any:
         step_state.restore(flags.kept_state)
-        return unmeasured
+        return unmeasured, no_bad_update
 
-    def update() -> Any:
+    def held_update() -> Any:
+        # The optimizer's writes are held while its update is traced, and made only
+        # when every change they make to a trained variable is finite
+        # (instrument/watch/held_update.py).
+        with HeldUpdate(variables, site.update_sums) as held:
+            apply()
+        if held.made_as_they_came and on_notice is not None:
+            on_notice(
+                "not_held",
+                "some of the optimizer's writes are made as they come (a sparse update, "
+                "or Keras' gradient accumulation, whose update runs in a cond of its "
+                "own): a NaN it makes there from finite gradients is found after it is "
+                "written, at the next step's check or within "
+                f"{WEIGHTS_EVERY} steps",
+            )
+        updates, bad_update = held.check()
+
+        def write() -> Any:
+            held.write()
+            step_state.take_copies(flags.kept_state, site.state)
+            return tf.constant(True)
+
+        def hold() -> Any:
+            step_state.restore(flags.kept_state)
+            return tf.constant(False)
+
+        written = tf.cond(bad_update < 0, write, hold)
+        with tf.control_dependencies([written]):
+            return tf.identity(updates), tf.identity(bad_update)
+
+    def update_as_it_comes() -> Any:
         apply()
         step_state.take_copies(flags.kept_state, site.state)
-        return unmeasured
+        return unmeasured, no_bad_update
 
-    def measured_update() -> Any:
-        with UpdateCapture(site.optimizer, variables, site.update_sums) as capture:
-            apply()
-        step_state.take_copies(flags.kept_state, site.state)
-        return norms_of_halves(capture.halves())
-
-    # Shut (0), open (1), open at a step whose update is measured (2): the update is
-    # traced twice, and one op picks which runs.
-    due = tf.equal(step % WEIGHTS_EVERY, 0)
-    branch = tf.where(open_gate, tf.where(due, 2, 1), 0)
-    updates = tf.switch_case(branch, [skip, update, measured_update])
+    try:
+        updates, bad_update = tf.cond(open_gate, held_update, skip)
+    except WriteConflict as conflict:
+        if on_notice is not None:
+            on_notice(
+                "write_conflict",
+                f"the optimizer's update cannot be held back until it is checked "
+                f"({conflict}): it is written as it comes, so a NaN it makes from finite "
+                "gradients is found after it is written, and its update norms are not "
+                "recorded",
+            )
+        updates, bad_update = tf.cond(open_gate, update_as_it_comes, skip)
     with tf.control_dependencies([updates]):
         weights, bad_weight = _checked_weights(variables, step, first_bad)
 
     def record_hit() -> Any:
         # A variable found bad at a step whose loss or gradients failed (the gate was
         # shut: it is as the steps before left it) was written by an earlier update,
-        # which the hit names (but at step 0 nothing in this watch wrote it).
+        # which the hit names (but at step 0 nothing in this watch wrote it). A change
+        # the held update found bad was not written: the hit is this step's.
         earlier = tf.logical_and(first_bad >= 0, step > 0)
-        by_update = tf.logical_and(bad_weight >= 0, tf.logical_or(first_bad < 0, step > 0))
-        column = tf.where(by_update, bad_weight + 1 + len(variables), first_bad)
-        at = tf.where(tf.logical_and(by_update, earlier), step - 1, step)
+        by_variable = tf.logical_and(bad_weight >= 0, tf.logical_or(first_bad < 0, step > 0))
+        column = tf.where(
+            by_variable,
+            bad_weight + 1 + len(variables),
+            tf.where(first_bad >= 0, first_bad, bad_update + 1 + 2 * len(variables)),
+        )
+        at = tf.where(tf.logical_and(by_variable, earlier), step - 1, step)
         where = tf.constant(0, tf.int64) if replica is None else replica
         hit = tf.stack([at, tf.constant(site.site_id, tf.int64), column, where])
         flags.state.assign(tf.where(no_hit_yet, hit, state))
         return tf.constant(True)
 
-    noted = tf.cond(tf.maximum(first_bad, bad_weight) >= 0, record_hit, lambda: tf.constant(False))
+    worst = tf.reduce_max(tf.stack([first_bad, bad_weight, bad_update]))
+    noted = tf.cond(worst >= 0, record_hit, lambda: tf.constant(False))
     parts = [norms, weights, updates]
     if site.loss_scale is not None:
-        parts.append(tf.stack([tf.cast(_value(site.loss_scale), tf.float32), 0.0]))
+        parts.append(tf.stack([tf.cast(value_of(site.loss_scale), tf.float32), 0.0]))
     row_write = _write_row(site, step, tf.concat(parts, 0))
     # The count moves after the flag and the row are written: a reader that sees S steps
     # and then no flag knows steps before S passed (`KeptCalls.fine_before`).
@@ -521,14 +519,16 @@ def _checked_weights(variables: list[Any], step: Any, first_bad: Any) -> tuple[A
     step and at a step whose loss or gradients failed; NaN norms and -1 otherwise.
 
     Reading every variable again costs a step as much as the check of its gradients
-    (3% of the suite's MLP step, measured). A NaN an update writes into a variable the
+    (3% of the suite's MLP step, measured). The held update checks what the optimizer
+    writes before it is written; this finds what it could not hold (a sparse write, a
+    write from a ``cond`` of the update's own). A NaN written so into a variable the
     forward pass reads reaches the next step's loss, whose failed check then finds it
     here; a variable the forward pass does not read every step (an embedding's rows)
     is found within `WEIGHTS_EVERY` steps."""
     import tensorflow as tf
 
     def check() -> Any:
-        return checked_norms([_value(v) for v in variables])
+        return checked_norms([value_of(v) for v in variables])
 
     def not_due() -> Any:
         return tf.fill([len(variables)], float("nan")), tf.constant(-1, tf.int64)
@@ -544,7 +544,7 @@ def count_skipped_step(site: WatchSite, scale_before: Any) -> None:
     training's steps and a custom loop's kept calls stay in step with them."""
     import tensorflow as tf
 
-    scale_after = tf.cast(_value(site.loss_scale), tf.float32)
+    scale_after = tf.cast(value_of(site.loss_scale), tf.float32)
     before = tf.cast(scale_before, tf.float32)
     norms = 1 + 3 * len(site.variable_names)
 
@@ -572,13 +572,6 @@ def _write_row(site: WatchSite, step: Any, row: Any) -> Any:
 def _dense(gradient: Any) -> Any:
     """A gradient's values (an Embedding's ``IndexedSlices`` has only its rows)."""
     return getattr(gradient, "values", gradient)
-
-
-def _value(variable: Any) -> Any:
-    """A variable's value as a tensor (Keras' variables and TensorFlow's)."""
-    import tensorflow as tf
-
-    return tf.convert_to_tensor(variable)
 
 
 def variable_name(variable: Any) -> str:

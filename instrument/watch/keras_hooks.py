@@ -17,6 +17,9 @@ callback.
   the model and the data.
 - ``tf.function``'s ``__call__``, called eagerly, keeps a watched step function's
   arguments (a custom loop's batch) on the host, by reference (`Watcher.call_function`).
+- TensorFlow's variable-write op wrappers hold an optimizer's writes while its
+  watched update is traced (instrument/tf_internals/held_writes.py): the gate makes
+  them only when the update's changes are finite.
 - The op callback runs in the thread that called ``watch`` for every eager op (the
   call of each step): it handles a hit the host noted. It does nothing while a graph
   is traced.
@@ -29,9 +32,9 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from instrument.tf_internals import entry_points
+from instrument.tf_internals import entry_points, held_writes
 from instrument.tf_internals.graph_frames import compiled_with_xla
-from instrument.watch import gate, update_norms
+from instrument.watch import gate, held_update
 from instrument.watch.watcher import Watcher
 
 # Set on a model whose train_step is wrapped (its train_function is made again).
@@ -45,6 +48,7 @@ class WatchHooks:
         self._watcher = watcher
         self._saved: list[tuple[Any, str, Any]] = []
         self._callback: Any = None
+        self._held = False
 
     def install(self) -> None:
         import keras
@@ -56,7 +60,12 @@ class WatchHooks:
         @functools.wraps(original_apply)
         def apply(optimizer: Any, grads: Any, trainable_variables: Any = None) -> Any:
             if gate.replaying():
-                return None  # the replay records the step; the update stays undone
+                # The replay records the step's update too (a NaN the optimizer makes
+                # is its root cause), its writes held and never made.
+                held_update.replayed_update(
+                    lambda: original_apply(optimizer, grads, trainable_variables)
+                )
+                return None
             if watcher.closed or trainable_variables is None:
                 return original_apply(optimizer, grads, trainable_variables)
             if not tf.inside_function():
@@ -147,12 +156,7 @@ class WatchHooks:
             return watcher.call_function(function, original_call, args, kwargs)
 
         self._replace(keras.optimizers.Optimizer, "apply", apply)
-        for name, kind in (("assign", "assign"), ("assign_add", "add"), ("assign_sub", "sub")):
-            self._replace(
-                keras.optimizers.Optimizer,
-                name,
-                _noting_writes(getattr(keras.optimizers.Optimizer, name), kind),
-            )
+        self._held = held_writes.install()
         self._replace(scaler_class, "apply", scaled_apply)
         self._replace(function_class, "__call__", call)
         self._replace(tf.GradientTape, "gradient", gradient)
@@ -183,24 +187,15 @@ class WatchHooks:
             else:
                 setattr(owner, name, value)
         self._saved.clear()
+        if self._held:
+            held_writes.remove()
+            self._held = False
         if self._callback is not None:
             try:
                 entry_points.remove_op_callback(self._callback)
             except KeyError:
                 pass  # removed from another thread than the one that added it
             self._callback = None
-
-
-def _noting_writes(write: Any, kind: str) -> Any:
-    """Keras' ``Optimizer.assign``, ``assign_add`` or ``assign_sub`` (``kind``), noting
-    each write for the update norms being measured (instrument/watch/update_norms.py)."""
-
-    @functools.wraps(write)
-    def noted(optimizer: Any, variable: Any, value: Any) -> Any:
-        update_norms.note_write(optimizer, variable, value, kind)
-        return write(optimizer, variable, value)
-
-    return noted
 
 
 def _strategy_not_gated() -> bool:

@@ -38,7 +38,13 @@ from instrument.watch.kept_calls import KEPT_BYTES, tensor_leaves
 from reader import format as fmt
 from reader import storage
 from reader.contract import ReplayOfMap
-from reader.contract.metadata import CHECK_UPDATE, NOT_REPRODUCED, REPRODUCED, XLA_ONLY
+from reader.contract.metadata import (
+    CHECK_UPDATE,
+    CHECK_VARIABLE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    XLA_ONLY,
+)
 
 
 @dataclass
@@ -351,13 +357,22 @@ def _values_missing(run_path: str) -> str | None:
 def hit_error(hit: Hit, saved: Saved, replay: Replay | None, run_path: str) -> NonFiniteError:
     """The error the job stops with: the watched step and the check it failed, the
     replay's root cause (op, line) and verdict, and what was saved where."""
+    made_by_optimizer = (
+        "the optimizer made it from finite gradients (an epsilon of 0, a division by a "
+        "zero slot, a learning rate that is not finite)"
+    )
     if hit.check == CHECK_UPDATE:
         head = (
             f"watch: step {hit.step} of {hit.site.optimizer_name}: {hit.tensor} held NaN "
-            "or infinity: the optimizer made it from finite gradients (an epsilon of 0, "
-            "a division by a zero slot, a learning rate that is not finite); nothing was "
-            "written after that step, but its own update was (the state before it was "
-            "not kept)"
+            f"or infinity: {made_by_optimizer}; the update was not applied, and nothing "
+            "was written after it"
+        )
+    elif hit.check == CHECK_VARIABLE:
+        head = (
+            f"watch: step {hit.step} of {hit.site.optimizer_name}: {hit.tensor} held NaN "
+            f"or infinity: {made_by_optimizer}, in a write the watch could not hold "
+            "back; nothing was written after that step, but its own update was (the "
+            "state before it was not kept)"
         )
     else:
         head = (
@@ -369,7 +384,7 @@ def hit_error(hit: Hit, saved: Saved, replay: Replay | None, run_path: str) -> N
     lines = [head]
     cause = None
     state_label = (
-        "the state after it" if hit.check == CHECK_UPDATE else f"the state before step {hit.step}"
+        "the state after it" if hit.check == CHECK_VARIABLE else f"the state before step {hit.step}"
     )
     if replay is not None and replay.run_path and replay.verdict in (REPRODUCED, XLA_ONLY):
         cause = first_alert_error(replay.run_path)

@@ -25,7 +25,7 @@ from instrument.non_finite import NonFiniteError
 from instrument.watch import gate, step_state
 from instrument.watch.kept_calls import KeptCalls
 from reader.contract import WatchHitRecord, WatchSiteRecord, WatchStepsRecord
-from reader.contract.metadata import CHECK_GRADIENT, CHECK_LOSS, CHECK_UPDATE
+from reader.contract.metadata import CHECK_GRADIENT, CHECK_LOSS, CHECK_UPDATE, CHECK_VARIABLE
 
 logger = logging.getLogger("instrument")
 
@@ -136,7 +136,7 @@ class Watcher:
             gate.keep_batch(site, batch, names)
         if site.step_function is not None and site.step_function[0] == "call":
             self._keep_written_state(flags, site, graph)
-        gate.guarded_apply(flags, site, apply, grads, variables, batch)
+        gate.guarded_apply(flags, site, apply, grads, variables, batch, self.say_once)
 
     def _keep_written_state(self, flags: gate.WatchFlags, site: gate.WatchSite, graph: Any) -> None:
         """Keep what a custom loop's step writes besides its optimizer's update
@@ -239,7 +239,7 @@ class Watcher:
                 distribution.extended.call_for_each_replica(each, args=(grads, variables))
 
             gate.guarded_apply_across_replicas(
-                flags, site, distribution, norms, first_bad, apply, variables
+                flags, site, distribution, norms, first_bad, apply, variables, self.say_once
             )
 
         context.merge_call(across, args=(norms, first_bad, grads, variables))
@@ -387,7 +387,11 @@ class Watcher:
             return
         site = sites[state[gate.FLAG_SITE]]
         check, variable = gate.check_of_column(state[gate.FLAG_COLUMN], len(site.variable_names))
-        replica = state[gate.FLAG_REPLICA] if site.replicas > 1 and check != CHECK_UPDATE else None
+        replica = (
+            state[gate.FLAG_REPLICA]
+            if site.replicas > 1 and check in (CHECK_LOSS, CHECK_GRADIENT)
+            else None
+        )
         hit = gate.Hit(site, hit_step, check, _what_failed(site, check, variable), replica)
         self.writer.add_watch_record(WatchHitRecord, self._hit_fields(hit))
         self.hit = hit
@@ -442,11 +446,12 @@ class Watcher:
         run_path = self.writer.path
         saved = replay.save_state_and_batch(hit, run_path)
         outcome = None
-        # A hit of the update check has no state before its step to replay from.
+        # A variable found non-finite after an update wrote it has no state before that
+        # update to replay from.
         if (
             self.on_hit != ON_HIT_STOP_WITHOUT_REPLAY
             and self.replays < self.max_replays
-            and hit.check != CHECK_UPDATE
+            and hit.check != CHECK_VARIABLE
         ):
             self.replays += 1
             kept = [v for v, _ in self.flags.kept_state] if self.flags else []
@@ -527,6 +532,8 @@ def _what_failed(site: gate.WatchSite, check: str, variable: int | None) -> str:
     name = names[variable] if variable is not None and 0 <= variable < len(names) else None
     if check == CHECK_GRADIENT:
         return f"the gradient of {name}" if name else "a gradient"
+    if check == CHECK_UPDATE:
+        return f"the update of {name}" if name else "an update"
     return f"{name} after the update" if name else "a variable after the update"
 
 

@@ -141,10 +141,12 @@ class WatchStepsRecord(RecordKind):
     TIME: Final = field("t", float, "Unix time written")
 
 
-# A `watch_hit` record's `check`: what failed it (the loss, a gradient, or a variable
-# after an update).
+# A `watch_hit` record's `check`: what failed it: the loss, a gradient, the change the
+# optimizer's update was to make to a variable (not written), or a variable found
+# non-finite after an update wrote it (since 2.10 / 3.5; "update" meant that before).
 CHECK_LOSS, CHECK_GRADIENT, CHECK_UPDATE = "loss", "gradient", "update"
-WATCH_CHECKS = (CHECK_LOSS, CHECK_GRADIENT, CHECK_UPDATE)
+CHECK_VARIABLE = "variable"
+WATCH_CHECKS = (CHECK_LOSS, CHECK_GRADIENT, CHECK_UPDATE, CHECK_VARIABLE)
 # Its `verdict`: what the replay of the hit step found (docs/instrument.md).
 REPRODUCED, NOT_REPRODUCED, XLA_ONLY = "reproduced", "not_reproduced", "xla_only"
 WATCH_VERDICTS = (REPRODUCED, NOT_REPRODUCED, XLA_ONLY)
@@ -157,7 +159,7 @@ class WatchHitRecord(RecordKind):
     SINCE = (2, 6)
     SITE: Final = field("site", int, "the watch site")
     STEP: Final = field("step", int, "the hit step")
-    CHECK: Final = field("check", str, '"loss", "gradient" or "update"')  # WATCH_CHECKS
+    CHECK: Final = field("check", str, '"loss", "gradient", "update" or "variable"')  # WATCH_CHECKS
     TENSOR: Final = field("tensor", str, "what failed the check, in words")
     REPLICA: Final = field(
         "replica", int, "the first replica whose loss or gradient failed it (absent)"

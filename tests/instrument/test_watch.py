@@ -34,7 +34,8 @@ CAUGHT = (
 HEALTHY = ("fit_healthy", "mixed_healthy", "where_sqrt", "fit_accumulated")
 PROGRAMS_RUN = (
     CAUGHT
-    + ("fit_data_nan", "adam_eps0", "lr_spike", "fit_divergence", "mixed_skips", "mirrored_mixed")
+    + ("fit_data_nan", "adam_eps0", "lr_spike", "accumulated_lr_spike", "fit_divergence")
+    + ("mixed_skips", "mirrored_mixed")
     + ("loop_state_data_nan",)
     + HEALTHY
 )
@@ -198,27 +199,45 @@ def test_the_watched_rows_hold_the_loss_and_norms_per_step(watched):
     checked = [s for s in steps if s % WEIGHTS_EVERY == 0 or s == BAD_STEP]
     assert np.flatnonzero(np.isfinite(kernel)).tolist() == checked
     assert kernel[0] != kernel[BAD_STEP]  # trained in between
-    # Every WEIGHTS_EVERY-th update is measured where Adam writes it: its first step
-    # moves each weight by the learning rate (0.01) or, where the gradient is 0, not
-    # at all, so the kernel's change is 0.01 times the root of its moved weights (most
-    # of its 8 x 16: a unit whose ReLU is 0 for the whole batch moves none of its 8).
+    # Every update is measured where Adam's change is checked, before it is written:
+    # its first step moves each weight by the learning rate (0.01) or, where the
+    # gradient is 0, not at all, so the kernel's change is 0.01 times the root of its
+    # moved weights (most of its 8 x 16: a unit whose ReLU is 0 for the whole batch
+    # moves none of its 8). The hit step's update did not run: its norm is NaN.
     _, update = log.column(0, "update_norm:" + site.columns[1].split(":", 1)[1])
-    measured = [s for s in steps if s % WEIGHTS_EVERY == 0 and s != BAD_STEP]
-    assert np.flatnonzero(np.isfinite(update)).tolist() == measured
+    assert np.flatnonzero(np.isfinite(update)).tolist() == list(range(BAD_STEP))
     assert 0.01 * np.sqrt(8 * 16 / 4) < update[0] <= 0.01 * np.sqrt(8 * 16) * (1 + 1e-5)
 
 
-def test_a_nan_an_update_wrote_is_named_at_the_next_steps_hit(watched):
+def test_an_infinite_learning_rate_is_held_back_at_its_own_step(watched):
     logdir, lines = watched["lr_spike"]
-    # The step before BAD_STEP's update wrote infinities from finite gradients (its
-    # learning rate is infinite); BAD_STEP's loss read them, and its hit found them.
-    assert "after the update held NaN or infinity: the optimizer made it" in lines["CAUGHT"]
-    watch = report(logdir)["watch"]
-    assert (watch["hit_step"], watch["check"], watch["replay_run"]) == (
+    # The learning rate of the step before BAD_STEP is infinite: that step's changes
+    # are, from finite gradients, and are not written.
+    assert "held NaN or infinity: the optimizer made it" in lines["CAUGHT"]
+    assert lines["WEIGHTS_FINITE"] == "True"
+    data = report(logdir)
+    watch = data["watch"]
+    assert (watch["hit_step"], watch["check"], watch["verdict"]) == (
         BAD_STEP - 1,
         "update",
-        None,
+        "reproduced",
     )
+
+
+def test_a_nan_an_update_wrote_as_it_came_is_named_at_the_next_steps_hit(watched):
+    """Under Keras' gradient accumulation the optimizer writes in a cond of its own,
+    which the watch cannot hold back (a notice says so): the infinite learning rate's
+    update at BAD_STEP is written, the next step's loss reads it, and that step's
+    check of the variables names the step that wrote them."""
+    logdir, lines = watched["accumulated_lr_spike"]
+    assert "after the update held NaN or infinity" in lines["CAUGHT"]
+    assert "could not hold back" in lines["CAUGHT"]
+    data = report(logdir)
+    watch = data["watch"]
+    assert (watch["hit_step"], watch["check"], watch["replay_run"]) == (BAD_STEP, "variable", None)
+    with reader.open_run(logdir, watch["watched_run"]) as dump:
+        notices = " ".join(n.message for n in dump.notices())
+    assert "written as it comes" in notices or "made as they come" in notices
 
 
 def test_a_nan_in_the_data_is_replayed_to_the_batch(watched):
@@ -242,7 +261,9 @@ def test_an_update_made_in_a_cond_of_the_optimizers_is_measured(watched):
     columns = [c for c in log.sites[0].columns if c.startswith("update_norm:")]
     for column in columns:
         steps, update = log.column(0, column)
-        assert np.flatnonzero(np.isfinite(update)).tolist() == [0] and update[0] == 0.0
+        assert np.isfinite(update).all()
+        # Even steps only accumulate; odd ones apply the accumulated gradients.
+        assert (update[steps % 2 == 0] == 0.0).all() and (update[steps % 2 == 1] > 0).all()
 
 
 def test_a_custom_loops_own_state_is_left_as_the_last_good_step_left_it(watched):
@@ -263,12 +284,29 @@ def test_a_custom_loops_own_state_is_left_as_the_last_good_step_left_it(watched)
     np.testing.assert_array_equal(state, before["generator"])
 
 
-def test_a_nan_the_optimizer_makes_from_finite_gradients_is_a_hit(watched):
+def test_a_nan_the_optimizer_makes_from_finite_gradients_is_held_back(watched):
+    """Adam with epsilon=0 divides a zero moment by a zero root at step 0 (the kernel's
+    row that never gets a gradient): the change is checked before it is written, so the
+    update writes nothing, the state before it is saved, and the replay, which computes
+    the update and writes nothing, finds the division."""
     logdir, lines = watched["adam_eps0"]
     assert lines["STEP"].split()[0] == "0"
-    assert "after the update held NaN or infinity: the optimizer made it" in lines["CAUGHT"]
-    watch = report(logdir)["watch"]
-    assert (watch["hit_step"], watch["check"], watch["replay_run"]) == (0, "update", None)
+    assert "the update of sequential/dense/kernel held NaN or infinity" in lines["CAUGHT"]
+    assert "the update was not applied" in lines["CAUGHT"]
+    assert lines["WEIGHTS_FINITE"] == "True"
+    data = report(logdir)
+    watch = data["watch"]
+    assert (watch["hit_step"], watch["check"], watch["verdict"]) == (0, "update", "reproduced")
+    assert data["first_alert"]["op_type"] == "RealDiv"
+    assert data["first_alert"]["phase"] == "optimizer"
+    assert "optimizers/adam.py" in data["diagnosis"]["explanation"]
+    assert "epsilon" in data["diagnosis"]["suggestion"]
+    saved = np.load(watch["saved_state"])
+    assert all(np.isfinite(saved[k]).all() for k in saved.files if saved[k].dtype.kind == "f")
+    # Nothing was written: not a slot, not the iteration counter.
+    (iterations,) = (saved[k] for k in saved.files if k.endswith("/iteration"))
+    assert int(iterations) == 0
+    assert all(not saved[k].any() for k in saved.files if k.endswith("_momentum"))
 
 
 @pytest.mark.parametrize("program", HEALTHY)
@@ -292,12 +330,13 @@ def test_under_mirrored_strategy_the_replica_that_went_bad_is_named(watched):
     assert "the loss on replica 1 held NaN or infinity" in lines["CAUGHT"]
     watch = report(logdir)["watch"]
     assert watch["replica"] == 1
-    # The update is measured once, on the first replica's copy of each variable.
+    # Each update is measured on the first replica's copy of each variable, up to the
+    # hit step, whose update did not run.
     with reader.open_run(logdir, watch["watched_run"]) as dump:
         log = present(dump.watch_log())
     kernel = next(c for c in log.sites[0].columns if c.startswith("update_norm:"))
     _, update = log.column(0, kernel)
-    assert np.flatnonzero(np.isfinite(update)).tolist() == [0]
+    assert np.flatnonzero(np.isfinite(update)).tolist() == list(range(BAD_STEP))
     assert 0 < update[0] <= 0.01 * np.sqrt(8 * 16) * (1 + 1e-5)
     batch = np.load(watch["saved_batch"])
     features = batch[batch.files[0]]
@@ -328,9 +367,9 @@ def test_a_divergence_is_caught_at_the_overflow_and_its_trends_lead_to_it(watche
     row = trends.rows.index("sequential/dense")
     norms = trends.series["gradient_norm"][row]
     # SGD(0.5) moves the weights by half their gradient: the update norms, measured
-    # every WEIGHTS_EVERY-th step before the hit, say so.
+    # at every step before the hit, say so.
     measured = np.flatnonzero(np.isfinite(trends.series["update_norm"][row]))
-    assert trends.steps[measured].tolist() == list(range(0, hit, WEIGHTS_EVERY))
+    assert trends.steps[measured].tolist() == list(range(hit))
     np.testing.assert_allclose(
         trends.series["update_norm"][row][measured], 0.5 * norms[measured], rtol=1e-4
     )

@@ -84,11 +84,15 @@ class OverriddenStep(tf.keras.Sequential):
 
 class InfiniteAtOneStep(tf.keras.optimizers.schedules.LearningRateSchedule):
     """lr_spike's schedule: a learning rate that is infinite at the step before BAD_STEP
-    (a bug in its formula). That step's gradients are finite; its update writes
-    infinities (and NaN where a gradient is 0), which BAD_STEP's loss then reads."""
+    (a bug in its formula). That step's gradients are finite; its update's changes are
+    infinite (and NaN where a gradient is 0), and are held back. Under gradient
+    accumulation (accumulated_lr_spike) the update runs in a cond of Keras' own, every
+    second step, and is written as it comes: the infinite learning rate is at BAD_STEP
+    there (an update step), and the loss of the step after it reads its infinities."""
 
     def __call__(self, step):
-        return tf.where(tf.equal(step, BAD_STEP - 1), float("inf"), 0.01)
+        bad = BAD_STEP if PROGRAM == "accumulated_lr_spike" else BAD_STEP - 1
+        return tf.where(tf.equal(step, bad), float("inf"), 0.01)
 
 
 def where_sqrt_loss(y_true, y_pred):
@@ -176,6 +180,10 @@ try:
                 optimizer = tf.keras.optimizers.SGD(0.5)
             elif PROGRAM == "lr_spike":
                 optimizer = tf.keras.optimizers.SGD(InfiniteAtOneStep())
+            elif PROGRAM == "accumulated_lr_spike":
+                optimizer = tf.keras.optimizers.SGD(
+                    InfiniteAtOneStep(), gradient_accumulation_steps=2
+                )
             elif PROGRAM == "fit_accumulated":
                 # Keras' gradient accumulation: the update runs in a cond of its own,
                 # every second step, inside the watched apply.

@@ -1,0 +1,286 @@
+"""Variable writes held back while an update is traced, and written (or not) after.
+
+While a `HeldWrites` is open on a graph being traced, a write to a resource variable
+made in that graph (``AssignVariableOp``, ``AssignAddVariableOp``,
+``AssignSubVariableOp``: every ``tf.Variable.assign``, ``assign_add`` and
+``assign_sub``, Keras' variables' and optimizers' included) is not built. The variable's
+new value is computed as a tensor instead (the value assigned, or the value read plus
+or minus the change) and held; a later read of that variable in the same graph gets
+the held value, so the traced computation is the same, op for op, as the one that
+writes in place. `write_held` then builds the writes of the held values, where the
+caller wants them (in a ``cond`` on a check of the changes, say): until then nothing
+was written.
+
+What it costs at run time: nothing a write in place does not, when the variable adopts
+the held value's buffer (an ``AssignVariableOp`` whose value no other op uses shares it,
+it does not copy it): the read, the add and the write touch the same bytes as
+``AssignAddVariableOp``.
+
+What it cannot hold, and says so by `WriteConflict` (the caller then traces the update
+as it is): a sparse write (``ResourceScatter*``) or read (``ResourceGather``) of a
+variable whose value it holds, and a write from a graph nested in the held one (a
+``cond`` of the update's own) into such a variable. Sparse writes and writes from nested
+graphs into variables it does not hold are made as they come; `made_as_they_came`
+counts them, and `changes` has them, measured where they were made, if the caller
+asked (``on_nested_change``).
+
+The patch: the generated op wrappers ``gen_resource_variable_ops.read_variable_op``,
+``assign_variable_op``, ``assign_add_variable_op``, ``assign_sub_variable_op`` and the
+``resource_scatter_*`` and ``resource_gather*`` ones are replaced while `install` is in
+effect (by the functions below, which pass every call through unless a `HeldWrites`
+is open on the caller's graph or one it is nested in); ``resource_variable_ops`` calls
+them through that module's attributes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from instrument.tf_internals import debug_once
+
+_READ = "read_variable_op"
+_WRITES = {
+    "assign_variable_op": "assign",
+    "assign_add_variable_op": "add",
+    "assign_sub_variable_op": "sub",
+}
+_SPARSE_WRITE_PREFIX = "resource_scatter_"
+_SPARSE_READ_PREFIX = "resource_gather"
+
+_lock = threading.Lock()
+_installs = 0
+_originals: dict[str, Callable[..., Any]] = {}
+_open: dict[int, HeldWrites] = {}  # id(graph) -> the HeldWrites open on it
+
+
+class WriteConflict(Exception):
+    """A variable access `HeldWrites` cannot hold (module docstring)."""
+
+
+def install() -> bool:
+    """Put the patched op wrappers in (counted: as many `remove` calls take them out).
+    False (and a debug notice) when TensorFlow's module lacks one of them."""
+    global _installs
+    from tensorflow.python.ops import gen_resource_variable_ops as ops
+
+    names = [_READ, *_WRITES] + [
+        name
+        for name in dir(ops)
+        if (name.startswith(_SPARSE_WRITE_PREFIX) or name.startswith(_SPARSE_READ_PREFIX))
+        and not name.endswith("_eager_fallback")
+        and callable(getattr(ops, name))
+    ]
+    missing = [name for name in [_READ, *_WRITES] if not callable(getattr(ops, name, None))]
+    if missing:
+        debug_once(
+            "held_writes",
+            "tfdbg-tui: gen_resource_variable_ops lacks %s; watched updates are written "
+            "before they are checked",
+            ", ".join(missing),
+        )
+        return False
+    with _lock:
+        if _installs == 0:
+            for name in names:
+                _originals[name] = getattr(ops, name)
+                setattr(ops, name, _patched(name, _originals[name]))
+        _installs += 1
+    return True
+
+
+def remove() -> None:
+    global _installs
+    from tensorflow.python.ops import gen_resource_variable_ops as ops
+
+    with _lock:
+        if _installs == 0:
+            return
+        _installs -= 1
+        if _installs == 0:
+            for name, original in _originals.items():
+                setattr(ops, name, original)
+            _originals.clear()
+
+
+def installed() -> bool:
+    return _installs > 0
+
+
+def _patched(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    if name == _READ:
+
+        def read(resource: Any, dtype: Any, name: str | None = None) -> Any:
+            held = _held_for_graph()
+            if held is not None:
+                value = held[0].pending_value(resource)
+                if value is not None:
+                    return value
+            return original(resource, dtype, name=name)
+
+        return read
+    if name in _WRITES:
+        kind = _WRITES[name]
+
+        def write(resource: Any, value: Any, name: str | None = None, **kwargs: Any) -> Any:
+            held = _held_for_graph()
+            if held is None:
+                return original(resource, value, name=name, **kwargs)
+            writes, nested = held
+            if nested:
+                return writes.nested_write(original, resource, value, kind, name, kwargs)
+            return writes.hold(resource, value, kind)
+
+        return write
+
+    def sparse(resource: Any, *args: Any, **kwargs: Any) -> Any:
+        held = _held_for_graph()
+        if held is not None:
+            writes, _ = held
+            if writes.pending_value(resource) is not None:
+                raise WriteConflict(
+                    f"{name} of a variable whose new value is held (a sparse access after "
+                    "a dense write in one update)"
+                )
+            if name.startswith(_SPARSE_WRITE_PREFIX):
+                writes.made_as_they_came += 1
+        return original(resource, *args, **kwargs)
+
+    return sparse
+
+
+def _held_for_graph() -> tuple[HeldWrites, bool] | None:
+    """The `HeldWrites` open on the graph being built or one it is nested in, and
+    whether it is nested; None when there is none (nearly always: the quick path)."""
+    if not _open:
+        return None
+    from tensorflow.python.framework import ops
+
+    graph = ops.get_default_graph()
+    nested = False
+    while graph is not None:
+        held = _open.get(id(graph))
+        if held is not None:
+            return held, nested
+        graph = getattr(graph, "outer_graph", None)
+        nested = True
+    return None
+
+
+class HeldWrites:
+    """Hold the variable writes made in the current graph while open (module docstring).
+
+    ``measured``: the id of each measured variable's handle (each replica's copy under a
+    strategy), and the index the caller knows it by; the change each write makes to one
+    of them (the value added or subtracted, or the value assigned less the value
+    before) is kept in `changes`, for the caller's check and norms.
+    ``on_nested_change`` is called with (index, id of the handle, change) for a write
+    into a measured variable from a graph nested in the held one, inside that graph (it
+    was made as it came).
+    """
+
+    def __init__(
+        self,
+        measured: dict[int, int],
+        on_nested_change: Callable[[int, int, Any], None] | None = None,
+    ) -> None:
+        self._measured = measured
+        self._on_nested_change = on_nested_change
+        self._pending: dict[int, tuple[Any, Any]] = {}  # id(handle) -> (handle, value)
+        self.changes: list[tuple[int, int, Any]] = []
+        """(index, id of the handle, change) of each held write into a measured
+        variable, in the order made."""
+        self.nested_indices: set[int] = set()
+        """The measured variables written from a nested graph (made as they came)."""
+        self.made_as_they_came = 0
+        """Writes not held: sparse ones, and those from graphs nested in the held one."""
+        self._graph: Any = None
+
+    def __enter__(self) -> HeldWrites:
+        from tensorflow.python.framework import ops
+
+        if not installed():
+            raise WriteConflict("the held writes' op wrappers are not installed")
+        self._graph = ops.get_default_graph()
+        with _lock:
+            if id(self._graph) in _open:
+                raise WriteConflict("writes are already held in this graph")
+            _open[id(self._graph)] = self
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with _lock:
+            _open.pop(id(self._graph), None)
+
+    @property
+    def held(self) -> int:
+        """How many variables have a held value."""
+        return len(self._pending)
+
+    def pending_value(self, handle: Any) -> Any:
+        entry = self._pending.get(id(handle))
+        return entry[1] if entry is not None else None
+
+    def hold(self, handle: Any, value: Any, kind: str) -> Any:
+        """A write in the held graph: its new value computed and held, its change kept
+        where the variable is measured. Returns the op a write returns (the one that
+        made the new value), for the control dependencies callers put on it."""
+        import tensorflow as tf
+
+        value = tf.convert_to_tensor(value)
+        before = self.pending_value(handle)
+        if before is None and (kind != "assign" or id(handle) in self._measured):
+            before = _originals[_READ](handle, value.dtype)
+        if kind == "assign":
+            new, change = value, (value - before if before is not None else None)
+        elif kind == "add":
+            new, change = before + value, value
+        else:
+            new, change = before - value, value
+        self._pending[id(handle)] = (handle, new)
+        index = self._measured.get(id(handle))
+        if index is not None and change is not None:
+            self.changes.append((index, id(handle), change))
+        return new.op
+
+    def nested_write(
+        self,
+        original: Callable[..., Any],
+        handle: Any,
+        value: Any,
+        kind: str,
+        name: str | None,
+        kwargs: dict[str, Any],
+    ) -> Any:
+        """A write from a graph nested in the held one: made as it comes, unless the
+        variable has a held value (`WriteConflict`: the nested graph's write and the
+        held value's would race)."""
+        if id(handle) in self._pending:
+            raise WriteConflict(
+                "a write from a cond or loop of the update's own into a variable the "
+                "update wrote before it"
+            )
+        self.made_as_they_came += 1
+        index = self._measured.get(id(handle))
+        if index is not None and self._on_nested_change is not None:
+            import tensorflow as tf
+
+            value = tf.convert_to_tensor(value)
+            if kind == "assign":
+                change = value - _originals[_READ](handle, value.dtype)
+            else:
+                change = value
+            self.nested_indices.add(index)
+            self._on_nested_change(index, id(handle), change)
+        return original(handle, value, name=name, **kwargs)
+
+    def held_values(self) -> list[Any]:
+        """The values held, one a variable (in the order first written)."""
+        return [value for _, value in self._pending.values()]
+
+    def write_held(self) -> list[Any]:
+        """Build the writes of every held value (in the order first written); returns
+        their ops."""
+        write = _originals["assign_variable_op"]
+        return [write(handle, value) for handle, value in self._pending.values()]
