@@ -120,9 +120,10 @@ class HeldUpdate:
 def replayed_update(apply: Any) -> None:
     """Trace ``apply()`` (a replay's update) with its writes held and never made: the
     replay computes the update, so that a NaN the optimizer makes is recorded, and
-    writes nothing of the program's. The values it would have written are summed into
-    a variable of the watch's own (`_replay_sink`): a value nothing uses is not traced
-    (instrument/tracing/graph_batches.py). An update whose writes cannot be held is
+    writes nothing of the program's. Whether the values it would have written are
+    finite goes into a boolean variable of the watch's own (`_replay_sink`): a value
+    nothing uses is not traced (instrument/tracing/graph_batches.py), and a boolean
+    adds no alert of its own to the replay. An update whose writes cannot be held is
     not traced."""
     import tensorflow as tf
 
@@ -135,21 +136,22 @@ def replayed_update(apply: Any) -> None:
         return
     values = [v for v in writes.held_values() if v.dtype.is_floating]
     if values:
-        total = tf.add_n([tf.nn.l2_loss(tf.cast(v, tf.float32)) for v in values])
-        _replay_sink().assign(total)
+        with tf.name_scope("tfdbg_tui_watch_replay"):
+            finite = tf.stack([tf.reduce_all(tf.math.is_finite(v)) for v in values])
+            _replay_sink().assign(tf.reduce_all(finite))
 
 
 _sink: list[Any] = []
 
 
 def _replay_sink() -> Any:
-    """A float32 variable of the watch's own that a replay writes its update's values
-    into (`replayed_update`), made once."""
+    """A boolean variable of the watch's own that a replay writes whether its update's
+    values are finite into (`replayed_update`), made once."""
     import tensorflow as tf
 
     from instrument.tf_internals.eager_runtime import unmirrored_variable
 
     if not _sink:
         with tf.init_scope():
-            _sink.append(unmirrored_variable(tf.constant(0.0), "tfdbg_tui_watch_replay_sink"))
+            _sink.append(unmirrored_variable(tf.constant(True), "tfdbg_tui_watch_replay_sink"))
     return _sink[0]

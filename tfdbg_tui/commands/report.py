@@ -35,6 +35,7 @@ from reader.analysis.diagnosis.verdict import (
 from reader.analysis.hunt.steps import Gap, Steps
 from reader.analysis.jobs import WorkerRun, first_nonfinite_workers, open_landing_run
 from reader.analysis.trends.watch_rules import RuleSpecError, WatchReport, parse_rule_specs
+from reader.contract.metadata import CHECK_VARIABLE
 from reader.model import DUMPER_TENSORFLOW, Alert, RootCause, Summary
 from reader.notices import Notice
 from reader.run.watch_pair import WatchPair, watch_pair
@@ -274,11 +275,16 @@ def _say_watch(say, dump: reader.AnalysedRun, pair: WatchPair | None) -> None:
     if hit is None:
         say("  no step went non-finite")
         return
+    written = hit.check == CHECK_VARIABLE  # found after a write the watch could not hold
     say(
         "  ",
         ("hit:", "bold red"),
-        f" step {hit.step}: {hit.what} held NaN or infinity "
-        f"(the {hit.check} check); the update was not applied",
+        f" step {hit.step}: {hit.what} held NaN or infinity (the {hit.check} check); "
+        + (
+            "that step's update was written, nothing after it"
+            if written
+            else "the update was not applied"
+        ),
     )
     if pair.replay_run:
         say(
@@ -287,7 +293,8 @@ def _say_watch(say, dump: reader.AnalysedRun, pair: WatchPair | None) -> None:
         )
     elif hit.replay_error:
         say(f"  the replay failed: {hit.replay_error}")
-    for label, path in (("state before the step", hit.saved_state), ("its batch", hit.saved_batch)):
+    state_label = "state after the step" if written else "state before the step"
+    for label, path in ((state_label, hit.saved_state), ("its batch", hit.saved_batch)):
         if path:
             say(f"  {label}: {path}")
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from reader.analysis.diagnosis.diagnosis import Diagnosis
 from reader.analysis.diagnosis.registry import EXPECTED_LOSS_SCALING, HEALTHY
 from reader.analysis.hunt.harm import HarmVerdict
+from reader.contract.metadata import CHECK_VARIABLE
 from reader.model import DUMPER_TENSORFLOW, AlertSummary
 from reader.run import liveness
 
@@ -104,9 +105,14 @@ def _watched_statement(reader: AnalysedRun) -> str | None:
         if hit.replay_run
         else "it was not replayed" + (f" ({hit.replay_error})" if hit.replay_error else "")
     )
+    written = (
+        "that step's update was written (the watch could not hold it back), nothing after it"
+        if hit.check == CHECK_VARIABLE
+        else "nothing was written from that step on"
+    )
     return (
         f"A watched run: step {hit.step}'s {hit.check} check failed ({hit.tensor} held "
-        f"NaN or infinity) and nothing was written after it; {replay}."
+        f"NaN or infinity) and {written}; {replay}."
     )
 
 
