@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from instrument.tf_internals.graph_frames import watched_variables
+from instrument.watch.norms import value_of
 
 # A custom loop's step whose written state is larger keeps none of it (a frozen
 # embedding written by the step, say): a copy a step of that much is not a watch's.
@@ -54,6 +55,33 @@ def _step_graph(graph: Any) -> Any:
     while getattr(getattr(graph, "outer_graph", None), "building_function", False):
         graph = graph.outer_graph
     return graph
+
+
+# TensorFlow's legacy stateful random ops: their state is the kernel's own, in no
+# variable, so it cannot be kept or put back (tf.random.normal, tf.random.uniform,
+# tf.nn.dropout, tf.random.shuffle without a generator).
+LEGACY_RANDOM_OPS = frozenset(
+    {
+        "RandomStandardNormal",
+        "RandomUniform",
+        "RandomUniformInt",
+        "TruncatedNormal",
+        "RandomShuffle",
+        "Multinomial",
+        "RandomGamma",
+        "RandomPoisson",
+        "RandomPoissonV2",
+        "ParameterizedTruncatedNormal",
+    }
+)
+
+
+def legacy_random_ops(graph: Any) -> list[str]:
+    """The types of the legacy stateful random ops (`LEGACY_RANDOM_OPS`) the step
+    function whose graph holds ``graph`` has traced so far: a replay of its step draws
+    other values than the step did."""
+    step = _step_graph(graph)
+    return sorted({op.type for op in step.get_operations() if op.type in LEGACY_RANDOM_OPS})
 
 
 def written_state(graph: Any, not_state: list[Any]) -> tuple[list[Any], int]:
@@ -93,12 +121,7 @@ def keep(kept_state: list[tuple[Any, Any]], variables: list[Any]) -> None:
     known = {id(v) for v, _ in kept_state}
     with tf.init_scope():
         kept_state.extend(
-            (
-                v,
-                tf.Variable(
-                    tf.convert_to_tensor(v), trainable=False, name=OWN_PREFIX + "watch_state"
-                ),
-            )
+            (v, tf.Variable(value_of(v), trainable=False, name=OWN_PREFIX + "watch_state"))
             for v in variables
             if id(v) not in known
         )
@@ -130,10 +153,8 @@ def take_copies(kept_state: list[tuple[Any, Any]], variables: list[Any]) -> None
     """In the graph: copy ``variables`` (kept by `keep`) as they are at this point (the
     gate's open branch, after a good update; `copy_before_step`, before the forward
     pass)."""
-    import tensorflow as tf
-
     for variable, kept in _copies(kept_state, variables):
-        kept.assign(tf.convert_to_tensor(variable))
+        kept.assign(value_of(variable))
 
 
 def restore(kept_state: list[tuple[Any, Any]]) -> None:

@@ -136,7 +136,22 @@ class Watcher:
             gate.keep_batch(site, batch, names)
         if site.step_function is not None and site.step_function[0] == "call":
             self._keep_written_state(flags, site, graph)
+        self._say_legacy_random(graph)
         gate.guarded_apply(flags, site, apply, grads, variables, batch, self.say_once)
+
+    def _say_legacy_random(self, graph: Any) -> None:
+        """Say once when the step draws from a legacy stateful random op, whose state
+        cannot be put back for a replay."""
+        ops = step_state.legacy_random_ops(graph)
+        if ops:
+            self.say_once(
+                "legacy_random",
+                f"the watched step draws from TensorFlow's legacy stateful random ops "
+                f"({', '.join(ops)}: tf.random.normal, tf.random.uniform, tf.nn.dropout "
+                "and the like), whose state is the kernel's own: a replay of a hit step "
+                "draws other values, and may not reproduce it (a tf.random.Generator or "
+                "Keras' layers keep theirs in variables, which the watch puts back)",
+            )
 
     def _keep_written_state(self, flags: gate.WatchFlags, site: gate.WatchSite, graph: Any) -> None:
         """Keep what a custom loop's step writes besides its optimizer's update
@@ -226,6 +241,7 @@ class Watcher:
         if batch:
             gate.keep_batch(site, batch, names, replica)
             gate.keep_batch_in_graph(flags, site.kept_batches[replica], batch)
+        self._say_legacy_random(graph)
         loss = gate.loss_of(graph)
         norms, first_bad = gate.local_check(loss, grads)
 

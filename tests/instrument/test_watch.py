@@ -31,7 +31,7 @@ CAUGHT = (
     "loop_xla_saturated",
     "fit_spe_saturated",
 )
-HEALTHY = ("fit_healthy", "mixed_healthy", "where_sqrt", "fit_accumulated")
+HEALTHY = ("fit_healthy", "mixed_healthy", "where_sqrt", "fit_accumulated", "loop_legacy_random")
 PROGRAMS_RUN = (
     CAUGHT
     + ("fit_data_nan", "adam_eps0", "lr_spike", "accumulated_lr_spike", "fit_divergence")
@@ -264,6 +264,21 @@ def test_an_update_made_in_a_cond_of_the_optimizers_is_measured(watched):
         assert np.isfinite(update).all()
         # Even steps only accumulate; odd ones apply the accumulated gradients.
         assert (update[steps % 2 == 0] == 0.0).all() and (update[steps % 2 == 1] > 0).all()
+
+
+def test_a_legacy_stateful_random_op_is_said_once(watched):
+    """tf.random.normal keeps its state in its kernel: the watch cannot put it back for
+    a replay, and says so once, at the first trace (a Generator's state it restores:
+    loop_state_data_nan says nothing of the kind)."""
+    notices = {}
+    for program in ("loop_legacy_random", "loop_state_data_nan"):
+        logdir, _ = watched[program]
+        run = next(r for r in reader.list_runs(logdir) if r.watched)
+        with reader.open_run(logdir, run.run_id) as dump:
+            notices[program] = [n.message for n in dump.notices()]
+    (said,) = [m for m in notices["loop_legacy_random"] if "legacy stateful random" in m]
+    assert "RandomStandardNormal" in said and "may not reproduce" in said
+    assert not any("legacy stateful random" in m for m in notices["loop_state_data_nan"])
 
 
 def test_a_custom_loops_own_state_is_left_as_the_last_good_step_left_it(watched):

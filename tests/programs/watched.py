@@ -162,6 +162,9 @@ try:
         def train_step(xb, yb):
             if generator is not None:
                 xb = xb + 0.01 * generator.normal(tf.shape(xb))
+            if PROGRAM == "loop_legacy_random":
+                # Noise from a legacy stateful op (its state is the kernel's own).
+                xb = xb + 0.01 * tf.random.normal(tf.shape(xb))
             with tf.GradientTape() as tape:
                 loss = cross_entropy(yb, model(xb, training=True))
             grads = tape.gradient(loss, model.trainable_variables)
