@@ -37,7 +37,11 @@ _on_replaced: Any = None
 
 
 def watch(
-    logdir: str | os.PathLike[str], *, on_hit: str = ON_HIT_STOP, max_replays: int = 1
+    logdir: str | os.PathLike[str],
+    *,
+    on_hit: str = ON_HIT_STOP,
+    max_replays: int = 1,
+    hold_update: bool = True,
 ) -> str:
     """Watch this process's training steps, writing a watched run into ``logdir``.
 
@@ -49,6 +53,14 @@ def watch(
             up to ``max_replays`` hits; later hits stop), or
             ``"stop_without_replay"``.
         max_replays: How many hits are replayed.
+        hold_update: Hold the optimizer's writes back until the changes they make are
+            checked, so that a NaN the optimizer makes from finite gradients is not
+            written (the default). The new values are held until the check: the step's
+            peak memory grows by the variables the optimizer writes (the weights and
+            Adam's two moments: three times the trained weights). False writes the
+            update as it comes, as the optimizer does unwatched: such a NaN is then
+            found after it is written (the ``variable`` check), the state before it
+            lost, and the rows have no update norms.
 
     Returns:
         The watched run's directory.
@@ -82,7 +94,7 @@ def watch(
     if replaced is not None:
         unwatch()
     with _lock:
-        _active = _start(logdir_path, on_hit, max_replays)
+        _active = _start(logdir_path, on_hit, max_replays, hold_update)
         if not _atexit_registered:
             atexit.register(_unwatch_at_exit)
             _atexit_registered = True
@@ -128,7 +140,7 @@ def _stop(*, handle_hit: bool) -> None:
         hooks.remove()
 
 
-def _start(logdir: str, on_hit: str, max_replays: int) -> tuple[Watcher, Any]:
+def _start(logdir: str, on_hit: str, max_replays: int, hold_update: bool) -> tuple[Watcher, Any]:
     import platform
     import sys
 
@@ -146,11 +158,15 @@ def _start(logdir: str, on_hit: str, max_replays: int) -> tuple[Watcher, Any]:
             RunRecord.PYTHON_VERSION: platform.python_version(),
             RunRecord.ARGV: list(sys.argv),
             RunRecord.THREAD: threading.current_thread().name,
-            RunRecord.WATCH: {WatchMap.ON_HIT: on_hit, WatchMap.MAX_REPLAYS: max_replays},
+            RunRecord.WATCH: {
+                WatchMap.ON_HIT: on_hit,
+                WatchMap.MAX_REPLAYS: max_replays,
+                WatchMap.HOLD_UPDATE: hold_update,
+            },
         },
         flush_interval_s=0.5,
     )
-    watcher = Watcher(writer, on_hit=on_hit, max_replays=max_replays)
+    watcher = Watcher(writer, on_hit=on_hit, max_replays=max_replays, hold_update=hold_update)
     hooks = WatchHooks(watcher)
     hooks.install()
     return watcher, hooks

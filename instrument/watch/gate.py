@@ -357,6 +357,7 @@ def guarded_apply(
     variables: list[Any],
     batch: list[Any],
     on_notice: Notice | None = None,
+    hold: bool = True,
 ) -> None:
     """Build, in the step's graph, the check, the gated ``apply()`` and the row."""
     import tensorflow as tf
@@ -365,7 +366,7 @@ def guarded_apply(
     kept = site.kept_batches.get(0)
     if kept is not None and batch:
         keep_batch_in_graph(flags, kept, batch)
-    gated_update(flags, site, norms, first_bad, apply, variables, on_notice=on_notice)
+    gated_update(flags, site, norms, first_bad, apply, variables, on_notice=on_notice, hold=hold)
 
 
 def guarded_apply_across_replicas(
@@ -377,6 +378,7 @@ def guarded_apply_across_replicas(
     apply: Any,
     variables: list[Any],
     on_notice: Notice | None = None,
+    hold: bool = True,
 ) -> None:
     """Build, in the cross-replica context of a ``merge_call`` (a ``MirroredStrategy``'s
     step), the gated ``apply()`` over every replica's `local_check` (``norms`` and
@@ -397,6 +399,7 @@ def guarded_apply_across_replicas(
         variables,
         replica,
         on_notice=on_notice,
+        hold=hold,
     )
 
 
@@ -409,6 +412,7 @@ def gated_update(
     variables: list[Any],
     replica: Any = None,
     on_notice: Notice | None = None,
+    hold: bool = True,
 ) -> None:
     """The update run on the check (``norms`` of the loss and each gradient, and the
     ``first_bad`` of them, -1 for none), its writes held and made when its changes are
@@ -418,7 +422,8 @@ def gated_update(
     The common step pays for the gate's ``cond``, an ``L2Loss`` of each change, the
     write's ``cond``, the row's scatter, the count and a handful of scalar ops; what a
     hit needs (the failed column, the flag's write) is built in a ``cond`` that only a
-    hit takes. ``on_notice`` says once what the update could not hold."""
+    hit takes. ``on_notice`` says once what the update could not hold. With ``hold``
+    false (`instrument.watch`'s ``hold_update``) the update is written as it comes."""
     import tensorflow as tf
 
     state = flags.state.read_value()
@@ -469,7 +474,7 @@ def gated_update(
         return unmeasured, no_bad_update
 
     try:
-        updates, bad_update = tf.cond(open_gate, held_update, skip)
+        updates, bad_update = tf.cond(open_gate, held_update if hold else update_as_it_comes, skip)
     except WriteConflict as conflict:
         if on_notice is not None:
             on_notice(

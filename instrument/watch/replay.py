@@ -370,7 +370,7 @@ def hit_error(hit: Hit, saved: Saved, replay: Replay | None, run_path: str) -> N
     elif hit.check == CHECK_VARIABLE:
         head = (
             f"watch: step {hit.step} of {hit.site.optimizer_name}: {hit.tensor} held NaN "
-            f"or infinity: {made_by_optimizer}, in a write the watch could not hold "
+            f"or infinity: {made_by_optimizer}, in a write the watch did not hold "
             "back; nothing was written after that step, but its own update was (the "
             "state before it was not kept)"
         )

@@ -57,9 +57,11 @@ class Watcher:
         *,
         on_hit: str,
         max_replays: int,
+        hold_update: bool = True,
         poll_interval_s: float = POLL_INTERVAL_S,
     ) -> None:
         self.writer = writer
+        self.hold_update = hold_update
         self.on_hit = on_hit
         self.max_replays = max_replays
         self.replays = 0
@@ -137,7 +139,9 @@ class Watcher:
         if site.step_function is not None and site.step_function[0] == "call":
             self._keep_written_state(flags, site, graph)
         self._say_legacy_random(graph)
-        gate.guarded_apply(flags, site, apply, grads, variables, batch, self.say_once)
+        gate.guarded_apply(
+            flags, site, apply, grads, variables, batch, self.say_once, self.hold_update
+        )
 
     def _say_legacy_random(self, graph: Any) -> None:
         """Say once when the step draws from a legacy stateful random op, whose state
@@ -255,7 +259,15 @@ class Watcher:
                 distribution.extended.call_for_each_replica(each, args=(grads, variables))
 
             gate.guarded_apply_across_replicas(
-                flags, site, distribution, norms, first_bad, apply, variables, self.say_once
+                flags,
+                site,
+                distribution,
+                norms,
+                first_bad,
+                apply,
+                variables,
+                self.say_once,
+                self.hold_update,
             )
 
         context.merge_call(across, args=(norms, first_bad, grads, variables))

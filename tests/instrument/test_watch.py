@@ -34,7 +34,8 @@ CAUGHT = (
 HEALTHY = ("fit_healthy", "mixed_healthy", "where_sqrt", "fit_accumulated", "loop_legacy_random")
 PROGRAMS_RUN = (
     CAUGHT
-    + ("fit_data_nan", "adam_eps0", "lr_spike", "accumulated_lr_spike", "fit_divergence")
+    + ("fit_data_nan", "adam_eps0", "adam_eps0_unheld", "lr_spike", "accumulated_lr_spike")
+    + ("fit_divergence",)
     + ("mixed_skips", "mirrored_mixed")
     + ("loop_state_data_nan",)
     + HEALTHY
@@ -209,6 +210,21 @@ def test_the_watched_rows_hold_the_loss_and_norms_per_step(watched):
     assert 0.01 * np.sqrt(8 * 16 / 4) < update[0] <= 0.01 * np.sqrt(8 * 16) * (1 + 1e-5)
 
 
+def test_an_update_not_held_is_found_after_it_is_written(watched):
+    """With hold_update=False the update is written as it comes: Adam's NaN from step 0
+    reaches step 1's loss, whose check of the variables names step 0, as a variable
+    found non-finite; its state before is lost, and it is not replayed."""
+    logdir, lines = watched["adam_eps0_unheld"]
+    assert "sequential/dense/kernel after the update held NaN or infinity" in lines["CAUGHT"]
+    assert lines["WEIGHTS_FINITE"] == "False"
+    watch = report(logdir)["watch"]
+    assert (watch["hit_step"], watch["check"], watch["replay_run"]) == (0, "variable", None)
+    with reader.open_run(logdir, watch["watched_run"]) as dump:
+        log = present(dump.watch_log())
+    kernel = next(c for c in log.sites[0].columns if c.startswith("update_norm:"))
+    assert not np.isfinite(log.column(0, kernel)[1]).any()
+
+
 def test_an_infinite_learning_rate_is_held_back_at_its_own_step(watched):
     logdir, lines = watched["lr_spike"]
     # The learning rate of the step before BAD_STEP is infinite: that step's changes
@@ -231,7 +247,7 @@ def test_a_nan_an_update_wrote_as_it_came_is_named_at_the_next_steps_hit(watched
     check of the variables names the step that wrote them."""
     logdir, lines = watched["accumulated_lr_spike"]
     assert "after the update held NaN or infinity" in lines["CAUGHT"]
-    assert "could not hold back" in lines["CAUGHT"]
+    assert "did not hold back" in lines["CAUGHT"]
     data = report(logdir)
     watch = data["watch"]
     assert (watch["hit_step"], watch["check"], watch["replay_run"]) == (BAD_STEP, "variable", None)

@@ -57,7 +57,7 @@ elif PROGRAM.endswith("_saturated"):
     x[BAD_STEP * BATCH : (BAD_STEP + 1) * BATCH] *= 1e4
 elif PROGRAM in ("fit_data_nan", "loop_state_data_nan"):
     x[BAD_STEP * BATCH + 3, 2] = np.nan
-elif PROGRAM == "adam_eps0":
+elif PROGRAM.startswith("adam_eps0"):
     x[:, 0] = 0.0  # the first layer's first kernel row never gets a gradient: 0/0
 if PROGRAM == "fit_divergence":
     x *= 3.0
@@ -101,7 +101,9 @@ def where_sqrt_loss(y_true, y_pred):
     return tf.reduce_mean(tf.square(safe - y_true))
 
 
-print("WATCHED", instrument.watch(LOGDIR, on_hit=ON_HIT), flush=True)
+# adam_eps0_unheld: the update written as it comes (its NaN found after it is written).
+HOLD = not PROGRAM.endswith("_unheld")
+print("WATCHED", instrument.watch(LOGDIR, on_hit=ON_HIT, hold_update=HOLD), flush=True)
 strategy = (
     tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     if PROGRAM.startswith("mirrored")
@@ -177,7 +179,7 @@ try:
                 print("STATE_BEFORE_BAD", state_of(normalization, generator), flush=True)
     else:
         loss = {"where_sqrt": where_sqrt_loss, "fit_divergence": "mse"}.get(PROGRAM, cross_entropy)
-        epsilon = 0.0 if PROGRAM == "adam_eps0" else 1e-7
+        epsilon = 0.0 if PROGRAM.startswith("adam_eps0") else 1e-7
         with strategy.scope():
             if PROGRAM == "fit_divergence":
                 optimizer = tf.keras.optimizers.SGD(0.5)

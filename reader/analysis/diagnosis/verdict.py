@@ -106,7 +106,7 @@ def _watched_statement(reader: AnalysedRun) -> str | None:
         else "it was not replayed" + (f" ({hit.replay_error})" if hit.replay_error else "")
     )
     written = (
-        "that step's update was written (the watch could not hold it back), nothing after it"
+        "that step's update was written (the watch did not hold it back), nothing after it"
         if hit.check == CHECK_VARIABLE
         else "nothing was written from that step on"
     )
