@@ -56,7 +56,7 @@ def watch(
         hold_update: Hold the optimizer's writes back until the changes they make are
             checked, so that a NaN the optimizer makes from finite gradients is not
             written (the default). The new values are held until the check: the step's
-            peak memory grows by the variables the optimizer writes (the weights and
+            peak memory grows by up to the variables the optimizer writes (the weights and
             Adam's two moments: three times the trained weights). False writes the
             update as it comes, as the optimizer does unwatched: such a NaN is then
             found after it is written (the ``variable`` check), the state before it
