@@ -118,14 +118,23 @@ class HeldUpdate:
 
 
 def replayed_update(apply: Any) -> None:
-    """Trace ``apply()`` (a replay's update) with its writes held and never made: the
-    replay computes the update, so that a NaN the optimizer makes is recorded, and
-    writes nothing of the program's. Whether the values it would have written are
-    finite goes into a boolean variable of the watch's own (`_replay_sink`): a value
-    nothing uses is not traced (instrument/tracing/graph_batches.py), and a boolean
-    adds no alert of its own to the replay. An update whose writes cannot be held is
-    not traced."""
+    """Trace ``apply()`` (a replay's update) with its writes held and never made to the
+    program's variables: the replay computes the update, so that a NaN the optimizer
+    makes is recorded, and writes nothing of the program's.
+
+    Each value it would have written is written instead into a variable of the
+    watch's own, one a dtype, of no fixed shape (`_replay_scratch`): the replay's graph
+    then writes it, as the step's does, so the reader counts a non-finite value that
+    reaches it as harmful (an infinite learning rate's infinities would otherwise pass
+    for a deliberate constant's, carried on and never written), and a value nothing
+    uses would not be traced at all (instrument/tracing/graph_batches.py). The scratch
+    variable adopts each value's buffer in turn: it holds no more than the step did.
+    Inside XLA, where a variable cannot change its shape, whether each value is finite
+    goes into a boolean of the watch's own instead. An update whose writes cannot be
+    held is not traced."""
     import tensorflow as tf
+
+    from instrument.tf_internals.graph_frames import in_xla_context
 
     if not held_writes.installed():
         return
@@ -134,24 +143,36 @@ def replayed_update(apply: Any) -> None:
             apply()
     except WriteConflict:
         return
-    values = [v for v in writes.held_values() if v.dtype.is_floating]
-    if values:
-        with tf.name_scope("tfdbg_tui_watch_replay"):
-            finite = tf.stack([tf.reduce_all(tf.math.is_finite(v)) for v in values])
-            _replay_sink().assign(tf.reduce_all(finite))
+    values = writes.held_values()
+    if not values:
+        return
+    with tf.name_scope("tfdbg_tui_watch_replay"):
+        if not in_xla_context(tf.compat.v1.get_default_graph()):
+            for value in values:
+                _replay_scratch(value.dtype).assign(value)
+            return
+        finite = [tf.reduce_all(tf.math.is_finite(v)) for v in values if v.dtype.is_floating]
+        if finite:
+            _replay_scratch(tf.bool, shaped=True).assign(tf.reduce_all(tf.stack(finite)))
 
 
-_sink: list[Any] = []
+_scratch: dict[tuple[Any, bool], Any] = {}
 
 
-def _replay_sink() -> Any:
-    """A boolean variable of the watch's own that a replay writes whether its update's
-    values are finite into (`replayed_update`), made once."""
+def _replay_scratch(dtype: Any, shaped: bool = False) -> Any:
+    """A variable of the watch's own, of ``dtype`` and no fixed shape (a scalar with
+    ``shaped``), that a replay writes its update's values into (`replayed_update`);
+    made once."""
     import tensorflow as tf
 
     from instrument.tf_internals.eager_runtime import unmirrored_variable
 
-    if not _sink:
+    key = (dtype, shaped)
+    if key not in _scratch:
         with tf.init_scope():
-            _sink.append(unmirrored_variable(tf.constant(True), "tfdbg_tui_watch_replay_sink"))
-    return _sink[0]
+            _scratch[key] = unmirrored_variable(
+                tf.zeros([] if shaped else [0], dtype),
+                "tfdbg_tui_watch_replay",
+                shape=None if shaped else tf.TensorShape(None),
+            )
+    return _scratch[key]

@@ -238,6 +238,10 @@ def test_an_infinite_learning_rate_is_held_back_at_its_own_step(watched):
         "update",
         "reproduced",
     )
+    # The replay computes the update (writing it into the watch's own variable, not
+    # the program's): its root cause is the schedule's infinity, on the program's line.
+    source = data["first_alert"]["source"]
+    assert (source["file"], source["line"]) == (str(WATCHED), line_of(WATCHED, "# INF_LR_LINE"))
 
 
 def test_a_nan_an_update_wrote_as_it_came_is_named_at_the_next_steps_hit(watched):

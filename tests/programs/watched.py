@@ -92,7 +92,7 @@ class InfiniteAtOneStep(tf.keras.optimizers.schedules.LearningRateSchedule):
 
     def __call__(self, step):
         bad = BAD_STEP if PROGRAM == "accumulated_lr_spike" else BAD_STEP - 1
-        return tf.where(tf.equal(step, bad), float("inf"), 0.01)
+        return tf.where(tf.equal(step, bad), float("inf"), 0.01)  # INF_LR_LINE
 
 
 def where_sqrt_loss(y_true, y_pred):
