@@ -180,7 +180,11 @@ def _write_watched_runs(logdir: str) -> None:
         {
             RunRecord.RUN: "watched",
             RunRecord.TENSOR_DEBUG_MODE: fmt.NO_TENSOR,
-            RunRecord.WATCH: {WatchMap.ON_HIT: "stop", WatchMap.MAX_REPLAYS: 1},
+            RunRecord.WATCH: {
+                WatchMap.ON_HIT: "stop",
+                WatchMap.MAX_REPLAYS: 1,
+                WatchMap.HOLD_UPDATE: True,
+            },
         },
         flush_interval_s=None,
     )
