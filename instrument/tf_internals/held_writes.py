@@ -3,18 +3,20 @@
 While a `HeldWrites` is open on a graph being traced, a write to a resource variable
 made in that graph (``AssignVariableOp``, ``AssignAddVariableOp``,
 ``AssignSubVariableOp``: every ``tf.Variable.assign``, ``assign_add`` and
-``assign_sub``, Keras' variables' and optimizers' included) is not built. The variable's
-new value is computed as a tensor instead (the value assigned, or the value read plus
-or minus the change) and held; a later read of that variable in the same graph gets
-the held value, so the traced computation is the same, op for op, as the one that
-writes in place. `write_held` then builds the writes of the held values, where the
-caller wants them (in a ``cond`` on a check of the changes, say): until then nothing
-was written.
+``assign_sub``, Keras' variables' and optimizers' included) is not built: it is held.
+A later read of that variable in the same graph gets the value the held writes give
+it, computed then as a tensor (the value assigned, or the value before plus or minus
+the changes), so the traced computation is the same, op for op, as the one that
+writes in place. `write_held` then builds the writes, where the caller wants them (in
+a ``cond`` on a check of the changes, say): until then nothing was written.
 
-What it costs at run time: nothing a write in place does not, when the variable adopts
-the held value's buffer (an ``AssignVariableOp`` whose value no other op uses shares it,
-it does not copy it): the read, the add and the write touch the same bytes as
-``AssignAddVariableOp``.
+What it costs at run time: a variable no later op of the update reads (the weights,
+which an optimizer writes last) is written in place by `write_held`, as the update
+would have written it; one the update reads after writing it (Adam's moments) adopts
+the value computed for that read (``AssignVariableOp`` takes the buffer of a value no
+other op uses; callgrind counts no copy). That value is a buffer of its own, not the
+variable's: the same bytes are read and written, but on a CPU whose caches held the
+variable, a write to other memory costs more time than one in place.
 
 What it cannot hold, and says so by `WriteConflict` (the caller then traces the update
 as it is): a sparse write (``ResourceScatter*``) or read (``ResourceGather``) of a
@@ -187,7 +189,7 @@ class HeldWrites:
     ) -> None:
         self._measured = measured
         self._on_nested_change = on_nested_change
-        self._pending: dict[int, tuple[Any, Any]] = {}  # id(handle) -> (handle, value)
+        self._pending: dict[int, _Held] = {}  # id(handle) -> its held writes
         self.changes: list[tuple[int, int, Any]] = []
         """(index, id of the handle, change) of each held write into a measured
         variable, in the order made."""
@@ -219,30 +221,43 @@ class HeldWrites:
         return len(self._pending)
 
     def pending_value(self, handle: Any) -> Any:
+        """The value a read of ``handle`` gets in the held update: its held writes
+        applied to the value before them (computed here, in the held graph, once), or
+        None when the update has not written it."""
         entry = self._pending.get(id(handle))
-        return entry[1] if entry is not None else None
+        if entry is None:
+            return None
+        if entry.changes:
+            with self._graph.as_default():
+                entry.materialize(_originals[_READ])
+        return entry.base
 
     def hold(self, handle: Any, value: Any, kind: str) -> Any:
-        """A write in the held graph: its new value computed and held, its change kept
-        where the variable is measured. Returns the op a write returns (the one that
-        made the new value), for the control dependencies callers put on it."""
+        """A write in the held graph: held (not computed: a value no later op of the
+        update reads is written in place, by the write `write_held` builds), its change
+        kept where the variable is measured. Returns an op of the update's that made
+        the written value, for the control dependencies callers put on a write."""
         import tensorflow as tf
 
         value = tf.convert_to_tensor(value)
-        before = self.pending_value(handle)
-        if before is None and (kind != "assign" or id(handle) in self._measured):
-            before = _originals[_READ](handle, value.dtype)
+        entry = self._pending.get(id(handle))
+        if entry is None:
+            entry = self._pending[id(handle)] = _Held(handle, value.dtype)
+        change = value
         if kind == "assign":
-            new, change = value, (value - before if before is not None else None)
-        elif kind == "add":
-            new, change = before + value, value
+            change = None
+            if id(handle) in self._measured:
+                before = self.pending_value(handle)
+                if before is None:
+                    before = _originals[_READ](handle, value.dtype)
+                change = value - before
+            entry.base, entry.changes = value, []
         else:
-            new, change = before - value, value
-        self._pending[id(handle)] = (handle, new)
+            entry.changes.append((kind, value))
         index = self._measured.get(id(handle))
         if index is not None and change is not None:
             self.changes.append((index, id(handle), change))
-        return new.op
+        return value.op
 
     def nested_write(
         self,
@@ -276,11 +291,40 @@ class HeldWrites:
         return original(handle, value, name=name, **kwargs)
 
     def held_values(self) -> list[Any]:
-        """The values held, one a variable (in the order first written)."""
-        return [value for _, value in self._pending.values()]
+        """The values held, one a variable (in the order first written), computed."""
+        return [self.pending_value(entry.handle) for entry in list(self._pending.values())]
 
     def write_held(self) -> list[Any]:
-        """Build the writes of every held value (in the order first written); returns
-        their ops."""
-        write = _originals["assign_variable_op"]
-        return [write(handle, value) for handle, value in self._pending.values()]
+        """Build the writes of every held value (in the order first written): a value
+        computed for a read is adopted by its variable (``AssignVariableOp`` takes the
+        buffer of a value no other op uses), the changes after it are made in place
+        (``AssignAddVariableOp``, ``AssignSubVariableOp``), as the update would have
+        made them. Returns their ops."""
+        ops = []
+        for entry in self._pending.values():
+            if entry.base is not None:
+                ops.append(_originals["assign_variable_op"](entry.handle, entry.base))
+            for kind, value in entry.changes:
+                write = "assign_add_variable_op" if kind == "add" else "assign_sub_variable_op"
+                ops.append(_originals[write](entry.handle, value))
+        return ops
+
+
+class _Held:
+    """A variable's held writes: a value it was given (an assign's, or one computed for
+    a read), or None for the variable's own value, then the changes added or
+    subtracted after it."""
+
+    def __init__(self, handle: Any, dtype: Any) -> None:
+        self.handle = handle
+        self.dtype = dtype
+        self.base: Any = None
+        self.changes: list[tuple[str, Any]] = []
+
+    def materialize(self, read: Callable[..., Any]) -> None:
+        """Compute the held value (in the graph being built): the changes applied to
+        the base, or to a read of the variable."""
+        value = self.base if self.base is not None else read(self.handle, self.dtype)
+        for kind, change in self.changes:
+            value = value + change if kind == "add" else value - change
+        self.base, self.changes = value, []
