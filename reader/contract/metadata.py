@@ -70,7 +70,7 @@ class WatchMap(FieldTable):
     ON_HIT: Final = field("on_hit", str, "what a hit does")
     MAX_REPLAYS: Final = field("max_replays", int, "replays at most")
     HOLD_UPDATE: Final = field(
-        "hold_update", bool, "the update's writes held until checked (since 2.10; absent)"
+        "hold_update", bool, "the update's writes held until checked", since=(2, 10)
     )
 
 
