@@ -286,6 +286,15 @@ def test_an_update_made_in_a_cond_of_the_optimizers_is_measured(watched):
         assert (update[steps % 2 == 0] == 0.0).all() and (update[steps % 2 == 1] > 0).all()
 
 
+def test_the_held_update_changes_no_number_of_the_training(tmp_path):
+    """Holding the optimizer's writes until they are checked leaves the training's
+    numbers as they are unwatched, bit for bit, weights and slots."""
+    out = run_program([str(PROGRAMS / "watched_unchanged.py"), str(tmp_path)])
+    results = [line.split() for line in out.splitlines() if line.startswith("EQUAL")]
+    assert [r[1] for r in results] == ["adamw", "sgd_momentum"]
+    assert all(r[2] == "True" and int(r[3]) > 4 for r in results), results
+
+
 def test_a_legacy_stateful_random_op_is_said_once(watched):
     """tf.random.normal keeps its state in its kernel: the watch cannot put it back for
     a replay, and says so once, at the first trace (a Generator's state it restores:
