@@ -140,7 +140,7 @@ def _patched(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         held = _held_for_graph()
         if held is not None:
             writes, _ = held
-            if writes.pending_value(resource) is not None:
+            if writes.holds(resource):
                 raise WriteConflict(
                     f"{name} of a variable whose new value is held (a sparse access after "
                     "a dense write in one update)"
@@ -193,8 +193,6 @@ class HeldWrites:
         self.changes: list[tuple[int, int, Any]] = []
         """(index, id of the handle, change) of each held write into a measured
         variable, in the order made."""
-        self.nested_indices: set[int] = set()
-        """The measured variables written from a nested graph (made as they came)."""
         self.made_as_they_came = 0
         """Writes not held: sparse ones, and those from graphs nested in the held one."""
         self._graph: Any = None
@@ -215,10 +213,9 @@ class HeldWrites:
         with _lock:
             _open.pop(id(self._graph), None)
 
-    @property
-    def held(self) -> int:
-        """How many variables have a held value."""
-        return len(self._pending)
+    def holds(self, handle: Any) -> bool:
+        """Whether the update has a held write of ``handle``'s variable."""
+        return id(handle) in self._pending
 
     def pending_value(self, handle: Any) -> Any:
         """The value a read of ``handle`` gets in the held update: its held writes
@@ -271,7 +268,7 @@ class HeldWrites:
         """A write from a graph nested in the held one: made as it comes, unless the
         variable has a held value (`WriteConflict`: the nested graph's write and the
         held value's would race)."""
-        if id(handle) in self._pending:
+        if self.holds(handle):
             raise WriteConflict(
                 "a write from a cond or loop of the update's own into a variable the "
                 "update wrote before it"
@@ -286,7 +283,6 @@ class HeldWrites:
                 change = value - _originals[_READ](handle, value.dtype)
             else:
                 change = value
-            self.nested_indices.add(index)
             self._on_nested_change(index, id(handle), change)
         return original(handle, value, name=name, **kwargs)
 

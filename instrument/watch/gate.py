@@ -460,11 +460,11 @@ def gated_update(
             step_state.take_copies(flags.kept_state, site.state)
             return tf.constant(True)
 
-        def hold() -> Any:
+        def keep_before() -> Any:
             step_state.restore(flags.kept_state)
             return tf.constant(False)
 
-        written = tf.cond(bad_update < 0, write, hold)
+        written = tf.cond(bad_update < 0, write, keep_before)
         with tf.control_dependencies([written]):
             return tf.identity(updates), tf.identity(bad_update)
 

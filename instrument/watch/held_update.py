@@ -34,7 +34,7 @@ from instrument.watch.norms import checked_norms, norms_of_halves
 __all__ = ["HeldUpdate", "WriteConflict", "replayed_update"]
 
 
-def _copies(variable: Any) -> list[Any]:
+def _replica_copies(variable: Any) -> list[Any]:
     """The ``tf.Variable`` behind a variable (Keras' or TensorFlow's), as each replica's
     copy under a tf.distribute strategy (the first replica's first)."""
     import tensorflow as tf
@@ -48,20 +48,17 @@ class HeldUpdate:
     ``cond`` on it, `write`."""
 
     def __init__(self, variables: list[Any], sums: Any) -> None:
-        import tensorflow as tf
-
         self._count = len(variables)
         measured: dict[int, int] = {}
         self._first: set[int] = set()
         for index, variable in enumerate(variables):
-            for k, copy in enumerate(_copies(variable)):
+            for k, copy in enumerate(_replica_copies(variable)):
                 measured[id(copy.handle)] = index
                 if k == 0:
                     self._first.add(id(copy.handle))
         self._sums = sums
         self._nested_first: set[int] = set()
         self._writes = HeldWrites(measured, self._note_nested)
-        self._tf = tf
 
     def __enter__(self) -> HeldUpdate:
         self._writes.__enter__()
@@ -77,7 +74,8 @@ class HeldUpdate:
     def _note_nested(self, index: int, handle_id: int, change: Any) -> None:
         """A change made in a nested graph (as it came): its ``L2Loss`` added there into
         the site's sums (the first replica's copy only)."""
-        tf = self._tf
+        import tensorflow as tf
+
         if handle_id not in self._first:
             return
         self._nested_first.add(index)
@@ -89,7 +87,8 @@ class HeldUpdate:
         """In the graph, after the update is traced: each trained variable's update norm
         (its changes' on the first replica's copy; NaN where none was seen), and the
         first variable whose change is not finite (-1 when none is)."""
-        tf = self._tf
+        import tensorflow as tf
+
         changes = self._writes.changes
         halves = tf.zeros([self._count], tf.float32)
         bad = tf.constant(-1, tf.int64)
